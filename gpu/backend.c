@@ -1,0 +1,69 @@
+#include "gpu/backend.h"
+
+#include <stdio.h>
+#include <string.h>
+
+extern const gpu_backend_ops_t gpu_cpu_backend_ops;
+#ifdef RECLASS_HAVE_CUDA_BACKEND
+extern const gpu_backend_ops_t gpu_cuda_backend_ops;
+#endif
+
+const gpu_backend_ops_t *gpu_backend_find(const char *name, char *err, size_t errlen) {
+    if (!name || strcmp(name, "cpu") == 0) return &gpu_cpu_backend_ops;
+    if (strcmp(name, "cuda") == 0) {
+#ifdef RECLASS_HAVE_CUDA_BACKEND
+        return &gpu_cuda_backend_ops;
+#else
+        snprintf(err, errlen, "backend 'cuda' is not built into this binary (nvcc was not found "
+                              "at build time): use --backend cpu");
+        return NULL;
+#endif
+    }
+    snprintf(err, errlen, "unknown backend '%s': use cpu or cuda", name);
+    return NULL;
+}
+
+int gpu_batch_check(const gpu_batch_t *batch, const gpu_model_config_t *cfg,
+                    const gpu_backend_opts_t *opts, char *err, size_t errlen) {
+    int max_len = opts->max_len > 0 ? opts->max_len : cfg->max_pos;
+    if (batch->n_seqs <= 0 || batch->n_tokens <= 0) {
+        snprintf(err, errlen, "empty batch");
+        return -1;
+    }
+    if (batch->n_tokens > opts->token_budget) {
+        snprintf(err, errlen, "batch of %d tokens exceeds the token budget %d", batch->n_tokens,
+                 opts->token_budget);
+        return -1;
+    }
+    int max_seqs = opts->max_seqs > 0 ? opts->max_seqs : opts->token_budget / 2;
+    if (batch->n_seqs > max_seqs) {
+        snprintf(err, errlen, "batch of %d sequences exceeds capacity %d", batch->n_seqs, max_seqs);
+        return -1;
+    }
+    if (batch->cu_seqlens[0] != 0 || batch->cu_seqlens[batch->n_seqs] != batch->n_tokens) {
+        snprintf(err, errlen, "cu_seqlens do not span the batch's %d tokens", batch->n_tokens);
+        return -1;
+    }
+    int longest = 0;
+    for (int s = 0; s < batch->n_seqs; s++) {
+        int len = batch->cu_seqlens[s + 1] - batch->cu_seqlens[s];
+        if (len <= 0 || len > max_len) {
+            snprintf(err, errlen, "sequence %d has length %d (allowed 1..%d)", s, len, max_len);
+            return -1;
+        }
+        if (len > longest) longest = len;
+    }
+    if (longest != batch->max_len) {
+        snprintf(err, errlen, "batch max_len %d but longest sequence is %d", batch->max_len,
+                 longest);
+        return -1;
+    }
+    for (int t = 0; t < batch->n_tokens; t++) {
+        if (batch->ids[t] < 0 || batch->ids[t] >= cfg->vocab_size) {
+            snprintf(err, errlen, "token %d has id %d outside the vocabulary (0..%d)", t,
+                     batch->ids[t], cfg->vocab_size - 1);
+            return -1;
+        }
+    }
+    return 0;
+}

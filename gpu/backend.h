@@ -1,0 +1,66 @@
+/* The encoder behind a table of function pointers (ggml style): worker/ sees this header
+ * only, never a CUDA header. A batch is packed, padding-free: the tokens of all sequences
+ * back to back, with prefix offsets like flash-attention's cu_seqlens. */
+#ifndef RECLASS_GPU_BACKEND_H
+#define RECLASS_GPU_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    const int32_t *ids;        /* (n_tokens) token ids, sequence after sequence */
+    const int32_t *cu_seqlens; /* (n_seqs + 1) cu_seqlens[0] = 0, cu_seqlens[n_seqs] = n_tokens */
+    int n_seqs;
+    int n_tokens;
+    int max_len; /* longest sequence in the batch, <= opts.max_len */
+} gpu_batch_t;
+
+typedef struct {
+    int token_budget;      /* tokens per batch the backend must hold (its arena is sized by it) */
+    int max_len;           /* longest sequence, <= cfg.max_pos; 0 = cfg.max_pos */
+    int max_seqs;          /* sequences per batch; 0 = token_budget / 2 (the shortest item is 2) */
+    int threads;           /* CPU threads; 0 = one per core */
+    const char *precision; /* "fp32" (cpu), "fp16" or "bf16" (cuda); NULL = backend default */
+    int device;            /* CUDA device ordinal */
+} gpu_backend_opts_t;
+
+typedef struct {
+    size_t weights_bytes; /* device bytes of weights */
+    size_t arena_bytes;   /* device bytes of activations + workspace */
+    size_t device_used;   /* cudaMemGetInfo total - free, 0 on cpu */
+    long allocations_after_init; /* must stay 0 */
+} gpu_mem_stats_t;
+
+typedef struct gpu_backend gpu_backend_t; /* one backend instance; opaque */
+
+typedef struct {
+    const char *name;
+    int padding_free; /* 1: a batch costs its real tokens; 0: n_seqs * max_len */
+    /* The model stays owned by the caller and must outlive the instance. */
+    int (*init)(const gpu_model_t *model, const gpu_backend_opts_t *opts, gpu_backend_t **out,
+                char *err, size_t errlen);
+    /* logits: (n_seqs, num_labels) fp32, host memory. Returns 0, or non-zero with err set
+     * (a batch over capacity is refused before any work). */
+    int (*forward)(gpu_backend_t *be, const gpu_batch_t *batch, float *logits, char *err,
+                   size_t errlen);
+    int (*mem_stats)(gpu_backend_t *be, gpu_mem_stats_t *stats); /* may be NULL */
+    void (*free)(gpu_backend_t *be);
+} gpu_backend_ops_t;
+
+/* "cpu" or "cuda". NULL when unknown or not built into this binary (err says which). */
+const gpu_backend_ops_t *gpu_backend_find(const char *name, char *err, size_t errlen);
+
+/* Validates a batch against the opts it must fit; shared by every backend. 0 = fits. */
+int gpu_batch_check(const gpu_batch_t *batch, const gpu_model_config_t *cfg,
+                    const gpu_backend_opts_t *opts, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

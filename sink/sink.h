@@ -1,0 +1,61 @@
+/* PostgreSQL sink (libpq). One transaction per write: results COPYed into a staging table and
+ * upserted into ticket_results (ON CONFLICT (job_id, ticket_id) DO UPDATE), job progress
+ * counted only for rows new to the table (redelivery never double-counts), one batches row per
+ * encoder batch. The caller stores Kafka offsets only after sink_write returned SINK_OK. */
+#ifndef RECLASS_SINK_H
+#define RECLASS_SINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct sink sink_t; /* one connection; not thread-safe */
+
+typedef struct {
+    const char *job_id;
+    const char *tenant;
+    const char *ticket_id;
+    int32_t job_total; /* tickets in the job, from the record */
+    const char *label;
+    int label_id;
+    float confidence;
+    const char *top_k_json; /* JSON array, e.g. [{"label":"x","p":0.91},...] */
+    int tokens;             /* tokens fed to the encoder ([CLS]/[SEP] included) */
+    int truncated;          /* 1 when the text was cut to the model's max length */
+    int32_t partition;
+    int64_t offset;
+    int64_t enqueued_at_ms; /* from the record; 0 when unknown */
+} sink_result_t;
+
+typedef struct {
+    int tickets;
+    long real_tokens;
+    long padded_tokens; /* tickets * longest: what a padded encoder would have spent */
+    double wait_ms;     /* oldest item's wait in the accumulator */
+    double compute_ms;  /* encoder time */
+    const char *backend;
+    int64_t device_used_bytes; /* GPU memory telemetry; 0 on cpu */
+    int64_t arena_bytes;
+} sink_batch_t;
+
+#define SINK_OK 0
+#define SINK_RETRY 1 /* connection lost or serialization failure: reconnect and retry the write */
+#define SINK_FATAL -1 /* a bug or a schema mismatch: retrying will not help */
+
+/* conninfo: a libpq conninfo string or URL (sslmode etc. pass through unchanged).
+ * model: recorded in every result row. */
+int sink_init(const char *conninfo, const char *model, sink_t **out, char *err, size_t errlen);
+
+/* Writes rows and batch telemetry in one transaction. Returns SINK_OK once committed. */
+int sink_write(sink_t *sink, const sink_result_t *rows, int n_rows, const sink_batch_t *batches,
+               int n_batches, char *err, size_t errlen);
+
+/* Re-establishes the connection (one attempt; the caller backs off between attempts). */
+int sink_reconnect(sink_t *sink, char *err, size_t errlen);
+
+void sink_free(sink_t *sink);
+
+/* Applies pending migrations from dir (NNN_name.sql, in order) under an advisory lock, each
+ * in a transaction, recorded in schema_migrations. *applied gets how many ran. */
+int sink_migrate(const char *conninfo, const char *dir, int *applied, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL server for tests and the demo: initdb into a temp dir, listen on a
+# free loopback port, trust auth. Runs as the 'postgres' OS user when invoked as root
+# (initdb refuses root).
+#   pg_tmp.sh start DIR   -> prints a libpq URL on stdout (postgresql://postgres@127.0.0.1:PORT/reclass)
+#   pg_tmp.sh stop DIR    -> stops it (fast shutdown); DIR is left for the caller to remove
+#   pg_tmp.sh restart DIR -> stops and starts it on the same port (connection-loss tests)
+set -euo pipefail
+cmd=${1:?start|stop|restart}
+dir=${2:?data dir}
+bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)
+[ -x "$bindir/initdb" ] || { echo "pg_tmp: PostgreSQL server binaries not found (apt-get install postgresql)" >&2; exit 1; }
+as_pg() {
+    if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+free_port() {
+    python3 - <<'PY' 2>/dev/null || echo $((20000 + RANDOM % 20000))
+import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()
+PY
+}
+case "$cmd" in
+start)
+    mkdir -p "$dir"
+    if [ "$(id -u)" = 0 ]; then
+        # the postgres user must reach DIR through its parents (mktemp -d makes them 0700)
+        p=$(dirname "$(readlink -f "$dir")")
+        while [ "$p" != / ]; do chmod a+x "$p"; p=$(dirname "$p"); done
+        chown postgres "$dir"
+    fi
+    chmod 700 "$dir"
+    port=$(free_port)
+    as_pg "$bindir/initdb" -D "$dir/data" -U postgres -A trust -E UTF8 --no-sync >"$dir/initdb.log" 2>&1 \
+        || { cat "$dir/initdb.log" >&2; exit 1; }
+    echo "$port" >"$dir/port"
+    if [ "$(id -u)" = 0 ]; then chown postgres "$dir/port"; fi
+    as_pg "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+        -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" start >/dev/null \
+        || { cat "$dir/server.log" >&2; exit 1; }
+    as_pg "$bindir/psql" -h 127.0.0.1 -p "$port" -U postgres -d postgres -qtAc "CREATE DATABASE reclass" >/dev/null
+    echo "postgresql://postgres@127.0.0.1:$port/reclass"
+    ;;
+stop)
+    [ -d "$dir/data" ] && as_pg "$bindir/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
+    ;;
+restart)
+    port=$(cat "$dir/port")
+    as_pg "$bindir/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
+    as_pg "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
+        -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" start >/dev/null
+    ;;
+*) echo "pg_tmp: unknown command $cmd" >&2; exit 2 ;;
+esac

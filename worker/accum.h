@@ -1,0 +1,56 @@
+/* The length-sorting accumulator: items (tokenized tickets) wait here until a batch is worth
+ * forming. Batches are bounded by a token budget, not a count; an item never waits past its
+ * deadline once the clock has passed it; pending items and tokens are bounded, and a full
+ * accumulator tells the producer to back off (it never drops). Not thread-safe: the caller
+ * holds its own lock. Time is passed in (milliseconds, any monotonic origin) so tests can
+ * drive the clock. */
+#ifndef RECLASS_WORKER_ACCUM_H
+#define RECLASS_WORKER_ACCUM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    int token_budget;   /* a batch costs at most this many tokens */
+    int padded;         /* 1: cost = n_items * longest (padded backend); 0: sum of lengths */
+    int max_wait_ms;    /* the oldest pending item is emitted by arrival + max_wait_ms */
+    int max_pending_items;
+    long max_pending_tokens;
+    int max_len; /* longest item accepted; a budget below it is a config error */
+} worker_accum_cfg_t;
+
+typedef struct worker_accum worker_accum_t;
+
+/* Returns 0, or -1 with a message that says what to fix (e.g. budget < max_len). */
+int worker_accum_init(const worker_accum_cfg_t *cfg, worker_accum_t **out, char *err,
+                      size_t errlen);
+void worker_accum_free(worker_accum_t *acc);
+
+#define WORKER_ACCUM_OK 0
+#define WORKER_ACCUM_FULL 1     /* not taken: back off, pop a batch, try again */
+#define WORKER_ACCUM_INVALID -1 /* len <= 0 or len > max_len: never fits */
+
+/* Adds an item; item is the caller's pointer, returned by pop; ownership stays with the caller. */
+int worker_accum_push(worker_accum_t *acc, void *item, int len, int64_t now_ms);
+
+/* 1 when a batch should be formed now: a full budget's worth is pending, or the oldest
+ * item's deadline has passed. */
+int worker_accum_ready(const worker_accum_t *acc, int64_t now_ms);
+
+/* Earliest deadline among pending items, or INT64_MAX when empty. */
+int64_t worker_accum_next_deadline(const worker_accum_t *acc);
+
+/* Forms one batch of similar lengths within budget, including every item whose deadline has
+ * passed when they fit, and the overdue oldest one first. With flush != 0 a batch is formed
+ * even when not ready (drain at shutdown). Writes up to cap item pointers (and their lengths
+ * when lens is non-NULL); returns the count, 0 when nothing is to be emitted. */
+int worker_accum_pop(worker_accum_t *acc, int64_t now_ms, int flush, void **items, int *lens,
+                     int cap);
+
+int worker_accum_pending_items(const worker_accum_t *acc);
+long worker_accum_pending_tokens(const worker_accum_t *acc);
+
+/* Batch cost under the config's counting (padded or not). */
+long worker_accum_cost(const worker_accum_cfg_t *cfg, const int *lens, int n);
+
+#endif

@@ -1,0 +1,33 @@
+/* BERT basic tokenizer + WordPiece, identical to Hugging Face's BertTokenizerFast:
+ * clean text, CJK spacing, (uncased) lower-casing and NFD accent stripping, punctuation
+ * split, greedy longest-match-first WordPiece with "##", [UNK] for words over 100 chars. */
+#ifndef RECLASS_WORKER_TOKENIZER_H
+#define RECLASS_WORKER_TOKENIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct worker_tok worker_tok_t; /* immutable after init: share it across threads */
+
+/* A growable id vector; reuse it across calls to avoid allocation. */
+typedef struct {
+    int32_t *v; /* (cap) */
+    int n;      /* ids written, [CLS] and [SEP] included */
+    int cap;
+    int n_full;    /* length before truncation */
+    int truncated; /* 1 when n < n_full */
+} worker_ids_t;
+
+int worker_tok_init(const char *vocab_path, int do_lower_case, worker_tok_t **out, char *err,
+                    size_t errlen);
+void worker_tok_free(worker_tok_t *tok);
+int worker_tok_vocab_size(const worker_tok_t *tok);
+
+/* Encodes len bytes of text (any bytes: invalid UTF-8 becomes U+FFFD) as
+ * [CLS] wordpieces [SEP]. max_len 0 keeps everything; otherwise at most max_len ids with
+ * [CLS] first and [SEP] last. Returns 0, or -1 when out of memory. */
+int worker_tok_encode(const worker_tok_t *tok, const char *text, size_t len, int max_len,
+                      worker_ids_t *out);
+void worker_ids_free(worker_ids_t *ids);
+
+#endif
