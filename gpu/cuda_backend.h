@@ -1,0 +1,20 @@
+/* Plain C entry points of the CUDA backend beyond the backend table (gpu/backend.h).
+ * Safe to include anywhere: no CUDA types. Only defined when RECLASS_HAVE_CUDA. */
+#ifndef RECLASS_GPU_CUDA_BACKEND_H
+#define RECLASS_GPU_CUDA_BACKEND_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Number of usable CUDA devices (0 when no driver/GPU: tests then skip). */
+int gpu_cuda_device_count(void);
+
+/* Measures the dense GEMM ceiling in TFLOP/s with cuBLAS on random data:
+ * (m, n, k) = (tokens, hidden-ish) shapes given; precision "fp16" or "bf16". -1 on error. */
+double gpu_cuda_gemm_tflops(int device, int m, int n, int k, const char *precision);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
