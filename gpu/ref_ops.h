@@ -1,0 +1,50 @@
+/* fp32 building blocks of the BERT encoder, run on the CPU. The CPU backend is made of
+ * them (or of fused versions that must agree with them), and the CUDA backend's tests
+ * compare each kernel against them. All matrices are row-major; a batch is packed,
+ * padding-free, with prefix offsets cu_seqlens (n_seqs + 1) as in gpu/backend.h. */
+#ifndef RECLASS_GPU_REF_OPS_H
+#define RECLASS_GPU_REF_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* out (n_tokens, H) = LayerNorm(word[ids] + pos[0..len-1 per sequence] + type[0]). */
+void gpu_ref_embed_ln(const gpu_model_t *m, const int32_t *ids, const int32_t *cu_seqlens,
+                      int n_seqs, float *out);
+
+/* y (n, out) = x (n, in) W^T + b, W (out, in) as nn.Linear; b may be NULL. OpenBLAS sgemm. */
+void gpu_ref_linear(const float *x, const float *w, const float *b, int n, int in, int out,
+                    float *y);
+
+/* Exact (erf) GELU in place, as HF's "gelu". */
+void gpu_ref_gelu(float *x, size_t n);
+
+/* x (n, H) = LayerNorm(x + res) with gamma g, beta b (H). */
+void gpu_ref_add_ln(float *x, const float *res, const float *g, const float *b, int n, int H,
+                    float eps);
+
+/* out (n_tokens, heads*head_dim) = softmax(Q K^T / sqrt(head_dim)) V within each sequence.
+ * q, k, v are (n_tokens, ld) row-major with head h at columns h*head_dim.. (so a fused
+ * (n_tokens, 3H) QKV buffer is passed as q = qkv, k = qkv + H, v = qkv + 2H, ld = 3H). */
+void gpu_ref_attention(const float *q, const float *k, const float *v, int ld,
+                       const int32_t *cu_seqlens, int n_seqs, int heads, int head_dim, float *out);
+
+/* logits (n_seqs, L) = classifier(tanh(pooler(hidden[first token of each sequence]))). */
+void gpu_ref_pool_classify(const gpu_model_t *m, const float *hidden, const int32_t *cu_seqlens,
+                           int n_seqs, float *logits);
+
+/* The whole classifier, composed of the ops above (the slow, obvious reference the fast
+ * backends are tested against). logits (n_seqs, L). Returns 0, or -1 when out of memory. */
+int gpu_ref_forward(const gpu_model_t *m, const int32_t *ids, const int32_t *cu_seqlens, int n_seqs,
+                    float *logits);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
