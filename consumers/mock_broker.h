@@ -1,0 +1,35 @@
+/* An embedded Kafka for development and tests: librdkafka's mock cluster (in-memory, one
+ * broker on 127.0.0.1) started and stopped from C. `reclass dev-broker`, the integration
+ * tests and the demo use it; nothing in production does.
+ *
+ * Limits that come from librdkafka 2.0.2's mock cluster (not from this wrapper):
+ *  - data lives in memory only and each partition keeps at most ~5 MiB / 100000 batches
+ *    (older batches are dropped), so it is for tests and demos, not for real jobs;
+ *  - topics auto-created by a client's metadata/produce request get the mock's default of
+ *    4 partitions; create a topic first with consumers_mock_topic_create() to get another
+ *    count;
+ *  - the mock broker listens on a kernel-chosen loopback port. When a fixed port is asked
+ *    for, a small TCP relay listens there and forwards to the broker; clients bootstrap
+ *    through it and then connect to the address the broker advertises (also loopback). */
+#ifndef RECLASS_CONSUMERS_MOCK_BROKER_H
+#define RECLASS_CONSUMERS_MOCK_BROKER_H
+
+#include <stddef.h>
+
+typedef struct consumers_mock consumers_mock_t;
+
+/* Starts the mock cluster. partitions (>= 1) is the count consumers_mock_topic_create() uses
+ * when asked for 0; port 0 = any free port. *bootstrap ("127.0.0.1:PORT") is owned by the
+ * mock and valid until consumers_mock_stop(). Returns 0, or -1 with err set. */
+int consumers_mock_start(int partitions, int port /*0=any*/, consumers_mock_t **out,
+                         const char **bootstrap, char *err, size_t errlen);
+
+/* Creates topic with partitions partitions (0 = the count given to start). Creating a topic
+ * that exists already is an error (-1), as on a real broker. */
+int consumers_mock_topic_create(consumers_mock_t *mock, const char *topic, int partitions,
+                                char *err, size_t errlen);
+
+/* Stops the relay and destroys the cluster (all its data); NULL is a no-op. */
+void consumers_mock_stop(consumers_mock_t *mock);
+
+#endif
