@@ -1,0 +1,2 @@
+# The job pipeline: offset tracking (unit), and Kafka -> PostgreSQL end to end (integration).
+reclass_add_test(NAME test_offsets SOURCES ${CMAKE_SOURCE_DIR}/tests/test_offsets.c LABELS unit)
