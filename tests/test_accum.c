@@ -214,6 +214,19 @@ static void test_overdue_anchor(void **state) {
     }
     assert_true(have3 && have4);
     worker_accum_free(a);
+
+    /* neighbours nearest in length first: 390 (distance 90) before 200 (distance 100) */
+    c.token_budget = 700;
+    c.max_pending_tokens = 2048;
+    assert_int_equal(worker_accum_init(&c, &a, err, sizeof err), 0);
+    assert_int_equal(worker_accum_push(a, ptr_of(0), 300, 0), 0);
+    assert_int_equal(worker_accum_push(a, ptr_of(1), 200, 40), 0);
+    assert_int_equal(worker_accum_push(a, ptr_of(2), 390, 40), 0);
+    n = worker_accum_pop(a, 50, 0, out, lens, 8);
+    assert_int_equal(n, 2);
+    assert_int_equal(id_of(out[0]), 0);
+    assert_int_equal(id_of(out[1]), 2);
+    worker_accum_free(a);
 }
 
 /* ---- property test against a model ---- */
