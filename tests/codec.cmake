@@ -1,0 +1,2 @@
+# Ticket codec, CSV reader, submit and dev-broker (owner: codec/deploy helper).
+reclass_add_test(NAME test_codec SOURCES ${CMAKE_SOURCE_DIR}/tests/test_codec.c LABELS unit)

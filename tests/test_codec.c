@@ -1,0 +1,391 @@
+/* Ticket codec: round trips in both framings, schema evolution through avro-c's resolver,
+ * validation, and a fuzz pass (100,000 random / truncated / mutated buffers must only ever
+ * produce errors, never a crash; run it under valgrind or ASan to see memory errors too). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "consumers/avro_codec.h"
+
+#define SCHEMAS   RECLASS_SOURCE_DIR "/consumers/schemas"
+#define EVOLUTION RECLASS_FIXTURES "/schemas_evolution"
+
+/* A tiny Avro binary writer, so the tests can craft records the encoder refuses to make. */
+typedef struct {
+    uint8_t b[4096];
+    size_t n;
+} wbuf_t;
+
+static void w_byte(wbuf_t *w, uint8_t v) {
+    w->b[w->n++] = v;
+}
+static void w_long(wbuf_t *w, int64_t v) {
+    uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+    while (z & ~0x7fULL) {
+        w_byte(w, (uint8_t)((z & 0x7f) | 0x80));
+        z >>= 7;
+    }
+    w_byte(w, (uint8_t)z);
+}
+static void w_str(wbuf_t *w, const char *s) {
+    size_t n = strlen(s);
+    w_long(w, (int64_t)n);
+    memcpy(w->b + w->n, s, n);
+    w->n += n;
+}
+static void w_confluent(wbuf_t *w, uint32_t id) {
+    w_byte(w, 0);
+    for (int i = 3; i >= 0; i--)
+        w_byte(w, (uint8_t)(id >> (8 * i)));
+}
+/* A record in ticket-v2 field order. priority < 0 means null. */
+static void w_v2(wbuf_t *w, const char *job, const char *tenant, const char *tid, const char *text,
+                 int64_t total, int64_t ts, int priority) {
+    w_str(w, job);
+    w_str(w, tenant);
+    w_str(w, tid);
+    w_str(w, text);
+    w_long(w, total);
+    w_long(w, ts);
+    if (priority < 0) {
+        w_long(w, 0);
+    } else {
+        w_long(w, 1);
+        w_long(w, priority);
+    }
+}
+
+static consumers_codec_t *open_codec(const char *dir) {
+    consumers_codec_t *c = NULL;
+    char err[256] = "";
+    int rc = consumers_codec_init(dir, &c, err, sizeof(err));
+    if (rc) fprintf(stderr, "codec_init(%s): %s\n", dir, err);
+    assert_int_equal(rc, 0);
+    return c;
+}
+
+static void check_roundtrip(int confluent, int has_priority) {
+    consumers_codec_t *c = open_codec(SCHEMAS);
+    static const char text[] = "My card \"arrived\"\r\nbroken, café ☕ — please help";
+    consumers_ticket_t t = {.job_id = "job-7",
+                            .tenant = "acme",
+                            .ticket_id = "T-0001",
+                            .text = (char *)text,
+                            .text_len = strlen(text),
+                            .job_total = 1532,
+                            .enqueued_at_ms = 1764412800123LL,
+                            .priority = 5,
+                            .has_priority = has_priority};
+    void *buf;
+    size_t len;
+    char err[256] = "";
+    assert_int_equal(consumers_codec_encode(c, &t, confluent, &buf, &len, err, sizeof(err)), 0);
+    const uint8_t *b = buf;
+    if (confluent) {
+        assert_true(len > 5);
+        assert_int_equal(b[0], 0);
+        assert_int_equal(b[1] | b[2] | b[3], 0);
+        assert_int_equal(b[4], 2); /* ticket-v2 is the current schema */
+    } else {
+        assert_int_not_equal(b[0], 0);
+    }
+    consumers_ticket_t d;
+    int rc = consumers_codec_decode(c, buf, len, &d, err, sizeof(err));
+    if (rc) fprintf(stderr, "decode: %s\n", err);
+    assert_int_equal(rc, 0);
+    assert_string_equal(d.job_id, "job-7");
+    assert_string_equal(d.tenant, "acme");
+    assert_string_equal(d.ticket_id, "T-0001");
+    assert_int_equal(d.text_len, strlen(text));
+    assert_memory_equal(d.text, text, d.text_len + 1);
+    assert_int_equal(d.job_total, 1532);
+    assert_true(d.enqueued_at_ms == 1764412800123LL);
+    assert_int_equal(d.has_priority, has_priority);
+    if (has_priority) assert_int_equal(d.priority, 5);
+    assert_int_equal(d.partition, -1);
+    assert_true(d.offset == -1);
+    consumers_ticket_free(&d);
+    free(buf);
+    consumers_codec_free(c);
+}
+
+static void test_roundtrip_confluent(void **state) {
+    check_roundtrip(1, 1);
+    check_roundtrip(1, 0);
+}
+static void test_roundtrip_plain(void **state) {
+    check_roundtrip(0, 1);
+    check_roundtrip(0, 0);
+}
+
+/* Plain bytes made by hand (not by our encoder) decode the same: the format is real Avro. */
+static void test_handmade_v2(void **state) {
+    consumers_codec_t *c = open_codec(SCHEMAS);
+    wbuf_t w = {.n = 0};
+    w_confluent(&w, 2);
+    w_v2(&w, "j", "t", "42", "hello", 3, -5, 9);
+    consumers_ticket_t d;
+    char err[256];
+    assert_int_equal(consumers_codec_decode(c, w.b, w.n, &d, err, sizeof(err)), 0);
+    assert_string_equal(d.text, "hello");
+    assert_true(d.enqueued_at_ms == -5);
+    assert_int_equal(d.priority, 9);
+    consumers_ticket_free(&d);
+    consumers_codec_free(c);
+}
+
+/* A record written with ticket-v1 (no priority) reads into the v2 reader: priority null. */
+static void test_v1_writer(void **state) {
+    consumers_codec_t *c = open_codec(SCHEMAS);
+    wbuf_t w = {.n = 0};
+    w_confluent(&w, 1);
+    w_str(&w, "job-old");
+    w_str(&w, "globex");
+    w_str(&w, "77");
+    w_str(&w, "old ticket");
+    w_long(&w, 10);
+    w_long(&w, 1600000000000LL);
+    consumers_ticket_t d;
+    char err[256] = "";
+    int rc = consumers_codec_decode(c, w.b, w.n, &d, err, sizeof(err));
+    if (rc) fprintf(stderr, "decode: %s\n", err);
+    assert_int_equal(rc, 0);
+    assert_string_equal(d.job_id, "job-old");
+    assert_string_equal(d.tenant, "globex");
+    assert_string_equal(d.ticket_id, "77");
+    assert_string_equal(d.text, "old ticket");
+    assert_int_equal(d.job_total, 10);
+    assert_true(d.enqueued_at_ms == 1600000000000LL);
+    assert_int_equal(d.has_priority, 0);
+    consumers_ticket_free(&d);
+    /* The same bytes framed as v2 are short of the priority union: an error. */
+    w.b[4] = 2;
+    assert_int_equal(consumers_codec_decode(c, w.b, w.n, &d, err, sizeof(err)), -1);
+    assert_null(d.job_id);
+    consumers_codec_free(c);
+}
+
+/* Reordered fields and a writer-only field resolve; a writer lacking a required field is
+ * reported for its own messages without breaking the others. */
+static void test_evolution(void **state) {
+    consumers_codec_t *c = open_codec(EVOLUTION);
+    wbuf_t w = {.n = 0};
+    w_confluent(&w, 1);
+    w_str(&w, "T-9");     /* ticket_id */
+    w_str(&w, "email");   /* source: only in the writer */
+    w_str(&w, "J");       /* job_id */
+    w_str(&w, "txt");     /* text */
+    w_str(&w, "tenantX"); /* tenant */
+    w_long(&w, 123);      /* enqueued_at */
+    w_long(&w, 4);        /* job_total */
+    consumers_ticket_t d;
+    char err[256] = "";
+    int rc = consumers_codec_decode(c, w.b, w.n, &d, err, sizeof(err));
+    if (rc) fprintf(stderr, "decode: %s\n", err);
+    assert_int_equal(rc, 0);
+    assert_string_equal(d.ticket_id, "T-9");
+    assert_string_equal(d.job_id, "J");
+    assert_string_equal(d.tenant, "tenantX");
+    assert_string_equal(d.text, "txt");
+    assert_int_equal(d.job_total, 4);
+    assert_true(d.enqueued_at_ms == 123);
+    assert_int_equal(d.has_priority, 0);
+    consumers_ticket_free(&d);
+
+    wbuf_t b = {.n = 0};
+    w_confluent(&b, 2);
+    w_str(&b, "J");
+    w_str(&b, "T");
+    w_str(&b, "x");
+    w_long(&b, 1);
+    w_long(&b, 1);
+    assert_int_equal(consumers_codec_decode(c, b.b, b.n, &d, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "tenant"));
+
+    /* Plain Avro goes to the current schema (v9 here). */
+    wbuf_t p = {.n = 0};
+    w_v2(&p, "J", "T", "1", "x", 1, 0, -1);
+    assert_int_equal(consumers_codec_decode(c, p.b, p.n, &d, err, sizeof(err)), 0);
+    consumers_ticket_free(&d);
+    consumers_codec_free(c);
+}
+
+static void expect_error(consumers_codec_t *c, const wbuf_t *w, const char *needle) {
+    consumers_ticket_t d;
+    char err[256] = "";
+    assert_int_equal(consumers_codec_decode(c, w->b, w->n, &d, err, sizeof(err)), -1);
+    if (!strstr(err, needle)) fprintf(stderr, "error '%s' lacks '%s'\n", err, needle);
+    assert_non_null(strstr(err, needle));
+    assert_null(d.job_id);
+    assert_null(d.text);
+}
+
+static void test_errors(void **state) {
+    consumers_codec_t *c = open_codec(SCHEMAS);
+    wbuf_t w = {.n = 0};
+    w_confluent(&w, 42);
+    w_v2(&w, "j", "t", "1", "x", 1, 0, -1);
+    expect_error(c, &w, "unknown schema id 42");
+
+    w.n = 0;
+    w_confluent(&w, 2);
+    w_v2(&w, "j", "t", "1", "x", 0, 0, -1);
+    expect_error(c, &w, "job_total");
+
+    w.n = 0;
+    w_confluent(&w, 2);
+    w_v2(&w, "j", "", "1", "x", 3, 0, -1);
+    expect_error(c, &w, "tenant is empty");
+
+    w.n = 0;
+    w_v2(&w, "j", "t", "", "x", 3, 0, -1);
+    expect_error(c, &w, "ticket_id is empty");
+
+    w.n = 0;
+    w_confluent(&w, 2);
+    w_v2(&w, "j", "t", "1", "x", 3, 0, -1);
+    w_byte(&w, 7);
+    expect_error(c, &w, "trailing");
+
+    w.n = 0;
+    w_confluent(&w, 2);
+    w_str(&w, "j");
+    w_long(&w, -3); /* negative string length */
+    expect_error(c, &w, "length");
+
+    w.n = 0;
+    w_confluent(&w, 2);
+    w_str(&w, "j");
+    w_long(&w, 1LL << 40); /* length far past the buffer */
+    expect_error(c, &w, "past the end");
+
+    w.n = 0;
+    w_confluent(&w, 2);
+    w_v2(&w, "j", "t", "1", "x", 3, 0, 5);
+    w.b[w.n - 2] = 4; /* union branch 2 of ["null","int"] */
+    expect_error(c, &w, "union");
+
+    w.n = 0;
+    w_byte(&w, 0);
+    w_byte(&w, 0);
+    expect_error(c, &w, "Confluent header truncated");
+
+    consumers_ticket_t d;
+    char err[256];
+    assert_int_equal(consumers_codec_decode(c, "", 0, &d, err, sizeof(err)), -1);
+
+    char big[300];
+    memset(big, 'a', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    w.n = 0;
+    w_v2(&w, big, "t", "1", "x", 3, 0, -1);
+    expect_error(c, &w, "limit");
+
+    consumers_ticket_t bad = {.job_id = "", .tenant = "t", .ticket_id = "1", .job_total = 1};
+    void *buf;
+    size_t len;
+    assert_int_equal(consumers_codec_encode(c, &bad, 1, &buf, &len, err, sizeof(err)), -1);
+    consumers_codec_free(c);
+
+    consumers_codec_t *none = NULL;
+    assert_int_equal(consumers_codec_init("/nonexistent-dir", &none, err, sizeof(err)), -1);
+    assert_null(none);
+    assert_int_equal(consumers_codec_init(RECLASS_FIXTURES, &none, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "no ticket-v"));
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ULL;
+static uint32_t rnd(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 11);
+}
+
+/* 100,000 hostile buffers: every prefix of valid messages, byte flips, random bytes with and
+ * without a valid header. Each must decode or fail cleanly; a decoded one must validate. */
+static void test_fuzz(void **state) {
+    consumers_codec_t *c = open_codec(SCHEMAS);
+    wbuf_t seeds[3] = {{.n = 0}, {.n = 0}, {.n = 0}};
+    w_confluent(&seeds[0], 2);
+    w_v2(&seeds[0], "job", "tenant", "id-1", "some text to classify", 9, 1700000000000LL, 3);
+    w_confluent(&seeds[1], 1);
+    w_str(&seeds[1], "j");
+    w_str(&seeds[1], "t");
+    w_str(&seeds[1], "i");
+    w_str(&seeds[1], "text");
+    w_long(&seeds[1], 1);
+    w_long(&seeds[1], 2);
+    w_v2(&seeds[2], "job", "tenant", "id-1", "plain", 9, 1, -1);
+
+    uint8_t buf[512];
+    long ok = 0, failed = 0;
+    for (int iter = 0; iter < 100000; iter++) {
+        size_t len;
+        const wbuf_t *s = &seeds[iter % 3];
+        switch (iter % 4) {
+        case 0: /* truncation */
+            len = rnd() % s->n;
+            memcpy(buf, s->b, len);
+            break;
+        case 1: /* 1-3 byte mutations */
+            len = s->n;
+            memcpy(buf, s->b, len);
+            for (int k = 1 + rnd() % 3; k > 0; k--)
+                buf[rnd() % len] = (uint8_t)rnd();
+            break;
+        case 2: /* random body behind a valid header */
+            len = 5 + rnd() % 200;
+            for (size_t i = 0; i < len; i++)
+                buf[i] = (uint8_t)rnd();
+            memcpy(buf, s->b, 5);
+            buf[0] = 0;
+            buf[4] = 1 + rnd() % 2;
+            break;
+        default: /* anything */
+            len = rnd() % sizeof(buf);
+            for (size_t i = 0; i < len; i++)
+                buf[i] = (uint8_t)rnd();
+        }
+        /* Exact-size heap copy so ASan/valgrind catch any read past the end. */
+        uint8_t *heap = malloc(len ? len : 1);
+        memcpy(heap, buf, len);
+        consumers_ticket_t d;
+        char err[256];
+        if (consumers_codec_decode(c, heap, len, &d, err, sizeof(err)) == 0) {
+            assert_true(d.job_id[0] && d.tenant[0] && d.ticket_id[0]);
+            assert_true(d.job_total >= 1);
+            assert_true(d.text[d.text_len] == '\0');
+            consumers_ticket_free(&d);
+            ok++;
+        } else {
+            assert_true(err[0] != '\0');
+            assert_null(d.job_id);
+            failed++;
+        }
+        free(heap);
+    }
+    printf("fuzz: %ld decoded, %ld rejected\n", ok, failed);
+    assert_int_equal(ok + failed, 100000);
+    assert_true(failed > 50000);
+    consumers_codec_free(c);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_roundtrip_confluent),
+        cmocka_unit_test(test_roundtrip_plain),
+        cmocka_unit_test(test_handmade_v2),
+        cmocka_unit_test(test_v1_writer),
+        cmocka_unit_test(test_evolution),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_fuzz),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
