@@ -1,9 +1,18 @@
-/* Placeholder until this command lands; replaced by its real implementation. */
+/* reclass run: the production worker (see worker/pipeline.h). */
 #include <stdio.h>
 
 #include "worker/cli.h"
+#include "worker/config.h"
+#include "worker/pipeline.h"
 
 int worker_cmd_run(int argc, char **argv) {
-    fprintf(stderr, "reclass: '%s' is not built yet\n", argv[0]);
-    return 1;
+    worker_run_cfg_t cfg;
+    char err[512];
+    int rc = worker_run_cfg_parse(&cfg, argc, argv, err, sizeof(err));
+    if (rc == 1) return 0; /* --help */
+    if (rc) {
+        fprintf(stderr, "reclass run: %s\n", err);
+        return 2;
+    }
+    return worker_pipeline_run(&cfg);
 }

@@ -1,0 +1,238 @@
+#include "consumers/consumer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct consumers_consumer {
+    rd_kafka_t *rk;
+    char *topic;
+    consumers_rebalance_t rb;
+    int paused;
+    int closed;
+    int fatal;
+    char fatal_msg[512];
+    rd_kafka_resp_err_t last_err; /* to log a repeating error once, not per poll */
+    time_t last_err_at;
+};
+
+static int conf_set(rd_kafka_conf_t *conf, const char *k, const char *v, char *err, size_t errlen) {
+    char e[256];
+    if (rd_kafka_conf_set(conf, k, v, e, sizeof(e)) != RD_KAFKA_CONF_OK) {
+        snprintf(err, errlen, "Kafka property %s=%s: %s", k, v, e);
+        return -1;
+    }
+    return 0;
+}
+
+static int32_t *parts_of(const rd_kafka_topic_partition_list_t *l, int *n) {
+    int32_t *p = malloc(sizeof(*p) * (size_t)(l->cnt > 0 ? l->cnt : 1)); /* (cnt) */
+    *n = 0;
+    if (!p) return NULL;
+    for (int i = 0; i < l->cnt; i++)
+        p[(*n)++] = l->elems[i].partition;
+    return p;
+}
+
+static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                         rd_kafka_topic_partition_list_t *parts, void *opaque) {
+    consumers_consumer_t *c = opaque;
+    int cooperative = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
+    int n;
+    int32_t *p = parts_of(parts, &n);
+    rd_kafka_error_t *e = NULL;
+    rd_kafka_resp_err_t re = RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        if (c->rb.on_assign && p) c->rb.on_assign(c->rb.ctx, p, n);
+        if (cooperative)
+            e = rd_kafka_incremental_assign(rk, parts);
+        else
+            re = rd_kafka_assign(rk, parts);
+        /* a paused member stays paused for what it just got */
+        if (c->paused) rd_kafka_pause_partitions(rk, parts);
+        fprintf(stderr, "reclass run: assigned %d partition(s) of %s\n", n, c->topic);
+    } else {
+        int lost = rd_kafka_assignment_lost(rk);
+        if (c->rb.on_revoke && p) c->rb.on_revoke(c->rb.ctx, p, n, lost);
+        if (cooperative)
+            e = rd_kafka_incremental_unassign(rk, parts);
+        else
+            re = rd_kafka_assign(rk, NULL);
+        fprintf(stderr, "reclass run: %s %d partition(s) of %s\n", lost ? "lost" : "revoked", n,
+                c->topic);
+    }
+    if (e) {
+        fprintf(stderr, "reclass run: rebalance: %s\n", rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+    } else if (re) {
+        fprintf(stderr, "reclass run: rebalance: %s\n", rd_kafka_err2str(re));
+    }
+    free(p);
+}
+
+int consumers_consumer_init(const consumers_consumer_cfg_t *cfg, const consumers_rebalance_t *rb,
+                            consumers_consumer_t **out, char *err, size_t errlen) {
+    *out = NULL;
+    consumers_consumer_t *c = calloc(1, sizeof(*c));
+    if (!c || !(c->topic = strdup(cfg->topic))) {
+        free(c);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (rb) c->rb = *rb;
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    char num[32];
+    int bad = conf_set(conf, "bootstrap.servers", cfg->brokers, err, errlen) ||
+              conf_set(conf, "group.id", cfg->group, err, errlen) ||
+              conf_set(conf, "partition.assignment.strategy", "cooperative-sticky", err, errlen) ||
+              conf_set(conf, "enable.auto.offset.store", "false", err, errlen) ||
+              conf_set(conf, "enable.auto.commit", "true", err, errlen) ||
+              conf_set(conf, "auto.offset.reset", "earliest", err, errlen) ||
+              conf_set(conf, "client.id", "reclass-run", err, errlen);
+    if (!bad && cfg->max_poll_interval_ms > 0) {
+        snprintf(num, sizeof(num), "%d", cfg->max_poll_interval_ms);
+        bad = conf_set(conf, "max.poll.interval.ms", num, err, errlen);
+    }
+    if (!bad && cfg->session_timeout_ms > 0) {
+        snprintf(num, sizeof(num), "%d", cfg->session_timeout_ms);
+        bad = conf_set(conf, "session.timeout.ms", num, err, errlen);
+    }
+    if (!bad && cfg->auto_commit_interval_ms > 0) {
+        snprintf(num, sizeof(num), "%d", cfg->auto_commit_interval_ms);
+        bad = conf_set(conf, "auto.commit.interval.ms", num, err, errlen);
+    }
+    for (const char *const *kv = cfg->extra; !bad && kv && *kv; kv++) {
+        const char *eq = strchr(*kv, '=');
+        if (!eq) {
+            snprintf(err, errlen, "Kafka property '%s': expected key=value", *kv);
+            bad = 1;
+            break;
+        }
+        char key[256];
+        snprintf(key, sizeof(key), "%.*s", (int)(eq - *kv), *kv);
+        bad = conf_set(conf, key, eq + 1, err, errlen);
+    }
+    if (bad) {
+        rd_kafka_conf_destroy(conf);
+        consumers_consumer_free(c);
+        return -1;
+    }
+    rd_kafka_conf_set_opaque(conf, c);
+    rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
+    char e[512];
+    c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, e, sizeof(e)); /* takes conf on success */
+    if (!c->rk) {
+        rd_kafka_conf_destroy(conf);
+        snprintf(err, errlen, "Kafka consumer: %s", e);
+        consumers_consumer_free(c);
+        return -1;
+    }
+    rd_kafka_poll_set_consumer(c->rk);
+    rd_kafka_topic_partition_list_t *sub = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(sub, cfg->topic, RD_KAFKA_PARTITION_UA);
+    rd_kafka_resp_err_t re = rd_kafka_subscribe(c->rk, sub);
+    rd_kafka_topic_partition_list_destroy(sub);
+    if (re) {
+        snprintf(err, errlen, "subscribe to %s: %s", cfg->topic, rd_kafka_err2str(re));
+        consumers_consumer_free(c);
+        return -1;
+    }
+    *out = c;
+    return 0;
+}
+
+rd_kafka_message_t *consumers_consumer_poll(consumers_consumer_t *c, int timeout_ms) {
+    if (c->closed) return NULL;
+    rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, timeout_ms);
+    if (!m) return NULL;
+    if (!m->err) return m;
+    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+        rd_kafka_message_destroy(m);
+        return NULL;
+    }
+    char fe[512];
+    if (rd_kafka_fatal_error(c->rk, fe, sizeof(fe))) {
+        c->fatal = 1;
+        snprintf(c->fatal_msg, sizeof(c->fatal_msg), "%s", fe);
+    }
+    time_t now = time(NULL);
+    if (m->err != c->last_err || now - c->last_err_at >= 30) {
+        fprintf(stderr, "reclass run: kafka: %s\n", rd_kafka_message_errstr(m));
+        c->last_err = m->err;
+        c->last_err_at = now;
+    }
+    rd_kafka_message_destroy(m);
+    return NULL;
+}
+
+int consumers_consumer_fatal(consumers_consumer_t *c, char *err, size_t errlen) {
+    if (c->fatal) snprintf(err, errlen, "%s", c->fatal_msg);
+    return c->fatal;
+}
+
+static int pause_resume(consumers_consumer_t *c, int pause) {
+    rd_kafka_topic_partition_list_t *a = NULL;
+    if (rd_kafka_assignment(c->rk, &a)) return -1;
+    rd_kafka_resp_err_t re = RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (a->cnt > 0)
+        re = pause ? rd_kafka_pause_partitions(c->rk, a) : rd_kafka_resume_partitions(c->rk, a);
+    rd_kafka_topic_partition_list_destroy(a);
+    if (re) return -1;
+    c->paused = pause;
+    return 0;
+}
+
+int consumers_consumer_pause(consumers_consumer_t *c) {
+    return c->paused ? 0 : pause_resume(c, 1);
+}
+
+int consumers_consumer_resume(consumers_consumer_t *c) {
+    return c->paused ? pause_resume(c, 0) : 0;
+}
+
+int consumers_consumer_paused(const consumers_consumer_t *c) {
+    return c->paused;
+}
+
+int consumers_consumer_store(consumers_consumer_t *c, int32_t partition, int64_t next_offset) {
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, c->topic, partition)->offset = next_offset;
+    rd_kafka_resp_err_t re = rd_kafka_offsets_store(c->rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
+    return re ? -1 : 0;
+}
+
+int consumers_consumer_commit(consumers_consumer_t *c, char *err, size_t errlen) {
+    if (c->closed) return 0;
+    rd_kafka_resp_err_t re = rd_kafka_commit(c->rk, NULL, 0);
+    if (re && re != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+        snprintf(err, errlen, "offset commit: %s", rd_kafka_err2str(re));
+        return -1;
+    }
+    return 0;
+}
+
+void consumers_consumer_close(consumers_consumer_t *c) {
+    if (!c || !c->rk || c->closed) return;
+    char e[256];
+    if (consumers_consumer_commit(c, e, sizeof(e)))
+        fprintf(stderr, "reclass run: %s (retried by the next owner)\n", e);
+    /* close runs the final revoke through rebalance_cb, then leaves the group */
+    rd_kafka_consumer_close(c->rk);
+    c->closed = 1;
+}
+
+void consumers_consumer_free(consumers_consumer_t *c) {
+    if (!c) return;
+    if (c->rk) {
+        consumers_consumer_close(c);
+        rd_kafka_destroy(c->rk);
+    }
+    free(c->topic);
+    free(c);
+}
+
+const char *consumers_consumer_topic(const consumers_consumer_t *c) {
+    return c->topic;
+}

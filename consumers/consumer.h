@@ -1,0 +1,76 @@
+/* A member of a Kafka consumer group (librdkafka high-level consumer) that reads one topic.
+ *
+ * Offsets: enable.auto.offset.store=false, so nothing is committed until the caller stores an
+ * offset (consumers_consumer_store, after the rows are in PostgreSQL); enable.auto.commit=true
+ * commits stored offsets in the background, and consumers_consumer_close commits once more.
+ *
+ * Rebalancing: partition.assignment.strategy=cooperative-sticky (incremental assign/unassign;
+ * eager protocols are handled too). The caller's callbacks run on the polling thread inside
+ * consumers_consumer_poll: on_assign before the partitions are added (so the caller can set up
+ * their state before any of their records arrive), on_revoke before they are removed (so the
+ * caller can store what is committed; in-flight work of those partitions is then dropped
+ * without storing offsets: the new owner re-reads it and the sink's upsert absorbs the
+ * redelivery).
+ *
+ * Backpressure: pause/resume stop and restart fetching of every assigned partition (also
+ * those assigned while paused) while the caller keeps polling, so the member never exceeds
+ * max.poll.interval.ms. All calls except consumers_consumer_store come from one thread. */
+#ifndef RECLASS_CONSUMERS_CONSUMER_H
+#define RECLASS_CONSUMERS_CONSUMER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <librdkafka/rdkafka.h>
+
+typedef struct consumers_consumer consumers_consumer_t;
+
+typedef struct {
+    void (*on_assign)(void *ctx, const int32_t *parts, int n);
+    /* lost != 0: the partitions were taken away (session timeout), storing is pointless */
+    void (*on_revoke)(void *ctx, const int32_t *parts, int n, int lost);
+    void *ctx;
+} consumers_rebalance_t;
+
+typedef struct {
+    const char *brokers;
+    const char *topic;
+    const char *group;
+    int max_poll_interval_ms;    /* 0 = librdkafka's default (300000) */
+    int session_timeout_ms;      /* 0 = default (45000) */
+    int auto_commit_interval_ms; /* 0 = default (5000) */
+    /* extra librdkafka properties "key=value" (security.protocol, sasl.*...), NULL-ended */
+    const char *const *extra;
+} consumers_consumer_cfg_t;
+
+/* Subscribes; the group is joined during the first polls. Returns 0, or -1 with err (a bad
+ * property is a user error: the message names it). */
+int consumers_consumer_init(const consumers_consumer_cfg_t *cfg, const consumers_rebalance_t *rb,
+                            consumers_consumer_t **out, char *err, size_t errlen);
+
+/* Next record, or NULL on timeout. Errors are logged to stderr and swallowed, except fatal
+ * ones (consumers_consumer_fatal). The caller frees the record with rd_kafka_message_destroy. */
+rd_kafka_message_t *consumers_consumer_poll(consumers_consumer_t *c, int timeout_ms);
+
+/* Non-zero once the client hit a fatal error (err gets its text): stop, do not store. */
+int consumers_consumer_fatal(consumers_consumer_t *c, char *err, size_t errlen);
+
+int consumers_consumer_pause(consumers_consumer_t *c);
+int consumers_consumer_resume(consumers_consumer_t *c);
+int consumers_consumer_paused(const consumers_consumer_t *c);
+
+/* Stores next_offset (last committed + 1) for partition; thread-safe. Returns 0 or -1. */
+int consumers_consumer_store(consumers_consumer_t *c, int32_t partition, int64_t next_offset);
+
+/* Synchronously commits the stored offsets. 0, or -1 with err (nothing stored is not an
+ * error). */
+int consumers_consumer_commit(consumers_consumer_t *c, char *err, size_t errlen);
+
+/* Commits stored offsets and leaves the group (its partitions move to other members at
+ * once). Idempotent; free still has to be called. */
+void consumers_consumer_close(consumers_consumer_t *c);
+void consumers_consumer_free(consumers_consumer_t *c);
+
+const char *consumers_consumer_topic(const consumers_consumer_t *c);
+
+#endif

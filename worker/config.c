@@ -1,0 +1,177 @@
+#include "worker/config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One row per setting: the flag, its variable, and where it lands. */
+typedef struct {
+    const char *flag;
+    const char *env;
+    int is_int;
+    size_t off;
+    int min, max; /* for ints */
+    const char *help;
+} opt_t;
+
+#define S(field)         0, offsetof(worker_run_cfg_t, field), 0, 0
+#define I(field, lo, hi) 1, offsetof(worker_run_cfg_t, field), lo, hi
+
+static const opt_t opts[] = {
+    {"--brokers", "RECLASS_BROKERS", S(brokers),
+     "Kafka bootstrap servers (default 127.0.0.1:9092)"},
+    {"--topic", "RECLASS_TOPIC", S(topic), "topic the tickets arrive on (default tickets)"},
+    {"--group", "RECLASS_GROUP", S(group), "consumer group id (default reclass)"},
+    {"--db", "RECLASS_DB", S(db), "PostgreSQL URL or conninfo (required)"},
+    {"--model", "RECLASS_MODEL", S(model), "Hugging Face checkpoint directory (required)"},
+    {"--backend", "RECLASS_BACKEND", S(backend), "cpu or cuda (default cpu)"},
+    {"--precision", "RECLASS_PRECISION", S(precision),
+     "fp32 (cpu), fp16 or bf16 (cuda); default: the backend's"},
+    {"--token-budget", "RECLASS_TOKEN_BUDGET", I(token_budget, 2, 1 << 24),
+     "tokens per encoder batch (default 4096)"},
+    {"--max-wait-ms", "RECLASS_MAX_WAIT_MS", I(max_wait_ms, 0, 3600000),
+     "longest a ticket waits for its batch to fill (default 200)"},
+    {"--max-len", "RECLASS_MAX_LEN", I(max_len, 0, 1 << 20),
+     "truncate texts to this many tokens (default: the model's maximum)"},
+    {"--idle-exit", "RECLASS_IDLE_EXIT", I(idle_exit_s, 0, INT_MAX),
+     "exit 0 after SECONDS with nothing to do, everything committed (default 0 = never)"},
+    {"--dlq-topic", "RECLASS_DLQ_TOPIC", S(dlq_topic),
+     "dead-letter topic for undecodable records (default <topic>.dlq)"},
+    {"--threads", "RECLASS_THREADS", I(threads, 0, 1024),
+     "CPU backend threads (default 0 = one per core)"},
+    {"--device", "RECLASS_DEVICE", I(device, 0, 1024), "CUDA device ordinal (default 0)"},
+    {"--schemas", "RECLASS_SCHEMAS", S(schemas),
+     "directory of ticket-v<ID>.avsc schemas (default: the source tree's consumers/schemas)"},
+    {"--max-pending", "RECLASS_MAX_PENDING", I(max_pending, 1, 1 << 24),
+     "tickets waiting for a batch before consumption pauses (default 16384)"},
+    {"--sink-rows", "RECLASS_SINK_ROWS", I(sink_rows, 1, 1 << 20),
+     "most rows per PostgreSQL transaction (default 8192)"},
+    {"--log-every", "RECLASS_LOG_EVERY", I(log_every, 0, INT_MAX),
+     "a progress line on stderr every N batches (default 50, 0 = none)"},
+    {"--top-k", "RECLASS_TOP_K", I(top_k, 1, 64), "labels kept in top_k (default 3)"},
+    {"--stats-json", "RECLASS_STATS_JSON", S(stats_json),
+     "also write the exit statistics (JSON) to this file"},
+};
+#define N_OPTS (int)(sizeof(opts) / sizeof(opts[0]))
+
+void worker_run_cfg_usage(FILE *f) {
+    fprintf(f, "usage: reclass run --db URL --model DIR [options]\n\n"
+               "Consumes tickets (Avro) from a Kafka topic as a member of a consumer group,\n"
+               "classifies them and writes the results to PostgreSQL. A record's offset is\n"
+               "stored only after its row is committed (or its dead letter delivered), so a\n"
+               "crash loses nothing and redelivery never counts twice. SIGTERM/SIGINT: finish\n"
+               "in-flight batches, commit, leave the group, exit 0.\n\noptions (environment "
+               "variable in brackets; a flag beats its variable):\n");
+    for (int i = 0; i < N_OPTS; i++)
+        fprintf(f, "  %-15s %-5s %s [%s]\n", opts[i].flag, opts[i].is_int ? "N" : "VALUE",
+                opts[i].help, opts[i].env);
+    fprintf(f, "  %-15s %-5s %s\n", "--kafka", "K=V",
+            "extra librdkafka property (repeatable), e.g. security.protocol=ssl");
+    fprintf(f, "\nAt exit one JSON line of statistics goes to stdout: tickets, seconds (first\n"
+               "record to last commit), tickets_per_s, encoder_seconds, non_encoder_share.\n");
+}
+
+static int set_opt(worker_run_cfg_t *cfg, const opt_t *o, const char *v, const char *from,
+                   char *err, size_t errlen) {
+    char *base = (char *)cfg;
+    if (!o->is_int) {
+        if (!*v) {
+            snprintf(err, errlen, "%s is empty: give it a value", from);
+            return 2;
+        }
+        *(const char **)(base + o->off) = v;
+        return 0;
+    }
+    errno = 0;
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (errno || end == v || *end || x < o->min || x > o->max) {
+        snprintf(err, errlen, "%s: '%s' is not an integer in %d..%d", from, v, o->min, o->max);
+        return 2;
+    }
+    *(int *)(base + o->off) = (int)x;
+    return 0;
+}
+
+int worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **argv, char *err, size_t errlen) {
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->brokers = "127.0.0.1:9092";
+    cfg->topic = "tickets";
+    cfg->group = "reclass";
+    cfg->backend = "cpu";
+    cfg->schemas = RECLASS_SOURCE_DIR "/consumers/schemas";
+    cfg->token_budget = 4096;
+    cfg->max_wait_ms = 200;
+    cfg->max_pending = 16384;
+    cfg->sink_rows = 8192;
+    cfg->log_every = 50;
+    cfg->top_k = 3;
+    for (int i = 0; i < N_OPTS; i++) {
+        const char *v = getenv(opts[i].env);
+        if (v && *v) {
+            int rc = set_opt(cfg, &opts[i], v, opts[i].env, err, errlen);
+            if (rc) return rc;
+        }
+    }
+    int n_props = 0;
+    for (int a = 1; a < argc; a++) {
+        const char *arg = argv[a];
+        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+            worker_run_cfg_usage(stdout);
+            return 1;
+        }
+        const char *eq = strchr(arg, '=');
+        size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
+        const char *val = NULL;
+        if (!strncmp(arg, "--kafka", name_len) && name_len == 7) {
+            val = eq ? eq + 1 : (a + 1 < argc ? argv[++a] : NULL);
+            if (!val || !strchr(val, '=')) {
+                snprintf(err, errlen, "--kafka needs KEY=VALUE");
+                return 2;
+            }
+            if (n_props == WORKER_RUN_MAX_KAFKA_PROPS) {
+                snprintf(err, errlen, "at most %d --kafka properties", WORKER_RUN_MAX_KAFKA_PROPS);
+                return 2;
+            }
+            cfg->kafka_props[n_props++] = val;
+            continue;
+        }
+        const opt_t *o = NULL;
+        for (int i = 0; i < N_OPTS; i++)
+            if (strlen(opts[i].flag) == name_len && !strncmp(opts[i].flag, arg, name_len))
+                o = &opts[i];
+        if (!o) {
+            snprintf(err, errlen, "unknown option '%s' (see reclass run --help)", arg);
+            return 2;
+        }
+        val = eq ? eq + 1 : (a + 1 < argc ? argv[++a] : NULL);
+        if (!val) {
+            snprintf(err, errlen, "%s needs a value", o->flag);
+            return 2;
+        }
+        int rc = set_opt(cfg, o, val, o->flag, err, errlen);
+        if (rc) return rc;
+    }
+    if (!cfg->db) {
+        snprintf(err, errlen, "no database: give --db URL or set RECLASS_DB");
+        return 2;
+    }
+    if (!cfg->model) {
+        snprintf(err, errlen, "no model: give --model DIR or set RECLASS_MODEL");
+        return 2;
+    }
+    if (strcmp(cfg->backend, "cpu") && strcmp(cfg->backend, "cuda")) {
+        snprintf(err, errlen, "--backend '%s': use cpu or cuda", cfg->backend);
+        return 2;
+    }
+    if (!cfg->dlq_topic) {
+        snprintf(cfg->dlq_buf, sizeof(cfg->dlq_buf), "%s.dlq", cfg->topic);
+        cfg->dlq_topic = cfg->dlq_buf;
+    }
+    if (!strcmp(cfg->dlq_topic, cfg->topic)) {
+        snprintf(err, errlen, "--dlq-topic must differ from --topic (%s)", cfg->topic);
+        return 2;
+    }
+    return 0;
+}

@@ -1,0 +1,93 @@
+/* Internals shared by the pipeline's threads (worker/pipeline*.c); see worker/pipeline.h. */
+#ifndef RECLASS_WORKER_PIPELINE_INT_H
+#define RECLASS_WORKER_PIPELINE_INT_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+
+#include "consumers/avro_codec.h"
+#include "consumers/consumer.h"
+#include "consumers/dlq.h"
+#include "consumers/offsets.h"
+#include "consumers/ticket.h"
+#include "gpu/backend.h"
+#include "sink/sink.h"
+#include "worker/accum.h"
+#include "worker/config.h"
+#include "worker/tokenizer.h"
+
+/* One ticket on its way through. Created by the poll thread, handed to the accumulator, then
+ * owned by the encoder, then by the sink thread, which frees it after its row is committed. */
+typedef struct pl_item {
+    consumers_ticket_t t; /* strings owned */
+    int32_t *ids;         /* (n_ids) token ids, [CLS] ... [SEP] */
+    int n_ids;
+    int truncated;
+    int64_t epoch; /* the partition's ownership epoch at consumption (consumers/offsets.h) */
+    int64_t arrived_ms;
+    int label_id; /* filled by the encoder */
+    float confidence;
+    char *top_k_json;     /* owned */
+    struct pl_item *next; /* overflow list (poll thread only) */
+} pl_item_t;
+
+/* Results of one encoder batch, queued for the sink thread (which owns it once queued). */
+typedef struct pl_out {
+    pl_item_t **items; /* (n) */
+    int n;
+    sink_batch_t tel;
+    struct pl_out *next;
+} pl_out_t;
+
+typedef struct {
+    const worker_run_cfg_t *cfg;
+    gpu_model_t *model;
+    worker_tok_t *tok;
+    const gpu_backend_ops_t *ops;
+    gpu_backend_t *be;
+    gpu_backend_opts_t be_opts;
+    worker_accum_cfg_t acc_cfg;
+    int max_seqs; /* sequences per batch the backend holds */
+    int max_len;  /* tokens per text after truncation */
+
+    pthread_mutex_t mu;     /* guards everything below that is not marked otherwise */
+    pthread_cond_t cv_enc;  /* encoder: items pushed, draining started */
+    pthread_cond_t cv_sink; /* sink: results queued, encoder finished */
+    pthread_cond_t cv_room; /* encoder: the sink queue has room again */
+    worker_accum_t *acc;
+    consumers_offsets_t *offsets;
+    pl_out_t *out_head, *out_tail; /* encoder -> sink queue */
+    long out_items;                /* tickets in that queue */
+    long max_out_items;            /* bound before the encoder waits */
+    int draining;                  /* no more pushes: flush the accumulator */
+    int enc_done, sink_done;
+    int sink_down; /* PostgreSQL unreachable: consumption pauses */
+    int fatal;     /* a thread failed: stop without storing anything more */
+    int encoding;  /* the encoder holds a popped batch */
+
+    /* statistics (under mu) */
+    long tickets_done, batches_done, dead_letters, truncated, rows_written;
+    double encoder_s;
+    double first_record_s, last_commit_s; /* monotonic seconds, 0 = not yet */
+    double sink_s;
+
+    consumers_consumer_t *consumer; /* poll thread, except consumers_consumer_store */
+    consumers_dlq_t *dlq;           /* poll thread */
+    consumers_codec_t *codec;       /* poll thread */
+    sink_t *sink;                   /* sink thread */
+    pl_item_t *ovf_head, *ovf_tail; /* poll thread: consumed, waiting for accumulator room */
+    long ovf_n;
+} pl_t;
+
+double pl_now_s(void);
+int64_t pl_now_ms(void);
+void pl_item_free(pl_item_t *it);
+
+void *pl_encoder_main(void *arg);
+void *pl_sink_main(void *arg);
+
+/* Set by the signal handler; read by the poll loop. */
+extern volatile sig_atomic_t pl_stop_signal;
+
+#endif

@@ -1,0 +1,158 @@
+/* The sink thread: results -> PostgreSQL (one transaction per group of batches) -> offsets. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "worker/pipeline_int.h"
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Writes until committed. SINK_RETRY: pause consumption, reconnect with exponential backoff,
+ * retry the same rows. Returns SINK_OK or SINK_FATAL. */
+static int write_committed(pl_t *pl, const sink_result_t *rows, int n_rows, const sink_batch_t *bat,
+                           int n_bat) {
+    char err[1024];
+    int backoff = 100;
+    for (;;) {
+        int rc = sink_write(pl->sink, rows, n_rows, bat, n_bat, err, sizeof(err));
+        if (rc == SINK_OK) break;
+        if (rc != SINK_RETRY) {
+            fprintf(stderr, "reclass run: database write failed for good: %s\n", err);
+            return SINK_FATAL;
+        }
+        pthread_mutex_lock(&pl->mu);
+        if (!pl->sink_down)
+            fprintf(stderr,
+                    "reclass run: database unavailable (%s): pausing consumption, "
+                    "retrying\n",
+                    err);
+        pl->sink_down = 1;
+        pthread_mutex_unlock(&pl->mu);
+        for (;;) {
+            sleep_ms(backoff);
+            backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
+            if (sink_reconnect(pl->sink, err, sizeof(err)) == 0) break;
+        }
+    }
+    pthread_mutex_lock(&pl->mu);
+    if (pl->sink_down) fprintf(stderr, "reclass run: database back: resuming\n");
+    pl->sink_down = 0;
+    pthread_mutex_unlock(&pl->mu);
+    return SINK_OK;
+}
+
+void *pl_sink_main(void *arg) {
+    pl_t *pl = arg;
+    int cap_rows = pl->cfg->sink_rows;
+    int cap_bat = cap_rows; /* a batch holds at least one row */
+    sink_result_t *rows = malloc(sizeof(*rows) * (size_t)cap_rows); /* (sink_rows) */
+    sink_batch_t *bat = malloc(sizeof(*bat) * (size_t)cap_bat);     /* (sink_rows) */
+    pl_item_t **its = malloc(sizeof(*its) * (size_t)cap_rows);      /* (sink_rows) */
+    int32_t *parts = malloc(sizeof(*parts) * (size_t)cap_rows);     /* (sink_rows) touched */
+    const gpu_model_config_t *mc = &pl->model->cfg;
+    pthread_mutex_lock(&pl->mu);
+    if (!rows || !bat || !its || !parts) {
+        fprintf(stderr, "reclass run: sink: out of memory\n");
+        pl->fatal = 1;
+    }
+    while (!pl->fatal) {
+        while (!pl->out_head && !pl->enc_done && !pl->fatal)
+            pthread_cond_wait(&pl->cv_sink, &pl->mu);
+        if (!pl->out_head) break; /* the encoder is done and everything is written */
+        /* take whole batches while they fit; a batch larger than sink_rows goes alone */
+        int n_rows = 0, n_bat = 0;
+        pl_out_t *taken = NULL, **tail = &taken;
+        while (pl->out_head && (n_bat == 0 || n_rows + pl->out_head->n <= cap_rows)) {
+            pl_out_t *o = pl->out_head;
+            pl->out_head = o->next;
+            if (!pl->out_head) pl->out_tail = NULL;
+            o->next = NULL;
+            *tail = o;
+            tail = &o->next;
+            n_rows += o->n;
+            n_bat++;
+            pl->out_items -= o->n;
+            if (n_rows >= cap_rows) break;
+        }
+        pthread_cond_broadcast(&pl->cv_room);
+        pthread_mutex_unlock(&pl->mu);
+
+        /* flatten into rows; a batch bigger than cap_rows is written in slices */
+        int rc = SINK_OK;
+        double t0 = pl_now_s();
+        int r = 0, b = 0;
+        for (pl_out_t *o = taken; o && rc == SINK_OK; o = o->next) {
+            bat[b++] = o->tel;
+            for (int i = 0; i < o->n; i++) {
+                pl_item_t *it = o->items[i];
+                rows[r] = (sink_result_t){.job_id = it->t.job_id,
+                                          .tenant = it->t.tenant,
+                                          .ticket_id = it->t.ticket_id,
+                                          .job_total = it->t.job_total,
+                                          .label = mc->id2label[it->label_id],
+                                          .label_id = it->label_id,
+                                          .confidence = it->confidence,
+                                          .top_k_json = it->top_k_json,
+                                          .tokens = it->n_ids,
+                                          .truncated = it->truncated,
+                                          .partition = it->t.partition,
+                                          .offset = it->t.offset,
+                                          .enqueued_at_ms = it->t.enqueued_at_ms};
+                its[r++] = it;
+                int last = !o->next && i == o->n - 1;
+                if (r == cap_rows || last) {
+                    rc = write_committed(pl, rows, r, bat, b);
+                    if (rc != SINK_OK) break;
+                    /* committed: now, and only now, these offsets may be stored */
+                    pthread_mutex_lock(&pl->mu);
+                    int n_parts = 0;
+                    for (int q = 0; q < r; q++) {
+                        pl_item_t *x = its[q];
+                        if (consumers_offsets_committed(pl->offsets, x->t.partition, x->epoch,
+                                                        x->t.offset)) {
+                            int seen = 0;
+                            for (int p = 0; p < n_parts && !seen; p++)
+                                seen = parts[p] == x->t.partition;
+                            if (!seen) parts[n_parts++] = x->t.partition;
+                        }
+                    }
+                    for (int p = 0; p < n_parts; p++) {
+                        int64_t s = consumers_offsets_storable(pl->offsets, parts[p]);
+                        if (s >= 0) consumers_consumer_store(pl->consumer, parts[p], s);
+                    }
+                    pl->tickets_done += r;
+                    pl->rows_written += r;
+                    pl->batches_done += b;
+                    pl->last_commit_s = pl_now_s();
+                    pthread_mutex_unlock(&pl->mu);
+                    r = 0;
+                    b = 0;
+                }
+            }
+        }
+        double dt = pl_now_s() - t0;
+        while (taken) {
+            pl_out_t *o = taken;
+            taken = o->next;
+            for (int i = 0; i < o->n; i++)
+                pl_item_free(o->items[i]);
+            free(o->items);
+            free(o);
+        }
+        pthread_mutex_lock(&pl->mu);
+        pl->sink_s += dt;
+        if (rc != SINK_OK) pl->fatal = 1; /* stop; nothing unwritten is ever stored */
+    }
+    pl->sink_done = 1;
+    pthread_cond_broadcast(&pl->cv_room);
+    pthread_cond_broadcast(&pl->cv_enc);
+    pthread_mutex_unlock(&pl->mu);
+    free(rows);
+    free(bat);
+    free(its);
+    free(parts);
+    return NULL;
+}
