@@ -1,0 +1,360 @@
+#include "sink/migrate.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <libpq-fe.h>
+
+#include "sink/pgutil.h"
+#include "sink/sink.h"
+
+typedef struct {
+    long version;
+    char *name; /* file name, e.g. 001_init.sql */
+    char *path;
+} mig_file_t;
+
+typedef struct {
+    mig_file_t *files; /* (n) sorted by version */
+    int n;
+} mig_list_t;
+
+static void mig_list_free(mig_list_t *l) {
+    for (int i = 0; i < l->n; i++) {
+        free(l->files[i].name);
+        free(l->files[i].path);
+    }
+    free(l->files);
+    l->files = NULL;
+    l->n = 0;
+}
+
+static int mig_cmp(const void *a, const void *b) {
+    long va = ((const mig_file_t *)a)->version, vb = ((const mig_file_t *)b)->version;
+    return (va > vb) - (va < vb);
+}
+
+/* NNN_name.sql: digits, an underscore, at least one more character, ".sql". */
+static int mig_name_version(const char *name, long *version) {
+    size_t n = strlen(name), d = 0;
+    while (isdigit((unsigned char)name[d]))
+        d++;
+    if (d == 0 || d > 9 || name[d] != '_' || n < d + 6 || strcmp(name + n - 4, ".sql") != 0)
+        return -1;
+    *version = strtol(name, NULL, 10);
+    return 0;
+}
+
+static int mig_scan(const char *dir, mig_list_t *l, char *err, size_t errlen) {
+    memset(l, 0, sizeof(*l));
+    DIR *d = opendir(dir);
+    if (!d) {
+        snprintf(err, errlen, "cannot open migrations directory %s: %s", dir, strerror(errno));
+        return SINK_FATAL;
+    }
+    int cap = 0, rc = SINK_OK;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        long v;
+        if (e->d_name[0] == '.' || mig_name_version(e->d_name, &v) != 0) continue;
+        if (l->n == cap) {
+            cap = cap ? cap * 2 : 16;
+            mig_file_t *f = realloc(l->files, (size_t)cap * sizeof(*f));
+            if (!f) {
+                rc = SINK_FATAL;
+                break;
+            }
+            l->files = f;
+        }
+        mig_file_t *f = &l->files[l->n];
+        f->version = v;
+        f->name = strdup(e->d_name);
+        f->path = malloc(strlen(dir) + strlen(e->d_name) + 2);
+        if (!f->name || !f->path) {
+            free(f->name);
+            free(f->path);
+            rc = SINK_FATAL;
+            break;
+        }
+        sprintf(f->path, "%s/%s", dir, e->d_name);
+        l->n++;
+    }
+    closedir(d);
+    if (rc != SINK_OK) {
+        snprintf(err, errlen, "out of memory listing %s", dir);
+        mig_list_free(l);
+        return rc;
+    }
+    if (l->n == 0) {
+        snprintf(err, errlen, "no migrations (NNN_name.sql) in %s", dir);
+        return SINK_FATAL;
+    }
+    qsort(l->files, (size_t)l->n, sizeof(*l->files), mig_cmp);
+    for (int i = 1; i < l->n; i++)
+        if (l->files[i].version == l->files[i - 1].version) {
+            snprintf(err, errlen, "two migrations share number %ld: %s and %s (renumber one)",
+                     l->files[i].version, l->files[i - 1].name, l->files[i].name);
+            mig_list_free(l);
+            return SINK_FATAL;
+        }
+    return SINK_OK;
+}
+
+/* Whole file as a NUL-terminated string; NULL with a message on failure or embedded NUL. */
+static char *mig_read(const char *path, char *err, size_t errlen) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (len + 1 == cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t got = fread(buf + len, 1, cap - 1 - len, f);
+        len += got;
+        if (got == 0) break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (!buf || bad) {
+        snprintf(err, errlen, "cannot read %s: %s", path, buf ? "I/O error" : "out of memory");
+        free(buf);
+        return NULL;
+    }
+    buf[len] = 0;
+    if (strlen(buf) != len) {
+        snprintf(err, errlen, "%s contains a NUL byte: not an SQL text file", path);
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* md5 of the file's bytes, computed by the server: one definition of the checksum, the one
+ * an operator can reproduce with SELECT md5(pg_read_file(...)). */
+static int mig_checksum(PGconn *conn, const char *sql, const char *name, char *out, size_t outlen,
+                        char *err, size_t errlen) {
+    const char *params[1] = {sql};
+    PGresult *res = PQexecParams(conn, "SELECT md5($1::text)", 1, NULL, params, NULL, NULL, 0);
+    if (!res || PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+        int rc = sink_pg_classify(conn, res);
+        char step[300];
+        snprintf(step, sizeof step, "checksum of %s", name);
+        sink_pg_errmsg(err, errlen, step, conn, res);
+        PQclear(res);
+        return rc;
+    }
+    snprintf(out, outlen, "%s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return SINK_OK;
+}
+
+static int mig_apply(PGconn *conn, const mig_file_t *f, const char *sql, const char *sum, char *err,
+                     size_t errlen) {
+    char step[300];
+    snprintf(step, sizeof step, "migration %s", f->name);
+    int rc = sink_pg_exec(conn, "BEGIN", PGRES_COMMAND_OK, step, err, errlen);
+    if (rc != SINK_OK) return rc;
+    /* One simple-protocol call runs every statement of the file inside this transaction;
+     * libpq stops at the first failing one and returns its error. */
+    PGresult *res = PQexec(conn, sql);
+    ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && st != PGRES_EMPTY_QUERY) {
+        rc = sink_pg_classify(conn, res);
+        sink_pg_errmsg(err, errlen, step, conn, res);
+        PQclear(res);
+        sink_pg_rollback(conn);
+        return rc;
+    }
+    PQclear(res);
+    if (PQtransactionStatus(conn) != PQTRANS_INTRANS) {
+        snprintf(err, errlen,
+                 "%s: the file ends the transaction itself (remove BEGIN/COMMIT from it)", step);
+        sink_pg_rollback(conn);
+        return SINK_FATAL;
+    }
+    char version[24];
+    snprintf(version, sizeof version, "%ld", f->version);
+    const char *params[3] = {version, f->name, sum};
+    res = PQexecParams(conn,
+                       "INSERT INTO schema_migrations (version, name, checksum)"
+                       " VALUES ($1::integer, $2, $3)",
+                       3, NULL, params, NULL, NULL, 0);
+    if (!res || PQresultStatus(res) != PGRES_COMMAND_OK) {
+        rc = sink_pg_classify(conn, res);
+        sink_pg_errmsg(err, errlen, step, conn, res);
+        PQclear(res);
+        sink_pg_rollback(conn);
+        return rc;
+    }
+    PQclear(res);
+    rc = sink_pg_exec(conn, "COMMIT", PGRES_COMMAND_OK, step, err, errlen);
+    if (rc != SINK_OK) sink_pg_rollback(conn);
+    return rc;
+}
+
+/* Index of version in the applied set (res rows: version, name, checksum), or -1. */
+static int mig_find_applied(const PGresult *applied, long version) {
+    for (int i = 0; i < PQntuples(applied); i++)
+        if (strtol(PQgetvalue(applied, i, 0), NULL, 10) == version) return i;
+    return -1;
+}
+
+/* Runs under the advisory lock: reads what is applied, checks checksums, applies the rest. */
+static int mig_run_locked(PGconn *conn, const mig_list_t *l, const sink_migrate_opts_t *o,
+                          int *applied, char *err, size_t errlen) {
+    int rc;
+    if (!o->dry_run) {
+        rc = sink_pg_exec(conn,
+                          "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                          " version integer PRIMARY KEY, name text NOT NULL,"
+                          " applied_at timestamptz NOT NULL DEFAULT now(),"
+                          " checksum text NOT NULL)",
+                          PGRES_COMMAND_OK, "create schema_migrations", err, errlen);
+        if (rc != SINK_OK) return rc;
+    }
+    /* A dry run must not create anything: an absent table reads as "nothing applied". */
+    PGresult *done = PQexec(conn, "SELECT version, name, checksum FROM schema_migrations");
+    const char *st = done ? PQresultErrorField(done, PG_DIAG_SQLSTATE) : NULL;
+    if (o->dry_run && st && strcmp(st, "42P01") == 0) { /* undefined_table */
+        PQclear(done);
+        done = PQexec(conn, "SELECT 0, '', '' WHERE false");
+    }
+    if (!done || PQresultStatus(done) != PGRES_TUPLES_OK) {
+        rc = sink_pg_classify(conn, done);
+        sink_pg_errmsg(err, errlen, "read schema_migrations", conn, done);
+        PQclear(done);
+        return rc;
+    }
+    rc = SINK_OK;
+    for (int i = 0; i < l->n && rc == SINK_OK; i++) {
+        const mig_file_t *f = &l->files[i];
+        char *sql = mig_read(f->path, err, errlen);
+        if (!sql) {
+            rc = SINK_FATAL;
+            break;
+        }
+        char sum[64];
+        rc = mig_checksum(conn, sql, f->name, sum, sizeof sum, err, errlen);
+        int at = rc == SINK_OK ? mig_find_applied(done, f->version) : -1;
+        if (rc != SINK_OK) {
+            /* reported by mig_checksum */
+        } else if (at >= 0) {
+            if (strcmp(PQgetvalue(done, at, 2), sum) != 0) {
+                snprintf(err, errlen,
+                         "%s was changed after it was applied (checksum %s, applied as %s %s):"
+                         " restore it and put the change in a new migration",
+                         f->path, sum, PQgetvalue(done, at, 1), PQgetvalue(done, at, 2));
+                rc = SINK_FATAL;
+            }
+        } else if (o->dry_run) {
+            if (o->log) fprintf(o->log, "pending %s\n", f->name);
+            (*applied)++;
+        } else {
+            rc = mig_apply(conn, f, sql, sum, err, errlen);
+            if (rc == SINK_OK) {
+                if (o->log) fprintf(o->log, "applied %s\n", f->name);
+                (*applied)++;
+            }
+        }
+        free(sql);
+    }
+    PQclear(done);
+    return rc;
+}
+
+int sink_migrate_ex(const char *conninfo, const char *dir, const sink_migrate_opts_t *opts,
+                    int *applied, char *err, size_t errlen) {
+    static const sink_migrate_opts_t quiet = {0, NULL};
+    const sink_migrate_opts_t *o = opts ? opts : &quiet;
+    int dummy;
+    if (!applied) applied = &dummy;
+    *applied = 0;
+    mig_list_t l;
+    int rc = mig_scan(dir, &l, err, errlen);
+    if (rc != SINK_OK) return rc;
+    PGconn *conn = sink_pg_connect(conninfo, &rc, err, errlen);
+    if (!conn) {
+        mig_list_free(&l);
+        return rc;
+    }
+    /* Session-level lock: held across the per-file transactions, released on unlock or when
+     * the connection ends, whichever comes first (a crashed migrator never leaves it held). */
+    char key[32];
+    snprintf(key, sizeof key, "%lld", (long long)SINK_MIGRATE_LOCK_KEY);
+    const char *params[1] = {key};
+    PGresult *res =
+        PQexecParams(conn, "SELECT pg_advisory_lock($1::bigint)", 1, NULL, params, NULL, NULL, 0);
+    if (!res || PQresultStatus(res) != PGRES_TUPLES_OK) {
+        rc = sink_pg_classify(conn, res);
+        sink_pg_errmsg(err, errlen, "take the migration lock", conn, res);
+    }
+    PQclear(res);
+    if (rc == SINK_OK) {
+        rc = mig_run_locked(conn, &l, o, applied, err, errlen);
+        PQclear(PQexecParams(conn, "SELECT pg_advisory_unlock($1::bigint)", 1, NULL, params, NULL,
+                             NULL, 0));
+    }
+    PQfinish(conn);
+    mig_list_free(&l);
+    return rc;
+}
+
+int sink_migrate(const char *conninfo, const char *dir, int *applied, char *err, size_t errlen) {
+    return sink_migrate_ex(conninfo, dir, NULL, applied, err, errlen);
+}
+
+/* Also canonicalises p in place (".." gone) so messages show a plain path. */
+static int is_dir(char *p, size_t plen) {
+    struct stat st;
+    if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
+    char *real = realpath(p, NULL);
+    if (real && strlen(real) < plen) strcpy(p, real);
+    free(real);
+    return 1;
+}
+
+int sink_migrations_dir_default(char *out, size_t outlen) {
+    const char *env = getenv("RECLASS_MIGRATIONS");
+    if (env && *env) {
+        snprintf(out, outlen, "%s", env);
+        return is_dir(out, outlen) ? 0 : -1;
+    }
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = 0;
+            static const char *const rel[] = {"/../migrations", "/../share/reclass/migrations"};
+            for (int i = 0; i < 2; i++) {
+                snprintf(out, outlen, "%s%s", exe, rel[i]);
+                if (is_dir(out, outlen)) return 0;
+            }
+        }
+    }
+#ifdef RECLASS_SOURCE_DIR
+    snprintf(out, outlen, "%s/migrations", RECLASS_SOURCE_DIR);
+    if (is_dir(out, outlen)) return 0;
+#endif
+    snprintf(out, outlen, "/usr/share/reclass/migrations");
+    return is_dir(out, outlen) ? 0 : -1;
+}

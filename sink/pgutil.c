@@ -1,0 +1,137 @@
+#include "sink/pgutil.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "sink/sink.h"
+
+static void pg_quiet(void *arg, const char *message) {
+    (void)arg;
+    (void)message;
+}
+
+PGconn *sink_pg_connect(const char *conninfo, int *rc, char *err, size_t errlen) {
+    if (!conninfo) conninfo = "";
+    /* A plain database name has neither '=' nor "://"; everything else must parse, and a
+     * parse error is the user's to fix, not a reason to retry. */
+    if (strchr(conninfo, '=') || strstr(conninfo, "://")) {
+        char *perr = NULL;
+        PQconninfoOption *opts = PQconninfoParse(conninfo, &perr);
+        if (!opts) {
+            snprintf(err, errlen, "invalid database connection string: %s",
+                     perr ? perr : "out of memory");
+            if (perr) {
+                char *nl = strchr(err, '\n');
+                if (nl) *nl = 0;
+                PQfreemem(perr);
+            }
+            *rc = SINK_FATAL;
+            return NULL;
+        }
+        PQconninfoFree(opts);
+    }
+    /* expand_dbname=1: the conninfo string is used whole, as PQconnectdb would; the fallback
+     * name only shows in pg_stat_activity when the user set none. */
+    const char *keys[] = {"dbname", "fallback_application_name", NULL};
+    const char *vals[] = {conninfo, "reclass", NULL};
+    PGconn *conn = PQconnectdbParams(keys, vals, 1);
+    if (!conn) {
+        snprintf(err, errlen, "cannot connect to PostgreSQL: out of memory");
+        *rc = SINK_RETRY;
+        return NULL;
+    }
+    if (PQstatus(conn) != CONNECTION_OK) {
+        sink_pg_errmsg(err, errlen, "cannot connect to PostgreSQL", conn, NULL);
+        PQfinish(conn);
+        *rc = SINK_RETRY;
+        return NULL;
+    }
+    PQsetNoticeProcessor(conn, pg_quiet, NULL);
+    if (PQsetClientEncoding(conn, "UTF8") != 0) {
+        sink_pg_errmsg(err, errlen, "set client_encoding", conn, NULL);
+        *rc = sink_pg_classify(conn, NULL);
+        PQfinish(conn);
+        return NULL;
+    }
+    *rc = SINK_OK;
+    return conn;
+}
+
+int sink_pg_classify(PGconn *conn, const PGresult *res) {
+    if (!conn || PQstatus(conn) != CONNECTION_OK) return SINK_RETRY;
+    const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    if (!st) return res ? SINK_FATAL : SINK_RETRY;    /* no result at all: out of memory or I/O */
+    if (strncmp(st, "08", 2) == 0) return SINK_RETRY; /* connection exception */
+    static const char *const retry[] = {
+        "40001", /* serialization_failure */
+        "40P01", /* deadlock_detected */
+        "57P01", /* admin_shutdown */
+        "57P02", /* crash_shutdown */
+        "57P03", /* cannot_connect_now (starting up, recovery) */
+        "53300", /* too_many_connections */
+    };
+    for (size_t i = 0; i < sizeof(retry) / sizeof(retry[0]); i++)
+        if (strcmp(st, retry[i]) == 0) return SINK_RETRY;
+    return SINK_FATAL;
+}
+
+/* Appends s with line breaks and tabs folded to spaces: the message stays on one line. */
+static void errmsg_append(char *err, size_t errlen, size_t *at, const char *s) {
+    for (; *s && *at + 1 < errlen; s++)
+        err[(*at)++] = (*s == '\n' || *s == '\r' || *s == '\t') ? ' ' : *s;
+    err[*at] = 0;
+}
+
+static void errmsg_trim(char *err, size_t *at) {
+    while (*at > 0 && err[*at - 1] == ' ')
+        err[--(*at)] = 0;
+}
+
+void sink_pg_errmsg(char *err, size_t errlen, const char *step, PGconn *conn, const PGresult *res) {
+    if (!err || errlen == 0) return;
+    size_t at = 0;
+    err[0] = 0;
+    errmsg_append(err, errlen, &at, step);
+    errmsg_append(err, errlen, &at, ": ");
+    const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    if (!primary) {
+        const char *m = res ? PQresultErrorMessage(res) : "";
+        if (!m || !*m) m = conn ? PQerrorMessage(conn) : "no connection";
+        if (!m || !*m) m = "unknown error";
+        errmsg_append(err, errlen, &at, m);
+        errmsg_trim(err, &at);
+        return;
+    }
+    errmsg_append(err, errlen, &at, primary);
+    const char *st = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    const char *extra[] = {st, PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL),
+                           PQresultErrorField(res, PG_DIAG_MESSAGE_HINT),
+                           PQresultErrorField(res, PG_DIAG_CONTEXT)};
+    const char *pre[] = {" (SQLSTATE ", "; detail: ", "; hint: ", "; context: "};
+    for (int i = 0; i < 4; i++) {
+        if (!extra[i]) continue;
+        errmsg_append(err, errlen, &at, pre[i]);
+        errmsg_append(err, errlen, &at, extra[i]);
+        if (i == 0) errmsg_append(err, errlen, &at, ")");
+    }
+    errmsg_trim(err, &at);
+}
+
+int sink_pg_exec(PGconn *conn, const char *sql, ExecStatusType want, const char *step, char *err,
+                 size_t errlen) {
+    PGresult *res = PQexec(conn, sql);
+    if (res && PQresultStatus(res) == want) {
+        PQclear(res);
+        return SINK_OK;
+    }
+    int rc = sink_pg_classify(conn, res);
+    sink_pg_errmsg(err, errlen, step, conn, res);
+    PQclear(res);
+    return rc;
+}
+
+void sink_pg_rollback(PGconn *conn) {
+    if (!conn || PQstatus(conn) != CONNECTION_OK) return;
+    if (PQtransactionStatus(conn) == PQTRANS_IDLE) return;
+    PQclear(PQexec(conn, "ROLLBACK"));
+}

@@ -1,0 +1,30 @@
+/* libpq helpers shared by the sink and the migrator: connecting, mapping a failure to
+ * SINK_RETRY / SINK_FATAL, and one-line error messages. */
+#ifndef RECLASS_SINK_PGUTIL_H
+#define RECLASS_SINK_PGUTIL_H
+
+#include <stddef.h>
+
+#include <libpq-fe.h>
+
+/* Connects with conninfo (libpq key=value string or URL, passed through unchanged, so sslmode
+ * and friends work), notices silenced, client_encoding UTF8. NULL on failure with *rc:
+ * SINK_FATAL for a malformed conninfo, SINK_RETRY when the server could not be reached. */
+PGconn *sink_pg_connect(const char *conninfo, int *rc, char *err, size_t errlen);
+
+/* SINK_RETRY for a lost connection, admin/crash shutdown, serialization failure or deadlock;
+ * SINK_FATAL otherwise. res may be NULL (libpq could not even build a result). */
+int sink_pg_classify(PGconn *conn, const PGresult *res);
+
+/* "<step>: <server message> (SQLSTATE xxxxx) <detail/hint>" on one line. */
+void sink_pg_errmsg(char *err, size_t errlen, const char *step, PGconn *conn, const PGresult *res);
+
+/* Runs sql without parameters; 0 when it returned status want, else classify + message.
+ * The result is always cleared. */
+int sink_pg_exec(PGconn *conn, const char *sql, ExecStatusType want, const char *step, char *err,
+                 size_t errlen);
+
+/* Best-effort ROLLBACK when a transaction is open and the connection is still up. */
+void sink_pg_rollback(PGconn *conn);
+
+#endif
