@@ -1,9 +1,158 @@
-/* Placeholder until this command lands; replaced by its real implementation. */
+/* reclass tokenize: texts on stdin -> one JSON array of token ids per line on stdout. */
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "worker/cli.h"
+#include "worker/input.h"
+#include "worker/tokenizer.h"
+
+static void tokenize_usage(FILE *f) {
+    fprintf(f, "usage: reclass tokenize --model DIR [--jsonl] [--max-len N]\n\n"
+               "Reads texts from stdin and writes, for each, one JSON array of token ids\n"
+               "([CLS] ... [SEP]) on its own line, exactly as Hugging Face's BertTokenizerFast.\n\n"
+               "options:\n"
+               "  --model DIR   model directory with vocab.txt and optionally\n"
+               "                tokenizer_config.json (do_lower_case, default true)\n"
+               "  --jsonl       input is JSON lines with a string \"text\" field (other fields\n"
+               "                are ignored, empty lines skipped); default: one text per line\n"
+               "  --max-len N   truncate to N ids (N >= 2), keeping [CLS] first and [SEP] last;\n"
+               "                default: no truncation\n"
+               "  -h, --help    this help\n");
+}
+
+/* do_lower_case from DIR/tokenizer_config.json; a missing file means the default (1). */
+static int read_lower_case(const char *dir, int *lower, char *err, size_t errlen) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/tokenizer_config.json", dir);
+    *lower = 1;
+    if (access(path, F_OK) != 0) return 0;
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    if (!root) {
+        snprintf(err, errlen, "%s: invalid JSON at line %d: %s", path, jerr.line, jerr.text);
+        return -1;
+    }
+    json_t *v = json_object_get(root, "do_lower_case");
+    int rc = 0;
+    if (v && !json_is_boolean(v)) {
+        snprintf(err, errlen, "%s: \"do_lower_case\" must be true or false", path);
+        rc = -1;
+    } else if (v) {
+        *lower = json_is_true(v);
+    }
+    json_decref(root);
+    return rc;
+}
+
+static int parse_int(const char *s, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end) return -1;
+    *out = v;
+    return 0;
+}
+
+/* Writes "[a,b,c]\n" into a stdio buffer; snprintf per id would dominate the runtime. */
+static void write_ids(FILE *f, const worker_ids_t *ids) {
+    char buf[16];
+    putc_unlocked('[', f);
+    for (int i = 0; i < ids->n; i++) {
+        if (i) putc_unlocked(',', f);
+        uint32_t v = (uint32_t)ids->v[i];
+        int n = 0;
+        do {
+            buf[n++] = (char)('0' + v % 10);
+            v /= 10;
+        } while (v);
+        while (n)
+            putc_unlocked(buf[--n], f);
+    }
+    putc_unlocked(']', f);
+    putc_unlocked('\n', f);
+}
 
 int worker_cmd_tokenize(int argc, char **argv) {
-    fprintf(stderr, "reclass: '%s' is not built yet\n", argv[0]);
-    return 1;
+    const char *model = NULL;
+    int jsonl = 0;
+    long max_len = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            tokenize_usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--jsonl") == 0) {
+            jsonl = 1;
+        } else if (strcmp(a, "--model") == 0 || strcmp(a, "--max-len") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "reclass tokenize: %s needs a value (see --help)\n", a);
+                return 2;
+            }
+            const char *v = argv[++i];
+            if (a[2] == 'm' && a[3] == 'o') {
+                model = v;
+            } else if (parse_int(v, &max_len) != 0 || max_len < 2 || max_len > INT_MAX) {
+                fprintf(stderr, "reclass tokenize: --max-len needs an integer >= 2, got '%s'\n", v);
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "reclass tokenize: unknown option '%s' (see --help)\n", a);
+            return 2;
+        }
+    }
+    if (!model) {
+        fprintf(stderr, "reclass tokenize: --model DIR is required (see --help)\n");
+        return 2;
+    }
+
+    char err[PATH_MAX + 256], vocab[PATH_MAX];
+    int lower;
+    if (read_lower_case(model, &lower, err, sizeof(err)) != 0) {
+        fprintf(stderr, "reclass tokenize: %s\n", err);
+        return 2;
+    }
+    snprintf(vocab, sizeof(vocab), "%s/vocab.txt", model);
+    worker_tok_t *tok = NULL;
+    if (worker_tok_init(vocab, lower, &tok, err, sizeof(err)) != 0) {
+        fprintf(stderr, "reclass tokenize: %s\n", err);
+        return 2;
+    }
+    worker_input_t *in = NULL;
+    if (worker_input_open(stdin, jsonl, &in, err, sizeof(err)) != 0) {
+        fprintf(stderr, "reclass tokenize: %s\n", err);
+        worker_tok_free(tok);
+        return 1;
+    }
+    static char obuf[1 << 16];
+    setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
+
+    worker_ids_t ids = {0};
+    int rc = 0, got;
+    const char *text;
+    size_t len;
+    while ((got = worker_input_next(in, &text, &len, err, sizeof(err))) == 1) {
+        if (worker_tok_encode(tok, text, len, (int)max_len, &ids) != 0) {
+            fprintf(stderr, "reclass tokenize: line %ld: out of memory\n", worker_input_line(in));
+            rc = 1;
+            break;
+        }
+        write_ids(stdout, &ids);
+    }
+    if (got < 0) {
+        fprintf(stderr, "reclass tokenize: %s\n", err);
+        rc = strstr(err, "read error") ? 1 : 2;
+    }
+    if (fflush(stdout) != 0 && rc == 0) {
+        fprintf(stderr, "reclass tokenize: cannot write output: %s\n", strerror(errno));
+        rc = 1;
+    }
+    worker_ids_free(&ids);
+    worker_input_free(in);
+    worker_tok_free(tok);
+    return rc;
 }

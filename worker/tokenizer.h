@@ -30,4 +30,9 @@ int worker_tok_encode(const worker_tok_t *tok, const char *text, size_t len, int
                       worker_ids_t *out);
 void worker_ids_free(worker_ids_t *ids);
 
+/* worker_tok_encode with a switch for tests: force_general 1 skips the printable-ASCII fast
+ * path so that the general (Unicode) path can be checked on the same texts. */
+int worker_tok_encode_path(const worker_tok_t *tok, const char *text, size_t len, int max_len,
+                           worker_ids_t *out, int force_general);
+
 #endif

@@ -1,0 +1,7 @@
+# Tokenizer (HF BertTokenizerFast parity), stdin reader, and the `reclass tokenize` CLI.
+reclass_add_test(NAME test_tokenizer SOURCES ${CMAKE_SOURCE_DIR}/tests/test_tokenizer.c LABELS unit)
+reclass_add_test(NAME test_input SOURCES ${CMAKE_SOURCE_DIR}/tests/test_input.c LABELS unit)
+add_test(NAME test_cli_tokenize
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_cli_tokenize.sh $<TARGET_FILE:reclass>
+          ${RECLASS_DEMO_MODEL})
+set_tests_properties(test_cli_tokenize PROPERTIES LABELS unit)

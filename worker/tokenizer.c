@@ -1,0 +1,568 @@
+/* BERT WordPiece as Hugging Face tokenizers 0.23 does it (BertNormalizer, BertPreTokenizer,
+ * WordPiece, BertProcessing, and the special tokens it registers as added tokens).
+ *
+ * Two paths produce the same ids: a byte loop for printable-ASCII texts (the bulk of
+ * support tickets), and a general path that decodes UTF-8 into code points, normalizes them
+ * (clean, CJK spacing, NFD with canonical ordering, accent stripping, lower case) and then
+ * pre-tokenizes. The ASCII path hands the text to the general one as soon as it sees a byte
+ * it cannot handle. */
+#include "worker/tokenizer.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker/tokenizer_unicode.h"
+
+#define TOK_MAX_WORD_CHARS 100 /* longer words become [UNK], as HF's max_input_chars_per_word */
+
+/* Special tokens HF registers as added tokens: matched verbatim in the raw text (before
+ * normalization, case-sensitive) and emitted as their own id. */
+enum { SP_UNK, SP_SEP, SP_CLS, SP_PAD, SP_MASK, SP_N };
+static const char *const sp_names[SP_N] = {"[UNK]", "[SEP]", "[CLS]", "[PAD]", "[MASK]"};
+static const int sp_lens[SP_N] = {5, 5, 5, 5, 6};
+/* Code points past Unicode stand for a matched special token inside the general path. */
+#define SP_SENTINEL 0x110000u
+
+typedef struct {
+    uint32_t hash;
+    uint32_t off; /* key bytes at pool + off */
+    uint16_t len;
+    uint8_t cont; /* 1: a "##" continuation piece, key stored without the "##" */
+    int32_t id;   /* -1: empty slot */
+} tok_slot_t;
+
+struct worker_tok {
+    char *pool;        /* (file bytes) the vocab file, keys point into it */
+    tok_slot_t *slots; /* (mask + 1) open addressing, load <= 1/2 */
+    uint32_t mask;
+    int vocab_size; /* lines in vocab.txt */
+    int max_key;    /* longest key in bytes ("##" excluded): bounds the longest-match search */
+    int lower;
+    int32_t sp_id[SP_N];   /* -1 when the vocab lacks it */
+    int32_t ascii_id[128]; /* single-character words (punctuation), -1 = [UNK] */
+};
+
+/* ASCII byte classes for the fast path. */
+enum { AC_WORD = 0, AC_SPACE, AC_PUNCT, AC_BRACKET, AC_SLOW };
+static uint8_t ascii_class[256];
+static pthread_once_t ascii_once = PTHREAD_ONCE_INIT;
+
+static void ascii_class_init(void) {
+    for (int b = 0; b < 256; b++) {
+        uint8_t c;
+        if (b >= 0x80 || b == 0x7F || (b < 0x20 && b != '\t' && b != '\n' && b != '\r'))
+            c = AC_SLOW; /* non-ASCII, or a control that cleaning drops (joining words) */
+        else if (b == ' ' || b == '\t' || b == '\n' || b == '\r')
+            c = AC_SPACE;
+        else if (b == '[')
+            c = AC_BRACKET;
+        else if (tok_uc_is_punct((uint32_t)b))
+            c = AC_PUNCT;
+        else
+            c = AC_WORD;
+        ascii_class[b] = c;
+    }
+}
+
+static inline uint32_t key_hash(int cont, const char *s, int n) {
+    uint32_t h = cont ? 0x9747b28cu : 2166136261u; /* FNV-1a, seeded apart per table */
+    for (int i = 0; i < n; i++)
+        h = (h ^ (uint8_t)s[i]) * 16777619u;
+    return h ^ (h >> 15);
+}
+
+static inline int32_t tok_lookup(const worker_tok_t *t, int cont, const char *s, int n) {
+    uint32_t h = key_hash(cont, s, n);
+    for (uint32_t i = h & t->mask;; i = (i + 1) & t->mask) {
+        const tok_slot_t *e = &t->slots[i];
+        if (e->id < 0) return -1;
+        if (e->hash == h && e->len == n && e->cont == cont && memcmp(t->pool + e->off, s, n) == 0)
+            return e->id;
+    }
+}
+
+/* Later duplicates win, as in HF's vocab loader (a hash map filled in file order). */
+static void tok_insert(worker_tok_t *t, int cont, uint32_t off, int n, int32_t id) {
+    const char *s = t->pool + off;
+    uint32_t h = key_hash(cont, s, n);
+    for (uint32_t i = h & t->mask;; i = (i + 1) & t->mask) {
+        tok_slot_t *e = &t->slots[i];
+        if (e->id < 0) {
+            *e = (tok_slot_t){h, off, (uint16_t)n, (uint8_t)cont, id};
+            if (n > t->max_key) t->max_key = n;
+            return;
+        }
+        if (e->hash == h && e->len == n && e->cont == cont && memcmp(t->pool + e->off, s, n) == 0) {
+            e->id = id;
+            return;
+        }
+    }
+}
+
+static char *read_file(const char *path, size_t *len, char *err, size_t errlen) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 20, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (n < cap) break;
+        char *nb = realloc(buf, cap * 2 + 1);
+        if (!nb) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = nb;
+        cap *= 2;
+    }
+    int rerr = ferror(f);
+    fclose(f);
+    if (!buf || rerr) {
+        snprintf(err, errlen, "cannot read %s", path);
+        free(buf);
+        return NULL;
+    }
+    buf[n] = 0;
+    *len = n;
+    return buf;
+}
+
+int worker_tok_init(const char *vocab_path, int do_lower_case, worker_tok_t **out, char *err,
+                    size_t errlen) {
+    pthread_once(&ascii_once, ascii_class_init);
+    *out = NULL;
+    worker_tok_t *t = calloc(1, sizeof(*t));
+    if (!t) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    size_t len = 0;
+    t->pool = read_file(vocab_path, &len, err, errlen);
+    if (!t->pool) {
+        free(t);
+        return -1;
+    }
+    int lines = 0;
+    for (size_t i = 0; i < len; i++)
+        lines += t->pool[i] == '\n';
+    if (len > 0 && t->pool[len - 1] != '\n') lines++;
+    if (lines == 0) {
+        snprintf(err, errlen, "%s: empty vocabulary", vocab_path);
+        worker_tok_free(t);
+        return -1;
+    }
+    uint32_t size = 1024;
+    while (size < (uint32_t)lines * 2)
+        size *= 2;
+    t->mask = size - 1;
+    t->slots = malloc(sizeof(tok_slot_t) * size);
+    if (!t->slots) {
+        snprintf(err, errlen, "out of memory");
+        worker_tok_free(t);
+        return -1;
+    }
+    for (uint32_t i = 0; i < size; i++)
+        t->slots[i].id = -1;
+    t->lower = do_lower_case;
+    t->vocab_size = lines;
+
+    size_t pos = 0;
+    for (int id = 0; id < lines; id++) {
+        size_t end = pos;
+        while (end < len && t->pool[end] != '\n')
+            end++;
+        size_t e = end; /* HF trims trailing whitespace (and so "\r") off each line */
+        while (e > pos &&
+               (t->pool[e - 1] == ' ' || t->pool[e - 1] == '\t' || t->pool[e - 1] == '\r' ||
+                t->pool[e - 1] == '\v' || t->pool[e - 1] == '\f'))
+            e--;
+        int n = (int)(e - pos);
+        if (n > 0xFFFF) {
+            snprintf(err, errlen, "%s: line %d is too long for a token", vocab_path, id + 1);
+            worker_tok_free(t);
+            return -1;
+        }
+        if (n >= 2 && t->pool[pos] == '#' && t->pool[pos + 1] == '#')
+            tok_insert(t, 1, (uint32_t)pos + 2, n - 2, id);
+        tok_insert(t, 0, (uint32_t)pos, n, id);
+        pos = end + 1;
+    }
+    for (int s = 0; s < SP_N; s++)
+        t->sp_id[s] = tok_lookup(t, 0, sp_names[s], sp_lens[s]);
+    for (int s = SP_UNK; s <= SP_CLS; s++)
+        if (t->sp_id[s] < 0) {
+            snprintf(err, errlen, "%s: special token %s not found", vocab_path, sp_names[s]);
+            worker_tok_free(t);
+            return -1;
+        }
+    for (int b = 0; b < 128; b++) {
+        char c = (char)(do_lower_case && b >= 'A' && b <= 'Z' ? b + 32 : b);
+        t->ascii_id[b] = tok_lookup(t, 0, &c, 1);
+    }
+    *out = t;
+    return 0;
+}
+
+void worker_tok_free(worker_tok_t *tok) {
+    if (!tok) return;
+    free(tok->slots);
+    free(tok->pool);
+    free(tok);
+}
+
+int worker_tok_vocab_size(const worker_tok_t *tok) {
+    return tok->vocab_size;
+}
+
+void worker_ids_free(worker_ids_t *ids) {
+    if (!ids) return;
+    free(ids->v);
+    ids->v = NULL;
+    ids->n = ids->cap = ids->n_full = ids->truncated = 0;
+}
+
+static int ids_reserve(worker_ids_t *ids, size_t need) {
+    if (need > (size_t)0x7FFFFFFF) return -1;
+    if ((size_t)ids->cap >= need) return 0;
+    size_t cap = ids->cap ? (size_t)ids->cap : 64;
+    while (cap < need)
+        cap *= 2;
+    if (cap > 0x7FFFFFFF) cap = 0x7FFFFFFF;
+    int32_t *v = realloc(ids->v, cap * sizeof(int32_t));
+    if (!v) return -1;
+    ids->v = v;
+    ids->cap = (int)cap;
+    return 0;
+}
+
+/* Callers reserve one id per input unit beforehand, so pushes never reallocate. */
+static inline void push(worker_ids_t *out, int32_t id) {
+    out->v[out->n++] = id;
+}
+
+static inline int is_cont_byte(char c) {
+    return ((uint8_t)c & 0xC0) == 0x80;
+}
+
+/* Greedy longest-match-first over n bytes of one normalized word (<= 100 chars). */
+static void wordpiece(const worker_tok_t *t, const char *w, int n, worker_ids_t *out) {
+    int32_t id = t->sp_id[SP_UNK];
+    if (n == 1 && (uint8_t)w[0] < 0x80) {
+        int32_t a = t->ascii_id[(uint8_t)w[0]];
+        push(out, a >= 0 ? a : id);
+        return;
+    }
+    int mark = out->n, start = 0;
+    while (start < n) {
+        int end = n;
+        if (end - start > t->max_key) {
+            end = start + t->max_key;
+            while (end > start && is_cont_byte(w[end]))
+                end--;
+        }
+        int32_t got = -1;
+        while (end > start) {
+            got = tok_lookup(t, start > 0, w + start, end - start);
+            if (got >= 0) break;
+            do
+                end--;
+            while (end > start && is_cont_byte(w[end]));
+        }
+        if (got < 0) { /* one unmatched piece makes the whole word [UNK] */
+            out->n = mark;
+            push(out, id);
+            return;
+        }
+        push(out, got);
+        start = end;
+    }
+}
+
+static inline int match_special(const worker_tok_t *t, const char *s, size_t left) {
+    for (int k = 0; k < SP_N; k++)
+        if (t->sp_id[k] >= 0 && left >= (size_t)sp_lens[k] &&
+            memcmp(s, sp_names[k], sp_lens[k]) == 0)
+            return k;
+    return -1;
+}
+
+/* Returns 1 when done, 0 when the text needs the general path. */
+static int encode_ascii(const worker_tok_t *t, const char *text, size_t len, worker_ids_t *out) {
+    char w[TOK_MAX_WORD_CHARS];
+    int wn = 0; /* word length so far; only the first 100 bytes are kept */
+    const int lower = t->lower;
+    for (size_t i = 0; i <= len; i++) {
+        uint8_t b = i < len ? (uint8_t)text[i] : ' ';
+        uint8_t c = ascii_class[b];
+        if (c == AC_WORD) {
+            if (wn < TOK_MAX_WORD_CHARS) w[wn] = (char)(lower && b >= 'A' && b <= 'Z' ? b + 32 : b);
+            wn++;
+            continue;
+        }
+        if (c == AC_SLOW) return 0;
+        if (wn) {
+            if (wn > TOK_MAX_WORD_CHARS)
+                push(out, t->sp_id[SP_UNK]);
+            else
+                wordpiece(t, w, wn, out);
+            wn = 0;
+        }
+        if (c == AC_SPACE) continue;
+        if (c == AC_BRACKET) {
+            int k = match_special(t, text + i, len - i);
+            if (k >= 0) {
+                push(out, t->sp_id[k]);
+                i += sp_lens[k] - 1;
+                continue;
+            }
+        }
+        int32_t a = t->ascii_id[b];
+        push(out, a >= 0 ? a : t->sp_id[SP_UNK]);
+    }
+    return 1;
+}
+
+/* Per-thread code point buffer of the general path: the tokenizer itself stays immutable and
+ * shareable, and a worker thread reuses one buffer across all its texts. */
+typedef struct {
+    uint32_t *cp; /* (cap) */
+    size_t cap;
+} tok_scratch_t;
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_destroy(void *p) {
+    tok_scratch_t *s = p;
+    free(s->cp);
+    free(s);
+}
+
+static void scratch_key_init(void) {
+    pthread_key_create(&scratch_key, scratch_destroy);
+}
+
+static uint32_t *scratch_get(size_t need) {
+    pthread_once(&scratch_once, scratch_key_init);
+    tok_scratch_t *s = pthread_getspecific(scratch_key);
+    if (!s) {
+        s = calloc(1, sizeof(*s));
+        if (!s || pthread_setspecific(scratch_key, s) != 0) {
+            free(s);
+            return NULL;
+        }
+    }
+    if (s->cap < need) {
+        size_t cap = s->cap ? s->cap : 1024;
+        while (cap < need)
+            cap *= 2;
+        uint32_t *cp = realloc(s->cp, cap * sizeof(uint32_t));
+        if (!cp) return NULL;
+        s->cp = cp;
+        s->cap = cap;
+    }
+    return s->cp;
+}
+
+/* Strict UTF-8 decoding of one code point at s (n bytes left, n >= 1). Returns the bytes
+ * consumed; *cp = 0xFFFD for an invalid byte, which then consumes only that byte, so a valid
+ * character after it is never swallowed (Python's errors="replace" keeps it as well). */
+static inline int utf8_decode(const uint8_t *s, size_t n, uint32_t *cp) {
+    uint8_t b = s[0];
+    if (b < 0x80) {
+        *cp = b;
+        return 1;
+    }
+    if (b >= 0xC2 && b <= 0xDF && n >= 2 && (s[1] & 0xC0) == 0x80) {
+        *cp = ((uint32_t)(b & 0x1F) << 6) | (s[1] & 0x3F);
+        return 2;
+    }
+    if (b >= 0xE0 && b <= 0xEF && n >= 3 && (s[1] & 0xC0) == 0x80 && (s[2] & 0xC0) == 0x80) {
+        uint32_t c = ((uint32_t)(b & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
+        if (c >= 0x800 && (c < 0xD800 || c > 0xDFFF)) {
+            *cp = c;
+            return 3;
+        }
+    }
+    if (b >= 0xF0 && b <= 0xF4 && n >= 4 && (s[1] & 0xC0) == 0x80 && (s[2] & 0xC0) == 0x80 &&
+        (s[3] & 0xC0) == 0x80) {
+        uint32_t c = ((uint32_t)(b & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) |
+                     ((uint32_t)(s[2] & 0x3F) << 6) | (s[3] & 0x3F);
+        if (c >= 0x10000 && c <= 0x10FFFF) {
+            *cp = c;
+            return 4;
+        }
+    }
+    *cp = 0xFFFD;
+    return 1;
+}
+
+static inline int utf8_encode(uint32_t c, char *o) {
+    if (c < 0x80) {
+        o[0] = (char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        o[0] = (char)(0xC0 | (c >> 6));
+        o[1] = (char)(0x80 | (c & 0x3F));
+        return 2;
+    }
+    if (c < 0x10000) {
+        o[0] = (char)(0xE0 | (c >> 12));
+        o[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+        o[2] = (char)(0x80 | (c & 0x3F));
+        return 3;
+    }
+    o[0] = (char)(0xF0 | (c >> 18));
+    o[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+    o[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+    o[3] = (char)(0x80 | (c & 0x3F));
+    return 4;
+}
+
+/* Appends a code point that the NFD step produced, keeping each run of non-starters sorted
+ * by combining class (the canonical ordering; stable, so equal classes keep their order). */
+static inline size_t push_ordered(uint32_t *cp, size_t n, uint32_t c) {
+    int ccc = tok_uc_ccc(c);
+    size_t j = n;
+    if (ccc)
+        while (j > 0 && tok_uc_ccc(cp[j - 1]) > ccc) {
+            cp[j] = cp[j - 1];
+            j--;
+        }
+    cp[j] = c;
+    return n + 1;
+}
+
+/* Normalizes the whole text into code points (the BertNormalizer steps in HF's order). The
+ * output holds at most 2 code points per input byte (NFD expands one character to at most 4
+ * code points, from at least 2 bytes; CJK spacing turns 3 bytes into 3). */
+static size_t normalize(const worker_tok_t *t, const char *text, size_t len, uint32_t *cp) {
+    const uint8_t *s = (const uint8_t *)text;
+    size_t n = 0;
+    for (size_t i = 0; i < len;) {
+        uint32_t c;
+        if (s[i] == '[') {
+            int k = match_special(t, text + i, len - i);
+            if (k >= 0) {
+                cp[n++] = SP_SENTINEL + (uint32_t)k;
+                i += sp_lens[k];
+                continue;
+            }
+        }
+        i += utf8_decode(s + i, len - i, &c);
+        switch (tok_uc_clean_class(c)) {
+        case TOK_CP_DROP:
+            continue;
+        case TOK_CP_SPACE:
+            cp[n++] = ' ';
+            continue;
+        case TOK_CP_CJK:
+            cp[n++] = ' ';
+            if (t->lower) {
+                uint32_t d[TOK_UC_MAX_DECOMP];
+                int nd = tok_uc_decompose(c, d);
+                for (int k = 0; k < nd; k++)
+                    n = push_ordered(cp, n, d[k]);
+            } else {
+                cp[n++] = c;
+            }
+            cp[n++] = ' ';
+            continue;
+        default:
+            break;
+        }
+        if (c < 0x80 || !t->lower) { /* cased models skip NFD and accent stripping */
+            cp[n++] = c;
+            continue;
+        }
+        uint32_t d[TOK_UC_MAX_DECOMP];
+        int nd = tok_uc_decompose(c, d);
+        for (int k = 0; k < nd; k++)
+            n = push_ordered(cp, n, d[k]);
+    }
+    if (!t->lower) return n;
+    size_t m = 0; /* strip accents (Mn) after ordering, then lower-case */
+    for (size_t i = 0; i < n; i++) {
+        uint32_t c = cp[i];
+        if (c >= SP_SENTINEL) {
+            cp[m++] = c;
+        } else if (c < 0x80) {
+            cp[m++] = (c >= 'A' && c <= 'Z') ? c + 32 : c;
+        } else if (!tok_uc_is_mn(c)) {
+            cp[m++] = tok_uc_lower(c);
+        }
+    }
+    return m;
+}
+
+static int encode_general(const worker_tok_t *t, const char *text, size_t len, worker_ids_t *out) {
+    uint32_t *cp = scratch_get(2 * len + 8);
+    if (!cp) return -1;
+    size_t n = normalize(t, text, len, cp);
+    if (ids_reserve(out, n + 2) != 0) return -1;
+    char w[4 * TOK_MAX_WORD_CHARS];
+    int wb = 0, wc = 0; /* word bytes kept, word chars seen */
+    for (size_t i = 0; i <= n; i++) {
+        uint32_t c = i < n ? cp[i] : ' ';
+        int ws = c < SP_SENTINEL && tok_uc_is_ws(c);
+        int punct = c < SP_SENTINEL && !ws && tok_uc_is_punct(c);
+        if (c < SP_SENTINEL && !ws && !punct) {
+            if (wc < TOK_MAX_WORD_CHARS) wb += utf8_encode(c, w + wb);
+            wc++;
+            continue;
+        }
+        if (wc) {
+            if (wc > TOK_MAX_WORD_CHARS)
+                push(out, t->sp_id[SP_UNK]);
+            else
+                wordpiece(t, w, wb, out);
+            wb = wc = 0;
+        }
+        if (ws) continue;
+        if (c >= SP_SENTINEL) {
+            push(out, t->sp_id[c - SP_SENTINEL]);
+            continue;
+        }
+        char pw[4];
+        wordpiece(t, pw, utf8_encode(c, pw), out);
+    }
+    return 0;
+}
+
+int worker_tok_encode_path(const worker_tok_t *t, const char *text, size_t len, int max_len,
+                           worker_ids_t *out, int force_general) {
+    out->n = 0;
+    out->n_full = 0;
+    out->truncated = 0;
+    /* Every id consumes at least one input byte on the ASCII path. */
+    if (ids_reserve(out, len + 2) != 0) return -1;
+    push(out, t->sp_id[SP_CLS]);
+    if (force_general || !encode_ascii(t, text, len, out)) {
+        out->n = 1;
+        if (encode_general(t, text, len, out) != 0) return -1;
+    }
+    push(out, t->sp_id[SP_SEP]);
+    out->n_full = out->n;
+    if (max_len > 0) {
+        if (max_len < 2) max_len = 2; /* [CLS] and [SEP] always stay */
+        if (out->n > max_len) {
+            out->v[max_len - 1] = t->sp_id[SP_SEP];
+            out->n = max_len;
+            out->truncated = 1;
+        }
+    }
+    return 0;
+}
+
+int worker_tok_encode(const worker_tok_t *tok, const char *text, size_t len, int max_len,
+                      worker_ids_t *out) {
+    return worker_tok_encode_path(tok, text, len, max_len, out, 0);
+}
