@@ -17,8 +17,7 @@ int worker_input_open(FILE *f, int jsonl, worker_input_t **out, char *err, size_
  * (e.g. "line 3: not a JSON object with a string \"text\" field").
  * Plain mode strips a trailing \n or \r\n; an empty line is an empty text.
  * JSONL mode skips empty (or all-whitespace) lines. */
-int worker_input_next(worker_input_t *in, const char **text, size_t *len, char *err,
-                      size_t errlen);
+int worker_input_next(worker_input_t *in, const char **text, size_t *len, char *err, size_t errlen);
 
 /* 1-based line number of the last text returned (0 before the first). */
 long worker_input_line(const worker_input_t *in);
