@@ -87,10 +87,18 @@ static const char SQL_UPSERT[] =
     "  RETURNING 1"
     ") SELECT (SELECT count(*) FROM up WHERE inserted), (SELECT count(*) FROM up)";
 
-/* Per-session state: a new connection has neither the temp table nor the statement. */
+/* Per-session state: a new connection has neither the temp table nor the statement.
+ * SINK_OK lets the caller commit Kafka offsets, so a commit must survive a server crash: with
+ * synchronous_commit=off the server acknowledges before the WAL is written and a crash loses
+ * those rows for good (their offsets are already committed). Stronger settings (remote_apply
+ * etc.) are left alone. */
 static int sink_session_setup(sink_t *s, char *err, size_t errlen) {
-    int rc =
-        sink_pg_exec(s->conn, SQL_STAGING, PGRES_COMMAND_OK, "create staging table", err, errlen);
+    int rc = sink_pg_exec(s->conn,
+                          "SELECT set_config('synchronous_commit', 'on', false)"
+                          " WHERE current_setting('synchronous_commit') = 'off'",
+                          PGRES_TUPLES_OK, "set synchronous_commit", err, errlen);
+    if (rc != SINK_OK) return rc;
+    rc = sink_pg_exec(s->conn, SQL_STAGING, PGRES_COMMAND_OK, "create staging table", err, errlen);
     if (rc != SINK_OK) return rc;
     PGresult *res = PQprepare(s->conn, STMT_UPSERT, SQL_UPSERT, 1, NULL);
     if (res && PQresultStatus(res) == PGRES_COMMAND_OK) {

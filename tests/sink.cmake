@@ -1,0 +1,11 @@
+# PostgreSQL sink and migrations (owner: sink helper). Integration tests start their own
+# throwaway server (tests/lib/pg_tmp.sh) through a shell wrapper that always stops it.
+add_executable(test_sink ${CMAKE_SOURCE_DIR}/tests/test_sink.c)
+target_link_libraries(test_sink PRIVATE reclass_core PkgConfig::CMOCKA)
+add_test(NAME test_sink COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_sink.sh $<TARGET_FILE:test_sink>)
+set_tests_properties(test_sink PROPERTIES LABELS integration TIMEOUT 300)
+
+# Sink throughput benchmark: not a test (it writes 500k rows); run by hand, see
+# tests/bench/RESULTS-sink.md.
+add_executable(sink_bench ${CMAKE_SOURCE_DIR}/tests/bench/sink_bench.c)
+target_link_libraries(sink_bench PRIVATE reclass_core)

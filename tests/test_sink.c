@@ -1,0 +1,441 @@
+/* PostgreSQL sink against a real server. Run through tests/test_sink.sh, which starts a
+ * throwaway server (tests/lib/pg_tmp.sh) and passes RECLASS_TEST_DB (URL),
+ * RECLASS_TEST_PGDIR (its directory) and RECLASS_TEST_PGTMP (the script, for restarts). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <libpq-fe.h>
+#include <pthread.h>
+
+#include "sink/sink.h"
+#include "sink/sink_stats.h"
+
+static const char *db_url;
+static PGconn *check; /* the test's own connection for reading tables back */
+
+static PGresult *q(const char *sql, int n, const char *const *params) {
+    PGresult *res = PQexecParams(check, sql, n, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK && PQresultStatus(res) != PGRES_COMMAND_OK)
+        fail_msg("query failed: %s: %s", sql, PQresultErrorMessage(res));
+    return res;
+}
+
+/* First column of the first row as a number (-1 when NULL / no row). */
+static long q_long(const char *sql, const char *p1) {
+    const char *params[1] = {p1};
+    PGresult *res = q(sql, p1 ? 1 : 0, params);
+    long v = (PQntuples(res) == 0 || PQgetisnull(res, 0, 0)) ? -1 : atol(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return v;
+}
+
+static long rows_of(const char *job) {
+    return q_long("SELECT count(*) FROM ticket_results WHERE job_id = $1", job);
+}
+static long done_of(const char *job) {
+    return q_long("SELECT done FROM jobs WHERE job_id = $1", job);
+}
+static long completed(const char *job) {
+    return q_long("SELECT (completed_at IS NOT NULL)::int FROM jobs WHERE job_id = $1", job);
+}
+static long n_batches(void) {
+    return q_long("SELECT count(*) FROM batches", NULL);
+}
+
+/* Rows i in [from, to) of job: ticket ids "t<i>", owned by the static name pool below. */
+#define MAXROWS 4000
+static char ids[MAXROWS][16];
+static sink_result_t make_row(const char *job, int i, int total, const char *label) {
+    snprintf(ids[i], sizeof ids[i], "t%d", i);
+    sink_result_t r = {.job_id = job,
+                       .tenant = "acme",
+                       .ticket_id = ids[i],
+                       .job_total = total,
+                       .label = label,
+                       .label_id = i % 7,
+                       .confidence = 0.5f + (float)(i % 10) / 40.0f,
+                       .top_k_json = "[{\"label\":\"x\",\"p\":0.9}]",
+                       .tokens = 10 + i % 50,
+                       .truncated = i % 13 == 0,
+                       .partition = i % 3,
+                       .offset = i,
+                       .enqueued_at_ms = 1700000000000LL + i};
+    return r;
+}
+
+static sink_result_t rows[MAXROWS];
+static void fill(const char *job, int from, int to, int total, const char *label) {
+    for (int i = from; i < to; i++)
+        rows[i] = make_row(job, i, total, label);
+}
+
+static const sink_batch_t two_batches[2] = {{.tickets = 3,
+                                             .real_tokens = 30,
+                                             .padded_tokens = 36,
+                                             .wait_ms = 1.5,
+                                             .compute_ms = 2.25,
+                                             .backend = "cpu",
+                                             .device_used_bytes = 0,
+                                             .arena_bytes = 4096},
+                                            {.tickets = 5,
+                                             .real_tokens = 50,
+                                             .padded_tokens = 60,
+                                             .wait_ms = 0.5,
+                                             .compute_ms = 3.0,
+                                             .backend = "cuda",
+                                             .device_used_bytes = 1 << 20,
+                                             .arena_bytes = 8192}};
+
+static sink_t *open_sink(void) {
+    sink_t *s = NULL;
+    char err[512];
+    int rc = sink_init(db_url, "test-model", &s, err, sizeof err);
+    if (rc != SINK_OK) fail_msg("sink_init: %s", err);
+    return s;
+}
+
+static void expect_write(sink_t *s, int from, int to, const sink_batch_t *b, int nb) {
+    char err[512] = "";
+    int rc = sink_write(s, rows + from, to - from, b, nb, err, sizeof err);
+    if (rc != SINK_OK) fail_msg("sink_write rc %d: %s", rc, err);
+}
+
+static void test_write_counts_and_completion(void **state) {
+    sink_t *s = open_sink();
+    long b0 = n_batches();
+    fill("job-count", 0, 1000, 1000, "billing");
+    expect_write(s, 0, 600, two_batches, 2);
+    assert_int_equal(sink_last_inserted(s), 600);
+    assert_int_equal(rows_of("job-count"), 600);
+    assert_int_equal(done_of("job-count"), 600);
+    assert_int_equal(completed("job-count"), 0);
+    assert_int_equal(n_batches(), b0 + 2);
+    expect_write(s, 600, 1000, two_batches, 1);
+    assert_int_equal(rows_of("job-count"), 1000);
+    assert_int_equal(done_of("job-count"), 1000);
+    assert_int_equal(completed("job-count"), 1);
+    assert_int_equal(q_long("SELECT total FROM jobs WHERE job_id = $1", "job-count"), 1000);
+    assert_int_equal(n_batches(), b0 + 3);
+    /* the model comes from sink_init, the rest from the record */
+    assert_int_equal(q_long("SELECT count(*) FROM ticket_results WHERE job_id = $1 AND model ="
+                            " 'test-model' AND tenant = 'acme' AND label = 'billing'",
+                            "job-count"),
+                     1000);
+    assert_int_equal(q_long("SELECT count(*) FROM ticket_results WHERE job_id = $1 AND"
+                            " enqueued_at = timestamptz 'epoch' + (1700000000000 + \"offset\")"
+                            " * interval '1 ms'",
+                            "job-count"),
+                     1000);
+    assert_int_equal(q_long("SELECT count(*) FROM batches WHERE backend = 'cuda' AND"
+                            " compute_ms = 3 AND device_used_bytes = 1048576",
+                            NULL),
+                     1);
+    /* nothing to write is not an error and touches nothing */
+    char err[256];
+    assert_int_equal(sink_write(s, NULL, 0, NULL, 0, err, sizeof err), SINK_OK);
+    sink_free(s);
+}
+
+static void test_redelivery_never_double_counts(void **state) {
+    sink_t *s = open_sink();
+    fill("job-redo", 0, 800, 800, "first");
+    expect_write(s, 0, 800, NULL, 0);
+    PGresult *r0 = q("SELECT completed_at::text FROM jobs WHERE job_id = 'job-redo'", 0, NULL);
+    char first_completed[64];
+    snprintf(first_completed, sizeof first_completed, "%s", PQgetvalue(r0, 0, 0));
+    PQclear(r0);
+    /* the same tickets again (a redelivery after a rebalance), re-labelled */
+    fill("job-redo", 0, 800, 800, "second");
+    expect_write(s, 0, 800, NULL, 0);
+    assert_int_equal(sink_last_inserted(s), 0);
+    assert_int_equal(sink_last_rows(s), 800);
+    assert_int_equal(rows_of("job-redo"), 800);
+    assert_int_equal(done_of("job-redo"), 800);
+    assert_int_equal(q_long("SELECT count(*) FROM ticket_results WHERE job_id = $1 AND"
+                            " label = 'second'",
+                            "job-redo"),
+                     800);
+    r0 = q("SELECT completed_at::text FROM jobs WHERE job_id = 'job-redo'", 0, NULL);
+    assert_string_equal(PQgetvalue(r0, 0, 0), first_completed);
+    PQclear(r0);
+    /* half old, half new, and one ticket twice in the same write */
+    fill("job-redo", 0, 1200, 1200, "third");
+    rows[1200] = rows[5]; /* duplicate inside one write: must not trip ON CONFLICT */
+    expect_write(s, 400, 1201, NULL, 0);
+    assert_int_equal(sink_last_inserted(s), 400);
+    assert_int_equal(rows_of("job-redo"), 1200);
+    assert_int_equal(done_of("job-redo"), 1200);
+    sink_free(s);
+}
+
+static void test_text_survives_copy(void **state) {
+    static const char *const nasty[] = {
+        "tab\there",    "new\nline",       "cr\rlf\r\n",       "back\\slash\\",        "\\N",
+        "\\.",          "quote'single",    "quote\"double",    "unicode é ü 日本語 🎫", "",
+        " lead trail ", "mixed\t\\n\n\\t", "semi;colon,comma", "\\\\double\\\\"};
+    const int n = (int)(sizeof(nasty) / sizeof(nasty[0]));
+    sink_result_t r[16];
+    char tids[16][64];
+    for (int i = 0; i < n; i++) {
+        snprintf(tids[i], sizeof tids[i], "%s#%d", nasty[i], i);
+        r[i] = make_row("job\ttext\\é", i, n, nasty[i]);
+        r[i].ticket_id = tids[i];
+        r[i].tenant = nasty[(i + 1) % n];
+        r[i].top_k_json = "[{\"label\":\"a\\tb\\\\c\\n\\\"d\\\" é\",\"p\":0.25}]";
+        r[i].confidence = 1.0f / 3.0f + (float)i * 1e-7f;
+        r[i].enqueued_at_ms = i == 0 ? 0 : 1234567890123LL;
+    }
+    sink_t *s = open_sink();
+    char err[512];
+    int rc = sink_write(s, r, n, NULL, 0, err, sizeof err);
+    if (rc != SINK_OK) fail_msg("sink_write: %s", err);
+    for (int i = 0; i < n; i++) {
+        const char *p[2] = {"job\ttext\\é", tids[i]};
+        PGresult *res = q("SELECT label, tenant, confidence::text, top_k->0->>'label',"
+                          " (enqueued_at IS NULL)::int,"
+                          " extract(epoch FROM enqueued_at) * 1000"
+                          " FROM ticket_results WHERE job_id = $1 AND ticket_id = $2",
+                          2, p);
+        assert_int_equal(PQntuples(res), 1);
+        assert_string_equal(PQgetvalue(res, 0, 0), nasty[i]);
+        assert_string_equal(PQgetvalue(res, 0, 1), nasty[(i + 1) % n]);
+        assert_true(strtof(PQgetvalue(res, 0, 2), NULL) == r[i].confidence);
+        assert_string_equal(PQgetvalue(res, 0, 3), "a\tb\\c\n\"d\" é");
+        assert_int_equal(atoi(PQgetvalue(res, 0, 4)), i == 0);
+        if (i > 0) assert_int_equal(atoll(PQgetvalue(res, 0, 5)), 1234567890123LL);
+        PQclear(res);
+    }
+    assert_int_equal(done_of("job\ttext\\é"), n);
+    assert_int_equal(completed("job\ttext\\é"), 1);
+    sink_free(s);
+}
+
+static void test_failed_write_leaves_nothing(void **state) {
+    sink_t *s = open_sink();
+    long b0 = n_batches();
+    char err[512] = "";
+    /* (1) the COPY itself fails: bad JSON in the last row */
+    fill("job-fail", 0, 100, 100, "x");
+    rows[99].top_k_json = "[{not json";
+    int rc = sink_write(s, rows, 100, two_batches, 2, err, sizeof err);
+    assert_int_equal(rc, SINK_FATAL);
+    assert_non_null(strstr(err, "json"));
+    assert_int_equal(rows_of("job-fail"), 0);
+    assert_int_equal(done_of("job-fail"), -1); /* no jobs row */
+    assert_int_equal(n_batches(), b0);
+    /* (2) the upsert ran, then the batches COPY violates a CHECK: all of it rolls back */
+    fill("job-fail", 0, 100, 100, "x");
+    sink_batch_t bad = two_batches[0];
+    bad.tickets = -1;
+    err[0] = 0;
+    rc = sink_write(s, rows, 100, &bad, 1, err, sizeof err);
+    assert_int_equal(rc, SINK_FATAL);
+    assert_non_null(strstr(err, "batches"));
+    assert_int_equal(rows_of("job-fail"), 0);
+    assert_int_equal(done_of("job-fail"), -1);
+    assert_int_equal(n_batches(), b0);
+    /* (3) rejected before anything is sent */
+    rows[3].ticket_id = NULL;
+    assert_int_equal(sink_write(s, rows, 100, NULL, 0, err, sizeof err), SINK_FATAL);
+    assert_non_null(strstr(err, "ticket_id"));
+    assert_int_equal(sink_write(s, rows, -1, NULL, 0, err, sizeof err), SINK_FATAL);
+    /* (4) the same sink still works afterwards */
+    fill("job-fail", 0, 100, 100, "x");
+    expect_write(s, 0, 100, two_batches, 2);
+    assert_int_equal(rows_of("job-fail"), 100);
+    assert_int_equal(done_of("job-fail"), 100);
+    assert_int_equal(n_batches(), b0 + 2);
+    sink_free(s);
+}
+
+static void test_init_errors(void **state) {
+    sink_t *s = (sink_t *)1;
+    char err[512];
+    assert_int_equal(sink_init("host=127.0.0.1 port", "m", &s, err, sizeof err), SINK_FATAL);
+    assert_null(s);
+    s = (sink_t *)1;
+    /* port 1 on loopback: nothing listens, connection refused */
+    assert_int_equal(sink_init("postgresql://postgres@127.0.0.1:1/reclass?connect_timeout=2", "m",
+                               &s, err, sizeof err),
+                     SINK_RETRY);
+    assert_null(s);
+    /* a database without the schema: fatal, and the message says what to run */
+    PQclear(q("CREATE DATABASE reclass_empty", 0, NULL));
+    char url[512];
+    snprintf(url, sizeof url, "%s", db_url);
+    char *slash = strrchr(url, '/');
+    snprintf(slash + 1, sizeof url - (size_t)(slash + 1 - url), "reclass_empty");
+    assert_int_equal(sink_init(url, "m", &s, err, sizeof err), SINK_FATAL);
+    assert_null(s);
+    assert_non_null(strstr(err, "reclass migrate"));
+    /* conninfo (not URL) form passes through too */
+    const char *port = strrchr(db_url, ':') + 1;
+    char kv[256];
+    snprintf(kv, sizeof kv, "host=127.0.0.1 port=%d user=postgres dbname=reclass sslmode=disable",
+             atoi(port));
+    assert_int_equal(sink_init(kv, "m", &s, err, sizeof err), SINK_OK);
+    sink_free(s);
+    sink_free(NULL);
+}
+
+/* Kill the sink's backend from outside (what a DBA or a failover does). */
+static void test_terminated_backend_retries(void **state) {
+    /* a URL parameter passes through untouched and names this sink's backend */
+    char url[512];
+    snprintf(url, sizeof url, "%s?application_name=reclass-term-test", db_url);
+    sink_t *s = NULL;
+    char err[512] = "";
+    assert_int_equal(sink_init(url, "m", &s, err, sizeof err), SINK_OK);
+    fill("job-term", 0, 400, 400, "t");
+    expect_write(s, 0, 200, NULL, 0);
+    assert_int_equal(q_long("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                            " WHERE application_name = 'reclass-term-test'",
+                            NULL),
+                     1);
+    int rc = sink_write(s, rows + 200, 200, NULL, 0, err, sizeof err);
+    assert_int_equal(rc, SINK_RETRY);
+    assert_int_equal(rows_of("job-term"), 200);
+    assert_int_equal(sink_reconnect(s, err, sizeof err), SINK_OK);
+    expect_write(s, 200, 400, NULL, 0);
+    assert_int_equal(rows_of("job-term"), 400);
+    assert_int_equal(done_of("job-term"), 400);
+    assert_int_equal(completed("job-term"), 1);
+    sink_free(s);
+}
+
+static int pg_ctl(const char *what) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "bash '%s' %s '%s'", getenv("RECLASS_TEST_PGTMP"), what,
+             getenv("RECLASS_TEST_PGDIR"));
+    return system(cmd);
+}
+
+static void reopen_check(void) {
+    PQfinish(check);
+    check = PQconnectdb(db_url);
+    assert_int_equal(PQstatus(check), CONNECTION_OK);
+}
+
+static void test_server_restart_between_writes(void **state) {
+    sink_t *s = open_sink();
+    fill("job-restart", 0, 3000, 3000, "r");
+    expect_write(s, 0, 1000, two_batches, 1);
+    /* (1) the server restarts between two writes */
+    assert_int_equal(pg_ctl("restart"), 0);
+    char err[512] = "";
+    int rc = sink_write(s, rows + 1000, 1000, two_batches, 1, err, sizeof err);
+    assert_int_equal(rc, SINK_RETRY);
+    assert_int_equal(sink_reconnect(s, err, sizeof err), SINK_OK);
+    expect_write(s, 1000, 2000, two_batches, 1);
+    reopen_check();
+    assert_int_equal(rows_of("job-restart"), 2000);
+    assert_int_equal(done_of("job-restart"), 2000);
+    /* (2) the server is down for a while: writes and reconnects keep saying retry */
+    assert_int_equal(pg_ctl("stop"), 0);
+    assert_int_equal(sink_write(s, rows + 2000, 1000, NULL, 0, err, sizeof err), SINK_RETRY);
+    assert_int_equal(sink_reconnect(s, err, sizeof err), SINK_RETRY);
+    assert_int_equal(sink_write(s, rows + 2000, 1000, NULL, 0, err, sizeof err), SINK_RETRY);
+    assert_int_equal(pg_ctl("restart"), 0);
+    assert_int_equal(sink_reconnect(s, err, sizeof err), SINK_OK);
+    /* the caller retries the whole write, including rows that may have landed: idempotent */
+    expect_write(s, 1500, 3000, NULL, 0);
+    reopen_check();
+    assert_int_equal(rows_of("job-restart"), 3000);
+    assert_int_equal(done_of("job-restart"), 3000);
+    assert_int_equal(completed("job-restart"), 1);
+    sink_free(s);
+}
+
+/* Two workers writing overlapping tickets of one job at once (a rebalance that redelivers
+ * while the old owner is still writing): every ticket counted exactly once. */
+typedef struct {
+    int reverse;
+    int retries;
+    char err[512];
+    int rc;
+} writer_arg_t;
+
+static sink_result_t conc_rows[2000];
+static char conc_ids[2000][16];
+
+static void *writer(void *p) {
+    writer_arg_t *a = p;
+    sink_t *s = NULL;
+    a->rc = sink_init(db_url, "m", &s, a->err, sizeof a->err);
+    if (a->rc != SINK_OK) return NULL;
+    for (int g = 0; g < 8 && a->rc == SINK_OK; g++) {
+        int grp = a->reverse ? 7 - g : g;
+        /* groups of 500 with a 250 stride: neighbours overlap by half */
+        int from = grp * 250, n = grp == 7 ? 250 : 500;
+        for (int tries = 0; tries < 20; tries++) {
+            a->rc = sink_write(s, conc_rows + from, n, NULL, 0, a->err, sizeof a->err);
+            if (a->rc != SINK_RETRY) break;
+            a->retries++;
+            sink_reconnect(s, a->err, sizeof a->err);
+        }
+    }
+    sink_free(s);
+    return NULL;
+}
+
+static void test_concurrent_writers_count_once(void **state) {
+    for (int i = 0; i < 2000; i++) {
+        snprintf(conc_ids[i], sizeof conc_ids[i], "c%d", i);
+        conc_rows[i] = make_row("job-conc", 0, 2000, "c");
+        conc_rows[i].ticket_id = conc_ids[i];
+    }
+    writer_arg_t a = {.reverse = 0}, b = {.reverse = 1};
+    pthread_t ta, tb;
+    assert_int_equal(pthread_create(&ta, NULL, writer, &a), 0);
+    assert_int_equal(pthread_create(&tb, NULL, writer, &b), 0);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    if (a.rc != SINK_OK) fail_msg("writer a: %s", a.err);
+    if (b.rc != SINK_OK) fail_msg("writer b: %s", b.err);
+    assert_int_equal(rows_of("job-conc"), 2000);
+    assert_int_equal(done_of("job-conc"), 2000);
+    assert_int_equal(completed("job-conc"), 1);
+}
+
+static int group_setup(void **state) {
+    db_url = getenv("RECLASS_TEST_DB");
+    if (!db_url || !getenv("RECLASS_TEST_PGDIR") || !getenv("RECLASS_TEST_PGTMP")) {
+        fprintf(stderr, "test_sink: run me through tests/test_sink.sh (needs a server)\n");
+        return -1;
+    }
+    int applied = -1;
+    char err[512];
+    if (sink_migrate(db_url, RECLASS_SOURCE_DIR "/migrations", &applied, err, sizeof err) !=
+            SINK_OK ||
+        applied < 1) {
+        fprintf(stderr, "test_sink: migrate: %s\n", err);
+        return -1;
+    }
+    check = PQconnectdb(db_url);
+    return PQstatus(check) == CONNECTION_OK ? 0 : -1;
+}
+
+static int group_teardown(void **state) {
+    PQfinish(check);
+    return 0;
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_write_counts_and_completion),
+        cmocka_unit_test(test_redelivery_never_double_counts),
+        cmocka_unit_test(test_text_survives_copy),
+        cmocka_unit_test(test_failed_write_leaves_nothing),
+        cmocka_unit_test(test_init_errors),
+        cmocka_unit_test(test_terminated_backend_retries),
+        cmocka_unit_test(test_concurrent_writers_count_once),
+        cmocka_unit_test(test_server_restart_between_writes),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
