@@ -1,9 +1,134 @@
-/* Placeholder until this command lands; replaced by its real implementation. */
+/* reclass dev-broker: an in-memory Kafka on loopback (librdkafka's mock cluster) for
+ * development, demos and tests. Prints its bootstrap address as the first stdout line and
+ * runs until SIGINT/SIGTERM. */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
+#include "consumers/mock_broker.h"
 #include "worker/cli.h"
 
+#define DEV_BROKER_MAX_TOPICS 64
+
+static volatile sig_atomic_t dev_broker_stop;
+static void on_signal(int sig) {
+    (void)sig;
+    dev_broker_stop = 1;
+}
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: reclass dev-broker [--port P] [--partitions N] [--topic T]...\n\n"
+               "Runs an in-memory Kafka broker on 127.0.0.1 (librdkafka's mock cluster) until\n"
+               "SIGINT/SIGTERM, and prints its bootstrap address on stdout. For development and\n"
+               "tests only: nothing is persisted and each partition keeps about 5 MiB.\n\n"
+               "  --port P        bootstrap port (default 0 = any free port)\n"
+               "  --partitions N  partitions of the --topic topics (default 4; topics that\n"
+               "                  clients create on first use get 4)\n"
+               "  --topic T       create topic T at start (repeatable)\n");
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || end == s || v < lo || v > hi) return -1;
+    *out = (int)v;
+    return 0;
+}
+
 int worker_cmd_dev_broker(int argc, char **argv) {
-    fprintf(stderr, "reclass: '%s' is not built yet\n", argv[0]);
-    return 1;
+    static const struct option lopts[] = {{"port", required_argument, 0, 'p'},
+                                          {"partitions", required_argument, 0, 'n'},
+                                          {"topic", required_argument, 0, 't'},
+                                          {"help", no_argument, 0, 'h'},
+                                          {0, 0, 0, 0}};
+    int port = 0, partitions = 4, n_topics = 0, c;
+    const char *topics[DEV_BROKER_MAX_TOPICS];
+    optind = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
+        switch (c) {
+        case 'p':
+            if (parse_int(optarg, 0, 65535, &port)) {
+                fprintf(stderr, "reclass dev-broker: --port wants 0..65535, not '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case 'n':
+            if (parse_int(optarg, 1, 10000, &partitions)) {
+                fprintf(stderr, "reclass dev-broker: --partitions wants 1..10000, not '%s'\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 't':
+            if (n_topics == DEV_BROKER_MAX_TOPICS || !*optarg) {
+                fprintf(stderr, "reclass dev-broker: --topic wants a name (at most %d)\n",
+                        DEV_BROKER_MAX_TOPICS);
+                return 2;
+            }
+            topics[n_topics++] = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        case ':':
+            fprintf(stderr, "reclass dev-broker: %s needs a value\n", argv[optind - 1]);
+            return 2;
+        default:
+            fprintf(stderr, "reclass dev-broker: unknown option '%s' (see --help)\n",
+                    argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, "reclass dev-broker: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+
+    /* Block the signals first so no thread the mock starts can take them. */
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, &old);
+
+    consumers_mock_t *mock;
+    const char *bootstrap;
+    char err[256];
+    if (consumers_mock_start(partitions, port, &mock, &bootstrap, err, sizeof(err))) {
+        fprintf(stderr, "reclass dev-broker: %s\n", err);
+        return 1;
+    }
+    for (int i = 0; i < n_topics; i++)
+        if (consumers_mock_topic_create(mock, topics[i], partitions, err, sizeof(err))) {
+            fprintf(stderr, "reclass dev-broker: %s\n", err);
+            consumers_mock_stop(mock);
+            return 1;
+        }
+    printf("%s\n", bootstrap);
+    fflush(stdout);
+    fprintf(stderr,
+            "reclass dev-broker: listening on %s (%d topic(s) pre-created); stop with "
+            "Ctrl-C or SIGTERM\n",
+            bootstrap, n_topics);
+
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigset_t wait_mask = old; /* still blocked here: no signal is lost before sigsuspend */
+    sigdelset(&wait_mask, SIGINT);
+    sigdelset(&wait_mask, SIGTERM);
+    while (!dev_broker_stop)
+        sigsuspend(&wait_mask);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+
+    consumers_mock_stop(mock);
+    fprintf(stderr, "reclass dev-broker: stopped\n");
+    return 0;
 }

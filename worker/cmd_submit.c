@@ -1,9 +1,480 @@
-/* Placeholder until this command lands; replaced by its real implementation. */
+/* reclass submit: sends a CSV/JSONL file of tickets to Kafka as one bulk job.
+ *
+ * Two passes over the file: the first counts the job (every message carries job_total, which
+ * is how the workers know a job is complete) and rejects bad input before anything is sent;
+ * the second produces. The producer is idempotent with acks=all, so librdkafka's retries
+ * neither lose nor duplicate a ticket, and the command waits for every delivery report. */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 
+#include <librdkafka/rdkafka.h>
+
+#include "consumers/avro_codec.h"
 #include "worker/cli.h"
+#include "worker/submit_input.h"
+
+#define SUBMIT_MAX_ID_BYTES 256 /* the codec refuses longer identifiers */
+#define SUBMIT_MAX_PROPS    32
+
+typedef struct {
+    const char *brokers, *topic, *job_id, *tenant, *text_col, *id_col, *schemas, *file;
+    int plain, priority, has_priority, progress;
+    const char *props[SUBMIT_MAX_PROPS];
+    int n_props;
+} submit_opts_t;
+
+typedef struct {
+    long delivered, failed, total;
+    char first_error[256];
+} submit_stats_t;
+
+static volatile sig_atomic_t submit_stop;
+static void on_signal(int sig) {
+    (void)sig;
+    submit_stop = 1;
+}
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: reclass submit --job-id J --tenant X [options] FILE.csv|FILE.jsonl\n\n"
+            "Sends every ticket with non-empty text in FILE to Kafka as one bulk job (Avro,\n"
+            "key = ticket id). CSV needs a header row; JSONL lines are objects like\n"
+            "{\"text\": \"...\", \"id\": \"optional\"} (other keys are ignored).\n\n"
+            "  --brokers B        bootstrap servers (default $RECLASS_BROKERS, else "
+            "127.0.0.1:9092)\n"
+            "  --topic T          topic (default $RECLASS_TOPIC, else tickets)\n"
+            "  --job-id J         job id (default $RECLASS_JOB_ID)\n"
+            "  --tenant X         tenant (default $RECLASS_TENANT)\n"
+            "  --text-column NAME CSV column / JSON key of the text (default text)\n"
+            "  --id-column NAME   CSV column / JSON key of the ticket id (default: JSON \"id\",\n"
+            "                     else the record number)\n"
+            "  --priority N       priority field of every ticket (default: none)\n"
+            "  --plain-avro       plain Avro binary instead of the Confluent framing\n"
+            "  --schemas DIR      ticket-v<ID>.avsc directory (default $RECLASS_SCHEMAS)\n"
+            "  --kafka K=V        extra librdkafka property (repeatable), e.g. "
+            "security.protocol=SSL\n"
+            "  --no-progress      no progress bar (it is only drawn when stderr is a terminal)\n");
+}
+
+static const char *env_or(const char *name, const char *dflt) {
+    const char *v = getenv(name);
+    return v && *v ? v : dflt;
+}
+
+static int parse_opts(int argc, char **argv, submit_opts_t *o) {
+    static const struct option lopts[] = {{"brokers", required_argument, 0, 'b'},
+                                          {"topic", required_argument, 0, 't'},
+                                          {"job-id", required_argument, 0, 'j'},
+                                          {"tenant", required_argument, 0, 'T'},
+                                          {"text-column", required_argument, 0, 'x'},
+                                          {"id-column", required_argument, 0, 'i'},
+                                          {"priority", required_argument, 0, 'P'},
+                                          {"plain-avro", no_argument, 0, 'p'},
+                                          {"schemas", required_argument, 0, 's'},
+                                          {"kafka", required_argument, 0, 'k'},
+                                          {"no-progress", no_argument, 0, 'n'},
+                                          {"help", no_argument, 0, 'h'},
+                                          {0, 0, 0, 0}};
+    memset(o, 0, sizeof(*o));
+    o->brokers = env_or("RECLASS_BROKERS", "127.0.0.1:9092");
+    o->topic = env_or("RECLASS_TOPIC", "tickets");
+    o->job_id = env_or("RECLASS_JOB_ID", NULL);
+    o->tenant = env_or("RECLASS_TENANT", NULL);
+    o->schemas = env_or("RECLASS_SCHEMAS", RECLASS_SOURCE_DIR "/consumers/schemas");
+    o->text_col = "text";
+    o->progress = isatty(STDERR_FILENO);
+    optind = 0; /* glibc: full re-initialisation, argv[0] is the subcommand */
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
+        char *end;
+        switch (c) {
+        case 'b':
+            o->brokers = optarg;
+            break;
+        case 't':
+            o->topic = optarg;
+            break;
+        case 'j':
+            o->job_id = optarg;
+            break;
+        case 'T':
+            o->tenant = optarg;
+            break;
+        case 'x':
+            o->text_col = optarg;
+            break;
+        case 'i':
+            o->id_col = optarg;
+            break;
+        case 'p':
+            o->plain = 1;
+            break;
+        case 's':
+            o->schemas = optarg;
+            break;
+        case 'n':
+            o->progress = 0;
+            break;
+        case 'P':
+            errno = 0;
+            long p = strtol(optarg, &end, 10);
+            if (errno || *end || end == optarg || p < -2147483647L || p > 2147483647L) {
+                fprintf(stderr, "reclass submit: --priority wants an integer, not '%s'\n", optarg);
+                return 2;
+            }
+            o->priority = (int)p;
+            o->has_priority = 1;
+            break;
+        case 'k':
+            if (o->n_props == SUBMIT_MAX_PROPS || !strchr(optarg, '=')) {
+                fprintf(stderr, "reclass submit: --kafka wants KEY=VALUE (at most %d)\n",
+                        SUBMIT_MAX_PROPS);
+                return 2;
+            }
+            o->props[o->n_props++] = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return 1;
+        case ':':
+            fprintf(stderr, "reclass submit: %s needs a value\n", argv[optind - 1]);
+            return 2;
+        default:
+            fprintf(stderr, "reclass submit: unknown option '%s' (see --help)\n", argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "reclass submit: give exactly one FILE.csv or FILE.jsonl (see --help)\n");
+        return 2;
+    }
+    o->file = argv[optind];
+    const char *miss = !o->job_id ? "--job-id" : !o->tenant ? "--tenant" : NULL;
+    if (miss) {
+        fprintf(stderr, "reclass submit: %s is required\n", miss);
+        return 2;
+    }
+    if (!*o->job_id || strlen(o->job_id) > SUBMIT_MAX_ID_BYTES || !*o->tenant ||
+        strlen(o->tenant) > SUBMIT_MAX_ID_BYTES || !*o->topic) {
+        fprintf(stderr, "reclass submit: --job-id, --tenant and --topic must be 1..%d bytes\n",
+                SUBMIT_MAX_ID_BYTES);
+        return 2;
+    }
+    return 0;
+}
+
+/* ---- pass 1: count and check ---- */
+
+typedef struct {
+    char **slot; /* open addressing, NULL = empty */
+    size_t cap, n;
+} idset_t;
+
+static uint64_t hash_str(const char *s) {
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    while (*s)
+        h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
+    return h;
+}
+
+/* 1 = added, 0 = already there, -1 = out of memory. */
+static int idset_add(idset_t *s, const char *id) {
+    if (2 * (s->n + 1) > s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 1024;
+        char **slot = calloc(cap, sizeof(*slot));
+        if (!slot) return -1;
+        for (size_t i = 0; i < s->cap; i++) {
+            if (!s->slot[i]) continue;
+            size_t j = hash_str(s->slot[i]) & (cap - 1);
+            while (slot[j])
+                j = (j + 1) & (cap - 1);
+            slot[j] = s->slot[i];
+        }
+        free(s->slot);
+        s->slot = slot;
+        s->cap = cap;
+    }
+    size_t j = hash_str(id) & (s->cap - 1);
+    for (; s->slot[j]; j = (j + 1) & (s->cap - 1))
+        if (strcmp(s->slot[j], id) == 0) return 0;
+    if (!(s->slot[j] = strdup(id))) return -1;
+    s->n++;
+    return 1;
+}
+
+static void idset_free(idset_t *s) {
+    for (size_t i = 0; i < s->cap; i++)
+        free(s->slot[i]);
+    free(s->slot);
+}
+
+/* Returns 0 with *count tickets (and *empty skipped records), or 2 with the reason printed. */
+static int count_tickets(const submit_opts_t *o, long *count, long *empty) {
+    worker_submit_input_t *in;
+    char err[512];
+    *count = *empty = 0;
+    if (worker_submit_input_open(o->file, o->text_col, o->id_col, &in, err, sizeof(err))) {
+        fprintf(stderr, "reclass submit: %s\n", err);
+        return 2;
+    }
+    idset_t ids = {0};
+    worker_submit_rec_t r;
+    int rc;
+    while ((rc = worker_submit_input_next(in, &r, err, sizeof(err))) == 1) {
+        if (r.text_len == 0) {
+            ++*empty;
+            continue;
+        }
+        size_t idlen = strlen(r.id);
+        if (idlen == 0 || idlen > SUBMIT_MAX_ID_BYTES) {
+            snprintf(err, sizeof(err), "%s: line %ld: ticket id must be 1..%d bytes", o->file,
+                     r.line, SUBMIT_MAX_ID_BYTES);
+            rc = 2;
+            break;
+        }
+        int added = idset_add(&ids, r.id);
+        if (added <= 0) {
+            snprintf(err, sizeof(err),
+                     added ? "out of memory"
+                           : "%s: line %ld: ticket id \"%s\" "
+                             "appears twice; ids must be unique within a job",
+                     o->file, r.line, r.id);
+            rc = 2;
+            break;
+        }
+        ++*count;
+    }
+    idset_free(&ids);
+    worker_submit_input_free(in);
+    if (rc != 0) {
+        fprintf(stderr, "reclass submit: %s\n", err);
+        return 2;
+    }
+    if (*count == 0) {
+        fprintf(stderr, "reclass submit: %s has no ticket with non-empty text\n", o->file);
+        return 2;
+    }
+    if (*count > 2147483647L) {
+        fprintf(stderr, "reclass submit: %ld tickets; one job holds at most 2^31-1\n", *count);
+        return 2;
+    }
+    return 0;
+}
+
+/* ---- pass 2: produce ---- */
+
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
+    submit_stats_t *st = opaque;
+    if (m->err) {
+        if (st->failed++ == 0)
+            snprintf(st->first_error, sizeof(st->first_error), "%s", rd_kafka_err2str(m->err));
+    } else {
+        st->delivered++;
+    }
+}
+
+static void draw_progress(const submit_stats_t *st, int final) {
+    static struct timespec last;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long ms = (now.tv_sec - last.tv_sec) * 1000 + (now.tv_nsec - last.tv_nsec) / 1000000;
+    if (!final && ms < 100) return;
+    last = now;
+    int width = 30, done = st->total ? (int)(width * st->delivered / st->total) : width;
+    char bar[64];
+    for (int i = 0; i < width; i++)
+        bar[i] = i < done ? '#' : '-';
+    bar[width] = '\0';
+    fprintf(stderr, "\r[%s] %ld/%ld delivered%s%s", bar, st->delivered, st->total,
+            st->failed ? ", failed " : "", st->failed ? "yes" : "");
+    if (final) fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static rd_kafka_t *make_producer(const submit_opts_t *o, submit_stats_t *st) {
+    char errstr[512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    const char *props[][2] = {
+        {"bootstrap.servers", o->brokers},
+        {"enable.idempotence", "true"},
+        {"acks", "all"},
+        {"linger.ms", "20"}, /* fill batches: thousands of small records */
+        {"batch.num.messages", "10000"},
+        {"compression.type", "lz4"}, /* ticket text compresses well */
+        {"message.timeout.ms", "120000"},
+        {"log_level", "4"},
+    };
+    for (size_t i = 0; i < sizeof(props) / sizeof(props[0]); i++)
+        if (rd_kafka_conf_set(conf, props[i][0], props[i][1], errstr, sizeof(errstr))) {
+            fprintf(stderr, "reclass submit: %s\n", errstr);
+            rd_kafka_conf_destroy(conf);
+            return NULL;
+        }
+    for (int i = 0; i < o->n_props; i++) {
+        char kv[512];
+        snprintf(kv, sizeof(kv), "%s", o->props[i]);
+        char *eq = strchr(kv, '=');
+        *eq = '\0';
+        if (rd_kafka_conf_set(conf, kv, eq + 1, errstr, sizeof(errstr))) {
+            fprintf(stderr, "reclass submit: --kafka %s: %s\n", o->props[i], errstr);
+            rd_kafka_conf_destroy(conf);
+            return NULL;
+        }
+    }
+    rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+    rd_kafka_conf_set_opaque(conf, st);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
+    if (!rk) {
+        fprintf(stderr, "reclass submit: %s\n", errstr);
+        rd_kafka_conf_destroy(conf);
+    }
+    return rk;
+}
+
+/* Fails fast on an unreachable cluster or a missing topic instead of after message.timeout. */
+static int check_topic(rd_kafka_t *rk, const submit_opts_t *o) {
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, o->topic, NULL);
+    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    for (int attempt = 0; attempt < 5; attempt++) {
+        const struct rd_kafka_metadata *md;
+        err = rd_kafka_metadata(rk, 0, rkt, &md, 10000);
+        if (err) break; /* transport trouble: retrying the same request is not faster */
+        err = md->topic_cnt ? md->topics[0].err : RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
+        rd_kafka_metadata_destroy(md);
+        if (!err || err != RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE) break;
+        usleep(200 * 1000); /* a just auto-created topic has no leader for a moment */
+    }
+    rd_kafka_topic_destroy(rkt);
+    if (err) {
+        fprintf(stderr, "reclass submit: topic %s on %s: %s\n", o->topic, o->brokers,
+                rd_kafka_err2str(err));
+        return 1;
+    }
+    return 0;
+}
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int produce_all(rd_kafka_t *rk, consumers_codec_t *codec, const submit_opts_t *o,
+                       submit_stats_t *st, long *sent) {
+    worker_submit_input_t *in;
+    char err[512];
+    *sent = 0;
+    if (worker_submit_input_open(o->file, o->text_col, o->id_col, &in, err, sizeof(err))) {
+        fprintf(stderr, "reclass submit: %s\n", err);
+        return 2;
+    }
+    worker_submit_rec_t r;
+    int rc;
+    while (!submit_stop && (rc = worker_submit_input_next(in, &r, err, sizeof(err))) == 1) {
+        if (r.text_len == 0) continue;
+        consumers_ticket_t t = {.job_id = (char *)o->job_id,
+                                .tenant = (char *)o->tenant,
+                                .ticket_id = (char *)r.id,
+                                .text = (char *)r.text,
+                                .text_len = r.text_len,
+                                .job_total = (int32_t)st->total,
+                                .enqueued_at_ms = now_ms(),
+                                .priority = o->priority,
+                                .has_priority = o->has_priority};
+        void *buf;
+        size_t len;
+        if (consumers_codec_encode(codec, &t, !o->plain, &buf, &len, err, sizeof(err))) {
+            fprintf(stderr, "reclass submit: line %ld: %s\n", r.line, err);
+            rc = 1;
+            break;
+        }
+        rd_kafka_resp_err_t e;
+        /* F_FREE: librdkafka frees buf (malloc'd by the codec) once the message is done. */
+        while ((e = rd_kafka_producev(
+                    rk, RD_KAFKA_V_TOPIC(o->topic), RD_KAFKA_V_KEY(r.id, strlen(r.id)),
+                    RD_KAFKA_V_VALUE(buf, len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE),
+                    RD_KAFKA_V_END)) == RD_KAFKA_RESP_ERR__QUEUE_FULL &&
+               !submit_stop)
+            rd_kafka_poll(rk, 50);
+        if (e) {
+            free(buf);
+            if (!submit_stop)
+                fprintf(stderr, "reclass submit: cannot queue ticket %s: %s\n", r.id,
+                        rd_kafka_err2str(e));
+            rc = 1;
+            break;
+        }
+        ++*sent;
+        rd_kafka_poll(rk, 0);
+        if (o->progress) draw_progress(st, 0);
+    }
+    if (submit_stop)
+        rc = 1;
+    else if (rc == 2)
+        fprintf(stderr, "reclass submit: %s\n", err);
+    worker_submit_input_free(in);
+    return rc;
+}
 
 int worker_cmd_submit(int argc, char **argv) {
-    fprintf(stderr, "reclass: '%s' is not built yet\n", argv[0]);
-    return 1;
+    submit_opts_t o;
+    int rc = parse_opts(argc, argv, &o);
+    if (rc) return rc == 1 ? 0 : rc;
+
+    long total, empty;
+    if ((rc = count_tickets(&o, &total, &empty))) return rc;
+
+    consumers_codec_t *codec;
+    char err[512];
+    if (consumers_codec_init(o.schemas, &codec, err, sizeof(err))) {
+        fprintf(stderr, "reclass submit: %s (set --schemas or RECLASS_SCHEMAS)\n", err);
+        return 1;
+    }
+    submit_stats_t st = {.total = total};
+    rd_kafka_t *rk = make_producer(&o, &st);
+    if (!rk) {
+        consumers_codec_free(codec);
+        return 2;
+    }
+    struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+
+    long sent = 0;
+    rc = check_topic(rk, &o);
+    if (rc == 0) rc = produce_all(rk, codec, &o, &st, &sent);
+    /* Wait for every delivery report, even after a failure, so the counts are true. */
+    while (rd_kafka_outq_len(rk) > 0) {
+        rd_kafka_flush(rk, 100);
+        if (o.progress) draw_progress(&st, 0);
+    }
+    if (o.progress) draw_progress(&st, 1);
+    rd_kafka_destroy(rk);
+    consumers_codec_free(codec);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+
+    if (empty) fprintf(stderr, "reclass submit: skipped %ld records with empty text\n", empty);
+    if (st.failed) {
+        fprintf(stderr, "reclass submit: %ld of %ld deliveries failed (first: %s)\n", st.failed,
+                sent, st.first_error);
+        rc = 1;
+    }
+    if (rc == 0 && st.delivered == total) {
+        printf("submitted %ld tickets of job %s to %s\n", total, o.job_id, o.topic);
+        fflush(stdout);
+        return 0;
+    }
+    fprintf(stderr,
+            "reclass submit: job %s incomplete: %ld of %ld tickets delivered%s; submit the "
+            "file again with the same --job-id\n",
+            o.job_id, st.delivered, total, submit_stop ? " (interrupted)" : "");
+    return rc ? rc : 1;
 }

@@ -1,0 +1,188 @@
+#include "worker/submit_input.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "consumers/csv.h"
+
+struct worker_submit_input {
+    FILE *f;
+    int jsonl;
+    const char *path, *text_key, *id_key;
+    consumers_csv_t *csv;
+    int text_col, id_col; /* CSV column indexes; id_col -1 = record number */
+    long recno;           /* records returned so far */
+    char idbuf[32];
+    char *line; /* (getline buffer) JSONL only */
+    size_t line_cap;
+    long lineno;
+    json_t *obj;     /* current JSONL object; owns the strings handed out */
+    char *text_copy; /* JSONL text, NUL-terminated copy */
+};
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+int worker_submit_input_open(const char *path, const char *text_key, const char *id_key,
+                             worker_submit_input_t **out, char *err, size_t errlen) {
+    *out = NULL;
+    int jsonl = ends_with(path, ".jsonl") || ends_with(path, ".ndjson");
+    if (!jsonl && !ends_with(path, ".csv")) {
+        snprintf(err, errlen, "%s: the file name must end in .csv or .jsonl", path);
+        return 2;
+    }
+    worker_submit_input_t *in = calloc(1, sizeof(*in));
+    if (!in) {
+        snprintf(err, errlen, "out of memory");
+        return 2;
+    }
+    in->jsonl = jsonl;
+    in->path = path;
+    in->text_key = text_key;
+    in->id_key = id_key;
+    in->id_col = -1;
+    in->f = fopen(path, "rb");
+    if (!in->f) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        free(in);
+        return 2;
+    }
+    *out = in;
+    if (jsonl) return 0;
+
+    consumers_csv_row_t h;
+    char cerr[256] = "";
+    if (consumers_csv_init(in->f, &in->csv) ||
+        consumers_csv_next(in->csv, &h, cerr, sizeof(cerr)) != 1) {
+        snprintf(err, errlen, "%s: no CSV header row%s%s", path, cerr[0] ? ": " : "", cerr);
+        goto fail;
+    }
+    in->text_col = consumers_csv_column(&h, text_key);
+    if (id_key) in->id_col = consumers_csv_column(&h, id_key);
+    const char *missing = in->text_col < 0 ? text_key : (id_key && in->id_col < 0 ? id_key : NULL);
+    if (missing) {
+        size_t o = (size_t)snprintf(err, errlen,
+                                    "%s: no column \"%s\" in the header (columns:", path, missing);
+        for (size_t i = 0; i < h.n && o < errlen; i++)
+            o += (size_t)snprintf(err + o, errlen - o, "%s \"%s\"", i ? "," : "", h.field[i]);
+        if (o < errlen)
+            snprintf(err + o, errlen - o, "); pick one with %s",
+                     missing == text_key ? "--text-column" : "--id-column");
+        goto fail;
+    }
+    return 0;
+fail:
+    worker_submit_input_free(in);
+    *out = NULL;
+    return 2;
+}
+
+static int next_csv(worker_submit_input_t *in, worker_submit_rec_t *rec, char *err, size_t errlen) {
+    consumers_csv_row_t row;
+    char cerr[256];
+    int rc = consumers_csv_next(in->csv, &row, cerr, sizeof(cerr));
+    if (rc == 0) return 0;
+    if (rc < 0) {
+        snprintf(err, errlen, "%s: %s", in->path, cerr);
+        return 2;
+    }
+    in->recno++;
+    size_t need = (size_t)(in->text_col > in->id_col ? in->text_col : in->id_col) + 1;
+    if (row.n < need) {
+        snprintf(err, errlen, "%s: line %ld has %zu fields; the header promised at least %zu",
+                 in->path, row.line, row.n, need);
+        return 2;
+    }
+    rec->text = row.field[in->text_col];
+    rec->text_len = row.len[in->text_col];
+    rec->line = row.line;
+    if (in->id_col >= 0) {
+        rec->id = row.field[in->id_col];
+    } else {
+        snprintf(in->idbuf, sizeof(in->idbuf), "%ld", in->recno);
+        rec->id = in->idbuf;
+    }
+    return 1;
+}
+
+static int next_jsonl(worker_submit_input_t *in, worker_submit_rec_t *rec, char *err,
+                      size_t errlen) {
+    json_decref(in->obj);
+    in->obj = NULL;
+    free(in->text_copy);
+    in->text_copy = NULL;
+    ssize_t n;
+    for (;;) {
+        n = getline(&in->line, &in->line_cap, in->f);
+        if (n < 0) return 0;
+        in->lineno++;
+        size_t k = (size_t)n;
+        while (k && (in->line[k - 1] == '\n' || in->line[k - 1] == '\r' || in->line[k - 1] == ' ' ||
+                     in->line[k - 1] == '\t'))
+            k--;
+        if (k == 0) continue; /* blank line */
+        json_error_t je;
+        in->obj = json_loadb(in->line, k, JSON_ALLOW_NUL, &je);
+        if (!json_is_object(in->obj)) {
+            snprintf(err, errlen, "%s: line %ld is not a JSON object%s%s", in->path, in->lineno,
+                     in->obj ? "" : ": ", in->obj ? "" : je.text);
+            return 2;
+        }
+        break;
+    }
+    in->recno++;
+    json_t *t = json_object_get(in->obj, in->text_key);
+    if (!json_is_string(t)) {
+        snprintf(err, errlen, "%s: line %ld has no string \"%s\" (pick the key with --text-column)",
+                 in->path, in->lineno, in->text_key);
+        return 2;
+    }
+    size_t tl = json_string_length(t);
+    in->text_copy = malloc(tl + 1);
+    if (!in->text_copy) {
+        snprintf(err, errlen, "out of memory");
+        return 2;
+    }
+    memcpy(in->text_copy, json_string_value(t), tl);
+    in->text_copy[tl] = '\0';
+    rec->text = in->text_copy;
+    rec->text_len = tl;
+    rec->line = in->lineno;
+
+    json_t *id = json_object_get(in->obj, in->id_key ? in->id_key : "id");
+    if (json_is_string(id)) {
+        rec->id = json_string_value(id);
+    } else if (json_is_integer(id)) {
+        snprintf(in->idbuf, sizeof(in->idbuf), "%lld", (long long)json_integer_value(id));
+        rec->id = in->idbuf;
+    } else if (in->id_key) {
+        snprintf(err, errlen, "%s: line %ld has no string or integer \"%s\"", in->path, in->lineno,
+                 in->id_key);
+        return 2;
+    } else {
+        snprintf(in->idbuf, sizeof(in->idbuf), "%ld", in->recno);
+        rec->id = in->idbuf;
+    }
+    return 1;
+}
+
+int worker_submit_input_next(worker_submit_input_t *in, worker_submit_rec_t *rec, char *err,
+                             size_t errlen) {
+    return in->jsonl ? next_jsonl(in, rec, err, errlen) : next_csv(in, rec, err, errlen);
+}
+
+void worker_submit_input_free(worker_submit_input_t *in) {
+    if (!in) return;
+    consumers_csv_free(in->csv);
+    json_decref(in->obj);
+    free(in->text_copy);
+    free(in->line);
+    if (in->f) fclose(in->f);
+    free(in);
+}

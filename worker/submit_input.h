@@ -1,0 +1,29 @@
+/* Tickets of a file for `reclass submit`: CSV with a header row, or JSON lines. Read twice
+ * (once to count the job, once to send it), so it opens the file by path. */
+#ifndef RECLASS_WORKER_SUBMIT_INPUT_H
+#define RECLASS_WORKER_SUBMIT_INPUT_H
+
+#include <stddef.h>
+
+typedef struct worker_submit_input worker_submit_input_t;
+
+typedef struct {
+    const char *id;   /* ticket id: the id column/key, else the 1-based record number */
+    const char *text; /* NUL-terminated */
+    size_t text_len;
+    long line; /* where the record starts, for messages */
+} worker_submit_rec_t;
+
+/* text_key/id_key: CSV column or JSON key; id_key NULL = "id" for JSONL when present, record
+ * number otherwise. Returns 0, or 2 (user error: unreadable file, unknown extension, missing
+ * column) with err saying what to fix. */
+int worker_submit_input_open(const char *path, const char *text_key, const char *id_key,
+                             worker_submit_input_t **out, char *err, size_t errlen);
+
+/* 1 = *rec filled (valid until the next call), 0 = end, 2 = malformed input (err says where). */
+int worker_submit_input_next(worker_submit_input_t *in, worker_submit_rec_t *rec, char *err,
+                             size_t errlen);
+
+void worker_submit_input_free(worker_submit_input_t *in);
+
+#endif
