@@ -9,3 +9,6 @@ set_tests_properties(test_sink PROPERTIES LABELS integration TIMEOUT 300)
 # tests/bench/RESULTS-sink.md.
 add_executable(sink_bench ${CMAKE_SOURCE_DIR}/tests/bench/sink_bench.c)
 target_link_libraries(sink_bench PRIVATE reclass_core)
+
+add_test(NAME test_migrate COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_migrate.sh $<TARGET_FILE:reclass>)
+set_tests_properties(test_migrate PROPERTIES LABELS integration TIMEOUT 300)

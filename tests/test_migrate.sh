@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# reclass migrate against a throwaway PostgreSQL (started here, always stopped):
+# idempotence, concurrent migrators, checksum guard, failing migration rollback, directory
+# lookup (flag, env, build tree, installed layout) and CLI errors.
+#   test_migrate.sh RECLASS_BIN
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/.." && pwd)
+bin=${1:?reclass binary}
+tmp=$(mktemp -d /tmp/reclass-migrate.XXXXXX)
+cleanup() {
+    bash "$here/lib/pg_tmp.sh" stop "$tmp/pg" || true
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+url=$(bash "$here/lib/pg_tmp.sh" start "$tmp/pg") || { echo "could not start PostgreSQL"; exit 1; }
+base=${url%/*}
+unset RECLASS_DB RECLASS_MIGRATIONS
+
+passed=0 failed=0
+ok() { passed=$((passed + 1)); echo "ok   $1"; }
+bad() { failed=$((failed + 1)); echo "FAIL $1"; [ -n "${2:-}" ] && sed 's/^/     /' <<<"$2"; }
+# check NAME EXPECTED ACTUAL
+check() { if [ "$2" = "$3" ]; then ok "$1"; else bad "$1" "expected [$2], got [$3]"; fi; }
+# has NAME NEEDLE HAYSTACK
+has() { if grep -qF -- "$2" <<<"$3"; then ok "$1"; else bad "$1" "no [$2] in: $3"; fi; }
+sql() { psql -X -qtA "$1" -c "$2" 2>&1; }
+newdb() { sql "$base/postgres" "CREATE DATABASE $1" >/dev/null; echo "$base/$1"; }
+
+n_files=$(ls "$src"/migrations/[0-9]*_*.sql | wc -l)
+
+# 1. first run applies every file, a second run none
+out=$("$bin" migrate --db "$url" --migrations "$src/migrations" 2>&1); rc=$?
+check "first migrate exits 0" 0 $rc
+has "first migrate applies 001_init.sql" "applied 001_init.sql" "$out"
+has "first migrate reports the count" "$n_files applied" "$out"
+before=$(sql "$url" "SELECT string_agg(version || ':' || applied_at, ',' ORDER BY version) FROM schema_migrations")
+out=$("$bin" migrate --db "$url" --migrations "$src/migrations" 2>&1); rc=$?
+check "second migrate exits 0" 0 $rc
+has "second migrate is a no-op" "0 pending" "$out"
+after=$(sql "$url" "SELECT string_agg(version || ':' || applied_at, ',' ORDER BY version) FROM schema_migrations")
+check "schema_migrations unchanged by the second run" "$before" "$after"
+check "one schema_migrations row per file" "$n_files" "$(sql "$url" "SELECT count(*) FROM schema_migrations")"
+check "tables and view exist" "t|t|t|t|t" \
+    "$(sql "$url" "SELECT to_regclass('jobs') IS NOT NULL, to_regclass('ticket_results') IS NOT NULL, to_regclass('batches') IS NOT NULL, to_regclass('job_label_counts') IS NOT NULL, to_regclass('ticket_results_job_label') IS NOT NULL")"
+check "checksum recorded is md5 of the file" "$(md5sum <"$src/migrations/001_init.sql" | cut -d' ' -f1)" \
+    "$(sql "$url" "SELECT checksum FROM schema_migrations WHERE version = 1")"
+
+# 2. dry run on a fresh database lists and creates nothing
+db=$(newdb dry)
+out=$("$bin" migrate --db "$db" --migrations "$src/migrations" --dry-run 2>&1); rc=$?
+check "dry run exits 0" 0 $rc
+has "dry run lists 001" "pending 001_init.sql" "$out"
+check "dry run created nothing" "f" "$(sql "$db" "SELECT to_regclass('schema_migrations') IS NOT NULL OR to_regclass('jobs') IS NOT NULL")"
+
+# 3. two migrators at once (a slow first file widens the race): each file applied once
+mkdir -p "$tmp/slow" && cp "$src"/migrations/*.sql "$tmp/slow/"
+echo "SELECT pg_sleep(1);" >"$tmp/slow/000_slow.sql"
+db=$(newdb conc)
+"$bin" migrate --db "$db" --migrations "$tmp/slow" >"$tmp/m1.out" 2>&1 & p1=$!
+"$bin" migrate --db "$db" --migrations "$tmp/slow" >"$tmp/m2.out" 2>&1 & p2=$!
+wait $p1; rc1=$?; wait $p2; rc2=$?
+check "concurrent migrators both succeed" "0 0" "$rc1 $rc2"
+check "concurrent: 000_slow applied by exactly one" 1 "$(cat "$tmp/m1.out" "$tmp/m2.out" | grep -c 'applied 000_slow.sql')"
+check "concurrent: the other found nothing pending" 1 "$(cat "$tmp/m1.out" "$tmp/m2.out" | grep -c '^0 pending')"
+check "concurrent: one row per file" "$((n_files + 1))" "$(sql "$db" "SELECT count(*) FROM schema_migrations")"
+
+# 4. a new file applies alone; a changed applied file is refused
+echo "CREATE TABLE extra_marker (x int);" >"$tmp/slow/900_extra.sql"
+out=$("$bin" migrate --db "$db" --migrations "$tmp/slow" 2>&1); rc=$?
+check "new migration exits 0" 0 $rc
+has "only the new migration runs" "1 applied" "$out"
+echo "-- edited after the fact" >>"$tmp/slow/001_init.sql"
+out=$("$bin" migrate --db "$db" --migrations "$tmp/slow" 2>&1); rc=$?
+check "changed applied file exits 1" 1 $rc
+has "changed applied file is named" "001_init.sql was changed after it was applied" "$out"
+cp "$src/migrations/001_init.sql" "$tmp/slow/001_init.sql"
+
+# 5. a failing migration leaves nothing behind and is not recorded
+printf 'CREATE TABLE half_done (x int);\nSELECT * FROM no_such_table;\n' >"$tmp/slow/901_bad.sql"
+out=$("$bin" migrate --db "$db" --migrations "$tmp/slow" 2>&1); rc=$?
+check "failing migration exits 1" 1 $rc
+has "failing migration is named with the server's message" "901_bad.sql" "$out"
+has "server message shown" "no_such_table" "$out"
+check "failed migration rolled back" "f|0" \
+    "$(sql "$db" "SELECT to_regclass('half_done') IS NOT NULL, (SELECT count(*) FROM schema_migrations WHERE version = 901)")"
+rm "$tmp/slow/901_bad.sql"
+printf 'CREATE TABLE a (x int);\nCOMMIT;\n' >"$tmp/slow/902_commit.sql"
+out=$("$bin" migrate --db "$db" --migrations "$tmp/slow" 2>&1); rc=$?
+check "a file that commits by itself is refused" 1 $rc
+has "and says why" "BEGIN/COMMIT" "$out"
+rm "$tmp/slow/902_commit.sql"
+
+# 6. directory lookup: env var, installed layout (<prefix>/bin + <prefix>/share/reclass/migrations)
+db=$(newdb envdir)
+out=$(RECLASS_DB=$db RECLASS_MIGRATIONS=$tmp/slow "$bin" migrate 2>&1); rc=$?
+check "RECLASS_DB + RECLASS_MIGRATIONS exit 0" 0 $rc
+has "RECLASS_MIGRATIONS is used" "applied 000_slow.sql" "$out"
+mkdir -p "$tmp/prefix/bin" "$tmp/prefix/share/reclass/migrations"
+cp "$bin" "$tmp/prefix/bin/reclass"
+cp "$src"/migrations/*.sql "$tmp/prefix/share/reclass/migrations/"
+echo "CREATE TABLE installed_marker (x int);" >"$tmp/prefix/share/reclass/migrations/950_installed.sql"
+db=$(newdb installed)
+out=$("$tmp/prefix/bin/reclass" migrate --db "$db" 2>&1); rc=$?
+check "installed layout exits 0" 0 $rc
+check "installed layout finds share/reclass/migrations" "t" "$(sql "$db" "SELECT to_regclass('installed_marker') IS NOT NULL")"
+db=$(newdb builddir)
+out=$("$bin" migrate --db "$db" 2>&1); rc=$?
+check "no --migrations from the build tree exits 0" 0 $rc
+has "build tree finds the repo's migrations" "$n_files applied" "$out"
+
+# 7. CLI errors: input errors exit 2 with what to fix, an unreachable server exits 1
+out=$("$bin" migrate 2>&1); rc=$?
+check "no database exits 2" 2 $rc
+has "no database says what to pass" "--db URL or set RECLASS_DB" "$out"
+out=$("$bin" migrate --db "$url" --bogus 2>&1); rc=$?
+check "unknown option exits 2" 2 $rc
+out=$("$bin" migrate --db "$url" --migrations "$tmp/nope" 2>&1); rc=$?
+check "missing migrations dir exits 2" 2 $rc
+out=$("$bin" migrate --db "host=127.0.0.1 port" 2>&1); rc=$?
+check "malformed conninfo exits 2" 2 $rc
+out=$("$bin" migrate --db "postgresql://postgres@127.0.0.1:1/x?connect_timeout=2" --migrations "$src/migrations" 2>&1); rc=$?
+check "unreachable server exits 1" 1 $rc
+has "unreachable server message" "cannot connect to PostgreSQL" "$out"
+out=$("$bin" migrate --help 2>&1); rc=$?
+check "--help exits 0" 0 $rc
+
+echo "test_migrate: $passed passed, $failed failed"
+[ "$failed" = 0 ]
