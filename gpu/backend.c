@@ -4,14 +4,14 @@
 #include <string.h>
 
 extern const gpu_backend_ops_t gpu_cpu_backend_ops;
-#ifdef RECLASS_HAVE_CUDA_BACKEND
+#ifdef RECLASS_HAVE_CUDA
 extern const gpu_backend_ops_t gpu_cuda_backend_ops;
 #endif
 
 const gpu_backend_ops_t *gpu_backend_find(const char *name, char *err, size_t errlen) {
     if (!name || strcmp(name, "cpu") == 0) return &gpu_cpu_backend_ops;
     if (strcmp(name, "cuda") == 0) {
-#ifdef RECLASS_HAVE_CUDA_BACKEND
+#ifdef RECLASS_HAVE_CUDA
         return &gpu_cuda_backend_ops;
 #else
         snprintf(err, errlen, "backend 'cuda' is not built into this binary (nvcc was not found "

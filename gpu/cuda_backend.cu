@@ -1,0 +1,321 @@
+// The CUDA backend (gpu/backend.h table "cuda"): BERT classifier on fp16 or bf16 storage
+// with fp32 accumulation. Every projection is a cuBLASLt GEMM (QKV fused, bias and GELU in
+// the epilogue); attention, embedding+LayerNorm, residual+LayerNorm and the pooler head
+// are own kernels. Tokens are packed (cu_seqlens), so a batch costs its real tokens.
+// Memory: one device allocation at init, sized by gpu/plan.c; every buffer is a slice.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/backend.h"
+#include "gpu/cuda_backend.h"
+#include "gpu/cuda_common.cuh"
+#include "gpu/cuda_gemm.cuh"
+#include "gpu/plan.h"
+
+struct gpu_backend {
+    const gpu_model_t *model; // borrowed, outlives the backend
+    gpu_backend_opts_t opts;  // copy; opts.precision points at prec
+    char prec[8];
+    int bf16;
+    gpu_plan_t plan;
+    int device;
+    cudaStream_t stream;
+    char *dev;              // the one device allocation (plan.total_bytes)
+    int32_t *h_inputs;      // pinned staging of the INPUTS slice
+    float *h_logits;        // pinned (max_seqs, L)
+    int init_done;          // set once the arena exists: later allocations are refused
+    long allocs_after_init; // attempts refused after init (a test proves it stays 0)
+    cuda_gemm_t gemm;
+};
+
+// The only path to device memory. After init it refuses and counts the attempt.
+static cudaError_t be_device_alloc(struct gpu_backend *be, void **p, size_t bytes) {
+    if (be->init_done) {
+        be->allocs_after_init++;
+        return cudaErrorMemoryAllocation;
+    }
+    return cudaMalloc(p, bytes);
+}
+
+static char *be_slice(struct gpu_backend *be, int id) {
+    return be->dev + be->plan.slice[id].offset;
+}
+static char *be_layer(struct gpu_backend *be, int layer, int part) {
+    return be_slice(be, GPU_PLAN_LAYERS) + (size_t)layer * be->plan.layer_bytes +
+           be->plan.layer_off[part];
+}
+
+extern "C" int gpu_cuda_device_count(void) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError(); // clear the sticky "no driver" error for later callers
+        return 0;
+    }
+    return n;
+}
+
+// Host-side conversion of fp32 weights into the arena's weight region image.
+template <typename T> static void put_t(char *img, size_t off, const float *src, size_t n) {
+    T *d = (T *)(img + off);
+    for (size_t i = 0; i < n; i++)
+        d[i] = st<T>::from_f(src[i]);
+}
+static void put_f(char *img, size_t off, const float *src, size_t n) {
+    memcpy(img + off, src, n * sizeof(float));
+}
+
+template <typename T> static void be_weights_image(struct gpu_backend *be, char *img) {
+    const gpu_model_t *m = be->model;
+    const gpu_model_config_t *c = &m->cfg;
+    const gpu_plan_t *p = &be->plan;
+    size_t H = (size_t)c->hidden, I = (size_t)c->intermediate, L = (size_t)c->num_labels;
+    put_t<T>(img, p->slice[GPU_PLAN_WORD_EMB].offset, m->w.word_emb, (size_t)c->vocab_size * H);
+    put_t<T>(img, p->slice[GPU_PLAN_POS_EMB].offset, m->w.pos_emb, (size_t)c->max_pos * H);
+    put_t<T>(img, p->slice[GPU_PLAN_TYPE_EMB].offset, m->w.type_emb, H);
+    put_f(img, p->slice[GPU_PLAN_EMB_LN].offset, m->w.emb_ln_g, H);
+    put_f(img, p->slice[GPU_PLAN_EMB_LN].offset + H * 4, m->w.emb_ln_b, H);
+    for (int l = 0; l < c->layers; l++) {
+        const gpu_layer_weights_t *w = &m->w.layer[l];
+        size_t b = p->slice[GPU_PLAN_LAYERS].offset + (size_t)l * p->layer_bytes, e = sizeof(T);
+        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_QKV_W], w->q_w, H * H);
+        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_QKV_W] + H * H * e, w->k_w, H * H);
+        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_QKV_W] + 2 * H * H * e, w->v_w, H * H);
+        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_QKV_B], w->q_b, H);
+        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_QKV_B] + H * e, w->k_b, H);
+        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_QKV_B] + 2 * H * e, w->v_b, H);
+        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_AO_W], w->ao_w, H * H);
+        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_AO_B], w->ao_b, H);
+        put_f(img, b + p->layer_off[GPU_PLAN_L_LN1], w->ln1_g, H);
+        put_f(img, b + p->layer_off[GPU_PLAN_L_LN1] + H * 4, w->ln1_b, H);
+        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_FF1_W], w->ff1_w, I * H);
+        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_FF1_B], w->ff1_b, I);
+        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_FF2_W], w->ff2_w, H * I);
+        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_FF2_B], w->ff2_b, H);
+        put_f(img, b + p->layer_off[GPU_PLAN_L_LN2], w->ln2_g, H);
+        put_f(img, b + p->layer_off[GPU_PLAN_L_LN2] + H * 4, w->ln2_b, H);
+    }
+    put_t<T>(img, p->slice[GPU_PLAN_POOL_W].offset, m->w.pool_w, H * H);
+    put_f(img, p->slice[GPU_PLAN_POOL_B].offset, m->w.pool_b, H);
+    put_t<T>(img, p->slice[GPU_PLAN_CLS_W].offset, m->w.cls_w, L * H);
+    put_f(img, p->slice[GPU_PLAN_CLS_B].offset, m->w.cls_b, L);
+}
+
+static void cuda_be_free(gpu_backend_t *be) {
+    if (!be) return;
+    if (be->device >= 0) cudaSetDevice(be->device);
+    cuda_gemm_free(&be->gemm);
+    if (be->dev) cudaFree(be->dev);
+    if (be->h_inputs) cudaFreeHost(be->h_inputs);
+    if (be->h_logits) cudaFreeHost(be->h_logits);
+    if (be->stream) cudaStreamDestroy(be->stream);
+    free(be);
+}
+
+#define BE_CUDA(call, what)                                                                        \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            snprintf(err, errlen, "CUDA %s failed: %s", what, cudaGetErrorString(e_));             \
+            goto fail;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+static int cuda_be_init(const gpu_model_t *model, const gpu_backend_opts_t *opts,
+                        gpu_backend_t **out, char *err, size_t errlen) {
+    *out = NULL;
+    const gpu_model_config_t *c = &model->cfg;
+    const char *prec = opts->precision ? opts->precision : "fp16";
+    char *img = NULL;
+    struct gpu_backend *be = (struct gpu_backend *)calloc(1, sizeof(*be));
+    if (!be) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    be->device = -1;
+    be->model = model;
+    be->opts = *opts;
+    snprintf(be->prec, sizeof(be->prec), "%s", prec);
+    be->opts.precision = be->prec;
+    be->bf16 = strcmp(prec, "bf16") == 0;
+    if (gpu_plan_compute(c, opts->token_budget, opts->max_len, opts->max_seqs, prec, &be->plan, err,
+                         errlen) != 0)
+        goto fail_quiet;
+    be->opts.max_len = be->plan.max_len;
+    be->opts.max_seqs = be->plan.max_seqs;
+    if (c->hidden / c->heads != 64 || c->hidden % 8 != 0 || c->hidden > 1024) {
+        snprintf(err, errlen,
+                 "the cuda backend needs head_dim 64 and hidden <= 1024 (model has "
+                 "hidden %d, %d heads)",
+                 c->hidden, c->heads);
+        goto fail_quiet;
+    }
+    if (gpu_cuda_device_count() <= opts->device) {
+        snprintf(err, errlen, "no CUDA device %d (found %d)", opts->device,
+                 gpu_cuda_device_count());
+        goto fail_quiet;
+    }
+    be->device = opts->device;
+    BE_CUDA(cudaSetDevice(be->device), "set device");
+    BE_CUDA(cudaStreamCreateWithFlags(&be->stream, cudaStreamNonBlocking), "stream create");
+    BE_CUDA(be_device_alloc(be, (void **)&be->dev, be->plan.total_bytes), "arena allocation");
+    be->init_done = 1;
+    BE_CUDA(cudaMallocHost((void **)&be->h_inputs, be->plan.slice[GPU_PLAN_INPUTS].bytes),
+            "pinned input staging");
+    BE_CUDA(cudaMallocHost((void **)&be->h_logits, be->plan.slice[GPU_PLAN_LOGITS].bytes),
+            "pinned logits staging");
+
+    img = (char *)malloc(be->plan.weights_bytes);
+    if (!img) {
+        snprintf(err, errlen, "out of host memory for the weight image");
+        goto fail_quiet;
+    }
+    memset(img, 0, be->plan.weights_bytes);
+    if (be->bf16)
+        be_weights_image<__nv_bfloat16>(be, img);
+    else
+        be_weights_image<__half>(be, img);
+    BE_CUDA(cudaMemcpy(be->dev, img, be->plan.weights_bytes, cudaMemcpyHostToDevice),
+            "weight upload");
+    free(img);
+    img = NULL;
+    if (cuda_gemm_init(&be->gemm, be->bf16, be_slice(be, GPU_PLAN_WORKSPACE),
+                       be->plan.slice[GPU_PLAN_WORKSPACE].bytes, err, errlen) != 0)
+        goto fail_quiet;
+    *out = be;
+    return 0;
+fail:
+fail_quiet:
+    free(img);
+    cuda_be_free(be);
+    return -1;
+}
+
+#define FW_CUDA(call)                                                                              \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            snprintf(err, errlen, "CUDA error in %s: %s", #call, cudaGetErrorString(e_));          \
+            return 1;                                                                              \
+        }                                                                                          \
+    } while (0)
+#define FW_GEMM(w, x, y, b, m, n, k, epi)                                                          \
+    do {                                                                                           \
+        if (cuda_gemm_run(&be->gemm, w, x, y, b, m, n, k, epi, s, err, errlen) != 0) return 1;     \
+    } while (0)
+
+template <typename T>
+static int cuda_be_forward_t(struct gpu_backend *be, const gpu_batch_t *b, float *logits, char *err,
+                             size_t errlen) {
+    const gpu_model_config_t *c = &be->model->cfg;
+    const int H = c->hidden, I = c->intermediate, L = c->num_labels, NL = c->layers;
+    const int Tn = b->n_tokens, S = b->n_seqs;
+    const float eps = c->ln_eps;
+    cudaStream_t s = be->stream;
+
+    // Inputs packed for one copy: ids (Tn), positions (Tn), cu_seqlens (S + 1), int32.
+    int ta = (Tn + 3) & ~3; // keeps each part 16-byte aligned
+    int32_t *hi = be->h_inputs;
+    memcpy(hi, b->ids, (size_t)Tn * 4);
+    for (int q = 0; q < S; q++)
+        for (int t = b->cu_seqlens[q]; t < b->cu_seqlens[q + 1]; t++)
+            hi[ta + t] = t - b->cu_seqlens[q];
+    memcpy(hi + 2 * ta, b->cu_seqlens, (size_t)(S + 1) * 4);
+    int32_t *d_in = (int32_t *)be_slice(be, GPU_PLAN_INPUTS);
+    const int32_t *d_ids = d_in, *d_pos = d_in + ta, *d_cu = d_in + 2 * ta;
+    FW_CUDA(cudaMemcpyAsync(d_in, hi, (size_t)(2 * ta + S + 1) * 4, cudaMemcpyHostToDevice, s));
+
+    T *X = (T *)be_slice(be, GPU_PLAN_X);     // (Tn, H)
+    T *CTX = (T *)be_slice(be, GPU_PLAN_CTX); // (Tn, H)
+    T *BIG = (T *)be_slice(be, GPU_PLAN_BIG); // (Tn, 3H) QKV | (Tn, H) attn-out | (Tn, I) FFN
+    const float *eln = (const float *)be_slice(be, GPU_PLAN_EMB_LN);
+    FW_CUDA(cuda_embed_ln<T>(d_ids, d_pos, Tn, (const T *)be_slice(be, GPU_PLAN_WORD_EMB),
+                             (const T *)be_slice(be, GPU_PLAN_POS_EMB),
+                             (const T *)be_slice(be, GPU_PLAN_TYPE_EMB), eln, eln + H, H, eps, X,
+                             s));
+    int q_tiles = (b->max_len + 63) / 64;
+    for (int l = 0; l < NL; l++) {
+        const T *qkv_w = (const T *)be_layer(be, l, GPU_PLAN_L_QKV_W);
+        const T *qkv_b = (const T *)be_layer(be, l, GPU_PLAN_L_QKV_B);
+        const float *ln1 = (const float *)be_layer(be, l, GPU_PLAN_L_LN1);
+        const float *ln2 = (const float *)be_layer(be, l, GPU_PLAN_L_LN2);
+        FW_GEMM(qkv_w, X, BIG, qkv_b, Tn, 3 * H, H, CUDA_GEMM_BIAS);
+        int last = l == NL - 1;
+        // The last layer feeds only the [CLS] rows to the pooler: attention for the first
+        // query tile, then the rest of the layer on S gathered rows instead of Tn.
+        FW_CUDA(cuda_attention<T>(BIG, BIG + H, BIG + 2 * H, 3 * H, d_cu, S, c->heads,
+                                  last ? 1 : q_tiles, CTX, H, s));
+        int rows = last ? S : Tn;
+        T *ctx = CTX, *x = X, *ao = BIG, *ff = BIG, *y = CTX;
+        if (last) {
+            // BIG: (S, H) ctx rows | (S, H) residual rows | (S, I) FFN inner (plan sizes it)
+            ctx = BIG, x = BIG + (size_t)S * H, ao = CTX, ff = BIG + (size_t)2 * S * H, y = CTX;
+            FW_CUDA(cuda_gather_rows<T>(CTX, d_cu, S, H, ctx, s));
+            FW_CUDA(cuda_gather_rows<T>(X, d_cu, S, H, x, s));
+        }
+        FW_GEMM(be_layer(be, l, GPU_PLAN_L_AO_W), ctx, ao, be_layer(be, l, GPU_PLAN_L_AO_B), rows,
+                H, H, CUDA_GEMM_BIAS);
+        FW_CUDA(cuda_add_ln<T>(ao, x, ln1, ln1 + H, rows, H, eps, x, s));
+        FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF1_W), x, ff, be_layer(be, l, GPU_PLAN_L_FF1_B), rows,
+                I, H, CUDA_GEMM_GELU_BIAS);
+        FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF2_W), ff, y, be_layer(be, l, GPU_PLAN_L_FF2_B), rows,
+                H, I, CUDA_GEMM_BIAS);
+        FW_CUDA(cuda_add_ln<T>(y, x, ln2, ln2 + H, rows, H, eps, x, s));
+        if (last) X = x;
+    }
+    float *d_logits = (float *)be_slice(be, GPU_PLAN_LOGITS);
+    FW_CUDA(cuda_pool_classify<T>(X, S, (const T *)be_slice(be, GPU_PLAN_POOL_W),
+                                  (const float *)be_slice(be, GPU_PLAN_POOL_B),
+                                  (const T *)be_slice(be, GPU_PLAN_CLS_W),
+                                  (const float *)be_slice(be, GPU_PLAN_CLS_B), H, L, d_logits, s));
+    FW_CUDA(cudaMemcpyAsync(be->h_logits, d_logits, (size_t)S * L * sizeof(float),
+                            cudaMemcpyDeviceToHost, s));
+    FW_CUDA(cudaStreamSynchronize(s));
+    memcpy(logits, be->h_logits, (size_t)S * L * sizeof(float));
+    return 0;
+}
+
+static int cuda_be_forward(gpu_backend_t *be, const gpu_batch_t *batch, float *logits, char *err,
+                           size_t errlen) {
+    if (gpu_batch_check(batch, &be->model->cfg, &be->opts, err, errlen) != 0) return 2;
+    if (cudaSetDevice(be->device) != cudaSuccess) {
+        snprintf(err, errlen, "CUDA device %d is gone", be->device);
+        return 1;
+    }
+    return be->bf16 ? cuda_be_forward_t<__nv_bfloat16>(be, batch, logits, err, errlen)
+                    : cuda_be_forward_t<__half>(be, batch, logits, err, errlen);
+}
+
+static int cuda_be_mem_stats(gpu_backend_t *be, gpu_mem_stats_t *st) {
+    memset(st, 0, sizeof(*st));
+    st->weights_bytes = be->plan.weights_bytes;
+    st->arena_bytes = be->plan.arena_bytes;
+    st->allocations_after_init = be->allocs_after_init;
+    size_t fr = 0, tot = 0;
+    cudaSetDevice(be->device);
+    if (cudaMemGetInfo(&fr, &tot) == cudaSuccess) st->device_used = tot - fr;
+    return 0;
+}
+
+extern "C" const gpu_backend_ops_t gpu_cuda_backend_ops = {
+    "cuda", 1, cuda_be_init, cuda_be_forward, cuda_be_mem_stats, cuda_be_free,
+};
+
+// Test hook: asks the backend's allocator for device memory after init (must be refused).
+extern "C" int gpu_cuda_backend_try_alloc(gpu_backend_t *be, size_t bytes) {
+    void *p = NULL;
+    cudaError_t e = be_device_alloc(be, &p, bytes);
+    if (e == cudaSuccess) {
+        cudaFree(p);
+        return 0;
+    }
+    return -1;
+}
+
+// Test/bench hook: heuristic queries so far (stays small over a long run).
+extern "C" long gpu_cuda_backend_heuristic_queries(gpu_backend_t *be) {
+    return be->gemm.heuristic_queries;
+}

@@ -1,0 +1,102 @@
+// Shared device helpers of the CUDA backend: storage types (fp16 / bf16) behind one
+// template parameter, 16-byte vector loads, warp reductions, and the launchers that
+// cuda_backend.cu and cuda_test_api.cu call. Included by .cu files only.
+#ifndef RECLASS_GPU_CUDA_COMMON_CUH
+#define RECLASS_GPU_CUDA_COMMON_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+// Conversions between a storage type and fp32; pair packing for 32-bit moves.
+template <typename T> struct st;
+template <> struct st<__half> {
+    static __host__ __device__ __forceinline__ float to_f(__half x) {
+        return __half2float(x);
+    }
+    static __host__ __device__ __forceinline__ __half from_f(float f) {
+        return __float2half_rn(f);
+    }
+    static __device__ __forceinline__ float2 to_f2(uint32_t u) {
+        __half2 h = *reinterpret_cast<__half2 *>(&u);
+        return __half22float2(h);
+    }
+    static __device__ __forceinline__ uint32_t pack(float a, float b) {
+        __half2 h = __floats2half2_rn(a, b);
+        return *reinterpret_cast<uint32_t *>(&h);
+    }
+};
+template <> struct st<__nv_bfloat16> {
+    static __host__ __device__ __forceinline__ float to_f(__nv_bfloat16 x) {
+        return __bfloat162float(x);
+    }
+    static __host__ __device__ __forceinline__ __nv_bfloat16 from_f(float f) {
+        return __float2bfloat16_rn(f);
+    }
+    static __device__ __forceinline__ float2 to_f2(uint32_t u) {
+        __nv_bfloat162 h = *reinterpret_cast<__nv_bfloat162 *>(&u);
+        return __bfloat1622float2(h);
+    }
+    static __device__ __forceinline__ uint32_t pack(float a, float b) {
+        __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+        return *reinterpret_cast<uint32_t *>(&h);
+    }
+};
+
+// 8 storage elements (16 bytes) <-> 8 floats.
+template <typename T> __device__ __forceinline__ void load8(const T *p, float *f) {
+    uint4 u = *reinterpret_cast<const uint4 *>(p);
+    float2 a = st<T>::to_f2(u.x), b = st<T>::to_f2(u.y), c = st<T>::to_f2(u.z),
+           d = st<T>::to_f2(u.w);
+    f[0] = a.x, f[1] = a.y, f[2] = b.x, f[3] = b.y, f[4] = c.x, f[5] = c.y, f[6] = d.x, f[7] = d.y;
+}
+template <typename T> __device__ __forceinline__ void store8(T *p, const float *f) {
+    uint4 u;
+    u.x = st<T>::pack(f[0], f[1]), u.y = st<T>::pack(f[2], f[3]);
+    u.z = st<T>::pack(f[4], f[5]), u.w = st<T>::pack(f[6], f[7]);
+    *reinterpret_cast<uint4 *>(p) = u;
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// Launchers (cuda_kernels.cu, cuda_attention.cu). All take the stream they run on and
+// return cudaGetLastError() of the launch.
+template <typename T>
+cudaError_t cuda_embed_ln(const int32_t *ids, const int32_t *pos, int n_tokens, const T *word,
+                          const T *posemb, const T *type0, const float *gamma, const float *beta,
+                          int H, float eps, T *out, cudaStream_t st);
+// out (n, H) = LayerNorm(a + res); out may alias res.
+template <typename T>
+cudaError_t cuda_add_ln(const T *a, const T *res, const float *gamma, const float *beta, int n,
+                        int H, float eps, T *out, cudaStream_t st);
+// x (n, cols) = gelu(x + bias) exact erf, in place (fallback when no cuBLASLt GELU epilogue).
+template <typename T>
+cudaError_t cuda_bias_gelu(T *x, const T *bias, int n, int cols, cudaStream_t st);
+// dst (n_seqs, H) = src rows cu[s] (the [CLS] token of each sequence).
+template <typename T>
+cudaError_t cuda_gather_rows(const T *src, const int32_t *cu, int n_seqs, int H, T *dst,
+                             cudaStream_t st);
+// logits (n_seqs, L) fp32 = cls_w tanh(pool_w x_s + pool_b) + cls_b; x_s is row s of x
+// (n_seqs, H) compact.
+template <typename T>
+cudaError_t cuda_pool_classify(const T *x, int n_seqs, const T *pool_w, const float *pool_b,
+                               const T *cls_w, const float *cls_b, int H, int L, float *logits,
+                               cudaStream_t st);
+// out (tokens, heads*64): per-sequence softmax(q k^T / 8) v, q/k/v rows of stride ld.
+// q_tiles_max: ceil(max_len / 64) normally, 1 when only each sequence's first rows matter.
+template <typename T>
+cudaError_t cuda_attention(const T *q, const T *k, const T *v, int ld, const int32_t *cu,
+                           int n_seqs, int heads, int q_tiles_max, T *out, int out_ld,
+                           cudaStream_t st);
+// dst = (T) src, n elements, on the device.
+template <typename T> cudaError_t cuda_convert(const float *src, size_t n, T *dst, cudaStream_t st);
+template <typename T>
+cudaError_t cuda_to_float(const T *src, size_t n, float *dst, cudaStream_t st);
+
+#endif

@@ -1,0 +1,167 @@
+#include "gpu/cuda_gemm.cuh"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gpu/cuda_common.cuh"
+
+static const cublasLtEpilogue_t gemm_epi[CUDA_GEMM_EPIS] = {
+    CUBLASLT_EPILOGUE_DEFAULT, CUBLASLT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_GELU_BIAS};
+
+int cuda_gemm_init(cuda_gemm_t *g, int bf16, void *workspace, size_t workspace_bytes, char *err,
+                   size_t errlen) {
+    memset(g, 0, sizeof(*g));
+    g->dt = bf16 ? CUDA_R_16BF : CUDA_R_16F;
+    g->workspace = workspace;
+    g->workspace_bytes = workspace_bytes;
+    g->gelu_epilogue = 1;
+    if (cublasLtCreate(&g->lt) != CUBLAS_STATUS_SUCCESS) {
+        snprintf(err, errlen, "cuBLASLt could not be initialised");
+        return -1;
+    }
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    for (int e = 0; e < CUDA_GEMM_EPIS; e++) {
+        if (cublasLtMatmulDescCreate(&g->desc[e], CUBLAS_COMPUTE_32F, CUDA_R_32F) !=
+                CUBLAS_STATUS_SUCCESS ||
+            cublasLtMatmulDescSetAttribute(g->desc[e], CUBLASLT_MATMUL_DESC_TRANSA, &ta,
+                                           sizeof(ta)) != CUBLAS_STATUS_SUCCESS ||
+            cublasLtMatmulDescSetAttribute(g->desc[e], CUBLASLT_MATMUL_DESC_TRANSB, &tb,
+                                           sizeof(tb)) != CUBLAS_STATUS_SUCCESS ||
+            cublasLtMatmulDescSetAttribute(g->desc[e], CUBLASLT_MATMUL_DESC_EPILOGUE, &gemm_epi[e],
+                                           sizeof(gemm_epi[e])) != CUBLAS_STATUS_SUCCESS) {
+            snprintf(err, errlen, "cuBLASLt matmul descriptor setup failed");
+            cuda_gemm_free(g);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void cuda_gemm_free(cuda_gemm_t *g) {
+    for (int e = 0; e < CUDA_GEMM_EPIS; e++)
+        if (g->desc[e]) cublasLtMatmulDescDestroy(g->desc[e]);
+    if (g->lt) cublasLtDestroy(g->lt);
+    memset(g, 0, sizeof(*g));
+}
+
+// Buckets of a quarter octave: at most ~4 entries per doubling of the token count.
+static int gemm_bucket(int m) {
+    if (m <= 64) return 64;
+    int p = 1;
+    while (p * 2 <= m)
+        p *= 2;
+    int step = p / 4;
+    return (m + step - 1) / step * step;
+}
+
+typedef struct {
+    cublasLtMatrixLayout_t a, b, c;
+} gemm_layouts_t;
+
+static int gemm_layouts(cuda_gemm_t *g, gemm_layouts_t *l, int m, int n, int k) {
+    // Column-major view: C (n, m) = op(A) (n, k) x B (k, m) with A = W stored (k, n).
+    memset(l, 0, sizeof(*l));
+    if (cublasLtMatrixLayoutCreate(&l->a, g->dt, k, n, k) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatrixLayoutCreate(&l->b, g->dt, k, m, k) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatrixLayoutCreate(&l->c, g->dt, n, m, n) != CUBLAS_STATUS_SUCCESS)
+        return -1;
+    return 0;
+}
+static void gemm_layouts_free(gemm_layouts_t *l) {
+    if (l->a) cublasLtMatrixLayoutDestroy(l->a);
+    if (l->b) cublasLtMatrixLayoutDestroy(l->b);
+    if (l->c) cublasLtMatrixLayoutDestroy(l->c);
+}
+
+static int gemm_query(cuda_gemm_t *g, int m, int n, int k, int epi, cublasLtMatmulAlgo_t *algo) {
+    gemm_layouts_t l;
+    int rc = -1;
+    cublasLtMatmulPreference_t pref = NULL;
+    g->heuristic_queries++;
+    if (gemm_layouts(g, &l, m, n, k) == 0 &&
+        cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                             &g->workspace_bytes,
+                                             sizeof(g->workspace_bytes)) == CUBLAS_STATUS_SUCCESS) {
+        cublasLtMatmulHeuristicResult_t res;
+        int found = 0;
+        if (cublasLtMatmulAlgoGetHeuristic(g->lt, g->desc[epi], l.a, l.b, l.c, l.c, pref, 1, &res,
+                                           &found) == CUBLAS_STATUS_SUCCESS &&
+            found > 0) {
+            *algo = res.algo;
+            rc = 0;
+        }
+    }
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    gemm_layouts_free(&l);
+    return rc;
+}
+
+static int gemm_exec(cuda_gemm_t *g, const cublasLtMatmulAlgo_t *algo, const void *w, const void *x,
+                     void *y, const void *bias, int m, int n, int k, int epi, cudaStream_t st) {
+    gemm_layouts_t l;
+    const float one = 1.f, zero = 0.f;
+    int rc = -1;
+    if (epi != CUDA_GEMM_PLAIN &&
+        cublasLtMatmulDescSetAttribute(g->desc[epi], CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                       sizeof(bias)) != CUBLAS_STATUS_SUCCESS)
+        return -1;
+    if (gemm_layouts(g, &l, m, n, k) == 0 &&
+        cublasLtMatmul(g->lt, g->desc[epi], &one, w, l.a, x, l.b, &zero, y, l.c, y, l.c, algo,
+                       g->workspace, g->workspace_bytes, st) == CUBLAS_STATUS_SUCCESS)
+        rc = 0;
+    gemm_layouts_free(&l);
+    return rc;
+}
+
+int cuda_gemm_run(cuda_gemm_t *g, const void *w, const void *x, void *y, const void *bias, int m,
+                  int n, int k, int epi, cudaStream_t st, char *err, size_t errlen) {
+    if (epi == CUDA_GEMM_GELU_BIAS && !g->gelu_epilogue) {
+        if (cuda_gemm_run(g, w, x, y, bias, m, n, k, CUDA_GEMM_BIAS, st, err, errlen) != 0)
+            return -1;
+        cudaError_t e =
+            g->dt == CUDA_R_16BF
+                ? cuda_bias_gelu((__nv_bfloat16 *)y, (const __nv_bfloat16 *)NULL, m, n, st)
+                : cuda_bias_gelu((__half *)y, (const __half *)NULL, m, n, st);
+        if (e != cudaSuccess) {
+            snprintf(err, errlen, "GELU kernel launch failed: %s", cudaGetErrorString(e));
+            return -1;
+        }
+        return 0;
+    }
+    int mb = gemm_bucket(m);
+    cuda_gemm_entry_t *hit = NULL;
+    for (int i = 0; i < g->n_cache; i++) {
+        cuda_gemm_entry_t *c = &g->cache[i];
+        if (c->n == n && c->k == k && c->epi == epi && c->mb == mb) {
+            hit = c;
+            break;
+        }
+    }
+    if (!hit) {
+        cublasLtMatmulAlgo_t algo;
+        // Chosen for the bucket's largest M, so it is valid (workspace, split) for all below.
+        if (gemm_query(g, mb, n, k, epi, &algo) != 0) {
+            if (epi == CUDA_GEMM_GELU_BIAS) {
+                g->gelu_epilogue = 0;
+                return cuda_gemm_run(g, w, x, y, bias, m, n, k, epi, st, err, errlen);
+            }
+            snprintf(err, errlen, "cuBLASLt found no algorithm for a %dx%dx%d GEMM", m, n, k);
+            return -1;
+        }
+        int slot = g->n_cache < CUDA_GEMM_CACHE ? g->n_cache++
+                                                : (int)(g->heuristic_queries % CUDA_GEMM_CACHE);
+        hit = &g->cache[slot];
+        hit->n = n, hit->k = k, hit->epi = epi, hit->mb = mb, hit->algo = algo;
+    }
+    if (gemm_exec(g, &hit->algo, w, x, y, bias, m, n, k, epi, st) == 0) return 0;
+    // The cached algorithm does not suit this exact M: ask for this one alone.
+    cublasLtMatmulAlgo_t algo;
+    if (gemm_query(g, m, n, k, epi, &algo) == 0 &&
+        gemm_exec(g, &algo, w, x, y, bias, m, n, k, epi, st) == 0)
+        return 0;
+    snprintf(err, errlen, "cuBLASLt matmul failed (%dx%dx%d, epilogue %d)", m, n, k, epi);
+    return -1;
+}

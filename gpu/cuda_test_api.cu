@@ -1,0 +1,295 @@
+// Test entry points for single kernels (gpu/cuda_test_api.h) and the GEMM ceiling probe
+// (gpu_cuda_gemm_tflops in gpu/cuda_backend.h). These allocate per call: they are never on
+// the backend's path, whose memory is one arena.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/cuda_backend.h"
+#include "gpu/cuda_common.cuh"
+#include "gpu/cuda_gemm.cuh"
+#include "gpu/cuda_test_api.h"
+
+#define GPU_WS_TEST (32u << 20) /* cuBLASLt workspace of the test and probe calls */
+
+static int is_bf16(const char *p) {
+    return p && strcmp(p, "bf16") == 0;
+}
+
+#define TA_CHECK(call)                                                                             \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));  \
+            rc = -1;                                                                               \
+            goto done;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+// Device copy of a host fp32 array in storage type T (n elements); NULL on failure.
+template <typename T> static T *ta_upload(const float *h, size_t n) {
+    float *tmp = NULL;
+    T *d = NULL;
+    if (cudaMalloc(&tmp, n * sizeof(float) + 16) != cudaSuccess) return NULL;
+    if (cudaMalloc(&d, n * sizeof(T) + 16) != cudaSuccess ||
+        cudaMemcpy(tmp, h, n * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess ||
+        cuda_convert<T>(tmp, n, d, 0) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) {
+        cudaFree(d);
+        d = NULL;
+    }
+    cudaFree(tmp);
+    return d;
+}
+template <typename T> static int ta_download(const T *d, size_t n, float *h) {
+    float *tmp = NULL;
+    int rc = -1;
+    if (cudaMalloc(&tmp, n * sizeof(float) + 16) == cudaSuccess &&
+        cuda_to_float<T>(d, n, tmp, 0) == cudaSuccess &&
+        cudaMemcpy(h, tmp, n * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess)
+        rc = 0;
+    cudaFree(tmp);
+    return rc;
+}
+// Storage-type buffer of n elements filled with NaN (0xFFFF is NaN in fp16 and bf16).
+template <typename T> static T *ta_poisoned(size_t n) {
+    T *d = NULL;
+    if (cudaMalloc(&d, n * sizeof(T) + 16) != cudaSuccess) return NULL;
+    cudaMemset(d, 0xFF, n * sizeof(T));
+    return d;
+}
+static void *ta_dup(const void *h, size_t bytes) {
+    void *d = NULL;
+    if (cudaMalloc(&d, bytes + 16) != cudaSuccess) return NULL;
+    if (cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice) != cudaSuccess) {
+        cudaFree(d);
+        return NULL;
+    }
+    return d;
+}
+
+extern "C" void gpu_cuda_test_round(const char *precision, float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        x[i] = is_bf16(precision) ? __bfloat162float(__float2bfloat16_rn(x[i]))
+                                  : __half2float(__float2half_rn(x[i]));
+}
+
+template <typename T>
+static int ta_embed_ln(const gpu_model_t *m, const int32_t *ids, const int32_t *cu, int n_seqs,
+                       float *out) {
+    int H = m->cfg.hidden, n = cu[n_seqs], rc = 0;
+    int32_t *pos = (int32_t *)malloc((size_t)n * 4);
+    for (int s = 0; s < n_seqs; s++)
+        for (int t = cu[s]; t < cu[s + 1]; t++)
+            pos[t] = t - cu[s];
+    T *word = ta_upload<T>(m->w.word_emb, (size_t)m->cfg.vocab_size * H);
+    T *pe = ta_upload<T>(m->w.pos_emb, (size_t)m->cfg.max_pos * H);
+    T *te = ta_upload<T>(m->w.type_emb, (size_t)H);
+    float *g = (float *)ta_dup(m->w.emb_ln_g, H * 4), *b = (float *)ta_dup(m->w.emb_ln_b, H * 4);
+    int32_t *d_ids = (int32_t *)ta_dup(ids, (size_t)n * 4), *d_pos = (int32_t *)ta_dup(pos, n * 4);
+    T *o = ta_poisoned<T>((size_t)n * H);
+    if (!word || !pe || !te || !g || !b || !d_ids || !d_pos || !o) {
+        rc = -1;
+        goto done;
+    }
+    TA_CHECK(cuda_embed_ln<T>(d_ids, d_pos, n, word, pe, te, g, b, H, m->cfg.ln_eps, o, 0));
+    TA_CHECK(cudaDeviceSynchronize());
+    rc = ta_download<T>(o, (size_t)n * H, out);
+done:
+    free(pos);
+    cudaFree(word), cudaFree(pe), cudaFree(te), cudaFree(g), cudaFree(b), cudaFree(d_ids),
+        cudaFree(d_pos), cudaFree(o);
+    return rc;
+}
+extern "C" int gpu_cuda_test_embed_ln(const gpu_model_t *m, const char *precision,
+                                      const int32_t *ids, const int32_t *cu, int n_seqs,
+                                      float *out) {
+    return is_bf16(precision) ? ta_embed_ln<__nv_bfloat16>(m, ids, cu, n_seqs, out)
+                              : ta_embed_ln<__half>(m, ids, cu, n_seqs, out);
+}
+
+template <typename T>
+static int ta_linear(int bf16, const float *x, const float *w, const float *b, int n, int in,
+                     int out, int gelu, float *y) {
+    int rc = 0;
+    cuda_gemm_t g;
+    memset(&g, 0, sizeof(g));
+    char err[256];
+    void *ws = NULL;
+    T *dx = ta_upload<T>(x, (size_t)n * in), *dw = ta_upload<T>(w, (size_t)out * in);
+    T *db = b ? ta_upload<T>(b, (size_t)out) : NULL;
+    T *dy = ta_poisoned<T>((size_t)n * out);
+    if (!dx || !dw || (b && !db) || !dy || cudaMalloc(&ws, GPU_WS_TEST) != cudaSuccess ||
+        cuda_gemm_init(&g, bf16, ws, GPU_WS_TEST, err, sizeof(err)) != 0) {
+        rc = -1;
+        goto done;
+    }
+    {
+        int epi = gelu ? CUDA_GEMM_GELU_BIAS : (db ? CUDA_GEMM_BIAS : CUDA_GEMM_PLAIN);
+        if (cuda_gemm_run(&g, dw, dx, dy, db, n, out, in, epi, 0, err, sizeof(err)) != 0) {
+            fprintf(stderr, "%s\n", err);
+            rc = -1;
+            goto done;
+        }
+    }
+    TA_CHECK(cudaDeviceSynchronize());
+    rc = ta_download<T>(dy, (size_t)n * out, y);
+done:
+    if (g.lt) cuda_gemm_free(&g);
+    cudaFree(ws), cudaFree(dx), cudaFree(dw), cudaFree(db), cudaFree(dy);
+    return rc;
+}
+extern "C" int gpu_cuda_test_linear(const char *precision, const float *x, const float *w,
+                                    const float *b, int n, int in, int out, int gelu, float *y) {
+    return is_bf16(precision) ? ta_linear<__nv_bfloat16>(1, x, w, b, n, in, out, gelu, y)
+                              : ta_linear<__half>(0, x, w, b, n, in, out, gelu, y);
+}
+
+template <typename T>
+static int ta_add_ln(const float *x, const float *res, const float *g, const float *b, int n, int H,
+                     float eps, float *out) {
+    int rc = 0;
+    T *dx = ta_upload<T>(x, (size_t)n * H), *dr = ta_upload<T>(res, (size_t)n * H);
+    float *dg = (float *)ta_dup(g, H * 4), *dbb = (float *)ta_dup(b, H * 4);
+    T *o = ta_poisoned<T>((size_t)n * H);
+    if (!dx || !dr || !dg || !dbb || !o) {
+        rc = -1;
+        goto done;
+    }
+    TA_CHECK(cuda_add_ln<T>(dx, dr, dg, dbb, n, H, eps, o, 0));
+    TA_CHECK(cudaDeviceSynchronize());
+    rc = ta_download<T>(o, (size_t)n * H, out);
+done:
+    cudaFree(dx), cudaFree(dr), cudaFree(dg), cudaFree(dbb), cudaFree(o);
+    return rc;
+}
+extern "C" int gpu_cuda_test_add_ln(const char *precision, const float *x, const float *res,
+                                    const float *g, const float *b, int n, int H, float eps,
+                                    float *out) {
+    return is_bf16(precision) ? ta_add_ln<__nv_bfloat16>(x, res, g, b, n, H, eps, out)
+                              : ta_add_ln<__half>(x, res, g, b, n, H, eps, out);
+}
+
+template <typename T>
+static int ta_attention(const float *q, const float *k, const float *v, int ld, const int32_t *cu,
+                        int n_seqs, int heads, float *out) {
+    int n = cu[n_seqs], rc = 0, maxlen = 0;
+    for (int s = 0; s < n_seqs; s++)
+        if (cu[s + 1] - cu[s] > maxlen) maxlen = cu[s + 1] - cu[s];
+    T *dq = ta_upload<T>(q, (size_t)n * ld), *dk = ta_upload<T>(k, (size_t)n * ld);
+    T *dv = ta_upload<T>(v, (size_t)n * ld);
+    int32_t *dcu = (int32_t *)ta_dup(cu, (size_t)(n_seqs + 1) * 4);
+    T *o = ta_poisoned<T>((size_t)n * heads * 64);
+    if (!dq || !dk || !dv || !dcu || !o) {
+        rc = -1;
+        goto done;
+    }
+    TA_CHECK(cuda_attention<T>(dq, dk, dv, ld, dcu, n_seqs, heads, (maxlen + 63) / 64, o,
+                               heads * 64, 0));
+    TA_CHECK(cudaDeviceSynchronize());
+    rc = ta_download<T>(o, (size_t)n * heads * 64, out);
+done:
+    cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dcu), cudaFree(o);
+    return rc;
+}
+extern "C" int gpu_cuda_test_attention(const char *precision, const float *q, const float *k,
+                                       const float *v, int ld, const int32_t *cu, int n_seqs,
+                                       int heads, int head_dim, float *out) {
+    if (head_dim != 64 || ld % 8 != 0) {
+        fprintf(stderr, "attention kernel needs head_dim 64 and ld %% 8 == 0\n");
+        return -1;
+    }
+    return is_bf16(precision) ? ta_attention<__nv_bfloat16>(q, k, v, ld, cu, n_seqs, heads, out)
+                              : ta_attention<__half>(q, k, v, ld, cu, n_seqs, heads, out);
+}
+
+template <typename T>
+static int ta_pool(const gpu_model_t *m, const float *hidden, const int32_t *cu, int n_seqs,
+                   float *logits) {
+    int H = m->cfg.hidden, L = m->cfg.num_labels, n = cu[n_seqs], rc = 0;
+    T *dh = ta_upload<T>(hidden, (size_t)n * H);
+    T *pw = ta_upload<T>(m->w.pool_w, (size_t)H * H), *cw = ta_upload<T>(m->w.cls_w, (size_t)L * H);
+    float *pb = (float *)ta_dup(m->w.pool_b, H * 4), *cb = (float *)ta_dup(m->w.cls_b, L * 4);
+    int32_t *dcu = (int32_t *)ta_dup(cu, (size_t)(n_seqs + 1) * 4);
+    T *rows = ta_poisoned<T>((size_t)n_seqs * H);
+    float *dl = NULL;
+    if (!dh || !pw || !cw || !pb || !cb || !dcu || !rows ||
+        cudaMalloc(&dl, (size_t)n_seqs * L * 4) != cudaSuccess) {
+        rc = -1;
+        goto done;
+    }
+    cudaMemset(dl, 0xFF, (size_t)n_seqs * L * 4);
+    TA_CHECK(cuda_gather_rows<T>(dh, dcu, n_seqs, H, rows, 0));
+    TA_CHECK(cuda_pool_classify<T>(rows, n_seqs, pw, pb, cw, cb, H, L, dl, 0));
+    TA_CHECK(cudaDeviceSynchronize());
+    TA_CHECK(cudaMemcpy(logits, dl, (size_t)n_seqs * L * 4, cudaMemcpyDeviceToHost));
+done:
+    cudaFree(dh), cudaFree(pw), cudaFree(cw), cudaFree(pb), cudaFree(cb), cudaFree(dcu),
+        cudaFree(rows), cudaFree(dl);
+    return rc;
+}
+extern "C" int gpu_cuda_test_pool_classify(const gpu_model_t *m, const char *precision,
+                                           const float *hidden, const int32_t *cu, int n_seqs,
+                                           float *logits) {
+    return is_bf16(precision) ? ta_pool<__nv_bfloat16>(m, hidden, cu, n_seqs, logits)
+                              : ta_pool<__half>(m, hidden, cu, n_seqs, logits);
+}
+
+// Uniform [-1, 1) from a counter hash: GEMM timing on random data, never zeros.
+template <typename T> __global__ void ta_fill_kernel(T *p, size_t n, uint32_t seed) {
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    uint32_t h = (uint32_t)i * 2654435761u ^ seed;
+    h ^= h >> 16, h *= 0x7feb352du, h ^= h >> 15, h *= 0x846ca68bu, h ^= h >> 16;
+    p[i] = st<T>::from_f((float)(h >> 8) * (2.f / 16777216.f) - 1.f);
+}
+
+template <typename T> static double ta_gemm_tflops(int bf16, int m, int n, int k) {
+    double tf = -1;
+    char err[256];
+    cuda_gemm_t g;
+    memset(&g, 0, sizeof(g));
+    void *ws = NULL;
+    T *w = NULL, *x = NULL, *y = NULL, *bias = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    cudaStream_t s = NULL;
+    const int warm = 5, reps = 30;
+    float ms = 0;
+    if (cudaStreamCreate(&s) != cudaSuccess || cudaMalloc(&w, (size_t)n * k * sizeof(T)) ||
+        cudaMalloc(&x, (size_t)m * k * sizeof(T)) || cudaMalloc(&y, (size_t)m * n * sizeof(T)) ||
+        cudaMalloc(&bias, (size_t)n * sizeof(T)) || cudaMalloc(&ws, GPU_WS_TEST) ||
+        cudaEventCreate(&e0) || cudaEventCreate(&e1))
+        goto done;
+    ta_fill_kernel<T><<<(unsigned)(((size_t)n * k + 255) / 256), 256, 0, s>>>(w, (size_t)n * k, 1);
+    ta_fill_kernel<T><<<(unsigned)(((size_t)m * k + 255) / 256), 256, 0, s>>>(x, (size_t)m * k, 2);
+    ta_fill_kernel<T><<<(unsigned)((n + 255) / 256), 256, 0, s>>>(bias, (size_t)n, 3);
+    if (cuda_gemm_init(&g, bf16, ws, GPU_WS_TEST, err, sizeof(err)) != 0) goto done;
+    for (int i = 0; i < warm; i++)
+        if (cuda_gemm_run(&g, w, x, y, bias, m, n, k, CUDA_GEMM_BIAS, s, err, sizeof(err)))
+            goto done;
+    cudaEventRecord(e0, s);
+    for (int i = 0; i < reps; i++)
+        if (cuda_gemm_run(&g, w, x, y, bias, m, n, k, CUDA_GEMM_BIAS, s, err, sizeof(err)))
+            goto done;
+    cudaEventRecord(e1, s);
+    if (cudaEventSynchronize(e1) != cudaSuccess || cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess)
+        goto done;
+    tf = 2.0 * m * n * (double)k * reps / (ms * 1e-3) / 1e12;
+done:
+    if (g.lt) cuda_gemm_free(&g);
+    cudaFree(ws), cudaFree(w), cudaFree(x), cudaFree(y), cudaFree(bias);
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    if (s) cudaStreamDestroy(s);
+    return tf;
+}
+
+extern "C" double gpu_cuda_gemm_tflops(int device, int m, int n, int k, const char *precision) {
+    if (gpu_cuda_device_count() <= device || m <= 0 || n <= 0 || k <= 0) return -1;
+    if (cudaSetDevice(device) != cudaSuccess) return -1;
+    return is_bf16(precision) ? ta_gemm_tflops<__nv_bfloat16>(1, m, n, k)
+                              : ta_gemm_tflops<__half>(0, m, n, k);
+}

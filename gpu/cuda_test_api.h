@@ -1,0 +1,51 @@
+/* Single CUDA kernels behind plain C calls, for the parity tests (tests/test_gpu_*.c): fp32
+ * host arrays in and out; inside, the inputs are rounded to the storage type ("fp16" or
+ * "bf16"), the kernel runs on a NaN-poisoned output, and the result comes back as fp32.
+ * Each call allocates and frees its own device memory (tests only; the backend never does).
+ * Every function returns 0, or -1 on a CUDA error (message on stderr). */
+#ifndef RECLASS_GPU_CUDA_TEST_API_H
+#define RECLASS_GPU_CUDA_TEST_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu/backend.h"
+#include "gpu/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* out (n_tokens, H) as gpu_ref_embed_ln. */
+int gpu_cuda_test_embed_ln(const gpu_model_t *m, const char *precision, const int32_t *ids,
+                           const int32_t *cu_seqlens, int n_seqs, float *out);
+
+/* y (n, out) = x W^T + b, then exact-or-epilogue GELU when gelu != 0 (cuBLASLt path). */
+int gpu_cuda_test_linear(const char *precision, const float *x, const float *w, const float *b,
+                         int n, int in, int out, int gelu, float *y);
+
+/* out (n, H) = LayerNorm(x + res) as gpu_ref_add_ln. */
+int gpu_cuda_test_add_ln(const char *precision, const float *x, const float *res, const float *g,
+                         const float *b, int n, int H, float eps, float *out);
+
+/* out (n_tokens, heads * 64) as gpu_ref_attention (head_dim must be 64, ld % 8 == 0). */
+int gpu_cuda_test_attention(const char *precision, const float *q, const float *k, const float *v,
+                            int ld, const int32_t *cu_seqlens, int n_seqs, int heads, int head_dim,
+                            float *out);
+
+/* logits (n_seqs, L) from hidden (n_tokens, H) as gpu_ref_pool_classify (gathers [CLS]). */
+int gpu_cuda_test_pool_classify(const gpu_model_t *m, const char *precision, const float *hidden,
+                                const int32_t *cu_seqlens, int n_seqs, float *logits);
+
+/* Rounds x in place through the storage type (so references see the kernel's inputs). */
+void gpu_cuda_test_round(const char *precision, float *x, size_t n);
+
+/* Backend hooks (cuda_backend.cu): an allocation attempt through the backend's allocator
+ * (0 = it succeeded, -1 = refused) and the cuBLASLt heuristic queries made so far. */
+int gpu_cuda_backend_try_alloc(gpu_backend_t *be, size_t bytes);
+long gpu_cuda_backend_heuristic_queries(gpu_backend_t *be);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,114 @@
+#include "gpu/plan.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static size_t plan_align(size_t n) {
+    return (n + GPU_PLAN_ALIGN - 1) / GPU_PLAN_ALIGN * GPU_PLAN_ALIGN;
+}
+
+/* Lays slice after slice; *cursor is the running aligned size. */
+static void plan_put(gpu_plan_t *p, int id, const char *name, const char *shape, size_t bytes,
+                     size_t *cursor) {
+    p->slice[id].name = name;
+    p->slice[id].shape = shape;
+    p->slice[id].offset = *cursor;
+    p->slice[id].bytes = bytes;
+    *cursor += plan_align(bytes);
+}
+
+int gpu_plan_compute(const gpu_model_config_t *cfg, int token_budget, int max_len, int max_seqs,
+                     const char *precision, gpu_plan_t *p, char *err, size_t errlen) {
+    memset(p, 0, sizeof(*p));
+    if (precision && strcmp(precision, "fp16") != 0 && strcmp(precision, "bf16") != 0) {
+        snprintf(err, errlen,
+                 "precision '%s' is not supported by the cuda backend: use fp16 or bf16",
+                 precision);
+        return -1;
+    }
+    if (token_budget <= 0) {
+        snprintf(err, errlen, "token budget must be positive (got %d)", token_budget);
+        return -1;
+    }
+    if (max_len < 0 || max_len > cfg->max_pos) {
+        snprintf(err, errlen, "max length %d is outside 1..%d (the model's positions)", max_len,
+                 cfg->max_pos);
+        return -1;
+    }
+    if (max_seqs < 0) {
+        snprintf(err, errlen, "max sequences must not be negative (got %d)", max_seqs);
+        return -1;
+    }
+    if (cfg->hidden <= 0 || cfg->heads <= 0 || cfg->hidden % cfg->heads != 0 || cfg->layers <= 0 ||
+        cfg->intermediate <= 0 || cfg->num_labels <= 0 || cfg->vocab_size <= 0) {
+        snprintf(err, errlen, "model geometry is inconsistent (hidden %d, heads %d, layers %d)",
+                 cfg->hidden, cfg->heads, cfg->layers);
+        return -1;
+    }
+    p->token_budget = token_budget;
+    p->max_len = max_len > 0 ? max_len : cfg->max_pos;
+    p->max_seqs = max_seqs > 0 ? max_seqs : (token_budget / 2 > 0 ? token_budget / 2 : 1);
+    p->elem_bytes = 2;
+
+    size_t e = (size_t)p->elem_bytes, H = (size_t)cfg->hidden, I = (size_t)cfg->intermediate;
+    size_t L = (size_t)cfg->num_labels, T = (size_t)token_budget, S = (size_t)p->max_seqs;
+    size_t f4 = sizeof(float);
+
+    /* One layer's block, each piece aligned so every pointer suits vector loads. */
+    size_t lb = 0;
+    size_t lsz[GPU_PLAN_L_N] = {3 * H * H * e, 3 * H * e, H * H * e, H * e, 2 * H * f4,
+                                I * H * e,     I * e,     H * I * e, H * e, 2 * H * f4};
+    for (int i = 0; i < GPU_PLAN_L_N; i++) {
+        p->layer_off[i] = lb;
+        lb += plan_align(lsz[i]);
+    }
+    p->layer_bytes = lb;
+
+    size_t cur = 0;
+    plan_put(p, GPU_PLAN_WORD_EMB, "word embeddings", "(vocab, H)", (size_t)cfg->vocab_size * H * e,
+             &cur);
+    plan_put(p, GPU_PLAN_POS_EMB, "position embeddings", "(max_pos, H)",
+             (size_t)cfg->max_pos * H * e, &cur);
+    plan_put(p, GPU_PLAN_TYPE_EMB, "token type 0 embedding", "(H)", H * e, &cur);
+    plan_put(p, GPU_PLAN_EMB_LN, "embedding LayerNorm", "(2, H) fp32", 2 * H * f4, &cur);
+    plan_put(p, GPU_PLAN_LAYERS, "encoder layers", "(layers) x [qkv, out, ln1, ff1, ff2, ln2]",
+             (size_t)cfg->layers * lb, &cur);
+    plan_put(p, GPU_PLAN_POOL_W, "pooler weight", "(H, H)", H * H * e, &cur);
+    plan_put(p, GPU_PLAN_POOL_B, "pooler bias", "(H) fp32", H * f4, &cur);
+    plan_put(p, GPU_PLAN_CLS_W, "classifier weight", "(L, H)", L * H * e, &cur);
+    plan_put(p, GPU_PLAN_CLS_B, "classifier bias", "(L) fp32", L * f4, &cur);
+    p->weights_bytes = cur;
+
+    /* BIG holds, in turn, the fused QKV (T, 3H), the attention output (T, H) and the FFN
+     * inner activations (T, I); in the last layer, which runs on the [CLS] rows only, the
+     * gathered context and residual rows and their FFN inner, S * (2H + I). */
+    size_t big = T * (3 * H > I ? 3 * H : I);
+    if (S * (2 * H + I) > big) big = S * (2 * H + I);
+    size_t ctx = (T > S ? T : S) * H;
+    plan_put(p, GPU_PLAN_X, "hidden state", "(tokens, H)", T * H * e, &cur);
+    plan_put(p, GPU_PLAN_CTX, "attention context / FFN out", "(tokens, H)", ctx * e, &cur);
+    plan_put(p, GPU_PLAN_BIG, "QKV / attn-out / FFN inner",
+             "max((tokens, max(3H, I)), (seqs, 2H + I))", big * e, &cur);
+    p->inputs_ids_off = 0;
+    p->inputs_pos_off = plan_align(T * 4);
+    p->inputs_cu_off = 2 * plan_align(T * 4);
+    plan_put(p, GPU_PLAN_INPUTS, "batch inputs", "ids (tokens), pos (tokens), cu (seqs + 1) int32",
+             p->inputs_cu_off + (S + 1) * 4, &cur);
+    plan_put(p, GPU_PLAN_LOGITS, "logits", "(seqs, L) fp32", S * L * f4, &cur);
+    plan_put(p, GPU_PLAN_WORKSPACE, "cuBLASLt workspace", "bytes", GPU_PLAN_WORKSPACE_BYTES, &cur);
+    p->total_bytes = cur;
+    p->arena_bytes = cur - p->weights_bytes;
+    return 0;
+}
+
+const char *gpu_plan_human(size_t bytes, char *buf, size_t len) {
+    if (bytes >= (1ull << 30))
+        snprintf(buf, len, "%.2f GiB", (double)bytes / (double)(1ull << 30));
+    else if (bytes >= (1ull << 20))
+        snprintf(buf, len, "%.1f MiB", (double)bytes / (double)(1ull << 20));
+    else if (bytes >= 1024)
+        snprintf(buf, len, "%.1f KiB", (double)bytes / 1024.0);
+    else
+        snprintf(buf, len, "%zu B", bytes);
+    return buf;
+}

@@ -1,0 +1,84 @@
+/* The CUDA backend's device memory plan, in plain C (no CUDA): from the model geometry, the
+ * token budget, the longest sequence and the most sequences a batch may hold, the exact
+ * bytes of every device buffer. The backend allocates the total once and carves these
+ * slices out of it; `reclass plan-memory` prints the same numbers without a GPU. */
+#ifndef RECLASS_GPU_PLAN_H
+#define RECLASS_GPU_PLAN_H
+
+#include <stddef.h>
+
+#include "gpu/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GPU_PLAN_ALIGN           256 /* every slice starts on this boundary (cuBLASLt likes 256) */
+#define GPU_PLAN_WORKSPACE_BYTES (32u << 20) /* cuBLASLt workspace, as NVIDIA advises on Hopper */
+
+/* Slices in arena order: weights first, then activations. */
+typedef enum {
+    GPU_PLAN_WORD_EMB,  /* (vocab, H) storage type */
+    GPU_PLAN_POS_EMB,   /* (max_pos, H) storage type */
+    GPU_PLAN_TYPE_EMB,  /* (H) storage type: token type 0 only */
+    GPU_PLAN_EMB_LN,    /* (2, H) fp32 gamma, beta */
+    GPU_PLAN_LAYERS,    /* (layers) x layer_bytes, see gpu_plan_layer_t */
+    GPU_PLAN_POOL_W,    /* (H, H) storage type */
+    GPU_PLAN_POOL_B,    /* (H) fp32 */
+    GPU_PLAN_CLS_W,     /* (L, H) storage type */
+    GPU_PLAN_CLS_B,     /* (L) fp32 */
+    GPU_PLAN_X,         /* (token_budget, H) hidden state, updated in place by each layer */
+    GPU_PLAN_CTX,       /* (token_budget, H) attention context, then the FFN output */
+    GPU_PLAN_BIG,       /* max((budget, max(3H, I)), (max_seqs, 2H + I)): QKV, attn-out, FFN */
+    GPU_PLAN_INPUTS,    /* int32: ids (budget), positions (budget), cu_seqlens (max_seqs + 1) */
+    GPU_PLAN_LOGITS,    /* (max_seqs, L) fp32 */
+    GPU_PLAN_WORKSPACE, /* cuBLASLt workspace */
+    GPU_PLAN_N
+} gpu_plan_slice_id_t;
+
+/* Offsets inside one layer's block (bytes from the layer's start). */
+typedef enum {
+    GPU_PLAN_L_QKV_W, /* (3H, H) rows q then k then v, storage type */
+    GPU_PLAN_L_QKV_B, /* (3H) storage type */
+    GPU_PLAN_L_AO_W,  /* (H, H) */
+    GPU_PLAN_L_AO_B,  /* (H) */
+    GPU_PLAN_L_LN1,   /* (2, H) fp32 */
+    GPU_PLAN_L_FF1_W, /* (I, H) */
+    GPU_PLAN_L_FF1_B, /* (I) */
+    GPU_PLAN_L_FF2_W, /* (H, I) */
+    GPU_PLAN_L_FF2_B, /* (H) */
+    GPU_PLAN_L_LN2,   /* (2, H) fp32 */
+    GPU_PLAN_L_N
+} gpu_plan_layer_id_t;
+
+typedef struct {
+    const char *name;  /* short component name, as printed */
+    const char *shape; /* human shape, as printed */
+    size_t offset;     /* bytes from the arena's start */
+    size_t bytes;      /* bytes used (the next slice starts at the aligned end) */
+} gpu_plan_slice_t;
+
+typedef struct {
+    int token_budget, max_len, max_seqs;
+    int elem_bytes; /* 2 for fp16 and bf16 */
+    gpu_plan_slice_t slice[GPU_PLAN_N];
+    size_t layer_off[GPU_PLAN_L_N];
+    size_t layer_bytes;   /* stride between layers inside GPU_PLAN_LAYERS */
+    size_t weights_bytes; /* slices WORD_EMB..CLS_B, aligned */
+    size_t arena_bytes;   /* slices X..WORKSPACE, aligned */
+    size_t total_bytes;   /* the one device allocation */
+    size_t inputs_ids_off, inputs_pos_off, inputs_cu_off; /* inside GPU_PLAN_INPUTS */
+} gpu_plan_t;
+
+/* Fills *plan. max_len 0 = cfg->max_pos; max_seqs 0 = token_budget / 2 (as gpu/backend.h).
+ * precision: "fp16", "bf16" or NULL (fp16). Returns 0, or -1 with a one-line err. */
+int gpu_plan_compute(const gpu_model_config_t *cfg, int token_budget, int max_len, int max_seqs,
+                     const char *precision, gpu_plan_t *plan, char *err, size_t errlen);
+
+/* "1.23 GiB", "456.0 MiB", "12.0 KiB", "17 B" into buf. */
+const char *gpu_plan_human(size_t bytes, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,212 @@
+/* Parity of each CUDA kernel against the fp32 CPU reference ops (gpu/ref_ops.h), fp16 and
+ * bf16, on random inputs and random packed lengths. Outputs are NaN-poisoned before each
+ * kernel run (gpu/cuda_test_api.h), so an element the kernel forgets fails the check.
+ * Without a GPU (or without CUDA in the build) the test reports SKIPPED (exit 77). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/model.h"
+#include "gpu/ref_ops.h"
+
+#ifndef RECLASS_HAVE_CUDA
+int main(void) {
+    printf("SKIP: built without CUDA\n");
+    return 77;
+}
+#else
+#include "gpu/cuda_backend.h"
+#include "gpu/cuda_test_api.h"
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static uint32_t rnd_u32(void) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (uint32_t)(rng >> 16);
+}
+static float rnd_uniform(void) {
+    return ((float)(rnd_u32() & 0xFFFFFF) + 0.5f) / 16777216.0f;
+}
+static float rnd_normal(void) {
+    return sqrtf(-2.f * logf(rnd_uniform())) * cosf(6.2831853f * rnd_uniform());
+}
+static float *rnd_array(size_t n, float scale) {
+    float *x = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        x[i] = rnd_normal() * scale;
+    return x;
+}
+
+static int failures = 0;
+
+/* ||out - ref|| / ||ref||; any NaN or Inf fails. */
+static void check(const char *what, const char *prec, const float *out, const float *ref, size_t n,
+                  double bound) {
+    double num = 0, den = 0, maxd = 0;
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(out[i])) {
+            bad++;
+            continue;
+        }
+        double d = (double)out[i] - ref[i];
+        num += d * d, den += (double)ref[i] * ref[i];
+        if (fabs(d) > maxd) maxd = fabs(d);
+    }
+    double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+    int ok = bad == 0 && rel <= bound;
+    printf("%-4s %-5s %-34s n=%-9zu rel=%.2e max|d|=%.2e nonfinite=%zu bound=%.1e %s\n",
+           ok ? "ok" : "FAIL", prec, what, n, rel, maxd, bad, bound, ok ? "" : "<--");
+    if (!ok) failures++;
+}
+
+/* n_seqs random lengths in 1..maxlen with the edges (1, 63, 64, 65, 128, maxlen) mixed in. */
+static int32_t *rnd_cu(int n_seqs, int maxlen, int *n_tokens) {
+    int32_t *cu = malloc((size_t)(n_seqs + 1) * sizeof(int32_t));
+    static const int edges[] = {1, 63, 64, 65, 128, 129};
+    cu[0] = 0;
+    for (int s = 0; s < n_seqs; s++) {
+        int len = s < 6 ? edges[s] : 1 + (int)(rnd_u32() % (uint32_t)maxlen);
+        if (s == 6) len = maxlen;
+        if (len > maxlen) len = maxlen;
+        cu[s + 1] = cu[s] + len;
+    }
+    *n_tokens = cu[n_seqs];
+    return cu;
+}
+
+static double bound_for(const char *prec, double fp16, double bf16) {
+    return strcmp(prec, "bf16") == 0 ? bf16 : fp16;
+}
+
+static int test_linear(const char *prec, int n, int in, int out, int gelu) {
+    float *x = rnd_array((size_t)n * in, 1.f), *w = rnd_array((size_t)out * in, 0.05f);
+    float *b = rnd_array((size_t)out, 0.5f);
+    gpu_cuda_test_round(prec, x, (size_t)n * in);
+    gpu_cuda_test_round(prec, w, (size_t)out * in);
+    gpu_cuda_test_round(prec, b, (size_t)out);
+    float *ref = malloc((size_t)n * out * sizeof(float)), *got = malloc((size_t)n * out * 4);
+    gpu_ref_linear(x, w, b, n, in, out, ref);
+    if (gelu) gpu_ref_gelu(ref, (size_t)n * out);
+    int rc = gpu_cuda_test_linear(prec, x, w, b, n, in, out, gelu, got);
+    char what[96];
+    snprintf(what, sizeof(what), "linear%s %dx%dx%d", gelu ? "+gelu" : "", n, out, in);
+    if (rc != 0) {
+        printf("FAIL %s %s: CUDA error\n", prec, what);
+        failures++;
+    } else {
+        check(what, prec, got, ref, (size_t)n * out, bound_for(prec, 4e-3, 2e-2));
+    }
+    free(x), free(w), free(b), free(ref), free(got);
+    return 0;
+}
+
+static void test_add_ln(const char *prec, int n, int H) {
+    float *x = rnd_array((size_t)n * H, 1.f), *r = rnd_array((size_t)n * H, 2.f);
+    float *g = rnd_array(H, 0.2f), *b = rnd_array(H, 0.2f);
+    for (int i = 0; i < H; i++)
+        g[i] += 1.f;
+    gpu_cuda_test_round(prec, x, (size_t)n * H);
+    gpu_cuda_test_round(prec, r, (size_t)n * H);
+    float *got = malloc((size_t)n * H * 4);
+    int rc = gpu_cuda_test_add_ln(prec, x, r, g, b, n, H, 1e-12f, got);
+    gpu_ref_add_ln(x, r, g, b, n, H, 1e-12f); /* x becomes the reference */
+    char what[96];
+    snprintf(what, sizeof(what), "add+layernorm %dx%d", n, H);
+    if (rc != 0) {
+        printf("FAIL %s %s: CUDA error\n", prec, what);
+        failures++;
+    } else {
+        check(what, prec, got, x, (size_t)n * H, bound_for(prec, 3e-3, 1.5e-2));
+    }
+    free(x), free(r), free(g), free(b), free(got);
+}
+
+static void test_attention(const char *prec, int heads, int n_seqs, int maxlen, float scale) {
+    int H = heads * 64, ld = 3 * H, n;
+    int32_t *cu = rnd_cu(n_seqs, maxlen, &n);
+    float *qkv = rnd_array((size_t)n * ld, scale);
+    gpu_cuda_test_round(prec, qkv, (size_t)n * ld);
+    float *ref = malloc((size_t)n * H * 4), *got = malloc((size_t)n * H * 4);
+    gpu_ref_attention(qkv, qkv + H, qkv + 2 * H, ld, cu, n_seqs, heads, 64, ref);
+    int rc =
+        gpu_cuda_test_attention(prec, qkv, qkv + H, qkv + 2 * H, ld, cu, n_seqs, heads, 64, got);
+    char what[96];
+    snprintf(what, sizeof(what), "attention h%d seqs%d tok%d x%.1f", heads, n_seqs, n, scale);
+    if (rc != 0) {
+        printf("FAIL %s %s: CUDA error\n", prec, what);
+        failures++;
+    } else {
+        check(what, prec, got, ref, (size_t)n * H, bound_for(prec, 5e-3, 2.5e-2));
+    }
+    free(cu), free(qkv), free(ref), free(got);
+}
+
+static void test_model_ops(const char *prec, const char *geometry, int labels) {
+    gpu_model_t *m = NULL;
+    char err[256];
+    if (gpu_model_init_random(geometry, labels, 7, &m, err, sizeof(err)) != 0) {
+        printf("FAIL random model: %s\n", err);
+        failures++;
+        return;
+    }
+    /* The kernels run on storage-type weights: give the reference the same ones. */
+    gpu_cuda_test_round(prec, m->blob, m->blob_floats);
+    int H = m->cfg.hidden, L = m->cfg.num_labels, n, n_seqs = 37;
+    int32_t *cu = rnd_cu(n_seqs, 300, &n);
+    int32_t *ids = malloc((size_t)n * 4);
+    for (int i = 0; i < n; i++)
+        ids[i] = (int32_t)(rnd_u32() % (uint32_t)m->cfg.vocab_size);
+    float *ref = malloc((size_t)n * H * 4), *got = malloc((size_t)n * H * 4);
+    gpu_ref_embed_ln(m, ids, cu, n_seqs, ref);
+    char what[96];
+    snprintf(what, sizeof(what), "embed+layernorm %s tok%d", geometry, n);
+    if (gpu_cuda_test_embed_ln(m, prec, ids, cu, n_seqs, got) != 0) {
+        printf("FAIL %s %s: CUDA error\n", prec, what);
+        failures++;
+    } else {
+        check(what, prec, got, ref, (size_t)n * H, bound_for(prec, 3e-3, 1.5e-2));
+    }
+    float *hidden = rnd_array((size_t)n * H, 1.f);
+    gpu_cuda_test_round(prec, hidden, (size_t)n * H);
+    float *lref = malloc((size_t)n_seqs * L * 4), *lgot = malloc((size_t)n_seqs * L * 4);
+    gpu_ref_pool_classify(m, hidden, cu, n_seqs, lref);
+    snprintf(what, sizeof(what), "pooler+classifier %s seqs%d", geometry, n_seqs);
+    if (gpu_cuda_test_pool_classify(m, prec, hidden, cu, n_seqs, lgot) != 0) {
+        printf("FAIL %s %s: CUDA error\n", prec, what);
+        failures++;
+    } else {
+        check(what, prec, lgot, lref, (size_t)n_seqs * L, bound_for(prec, 3e-3, 1.5e-2));
+    }
+    free(cu), free(ids), free(ref), free(got), free(hidden), free(lref), free(lgot);
+    gpu_model_free(m);
+}
+
+int main(void) {
+    if (gpu_cuda_device_count() == 0) {
+        printf("SKIP: no CUDA device\n");
+        return 77;
+    }
+    const char *precs[] = {"fp16", "bf16"};
+    for (int p = 0; p < 2; p++) {
+        const char *prec = precs[p];
+        for (int rep = 0; rep < 2; rep++) { /* fresh random inputs each time */
+            int n = 1 + (int)(rnd_u32() % 700);
+            test_linear(prec, n, 768, 2304, 0);
+            test_linear(prec, n, 768, 3072, 1);
+            test_linear(prec, n, 3072, 768, 0);
+            test_linear(prec, 1 + (int)(rnd_u32() % 64), 256, 1024, 1);
+            test_add_ln(prec, 1 + (int)(rnd_u32() % 500), 768);
+            test_add_ln(prec, 1 + (int)(rnd_u32() % 500), 256);
+            test_attention(prec, 12, 3 + (int)(rnd_u32() % 30), 512, 1.f);
+            test_attention(prec, 4, 3 + (int)(rnd_u32() % 30), 200, 2.f);
+        }
+        test_attention(prec, 12, 8, 512, 3.f); /* peaked softmax: the online max matters */
+        test_model_ops(prec, "bert-mini", 151);
+        test_model_ops(prec, "bert-base", 140);
+    }
+    printf("%s: %d failure(s)\n", failures ? "FAILED" : "PASSED", failures);
+    return failures ? 1 : 0;
+}
+#endif

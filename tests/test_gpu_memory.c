@@ -1,0 +1,136 @@
+/* The CUDA backend's one-arena promise on bert-base, fp16, token budget 16384:
+ * weights + arena <= 0.5 GiB and equal to gpu/plan.c's numbers; device memory in use
+ * (cudaMemGetInfo) identical before and after N batches of random shapes (default
+ * 100,000, mostly small so the run is quick, with a full-budget batch now and then);
+ * allocations_after_init stays 0; a batch over the budget is refused before launch; and
+ * an allocation attempt after init is refused and counted. SKIPPED without GPU. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/backend.h"
+#include "gpu/model.h"
+#include "gpu/plan.h"
+
+#ifndef RECLASS_HAVE_CUDA
+int main(void) {
+    printf("SKIP: built without CUDA\n");
+    return 77;
+}
+#else
+#include "gpu/cuda_backend.h"
+#include "gpu/cuda_test_api.h"
+
+static uint64_t rng = 0x2545F4914F6CDD1Dull;
+static uint32_t rnd(uint32_t n) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (uint32_t)((rng >> 16) % n);
+}
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            printf("FAIL: " __VA_ARGS__);                                                          \
+            printf("\n");                                                                          \
+            fails++;                                                                               \
+        }                                                                                          \
+    } while (0)
+
+int main(int argc, char **argv) {
+    if (gpu_cuda_device_count() == 0) {
+        printf("SKIP: no CUDA device\n");
+        return 77;
+    }
+    long batches = argc > 1 ? atol(argv[1]) : 100000;
+    const int budget = 16384;
+    int fails = 0;
+    gpu_model_t *m = NULL;
+    char err[512];
+    const gpu_backend_ops_t *ops = gpu_backend_find("cuda", err, sizeof(err));
+    if (!ops) {
+        printf("FAIL: %s\n", err);
+        return 1;
+    }
+    if (gpu_model_init_random("bert-base", 140, 11, &m, err, sizeof(err)) != 0) {
+        printf("FAIL model: %s\n", err);
+        return 1;
+    }
+    gpu_backend_opts_t opts = {.token_budget = budget, .max_len = 512, .precision = "fp16"};
+    gpu_backend_t *be = NULL;
+    if (ops->init(m, &opts, &be, err, sizeof(err)) != 0) {
+        printf("FAIL init: %s\n", err);
+        return 1;
+    }
+    gpu_plan_t plan;
+    gpu_plan_compute(&m->cfg, budget, 512, 0, "fp16", &plan, err, sizeof(err));
+    gpu_mem_stats_t st0, st1;
+    ops->mem_stats(be, &st0);
+    double gib = (double)(st0.weights_bytes + st0.arena_bytes) / (double)(1u << 30);
+    printf("weights %zu B + arena %zu B = %.3f GiB (plan total %zu B)\n", st0.weights_bytes,
+           st0.arena_bytes, gib, plan.total_bytes);
+    CHECK(st0.weights_bytes + st0.arena_bytes <= (size_t)1 << 29, "weights + arena %.3f GiB > 0.5",
+          gib);
+    CHECK(st0.weights_bytes + st0.arena_bytes == plan.total_bytes, "backend and plan disagree");
+
+    int32_t *ids = malloc((size_t)budget * 4), *cu = malloc((size_t)(budget + 1) * 4);
+    float *logits = malloc((size_t)budget * 140 * 4);
+    for (int i = 0; i < budget; i++)
+        ids[i] = 1000 + (int32_t)rnd(29000);
+    long t0 = 0;
+    for (long it = 0; it < batches; it++) {
+        gpu_batch_t b = {.ids = ids, .cu_seqlens = cu};
+        int full = it % 20000 == 19999; /* a full-budget batch of long sequences now and then */
+        int n_seqs = full ? budget / 512 : 1 + (int)rnd(4);
+        cu[0] = 0;
+        for (int s = 0; s < n_seqs; s++) {
+            int len = full ? 512 : 1 + (int)rnd(it % 100 == 0 ? 512 : 32);
+            cu[s + 1] = cu[s] + len;
+            if (len > b.max_len) b.max_len = len;
+        }
+        b.n_seqs = n_seqs, b.n_tokens = cu[n_seqs];
+        t0 += b.n_tokens;
+        if (ops->forward(be, &b, logits, err, sizeof(err)) != 0) {
+            printf("FAIL batch %ld: %s\n", it, err);
+            fails++;
+            break;
+        }
+        if (it == 0) ops->mem_stats(be, &st0); /* after lazy library setup */
+    }
+    ops->mem_stats(be, &st1);
+    printf("%ld batches (%ld tokens): device used before %zu B, after %zu B; "
+           "allocations_after_init %ld; heuristic queries %ld\n",
+           batches, t0, st0.device_used, st1.device_used, st1.allocations_after_init,
+           gpu_cuda_backend_heuristic_queries(be));
+    CHECK(st0.device_used == st1.device_used, "device memory in use changed by %lld B",
+          (long long)st1.device_used - (long long)st0.device_used);
+    CHECK(st1.allocations_after_init == 0, "allocations after init: %ld",
+          st1.allocations_after_init);
+
+    /* Over the budget: refused before any work. */
+    gpu_batch_t big = {.ids = ids, .cu_seqlens = cu, .n_seqs = 33, .max_len = 512};
+    cu[0] = 0;
+    for (int s = 0; s < 33; s++)
+        cu[s + 1] = cu[s] + 512;
+    big.n_tokens = cu[33];
+    int32_t *ids2 = malloc((size_t)big.n_tokens * 4);
+    for (int i = 0; i < big.n_tokens; i++)
+        ids2[i] = 1000;
+    big.ids = ids2;
+    int rc = ops->forward(be, &big, logits, err, sizeof(err));
+    CHECK(rc != 0, "a batch of %d tokens over budget %d was accepted", big.n_tokens, budget);
+    printf("over-budget batch refused: %s\n", rc ? err : "(accepted!)");
+    CHECK(gpu_cuda_backend_try_alloc(be, 4096) != 0, "allocation after init succeeded");
+    ops->mem_stats(be, &st1);
+    CHECK(st1.allocations_after_init == 1, "refused allocation not counted (%ld)",
+          st1.allocations_after_init);
+    printf("{\"test\":\"gpu_memory\",\"weights_bytes\":%zu,\"arena_bytes\":%zu,\"gib\":%.4f,"
+           "\"batches\":%ld,\"used_before\":%zu,\"used_after\":%zu}\n",
+           st0.weights_bytes, st0.arena_bytes, gib, batches, st0.device_used, st1.device_used);
+    ops->free(be);
+    gpu_model_free(m);
+    free(ids), free(ids2), free(cu), free(logits);
+    printf("%s\n", fails ? "FAILED" : "PASSED");
+    return fails ? 1 : 0;
+}
+#endif

@@ -1,0 +1,126 @@
+/* gpu/plan.c without a GPU: bert-base fp16 at 16384 tokens fits 0.5 GiB; slices are
+ * aligned, in order and disjoint; the shared buffer holds every use the backend makes of
+ * it; bad input is refused with a message; and `reclass plan-memory` prints the same
+ * total on its JSON line. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "gpu/model.h"
+#include "gpu/plan.h"
+
+static int fails = 0;
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            printf("FAIL line %d: ", __LINE__);                                                    \
+            printf(__VA_ARGS__);                                                                   \
+            printf("\n");                                                                          \
+            fails++;                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static void check_layout(const gpu_model_config_t *c, int budget, int max_seqs) {
+    gpu_plan_t p;
+    char err[256];
+    CHECK(gpu_plan_compute(c, budget, 0, max_seqs, "bf16", &p, err, sizeof(err)) == 0, "%s", err);
+    size_t end = 0;
+    for (int i = 0; i < GPU_PLAN_N; i++) {
+        CHECK(p.slice[i].offset % GPU_PLAN_ALIGN == 0, "slice %d unaligned", i);
+        CHECK(p.slice[i].offset >= end, "slice %d overlaps the previous one", i);
+        end = p.slice[i].offset + p.slice[i].bytes;
+    }
+    CHECK(end <= p.total_bytes, "slices run past the total");
+    size_t H = (size_t)c->hidden, I = (size_t)c->intermediate, S = (size_t)p.max_seqs;
+    size_t T = (size_t)budget;
+    CHECK(p.slice[GPU_PLAN_BIG].bytes >= 2 * T * 3 * H &&
+              p.slice[GPU_PLAN_BIG].bytes >= 2 * T * I &&
+              p.slice[GPU_PLAN_BIG].bytes >= 2 * S * (2 * H + I),
+          "shared buffer too small");
+    CHECK(p.slice[GPU_PLAN_LOGITS].bytes == S * (size_t)c->num_labels * 4, "logits size");
+    CHECK(p.layer_bytes * (size_t)c->layers == p.slice[GPU_PLAN_LAYERS].bytes, "layer stride");
+}
+
+int main(void) {
+    gpu_model_config_t base, mini, large;
+    CHECK(gpu_model_geometry("bert-base", 140, &base) == 0, "bert-base geometry");
+    CHECK(gpu_model_geometry("bert-mini", 151, &mini) == 0, "bert-mini geometry");
+    CHECK(gpu_model_geometry("bert-large", 2, &large) == 0, "bert-large geometry");
+    if (fails) return 1;
+
+    gpu_plan_t p;
+    char err[256];
+    CHECK(gpu_plan_compute(&base, 16384, 512, 0, "fp16", &p, err, sizeof(err)) == 0, "%s", err);
+    double gib = (double)p.total_bytes / (double)(1u << 30);
+    printf("bert-base fp16 16384: weights %zu + arena %zu = %zu B (%.3f GiB)\n", p.weights_bytes,
+           p.arena_bytes, p.total_bytes, gib);
+    CHECK(p.total_bytes <= (size_t)1 << 29, "bert-base at 16384 tokens needs %.3f GiB > 0.5", gib);
+    CHECK(p.weights_bytes + p.arena_bytes == p.total_bytes, "weights + arena != total");
+    /* Weights: every parameter once in 2 bytes (LayerNorm and head biases in 4), give or take
+     * alignment and the unused token type row. */
+    size_t params = gpu_model_param_count(&base);
+    CHECK(p.weights_bytes >= params * 2 - 768 * 2 && p.weights_bytes <= params * 2 + (1u << 20),
+          "weights %zu B for %zu parameters", p.weights_bytes, params);
+    CHECK(p.max_seqs == 8192 && p.max_len == 512, "defaults %d %d", p.max_seqs, p.max_len);
+
+    check_layout(&base, 16384, 0);
+    check_layout(&base, 100, 100);
+    check_layout(&mini, 8192, 0);
+    check_layout(&large, 32768, 500);
+
+    gpu_plan_t q;
+    CHECK(gpu_plan_compute(&base, 32768, 512, 0, "fp16", &q, err, sizeof(err)) == 0, "%s", err);
+    CHECK(q.weights_bytes == p.weights_bytes && q.arena_bytes > p.arena_bytes,
+          "arena must grow with the budget, weights not");
+
+    CHECK(gpu_plan_compute(&base, 0, 0, 0, "fp16", &q, err, sizeof(err)) != 0 &&
+              strstr(err, "budget"),
+          "zero budget accepted");
+    CHECK(gpu_plan_compute(&base, 1024, 0, 0, "fp32", &q, err, sizeof(err)) != 0 &&
+              strstr(err, "fp16"),
+          "fp32 accepted");
+    CHECK(gpu_plan_compute(&base, 1024, 513, 0, "fp16", &q, err, sizeof(err)) != 0,
+          "max_len above positions accepted");
+
+    /* The command prints the same total on its last (JSON) line. */
+    char cmd[1024], line[4096], last[4096] = "";
+    snprintf(cmd, sizeof(cmd),
+             "'%s' plan-memory --geometry bert-base --labels 140 --token-budget 16384 "
+             "--precision fp16 --max-len 512",
+             RECLASS_BIN);
+    FILE *f = popen(cmd, "r");
+    CHECK(f != NULL, "popen");
+    if (f) {
+        while (fgets(line, sizeof(line), f)) {
+            fputs(line, stdout);
+            snprintf(last, sizeof(last), "%s", line);
+        }
+        CHECK(pclose(f) == 0, "plan-memory exit status");
+        char want[64];
+        snprintf(want, sizeof(want), "\"total_bytes\":%zu", p.total_bytes);
+        CHECK(last[0] == '{' && strstr(last, want), "JSON line lacks %s", want);
+    }
+    snprintf(cmd, sizeof(cmd), "'%s' plan-memory --geometry bert-huge --token-budget 8 2>&1",
+             RECLASS_BIN);
+    f = popen(cmd, "r");
+    if (f) {
+        while (fgets(line, sizeof(line), f))
+            fputs(line, stdout);
+        int st = pclose(f);
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2, "unknown geometry must exit 2");
+    }
+    snprintf(cmd, sizeof(cmd), "'%s' plan-memory --model '%s' --token-budget 4096 | tail -1",
+             RECLASS_BIN, RECLASS_DEMO_MODEL);
+    f = popen(cmd, "r");
+    if (f) {
+        last[0] = 0;
+        while (fgets(line, sizeof(line), f))
+            snprintf(last, sizeof(last), "%s", line);
+        pclose(f);
+        printf("%s", last);
+        CHECK(strstr(last, "\"total_bytes\":") != NULL, "--model plan has no JSON line");
+    }
+    printf("%s\n", fails ? "FAILED" : "PASSED");
+    return fails ? 1 : 0;
+}
