@@ -5,6 +5,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,7 +118,7 @@ typedef struct {
     const char *name;
     const char *text;
     size_t len;
-    int32_t ids[64];
+    int32_t ids[160];
     int n;
 } tok_case_t;
 
@@ -160,8 +161,9 @@ static void test_punctuation(void **state) {
     check_case(find_case("punct"));
 }
 static void test_long_word_unk(void **state) {
-    check_case(find_case("long_word"));      /* 101 chars -> [UNK], 100 -> pieces */
-    check_case(find_case("long_word_utf8")); /* counted in chars, not bytes */
+    check_case(find_case("long_word"));       /* 101 chars -> [UNK], 100 -> pieces */
+    check_case(find_case("long_word_utf8"));  /* counted after accent stripping */
+    check_case(find_case("long_word_2byte")); /* counted in chars, not bytes */
 }
 static void test_invalid_utf8(void **state) {
     check_case(find_case("invalid_utf8"));
@@ -188,6 +190,33 @@ static void test_special_tokens_in_text(void **state) {
 }
 static void test_wordpiece(void **state) {
     check_case(find_case("wordpiece"));
+}
+
+/* One tokenizer shared by threads, as the bulk worker does: each thread has its own scratch
+ * buffer for the general path, so results never mix. */
+static void *thread_main(void *arg) {
+    long bad = 0;
+    worker_ids_t ids = {0};
+    for (int rep = 0; rep < 300; rep++)
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+            const tok_case_t *c = &cases[(i + (size_t)arg) % (sizeof(cases) / sizeof(cases[0]))];
+            if (worker_tok_encode(tok, c->text, c->len, 0, &ids) != 0 ||
+                !ids_equal(&ids, c->ids, c->n))
+                bad++;
+        }
+    worker_ids_free(&ids);
+    return (void *)bad;
+}
+
+static void test_threads(void **state) {
+    pthread_t th[4];
+    for (long i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, thread_main, (void *)i), 0);
+    for (int i = 0; i < 4; i++) {
+        void *bad;
+        pthread_join(th[i], &bad);
+        assert_int_equal((long)bad, 0);
+    }
 }
 
 static void test_truncation(void **state) {
@@ -407,6 +436,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_special_tokens_in_text),
         cmocka_unit_test(test_wordpiece),
         cmocka_unit_test(test_truncation),
+        cmocka_unit_test(test_threads),
         cmocka_unit_test(test_random_bytes),
         cmocka_unit_test(test_fuzz_fixture),
         cmocka_unit_test(test_custom_vocab),
