@@ -59,6 +59,10 @@ check "missing model: one line" 1 "$(wc -l < "$tmp/err")"
 "$bin" tokenize --model "$model" --max-len 1 < /dev/null > /dev/null 2>&1; check "--max-len 1: exit 2" 2 $?
 "$bin" tokenize --model "$model" --max-len x < /dev/null > /dev/null 2>&1; check "--max-len x: exit 2" 2 $?
 "$bin" tokenize --model "$model" --bogus < /dev/null > /dev/null 2>&1; check "unknown option: exit 2" 2 $?
+"$bin" tokenize --model "$model" stray < /dev/null > /dev/null 2>&1; check "stray argument: exit 2" 2 $?
+"$bin" tokenize --model < /dev/null > /dev/null 2>&1; check "--model without value: exit 2" 2 $?
+got=$(echo "I have been waiting over a week for my new card" | "$bin" tokenize --model="$model" --max-len=4)
+check "--opt=value form" "[101,1045,2031,102]" "$got"
 help=$("$bin" tokenize --help); rc=$?
 check "--help: exit 0" 0 "$rc"
 for opt in --model --jsonl --max-len; do

@@ -1,5 +1,6 @@
 /* reclass tokenize: texts on stdin -> one JSON array of token ids per line on stdout. */
 #include <errno.h>
+#include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
@@ -78,32 +79,47 @@ static void write_ids(FILE *f, const worker_ids_t *ids) {
 }
 
 int worker_cmd_tokenize(int argc, char **argv) {
+    static const struct option lo[] = {{"model", required_argument, 0, 'm'},
+                                       {"jsonl", no_argument, 0, 'j'},
+                                       {"max-len", required_argument, 0, 'L'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
     const char *model = NULL;
-    int jsonl = 0;
+    int jsonl = 0, ch;
     long max_len = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+    optind = 1;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
+        switch (ch) {
+        case 'm':
+            model = optarg;
+            break;
+        case 'j':
+            jsonl = 1;
+            break;
+        case 'L':
+            if (parse_int(optarg, &max_len) != 0 || max_len < 2 || max_len > INT_MAX) {
+                fprintf(stderr, "reclass tokenize: --max-len needs an integer >= 2, got '%s'\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'h':
             tokenize_usage(stdout);
             return 0;
-        } else if (strcmp(a, "--jsonl") == 0) {
-            jsonl = 1;
-        } else if (strcmp(a, "--model") == 0 || strcmp(a, "--max-len") == 0) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "reclass tokenize: %s needs a value (see --help)\n", a);
-                return 2;
-            }
-            const char *v = argv[++i];
-            if (a[2] == 'm' && a[3] == 'o') {
-                model = v;
-            } else if (parse_int(v, &max_len) != 0 || max_len < 2 || max_len > INT_MAX) {
-                fprintf(stderr, "reclass tokenize: --max-len needs an integer >= 2, got '%s'\n", v);
-                return 2;
-            }
-        } else {
-            fprintf(stderr, "reclass tokenize: unknown option '%s' (see --help)\n", a);
+        case ':':
+            fprintf(stderr, "reclass tokenize: %s needs a value (see --help)\n", argv[optind - 1]);
+            return 2;
+        default:
+            fprintf(stderr, "reclass tokenize: unknown option '%s' (see --help)\n",
+                    argv[optind - 1]);
             return 2;
         }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "reclass tokenize: unexpected argument '%s' (texts come on stdin)\n",
+                argv[optind]);
+        return 2;
     }
     if (!model) {
         fprintf(stderr, "reclass tokenize: --model DIR is required (see --help)\n");
