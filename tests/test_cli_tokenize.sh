@@ -74,6 +74,12 @@ mkdir -p "$tmp/cased"
 printf '[PAD]\n[UNK]\n[CLS]\n[SEP]\nHello\nhello\n' > "$tmp/cased/vocab.txt"
 echo '{"do_lower_case": false}' > "$tmp/cased/tokenizer_config.json"
 check "cased model" "[2,4,5,1,3]" "$(echo 'Hello hello HELLO' | "$bin" tokenize --model "$tmp/cased")"
+echo '{"do_lower_case": true, "strip_accents": false}' > "$tmp/cased/tokenizer_config.json"
+echo x | "$bin" tokenize --model "$tmp/cased" > /dev/null 2>&1; check "unsupported strip_accents: exit 2" 2 $?
+echo '{"do_lower_case": true, "strip_accents": null, "tokenize_chinese_chars": true}' > "$tmp/cased/tokenizer_config.json"
+check "explicit defaults accepted" "[2,5,5,5,3]" "$(echo 'Hello hello HELLO' | "$bin" tokenize --model "$tmp/cased")"
+echo '{"do_lower_case": tru' > "$tmp/cased/tokenizer_config.json"
+echo x | "$bin" tokenize --model "$tmp/cased" > /dev/null 2>&1; check "broken tokenizer_config.json: exit 2" 2 $?
 rm "$tmp/cased/tokenizer_config.json"
 check "no config: lower-cased" "[2,5,5,5,3]" "$(echo 'Hello hello HELLO' | "$bin" tokenize --model "$tmp/cased")"
 

@@ -46,6 +46,18 @@ static int read_lower_case(const char *dir, int *lower, char *err, size_t errlen
     } else if (v) {
         *lower = json_is_true(v);
     }
+    /* Settings this tokenizer does not implement: refuse rather than tokenize differently. */
+    json_t *sa = json_object_get(root, "strip_accents");
+    json_t *cjk = json_object_get(root, "tokenize_chinese_chars");
+    if (rc == 0 && sa && !json_is_null(sa) &&
+        (!json_is_boolean(sa) || json_is_true(sa) != *lower)) {
+        snprintf(err, errlen, "%s: \"strip_accents\" other than do_lower_case is not supported",
+                 path);
+        rc = -1;
+    } else if (rc == 0 && cjk && !json_is_true(cjk)) {
+        snprintf(err, errlen, "%s: \"tokenize_chinese_chars\": false is not supported", path);
+        rc = -1;
+    }
     json_decref(root);
     return rc;
 }
