@@ -50,6 +50,27 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
         fprintf(stderr, "reclass run: %s\n", e);
 }
 
+/* The worker passes one --kafka list to its consumer and this producer: skip what only a
+ * consumer understands rather than have librdkafka warn about it. */
+static int consumer_only(const char *kv) {
+    static const char *prefixes[] = {"session.timeout.ms",
+                                     "heartbeat.interval.ms",
+                                     "max.poll.interval.ms",
+                                     "auto.offset.reset",
+                                     "group.",
+                                     "fetch.",
+                                     "enable.auto.",
+                                     "auto.commit.",
+                                     "partition.assignment.strategy",
+                                     "isolation.level",
+                                     "queued.",
+                                     "enable.partition.eof",
+                                     "check.crcs"};
+    for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+        if (!strncmp(kv, prefixes[i], strlen(prefixes[i]))) return 1;
+    return 0;
+}
+
 int consumers_dlq_init(const char *brokers, const char *topic, const char *const *extra,
                        consumers_dlq_done_fn done, void *ctx, consumers_dlq_t **out, char *err,
                        size_t errlen) {
@@ -76,6 +97,7 @@ int consumers_dlq_init(const char *brokers, const char *topic, const char *const
         }
     }
     for (const char *const *p = extra; p && *p; p++) {
+        if (consumer_only(*p)) continue;
         const char *eq = strchr(*p, '=');
         char key[256];
         if (!eq) {

@@ -71,6 +71,8 @@ static void on_revoke(void *ctx, const int32_t *parts, int n, int lost) {
         if (s >= 0 && !lost) consumers_consumer_store(pl->consumer, parts[i], s);
         dropped += consumers_offsets_revoke(pl->offsets, parts[i]);
     }
+    pl->revoked_partitions += n;
+    pl->dropped_in_flight += dropped;
     pthread_mutex_unlock(&pl->mu);
     /* overflow items of those partitions will never be stored: drop them now */
     pl_item_t **pp = &pl->ovf_head, *last = NULL;
@@ -303,7 +305,21 @@ static void drain(pl_t *pl) {
                 consumers_dlq_outstanding(pl->dlq));
 }
 
-static void print_stats(pl_t *pl, double t_start) {
+/* The last explicit commit. A rebalance in progress makes the broker refuse it for a moment:
+ * keep serving the group (paused, so nothing is fetched) and try again. */
+static int final_commit(pl_t *pl, char *err, size_t errlen) {
+    double until = pl_now_s() + 20.0;
+    for (;;) {
+        if (consumers_consumer_commit(pl->consumer, err, errlen) == 0) return 0;
+        if (pl_now_s() > until) return -1;
+        for (int i = 0; i < 10; i++) {
+            rd_kafka_message_t *m = consumers_consumer_poll(pl->consumer, 50);
+            if (m) rd_kafka_message_destroy(m);
+        }
+    }
+}
+
+static void print_stats(pl_t *pl, double t_start, worker_pipeline_stats_t *st) {
     double wall = pl_now_s() - t_start;
     double span =
         pl->last_commit_s > pl->first_record_s ? pl->last_commit_s - pl->first_record_s : 0.0;
@@ -318,6 +334,16 @@ static void print_stats(pl_t *pl, double t_start) {
              pl->tickets_done, pl->dead_letters, pl->truncated, pl->batches_done, span,
              span > 0 ? pl->tickets_done / span : 0.0, pl->encoder_s, share, pl->sink_s, wall,
              pl->ops->name);
+    if (st)
+        *st = (worker_pipeline_stats_t){.tickets = pl->tickets_done,
+                                        .dead_letters = pl->dead_letters,
+                                        .truncated = pl->truncated,
+                                        .batches = pl->batches_done,
+                                        .revoked_partitions = pl->revoked_partitions,
+                                        .dropped_in_flight = pl->dropped_in_flight,
+                                        .seconds = span,
+                                        .encoder_seconds = pl->encoder_s,
+                                        .non_encoder_share = share};
     printf("%s\n", line);
     fflush(stdout);
     if (pl->cfg->stats_json) {
@@ -412,6 +438,10 @@ static void teardown(pl_t *pl) {
 }
 
 int worker_pipeline_run(const worker_run_cfg_t *cfg) {
+    return worker_pipeline_run_ex(cfg, NULL);
+}
+
+int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t *stats) {
     pl_t pl_s = {0}, *pl = &pl_s;
     pl->cfg = cfg;
     pthread_mutex_init(&pl->mu, NULL);
@@ -472,12 +502,12 @@ int worker_pipeline_run(const worker_run_cfg_t *cfg) {
     if (have_enc) pthread_join(enc_th, NULL);
     if (have_sink) pthread_join(sink_th, NULL);
     rc = pl->fatal ? 1 : 0;
-    if (!pl->fatal && consumers_consumer_commit(pl->consumer, err, sizeof(err))) {
+    if (!pl->fatal && final_commit(pl, err, sizeof(err))) {
         fprintf(stderr, "reclass run: %s\n", err);
         rc = 1;
     }
     consumers_consumer_close(pl->consumer);
-    print_stats(pl, t_start);
+    print_stats(pl, t_start, stats);
     teardown(pl);
     return rc;
 }

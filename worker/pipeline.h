@@ -23,4 +23,20 @@
  * 0 clean, 1 runtime failure, 2 configuration error (message on stderr). */
 int worker_pipeline_run(const worker_run_cfg_t *cfg);
 
+/* What one run did (the exit JSON line, as numbers). */
+typedef struct {
+    long tickets;      /* rows committed */
+    long dead_letters; /* delivered to the dead-letter topic */
+    long truncated;
+    long batches;
+    long revoked_partitions; /* partitions taken away by rebalances (or at close) */
+    long dropped_in_flight;  /* uncommitted records of revoked partitions left unstored */
+    double seconds;          /* first record to last commit */
+    double encoder_seconds;
+    double non_encoder_share;
+} worker_pipeline_stats_t;
+
+/* worker_pipeline_run that also reports its statistics (stats may be NULL). */
+int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t *stats);
+
 #endif

@@ -68,6 +68,7 @@ typedef struct {
 
     /* statistics (under mu) */
     long tickets_done, batches_done, dead_letters, truncated, rows_written;
+    long revoked_partitions, dropped_in_flight, stale_skipped;
     double encoder_s;
     double first_record_s, last_commit_s; /* monotonic seconds, 0 = not yet */
     double sink_s;

@@ -44,6 +44,36 @@ static int write_committed(pl_t *pl, const sink_result_t *rows, int n_rows, cons
     return SINK_OK;
 }
 
+/* Writes r rows (+ b batches' telemetry) until committed, then marks their offsets committed
+ * and stores each touched partition's committed prefix. parts: (r) scratch. */
+static int commit_rows(pl_t *pl, const sink_result_t *rows, pl_item_t **its, int r,
+                       const sink_batch_t *bat, int b, int32_t *parts) {
+    int rc = write_committed(pl, rows, r, bat, b);
+    if (rc != SINK_OK) return rc;
+    /* committed: now, and only now, these offsets may be stored */
+    pthread_mutex_lock(&pl->mu);
+    int n_parts = 0;
+    for (int q = 0; q < r; q++) {
+        pl_item_t *x = its[q];
+        if (consumers_offsets_committed(pl->offsets, x->t.partition, x->epoch, x->t.offset)) {
+            int seen = 0;
+            for (int p = 0; p < n_parts && !seen; p++)
+                seen = parts[p] == x->t.partition;
+            if (!seen) parts[n_parts++] = x->t.partition;
+        }
+    }
+    for (int p = 0; p < n_parts; p++) {
+        int64_t s = consumers_offsets_storable(pl->offsets, parts[p]);
+        if (s >= 0) consumers_consumer_store(pl->consumer, parts[p], s);
+    }
+    pl->tickets_done += r;
+    pl->rows_written += r;
+    pl->batches_done += b;
+    pl->last_commit_s = pl_now_s();
+    pthread_mutex_unlock(&pl->mu);
+    return SINK_OK;
+}
+
 void *pl_sink_main(void *arg) {
     pl_t *pl = arg;
     int cap_rows = pl->cfg->sink_rows;
@@ -77,6 +107,22 @@ void *pl_sink_main(void *arg) {
             pl->out_items -= o->n;
             if (n_rows >= cap_rows) break;
         }
+        /* results of partitions revoked since they were consumed: their new owner re-reads
+         * them from the stored offset, so writing them here would only duplicate work */
+        long stale = 0;
+        for (pl_out_t *o = taken; o; o = o->next) {
+            int k = 0;
+            for (int i = 0; i < o->n; i++) {
+                pl_item_t *it = o->items[i];
+                if (consumers_offsets_epoch(pl->offsets, it->t.partition) == it->epoch)
+                    o->items[k++] = it;
+                else
+                    pl_item_free(it);
+            }
+            stale += o->n - k;
+            o->n = k;
+        }
+        pl->stale_skipped += stale;
         pthread_cond_broadcast(&pl->cv_room);
         pthread_mutex_unlock(&pl->mu);
 
@@ -86,7 +132,7 @@ void *pl_sink_main(void *arg) {
         int r = 0, b = 0;
         for (pl_out_t *o = taken; o && rc == SINK_OK; o = o->next) {
             bat[b++] = o->tel;
-            for (int i = 0; i < o->n; i++) {
+            for (int i = 0; i < o->n && rc == SINK_OK; i++) {
                 pl_item_t *it = o->items[i];
                 rows[r] = (sink_result_t){.job_id = it->t.job_id,
                                           .tenant = it->t.tenant,
@@ -102,37 +148,13 @@ void *pl_sink_main(void *arg) {
                                           .offset = it->t.offset,
                                           .enqueued_at_ms = it->t.enqueued_at_ms};
                 its[r++] = it;
-                int last = !o->next && i == o->n - 1;
-                if (r == cap_rows || last) {
-                    rc = write_committed(pl, rows, r, bat, b);
-                    if (rc != SINK_OK) break;
-                    /* committed: now, and only now, these offsets may be stored */
-                    pthread_mutex_lock(&pl->mu);
-                    int n_parts = 0;
-                    for (int q = 0; q < r; q++) {
-                        pl_item_t *x = its[q];
-                        if (consumers_offsets_committed(pl->offsets, x->t.partition, x->epoch,
-                                                        x->t.offset)) {
-                            int seen = 0;
-                            for (int p = 0; p < n_parts && !seen; p++)
-                                seen = parts[p] == x->t.partition;
-                            if (!seen) parts[n_parts++] = x->t.partition;
-                        }
-                    }
-                    for (int p = 0; p < n_parts; p++) {
-                        int64_t s = consumers_offsets_storable(pl->offsets, parts[p]);
-                        if (s >= 0) consumers_consumer_store(pl->consumer, parts[p], s);
-                    }
-                    pl->tickets_done += r;
-                    pl->rows_written += r;
-                    pl->batches_done += b;
-                    pl->last_commit_s = pl_now_s();
-                    pthread_mutex_unlock(&pl->mu);
-                    r = 0;
-                    b = 0;
+                if (r == cap_rows) {
+                    rc = commit_rows(pl, rows, its, r, bat, b, parts);
+                    r = b = 0;
                 }
             }
         }
+        if (rc == SINK_OK && r > 0) rc = commit_rows(pl, rows, its, r, bat, b, parts);
         double dt = pl_now_s() - t0;
         while (taken) {
             pl_out_t *o = taken;
