@@ -292,8 +292,8 @@ static void draw_progress(const submit_stats_t *st, int final) {
     for (int i = 0; i < width; i++)
         bar[i] = i < done ? '#' : '-';
     bar[width] = '\0';
-    fprintf(stderr, "\r[%s] %ld/%ld delivered%s%s", bar, st->delivered, st->total,
-            st->failed ? ", failed " : "", st->failed ? "yes" : "");
+    fprintf(stderr, "\r[%s] %ld/%ld delivered", bar, st->delivered, st->total);
+    if (st->failed) fprintf(stderr, ", %ld failed", st->failed);
     if (final) fputc('\n', stderr);
     fflush(stderr);
 }
