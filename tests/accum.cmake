@@ -1,2 +1,5 @@
 # The length-sorting accumulator (worker/accum.c) and the classify/bench CLI.
 reclass_add_test(NAME test_accum SOURCES ${CMAKE_SOURCE_DIR}/tests/test_accum.c LABELS unit)
+add_test(NAME test_classify_cli
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_classify.sh $<TARGET_FILE:reclass>)
+set_tests_properties(test_classify_cli PROPERTIES LABELS unit TIMEOUT 600)

@@ -1,9 +1,397 @@
-/* Placeholder until this command lands; replaced by its real implementation. */
+/* reclass bench: encoder throughput on a workload, with the production batching
+ * policy (length-sorted, token-budgeted batches formed by the accumulator).
+ *
+ * A pass = (tokenize, for a {"text"} workload) + form every batch + run every
+ * forward. The first --warmup passes are untimed; then --repeat timed passes;
+ * the reported seconds is their median. forward() returns host logits, so a
+ * pass is synchronous on every backend. Human-readable lines come first; the
+ * last line is one JSON object. */
+#include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "gpu/backend.h"
+#include "gpu/model.h"
+#include "worker/accum.h"
+#include "worker/classify_util.h"
 #include "worker/cli.h"
+#include "worker/tokenizer.h"
+#include "worker/workload.h"
+#ifdef RECLASS_HAVE_CUDA
+#include "gpu/cuda_backend.h"
+#endif
+
+typedef struct {
+    const char *model_dir, *geometry, *backend, *precision, *workload;
+    int labels, token_budget, threads, warmup, repeat;
+    long tickets;
+    uint64_t seed;
+} bench_opts_t;
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: reclass bench (--model DIR | --geometry NAME [--labels N])\n"
+               "                     --backend cpu|cuda --workload "
+               "FILE.jsonl|tickets-mix\n"
+               "                     [--token-budget N] [--precision P] [--threads N] "
+               "[--seed S]\n"
+               "                     [--warmup N] [--repeat N]\n\n"
+               "Measures tickets/s and tokens/s of the encoder on a workload batched "
+               "like the\n"
+               "worker does (length-sorted, token-budgeted). The last output line is "
+               "JSON.\n\n"
+               "  --model DIR         Hugging Face checkpoint directory\n"
+               "  --geometry NAME     random weights: bert-mini, bert-base or "
+               "bert-large\n"
+               "  --labels N          classifier labels of a --geometry model (default "
+               "2)\n"
+               "  --backend B         cpu or cuda (default cpu)\n"
+               "  --workload W        tickets-mix (20,000 synthetic tickets, seeded), "
+               "or a JSONL\n"
+               "                      file of {\"ids\": [...]} lines or of {\"text\": "
+               "...} lines\n"
+               "                      (texts are tokenized inside every timed pass)\n"
+               "  --token-budget N    tokens per batch (default 8192 cpu, 32768 cuda)\n"
+               "  --precision P       fp32 (cpu), fp16 or bf16 (cuda; default fp16)\n"
+               "  --threads N         CPU threads (default: one per core)\n"
+               "  --seed S            seed of tickets-mix and of random weights "
+               "(default 1)\n"
+               "  --warmup N          untimed passes first (default 1)\n"
+               "  --repeat N          timed passes; the median is reported (default "
+               "3)\n");
+}
+
+static int parse_opts(int argc, char **argv, bench_opts_t *o) {
+    static const struct option lo[] = {{"model", required_argument, 0, 'm'},
+                                       {"geometry", required_argument, 0, 'g'},
+                                       {"labels", required_argument, 0, 'L'},
+                                       {"backend", required_argument, 0, 'b'},
+                                       {"workload", required_argument, 0, 'W'},
+                                       {"token-budget", required_argument, 0, 't'},
+                                       {"precision", required_argument, 0, 'p'},
+                                       {"threads", required_argument, 0, 'n'},
+                                       {"seed", required_argument, 0, 's'},
+                                       {"warmup", required_argument, 0, 'w'},
+                                       {"repeat", required_argument, 0, 'r'},
+                                       {"tickets", required_argument, 0, 'T'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
+    *o = (bench_opts_t){NULL, NULL, "cpu", NULL, NULL, 2, 0, 0, 1, 3, 20000, 1};
+    optind = 1;
+    opterr = 0;
+    int ch;
+    long v;
+    while ((ch = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
+        switch (ch) {
+        case 'm':
+            o->model_dir = optarg;
+            break;
+        case 'g':
+            o->geometry = optarg;
+            break;
+        case 'b':
+            o->backend = optarg;
+            break;
+        case 'W':
+            o->workload = optarg;
+            break;
+        case 'p':
+            o->precision = optarg;
+            break;
+        case 'L':
+            if (classify_parse_int("bench", "--labels", optarg, 1, 100000, &v)) return 2;
+            o->labels = (int)v;
+            break;
+        case 't':
+            if (classify_parse_int("bench", "--token-budget", optarg, 1, 1 << 24, &v)) return 2;
+            o->token_budget = (int)v;
+            break;
+        case 'n':
+            if (classify_parse_int("bench", "--threads", optarg, 0, 1024, &v)) return 2;
+            o->threads = (int)v;
+            break;
+        case 's':
+            if (classify_parse_int("bench", "--seed", optarg, 0, INT32_MAX, &v)) return 2;
+            o->seed = (uint64_t)v;
+            break;
+        case 'w':
+            if (classify_parse_int("bench", "--warmup", optarg, 0, 1000, &v)) return 2;
+            o->warmup = (int)v;
+            break;
+        case 'r':
+            if (classify_parse_int("bench", "--repeat", optarg, 1, 1000, &v)) return 2;
+            o->repeat = (int)v;
+            break;
+        case 'T':
+            if (classify_parse_int("bench", "--tickets", optarg, 1, 10000000, &v)) return 2;
+            o->tickets = v;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        case ':':
+            fprintf(stderr, "reclass bench: %s needs a value\n", argv[optind - 1]);
+            return 2;
+        default:
+            fprintf(stderr, "reclass bench: unknown option '%s' (see --help)\n", argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "reclass bench: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (!o->model_dir == !o->geometry) {
+        fprintf(stderr, "reclass bench: give exactly one of --model DIR or --geometry NAME\n");
+        return 2;
+    }
+    if (!o->workload) {
+        fprintf(stderr, "reclass bench: --workload FILE.jsonl or --workload tickets-mix is "
+                        "required\n");
+        return 2;
+    }
+    int cuda = strcmp(o->backend, "cuda") == 0;
+    if (!o->precision) o->precision = cuda ? "fp16" : "fp32";
+    if (!o->token_budget) o->token_budget = cuda ? 32768 : 8192;
+    return -1;
+}
+
+typedef struct {
+    classify_session_t *ss;
+    worker_workload_t *w;
+    const worker_tok_t *tok; /* text workloads */
+    worker_ids_t scratch;
+    worker_accum_cfg_t acfg;
+    worker_accum_t *acc;
+    void **items;         /* (max_seqs) popped ticket indices + 1 */
+    int *lens;            /* (max_seqs) */
+    const int32_t **seqp; /* (max_seqs) */
+    long batches, tokens; /* of the last pass */
+    double flops;         /* of the last pass */
+    double tok_seconds;   /* tokenization time of the last pass */
+} bench_t;
+
+/* One pass over the whole workload. Returns 0, or 1 with err set. */
+static int bench_pass(bench_t *b, char *err, size_t errlen) {
+    worker_workload_t *w = b->w;
+    const gpu_model_config_t *cfg = &b->ss->model->cfg;
+    double t0 = classify_now_s();
+    if (w->is_text) {
+        if (worker_workload_tokenize(w, b->tok, b->acfg.max_len, &b->scratch) != 0) {
+            snprintf(err, errlen, "out of memory tokenizing the workload");
+            return 1;
+        }
+    }
+    b->tok_seconds = classify_now_s() - t0;
+    if (!b->acc) { /* sized by the real token count, known after the first
+                      tokenization */
+        b->acfg.max_pending_items = (int)w->n;
+        b->acfg.max_pending_tokens =
+            w->off[w->n] > b->acfg.token_budget ? w->off[w->n] : b->acfg.token_budget;
+        if (worker_accum_init(&b->acfg, &b->acc, err, errlen) != 0) return 1;
+    }
+    /* all tickets are present at once: the accumulator's long-end runs = sorted
+     * batches */
+    for (long i = 0; i < w->n; i++) {
+        int len = (int)(w->off[i + 1] - w->off[i]);
+        if (worker_accum_push(b->acc, (void *)(intptr_t)(i + 1), len, 0) != WORKER_ACCUM_OK) {
+            snprintf(err, errlen, "ticket %ld (%d tokens) could not be batched", i + 1, len);
+            return 1;
+        }
+    }
+    b->batches = b->tokens = 0;
+    b->flops = 0;
+    int n;
+    double attn = 4.0 * cfg->hidden * cfg->layers;
+    while ((n = worker_accum_pop(b->acc, 0, 1, b->items, b->lens, b->ss->max_seqs)) > 0) {
+        for (int i = 0; i < n; i++) {
+            long t = (long)(intptr_t)b->items[i] - 1;
+            b->seqp[i] = w->ids + w->off[t];
+            b->tokens += b->lens[i];
+            b->flops += attn * (double)b->lens[i] * b->lens[i];
+        }
+        if (classify_session_forward(b->ss, b->seqp, b->lens, n, err, errlen) != 0) return 1;
+        b->batches++;
+    }
+    size_t params = gpu_model_param_count(cfg);
+    size_t emb = ((size_t)cfg->vocab_size + cfg->max_pos + cfg->type_vocab + 2) * cfg->hidden;
+    b->flops += 2.0 * (double)(params - emb) * (double)b->tokens;
+    return 0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
 
 int worker_cmd_bench(int argc, char **argv) {
-    fprintf(stderr, "reclass: '%s' is not built yet\n", argv[0]);
-    return 1;
+    bench_opts_t o;
+    int prc = parse_opts(argc, argv, &o);
+    if (prc >= 0) return prc;
+    char err[512];
+    gpu_model_t *model = NULL;
+    if (o.model_dir) {
+        if (gpu_model_load(o.model_dir, &model, err, sizeof err) != 0) {
+            fprintf(stderr, "reclass bench: %s\n", err);
+            return 2;
+        }
+    } else if (gpu_model_init_random(o.geometry, o.labels, o.seed, &model, err, sizeof err)) {
+        fprintf(stderr, "reclass bench: --geometry: %s\n", err);
+        return 2;
+    }
+    gpu_model_config_t cfg = model->cfg; /* a copy: the session owns model from here on */
+    int max_len = cfg.max_pos;
+    int rc = 1;
+    bench_t b;
+    memset(&b, 0, sizeof b);
+    worker_workload_t *w = NULL;
+    worker_tok_t *tok = NULL;
+    double *secs = NULL;
+    classify_session_t ss;
+    memset(&ss, 0, sizeof ss);
+
+    if (strcmp(o.workload, "tickets-mix") == 0) {
+        rc = worker_workload_tickets_mix(o.tickets, o.seed, max_len, cfg.vocab_size, &w, err,
+                                         sizeof err);
+    } else {
+        rc = worker_workload_load(o.workload, max_len, cfg.vocab_size, &w, err, sizeof err);
+    }
+    if (rc != 0) {
+        fprintf(stderr, "reclass bench: %s\n", err);
+        gpu_model_free(model);
+        return rc;
+    }
+    rc = 1;
+    if (w->is_text) {
+        if (!model->vocab_path) {
+            fprintf(stderr, "reclass bench: a {\"text\"} workload needs --model DIR (its "
+                            "vocab.txt); --geometry models have none: use {\"ids\"} lines\n");
+            gpu_model_free(model);
+            worker_workload_free(w);
+            return 2;
+        }
+        if (worker_tok_init(model->vocab_path, cfg.do_lower_case, &tok, err, sizeof err)) {
+            fprintf(stderr, "reclass bench: %s\n", err);
+            gpu_model_free(model);
+            worker_workload_free(w);
+            return 2;
+        }
+    }
+    if (o.token_budget < max_len) {
+        fprintf(stderr,
+                "reclass bench: --token-budget %d is below the model's max length "
+                "%d: raise "
+                "it to at least %d\n",
+                o.token_budget, max_len, max_len);
+        rc = 2;
+        goto out;
+    }
+    gpu_backend_opts_t bopts = {.token_budget = o.token_budget,
+                                .max_len = max_len,
+                                .threads = o.threads,
+                                .precision = o.precision};
+    int src = classify_session_init(&ss, model, o.backend, &bopts, err, sizeof err);
+    model = NULL; /* the session owns it now (or freed it on failure) */
+    if (src != 0) {
+        fprintf(stderr, "reclass bench: %s\n", err);
+        rc = src;
+        goto out;
+    }
+    b.ss = &ss;
+    b.w = w;
+    b.tok = tok;
+    b.acfg = (worker_accum_cfg_t){.token_budget = o.token_budget,
+                                  .padded = !ss.ops->padding_free,
+                                  .max_wait_ms = 1 << 30, /* never overdue: pure length order */
+                                  .max_len = max_len};
+    b.items = malloc((size_t)ss.max_seqs * sizeof(void *));
+    b.lens = malloc((size_t)ss.max_seqs * sizeof(int));
+    b.seqp = malloc((size_t)ss.max_seqs * sizeof(*b.seqp));
+    secs = malloc((size_t)o.repeat * sizeof(double));
+    if (!b.items || !b.lens || !b.seqp || !secs) {
+        fprintf(stderr, "reclass bench: out of memory\n");
+        goto out;
+    }
+    int is_cuda = strcmp(ss.ops->name, "cuda") == 0;
+    size_t peak = 0;
+    gpu_mem_stats_t ms;
+    for (int i = 0; i < o.warmup; i++) {
+        if (bench_pass(&b, err, sizeof err) != 0) goto fail_pass;
+    }
+    double tok_secs_sum = 0;
+    for (int i = 0; i < o.repeat; i++) {
+        double t0 = classify_now_s();
+        if (bench_pass(&b, err, sizeof err) != 0) goto fail_pass;
+        secs[i] = classify_now_s() - t0;
+        tok_secs_sum += b.tok_seconds;
+        if (is_cuda && ss.ops->mem_stats && ss.ops->mem_stats(ss.be, &ms) == 0 &&
+            ms.device_used > peak)
+            peak = ms.device_used;
+    }
+    double first = secs[0];
+    qsort(secs, (size_t)o.repeat, sizeof(double), cmp_double);
+    double sec = secs[o.repeat / 2];
+    if (o.repeat % 2 == 0) sec = 0.5 * (secs[o.repeat / 2 - 1] + secs[o.repeat / 2]);
+    double tflops = b.flops / sec / 1e12;
+    double ceiling = -1;
+#ifdef RECLASS_HAVE_CUDA
+    if (is_cuda)
+        ceiling = gpu_cuda_gemm_tflops(bopts.device, o.token_budget, 4 * cfg.hidden, cfg.hidden,
+                                       o.precision);
+#endif
+    const char *mname = ss.model->name ? ss.model->name : "model";
+    printf("reclass bench: model %s (%d layers, hidden %d, %d labels), backend "
+           "%s, precision %s\n",
+           mname, cfg.layers, cfg.hidden, cfg.num_labels, ss.ops->name, o.precision);
+    printf("workload %s: %ld tickets, %ld tokens (%ld truncated), %ld batches of "
+           "<= %d tokens\n",
+           o.workload, w->n, b.tokens, w->truncated, b.batches, o.token_budget);
+    printf("passes: %d warm-up, %d timed; seconds min %.4f median %.4f max %.4f "
+           "(first %.4f)\n",
+           o.warmup, o.repeat, secs[0], sec, secs[o.repeat - 1], first);
+    if (w->is_text)
+        printf("tokenization inside each timed pass: %.4f s on average (%.1f%% of "
+               "the pass)\n",
+               tok_secs_sum / o.repeat, 100.0 * tok_secs_sum / o.repeat / sec);
+    printf("throughput: %.1f tickets/s, %.0f tokens/s, %.3f TFLOP/s achieved\n", w->n / sec,
+           b.tokens / sec, tflops);
+    if (ceiling > 0)
+        printf("GEMM ceiling (cuBLAS %dx%dx%d %s): %.1f TFLOP/s; share %.1f%%\n", o.token_budget,
+               4 * cfg.hidden, cfg.hidden, o.precision, ceiling, 100.0 * tflops / ceiling);
+    printf("{\"backend\": \"%s\", \"precision\": \"%s\", \"model\": ", ss.ops->name, o.precision);
+    classify_json_string(stdout, mname);
+    printf(", \"tickets\": %ld, \"tokens\": %ld, \"batches\": %ld, \"seconds\": "
+           "%.6f, "
+           "\"tickets_per_s\": %.2f, \"tokens_per_s\": %.1f, "
+           "\"gemm_tflops_achieved\": %.6g",
+           w->n, b.tokens, b.batches, sec, w->n / sec, b.tokens / sec, tflops);
+    if (ceiling > 0)
+        printf(", \"gemm_ceiling_tflops\": %.6g, \"share_of_ceiling\": %.4f", ceiling,
+               tflops / ceiling);
+    else
+        printf(", \"gemm_ceiling_tflops\": null, \"share_of_ceiling\": null");
+    if (is_cuda && ss.ops->mem_stats)
+        printf(", \"peak_device_bytes\": %zu", peak);
+    else
+        printf(", \"peak_device_bytes\": null");
+    printf(", \"token_budget\": %d, \"tokenize_seconds\": %.6f, \"repeat\": %d}\n", o.token_budget,
+           tok_secs_sum / o.repeat, o.repeat);
+    rc = fflush(stdout) == 0 ? 0 : 1;
+    goto out;
+fail_pass:
+    fprintf(stderr, "reclass bench: backend %s failed: %s\n", ss.ops->name, err);
+    rc = 1;
+out:
+    free(secs);
+    free(b.items);
+    free(b.lens);
+    free((void *)b.seqp);
+    worker_ids_free(&b.scratch);
+    worker_accum_free(b.acc);
+    classify_session_free(&ss);
+    if (model) gpu_model_free(model);
+    if (tok) worker_tok_free(tok);
+    worker_workload_free(w);
+    return rc;
 }

@@ -1,9 +1,519 @@
-/* Placeholder until this command lands; replaced by its real implementation. */
+/* reclass classify: texts on stdin -> one JSON result per input line, in input
+ * order.
+ *
+ * Two threads. The reader reads and tokenizes into a ring of slots (it runs
+ * ahead of the encoder, so tokenizing overlaps the forward passes). The main
+ * thread moves read slots into the length-sorting accumulator, pops
+ * token-budgeted batches, runs the backend, and prints results through the same
+ * ring used as a reorder buffer: slot seq % ring holds input seq until it is
+ * printed. Memory is bounded by the ring: the reader never gets more than
+ * ring_size inputs ahead of the oldest unprinted one, and when that happens the
+ * main thread forms the batch around the oldest pending item at once instead of
+ * waiting for its deadline. */
+#include <getopt.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
+#include "gpu/backend.h"
+#include "gpu/model.h"
+#include "worker/accum.h"
+#include "worker/classify_util.h"
 #include "worker/cli.h"
+#include "worker/input.h"
+#include "worker/tokenizer.h"
+
+enum { SLOT_FREE = 0, SLOT_READ, SLOT_ERROR, SLOT_DONE };
+
+typedef struct {
+    long seq;
+    int state;
+    int n, truncated;
+    int32_t *ids;  /* (max_len) slice of ring ids */
+    float *logits; /* (num_labels) slice of ring logits */
+    char err[160]; /* SLOT_ERROR: the input's message for this line */
+} cls_slot_t;
+
+typedef struct {
+    /* fixed after init */
+    worker_input_t *in;
+    FILE *f; /* the stream in reads, for ferror */
+    const worker_tok_t *tok;
+    int max_len; /* model max_pos: longer inputs are truncated */
+    long ring;
+    cls_slot_t *slot;  /* (ring) */
+    int32_t *ids_all;  /* (ring, max_len) */
+    float *logits_all; /* (ring, num_labels) */
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv_main;   /* reader -> main: new slots, EOF */
+    pthread_cond_t cv_reader; /* main -> reader: slots printed */
+    long read_upto;           /* slots [0, read_upto) are filled (guarded by mu) */
+    long printed_upto;        /* slots [0, printed_upto) are free again (guarded by mu) */
+    int eof;                  /* reader finished (guarded by mu) */
+    int fatal;                /* reader could not go on: fatal_msg (guarded by mu) */
+    char fatal_msg[256];
+} cls_ctx_t;
+
+static void *reader_main(void *arg) {
+    cls_ctx_t *c = arg;
+    worker_ids_t ids = {0};
+    long seq = 0;
+    for (;;) {
+        const char *text;
+        size_t len;
+        char err[160] = "";
+        int rc = worker_input_next(c->in, &text, &len, err, sizeof err);
+        if (rc == 0) break;
+        if (rc < 0) {
+            /* a bad line gets its own error result; a read error ends the input */
+            if (ferror(c->f)) {
+                pthread_mutex_lock(&c->mu);
+                c->fatal = 1;
+                snprintf(c->fatal_msg, sizeof c->fatal_msg, "%s", err);
+                pthread_mutex_unlock(&c->mu);
+                break;
+            }
+        }
+        pthread_mutex_lock(&c->mu);
+        while (seq - c->printed_upto >= c->ring)
+            pthread_cond_wait(&c->cv_reader, &c->mu);
+        pthread_mutex_unlock(&c->mu);
+        cls_slot_t *s = &c->slot[seq % c->ring];
+        s->seq = seq;
+        if (rc < 0) {
+            s->state = SLOT_ERROR;
+            snprintf(s->err, sizeof s->err, "%s", err);
+        } else if (worker_tok_encode(c->tok, text, len, c->max_len, &ids) != 0) {
+            s->state = SLOT_ERROR;
+            snprintf(s->err, sizeof s->err, "out of memory tokenizing input %ld", seq + 1);
+        } else {
+            s->state = SLOT_READ;
+            s->n = ids.n;
+            s->truncated = ids.truncated;
+            memcpy(s->ids, ids.v, (size_t)ids.n * sizeof(int32_t));
+        }
+        seq++;
+        pthread_mutex_lock(&c->mu);
+        c->read_upto = seq;
+        pthread_cond_signal(&c->cv_main);
+        pthread_mutex_unlock(&c->mu);
+    }
+    worker_ids_free(&ids);
+    pthread_mutex_lock(&c->mu);
+    c->eof = 1;
+    pthread_cond_signal(&c->cv_main);
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+typedef struct {
+    const char *model_dir, *backend, *precision;
+    int jsonl, top_k, logits, token_budget, max_wait_ms, threads, max_pending;
+} cls_opts_t;
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: reclass classify --model DIR [--jsonl] [--backend cpu|cuda] "
+            "[--top-k K]\n"
+            "                        [--logits] [--token-budget N] [--max-wait-ms "
+            "N]\n"
+            "                        [--precision fp32|fp16|bf16] [--threads N]\n\n"
+            "Reads texts from stdin (one per line, or JSONL objects with a \"text\" "
+            "field) and\n"
+            "prints one JSON object per input line, in input order:\n"
+            "  {\"label\", \"confidence\", \"top_k\": [{\"label\", \"p\"}..], "
+            "\"tokens\", "
+            "\"truncated\"[, \"logits\"]}\n"
+            "A line that cannot be read prints {\"error\": \"...\"} and the exit "
+            "code is 2.\n\n"
+            "  --model DIR         Hugging Face BertForSequenceClassification "
+            "checkpoint\n"
+            "  --jsonl             input lines are JSON objects with a \"text\" "
+            "field\n"
+            "  --backend B         cpu (default) or cuda\n"
+            "  --top-k K           labels listed in top_k, 0..64 (default 3)\n"
+            "  --logits            add the raw logits\n"
+            "  --token-budget N    tokens per batch (default 8192; >= the model's "
+            "max length)\n"
+            "  --max-wait-ms N     longest an input waits for a fuller batch "
+            "(default 20)\n"
+            "  --precision P       backend precision (default: the backend's)\n"
+            "  --threads N         CPU threads (default: one per core)\n"
+            "  --max-pending N     inputs waiting for a batch (default 4096); twice as many\n"
+            "                      may be in flight (read, queued, or awaiting in-order output)\n");
+}
+
+static int parse_opts(int argc, char **argv, cls_opts_t *o) {
+    static const struct option lo[] = {{"model", required_argument, 0, 'm'},
+                                       {"jsonl", no_argument, 0, 'j'},
+                                       {"backend", required_argument, 0, 'b'},
+                                       {"top-k", required_argument, 0, 'k'},
+                                       {"logits", no_argument, 0, 'l'},
+                                       {"token-budget", required_argument, 0, 't'},
+                                       {"max-wait-ms", required_argument, 0, 'w'},
+                                       {"precision", required_argument, 0, 'p'},
+                                       {"threads", required_argument, 0, 'n'},
+                                       {"max-pending", required_argument, 0, 'P'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
+    *o = (cls_opts_t){NULL, "cpu", NULL, 0, 3, 0, 8192, 20, 0, 4096};
+    optind = 1;
+    opterr = 0;
+    int ch;
+    long v;
+    while ((ch = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
+        switch (ch) {
+        case 'm':
+            o->model_dir = optarg;
+            break;
+        case 'j':
+            o->jsonl = 1;
+            break;
+        case 'b':
+            o->backend = optarg;
+            break;
+        case 'l':
+            o->logits = 1;
+            break;
+        case 'p':
+            o->precision = optarg;
+            break;
+        case 'k':
+            if (classify_parse_int("classify", "--top-k", optarg, 0, 64, &v)) return 2;
+            o->top_k = (int)v;
+            break;
+        case 't':
+            if (classify_parse_int("classify", "--token-budget", optarg, 1, 1 << 24, &v)) return 2;
+            o->token_budget = (int)v;
+            break;
+        case 'w':
+            if (classify_parse_int("classify", "--max-wait-ms", optarg, 0, 3600000, &v)) return 2;
+            o->max_wait_ms = (int)v;
+            break;
+        case 'n':
+            if (classify_parse_int("classify", "--threads", optarg, 0, 1024, &v)) return 2;
+            o->threads = (int)v;
+            break;
+        case 'P':
+            if (classify_parse_int("classify", "--max-pending", optarg, 1, 1 << 20, &v)) return 2;
+            o->max_pending = (int)v;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        case ':':
+            fprintf(stderr, "reclass classify: %s needs a value\n", argv[optind - 1]);
+            return 2;
+        default:
+            fprintf(stderr, "reclass classify: unknown option '%s' (see --help)\n",
+                    argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "reclass classify: unexpected argument '%s' (texts come on stdin)\n",
+                argv[optind]);
+        return 2;
+    }
+    if (!o->model_dir) {
+        fprintf(stderr, "reclass classify: --model DIR is required (a Hugging Face checkpoint "
+                        "directory)\n");
+        return 2;
+    }
+    return -1;
+}
+
+/* Prints every finished slot at the front of the ring (in input order) and
+ * frees them for the reader. Returns how many printed lines were input errors.
+ */
+static long print_ready(cls_ctx_t *c, long known, long *next_out, const gpu_model_config_t *cfg,
+                        const cls_opts_t *o) {
+    long errors = 0, start = *next_out;
+    while (*next_out < known) {
+        cls_slot_t *s = &c->slot[*next_out % c->ring];
+        if (s->state == SLOT_DONE) {
+            classify_write_result(stdout, cfg, s->logits, o->top_k, o->logits, s->n, s->truncated);
+        } else if (s->state == SLOT_ERROR) {
+            fputs("{\"error\": ", stdout);
+            classify_json_string(stdout, s->err);
+            fputs("}\n", stdout);
+            fprintf(stderr, "reclass classify: %s\n", s->err);
+            errors++;
+        } else {
+            break;
+        }
+        s->state = SLOT_FREE;
+        (*next_out)++;
+    }
+    if (*next_out != start) {
+        pthread_mutex_lock(&c->mu);
+        c->printed_upto = *next_out;
+        pthread_cond_signal(&c->cv_reader);
+        pthread_mutex_unlock(&c->mu);
+    }
+    return errors;
+}
+
+static struct timespec ts_of_ms(int64_t ms) {
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    return ts;
+}
+
+/* The main thread's loop; returns the exit code. */
+static int classify_loop(cls_ctx_t *c, classify_session_t *ss, worker_accum_t *acc,
+                         const cls_opts_t *o) {
+    const gpu_model_config_t *cfg = &ss->model->cfg;
+    int cap = ss->max_seqs;
+    void **items = malloc((size_t)cap * sizeof(void *));        /* (max_seqs) popped slots */
+    int *lens = malloc((size_t)cap * sizeof(int));              /* (max_seqs) */
+    const int32_t **seqp = malloc((size_t)cap * sizeof(*seqp)); /* (max_seqs) ids per item */
+    if (!items || !lens || !seqp) {
+        free(items);
+        free(lens);
+        free(seqp);
+        fprintf(stderr, "reclass classify: out of memory\n");
+        return 1;
+    }
+    long next_push = 0, next_out = 0, known = 0, errors = 0;
+    int eof = 0, full = 0, dirty = 0, rc = 0;
+    char err[256];
+    for (;;) {
+        /* 1. learn what the reader published; sleep only when there is nothing to
+         * do */
+        pthread_mutex_lock(&c->mu);
+        for (;;) {
+            known = c->read_upto;
+            eof = c->eof;
+            if (full || eof || known > next_push || known - next_out >= c->ring) break;
+            int64_t dl = worker_accum_next_deadline(acc);
+            if (dl != INT64_MAX && classify_now_ms() >= dl) break;
+            if (dirty) { /* results appear before we sleep (interactive use) */
+                pthread_mutex_unlock(&c->mu);
+                fflush(stdout);
+                dirty = 0;
+                pthread_mutex_lock(&c->mu);
+                continue;
+            }
+            if (dl == INT64_MAX) {
+                pthread_cond_wait(&c->cv_main, &c->mu);
+            } else {
+                struct timespec ts = ts_of_ms(dl);
+                pthread_cond_timedwait(&c->cv_main, &c->mu, &ts);
+            }
+        }
+        pthread_mutex_unlock(&c->mu);
+
+        /* 2. move read slots into the accumulator, in input order, until it is full
+         */
+        int64_t now = classify_now_ms();
+        full = 0;
+        while (next_push < known) {
+            cls_slot_t *s = &c->slot[next_push % c->ring];
+            if (s->state == SLOT_READ) {
+                int r = worker_accum_push(acc, s, s->n, now);
+                if (r == WORKER_ACCUM_FULL) {
+                    full = 1;
+                    break;
+                }
+                if (r != WORKER_ACCUM_OK) { /* cannot happen: 2 <= n <= max_pos */
+                    s->state = SLOT_ERROR;
+                    snprintf(s->err, sizeof s->err, "input %ld: %d tokens cannot be batched",
+                             next_push + 1, s->n);
+                }
+            }
+            next_push++;
+        }
+
+        /* 3. form and run batches while any is due */
+        int drained = eof && next_push == known;
+        for (;;) {
+            now = classify_now_ms();
+            int64_t t = now;
+            if (!drained && !worker_accum_ready(acc, now)) {
+                /* the reader waits for the oldest unprinted input, which is pending
+                 * here: emit it now rather than at its deadline */
+                if (known - next_out < c->ring || worker_accum_pending_items(acc) == 0) break;
+                int64_t dl = worker_accum_next_deadline(acc);
+                t = dl > now ? dl : now;
+            }
+            int n = worker_accum_pop(acc, t, drained, items, lens, cap);
+            if (n == 0) break;
+            full = 0;
+            for (int i = 0; i < n; i++)
+                seqp[i] = ((cls_slot_t *)items[i])->ids;
+            if (classify_session_forward(ss, seqp, lens, n, err, sizeof err) != 0) {
+                fflush(stdout);
+                fprintf(stderr, "reclass classify: backend %s failed: %s\n", ss->ops->name, err);
+                rc = 1;
+                goto out;
+            }
+            int L = cfg->num_labels;
+            for (int i = 0; i < n; i++) {
+                cls_slot_t *s = items[i];
+                memcpy(s->logits, ss->logits + (size_t)i * L, (size_t)L * sizeof(float));
+                s->state = SLOT_DONE;
+            }
+            errors += print_ready(c, known, &next_out, cfg, o);
+            dirty = 1;
+            if (next_push < known) break; /* room again: push the rest first */
+        }
+        long e = print_ready(c, known, &next_out, cfg, o);
+        if (e) dirty = 1;
+        errors += e;
+        if (full) { /* FULL implies ready, so a pop must have happened */
+            fprintf(stderr, "reclass classify: internal error: accumulator full but no batch\n");
+            rc = 1;
+            goto out;
+        }
+        if (drained && worker_accum_pending_items(acc) == 0 && next_out == known) break;
+    }
+    pthread_mutex_lock(&c->mu);
+    int fatal = c->fatal;
+    pthread_mutex_unlock(&c->mu);
+    if (fatal) {
+        fflush(stdout);
+        fprintf(stderr, "reclass classify: reading stdin failed: %s\n", c->fatal_msg);
+        rc = 1;
+    } else if (errors) {
+        fflush(stdout);
+        fprintf(stderr,
+                "reclass classify: %ld input line(s) could not be read (see their "
+                "{\"error\"} lines)\n",
+                errors);
+        rc = 2;
+    }
+out:
+    if (fflush(stdout) != 0 && rc == 0) {
+        fprintf(stderr, "reclass classify: writing stdout failed\n");
+        rc = 1;
+    }
+    free(items);
+    free(lens);
+    free(seqp);
+    return rc;
+}
 
 int worker_cmd_classify(int argc, char **argv) {
-    fprintf(stderr, "reclass: '%s' is not built yet\n", argv[0]);
-    return 1;
+    cls_opts_t o;
+    int prc = parse_opts(argc, argv, &o);
+    if (prc >= 0) return prc;
+
+    char err[512];
+    gpu_model_t *model = NULL;
+    if (gpu_model_load(o.model_dir, &model, err, sizeof err) != 0) {
+        fprintf(stderr, "reclass classify: %s\n", err);
+        return 2;
+    }
+    worker_tok_t *tok = NULL;
+    if (!model->vocab_path ||
+        worker_tok_init(model->vocab_path, model->cfg.do_lower_case, &tok, err, sizeof err)) {
+        fprintf(stderr, "reclass classify: %s\n", model->vocab_path ? err : "model has no vocab");
+        gpu_model_free(model);
+        return 2;
+    }
+    int max_len = model->cfg.max_pos;
+    worker_accum_cfg_t acfg = {.token_budget = o.token_budget,
+                               .padded = 0,
+                               .max_wait_ms = o.max_wait_ms,
+                               .max_pending_items = o.max_pending,
+                               .max_pending_tokens = 4L * o.token_budget,
+                               .max_len = max_len};
+    worker_accum_t *acc = NULL;
+    if (worker_accum_init(&acfg, &acc, err, sizeof err) != 0) {
+        fprintf(stderr, "reclass classify: --token-budget: %s\n", err);
+        worker_tok_free(tok);
+        gpu_model_free(model);
+        return 2;
+    }
+    gpu_backend_opts_t bopts = {.token_budget = o.token_budget,
+                                .max_len = max_len,
+                                .max_seqs = 0,
+                                .threads = o.threads,
+                                .precision = o.precision,
+                                .device = 0};
+    classify_session_t ss;
+    int src = classify_session_init(&ss, model, o.backend, &bopts, err, sizeof err);
+    if (src != 0) { /* the session freed the model */
+        fprintf(stderr, "reclass classify: %s\n", err);
+        worker_accum_free(acc);
+        worker_tok_free(tok);
+        return src;
+    }
+    if (!ss.ops->padding_free) { /* re-create the accumulator counting padded cost
+                                  */
+        worker_accum_free(acc);
+        acfg.padded = 1;
+        worker_accum_init(&acfg, &acc, err, sizeof err);
+    }
+
+    worker_input_t *in = NULL;
+    if (worker_input_open(stdin, o.jsonl, &in, err, sizeof err) != 0) {
+        fprintf(stderr, "reclass classify: %s\n", err);
+        classify_session_free(&ss);
+        worker_accum_free(acc);
+        worker_tok_free(tok);
+        return 1;
+    }
+
+    cls_ctx_t c;
+    memset(&c, 0, sizeof c);
+    c.in = in;
+    c.f = stdin;
+    c.tok = tok;
+    c.max_len = max_len;
+    c.ring = 2L * acfg.max_pending_items;
+    int L = ss.model->cfg.num_labels;
+    c.slot = calloc((size_t)c.ring, sizeof(cls_slot_t));
+    c.ids_all = malloc((size_t)c.ring * (size_t)max_len * sizeof(int32_t));
+    c.logits_all = malloc((size_t)c.ring * (size_t)L * sizeof(float));
+    int rc = 1;
+    if (!c.slot || !c.ids_all || !c.logits_all) {
+        fprintf(stderr, "reclass classify: out of memory for %ld input slots\n", c.ring);
+        goto done;
+    }
+    for (long i = 0; i < c.ring; i++) {
+        c.slot[i].ids = c.ids_all + (size_t)i * max_len;
+        c.slot[i].logits = c.logits_all + (size_t)i * L;
+    }
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&c.mu, NULL);
+    pthread_cond_init(&c.cv_main, &ca);
+    pthread_cond_init(&c.cv_reader, NULL);
+    pthread_condattr_destroy(&ca);
+    static char outbuf[1 << 20];
+    setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
+
+    pthread_t th;
+    if (pthread_create(&th, NULL, reader_main, &c) != 0) {
+        fprintf(stderr, "reclass classify: cannot start the reader thread\n");
+        goto done_sync;
+    }
+    rc = classify_loop(&c, &ss, acc, &o);
+    if (rc == 1 && !c.eof) {
+        /* a runtime failure while the reader may still block on stdin: the process
+         * exits now, so the ring it writes into is left to the OS rather than freed
+         * under it */
+        fflush(stdout);
+        return rc;
+    }
+    pthread_join(th, NULL);
+done_sync:
+    pthread_cond_destroy(&c.cv_main);
+    pthread_cond_destroy(&c.cv_reader);
+    pthread_mutex_destroy(&c.mu);
+done:
+    free(c.slot);
+    free(c.ids_all);
+    free(c.logits_all);
+    worker_input_free(in);
+    classify_session_free(&ss);
+    worker_accum_free(acc);
+    worker_tok_free(tok);
+    return rc;
 }
