@@ -14,7 +14,10 @@
 #include "gpu/cuda_backend.h"
 #include "gpu/cuda_common.cuh"
 #include "gpu/cuda_gemm.cuh"
+#include "gpu/cuda_test_api.h"
 #include "gpu/plan.h"
+
+#define BE_PROF_EVENTS 256
 
 struct gpu_backend {
     const gpu_model_t *model; // borrowed, outlives the backend
@@ -30,6 +33,12 @@ struct gpu_backend {
     int init_done;          // set once the arena exists: later allocations are refused
     long allocs_after_init; // attempts refused after init (a test proves it stays 0)
     cuda_gemm_t gemm;
+    // Optional per-phase timing (bench breakdown): an event after each phase of a forward.
+    int prof;
+    int n_ev;
+    cudaEvent_t ev[BE_PROF_EVENTS];
+    int ev_cat[BE_PROF_EVENTS];
+    double prof_ms[GPU_CUDA_PROF_N];
 };
 
 // The only path to device memory. After init it refuses and counts the attempt.
@@ -108,6 +117,8 @@ static void cuda_be_free(gpu_backend_t *be) {
     if (!be) return;
     if (be->device >= 0) cudaSetDevice(be->device);
     cuda_gemm_free(&be->gemm);
+    for (int i = 0; i < BE_PROF_EVENTS; i++)
+        if (be->ev[i]) cudaEventDestroy(be->ev[i]);
     if (be->dev) cudaFree(be->dev);
     if (be->h_inputs) cudaFreeHost(be->h_inputs);
     if (be->h_logits) cudaFreeHost(be->h_logits);
@@ -207,6 +218,13 @@ fail_quiet:
         if (cuda_gemm_run(&be->gemm, w, x, y, b, m, n, k, epi, s, err, errlen) != 0) return 1;     \
     } while (0)
 
+// Marks the end of a phase of category cat (profiling only).
+static void be_mark(struct gpu_backend *be, int cat) {
+    if (!be->prof || be->n_ev >= BE_PROF_EVENTS) return;
+    be->ev_cat[be->n_ev] = cat;
+    cudaEventRecord(be->ev[be->n_ev++], be->stream);
+}
+
 template <typename T>
 static int cuda_be_forward_t(struct gpu_backend *be, const gpu_batch_t *b, float *logits, char *err,
                              size_t errlen) {
@@ -224,6 +242,8 @@ static int cuda_be_forward_t(struct gpu_backend *be, const gpu_batch_t *b, float
         for (int t = b->cu_seqlens[q]; t < b->cu_seqlens[q + 1]; t++)
             hi[ta + t] = t - b->cu_seqlens[q];
     memcpy(hi + 2 * ta, b->cu_seqlens, (size_t)(S + 1) * 4);
+    be->n_ev = 0;
+    be_mark(be, GPU_CUDA_PROF_EMBED);
     int32_t *d_in = (int32_t *)be_slice(be, GPU_PLAN_INPUTS);
     const int32_t *d_ids = d_in, *d_pos = d_in + ta, *d_cu = d_in + 2 * ta;
     FW_CUDA(cudaMemcpyAsync(d_in, hi, (size_t)(2 * ta + S + 1) * 4, cudaMemcpyHostToDevice, s));
@@ -236,6 +256,7 @@ static int cuda_be_forward_t(struct gpu_backend *be, const gpu_batch_t *b, float
                              (const T *)be_slice(be, GPU_PLAN_POS_EMB),
                              (const T *)be_slice(be, GPU_PLAN_TYPE_EMB), eln, eln + H, H, eps, X,
                              s));
+    be_mark(be, GPU_CUDA_PROF_EMBED);
     int q_tiles = (b->max_len + 63) / 64;
     for (int l = 0; l < NL; l++) {
         const T *qkv_w = (const T *)be_layer(be, l, GPU_PLAN_L_QKV_W);
@@ -243,27 +264,36 @@ static int cuda_be_forward_t(struct gpu_backend *be, const gpu_batch_t *b, float
         const float *ln1 = (const float *)be_layer(be, l, GPU_PLAN_L_LN1);
         const float *ln2 = (const float *)be_layer(be, l, GPU_PLAN_L_LN2);
         FW_GEMM(qkv_w, X, BIG, qkv_b, Tn, 3 * H, H, CUDA_GEMM_BIAS);
+        be_mark(be, GPU_CUDA_PROF_GEMM);
         int last = l == NL - 1;
         // The last layer feeds only the [CLS] rows to the pooler: attention for the first
         // query tile, then the rest of the layer on S gathered rows instead of Tn.
         FW_CUDA(cuda_attention<T>(BIG, BIG + H, BIG + 2 * H, 3 * H, d_cu, S, c->heads,
                                   last ? 1 : q_tiles, CTX, H, s));
+        be_mark(be, GPU_CUDA_PROF_ATTENTION);
         int rows = last ? S : Tn;
         T *ctx = CTX, *x = X, *ao = BIG, *ff = BIG, *y = CTX;
         if (last) {
             // BIG: (S, H) ctx rows | (S, H) residual rows | (S, I) FFN inner (plan sizes it)
-            ctx = BIG, x = BIG + (size_t)S * H, ao = CTX, ff = BIG + (size_t)2 * S * H, y = CTX;
+            // Each part starts 256-byte aligned, as cuBLASLt's algorithms assume.
+            size_t part = ((size_t)S * H + 127) & ~(size_t)127;
+            ctx = BIG, x = BIG + part, ao = CTX, ff = BIG + 2 * part, y = CTX;
             FW_CUDA(cuda_gather_rows<T>(CTX, d_cu, S, H, ctx, s));
             FW_CUDA(cuda_gather_rows<T>(X, d_cu, S, H, x, s));
+            be_mark(be, GPU_CUDA_PROF_NORM);
         }
         FW_GEMM(be_layer(be, l, GPU_PLAN_L_AO_W), ctx, ao, be_layer(be, l, GPU_PLAN_L_AO_B), rows,
                 H, H, CUDA_GEMM_BIAS);
+        be_mark(be, GPU_CUDA_PROF_GEMM);
         FW_CUDA(cuda_add_ln<T>(ao, x, ln1, ln1 + H, rows, H, eps, x, s));
+        be_mark(be, GPU_CUDA_PROF_NORM);
         FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF1_W), x, ff, be_layer(be, l, GPU_PLAN_L_FF1_B), rows,
                 I, H, CUDA_GEMM_GELU_BIAS);
         FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF2_W), ff, y, be_layer(be, l, GPU_PLAN_L_FF2_B), rows,
                 H, I, CUDA_GEMM_BIAS);
+        be_mark(be, GPU_CUDA_PROF_GEMM);
         FW_CUDA(cuda_add_ln<T>(y, x, ln2, ln2 + H, rows, H, eps, x, s));
+        be_mark(be, GPU_CUDA_PROF_NORM);
         if (last) X = x;
     }
     float *d_logits = (float *)be_slice(be, GPU_PLAN_LOGITS);
@@ -273,8 +303,14 @@ static int cuda_be_forward_t(struct gpu_backend *be, const gpu_batch_t *b, float
                                   (const float *)be_slice(be, GPU_PLAN_CLS_B), H, L, d_logits, s));
     FW_CUDA(cudaMemcpyAsync(be->h_logits, d_logits, (size_t)S * L * sizeof(float),
                             cudaMemcpyDeviceToHost, s));
+    be_mark(be, GPU_CUDA_PROF_HEAD);
     FW_CUDA(cudaStreamSynchronize(s));
     memcpy(logits, be->h_logits, (size_t)S * L * sizeof(float));
+    for (int i = 1; i < be->n_ev; i++) {
+        float ms = 0;
+        if (cudaEventElapsedTime(&ms, be->ev[i - 1], be->ev[i]) == cudaSuccess)
+            be->prof_ms[be->ev_cat[i]] += ms;
+    }
     return 0;
 }
 
@@ -313,6 +349,20 @@ extern "C" int gpu_cuda_backend_try_alloc(gpu_backend_t *be, size_t bytes) {
         return 0;
     }
     return -1;
+}
+
+extern "C" int gpu_cuda_backend_profile(gpu_backend_t *be, int on, double *ms) {
+    if (ms)
+        for (int i = 0; i < GPU_CUDA_PROF_N; i++)
+            ms[i] = be->prof_ms[i];
+    if (on >= 0) {
+        if (on && !be->ev[0])
+            for (int i = 0; i < BE_PROF_EVENTS; i++)
+                if (cudaEventCreate(&be->ev[i]) != cudaSuccess) return -1;
+        be->prof = on;
+        memset(be->prof_ms, 0, sizeof(be->prof_ms));
+    }
+    return 0;
 }
 
 // Test/bench hook: heuristic queries so far (stays small over a long run).

@@ -45,6 +45,19 @@ void gpu_cuda_test_round(const char *precision, float *x, size_t n);
 int gpu_cuda_backend_try_alloc(gpu_backend_t *be, size_t bytes);
 long gpu_cuda_backend_heuristic_queries(gpu_backend_t *be);
 
+/* Per-phase GPU time of forwards (bench breakdown), from events between phases. on = 1
+ * starts (resets) profiling, 0 stops, -1 leaves it; ms (GPU_CUDA_PROF_N) gets the totals so
+ * far in milliseconds when not NULL. Profiling adds an event per phase: time apart. */
+enum {
+    GPU_CUDA_PROF_EMBED,     /* input copy + embedding LayerNorm */
+    GPU_CUDA_PROF_GEMM,      /* cuBLASLt projections (bias/GELU epilogues included) */
+    GPU_CUDA_PROF_ATTENTION, /* fused attention */
+    GPU_CUDA_PROF_NORM,      /* residual + LayerNorm, [CLS] gathers */
+    GPU_CUDA_PROF_HEAD,      /* pooler + classifier + logits copy */
+    GPU_CUDA_PROF_N
+};
+int gpu_cuda_backend_profile(gpu_backend_t *be, int on, double *ms);
+
 #ifdef __cplusplus
 }
 #endif

@@ -83,7 +83,7 @@ int gpu_plan_compute(const gpu_model_config_t *cfg, int token_budget, int max_le
      * inner activations (T, I); in the last layer, which runs on the [CLS] rows only, the
      * gathered context and residual rows and their FFN inner, S * (2H + I). */
     size_t big = T * (3 * H > I ? 3 * H : I);
-    if (S * (2 * H + I) > big) big = S * (2 * H + I);
+    if (S * (2 * H + I) + 256 > big) big = S * (2 * H + I) + 256; /* + alignment of parts */
     size_t ctx = (T > S ? T : S) * H;
     plan_put(p, GPU_PLAN_X, "hidden state", "(tokens, H)", T * H * e, &cur);
     plan_put(p, GPU_PLAN_CTX, "attention context / FFN out", "(tokens, H)", ctx * e, &cur);

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# The one script for the CUDA backend on a lent GPU machine (see gpu/NOTES-cuda.md).
+#
+# Here (build machine, nvcc, no GPU):
+#   cmake -S . -B build-sm90 -DCMAKE_CUDA_ARCHITECTURES=90 && cmake --build build-sm90 -j2
+#   tests/bench/device_run.sh pack        # -> .devlibs/bundle.tar.xz (binaries + .so deps)
+# On the device, from the repo root (carry .devlibs):
+#   tests/bench/device_run.sh run STAGES  # STAGES: comma list of
+#       smoke    GPU visible, libraries resolve
+#       ctest    ctest -R test_gpu (kernels parity, golden, plan; memory test via ctest too)
+#       quick    kernels + golden + a 20,000-batch memory test (no 100k run)
+#       sanitize compute-sanitizer memcheck + racecheck on the kernel and golden tests
+#       classify reclass classify --backend cuda vs --backend cpu on the CLINC150 test set
+#       bench    gpu_bench fp16 (8192, 16384, 32768) + bf16 16384, writes the workload
+#       rbench   reclass bench --backend cuda (the worker's own bench command)
+#       torch    tests/bench/torch_gpu_peer.py eager + torch.compile on the same workload
+# Logs and JSON lines go to $OUT (or ./device-out) so they come back.
+set -u
+mode=${1:-}
+B=build-sm90
+case "$mode" in
+pack)
+    rm -rf .devlibs && mkdir -p .devlibs/lib
+    ldd $B/reclass $B/tests/test_gpu_kernels | awk '/=>/ {print $3}' | sort -u |
+        grep -v -E 'libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libresolv|ld-linux|libgcc_s|libstdc\+\+|libcublas|libcudart' |
+        while read -r lib; do cp -L "$lib" .devlibs/lib/; done
+    tar -cf - .devlibs/lib $B/reclass $B/tests/test_gpu_* $B/tests/gpu_bench \
+        $B/CTestTestfile.cmake $B/tests/CTestTestfile.cmake | xz -T2 -6 >.devlibs/bundle.tar.xz
+    rm -rf .devlibs/lib
+    ls -la .devlibs
+    exit 0
+    ;;
+run) ;;
+*)
+    echo "usage: $0 pack | run STAGES" >&2
+    exit 2
+    ;;
+esac
+
+stages=",${2:-smoke,quick,classify,bench,torch},"
+OUT=${OUT:-$PWD/device-out}
+mkdir -p "$OUT"
+# At most 8 files come back from $OUT: logs go to $LOGS and return as one tarball.
+RESULT_OUT=$OUT
+LOGS=/tmp/devlogs
+rm -rf "$LOGS" && mkdir -p "$LOGS"
+OUT=$LOGS
+# CTest files hold this build machine's absolute paths (/work/main/...).
+if [ "$(pwd -P)" != "$(readlink -f /work/main 2>/dev/null)" ]; then
+    mkdir -p /work && ln -sfn "$PWD" /work/main
+fi
+xz -dc .devlibs/bundle.tar.xz | tar -xf -
+export LD_LIBRARY_PATH=$PWD/.devlibs/lib:${LD_LIBRARY_PATH:-}
+summary=$OUT/summary.txt
+: >"$summary"
+note() { echo "== $*" | tee -a "$summary"; }
+has() { [[ $stages == *",$1,"* ]]; }
+t0=$(date +%s)
+elapsed() { echo $(($(date +%s) - t0)); }
+
+if has smoke || true; then
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee -a "$summary"
+    missing=$(ldd $B/reclass | grep "not found")
+    [ -n "$missing" ] && note "MISSING LIBS: $missing"
+fi
+if has ctest; then
+    note "ctest -R test_gpu ($(elapsed)s)"
+    (cd $B && ctest -R test_gpu --output-on-failure 2>&1) | tee "$OUT/ctest.log" | tail -25 | tee -a "$summary"
+fi
+if has quick; then
+    for t in test_gpu_plan test_gpu_kernels test_gpu_golden; do
+        note "$t ($(elapsed)s)"
+        $B/tests/$t >"$OUT/$t.log" 2>&1
+        echo "exit $?" >>"$OUT/$t.log"
+        grep -E "FAIL|PASSED|FAILED|SKIP|exit|agreement|bert-base fp16" "$OUT/$t.log" | tail -12 | tee -a "$summary"
+    done
+    note "test_gpu_memory 20000 ($(elapsed)s)"
+    $B/tests/test_gpu_memory 20000 2>&1 | tee "$OUT/test_gpu_memory.log" | tail -8 | tee -a "$summary"
+fi
+if has sanitize; then
+    for tool in memcheck racecheck; do
+        note "compute-sanitizer $tool ($(elapsed)s)"
+        timeout 400 compute-sanitizer --tool $tool --error-exitcode 9 $B/tests/test_gpu_kernels quick \
+            >"$OUT/sanitize-$tool.log" 2>&1
+        echo "exit $?" | tee -a "$OUT/sanitize-$tool.log" | tee -a "$summary"
+        grep -E "ERROR SUMMARY|RACECHECK SUMMARY|FAILED|PASSED" "$OUT/sanitize-$tool.log" | tail -3 | tee -a "$summary"
+    done
+    note "compute-sanitizer memcheck golden ($(elapsed)s)"
+    timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 $B/tests/test_gpu_golden \
+        >"$OUT/sanitize-golden.log" 2>&1
+    echo "exit $?" | tee -a "$summary"
+    grep -E "ERROR SUMMARY|FAILED|PASSED" "$OUT/sanitize-golden.log" | tail -3 | tee -a "$summary"
+fi
+if has classify; then
+    note "classify cuda vs cpu ($(elapsed)s)"
+    M=deploy/models/clinc150-bert-mini
+    F=tests/fixtures/golden_clinc150_test.jsonl
+    $B/reclass classify --model $M --jsonl --backend cpu <$F >/tmp/cls_cpu.jsonl 2>"$OUT/cls_cpu.err"
+    echo "cpu exit $?" | tee -a "$summary"
+    for p in fp16 bf16; do
+        $B/reclass classify --model $M --jsonl --backend cuda --precision $p <$F >/tmp/cls_$p.jsonl 2>"$OUT/cls_$p.err"
+        echo "cuda $p exit $?" | tee -a "$summary"
+        python3 - "$p" <<'PY' | tee -a "$summary"
+import json, sys
+p = sys.argv[1]
+a = [json.loads(l).get("label") for l in open("/tmp/cls_cpu.jsonl")]
+b = [json.loads(l).get("label") for l in open(f"/tmp/cls_{p}.jsonl")]
+g = [json.loads(l)["pred"] for l in open("tests/fixtures/golden_clinc150_test.jsonl")]
+n = min(len(a), len(b))
+same = sum(x == y and x is not None for x, y in zip(a, b))
+gold = sum(x == y for x, y in zip(b, g))
+print(f"classify {p}: cuda vs cpu labels {same}/{n} = {100*same/max(n,1):.3f}%; cuda vs golden pred {gold}/{len(g)}; cpu lines {len(a)}, cuda lines {len(b)}")
+PY
+    done
+fi
+if has bench; then
+    note "gpu_bench ($(elapsed)s)"
+    $B/tests/gpu_bench --precision fp16 --budgets 8192,16384,32768 --repeat 3 \
+        --workload-out /tmp/tickets_mix.jsonl 2>&1 | tee "$OUT/bench-fp16.log" | grep -v '^{' | tee -a "$summary"
+    $B/tests/gpu_bench --precision bf16 --budgets 16384 --repeat 3 2>&1 | tee "$OUT/bench-bf16.log" | grep -v '^{' | tee -a "$summary"
+    grep -h '^{' "$OUT"/bench-*.log >"$OUT/bench.jsonl"
+fi
+if has rbench; then
+    note "reclass bench ($(elapsed)s)"
+    for tb in 16384 32768; do
+        $B/reclass bench --geometry bert-base --labels 140 --backend cuda --workload tickets-mix \
+            --token-budget $tb --precision fp16 --repeat 3 2>&1 | tail -6 | tee -a "$OUT/rbench.log" | tee -a "$summary"
+    done
+fi
+if has torch; then
+    [ -f /tmp/tickets_mix.jsonl ] || $B/tests/gpu_bench --budgets 16384 --repeat 1 --workload-out /tmp/tickets_mix.jsonl >/dev/null
+    note "torch eager ($(elapsed)s)"
+    PYTHONUNBUFFERED=1 timeout 200 python3 tests/bench/torch_gpu_peer.py /tmp/tickets_mix.jsonl \
+        --variants eager --repeat 3 2>&1 | tee "$OUT/torch-eager.log" | grep -E '^\{|torch|Error' | tee -a "$summary"
+    note "torch compile ($(elapsed)s)"
+    PYTHONUNBUFFERED=1 timeout ${TORCH_COMPILE_TIMEOUT:-300} python3 tests/bench/torch_gpu_peer.py /tmp/tickets_mix.jsonl \
+        --variants compile --budgets ${TORCH_COMPILE_BUDGETS:-16384,32768} --repeat 3 2>&1 | tee "$OUT/torch-compile.log" | grep -E '^\{|skip|Error' | tee -a "$summary"
+fi
+note "done in $(elapsed)s"
+cp "$summary" "$RESULT_OUT/summary.txt"
+[ -f "$LOGS/bench.jsonl" ] && cp "$LOGS/bench.jsonl" "$RESULT_OUT/"
+tar -czf "$RESULT_OUT/logs.tar.gz" -C /tmp devlogs

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""PyTorch peer of the CUDA encoder: Hugging Face BertForSequenceClassification in the
+same geometry (bert-base: 12 x 768, 12 heads, 3072, 140 labels, random init), fp16 weights,
+attn_implementation="sdpa", torch.inference_mode, on the very same tickets (the JSONL that
+gpu_bench --workload-out writes: {"ids": [...]} lines).
+
+Batches: length-sorted (longest first), padded to the batch's longest with an attention
+mask, filled while n_seqs * padded_len <= token budget (a padded backend pays for padding).
+Variants: eager, and torch.compile (dynamic shapes marked; one untimed pass over every batch
+first, so compilation and autotuning stay out of the figure). Each timed pass copies the ids
+to the GPU and the logits back per batch, as reclass does. Prints one JSON line per run.
+
+usage: torch_gpu_peer.py WORKLOAD.jsonl [--budgets 8192,16384,32768] [--repeat 3]
+                         [--variants eager,compile] [--dtype fp16|bf16] [--labels 140]
+"""
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import torch
+
+
+def load(path):
+    seqs = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                seqs.append(json.loads(line)["ids"])
+    return seqs
+
+
+def make_batches(seqs, budget, pad_to=8):
+    order = sorted(range(len(seqs)), key=lambda i: (-len(seqs[i]), i))
+    batches, cur, cur_max = [], [], 0
+    for i in order:
+        n = len(seqs[i])
+        m = max(cur_max, n)
+        m_pad = (m + pad_to - 1) // pad_to * pad_to
+        if cur and (len(cur) + 1) * m_pad > budget:
+            batches.append(cur)
+            cur, cur_max = [], 0
+            m = n
+        cur.append(i)
+        cur_max = max(cur_max, m)
+    if cur:
+        batches.append(cur)
+    out = []
+    for b in batches:
+        L = max(len(seqs[i]) for i in b)
+        L = (L + pad_to - 1) // pad_to * pad_to
+        ids = torch.zeros((len(b), L), dtype=torch.int32)
+        mask = torch.zeros((len(b), L), dtype=torch.int32)
+        for r, i in enumerate(b):
+            ids[r, : len(seqs[i])] = torch.tensor(seqs[i], dtype=torch.int32)
+            mask[r, : len(seqs[i])] = 1
+        out.append((ids.long().pin_memory(), mask.long().pin_memory()))
+    return out
+
+
+def run_pass(model, batches):
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for ids, mask in batches:
+        logits = model(input_ids=ids.cuda(non_blocking=True),
+                       attention_mask=mask.cuda(non_blocking=True)).logits
+        logits.float().cpu()
+    torch.cuda.synchronize()
+    return time.perf_counter() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("workload")
+    ap.add_argument("--budgets", default="8192,16384,32768")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--variants", default="eager,compile")
+    ap.add_argument("--dtype", default="fp16")
+    ap.add_argument("--labels", type=int, default=140)
+    ap.add_argument("--compile-budget-s", type=float, default=240.0,
+                    help="skip further compiled budgets once compiling took this long")
+    a = ap.parse_args()
+    from transformers import AutoModelForSequenceClassification, BertConfig
+
+    torch.manual_seed(1)
+    dtype = torch.float16 if a.dtype == "fp16" else torch.bfloat16
+    cfg = BertConfig(vocab_size=30522, hidden_size=768, num_hidden_layers=12,
+                     num_attention_heads=12, intermediate_size=3072, max_position_embeddings=512,
+                     num_labels=a.labels)
+    model = AutoModelForSequenceClassification.from_config(cfg, attn_implementation="sdpa")
+    model = model.to(dtype).cuda().eval()
+    print(f"torch {torch.__version__}, attn {model.config._attn_implementation}, "
+          f"{torch.cuda.get_device_name()}", flush=True)
+    seqs = load(a.workload)
+    ntok = sum(len(s) for s in seqs)
+    print(f"workload: {len(seqs)} tickets, {ntok} tokens", flush=True)
+    compile_spent = 0.0
+    for variant in a.variants.split(","):
+        m = model
+        if variant == "compile":
+            m = torch.compile(model, dynamic=True)
+        for budget in [int(x) for x in a.budgets.split(",")]:
+            if variant == "compile" and compile_spent > a.compile_budget_s:
+                print(f"skip compile budget {budget}: compiling already took "
+                      f"{compile_spent:.0f} s", flush=True)
+                continue
+            batches = make_batches(seqs, budget)
+            padded = sum(ids.numel() for ids, _ in batches)
+            with torch.inference_mode():
+                t0 = time.perf_counter()
+                warm = run_pass(m, batches)  # untimed: every batch shape once
+                if variant == "compile":
+                    compile_spent += time.perf_counter() - t0
+                secs = [run_pass(m, batches) for _ in range(a.repeat)]
+            med = statistics.median(secs)
+            rec = {"bench": "torch_gpu_peer", "variant": variant, "dtype": a.dtype,
+                   "budget": budget, "tickets": len(seqs), "tokens": ntok,
+                   "padded_tokens": padded, "batches": len(batches), "seconds": round(med, 5),
+                   "best": round(min(secs), 5), "warmup_seconds": round(warm, 2),
+                   "tickets_per_s": round(len(seqs) / med, 1)}
+            print(json.dumps(rec), flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,244 @@
+/* gpu_bench: the CUDA encoder's throughput on the tickets-mix workload, with the numbers
+ * reclass bench does not print: the cuBLAS ceiling of the four layer GEMMs at the budget,
+ * the share of it reached end to end, and where the rest goes (per-phase GPU time). It can
+ * write the workload as JSONL ({"ids": [...]}) so tests/bench/torch_gpu_peer.py runs the
+ * very same tickets. Not a CTest test (it needs a GPU and minutes); device_run.sh runs it.
+ *
+ * gpu_bench [--geometry bert-base] [--labels 140] [--precision fp16] [--tickets 20000]
+ *           [--seed 1] [--budgets 8192,16384,32768] [--repeat 3] [--workload-out FILE] */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpu/backend.h"
+#include "gpu/model.h"
+#include "worker/workload.h"
+
+#ifndef RECLASS_HAVE_CUDA
+int main(void) {
+    printf("SKIP: built without CUDA\n");
+    return 77;
+}
+#else
+#include "gpu/cuda_backend.h"
+#include "gpu/cuda_test_api.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static const worker_workload_t *g_w;
+static int by_len_desc(const void *a, const void *b) {
+    long x = *(const long *)a, y = *(const long *)b;
+    long lx = g_w->off[x + 1] - g_w->off[x], ly = g_w->off[y + 1] - g_w->off[y];
+    return lx != ly ? (ly > lx ? 1 : -1) : (x > y) - (x < y);
+}
+
+typedef struct {
+    int n_batches;
+    int *first, *count; /* (n_batches) into order */
+} batches_t;
+
+/* Length-sorted (longest first), greedily filled up to the token budget: the batches the
+ * worker's accumulator makes when every ticket is present at once. */
+static void make_batches(const worker_workload_t *w, const long *order, int budget, int max_seqs,
+                         batches_t *b) {
+    b->first = malloc(sizeof(int) * (size_t)w->n);
+    b->count = malloc(sizeof(int) * (size_t)w->n);
+    b->n_batches = 0;
+    long i = 0;
+    while (i < w->n) {
+        int tok = 0, n = 0;
+        b->first[b->n_batches] = (int)i;
+        while (i < w->n && n < max_seqs) {
+            int len = (int)(w->off[order[i] + 1] - w->off[order[i]]);
+            if (tok + len > budget) break;
+            tok += len, n++, i++;
+        }
+        b->count[b->n_batches++] = n;
+    }
+}
+
+int main(int argc, char **argv) {
+    const char *geometry = "bert-base", *prec = "fp16", *wout = NULL,
+               *budgets_s = "8192,16384,32768";
+    int labels = 140, repeat = 3;
+    long tickets = 20000;
+    uint64_t seed = 1;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--geometry"))
+            geometry = argv[i + 1];
+        else if (!strcmp(argv[i], "--labels"))
+            labels = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--precision"))
+            prec = argv[i + 1];
+        else if (!strcmp(argv[i], "--tickets"))
+            tickets = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--seed"))
+            seed = strtoull(argv[i + 1], NULL, 10);
+        else if (!strcmp(argv[i], "--budgets"))
+            budgets_s = argv[i + 1];
+        else if (!strcmp(argv[i], "--repeat"))
+            repeat = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--workload-out"))
+            wout = argv[i + 1];
+        else {
+            fprintf(stderr, "gpu_bench: unknown option %s\n", argv[i]);
+            return 2;
+        }
+    }
+    if (gpu_cuda_device_count() == 0) {
+        printf("SKIP: no CUDA device\n");
+        return 77;
+    }
+    char err[512];
+    gpu_model_t *m = NULL;
+    if (gpu_model_init_random(geometry, labels, seed, &m, err, sizeof(err)) != 0) {
+        fprintf(stderr, "gpu_bench: %s\n", err);
+        return 2;
+    }
+    const gpu_model_config_t *c = &m->cfg;
+    worker_workload_t *w = NULL;
+    if (worker_workload_tickets_mix(tickets, seed, c->max_pos, c->vocab_size, &w, err,
+                                    sizeof(err)) != 0) {
+        fprintf(stderr, "gpu_bench: %s\n", err);
+        return 1;
+    }
+    long total_tokens = w->off[w->n];
+    if (wout) {
+        FILE *f = fopen(wout, "w");
+        for (long i = 0; f && i < w->n; i++) {
+            fputs("{\"ids\": [", f);
+            for (long j = w->off[i]; j < w->off[i + 1]; j++)
+                fprintf(f, j > w->off[i] ? ",%d" : "%d", w->ids[j]);
+            fputs("]}\n", f);
+        }
+        if (f) fclose(f);
+        printf("workload written to %s\n", wout);
+    }
+    long *order = malloc(sizeof(long) * (size_t)w->n);
+    for (long i = 0; i < w->n; i++)
+        order[i] = i;
+    g_w = w;
+    qsort(order, (size_t)w->n, sizeof(long), by_len_desc);
+
+    /* FLOPs of the layer GEMMs (what the ceiling caps) and of attention, per pass. */
+    double H = c->hidden, I = c->intermediate, NL = c->layers;
+    double gemm_flops = 2.0 * (4 * H * H + 2 * H * I) * NL * (double)total_tokens, att_flops = 0;
+    for (long i = 0; i < w->n; i++) {
+        double len = (double)(w->off[i + 1] - w->off[i]);
+        att_flops += 4.0 * len * len * H * NL;
+    }
+    printf("workload tickets-mix: %ld tickets, %ld tokens (mean %.1f), GEMM %.2f TFLOP, "
+           "attention %.2f TFLOP per pass\n",
+           w->n, total_tokens, (double)total_tokens / w->n, gemm_flops / 1e12, att_flops / 1e12);
+
+    const gpu_backend_ops_t *ops = gpu_backend_find("cuda", err, sizeof(err));
+    char *bl = strdup(budgets_s);
+    for (char *tokp = strtok(bl, ","); tokp; tokp = strtok(NULL, ",")) {
+        int budget = atoi(tokp);
+        /* The ceiling: the four layer GEMMs at M = budget, weighted by their FLOPs. */
+        int shapes[4][2] = {{3 * c->hidden, c->hidden},
+                            {c->hidden, c->hidden},
+                            {c->intermediate, c->hidden},
+                            {c->hidden, c->intermediate}};
+        double t_sum = 0, f_sum = 0;
+        for (int g = 0; g < 4; g++) {
+            double tf = gpu_cuda_gemm_tflops(0, budget, shapes[g][0], shapes[g][1], prec);
+            double f = 2.0 * budget * shapes[g][0] * (double)shapes[g][1];
+            printf("  cuBLAS %s %dx%dx%d: %.1f TFLOP/s\n", prec, budget, shapes[g][0], shapes[g][1],
+                   tf);
+            t_sum += f / (tf * 1e12), f_sum += f;
+        }
+        double ceiling = f_sum / t_sum / 1e12;
+        double ceil_tps = ceiling * 1e12 / (gemm_flops / w->n);
+
+        gpu_backend_opts_t opts = {
+            .token_budget = budget, .max_len = c->max_pos, .precision = prec};
+        gpu_backend_t *be = NULL;
+        if (ops->init(m, &opts, &be, err, sizeof(err)) != 0) {
+            fprintf(stderr, "gpu_bench: init: %s\n", err);
+            return 1;
+        }
+        batches_t b;
+        make_batches(w, order, budget, budget / 2, &b);
+        int32_t *ids = malloc(sizeof(int32_t) * (size_t)budget);
+        int32_t *cu = malloc(sizeof(int32_t) * (size_t)(budget + 1));
+        float *logits = malloc(sizeof(float) * (size_t)budget * c->num_labels);
+        double best = 1e30, secs[32];
+        int nrep = repeat < 32 ? repeat : 32;
+        /* pass 0: warm-up (heuristics, lazy module loads); then timed; then profiled */
+        for (int pass = 0; pass <= nrep + 1; pass++) {
+            if (pass == nrep + 1) gpu_cuda_backend_profile(be, 1, NULL);
+            double t0 = now_s();
+            for (int k = 0; k < b.n_batches; k++) {
+                gpu_batch_t bt = {.ids = ids, .cu_seqlens = cu, .n_seqs = b.count[k]};
+                cu[0] = 0;
+                for (int s = 0; s < bt.n_seqs; s++) {
+                    long t = order[b.first[k] + s];
+                    int len = (int)(w->off[t + 1] - w->off[t]);
+                    memcpy(ids + cu[s], w->ids + w->off[t], sizeof(int32_t) * (size_t)len);
+                    cu[s + 1] = cu[s] + len;
+                    if (len > bt.max_len) bt.max_len = len;
+                }
+                bt.n_tokens = cu[bt.n_seqs];
+                if (ops->forward(be, &bt, logits, err, sizeof(err)) != 0) {
+                    fprintf(stderr, "gpu_bench: forward: %s\n", err);
+                    return 1;
+                }
+            }
+            double dt = now_s() - t0;
+            if (pass >= 1 && pass <= nrep) {
+                secs[pass - 1] = dt;
+                if (dt < best) best = dt;
+            }
+        }
+        for (int i = 1; i < nrep; i++) /* median */
+            for (int j = i; j > 0 && secs[j] < secs[j - 1]; j--) {
+                double t = secs[j];
+                secs[j] = secs[j - 1], secs[j - 1] = t;
+            }
+        double med = secs[nrep / 2];
+        double ms[GPU_CUDA_PROF_N];
+        gpu_cuda_backend_profile(be, 0, ms);
+        double prof_total = 0;
+        for (int i = 0; i < GPU_CUDA_PROF_N; i++)
+            prof_total += ms[i];
+        gpu_mem_stats_t st;
+        ops->mem_stats(be, &st);
+        double tps = w->n / med;
+        double achieved = gemm_flops / med / 1e12;
+        printf("budget %d %s: %d batches, median %.4f s (best %.4f): %.0f tickets/s, %.0f "
+               "tokens/s; layer-GEMM ceiling %.1f TFLOP/s = %.0f tickets/s; share %.1f%%\n",
+               budget, prec, b.n_batches, med, best, tps, total_tokens / med, ceiling, ceil_tps,
+               100.0 * tps / ceil_tps);
+        printf("  profiled pass (events between phases), ms: embed %.1f, GEMM %.1f (%.0f "
+               "TFLOP/s), attention %.1f (%.0f TFLOP/s), layernorm/gather %.1f, head %.1f; sum "
+               "%.1f vs wall %.1f (gaps/host %.1f)\n",
+               ms[0], ms[1], gemm_flops / ms[1] / 1e9,
+               ms[2], att_flops / ms[2] / 1e9, ms[3], ms[4], prof_total, med * 1e3,
+               med * 1e3 - prof_total);
+        printf("{\"bench\":\"gpu_bench\",\"precision\":\"%s\",\"budget\":%d,\"tickets\":%ld,"
+               "\"tokens\":%ld,\"batches\":%d,\"seconds\":%.5f,\"tickets_per_s\":%.1f,"
+               "\"gemm_ceiling_tflops\":%.1f,\"ceiling_tickets_per_s\":%.1f,\"share\":%.4f,"
+               "\"achieved_gemm_tflops\":%.1f,\"ms_embed\":%.2f,\"ms_gemm\":%.2f,"
+               "\"ms_attention\":%.2f,\"ms_norm\":%.2f,\"ms_head\":%.2f,\"device_used\":%zu,"
+               "\"weights_bytes\":%zu,\"arena_bytes\":%zu}\n",
+               prec, budget, w->n, total_tokens, b.n_batches, med, tps, ceiling, ceil_tps,
+               tps / ceil_tps, achieved, ms[0], ms[1], ms[2], ms[3], ms[4], st.device_used,
+               st.weights_bytes, st.arena_bytes);
+        fflush(stdout);
+        ops->free(be);
+        free(ids), free(cu), free(logits), free(b.first), free(b.count);
+    }
+    free(bl);
+    free(order);
+    worker_workload_free(w);
+    gpu_model_free(m);
+    return 0;
+}
+#endif
