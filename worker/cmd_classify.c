@@ -199,7 +199,7 @@ static int parse_opts(int argc, char **argv, cls_opts_t *o) {
             o->threads = (int)v;
             break;
         case 'P':
-            if (classify_parse_int("classify", "--max-pending", optarg, 1, 1 << 20, &v)) return 2;
+            if (classify_parse_int("classify", "--max-pending", optarg, 1, 65536, &v)) return 2;
             o->max_pending = (int)v;
             break;
         case 'h':
@@ -447,7 +447,12 @@ int worker_cmd_classify(int argc, char **argv) {
                                   */
         worker_accum_free(acc);
         acfg.padded = 1;
-        worker_accum_init(&acfg, &acc, err, sizeof err);
+        if (worker_accum_init(&acfg, &acc, err, sizeof err) != 0) {
+            fprintf(stderr, "reclass classify: %s\n", err);
+            classify_session_free(&ss);
+            worker_tok_free(tok);
+            return 1;
+        }
     }
 
     worker_input_t *in = NULL;
