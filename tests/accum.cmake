@@ -3,3 +3,4 @@ reclass_add_test(NAME test_accum SOURCES ${CMAKE_SOURCE_DIR}/tests/test_accum.c 
 add_test(NAME test_classify_cli
   COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_classify.sh $<TARGET_FILE:reclass>)
 set_tests_properties(test_classify_cli PROPERTIES LABELS unit TIMEOUT 600)
+reclass_add_test(NAME test_accum_workload SOURCES ${CMAKE_SOURCE_DIR}/tests/test_accum_workload.c LABELS unit)
