@@ -11,6 +11,8 @@ struct consumers_consumer {
     consumers_rebalance_t rb;
     int paused;
     int closed;
+    long rebalances; /* assign + revoke callbacks so far */
+    int ever_assigned;
     int fatal;
     char fatal_msg[512];
     rd_kafka_resp_err_t last_err; /* to log a repeating error once, not per poll */
@@ -43,7 +45,9 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     int32_t *p = parts_of(parts, &n);
     rd_kafka_error_t *e = NULL;
     rd_kafka_resp_err_t re = RD_KAFKA_RESP_ERR_NO_ERROR;
+    c->rebalances++;
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        c->ever_assigned = 1;
         if (c->rb.on_assign && p) c->rb.on_assign(c->rb.ctx, p, n);
         if (cooperative)
             e = rd_kafka_incremental_assign(rk, parts);
@@ -213,8 +217,20 @@ int consumers_consumer_commit(consumers_consumer_t *c, char *err, size_t errlen)
     return 0;
 }
 
+/* librdkafka < 2.3 aborts when a cooperative-sticky member that joined but never received an
+ * assignment is closed or destroyed (confluentinc/librdkafka#4312, fixed by #4381). Such a
+ * member has consumed and stored nothing, so it just goes away with the process: the group
+ * drops it after session.timeout.ms. */
+static int close_is_unsafe(const consumers_consumer_t *c) {
+    return !c->ever_assigned && rd_kafka_version() < 0x020300ff;
+}
+
 void consumers_consumer_close(consumers_consumer_t *c) {
     if (!c || !c->rk || c->closed) return;
+    if (close_is_unsafe(c)) {
+        c->closed = 1;
+        return;
+    }
     char e[256];
     if (consumers_consumer_commit(c, e, sizeof(e)))
         fprintf(stderr, "reclass run: %s (retried by the next owner)\n", e);
@@ -226,11 +242,16 @@ void consumers_consumer_close(consumers_consumer_t *c) {
 void consumers_consumer_free(consumers_consumer_t *c) {
     if (!c) return;
     if (c->rk) {
+        int unsafe = close_is_unsafe(c);
         consumers_consumer_close(c);
-        rd_kafka_destroy(c->rk);
+        if (!unsafe) rd_kafka_destroy(c->rk); /* else left to process exit, see above */
     }
     free(c->topic);
     free(c);
+}
+
+long consumers_consumer_rebalances(const consumers_consumer_t *c) {
+    return c->rebalances;
 }
 
 const char *consumers_consumer_topic(const consumers_consumer_t *c) {

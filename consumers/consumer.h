@@ -67,9 +67,13 @@ int consumers_consumer_store(consumers_consumer_t *c, int32_t partition, int64_t
 int consumers_consumer_commit(consumers_consumer_t *c, char *err, size_t errlen);
 
 /* Commits stored offsets and leaves the group (its partitions move to other members at
- * once). Idempotent; free still has to be called. */
+ * once). Idempotent; free still has to be called. A member that never got an assignment is
+ * not closed with librdkafka < 2.3 (a bug there aborts the process): it holds nothing. */
 void consumers_consumer_close(consumers_consumer_t *c);
 void consumers_consumer_free(consumers_consumer_t *c);
+
+/* Rebalance callbacks (assign or revoke) served so far; 0 = still joining the group. */
+long consumers_consumer_rebalances(const consumers_consumer_t *c);
 
 const char *consumers_consumer_topic(const consumers_consumer_t *c);
 

@@ -44,7 +44,8 @@ static const opt_t opts[] = {
     {"--schemas", "RECLASS_SCHEMAS", S(schemas),
      "directory of ticket-v<ID>.avsc schemas (default: the source tree's consumers/schemas)"},
     {"--max-pending", "RECLASS_MAX_PENDING", I(max_pending, 1, 1 << 24),
-     "tickets waiting for a batch before consumption pauses (default 16384)"},
+     "tickets waiting for a batch before consumption pauses (default 2048); also bounds\n"
+     "                        the work a shutdown finishes"},
     {"--sink-rows", "RECLASS_SINK_ROWS", I(sink_rows, 1, 1 << 20),
      "most rows per PostgreSQL transaction (default 8192)"},
     {"--log-every", "RECLASS_LOG_EVERY", I(log_every, 0, INT_MAX),
@@ -103,7 +104,7 @@ int worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **argv, char *err
     cfg->schemas = RECLASS_SOURCE_DIR "/consumers/schemas";
     cfg->token_budget = 4096;
     cfg->max_wait_ms = 200;
-    cfg->max_pending = 16384;
+    cfg->max_pending = 2048;
     cfg->sink_rows = 8192;
     cfg->log_every = 50;
     cfg->top_k = 3;

@@ -33,6 +33,20 @@ void pl_item_free(pl_item_t *it) {
     free(it);
 }
 
+void pl_store(pl_t *pl, int32_t partition, int64_t next_offset) {
+    if (consumers_consumer_store(pl->consumer, partition, next_offset)) return;
+    if (partition >= pl->n_stored) {
+        int n = partition + 1;
+        int64_t *ns = realloc(pl->stored, sizeof(*ns) * (size_t)n); /* (n_stored) */
+        if (!ns) return;                                            /* only statistics are lost */
+        for (int i = pl->n_stored; i < n; i++)
+            ns[i] = -1;
+        pl->stored = ns;
+        pl->n_stored = n;
+    }
+    pl->stored[partition] = next_offset;
+}
+
 /* What a dead letter's delivery report needs to mark its source offset committed. */
 typedef struct {
     int32_t partition;
@@ -46,7 +60,7 @@ static void dlq_done(void *ctx, void *opaque) {
     pthread_mutex_lock(&pl->mu);
     consumers_offsets_committed(pl->offsets, r->partition, r->epoch, r->offset);
     int64_t s = consumers_offsets_storable(pl->offsets, r->partition);
-    if (s >= 0) consumers_consumer_store(pl->consumer, r->partition, s);
+    if (s >= 0) pl_store(pl, r->partition, s);
     pl->dead_letters++;
     pthread_mutex_unlock(&pl->mu);
     free(r);
@@ -68,7 +82,7 @@ static void on_revoke(void *ctx, const int32_t *parts, int n, int lost) {
     pthread_mutex_lock(&pl->mu);
     for (int i = 0; i < n; i++) {
         int64_t s = consumers_offsets_storable(pl->offsets, parts[i]);
-        if (s >= 0 && !lost) consumers_consumer_store(pl->consumer, parts[i], s);
+        if (s >= 0 && !lost) pl_store(pl, parts[i], s);
         dropped += consumers_offsets_revoke(pl->offsets, parts[i]);
     }
     pl->revoked_partitions += n;
@@ -223,7 +237,7 @@ static void poll_loop(pl_t *pl) {
     const worker_run_cfg_t *cfg = pl->cfg;
     worker_ids_t ids = {0};
     double t0 = pl_now_s(), last_activity = t0;
-    long logged_batches = 0;
+    long logged_batches = 0, seen_rebalances = 0;
     for (;;) {
         if (pl_stop_signal) {
             fprintf(stderr, "reclass run: signal %d: finishing in-flight work\n",
@@ -254,6 +268,11 @@ static void poll_loop(pl_t *pl) {
         rd_kafka_message_t *m = consumers_consumer_poll(pl->consumer, full ? 20 : 100);
         consumers_dlq_poll(pl->dlq, 0);
         double now = pl_now_s();
+        long rebalances = consumers_consumer_rebalances(pl->consumer);
+        if (rebalances != seen_rebalances) { /* joining or rebalancing is not idleness */
+            seen_rebalances = rebalances;
+            last_activity = now;
+        }
         if (m) {
             last_activity = now;
             handle_record(pl, m, &ids);
@@ -264,7 +283,10 @@ static void poll_loop(pl_t *pl) {
             logged_batches = batches;
             log_progress(pl, t0);
         }
-        if (cfg->idle_exit_s > 0 && now - last_activity >= cfg->idle_exit_s) {
+        /* before the first assignment the group may still be waiting for a dead member's
+         * session to expire: allow for that before calling it idle */
+        double idle_after = cfg->idle_exit_s + (seen_rebalances ? 0 : 60);
+        if (cfg->idle_exit_s > 0 && now - last_activity >= idle_after) {
             fprintf(stderr, "reclass run: idle for %d s, everything committed: exiting\n",
                     cfg->idle_exit_s);
             break;
@@ -325,7 +347,7 @@ static void print_stats(pl_t *pl, double t_start, worker_pipeline_stats_t *st) {
         pl->last_commit_s > pl->first_record_s ? pl->last_commit_s - pl->first_record_s : 0.0;
     double share = span > 0 ? 1.0 - pl->encoder_s / span : 0.0;
     if (share < 0) share = 0;
-    char line[768];
+    char line[4096];
     snprintf(line, sizeof(line),
              "{\"tickets\":%ld,\"dead_letters\":%ld,\"truncated\":%ld,\"batches\":%ld,"
              "\"seconds\":%.3f,\"tickets_per_s\":%.1f,\"encoder_seconds\":%.3f,"
@@ -334,6 +356,17 @@ static void print_stats(pl_t *pl, double t_start, worker_pipeline_stats_t *st) {
              pl->tickets_done, pl->dead_letters, pl->truncated, pl->batches_done, span,
              span > 0 ? pl->tickets_done / span : 0.0, pl->encoder_s, share, pl->sink_s, wall,
              pl->ops->name);
+    /* offsets this worker stored (and committed) last, per partition: tests compare them with
+     * the rows in the database */
+    size_t len = strlen(line) - 1; /* drop the closing brace */
+    len += (size_t)snprintf(line + len, sizeof(line) - len, ",\"stored_offsets\":{");
+    for (int p = 0, first = 1; p < pl->n_stored && len < sizeof(line) - 32; p++) {
+        if (pl->stored[p] < 0) continue;
+        len += (size_t)snprintf(line + len, sizeof(line) - len, "%s\"%d\":%" PRId64,
+                                first ? "" : ",", p, pl->stored[p]);
+        first = 0;
+    }
+    snprintf(line + len, sizeof(line) - len, "}}");
     if (st)
         *st = (worker_pipeline_stats_t){.tickets = pl->tickets_done,
                                         .dead_letters = pl->dead_letters,
@@ -391,9 +424,8 @@ static int setup_compute(pl_t *pl, char *err, size_t errlen) {
         .padded = !pl->ops->padding_free,
         .max_wait_ms = cfg->max_wait_ms,
         .max_pending_items = cfg->max_pending,
-        .max_pending_tokens = (long)cfg->max_pending * 64 > 4L * cfg->token_budget
-                                  ? (long)cfg->max_pending * 64
-                                  : 4L * cfg->token_budget,
+        /* a few batches' worth: enough to sort by length, little to finish at shutdown */
+        .max_pending_tokens = 8L * cfg->token_budget,
         .max_len = max_len,
     };
     if (worker_accum_init(&pl->acc_cfg, &pl->acc, err, errlen)) return 2;
@@ -427,6 +459,7 @@ static void teardown(pl_t *pl) {
     consumers_dlq_free(pl->dlq);
     consumers_codec_free(pl->codec);
     consumers_offsets_free(pl->offsets);
+    free(pl->stored);
     sink_free(pl->sink);
     if (pl->be) pl->ops->free(pl->be);
     worker_tok_free(pl->tok);

@@ -69,6 +69,8 @@ typedef struct {
     /* statistics (under mu) */
     long tickets_done, batches_done, dead_letters, truncated, rows_written;
     long revoked_partitions, dropped_in_flight, stale_skipped;
+    int64_t *stored; /* (n_stored) last offset stored per partition, -1 = none */
+    int n_stored;
     double encoder_s;
     double first_record_s, last_commit_s; /* monotonic seconds, 0 = not yet */
     double sink_s;
@@ -84,6 +86,9 @@ typedef struct {
 double pl_now_s(void);
 int64_t pl_now_ms(void);
 void pl_item_free(pl_item_t *it);
+
+/* Stores next_offset for partition with Kafka and remembers it (caller holds mu). */
+void pl_store(pl_t *pl, int32_t partition, int64_t next_offset);
 
 void *pl_encoder_main(void *arg);
 void *pl_sink_main(void *arg);

@@ -64,7 +64,7 @@ static int commit_rows(pl_t *pl, const sink_result_t *rows, pl_item_t **its, int
     }
     for (int p = 0; p < n_parts; p++) {
         int64_t s = consumers_offsets_storable(pl->offsets, parts[p]);
-        if (s >= 0) consumers_consumer_store(pl->consumer, parts[p], s);
+        if (s >= 0) pl_store(pl, parts[p], s);
     }
     pl->tickets_done += r;
     pl->rows_written += r;

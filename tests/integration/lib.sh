@@ -1,0 +1,116 @@
+# Shared by the pipeline's integration tests (sourced, not run): a throwaway PostgreSQL, the
+# dev broker, CLINC150 input and checks. Everything started here is stopped by the EXIT trap.
+#   source lib.sh RECLASS_BIN
+# shellcheck shell=bash
+set -euo pipefail
+it_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+it_root=$(cd "$it_here/../.." && pwd)
+RECLASS=${1:?path of the reclass executable}
+MODEL=$it_root/deploy/models/clinc150-bert-mini
+GOLDEN=$it_root/tests/fixtures/golden_clinc150_test.jsonl
+TMP=$(mktemp -d /tmp/reclass-it.XXXXXX)
+it_pids=()
+
+it_cleanup() {
+    local rc=$?
+    for p in "${it_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+    for p in "${it_pids[@]}"; do wait "$p" 2>/dev/null || true; done
+    bash "$it_root/tests/lib/pg_tmp.sh" stop "$TMP/pg" || true
+    if [ "$rc" != 0 ]; then
+        for f in "$TMP"/*.log; do
+            [ -f "$f" ] && { echo "--- $f (tail)" >&2; tail -n 30 "$f" >&2; }
+        done
+    fi
+    rm -rf "$TMP"
+    exit "$rc"
+}
+trap it_cleanup EXIT
+trap 'exit 130' INT TERM
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+
+# Starts PostgreSQL and applies the migrations; sets DB.
+it_start_pg() {
+    DB=$(bash "$it_root/tests/lib/pg_tmp.sh" start "$TMP/pg")
+    "$RECLASS" migrate --db "$DB" >"$TMP/migrate.log" 2>&1 || fail "migrate"
+}
+
+# Starts the dev broker with topic $1 (4 partitions); sets BROKERS.
+it_start_broker() {
+    "$RECLASS" dev-broker --partitions 4 --topic "$1" >"$TMP/broker.out" 2>"$TMP/broker.log" &
+    it_pids+=($!)
+    local i
+    for i in $(seq 300); do
+        BROKERS=$(head -n1 "$TMP/broker.out" 2>/dev/null || true)
+        [ -n "$BROKERS" ] && return 0
+        sleep 0.1
+    done
+    fail "dev-broker printed no address"
+}
+
+# it_make_input FILE N [ID_PREFIX]: N CLINC150 texts (cycled) as submit JSONL.
+it_make_input() {
+    python3 - "$GOLDEN" "$1" "$2" "${3:-t}" <<'PY'
+import json, sys
+src, dst, n, prefix = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+texts = [json.loads(l)["text"] for l in open(src, encoding="utf-8") if l.strip()]
+with open(dst, "w", encoding="utf-8") as f:
+    for i in range(n):
+        f.write(json.dumps({"id": "%s%06d" % (prefix, i), "text": texts[i % len(texts)]}) + "\n")
+PY
+}
+
+# it_submit TOPIC JOB FILE
+it_submit() {
+    "$RECLASS" submit --brokers "$BROKERS" --topic "$1" --job-id "$2" --tenant acme \
+        --no-progress "$3" >>"$TMP/submit.log" 2>&1 || fail "submit $2"
+}
+
+psql_q() {
+    psql "$DB" -qtAX -v ON_ERROR_STOP=1 -c "$1"
+}
+
+# Rows of a job so far (0 while the database is unreachable).
+it_rows() {
+    psql_q "SELECT count(*) FROM ticket_results WHERE job_id = '$1'" 2>/dev/null || echo 0
+}
+
+# it_wait_rows JOB MIN TIMEOUT_S: waits until the job has at least MIN rows.
+it_wait_rows() {
+    local deadline=$((SECONDS + $3))
+    while [ "$SECONDS" -lt "$deadline" ]; do
+        [ "$(it_rows "$1")" -ge "$2" ] && return 0
+        sleep 0.1
+    done
+    fail "job $1 did not reach $2 rows in $3 s (has $(it_rows "$1"))"
+}
+
+# it_check_job JOB N: exactly N distinct rows, done == total == N, completed_at set.
+it_check_job() {
+    local rows distinct done total completed
+    rows=$(psql_q "SELECT count(*) FROM ticket_results WHERE job_id = '$1'")
+    distinct=$(psql_q "SELECT count(DISTINCT ticket_id) FROM ticket_results WHERE job_id = '$1'")
+    done=$(psql_q "SELECT done FROM jobs WHERE job_id = '$1'")
+    total=$(psql_q "SELECT total FROM jobs WHERE job_id = '$1'")
+    completed=$(psql_q "SELECT completed_at IS NOT NULL FROM jobs WHERE job_id = '$1'")
+    echo "job $1: rows=$rows distinct=$distinct done=$done total=$total completed=$completed"
+    [ "$rows" = "$2" ] || fail "job $1 has $rows rows, want $2"
+    [ "$distinct" = "$2" ] || fail "job $1 has $distinct distinct tickets, want $2"
+    [ "$done" = "$2" ] || fail "job $1 done=$done, want $2"
+    [ "$total" = "$2" ] || fail "job $1 total=$total, want $2"
+    [ "$completed" = t ] || fail "job $1 has no completed_at"
+}
+
+# it_run_worker LOG ARGS...: runs the worker in the background (pid in WORKER_PID).
+it_run_worker() {
+    local log=$1
+    shift
+    "$RECLASS" run --brokers "$BROKERS" --db "$DB" --model "$MODEL" --backend cpu \
+        --kafka session.timeout.ms=6000 --kafka heartbeat.interval.ms=500 \
+        "$@" >"$log.out" 2>"$log" &
+    WORKER_PID=$!
+    it_pids+=("$WORKER_PID")
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# (a) N tickets submitted -> exactly N rows, the job complete (done == total, completed_at set),
+# the exit statistics line printed, and the group's offsets committed to the end.
+#   run_exactly_n.sh RECLASS_BIN
+source "$(dirname "$0")/lib.sh" "$1"
+N=1500
+it_start_pg
+it_start_broker tickets
+it_make_input "$TMP/in.jsonl" "$N"
+it_submit tickets job-a "$TMP/in.jsonl"
+it_run_worker "$TMP/worker.log" --topic tickets --group g --idle-exit 5
+wait "$WORKER_PID" || fail "worker exited with $?"
+it_check_job job-a "$N"
+stats=$(tail -n1 "$TMP/worker.log.out")
+echo "stats: $stats"
+python3 - "$stats" "$N" <<'PY' || fail "bad statistics line"
+import json, sys
+s = json.loads(sys.argv[1])
+assert s["tickets"] == int(sys.argv[2]), s
+assert s["tickets_per_s"] > 0 and 0 <= s["non_encoder_share"] <= 1, s
+assert s["encoder_seconds"] > 0 and s["seconds"] >= s["encoder_seconds"] * 0.99, s
+PY
+# nothing left for the group: a second worker writes nothing and exits on idle
+it_run_worker "$TMP/worker2.log" --topic tickets --group g --idle-exit 3
+wait "$WORKER_PID" || fail "second worker exited with $?"
+grep -q '"tickets":0,' "$TMP/worker2.log.out" || fail "second worker re-processed records"
+it_check_job job-a "$N"
+echo PASS
