@@ -282,8 +282,7 @@ static int classify_loop(cls_ctx_t *c, classify_session_t *ss, worker_accum_t *a
     int eof = 0, full = 0, dirty = 0, rc = 0;
     char err[256];
     for (;;) {
-        /* 1. learn what the reader published; sleep only when there is nothing to
-         * do */
+        /* 1. learn what the reader published; sleep only with nothing to do */
         pthread_mutex_lock(&c->mu);
         for (;;) {
             known = c->read_upto;
@@ -307,8 +306,7 @@ static int classify_loop(cls_ctx_t *c, classify_session_t *ss, worker_accum_t *a
         }
         pthread_mutex_unlock(&c->mu);
 
-        /* 2. move read slots into the accumulator, in input order, until it is full
-         */
+        /* 2. move read slots into the accumulator, in input order, until full */
         int64_t now = classify_now_ms();
         full = 0;
         while (next_push < known) {
@@ -334,8 +332,8 @@ static int classify_loop(cls_ctx_t *c, classify_session_t *ss, worker_accum_t *a
             now = classify_now_ms();
             int64_t t = now;
             if (!drained && !worker_accum_ready(acc, now)) {
-                /* the reader waits for the oldest unprinted input, which is pending
-                 * here: emit it now rather than at its deadline */
+                /* the reader waits for the oldest unprinted input, which is pending here:
+                 * emit it now rather than at its deadline */
                 if (known - next_out < c->ring || worker_accum_pending_items(acc) == 0) break;
                 int64_t dl = worker_accum_next_deadline(acc);
                 t = dl > now ? dl : now;
