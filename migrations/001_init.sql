@@ -1,9 +1,12 @@
 -- reclass schema, version 1: job progress, one row per classified ticket, batch telemetry.
 -- Migrations run inside a transaction (reclass migrate): no BEGIN/COMMIT here and nothing
 -- that cannot run in a transaction (CREATE INDEX CONCURRENTLY).
+-- Identifiers and labels use COLLATE "C": byte order is the right order for ids, btree
+-- comparisons skip the locale (a measurable share of insert time, tests/bench/RESULTS-sink.md),
+-- and an OS collation update can never corrupt these indexes.
 
 CREATE TABLE jobs (
-    job_id       text PRIMARY KEY,
+    job_id       text COLLATE "C" PRIMARY KEY,
     tenant       text,
     total        integer NOT NULL,
     -- distinct tickets stored so far: redeliveries never count twice (see sink/sink.c)
@@ -15,10 +18,10 @@ CREATE TABLE jobs (
 );
 
 CREATE TABLE ticket_results (
-    job_id        text NOT NULL,
-    ticket_id     text NOT NULL,
+    job_id        text COLLATE "C" NOT NULL,
+    ticket_id     text COLLATE "C" NOT NULL,
     tenant        text,
-    label         text NOT NULL,
+    label         text COLLATE "C" NOT NULL,
     label_id      integer NOT NULL,
     confidence    real NOT NULL,
     top_k         jsonb,

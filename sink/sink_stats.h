@@ -9,4 +9,8 @@
 long sink_last_inserted(const sink_t *sink);
 long sink_last_rows(const sink_t *sink);
 
+/* Writes so far that met an already-stored ticket on the fast path and were redone as an
+ * upsert (redeliveries; a telemetry counter). */
+long sink_fallbacks(const sink_t *sink);
+
 #endif

@@ -150,9 +150,11 @@ static void test_redelivery_never_double_counts(void **state) {
     char first_completed[64];
     snprintf(first_completed, sizeof first_completed, "%s", PQgetvalue(r0, 0, 0));
     PQclear(r0);
+    assert_int_equal(sink_fallbacks(s), 0);
     /* the same tickets again (a redelivery after a rebalance), re-labelled */
     fill("job-redo", 0, 800, 800, "second");
     expect_write(s, 0, 800, NULL, 0);
+    assert_int_equal(sink_fallbacks(s), 1); /* the fast insert met stored rows */
     assert_int_equal(sink_last_inserted(s), 0);
     assert_int_equal(sink_last_rows(s), 800);
     assert_int_equal(rows_of("job-redo"), 800);
@@ -171,6 +173,31 @@ static void test_redelivery_never_double_counts(void **state) {
     assert_int_equal(sink_last_inserted(s), 400);
     assert_int_equal(rows_of("job-redo"), 1200);
     assert_int_equal(done_of("job-redo"), 1200);
+    assert_int_equal(completed("job-redo"), 1);
+    sink_free(s);
+    /* a fresh sink, a fresh job, one ticket twice in the write: the fast insert trips on its
+     * own duplicate, the upsert keeps one (the higher offset) and counts it once */
+    s = open_sink();
+    fill("job-dup", 0, 100, 100, "d");
+    rows[100] = rows[7];
+    rows[100].offset = 1000;
+    rows[100].label = "later";
+    expect_write(s, 0, 101, NULL, 0);
+    assert_int_equal(sink_fallbacks(s), 1);
+    assert_int_equal(sink_last_inserted(s), 100);
+    assert_int_equal(rows_of("job-dup"), 100);
+    assert_int_equal(done_of("job-dup"), 100);
+    assert_int_equal(q_long("SELECT \"offset\" FROM ticket_results WHERE job_id = 'job-dup' AND"
+                            " ticket_id = $1 AND label = 'later'",
+                            "t7"),
+                     1000);
+    /* all new again: back on the fast path */
+    fill("job-dup2", 0, 50, 50, "d");
+    expect_write(s, 0, 50, NULL, 0);
+    fill("job-dup3", 0, 50, 50, "d");
+    expect_write(s, 0, 50, NULL, 0);
+    assert_int_equal(sink_fallbacks(s), 1);
+    assert_int_equal(done_of("job-dup3"), 50);
     sink_free(s);
 }
 

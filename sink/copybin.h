@@ -1,0 +1,25 @@
+/* Builder for PostgreSQL COPY ... FROM STDIN (FORMAT binary) data: a header, then per row a
+ * field count and length-prefixed big-endian values, then a trailer. Nothing is escaped (text
+ * goes through byte for byte) and the server skips text-to-number parsing. The column types
+ * must match the target's exactly (int4 vs int8, real vs double), or the server rejects the
+ * COPY: the sink's staging table is defined next to its writer for that reason. */
+#ifndef RECLASS_SINK_COPYBIN_H
+#define RECLASS_SINK_COPYBIN_H
+
+#include <stdint.h>
+
+#include "sink/copybuf.h"
+
+void sink_copybin_header(sink_copybuf_t *b);
+void sink_copybin_trailer(sink_copybuf_t *b);
+void sink_copybin_row(sink_copybuf_t *b, int16_t n_fields);
+
+void sink_copybin_text(sink_copybuf_t *b, const char *s);     /* NULL -> SQL NULL */
+void sink_copybin_jsonb(sink_copybuf_t *b, const char *json); /* NULL -> SQL NULL */
+void sink_copybin_int4(sink_copybuf_t *b, int32_t v);
+void sink_copybin_int8(sink_copybuf_t *b, int64_t v);
+void sink_copybin_float4(sink_copybuf_t *b, float v);
+void sink_copybin_bool(sink_copybuf_t *b, int v);
+void sink_copybin_null(sink_copybuf_t *b);
+
+#endif
