@@ -1,0 +1,373 @@
+/* The fp32 CPU backend. A packed batch is split into one contiguous run of whole sequences
+ * per thread, balanced by tokens; each thread then runs the entire encoder on its run with
+ * single-threaded OpenBLAS sgemm, so threads never wait on each other inside a batch (BERT
+ * mixes tokens only within a sequence). Every buffer is allocated at init, sized by the
+ * token budget; each thread uses only the rows of its own tokens. */
+#include <cblas.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gpu/backend.h"
+#include "gpu/cpu_kernels.h"
+
+#define CPU_MAX_THREADS 256
+
+/* OpenBLAS's own threads would compete with ours for the same cores. */
+extern void openblas_set_num_threads(int num_threads);
+
+typedef struct {
+    gpu_backend_t *be;
+    int id;
+    pthread_t th;
+    float *scratch; /* (max_len) attention probabilities of one query */
+} cpu_worker_t;
+
+struct gpu_backend {
+    const gpu_model_t *m; /* borrowed; outlives the backend */
+    gpu_backend_opts_t opts;
+    int max_len, max_seqs;
+    float *qkv_w;     /* (layers, 3H, H) fused Q/K/V weights; borrowed from the model's blob
+                         when it lays them out back to back, else own_qkv */
+    float *qkv_b;     /* (layers, 3H) */
+    size_t qkv_w_ld;  /* floats between layers in qkv_w */
+    size_t qkv_b_ld;  /* floats between layers in qkv_b */
+    float **lw, **lb; /* (layers) per-layer fused weight / bias pointers */
+    float *own_qkv;   /* NULL when borrowed */
+    /* Activations, (token_budget) rows each. In the last layer only the first token of each
+     * sequence is carried past attention, in compact rows inside the thread's own range. */
+    float *x;   /* (B, H) hidden states */
+    float *qkv; /* (B, 3H) */
+    float *ctx; /* (B, H) attention output */
+    float *tmp; /* (B, H) projection output */
+    float *ff;  /* (B, I) */
+    size_t arena_bytes;
+    /* Thread pool: worker 0 is the caller of forward. */
+    int n_threads;
+    int started; /* worker threads running, joined by free */
+    cpu_worker_t *w; /* (n_threads) */
+    pthread_mutex_t mu;
+    pthread_cond_t cv_go, cv_done;
+    unsigned gen;
+    int pending, stop;
+    const gpu_batch_t *batch;
+    float *logits;
+    int split[CPU_MAX_THREADS + 1]; /* sequence index where each thread's run starts */
+};
+
+static void linear(const float *x, int ldx, const float *w, int n, int in, int out, float *y,
+                   int ldy) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, ldx, w, in, 0.0f, y,
+                ldy);
+}
+
+/* The encoder over sequences [s0, s1) of the batch, whose tokens are rows [t0, t1). */
+static void run_range(gpu_backend_t *be, const gpu_batch_t *bt, int s0, int s1, float *logits,
+                      float *scratch) {
+    const gpu_model_t *m = be->m;
+    const gpu_model_config_t *c = &m->cfg;
+    const int H = c->hidden, In = c->intermediate, L = c->num_labels, hd = H / c->heads;
+    const int *cu = bt->cu_seqlens;
+    const int t0 = cu[s0], n = cu[s1] - t0, ns = s1 - s0;
+    if (ns <= 0) return;
+    float *x = be->x + (size_t)t0 * H;         /* (n, H) */
+    float *qkv = be->qkv + (size_t)t0 * 3 * H; /* (n, 3H) */
+    float *ctx = be->ctx + (size_t)t0 * H;     /* (n, H) */
+    float *tmp = be->tmp + (size_t)t0 * H;     /* (n, H) */
+    float *ff = be->ff + (size_t)t0 * In;      /* (n, I) */
+    for (int s = s0; s < s1; s++)
+        gpu_cpu_embed_ln(m, bt->ids + cu[s], cu[s + 1] - cu[s], be->x + (size_t)cu[s] * H);
+    for (int l = 0; l < c->layers; l++) {
+        const gpu_layer_weights_t *y = &m->w.layer[l];
+        const float *wqkv = be->lw[l], *bqkv = be->lb[l];
+        if (l + 1 < c->layers) {
+            linear(x, H, wqkv, n, H, 3 * H, qkv, 3 * H);
+            gpu_cpu_bias(qkv, 3 * H, bqkv, n, 3 * H);
+            for (int s = s0; s < s1; s++) {
+                const float *sq = be->qkv + (size_t)cu[s] * 3 * H;
+                int len = cu[s + 1] - cu[s];
+                gpu_cpu_attention_seq(sq, 3 * H, len, sq + H, sq + 2 * H, 3 * H, len, c->heads, hd,
+                                      be->ctx + (size_t)cu[s] * H, H, scratch);
+            }
+            linear(ctx, H, y->ao_w, n, H, H, tmp, H);
+            gpu_cpu_bias_add_ln(x, tmp, H, y->ao_b, y->ln1_g, y->ln1_b, n, H, c->ln_eps);
+            linear(x, H, y->ff1_w, n, H, In, ff, In);
+            gpu_cpu_bias_gelu(ff, y->ff1_b, n, In);
+            linear(ff, In, y->ff2_w, n, In, H, tmp, H);
+            gpu_cpu_bias_add_ln(x, tmp, H, y->ff2_b, y->ln2_g, y->ln2_b, n, H, c->ln_eps);
+            continue;
+        }
+        /* Last layer: the classifier reads only each sequence's first token, so K and V
+         * are needed for every token but everything after attention for one row per
+         * sequence. Compact rows (ns <= n) reuse the range's own rows of dead buffers. */
+        linear(x, H, wqkv + (size_t)H * H, n, H, 2 * H, qkv + H, 3 * H);
+        gpu_cpu_bias(qkv + H, 3 * H, bqkv + H, n, 2 * H);
+        float *xc = ctx; /* (ns, H) first-token hidden states */
+        float *qc = tmp; /* (ns, H) their queries, later the projection outputs */
+        float *cc = x;   /* (ns, H) their attention outputs (x is dead past the KV gemm) */
+        for (int s = s0; s < s1; s++)
+            memcpy(xc + (size_t)(s - s0) * H, be->x + (size_t)cu[s] * H, sizeof(float) * H);
+        linear(xc, H, wqkv, ns, H, H, qc, H);
+        gpu_cpu_bias(qc, H, bqkv, ns, H);
+        for (int s = s0; s < s1; s++) {
+            const float *sq = be->qkv + (size_t)cu[s] * 3 * H;
+            gpu_cpu_attention_seq(qc + (size_t)(s - s0) * H, H, 1, sq + H, sq + 2 * H, 3 * H,
+                                  cu[s + 1] - cu[s], c->heads, hd, cc + (size_t)(s - s0) * H, H,
+                                  scratch);
+        }
+        linear(cc, H, y->ao_w, ns, H, H, qc, H);
+        gpu_cpu_bias_add_ln(xc, qc, H, y->ao_b, y->ln1_g, y->ln1_b, ns, H, c->ln_eps);
+        linear(xc, H, y->ff1_w, ns, H, In, ff, In);
+        gpu_cpu_bias_gelu(ff, y->ff1_b, ns, In);
+        linear(ff, In, y->ff2_w, ns, In, H, qc, H);
+        gpu_cpu_bias_add_ln(xc, qc, H, y->ff2_b, y->ln2_g, y->ln2_b, ns, H, c->ln_eps);
+        /* Pooler and classifier on the compact rows. */
+        linear(xc, H, m->w.pool_w, ns, H, H, qc, H);
+        gpu_cpu_bias(qc, H, m->w.pool_b, ns, H);
+        gpu_cpu_tanh(qc, (size_t)ns * H);
+        float *lg = logits + (size_t)s0 * L;
+        linear(qc, H, m->w.cls_w, ns, H, L, lg, L);
+        gpu_cpu_bias(lg, L, m->w.cls_b, ns, L);
+    }
+}
+
+static void *worker_main(void *arg) {
+    cpu_worker_t *wk = arg;
+    gpu_backend_t *be = wk->be;
+    unsigned seen = 0;
+    for (;;) {
+        pthread_mutex_lock(&be->mu);
+        while (be->gen == seen && !be->stop)
+            pthread_cond_wait(&be->cv_go, &be->mu);
+        if (be->stop) {
+            pthread_mutex_unlock(&be->mu);
+            return NULL;
+        }
+        seen = be->gen;
+        pthread_mutex_unlock(&be->mu);
+        run_range(be, be->batch, be->split[wk->id], be->split[wk->id + 1], be->logits, wk->scratch);
+        pthread_mutex_lock(&be->mu);
+        if (--be->pending == 0) pthread_cond_signal(&be->cv_done);
+        pthread_mutex_unlock(&be->mu);
+    }
+}
+
+/* Splits the sequences into n_threads runs of about equal token counts. */
+static void split_batch(gpu_backend_t *be, const gpu_batch_t *bt) {
+    int T = be->n_threads, s = 0;
+    be->split[0] = 0;
+    for (int i = 1; i < T; i++) {
+        long target = (long)bt->n_tokens * i / T;
+        while (s < bt->n_seqs && bt->cu_seqlens[s] < target) {
+            /* Stop before s when its start is nearer the target than its end. */
+            if (bt->cu_seqlens[s + 1] > target &&
+                target - bt->cu_seqlens[s] < bt->cu_seqlens[s + 1] - target)
+                break;
+            s++;
+        }
+        be->split[i] = s;
+    }
+    be->split[T] = bt->n_seqs;
+}
+
+static int cpu_forward(gpu_backend_t *be, const gpu_batch_t *batch, float *logits, char *err,
+                       size_t errlen) {
+    gpu_backend_opts_t o = be->opts;
+    o.max_len = be->max_len;
+    o.max_seqs = be->max_seqs;
+    if (gpu_batch_check(batch, &be->m->cfg, &o, err, errlen) != 0) return -1;
+    split_batch(be, batch);
+    if (be->n_threads > 1) {
+        pthread_mutex_lock(&be->mu);
+        be->batch = batch;
+        be->logits = logits;
+        be->pending = be->n_threads - 1;
+        be->gen++;
+        pthread_cond_broadcast(&be->cv_go);
+        pthread_mutex_unlock(&be->mu);
+    }
+    run_range(be, batch, be->split[0], be->split[1], logits, be->w[0].scratch);
+    if (be->n_threads > 1) {
+        pthread_mutex_lock(&be->mu);
+        while (be->pending > 0)
+            pthread_cond_wait(&be->cv_done, &be->mu);
+        pthread_mutex_unlock(&be->mu);
+    }
+    return 0;
+}
+
+static int cpu_mem_stats(gpu_backend_t *be, gpu_mem_stats_t *st) {
+    memset(st, 0, sizeof *st);
+    st->weights_bytes = be->m->blob_floats * sizeof(float);
+    if (be->own_qkv)
+        st->weights_bytes += (size_t)be->m->cfg.layers * (be->qkv_w_ld + be->qkv_b_ld) * 4;
+    st->arena_bytes = be->arena_bytes;
+    st->device_used = 0;
+    st->allocations_after_init = 0; /* forward never allocates */
+    return 0;
+}
+
+static void cpu_free(gpu_backend_t *be) {
+    if (!be) return;
+    if (be->w) {
+        pthread_mutex_lock(&be->mu);
+        be->stop = 1;
+        pthread_cond_broadcast(&be->cv_go);
+        pthread_mutex_unlock(&be->mu);
+        for (int i = 1; i <= be->started; i++) pthread_join(be->w[i].th, NULL);
+        for (int i = 0; i < be->n_threads; i++)
+            free(be->w[i].scratch);
+        free(be->w);
+    }
+    pthread_mutex_destroy(&be->mu);
+    pthread_cond_destroy(&be->cv_go);
+    pthread_cond_destroy(&be->cv_done);
+    free(be->own_qkv);
+    free(be->lw);
+    free(be->lb);
+    free(be->x);
+    free(be->qkv);
+    free(be->ctx);
+    free(be->tmp);
+    free(be->ff);
+    free(be);
+}
+
+static int online_cores(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+static float *alloc_rows(size_t rows, size_t cols, size_t *total) {
+    size_t bytes = (rows * cols * sizeof(float) + 63) / 64 * 64;
+    *total += bytes;
+    return aligned_alloc(64, bytes);
+}
+
+/* Points lw/lb at Q|K|V laid out back to back: the model's own when they already are. */
+static int fuse_qkv(gpu_backend_t *be) {
+    const gpu_model_t *m = be->m;
+    size_t H = (size_t)m->cfg.hidden, Ls = (size_t)m->cfg.layers;
+    int contiguous = 1;
+    for (size_t l = 0; l < Ls; l++) {
+        const gpu_layer_weights_t *y = &m->w.layer[l];
+        if (y->k_w != y->q_w + H * H || y->v_w != y->q_w + 2 * H * H || y->k_b != y->q_b + H ||
+            y->v_b != y->q_b + 2 * H)
+            contiguous = 0;
+    }
+    be->lw = calloc(Ls, sizeof *be->lw);
+    be->lb = calloc(Ls, sizeof *be->lb);
+    if (!be->lw || !be->lb) return -1;
+    be->qkv_w_ld = 3 * H * H;
+    be->qkv_b_ld = 3 * H;
+    if (!contiguous) {
+        be->own_qkv = malloc(sizeof(float) * Ls * (be->qkv_w_ld + be->qkv_b_ld));
+        if (!be->own_qkv) return -1;
+    }
+    for (size_t l = 0; l < Ls; l++) {
+        const gpu_layer_weights_t *y = &m->w.layer[l];
+        if (contiguous) {
+            be->lw[l] = y->q_w;
+            be->lb[l] = y->q_b;
+            continue;
+        }
+        float *w = be->own_qkv + l * be->qkv_w_ld;
+        float *b = be->own_qkv + Ls * be->qkv_w_ld + l * be->qkv_b_ld;
+        memcpy(w, y->q_w, sizeof(float) * H * H);
+        memcpy(w + H * H, y->k_w, sizeof(float) * H * H);
+        memcpy(w + 2 * H * H, y->v_w, sizeof(float) * H * H);
+        memcpy(b, y->q_b, sizeof(float) * H);
+        memcpy(b + H, y->k_b, sizeof(float) * H);
+        memcpy(b + 2 * H, y->v_b, sizeof(float) * H);
+        be->lw[l] = w;
+        be->lb[l] = b;
+    }
+    return 0;
+}
+
+static int cpu_init(const gpu_model_t *m, const gpu_backend_opts_t *opts, gpu_backend_t **out,
+                    char *err, size_t errlen) {
+    *out = NULL;
+    const gpu_model_config_t *c = &m->cfg;
+    if (opts->precision && strcmp(opts->precision, "fp32") != 0) {
+        snprintf(err, errlen, "the cpu backend runs fp32 only, not '%s'", opts->precision);
+        return -1;
+    }
+    if (opts->token_budget <= 0) {
+        snprintf(err, errlen, "token budget %d must be positive", opts->token_budget);
+        return -1;
+    }
+    if (opts->max_len > c->max_pos) {
+        snprintf(err, errlen, "max_len %d exceeds the model's %d positions", opts->max_len,
+                 c->max_pos);
+        return -1;
+    }
+    if (opts->threads < 0 || opts->threads > CPU_MAX_THREADS) {
+        snprintf(err, errlen, "threads %d outside 0..%d", opts->threads, CPU_MAX_THREADS);
+        return -1;
+    }
+    gpu_backend_t *be = calloc(1, sizeof *be);
+    if (!be) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    pthread_mutex_init(&be->mu, NULL);
+    pthread_cond_init(&be->cv_go, NULL);
+    pthread_cond_init(&be->cv_done, NULL);
+    be->m = m;
+    be->opts = *opts;
+    be->max_len = opts->max_len > 0 ? opts->max_len : c->max_pos;
+    be->max_seqs = opts->max_seqs > 0 ? opts->max_seqs : opts->token_budget / 2;
+    if (be->max_seqs < 1) be->max_seqs = 1;
+    be->n_threads = opts->threads > 0 ? opts->threads : online_cores();
+    if (be->n_threads > CPU_MAX_THREADS) be->n_threads = CPU_MAX_THREADS;
+    size_t B = (size_t)opts->token_budget, H = (size_t)c->hidden;
+    be->x = alloc_rows(B, H, &be->arena_bytes);
+    be->qkv = alloc_rows(B, 3 * H, &be->arena_bytes);
+    be->ctx = alloc_rows(B, H, &be->arena_bytes);
+    be->tmp = alloc_rows(B, H, &be->arena_bytes);
+    be->ff = alloc_rows(B, (size_t)c->intermediate, &be->arena_bytes);
+    be->w = calloc((size_t)be->n_threads, sizeof *be->w);
+    if (!be->x || !be->qkv || !be->ctx || !be->tmp || !be->ff || !be->w || fuse_qkv(be) != 0) {
+        snprintf(err, errlen, "out of memory for a %d-token arena (%zu MiB)", opts->token_budget,
+                 be->arena_bytes >> 20);
+        cpu_free(be);
+        return -1;
+    }
+    for (int i = 0; i < be->n_threads; i++) {
+        be->w[i].be = be;
+        be->w[i].id = i;
+        be->w[i].scratch = alloc_rows((size_t)be->max_len, 1, &be->arena_bytes);
+        if (!be->w[i].scratch) {
+            snprintf(err, errlen, "out of memory");
+            cpu_free(be);
+            return -1;
+        }
+    }
+    /* Our threads split the batch; OpenBLAS's own would only fight them for the cores. */
+    openblas_set_num_threads(1);
+    for (int i = 1; i < be->n_threads; i++) {
+        if (pthread_create(&be->w[i].th, NULL, worker_main, &be->w[i]) != 0) {
+            snprintf(err, errlen, "cannot start CPU worker thread %d", i);
+            cpu_free(be);
+            return -1;
+        }
+        be->started = i;
+    }
+    *out = be;
+    return 0;
+}
+
+const gpu_backend_ops_t gpu_cpu_backend_ops = {
+    .name = "cpu",
+    .padding_free = 1,
+    .init = cpu_init,
+    .forward = cpu_forward,
+    .mem_stats = cpu_mem_stats,
+    .free = cpu_free,
+};

@@ -1,0 +1,149 @@
+#include "gpu/cpu_kernels.h"
+
+#include <math.h>
+#include <string.h>
+
+#define LANES 16 /* one AVX-512 or two AVX2 registers of partial sums */
+
+static inline float lane_sum(const float *acc) {
+    float s = 0;
+    for (int l = 0; l < LANES; l++)
+        s += acc[l];
+    return s;
+}
+
+/* LayerNorm of v (H) into out; v may equal out. */
+static inline void ln_row(const float *v, const float *g, const float *b, int H, float eps,
+                          float *out) {
+    float acc[LANES] = {0};
+    int i = 0, Hv = H / LANES * LANES;
+    for (; i < Hv; i += LANES)
+        for (int l = 0; l < LANES; l++)
+            acc[l] += v[i + l];
+    float sum = lane_sum(acc);
+    for (; i < H; i++)
+        sum += v[i];
+    float mean = sum / (float)H;
+    float acc2[LANES] = {0};
+    for (i = 0; i < Hv; i += LANES)
+        for (int l = 0; l < LANES; l++) {
+            float d = v[i + l] - mean;
+            acc2[l] += d * d;
+        }
+    float var = lane_sum(acc2);
+    for (; i < H; i++)
+        var += (v[i] - mean) * (v[i] - mean);
+    var /= (float)H;
+    float rstd = 1.0f / sqrtf(var + eps);
+    for (i = 0; i < H; i++)
+        out[i] = (v[i] - mean) * rstd * g[i] + b[i];
+}
+
+void gpu_cpu_embed_ln(const gpu_model_t *m, const int32_t *ids, int len, float *out) {
+    int H = m->cfg.hidden;
+    const gpu_model_weights_t *w = &m->w;
+    for (int t = 0; t < len; t++) {
+        float *o = out + (size_t)t * H;
+        const float *we = w->word_emb + (size_t)ids[t] * H, *pe = w->pos_emb + (size_t)t * H;
+        for (int i = 0; i < H; i++)
+            o[i] = we[i] + pe[i] + w->type_emb[i];
+        ln_row(o, w->emb_ln_g, w->emb_ln_b, H, m->cfg.ln_eps, o);
+    }
+}
+
+void gpu_cpu_bias_add_ln(float *x, const float *y, int ldy, const float *bias, const float *g,
+                         const float *b, int n, int H, float eps) {
+    for (int r = 0; r < n; r++) {
+        float *xr = x + (size_t)r * H;
+        const float *yr = y + (size_t)r * ldy;
+        for (int i = 0; i < H; i++)
+            xr[i] += yr[i] + bias[i];
+        ln_row(xr, g, b, H, eps, xr);
+    }
+}
+
+void gpu_cpu_bias(float *y, int ld, const float *bias, int n, int cols) {
+    for (int r = 0; r < n; r++) {
+        float *yr = y + (size_t)r * ld;
+        for (int i = 0; i < cols; i++)
+            yr[i] += bias[i];
+    }
+}
+
+/* erf(x) as x P(x^2) / Q(x^2) on [-4, 4] (erf is +-1 in float beyond): max error 7e-8. */
+static inline float erf_rational(float x) {
+    x = x < -4.0f ? -4.0f : x;
+    x = x > 4.0f ? 4.0f : x;
+    float x2 = x * x;
+    float p = -2.72614225801306e-10f;
+    p = p * x2 + 2.77068142495902e-08f;
+    p = p * x2 - 2.10102402082508e-06f;
+    p = p * x2 - 5.69250639462346e-05f;
+    p = p * x2 - 7.34990630326855e-04f;
+    p = p * x2 - 2.95459980854025e-03f;
+    p = p * x2 - 1.60960333262415e-02f;
+    float q = -1.45660718464996e-05f;
+    q = q * x2 - 2.13374055278905e-04f;
+    q = q * x2 - 1.68282697438203e-03f;
+    q = q * x2 - 7.37332916720468e-03f;
+    q = q * x2 - 1.42647390514189e-02f;
+    return x * p / q;
+}
+
+void gpu_cpu_bias_gelu(float *y, const float *bias, int n, int cols) {
+    for (int r = 0; r < n; r++) {
+        float *yr = y + (size_t)r * cols;
+        for (int i = 0; i < cols; i++) {
+            float v = yr[i] + bias[i];
+            yr[i] = 0.5f * v * (1.0f + erf_rational(v * 0.70710678118654752f));
+        }
+    }
+}
+
+void gpu_cpu_tanh(float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        x[i] = tanhf(x[i]);
+}
+
+static inline float dot(const float *a, const float *b, int n) {
+    float acc[LANES] = {0};
+    int i = 0, nv = n / LANES * LANES;
+    for (; i < nv; i += LANES)
+        for (int l = 0; l < LANES; l++)
+            acc[l] += a[i + l] * b[i + l];
+    float s = lane_sum(acc);
+    for (; i < n; i++)
+        s += a[i] * b[i];
+    return s;
+}
+
+void gpu_cpu_attention_seq(const float *q, int ldq, int nq, const float *k, const float *v,
+                           int ldkv, int len, int heads, int head_dim, float *out, int ldo,
+                           float *p) {
+    float scale = 1.0f / sqrtf((float)head_dim);
+    for (int h = 0; h < heads; h++) {
+        int c0 = h * head_dim;
+        for (int i = 0; i < nq; i++) {
+            const float *qi = q + (size_t)i * ldq + c0;
+            float mx = -INFINITY;
+            for (int j = 0; j < len; j++) {
+                p[j] = dot(qi, k + (size_t)j * ldkv + c0, head_dim) * scale;
+                mx = p[j] > mx ? p[j] : mx;
+            }
+            float sum = 0;
+            for (int j = 0; j < len; j++) {
+                p[j] = expf(p[j] - mx);
+                sum += p[j];
+            }
+            float inv = 1.0f / sum;
+            float *o = out + (size_t)i * ldo + c0;
+            memset(o, 0, sizeof(float) * (size_t)head_dim);
+            for (int j = 0; j < len; j++) {
+                const float *vj = v + (size_t)j * ldkv + c0;
+                float pj = p[j] * inv;
+                for (int e = 0; e < head_dim; e++)
+                    o[e] += pj * vj[e];
+            }
+        }
+    }
+}

@@ -1,0 +1,36 @@
+/* The fused fp32 kernels of the CPU backend: each does in one pass over a row what the
+ * reference ops (gpu/ref_ops.h) do in several, and must agree with them to float rounding.
+ * Loops are shaped so the compiler vectorises them without -ffast-math (reductions go
+ * through explicit lane arrays). Single-threaded: the backend splits work by rows. */
+#ifndef RECLASS_GPU_CPU_KERNELS_H
+#define RECLASS_GPU_CPU_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu/model.h"
+
+/* out (len, H) = LayerNorm(word[ids] + pos[pos0..] + type[0]) for one sequence's tokens. */
+void gpu_cpu_embed_ln(const gpu_model_t *m, const int32_t *ids, int len, float *out);
+
+/* x (n, H) = LayerNorm(x + y + bias); y rows are ldy apart. */
+void gpu_cpu_bias_add_ln(float *x, const float *y, int ldy, const float *bias, const float *g,
+                         const float *b, int n, int H, float eps);
+
+/* y (n, cols) += bias (cols), rows ld apart. */
+void gpu_cpu_bias(float *y, int ld, const float *bias, int n, int cols);
+
+/* y (n, cols) = gelu(y + bias), erf GELU through a rational erf within 1e-7 of erff. */
+void gpu_cpu_bias_gelu(float *y, const float *bias, int n, int cols);
+
+/* tanh in place (pooler). */
+void gpu_cpu_tanh(float *x, size_t n);
+
+/* Attention of one sequence, all heads. q rows (nq, ldq) query the keys/values of the whole
+ * sequence: k, v (len, ldkv). nq is len, or 1 when only the first token's output is needed.
+ * out (nq, heads*head_dim) rows ldo apart. scratch holds len floats. */
+void gpu_cpu_attention_seq(const float *q, int ldq, int nq, const float *k, const float *v,
+                           int ldkv, int len, int heads, int head_dim, float *out, int ldo,
+                           float *scratch);
+
+#endif

@@ -1,0 +1,318 @@
+#include "gpu/safetensors.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct gpu_st_file {
+    char *path;
+    uint8_t *map; /* whole file, read-only; (map_len) bytes */
+    size_t map_len;
+    const uint8_t *data; /* data section: map + 8 + header length */
+    size_t data_len;
+    gpu_st_tensor_t *t; /* (n) */
+    int n;
+};
+
+const char *gpu_st_dtype_name(gpu_st_dtype_t d) {
+    switch (d) {
+    case GPU_ST_F32:
+        return "F32";
+    case GPU_ST_F16:
+        return "F16";
+    case GPU_ST_BF16:
+        return "BF16";
+    }
+    return "?";
+}
+
+static size_t dtype_size(gpu_st_dtype_t d) {
+    return d == GPU_ST_F32 ? 4 : 2;
+}
+
+float gpu_st_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f;
+    uint32_t man = h & 0x3ff;
+    uint32_t bits;
+    if (exp == 0) {
+        if (man == 0) {
+            bits = sign;
+        } else { /* subnormal: renormalise */
+            int e = -1;
+            do {
+                e++;
+                man <<= 1;
+            } while (!(man & 0x400));
+            bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ff) << 13);
+        }
+    } else if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else {
+        bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+float gpu_st_bf16_to_f32(uint16_t h) {
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static int tensor_cmp_offset(const void *a, const void *b) {
+    const gpu_st_tensor_t *x = *(gpu_st_tensor_t *const *)a, *y = *(gpu_st_tensor_t *const *)b;
+    if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
+    return 0;
+}
+
+/* Fills t from one header entry; err names the tensor. */
+static int parse_entry(const char *path, const char *name, json_t *v, gpu_st_tensor_t *t,
+                       size_t data_len, char *err, size_t errlen) {
+    if (!json_is_object(v)) {
+        snprintf(err, errlen, "%s: header entry '%s' is not an object", path, name);
+        return -1;
+    }
+    json_t *dt = json_object_get(v, "dtype");
+    json_t *shape = json_object_get(v, "shape");
+    json_t *offs = json_object_get(v, "data_offsets");
+    if (!json_is_string(dt) || !json_is_array(shape) || !json_is_array(offs) ||
+        json_array_size(offs) != 2) {
+        snprintf(err, errlen, "%s: tensor '%s' lacks dtype, shape or data_offsets [begin, end]",
+                 path, name);
+        return -1;
+    }
+    const char *ds = json_string_value(dt);
+    if (strcmp(ds, "F32") == 0)
+        t->dtype = GPU_ST_F32;
+    else if (strcmp(ds, "F16") == 0)
+        t->dtype = GPU_ST_F16;
+    else if (strcmp(ds, "BF16") == 0)
+        t->dtype = GPU_ST_BF16;
+    else {
+        snprintf(err, errlen, "%s: tensor '%s' has unsupported dtype '%s' (F32, F16, BF16 only)",
+                 path, name, ds);
+        return -1;
+    }
+    size_t nd = json_array_size(shape);
+    if (nd > GPU_ST_MAX_DIMS) {
+        snprintf(err, errlen, "%s: tensor '%s' has %zu dimensions (at most %d)", path, name, nd,
+                 GPU_ST_MAX_DIMS);
+        return -1;
+    }
+    t->ndim = (int)nd;
+    size_t numel = 1;
+    for (size_t i = 0; i < nd; i++) {
+        json_t *d = json_array_get(shape, i);
+        if (!json_is_integer(d) || json_integer_value(d) < 0 ||
+            json_integer_value(d) > (json_int_t)1 << 40) {
+            snprintf(err, errlen, "%s: tensor '%s' has an invalid shape", path, name);
+            return -1;
+        }
+        t->shape[i] = json_integer_value(d);
+        numel *= (size_t)t->shape[i];
+        if (numel > ((size_t)1 << 40)) {
+            snprintf(err, errlen, "%s: tensor '%s' has an invalid shape", path, name);
+            return -1;
+        }
+    }
+    t->numel = numel;
+    json_t *b = json_array_get(offs, 0), *e = json_array_get(offs, 1);
+    if (!json_is_integer(b) || !json_is_integer(e) || json_integer_value(b) < 0 ||
+        json_integer_value(e) < json_integer_value(b)) {
+        snprintf(err, errlen, "%s: tensor '%s' has invalid data_offsets", path, name);
+        return -1;
+    }
+    size_t begin = (size_t)json_integer_value(b), end = (size_t)json_integer_value(e);
+    if (end > data_len) {
+        snprintf(err, errlen,
+                 "%s: tensor '%s' data_offsets [%zu, %zu] lie outside the data section of %zu "
+                 "bytes (truncated file?)",
+                 path, name, begin, end, data_len);
+        return -1;
+    }
+    if (end - begin != numel * dtype_size(t->dtype)) {
+        snprintf(err, errlen, "%s: tensor '%s' spans %zu bytes but %s x %zu elements need %zu",
+                 path, name, end - begin, ds, numel, numel * dtype_size(t->dtype));
+        return -1;
+    }
+    t->offset = begin;
+    t->nbytes = end - begin;
+    return 0;
+}
+
+static int parse_header(gpu_st_file_t *f, const char *hdr, size_t hlen, char *err, size_t errlen) {
+    json_error_t jerr;
+    json_t *root = json_loadb(hdr, hlen, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        snprintf(err, errlen, "%s: header is not valid JSON (%s at byte %d)", f->path, jerr.text,
+                 jerr.position);
+        return -1;
+    }
+    if (!json_is_object(root)) {
+        snprintf(err, errlen, "%s: header is not a JSON object", f->path);
+        json_decref(root);
+        return -1;
+    }
+    size_t cap = json_object_size(root);
+    f->t = calloc(cap ? cap : 1, sizeof *f->t);
+    gpu_st_tensor_t **order = calloc(cap ? cap : 1, sizeof *order);
+    int rc = 0;
+    if (!f->t || !order) {
+        snprintf(err, errlen, "%s: out of memory reading the header", f->path);
+        rc = -1;
+        goto out;
+    }
+    const char *key;
+    json_t *val;
+    json_object_foreach(root, key, val) {
+        if (strcmp(key, "__metadata__") == 0) continue;
+        gpu_st_tensor_t *t = &f->t[f->n];
+        if (parse_entry(f->path, key, val, t, f->data_len, err, errlen) != 0) {
+            rc = -1;
+            goto out;
+        }
+        t->name = strdup(key);
+        if (!t->name) {
+            snprintf(err, errlen, "%s: out of memory reading the header", f->path);
+            rc = -1;
+            goto out;
+        }
+        order[f->n] = t;
+        f->n++;
+    }
+    /* Overlapping tensors would mean a corrupt or hand-made file: refuse it. */
+    qsort(order, (size_t)f->n, sizeof *order, tensor_cmp_offset);
+    for (int i = 1; i < f->n; i++) {
+        const gpu_st_tensor_t *a = order[i - 1], *b = order[i];
+        if (b->offset < a->offset + a->nbytes) {
+            snprintf(err, errlen, "%s: tensors '%s' and '%s' overlap in the data section", f->path,
+                     a->name, b->name);
+            rc = -1;
+            goto out;
+        }
+    }
+out:
+    free(order);
+    json_decref(root);
+    return rc;
+}
+
+int gpu_st_open(const char *path, gpu_st_file_t **out, char *err, size_t errlen) {
+    *out = NULL;
+    gpu_st_file_t *f = calloc(1, sizeof *f);
+    if (!f || !(f->path = strdup(path))) {
+        free(f);
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        gpu_st_close(f);
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file", path);
+        close(fd);
+        gpu_st_close(f);
+        return -1;
+    }
+    f->map_len = (size_t)st.st_size;
+    if (f->map_len < 8) {
+        snprintf(err, errlen, "%s: truncated: %zu bytes, shorter than the 8-byte header length",
+                 path, f->map_len);
+        close(fd);
+        gpu_st_close(f);
+        return -1;
+    }
+    void *m = mmap(NULL, f->map_len, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) {
+        snprintf(err, errlen, "%s: cannot map: %s", path, strerror(errno));
+        gpu_st_close(f);
+        return -1;
+    }
+    f->map = m;
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--)
+        hlen = hlen << 8 | f->map[i];
+    if (hlen > f->map_len - 8) {
+        snprintf(err, errlen,
+                 "%s: header length %llu runs past the end of the file (%zu bytes; truncated or "
+                 "not a safetensors file)",
+                 path, (unsigned long long)hlen, f->map_len);
+        gpu_st_close(f);
+        return -1;
+    }
+    f->data = f->map + 8 + hlen;
+    f->data_len = f->map_len - 8 - (size_t)hlen;
+    if (parse_header(f, (const char *)f->map + 8, (size_t)hlen, err, errlen) != 0) {
+        gpu_st_close(f);
+        return -1;
+    }
+    *out = f;
+    return 0;
+}
+
+const gpu_st_tensor_t *gpu_st_find(const gpu_st_file_t *f, const char *name) {
+    for (int i = 0; i < f->n; i++)
+        if (strcmp(f->t[i].name, name) == 0) return &f->t[i];
+    return NULL;
+}
+
+int gpu_st_count(const gpu_st_file_t *f) {
+    return f->n;
+}
+
+const gpu_st_tensor_t *gpu_st_at(const gpu_st_file_t *f, int i) {
+    return i >= 0 && i < f->n ? &f->t[i] : NULL;
+}
+
+const char *gpu_st_path(const gpu_st_file_t *f) {
+    return f->path;
+}
+
+void gpu_st_read_f32(const gpu_st_file_t *f, const gpu_st_tensor_t *t, float *dst) {
+    const uint8_t *src = f->data + t->offset;
+    /* memcpy per element: the data section has no alignment guarantee. */
+    switch (t->dtype) {
+    case GPU_ST_F32:
+        memcpy(dst, src, t->numel * 4);
+        break;
+    case GPU_ST_F16:
+        for (size_t i = 0; i < t->numel; i++) {
+            uint16_t h;
+            memcpy(&h, src + 2 * i, 2);
+            dst[i] = gpu_st_f16_to_f32(h);
+        }
+        break;
+    case GPU_ST_BF16:
+        for (size_t i = 0; i < t->numel; i++) {
+            uint16_t h;
+            memcpy(&h, src + 2 * i, 2);
+            dst[i] = gpu_st_bf16_to_f32(h);
+        }
+        break;
+    }
+}
+
+void gpu_st_close(gpu_st_file_t *f) {
+    if (!f) return;
+    if (f->map) munmap(f->map, f->map_len);
+    for (int i = 0; i < f->n; i++)
+        free(f->t[i].name);
+    free(f->t);
+    free(f->path);
+    free(f);
+}

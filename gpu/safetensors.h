@@ -1,0 +1,57 @@
+/* A reader for the safetensors format: an 8-byte little-endian header length, a JSON header
+ * {name: {dtype, shape, data_offsets: [begin, end]}, "__metadata__": {...}}, then the data
+ * section the offsets index into. The file is mapped once; every tensor is validated on
+ * open (dtype known, offsets inside the data section, size = numel * dtype size, no two
+ * tensors overlapping), so later reads cannot run off the map. */
+#ifndef RECLASS_GPU_SAFETENSORS_H
+#define RECLASS_GPU_SAFETENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { GPU_ST_F32, GPU_ST_F16, GPU_ST_BF16 } gpu_st_dtype_t;
+
+#define GPU_ST_MAX_DIMS 8
+
+typedef struct {
+    char *name; /* owned by the file */
+    gpu_st_dtype_t dtype;
+    int ndim;
+    int64_t shape[GPU_ST_MAX_DIMS];
+    size_t numel;
+    size_t offset; /* byte offset inside the data section */
+    size_t nbytes;
+} gpu_st_tensor_t;
+
+typedef struct gpu_st_file gpu_st_file_t; /* opaque */
+
+/* Maps and validates path. On failure returns non-zero, *out is NULL and err holds one line
+ * that starts with the path and says what is wrong. */
+int gpu_st_open(const char *path, gpu_st_file_t **out, char *err, size_t errlen);
+
+/* The tensor called name, or NULL. */
+const gpu_st_tensor_t *gpu_st_find(const gpu_st_file_t *f, const char *name);
+
+int gpu_st_count(const gpu_st_file_t *f);
+const gpu_st_tensor_t *gpu_st_at(const gpu_st_file_t *f, int i);
+const char *gpu_st_path(const gpu_st_file_t *f);
+
+/* Converts the tensor's numel elements to fp32 into dst (numel floats). */
+void gpu_st_read_f32(const gpu_st_file_t *f, const gpu_st_tensor_t *t, float *dst);
+
+const char *gpu_st_dtype_name(gpu_st_dtype_t d);
+
+/* Exact conversions of one IEEE half / bfloat16 to float (subnormals, inf and NaN kept). */
+float gpu_st_f16_to_f32(uint16_t h);
+float gpu_st_bf16_to_f32(uint16_t h);
+
+void gpu_st_close(gpu_st_file_t *f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
