@@ -85,3 +85,18 @@ void sink_copybin_bool(sink_copybuf_t *b, int v) {
     put_be(p, 1, 4);
     p[4] = v ? 1 : 0;
 }
+
+void sink_copybin_timestamptz_ms(sink_copybuf_t *b, int64_t unix_ms) {
+    const int64_t pg_epoch_ms = 946684800000LL; /* 2000-01-01T00:00:00Z in Unix ms */
+    sink_copybin_int8(b, (unix_ms - pg_epoch_ms) * 1000);
+}
+
+void sink_copybin_array(sink_copybuf_t *b, uint32_t elem_oid, int n, int has_null) {
+    unsigned char *p = copybin_take(b, 20);
+    if (!p) return;
+    put_be(p, 1, 4); /* dimensions */
+    put_be(p + 4, has_null ? 1 : 0, 4);
+    put_be(p + 8, elem_oid, 4);
+    put_be(p + 12, (uint32_t)n, 4);
+    put_be(p + 16, 1, 4); /* lower bound */
+}

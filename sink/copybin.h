@@ -21,5 +21,14 @@ void sink_copybin_int8(sink_copybuf_t *b, int64_t v);
 void sink_copybin_float4(sink_copybuf_t *b, float v);
 void sink_copybin_bool(sink_copybuf_t *b, int v);
 void sink_copybin_null(sink_copybuf_t *b);
+/* timestamptz from Unix milliseconds (binary form: microseconds since 2000-01-01 UTC) */
+void sink_copybin_timestamptz_ms(sink_copybuf_t *b, int64_t unix_ms);
+
+/* A one-dimensional array in binary parameter form: the header, then n elements written with
+ * the functions above (an array element is encoded exactly like a COPY field). elem_oid is the
+ * element type's OID and must match the parameter's declared type (e.g. $1::text[]). */
+#define SINK_OID_TEXT 25
+#define SINK_OID_INT4 23
+void sink_copybin_array(sink_copybuf_t *b, uint32_t elem_oid, int n, int has_null);
 
 #endif

@@ -1,23 +1,22 @@
 /* PostgreSQL sink. A write is one transaction:
- *   COPY rows -> reclass_staging (binary COPY, streamed in chunks; a temp table, ON COMMIT
- *     DELETE ROWS: per session, never WAL-logged)
- *   insert staging into ticket_results and add the count of new rows to jobs.done, stamping
- *     completed_at once done reaches total (one prepared statement, two variants below)
+ *   store the rows in ticket_results (one of the two paths below)
+ *   add each job's count of tickets new to the table to jobs.done, in job_id order, stamping
+ *     completed_at once done reaches total (a prepared statement, arrays as bound parameters)
  *   COPY batch telemetry -> batches
  *   COMMIT
- * Two variants of the insert, because redeliveries are rare but must be exact:
- *   fast:   plain INSERT, every staged row counts as new. Inside a savepoint: a row that
- *           already exists (or a ticket twice in one write) raises unique_violation, the
- *           savepoint is rolled back and the write falls back to
- *   upsert: DISTINCT ON the key, INSERT ... ON CONFLICT DO UPDATE, and only rows with
- *           xmax = 0 (the version this statement inserted; an ON CONFLICT update sets xmax)
- *           count as new.
- * After a fallback the sink stays on the upsert variant (redeliveries come in runs after a
+ * Two paths for the rows, because redeliveries are rare but must be exact:
+ *   fast:   binary COPY straight into ticket_results inside a savepoint; every row is new. A
+ *           ticket already stored (or twice in one write) raises unique_violation: the
+ *           savepoint is rolled back and the write takes
+ *   upsert: binary COPY into reclass_staging (a temp table, ON COMMIT DELETE ROWS: per
+ *           session, never WAL-logged), then INSERT ... SELECT DISTINCT ON the key ... ON
+ *           CONFLICT DO UPDATE, counting per job only rows with xmax = 0 (the version this
+ *           statement inserted; an ON CONFLICT update sets xmax).
+ * After a fallback the sink stays on the upsert path (redeliveries come in runs after a
  * rebalance) until a write finds nothing already stored. Either way a redelivered ticket
  * updates its row and never counts twice, so a write whose COMMIT outcome was lost can simply
- * be retried. The fast variant skips the conflict pre-check, the sort and the per-row RETURNING
- * (~1/4 of the server's time per row, see tests/bench/RESULTS-sink.md). Values travel only
- * through COPY and bound parameters. */
+ * be retried. The fast path spends ~1/4 less server CPU per row than staging + INSERT SELECT
+ * (tests/bench/RESULTS-sink.md). Values travel only through COPY and bound parameters. */
 #include "sink/sink.h"
 
 #include <stdio.h>
@@ -30,86 +29,100 @@
 #include "sink/copybuf.h"
 #include "sink/pgutil.h"
 #include "sink/sink_stats.h"
+#include "sink/tally.h"
 
 struct sink {
     PGconn *conn;
-    char *conninfo;            /* owned copy: reconnect after a failed PQreset starts from it */
-    char *model;               /* owned; recorded in every result row */
-    sink_copybuf_t copy;       /* one chunk of binary COPY data; reused across writes */
-    const sink_result_t *rows; /* the write in progress (the caller's) */
-    const sink_batch_t *batches;
+    char *conninfo;              /* owned copy: reconnect after a failed PQreset starts from it */
+    char *model;                 /* owned; recorded in every result row */
+    sink_copybuf_t copy;         /* one chunk of binary COPY data; reused across writes */
+    sink_copybuf_t params;       /* the jobs statement's array parameters; reused */
+    sink_tally_t tally;          /* the write's jobs */
+    const sink_result_t *rows;   /* the write in progress (the caller's) */
+    const sink_batch_t *batches; /* idem */
     long last_inserted;
     long last_rows;
-    int upsert_mode; /* 1 after a redelivery: skip the fast variant (see the top comment) */
-    long fallbacks;  /* writes whose fast variant hit an existing row */
+    int upsert_mode; /* 1 after a redelivery: skip the fast path (see the top comment) */
+    long fallbacks;  /* writes whose fast path met an already-stored ticket */
 };
+
+/* Binary COPY: the field order and types of sink_fmt_results / sink_fmt_staging /
+ * sink_fmt_batches must match these column lists exactly. */
+static const char SQL_COPY_RESULTS[] =
+    "COPY ticket_results (job_id, ticket_id, tenant, label, label_id, confidence, top_k, tokens,"
+    " truncated, model, \"partition\", \"offset\", enqueued_at) FROM STDIN (FORMAT binary)";
 
 static const char SQL_STAGING[] =
     "CREATE TEMP TABLE IF NOT EXISTS reclass_staging ("
-    " job_id text COLLATE \"C\", ticket_id text COLLATE \"C\", tenant text, job_total integer,"
-    " label text COLLATE \"C\","
+    " job_id text COLLATE \"C\", ticket_id text COLLATE \"C\", tenant text, label text,"
     " label_id integer, confidence real, top_k jsonb, tokens integer, truncated boolean,"
-    " \"partition\" integer, \"offset\" bigint, enqueued_ms bigint) ON COMMIT DELETE ROWS";
+    " \"partition\" integer, \"offset\" bigint, enqueued_at timestamptz) ON COMMIT DELETE ROWS";
 
 static const char SQL_COPY_STAGING[] =
-    "COPY reclass_staging (job_id, ticket_id, tenant, job_total, label, label_id, confidence,"
-    " top_k, tokens, truncated, \"partition\", \"offset\", enqueued_ms) FROM STDIN (FORMAT binary)";
+    "COPY reclass_staging (job_id, ticket_id, tenant, label, label_id, confidence, top_k,"
+    " tokens, truncated, \"partition\", \"offset\", enqueued_at) FROM STDIN (FORMAT binary)";
 
 static const char SQL_COPY_BATCHES[] =
     "COPY batches (tickets, real_tokens, padded_tokens, wait_ms, compute_ms, backend,"
     " device_used_bytes, arena_bytes) FROM STDIN (FORMAT binary)";
 
-#define STMT_FAST   "reclass_insert"
 #define STMT_UPSERT "reclass_upsert"
+#define STMT_JOBS   "reclass_jobs"
 
-/* Shared tail of both variants: $1 = model; "up" yields (job_id, inserted) per stored row.
- * jobs rows are written from what "up" returned, so ticket rows are always locked before the
- * job row, and in job_id order: two workers on one job queue instead of deadlocking. */
-#define SQL_INSERT_COLS                                                                            \
-    "INSERT INTO ticket_results AS t (job_id, ticket_id, tenant, label, label_id, confidence,"     \
-    " top_k, tokens, truncated, model, \"partition\", \"offset\", enqueued_at)"                    \
-    " SELECT job_id, ticket_id, tenant, label, label_id, confidence, top_k, tokens, truncated,"    \
-    " $1::text, \"partition\", \"offset\", CASE WHEN enqueued_ms > 0"                              \
-    " THEN timestamptz 'epoch' + enqueued_ms * interval '1 millisecond' END"
-#define SQL_JOBS_TAIL                                                                              \
-    "), fresh AS ("                                                                                \
-    "  SELECT job_id, (count(*) FILTER (WHERE inserted))::integer AS n FROM up GROUP BY job_id"    \
-    "), job_src AS ("                                                                              \
-    "  SELECT job_id, max(tenant) AS tenant, max(job_total) AS total FROM reclass_staging"         \
-    "  GROUP BY job_id"                                                                            \
-    "), jobs_up AS ("                                                                              \
-    "  INSERT INTO jobs AS j (job_id, tenant, total, done, completed_at)"                          \
-    "  SELECT s.job_id, s.tenant, s.total, f.n,"                                                   \
-    "    CASE WHEN s.total > 0 AND f.n >= s.total THEN now() END"                                  \
-    "  FROM job_src s JOIN fresh f USING (job_id)"                                                 \
-    "  ORDER BY s.job_id"                                                                          \
-    "  ON CONFLICT (job_id) DO UPDATE SET"                                                         \
-    "    done = j.done + excluded.done, total = excluded.total,"                                   \
-    "    tenant = COALESCE(j.tenant, excluded.tenant), updated_at = now(),"                        \
-    "    completed_at = COALESCE(j.completed_at, CASE WHEN excluded.total > 0"                     \
-    "      AND j.done + excluded.done >= excluded.total THEN now() END)"                           \
-    "  RETURNING 1"                                                                                \
-    ") SELECT (SELECT count(*) FROM up WHERE inserted), (SELECT count(*) FROM up)"
-
-static const char SQL_FAST[] = "WITH up AS (" SQL_INSERT_COLS " FROM reclass_staging"
-                               " RETURNING t.job_id, true AS inserted" SQL_JOBS_TAIL;
-
-/* DISTINCT ON: the same ticket twice in one write would make ON CONFLICT touch a row twice
- * (an error); the higher offset wins. */
+/* $1 = model. DISTINCT ON: the same ticket twice in one write would make ON CONFLICT touch a
+ * row twice (an error); the higher offset wins. Sorting by the key also takes the row locks
+ * in a stable order. Returns per job: tickets new to the table, tickets stored. */
 static const char SQL_UPSERT[] =
     "WITH src AS ("
     "  SELECT DISTINCT ON (job_id, ticket_id) * FROM reclass_staging"
     "  ORDER BY job_id, ticket_id, \"offset\" DESC NULLS LAST"
-    "), up AS (" SQL_INSERT_COLS " FROM src"
+    "), up AS ("
+    "  INSERT INTO ticket_results AS t (job_id, ticket_id, tenant, label, label_id, confidence,"
+    "    top_k, tokens, truncated, model, \"partition\", \"offset\", enqueued_at)"
+    "  SELECT job_id, ticket_id, tenant, label, label_id, confidence, top_k, tokens, truncated,"
+    "    $1::text, \"partition\", \"offset\", enqueued_at FROM src"
     "  ON CONFLICT (job_id, ticket_id) DO UPDATE SET"
     "    tenant = excluded.tenant, label = excluded.label, label_id = excluded.label_id,"
     "    confidence = excluded.confidence, top_k = excluded.top_k, tokens = excluded.tokens,"
     "    truncated = excluded.truncated, model = excluded.model,"
     "    \"partition\" = excluded.\"partition\", \"offset\" = excluded.\"offset\","
     "    enqueued_at = excluded.enqueued_at, classified_at = now()"
-    "  RETURNING t.job_id, (t.xmax = 0) AS inserted" SQL_JOBS_TAIL;
+    "  RETURNING t.job_id, (t.xmax = 0) AS inserted"
+    ") SELECT job_id, count(*) FILTER (WHERE inserted), count(*) FROM up GROUP BY job_id";
 
-/* Per-session state: a new connection has neither the temp table nor the statement.
+/* $1 job ids (sorted), $2 tenants, $3 totals, $4 new tickets per job. A job is complete once
+ * done reaches total; completed_at is set once and kept. A total <= 0 means unknown. */
+static const char SQL_JOBS[] =
+    "INSERT INTO jobs AS j (job_id, tenant, total, done, completed_at)"
+    " SELECT job_id, tenant, total, n, CASE WHEN total > 0 AND n >= total THEN now() END"
+    " FROM unnest($1::text[], $2::text[], $3::integer[], $4::integer[]) AS u(job_id, tenant,"
+    "   total, n)"
+    " ORDER BY job_id"
+    " ON CONFLICT (job_id) DO UPDATE SET"
+    "   done = j.done + excluded.done, total = excluded.total,"
+    "   tenant = COALESCE(j.tenant, excluded.tenant), updated_at = now(),"
+    "   completed_at = COALESCE(j.completed_at, CASE WHEN excluded.total > 0"
+    "     AND j.done + excluded.done >= excluded.total THEN now() END)";
+
+static int sink_prepare(sink_t *s, const char *name, const char *sql, int n_params, char *err,
+                        size_t errlen) {
+    PGresult *res = PQprepare(s->conn, name, sql, n_params, NULL);
+    if (res && PQresultStatus(res) == PGRES_COMMAND_OK) {
+        PQclear(res);
+        return SINK_OK;
+    }
+    int rc = sink_pg_classify(s->conn, res);
+    const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    if (st && (strcmp(st, "42P01") == 0 || strcmp(st, "42703") == 0))
+        sink_pg_errmsg(err, errlen, "schema missing or outdated (run 'reclass migrate')", s->conn,
+                       res);
+    else
+        sink_pg_errmsg(err, errlen, "prepare statements", s->conn, res);
+    PQclear(res);
+    return rc;
+}
+
+/* Per-session state: a new connection has neither the temp table nor the statements.
  * SINK_OK lets the caller commit Kafka offsets, so a commit must survive a server crash: with
  * synchronous_commit=off the server acknowledges before the WAL is written and a crash loses
  * those rows for good (their offsets are already committed). Stronger settings (remote_apply
@@ -119,26 +132,11 @@ static int sink_session_setup(sink_t *s, char *err, size_t errlen) {
                           "SELECT set_config('synchronous_commit', 'on', false)"
                           " WHERE current_setting('synchronous_commit') = 'off'",
                           PGRES_TUPLES_OK, "set synchronous_commit", err, errlen);
-    if (rc != SINK_OK) return rc;
-    rc = sink_pg_exec(s->conn, SQL_STAGING, PGRES_COMMAND_OK, "create staging table", err, errlen);
-    if (rc != SINK_OK) return rc;
-    PGresult *res = PQprepare(s->conn, STMT_UPSERT, SQL_UPSERT, 1, NULL);
-    if (res && PQresultStatus(res) == PGRES_COMMAND_OK) {
-        PQclear(res);
-        res = PQprepare(s->conn, STMT_FAST, SQL_FAST, 1, NULL);
-        if (res && PQresultStatus(res) == PGRES_COMMAND_OK) {
-            PQclear(res);
-            return SINK_OK;
-        }
-    }
-    rc = sink_pg_classify(s->conn, res);
-    const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-    if (st && (strcmp(st, "42P01") == 0 || strcmp(st, "42703") == 0))
-        sink_pg_errmsg(err, errlen, "schema missing or outdated (run 'reclass migrate')", s->conn,
-                       res);
-    else
-        sink_pg_errmsg(err, errlen, "prepare upsert", s->conn, res);
-    PQclear(res);
+    if (rc == SINK_OK)
+        rc = sink_pg_exec(s->conn, SQL_STAGING, PGRES_COMMAND_OK, "create staging table", err,
+                          errlen);
+    if (rc == SINK_OK) rc = sink_prepare(s, STMT_UPSERT, SQL_UPSERT, 1, err, errlen);
+    if (rc == SINK_OK) rc = sink_prepare(s, STMT_JOBS, SQL_JOBS, 4, err, errlen);
     return rc;
 }
 
@@ -151,7 +149,6 @@ int sink_init(const char *conninfo, const char *model, sink_t **out, char *err, 
         sink_free(s);
         return SINK_FATAL;
     }
-    sink_copybuf_init(&s->copy);
     int rc;
     s->conn = sink_pg_connect(s->conninfo, &rc, err, errlen);
     if (rc == SINK_OK) rc = sink_session_setup(s, err, errlen);
@@ -186,6 +183,8 @@ void sink_free(sink_t *s) {
     if (!s) return;
     if (s->conn) PQfinish(s->conn);
     sink_copybuf_free(&s->copy);
+    sink_copybuf_free(&s->params);
+    sink_tally_free(&s->tally);
     free(s->conninfo);
     free(s->model);
     free(s);
@@ -203,16 +202,42 @@ long sink_fallbacks(const sink_t *s) {
     return s ? s->fallbacks : 0;
 }
 
-/* Field order and types match SQL_STAGING / SQL_COPY_STAGING exactly (binary COPY). */
-static void sink_fmt_rows(sink_copybuf_t *b, const void *items, int from, int to) {
-    const sink_result_t *rows = items;
+typedef void (*sink_fmt_fn)(const sink_t *s, sink_copybuf_t *b, int from, int to);
+
+static void sink_fmt_enqueued(sink_copybuf_t *b, int64_t ms) {
+    if (ms > 0)
+        sink_copybin_timestamptz_ms(b, ms);
+    else
+        sink_copybin_null(b);
+}
+
+static void sink_fmt_results(const sink_t *s, sink_copybuf_t *b, int from, int to) {
     for (int i = from; i < to; i++) {
-        const sink_result_t *r = &rows[i];
+        const sink_result_t *r = &s->rows[i];
         sink_copybin_row(b, 13);
         sink_copybin_text(b, r->job_id);
         sink_copybin_text(b, r->ticket_id);
         sink_copybin_text(b, r->tenant);
-        sink_copybin_int4(b, r->job_total);
+        sink_copybin_text(b, r->label);
+        sink_copybin_int4(b, r->label_id);
+        sink_copybin_float4(b, r->confidence);
+        sink_copybin_jsonb(b, r->top_k_json);
+        sink_copybin_int4(b, r->tokens);
+        sink_copybin_bool(b, r->truncated);
+        sink_copybin_text(b, s->model);
+        sink_copybin_int4(b, r->partition);
+        sink_copybin_int8(b, r->offset);
+        sink_fmt_enqueued(b, r->enqueued_at_ms);
+    }
+}
+
+static void sink_fmt_staging(const sink_t *s, sink_copybuf_t *b, int from, int to) {
+    for (int i = from; i < to; i++) {
+        const sink_result_t *r = &s->rows[i];
+        sink_copybin_row(b, 12);
+        sink_copybin_text(b, r->job_id);
+        sink_copybin_text(b, r->ticket_id);
+        sink_copybin_text(b, r->tenant);
         sink_copybin_text(b, r->label);
         sink_copybin_int4(b, r->label_id);
         sink_copybin_float4(b, r->confidence);
@@ -221,35 +246,35 @@ static void sink_fmt_rows(sink_copybuf_t *b, const void *items, int from, int to
         sink_copybin_bool(b, r->truncated);
         sink_copybin_int4(b, r->partition);
         sink_copybin_int8(b, r->offset);
-        sink_copybin_int8(b, r->enqueued_at_ms);
+        sink_fmt_enqueued(b, r->enqueued_at_ms);
     }
 }
 
-/* Field order and types match the batches table (migrations/001_init.sql). */
-static void sink_fmt_batches(sink_copybuf_t *b, const void *items, int from, int to) {
-    const sink_batch_t *bs = items;
+static void sink_fmt_batches(const sink_t *s, sink_copybuf_t *b, int from, int to) {
     for (int i = from; i < to; i++) {
+        const sink_batch_t *x = &s->batches[i];
         sink_copybin_row(b, 8);
-        sink_copybin_int4(b, bs[i].tickets);
-        sink_copybin_int8(b, bs[i].real_tokens);
-        sink_copybin_int8(b, bs[i].padded_tokens);
-        sink_copybin_float4(b, (float)bs[i].wait_ms);
-        sink_copybin_float4(b, (float)bs[i].compute_ms);
-        sink_copybin_text(b, bs[i].backend ? bs[i].backend : "unknown");
-        sink_copybin_int8(b, bs[i].device_used_bytes);
-        sink_copybin_int8(b, bs[i].arena_bytes);
+        sink_copybin_int4(b, x->tickets);
+        sink_copybin_int8(b, x->real_tokens);
+        sink_copybin_int8(b, x->padded_tokens);
+        sink_copybin_float4(b, (float)x->wait_ms);
+        sink_copybin_float4(b, (float)x->compute_ms);
+        sink_copybin_text(b, x->backend ? x->backend : "unknown");
+        sink_copybin_int8(b, x->device_used_bytes);
+        sink_copybin_int8(b, x->arena_bytes);
     }
 }
-
-typedef void (*sink_fmt_fn)(sink_copybuf_t *b, const void *items, int from, int to);
 
 /* Rows per chunk: the server parses one chunk while the next one is formatted. */
 #define SINK_COPY_CHUNK 1024
 
 /* Streams items [0, n) through one COPY FROM STDIN (binary) and collects its outcome; the
- * connection is left ready for the next command whatever happens. */
-static int sink_copy_in(PGconn *conn, const char *sql, sink_copybuf_t *b, sink_fmt_fn fmt,
-                        const void *items, int n, const char *step, char *err, size_t errlen) {
+ * connection is left ready for the next command whatever happens. *sqlstate (6 bytes) gets
+ * the server's error code, "" when there is none. */
+static int sink_copy_in(sink_t *s, const char *sql, sink_fmt_fn fmt, int n, const char *step,
+                        char *sqlstate, char *err, size_t errlen) {
+    PGconn *conn = s->conn;
+    sqlstate[0] = 0;
     PGresult *res = PQexec(conn, sql);
     if (!res || PQresultStatus(res) != PGRES_COPY_IN) {
         int rc = sink_pg_classify(conn, res);
@@ -258,12 +283,13 @@ static int sink_copy_in(PGconn *conn, const char *sql, sink_copybuf_t *b, sink_f
         return rc;
     }
     PQclear(res);
+    sink_copybuf_t *b = &s->copy;
     int sent = 1, oom = 0;
     sink_copybuf_reset(b);
     sink_copybin_header(b);
     for (int from = 0; from < n && sent == 1; from += SINK_COPY_CHUNK) {
         int to = n - from < SINK_COPY_CHUNK ? n : from + SINK_COPY_CHUNK;
-        fmt(b, items, from, to);
+        fmt(s, b, from, to);
         if (to == n) sink_copybin_trailer(b);
         if (b->oom) {
             oom = 1;
@@ -286,6 +312,8 @@ static int sink_copy_in(PGconn *conn, const char *sql, sink_copybuf_t *b, sink_f
     while ((res = PQgetResult(conn)) != NULL) {
         ExecStatusType st = PQresultStatus(res);
         if (st != PGRES_COMMAND_OK && rc == SINK_OK) {
+            const char *code = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+            if (code) snprintf(sqlstate, 6, "%s", code);
             rc = sink_pg_classify(conn, res);
             sink_pg_errmsg(err, errlen, step, conn, res);
         }
@@ -296,6 +324,127 @@ static int sink_copy_in(PGconn *conn, const char *sql, sink_copybuf_t *b, sink_f
         }
     }
     return rc;
+}
+
+/* Upsert path: staging, then the prepared upsert; fills each job's fresh count. */
+static int sink_upsert_rows(sink_t *s, int n_rows, char *err, size_t errlen) {
+    char st[6];
+    int rc = sink_copy_in(s, SQL_COPY_STAGING, sink_fmt_staging, n_rows, "copy results (staging)",
+                          st, err, errlen);
+    if (rc != SINK_OK) return rc;
+    const char *params[1] = {s->model};
+    PGresult *res = PQexecPrepared(s->conn, STMT_UPSERT, 1, params, NULL, NULL, 0);
+    if (!res || PQresultStatus(res) != PGRES_TUPLES_OK) {
+        rc = sink_pg_classify(s->conn, res);
+        sink_pg_errmsg(err, errlen, "upsert results", s->conn, res);
+        PQclear(res);
+        return rc;
+    }
+    s->last_inserted = s->last_rows = 0;
+    for (int i = 0; i < PQntuples(res); i++) {
+        sink_job_t *j = sink_tally_find(&s->tally, PQgetvalue(res, i, 0));
+        long fresh = atol(PQgetvalue(res, i, 1));
+        if (j) j->fresh = (int32_t)fresh;
+        s->last_inserted += fresh;
+        s->last_rows += atol(PQgetvalue(res, i, 2));
+    }
+    PQclear(res);
+    return SINK_OK;
+}
+
+static int sink_store_rows(sink_t *s, int n_rows, char *err, size_t errlen) {
+    if (s->upsert_mode) {
+        int rc = sink_upsert_rows(s, n_rows, err, errlen);
+        /* all new and no duplicates: the redelivery run is over */
+        if (rc == SINK_OK && s->last_inserted == n_rows) s->upsert_mode = 0;
+        return rc;
+    }
+    int rc =
+        sink_pg_exec(s->conn, "SAVEPOINT reclass_fast", PGRES_COMMAND_OK, "savepoint", err, errlen);
+    if (rc != SINK_OK) return rc;
+    char st[6];
+    rc = sink_copy_in(s, SQL_COPY_RESULTS, sink_fmt_results, n_rows, "copy results", st, err,
+                      errlen);
+    if (rc == SINK_OK) {
+        for (int i = 0; i < s->tally.n_jobs; i++)
+            s->tally.jobs[i].fresh = s->tally.jobs[i].rows;
+        s->last_inserted = s->last_rows = n_rows;
+        return sink_pg_exec(s->conn, "RELEASE SAVEPOINT reclass_fast", PGRES_COMMAND_OK,
+                            "release savepoint", err, errlen);
+    }
+    if (strcmp(st, "23505") != 0) return rc; /* not a redelivery: a real failure */
+    rc = sink_pg_exec(s->conn, "ROLLBACK TO SAVEPOINT reclass_fast", PGRES_COMMAND_OK,
+                      "rollback to savepoint", err, errlen);
+    if (rc != SINK_OK) return rc;
+    s->upsert_mode = 1;
+    s->fallbacks++;
+    return sink_upsert_rows(s, n_rows, err, errlen);
+}
+
+/* The jobs statement's four arrays, built in one buffer (offsets first: it may move). */
+static int sink_update_jobs(sink_t *s, char *err, size_t errlen) {
+    const sink_tally_t *t = &s->tally;
+    sink_copybuf_t *b = &s->params;
+    sink_copybuf_reset(b);
+    size_t off[5];
+    int has_null_tenant = 0;
+    for (int i = 0; i < t->n_jobs; i++)
+        has_null_tenant |= t->jobs[i].tenant == NULL;
+    off[0] = b->len;
+    sink_copybin_array(b, SINK_OID_TEXT, t->n_jobs, 0);
+    for (int i = 0; i < t->n_jobs; i++)
+        sink_copybin_text(b, t->jobs[i].job_id);
+    off[1] = b->len;
+    sink_copybin_array(b, SINK_OID_TEXT, t->n_jobs, has_null_tenant);
+    for (int i = 0; i < t->n_jobs; i++)
+        sink_copybin_text(b, t->jobs[i].tenant);
+    off[2] = b->len;
+    sink_copybin_array(b, SINK_OID_INT4, t->n_jobs, 0);
+    for (int i = 0; i < t->n_jobs; i++)
+        sink_copybin_int4(b, t->jobs[i].total);
+    off[3] = b->len;
+    sink_copybin_array(b, SINK_OID_INT4, t->n_jobs, 0);
+    for (int i = 0; i < t->n_jobs; i++)
+        sink_copybin_int4(b, t->jobs[i].fresh);
+    off[4] = b->len;
+    if (b->oom) {
+        snprintf(err, errlen, "jobs: out of memory for %d jobs", t->n_jobs);
+        return SINK_RETRY;
+    }
+    /* Each element is length-prefixed, so the values themselves are never written into the
+     * SQL text. */
+    const char *vals[4];
+    int lens[4], fmts[4] = {1, 1, 1, 1};
+    for (int i = 0; i < 4; i++) {
+        vals[i] = b->data + off[i];
+        lens[i] = (int)(off[i + 1] - off[i]);
+    }
+    PGresult *res = PQexecPrepared(s->conn, STMT_JOBS, 4, vals, lens, fmts, 0);
+    if (res && PQresultStatus(res) == PGRES_COMMAND_OK) {
+        PQclear(res);
+        return SINK_OK;
+    }
+    int rc = sink_pg_classify(s->conn, res);
+    sink_pg_errmsg(err, errlen, "update jobs", s->conn, res);
+    PQclear(res);
+    return rc;
+}
+
+static int sink_write_tx(sink_t *s, int n_rows, int n_batches, char *err, size_t errlen) {
+    int rc = sink_pg_exec(s->conn, "BEGIN", PGRES_COMMAND_OK, "begin", err, errlen);
+    if (rc != SINK_OK) return rc;
+    if (n_rows > 0) {
+        rc = sink_store_rows(s, n_rows, err, errlen);
+        if (rc == SINK_OK) rc = sink_update_jobs(s, err, errlen);
+        if (rc != SINK_OK) return rc;
+    }
+    if (n_batches > 0) {
+        char st[6];
+        rc = sink_copy_in(s, SQL_COPY_BATCHES, sink_fmt_batches, n_batches, "copy batches", st, err,
+                          errlen);
+        if (rc != SINK_OK) return rc;
+    }
+    return sink_pg_exec(s->conn, "COMMIT", PGRES_COMMAND_OK, "commit", err, errlen);
 }
 
 static int sink_validate(const sink_result_t *rows, int n_rows, const sink_batch_t *batches,
@@ -318,68 +467,6 @@ static int sink_validate(const sink_result_t *rows, int n_rows, const sink_batch
     return SINK_OK;
 }
 
-/* Runs one variant; on success fills the counters. *sqlstate gets the error's SQLSTATE (or
- * "") so the caller can tell a unique violation from anything else. */
-static int sink_exec_insert(sink_t *s, const char *stmt, char *sqlstate, char *err, size_t errlen) {
-    const char *params[1] = {s->model};
-    PGresult *res = PQexecPrepared(s->conn, stmt, 1, params, NULL, NULL, 0);
-    sqlstate[0] = 0;
-    if (!res || PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
-        const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-        if (st) snprintf(sqlstate, 6, "%s", st);
-        int rc = sink_pg_classify(s->conn, res);
-        sink_pg_errmsg(err, errlen, "insert results", s->conn, res);
-        PQclear(res);
-        return rc;
-    }
-    s->last_inserted = atol(PQgetvalue(res, 0, 0));
-    s->last_rows = atol(PQgetvalue(res, 0, 1));
-    PQclear(res);
-    return SINK_OK;
-}
-
-static int sink_insert_rows(sink_t *s, int n_rows, char *err, size_t errlen) {
-    char st[6];
-    if (!s->upsert_mode) {
-        int rc = sink_pg_exec(s->conn, "SAVEPOINT reclass_fast", PGRES_COMMAND_OK, "savepoint", err,
-                              errlen);
-        if (rc != SINK_OK) return rc;
-        rc = sink_exec_insert(s, STMT_FAST, st, err, errlen);
-        if (rc == SINK_OK)
-            return sink_pg_exec(s->conn, "RELEASE SAVEPOINT reclass_fast", PGRES_COMMAND_OK,
-                                "release savepoint", err, errlen);
-        if (strcmp(st, "23505") != 0) return rc; /* not a redelivery: a real failure */
-        rc = sink_pg_exec(s->conn, "ROLLBACK TO SAVEPOINT reclass_fast", PGRES_COMMAND_OK,
-                          "rollback to savepoint", err, errlen);
-        if (rc != SINK_OK) return rc;
-        s->upsert_mode = 1;
-        s->fallbacks++;
-        return sink_exec_insert(s, STMT_UPSERT, st, err, errlen);
-    }
-    int rc = sink_exec_insert(s, STMT_UPSERT, st, err, errlen);
-    /* all new and no duplicates: the redelivery run is over */
-    if (rc == SINK_OK && s->last_inserted == n_rows) s->upsert_mode = 0;
-    return rc;
-}
-
-static int sink_write_tx(sink_t *s, int n_rows, int n_batches, char *err, size_t errlen) {
-    int rc = sink_pg_exec(s->conn, "BEGIN", PGRES_COMMAND_OK, "begin", err, errlen);
-    if (rc != SINK_OK) return rc;
-    if (n_rows > 0) {
-        rc = sink_copy_in(s->conn, SQL_COPY_STAGING, &s->copy, sink_fmt_rows, s->rows, n_rows,
-                          "copy results", err, errlen);
-        if (rc != SINK_OK) return rc;
-        rc = sink_insert_rows(s, n_rows, err, errlen);
-        if (rc != SINK_OK) return rc;
-    }
-    if (n_batches > 0) {
-        rc = sink_copy_in(s->conn, SQL_COPY_BATCHES, &s->copy, sink_fmt_batches, s->batches,
-                          n_batches, "copy batches", err, errlen);
-        if (rc != SINK_OK) return rc;
-    }
-    return sink_pg_exec(s->conn, "COMMIT", PGRES_COMMAND_OK, "commit", err, errlen);
-}
-
 int sink_write(sink_t *s, const sink_result_t *rows, int n_rows, const sink_batch_t *batches,
                int n_batches, char *err, size_t errlen) {
     if (!s) {
@@ -393,6 +480,10 @@ int sink_write(sink_t *s, const sink_result_t *rows, int n_rows, const sink_batc
     if (n_rows == 0 && n_batches == 0) return SINK_OK;
     if (!s->conn || PQstatus(s->conn) != CONNECTION_OK) {
         snprintf(err, errlen, "sink_write: connection to PostgreSQL is down (reconnect first)");
+        return SINK_RETRY;
+    }
+    if (sink_tally_build(&s->tally, rows, n_rows) != 0) {
+        snprintf(err, errlen, "sink_write: out of memory for %d rows", n_rows);
         return SINK_RETRY;
     }
     s->rows = rows;
