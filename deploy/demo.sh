@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The whole job on embedded defaults, on a fresh Debian 12 machine (root or sudo):
+# installs missing packages, builds, starts a throwaway PostgreSQL and the built-in dev Kafka
+# broker, submits the CLINC150 test set (5,500 texts) as one bulk job, runs the worker until
+# the job is complete, prints a summary from PostgreSQL (tickets, top intents, accuracy
+# against the gold labels, tickets/s) and stops everything it started.
+#   deploy/demo.sh            (env: RECLASS_BUILD_DIR, RECLASS_BACKEND=cpu|cuda, KEEP=1)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${RECLASS_BUILD_DIR:-$root/build}
+backend=${RECLASS_BACKEND:-cpu}
+say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+# 1. packages (only what is missing; apt-get update once)
+pkgs=(librdkafka-dev libavro-dev libpq-dev libopenblas-dev libjansson-dev libutf8proc-dev
+      libmicrohttpd-dev libcmocka-dev kcat postgresql postgresql-client cmake gcc make
+      pkg-config python3)
+missing=()
+for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+    sudo=
+    if [ "$(id -u)" != 0 ]; then
+        command -v sudo >/dev/null || { echo "demo: need root or sudo to install ${missing[*]}" >&2; exit 1; }
+        sudo=sudo
+    fi
+    say "installing ${missing[*]}"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# 2. build (the CUDA backend too when nvcc is there)
+say "building in $build"
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" -j"$(nproc)" --target reclass >/dev/null
+reclass=$build/reclass
+
+# 3. throwaway services, stopped on any exit
+tmp=$(mktemp -d /tmp/reclass-demo.XXXXXX)
+pids=()
+cleanup() {
+    local rc=$?
+    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+    bash "$root/tests/lib/pg_tmp.sh" stop "$tmp/pg" || true
+    if [ "$rc" != 0 ]; then
+        echo "demo failed; logs:" >&2
+        for f in "$tmp"/*.log; do [ -f "$f" ] && { echo "--- $f" >&2; tail -n 20 "$f" >&2; }; done
+    fi
+    if [ "${KEEP:-0}" = 1 ]; then echo "kept $tmp" >&2; else rm -rf "$tmp"; fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+say "starting PostgreSQL and the dev Kafka broker"
+db=$(bash "$root/tests/lib/pg_tmp.sh" start "$tmp/pg")
+"$reclass" migrate --db "$db" >"$tmp/migrate.log" 2>&1
+"$reclass" dev-broker --partitions 4 --topic tickets >"$tmp/broker.out" 2>"$tmp/broker.log" &
+pids+=($!)
+brokers=
+for _ in $(seq 300); do
+    brokers=$(head -n1 "$tmp/broker.out" 2>/dev/null || true)
+    [ -n "$brokers" ] && break
+    sleep 0.1
+done
+[ -n "$brokers" ] || { echo "demo: the dev broker did not start" >&2; exit 1; }
+
+# 4. the CLINC150 test set as submit input, gold labels (and Hugging Face's predictions) as CSV
+python3 - "$root/tests/fixtures/golden_clinc150_test.jsonl" "$tmp/tickets.jsonl" "$tmp/gold.csv" <<'PY'
+import csv, json, sys
+src, out, gold = sys.argv[1:4]
+with open(src, encoding="utf-8") as f, open(out, "w", encoding="utf-8") as o, \
+        open(gold, "w", newline="", encoding="utf-8") as g:
+    w = csv.writer(g)
+    for i, line in enumerate(l for l in f if l.strip()):
+        r = json.loads(line)
+        tid = "clinc-%05d" % i
+        o.write(json.dumps({"id": tid, "text": r["text"]}) + "\n")
+        w.writerow([tid, r["label"], r.get("pred", "")])
+PY
+psql "$db" -qX -v ON_ERROR_STOP=1 \
+    -c "CREATE TABLE demo_gold (ticket_id text PRIMARY KEY, label text NOT NULL, hf_pred text)" \
+    -c "\\copy demo_gold FROM '$tmp/gold.csv' WITH (FORMAT csv)"
+
+job=clinc150-test
+say "submitting $(wc -l <"$tmp/tickets.jsonl") tickets as job $job"
+"$reclass" submit --brokers "$brokers" --topic tickets --job-id "$job" --tenant demo \
+    --no-progress "$tmp/tickets.jsonl" 2>"$tmp/submit.log"
+
+# 5. the worker, until the job is done and nothing is left (then it leaves the group itself)
+say "running the worker (backend $backend) until the job completes"
+"$reclass" run --brokers "$brokers" --topic tickets --group reclass-demo --db "$db" \
+    --model "$root/deploy/models/clinc150-bert-mini" --backend "$backend" --idle-exit 3 \
+    --stats-json "$tmp/stats.json" >"$tmp/run.out" 2>"$tmp/run.log" &
+worker=$!
+pids+=("$worker")
+wait "$worker"
+
+# 6. the summary, from PostgreSQL
+q() { psql "$db" -qtAX -v ON_ERROR_STOP=1 -c "$1"; }
+echo
+echo "job $job:"
+q "SELECT format('  tickets %s of %s, complete: %s', done, total, completed_at IS NOT NULL)
+   FROM jobs WHERE job_id = '$job'"
+echo "top 10 intents:"
+q "SELECT format('  %-24s %5s  (mean confidence %s)', label, tickets, round(mean_confidence::numeric, 3))
+   FROM job_label_counts WHERE job_id = '$job' ORDER BY tickets DESC, label LIMIT 10"
+q "SELECT format('accuracy against the CLINC150 labels: %s%% (%s of %s)',
+          round(100.0 * avg((r.label = g.label)::int), 2), sum((r.label = g.label)::int), count(*))
+   FROM ticket_results r JOIN demo_gold g USING (ticket_id) WHERE r.job_id = '$job'"
+q "SELECT format('agreement with the Hugging Face reference predictions: %s%%',
+          round(100.0 * avg((r.label = g.hf_pred)::int), 2))
+   FROM ticket_results r JOIN demo_gold g USING (ticket_id) WHERE r.job_id = '$job' AND g.hf_pred <> ''"
+python3 - "$tmp/stats.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+print("throughput: %.0f tickets/s on the %s backend (%d tickets in %.2f s, first record to last"
+      " commit); encoder %.2f s, non-encoder share of wall time %.1f%%"
+      % (s["tickets_per_s"], s["backend"], s["tickets"], s["seconds"], s["encoder_seconds"],
+         100 * s["non_encoder_share"]))
+PY
+echo
+echo "(all services stopped; set KEEP=1 to keep logs in $tmp)"
