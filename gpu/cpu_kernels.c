@@ -56,8 +56,12 @@ void gpu_cpu_bias_add_ln(float *x, const float *y, int ldy, const float *bias, c
     for (int r = 0; r < n; r++) {
         float *xr = x + (size_t)r * H;
         const float *yr = y + (size_t)r * ldy;
-        for (int i = 0; i < H; i++)
-            xr[i] += yr[i] + bias[i];
+        if (bias)
+            for (int i = 0; i < H; i++)
+                xr[i] += yr[i] + bias[i];
+        else
+            for (int i = 0; i < H; i++)
+                xr[i] += yr[i];
         ln_row(xr, g, b, H, eps, xr);
     }
 }
@@ -70,34 +74,106 @@ void gpu_cpu_bias(float *y, int ld, const float *bias, int n, int cols) {
     }
 }
 
-/* erf(x) as x P(x^2) / Q(x^2) on [-4, 4] (erf is +-1 in float beyond): max error 7e-8. */
-static inline float erf_rational(float x) {
+/* erf(x) as x P(x^2) / Q(x^2) on [-4, 4] (erf is +-1 in float beyond): max error 7e-8.
+ * The same coefficients in three widths: scalar, AVX2 and AVX-512, picked at run time. */
+#define ERF_P13 -2.72614225801306e-10f
+#define ERF_P11 2.77068142495902e-08f
+#define ERF_P9  -2.10102402082508e-06f
+#define ERF_P7  -5.69250639462346e-05f
+#define ERF_P5  -7.34990630326855e-04f
+#define ERF_P3  -2.95459980854025e-03f
+#define ERF_P1  -1.60960333262415e-02f
+#define ERF_Q8  -1.45660718464996e-05f
+#define ERF_Q6  -2.13374055278905e-04f
+#define ERF_Q4  -1.68282697438203e-03f
+#define ERF_Q2  -7.37332916720468e-03f
+#define ERF_Q0  -1.42647390514189e-02f
+
+static inline float gelu_scalar(float v) {
+    float x = v * 0.70710678118654752f;
     x = x < -4.0f ? -4.0f : x;
     x = x > 4.0f ? 4.0f : x;
     float x2 = x * x;
-    float p = -2.72614225801306e-10f;
-    p = p * x2 + 2.77068142495902e-08f;
-    p = p * x2 - 2.10102402082508e-06f;
-    p = p * x2 - 5.69250639462346e-05f;
-    p = p * x2 - 7.34990630326855e-04f;
-    p = p * x2 - 2.95459980854025e-03f;
-    p = p * x2 - 1.60960333262415e-02f;
-    float q = -1.45660718464996e-05f;
-    q = q * x2 - 2.13374055278905e-04f;
-    q = q * x2 - 1.68282697438203e-03f;
-    q = q * x2 - 7.37332916720468e-03f;
-    q = q * x2 - 1.42647390514189e-02f;
-    return x * p / q;
+    float p = ERF_P13;
+    p = p * x2 + ERF_P11;
+    p = p * x2 + ERF_P9;
+    p = p * x2 + ERF_P7;
+    p = p * x2 + ERF_P5;
+    p = p * x2 + ERF_P3;
+    p = p * x2 + ERF_P1;
+    float q = ERF_Q8;
+    q = q * x2 + ERF_Q6;
+    q = q * x2 + ERF_Q4;
+    q = q * x2 + ERF_Q2;
+    q = q * x2 + ERF_Q0;
+    return 0.5f * v * (1.0f + x * p / q);
 }
 
-void gpu_cpu_bias_gelu(float *y, const float *bias, int n, int cols) {
-    for (int r = 0; r < n; r++) {
-        float *yr = y + (size_t)r * cols;
-        for (int i = 0; i < cols; i++) {
-            float v = yr[i] + bias[i];
-            yr[i] = 0.5f * v * (1.0f + erf_rational(v * 0.70710678118654752f));
-        }
+static void gelu_generic(float *y, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        y[i] = gelu_scalar(y[i]);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#define GELU_BODY(V, SET1, MUL, FMADD, MIN, MAX, DIV, ADD, v)                                      \
+    V x = MUL(v, SET1(0.70710678118654752f));                                                      \
+    x = MIN(MAX(x, SET1(-4.0f)), SET1(4.0f));                                                      \
+    V x2 = MUL(x, x);                                                                              \
+    V p = FMADD(SET1(ERF_P13), x2, SET1(ERF_P11));                                                 \
+    p = FMADD(p, x2, SET1(ERF_P9));                                                                \
+    p = FMADD(p, x2, SET1(ERF_P7));                                                                \
+    p = FMADD(p, x2, SET1(ERF_P5));                                                                \
+    p = FMADD(p, x2, SET1(ERF_P3));                                                                \
+    p = FMADD(p, x2, SET1(ERF_P1));                                                                \
+    V q = FMADD(SET1(ERF_Q8), x2, SET1(ERF_Q6));                                                   \
+    q = FMADD(q, x2, SET1(ERF_Q4));                                                                \
+    q = FMADD(q, x2, SET1(ERF_Q2));                                                                \
+    q = FMADD(q, x2, SET1(ERF_Q0));                                                                \
+    V e = DIV(MUL(x, p), q);                                                                       \
+    V r = MUL(MUL(SET1(0.5f), v), ADD(SET1(1.0f), e));
+
+__attribute__((target("avx512f"))) static void gelu_avx512(float *y, size_t n) {
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 v = _mm512_loadu_ps(y + i);
+        GELU_BODY(__m512, _mm512_set1_ps, _mm512_mul_ps, _mm512_fmadd_ps, _mm512_min_ps,
+                  _mm512_max_ps, _mm512_div_ps, _mm512_add_ps, v)
+        _mm512_storeu_ps(y + i, r);
     }
+    for (; i < n; i++)
+        y[i] = gelu_scalar(y[i]);
+}
+
+__attribute__((target("avx2,fma"))) static void gelu_avx2(float *y, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(y + i);
+        GELU_BODY(__m256, _mm256_set1_ps, _mm256_mul_ps, _mm256_fmadd_ps, _mm256_min_ps,
+                  _mm256_max_ps, _mm256_div_ps, _mm256_add_ps, v)
+        _mm256_storeu_ps(y + i, r);
+    }
+    for (; i < n; i++)
+        y[i] = gelu_scalar(y[i]);
+}
+#endif
+
+typedef void (*gelu_fn)(float *, size_t);
+
+static gelu_fn gelu_pick(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return gelu_avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return gelu_avx2;
+#endif
+    return gelu_generic;
+}
+
+void gpu_cpu_gelu(float *y, size_t n) {
+    static gelu_fn fn; /* a benign race: every thread stores the same pointer */
+    if (!fn) fn = gelu_pick();
+    fn(y, n);
 }
 
 void gpu_cpu_tanh(float *x, size_t n) {
@@ -146,4 +222,9 @@ void gpu_cpu_attention_seq(const float *q, int ldq, int nq, const float *k, cons
             }
         }
     }
+}
+
+void gpu_cpu_fill_rows(float *y, int ld, const float *bias, int n, int cols) {
+    for (int r = 0; r < n; r++)
+        memcpy(y + (size_t)r * ld, bias, sizeof(float) * (size_t)cols);
 }

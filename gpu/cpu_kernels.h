@@ -13,15 +13,20 @@
 /* out (len, H) = LayerNorm(word[ids] + pos[pos0..] + type[0]) for one sequence's tokens. */
 void gpu_cpu_embed_ln(const gpu_model_t *m, const int32_t *ids, int len, float *out);
 
-/* x (n, H) = LayerNorm(x + y + bias); y rows are ldy apart. */
+/* x (n, H) = LayerNorm(x + y + bias); y rows are ldy apart; bias may be NULL. */
 void gpu_cpu_bias_add_ln(float *x, const float *y, int ldy, const float *bias, const float *g,
                          const float *b, int n, int H, float eps);
 
 /* y (n, cols) += bias (cols), rows ld apart. */
 void gpu_cpu_bias(float *y, int ld, const float *bias, int n, int cols);
 
-/* y (n, cols) = gelu(y + bias), erf GELU through a rational erf within 1e-7 of erff. */
-void gpu_cpu_bias_gelu(float *y, const float *bias, int n, int cols);
+/* Every row of y (n, cols), rows ld apart, = bias: C of an sgemm with beta 1, so the bias
+ * costs no pass of its own. */
+void gpu_cpu_fill_rows(float *y, int ld, const float *bias, int n, int cols);
+
+/* y (n) = gelu(y), erf GELU through a rational erf within 1e-7 of erff (AVX-512 / AVX2 /
+ * scalar by the CPU). */
+void gpu_cpu_gelu(float *y, size_t n);
 
 /* tanh in place (pooler). */
 void gpu_cpu_tanh(float *x, size_t n);

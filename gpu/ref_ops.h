@@ -44,6 +44,16 @@ void gpu_ref_pool_classify(const gpu_model_t *m, const float *hidden, const int3
 int gpu_ref_forward(const gpu_model_t *m, const int32_t *ids, const int32_t *cu_seqlens, int n_seqs,
                     float *logits);
 
+/* Makes OpenBLAS use the best sgemm kernel this CPU runs. OpenBLAS 0.3.21 (Debian 12) does
+ * not recognise recent Xeons (e.g. family 6 model 207) and falls back to its SSE3
+ * "Prescott" kernels, 3-4x slower; unless OPENBLAS_CORETYPE is set, this re-selects
+ * SkylakeX (AVX-512) or Haswell (AVX2) by the CPU's features. Idempotent and thread-safe;
+ * must run before BLAS is in use on another thread (backends call it from init). */
+void gpu_ref_blas_init(void);
+
+/* The OpenBLAS kernel family in use ("SkylakeX", "Haswell", ...), or "unknown". */
+const char *gpu_ref_blas_core(void);
+
 #ifdef __cplusplus
 }
 #endif

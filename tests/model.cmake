@@ -1,2 +1,9 @@
 # Checkpoint loader, safetensors reader, reference ops and the fp32 CPU backend.
 reclass_add_test(NAME test_cpu_golden SOURCES ${CMAKE_SOURCE_DIR}/tests/test_cpu_golden.c LABELS unit)
+
+# Timing harness for the CPU backend (not a test): build/cpu_micro [model] [golden] [threads]
+# [reps] [budgets...]
+add_executable(cpu_micro ${CMAKE_SOURCE_DIR}/tests/bench/cpu_micro.c)
+target_link_libraries(cpu_micro PRIVATE reclass_core)
+target_compile_definitions(cpu_micro PRIVATE RECLASS_FIXTURES="${RECLASS_FIXTURES}"
+  RECLASS_DEMO_MODEL="${RECLASS_DEMO_MODEL}")
