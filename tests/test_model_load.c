@@ -1,0 +1,374 @@
+/* Loader and safetensors reader: the demo checkpoint loads; broken checkpoints made from it
+ * in a temp dir (one file edited, the rest symlinked) are each refused with one line that
+ * names the file and the fault; F32/F16/BF16 tensors convert exactly. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gpu/model.h"
+#include "gpu/safetensors.h"
+
+static char tmpdir[256];
+static int case_no;
+static const char *files[] = {"config.json", "model.safetensors", "vocab.txt",
+                              "tokenizer_config.json"};
+
+static int setup(void **state) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/reclass-model-test-XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+/* A fresh checkpoint dir whose files link to the demo model's, except skip (removed). */
+static void new_case(char *dir, size_t n, const char *skip) {
+    snprintf(dir, n, "%s/case%d", tmpdir, case_no++);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        if (skip && strcmp(skip, files[i]) == 0) continue;
+        char src[512], dst[512];
+        snprintf(src, sizeof src, "%s/%s", RECLASS_DEMO_MODEL, files[i]);
+        snprintf(dst, sizeof dst, "%s/%s", dir, files[i]);
+        assert_int_equal(symlink(src, dst), 0);
+    }
+}
+
+static void path_of(char *out, size_t n, const char *dir, const char *file) {
+    snprintf(out, n, "%s/%s", dir, file);
+}
+
+/* Replaces dir/file (a link) by the given bytes. */
+static void write_file(const char *dir, const char *file, const void *a, size_t na, const void *b,
+                       size_t nb) {
+    char p[512];
+    path_of(p, sizeof p, dir, file);
+    unlink(p);
+    FILE *f = fopen(p, "wb");
+    assert_non_null(f);
+    if (na) assert_int_equal(fwrite(a, 1, na, f), na);
+    if (nb) assert_int_equal(fwrite(b, 1, nb, f), nb);
+    fclose(f);
+}
+
+static char *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc(*len + 1);
+    assert_int_equal(fread(buf, 1, *len, f), *len);
+    buf[*len] = 0;
+    fclose(f);
+    return buf;
+}
+
+/* Expects gpu_model_load(dir) to fail with a message naming dir/file and containing what. */
+static void expect_refused(const char *dir, const char *file, const char *what) {
+    char err[512] = "", p[512];
+    gpu_model_t *m = (gpu_model_t *)1;
+    int rc = gpu_model_load(dir, &m, err, sizeof err);
+    printf("  %-22s -> %s\n", file, err);
+    assert_int_not_equal(rc, 0);
+    assert_null(m);
+    path_of(p, sizeof p, dir, file);
+    assert_non_null(strstr(err, p));
+    assert_non_null(strstr(err, what));
+    assert_null(strchr(err, '\n'));
+}
+
+typedef void (*json_edit_fn)(json_t *root);
+
+/* dir/config.json = the demo config edited by fn. */
+static void edit_config(const char *dir, json_edit_fn fn) {
+    json_t *root = json_load_file(RECLASS_DEMO_MODEL "/config.json", 0, NULL);
+    assert_non_null(root);
+    fn(root);
+    char *s = json_dumps(root, JSON_INDENT(1));
+    write_file(dir, "config.json", s, strlen(s), NULL, 0);
+    free(s);
+    json_decref(root);
+}
+
+/* dir/model.safetensors = the demo weights with the header edited by fn (data unchanged). */
+static void edit_header(const char *dir, json_edit_fn fn) {
+    size_t len;
+    char *buf = slurp(RECLASS_DEMO_MODEL "/model.safetensors", &len);
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--)
+        hlen = hlen << 8 | (uint8_t)buf[i];
+    json_t *root = json_loadb(buf + 8, (size_t)hlen, 0, NULL);
+    assert_non_null(root);
+    fn(root);
+    char *h = json_dumps(root, JSON_COMPACT);
+    size_t nh = strlen(h);
+    char *out = malloc(8 + nh);
+    for (int i = 0; i < 8; i++)
+        out[i] = (char)((uint64_t)nh >> (8 * i));
+    memcpy(out + 8, h, nh);
+    write_file(dir, "model.safetensors", out, 8 + nh, buf + 8 + hlen, len - 8 - hlen);
+    free(out);
+    free(h);
+    free(buf);
+    json_decref(root);
+}
+
+static void cfg_arch(json_t *r) {
+    json_object_set_new(r, "architectures", json_pack("[s]", "BertForMaskedLM"));
+}
+static void cfg_act(json_t *r) {
+    json_object_set_new(r, "hidden_act", json_string("gelu_new"));
+}
+static void cfg_no_hidden(json_t *r) {
+    json_object_del(r, "hidden_size");
+}
+static void cfg_heads(json_t *r) {
+    json_object_set_new(r, "num_attention_heads", json_integer(3));
+}
+static void cfg_num_labels(json_t *r) {
+    json_object_del(r, "id2label");
+    json_object_del(r, "label2id");
+    json_object_set_new(r, "num_labels", json_integer(151));
+}
+static void hdr_drop(json_t *r) {
+    json_object_del(r, "bert.encoder.layer.2.output.dense.bias");
+}
+static void hdr_shape(json_t *r) { /* same element count, transposed */
+    json_object_set_new(json_object_get(r, "classifier.weight"), "shape",
+                        json_pack("[i,i]", 256, 151));
+}
+static void hdr_outside(json_t *r) {
+    json_t *t = json_object_get(r, "classifier.bias");
+    json_t *o = json_object_get(t, "data_offsets");
+    json_int_t b = json_integer_value(json_array_get(o, 0));
+    json_object_set_new(t, "data_offsets", json_pack("[I,I]", b + 100000000, b + 100000302));
+}
+static void hdr_dtype(json_t *r) {
+    json_object_set_new(json_object_get(r, "classifier.bias"), "dtype", json_string("I16"));
+}
+static void hdr_short(json_t *r) { /* F16 bytes declared as F32: too few bytes */
+    json_object_set_new(json_object_get(r, "classifier.bias"), "dtype", json_string("F32"));
+}
+static void hdr_overlap(json_t *r) {
+    json_t *a = json_object_get(r, "bert.embeddings.LayerNorm.bias");
+    json_t *b = json_object_get(r, "bert.embeddings.LayerNorm.weight");
+    json_object_set(b, "data_offsets", json_object_get(a, "data_offsets"));
+}
+static void hdr_legacy(json_t *r) { /* TF-era LayerNorm names */
+    json_t *copy = json_deep_copy(r);
+    const char *k;
+    json_t *v;
+    json_object_foreach(copy, k, v) {
+        size_t n = strlen(k);
+        char nk[256];
+        if (n > 17 && strcmp(k + n - 17, "LayerNorm.weight") == 0) continue; /* no match */
+        if (n > 16 && strcmp(k + n - 16, "LayerNorm.weight") == 0) {
+            snprintf(nk, sizeof nk, "%.*sLayerNorm.gamma", (int)(n - 16), k);
+        } else if (n > 14 && strcmp(k + n - 14, "LayerNorm.bias") == 0) {
+            snprintf(nk, sizeof nk, "%.*sLayerNorm.beta", (int)(n - 14), k);
+        } else {
+            continue;
+        }
+        json_object_set(r, nk, v);
+        json_object_del(r, k);
+    }
+    json_decref(copy);
+}
+
+static void test_demo_loads(void **state) {
+    char err[512];
+    gpu_model_t *m;
+    assert_int_equal(gpu_model_load(RECLASS_DEMO_MODEL, &m, err, sizeof err), 0);
+    const gpu_model_config_t *c = &m->cfg;
+    assert_int_equal(c->vocab_size, 30522);
+    assert_int_equal(c->hidden, 256);
+    assert_int_equal(c->layers, 4);
+    assert_int_equal(c->heads, 4);
+    assert_int_equal(c->intermediate, 1024);
+    assert_int_equal(c->max_pos, 512);
+    assert_int_equal(c->type_vocab, 2);
+    assert_int_equal(c->num_labels, 151);
+    assert_true(c->ln_eps > 0.99e-12f && c->ln_eps < 1.01e-12f);
+    assert_int_equal(c->do_lower_case, 1);
+    assert_string_equal(c->id2label[0], "accept_reservations");
+    assert_string_equal(m->name, "clinc150-bert-mini");
+    assert_non_null(strstr(m->vocab_path, "clinc150-bert-mini/vocab.txt"));
+    /* Every weight is a slice of the one blob. */
+    const float *lo = m->blob, *hi = m->blob + m->blob_floats;
+    assert_true(m->w.word_emb >= lo && m->w.cls_b < hi && m->w.layer[3].ln2_b < hi);
+    assert_true(m->blob_floats >= gpu_model_param_count(c));
+    assert_int_equal(gpu_model_param_count(c), 11209367); /* elements in model.safetensors */
+    gpu_model_free(m);
+}
+
+static void test_missing_files(void **state) {
+    char dir[300];
+    new_case(dir, sizeof dir, "config.json");
+    expect_refused(dir, "config.json", "missing");
+    new_case(dir, sizeof dir, "model.safetensors");
+    expect_refused(dir, "model.safetensors", "No such file");
+    new_case(dir, sizeof dir, "vocab.txt");
+    expect_refused(dir, "vocab.txt", "missing");
+    expect_refused("/nonexistent/ckpt", "config.json", "missing");
+}
+
+static void test_bad_config(void **state) {
+    char dir[300];
+    new_case(dir, sizeof dir, NULL);
+    edit_config(dir, cfg_arch);
+    expect_refused(dir, "config.json", "unsupported architecture 'BertForMaskedLM'");
+    new_case(dir, sizeof dir, NULL);
+    edit_config(dir, cfg_act);
+    expect_refused(dir, "config.json", "unsupported hidden_act 'gelu_new'");
+    new_case(dir, sizeof dir, NULL);
+    edit_config(dir, cfg_no_hidden);
+    expect_refused(dir, "config.json", "'hidden_size' is missing");
+    new_case(dir, sizeof dir, NULL);
+    edit_config(dir, cfg_heads);
+    expect_refused(dir, "config.json", "not a multiple");
+    new_case(dir, sizeof dir, NULL);
+    write_file(dir, "config.json", "{\"hidden_size\": ", 16, NULL, 0);
+    expect_refused(dir, "config.json", "invalid JSON");
+    new_case(dir, sizeof dir, NULL);
+    write_file(dir, "tokenizer_config.json", "[1,", 3, NULL, 0);
+    expect_refused(dir, "tokenizer_config.json", "invalid JSON");
+}
+
+static void test_bad_tensors(void **state) {
+    char dir[300];
+    new_case(dir, sizeof dir, NULL);
+    edit_header(dir, hdr_drop);
+    expect_refused(dir, "model.safetensors",
+                   "missing tensor 'bert.encoder.layer.2.output.dense.bias'");
+    new_case(dir, sizeof dir, NULL);
+    edit_header(dir, hdr_shape);
+    expect_refused(dir, "model.safetensors", "has shape [256, 151], expected [151, 256]");
+    new_case(dir, sizeof dir, NULL);
+    edit_header(dir, hdr_outside);
+    expect_refused(dir, "model.safetensors", "outside the data section");
+    new_case(dir, sizeof dir, NULL);
+    edit_header(dir, hdr_dtype);
+    expect_refused(dir, "model.safetensors", "unsupported dtype 'I16'");
+    new_case(dir, sizeof dir, NULL);
+    edit_header(dir, hdr_short);
+    expect_refused(dir, "model.safetensors", "need 604");
+    new_case(dir, sizeof dir, NULL);
+    edit_header(dir, hdr_overlap);
+    expect_refused(dir, "model.safetensors", "overlap");
+}
+
+static void test_truncated(void **state) {
+    char dir[300];
+    size_t len;
+    char *buf = slurp(RECLASS_DEMO_MODEL "/model.safetensors", &len);
+    new_case(dir, sizeof dir, NULL);
+    write_file(dir, "model.safetensors", buf, len / 2, NULL, 0);
+    expect_refused(dir, "model.safetensors", "truncated");
+    new_case(dir, sizeof dir, NULL);
+    write_file(dir, "model.safetensors", buf, 5, NULL, 0);
+    expect_refused(dir, "model.safetensors", "truncated");
+    new_case(dir, sizeof dir, NULL);
+    write_file(dir, "model.safetensors", buf, 2000, NULL, 0); /* mid-header */
+    expect_refused(dir, "model.safetensors", "header length");
+    new_case(dir, sizeof dir, NULL);
+    memcpy(buf, "\xff\xff\xff\xff\x00\x00\x00\x00", 8); /* header length past EOF */
+    write_file(dir, "model.safetensors", buf, len, NULL, 0);
+    expect_refused(dir, "model.safetensors", "past the end of the file");
+    new_case(dir, sizeof dir, NULL);
+    memcpy(buf, "\x10\x00\x00\x00\x00\x00\x00\x00{\"a\": nonsense}", 24);
+    write_file(dir, "model.safetensors", buf, len, NULL, 0);
+    expect_refused(dir, "model.safetensors", "not valid JSON");
+    free(buf);
+}
+
+/* Optional and alternative spellings load, with the same weights. */
+static void test_variants(void **state) {
+    char dir[300], err[512];
+    gpu_model_t *ref, *m;
+    assert_int_equal(gpu_model_load(RECLASS_DEMO_MODEL, &ref, err, sizeof err), 0);
+    new_case(dir, sizeof dir, "tokenizer_config.json");
+    edit_header(dir, hdr_legacy);
+    edit_config(dir, cfg_num_labels);
+    int rc = gpu_model_load(dir, &m, err, sizeof err);
+    if (rc) printf("%s\n", err);
+    assert_int_equal(rc, 0);
+    assert_int_equal(m->cfg.do_lower_case, 1);
+    assert_int_equal(m->cfg.num_labels, 151);
+    assert_string_equal(m->cfg.id2label[150], "LABEL_150");
+    assert_memory_equal(m->w.layer[2].ln1_g, ref->w.layer[2].ln1_g, 256 * sizeof(float));
+    assert_memory_equal(m->w.emb_ln_b, ref->w.emb_ln_b, 256 * sizeof(float));
+    assert_memory_equal(m->w.cls_w, ref->w.cls_w, 151 * 256 * sizeof(float));
+    gpu_model_free(m);
+    new_case(dir, sizeof dir, NULL);
+    write_file(dir, "tokenizer_config.json", "{\"do_lower_case\": false}", 24, NULL, 0);
+    assert_int_equal(gpu_model_load(dir, &m, err, sizeof err), 0);
+    assert_int_equal(m->cfg.do_lower_case, 0);
+    gpu_model_free(m);
+    gpu_model_free(ref);
+}
+
+/* A small hand-made file in all three dtypes reads back exactly. */
+static void test_dtypes(void **state) {
+    float f32[3] = {1.5f, -2.25f, 3e-5f};
+    uint16_t f16[5] = {0x3c00, 0xc000, 0x0001, 0x7bff, 0x8000}; /* 1, -2, 2^-24, 65504, -0 */
+    uint16_t bf16[2] = {0x3f80, 0xc0a0};                        /* 1, -5 */
+    const char *hdr = "{\"__metadata__\":{\"format\":\"pt\"},"
+                      "\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,12]},"
+                      "\"b\":{\"dtype\":\"F16\",\"shape\":[5,1],\"data_offsets\":[12,22]},"
+                      "\"c\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[22,26]}}";
+    uint8_t data[26];
+    memcpy(data, f32, 12);
+    memcpy(data + 12, f16, 10);
+    memcpy(data + 22, bf16, 4);
+    size_t nh = strlen(hdr);
+    uint8_t *buf = malloc(8 + nh + 26);
+    for (int i = 0; i < 8; i++)
+        buf[i] = (uint8_t)((uint64_t)nh >> (8 * i));
+    memcpy(buf + 8, hdr, nh);
+    memcpy(buf + 8 + nh, data, 26);
+    char path[300], err[512];
+    snprintf(path, sizeof path, "%s/dtypes.safetensors", tmpdir);
+    FILE *f = fopen(path, "wb");
+    fwrite(buf, 1, 8 + nh + 26, f);
+    fclose(f);
+    gpu_st_file_t *st;
+    assert_int_equal(gpu_st_open(path, &st, err, sizeof err), 0);
+    assert_int_equal(gpu_st_count(st), 3);
+    float out[5];
+    gpu_st_read_f32(st, gpu_st_find(st, "a"), out);
+    assert_memory_equal(out, f32, 12);
+    const gpu_st_tensor_t *b = gpu_st_find(st, "b");
+    assert_int_equal(b->ndim, 2);
+    assert_int_equal(b->shape[0], 5);
+    gpu_st_read_f32(st, b, out);
+    assert_true(out[0] == 1.0f && out[1] == -2.0f && out[2] == 0x1p-24f && out[3] == 65504.0f);
+    assert_true(out[4] == 0.0f);
+    gpu_st_read_f32(st, gpu_st_find(st, "c"), out);
+    assert_true(out[0] == 1.0f && out[1] == -5.0f);
+    assert_null(gpu_st_find(st, "d"));
+    gpu_st_close(st);
+    free(buf);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_demo_loads), cmocka_unit_test(test_missing_files),
+        cmocka_unit_test(test_bad_config), cmocka_unit_test(test_bad_tensors),
+        cmocka_unit_test(test_truncated),  cmocka_unit_test(test_variants),
+        cmocka_unit_test(test_dtypes),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
