@@ -35,7 +35,8 @@ static const opt_t opts[] = {
     {"--max-len", "RECLASS_MAX_LEN", I(max_len, 0, 1 << 20),
      "truncate texts to this many tokens (default: the model's maximum)"},
     {"--idle-exit", "RECLASS_IDLE_EXIT", I(idle_exit_s, 0, INT_MAX),
-     "exit 0 after SECONDS with nothing to do, everything committed (default 0 = never)"},
+     "exit 0 after N seconds with nothing to do, everything committed (default 0 =\n"
+     "      never); counted from the first assignment (joining a group can take a while)"},
     {"--dlq-topic", "RECLASS_DLQ_TOPIC", S(dlq_topic),
      "dead-letter topic for undecodable records (default <topic>.dlq)"},
     {"--threads", "RECLASS_THREADS", I(threads, 0, 1024),
@@ -44,8 +45,8 @@ static const opt_t opts[] = {
     {"--schemas", "RECLASS_SCHEMAS", S(schemas),
      "directory of ticket-v<ID>.avsc schemas (default: the source tree's consumers/schemas)"},
     {"--max-pending", "RECLASS_MAX_PENDING", I(max_pending, 1, 1 << 24),
-     "tickets waiting for a batch before consumption pauses (default 2048); also bounds\n"
-     "                        the work a shutdown finishes"},
+     "tickets waiting for a batch before consumption pauses (default 2048); also\n"
+     "      bounds the work a shutdown finishes"},
     {"--sink-rows", "RECLASS_SINK_ROWS", I(sink_rows, 1, 1 << 20),
      "most rows per PostgreSQL transaction (default 8192)"},
     {"--log-every", "RECLASS_LOG_EVERY", I(log_every, 0, INT_MAX),
@@ -62,15 +63,19 @@ void worker_run_cfg_usage(FILE *f) {
                "classifies them and writes the results to PostgreSQL. A record's offset is\n"
                "stored only after its row is committed (or its dead letter delivered), so a\n"
                "crash loses nothing and redelivery never counts twice. SIGTERM/SIGINT: finish\n"
-               "in-flight batches, commit, leave the group, exit 0.\n\noptions (environment "
-               "variable in brackets; a flag beats its variable):\n");
-    for (int i = 0; i < N_OPTS; i++)
-        fprintf(f, "  %-15s %-5s %s [%s]\n", opts[i].flag, opts[i].is_int ? "N" : "VALUE",
-                opts[i].help, opts[i].env);
-    fprintf(f, "  %-15s %-5s %s\n", "--kafka", "K=V",
+               "in-flight batches, commit, leave the group, exit 0.\n\noptions (each with its "
+               "environment variable; a flag beats its variable):\n");
+    for (int i = 0; i < N_OPTS; i++) {
+        char head[64];
+        snprintf(head, sizeof(head), "%s %s", opts[i].flag, opts[i].is_int ? "N" : "VALUE");
+        fprintf(f, "  %-22s $%s\n      %s\n", head, opts[i].env, opts[i].help);
+    }
+    fprintf(f, "  %-22s\n      %s\n", "--kafka K=V",
             "extra librdkafka property (repeatable), e.g. security.protocol=ssl");
-    fprintf(f, "\nAt exit one JSON line of statistics goes to stdout: tickets, seconds (first\n"
-               "record to last commit), tickets_per_s, encoder_seconds, non_encoder_share.\n");
+    fprintf(f,
+            "\nA second SIGTERM/SIGINT exits at once (status 1; nothing uncommitted is stored).\n"
+            "At exit one JSON line of statistics goes to stdout: tickets, seconds (first\n"
+            "record to last commit), tickets_per_s, encoder_seconds, non_encoder_share.\n");
 }
 
 static int set_opt(worker_run_cfg_t *cfg, const opt_t *o, const char *v, const char *from,

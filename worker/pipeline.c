@@ -6,12 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "worker/pipeline_int.h"
 
 volatile sig_atomic_t pl_stop_signal = 0;
 
+/* The first SIGTERM/SIGINT asks for a clean stop; a second one (e.g. while PostgreSQL is down
+ * and the last rows cannot be written) exits at once: nothing uncommitted was ever stored, so
+ * the records are simply read again by the next worker. */
 static void on_signal(int sig) {
+    if (pl_stop_signal) _exit(1);
     pl_stop_signal = sig;
 }
 
@@ -198,10 +203,16 @@ static void handle_record(pl_t *pl, rd_kafka_message_t *m, worker_ids_t *ids) {
         char e2[256];
         if (r) *r = (dlq_ref_t){m->partition, m->offset, epoch};
         while (r && consumers_dlq_send(pl->dlq, m, err, r, e2, sizeof(e2))) {
+            if (pl_stop_signal) { /* left uncommitted: read again next time */
+                free(r);
+                r = NULL;
+                break;
+            }
             consumers_dlq_poll(pl->dlq, 100); /* local queue full: let deliveries drain */
             consumers_consumer_poll(pl->consumer, 0);
         }
-        if (!r) fprintf(stderr, "reclass run: out of memory sending a dead letter\n");
+        if (!r && !pl_stop_signal)
+            fprintf(stderr, "reclass run: out of memory sending a dead letter\n");
         rd_kafka_message_destroy(m);
         return;
     }
