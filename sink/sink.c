@@ -213,7 +213,7 @@ static void sink_fmt_enqueued(sink_copybuf_t *b, int64_t ms) {
 
 static void sink_fmt_results(const sink_t *s, sink_copybuf_t *b, int from, int to) {
     for (int i = from; i < to; i++) {
-        const sink_result_t *r = &s->rows[i];
+        const sink_result_t *r = s->tally.order[i];
         sink_copybin_row(b, 13);
         sink_copybin_text(b, r->job_id);
         sink_copybin_text(b, r->ticket_id);

@@ -4,8 +4,10 @@
 #include <string.h>
 
 static int tally_cmp_rows(const void *a, const void *b) {
-    return strcmp((*(const sink_result_t *const *)a)->job_id,
-                  (*(const sink_result_t *const *)b)->job_id);
+    const sink_result_t *x = *(const sink_result_t *const *)a,
+                        *y = *(const sink_result_t *const *)b;
+    int c = strcmp(x->job_id, y->job_id);
+    return c ? c : strcmp(x->ticket_id, y->ticket_id);
 }
 
 int sink_tally_build(sink_tally_t *t, const sink_result_t *rows, int n) {
@@ -20,7 +22,7 @@ int sink_tally_build(sink_tally_t *t, const sink_result_t *rows, int n) {
     int sorted = 1;
     for (int i = 0; i < n; i++) {
         t->order[i] = &rows[i];
-        if (i > 0 && sorted && strcmp(rows[i - 1].job_id, rows[i].job_id) > 0) sorted = 0;
+        if (i > 0 && sorted && tally_cmp_rows(&t->order[i - 1], &t->order[i]) > 0) sorted = 0;
     }
     if (!sorted) qsort(t->order, (size_t)n, sizeof(*t->order), tally_cmp_rows);
     for (int i = 0; i < n; i++) {

@@ -17,7 +17,10 @@ typedef struct {
 } sink_job_t;
 
 typedef struct {
-    const sink_result_t **order; /* (order_cap) row pointers, sorted by job_id */
+    /* (order_cap) row pointers sorted by (job_id, ticket_id): the fast path COPYs in this
+     * order, so concurrent writers take row locks in one order (no deadlocks) and btree
+     * inserts land near each other */
+    const sink_result_t **order;
     int order_cap;
     sink_job_t *jobs; /* (n_jobs) distinct jobs, sorted by job_id; capacity jobs_cap */
     int n_jobs, jobs_cap;
