@@ -59,13 +59,14 @@ struct gpu_backend {
     int split[CPU_MAX_THREADS + 1]; /* sequence index where each thread's run starts */
 };
 
-/* y (n, out) = x (n, in) W^T + b: C starts as the bias rows and sgemm adds with beta 1,
- * which also spares OpenBLAS its pass that zeroes C for beta 0. */
+/* y (n, out) = x (n, in) W^T (+ b). Without b the bias is left to the op that reads y next
+ * (attention, GELU, add+LayerNorm), where the rows are already in cache; with b, C starts
+ * as the bias rows and sgemm adds with beta 1 (for the few small first-token gemms). */
 static void linear(const float *x, int ldx, const float *w, const float *b, int n, int in, int out,
                    float *y, int ldy) {
-    gpu_cpu_fill_rows(y, ldy, b, n, out);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, ldx, w, in, 1.0f, y,
-                ldy);
+    if (b) gpu_cpu_fill_rows(y, ldy, b, n, out);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, ldx, w, in,
+                b ? 1.0f : 0.0f, y, ldy);
 }
 
 /* The encoder over sequences [s0, s1) of the batch, whose tokens are rows [t0, t1). */
@@ -88,25 +89,26 @@ static void run_range(gpu_backend_t *be, const gpu_batch_t *bt, int s0, int s1, 
         const gpu_layer_weights_t *y = &m->w.layer[l];
         const float *wqkv = be->lw[l], *bqkv = be->lb[l];
         if (l + 1 < c->layers) {
-            linear(x, H, wqkv, bqkv, n, H, 3 * H, qkv, 3 * H);
+            linear(x, H, wqkv, NULL, n, H, 3 * H, qkv, 3 * H);
             for (int s = s0; s < s1; s++) {
-                const float *sq = be->qkv + (size_t)cu[s] * 3 * H;
+                float *sq = be->qkv + (size_t)cu[s] * 3 * H;
                 int len = cu[s + 1] - cu[s];
+                gpu_cpu_bias(sq, 3 * H, bqkv, len, 3 * H);
                 gpu_cpu_attention_seq(sq, 3 * H, len, sq + H, sq + 2 * H, 3 * H, len, c->heads, hd,
                                       be->ctx + (size_t)cu[s] * H, H, scratch);
             }
-            linear(ctx, H, y->ao_w, y->ao_b, n, H, H, tmp, H);
-            gpu_cpu_bias_add_ln(x, tmp, H, NULL, y->ln1_g, y->ln1_b, n, H, c->ln_eps);
-            linear(x, H, y->ff1_w, y->ff1_b, n, H, In, ff, In);
-            gpu_cpu_gelu(ff, (size_t)n * In);
-            linear(ff, In, y->ff2_w, y->ff2_b, n, In, H, tmp, H);
-            gpu_cpu_bias_add_ln(x, tmp, H, NULL, y->ln2_g, y->ln2_b, n, H, c->ln_eps);
+            linear(ctx, H, y->ao_w, NULL, n, H, H, tmp, H);
+            gpu_cpu_bias_add_ln(x, tmp, H, y->ao_b, y->ln1_g, y->ln1_b, n, H, c->ln_eps);
+            linear(x, H, y->ff1_w, NULL, n, H, In, ff, In);
+            gpu_cpu_bias_gelu(ff, y->ff1_b, n, In);
+            linear(ff, In, y->ff2_w, NULL, n, In, H, tmp, H);
+            gpu_cpu_bias_add_ln(x, tmp, H, y->ff2_b, y->ln2_g, y->ln2_b, n, H, c->ln_eps);
             continue;
         }
         /* Last layer: the classifier reads only each sequence's first token, so K and V
          * are needed for every token but everything after attention for one row per
          * sequence. Compact rows (ns <= n) reuse the range's own rows of dead buffers. */
-        linear(x, H, wqkv + (size_t)H * H, bqkv + H, n, H, 2 * H, qkv + H, 3 * H);
+        linear(x, H, wqkv + (size_t)H * H, NULL, n, H, 2 * H, qkv + H, 3 * H);
         float *xc = ctx; /* (ns, H) first-token hidden states */
         float *qc = tmp; /* (ns, H) their queries, later the projection outputs */
         float *cc = x;   /* (ns, H) their attention outputs (x is dead past the KV gemm) */
@@ -114,17 +116,18 @@ static void run_range(gpu_backend_t *be, const gpu_batch_t *bt, int s0, int s1, 
             memcpy(xc + (size_t)(s - s0) * H, be->x + (size_t)cu[s] * H, sizeof(float) * H);
         linear(xc, H, wqkv, bqkv, ns, H, H, qc, H);
         for (int s = s0; s < s1; s++) {
-            const float *sq = be->qkv + (size_t)cu[s] * 3 * H;
+            float *sq = be->qkv + (size_t)cu[s] * 3 * H;
+            gpu_cpu_bias(sq + H, 3 * H, bqkv + H, cu[s + 1] - cu[s], 2 * H);
             gpu_cpu_attention_seq(qc + (size_t)(s - s0) * H, H, 1, sq + H, sq + 2 * H, 3 * H,
                                   cu[s + 1] - cu[s], c->heads, hd, cc + (size_t)(s - s0) * H, H,
                                   scratch);
         }
-        linear(cc, H, y->ao_w, y->ao_b, ns, H, H, qc, H);
-        gpu_cpu_bias_add_ln(xc, qc, H, NULL, y->ln1_g, y->ln1_b, ns, H, c->ln_eps);
-        linear(xc, H, y->ff1_w, y->ff1_b, ns, H, In, ff, In);
-        gpu_cpu_gelu(ff, (size_t)ns * In);
-        linear(ff, In, y->ff2_w, y->ff2_b, ns, In, H, qc, H);
-        gpu_cpu_bias_add_ln(xc, qc, H, NULL, y->ln2_g, y->ln2_b, ns, H, c->ln_eps);
+        linear(cc, H, y->ao_w, NULL, ns, H, H, qc, H);
+        gpu_cpu_bias_add_ln(xc, qc, H, y->ao_b, y->ln1_g, y->ln1_b, ns, H, c->ln_eps);
+        linear(xc, H, y->ff1_w, NULL, ns, H, In, ff, In);
+        gpu_cpu_bias_gelu(ff, y->ff1_b, ns, In);
+        linear(ff, In, y->ff2_w, NULL, ns, In, H, qc, H);
+        gpu_cpu_bias_add_ln(xc, qc, H, y->ff2_b, y->ln2_g, y->ln2_b, ns, H, c->ln_eps);
         /* Pooler and classifier on the compact rows. */
         linear(xc, H, m->w.pool_w, m->w.pool_b, ns, H, H, qc, H);
         gpu_cpu_tanh(qc, (size_t)ns * H);

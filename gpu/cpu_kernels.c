@@ -109,9 +109,10 @@ static inline float gelu_scalar(float v) {
     return 0.5f * v * (1.0f + x * p / q);
 }
 
-static void gelu_generic(float *y, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        y[i] = gelu_scalar(y[i]);
+static void gelu_generic(float *y, const float *bias, int n, int cols) {
+    for (int row = 0; row < n; row++)
+        for (int i = 0; i < cols; i++)
+            y[(size_t)row * cols + i] = gelu_scalar(y[(size_t)row * cols + i] + bias[i]);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -134,32 +135,40 @@ static void gelu_generic(float *y, size_t n) {
     V e = DIV(MUL(x, p), q);                                                                       \
     V r = MUL(MUL(SET1(0.5f), v), ADD(SET1(1.0f), e));
 
-__attribute__((target("avx512f"))) static void gelu_avx512(float *y, size_t n) {
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m512 v = _mm512_loadu_ps(y + i);
-        GELU_BODY(__m512, _mm512_set1_ps, _mm512_mul_ps, _mm512_fmadd_ps, _mm512_min_ps,
-                  _mm512_max_ps, _mm512_div_ps, _mm512_add_ps, v)
-        _mm512_storeu_ps(y + i, r);
+__attribute__((target("avx512f"))) static void gelu_avx512(float *y, const float *bias, int n,
+                                                           int cols) {
+    for (int row = 0; row < n; row++) {
+        float *yr = y + (size_t)row * cols;
+        int i = 0;
+        for (; i + 16 <= cols; i += 16) {
+            __m512 v = _mm512_add_ps(_mm512_loadu_ps(yr + i), _mm512_loadu_ps(bias + i));
+            GELU_BODY(__m512, _mm512_set1_ps, _mm512_mul_ps, _mm512_fmadd_ps, _mm512_min_ps,
+                      _mm512_max_ps, _mm512_div_ps, _mm512_add_ps, v)
+            _mm512_storeu_ps(yr + i, r);
+        }
+        for (; i < cols; i++)
+            yr[i] = gelu_scalar(yr[i] + bias[i]);
     }
-    for (; i < n; i++)
-        y[i] = gelu_scalar(y[i]);
 }
 
-__attribute__((target("avx2,fma"))) static void gelu_avx2(float *y, size_t n) {
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 v = _mm256_loadu_ps(y + i);
-        GELU_BODY(__m256, _mm256_set1_ps, _mm256_mul_ps, _mm256_fmadd_ps, _mm256_min_ps,
-                  _mm256_max_ps, _mm256_div_ps, _mm256_add_ps, v)
-        _mm256_storeu_ps(y + i, r);
+__attribute__((target("avx2,fma"))) static void gelu_avx2(float *y, const float *bias, int n,
+                                                          int cols) {
+    for (int row = 0; row < n; row++) {
+        float *yr = y + (size_t)row * cols;
+        int i = 0;
+        for (; i + 8 <= cols; i += 8) {
+            __m256 v = _mm256_add_ps(_mm256_loadu_ps(yr + i), _mm256_loadu_ps(bias + i));
+            GELU_BODY(__m256, _mm256_set1_ps, _mm256_mul_ps, _mm256_fmadd_ps, _mm256_min_ps,
+                      _mm256_max_ps, _mm256_div_ps, _mm256_add_ps, v)
+            _mm256_storeu_ps(yr + i, r);
+        }
+        for (; i < cols; i++)
+            yr[i] = gelu_scalar(yr[i] + bias[i]);
     }
-    for (; i < n; i++)
-        y[i] = gelu_scalar(y[i]);
 }
 #endif
 
-typedef void (*gelu_fn)(float *, size_t);
+typedef void (*gelu_fn)(float *, const float *, int, int);
 
 static gelu_fn gelu_pick(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -170,10 +179,10 @@ static gelu_fn gelu_pick(void) {
     return gelu_generic;
 }
 
-void gpu_cpu_gelu(float *y, size_t n) {
+void gpu_cpu_bias_gelu(float *y, const float *bias, int n, int cols) {
     static gelu_fn fn; /* a benign race: every thread stores the same pointer */
     if (!fn) fn = gelu_pick();
-    fn(y, n);
+    fn(y, bias, n, cols);
 }
 
 void gpu_cpu_tanh(float *x, size_t n) {
@@ -193,9 +202,9 @@ static inline float dot(const float *a, const float *b, int n) {
     return s;
 }
 
-void gpu_cpu_attention_seq(const float *q, int ldq, int nq, const float *k, const float *v,
-                           int ldkv, int len, int heads, int head_dim, float *out, int ldo,
-                           float *p) {
+static void attention_generic(const float *q, int ldq, int nq, const float *k, const float *v,
+                              int ldkv, int len, int heads, int head_dim, float *out, int ldo,
+                              float *p) {
     float scale = 1.0f / sqrtf((float)head_dim);
     for (int h = 0; h < heads; h++) {
         int c0 = h * head_dim;
@@ -227,4 +236,59 @@ void gpu_cpu_attention_seq(const float *q, int ldq, int nq, const float *k, cons
 void gpu_cpu_fill_rows(float *y, int ld, const float *bias, int n, int cols) {
     for (int r = 0; r < n; r++)
         memcpy(y + (size_t)r * ld, bias, sizeof(float) * (size_t)cols);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* head_dim a multiple of 16: one query row's scores are len 16-wide dot products. */
+__attribute__((target("avx512f"))) static void
+attention_avx512(const float *q, int ldq, int nq, const float *k, const float *v, int ldkv, int len,
+                 int heads, int head_dim, float *out, int ldo, float *p) {
+    float scale = 1.0f / sqrtf((float)head_dim);
+    for (int h = 0; h < heads; h++) {
+        int c0 = h * head_dim;
+        for (int i = 0; i < nq; i++) {
+            const float *qi = q + (size_t)i * ldq + c0;
+            float mx = -INFINITY;
+            for (int j = 0; j < len; j++) {
+                const float *kj = k + (size_t)j * ldkv + c0;
+                __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(qi), _mm512_loadu_ps(kj));
+                for (int e = 16; e < head_dim; e += 16)
+                    acc = _mm512_fmadd_ps(_mm512_loadu_ps(qi + e), _mm512_loadu_ps(kj + e), acc);
+                p[j] = _mm512_reduce_add_ps(acc) * scale;
+                mx = p[j] > mx ? p[j] : mx;
+            }
+            float sum = 0;
+            for (int j = 0; j < len; j++) {
+                p[j] = expf(p[j] - mx);
+                sum += p[j];
+            }
+            __m512 inv = _mm512_set1_ps(1.0f / sum);
+            float *o = out + (size_t)i * ldo + c0;
+            for (int e = 0; e < head_dim; e += 16) {
+                __m512 acc = _mm512_setzero_ps();
+                for (int j = 0; j < len; j++)
+                    acc = _mm512_fmadd_ps(_mm512_set1_ps(p[j]),
+                                          _mm512_loadu_ps(v + (size_t)j * ldkv + c0 + e), acc);
+                _mm512_storeu_ps(o + e, _mm512_mul_ps(acc, inv));
+            }
+        }
+    }
+}
+#endif
+
+void gpu_cpu_attention_seq(const float *q, int ldq, int nq, const float *k, const float *v,
+                           int ldkv, int len, int heads, int head_dim, float *out, int ldo,
+                           float *p) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    static int avx512 = -1; /* a benign race: every thread stores the same value */
+    if (avx512 < 0) {
+        __builtin_cpu_init();
+        avx512 = __builtin_cpu_supports("avx512f") ? 1 : 0;
+    }
+    if (avx512 && head_dim % 16 == 0) {
+        attention_avx512(q, ldq, nq, k, v, ldkv, len, heads, head_dim, out, ldo, p);
+        return;
+    }
+#endif
+    attention_generic(q, ldq, nq, k, v, ldkv, len, heads, head_dim, out, ldo, p);
 }

@@ -24,9 +24,9 @@ void gpu_cpu_bias(float *y, int ld, const float *bias, int n, int cols);
  * costs no pass of its own. */
 void gpu_cpu_fill_rows(float *y, int ld, const float *bias, int n, int cols);
 
-/* y (n) = gelu(y), erf GELU through a rational erf within 1e-7 of erff (AVX-512 / AVX2 /
- * scalar by the CPU). */
-void gpu_cpu_gelu(float *y, size_t n);
+/* y (n, cols) = gelu(y + bias), erf GELU through a rational erf within 1e-7 of erff
+ * (AVX-512 / AVX2 / scalar by the CPU). */
+void gpu_cpu_bias_gelu(float *y, const float *bias, int n, int cols);
 
 /* tanh in place (pooler). */
 void gpu_cpu_tanh(float *x, size_t n);

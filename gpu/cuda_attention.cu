@@ -6,10 +6,10 @@
 // beyond the last 64-row tile of each sequence.
 #include "gpu/cuda_common.cuh"
 
-#define ATT_D   64
-#define ATT_BM  64
-#define ATT_BN  64
-#define ATT_LDS (ATT_D + 8) /* padded row (144 B): ldmatrix rows land in distinct banks */
+#define ATT_D             64
+#define ATT_DEFAULT_WARPS 4 /* warps per block: 4 (64 queries) or 8 (128); NOTES-cuda.md */
+#define ATT_BN            64
+#define ATT_LDS           (ATT_D + 8) /* padded row (144 B): ldmatrix rows land in distinct banks */
 
 template <typename T>
 __device__ __forceinline__ void mma16816(float *c, const uint32_t *a, uint32_t b0, uint32_t b1);
@@ -55,12 +55,12 @@ template <int N> __device__ __forceinline__ void cp_async_wait() {
 
 // Stages keys/values [k0, k0 + 64) of this head; rows past the sequence are zeroed so that
 // masked (zero) probabilities never meet garbage (0 * NaN) in P V.
-template <typename T>
+template <typename T, int NT>
 __device__ __forceinline__ void att_load_tile(T (*ks)[ATT_LDS], T (*vs)[ATT_LDS], const T *k,
                                               const T *v, int ld, int k0, int len, int tid) {
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
-        int idx = tid + i * 128, row = idx >> 3, c8 = (idx & 7) * 8;
+    for (int i = 0; i < ATT_BN * 8 / NT; i++) {
+        int idx = tid + i * NT, row = idx >> 3, c8 = (idx & 7) * 8;
         if (k0 + row < len) {
             cp_async16(&ks[row][c8], k + (size_t)(k0 + row) * ld + c8);
             cp_async16(&vs[row][c8], v + (size_t)(k0 + row) * ld + c8);
@@ -71,14 +71,16 @@ __device__ __forceinline__ void att_load_tile(T (*ks)[ATT_LDS], T (*vs)[ATT_LDS]
     }
 }
 
-template <typename T>
-__global__ void __launch_bounds__(128)
+// WARPS warps of 16 query rows each share every key/value tile (4: 64 queries, 8: 128).
+template <typename T, int WARPS>
+__global__ void __launch_bounds__(WARPS * 32)
     attention_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
                      int ld, const int32_t *__restrict__ cu, T *__restrict__ out, int out_ld,
                      float scale_log2) {
+    constexpr int NT = WARPS * 32;
     int h = blockIdx.y, s = blockIdx.z;
     int start = cu[s], len = cu[s + 1] - start;
-    int q0 = blockIdx.x * ATT_BM;
+    int q0 = blockIdx.x * (WARPS * 16);
     if (q0 >= len) return;
     __shared__ __align__(16) T ks[2][ATT_BN][ATT_LDS];
     __shared__ __align__(16) T vs[2][ATT_BN][ATT_LDS];
@@ -87,7 +89,7 @@ __global__ void __launch_bounds__(128)
     const T *qh = q + head, *kh = k + head, *vh = v + head;
 
     int n_tiles = (len + ATT_BN - 1) / ATT_BN;
-    att_load_tile(ks[0], vs[0], kh, vh, ld, 0, len, tid);
+    att_load_tile<T, NT>(ks[0], vs[0], kh, vh, ld, 0, len, tid);
     cp_async_commit();
 
     // This warp's 16 query rows as A fragments (4 k-steps of 16 dims); rows past the
@@ -114,7 +116,8 @@ __global__ void __launch_bounds__(128)
 
     for (int j = 0; j < n_tiles; j++) {
         if (j + 1 < n_tiles) {
-            att_load_tile(ks[(j + 1) & 1], vs[(j + 1) & 1], kh, vh, ld, (j + 1) * ATT_BN, len, tid);
+            att_load_tile<T, NT>(ks[(j + 1) & 1], vs[(j + 1) & 1], kh, vh, ld, (j + 1) * ATT_BN,
+                                 len, tid);
             cp_async_commit();
             cp_async_wait<1>();
         } else {
@@ -139,16 +142,20 @@ __global__ void __launch_bounds__(128)
             }
         }
 
-        // Online softmax in base 2; a thread holds rows g (e = 0, 1) and g + 8 (e = 2, 3).
-        int kbase = j * ATT_BN + 2 * c;
+        // Online softmax in base 2 on raw scores (the scale is folded into one FFMA per
+        // element); a thread holds rows g (e = 0, 1) and g + 8 (e = 2, 3). Only a sequence's
+        // last tile has keys to mask.
+        if ((j + 1) * ATT_BN > len) {
+            int kbase = j * ATT_BN + 2 * c;
+#pragma unroll
+            for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    if (kbase + nt * 8 + (e & 1) >= len) sc[nt][e] = -INFINITY;
+        }
         float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
         for (int nt = 0; nt < 8; nt++) {
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                int key = kbase + nt * 8 + (e & 1);
-                sc[nt][e] = key < len ? sc[nt][e] * scale_log2 : -INFINITY;
-            }
             mx0 = fmaxf(mx0, fmaxf(sc[nt][0], sc[nt][1]));
             mx1 = fmaxf(mx1, fmaxf(sc[nt][2], sc[nt][3]));
         }
@@ -158,15 +165,16 @@ __global__ void __launch_bounds__(128)
         mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
         // Key j*64 < len, so every row has a finite maximum from the first tile on.
         float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
-        float al0 = exp2f(m0 - mn0), al1 = exp2f(m1 - mn1);
+        float al0 = exp2f((m0 - mn0) * scale_log2), al1 = exp2f((m1 - mn1) * scale_log2);
         m0 = mn0, m1 = mn1;
+        float ms0 = -mn0 * scale_log2, ms1 = -mn1 * scale_log2;
         float rs0 = 0.f, rs1 = 0.f;
 #pragma unroll
         for (int nt = 0; nt < 8; nt++) {
-            sc[nt][0] = exp2f(sc[nt][0] - mn0);
-            sc[nt][1] = exp2f(sc[nt][1] - mn0);
-            sc[nt][2] = exp2f(sc[nt][2] - mn1);
-            sc[nt][3] = exp2f(sc[nt][3] - mn1);
+            sc[nt][0] = exp2f(fmaf(sc[nt][0], scale_log2, ms0));
+            sc[nt][1] = exp2f(fmaf(sc[nt][1], scale_log2, ms0));
+            sc[nt][2] = exp2f(fmaf(sc[nt][2], scale_log2, ms1));
+            sc[nt][3] = exp2f(fmaf(sc[nt][3], scale_log2, ms1));
             rs0 += sc[nt][0] + sc[nt][1];
             rs1 += sc[nt][2] + sc[nt][3];
         }
@@ -214,14 +222,25 @@ __global__ void __launch_bounds__(128)
     }
 }
 
+static int att_variant = ATT_DEFAULT_WARPS;
+void cuda_attention_set_variant(int warps) {
+    att_variant = warps == 4 || warps == 8 ? warps : ATT_DEFAULT_WARPS;
+}
+
 template <typename T>
 cudaError_t cuda_attention(const T *q, const T *k, const T *v, int ld, const int32_t *cu,
                            int n_seqs, int heads, int q_tiles_max, T *out, int out_ld,
                            cudaStream_t s) {
     if (n_seqs <= 0) return cudaSuccess;
-    dim3 grid((unsigned)q_tiles_max, (unsigned)heads, (unsigned)n_seqs);
     const float scale_log2 = 0.125f * 1.4426950408889634f; // 1/sqrt(64) * log2(e)
-    attention_kernel<T><<<grid, 128, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2);
+    // q_tiles_max counts 64-row tiles; an 8-warp block covers two of them.
+    if (att_variant == 8) {
+        dim3 grid((unsigned)((q_tiles_max + 1) / 2), (unsigned)heads, (unsigned)n_seqs);
+        attention_kernel<T, 8><<<grid, 256, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2);
+    } else {
+        dim3 grid((unsigned)q_tiles_max, (unsigned)heads, (unsigned)n_seqs);
+        attention_kernel<T, 4><<<grid, 128, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2);
+    }
     return cudaGetLastError();
 }
 

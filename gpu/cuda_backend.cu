@@ -32,7 +32,8 @@ struct gpu_backend {
     float *h_logits;        // pinned (max_seqs, L)
     int init_done;          // set once the arena exists: later allocations are refused
     long allocs_after_init; // attempts refused after init (a test proves it stays 0)
-    cuda_gemm_t gemm;
+    cuda_gemm_t gemm;       // storage-type projections
+    cuda_gemm_t gemm32;     // the fp32 head (pooler, classifier)
     // Optional per-phase timing (bench breakdown): an event after each phase of a forward.
     int prof;
     int n_ev;
@@ -107,9 +108,9 @@ template <typename T> static void be_weights_image(struct gpu_backend *be, char 
         put_f(img, b + p->layer_off[GPU_PLAN_L_LN2], w->ln2_g, H);
         put_f(img, b + p->layer_off[GPU_PLAN_L_LN2] + H * 4, w->ln2_b, H);
     }
-    put_t<T>(img, p->slice[GPU_PLAN_POOL_W].offset, m->w.pool_w, H * H);
+    put_f(img, p->slice[GPU_PLAN_POOL_W].offset, m->w.pool_w, H * H);
     put_f(img, p->slice[GPU_PLAN_POOL_B].offset, m->w.pool_b, H);
-    put_t<T>(img, p->slice[GPU_PLAN_CLS_W].offset, m->w.cls_w, L * H);
+    put_f(img, p->slice[GPU_PLAN_CLS_W].offset, m->w.cls_w, L * H);
     put_f(img, p->slice[GPU_PLAN_CLS_B].offset, m->w.cls_b, L);
 }
 
@@ -117,6 +118,7 @@ static void cuda_be_free(gpu_backend_t *be) {
     if (!be) return;
     if (be->device >= 0) cudaSetDevice(be->device);
     cuda_gemm_free(&be->gemm);
+    cuda_gemm_free(&be->gemm32);
     for (int i = 0; i < BE_PROF_EVENTS; i++)
         if (be->ev[i]) cudaEventDestroy(be->ev[i]);
     if (be->dev) cudaFree(be->dev);
@@ -193,7 +195,11 @@ static int cuda_be_init(const gpu_model_t *model, const gpu_backend_opts_t *opts
             "weight upload");
     free(img);
     img = NULL;
-    if (cuda_gemm_init(&be->gemm, be->bf16, be_slice(be, GPU_PLAN_WORKSPACE),
+    // Both GEMM instances share the workspace: they run one after another on one stream.
+    if (cuda_gemm_init(&be->gemm, be->bf16 ? CUDA_GEMM_BF16 : CUDA_GEMM_FP16,
+                       be_slice(be, GPU_PLAN_WORKSPACE), be->plan.slice[GPU_PLAN_WORKSPACE].bytes,
+                       err, errlen) != 0 ||
+        cuda_gemm_init(&be->gemm32, CUDA_GEMM_FP32, be_slice(be, GPU_PLAN_WORKSPACE),
                        be->plan.slice[GPU_PLAN_WORKSPACE].bytes, err, errlen) != 0)
         goto fail_quiet;
     *out = be;
@@ -213,9 +219,9 @@ fail_quiet:
             return 1;                                                                              \
         }                                                                                          \
     } while (0)
-#define FW_GEMM(w, x, y, b, m, n, k, epi)                                                          \
+#define FW_GEMM(w, x, y, b, r, m, n, k, epi)                                                       \
     do {                                                                                           \
-        if (cuda_gemm_run(&be->gemm, w, x, y, b, m, n, k, epi, s, err, errlen) != 0) return 1;     \
+        if (cuda_gemm_run(&be->gemm, w, x, y, b, r, m, n, k, epi, s, err, errlen) != 0) return 1;  \
     } while (0)
 
 // Marks the end of a phase of category cat (profiling only).
@@ -225,9 +231,14 @@ static void be_mark(struct gpu_backend *be, int cat) {
     cudaEventRecord(be->ev[be->n_ev++], be->stream);
 }
 
-template <typename T>
+// R: the residual stream's type. fp16 keeps it in fp16 and adds the residual inside the
+// projection's epilogue (beta = 1, in place), so LayerNorm reads one tensor; bf16 keeps an
+// fp32 copy (XR) beside the bf16 GEMM input, because bf16's 8-bit mantissa would otherwise
+// round the residual sum in every layer.
+template <typename T, typename R>
 static int cuda_be_forward_t(struct gpu_backend *be, const gpu_batch_t *b, float *logits, char *err,
                              size_t errlen) {
+    constexpr bool fp32_res = sizeof(R) == 4;
     const gpu_model_config_t *c = &be->model->cfg;
     const int H = c->hidden, I = c->intermediate, L = c->num_labels, NL = c->layers;
     const int Tn = b->n_tokens, S = b->n_seqs;
@@ -248,59 +259,87 @@ static int cuda_be_forward_t(struct gpu_backend *be, const gpu_batch_t *b, float
     const int32_t *d_ids = d_in, *d_pos = d_in + ta, *d_cu = d_in + 2 * ta;
     FW_CUDA(cudaMemcpyAsync(d_in, hi, (size_t)(2 * ta + S + 1) * 4, cudaMemcpyHostToDevice, s));
 
-    T *X = (T *)be_slice(be, GPU_PLAN_X);     // (Tn, H)
-    T *CTX = (T *)be_slice(be, GPU_PLAN_CTX); // (Tn, H)
-    T *BIG = (T *)be_slice(be, GPU_PLAN_BIG); // (Tn, 3H) QKV | (Tn, H) attn-out | (Tn, I) FFN
+    T *X = (T *)be_slice(be, GPU_PLAN_X);                               // (Tn, H)
+    R *XR = fp32_res ? (R *)be_slice(be, GPU_PLAN_XR) : (R *)(void *)X; // (Tn, H)
+    T *CTX = (T *)be_slice(be, GPU_PLAN_CTX);                           // (Tn, H)
+    char *BIG = be_slice(be, GPU_PLAN_BIG); // (Tn, 3H) QKV | (Tn, H) attn-out | (Tn, I) FFN
     const float *eln = (const float *)be_slice(be, GPU_PLAN_EMB_LN);
-    FW_CUDA(cuda_embed_ln<T>(d_ids, d_pos, Tn, (const T *)be_slice(be, GPU_PLAN_WORD_EMB),
-                             (const T *)be_slice(be, GPU_PLAN_POS_EMB),
-                             (const T *)be_slice(be, GPU_PLAN_TYPE_EMB), eln, eln + H, H, eps, X,
-                             s));
+    FW_CUDA((cuda_embed_ln<T, R>(d_ids, d_pos, Tn, (const T *)be_slice(be, GPU_PLAN_WORD_EMB),
+                                 (const T *)be_slice(be, GPU_PLAN_POS_EMB),
+                                 (const T *)be_slice(be, GPU_PLAN_TYPE_EMB), eln, eln + H, H, eps,
+                                 fp32_res ? XR : (R *)NULL, X, s)));
     be_mark(be, GPU_CUDA_PROF_EMBED);
+    gpu_plan_last_t lo;
+    gpu_plan_last_layer(fp32_res, (size_t)S, (size_t)H, (size_t)I, &lo);
     int q_tiles = (b->max_len + 63) / 64;
+    T *x = X;
+    R *xr = XR;
     for (int l = 0; l < NL; l++) {
-        const T *qkv_w = (const T *)be_layer(be, l, GPU_PLAN_L_QKV_W);
-        const T *qkv_b = (const T *)be_layer(be, l, GPU_PLAN_L_QKV_B);
         const float *ln1 = (const float *)be_layer(be, l, GPU_PLAN_L_LN1);
         const float *ln2 = (const float *)be_layer(be, l, GPU_PLAN_L_LN2);
-        FW_GEMM(qkv_w, X, BIG, qkv_b, Tn, 3 * H, H, CUDA_GEMM_BIAS);
+        FW_GEMM(be_layer(be, l, GPU_PLAN_L_QKV_W), X, BIG, be_layer(be, l, GPU_PLAN_L_QKV_B), NULL,
+                Tn, 3 * H, H, CUDA_GEMM_BIAS);
         be_mark(be, GPU_CUDA_PROF_GEMM);
         int last = l == NL - 1;
         // The last layer feeds only the [CLS] rows to the pooler: attention for the first
         // query tile, then the rest of the layer on S gathered rows instead of Tn.
-        FW_CUDA(cuda_attention<T>(BIG, BIG + H, BIG + 2 * H, 3 * H, d_cu, S, c->heads,
+        T *qkv = (T *)BIG;
+        FW_CUDA(cuda_attention<T>(qkv, qkv + H, qkv + 2 * H, 3 * H, d_cu, S, c->heads,
                                   last ? 1 : q_tiles, CTX, H, s));
         be_mark(be, GPU_CUDA_PROF_ATTENTION);
         int rows = last ? S : Tn;
-        T *ctx = CTX, *x = X, *ao = BIG, *ff = BIG, *y = CTX;
+        T *ctx = CTX, *ao = (T *)BIG, *ff = (T *)BIG, *y = CTX;
         if (last) {
-            // BIG: (S, H) ctx rows | (S, H) residual rows | (S, I) FFN inner (plan sizes it)
-            // Each part starts 256-byte aligned, as cuBLASLt's algorithms assume.
-            size_t part = ((size_t)S * H + 127) & ~(size_t)127;
-            ctx = BIG, x = BIG + part, ao = CTX, ff = BIG + 2 * part, y = CTX;
+            ctx = (T *)(BIG + lo.ctx), x = (T *)(BIG + lo.x), ff = (T *)(BIG + lo.ff), ao = CTX;
+            xr = fp32_res ? (R *)(void *)(BIG + lo.xr) : (R *)(void *)x;
             FW_CUDA(cuda_gather_rows<T>(CTX, d_cu, S, H, ctx, s));
             FW_CUDA(cuda_gather_rows<T>(X, d_cu, S, H, x, s));
+            if (fp32_res) FW_CUDA(cuda_gather_rows<R>(XR, d_cu, S, H, xr, s));
             be_mark(be, GPU_CUDA_PROF_NORM);
         }
-        FW_GEMM(be_layer(be, l, GPU_PLAN_L_AO_W), ctx, ao, be_layer(be, l, GPU_PLAN_L_AO_B), rows,
-                H, H, CUDA_GEMM_BIAS);
-        be_mark(be, GPU_CUDA_PROF_GEMM);
-        FW_CUDA(cuda_add_ln<T>(ao, x, ln1, ln1 + H, rows, H, eps, x, s));
-        be_mark(be, GPU_CUDA_PROF_NORM);
-        FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF1_W), x, ff, be_layer(be, l, GPU_PLAN_L_FF1_B), rows,
-                I, H, CUDA_GEMM_GELU_BIAS);
-        FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF2_W), ff, y, be_layer(be, l, GPU_PLAN_L_FF2_B), rows,
-                H, I, CUDA_GEMM_BIAS);
-        be_mark(be, GPU_CUDA_PROF_GEMM);
-        FW_CUDA(cuda_add_ln<T>(y, x, ln2, ln2 + H, rows, H, eps, x, s));
-        be_mark(be, GPU_CUDA_PROF_NORM);
-        if (last) X = x;
+        if (!fp32_res) {
+            FW_GEMM(be_layer(be, l, GPU_PLAN_L_AO_W), ctx, x, be_layer(be, l, GPU_PLAN_L_AO_B), x,
+                    rows, H, H, CUDA_GEMM_BIAS);
+            be_mark(be, GPU_CUDA_PROF_GEMM);
+            FW_CUDA((cuda_add_ln<T, R>(x, (const R *)NULL, ln1, ln1 + H, rows, H, eps, (R *)NULL, x,
+                                       s)));
+            be_mark(be, GPU_CUDA_PROF_NORM);
+            FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF1_W), x, ff, be_layer(be, l, GPU_PLAN_L_FF1_B),
+                    NULL, rows, I, H, CUDA_GEMM_GELU_BIAS);
+            FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF2_W), ff, x, be_layer(be, l, GPU_PLAN_L_FF2_B), x,
+                    rows, H, I, CUDA_GEMM_BIAS);
+            be_mark(be, GPU_CUDA_PROF_GEMM);
+            FW_CUDA((cuda_add_ln<T, R>(x, (const R *)NULL, ln2, ln2 + H, rows, H, eps, (R *)NULL, x,
+                                       s)));
+            be_mark(be, GPU_CUDA_PROF_NORM);
+        } else {
+            FW_GEMM(be_layer(be, l, GPU_PLAN_L_AO_W), ctx, ao, be_layer(be, l, GPU_PLAN_L_AO_B),
+                    NULL, rows, H, H, CUDA_GEMM_BIAS);
+            be_mark(be, GPU_CUDA_PROF_GEMM);
+            FW_CUDA((cuda_add_ln<T, R>(ao, xr, ln1, ln1 + H, rows, H, eps, xr, x, s)));
+            be_mark(be, GPU_CUDA_PROF_NORM);
+            FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF1_W), x, ff, be_layer(be, l, GPU_PLAN_L_FF1_B),
+                    NULL, rows, I, H, CUDA_GEMM_GELU_BIAS);
+            FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF2_W), ff, y, be_layer(be, l, GPU_PLAN_L_FF2_B),
+                    NULL, rows, H, I, CUDA_GEMM_BIAS);
+            be_mark(be, GPU_CUDA_PROF_GEMM);
+            FW_CUDA((cuda_add_ln<T, R>(y, xr, ln2, ln2 + H, rows, H, eps, xr, x, s)));
+            be_mark(be, GPU_CUDA_PROF_NORM);
+        }
     }
+    // Head in fp32 on the S compact rows.
+    float *hx = (float *)(BIG + lo.head_x);
+    if (fp32_res)
+        hx = (float *)(void *)xr;
+    else
+        FW_CUDA(cuda_to_float<T>(x, (size_t)S * H, hx, s));
     float *d_logits = (float *)be_slice(be, GPU_PLAN_LOGITS);
-    FW_CUDA(cuda_pool_classify<T>(X, S, (const T *)be_slice(be, GPU_PLAN_POOL_W),
-                                  (const float *)be_slice(be, GPU_PLAN_POOL_B),
-                                  (const T *)be_slice(be, GPU_PLAN_CLS_W),
-                                  (const float *)be_slice(be, GPU_PLAN_CLS_B), H, L, d_logits, s));
+    if (cuda_head_run(&be->gemm32, hx, S, (const float *)be_slice(be, GPU_PLAN_POOL_W),
+                      (const float *)be_slice(be, GPU_PLAN_POOL_B),
+                      (const float *)be_slice(be, GPU_PLAN_CLS_W),
+                      (const float *)be_slice(be, GPU_PLAN_CLS_B), H, L,
+                      (float *)(BIG + lo.head_pooled), d_logits, s, err, errlen) != 0)
+        return 1;
     FW_CUDA(cudaMemcpyAsync(be->h_logits, d_logits, (size_t)S * L * sizeof(float),
                             cudaMemcpyDeviceToHost, s));
     be_mark(be, GPU_CUDA_PROF_HEAD);
@@ -321,8 +360,8 @@ static int cuda_be_forward(gpu_backend_t *be, const gpu_batch_t *batch, float *l
         snprintf(err, errlen, "CUDA device %d is gone", be->device);
         return 1;
     }
-    return be->bf16 ? cuda_be_forward_t<__nv_bfloat16>(be, batch, logits, err, errlen)
-                    : cuda_be_forward_t<__half>(be, batch, logits, err, errlen);
+    return be->bf16 ? cuda_be_forward_t<__nv_bfloat16, float>(be, batch, logits, err, errlen)
+                    : cuda_be_forward_t<__half, __half>(be, batch, logits, err, errlen);
 }
 
 static int cuda_be_mem_stats(gpu_backend_t *be, gpu_mem_stats_t *st) {

@@ -58,6 +58,16 @@ template <typename T> __device__ __forceinline__ void store8(T *p, const float *
     *reinterpret_cast<uint4 *>(p) = u;
 }
 
+// fp32 rows (the bf16 path's residual stream, the head): the same 8-element moves.
+__device__ __forceinline__ void load8(const float *p, float *f) {
+    *reinterpret_cast<float4 *>(f) = *reinterpret_cast<const float4 *>(p);
+    *reinterpret_cast<float4 *>(f + 4) = *reinterpret_cast<const float4 *>(p + 4);
+}
+__device__ __forceinline__ void store8(float *p, const float *f) {
+    *reinterpret_cast<float4 *>(p) = *reinterpret_cast<const float4 *>(f);
+    *reinterpret_cast<float4 *>(p + 4) = *reinterpret_cast<const float4 *>(f + 4);
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1)
@@ -66,34 +76,36 @@ __device__ __forceinline__ float warp_sum(float v) {
 }
 
 // Launchers (cuda_kernels.cu, cuda_attention.cu). All take the stream they run on and
-// return cudaGetLastError() of the launch.
-template <typename T>
+// return cudaGetLastError() of the launch. T is the storage type; R the residual stream's
+// type: T itself (fp16 path), or float (bf16 path, whose residual stays fp32).
+//
+// LayerNorm(word[ids] + pos[pos] + type0) into out_r (R, may be NULL) and out_t (T).
+template <typename T, typename R>
 cudaError_t cuda_embed_ln(const int32_t *ids, const int32_t *pos, int n_tokens, const T *word,
                           const T *posemb, const T *type0, const float *gamma, const float *beta,
-                          int H, float eps, T *out, cudaStream_t st);
-// out (n, H) = LayerNorm(a + res); out may alias res.
-template <typename T>
-cudaError_t cuda_add_ln(const T *a, const T *res, const float *gamma, const float *beta, int n,
-                        int H, float eps, T *out, cudaStream_t st);
+                          int H, float eps, R *out_r, T *out_t, cudaStream_t st);
+// LayerNorm(a + res) (res may be NULL) into out_r (R, may be NULL; may alias res) and
+// out_t (T, may be NULL; may alias a). Rows of H.
+template <typename T, typename R>
+cudaError_t cuda_add_ln(const T *a, const R *res, const float *gamma, const float *beta, int n,
+                        int H, float eps, R *out_r, T *out_t, cudaStream_t st);
 // x (n, cols) = gelu(x + bias) exact erf, in place (fallback when no cuBLASLt GELU epilogue).
 template <typename T>
 cudaError_t cuda_bias_gelu(T *x, const T *bias, int n, int cols, cudaStream_t st);
 // dst (n_seqs, H) = src rows cu[s] (the [CLS] token of each sequence).
-template <typename T>
-cudaError_t cuda_gather_rows(const T *src, const int32_t *cu, int n_seqs, int H, T *dst,
+template <typename E>
+cudaError_t cuda_gather_rows(const E *src, const int32_t *cu, int n_seqs, int H, E *dst,
                              cudaStream_t st);
-// logits (n_seqs, L) fp32 = cls_w tanh(pool_w x_s + pool_b) + cls_b; x_s is row s of x
-// (n_seqs, H) compact.
-template <typename T>
-cudaError_t cuda_pool_classify(const T *x, int n_seqs, const T *pool_w, const float *pool_b,
-                               const T *cls_w, const float *cls_b, int H, int L, float *logits,
-                               cudaStream_t st);
+// x = tanh(x), n fp32 elements in place (the pooler's activation).
+cudaError_t cuda_tanh(float *x, size_t n, cudaStream_t st);
 // out (tokens, heads*64): per-sequence softmax(q k^T / 8) v, q/k/v rows of stride ld.
 // q_tiles_max: ceil(max_len / 64) normally, 1 when only each sequence's first rows matter.
 template <typename T>
 cudaError_t cuda_attention(const T *q, const T *k, const T *v, int ld, const int32_t *cu,
                            int n_seqs, int heads, int q_tiles_max, T *out, int out_ld,
                            cudaStream_t st);
+// Attention kernel variant (warps per block, 4 or 8); 0 = default. Bench use only.
+void cuda_attention_set_variant(int warps);
 // dst = (T) src, n elements, on the device.
 template <typename T> cudaError_t cuda_convert(const float *src, size_t n, T *dst, cudaStream_t st);
 template <typename T>

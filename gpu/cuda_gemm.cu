@@ -10,10 +10,10 @@
 static const cublasLtEpilogue_t gemm_epi[CUDA_GEMM_EPIS] = {
     CUBLASLT_EPILOGUE_DEFAULT, CUBLASLT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_GELU_BIAS};
 
-int cuda_gemm_init(cuda_gemm_t *g, int bf16, void *workspace, size_t workspace_bytes, char *err,
+int cuda_gemm_init(cuda_gemm_t *g, int type, void *workspace, size_t workspace_bytes, char *err,
                    size_t errlen) {
     memset(g, 0, sizeof(*g));
-    g->dt = bf16 ? CUDA_R_16BF : CUDA_R_16F;
+    g->dt = type == CUDA_GEMM_BF16 ? CUDA_R_16BF : type == CUDA_GEMM_FP32 ? CUDA_R_32F : CUDA_R_16F;
     g->workspace = workspace;
     g->workspace_bytes = workspace_bytes;
     g->gelu_epilogue = 1;
@@ -75,7 +75,8 @@ static void gemm_layouts_free(gemm_layouts_t *l) {
     if (l->c) cublasLtMatrixLayoutDestroy(l->c);
 }
 
-static int gemm_query(cuda_gemm_t *g, int m, int n, int k, int epi, cublasLtMatmulAlgo_t *algo) {
+static int gemm_query(cuda_gemm_t *g, int m, int n, int k, int epi, int beta,
+                      cublasLtMatmulAlgo_t *algo) {
     gemm_layouts_t l;
     int rc = -1;
     cublasLtMatmulPreference_t pref = NULL;
@@ -100,26 +101,30 @@ static int gemm_query(cuda_gemm_t *g, int m, int n, int k, int epi, cublasLtMatm
 }
 
 static int gemm_exec(cuda_gemm_t *g, const cublasLtMatmulAlgo_t *algo, const void *w, const void *x,
-                     void *y, const void *bias, int m, int n, int k, int epi, cudaStream_t st) {
+                     void *y, const void *bias, const void *res, int m, int n, int k, int epi,
+                     cudaStream_t st) {
     gemm_layouts_t l;
     const float one = 1.f, zero = 0.f;
+    const void *c = res ? res : y;
     int rc = -1;
     if (epi != CUDA_GEMM_PLAIN &&
         cublasLtMatmulDescSetAttribute(g->desc[epi], CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                        sizeof(bias)) != CUBLAS_STATUS_SUCCESS)
         return -1;
     if (gemm_layouts(g, &l, m, n, k) == 0 &&
-        cublasLtMatmul(g->lt, g->desc[epi], &one, w, l.a, x, l.b, &zero, y, l.c, y, l.c, algo,
-                       g->workspace, g->workspace_bytes, st) == CUBLAS_STATUS_SUCCESS)
+        cublasLtMatmul(g->lt, g->desc[epi], &one, w, l.a, x, l.b, res ? &one : &zero, c, l.c, y,
+                       l.c, algo, g->workspace, g->workspace_bytes, st) == CUBLAS_STATUS_SUCCESS)
         rc = 0;
     gemm_layouts_free(&l);
     return rc;
 }
 
-int cuda_gemm_run(cuda_gemm_t *g, const void *w, const void *x, void *y, const void *bias, int m,
-                  int n, int k, int epi, cudaStream_t st, char *err, size_t errlen) {
+int cuda_gemm_run(cuda_gemm_t *g, const void *w, const void *x, void *y, const void *bias,
+                  const void *res, int m, int n, int k, int epi, cudaStream_t st, char *err,
+                  size_t errlen) {
     if (epi == CUDA_GEMM_GELU_BIAS && !g->gelu_epilogue) {
-        if (cuda_gemm_run(g, w, x, y, bias, m, n, k, CUDA_GEMM_BIAS, st, err, errlen) != 0)
+        // (never with a residual: GELU outputs feed the next GEMM, not the residual stream)
+        if (cuda_gemm_run(g, w, x, y, bias, NULL, m, n, k, CUDA_GEMM_BIAS, st, err, errlen) != 0)
             return -1;
         cudaError_t e =
             g->dt == CUDA_R_16BF
@@ -135,7 +140,7 @@ int cuda_gemm_run(cuda_gemm_t *g, const void *w, const void *x, void *y, const v
     cuda_gemm_entry_t *hit = NULL;
     for (int i = 0; i < g->n_cache; i++) {
         cuda_gemm_entry_t *c = &g->cache[i];
-        if (c->n == n && c->k == k && c->epi == epi && c->mb == mb) {
+        if (c->n == n && c->k == k && c->epi == epi && c->mb == mb && c->beta == (res != NULL)) {
             hit = c;
             break;
         }
@@ -143,10 +148,10 @@ int cuda_gemm_run(cuda_gemm_t *g, const void *w, const void *x, void *y, const v
     if (!hit) {
         cublasLtMatmulAlgo_t algo;
         // Chosen for the bucket's largest M, so it is valid (workspace, split) for all below.
-        if (gemm_query(g, mb, n, k, epi, &algo) != 0) {
+        if (gemm_query(g, mb, n, k, epi, res != NULL, &algo) != 0) {
             if (epi == CUDA_GEMM_GELU_BIAS) {
                 g->gelu_epilogue = 0;
-                return cuda_gemm_run(g, w, x, y, bias, m, n, k, epi, st, err, errlen);
+                return cuda_gemm_run(g, w, x, y, bias, res, m, n, k, epi, st, err, errlen);
             }
             snprintf(err, errlen, "cuBLASLt found no algorithm for a %dx%dx%d GEMM", m, n, k);
             return -1;
@@ -154,14 +159,30 @@ int cuda_gemm_run(cuda_gemm_t *g, const void *w, const void *x, void *y, const v
         int slot = g->n_cache < CUDA_GEMM_CACHE ? g->n_cache++
                                                 : (int)(g->heuristic_queries % CUDA_GEMM_CACHE);
         hit = &g->cache[slot];
-        hit->n = n, hit->k = k, hit->epi = epi, hit->mb = mb, hit->algo = algo;
+        hit->n = n, hit->k = k, hit->epi = epi, hit->mb = mb, hit->beta = res != NULL;
+        hit->algo = algo;
     }
-    if (gemm_exec(g, &hit->algo, w, x, y, bias, m, n, k, epi, st) == 0) return 0;
+    if (gemm_exec(g, &hit->algo, w, x, y, bias, res, m, n, k, epi, st) == 0) return 0;
     // The cached algorithm does not suit this exact M: ask for this one alone.
     cublasLtMatmulAlgo_t algo;
-    if (gemm_query(g, m, n, k, epi, &algo) == 0 &&
-        gemm_exec(g, &algo, w, x, y, bias, m, n, k, epi, st) == 0)
+    if (gemm_query(g, m, n, k, epi, res != NULL, &algo) == 0 &&
+        gemm_exec(g, &algo, w, x, y, bias, res, m, n, k, epi, st) == 0)
         return 0;
     snprintf(err, errlen, "cuBLASLt matmul failed (%dx%dx%d, epilogue %d)", m, n, k, epi);
     return -1;
+}
+
+int cuda_head_run(cuda_gemm_t *g, const float *x, int s, const float *pool_w, const float *pool_b,
+                  const float *cls_w, const float *cls_b, int h, int l, float *pooled,
+                  float *logits, cudaStream_t st, char *err, size_t errlen) {
+    if (cuda_gemm_run(g, pool_w, x, pooled, pool_b, NULL, s, h, h, CUDA_GEMM_BIAS, st, err,
+                      errlen) != 0)
+        return -1;
+    cudaError_t e = cuda_tanh(pooled, (size_t)s * h, st);
+    if (e != cudaSuccess) {
+        snprintf(err, errlen, "tanh kernel launch failed: %s", cudaGetErrorString(e));
+        return -1;
+    }
+    return cuda_gemm_run(g, cls_w, pooled, logits, cls_b, NULL, s, l, h, CUDA_GEMM_BIAS, st, err,
+                         errlen);
 }

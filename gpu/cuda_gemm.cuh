@@ -13,7 +13,7 @@ enum { CUDA_GEMM_PLAIN = 0, CUDA_GEMM_BIAS = 1, CUDA_GEMM_GELU_BIAS = 2, CUDA_GE
 #define CUDA_GEMM_CACHE 256
 
 typedef struct {
-    int n, k, epi, mb; // key: output features, input features, epilogue, M bucket
+    int n, k, epi, mb, beta; // key: out features, in features, epilogue, M bucket, C used
     cublasLtMatmulAlgo_t algo;
 } cuda_gemm_entry_t;
 
@@ -29,12 +29,21 @@ typedef struct {
     long heuristic_queries;
 } cuda_gemm_t;
 
-// bf16: 0 = fp16, 1 = bf16. Returns 0 or -1 (err set).
-int cuda_gemm_init(cuda_gemm_t *g, int bf16, void *workspace, size_t workspace_bytes, char *err,
+enum { CUDA_GEMM_FP16 = 0, CUDA_GEMM_BF16 = 1, CUDA_GEMM_FP32 = 2 };
+// type: CUDA_GEMM_FP16 / BF16 / FP32 for A, B, C, D and the bias. Returns 0 or -1 (err set).
+int cuda_gemm_init(cuda_gemm_t *g, int type, void *workspace, size_t workspace_bytes, char *err,
                    size_t errlen);
 void cuda_gemm_free(cuda_gemm_t *g);
-// Y (M, N) = X (M, K) W (N, K)^T [+ bias (N)] [then GELU]. Returns 0 or -1 (err set).
-int cuda_gemm_run(cuda_gemm_t *g, const void *w, const void *x, void *y, const void *bias, int m,
-                  int n, int k, int epi, cudaStream_t st, char *err, size_t errlen);
+// Y (M, N) = X (M, K) W (N, K)^T [+ bias (N)] [then GELU] [+ R (M, N)]: with res non-NULL the
+// residual is added in the epilogue (beta = 1; res may be y itself). Returns 0 or -1.
+int cuda_gemm_run(cuda_gemm_t *g, const void *w, const void *x, void *y, const void *bias,
+                  const void *res, int m, int n, int k, int epi, cudaStream_t st, char *err,
+                  size_t errlen);
+
+// The classifier head in fp32: logits (S, L) = cls_w tanh(pool_w x + pool_b) + cls_b for the
+// S compact rows x (S, H) fp32; pooled (S, H) fp32 scratch. g must be an FP32 instance.
+int cuda_head_run(cuda_gemm_t *g, const float *x, int s, const float *pool_w, const float *pool_b,
+                  const float *cls_w, const float *cls_b, int h, int l, float *pooled,
+                  float *logits, cudaStream_t st, char *err, size_t errlen);
 
 #endif

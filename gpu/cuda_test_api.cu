@@ -95,7 +95,8 @@ static int ta_embed_ln(const gpu_model_t *m, const int32_t *ids, const int32_t *
         rc = -1;
         goto done;
     }
-    TA_CHECK(cuda_embed_ln<T>(d_ids, d_pos, n, word, pe, te, g, b, H, m->cfg.ln_eps, o, 0));
+    TA_CHECK((cuda_embed_ln<T, T>(d_ids, d_pos, n, word, pe, te, g, b, H, m->cfg.ln_eps, (T *)NULL,
+                                  o, 0)));
     TA_CHECK(cudaDeviceSynchronize());
     rc = ta_download<T>(o, (size_t)n * H, out);
 done:
@@ -112,8 +113,8 @@ extern "C" int gpu_cuda_test_embed_ln(const gpu_model_t *m, const char *precisio
 }
 
 template <typename T>
-static int ta_linear(int bf16, const float *x, const float *w, const float *b, int n, int in,
-                     int out, int gelu, float *y) {
+static int ta_linear(int bf16, const float *x, const float *w, const float *b, const float *res,
+                     int n, int in, int out, int gelu, float *y) {
     int rc = 0;
     cuda_gemm_t g;
     memset(&g, 0, sizeof(g));
@@ -122,14 +123,22 @@ static int ta_linear(int bf16, const float *x, const float *w, const float *b, i
     T *dx = ta_upload<T>(x, (size_t)n * in), *dw = ta_upload<T>(w, (size_t)out * in);
     T *db = b ? ta_upload<T>(b, (size_t)out) : NULL;
     T *dy = ta_poisoned<T>((size_t)n * out);
+    // The residual is added in place, as the backend does (y starts as the residual).
+    if (res && dy) {
+        T *dr = ta_upload<T>(res, (size_t)n * out);
+        if (dr) cudaMemcpy(dy, dr, (size_t)n * out * sizeof(T), cudaMemcpyDeviceToDevice);
+        cudaFree(dr);
+    }
     if (!dx || !dw || (b && !db) || !dy || cudaMalloc(&ws, GPU_WS_TEST) != cudaSuccess ||
-        cuda_gemm_init(&g, bf16, ws, GPU_WS_TEST, err, sizeof(err)) != 0) {
+        cuda_gemm_init(&g, bf16 ? CUDA_GEMM_BF16 : CUDA_GEMM_FP16, ws, GPU_WS_TEST, err,
+                       sizeof(err)) != 0) {
         rc = -1;
         goto done;
     }
     {
         int epi = gelu ? CUDA_GEMM_GELU_BIAS : (db ? CUDA_GEMM_BIAS : CUDA_GEMM_PLAIN);
-        if (cuda_gemm_run(&g, dw, dx, dy, db, n, out, in, epi, 0, err, sizeof(err)) != 0) {
+        if (cuda_gemm_run(&g, dw, dx, dy, db, res ? dy : NULL, n, out, in, epi, 0, err,
+                          sizeof(err)) != 0) {
             fprintf(stderr, "%s\n", err);
             rc = -1;
             goto done;
@@ -143,23 +152,27 @@ done:
     return rc;
 }
 extern "C" int gpu_cuda_test_linear(const char *precision, const float *x, const float *w,
-                                    const float *b, int n, int in, int out, int gelu, float *y) {
-    return is_bf16(precision) ? ta_linear<__nv_bfloat16>(1, x, w, b, n, in, out, gelu, y)
-                              : ta_linear<__half>(0, x, w, b, n, in, out, gelu, y);
+                                    const float *b, const float *res, int n, int in, int out,
+                                    int gelu, float *y) {
+    return is_bf16(precision) ? ta_linear<__nv_bfloat16>(1, x, w, b, res, n, in, out, gelu, y)
+                              : ta_linear<__half>(0, x, w, b, res, n, in, out, gelu, y);
 }
 
-template <typename T>
+// R as the backend uses it: fp16 rows for fp16, an fp32 residual for bf16.
+template <typename T, typename R>
 static int ta_add_ln(const float *x, const float *res, const float *g, const float *b, int n, int H,
                      float eps, float *out) {
     int rc = 0;
-    T *dx = ta_upload<T>(x, (size_t)n * H), *dr = ta_upload<T>(res, (size_t)n * H);
+    T *dx = ta_upload<T>(x, (size_t)n * H);
+    R *dr = sizeof(R) == 4 ? (R *)ta_dup(res, (size_t)n * H * 4)
+                           : (R *)(void *)ta_upload<T>(res, (size_t)n * H);
     float *dg = (float *)ta_dup(g, H * 4), *dbb = (float *)ta_dup(b, H * 4);
     T *o = ta_poisoned<T>((size_t)n * H);
     if (!dx || !dr || !dg || !dbb || !o) {
         rc = -1;
         goto done;
     }
-    TA_CHECK(cuda_add_ln<T>(dx, dr, dg, dbb, n, H, eps, o, 0));
+    TA_CHECK((cuda_add_ln<T, R>(dx, dr, dg, dbb, n, H, eps, (R *)NULL, o, 0)));
     TA_CHECK(cudaDeviceSynchronize());
     rc = ta_download<T>(o, (size_t)n * H, out);
 done:
@@ -169,8 +182,8 @@ done:
 extern "C" int gpu_cuda_test_add_ln(const char *precision, const float *x, const float *res,
                                     const float *g, const float *b, int n, int H, float eps,
                                     float *out) {
-    return is_bf16(precision) ? ta_add_ln<__nv_bfloat16>(x, res, g, b, n, H, eps, out)
-                              : ta_add_ln<__half>(x, res, g, b, n, H, eps, out);
+    return is_bf16(precision) ? ta_add_ln<__nv_bfloat16, float>(x, res, g, b, n, H, eps, out)
+                              : ta_add_ln<__half, __half>(x, res, g, b, n, H, eps, out);
 }
 
 template <typename T>
@@ -210,25 +223,41 @@ template <typename T>
 static int ta_pool(const gpu_model_t *m, const float *hidden, const int32_t *cu, int n_seqs,
                    float *logits) {
     int H = m->cfg.hidden, L = m->cfg.num_labels, n = cu[n_seqs], rc = 0;
+    char err[256];
+    cuda_gemm_t g;
+    memset(&g, 0, sizeof(g));
+    void *ws = NULL;
     T *dh = ta_upload<T>(hidden, (size_t)n * H);
-    T *pw = ta_upload<T>(m->w.pool_w, (size_t)H * H), *cw = ta_upload<T>(m->w.cls_w, (size_t)L * H);
+    float *pw = (float *)ta_dup(m->w.pool_w, (size_t)H * H * 4);
+    float *cw = (float *)ta_dup(m->w.cls_w, (size_t)L * H * 4);
     float *pb = (float *)ta_dup(m->w.pool_b, H * 4), *cb = (float *)ta_dup(m->w.cls_b, L * 4);
     int32_t *dcu = (int32_t *)ta_dup(cu, (size_t)(n_seqs + 1) * 4);
     T *rows = ta_poisoned<T>((size_t)n_seqs * H);
-    float *dl = NULL;
+    float *rows32 = NULL, *pooled = NULL, *dl = NULL;
     if (!dh || !pw || !cw || !pb || !cb || !dcu || !rows ||
-        cudaMalloc(&dl, (size_t)n_seqs * L * 4) != cudaSuccess) {
+        cudaMalloc(&rows32, (size_t)n_seqs * H * 4) != cudaSuccess ||
+        cudaMalloc(&pooled, (size_t)n_seqs * H * 4) != cudaSuccess ||
+        cudaMalloc(&dl, (size_t)n_seqs * L * 4) != cudaSuccess ||
+        cudaMalloc(&ws, GPU_WS_TEST) != cudaSuccess ||
+        cuda_gemm_init(&g, CUDA_GEMM_FP32, ws, GPU_WS_TEST, err, sizeof(err)) != 0) {
         rc = -1;
         goto done;
     }
     cudaMemset(dl, 0xFF, (size_t)n_seqs * L * 4);
     TA_CHECK(cuda_gather_rows<T>(dh, dcu, n_seqs, H, rows, 0));
-    TA_CHECK(cuda_pool_classify<T>(rows, n_seqs, pw, pb, cw, cb, H, L, dl, 0));
+    TA_CHECK(cuda_to_float<T>(rows, (size_t)n_seqs * H, rows32, 0));
+    if (cuda_head_run(&g, rows32, n_seqs, pw, pb, cw, cb, H, L, pooled, dl, 0, err, sizeof(err)) !=
+        0) {
+        fprintf(stderr, "%s\n", err);
+        rc = -1;
+        goto done;
+    }
     TA_CHECK(cudaDeviceSynchronize());
     TA_CHECK(cudaMemcpy(logits, dl, (size_t)n_seqs * L * 4, cudaMemcpyDeviceToHost));
 done:
-    cudaFree(dh), cudaFree(pw), cudaFree(cw), cudaFree(pb), cudaFree(cb), cudaFree(dcu),
-        cudaFree(rows), cudaFree(dl);
+    if (g.lt) cuda_gemm_free(&g);
+    cudaFree(ws), cudaFree(dh), cudaFree(pw), cudaFree(cw), cudaFree(pb), cudaFree(cb),
+        cudaFree(dcu), cudaFree(rows), cudaFree(rows32), cudaFree(pooled), cudaFree(dl);
     return rc;
 }
 extern "C" int gpu_cuda_test_pool_classify(const gpu_model_t *m, const char *precision,
@@ -266,13 +295,15 @@ template <typename T> static double ta_gemm_tflops(int bf16, int m, int n, int k
     ta_fill_kernel<T><<<(unsigned)(((size_t)n * k + 255) / 256), 256, 0, s>>>(w, (size_t)n * k, 1);
     ta_fill_kernel<T><<<(unsigned)(((size_t)m * k + 255) / 256), 256, 0, s>>>(x, (size_t)m * k, 2);
     ta_fill_kernel<T><<<(unsigned)((n + 255) / 256), 256, 0, s>>>(bias, (size_t)n, 3);
-    if (cuda_gemm_init(&g, bf16, ws, GPU_WS_TEST, err, sizeof(err)) != 0) goto done;
+    if (cuda_gemm_init(&g, bf16 ? CUDA_GEMM_BF16 : CUDA_GEMM_FP16, ws, GPU_WS_TEST, err,
+                       sizeof(err)) != 0)
+        goto done;
     for (int i = 0; i < warm; i++)
-        if (cuda_gemm_run(&g, w, x, y, bias, m, n, k, CUDA_GEMM_BIAS, s, err, sizeof(err)))
+        if (cuda_gemm_run(&g, w, x, y, bias, NULL, m, n, k, CUDA_GEMM_BIAS, s, err, sizeof(err)))
             goto done;
     cudaEventRecord(e0, s);
     for (int i = 0; i < reps; i++)
-        if (cuda_gemm_run(&g, w, x, y, bias, m, n, k, CUDA_GEMM_BIAS, s, err, sizeof(err)))
+        if (cuda_gemm_run(&g, w, x, y, bias, NULL, m, n, k, CUDA_GEMM_BIAS, s, err, sizeof(err)))
             goto done;
     cudaEventRecord(e1, s);
     if (cudaEventSynchronize(e1) != cudaSuccess || cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess)
@@ -292,4 +323,49 @@ extern "C" double gpu_cuda_gemm_tflops(int device, int m, int n, int k, const ch
     if (cudaSetDevice(device) != cudaSuccess) return -1;
     return is_bf16(precision) ? ta_gemm_tflops<__nv_bfloat16>(1, m, n, k)
                               : ta_gemm_tflops<__half>(0, m, n, k);
+}
+
+template <typename T>
+static double ta_att_bench(int warps, int n_seqs, int len, int heads, int iters) {
+    int H = heads * 64, n = n_seqs * len, ld = 3 * H;
+    double tf = -1;
+    float ms = 0;
+    T *qkv = NULL, *o = NULL;
+    int32_t *cu = (int32_t *)malloc((size_t)(n_seqs + 1) * 4), *dcu = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    for (int s = 0; s <= n_seqs; s++)
+        cu[s] = s * len;
+    if (cudaMalloc(&qkv, (size_t)n * ld * sizeof(T)) || cudaMalloc(&o, (size_t)n * H * sizeof(T)) ||
+        !(dcu = (int32_t *)ta_dup(cu, (size_t)(n_seqs + 1) * 4)) || cudaEventCreate(&e0) ||
+        cudaEventCreate(&e1))
+        goto done;
+    ta_fill_kernel<T><<<(unsigned)(((size_t)n * ld + 255) / 256), 256>>>(qkv, (size_t)n * ld, 5);
+    cuda_attention_set_variant(warps);
+    for (int i = 0; i < 3; i++)
+        cuda_attention<T>(qkv, qkv + H, qkv + 2 * H, ld, dcu, n_seqs, heads, (len + 63) / 64, o, H,
+                          0);
+    cudaEventRecord(e0, 0);
+    for (int i = 0; i < iters; i++)
+        cuda_attention<T>(qkv, qkv + H, qkv + 2 * H, ld, dcu, n_seqs, heads, (len + 63) / 64, o, H,
+                          0);
+    cudaEventRecord(e1, 0);
+    if (cudaEventSynchronize(e1) == cudaSuccess && cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess)
+        tf = 4.0 * n_seqs * (double)len * len * H * iters / (ms * 1e-3) / 1e12;
+    cuda_attention_set_variant(0);
+done:
+    free(cu);
+    cudaFree(qkv), cudaFree(o), cudaFree(dcu);
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    return tf;
+}
+
+extern "C" double gpu_cuda_test_attention_bench(const char *precision, int warps, int n_seqs,
+                                                int len, int heads, int iters) {
+    return is_bf16(precision) ? ta_att_bench<__nv_bfloat16>(warps, n_seqs, len, heads, iters)
+                              : ta_att_bench<__half>(warps, n_seqs, len, heads, iters);
+}
+
+extern "C" void gpu_cuda_test_attention_variant(int warps) {
+    cuda_attention_set_variant(warps);
 }

@@ -20,9 +20,10 @@ extern "C" {
 int gpu_cuda_test_embed_ln(const gpu_model_t *m, const char *precision, const int32_t *ids,
                            const int32_t *cu_seqlens, int n_seqs, float *out);
 
-/* y (n, out) = x W^T + b, then exact-or-epilogue GELU when gelu != 0 (cuBLASLt path). */
+/* y (n, out) = x W^T + b, then GELU when gelu != 0 (cuBLASLt epilogue), plus res (n, out)
+ * when not NULL (added in the epilogue, in place, as the fp16 backend does). */
 int gpu_cuda_test_linear(const char *precision, const float *x, const float *w, const float *b,
-                         int n, int in, int out, int gelu, float *y);
+                         const float *res, int n, int in, int out, int gelu, float *y);
 
 /* out (n, H) = LayerNorm(x + res) as gpu_ref_add_ln. */
 int gpu_cuda_test_add_ln(const char *precision, const float *x, const float *res, const float *g,
@@ -33,9 +34,17 @@ int gpu_cuda_test_attention(const char *precision, const float *q, const float *
                             int ld, const int32_t *cu_seqlens, int n_seqs, int heads, int head_dim,
                             float *out);
 
-/* logits (n_seqs, L) from hidden (n_tokens, H) as gpu_ref_pool_classify (gathers [CLS]). */
+/* logits (n_seqs, L) from hidden (n_tokens, H) as gpu_ref_pool_classify (gathers [CLS];
+ * the fp32 head the backend runs, on storage-type hidden rows). */
 int gpu_cuda_test_pool_classify(const gpu_model_t *m, const char *precision, const float *hidden,
                                 const int32_t *cu_seqlens, int n_seqs, float *logits);
+
+/* TFLOP/s of the attention kernel (warps per block 4 or 8) on n_seqs sequences of len
+ * tokens, random data, timed over iters launches; -1 on error. And the variant the backend
+ * uses from now on (0 = default). Bench only. */
+double gpu_cuda_test_attention_bench(const char *precision, int warps, int n_seqs, int len,
+                                     int heads, int iters);
+void gpu_cuda_test_attention_variant(int warps);
 
 /* Rounds x in place through the storage type (so references see the kernel's inputs). */
 void gpu_cuda_test_round(const char *precision, float *x, size_t n);

@@ -17,6 +17,17 @@ static void plan_put(gpu_plan_t *p, int id, const char *name, const char *shape,
     *cursor += plan_align(bytes);
 }
 
+void gpu_plan_last_layer(int bf16, size_t S, size_t H, size_t I, gpu_plan_last_t *o) {
+    size_t cur = 0;
+    o->ctx = cur, cur += plan_align(S * H * 2);
+    o->x = cur, cur += plan_align(S * H * 2);
+    o->xr = cur, cur += bf16 ? plan_align(S * H * 4) : 0;
+    o->ff = o->head_x = cur;
+    o->head_pooled = cur + plan_align(S * H * 4);
+    size_t ff = plan_align(S * I * 2), head = 2 * plan_align(S * H * 4);
+    o->end = cur + (ff > head ? ff : head);
+}
+
 int gpu_plan_compute(const gpu_model_config_t *cfg, int token_budget, int max_len, int max_seqs,
                      const char *precision, gpu_plan_t *p, char *err, size_t errlen) {
     memset(p, 0, sizeof(*p));
@@ -49,6 +60,7 @@ int gpu_plan_compute(const gpu_model_config_t *cfg, int token_budget, int max_le
     p->max_len = max_len > 0 ? max_len : cfg->max_pos;
     p->max_seqs = max_seqs > 0 ? max_seqs : (token_budget / 2 > 0 ? token_budget / 2 : 1);
     p->elem_bytes = 2;
+    p->bf16 = precision && strcmp(precision, "bf16") == 0;
 
     size_t e = (size_t)p->elem_bytes, H = (size_t)cfg->hidden, I = (size_t)cfg->intermediate;
     size_t L = (size_t)cfg->num_labels, T = (size_t)token_budget, S = (size_t)p->max_seqs;
@@ -73,22 +85,26 @@ int gpu_plan_compute(const gpu_model_config_t *cfg, int token_budget, int max_le
     plan_put(p, GPU_PLAN_EMB_LN, "embedding LayerNorm", "(2, H) fp32", 2 * H * f4, &cur);
     plan_put(p, GPU_PLAN_LAYERS, "encoder layers", "(layers) x [qkv, out, ln1, ff1, ff2, ln2]",
              (size_t)cfg->layers * lb, &cur);
-    plan_put(p, GPU_PLAN_POOL_W, "pooler weight", "(H, H)", H * H * e, &cur);
+    plan_put(p, GPU_PLAN_POOL_W, "pooler weight", "(H, H) fp32", H * H * f4, &cur);
     plan_put(p, GPU_PLAN_POOL_B, "pooler bias", "(H) fp32", H * f4, &cur);
-    plan_put(p, GPU_PLAN_CLS_W, "classifier weight", "(L, H)", L * H * e, &cur);
+    plan_put(p, GPU_PLAN_CLS_W, "classifier weight", "(L, H) fp32", L * H * f4, &cur);
     plan_put(p, GPU_PLAN_CLS_B, "classifier bias", "(L) fp32", L * f4, &cur);
     p->weights_bytes = cur;
 
     /* BIG holds, in turn, the fused QKV (T, 3H), the attention output (T, H) and the FFN
      * inner activations (T, I); in the last layer, which runs on the [CLS] rows only, the
-     * gathered context and residual rows and their FFN inner, S * (2H + I). */
-    size_t big = T * (3 * H > I ? 3 * H : I);
-    if (S * (2 * H + I) + 256 > big) big = S * (2 * H + I) + 256; /* + alignment of parts */
+     * parts gpu_plan_last_layer lays out for S = max_seqs. */
+    size_t big = T * (3 * H > I ? 3 * H : I) * e;
+    gpu_plan_last_t last;
+    gpu_plan_last_layer(p->bf16, S, H, I, &last);
+    if (last.end > big) big = last.end;
     size_t ctx = (T > S ? T : S) * H;
     plan_put(p, GPU_PLAN_X, "hidden state", "(tokens, H)", T * H * e, &cur);
+    plan_put(p, GPU_PLAN_XR, "fp32 residual (bf16 only)", "(tokens, H) fp32",
+             p->bf16 ? T * H * f4 : 0, &cur);
     plan_put(p, GPU_PLAN_CTX, "attention context / FFN out", "(tokens, H)", ctx * e, &cur);
     plan_put(p, GPU_PLAN_BIG, "QKV / attn-out / FFN inner",
-             "max((tokens, max(3H, I)), (seqs, 2H + I))", big * e, &cur);
+             "max((tokens, max(3H, I)), last layer's (seqs, ...))", big, &cur);
     p->inputs_ids_off = 0;
     p->inputs_pos_off = plan_align(T * 4);
     p->inputs_cu_off = 2 * plan_align(T * 4);

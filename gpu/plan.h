@@ -23,13 +23,14 @@ typedef enum {
     GPU_PLAN_TYPE_EMB,  /* (H) storage type: token type 0 only */
     GPU_PLAN_EMB_LN,    /* (2, H) fp32 gamma, beta */
     GPU_PLAN_LAYERS,    /* (layers) x layer_bytes, see gpu_plan_layer_t */
-    GPU_PLAN_POOL_W,    /* (H, H) storage type */
+    GPU_PLAN_POOL_W,    /* (H, H) fp32: the head runs in fp32 (tiny, and it decides argmax) */
     GPU_PLAN_POOL_B,    /* (H) fp32 */
-    GPU_PLAN_CLS_W,     /* (L, H) storage type */
+    GPU_PLAN_CLS_W,     /* (L, H) fp32 */
     GPU_PLAN_CLS_B,     /* (L) fp32 */
     GPU_PLAN_X,         /* (token_budget, H) hidden state, updated in place by each layer */
+    GPU_PLAN_XR,        /* (token_budget, H) fp32 residual stream: bf16 only (0 bytes in fp16) */
     GPU_PLAN_CTX,       /* (token_budget, H) attention context, then the FFN output */
-    GPU_PLAN_BIG,       /* max((budget, max(3H, I)), (max_seqs, 2H + I)): QKV, attn-out, FFN */
+    GPU_PLAN_BIG,       /* QKV / attn-out / FFN inner; the last layer: gpu_plan_last_layer */
     GPU_PLAN_INPUTS,    /* int32: ids (budget), positions (budget), cu_seqlens (max_seqs + 1) */
     GPU_PLAN_LOGITS,    /* (max_seqs, L) fp32 */
     GPU_PLAN_WORKSPACE, /* cuBLASLt workspace */
@@ -61,6 +62,7 @@ typedef struct {
 typedef struct {
     int token_budget, max_len, max_seqs;
     int elem_bytes; /* 2 for fp16 and bf16 */
+    int bf16;       /* 1: bf16 storage, whose residual stream is kept in fp32 */
     gpu_plan_slice_t slice[GPU_PLAN_N];
     size_t layer_off[GPU_PLAN_L_N];
     size_t layer_bytes;   /* stride between layers inside GPU_PLAN_LAYERS */
@@ -74,6 +76,15 @@ typedef struct {
  * precision: "fp16", "bf16" or NULL (fp16). Returns 0, or -1 with a one-line err. */
 int gpu_plan_compute(const gpu_model_config_t *cfg, int token_budget, int max_len, int max_seqs,
                      const char *precision, gpu_plan_t *plan, char *err, size_t errlen);
+
+/* Byte offsets inside GPU_PLAN_BIG for the last layer, which runs on the S [CLS] rows only:
+ * the gathered context (S, H), hidden rows (S, H), fp32 residual rows (S, H; bf16 only), the
+ * FFN inner (S, I); after it the head's fp32 input rows and pooled rows (S, H) each reuse the
+ * FFN region. Every part 256-byte aligned (cuBLASLt's algorithms assume it). */
+typedef struct {
+    size_t ctx, x, xr, ff, head_x, head_pooled, end;
+} gpu_plan_last_t;
+void gpu_plan_last_layer(int bf16, size_t seqs, size_t H, size_t I, gpu_plan_last_t *out);
 
 /* "1.23 GiB", "456.0 MiB", "12.0 KiB", "17 B" into buf. */
 const char *gpu_plan_human(size_t bytes, char *buf, size_t len);

@@ -66,7 +66,7 @@ static void make_batches(const worker_workload_t *w, const long *order, int budg
 int main(int argc, char **argv) {
     const char *geometry = "bert-base", *prec = "fp16", *wout = NULL,
                *budgets_s = "8192,16384,32768";
-    int labels = 140, repeat = 3;
+    int labels = 140, repeat = 3, att_warps = 0, att_bench = 0;
     long tickets = 20000;
     uint64_t seed = 1;
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -137,6 +137,15 @@ int main(int argc, char **argv) {
            "attention %.2f TFLOP per pass\n",
            w->n, total_tokens, (double)total_tokens / w->n, gemm_flops / 1e12, att_flops / 1e12);
 
+    if (att_bench) { /* the attention kernel alone, both block shapes, three length regimes */
+        static const int shapes[3][2] = {{34, 512}, {128, 128}, {400, 40}};
+        for (int v = 4; v <= 8; v += 4)
+            for (int i = 0; i < 3; i++)
+                printf("  attention %s %d warps: %d seqs x %d tokens, 12 heads: %.1f TFLOP/s\n",
+                       prec, v, shapes[i][0], shapes[i][1],
+                       gpu_cuda_test_attention_bench(prec, v, shapes[i][0], shapes[i][1], 12, 50));
+    }
+    gpu_cuda_test_attention_variant(att_warps);
     const gpu_backend_ops_t *ops = gpu_backend_find("cuda", err, sizeof(err));
     char *bl = strdup(budgets_s);
     for (char *tokp = strtok(bl, ","); tokp; tokp = strtok(NULL, ",")) {
@@ -212,25 +221,25 @@ int main(int argc, char **argv) {
         ops->mem_stats(be, &st);
         double tps = w->n / med;
         double achieved = gemm_flops / med / 1e12;
-        printf("budget %d %s: %d batches, median %.4f s (best %.4f): %.0f tickets/s, %.0f "
+        printf("budget %d %s att%d: %d batches, median %.4f s (best %.4f): %.0f tickets/s, %.0f "
                "tokens/s; layer-GEMM ceiling %.1f TFLOP/s = %.0f tickets/s; share %.1f%%\n",
-               budget, prec, b.n_batches, med, best, tps, total_tokens / med, ceiling, ceil_tps,
-               100.0 * tps / ceil_tps);
+               budget, prec, att_warps, b.n_batches, med, best, tps, total_tokens / med, ceiling,
+               ceil_tps, 100.0 * tps / ceil_tps);
         printf("  profiled pass (events between phases), ms: embed %.1f, GEMM %.1f (%.0f "
                "TFLOP/s), attention %.1f (%.0f TFLOP/s), layernorm/gather %.1f, head %.1f; sum "
                "%.1f vs wall %.1f (gaps/host %.1f)\n",
-               ms[0], ms[1], gemm_flops / ms[1] / 1e9,
-               ms[2], att_flops / ms[2] / 1e9, ms[3], ms[4], prof_total, med * 1e3,
-               med * 1e3 - prof_total);
-        printf("{\"bench\":\"gpu_bench\",\"precision\":\"%s\",\"budget\":%d,\"tickets\":%ld,"
+               ms[0], ms[1], gemm_flops / ms[1] / 1e9, ms[2], att_flops / ms[2] / 1e9, ms[3], ms[4],
+               prof_total, med * 1e3, med * 1e3 - prof_total);
+        printf("{\"bench\":\"gpu_bench\",\"att_warps\":%d,\"precision\":\"%s\",\"budget\":%d,"
+               "\"tickets\":%ld,"
                "\"tokens\":%ld,\"batches\":%d,\"seconds\":%.5f,\"tickets_per_s\":%.1f,"
                "\"gemm_ceiling_tflops\":%.1f,\"ceiling_tickets_per_s\":%.1f,\"share\":%.4f,"
                "\"achieved_gemm_tflops\":%.1f,\"ms_embed\":%.2f,\"ms_gemm\":%.2f,"
                "\"ms_attention\":%.2f,\"ms_norm\":%.2f,\"ms_head\":%.2f,\"device_used\":%zu,"
                "\"weights_bytes\":%zu,\"arena_bytes\":%zu}\n",
-               prec, budget, w->n, total_tokens, b.n_batches, med, tps, ceiling, ceil_tps,
-               tps / ceil_tps, achieved, ms[0], ms[1], ms[2], ms[3], ms[4], st.device_used,
-               st.weights_bytes, st.arena_bytes);
+               att_warps, prec, budget, w->n, total_tokens, b.n_batches, med, tps, ceiling,
+               ceil_tps, tps / ceil_tps, achieved, ms[0], ms[1], ms[2], ms[3], ms[4],
+               st.device_used, st.weights_bytes, st.arena_bytes);
         fflush(stdout);
         ops->free(be);
         free(ids), free(cu), free(logits), free(b.first), free(b.count);

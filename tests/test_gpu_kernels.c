@@ -80,25 +80,31 @@ static double bound_for(const char *prec, double fp16, double bf16) {
     return strcmp(prec, "bf16") == 0 ? bf16 : fp16;
 }
 
-static int test_linear(const char *prec, int n, int in, int out, int gelu) {
+static int test_linear(const char *prec, int n, int in, int out, int gelu, int with_res) {
     float *x = rnd_array((size_t)n * in, 1.f), *w = rnd_array((size_t)out * in, 0.05f);
     float *b = rnd_array((size_t)out, 0.5f);
+    float *r = with_res ? rnd_array((size_t)n * out, 1.f) : NULL;
+    if (r) gpu_cuda_test_round(prec, r, (size_t)n * out);
     gpu_cuda_test_round(prec, x, (size_t)n * in);
     gpu_cuda_test_round(prec, w, (size_t)out * in);
     gpu_cuda_test_round(prec, b, (size_t)out);
     float *ref = malloc((size_t)n * out * sizeof(float)), *got = malloc((size_t)n * out * 4);
     gpu_ref_linear(x, w, b, n, in, out, ref);
     if (gelu) gpu_ref_gelu(ref, (size_t)n * out);
-    int rc = gpu_cuda_test_linear(prec, x, w, b, n, in, out, gelu, got);
+    if (r)
+        for (size_t i = 0; i < (size_t)n * out; i++)
+            ref[i] += r[i];
+    int rc = gpu_cuda_test_linear(prec, x, w, b, r, n, in, out, gelu, got);
     char what[96];
-    snprintf(what, sizeof(what), "linear%s %dx%dx%d", gelu ? "+gelu" : "", n, out, in);
+    snprintf(what, sizeof(what), "linear%s%s %dx%dx%d", gelu ? "+gelu" : "", r ? "+residual" : "",
+             n, out, in);
     if (rc != 0) {
         printf("FAIL %s %s: CUDA error\n", prec, what);
         failures++;
     } else {
         check(what, prec, got, ref, (size_t)n * out, bound_for(prec, 4e-3, 2e-2));
     }
-    free(x), free(w), free(b), free(ref), free(got);
+    free(x), free(w), free(b), free(r), free(ref), free(got);
     return 0;
 }
 
@@ -134,6 +140,7 @@ static void test_attention(const char *prec, int heads, int n_seqs, int maxlen, 
         gpu_cuda_test_attention(prec, qkv, qkv + H, qkv + 2 * H, ld, cu, n_seqs, heads, 64, got);
     char what[96];
     snprintf(what, sizeof(what), "attention h%d seqs%d tok%d x%.1f", heads, n_seqs, n, scale);
+    printf("..   %-5s %s\n", prec, what);
     if (rc != 0) {
         printf("FAIL %s %s: CUDA error\n", prec, what);
         failures++;
@@ -186,6 +193,9 @@ static void test_model_ops(const char *prec, const char *geometry, int labels) {
 int main(int argc, char **argv) {
     /* "quick": small shapes only (for compute-sanitizer, which is slow) */
     int quick = argc > 1 && strcmp(argv[1], "quick") == 0;
+    setvbuf(stdout, NULL, _IONBF, 0); /* every line out before a crash, if one comes */
+    gpu_ref_blas_init(); /* OpenBLAS's core choice fixed up, as the CPU backend does */
+    printf("OpenBLAS core: %s\n", gpu_ref_blas_core());
     if (gpu_cuda_device_count() == 0) {
         printf("SKIP: no CUDA device\n");
         return 77;
@@ -195,10 +205,11 @@ int main(int argc, char **argv) {
         const char *prec = precs[p];
         for (int rep = 0; rep < (quick ? 1 : 2); rep++) { /* fresh random inputs each time */
             int n = 1 + (int)(rnd_u32() % (quick ? 100 : 700));
-            test_linear(prec, n, 768, 2304, 0);
-            test_linear(prec, n, 768, 3072, 1);
-            test_linear(prec, n, 3072, 768, 0);
-            test_linear(prec, 1 + (int)(rnd_u32() % 64), 256, 1024, 1);
+            test_linear(prec, n, 768, 2304, 0, 0);
+            test_linear(prec, n, 768, 3072, 1, 0);
+            test_linear(prec, n, 3072, 768, 0, 1);
+            test_linear(prec, n, 768, 768, 0, 1);
+            test_linear(prec, 1 + (int)(rnd_u32() % 64), 256, 1024, 1, 0);
             test_add_ln(prec, 1 + (int)(rnd_u32() % 500), 768);
             test_add_ln(prec, 1 + (int)(rnd_u32() % 500), 256);
             test_attention(prec, quick ? 2 : 12, 3 + (int)(rnd_u32() % (quick ? 6 : 30)),
@@ -206,6 +217,10 @@ int main(int argc, char **argv) {
             test_attention(prec, 4, 3 + (int)(rnd_u32() % 30), 200, 2.f);
         }
         test_attention(prec, quick ? 2 : 12, 8, 512, 3.f); /* peaked softmax: online max */
+        gpu_cuda_test_attention_variant(8); /* the 8-warp (128-query) block variant too */
+        test_attention(prec, quick ? 2 : 12, 3 + (int)(rnd_u32() % 20), quick ? 300 : 512, 1.f);
+        test_attention(prec, 4, 3 + (int)(rnd_u32() % 20), 200, 2.f);
+        gpu_cuda_test_attention_variant(0);
         test_model_ops(prec, "bert-mini", 151);
         if (!quick) test_model_ops(prec, "bert-base", 140);
     }

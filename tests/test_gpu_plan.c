@@ -60,8 +60,11 @@ int main(void) {
     /* Weights: every parameter once in 2 bytes (LayerNorm and head biases in 4), give or take
      * alignment and the unused token type row. */
     size_t params = gpu_model_param_count(&base);
-    CHECK(p.weights_bytes >= params * 2 - 768 * 2 && p.weights_bytes <= params * 2 + (1u << 20),
+    size_t head = (768 * 768 + 140 * 768) * 2; /* the head is fp32: 2 more bytes each */
+    CHECK(p.weights_bytes >= params * 2 + head - 768 * 2 &&
+              p.weights_bytes <= params * 2 + head + (1u << 20),
           "weights %zu B for %zu parameters", p.weights_bytes, params);
+    CHECK(p.slice[GPU_PLAN_XR].bytes == 0, "fp16 has no fp32 residual");
     CHECK(p.max_seqs == 8192 && p.max_len == 512, "defaults %d %d", p.max_seqs, p.max_len);
 
     check_layout(&base, 16384, 0);
