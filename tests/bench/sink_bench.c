@@ -285,6 +285,15 @@ int main(int argc, char **argv) {
            redeliver ? ", second pass (all redeliveries)" : "", (double)written / dt,
            srv >= 0 ? srv * 1e6 / (double)written : -1, srv > 0 ? (double)written / srv : -1,
            cli * 1e6 / (double)written, slowest * 1e3);
+    char load[64] = "?";
+    FILE *lf = fopen("/proc/loadavg", "r");
+    if (lf) {
+        if (!fgets(load, sizeof load, lf)) snprintf(load, sizeof load, "?");
+        fclose(lf);
+        load[strcspn(load, " ")] = 0; /* 1-minute figure */
+    }
+    printf("sink_bench: machine load average (1 min) at the end: %s on %ld CPUs\n", load,
+           sysconf(_SC_NPROCESSORS_ONLN));
     if (PQresultStatus(res) == PGRES_TUPLES_OK)
         printf("sink_bench: check: jobs.done sum %s, %s/%d jobs complete, %s ticket_results rows\n",
                PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1), n_jobs, PQgetvalue(res, 0, 2));
