@@ -1,5 +1,7 @@
 # PostgreSQL sink and migrations (owner: sink helper). Integration tests start their own
 # throwaway server (tests/lib/pg_tmp.sh) through a shell wrapper that always stops it.
+reclass_add_test(NAME test_sink_unit SOURCES ${CMAKE_SOURCE_DIR}/tests/test_sink_unit.c
+                 LABELS unit)
 add_executable(test_sink ${CMAKE_SOURCE_DIR}/tests/test_sink.c)
 target_link_libraries(test_sink PRIVATE reclass_core PkgConfig::CMOCKA)
 add_test(NAME test_sink COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_sink.sh $<TARGET_FILE:test_sink>)
