@@ -216,7 +216,7 @@ static void *run_thread(void *arg) {
 }
 
 static void test_two_workers_rebalance(void **state) {
-    const int n = 3000;
+    const int n = 4000;
     produce_job("t2", "job-two", n);
     static worker_t a, b;
     cfg_for(&a.cfg, "t2", "g2", 8);

@@ -272,9 +272,11 @@ static void poll_loop(pl_t *pl) {
         if (fatal) break;
         int full = drain_overflow(pl);
         /* backpressure: stop fetching, keep polling (max.poll.interval.ms is never hit) */
-        if (full || sink_down)
-            consumers_consumer_pause(pl->consumer);
-        else if (consumers_consumer_paused(pl->consumer) && pending < cfg->max_pending / 2)
+        if (full || sink_down) {
+            if (!consumers_consumer_paused(pl->consumer) &&
+                consumers_consumer_pause(pl->consumer) == 0)
+                pl->pauses++;
+        } else if (consumers_consumer_paused(pl->consumer) && pending < cfg->max_pending / 2)
             consumers_consumer_resume(pl->consumer);
         rd_kafka_message_t *m = consumers_consumer_poll(pl->consumer, full ? 20 : 100);
         consumers_dlq_poll(pl->dlq, 0);
@@ -361,10 +363,11 @@ static void print_stats(pl_t *pl, double t_start, worker_pipeline_stats_t *st) {
     char line[4096];
     snprintf(line, sizeof(line),
              "{\"tickets\":%ld,\"dead_letters\":%ld,\"truncated\":%ld,\"batches\":%ld,"
+             "\"pauses\":%ld,"
              "\"seconds\":%.3f,\"tickets_per_s\":%.1f,\"encoder_seconds\":%.3f,"
              "\"non_encoder_share\":%.4f,\"sink_seconds\":%.3f,\"wall_seconds\":%.3f,"
              "\"backend\":\"%s\"}",
-             pl->tickets_done, pl->dead_letters, pl->truncated, pl->batches_done, span,
+             pl->tickets_done, pl->dead_letters, pl->truncated, pl->batches_done, pl->pauses, span,
              span > 0 ? pl->tickets_done / span : 0.0, pl->encoder_s, share, pl->sink_s, wall,
              pl->ops->name);
     /* offsets this worker stored (and committed) last, per partition: tests compare them with

@@ -81,6 +81,7 @@ typedef struct {
     sink_t *sink;                   /* sink thread */
     pl_item_t *ovf_head, *ovf_tail; /* poll thread: consumed, waiting for accumulator room */
     long ovf_n;
+    long pauses; /* poll thread: times consumption was paused (backpressure) */
 } pl_t;
 
 double pl_now_s(void);

@@ -6,17 +6,27 @@ source "$(dirname "$0")/lib.sh" "$1"
 N=1500
 it_start_pg
 it_start_broker tickets
-it_make_input "$TMP/in.jsonl" "$N"
+it_make_input "$TMP/in.jsonl" $((N - 3))
+# three texts far over the model's 512 positions: truncated and flagged, never rejected
+python3 - "$TMP/in.jsonl" <<'PY'
+import json, sys
+with open(sys.argv[1], "a", encoding="utf-8") as f:
+    for i in range(3):
+        f.write(json.dumps({"id": "long-%d" % i, "text": "my card was declined again " * (300 + i)}) + "\n")
+PY
 it_submit tickets job-a "$TMP/in.jsonl"
 it_run_worker "$TMP/worker.log" --topic tickets --group g --idle-exit 5
 wait "$WORKER_PID" || fail "worker exited with $?"
 it_check_job job-a "$N"
+long=$(psql_q "SELECT count(*) FROM ticket_results WHERE job_id = 'job-a' AND truncated AND tokens = 512")
+[ "$long" = 3 ] || fail "want 3 truncated rows of 512 tokens, got $long"
 stats=$(tail -n1 "$TMP/worker.log.out")
 echo "stats: $stats"
 python3 - "$stats" "$N" <<'PY' || fail "bad statistics line"
 import json, sys
 s = json.loads(sys.argv[1])
 assert s["tickets"] == int(sys.argv[2]), s
+assert s["truncated"] == 3, s
 assert s["tickets_per_s"] > 0 and 0 <= s["non_encoder_share"] <= 1, s
 assert s["encoder_seconds"] > 0 and s["seconds"] >= s["encoder_seconds"] * 0.99, s
 PY

@@ -4,7 +4,7 @@
 # double counting: exactly N rows, the job complete.
 #   run_pg_restart.sh RECLASS_BIN
 source "$(dirname "$0")/lib.sh" "$1"
-N=2500
+N=3000
 it_start_pg
 it_start_broker tickets
 it_make_input "$TMP/in.jsonl" "$N"
@@ -12,7 +12,7 @@ it_submit tickets job-c "$TMP/in.jsonl"
 
 it_run_worker "$TMP/w.log" --topic tickets --group g --token-budget 1024 --sink-rows 64 \
     --threads 1 --max-pending 256 --idle-exit 6
-it_wait_rows job-c 300 60
+it_wait_rows job-c 200 60
 bash "$it_root/tests/lib/pg_tmp.sh" stop "$TMP/pg"
 down_at=$SECONDS
 sleep 3
