@@ -14,6 +14,7 @@ say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 # 1. packages (only what is missing; apt-get update once)
 pkgs=(librdkafka-dev libavro-dev libpq-dev libopenblas-dev libjansson-dev libutf8proc-dev
       libmicrohttpd-dev libcmocka-dev kcat postgresql postgresql-client cmake gcc make
+      build-essential
       pkg-config python3)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
