@@ -1,6 +1,7 @@
 #include "sink/pgutil.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sink/sink.h"
@@ -30,10 +31,20 @@ PGconn *sink_pg_connect(const char *conninfo, int *rc, char *err, size_t errlen)
         }
         PQconninfoFree(opts);
     }
-    /* expand_dbname=1: the conninfo string is used whole, as PQconnectdb would; the fallback
-     * name only shows in pg_stat_activity when the user set none. */
-    const char *keys[] = {"dbname", "fallback_application_name", NULL};
-    const char *vals[] = {conninfo, "reclass", NULL};
+    /* expand_dbname=1: the conninfo string is used whole, as PQconnectdb would. Keywords
+     * before "dbname" are only defaults: anything the conninfo says wins. The defaults bound
+     * how long a dead server or a half-open connection can stall a write or a reconnect
+     * (libpq would otherwise wait for the OS: minutes to hours); PGCONNECT_TIMEOUT, when set,
+     * is left to libpq. */
+    const char *keys[7], *vals[7];
+    int n = 0;
+    if (!getenv("PGCONNECT_TIMEOUT")) keys[n] = "connect_timeout", vals[n++] = "10";
+    keys[n] = "keepalives_idle", vals[n++] = "30";
+    keys[n] = "keepalives_interval", vals[n++] = "10";
+    keys[n] = "keepalives_count", vals[n++] = "3";
+    keys[n] = "fallback_application_name", vals[n++] = "reclass";
+    keys[n] = "dbname", vals[n++] = conninfo;
+    keys[n] = NULL, vals[n] = NULL;
     PGconn *conn = PQconnectdbParams(keys, vals, 1);
     if (!conn) {
         snprintf(err, errlen, "cannot connect to PostgreSQL: out of memory");
