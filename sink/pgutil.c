@@ -36,12 +36,13 @@ PGconn *sink_pg_connect(const char *conninfo, int *rc, char *err, size_t errlen)
      * how long a dead server or a half-open connection can stall a write or a reconnect
      * (libpq would otherwise wait for the OS: minutes to hours); PGCONNECT_TIMEOUT, when set,
      * is left to libpq. */
-    const char *keys[7], *vals[7];
+    const char *keys[8], *vals[8];
     int n = 0;
     if (!getenv("PGCONNECT_TIMEOUT")) keys[n] = "connect_timeout", vals[n++] = "10";
     keys[n] = "keepalives_idle", vals[n++] = "30";
     keys[n] = "keepalives_interval", vals[n++] = "10";
     keys[n] = "keepalives_count", vals[n++] = "3";
+    keys[n] = "tcp_user_timeout", vals[n++] = "60000"; /* ms of unacknowledged sends */
     keys[n] = "fallback_application_name", vals[n++] = "reclass";
     keys[n] = "dbname", vals[n++] = conninfo;
     keys[n] = NULL, vals[n] = NULL;
