@@ -4,6 +4,8 @@
 // memory in tiles of 64 (cp.async, double buffered), the softmax runs online in registers,
 // so no (len x len) score tensor ever reaches device memory and no padding is computed
 // beyond the last 64-row tile of each sequence.
+#include <stdlib.h>
+
 #include "gpu/cuda_common.cuh"
 
 #define ATT_D             64
@@ -72,8 +74,10 @@ __device__ __forceinline__ void att_load_tile(T (*ks)[ATT_LDS], T (*vs)[ATT_LDS]
 }
 
 // WARPS warps of 16 query rows each share every key/value tile (4: 64 queries, 8: 128).
-template <typename T, int WARPS>
-__global__ void __launch_bounds__(WARPS * 32)
+// MINB: blocks per SM the register allocation must allow (1 = the compiler's choice; 5 caps
+// the 4-warp kernel at 96 registers for 20 resident warps instead of 16).
+template <typename T, int WARPS, int MINB>
+__global__ void __launch_bounds__(WARPS * 32, MINB)
     attention_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
                      int ld, const int32_t *__restrict__ cu, T *__restrict__ out, int out_ld,
                      float scale_log2) {
@@ -222,9 +226,13 @@ __global__ void __launch_bounds__(WARPS * 32)
     }
 }
 
-static int att_variant = ATT_DEFAULT_WARPS;
+static int att_variant = -1; // resolved on first use
 void cuda_attention_set_variant(int warps) {
-    att_variant = warps == 4 || warps == 8 ? warps : ATT_DEFAULT_WARPS;
+    if (warps == 0) { // default, or the RECLASS_CUDA_ATT variant when set (a tuning knob)
+        const char *env = getenv("RECLASS_CUDA_ATT");
+        warps = env ? atoi(env) : ATT_DEFAULT_WARPS;
+    }
+    att_variant = warps == 4 || warps == 5 || warps == 8 ? warps : ATT_DEFAULT_WARPS;
 }
 
 template <typename T>
@@ -233,13 +241,17 @@ cudaError_t cuda_attention(const T *q, const T *k, const T *v, int ld, const int
                            cudaStream_t s) {
     if (n_seqs <= 0) return cudaSuccess;
     const float scale_log2 = 0.125f * 1.4426950408889634f; // 1/sqrt(64) * log2(e)
+    if (att_variant < 0) cuda_attention_set_variant(0);
     // q_tiles_max counts 64-row tiles; an 8-warp block covers two of them.
     if (att_variant == 8) {
         dim3 grid((unsigned)((q_tiles_max + 1) / 2), (unsigned)heads, (unsigned)n_seqs);
-        attention_kernel<T, 8><<<grid, 256, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2);
+        attention_kernel<T, 8, 1><<<grid, 256, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2);
+    } else if (att_variant == 5) {
+        dim3 grid((unsigned)q_tiles_max, (unsigned)heads, (unsigned)n_seqs);
+        attention_kernel<T, 4, 5><<<grid, 128, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2);
     } else {
         dim3 grid((unsigned)q_tiles_max, (unsigned)heads, (unsigned)n_seqs);
-        attention_kernel<T, 4><<<grid, 128, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2);
+        attention_kernel<T, 4, 1><<<grid, 128, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2);
     }
     return cudaGetLastError();
 }

@@ -86,6 +86,10 @@ int main(int argc, char **argv) {
             repeat = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--workload-out"))
             wout = argv[i + 1];
+        else if (!strcmp(argv[i], "--att-warps"))
+            att_warps = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--att-bench"))
+            att_bench = atoi(argv[i + 1]);
         else {
             fprintf(stderr, "gpu_bench: unknown option %s\n", argv[i]);
             return 2;
@@ -139,11 +143,13 @@ int main(int argc, char **argv) {
 
     if (att_bench) { /* the attention kernel alone, both block shapes, three length regimes */
         static const int shapes[3][2] = {{34, 512}, {128, 128}, {400, 40}};
-        for (int v = 4; v <= 8; v += 4)
+        static const int variants[3] = {4, 5, 8};
+        for (int vi = 0; vi < 3; vi++)
             for (int i = 0; i < 3; i++)
-                printf("  attention %s %d warps: %d seqs x %d tokens, 12 heads: %.1f TFLOP/s\n",
-                       prec, v, shapes[i][0], shapes[i][1],
-                       gpu_cuda_test_attention_bench(prec, v, shapes[i][0], shapes[i][1], 12, 50));
+                printf("  attention %s variant %d: %d seqs x %d tokens, 12 heads: %.1f TFLOP/s\n",
+                       prec, variants[vi], shapes[i][0], shapes[i][1],
+                       gpu_cuda_test_attention_bench(prec, variants[vi], shapes[i][0],
+                                                     shapes[i][1], 12, 50));
     }
     gpu_cuda_test_attention_variant(att_warps);
     const gpu_backend_ops_t *ops = gpu_backend_find("cuda", err, sizeof(err));

@@ -194,7 +194,7 @@ int main(int argc, char **argv) {
     /* "quick": small shapes only (for compute-sanitizer, which is slow) */
     int quick = argc > 1 && strcmp(argv[1], "quick") == 0;
     setvbuf(stdout, NULL, _IONBF, 0); /* every line out before a crash, if one comes */
-    gpu_ref_blas_init(); /* OpenBLAS's core choice fixed up, as the CPU backend does */
+    gpu_ref_blas_init();              /* OpenBLAS's core choice fixed up, as the CPU backend does */
     printf("OpenBLAS core: %s\n", gpu_ref_blas_core());
     if (gpu_cuda_device_count() == 0) {
         printf("SKIP: no CUDA device\n");
@@ -219,6 +219,10 @@ int main(int argc, char **argv) {
         test_attention(prec, quick ? 2 : 12, 8, 512, 3.f); /* peaked softmax: online max */
         gpu_cuda_test_attention_variant(8); /* the 8-warp (128-query) block variant too */
         test_attention(prec, quick ? 2 : 12, 3 + (int)(rnd_u32() % 20), quick ? 300 : 512, 1.f);
+        test_attention(prec, 4, 3 + (int)(rnd_u32() % 20), 200, 2.f);
+        gpu_cuda_test_attention_variant(5); /* and the 96-register 4-warp one */
+        test_attention(prec, quick ? 2 : 12, 3 + (int)(rnd_u32() % 20), quick ? 300 : 512, 1.f);
+        gpu_cuda_test_attention_variant(4);
         test_attention(prec, 4, 3 + (int)(rnd_u32() % 20), 200, 2.f);
         gpu_cuda_test_attention_variant(0);
         test_model_ops(prec, "bert-mini", 151);
