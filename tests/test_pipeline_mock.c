@@ -178,7 +178,7 @@ static void cfg_for(worker_run_cfg_t *cfg, const char *topic, const char *group,
     cfg->max_wait_ms = 50;
     cfg->log_every = 20;
     /* the mock broker delays a rebalance by the session timeout: keep it short */
-    static const char *props[] = {"session.timeout.ms=6000", "heartbeat.interval.ms=500", NULL};
+    static const char *props[] = {"session.timeout.ms=3000", "heartbeat.interval.ms=300", NULL};
     cfg->kafka_props[0] = props[0];
     cfg->kafka_props[1] = props[1];
     cfg->kafka_props[2] = NULL;
@@ -216,7 +216,7 @@ static void *run_thread(void *arg) {
 }
 
 static void test_two_workers_rebalance(void **state) {
-    const int n = 4000;
+    const int n = 6000; /* several seconds of work: the rebalance (< 3 s) happens mid-job */
     produce_job("t2", "job-two", n);
     static worker_t a, b;
     cfg_for(&a.cfg, "t2", "g2", 8);
@@ -226,7 +226,7 @@ static void test_two_workers_rebalance(void **state) {
     assert_int_equal(pthread_create(&ta, NULL, run_thread, &a), 0);
     /* let the first worker own every partition and get going, then join a second one */
     for (int i = 0; i < 100; i++) {
-        if (db_long("SELECT count(*) FROM ticket_results WHERE job_id=$1", "job-two") > 200) break;
+        if (db_long("SELECT count(*) FROM ticket_results WHERE job_id=$1", "job-two") > 100) break;
         usleep(100000);
     }
     assert_int_equal(pthread_create(&tb, NULL, run_thread, &b), 0);
