@@ -30,8 +30,9 @@ assert s["truncated"] == 3, s
 assert s["tickets_per_s"] > 0 and 0 <= s["non_encoder_share"] <= 1, s
 assert s["encoder_seconds"] > 0 and s["seconds"] >= s["encoder_seconds"] * 0.99, s
 PY
-# nothing left for the group: a second worker writes nothing and exits on idle
-it_run_worker "$TMP/worker2.log" --topic tickets --group g --idle-exit 3
+# nothing left for the group: a second worker (configured through the environment this time)
+# writes nothing and exits on idle
+RECLASS_TOPIC=tickets RECLASS_GROUP=g RECLASS_IDLE_EXIT=3 it_run_worker "$TMP/worker2.log"
 wait "$WORKER_PID" || fail "second worker exited with $?"
 grep -q '"tickets":0,' "$TMP/worker2.log.out" || fail "second worker re-processed records"
 it_check_job job-a "$N"
