@@ -26,6 +26,13 @@ static double now(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* CPU seconds of the whole process: less sensitive than wall time to other load. */
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 int main(int argc, char **argv) {
     const char *dir = argc > 1 ? argv[1] : RECLASS_DEMO_MODEL;
     const char *gold = argc > 2 ? argv[2] : RECLASS_FIXTURES "/golden_clinc150_test.jsonl";
@@ -70,9 +77,9 @@ int main(int argc, char **argv) {
         }
         int32_t *ids = malloc(sizeof(int32_t) * budget),
                 *cu = malloc(sizeof(int32_t) * (budget + 1));
-        double best = 1e30;
+        double best = 1e30, best_cpu = 1e30;
         for (int r = 0; r < reps; r++) {
-            double t0 = now();
+            double t0 = now(), c0 = cpu_now();
             for (int i = 0; i < n;) {
                 int s = 0, t = 0, first = i, mx = 0;
                 cu[0] = 0;
@@ -90,11 +97,13 @@ int main(int argc, char **argv) {
                     return 1;
                 }
             }
-            double dt = now() - t0;
+            double dt = now() - t0, dc = cpu_now() - c0;
             if (dt < best) best = dt;
+            if (dc < best_cpu) best_cpu = dc;
         }
-        printf("budget %5d threads %d: best %.3f s  %.0f tickets/s  %.0f tokens/s\n", budget,
-               threads, best, n / best, tokens / best);
+        printf("budget %5d threads %d: best %.3f s  %.0f tickets/s  %.0f tokens/s  (%.0f "
+               "tickets per CPU-second)\n",
+               budget, threads, best, n / best, tokens / best, n / best_cpu);
         fflush(stdout);
         free(ids);
         free(cu);
