@@ -26,13 +26,17 @@ struct gpu_backend {
     int bf16;
     gpu_plan_t plan;
     int device;
-    cudaStream_t stream;
+    cudaStream_t stream;    // the batch's stream; the first half's when split
+    cudaStream_t stream2;   // the second half's (see cuda_be_forward_t)
+    cudaEvent_t fork, join; // stream2 starts after the embedding, stream joins it at the end
+    int streams;            // 1 or 2 (RECLASS_CUDA_STREAMS, default 2)
     char *dev;              // the one device allocation (plan.total_bytes)
     int32_t *h_inputs;      // pinned staging of the INPUTS slice
     float *h_logits;        // pinned (max_seqs, L)
     int init_done;          // set once the arena exists: later allocations are refused
     long allocs_after_init; // attempts refused after init (a test proves it stays 0)
-    cuda_gemm_t gemm;       // storage-type projections
+    cuda_gemm_t gemm;       // storage-type projections (stream; first workspace half)
+    cuda_gemm_t gemm2;      // the same on stream2 (second workspace half)
     cuda_gemm_t gemm32;     // the fp32 head (pooler, classifier)
     // Optional per-phase timing (bench breakdown): an event after each phase of a forward.
     int prof;
@@ -124,6 +128,10 @@ static void cuda_be_free(gpu_backend_t *be) {
     if (be->dev) cudaFree(be->dev);
     if (be->h_inputs) cudaFreeHost(be->h_inputs);
     if (be->h_logits) cudaFreeHost(be->h_logits);
+    cuda_gemm_free(&be->gemm2);
+    if (be->fork) cudaEventDestroy(be->fork);
+    if (be->join) cudaEventDestroy(be->join);
+    if (be->stream2) cudaStreamDestroy(be->stream2);
     if (be->stream) cudaStreamDestroy(be->stream);
     free(be);
 }
@@ -174,6 +182,13 @@ static int cuda_be_init(const gpu_model_t *model, const gpu_backend_opts_t *opts
     be->device = opts->device;
     BE_CUDA(cudaSetDevice(be->device), "set device");
     BE_CUDA(cudaStreamCreateWithFlags(&be->stream, cudaStreamNonBlocking), "stream create");
+    BE_CUDA(cudaStreamCreateWithFlags(&be->stream2, cudaStreamNonBlocking), "stream create");
+    BE_CUDA(cudaEventCreateWithFlags(&be->fork, cudaEventDisableTiming), "event create");
+    BE_CUDA(cudaEventCreateWithFlags(&be->join, cudaEventDisableTiming), "event create");
+    {
+        const char *env = getenv("RECLASS_CUDA_STREAMS");
+        be->streams = env && atoi(env) == 1 ? 1 : 2;
+    }
     BE_CUDA(be_device_alloc(be, (void **)&be->dev, be->plan.total_bytes), "arena allocation");
     be->init_done = 1;
     BE_CUDA(cudaMallocHost((void **)&be->h_inputs, be->plan.slice[GPU_PLAN_INPUTS].bytes),
@@ -195,13 +210,18 @@ static int cuda_be_init(const gpu_model_t *model, const gpu_backend_opts_t *opts
             "weight upload");
     free(img);
     img = NULL;
-    // Both GEMM instances share the workspace: they run one after another on one stream.
-    if (cuda_gemm_init(&be->gemm, be->bf16 ? CUDA_GEMM_BF16 : CUDA_GEMM_FP16,
-                       be_slice(be, GPU_PLAN_WORKSPACE), be->plan.slice[GPU_PLAN_WORKSPACE].bytes,
-                       err, errlen) != 0 ||
-        cuda_gemm_init(&be->gemm32, CUDA_GEMM_FP32, be_slice(be, GPU_PLAN_WORKSPACE),
-                       be->plan.slice[GPU_PLAN_WORKSPACE].bytes, err, errlen) != 0)
-        goto fail_quiet;
+    {
+        // Two projection instances, one per stream, each on half the workspace (they may run
+        // at once); the head's runs on the first stream after the join, so it shares half 1.
+        char *ws = be_slice(be, GPU_PLAN_WORKSPACE);
+        size_t half =
+            be->plan.slice[GPU_PLAN_WORKSPACE].bytes / 2 / GPU_PLAN_ALIGN * GPU_PLAN_ALIGN;
+        int type = be->bf16 ? CUDA_GEMM_BF16 : CUDA_GEMM_FP16;
+        if (cuda_gemm_init(&be->gemm, type, ws, half, err, errlen) != 0 ||
+            cuda_gemm_init(&be->gemm2, type, ws + half, half, err, errlen) != 0 ||
+            cuda_gemm_init(&be->gemm32, CUDA_GEMM_FP32, ws, half, err, errlen) != 0)
+            goto fail_quiet;
+    }
     *out = be;
     return 0;
 fail:
@@ -219,9 +239,9 @@ fail_quiet:
             return 1;                                                                              \
         }                                                                                          \
     } while (0)
-#define FW_GEMM(w, x, y, b, r, m, n, k, epi)                                                       \
+#define FW_GEMM(w, x, y, ldy, b, r, m, n, k, epi)                                                  \
     do {                                                                                           \
-        if (cuda_gemm_run(&be->gemm, w, x, y, b, r, m, n, k, epi, s, err, errlen) != 0) return 1;  \
+        if (cuda_gemm_run_ld(g, w, x, y, ldy, b, r, m, n, k, epi, s, err, errlen) != 0) return 1;  \
     } while (0)
 
 // Marks the end of a phase of category cat (profiling only).
@@ -231,10 +251,78 @@ static void be_mark(struct gpu_backend *be, int cat) {
     cudaEventRecord(be->ev[be->n_ev++], be->stream);
 }
 
+// One encoder layer, all of it but the last layer's tail, for the sequences [s0, s1) whose
+// tokens are rows [t0, t1), on stream s with projection instance g. Rows of BIG are BLD
+// elements apart in every phase, so two halves of a batch never touch each other's rows and
+// can run on two streams at once. last: stop after attention (the caller gathers [CLS]).
+template <typename T, typename R>
+static int be_layer_t(struct gpu_backend *be, int l, int s0, int s1, int t0, int t1, int q_tiles,
+                      int last, cudaStream_t s, cuda_gemm_t *g, const int32_t *d_cu, char *err,
+                      size_t errlen) {
+    constexpr bool fp32_res = sizeof(R) == 4;
+    const gpu_model_config_t *c = &be->model->cfg;
+    const int H = c->hidden, I = c->intermediate, rows = t1 - t0;
+    const int BLD = 3 * H > I ? 3 * H : I;
+    const float eps = c->ln_eps;
+    T *X = (T *)be_slice(be, GPU_PLAN_X);     // (Tn, H) storage-type hidden state
+    T *CTX = (T *)be_slice(be, GPU_PLAN_CTX); // (Tn, H)
+    T *BIG = (T *)be_slice(be, GPU_PLAN_BIG); // (Tn, BLD): QKV | attn-out | FFN inner
+    R *XR = fp32_res ? (R *)be_slice(be, GPU_PLAN_XR) : (R *)(void *)X; // (Tn, H) residual
+    T *x = X + (size_t)t0 * H, *ctx = CTX + (size_t)t0 * H, *big = BIG + (size_t)t0 * BLD;
+    R *xr = XR + (size_t)t0 * H;
+    const float *ln1 = (const float *)be_layer(be, l, GPU_PLAN_L_LN1);
+    const float *ln2 = (const float *)be_layer(be, l, GPU_PLAN_L_LN2);
+    FW_GEMM(be_layer(be, l, GPU_PLAN_L_QKV_W), x, big, BLD, be_layer(be, l, GPU_PLAN_L_QKV_B), NULL,
+            rows, 3 * H, H, CUDA_GEMM_BIAS);
+    be_mark(be, GPU_CUDA_PROF_GEMM);
+    // cu_seqlens hold absolute token rows, so attention gets the whole buffers' bases.
+    FW_CUDA(cuda_attention<T>(BIG, BIG + H, BIG + 2 * H, BLD, d_cu + s0, s1 - s0, c->heads, q_tiles,
+                              CTX, H, s));
+    be_mark(be, GPU_CUDA_PROF_ATTENTION);
+    if (last) return 0;
+    if (!fp32_res) {
+        // fp16: the residual is added in the projection's epilogue, in place (C = D = x).
+        FW_GEMM(be_layer(be, l, GPU_PLAN_L_AO_W), ctx, x, H, be_layer(be, l, GPU_PLAN_L_AO_B), x,
+                rows, H, H, CUDA_GEMM_BIAS);
+        be_mark(be, GPU_CUDA_PROF_GEMM);
+        FW_CUDA(
+            (cuda_add_ln<T, R>(x, (const R *)NULL, ln1, ln1 + H, rows, H, eps, (R *)NULL, x, s)));
+        be_mark(be, GPU_CUDA_PROF_NORM);
+        FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF1_W), x, big, I, be_layer(be, l, GPU_PLAN_L_FF1_B),
+                NULL, rows, I, H, CUDA_GEMM_GELU_BIAS);
+        FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF2_W), big, x, H, be_layer(be, l, GPU_PLAN_L_FF2_B), x,
+                rows, H, I, CUDA_GEMM_BIAS);
+        be_mark(be, GPU_CUDA_PROF_GEMM);
+        FW_CUDA(
+            (cuda_add_ln<T, R>(x, (const R *)NULL, ln2, ln2 + H, rows, H, eps, (R *)NULL, x, s)));
+        be_mark(be, GPU_CUDA_PROF_NORM);
+    } else {
+        // bf16: fp32 residual xr beside the bf16 GEMM input x.
+        FW_GEMM(be_layer(be, l, GPU_PLAN_L_AO_W), ctx, big, H, be_layer(be, l, GPU_PLAN_L_AO_B),
+                NULL, rows, H, H, CUDA_GEMM_BIAS);
+        be_mark(be, GPU_CUDA_PROF_GEMM);
+        FW_CUDA((cuda_add_ln<T, R>(big, xr, ln1, ln1 + H, rows, H, eps, xr, x, s)));
+        be_mark(be, GPU_CUDA_PROF_NORM);
+        FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF1_W), x, big, I, be_layer(be, l, GPU_PLAN_L_FF1_B),
+                NULL, rows, I, H, CUDA_GEMM_GELU_BIAS);
+        FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF2_W), big, ctx, H, be_layer(be, l, GPU_PLAN_L_FF2_B),
+                NULL, rows, H, I, CUDA_GEMM_BIAS);
+        be_mark(be, GPU_CUDA_PROF_GEMM);
+        FW_CUDA((cuda_add_ln<T, R>(ctx, xr, ln2, ln2 + H, rows, H, eps, xr, x, s)));
+        be_mark(be, GPU_CUDA_PROF_NORM);
+    }
+    return 0;
+}
+
 // R: the residual stream's type. fp16 keeps it in fp16 and adds the residual inside the
 // projection's epilogue (beta = 1, in place), so LayerNorm reads one tensor; bf16 keeps an
 // fp32 copy (XR) beside the bf16 GEMM input, because bf16's 8-bit mantissa would otherwise
 // round the residual sum in every layer.
+//
+// A large batch is split at a sequence boundary into two halves that run on two streams:
+// the projections of one half overlap the attention and LayerNorms of the other (the GPU
+// fills the GEMMs' partial last waves with them), and they join before the last layer's
+// [CLS]-only tail. Profiling runs on one stream, so its phase times add up.
 template <typename T, typename R>
 static int cuda_be_forward_t(struct gpu_backend *be, const gpu_batch_t *b, float *logits, char *err,
                              size_t errlen) {
@@ -244,6 +332,7 @@ static int cuda_be_forward_t(struct gpu_backend *be, const gpu_batch_t *b, float
     const int Tn = b->n_tokens, S = b->n_seqs;
     const float eps = c->ln_eps;
     cudaStream_t s = be->stream;
+    cuda_gemm_t *g = &be->gemm;
 
     // Inputs packed for one copy: ids (Tn), positions (Tn), cu_seqlens (S + 1), int32.
     int ta = (Tn + 3) & ~3; // keeps each part 16-byte aligned
@@ -262,86 +351,97 @@ static int cuda_be_forward_t(struct gpu_backend *be, const gpu_batch_t *b, float
     T *X = (T *)be_slice(be, GPU_PLAN_X);                               // (Tn, H)
     R *XR = fp32_res ? (R *)be_slice(be, GPU_PLAN_XR) : (R *)(void *)X; // (Tn, H)
     T *CTX = (T *)be_slice(be, GPU_PLAN_CTX);                           // (Tn, H)
-    char *BIG = be_slice(be, GPU_PLAN_BIG); // (Tn, 3H) QKV | (Tn, H) attn-out | (Tn, I) FFN
+    char *BIG = be_slice(be, GPU_PLAN_BIG);
     const float *eln = (const float *)be_slice(be, GPU_PLAN_EMB_LN);
     FW_CUDA((cuda_embed_ln<T, R>(d_ids, d_pos, Tn, (const T *)be_slice(be, GPU_PLAN_WORD_EMB),
                                  (const T *)be_slice(be, GPU_PLAN_POS_EMB),
                                  (const T *)be_slice(be, GPU_PLAN_TYPE_EMB), eln, eln + H, H, eps,
                                  fp32_res ? XR : (R *)NULL, X, s)));
     be_mark(be, GPU_CUDA_PROF_EMBED);
-    gpu_plan_last_t lo;
-    gpu_plan_last_layer(fp32_res, (size_t)S, (size_t)H, (size_t)I, &lo);
     int q_tiles = (b->max_len + 63) / 64;
-    T *x = X;
-    R *xr = XR;
-    for (int l = 0; l < NL; l++) {
+
+    // The split: the first sequence boundary at or past half the tokens.
+    int s_mid = 0;
+    if (be->streams == 2 && !be->prof && S >= 2 && Tn >= 4096) {
+        while (s_mid < S && b->cu_seqlens[s_mid] < Tn / 2)
+            s_mid++;
+        if (s_mid >= S) s_mid = S - 1;
+    }
+    if (s_mid > 0) {
+        int t_mid = b->cu_seqlens[s_mid];
+        FW_CUDA(cudaEventRecord(be->fork, s));
+        FW_CUDA(cudaStreamWaitEvent(be->stream2, be->fork, 0));
+        for (int l = 0; l < NL; l++) {
+            int last = l == NL - 1;
+            int qt = last ? 1 : q_tiles;
+            if (be_layer_t<T, R>(be, l, 0, s_mid, 0, t_mid, qt, last, s, &be->gemm, d_cu, err,
+                                 errlen) ||
+                be_layer_t<T, R>(be, l, s_mid, S, t_mid, Tn, qt, last, be->stream2, &be->gemm2,
+                                 d_cu, err, errlen))
+                return 1;
+        }
+        FW_CUDA(cudaEventRecord(be->join, be->stream2));
+        FW_CUDA(cudaStreamWaitEvent(s, be->join, 0));
+    } else {
+        for (int l = 0; l < NL; l++)
+            if (be_layer_t<T, R>(be, l, 0, S, 0, Tn, l == NL - 1 ? 1 : q_tiles, l == NL - 1, s,
+                                 &be->gemm, d_cu, err, errlen))
+                return 1;
+    }
+
+    // The last layer after attention, on the S [CLS] rows gathered compact into BIG.
+    {
+        const int l = NL - 1;
         const float *ln1 = (const float *)be_layer(be, l, GPU_PLAN_L_LN1);
         const float *ln2 = (const float *)be_layer(be, l, GPU_PLAN_L_LN2);
-        FW_GEMM(be_layer(be, l, GPU_PLAN_L_QKV_W), X, BIG, be_layer(be, l, GPU_PLAN_L_QKV_B), NULL,
-                Tn, 3 * H, H, CUDA_GEMM_BIAS);
-        be_mark(be, GPU_CUDA_PROF_GEMM);
-        int last = l == NL - 1;
-        // The last layer feeds only the [CLS] rows to the pooler: attention for the first
-        // query tile, then the rest of the layer on S gathered rows instead of Tn.
-        T *qkv = (T *)BIG;
-        FW_CUDA(cuda_attention<T>(qkv, qkv + H, qkv + 2 * H, 3 * H, d_cu, S, c->heads,
-                                  last ? 1 : q_tiles, CTX, H, s));
-        be_mark(be, GPU_CUDA_PROF_ATTENTION);
-        int rows = last ? S : Tn;
-        T *ctx = CTX, *ao = (T *)BIG, *ff = (T *)BIG, *y = CTX;
-        if (last) {
-            ctx = (T *)(BIG + lo.ctx), x = (T *)(BIG + lo.x), ff = (T *)(BIG + lo.ff), ao = CTX;
-            xr = fp32_res ? (R *)(void *)(BIG + lo.xr) : (R *)(void *)x;
-            FW_CUDA(cuda_gather_rows<T>(CTX, d_cu, S, H, ctx, s));
-            FW_CUDA(cuda_gather_rows<T>(X, d_cu, S, H, x, s));
-            if (fp32_res) FW_CUDA(cuda_gather_rows<R>(XR, d_cu, S, H, xr, s));
-            be_mark(be, GPU_CUDA_PROF_NORM);
-        }
+        gpu_plan_last_t lo;
+        gpu_plan_last_layer(fp32_res, (size_t)S, (size_t)H, (size_t)I, &lo);
+        T *ctx = (T *)(BIG + lo.ctx), *x = (T *)(BIG + lo.x), *ff = (T *)(BIG + lo.ff);
+        R *xr = fp32_res ? (R *)(void *)(BIG + lo.xr) : (R *)(void *)x;
+        T *ao = CTX, *y = CTX; // CTX is free once its [CLS] rows are gathered
+        FW_CUDA(cuda_gather_rows<T>(CTX, d_cu, S, H, ctx, s));
+        FW_CUDA(cuda_gather_rows<T>(X, d_cu, S, H, x, s));
+        if (fp32_res) FW_CUDA(cuda_gather_rows<R>(XR, d_cu, S, H, xr, s));
+        be_mark(be, GPU_CUDA_PROF_NORM);
         if (!fp32_res) {
-            FW_GEMM(be_layer(be, l, GPU_PLAN_L_AO_W), ctx, x, be_layer(be, l, GPU_PLAN_L_AO_B), x,
-                    rows, H, H, CUDA_GEMM_BIAS);
-            be_mark(be, GPU_CUDA_PROF_GEMM);
-            FW_CUDA((cuda_add_ln<T, R>(x, (const R *)NULL, ln1, ln1 + H, rows, H, eps, (R *)NULL, x,
-                                       s)));
-            be_mark(be, GPU_CUDA_PROF_NORM);
-            FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF1_W), x, ff, be_layer(be, l, GPU_PLAN_L_FF1_B),
-                    NULL, rows, I, H, CUDA_GEMM_GELU_BIAS);
-            FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF2_W), ff, x, be_layer(be, l, GPU_PLAN_L_FF2_B), x,
-                    rows, H, I, CUDA_GEMM_BIAS);
-            be_mark(be, GPU_CUDA_PROF_GEMM);
-            FW_CUDA((cuda_add_ln<T, R>(x, (const R *)NULL, ln2, ln2 + H, rows, H, eps, (R *)NULL, x,
-                                       s)));
-            be_mark(be, GPU_CUDA_PROF_NORM);
+            FW_GEMM(be_layer(be, l, GPU_PLAN_L_AO_W), ctx, x, H, be_layer(be, l, GPU_PLAN_L_AO_B),
+                    x, S, H, H, CUDA_GEMM_BIAS);
+            FW_CUDA(
+                (cuda_add_ln<T, R>(x, (const R *)NULL, ln1, ln1 + H, S, H, eps, (R *)NULL, x, s)));
+            FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF1_W), x, ff, I, be_layer(be, l, GPU_PLAN_L_FF1_B),
+                    NULL, S, I, H, CUDA_GEMM_GELU_BIAS);
+            FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF2_W), ff, x, H, be_layer(be, l, GPU_PLAN_L_FF2_B),
+                    x, S, H, I, CUDA_GEMM_BIAS);
+            FW_CUDA(
+                (cuda_add_ln<T, R>(x, (const R *)NULL, ln2, ln2 + H, S, H, eps, (R *)NULL, x, s)));
         } else {
-            FW_GEMM(be_layer(be, l, GPU_PLAN_L_AO_W), ctx, ao, be_layer(be, l, GPU_PLAN_L_AO_B),
-                    NULL, rows, H, H, CUDA_GEMM_BIAS);
-            be_mark(be, GPU_CUDA_PROF_GEMM);
-            FW_CUDA((cuda_add_ln<T, R>(ao, xr, ln1, ln1 + H, rows, H, eps, xr, x, s)));
-            be_mark(be, GPU_CUDA_PROF_NORM);
-            FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF1_W), x, ff, be_layer(be, l, GPU_PLAN_L_FF1_B),
-                    NULL, rows, I, H, CUDA_GEMM_GELU_BIAS);
-            FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF2_W), ff, y, be_layer(be, l, GPU_PLAN_L_FF2_B),
-                    NULL, rows, H, I, CUDA_GEMM_BIAS);
-            be_mark(be, GPU_CUDA_PROF_GEMM);
-            FW_CUDA((cuda_add_ln<T, R>(y, xr, ln2, ln2 + H, rows, H, eps, xr, x, s)));
-            be_mark(be, GPU_CUDA_PROF_NORM);
+            FW_GEMM(be_layer(be, l, GPU_PLAN_L_AO_W), ctx, ao, H, be_layer(be, l, GPU_PLAN_L_AO_B),
+                    NULL, S, H, H, CUDA_GEMM_BIAS);
+            FW_CUDA((cuda_add_ln<T, R>(ao, xr, ln1, ln1 + H, S, H, eps, xr, x, s)));
+            FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF1_W), x, ff, I, be_layer(be, l, GPU_PLAN_L_FF1_B),
+                    NULL, S, I, H, CUDA_GEMM_GELU_BIAS);
+            FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF2_W), ff, y, H, be_layer(be, l, GPU_PLAN_L_FF2_B),
+                    NULL, S, H, I, CUDA_GEMM_BIAS);
+            FW_CUDA((cuda_add_ln<T, R>(y, xr, ln2, ln2 + H, S, H, eps, xr, x, s)));
         }
+        be_mark(be, GPU_CUDA_PROF_GEMM);
+
+        // Head in fp32 on the S compact rows.
+        float *hx = (float *)(BIG + lo.head_x);
+        if (fp32_res)
+            hx = (float *)(void *)xr;
+        else
+            FW_CUDA(cuda_to_float<T>(x, (size_t)S * H, hx, s));
+        float *d_logits = (float *)be_slice(be, GPU_PLAN_LOGITS);
+        if (cuda_head_run(&be->gemm32, hx, S, (const float *)be_slice(be, GPU_PLAN_POOL_W),
+                          (const float *)be_slice(be, GPU_PLAN_POOL_B),
+                          (const float *)be_slice(be, GPU_PLAN_CLS_W),
+                          (const float *)be_slice(be, GPU_PLAN_CLS_B), H, L,
+                          (float *)(BIG + lo.head_pooled), d_logits, s, err, errlen) != 0)
+            return 1;
+        FW_CUDA(cudaMemcpyAsync(be->h_logits, d_logits, (size_t)S * L * sizeof(float),
+                                cudaMemcpyDeviceToHost, s));
     }
-    // Head in fp32 on the S compact rows.
-    float *hx = (float *)(BIG + lo.head_x);
-    if (fp32_res)
-        hx = (float *)(void *)xr;
-    else
-        FW_CUDA(cuda_to_float<T>(x, (size_t)S * H, hx, s));
-    float *d_logits = (float *)be_slice(be, GPU_PLAN_LOGITS);
-    if (cuda_head_run(&be->gemm32, hx, S, (const float *)be_slice(be, GPU_PLAN_POOL_W),
-                      (const float *)be_slice(be, GPU_PLAN_POOL_B),
-                      (const float *)be_slice(be, GPU_PLAN_CLS_W),
-                      (const float *)be_slice(be, GPU_PLAN_CLS_B), H, L,
-                      (float *)(BIG + lo.head_pooled), d_logits, s, err, errlen) != 0)
-        return 1;
-    FW_CUDA(cudaMemcpyAsync(be->h_logits, d_logits, (size_t)S * L * sizeof(float),
-                            cudaMemcpyDeviceToHost, s));
     be_mark(be, GPU_CUDA_PROF_HEAD);
     FW_CUDA(cudaStreamSynchronize(s));
     memcpy(logits, be->h_logits, (size_t)S * L * sizeof(float));
@@ -406,5 +506,5 @@ extern "C" int gpu_cuda_backend_profile(gpu_backend_t *be, int on, double *ms) {
 
 // Test/bench hook: heuristic queries so far (stays small over a long run).
 extern "C" long gpu_cuda_backend_heuristic_queries(gpu_backend_t *be) {
-    return be->gemm.heuristic_queries;
+    return be->gemm.heuristic_queries + be->gemm2.heuristic_queries + be->gemm32.heuristic_queries;
 }

@@ -60,12 +60,12 @@ typedef struct {
     cublasLtMatrixLayout_t a, b, c;
 } gemm_layouts_t;
 
-static int gemm_layouts(cuda_gemm_t *g, gemm_layouts_t *l, int m, int n, int k) {
+static int gemm_layouts(cuda_gemm_t *g, gemm_layouts_t *l, int m, int n, int k, int ldy) {
     // Column-major view: C (n, m) = op(A) (n, k) x B (k, m) with A = W stored (k, n).
     memset(l, 0, sizeof(*l));
     if (cublasLtMatrixLayoutCreate(&l->a, g->dt, k, n, k) != CUBLAS_STATUS_SUCCESS ||
         cublasLtMatrixLayoutCreate(&l->b, g->dt, k, m, k) != CUBLAS_STATUS_SUCCESS ||
-        cublasLtMatrixLayoutCreate(&l->c, g->dt, n, m, n) != CUBLAS_STATUS_SUCCESS)
+        cublasLtMatrixLayoutCreate(&l->c, g->dt, n, m, ldy) != CUBLAS_STATUS_SUCCESS)
         return -1;
     return 0;
 }
@@ -75,13 +75,13 @@ static void gemm_layouts_free(gemm_layouts_t *l) {
     if (l->c) cublasLtMatrixLayoutDestroy(l->c);
 }
 
-static int gemm_query(cuda_gemm_t *g, int m, int n, int k, int epi, int beta,
+static int gemm_query(cuda_gemm_t *g, int m, int n, int k, int ldy, int epi, int beta,
                       cublasLtMatmulAlgo_t *algo) {
     gemm_layouts_t l;
     int rc = -1;
     cublasLtMatmulPreference_t pref = NULL;
     g->heuristic_queries++;
-    if (gemm_layouts(g, &l, m, n, k) == 0 &&
+    if (gemm_layouts(g, &l, m, n, k, ldy) == 0 &&
         cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
         cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                              &g->workspace_bytes,
@@ -101,8 +101,8 @@ static int gemm_query(cuda_gemm_t *g, int m, int n, int k, int epi, int beta,
 }
 
 static int gemm_exec(cuda_gemm_t *g, const cublasLtMatmulAlgo_t *algo, const void *w, const void *x,
-                     void *y, const void *bias, const void *res, int m, int n, int k, int epi,
-                     cudaStream_t st) {
+                     void *y, const void *bias, const void *res, int m, int n, int k, int ldy,
+                     int epi, cudaStream_t st) {
     gemm_layouts_t l;
     const float one = 1.f, zero = 0.f;
     const void *c = res ? res : y;
@@ -111,7 +111,7 @@ static int gemm_exec(cuda_gemm_t *g, const cublasLtMatmulAlgo_t *algo, const voi
         cublasLtMatmulDescSetAttribute(g->desc[epi], CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                        sizeof(bias)) != CUBLAS_STATUS_SUCCESS)
         return -1;
-    if (gemm_layouts(g, &l, m, n, k) == 0 &&
+    if (gemm_layouts(g, &l, m, n, k, ldy) == 0 &&
         cublasLtMatmul(g->lt, g->desc[epi], &one, w, l.a, x, l.b, res ? &one : &zero, c, l.c, y,
                        l.c, algo, g->workspace, g->workspace_bytes, st) == CUBLAS_STATUS_SUCCESS)
         rc = 0;
@@ -122,7 +122,17 @@ static int gemm_exec(cuda_gemm_t *g, const cublasLtMatmulAlgo_t *algo, const voi
 int cuda_gemm_run(cuda_gemm_t *g, const void *w, const void *x, void *y, const void *bias,
                   const void *res, int m, int n, int k, int epi, cudaStream_t st, char *err,
                   size_t errlen) {
+    return cuda_gemm_run_ld(g, w, x, y, n, bias, res, m, n, k, epi, st, err, errlen);
+}
+
+int cuda_gemm_run_ld(cuda_gemm_t *g, const void *w, const void *x, void *y, int ldy,
+                     const void *bias, const void *res, int m, int n, int k, int epi,
+                     cudaStream_t st, char *err, size_t errlen) {
     if (epi == CUDA_GEMM_GELU_BIAS && !g->gelu_epilogue) {
+        if (ldy != n) {
+            snprintf(err, errlen, "GELU fallback needs contiguous rows");
+            return -1;
+        }
         // (never with a residual: GELU outputs feed the next GEMM, not the residual stream)
         if (cuda_gemm_run(g, w, x, y, bias, NULL, m, n, k, CUDA_GEMM_BIAS, st, err, errlen) != 0)
             return -1;
@@ -140,7 +150,8 @@ int cuda_gemm_run(cuda_gemm_t *g, const void *w, const void *x, void *y, const v
     cuda_gemm_entry_t *hit = NULL;
     for (int i = 0; i < g->n_cache; i++) {
         cuda_gemm_entry_t *c = &g->cache[i];
-        if (c->n == n && c->k == k && c->epi == epi && c->mb == mb && c->beta == (res != NULL)) {
+        if (c->n == n && c->k == k && c->epi == epi && c->mb == mb && c->beta == (res != NULL) &&
+            c->ldy == ldy) {
             hit = c;
             break;
         }
@@ -148,10 +159,10 @@ int cuda_gemm_run(cuda_gemm_t *g, const void *w, const void *x, void *y, const v
     if (!hit) {
         cublasLtMatmulAlgo_t algo;
         // Chosen for the bucket's largest M, so it is valid (workspace, split) for all below.
-        if (gemm_query(g, mb, n, k, epi, res != NULL, &algo) != 0) {
+        if (gemm_query(g, mb, n, k, ldy, epi, res != NULL, &algo) != 0) {
             if (epi == CUDA_GEMM_GELU_BIAS) {
                 g->gelu_epilogue = 0;
-                return cuda_gemm_run(g, w, x, y, bias, res, m, n, k, epi, st, err, errlen);
+                return cuda_gemm_run_ld(g, w, x, y, ldy, bias, res, m, n, k, epi, st, err, errlen);
             }
             snprintf(err, errlen, "cuBLASLt found no algorithm for a %dx%dx%d GEMM", m, n, k);
             return -1;
@@ -160,13 +171,14 @@ int cuda_gemm_run(cuda_gemm_t *g, const void *w, const void *x, void *y, const v
                                                 : (int)(g->heuristic_queries % CUDA_GEMM_CACHE);
         hit = &g->cache[slot];
         hit->n = n, hit->k = k, hit->epi = epi, hit->mb = mb, hit->beta = res != NULL;
+        hit->ldy = ldy;
         hit->algo = algo;
     }
-    if (gemm_exec(g, &hit->algo, w, x, y, bias, res, m, n, k, epi, st) == 0) return 0;
+    if (gemm_exec(g, &hit->algo, w, x, y, bias, res, m, n, k, ldy, epi, st) == 0) return 0;
     // The cached algorithm does not suit this exact M: ask for this one alone.
     cublasLtMatmulAlgo_t algo;
-    if (gemm_query(g, m, n, k, epi, res != NULL, &algo) == 0 &&
-        gemm_exec(g, &algo, w, x, y, bias, res, m, n, k, epi, st) == 0)
+    if (gemm_query(g, m, n, k, ldy, epi, res != NULL, &algo) == 0 &&
+        gemm_exec(g, &algo, w, x, y, bias, res, m, n, k, ldy, epi, st) == 0)
         return 0;
     snprintf(err, errlen, "cuBLASLt matmul failed (%dx%dx%d, epilogue %d)", m, n, k, epi);
     return -1;

@@ -13,7 +13,7 @@ enum { CUDA_GEMM_PLAIN = 0, CUDA_GEMM_BIAS = 1, CUDA_GEMM_GELU_BIAS = 2, CUDA_GE
 #define CUDA_GEMM_CACHE 256
 
 typedef struct {
-    int n, k, epi, mb, beta; // key: out features, in features, epilogue, M bucket, C used
+    int n, k, epi, mb, beta, ldy; // key: out/in features, epilogue, M bucket, C used, ldy
     cublasLtMatmulAlgo_t algo;
 } cuda_gemm_entry_t;
 
@@ -39,6 +39,11 @@ void cuda_gemm_free(cuda_gemm_t *g);
 int cuda_gemm_run(cuda_gemm_t *g, const void *w, const void *x, void *y, const void *bias,
                   const void *res, int m, int n, int k, int epi, cudaStream_t st, char *err,
                   size_t errlen);
+
+// As cuda_gemm_run with Y's rows ldy elements apart (ldy >= N).
+int cuda_gemm_run_ld(cuda_gemm_t *g, const void *w, const void *x, void *y, int ldy,
+                     const void *bias, const void *res, int m, int n, int k, int epi,
+                     cudaStream_t st, char *err, size_t errlen);
 
 // The classifier head in fp32: logits (S, L) = cls_w tanh(pool_w x + pool_b) + cls_b for the
 // S compact rows x (S, H) fp32; pooled (S, H) fp32 scratch. g must be an FP32 instance.

@@ -90,6 +90,8 @@ int main(int argc, char **argv) {
             att_warps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--att-bench"))
             att_bench = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--streams")) /* 1 or 2: the backend reads it at init */
+            setenv("RECLASS_CUDA_STREAMS", argv[i + 1], 1);
         else {
             fprintf(stderr, "gpu_bench: unknown option %s\n", argv[i]);
             return 2;
@@ -148,8 +150,8 @@ int main(int argc, char **argv) {
             for (int i = 0; i < 3; i++)
                 printf("  attention %s variant %d: %d seqs x %d tokens, 12 heads: %.1f TFLOP/s\n",
                        prec, variants[vi], shapes[i][0], shapes[i][1],
-                       gpu_cuda_test_attention_bench(prec, variants[vi], shapes[i][0],
-                                                     shapes[i][1], 12, 50));
+                       gpu_cuda_test_attention_bench(prec, variants[vi], shapes[i][0], shapes[i][1],
+                                                     12, 50));
     }
     gpu_cuda_test_attention_variant(att_warps);
     const gpu_backend_ops_t *ops = gpu_backend_find("cuda", err, sizeof(err));
@@ -227,25 +229,29 @@ int main(int argc, char **argv) {
         ops->mem_stats(be, &st);
         double tps = w->n / med;
         double achieved = gemm_flops / med / 1e12;
-        printf("budget %d %s att%d: %d batches, median %.4f s (best %.4f): %.0f tickets/s, %.0f "
+        printf("budget %d %s att%d streams %s: %d batches, median %.4f s (best %.4f): %.0f "
+               "tickets/s, %.0f "
                "tokens/s; layer-GEMM ceiling %.1f TFLOP/s = %.0f tickets/s; share %.1f%%\n",
-               budget, prec, att_warps, b.n_batches, med, best, tps, total_tokens / med, ceiling,
-               ceil_tps, 100.0 * tps / ceil_tps);
+               budget, prec, att_warps,
+               getenv("RECLASS_CUDA_STREAMS") ? getenv("RECLASS_CUDA_STREAMS") : "2", b.n_batches,
+               med, best, tps, total_tokens / med, ceiling, ceil_tps, 100.0 * tps / ceil_tps);
         printf("  profiled pass (events between phases), ms: embed %.1f, GEMM %.1f (%.0f "
                "TFLOP/s), attention %.1f (%.0f TFLOP/s), layernorm/gather %.1f, head %.1f; sum "
                "%.1f vs wall %.1f (gaps/host %.1f)\n",
                ms[0], ms[1], gemm_flops / ms[1] / 1e9, ms[2], att_flops / ms[2] / 1e9, ms[3], ms[4],
                prof_total, med * 1e3, med * 1e3 - prof_total);
-        printf("{\"bench\":\"gpu_bench\",\"att_warps\":%d,\"precision\":\"%s\",\"budget\":%d,"
+        printf("{\"bench\":\"gpu_bench\",\"streams\":%s,\"att_warps\":%d,\"precision\":\"%s\","
+               "\"budget\":%d,"
                "\"tickets\":%ld,"
                "\"tokens\":%ld,\"batches\":%d,\"seconds\":%.5f,\"tickets_per_s\":%.1f,"
                "\"gemm_ceiling_tflops\":%.1f,\"ceiling_tickets_per_s\":%.1f,\"share\":%.4f,"
                "\"achieved_gemm_tflops\":%.1f,\"ms_embed\":%.2f,\"ms_gemm\":%.2f,"
                "\"ms_attention\":%.2f,\"ms_norm\":%.2f,\"ms_head\":%.2f,\"device_used\":%zu,"
                "\"weights_bytes\":%zu,\"arena_bytes\":%zu}\n",
-               att_warps, prec, budget, w->n, total_tokens, b.n_batches, med, tps, ceiling,
-               ceil_tps, tps / ceil_tps, achieved, ms[0], ms[1], ms[2], ms[3], ms[4],
-               st.device_used, st.weights_bytes, st.arena_bytes);
+               getenv("RECLASS_CUDA_STREAMS") ? getenv("RECLASS_CUDA_STREAMS") : "2", att_warps,
+               prec, budget, w->n, total_tokens, b.n_batches, med, tps, ceiling, ceil_tps,
+               tps / ceil_tps, achieved, ms[0], ms[1], ms[2], ms[3], ms[4], st.device_used,
+               st.weights_bytes, st.arena_bytes);
         fflush(stdout);
         ops->free(be);
         free(ids), free(cu), free(logits), free(b.first), free(b.count);

@@ -126,14 +126,26 @@ PY
 fi
 if has bench; then
     note "gpu_bench ($(elapsed)s)"
-    # attention kernel alone (4 vs 8 warps), and end to end at 16384 with each
+    # The attention kernel alone (variants 4, 5, 8), then end to end at 16384 tokens with one
+    # stream / two streams and attention variants 4 / 5; the best of those runs the sweep.
     $B/tests/gpu_bench --precision fp16 --budgets 16384 --repeat 3 --att-bench 1 --att-warps 4 \
-        --workload-out /tmp/tickets_mix.jsonl 2>&1 | tee "$OUT/bench-fp16-a4.log" | grep -v '^{' | tee -a "$summary"
-    $B/tests/gpu_bench --precision fp16 --budgets 16384 --repeat 3 --att-warps 8 \
-        2>&1 | tee "$OUT/bench-fp16-a8.log" | grep -v -E '^\{|cuBLAS|workload' | tee -a "$summary"
-    $B/tests/gpu_bench --precision fp16 --budgets 8192,32768 --repeat 3 --att-warps ${BENCH_ATT:-0} \
+        --streams 1 --workload-out /tmp/tickets_mix.jsonl 2>&1 | tee "$OUT/bench-fp16-s1a4.log" |
+        grep -v '^{' | tee -a "$summary"
+    for v in "2 4" "2 5" "1 5"; do
+        set -- $v
+        $B/tests/gpu_bench --precision fp16 --budgets 16384 --repeat 3 --streams $1 --att-warps $2 \
+            2>&1 | tee "$OUT/bench-fp16-s$1a$2.log" | grep -v -E '^\{|cuBLAS|workload' | tee -a "$summary"
+    done
+    best=$(grep -h '^{' "$OUT"/bench-fp16-s*.log | python3 -c '
+import json, sys
+r = max((json.loads(l) for l in sys.stdin), key=lambda j: j["tickets_per_s"])
+print(r["streams"], r["att_warps"])')
+    set -- $best
+    note "best at 16384: streams $1, attention variant $2"
+    BS=$1 BA=$2
+    $B/tests/gpu_bench --precision fp16 --budgets 8192,32768 --repeat 3 --streams $BS --att-warps $BA \
         2>&1 | tee "$OUT/bench-fp16.log" | grep -v -E '^\{|workload' | tee -a "$summary"
-    $B/tests/gpu_bench --precision bf16 --budgets 16384,32768 --repeat 3 --att-warps ${BENCH_ATT:-0} \
+    $B/tests/gpu_bench --precision bf16 --budgets 16384,32768 --repeat 3 --streams $BS --att-warps $BA \
         2>&1 | tee "$OUT/bench-bf16.log" | grep -v -E '^\{|workload' | tee -a "$summary"
     grep -h '^{' "$OUT"/bench-*.log >"$OUT/bench.jsonl"
 fi
