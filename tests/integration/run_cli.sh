@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# reclass run's command line: --help documents every flag with its RECLASS_* variable; user
+# errors exit 2 with a one-line message that says what to fix; a flag beats its variable.
+#   run_cli.sh RECLASS_BIN
+set -euo pipefail
+bin=${1:?reclass executable}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+model=$root/deploy/models/clinc150-bert-mini
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+help=$("$bin" run --help) || fail "--help exited non-zero"
+for v in BROKERS TOPIC GROUP DB MODEL BACKEND PRECISION TOKEN_BUDGET MAX_WAIT_MS IDLE_EXIT \
+         DLQ_TOPIC THREADS; do
+    flag=--$(echo "$v" | tr 'A-Z_' 'a-z-')
+    grep -q -- "$flag " <<<"$help" || fail "--help does not list $flag"
+    grep -q "\$RECLASS_$v" <<<"$help" || fail "--help does not name RECLASS_$v"
+done
+
+# expect_usage_error "message part" args... : exit 2, one line on stderr containing the part
+expect_usage_error() {
+    local want=$1 rc=0 err
+    shift
+    err=$(env -u RECLASS_DB -u RECLASS_MODEL "$@" 2>&1 >/dev/null) || rc=$?
+    [ "$rc" = 2 ] || fail "'$*' exited $rc, want 2 ($err)"
+    [ "$(wc -l <<<"$err")" = 1 ] || fail "'$*': want one line, got: $err"
+    grep -q -- "$want" <<<"$err" || fail "'$*': message '$err' lacks '$want'"
+}
+expect_usage_error "give --db" "$bin" run --model "$model"
+expect_usage_error "give --model" "$bin" run --db postgresql://x/y
+expect_usage_error "unknown option '--bogus'" "$bin" run --bogus
+expect_usage_error "--token-budget: 'abc'" "$bin" run --db x --model "$model" --token-budget abc
+expect_usage_error "RECLASS_TOKEN_BUDGET: 'abc'" env RECLASS_TOKEN_BUDGET=abc "$bin" run
+expect_usage_error "use cpu or cuda" "$bin" run --db x --model "$model" --backend tpu
+expect_usage_error "below the longest sequence" "$bin" run --db x --model "$model" --token-budget 100
+expect_usage_error "config.json" "$bin" run --db x --model /nonexistent
+expect_usage_error "must differ from --topic" "$bin" run --db x --model "$model" --dlq-topic tickets
+expect_usage_error "--kafka needs KEY=VALUE" "$bin" run --db x --model "$model" --kafka nonsense
+# a flag beats its variable: the bad variable is overridden, so the flag's error shows
+expect_usage_error "--backend 'gpu'" env RECLASS_BACKEND=tpu "$bin" run --db x --model "$model" --backend gpu
+# an unreachable database is a runtime failure (exit 1), not a usage error
+rc=0
+"$bin" run --db "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2" --model "$model" \
+    >/dev/null 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "unreachable database: exit $rc, want 1"
+echo PASS
