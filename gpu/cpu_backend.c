@@ -1,10 +1,11 @@
-/* The fp32 CPU backend. A packed batch is split into one contiguous run of whole sequences
- * per thread, balanced by tokens; each thread then runs the entire encoder on its run with
- * single-threaded OpenBLAS sgemm, so threads never wait on each other inside a batch (BERT
- * mixes tokens only within a sequence). Every buffer is allocated at init, sized by the
- * token budget; each thread uses only the rows of its own tokens. */
+/* The fp32 CPU backend. A packed batch is cut into chunks of whole sequences; a thread takes
+ * a chunk and runs the entire encoder on it with single-threaded OpenBLAS sgemm, so threads
+ * never wait on each other inside a batch (BERT mixes tokens only within a sequence). Every
+ * buffer is allocated at init, sized by the token budget; a chunk uses only the rows of its
+ * own tokens. */
 #include <cblas.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,7 +61,9 @@ struct gpu_backend {
     int pending, stop;
     const gpu_batch_t *batch;
     float *logits;
-    int split[CPU_MAX_THREADS + 1]; /* sequence index where each thread's run starts */
+    int *chunk_at; /* (max_seqs + 1) first sequence of each chunk of the batch, then n_seqs */
+    int n_chunks;
+    atomic_int next_chunk; /* the next chunk a thread may take */
 };
 
 /* y (n, out) = x (n, in) W^T (+ b). Without b the bias is left to the op that reads y next
@@ -148,18 +151,13 @@ static void encode_range(gpu_backend_t *be, const gpu_batch_t *bt, int s0, int s
     }
 }
 
-/* Sequences [s0, s1) in chunks of at most be->chunk tokens (whole sequences), each run
- * through the entire encoder before the next: a chunk's activations stay in this core's L2
- * across all layers instead of streaming the whole range through memory once per op. */
-static void run_range(gpu_backend_t *be, const gpu_batch_t *bt, int s0, int s1, float *logits,
-                      float *scratch) {
-    const int *cu = bt->cu_seqlens;
-    while (s0 < s1) {
-        int e = s0 + 1;
-        while (e < s1 && cu[e + 1] - cu[s0] <= be->chunk)
-            e++;
-        encode_range(be, bt, s0, e, logits, scratch);
-        s0 = e;
+/* Threads pull chunks off the batch's list until none is left, so a thread that other
+ * processes slow down simply takes fewer chunks. */
+static void run_chunks(gpu_backend_t *be, float *scratch) {
+    for (;;) {
+        int i = atomic_fetch_add(&be->next_chunk, 1);
+        if (i >= be->n_chunks) return;
+        encode_range(be, be->batch, be->chunk_at[i], be->chunk_at[i + 1], be->logits, scratch);
     }
 }
 
@@ -177,29 +175,35 @@ static void *worker_main(void *arg) {
         }
         seen = be->gen;
         pthread_mutex_unlock(&be->mu);
-        run_range(be, be->batch, be->split[wk->id], be->split[wk->id + 1], be->logits, wk->scratch);
+        run_chunks(be, wk->scratch);
         pthread_mutex_lock(&be->mu);
         if (--be->pending == 0) pthread_cond_signal(&be->cv_done);
         pthread_mutex_unlock(&be->mu);
     }
 }
 
-/* Splits the sequences into n_threads runs of about equal token counts. */
-static void split_batch(gpu_backend_t *be, const gpu_batch_t *bt) {
-    int T = be->n_threads, s = 0;
-    be->split[0] = 0;
-    for (int i = 1; i < T; i++) {
-        long target = (long)bt->n_tokens * i / T;
-        while (s < bt->n_seqs && bt->cu_seqlens[s] < target) {
-            /* Stop before s when its start is nearer the target than its end. */
-            if (bt->cu_seqlens[s + 1] > target &&
-                target - bt->cu_seqlens[s] < bt->cu_seqlens[s + 1] - target)
-                break;
-            s++;
-        }
-        be->split[i] = s;
+/* Cuts the batch into runs of whole sequences of at most be->chunk tokens (a longer
+ * sequence is a run of its own). Each run goes through the entire encoder at once, so its
+ * activations stay in cache across layers; runs are also the unit threads share out, so
+ * small batches are cut finer (about two runs per thread) to keep every thread busy. */
+static void plan_chunks(gpu_backend_t *be, const gpu_batch_t *bt) {
+    const int *cu = bt->cu_seqlens;
+    int target = be->chunk;
+    if (be->n_threads > 1) {
+        int fair = bt->n_tokens / (2 * be->n_threads);
+        if (fair < target) target = fair < 64 ? 64 : fair;
     }
-    be->split[T] = bt->n_seqs;
+    int n = 0, s = 0;
+    while (s < bt->n_seqs) {
+        be->chunk_at[n++] = s;
+        int e = s + 1;
+        while (e < bt->n_seqs && cu[e + 1] - cu[s] <= target)
+            e++;
+        s = e;
+    }
+    be->chunk_at[n] = bt->n_seqs;
+    be->n_chunks = n;
+    atomic_store(&be->next_chunk, 0);
 }
 
 static int cpu_forward(gpu_backend_t *be, const gpu_batch_t *batch, float *logits, char *err,
@@ -208,17 +212,17 @@ static int cpu_forward(gpu_backend_t *be, const gpu_batch_t *batch, float *logit
     o.max_len = be->max_len;
     o.max_seqs = be->max_seqs;
     if (gpu_batch_check(batch, &be->m->cfg, &o, err, errlen) != 0) return -1;
-    split_batch(be, batch);
+    be->batch = batch;
+    be->logits = logits;
+    plan_chunks(be, batch);
     if (be->n_threads > 1) {
         pthread_mutex_lock(&be->mu);
-        be->batch = batch;
-        be->logits = logits;
         be->pending = be->n_threads - 1;
         be->gen++;
         pthread_cond_broadcast(&be->cv_go);
         pthread_mutex_unlock(&be->mu);
     }
-    run_range(be, batch, be->split[0], be->split[1], logits, be->w[0].scratch);
+    run_chunks(be, be->w[0].scratch);
     if (be->n_threads > 1) {
         pthread_mutex_lock(&be->mu);
         while (be->pending > 0)
@@ -256,6 +260,7 @@ static void cpu_free(gpu_backend_t *be) {
     pthread_cond_destroy(&be->cv_go);
     pthread_cond_destroy(&be->cv_done);
     free(be->own_qkv);
+    free(be->chunk_at);
     free(be->lw);
     free(be->lb);
     free(be->x);
@@ -367,7 +372,9 @@ static int cpu_init(const gpu_model_t *m, const gpu_backend_opts_t *opts, gpu_ba
     be->tmp = alloc_rows(B, H, &be->arena_bytes);
     be->ff = alloc_rows(B, (size_t)c->intermediate, &be->arena_bytes);
     be->w = calloc((size_t)be->n_threads, sizeof *be->w);
-    if (!be->x || !be->qkv || !be->ctx || !be->tmp || !be->ff || !be->w || fuse_qkv(be) != 0) {
+    be->chunk_at = calloc((size_t)be->max_seqs + 1, sizeof *be->chunk_at);
+    if (!be->x || !be->qkv || !be->ctx || !be->tmp || !be->ff || !be->w || !be->chunk_at ||
+        fuse_qkv(be) != 0) {
         snprintf(err, errlen, "out of memory for a %d-token arena (%zu MiB)", opts->token_budget,
                  be->arena_bytes >> 20);
         cpu_free(be);
