@@ -40,6 +40,7 @@ tmp=$(mktemp -d /tmp/reclass-demo.XXXXXX)
 pids=()
 cleanup() {
     local rc=$?
+    set +e # a closed stderr (| head) must not cut the clean-up short
     for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
     for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
     bash "$root/tests/lib/pg_tmp.sh" stop "$tmp/pg" || true

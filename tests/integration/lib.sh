@@ -13,6 +13,7 @@ it_pids=()
 
 it_cleanup() {
     local rc=$?
+    set +e # a closed stderr (| head) must not cut the clean-up short
     for p in "${it_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
     for p in "${it_pids[@]}"; do wait "$p" 2>/dev/null || true; done
     bash "$it_root/tests/lib/pg_tmp.sh" stop "$TMP/pg" || true
