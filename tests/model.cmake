@@ -1,5 +1,6 @@
 # Checkpoint loader, safetensors reader, reference ops and the fp32 CPU backend.
 reclass_add_test(NAME test_cpu_golden SOURCES ${CMAKE_SOURCE_DIR}/tests/test_cpu_golden.c LABELS unit)
+reclass_add_test(NAME test_cpu_kernels SOURCES ${CMAKE_SOURCE_DIR}/tests/test_cpu_kernels.c LABELS unit)
 reclass_add_test(NAME test_model_load SOURCES ${CMAKE_SOURCE_DIR}/tests/test_model_load.c LABELS unit)
 
 # Timing harness for the CPU backend (not a test): build/cpu_micro [model] [golden] [threads]
