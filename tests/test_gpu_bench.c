@@ -233,7 +233,7 @@ int main(int argc, char **argv) {
                "tickets/s, %.0f "
                "tokens/s; layer-GEMM ceiling %.1f TFLOP/s = %.0f tickets/s; share %.1f%%\n",
                budget, prec, att_warps,
-               getenv("RECLASS_CUDA_STREAMS") ? getenv("RECLASS_CUDA_STREAMS") : "2", b.n_batches,
+               getenv("RECLASS_CUDA_STREAMS") ? getenv("RECLASS_CUDA_STREAMS") : "1", b.n_batches,
                med, best, tps, total_tokens / med, ceiling, ceil_tps, 100.0 * tps / ceil_tps);
         printf("  profiled pass (events between phases), ms: embed %.1f, GEMM %.1f (%.0f "
                "TFLOP/s), attention %.1f (%.0f TFLOP/s), layernorm/gather %.1f, head %.1f; sum "
@@ -248,7 +248,7 @@ int main(int argc, char **argv) {
                "\"achieved_gemm_tflops\":%.1f,\"ms_embed\":%.2f,\"ms_gemm\":%.2f,"
                "\"ms_attention\":%.2f,\"ms_norm\":%.2f,\"ms_head\":%.2f,\"device_used\":%zu,"
                "\"weights_bytes\":%zu,\"arena_bytes\":%zu}\n",
-               getenv("RECLASS_CUDA_STREAMS") ? getenv("RECLASS_CUDA_STREAMS") : "2", att_warps,
+               getenv("RECLASS_CUDA_STREAMS") ? getenv("RECLASS_CUDA_STREAMS") : "1", att_warps,
                prec, budget, w->n, total_tokens, b.n_batches, med, tps, ceiling, ceil_tps,
                tps / ceil_tps, achieved, ms[0], ms[1], ms[2], ms[3], ms[4], st.device_used,
                st.weights_bytes, st.arena_bytes);

@@ -67,8 +67,9 @@ static int load_rows(const char *path, const gpu_model_t *m, row_t **out) {
 
 static const gpu_backend_ops_t *ops;
 
-/* budget, seqs_cap: batch shape. Small batches run on one stream; batches of >= 4096 tokens
- * are split across two streams by the backend, so both paths face the golden file. */
+/* budget, seqs_cap: batch shape. With RECLASS_CUDA_STREAMS=2 (set in main) small batches run
+ * on one stream and batches of >= 4096 tokens are split across two streams, so both of the
+ * backend's paths face the golden file. */
 static int run_precision(const gpu_model_t *m, row_t *rows, int n, const char *prec,
                          double max_delta_bound, int budget, int seqs_cap) {
     gpu_backend_opts_t opts = {.token_budget = budget, .max_len = 512, .precision = prec};
@@ -150,6 +151,7 @@ int main(void) {
         printf("FAIL golden file: %d rows\n", n);
         return 1;
     }
+    setenv("RECLASS_CUDA_STREAMS", "2", 1); /* batches >= 4096 tokens take the split path */
     int fails = run_precision(m, rows, n, "fp16", 0.05, 4096, 200) +
                 run_precision(m, rows, n, "bf16", 0.25, 4096, 200) +
                 run_precision(m, rows, n, "fp16", 0.05, 16384, 1 << 30) +

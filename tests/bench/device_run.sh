@@ -96,11 +96,15 @@ if has sanitize; then
         echo "exit $?" | tee -a "$OUT/sanitize-$tool.log" | tee -a "$summary"
         grep -E "ERROR SUMMARY|RACECHECK SUMMARY|FAILED|PASSED" "$OUT/sanitize-$tool.log" | tail -3 | tee -a "$summary"
     done
-    note "compute-sanitizer memcheck golden ($(elapsed)s)"
-    timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 $B/tests/test_gpu_golden \
-        >"$OUT/sanitize-golden.log" 2>&1
-    echo "exit $?" | tee -a "$summary"
-    grep -E "ERROR SUMMARY|FAILED|PASSED" "$OUT/sanitize-golden.log" | tail -3 | tee -a "$summary"
+    for tool in memcheck racecheck; do
+        note "compute-sanitizer $tool golden (whole backend, both stream paths) ($(elapsed)s)"
+        excl=""
+        [ $tool = racecheck ] && excl="--kernel-name-exclude kns=nvjet"
+        timeout 240 compute-sanitizer --tool $tool $excl --error-exitcode 9 $B/tests/test_gpu_golden \
+            >"$OUT/sanitize-golden-$tool.log" 2>&1
+        echo "exit $?" | tee -a "$summary"
+        grep -E "ERROR SUMMARY|RACECHECK SUMMARY|FAILED|PASSED" "$OUT/sanitize-golden-$tool.log" | tail -3 | tee -a "$summary"
+    done
 fi
 if has classify; then
     note "classify cuda vs cpu ($(elapsed)s)"
@@ -126,28 +130,18 @@ PY
 fi
 if has bench; then
     note "gpu_bench ($(elapsed)s)"
-    # The attention kernel alone (variants 4, 5, 8), then end to end at 16384 tokens with one
-    # stream / two streams and attention variants 4 / 5; the best of those runs the sweep.
-    $B/tests/gpu_bench --precision fp16 --budgets 16384 --repeat 3 --att-bench 1 --att-warps 4 \
-        --streams 1 --workload-out /tmp/tickets_mix.jsonl 2>&1 | tee "$OUT/bench-fp16-s1a4.log" |
-        grep -v '^{' | tee -a "$summary"
-    for v in "2 4" "2 5" "1 5"; do
+    $B/tests/gpu_bench --precision fp16 --budgets 8192,16384,32768 --repeat 3 --att-bench 1 \
+        --workload-out /tmp/tickets_mix.jsonl 2>&1 | tee "$OUT/bench-fp16.log" | grep -v '^{' | tee -a "$summary"
+    $B/tests/gpu_bench --precision bf16 --budgets 16384,32768 --repeat 3 \
+        2>&1 | tee "$OUT/bench-bf16.log" | grep -v -E '^\{|workload' | tee -a "$summary"
+    grep -h '^{' "$OUT"/bench-*.log >"$OUT/bench.jsonl"
+fi
+if has streams; then # the opt-in two-stream split and the 96-register attention, at 16384
+    for v in "2 4" "1 5"; do
         set -- $v
         $B/tests/gpu_bench --precision fp16 --budgets 16384 --repeat 3 --streams $1 --att-warps $2 \
             2>&1 | tee "$OUT/bench-fp16-s$1a$2.log" | grep -v -E '^\{|cuBLAS|workload' | tee -a "$summary"
     done
-    best=$(grep -h '^{' "$OUT"/bench-fp16-s*.log | python3 -c '
-import json, sys
-r = max((json.loads(l) for l in sys.stdin), key=lambda j: j["tickets_per_s"])
-print(r["streams"], r["att_warps"])')
-    set -- $best
-    note "best at 16384: streams $1, attention variant $2"
-    BS=$1 BA=$2
-    $B/tests/gpu_bench --precision fp16 --budgets 8192,32768 --repeat 3 --streams $BS --att-warps $BA \
-        2>&1 | tee "$OUT/bench-fp16.log" | grep -v -E '^\{|workload' | tee -a "$summary"
-    $B/tests/gpu_bench --precision bf16 --budgets 16384,32768 --repeat 3 --streams $BS --att-warps $BA \
-        2>&1 | tee "$OUT/bench-bf16.log" | grep -v -E '^\{|workload' | tee -a "$summary"
-    grep -h '^{' "$OUT"/bench-*.log >"$OUT/bench.jsonl"
 fi
 if has rbench; then
     note "reclass bench ($(elapsed)s)"
