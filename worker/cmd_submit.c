@@ -376,7 +376,7 @@ static int produce_all(rd_kafka_t *rk, consumers_codec_t *codec, const submit_op
         return 2;
     }
     worker_submit_rec_t r;
-    int rc;
+    int rc = 0;
     while (!submit_stop && (rc = worker_submit_input_next(in, &r, err, sizeof(err))) == 1) {
         if (r.text_len == 0) continue;
         consumers_ticket_t t = {.job_id = (char *)o->job_id,
