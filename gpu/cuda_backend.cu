@@ -30,6 +30,7 @@ struct gpu_backend {
     cudaStream_t stream2;   // the second half's (see cuda_be_forward_t)
     cudaEvent_t fork, join; // stream2 starts after the embedding, stream joins it at the end
     int streams;       // 1, or 2 with RECLASS_CUDA_STREAMS=2 (measured no faster: NOTES-cuda.md)
+    int fuse_res;      // fp16: residual in the GEMM epilogue (RECLASS_CUDA_FUSE_RES=0: off)
     char *dev;         // the one device allocation (plan.total_bytes)
     int32_t *h_inputs; // pinned staging of the INPUTS slice
     float *h_logits;   // pinned (max_seqs, L)
@@ -188,6 +189,8 @@ static int cuda_be_init(const gpu_model_t *model, const gpu_backend_opts_t *opts
     {
         const char *env = getenv("RECLASS_CUDA_STREAMS");
         be->streams = env && atoi(env) == 2 ? 2 : 1;
+        env = getenv("RECLASS_CUDA_FUSE_RES");
+        be->fuse_res = !(env && atoi(env) == 0);
     }
     BE_CUDA(be_device_alloc(be, (void **)&be->dev, be->plan.total_bytes), "arena allocation");
     be->init_done = 1;
@@ -280,7 +283,7 @@ static int be_layer_t(struct gpu_backend *be, int l, int s0, int s1, int t0, int
                               CTX, H, s));
     be_mark(be, GPU_CUDA_PROF_ATTENTION);
     if (last) return 0;
-    if (!fp32_res) {
+    if (!fp32_res && be->fuse_res) {
         // fp16: the residual is added in the projection's epilogue, in place (C = D = x).
         FW_GEMM(be_layer(be, l, GPU_PLAN_L_AO_W), ctx, x, H, be_layer(be, l, GPU_PLAN_L_AO_B), x,
                 rows, H, H, CUDA_GEMM_BIAS);
@@ -297,18 +300,20 @@ static int be_layer_t(struct gpu_backend *be, int l, int s0, int s1, int t0, int
             (cuda_add_ln<T, R>(x, (const R *)NULL, ln2, ln2 + H, rows, H, eps, (R *)NULL, x, s)));
         be_mark(be, GPU_CUDA_PROF_NORM);
     } else {
-        // bf16: fp32 residual xr beside the bf16 GEMM input x.
+        // bf16: fp32 residual xr beside the bf16 GEMM input x (fp16 unfused: xr is x).
         FW_GEMM(be_layer(be, l, GPU_PLAN_L_AO_W), ctx, big, H, be_layer(be, l, GPU_PLAN_L_AO_B),
                 NULL, rows, H, H, CUDA_GEMM_BIAS);
         be_mark(be, GPU_CUDA_PROF_GEMM);
-        FW_CUDA((cuda_add_ln<T, R>(big, xr, ln1, ln1 + H, rows, H, eps, xr, x, s)));
+        FW_CUDA((cuda_add_ln<T, R>(big, xr, ln1, ln1 + H, rows, H, eps, fp32_res ? xr : (R *)NULL,
+                                   x, s)));
         be_mark(be, GPU_CUDA_PROF_NORM);
         FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF1_W), x, big, I, be_layer(be, l, GPU_PLAN_L_FF1_B),
                 NULL, rows, I, H, CUDA_GEMM_GELU_BIAS);
         FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF2_W), big, ctx, H, be_layer(be, l, GPU_PLAN_L_FF2_B),
                 NULL, rows, H, I, CUDA_GEMM_BIAS);
         be_mark(be, GPU_CUDA_PROF_GEMM);
-        FW_CUDA((cuda_add_ln<T, R>(ctx, xr, ln2, ln2 + H, rows, H, eps, xr, x, s)));
+        FW_CUDA((cuda_add_ln<T, R>(ctx, xr, ln2, ln2 + H, rows, H, eps, fp32_res ? xr : (R *)NULL,
+                                   x, s)));
         be_mark(be, GPU_CUDA_PROF_NORM);
     }
     return 0;

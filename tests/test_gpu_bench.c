@@ -92,6 +92,8 @@ int main(int argc, char **argv) {
             att_bench = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--streams")) /* 1 or 2: the backend reads it at init */
             setenv("RECLASS_CUDA_STREAMS", argv[i + 1], 1);
+        else if (!strcmp(argv[i], "--fuse-res")) /* 0: fp16 residual added by LayerNorm */
+            setenv("RECLASS_CUDA_FUSE_RES", argv[i + 1], 1);
         else {
             fprintf(stderr, "gpu_bench: unknown option %s\n", argv[i]);
             return 2;

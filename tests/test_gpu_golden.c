@@ -156,6 +156,9 @@ int main(void) {
                 run_precision(m, rows, n, "bf16", 0.25, 4096, 200) +
                 run_precision(m, rows, n, "fp16", 0.05, 16384, 1 << 30) +
                 run_precision(m, rows, n, "bf16", 0.25, 16384, 1 << 30);
+    setenv("RECLASS_CUDA_FUSE_RES", "0", 1); /* the opt-in unfused fp16 residual too */
+    fails += run_precision(m, rows, n, "fp16", 0.05, 16384, 1 << 30);
+    unsetenv("RECLASS_CUDA_FUSE_RES");
     for (int i = 0; i < n; i++)
         free(rows[i].ids), free(rows[i].logits);
     free(rows);

@@ -136,11 +136,10 @@ if has bench; then
         2>&1 | tee "$OUT/bench-bf16.log" | grep -v -E '^\{|workload' | tee -a "$summary"
     grep -h '^{' "$OUT"/bench-*.log >"$OUT/bench.jsonl"
 fi
-if has streams; then # the opt-in two-stream split and the 96-register attention, at 16384
-    for v in "2 4" "1 5"; do
-        set -- $v
-        $B/tests/gpu_bench --precision fp16 --budgets 16384 --repeat 3 --streams $1 --att-warps $2 \
-            2>&1 | tee "$OUT/bench-fp16-s$1a$2.log" | grep -v -E '^\{|cuBLAS|workload' | tee -a "$summary"
+if has variants; then # opt-in variants at 16384: two streams; 96-register attention; unfused residual
+    for v in "--streams 2" "--att-warps 5" "--fuse-res 0"; do
+        $B/tests/gpu_bench --precision fp16 --budgets 16384 --repeat 3 $v 2>&1 |
+            tee "$OUT/bench-variant-${v// /}.log" | grep -v -E '^\{|cuBLAS|workload' | tee -a "$summary"
     done
 fi
 if has rbench; then
