@@ -199,6 +199,8 @@ def main():
     ap.add_argument("--token-budget", type=int, default=8192)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--peer-budgets", default="1024,2048",
+                    help="also time all three at these token budgets (comma list, '' for none)")
     ap.add_argument("--results", default=os.path.join(ROOT, "tests/bench/RESULTS.md"),
                     help="write the results table here ('' to skip)")
     args = ap.parse_args()
@@ -249,6 +251,24 @@ def main():
         cpu_s["reclass"].append(rj.get("cpu_seconds", float("nan")))
         print(f"rep {rep + 1}: " + ", ".join(f"{k} {v[-1]:.3f} s" for k, v in res.items()),
               flush=True)
+    # sensitivity: each engine may prefer another batch size; time all three at other budgets
+    extra = []
+    for eb in [int(x) for x in args.peer_budgets.split(",") if x.strip()]:
+        row = {tp.name: [], op.name: [], "reclass": []}
+        for p in (tp, op):
+            p.budget = eb
+            p.pass_(texts)  # warm-up at this shape mix
+        for _ in range(args.repeat):
+            for p in (tp, op):
+                row[p.name].append(p.pass_(texts)[0])
+            row["reclass"].append(
+                reclass_pass(args.reclass, args.model, workload, eb, args.threads)[0]["seconds"])
+        for p in (tp, op):
+            p.budget = args.token_budget
+        row = {k: statistics.median(v) for k, v in row.items()}
+        extra.append((eb, row))
+        print(f"budget {eb}: " + ", ".join(f"{k} {len(texts) / v:,.0f} tickets/s"
+                                           for k, v in row.items()), flush=True)
     load_after = load_avg()
 
     n = len(texts)
@@ -267,6 +287,25 @@ def main():
          "|---|---:|---:|---:|---:|---:|---:|"] + rows)
     print()
     print(table)
+    extra_table = ""
+    if extra:
+        lines = ["| token budget | reclass tickets/s | PyTorch tickets/s | ORT tickets/s "
+                 "| reclass / PyTorch | reclass / ORT |", "|---:|---:|---:|---:|---:|---:|"]
+        best = {k: (args.token_budget, tps[k]) for k in tps}
+        for eb, row in [(args.token_budget, med)] + extra:
+            t = {k: n / v for k, v in row.items()}
+            for k in t:
+                if t[k] > best[k][1]:
+                    best[k] = (eb, t[k])
+            lines.append(f"| {eb} | {t['reclass']:,.0f} | {t[tp.name]:,.0f} | {t[op.name]:,.0f} "
+                         f"| {t['reclass'] / t[tp.name]:.2f}x | {t['reclass'] / t[op.name]:.2f}x |")
+        r = best["reclass"][1]
+        lines.append(f"| each at its best ({best['reclass'][0]} / {best[tp.name][0]} / "
+                     f"{best[op.name][0]}) | {r:,.0f} | {best[tp.name][1]:,.0f} | "
+                     f"{best[op.name][1]:,.0f} | {r / best[tp.name][1]:.2f}x | "
+                     f"{r / best[op.name][1]:.2f}x |")
+        extra_table = "\n".join(lines)
+        print("\n" + extra_table)
     print(f"\nreclass / PyTorch = {tps['reclass'] / tps[tp.name]:.2f}x (goal >= 1.5x), "
           f"reclass / ORT = {tps['reclass'] / tps[op.name]:.2f}x (goal >= 1.0x)")
 
@@ -296,6 +335,12 @@ Produced by `tests/bench/cpu_peers.py` (see README.md here for what it measures)
 
 reclass / PyTorch = **{tps['reclass'] / tps[tp.name]:.2f}x** (goal >= 1.5x);
 reclass / ONNX Runtime = **{tps['reclass'] / tps[op.name]:.2f}x** (goal >= 1.0x).
+
+All three at other token budgets (median of {args.repeat} interleaved passes each, after a
+warm-up), in case another batch size suits an engine better; the last row compares each
+engine at its own best budget:
+
+{extra_table or "(not measured: --peer-budgets '')"}
 
 Per-pass wall seconds: {json.dumps({k: [round(x, 4) for x in v] for k, v in res.items()})}
 
