@@ -104,7 +104,8 @@ template <typename T>
 cudaError_t cuda_attention(const T *q, const T *k, const T *v, int ld, const int32_t *cu,
                            int n_seqs, int heads, int q_tiles_max, T *out, int out_ld,
                            cudaStream_t st);
-// Attention kernel variant: 4 (4 warps), 5 (4 warps, 5 blocks/SM), 8 (8 warps); 0 = default
+// Attention kernel variant: 4 (4 warps), 5 (4 warps, 5 blocks/SM), 6 (4 warps, fp16 exps
+// in half2), 8 (8 warps); 0 = default
 // (RECLASS_CUDA_ATT when set). Bench and tests.
 void cuda_attention_set_variant(int warps);
 // dst = (T) src, n elements, on the device.

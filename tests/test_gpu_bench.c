@@ -147,8 +147,8 @@ int main(int argc, char **argv) {
 
     if (att_bench) { /* the attention kernel alone, both block shapes, three length regimes */
         static const int shapes[3][2] = {{34, 512}, {128, 128}, {400, 40}};
-        static const int variants[3] = {4, 5, 8};
-        for (int vi = 0; vi < 3; vi++)
+        static const int variants[4] = {4, 5, 6, 8};
+        for (int vi = 0; vi < 4; vi++)
             for (int i = 0; i < 3; i++)
                 printf("  attention %s variant %d: %d seqs x %d tokens, 12 heads: %.1f TFLOP/s\n",
                        prec, variants[vi], shapes[i][0], shapes[i][1],

@@ -222,6 +222,9 @@ int main(int argc, char **argv) {
         test_attention(prec, 4, 3 + (int)(rnd_u32() % 20), 200, 2.f);
         gpu_cuda_test_attention_variant(5); /* and the 96-register 4-warp one */
         test_attention(prec, quick ? 2 : 12, 3 + (int)(rnd_u32() % 20), quick ? 300 : 512, 1.f);
+        gpu_cuda_test_attention_variant(6); /* packed half2 exponentials (fp16) */
+        test_attention(prec, quick ? 2 : 12, 3 + (int)(rnd_u32() % 20), quick ? 300 : 512, 1.f);
+        test_attention(prec, 4, 8, 200, 3.f);
         gpu_cuda_test_attention_variant(4);
         test_attention(prec, 4, 3 + (int)(rnd_u32() % 20), 200, 2.f);
         gpu_cuda_test_attention_variant(0);

@@ -136,8 +136,8 @@ if has bench; then
         2>&1 | tee "$OUT/bench-bf16.log" | grep -v -E '^\{|workload' | tee -a "$summary"
     grep -h '^{' "$OUT"/bench-*.log >"$OUT/bench.jsonl"
 fi
-if has variants; then # opt-in variants at 16384: two streams; 96-register attention; unfused residual
-    for v in "--streams 2" "--att-warps 5" "--fuse-res 0"; do
+if has variants; then # at 16384: the default, then opt-ins: two streams, 96-reg attention, unfused residual
+    for v in ${VARIANTS:-"--att-warps 4" "--streams 2" "--att-warps 5" "--fuse-res 0" "--att-warps 6"}; do
         $B/tests/gpu_bench --precision fp16 --budgets 16384 --repeat 3 $v 2>&1 |
             tee "$OUT/bench-variant-${v// /}.log" | grep -v -E '^\{|cuBLAS|workload' | tee -a "$summary"
     done
