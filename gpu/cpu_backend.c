@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "gpu/backend.h"
+#include "gpu/cpu_gemm.h"
 #include "gpu/cpu_kernels.h"
 #include "gpu/ref_ops.h"
 
@@ -23,6 +24,22 @@
 
 /* OpenBLAS's own threads would compete with ours for the same cores. */
 extern void openblas_set_num_threads(int num_threads);
+
+/* One projection y = x W^T + b, run by gpu_cpu_gemm on packed weights or else by OpenBLAS. */
+typedef struct {
+    const float *w;      /* (N, K) nn.Linear layout, for OpenBLAS */
+    const float *b;      /* (N) */
+    const float *packed; /* gpu_cpu_gemm panels of w, or NULL */
+    int N, K;
+} cpu_proj_t;
+
+typedef struct {
+    cpu_proj_t qkv;   /* (3H, H) Q|K|V fused */
+    cpu_proj_t q, kv; /* its first H and last 2H outputs (the last layer splits them) */
+    cpu_proj_t ao;    /* (H, H) */
+    cpu_proj_t ff1;   /* (I, H) */
+    cpu_proj_t ff2;   /* (H, I) */
+} cpu_layer_proj_t;
 
 typedef struct {
     gpu_backend_t *be;
@@ -35,14 +52,12 @@ struct gpu_backend {
     const gpu_model_t *m; /* borrowed; outlives the backend */
     gpu_backend_opts_t opts;
     int max_len, max_seqs;
-    int chunk;        /* tokens run through all layers at a time (cache blocking) */
-    float *qkv_w;     /* (layers, 3H, H) fused Q/K/V weights; borrowed from the model's blob
-                         when it lays them out back to back, else own_qkv */
-    float *qkv_b;     /* (layers, 3H) */
-    size_t qkv_w_ld;  /* floats between layers in qkv_w */
-    size_t qkv_b_ld;  /* floats between layers in qkv_b */
-    float **lw, **lb; /* (layers) per-layer fused weight / bias pointers */
-    float *own_qkv;   /* NULL when borrowed */
+    int chunk;              /* tokens run through all layers at a time (cache blocking) */
+    cpu_layer_proj_t *proj; /* (layers) */
+    cpu_proj_t pool, cls;
+    float *own_qkv; /* (layers, 3H*H + 3H) Q|K|V copied together when the model's are not */
+    float *packed;  /* the projections' weights in gpu_cpu_gemm panels, or NULL (OpenBLAS) */
+    size_t packed_floats;
     /* Activations, (token_budget) rows each. In the last layer only the first token of each
      * sequence is carried past attention, in compact rows inside the thread's own range. */
     float *x;   /* (B, H) hidden states */
@@ -66,22 +81,19 @@ struct gpu_backend {
     atomic_int next_chunk; /* the next chunk a thread may take */
 };
 
-/* y (n, out) = x (n, in) W^T (+ b). Without b the bias is left to the op that reads y next
- * (attention, GELU, add+LayerNorm), where the rows are already in cache; with b, C starts
- * as the bias rows and sgemm adds with beta 1 (for the few small first-token gemms). */
-static void linear(const float *x, int ldx, const float *w, const float *b, int n, int in, int out,
-                   float *y, int ldy) {
-    if (b) gpu_cpu_fill_rows(y, ldy, b, n, out);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, ldx, w, in,
-                b ? 1.0f : 0.0f, y, ldy);
-}
-
-/* x (n, out) += y (n, in) W^T: the residual add rides on sgemm's beta 1, so the output
- * projections need neither a zeroed C nor a separate residual pass. */
-static void linear_acc(const float *y, int ldy, const float *w, int n, int in, int out, float *x,
-                       int ldx) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, y, ldy, w, in, 1.0f, x,
-                ldx);
+/* y (n, N), rows ldy apart, = epilogue(x (n, K) W^T + b). With OpenBLAS the epilogue is
+ * a pass of its own: the residual add rides on beta 1, the bias starts in C. */
+static void project(const cpu_proj_t *p, const float *x, int ldx, int n, gpu_cpu_epi_t epi,
+                    float *y, int ldy) {
+    if (p->packed) {
+        gpu_cpu_gemm(x, ldx, n, p->packed, p->N, p->K, p->b, epi, y, ldy);
+        return;
+    }
+    if (epi == GPU_CPU_EPI_STORE) gpu_cpu_fill_rows(y, ldy, p->b, n, p->N);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, p->N, p->K, 1.0f, x, ldx, p->w, p->K,
+                epi == GPU_CPU_EPI_GELU ? 0.0f : 1.0f, y, ldy);
+    if (epi == GPU_CPU_EPI_ACCUM) gpu_cpu_bias(y, ldy, p->b, n, p->N);
+    if (epi == GPU_CPU_EPI_GELU) gpu_cpu_bias_gelu(y, p->b, n, p->N); /* ldy == N here */
 }
 
 /* The encoder over sequences [s0, s1) of the batch, whose tokens are rows [t0, t1). */
@@ -102,52 +114,47 @@ static void encode_range(gpu_backend_t *be, const gpu_batch_t *bt, int s0, int s
         gpu_cpu_embed_ln(m, bt->ids + cu[s], cu[s + 1] - cu[s], be->x + (size_t)cu[s] * H);
     for (int l = 0; l < c->layers; l++) {
         const gpu_layer_weights_t *y = &m->w.layer[l];
-        const float *wqkv = be->lw[l], *bqkv = be->lb[l];
+        const cpu_layer_proj_t *p = &be->proj[l];
         if (l + 1 < c->layers) {
-            linear(x, H, wqkv, NULL, n, H, 3 * H, qkv, 3 * H);
+            project(&p->qkv, x, H, n, GPU_CPU_EPI_STORE, qkv, 3 * H);
             for (int s = s0; s < s1; s++) {
-                float *sq = be->qkv + (size_t)cu[s] * 3 * H;
+                const float *sq = be->qkv + (size_t)cu[s] * 3 * H;
                 int len = cu[s + 1] - cu[s];
-                gpu_cpu_bias(sq, 3 * H, bqkv, len, 3 * H);
                 gpu_cpu_attention_seq(sq, 3 * H, len, sq + H, sq + 2 * H, 3 * H, len, c->heads, hd,
                                       be->ctx + (size_t)cu[s] * H, H, scratch);
             }
-            linear_acc(ctx, H, y->ao_w, n, H, H, x, H);
-            gpu_cpu_bias_add_ln(x, NULL, H, y->ao_b, y->ln1_g, y->ln1_b, n, H, c->ln_eps);
-            linear(x, H, y->ff1_w, NULL, n, H, In, ff, In);
-            gpu_cpu_bias_gelu(ff, y->ff1_b, n, In);
-            linear_acc(ff, In, y->ff2_w, n, In, H, x, H);
-            gpu_cpu_bias_add_ln(x, NULL, H, y->ff2_b, y->ln2_g, y->ln2_b, n, H, c->ln_eps);
+            project(&p->ao, ctx, H, n, GPU_CPU_EPI_ACCUM, x, H);
+            gpu_cpu_bias_add_ln(x, NULL, H, NULL, y->ln1_g, y->ln1_b, n, H, c->ln_eps);
+            project(&p->ff1, x, H, n, GPU_CPU_EPI_GELU, ff, In);
+            project(&p->ff2, ff, In, n, GPU_CPU_EPI_ACCUM, x, H);
+            gpu_cpu_bias_add_ln(x, NULL, H, NULL, y->ln2_g, y->ln2_b, n, H, c->ln_eps);
             continue;
         }
         /* Last layer: the classifier reads only each sequence's first token, so K and V
          * are needed for every token but everything after attention for one row per
-         * sequence. Compact rows (ns <= n) reuse the range's own rows of dead buffers. */
-        linear(x, H, wqkv + (size_t)H * H, NULL, n, H, 2 * H, qkv + H, 3 * H);
+         * sequence. Compact rows (ns <= n) reuse the chunk's own rows of dead buffers. */
+        project(&p->kv, x, H, n, GPU_CPU_EPI_STORE, qkv + H, 3 * H);
         float *xc = ctx; /* (ns, H) first-token hidden states */
-        float *qc = tmp; /* (ns, H) their queries, later the projection outputs */
+        float *qc = tmp; /* (ns, H) their queries, later the pooler output */
         float *cc = x;   /* (ns, H) their attention outputs (x is dead past the KV gemm) */
         for (int s = s0; s < s1; s++)
             memcpy(xc + (size_t)(s - s0) * H, be->x + (size_t)cu[s] * H, sizeof(float) * H);
-        linear(xc, H, wqkv, bqkv, ns, H, H, qc, H);
+        project(&p->q, xc, H, ns, GPU_CPU_EPI_STORE, qc, H);
         for (int s = s0; s < s1; s++) {
-            float *sq = be->qkv + (size_t)cu[s] * 3 * H;
-            gpu_cpu_bias(sq + H, 3 * H, bqkv + H, cu[s + 1] - cu[s], 2 * H);
+            const float *sq = be->qkv + (size_t)cu[s] * 3 * H;
             gpu_cpu_attention_seq(qc + (size_t)(s - s0) * H, H, 1, sq + H, sq + 2 * H, 3 * H,
                                   cu[s + 1] - cu[s], c->heads, hd, cc + (size_t)(s - s0) * H, H,
                                   scratch);
         }
-        linear_acc(cc, H, y->ao_w, ns, H, H, xc, H);
-        gpu_cpu_bias_add_ln(xc, NULL, H, y->ao_b, y->ln1_g, y->ln1_b, ns, H, c->ln_eps);
-        linear(xc, H, y->ff1_w, NULL, ns, H, In, ff, In);
-        gpu_cpu_bias_gelu(ff, y->ff1_b, ns, In);
-        linear_acc(ff, In, y->ff2_w, ns, In, H, xc, H);
-        gpu_cpu_bias_add_ln(xc, NULL, H, y->ff2_b, y->ln2_g, y->ln2_b, ns, H, c->ln_eps);
+        project(&p->ao, cc, H, ns, GPU_CPU_EPI_ACCUM, xc, H);
+        gpu_cpu_bias_add_ln(xc, NULL, H, NULL, y->ln1_g, y->ln1_b, ns, H, c->ln_eps);
+        project(&p->ff1, xc, H, ns, GPU_CPU_EPI_GELU, ff, In);
+        project(&p->ff2, ff, In, ns, GPU_CPU_EPI_ACCUM, xc, H);
+        gpu_cpu_bias_add_ln(xc, NULL, H, NULL, y->ln2_g, y->ln2_b, ns, H, c->ln_eps);
         /* Pooler and classifier on the compact rows. */
-        linear(xc, H, m->w.pool_w, m->w.pool_b, ns, H, H, qc, H);
+        project(&be->pool, xc, H, ns, GPU_CPU_EPI_STORE, qc, H);
         gpu_cpu_tanh(qc, (size_t)ns * H);
-        float *lg = logits + (size_t)s0 * L;
-        linear(qc, H, m->w.cls_w, m->w.cls_b, ns, H, L, lg, L);
+        project(&be->cls, qc, H, ns, GPU_CPU_EPI_STORE, logits + (size_t)s0 * L, L);
     }
 }
 
@@ -233,10 +240,12 @@ static int cpu_forward(gpu_backend_t *be, const gpu_batch_t *batch, float *logit
 }
 
 static int cpu_mem_stats(gpu_backend_t *be, gpu_mem_stats_t *st) {
+    size_t H = (size_t)be->m->cfg.hidden;
     memset(st, 0, sizeof *st);
     st->weights_bytes = be->m->blob_floats * sizeof(float);
     if (be->own_qkv)
-        st->weights_bytes += (size_t)be->m->cfg.layers * (be->qkv_w_ld + be->qkv_b_ld) * 4;
+        st->weights_bytes += (size_t)be->m->cfg.layers * (3 * H * H + 3 * H) * sizeof(float);
+    st->weights_bytes += be->packed_floats * sizeof(float);
     st->arena_bytes = be->arena_bytes;
     st->device_used = 0;
     st->allocations_after_init = 0; /* forward never allocates */
@@ -261,8 +270,8 @@ static void cpu_free(gpu_backend_t *be) {
     pthread_cond_destroy(&be->cv_done);
     free(be->own_qkv);
     free(be->chunk_at);
-    free(be->lw);
-    free(be->lb);
+    free(be->proj);
+    free(be->packed);
     free(be->x);
     free(be->qkv);
     free(be->ctx);
@@ -284,10 +293,18 @@ static float *alloc_rows(size_t rows, size_t cols, size_t *total) {
     return aligned_alloc(64, bytes);
 }
 
-/* Points lw/lb at Q|K|V laid out back to back: the model's own when they already are. */
-static int fuse_qkv(gpu_backend_t *be) {
+static cpu_proj_t proj_of(const float *w, const float *b, int N, int K) {
+    cpu_proj_t p = {.w = w, .b = b, .packed = NULL, .N = N, .K = K};
+    return p;
+}
+
+/* Sets up every projection: Q|K|V fused (the model's own weights when they are laid out back
+ * to back, as gpu_model_load does, else a copy), and, where the CPU runs gpu_cpu_gemm, all
+ * weights packed once into its panels (RECLASS_CPU_GEMM=blas forces OpenBLAS, for tests). */
+static int prepare_weights(gpu_backend_t *be) {
     const gpu_model_t *m = be->m;
-    size_t H = (size_t)m->cfg.hidden, Ls = (size_t)m->cfg.layers;
+    const gpu_model_config_t *c = &m->cfg;
+    size_t H = (size_t)c->hidden, In = (size_t)c->intermediate, Ls = (size_t)c->layers;
     int contiguous = 1;
     for (size_t l = 0; l < Ls; l++) {
         const gpu_layer_weights_t *y = &m->w.layer[l];
@@ -295,33 +312,64 @@ static int fuse_qkv(gpu_backend_t *be) {
             y->v_b != y->q_b + 2 * H)
             contiguous = 0;
     }
-    be->lw = calloc(Ls, sizeof *be->lw);
-    be->lb = calloc(Ls, sizeof *be->lb);
-    if (!be->lw || !be->lb) return -1;
-    be->qkv_w_ld = 3 * H * H;
-    be->qkv_b_ld = 3 * H;
-    if (!contiguous) {
-        be->own_qkv = malloc(sizeof(float) * Ls * (be->qkv_w_ld + be->qkv_b_ld));
-        if (!be->own_qkv) return -1;
-    }
+    be->proj = calloc(Ls, sizeof *be->proj);
+    if (!be->proj) return -1;
+    if (!contiguous && !(be->own_qkv = malloc(sizeof(float) * Ls * (3 * H * H + 3 * H)))) return -1;
     for (size_t l = 0; l < Ls; l++) {
         const gpu_layer_weights_t *y = &m->w.layer[l];
-        if (contiguous) {
-            be->lw[l] = y->q_w;
-            be->lb[l] = y->q_b;
-            continue;
+        cpu_layer_proj_t *p = &be->proj[l];
+        const float *w = y->q_w, *b = y->q_b;
+        if (!contiguous) {
+            float *ow = be->own_qkv + l * 3 * H * H, *ob = be->own_qkv + Ls * 3 * H * H + l * 3 * H;
+            memcpy(ow, y->q_w, sizeof(float) * H * H);
+            memcpy(ow + H * H, y->k_w, sizeof(float) * H * H);
+            memcpy(ow + 2 * H * H, y->v_w, sizeof(float) * H * H);
+            memcpy(ob, y->q_b, sizeof(float) * H);
+            memcpy(ob + H, y->k_b, sizeof(float) * H);
+            memcpy(ob + 2 * H, y->v_b, sizeof(float) * H);
+            w = ow;
+            b = ob;
         }
-        float *w = be->own_qkv + l * be->qkv_w_ld;
-        float *b = be->own_qkv + Ls * be->qkv_w_ld + l * be->qkv_b_ld;
-        memcpy(w, y->q_w, sizeof(float) * H * H);
-        memcpy(w + H * H, y->k_w, sizeof(float) * H * H);
-        memcpy(w + 2 * H * H, y->v_w, sizeof(float) * H * H);
-        memcpy(b, y->q_b, sizeof(float) * H);
-        memcpy(b + H, y->k_b, sizeof(float) * H);
-        memcpy(b + 2 * H, y->v_b, sizeof(float) * H);
-        be->lw[l] = w;
-        be->lb[l] = b;
+        p->qkv = proj_of(w, b, (int)(3 * H), (int)H);
+        p->q = proj_of(w, b, (int)H, (int)H);
+        p->kv = proj_of(w + H * H, b + H, (int)(2 * H), (int)H);
+        p->ao = proj_of(y->ao_w, y->ao_b, (int)H, (int)H);
+        p->ff1 = proj_of(y->ff1_w, y->ff1_b, (int)In, (int)H);
+        p->ff2 = proj_of(y->ff2_w, y->ff2_b, (int)H, (int)In);
     }
+    be->pool = proj_of(m->w.pool_w, m->w.pool_b, (int)H, (int)H);
+    be->cls = proj_of(m->w.cls_w, m->w.cls_b, c->num_labels, (int)H);
+    const char *force = getenv("RECLASS_CPU_GEMM");
+    /* Q, K and V panels must tile 3H exactly for the last layer's q / kv views. */
+    if (!gpu_cpu_gemm_available() || H % GPU_CPU_GEMM_NR != 0 || (force && !strcmp(force, "blas")))
+        return 0;
+    size_t per_layer = gpu_cpu_gemm_packed_floats((int)(3 * H), (int)H) +
+                       gpu_cpu_gemm_packed_floats((int)H, (int)H) +
+                       gpu_cpu_gemm_packed_floats((int)In, (int)H) +
+                       gpu_cpu_gemm_packed_floats((int)H, (int)In);
+    be->packed_floats = Ls * per_layer + gpu_cpu_gemm_packed_floats((int)H, (int)H) +
+                        gpu_cpu_gemm_packed_floats(c->num_labels, (int)H);
+    be->packed = aligned_alloc(64, (be->packed_floats * sizeof(float) + 63) / 64 * 64);
+    if (!be->packed) return -1;
+    float *at = be->packed;
+#define PACK(P)                                                                                    \
+    do {                                                                                           \
+        gpu_cpu_gemm_pack((P).w, (P).N, (P).K, at);                                                \
+        (P).packed = at;                                                                           \
+        at += gpu_cpu_gemm_packed_floats((P).N, (P).K);                                            \
+    } while (0)
+    for (size_t l = 0; l < Ls; l++) {
+        cpu_layer_proj_t *p = &be->proj[l];
+        PACK(p->qkv);
+        p->q.packed = p->qkv.packed; /* panels are k-major per 32 outputs: Q's come first */
+        p->kv.packed = p->qkv.packed + H * H;
+        PACK(p->ao);
+        PACK(p->ff1);
+        PACK(p->ff2);
+    }
+    PACK(be->pool);
+    PACK(be->cls);
+#undef PACK
     return 0;
 }
 
@@ -374,7 +422,7 @@ static int cpu_init(const gpu_model_t *m, const gpu_backend_opts_t *opts, gpu_ba
     be->w = calloc((size_t)be->n_threads, sizeof *be->w);
     be->chunk_at = calloc((size_t)be->max_seqs + 1, sizeof *be->chunk_at);
     if (!be->x || !be->qkv || !be->ctx || !be->tmp || !be->ff || !be->w || !be->chunk_at ||
-        fuse_qkv(be) != 0) {
+        prepare_weights(be) != 0) {
         snprintf(err, errlen, "out of memory for a %d-token arena (%zu MiB)", opts->token_budget,
                  be->arena_bytes >> 20);
         cpu_free(be);

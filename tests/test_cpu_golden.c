@@ -166,6 +166,24 @@ static void test_packing_invariance(void **state) {
     free(b);
 }
 
+/* The OpenBLAS path (what CPUs without AVX-512 run) gives the same answers as the packed
+ * AVX-512 GEMM path. */
+static void test_blas_path(void **state) {
+    int L = model->cfg.num_labels, n = 1200;
+    float *a = malloc(sizeof(float) * (size_t)n * L), *b = malloc(sizeof(float) * (size_t)n * L);
+    classify_all(2048, 2, n, a);
+    setenv("RECLASS_CPU_GEMM", "blas", 1);
+    classify_all(2048, 2, n, b);
+    unsetenv("RECLASS_CPU_GEMM");
+    double maxd = 0;
+    for (size_t i = 0; i < (size_t)n * L; i++)
+        maxd = fmax(maxd, fabs((double)a[i] - b[i]));
+    printf("OpenBLAS path vs default path: max |delta| %.3g\n", maxd);
+    assert_true(maxd <= 1e-4);
+    free(a);
+    free(b);
+}
+
 /* The fused backend against the unfused reference ops (gpu_ref_forward). */
 static void test_backend_vs_ref(void **state) {
     int L = model->cfg.num_labels, n = 400;
@@ -269,9 +287,9 @@ static void test_random_model(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_golden),         cmocka_unit_test(test_packing_invariance),
-        cmocka_unit_test(test_backend_vs_ref), cmocka_unit_test(test_refusals),
-        cmocka_unit_test(test_random_model),
+        cmocka_unit_test(test_golden),    cmocka_unit_test(test_packing_invariance),
+        cmocka_unit_test(test_blas_path), cmocka_unit_test(test_backend_vs_ref),
+        cmocka_unit_test(test_refusals),  cmocka_unit_test(test_random_model),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu/cpu_gemm.h"
 #include "gpu/cpu_kernels.h"
 #include "gpu/ref_ops.h"
 
@@ -113,11 +114,67 @@ static void test_attention(void **state) {
     check_attention(3, 20); /* the portable path */
 }
 
+/* The packed GEMM, every epilogue, against gpu_ref_linear (+ residual / GELU), on shapes
+ * with row and column tails. */
+static void check_gemm(int m, int N, int K) {
+    float *x = malloc(sizeof(float) * m * K), *w = malloc(sizeof(float) * N * K);
+    float *bias = malloc(sizeof(float) * N), *ref = malloc(sizeof(float) * m * (N + 3));
+    float *y = malloc(sizeof(float) * m * (N + 3)), *res = malloc(sizeof(float) * m * (N + 3));
+    float *bp =
+        aligned_alloc(64, (gpu_cpu_gemm_packed_floats(N, K) * sizeof(float) + 63) / 64 * 64);
+    for (int i = 0; i < m * K; i++)
+        x[i] = frand(1.0f);
+    for (int i = 0; i < N * K; i++)
+        w[i] = frand(0.1f);
+    for (int i = 0; i < N; i++)
+        bias[i] = frand(0.5f);
+    for (int i = 0; i < m * (N + 3); i++)
+        res[i] = frand(1.0f);
+    gpu_cpu_gemm_pack(w, N, K, bp);
+    int ld = N + 3; /* y rows wider than N: nothing past N may be written */
+    for (int epi = 0; epi < 3; epi++) {
+        memcpy(y, res, sizeof(float) * m * ld);
+        gpu_cpu_gemm(x, K, m, bp, N, K, bias, (gpu_cpu_epi_t)epi, y, ld);
+        gpu_ref_linear(x, w, bias, m, K, N, ref);
+        double d = 0;
+        for (int r = 0; r < m; r++) {
+            if (epi == GPU_CPU_EPI_ACCUM)
+                for (int c = 0; c < N; c++)
+                    ref[r * N + c] += res[r * ld + c];
+            if (epi == GPU_CPU_EPI_GELU) gpu_ref_gelu(ref + r * N, (size_t)N);
+            d = fmax(d, max_diff(y + r * ld, ref + r * N, (size_t)N));
+            for (int c = N; c < ld; c++)
+                assert_true(y[r * ld + c] == res[r * ld + c]);
+        }
+        printf("gemm %dx%dx%d epilogue %d: max |delta| %.3g\n", m, N, K, epi, d);
+        assert_true(d < 1e-4);
+    }
+    free(x);
+    free(w);
+    free(bias);
+    free(ref);
+    free(y);
+    free(res);
+    free(bp);
+}
+
+static void test_gemm(void **state) {
+    if (!gpu_cpu_gemm_available()) {
+        printf("no AVX-512: the backend uses OpenBLAS (covered by test_cpu_golden)\n");
+        return;
+    }
+    check_gemm(13, 151, 256); /* row tail 1, column tail 23 */
+    check_gemm(24, 64, 40);
+    check_gemm(5, 1024, 256);
+    check_gemm(30, 256, 1024);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gelu),
         cmocka_unit_test(test_add_ln),
         cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_gemm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

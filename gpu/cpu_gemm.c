@@ -1,0 +1,154 @@
+#include "gpu/cpu_gemm.h"
+
+#include <string.h>
+
+#define NR GPU_CPU_GEMM_NR
+#define MR 12 /* rows per register block: 24 accumulators of the 32 zmm registers */
+/* Packed weight bytes a block of panels may take, so it stays in L2 while every row block
+ * of x passes over it. */
+#define PANEL_BLOCK_BYTES (1u << 20)
+
+size_t gpu_cpu_gemm_packed_floats(int N, int K) {
+    return (size_t)((N + NR - 1) / NR) * NR * (size_t)K;
+}
+
+void gpu_cpu_gemm_pack(const float *w, int N, int K, float *bp) {
+    int panels = (N + NR - 1) / NR;
+    for (int j = 0; j < panels; j++)
+        for (int k = 0; k < K; k++) {
+            float *dst = bp + ((size_t)j * K + k) * NR;
+            for (int c = 0; c < NR; c++) {
+                int n = j * NR + c;
+                dst[c] = n < N ? w[(size_t)n * K + k] : 0.0f;
+            }
+        }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+int gpu_cpu_gemm_available(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f");
+}
+
+/* The same rational erf GELU as gpu/cpu_kernels.c (max error 7e-8 against erff). */
+__attribute__((target("avx512f"))) static inline __m512 gelu512(__m512 v) {
+    __m512 x = _mm512_mul_ps(v, _mm512_set1_ps(0.70710678118654752f));
+    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-4.0f)), _mm512_set1_ps(4.0f));
+    __m512 x2 = _mm512_mul_ps(x, x);
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(-2.72614225801306e-10f), x2,
+                               _mm512_set1_ps(2.77068142495902e-08f));
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-2.10102402082508e-06f));
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-5.69250639462346e-05f));
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-7.34990630326855e-04f));
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-2.95459980854025e-03f));
+    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-1.60960333262415e-02f));
+    __m512 q = _mm512_fmadd_ps(_mm512_set1_ps(-1.45660718464996e-05f), x2,
+                               _mm512_set1_ps(-2.13374055278905e-04f));
+    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(-1.68282697438203e-03f));
+    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(-7.37332916720468e-03f));
+    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(-1.42647390514189e-02f));
+    __m512 r = _mm512_rcp14_ps(q);
+    r = _mm512_mul_ps(r, _mm512_fnmadd_ps(q, r, _mm512_set1_ps(2.0f)));
+    __m512 e = _mm512_mul_ps(_mm512_mul_ps(x, p), r);
+    return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), v),
+                         _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+}
+
+/* One rows x 32 block over the whole K: rows is a compile-time constant at each call
+ * site (always_inline), so acc stays in registers. m0/m1 mask the columns past N. */
+__attribute__((target("avx512f"), always_inline)) static inline void
+block(const float *x, int ldx, const float *b, int K, const float *bias, gpu_cpu_epi_t epi,
+      float *y, int ldy, int rows, __mmask16 m0, __mmask16 m1) {
+    __m512 acc[MR][2];
+#pragma GCC unroll 12
+    for (int r = 0; r < rows; r++) {
+        acc[r][0] = _mm512_setzero_ps();
+        acc[r][1] = _mm512_setzero_ps();
+    }
+    for (int k = 0; k < K; k++) {
+        __m512 b0 = _mm512_load_ps(b + (size_t)k * NR),
+               b1 = _mm512_load_ps(b + (size_t)k * NR + 16);
+#pragma GCC unroll 12
+        for (int r = 0; r < rows; r++) {
+            __m512 a = _mm512_set1_ps(x[(size_t)r * ldx + k]);
+            acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
+        }
+    }
+    __m512 bias0 = bias ? _mm512_maskz_loadu_ps(m0, bias) : _mm512_setzero_ps();
+    __m512 bias1 = bias ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_setzero_ps();
+#pragma GCC unroll 12
+    for (int r = 0; r < rows; r++) {
+        float *yr = y + (size_t)r * ldy;
+        __m512 v0 = _mm512_add_ps(acc[r][0], bias0), v1 = _mm512_add_ps(acc[r][1], bias1);
+        if (epi == GPU_CPU_EPI_ACCUM) {
+            v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, yr));
+            v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, yr + 16));
+        } else if (epi == GPU_CPU_EPI_GELU) {
+            v0 = gelu512(v0);
+            v1 = gelu512(v1);
+        }
+        _mm512_mask_storeu_ps(yr, m0, v0);
+        _mm512_mask_storeu_ps(yr + 16, m1, v1);
+    }
+}
+
+#define BLOCK_CASE(R)                                                                              \
+    case R:                                                                                        \
+        block(x, ldx, b, K, bias, epi, y, ldy, R, m0, m1);                                         \
+        break;
+
+__attribute__((target("avx512f"))) static void block_rows(const float *x, int ldx, const float *b,
+                                                          int K, const float *bias,
+                                                          gpu_cpu_epi_t epi, float *y, int ldy,
+                                                          int rows, int cols) {
+    __mmask16 m0 = cols >= 16 ? 0xffff : (__mmask16)((1u << cols) - 1);
+    __mmask16 m1 = cols >= 32 ? 0xffff : cols <= 16 ? 0 : (__mmask16)((1u << (cols - 16)) - 1);
+    switch (rows) {
+        BLOCK_CASE(12)
+        BLOCK_CASE(11)
+        BLOCK_CASE(10)
+        BLOCK_CASE(9)
+        BLOCK_CASE(8)
+        BLOCK_CASE(7)
+        BLOCK_CASE(6)
+        BLOCK_CASE(5)
+        BLOCK_CASE(4)
+        BLOCK_CASE(3)
+        BLOCK_CASE(2)
+        BLOCK_CASE(1)
+    }
+}
+
+void gpu_cpu_gemm(const float *x, int ldx, int m, const float *bp, int N, int K, const float *bias,
+                  gpu_cpu_epi_t epi, float *y, int ldy) {
+    int panels = (N + NR - 1) / NR;
+    int per_block = (int)(PANEL_BLOCK_BYTES / ((size_t)K * NR * sizeof(float)));
+    if (per_block < 1) per_block = 1;
+    for (int j0 = 0; j0 < panels; j0 += per_block) {
+        int j1 = j0 + per_block < panels ? j0 + per_block : panels;
+        for (int i = 0; i < m; i += MR) {
+            int rows = m - i < MR ? m - i : MR;
+            for (int j = j0; j < j1; j++) {
+                int cols = N - j * NR < NR ? N - j * NR : NR;
+                block_rows(x + (size_t)i * ldx, ldx, bp + (size_t)j * K * NR, K,
+                           bias ? bias + j * NR : NULL, epi, y + (size_t)i * ldy + j * NR, ldy,
+                           rows, cols);
+            }
+        }
+    }
+}
+
+#else
+int gpu_cpu_gemm_available(void) {
+    return 0;
+}
+
+void gpu_cpu_gemm(const float *x, int ldx, int m, const float *bp, int N, int K, const float *bias,
+                  gpu_cpu_epi_t epi, float *y, int ldy) {
+    (void)x, (void)ldx, (void)m, (void)bp, (void)N, (void)K, (void)bias, (void)epi, (void)y,
+        (void)ldy;
+}
+#endif
