@@ -27,6 +27,7 @@
 
 #include "sink/copybin.h"
 #include "sink/copybuf.h"
+#include "sink/sink_conn.h"
 #include "sink/pgutil.h"
 #include "sink/sink_stats.h"
 #include "sink/tally.h"
@@ -196,6 +197,10 @@ long sink_last_inserted(const sink_t *s) {
 
 long sink_last_rows(const sink_t *s) {
     return s ? s->last_rows : 0;
+}
+
+PGconn *sink_conn(sink_t *s) {
+    return s ? s->conn : NULL;
 }
 
 long sink_fallbacks(const sink_t *s) {

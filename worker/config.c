@@ -1,5 +1,6 @@
 #include "worker/config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -54,6 +55,17 @@ static const opt_t opts[] = {
     {"--top-k", "RECLASS_TOP_K", I(top_k, 1, 64), "labels kept in top_k (default 3)"},
     {"--stats-json", "RECLASS_STATS_JSON", S(stats_json),
      "also write the exit statistics (JSON) to this file"},
+    {"--http-port", "RECLASS_HTTP_PORT", I(http_port, 0, 65535),
+     "serve /healthz, /readyz and /metrics (Prometheus) on this port (default 0 = off)"},
+    {"--http-addr", "RECLASS_HTTP_ADDR", S(http_addr),
+     "address the HTTP endpoints bind to (default 0.0.0.0; 127.0.0.1 = local only)"},
+    {"--drift-window-s", "RECLASS_DRIFT_WINDOW_S", I(drift_window_s, 1, 86400),
+     "length of a drift window (table drift_windows) in seconds (default 60)"},
+    {"--drift-max-tenants", "RECLASS_DRIFT_MAX_TENANTS", I(drift_max_tenants, 1, 4096),
+     "tenants tracked per drift window; further tenants are counted as _other\n"
+     "      (default 64)"},
+    {"--telemetry-interval-s", "RECLASS_TELEMETRY_INTERVAL_S", I(telemetry_interval_s, 1, 86400),
+     "seconds between gpu_memory rows (also written at start and exit; default 10)"},
 };
 #define N_OPTS (int)(sizeof(opts) / sizeof(opts[0]))
 
@@ -75,7 +87,11 @@ void worker_run_cfg_usage(FILE *f) {
     fprintf(f,
             "\nA second SIGTERM/SIGINT exits at once (status 1; nothing uncommitted is stored).\n"
             "At exit one JSON line of statistics goes to stdout: tickets, seconds (first\n"
-            "record to last commit), tickets_per_s, encoder_seconds, non_encoder_share.\n");
+            "record to last commit), tickets_per_s, encoder_seconds, non_encoder_share.\n"
+            "With --http-port: GET /healthz (200 while the poll loop turns), /readyz (200\n"
+            "once the group is joined and PostgreSQL is connected), /metrics (Prometheus).\n"
+            "Drift statistics per window go to drift_windows, device memory samples to\n"
+            "gpu_memory (migrations/003_telemetry.sql).\n");
 }
 
 static int set_opt(worker_run_cfg_t *cfg, const opt_t *o, const char *v, const char *from,
@@ -113,6 +129,10 @@ int worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **argv, char *err
     cfg->sink_rows = 8192;
     cfg->log_every = 50;
     cfg->top_k = 3;
+    cfg->http_addr = "0.0.0.0";
+    cfg->drift_window_s = 60;
+    cfg->drift_max_tenants = 64;
+    cfg->telemetry_interval_s = 10;
     for (int i = 0; i < N_OPTS; i++) {
         const char *v = getenv(opts[i].env);
         if (v && *v) {
@@ -174,6 +194,13 @@ int worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **argv, char *err
     if (!cfg->dlq_topic) {
         snprintf(cfg->dlq_buf, sizeof(cfg->dlq_buf), "%s.dlq", cfg->topic);
         cfg->dlq_topic = cfg->dlq_buf;
+    }
+    unsigned char addr[sizeof(struct in6_addr)];
+    if (inet_pton(AF_INET, cfg->http_addr, addr) != 1 &&
+        inet_pton(AF_INET6, cfg->http_addr, addr) != 1) {
+        snprintf(err, errlen, "--http-addr '%s': give an IPv4 or IPv6 address (e.g. 0.0.0.0)",
+                 cfg->http_addr);
+        return 2;
     }
     if (!strcmp(cfg->dlq_topic, cfg->topic)) {
         snprintf(err, errlen, "--dlq-topic must differ from --topic (%s)", cfg->topic);

@@ -68,6 +68,7 @@ static void dlq_done(void *ctx, void *opaque) {
     if (s >= 0) pl_store(pl, r->partition, s);
     pl->dead_letters++;
     pthread_mutex_unlock(&pl->mu);
+    worker_metrics_add(&worker_metrics.dead_lettered, 1);
     free(r);
 }
 
@@ -77,6 +78,7 @@ static void on_assign(void *ctx, const int32_t *parts, int n) {
     for (int i = 0; i < n; i++)
         consumers_offsets_assign(pl->offsets, parts[i]);
     pthread_mutex_unlock(&pl->mu);
+    atomic_fetch_add(&worker_metrics.partitions_assigned, n);
 }
 
 /* Stores what is committed of the revoked partitions, then forgets their in-flight offsets;
@@ -93,6 +95,7 @@ static void on_revoke(void *ctx, const int32_t *parts, int n, int lost) {
     pl->revoked_partitions += n;
     pl->dropped_in_flight += dropped;
     pthread_mutex_unlock(&pl->mu);
+    atomic_fetch_sub(&worker_metrics.partitions_assigned, n);
     /* overflow items of those partitions will never be stored: drop them now */
     pl_item_t **pp = &pl->ovf_head, *last = NULL;
     while (*pp) {
@@ -196,6 +199,7 @@ static void handle_record(pl_t *pl, rd_kafka_message_t *m, worker_ids_t *ids) {
         rd_kafka_message_destroy(m);
         return;
     }
+    worker_metrics_add(&worker_metrics.tickets_consumed, 1);
     char err[512];
     pl_item_t *it = make_item(pl, m, ids, err, sizeof(err));
     if (!it) {
@@ -221,6 +225,7 @@ static void handle_record(pl_t *pl, rd_kafka_message_t *m, worker_ids_t *ids) {
     pthread_mutex_lock(&pl->mu);
     if (it->truncated) pl->truncated++;
     pthread_mutex_unlock(&pl->mu);
+    if (it->truncated) worker_metrics_add(&worker_metrics.truncated, 1);
     /* order matters only within the tracker; the overflow keeps arrival order anyway */
     if (pl->ovf_tail)
         pl->ovf_tail->next = it;
@@ -266,18 +271,28 @@ static void poll_loop(pl_t *pl) {
         pthread_mutex_lock(&pl->mu);
         int fatal = pl->fatal, sink_down = pl->sink_down;
         int pending = worker_accum_pending_items(pl->acc);
+        long pending_tokens = worker_accum_pending_tokens(pl->acc);
         long uncommitted = consumers_offsets_pending(pl->offsets, -1);
         long batches = pl->batches_done;
         pthread_mutex_unlock(&pl->mu);
+        /* the liveness heartbeat: /healthz fails once this loop stops turning */
+        atomic_store_explicit(&worker_metrics.last_poll_ms, (long long)worker_metrics_now_ms(),
+                              memory_order_relaxed);
+        atomic_store_explicit(&worker_metrics.pending_items, pending, memory_order_relaxed);
+        atomic_store_explicit(&worker_metrics.pending_tokens, pending_tokens, memory_order_relaxed);
         if (fatal) break;
         int full = drain_overflow(pl);
         /* backpressure: stop fetching, keep polling (max.poll.interval.ms is never hit) */
         if (full || sink_down) {
             if (!consumers_consumer_paused(pl->consumer) &&
-                consumers_consumer_pause(pl->consumer) == 0)
+                consumers_consumer_pause(pl->consumer) == 0) {
                 pl->pauses++;
+                worker_metrics_add(&worker_metrics.pauses, 1);
+            }
         } else if (consumers_consumer_paused(pl->consumer) && pending < cfg->max_pending / 2)
             consumers_consumer_resume(pl->consumer);
+        atomic_store_explicit(&worker_metrics.consumer_paused,
+                              consumers_consumer_paused(pl->consumer), memory_order_relaxed);
         rd_kafka_message_t *m = consumers_consumer_poll(pl->consumer, full ? 20 : 100);
         consumers_dlq_poll(pl->dlq, 0);
         double now = pl_now_s();
@@ -285,6 +300,7 @@ static void poll_loop(pl_t *pl) {
         if (rebalances != seen_rebalances) { /* joining or rebalancing is not idleness */
             seen_rebalances = rebalances;
             last_activity = now;
+            atomic_store(&worker_metrics.group_joined, 1);
         }
         if (m) {
             last_activity = now;
@@ -329,6 +345,8 @@ static void drain(pl_t *pl) {
         int done = pl->sink_done;
         pthread_mutex_unlock(&pl->mu);
         if (done) break;
+        atomic_store_explicit(&worker_metrics.last_poll_ms, (long long)worker_metrics_now_ms(),
+                              memory_order_relaxed);
         rd_kafka_message_t *m = consumers_consumer_poll(pl->consumer, 50);
         if (m) rd_kafka_message_destroy(m); /* fetched before the pause: not tracked */
         consumers_dlq_poll(pl->dlq, 0);
@@ -448,6 +466,7 @@ static int setup_compute(pl_t *pl, char *err, size_t errlen) {
 }
 
 static void teardown(pl_t *pl) {
+    pl_telemetry_free(pl);
     while (pl->out_head) {
         pl_out_t *o = pl->out_head;
         pl->out_head = o->next;
@@ -498,12 +517,14 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
     double t_start = pl_now_s();
     char err[1024] = "";
     int rc = setup_compute(pl, err, sizeof(err));
+    if (!rc) rc = pl_telemetry_init(pl, err, sizeof(err));
     if (!rc && consumers_codec_init(cfg->schemas, &pl->codec, err, sizeof(err))) rc = 2;
     if (!rc && consumers_offsets_init(&pl->offsets)) {
         snprintf(err, sizeof(err), "out of memory");
         rc = 1;
     }
     if (!rc && sink_init(cfg->db, pl->model->name, &pl->sink, err, sizeof(err))) rc = 1;
+    if (!rc) atomic_store(&worker_metrics.sink_connected, 1);
     if (!rc) {
         consumers_consumer_cfg_t ccfg = {.brokers = cfg->brokers,
                                          .topic = cfg->topic,

@@ -13,8 +13,11 @@
 #include "consumers/ticket.h"
 #include "gpu/backend.h"
 #include "sink/sink.h"
+#include "sink/telemetry.h"
 #include "worker/accum.h"
 #include "worker/config.h"
+#include "worker/drift.h"
+#include "worker/metrics.h"
 #include "worker/tokenizer.h"
 
 /* One ticket on its way through. Created by the poll thread, handed to the accumulator, then
@@ -82,6 +85,16 @@ typedef struct {
     pl_item_t *ovf_head, *ovf_tail; /* poll thread: consumed, waiting for accumulator room */
     long ovf_n;
     long pauses; /* poll thread: times consumption was paused (backpressure) */
+
+    /* telemetry (worker/pipeline_telemetry.c) */
+    worker_http_t *http;          /* /healthz /readyz /metrics; NULL when --http-port 0 */
+    char worker_id[320];          /* hostname:pid */
+    const char *precision;        /* what the backend runs */
+    worker_drift_t *drift;        /* sink thread */
+    sink_drift_row_t *drift_rows; /* (drift_max_tenants + 1) sink thread: rows of a flush */
+    double next_gpu_row_s;        /* sink thread: monotonic time of the next gpu_memory row */
+    double next_reconnect_s;      /* sink thread: telemetry's next reconnect attempt */
+    int telemetry_off;            /* sink thread: tables missing, stop trying */
 } pl_t;
 
 double pl_now_s(void);
@@ -90,6 +103,21 @@ void pl_item_free(pl_item_t *it);
 
 /* Stores next_offset for partition with Kafka and remembers it (caller holds mu). */
 void pl_store(pl_t *pl, int32_t partition, int64_t next_offset);
+
+/* Telemetry set-up (worker id, drift buffers, HTTP endpoints) after the backend is up, and its
+ * teardown. 0, or an exit code with err. */
+int pl_telemetry_init(pl_t *pl, char *err, size_t errlen);
+void pl_telemetry_free(pl_t *pl);
+
+/* Sink thread, between writes (mu not held): closes and flushes drift windows that ended,
+ * writes a gpu_memory row when one is due. final: flush everything, write the exit row. */
+void pl_telemetry_tick(pl_t *pl, int final);
+
+/* Counts committed items into the open drift window (sink thread, mu not held). */
+void pl_telemetry_drift_add(pl_t *pl, pl_item_t *const *its, int n);
+
+/* Publishes the backend's memory statistics to worker_metrics. */
+void pl_telemetry_mem(pl_t *pl);
 
 void *pl_encoder_main(void *arg);
 void *pl_sink_main(void *arg);

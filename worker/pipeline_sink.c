@@ -5,6 +5,15 @@
 
 #include "worker/pipeline_int.h"
 
+static void timedwait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += (long)ms * 1000000L;
+    ts.tv_sec += ts.tv_nsec / 1000000000L;
+    ts.tv_nsec %= 1000000000L;
+    pthread_cond_timedwait(cv, mu, &ts);
+}
+
 static void sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
@@ -21,8 +30,11 @@ static int write_committed(pl_t *pl, const sink_result_t *rows, int n_rows, cons
         if (rc == SINK_OK) break;
         if (rc != SINK_RETRY) {
             fprintf(stderr, "reclass run: database write failed for good: %s\n", err);
+            atomic_store(&worker_metrics.sink_connected, 0);
             return SINK_FATAL;
         }
+        worker_metrics_add(&worker_metrics.sink_retries, 1);
+        atomic_store(&worker_metrics.sink_connected, 0);
         pthread_mutex_lock(&pl->mu);
         if (!pl->sink_down)
             fprintf(stderr,
@@ -41,6 +53,8 @@ static int write_committed(pl_t *pl, const sink_result_t *rows, int n_rows, cons
     if (pl->sink_down) fprintf(stderr, "reclass run: database back: resuming\n");
     pl->sink_down = 0;
     pthread_mutex_unlock(&pl->mu);
+    worker_metrics_add(&worker_metrics.sink_commits, 1);
+    atomic_store(&worker_metrics.sink_connected, 1);
     return SINK_OK;
 }
 
@@ -71,6 +85,8 @@ static int commit_rows(pl_t *pl, const sink_result_t *rows, pl_item_t **its, int
     pl->batches_done += b;
     pl->last_commit_s = pl_now_s();
     pthread_mutex_unlock(&pl->mu);
+    worker_metrics_add(&worker_metrics.tickets_classified, r);
+    pl_telemetry_drift_add(pl, its, r); /* committed rows only */
     return SINK_OK;
 }
 
@@ -83,14 +99,21 @@ void *pl_sink_main(void *arg) {
     pl_item_t **its = malloc(sizeof(*its) * (size_t)cap_rows);      /* (sink_rows) */
     int32_t *parts = malloc(sizeof(*parts) * (size_t)cap_rows);     /* (sink_rows) touched */
     const gpu_model_config_t *mc = &pl->model->cfg;
+    pl_telemetry_tick(pl, 0); /* the start-up gpu_memory row */
     pthread_mutex_lock(&pl->mu);
     if (!rows || !bat || !its || !parts) {
         fprintf(stderr, "reclass run: sink: out of memory\n");
         pl->fatal = 1;
     }
     while (!pl->fatal) {
-        while (!pl->out_head && !pl->enc_done && !pl->fatal)
-            pthread_cond_wait(&pl->cv_sink, &pl->mu);
+        while (!pl->out_head && !pl->enc_done && !pl->fatal) {
+            /* wake up now and then: a quiet drift window must still close and be written */
+            timedwait_ms(&pl->cv_sink, &pl->mu, 250);
+            if (pl->out_head || pl->enc_done || pl->fatal) break;
+            pthread_mutex_unlock(&pl->mu);
+            pl_telemetry_tick(pl, 0);
+            pthread_mutex_lock(&pl->mu);
+        }
         if (!pl->out_head) break; /* the encoder is done and everything is written */
         /* take whole batches while they fit; a batch larger than sink_rows goes alone */
         int n_rows = 0, n_bat = 0;
@@ -156,6 +179,7 @@ void *pl_sink_main(void *arg) {
         }
         if (rc == SINK_OK && r > 0) rc = commit_rows(pl, rows, its, r, bat, b, parts);
         double dt = pl_now_s() - t0;
+        if (rc == SINK_OK) pl_telemetry_tick(pl, 0);
         while (taken) {
             pl_out_t *o = taken;
             taken = o->next;
@@ -168,6 +192,10 @@ void *pl_sink_main(void *arg) {
         pl->sink_s += dt;
         if (rc != SINK_OK) pl->fatal = 1; /* stop; nothing unwritten is ever stored */
     }
+    pthread_mutex_unlock(&pl->mu);
+    /* everything accepted is written (or the run failed): last drift window, exit row */
+    pl_telemetry_tick(pl, 1);
+    pthread_mutex_lock(&pl->mu);
     pl->sink_done = 1;
     pthread_cond_broadcast(&pl->cv_room);
     pthread_cond_broadcast(&pl->cv_enc);

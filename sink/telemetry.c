@@ -1,0 +1,147 @@
+/* Drift and GPU memory rows (see sink/telemetry.h). A drift window travels as one jsonb
+ * parameter (an array of row objects, expanded by jsonb_to_recordset): one statement, one
+ * round trip, whatever the number of tenants, and the values never touch the SQL text. */
+#include "sink/telemetry.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <libpq-fe.h>
+
+#include "sink/pgutil.h"
+#include "sink/sink_conn.h"
+
+/* $1 window start (unix s), $2 window_s, $3 model, $4 worker, $5 rows (jsonb array).
+ * On conflict everything adds: label counts key by key, histograms bin by bin. */
+static const char SQL_DRIFT[] =
+    "INSERT INTO drift_windows AS d (window_start, window_s, tenant, model, worker, overflow,"
+    "  tickets, label_counts, confidence_hist, confidence_sum, mean_confidence, truncated,"
+    "  tokens)"
+    " SELECT to_timestamp($1::bigint), $2::integer, r.tenant, $3::text, $4::text, r.overflow,"
+    "  r.tickets, r.label_counts, r.confidence_hist, r.confidence_sum,"
+    "  (r.confidence_sum / NULLIF(r.tickets, 0))::real, r.truncated, r.tokens"
+    " FROM jsonb_to_recordset($5::jsonb) AS r(tenant text, overflow boolean, tickets bigint,"
+    "  label_counts jsonb, confidence_hist integer[], confidence_sum double precision,"
+    "  truncated integer, tokens bigint)"
+    " ON CONFLICT (window_start, tenant, model, worker) DO UPDATE SET"
+    "  tickets = d.tickets + excluded.tickets,"
+    "  label_counts = (SELECT COALESCE(jsonb_object_agg(k, n), '{}'::jsonb) FROM ("
+    "    SELECT k, sum(v::bigint) AS n FROM ("
+    "      SELECT key AS k, value AS v FROM jsonb_each_text(d.label_counts)"
+    "      UNION ALL SELECT key, value FROM jsonb_each_text(excluded.label_counts)) u"
+    "    GROUP BY k) g),"
+    "  confidence_hist = ARRAY(SELECT a + b FROM unnest(d.confidence_hist,"
+    "    excluded.confidence_hist) WITH ORDINALITY AS u(a, b, i) ORDER BY i),"
+    "  confidence_sum = d.confidence_sum + excluded.confidence_sum,"
+    "  mean_confidence = ((d.confidence_sum + excluded.confidence_sum)"
+    "    / NULLIF(d.tickets + excluded.tickets, 0))::real,"
+    "  overflow = d.overflow OR excluded.overflow,"
+    "  truncated = d.truncated + excluded.truncated,"
+    "  tokens = d.tokens + excluded.tokens,"
+    "  updated_at = now()";
+
+static const char SQL_GPU[] =
+    "INSERT INTO gpu_memory (worker, backend, \"precision\", device_total_bytes,"
+    " device_used_bytes, weights_bytes, arena_bytes, allocations_after_init, token_budget)"
+    " VALUES ($1, $2, $3, $4::bigint, $5::bigint, $6::bigint, $7::bigint, $8::bigint,"
+    " $9::integer)";
+
+static int exec_params(sink_t *sink, const char *sql, int n, const char *const *vals,
+                       const char *step, char *err, size_t errlen) {
+    PGconn *conn = sink_conn(sink);
+    if (!conn || PQstatus(conn) != CONNECTION_OK) {
+        snprintf(err, errlen, "%s: not connected to PostgreSQL", step);
+        return SINK_RETRY;
+    }
+    PGresult *res = PQexecParams(conn, sql, n, NULL, vals, NULL, NULL, 0);
+    if (res && PQresultStatus(res) == PGRES_COMMAND_OK) {
+        PQclear(res);
+        return SINK_OK;
+    }
+    int rc = sink_pg_classify(conn, res);
+    sink_pg_errmsg(err, errlen, step, conn, res);
+    PQclear(res);
+    return rc;
+}
+
+/* The rows as a JSON array of objects, NULL when out of memory. */
+static char *drift_json(const sink_drift_t *d) {
+    json_t *arr = json_array();
+    int ok = arr != NULL;
+    for (int i = 0; ok && i < d->n_rows; i++) {
+        const sink_drift_row_t *r = &d->rows[i];
+        json_t *o = json_object(), *lc = json_object(), *h = json_array();
+        ok = o && lc && h;
+        for (int l = 0; ok && l < d->n_labels; l++) {
+            if (!r->label_counts[l]) continue;
+            const char *name = d->labels && d->labels[l] ? d->labels[l] : "";
+            /* two ids with one name (a sloppy config.json) add up rather than overwrite */
+            json_t *prev = json_object_get(lc, name);
+            json_int_t n = r->label_counts[l] + (prev ? json_integer_value(prev) : 0);
+            ok = json_object_set_new(lc, name, json_integer(n)) == 0;
+        }
+        for (int b = 0; ok && b < SINK_DRIFT_BINS; b++)
+            ok = json_array_append_new(h, json_integer(r->hist[b])) == 0;
+        if (ok)
+            ok = !json_object_set_new(o, "tenant", json_string(r->tenant ? r->tenant : "")) &&
+                 !json_object_set_new(o, "overflow", json_boolean(r->overflow)) &&
+                 !json_object_set_new(o, "tickets", json_integer(r->tickets)) &&
+                 !json_object_set_new(o, "confidence_sum", json_real(r->confidence_sum)) &&
+                 !json_object_set_new(o, "truncated", json_integer(r->truncated)) &&
+                 !json_object_set_new(o, "tokens", json_integer(r->tokens));
+        if (ok) {
+            ok = !json_object_set_new(o, "label_counts", lc) &&
+                 !json_object_set_new(o, "confidence_hist", h);
+            lc = h = NULL; /* owned by o now, even on failure */
+        }
+        if (ok) {
+            ok = !json_array_append_new(arr, o);
+            o = NULL;
+        }
+        json_decref(o);
+        json_decref(lc);
+        json_decref(h);
+    }
+    char *s = ok ? json_dumps(arr, JSON_COMPACT) : NULL;
+    json_decref(arr);
+    return s;
+}
+
+int sink_write_drift(sink_t *sink, const sink_drift_t *d, char *err, size_t errlen) {
+    if (!d || d->n_rows == 0) return SINK_OK;
+    char *rows = drift_json(d);
+    if (!rows) {
+        snprintf(err, errlen, "drift_windows: out of memory");
+        return SINK_FATAL;
+    }
+    char start[32], win[16];
+    snprintf(start, sizeof(start), "%" PRId64, d->window_start_s);
+    snprintf(win, sizeof(win), "%d", d->window_s);
+    const char *vals[5] = {start, win, d->model ? d->model : "", d->worker ? d->worker : "", rows};
+    int rc = exec_params(sink, SQL_DRIFT, 5, vals, "write drift_windows", err, errlen);
+    free(rows);
+    return rc;
+}
+
+int sink_write_gpu_memory(sink_t *sink, const sink_gpu_memory_t *g, char *err, size_t errlen) {
+    char num[6][24];
+    snprintf(num[0], sizeof(num[0]), "%" PRId64, g->device_total_bytes);
+    snprintf(num[1], sizeof(num[1]), "%" PRId64, g->device_used_bytes);
+    snprintf(num[2], sizeof(num[2]), "%" PRId64, g->weights_bytes);
+    snprintf(num[3], sizeof(num[3]), "%" PRId64, g->arena_bytes);
+    snprintf(num[4], sizeof(num[4]), "%" PRId64, g->allocations_after_init);
+    snprintf(num[5], sizeof(num[5]), "%d", g->token_budget);
+    const char *vals[9] = {g->worker ? g->worker : "",
+                           g->backend ? g->backend : "",
+                           g->precision,
+                           g->device_total_bytes < 0 ? NULL : num[0],
+                           num[1],
+                           num[2],
+                           num[3],
+                           num[4],
+                           num[5]};
+    return exec_params(sink, SQL_GPU, 9, vals, "write gpu_memory", err, errlen);
+}

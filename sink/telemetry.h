@@ -1,0 +1,57 @@
+/* Telemetry writes on the sink's connection (migrations/003_telemetry.sql): drift windows and
+ * GPU memory rows. Each is one autocommitted statement with bound parameters, issued by the
+ * thread that owns the sink between result transactions; a failure never touches results.
+ * Returns SINK_OK, SINK_RETRY (connection lost: the caller reconnects when it suits it) or
+ * SINK_FATAL (e.g. the telemetry tables are missing: 'reclass migrate'). */
+#ifndef RECLASS_SINK_TELEMETRY_H
+#define RECLASS_SINK_TELEMETRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sink/sink.h"
+
+#define SINK_DRIFT_BINS 10
+
+typedef struct {
+    const char *tenant;
+    int overflow; /* 1: the row aggregates tenants beyond the worker's capacity ("_other") */
+    long tickets;
+    const int64_t *label_counts; /* (n_labels) */
+    const int64_t *hist;         /* (SINK_DRIFT_BINS) confidence histogram */
+    double confidence_sum;
+    long truncated;
+    int64_t tokens;
+} sink_drift_row_t;
+
+typedef struct {
+    int64_t window_start_s; /* unix seconds */
+    int window_s;
+    const char *model;
+    const char *worker;        /* hostname:pid */
+    const char *const *labels; /* (n_labels) label names, index = label id */
+    int n_labels;
+    const sink_drift_row_t *rows; /* (n_rows) */
+    int n_rows;
+} sink_drift_t;
+
+/* Upserts one window's rows into drift_windows; a row already there (same window, tenant,
+ * model, worker: a restarted pod keeps its hostname:pid) gets the counts added. */
+int sink_write_drift(sink_t *sink, const sink_drift_t *drift, char *err, size_t errlen);
+
+typedef struct {
+    const char *worker;
+    const char *backend;
+    const char *precision;
+    int64_t device_total_bytes; /* < 0: unknown (NULL) */
+    int64_t device_used_bytes;
+    int64_t weights_bytes;
+    int64_t arena_bytes;
+    int64_t allocations_after_init;
+    int token_budget;
+} sink_gpu_memory_t;
+
+/* Inserts one gpu_memory row stamped now(). */
+int sink_write_gpu_memory(sink_t *sink, const sink_gpu_memory_t *row, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,241 @@
+/* worker/metrics: Prometheus text exposition that parses line by line, liveness/readiness
+ * rules, and the HTTP endpoints (real sockets on 127.0.0.1). */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <regex.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "worker/metrics.h"
+
+static worker_metrics_t m; /* a private instance: the process-wide one stays untouched */
+
+/* The value of the sample line "name value" (no labels), or -1e300 when missing. */
+static double sample(const char *text, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (!strncmp(p, name, n) && p[n] == ' ') return strtod(p + n + 1, NULL);
+    return -1e300;
+}
+
+/* Every line is a HELP, a TYPE or a sample of a metric whose HELP and TYPE came first;
+ * counters (and only they) end in _total; names are reclass_*; values parse. */
+static void check_exposition(const char *text, int *n_samples) {
+    regex_t sample_re;
+    assert_int_equal(regcomp(&sample_re,
+                             "^(reclass_[a-zA-Z0-9_:]*)(\\{([a-zA-Z_][a-zA-Z0-9_]*=\"([^\"\\\\]|"
+                             "\\\\.)*\",?)*\\})? ([-+0-9.eE]+|NaN|[+-]Inf)$",
+                             REG_EXTENDED),
+                     0);
+    char typed[64][64], types[64][16];
+    int n_typed = 0, helped = 0, samples = 0;
+    char *copy = strdup(text), *save = NULL;
+    assert_non_null(copy);
+    assert_true(strlen(text) > 0 && text[strlen(text) - 1] == '\n'); /* ends with a newline */
+    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char name[64], rest[64];
+        if (!strncmp(line, "# HELP ", 7)) {
+            assert_int_equal(sscanf(line + 7, "%63s %63s", name, rest), 2);
+            helped++;
+            continue;
+        }
+        if (!strncmp(line, "# TYPE ", 7)) {
+            assert_int_equal(sscanf(line + 7, "%63s %15s", typed[n_typed], types[n_typed]), 2);
+            assert_true(!strcmp(types[n_typed], "counter") || !strcmp(types[n_typed], "gauge"));
+            size_t len = strlen(typed[n_typed]);
+            int total = len > 6 && !strcmp(typed[n_typed] + len - 6, "_total");
+            assert_int_equal(total, !strcmp(types[n_typed], "counter"));
+            n_typed++;
+            assert_int_equal(helped, n_typed); /* HELP then TYPE, once each */
+            continue;
+        }
+        regmatch_t g[2];
+        if (regexec(&sample_re, line, 2, g, 0) != 0) fail_msg("not exposition format: %s", line);
+        int len = (int)(g[1].rm_eo - g[1].rm_so);
+        assert_true(n_typed > 0);
+        /* the sample belongs to the metric typed just before it */
+        assert_int_equal((int)strlen(typed[n_typed - 1]), len);
+        assert_memory_equal(typed[n_typed - 1], line, (size_t)len);
+        samples++;
+    }
+    free(copy);
+    regfree(&sample_re);
+    *n_samples = samples;
+}
+
+static void test_render(void **state) {
+    (void)state;
+    worker_metrics_reset(&m);
+    worker_metrics_add(&m.tickets_classified, 1234);
+    worker_metrics_add(&m.tickets_consumed, 1240);
+    worker_metrics_add(&m.dead_lettered, 6);
+    atomic_store(&m.encoder_ns, 2500000000LL);
+    atomic_store(&m.partitions_assigned, 3);
+    atomic_store(&m.arena_bytes, 41947136LL);
+    atomic_store(&m.last_poll_ms, 10000LL);
+    worker_metrics_info_t info = {"cpu", "fp32", "we\"ird\\model\nname", "host:1"};
+    char *text = worker_metrics_render(&m, &info, 12500);
+    assert_non_null(text);
+    int n = 0;
+    check_exposition(text, &n);
+    assert_true(n >= 25);
+    assert_true(sample(text, "reclass_tickets_classified_total") == 1234);
+    assert_true(sample(text, "reclass_tickets_consumed_total") == 1240);
+    assert_true(sample(text, "reclass_tickets_dead_lettered_total") == 6);
+    assert_true(sample(text, "reclass_encoder_seconds_total") == 2.5);
+    assert_true(sample(text, "reclass_partitions_assigned") == 3);
+    assert_true(sample(text, "reclass_arena_bytes") == 41947136);
+    assert_true(sample(text, "reclass_last_poll_age_seconds") == 2.5);
+    assert_true(sample(text, "reclass_allocations_after_init") == 0);
+    assert_non_null(strstr(text, "reclass_info{backend=\"cpu\",precision=\"fp32\","
+                                 "model=\"we\\\"ird\\\\model\\nname\",worker=\"host:1\"} 1\n"));
+    free(text);
+    /* without info there is no reclass_info, and the text still parses */
+    text = worker_metrics_render(&m, NULL, 12500);
+    check_exposition(text, &n);
+    assert_null(strstr(text, "reclass_info"));
+    free(text);
+}
+
+static void test_health_ready_rules(void **state) {
+    (void)state;
+    worker_metrics_reset(&m);
+    assert_false(worker_metrics_healthy(&m, 100000)); /* the poll loop never ran */
+    atomic_store(&m.last_poll_ms, 100000LL);
+    assert_true(worker_metrics_healthy(&m, 100000 + WORKER_METRICS_STALE_MS - 1));
+    assert_false(worker_metrics_healthy(&m, 100000 + WORKER_METRICS_STALE_MS));
+    assert_false(worker_metrics_ready(&m));
+    atomic_store(&m.group_joined, 1);
+    assert_false(worker_metrics_ready(&m)); /* PostgreSQL not connected */
+    atomic_store(&m.sink_connected, 1);
+    assert_true(worker_metrics_ready(&m));
+    atomic_store(&m.group_joined, 0);
+    atomic_store(&m.partitions_assigned, 2);
+    assert_true(worker_metrics_ready(&m));
+    atomic_store(&m.sink_connected, 0);
+    assert_false(worker_metrics_ready(&m));
+}
+
+/* One HTTP/1.0 request; returns the whole response (status line, headers, body). */
+static char *http(int port, const char *method, const char *path) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    char req[256];
+    int n = snprintf(req, sizeof(req), "%s %s HTTP/1.0\r\nHost: x\r\n\r\n", method, path);
+    assert_int_equal(write(fd, req, (size_t)n), n);
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    ssize_t r;
+    while ((r = read(fd, buf + len, cap - 1 - len)) > 0)
+        len += (size_t)r;
+    buf[len] = '\0';
+    close(fd);
+    return buf;
+}
+
+static int status_of(const char *resp) {
+    int code = 0;
+    sscanf(resp, "HTTP/1.%*d %d", &code);
+    return code;
+}
+
+static void test_http_endpoints(void **state) {
+    (void)state;
+    worker_metrics_reset(&m);
+    worker_metrics_info_t info = {"cpu", "fp32", "clinc150-bert-mini", "h:2"};
+    worker_http_t *h = NULL;
+    char err[256];
+    assert_int_equal(worker_http_start("127.0.0.1", 0, &m, &info, &h, err, sizeof(err)), 0);
+    int port = worker_http_port(h);
+    assert_true(port > 0);
+
+    char *r = http(port, "GET", "/healthz");
+    assert_int_equal(status_of(r), 503); /* no heartbeat yet */
+    free(r);
+    atomic_store(&m.last_poll_ms, (long long)worker_metrics_now_ms());
+    r = http(port, "GET", "/healthz");
+    assert_int_equal(status_of(r), 200);
+    free(r);
+    atomic_store(&m.last_poll_ms,
+                 (long long)(worker_metrics_now_ms() - WORKER_METRICS_STALE_MS - 1000));
+    r = http(port, "GET", "/healthz");
+    assert_int_equal(status_of(r), 503); /* stalled poll loop */
+    free(r);
+
+    r = http(port, "GET", "/readyz");
+    assert_int_equal(status_of(r), 503);
+    free(r);
+    atomic_store(&m.group_joined, 1);
+    atomic_store(&m.sink_connected, 1);
+    r = http(port, "GET", "/readyz");
+    assert_int_equal(status_of(r), 200);
+    free(r);
+
+    worker_metrics_add(&m.tickets_classified, 7);
+    r = http(port, "GET", "/metrics");
+    assert_int_equal(status_of(r), 200);
+    assert_non_null(strstr(r, "text/plain; version=0.0.4"));
+    char *body = strstr(r, "\r\n\r\n");
+    assert_non_null(body);
+    int n = 0;
+    check_exposition(body + 4, &n);
+    assert_true(sample(body + 4, "reclass_tickets_classified_total") == 7);
+    assert_non_null(strstr(body, "model=\"clinc150-bert-mini\""));
+    free(r);
+
+    r = http(port, "GET", "/nothing");
+    assert_int_equal(status_of(r), 404);
+    free(r);
+    r = http(port, "POST", "/metrics");
+    assert_int_equal(status_of(r), 405);
+    free(r);
+
+    /* the port is taken now: a second server cannot bind it */
+    worker_http_t *h2 = NULL;
+    assert_int_equal(worker_http_start("127.0.0.1", port, &m, NULL, &h2, err, sizeof(err)), 1);
+    assert_null(h2);
+    assert_non_null(strstr(err, "--http-port"));
+    worker_http_stop(h);
+    /* stopped: nothing listens any more */
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    assert_int_not_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    close(fd);
+}
+
+static void test_http_bad_address(void **state) {
+    (void)state;
+    worker_http_t *h = NULL;
+    char err[256];
+    assert_int_equal(worker_http_start("not-an-ip", 9090, &m, NULL, &h, err, sizeof(err)), 2);
+    assert_null(h);
+    assert_non_null(strstr(err, "--http-addr"));
+    /* IPv6 loopback works where the host has it; either way no crash and no leak */
+    if (worker_http_start("::1", 0, &m, NULL, &h, err, sizeof(err)) == 0) {
+        assert_true(worker_http_port(h) > 0);
+        worker_http_stop(h);
+    }
+    worker_http_stop(NULL);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_render),
+        cmocka_unit_test(test_health_ready_rules),
+        cmocka_unit_test(test_http_endpoints),
+        cmocka_unit_test(test_http_bad_address),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,187 @@
+/* Counters of `reclass run` and their Prometheus rendering (see worker/metrics.h). */
+#include "worker/metrics.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+worker_metrics_t worker_metrics;
+
+void worker_metrics_reset(worker_metrics_t *m) {
+    /* atomic stores, not memset: another thread may be reading */
+    atomic_long *longs[] = {&m->tickets_consumed,
+                            &m->tickets_classified,
+                            &m->dead_lettered,
+                            &m->truncated,
+                            &m->batches,
+                            &m->tokens,
+                            &m->sink_commits,
+                            &m->sink_retries,
+                            &m->pauses,
+                            &m->drift_windows,
+                            &m->drift_dropped,
+                            &m->telemetry_rows,
+                            &m->telemetry_failures,
+                            &m->pending_items,
+                            &m->pending_tokens};
+    for (size_t i = 0; i < sizeof(longs) / sizeof(longs[0]); i++)
+        atomic_store(longs[i], 0);
+    atomic_llong *llongs[] = {&m->encoder_ns,    &m->last_poll_ms, &m->device_used_bytes,
+                              &m->weights_bytes, &m->arena_bytes,  &m->allocations_after_init};
+    for (size_t i = 0; i < sizeof(llongs) / sizeof(llongs[0]); i++)
+        atomic_store(llongs[i], 0);
+    atomic_store(&m->consumer_paused, 0);
+    atomic_store(&m->partitions_assigned, 0);
+    atomic_store(&m->group_joined, 0);
+    atomic_store(&m->sink_connected, 0);
+    atomic_store(&m->token_budget, 0);
+}
+
+int64_t worker_metrics_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int worker_metrics_healthy(const worker_metrics_t *m, int64_t now_ms) {
+    int64_t last = atomic_load_explicit(&m->last_poll_ms, memory_order_relaxed);
+    return last > 0 && now_ms - last < WORKER_METRICS_STALE_MS;
+}
+
+int worker_metrics_ready(const worker_metrics_t *m) {
+    int joined = atomic_load_explicit(&m->group_joined, memory_order_relaxed) ||
+                 atomic_load_explicit(&m->partitions_assigned, memory_order_relaxed) > 0;
+    return joined && atomic_load_explicit(&m->sink_connected, memory_order_relaxed);
+}
+
+/* A growing text buffer; len stays valid after a failed append (oom is sticky). */
+typedef struct {
+    char *p;
+    size_t len, cap;
+    int oom;
+} buf_t;
+
+static void buf_printf(buf_t *b, const char *fmt, ...) {
+    if (b->oom) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->oom = 1;
+            return;
+        }
+        if ((size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t cap = (b->cap + (size_t)n) * 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            b->oom = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+}
+
+/* Label values escape backslash, double quote and newline (exposition format 0.0.4). */
+static void buf_label(buf_t *b, const char *name, const char *v, int first) {
+    buf_printf(b, "%s%s=\"", first ? "" : ",", name);
+    for (const char *s = v ? v : ""; *s; s++) {
+        if (*s == '\\')
+            buf_printf(b, "\\\\");
+        else if (*s == '"')
+            buf_printf(b, "\\\"");
+        else if (*s == '\n')
+            buf_printf(b, "\\n");
+        else
+            buf_printf(b, "%c", *s);
+    }
+    buf_printf(b, "\"");
+}
+
+static void metric(buf_t *b, const char *name, const char *type, const char *help, double v) {
+    buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, v);
+}
+
+#define LD(x) ((double)atomic_load_explicit(&m->x, memory_order_relaxed))
+
+char *worker_metrics_render(const worker_metrics_t *m, const worker_metrics_info_t *info,
+                            int64_t now_ms) {
+    buf_t b = {malloc(8192), 0, 8192, 0};
+    if (!b.p) return NULL;
+    b.p[0] = '\0';
+    metric(&b, "reclass_tickets_consumed_total", "counter",
+           "Records taken from Kafka for this worker to handle.", LD(tickets_consumed));
+    metric(&b, "reclass_tickets_classified_total", "counter",
+           "Tickets classified and committed to PostgreSQL.", LD(tickets_classified));
+    metric(&b, "reclass_tickets_dead_lettered_total", "counter",
+           "Undecodable records acknowledged by the dead-letter topic.", LD(dead_lettered));
+    metric(&b, "reclass_tickets_truncated_total", "counter",
+           "Texts cut to the model's maximum length.", LD(truncated));
+    metric(&b, "reclass_batches_total", "counter", "Encoder batches run.", LD(batches));
+    metric(&b, "reclass_encoded_tokens_total", "counter", "Real (unpadded) tokens encoded.",
+           LD(tokens));
+    metric(&b, "reclass_encoder_seconds_total", "counter", "Seconds spent in the encoder.",
+           LD(encoder_ns) * 1e-9);
+    metric(&b, "reclass_sink_commits_total", "counter",
+           "PostgreSQL transactions of results committed.", LD(sink_commits));
+    metric(&b, "reclass_sink_retries_total", "counter",
+           "Result writes that met a lost connection and were retried.", LD(sink_retries));
+    metric(&b, "reclass_consumer_pauses_total", "counter",
+           "Times consumption was paused for backpressure.", LD(pauses));
+    metric(&b, "reclass_drift_windows_flushed_total", "counter",
+           "Drift windows written to drift_windows.", LD(drift_windows));
+    metric(&b, "reclass_drift_windows_dropped_total", "counter",
+           "Closed drift windows dropped unwritten (database unavailable too long).",
+           LD(drift_dropped));
+    metric(&b, "reclass_gpu_memory_rows_total", "counter", "Rows written to gpu_memory.",
+           LD(telemetry_rows));
+    metric(&b, "reclass_telemetry_write_failures_total", "counter",
+           "Telemetry (drift_windows, gpu_memory) writes that failed.", LD(telemetry_failures));
+    metric(&b, "reclass_pending_items", "gauge", "Tickets waiting in the batch accumulator.",
+           LD(pending_items));
+    metric(&b, "reclass_pending_tokens", "gauge", "Tokens waiting in the batch accumulator.",
+           LD(pending_tokens));
+    metric(&b, "reclass_consumer_paused", "gauge", "1 while Kafka fetching is paused.",
+           LD(consumer_paused));
+    metric(&b, "reclass_partitions_assigned", "gauge", "Partitions this group member owns.",
+           LD(partitions_assigned));
+    metric(&b, "reclass_group_joined", "gauge", "1 once the consumer group was joined.",
+           LD(group_joined));
+    metric(&b, "reclass_sink_connected", "gauge", "1 while PostgreSQL accepts writes.",
+           LD(sink_connected));
+    int64_t last = atomic_load_explicit(&m->last_poll_ms, memory_order_relaxed);
+    metric(&b, "reclass_last_poll_age_seconds", "gauge",
+           "Seconds since the poll loop last turned (-1 before it started).",
+           last > 0 ? (double)(now_ms - last) * 1e-3 : -1.0);
+    metric(&b, "reclass_device_used_bytes", "gauge",
+           "Device memory in use on the GPU (0 on the CPU backend).", LD(device_used_bytes));
+    metric(&b, "reclass_weights_bytes", "gauge", "Bytes of model weights held by the backend.",
+           LD(weights_bytes));
+    metric(&b, "reclass_arena_bytes", "gauge",
+           "Bytes of the activation arena, sized once from the token budget.", LD(arena_bytes));
+    metric(&b, "reclass_allocations_after_init", "gauge",
+           "Device allocations made after start-up (stays 0 by construction).",
+           LD(allocations_after_init));
+    metric(&b, "reclass_token_budget", "gauge", "Tokens per encoder batch.", LD(token_budget));
+    if (info) {
+        buf_printf(&b, "# HELP reclass_info Constant 1, labelled with this worker's set-up.\n"
+                       "# TYPE reclass_info gauge\nreclass_info{");
+        buf_label(&b, "backend", info->backend, 1);
+        buf_label(&b, "precision", info->precision, 0);
+        buf_label(&b, "model", info->model, 0);
+        buf_label(&b, "worker", info->worker, 0);
+        buf_printf(&b, "} 1\n");
+    }
+    if (b.oom) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p;
+}

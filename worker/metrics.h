@@ -1,0 +1,91 @@
+/* Process-wide counters and gauges of `reclass run`, and the HTTP endpoints that expose them
+ * (libmicrohttpd, its own threads): /healthz, /readyz, /metrics (Prometheus text 0.0.4).
+ *
+ * The pipeline's threads update worker_metrics with relaxed C11 atomics (no lock on the hot
+ * path); the HTTP thread reads them. Values are process-wide: two pipelines in one process
+ * (only tests do that) add into the same counters. */
+#ifndef RECLASS_WORKER_METRICS_H
+#define RECLASS_WORKER_METRICS_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    /* counters (only ever grow) */
+    atomic_long tickets_consumed;   /* records taken from Kafka for this worker to handle */
+    atomic_long tickets_classified; /* rows committed to PostgreSQL */
+    atomic_long dead_lettered;      /* records acknowledged by the dead-letter topic */
+    atomic_long truncated;          /* texts cut to the model's maximum length */
+    atomic_long batches;            /* encoder batches run */
+    atomic_long tokens;             /* real tokens encoded */
+    atomic_llong encoder_ns;        /* time inside the backend's forward */
+    atomic_long sink_commits;       /* PostgreSQL transactions of results committed */
+    atomic_long sink_retries;       /* writes refused by a lost connection and retried */
+    atomic_long pauses;             /* times consumption was paused (backpressure) */
+    atomic_long drift_windows;      /* drift_windows rows groups flushed (one per window) */
+    atomic_long drift_dropped;      /* closed windows dropped unwritten (database down) */
+    atomic_long telemetry_rows;     /* gpu_memory rows written */
+    atomic_long telemetry_failures; /* drift/gpu_memory writes that failed */
+    /* gauges */
+    atomic_long pending_items;      /* tickets waiting in the accumulator */
+    atomic_long pending_tokens;     /* their tokens */
+    atomic_int consumer_paused;     /* 1 while fetching is paused */
+    atomic_int partitions_assigned; /* partitions this member owns now */
+    atomic_int group_joined;        /* 1 once the first rebalance was served */
+    atomic_int sink_connected;      /* 1 while PostgreSQL takes writes */
+    atomic_llong last_poll_ms;      /* CLOCK_MONOTONIC ms of the poll loop's last turn; 0 = none */
+    atomic_llong device_used_bytes; /* backend mem_stats, as of the last batch */
+    atomic_llong weights_bytes;
+    atomic_llong arena_bytes;
+    atomic_llong allocations_after_init; /* must stay 0: the GPU cannot OOM by construction */
+    atomic_int token_budget;
+} worker_metrics_t;
+
+extern worker_metrics_t worker_metrics;
+
+/* Zeroes every counter and gauge (tests). */
+void worker_metrics_reset(worker_metrics_t *m);
+
+/* CLOCK_MONOTONIC in milliseconds: the clock of last_poll_ms. */
+int64_t worker_metrics_now_ms(void);
+
+static inline void worker_metrics_add(atomic_long *c, long n) {
+    atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+}
+
+/* Strings shown as labels of reclass_info; copied by worker_http_start. */
+typedef struct {
+    const char *backend;
+    const char *precision;
+    const char *model;
+    const char *worker; /* hostname:pid */
+} worker_metrics_info_t;
+
+/* Renders the Prometheus text exposition (format 0.0.4) of m into a new NUL-terminated buffer
+ * (the caller frees it); info may be NULL. NULL when out of memory. */
+char *worker_metrics_render(const worker_metrics_t *m, const worker_metrics_info_t *info,
+                            int64_t now_ms);
+
+/* Liveness: the poll loop turned within the last WORKER_METRICS_STALE_MS. */
+#define WORKER_METRICS_STALE_MS 30000
+int worker_metrics_healthy(const worker_metrics_t *m, int64_t now_ms);
+/* Readiness: the group is joined (or partitions are assigned) and PostgreSQL is connected. */
+int worker_metrics_ready(const worker_metrics_t *m);
+
+typedef struct worker_http worker_http_t;
+
+/* Serves m on addr:port (addr an IPv4 or IPv6 literal; port 0 = any free port) from
+ * libmicrohttpd's internal thread. Returns 0, 2 with err for a bad address, 1 with err when
+ * the socket cannot be bound. */
+int worker_http_start(const char *addr, int port, const worker_metrics_t *m,
+                      const worker_metrics_info_t *info, worker_http_t **out, char *err,
+                      size_t errlen);
+
+/* The port actually bound (useful with port 0). */
+int worker_http_port(const worker_http_t *h);
+
+/* Stops the daemon (waits for its thread) and frees everything; NULL is fine. */
+void worker_http_stop(worker_http_t *h);
+
+#endif

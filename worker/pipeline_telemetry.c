@@ -1,0 +1,177 @@
+/* The pipeline's telemetry: HTTP endpoints, drift windows and gpu_memory rows. Everything
+ * that touches PostgreSQL runs on the sink thread between result transactions (the thread
+ * owns the connection); the encoder never waits for it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "worker/pipeline_int.h"
+
+static int64_t wall_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec;
+}
+
+void pl_telemetry_mem(pl_t *pl) {
+    gpu_mem_stats_t ms = {0};
+    if (!pl->ops->mem_stats || pl->ops->mem_stats(pl->be, &ms)) return;
+    atomic_store_explicit(&worker_metrics.device_used_bytes, (long long)ms.device_used,
+                          memory_order_relaxed);
+    atomic_store_explicit(&worker_metrics.weights_bytes, (long long)ms.weights_bytes,
+                          memory_order_relaxed);
+    atomic_store_explicit(&worker_metrics.arena_bytes, (long long)ms.arena_bytes,
+                          memory_order_relaxed);
+    atomic_store_explicit(&worker_metrics.allocations_after_init,
+                          (long long)ms.allocations_after_init, memory_order_relaxed);
+}
+
+int pl_telemetry_init(pl_t *pl, char *err, size_t errlen) {
+    const worker_run_cfg_t *cfg = pl->cfg;
+    char host[256] = "unknown";
+    if (gethostname(host, sizeof(host)) != 0) snprintf(host, sizeof(host), "unknown");
+    host[sizeof(host) - 1] = '\0';
+    snprintf(pl->worker_id, sizeof(pl->worker_id), "%s:%d", host, (int)getpid());
+    pl->precision = cfg->precision                  ? cfg->precision
+                    : !strcmp(pl->ops->name, "cpu") ? "fp32"
+                                                    : "fp16";
+    atomic_store(&worker_metrics.token_budget, cfg->token_budget);
+    pl_telemetry_mem(pl);
+    /* zero-initialised configs (tests that skip the parser) get the documented defaults */
+    worker_drift_cfg_t dc = {.window_s = cfg->drift_window_s > 0 ? cfg->drift_window_s : 60,
+                             .max_tenants =
+                                 cfg->drift_max_tenants > 0 ? cfg->drift_max_tenants : 64,
+                             .num_labels = pl->model->cfg.num_labels};
+    if (worker_drift_init(&dc, &pl->drift, err, errlen)) return 1;
+    pl->drift_rows = calloc((size_t)dc.max_tenants + 1, sizeof(*pl->drift_rows));
+    if (!pl->drift_rows) {
+        snprintf(err, errlen, "out of memory");
+        return 1;
+    }
+    /* alive from here on: the poll loop takes over the heartbeat once it runs */
+    atomic_store(&worker_metrics.last_poll_ms, (long long)worker_metrics_now_ms());
+    if (cfg->http_port > 0) {
+        worker_metrics_info_t info = {pl->ops->name, pl->precision, pl->model->name, pl->worker_id};
+        int rc = worker_http_start(cfg->http_addr, cfg->http_port, &worker_metrics, &info,
+                                   &pl->http, err, errlen);
+        if (rc) return rc;
+        fprintf(stderr, "reclass run: /healthz /readyz /metrics on http://%s:%d\n",
+                cfg->http_addr ? cfg->http_addr : "0.0.0.0", worker_http_port(pl->http));
+    }
+    return 0;
+}
+
+void pl_telemetry_free(pl_t *pl) {
+    worker_http_stop(pl->http); /* first: its thread must not outlive what it shows */
+    pl->http = NULL;
+    worker_drift_free(pl->drift);
+    pl->drift = NULL;
+    free(pl->drift_rows);
+    pl->drift_rows = NULL;
+}
+
+void pl_telemetry_drift_add(pl_t *pl, pl_item_t *const *its, int n) {
+    int64_t now = wall_s();
+    for (int i = 0; i < n; i++)
+        worker_drift_add(pl->drift, now, its[i]->t.tenant, its[i]->label_id, its[i]->confidence,
+                         its[i]->truncated, its[i]->n_ids);
+}
+
+/* A failed telemetry write: count it, say so once per kind of failure, and decide. Returns 1
+ * when the write should be retried later (connection lost). */
+static int telemetry_failed(pl_t *pl, int rc, const char *err) {
+    worker_metrics_add(&worker_metrics.telemetry_failures, 1);
+    if (rc == SINK_RETRY) {
+        atomic_store(&worker_metrics.sink_connected, 0);
+        /* the result path reconnects when it writes; an idle worker must do it here */
+        double now = pl_now_s();
+        if (now >= pl->next_reconnect_s) {
+            int every = pl->cfg->telemetry_interval_s > 0 ? pl->cfg->telemetry_interval_s : 10;
+            pl->next_reconnect_s = now + every;
+            char e2[512];
+            if (sink_reconnect(pl->sink, e2, sizeof(e2)) == SINK_OK)
+                atomic_store(&worker_metrics.sink_connected, 1);
+        }
+        return 1;
+    }
+    fprintf(stderr,
+            "reclass run: telemetry disabled: %s (apply migrations/003_telemetry.sql with "
+            "'reclass migrate')\n",
+            err);
+    pl->telemetry_off = 1;
+    return 0;
+}
+
+static void flush_drift(pl_t *pl) {
+    const worker_drift_window_t *w;
+    while (!pl->telemetry_off && (w = worker_drift_oldest(pl->drift)) != NULL) {
+        for (int i = 0; i < w->n_rows; i++) {
+            const worker_drift_row_t *r = &w->rows[i];
+            pl->drift_rows[i] = (sink_drift_row_t){.tenant = r->tenant,
+                                                   .overflow = r->overflow,
+                                                   .tickets = r->tickets,
+                                                   .label_counts = r->label_counts,
+                                                   .hist = r->hist,
+                                                   .confidence_sum = r->confidence_sum,
+                                                   .truncated = r->truncated,
+                                                   .tokens = r->tokens};
+        }
+        sink_drift_t d = {.window_start_s = w->start_s,
+                          .window_s = w->window_s,
+                          .model = pl->model->name,
+                          .worker = pl->worker_id,
+                          .labels = (const char *const *)pl->model->cfg.id2label,
+                          .n_labels = pl->model->cfg.num_labels,
+                          .rows = pl->drift_rows,
+                          .n_rows = w->n_rows};
+        char err[1024];
+        int rc = sink_write_drift(pl->sink, &d, err, sizeof(err));
+        if (rc == SINK_OK) {
+            worker_metrics_add(&worker_metrics.drift_windows, 1);
+            worker_drift_pop(pl->drift);
+        } else if (telemetry_failed(pl, rc, err)) {
+            break; /* kept (bounded by WORKER_DRIFT_SLOTS) and retried on a later tick */
+        }
+    }
+    atomic_store(&worker_metrics.drift_dropped, worker_drift_dropped(pl->drift));
+}
+
+static void write_gpu_row(pl_t *pl) {
+    sink_gpu_memory_t g = {
+        .worker = pl->worker_id,
+        .backend = pl->ops->name,
+        .precision = pl->precision,
+        .device_total_bytes = -1, /* gpu_mem_stats_t does not carry it */
+        .device_used_bytes = atomic_load(&worker_metrics.device_used_bytes),
+        .weights_bytes = atomic_load(&worker_metrics.weights_bytes),
+        .arena_bytes = atomic_load(&worker_metrics.arena_bytes),
+        .allocations_after_init = atomic_load(&worker_metrics.allocations_after_init),
+        .token_budget = pl->cfg->token_budget,
+    };
+    char err[1024];
+    int rc = sink_write_gpu_memory(pl->sink, &g, err, sizeof(err));
+    if (rc == SINK_OK)
+        worker_metrics_add(&worker_metrics.telemetry_rows, 1);
+    else
+        telemetry_failed(pl, rc, err);
+}
+
+void pl_telemetry_tick(pl_t *pl, int final) {
+    if (!pl->drift || !pl->sink) return;
+    int waiting = worker_drift_tick(pl->drift, wall_s(), final);
+    if (pl->telemetry_off) {
+        while (worker_drift_oldest(pl->drift)) /* nowhere to write them: keep the slots free */
+            worker_drift_pop(pl->drift);
+        return;
+    }
+    if (waiting) flush_drift(pl);
+    double now = pl_now_s();
+    if (pl->telemetry_off || (!final && now < pl->next_gpu_row_s)) return;
+    int every = pl->cfg->telemetry_interval_s > 0 ? pl->cfg->telemetry_interval_s : 10;
+    pl->next_gpu_row_s = now + every;
+    write_gpu_row(pl);
+    if (final && worker_drift_oldest(pl->drift))
+        fprintf(stderr, "reclass run: drift statistics of the last window not written\n");
+}
