@@ -96,7 +96,7 @@ if has sanitize; then
         echo "exit $?" | tee -a "$OUT/sanitize-$tool.log" | tee -a "$summary"
         grep -E "ERROR SUMMARY|RACECHECK SUMMARY|FAILED|PASSED" "$OUT/sanitize-$tool.log" | tail -3 | tee -a "$summary"
     done
-    for tool in memcheck racecheck; do
+    for tool in ${GOLDEN_TOOLS:-memcheck}; do
         note "compute-sanitizer $tool golden (whole backend, both stream paths) ($(elapsed)s)"
         excl=""
         [ $tool = racecheck ] && excl="--kernel-name-exclude kns=nvjet"
