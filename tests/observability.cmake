@@ -5,3 +5,9 @@ reclass_add_test(NAME test_metrics SOURCES ${CMAKE_SOURCE_DIR}/tests/test_metric
 add_test(NAME it_run_observability
          COMMAND bash ${CMAKE_SOURCE_DIR}/tests/integration/run_observability.sh $<TARGET_FILE:reclass>)
 set_tests_properties(it_run_observability PROPERTIES LABELS integration TIMEOUT 300)
+# sink/telemetry against a throwaway PostgreSQL (the sink's wrapper starts and stops it)
+add_executable(test_telemetry_sink ${CMAKE_SOURCE_DIR}/tests/test_telemetry_sink.c)
+target_link_libraries(test_telemetry_sink PRIVATE reclass_core PkgConfig::CMOCKA)
+add_test(NAME test_telemetry_sink
+         COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_sink.sh $<TARGET_FILE:test_telemetry_sink>)
+set_tests_properties(test_telemetry_sink PROPERTIES LABELS integration TIMEOUT 300)

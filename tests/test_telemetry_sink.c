@@ -1,0 +1,185 @@
+/* sink/telemetry against a real PostgreSQL (tests/test_sink.sh starts one): drift windows
+ * upsert-add (counts, label maps, histograms, means), awkward names survive JSON, gpu_memory
+ * rows with unknown totals as NULL, and missing tables reported as SINK_FATAL. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <libpq-fe.h>
+
+#include "sink/sink.h"
+#include "sink/telemetry.h"
+
+static const char *db_url;
+static sink_t *sink;
+static PGconn *check;
+
+/* The single value of a query, as text ("" for NULL); the caller frees it. */
+static char *q(const char *sql) {
+    PGresult *r = PQexec(check, sql);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
+        fail_msg("query failed: %s: %s", sql, PQerrorMessage(check));
+    char *v = strdup(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return v;
+}
+
+static void expect(const char *sql, const char *want) {
+    char *got = q(sql);
+    if (strcmp(got, want)) fail_msg("%s\n  got  %s\n  want %s", sql, got, want);
+    free(got);
+}
+
+static int setup(void **state) {
+    (void)state;
+    char err[1024];
+    int applied = 0;
+    if (sink_migrate(db_url, RECLASS_SOURCE_DIR "/migrations", &applied, err, sizeof(err))) {
+        fprintf(stderr, "migrate: %s\n", err);
+        return -1;
+    }
+    if (sink_init(db_url, "m1", &sink, err, sizeof(err))) {
+        fprintf(stderr, "sink_init: %s\n", err);
+        return -1;
+    }
+    check = PQconnectdb(db_url);
+    return PQstatus(check) == CONNECTION_OK ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    sink_free(sink);
+    PQfinish(check);
+    return 0;
+}
+
+static const char *labels[] = {"card_declined", "balance", "x\"y\\z"};
+
+static void test_drift_upsert_adds(void **state) {
+    (void)state;
+    int64_t lc_a[3] = {2, 1, 0}, lc_o[3] = {0, 0, 5};
+    int64_t h_a[SINK_DRIFT_BINS] = {0, 0, 0, 0, 0, 0, 0, 1, 0, 2};
+    int64_t h_o[SINK_DRIFT_BINS] = {5};
+    sink_drift_row_t rows[2] = {
+        {.tenant = "o'brien \"q\" \xc3\xbc",
+         .tickets = 3,
+         .label_counts = lc_a,
+         .hist = h_a,
+         .confidence_sum = 2.7,
+         .truncated = 1,
+         .tokens = 30},
+        {.tenant = "_other",
+         .overflow = 1,
+         .tickets = 5,
+         .label_counts = lc_o,
+         .hist = h_o,
+         .confidence_sum = 0.25,
+         .tokens = 50},
+    };
+    sink_drift_t d = {.window_start_s = 1700000040,
+                      .window_s = 60,
+                      .model = "m1",
+                      .worker = "host:1",
+                      .labels = labels,
+                      .n_labels = 3,
+                      .rows = rows,
+                      .n_rows = 2};
+    char err[1024];
+    assert_int_equal(sink_write_drift(sink, &d, err, sizeof(err)), SINK_OK);
+    expect("SELECT count(*) || ' ' || sum(tickets) FROM drift_windows", "2 8");
+    expect("SELECT label_counts::text || ' ' || confidence_hist::text || ' ' || truncated || ' ' "
+           "|| tokens || ' ' || round(mean_confidence::numeric, 3) FROM drift_windows WHERE "
+           "tenant = 'o''brien \"q\" \xc3\xbc'",
+           "{\"balance\": 1, \"card_declined\": 2} {0,0,0,0,0,0,0,1,0,2} 1 30 0.900");
+    expect("SELECT overflow::text || ' ' || label_counts::text || ' ' || window_s || ' ' || "
+           "extract(epoch FROM window_start)::bigint FROM drift_windows WHERE tenant = '_other'",
+           "true {\"x\\\"y\\\\z\": 5} 60 1700000040");
+
+    /* the same window, tenant, model and worker again (a restarted pod): everything adds */
+    assert_int_equal(sink_write_drift(sink, &d, err, sizeof(err)), SINK_OK);
+    expect("SELECT count(*) || ' ' || sum(tickets) FROM drift_windows", "2 16");
+    expect("SELECT label_counts::text || ' ' || confidence_hist::text || ' ' || truncated || ' ' "
+           "|| tokens || ' ' || round(mean_confidence::numeric, 3) || ' ' || "
+           "round(confidence_sum::numeric, 3) FROM drift_windows WHERE tenant LIKE 'o''brien%'",
+           "{\"balance\": 2, \"card_declined\": 4} {0,0,0,0,0,0,0,2,0,4} 2 60 0.900 5.400");
+
+    /* another worker: its own rows, the view sums them */
+    d.worker = "host:2";
+    d.n_rows = 1;
+    assert_int_equal(sink_write_drift(sink, &d, err, sizeof(err)), SINK_OK);
+    expect("SELECT tickets || ' ' || workers FROM drift_by_window WHERE tenant LIKE 'o''brien%'",
+           "9 2");
+    /* nothing to write is not an error */
+    d.n_rows = 0;
+    assert_int_equal(sink_write_drift(sink, &d, err, sizeof(err)), SINK_OK);
+}
+
+static void test_drift_duplicate_label_names(void **state) {
+    (void)state;
+    const char *dup[] = {"same", "same"};
+    int64_t lc[2] = {1, 2}, h[SINK_DRIFT_BINS] = {0, 0, 0, 0, 0, 3};
+    sink_drift_row_t row = {.tenant = "dup", .tickets = 3, .label_counts = lc, .hist = h};
+    sink_drift_t d = {.window_start_s = 60,
+                      .window_s = 60,
+                      .model = "m1",
+                      .worker = "w",
+                      .labels = dup,
+                      .n_labels = 2,
+                      .rows = &row,
+                      .n_rows = 1};
+    char err[1024];
+    assert_int_equal(sink_write_drift(sink, &d, err, sizeof(err)), SINK_OK);
+    expect("SELECT label_counts::text FROM drift_windows WHERE tenant = 'dup'", "{\"same\": 3}");
+}
+
+static void test_gpu_memory_rows(void **state) {
+    (void)state;
+    sink_gpu_memory_t g = {.worker = "host:1",
+                           .backend = "cuda",
+                           .precision = "fp16",
+                           .device_total_bytes = -1,
+                           .device_used_bytes = 3000000000LL,
+                           .weights_bytes = 22000000,
+                           .arena_bytes = 900000000,
+                           .allocations_after_init = 0,
+                           .token_budget = 16384};
+    char err[1024];
+    assert_int_equal(sink_write_gpu_memory(sink, &g, err, sizeof(err)), SINK_OK);
+    g.device_total_bytes = 150000000000LL;
+    g.precision = NULL;
+    assert_int_equal(sink_write_gpu_memory(sink, &g, err, sizeof(err)), SINK_OK);
+    expect("SELECT count(*) FILTER (WHERE device_total_bytes IS NULL AND \"precision\" = 'fp16') "
+           "|| ' ' || count(*) FILTER (WHERE device_total_bytes = 150000000000 AND \"precision\" "
+           "IS NULL) || ' ' || sum(device_used_bytes) || ' ' || max(token_budget) FROM gpu_memory",
+           "1 1 6000000000 16384");
+}
+
+static void test_missing_tables_fatal(void **state) {
+    (void)state;
+    PQclear(PQexec(check, "ALTER TABLE gpu_memory RENAME TO gpu_memory_away"));
+    sink_gpu_memory_t g = {.worker = "w", .backend = "cpu"};
+    char err[1024] = "";
+    assert_int_equal(sink_write_gpu_memory(sink, &g, err, sizeof(err)), SINK_FATAL);
+    assert_non_null(strstr(err, "gpu_memory"));
+    PQclear(PQexec(check, "ALTER TABLE gpu_memory_away RENAME TO gpu_memory"));
+    assert_int_equal(sink_write_gpu_memory(sink, &g, err, sizeof(err)), SINK_OK);
+}
+
+int main(void) {
+    db_url = getenv("RECLASS_TEST_DB");
+    if (!db_url) {
+        fprintf(stderr, "RECLASS_TEST_DB is not set (run through tests/test_sink.sh)\n");
+        return 1;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_drift_upsert_adds),
+        cmocka_unit_test(test_drift_duplicate_label_names),
+        cmocka_unit_test(test_gpu_memory_rows),
+        cmocka_unit_test(test_missing_tables_fatal),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
