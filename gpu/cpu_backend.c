@@ -45,7 +45,7 @@ typedef struct {
     gpu_backend_t *be;
     int id;
     pthread_t th;
-    float *scratch; /* (max_len) attention probabilities of one query */
+    float *scratch; /* gpu_cpu_attention_scratch_floats(max_len, head_dim) */
 } cpu_worker_t;
 
 struct gpu_backend {
@@ -431,7 +431,9 @@ static int cpu_init(const gpu_model_t *m, const gpu_backend_opts_t *opts, gpu_ba
     for (int i = 0; i < be->n_threads; i++) {
         be->w[i].be = be;
         be->w[i].id = i;
-        be->w[i].scratch = alloc_rows((size_t)be->max_len, 1, &be->arena_bytes);
+        be->w[i].scratch =
+            alloc_rows(gpu_cpu_attention_scratch_floats(be->max_len, c->hidden / c->heads), 1,
+                       &be->arena_bytes);
         if (!be->w[i].scratch) {
             snprintf(err, errlen, "out of memory");
             cpu_free(be);

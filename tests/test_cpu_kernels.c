@@ -80,11 +80,11 @@ static void test_add_ln(void **state) {
 }
 
 static void check_attention(int heads, int hd) {
-    int32_t cu[] = {0, 1, 9, 30, 33};
-    int n_seqs = 4, n = 33, HD = heads * hd, ld = 3 * HD;
+    int32_t cu[] = {0, 1, 9, 30, 33, 50};
+    int n_seqs = 5, n = 50, HD = heads * hd, ld = 3 * HD;
     float *qkv = malloc(sizeof(float) * n * ld);
     float *a = malloc(sizeof(float) * n * HD), *b = malloc(sizeof(float) * n * HD);
-    float scratch[64];
+    float *scratch = malloc(sizeof(float) * gpu_cpu_attention_scratch_floats(21, hd));
     for (int i = 0; i < n * ld; i++)
         qkv[i] = frand(1.5f);
     for (int s = 0; s < n_seqs; s++) {
@@ -107,6 +107,7 @@ static void check_attention(int heads, int hd) {
     free(qkv);
     free(a);
     free(b);
+    free(scratch);
 }
 
 static void test_attention(void **state) {
