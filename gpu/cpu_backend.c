@@ -2,7 +2,10 @@
  * a chunk and runs the entire encoder on it with single-threaded OpenBLAS sgemm, so threads
  * never wait on each other inside a batch (BERT mixes tokens only within a sequence). Every
  * buffer is allocated at init, sized by the token budget; a chunk uses only the rows of its
- * own tokens. */
+ * own tokens. Projections run on gpu_cpu_gemm (weights packed at init) where the CPU has
+ * AVX-512, else on OpenBLAS.
+ * Tuning knobs (environment, read at init): RECLASS_CPU_CHUNK=tokens per chunk,
+ * RECLASS_CPU_GEMM=blas to force the OpenBLAS path. */
 #include <cblas.h>
 #include <pthread.h>
 #include <stdatomic.h>

@@ -46,6 +46,12 @@ void gpu_ref_blas_init(void) {
     pthread_once(&once, blas_init_once);
 }
 
+/* Also at program start, while the process has one thread: the switch goes through the
+ * environment (setenv), which must not race another thread's getenv. */
+__attribute__((constructor)) static void blas_init_at_start(void) {
+    gpu_ref_blas_init();
+}
+
 const char *gpu_ref_blas_core(void) {
     return gotoblas_corename ? gotoblas_corename() : "unknown";
 }
