@@ -45,11 +45,17 @@ metric() { # metric NAME: its value in the last /metrics scrape ($TMP/metrics.tx
     awk -v n="$1" '$1 == n { print $2 }' "$TMP/metrics.txt"
 }
 
-it_run_worker "$TMP/worker.log" --topic tickets --group g --idle-exit 6 \
+it_run_worker "$TMP/worker.log" --topic tickets --group g --idle-exit 8 \
     --http-port "$PORT" --http-addr 127.0.0.1 --drift-window-s 2 --telemetry-interval-s 1
 wait_status /healthz 200 60
 wait_status /readyz 200 60
 echo "healthz 200, readyz 200"
+# the port is taken: a second worker says so and exits 1 before touching Kafka or PostgreSQL
+rc=0
+"$RECLASS" run --db postgresql://nobody@127.0.0.1:1/none --model "$MODEL" --http-port "$PORT" \
+    --http-addr 127.0.0.1 >/dev/null 2>"$TMP/taken.log" || rc=$?
+[ "$rc" = 1 ] && grep -q "cannot serve HTTP on 127.0.0.1:$PORT" "$TMP/taken.log" ||
+    fail "port in use: exit $rc, $(cat "$TMP/taken.log")"
 nope=$(http_get /nope)
 [ "${nope%%$'\n'*}" = 404 ] || fail "unknown path must answer 404"
 it_wait_rows job-a $NA 120
@@ -113,4 +119,22 @@ echo "gpu_memory: rows=$gm $(psql_q "SELECT backend, \"precision\", weights_byte
 [ "$gm" -ge 3 ] || fail "gpu_memory has $gm rows, want start + interval + exit (>= 3)"
 [ "$(psql_q "SELECT count(*) FROM gpu_memory WHERE backend = 'cpu' AND \"precision\" = 'fp32' AND weights_bytes > 0 AND arena_bytes > 0 AND allocations_after_init = 0 AND token_budget = 4096 AND worker LIKE '%:%'")" = "$gm" ] ||
     fail "gpu_memory rows incomplete"
+[ "$(psql_q "SELECT (SELECT min(at) FROM gpu_memory) < (SELECT min(classified_at) FROM ticket_results)
+    AND (SELECT max(at) FROM gpu_memory) > (SELECT max(classified_at) FROM ticket_results)")" = t ] ||
+    fail "gpu_memory lacks its start-up row or its exit row"
+# flags: documented with their variables; bad values are one-line usage errors (exit 2)
+help=$("$RECLASS" run --help)
+for v in HTTP_PORT HTTP_ADDR DRIFT_WINDOW_S DRIFT_MAX_TENANTS TELEMETRY_INTERVAL_S; do
+    flag=--$(echo "$v" | tr 'A-Z_' 'a-z-')
+    grep -q -- "$flag " <<<"$help" && grep -q "\$RECLASS_$v" <<<"$help" || fail "--help lacks $flag"
+done
+for bad in "--http-addr localhost" "--http-port 70000" "--drift-window-s 0" "--drift-max-tenants 0"; do
+    rc=0
+    # shellcheck disable=SC2086
+    err=$("$RECLASS" run --db x --model "$MODEL" $bad 2>&1 >/dev/null) || rc=$?
+    [ "$rc" = 2 ] && [ "$(wc -l <<<"$err")" = 1 ] || fail "'$bad': exit $rc, '$err'"
+done
+rc=0
+err=$(RECLASS_TELEMETRY_INTERVAL_S=abc "$RECLASS" run --db x --model "$MODEL" 2>&1 >/dev/null) || rc=$?
+[ "$rc" = 2 ] && grep -q RECLASS_TELEMETRY_INTERVAL_S <<<"$err" || fail "bad variable: exit $rc, '$err'"
 echo PASS
