@@ -192,8 +192,10 @@ static int ta_attention(const float *q, const float *k, const float *v, int ld, 
     int n = cu[n_seqs], rc = 0, maxlen = 0;
     for (int s = 0; s < n_seqs; s++)
         if (cu[s + 1] - cu[s] > maxlen) maxlen = cu[s + 1] - cu[s];
-    T *dq = ta_upload<T>(q, (size_t)n * ld), *dk = ta_upload<T>(k, (size_t)n * ld);
-    T *dv = ta_upload<T>(v, (size_t)n * ld);
+    // q, k, v may be views into one (n, ld) buffer (k = q + H, ...): each spans only
+    // (n - 1) * ld + heads * 64 elements from its own start, never more.
+    size_t span = (size_t)(n - 1) * ld + (size_t)heads * 64;
+    T *dq = ta_upload<T>(q, span), *dk = ta_upload<T>(k, span), *dv = ta_upload<T>(v, span);
     int32_t *dcu = (int32_t *)ta_dup(cu, (size_t)(n_seqs + 1) * 4);
     T *o = ta_poisoned<T>((size_t)n * heads * 64);
     if (!dq || !dk || !dv || !dcu || !o) {
