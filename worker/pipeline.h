@@ -13,7 +13,11 @@
  * On revocation the revoked partitions' committed prefix is stored and their in-flight work is
  * dropped from offset tracking (rows may still be written: the upsert makes that harmless).
  * SIGTERM/SIGINT or --idle-exit: stop fetching, finish in-flight batches, store and commit
- * offsets, leave the group, exit 0. */
+ * offsets, leave the group, exit 0.
+ * Telemetry (worker/pipeline_telemetry.c): every thread bumps the atomics of worker/metrics.h,
+ * served by --http-port (/healthz /readyz /metrics); the sink thread also owns the drift
+ * windows (worker/drift.h) and writes them and the gpu_memory rows between result
+ * transactions. */
 #ifndef RECLASS_WORKER_PIPELINE_H
 #define RECLASS_WORKER_PIPELINE_H
 
