@@ -37,7 +37,7 @@ typedef struct {
 typedef struct {
     int64_t start_s; /* unix seconds, a multiple of window_s */
     int window_s;
-    int n_rows;               /* rows in use, the "_other" row included when used */
+    int n_rows; /* named rows in use; once closed, also the "_other" row (last) when used */
     worker_drift_row_t *rows; /* (max_tenants + 1) */
 } worker_drift_window_t;
 

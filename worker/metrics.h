@@ -23,7 +23,7 @@ typedef struct {
     atomic_long sink_commits;       /* PostgreSQL transactions of results committed */
     atomic_long sink_retries;       /* writes refused by a lost connection and retried */
     atomic_long pauses;             /* times consumption was paused (backpressure) */
-    atomic_long drift_windows;      /* drift_windows rows groups flushed (one per window) */
+    atomic_long drift_windows;      /* drift windows written to drift_windows */
     atomic_long drift_dropped;      /* closed windows dropped unwritten (database down) */
     atomic_long telemetry_rows;     /* gpu_memory rows written */
     atomic_long telemetry_failures; /* drift/gpu_memory writes that failed */
