@@ -65,7 +65,7 @@ if has smoke || true; then
 fi
 if has ctest; then
     note "ctest -R test_gpu ($(elapsed)s)"
-    (cd $B && ctest -R test_gpu --output-on-failure 2>&1) | tee "$OUT/ctest.log" | tail -25 | tee -a "$summary"
+    (cd $B && ctest -R test_gpu -V 2>&1) | tee "$OUT/ctest.log" | grep -E "^[0-9]+: (PASSED|FAILED|FAIL|ok   (fp16|bf16) budget|weights|[0-9]+ batches|over-budget)|tests passed|Test +#" | tee -a "$summary"
 fi
 if has quick; then
     for t in test_gpu_plan test_gpu_kernels test_gpu_golden; do
