@@ -12,16 +12,33 @@ size_t gpu_cpu_gemm_packed_floats(int N, int K) {
     return (size_t)((N + NR - 1) / NR) * NR * (size_t)K;
 }
 
-void gpu_cpu_gemm_pack(const float *w, int N, int K, float *bp) {
+void gpu_cpu_gemm_pack_strided(const float *w, int ldw, int N, int K, float *bp) {
     int panels = (N + NR - 1) / NR;
     for (int j = 0; j < panels; j++)
         for (int k = 0; k < K; k++) {
             float *dst = bp + ((size_t)j * K + k) * NR;
             for (int c = 0; c < NR; c++) {
                 int n = j * NR + c;
-                dst[c] = n < N ? w[(size_t)n * K + k] : 0.0f;
+                dst[c] = n < N ? w[(size_t)n * ldw + k] : 0.0f;
             }
         }
+}
+
+void gpu_cpu_gemm_pack(const float *w, int N, int K, float *bp) {
+    gpu_cpu_gemm_pack_strided(w, K, N, K, bp);
+}
+
+void gpu_cpu_gemm_pack_kn(const float *b, int ldb, int K, int N, float *bp) {
+    int panels = (N + NR - 1) / NR;
+    for (int j = 0; j < panels; j++) {
+        int cols = N - j * NR < NR ? N - j * NR : NR;
+        for (int k = 0; k < K; k++) {
+            float *dst = bp + ((size_t)j * K + k) * NR;
+            memcpy(dst, b + (size_t)k * ldb + j * NR, sizeof(float) * (size_t)cols);
+            for (int c = cols; c < NR; c++)
+                dst[c] = 0.0f;
+        }
+    }
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)

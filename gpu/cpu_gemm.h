@@ -24,8 +24,15 @@ int gpu_cpu_gemm_available(void);
 /* Floats a packed (N, K) weight takes: N rounded up to a panel, times K. */
 size_t gpu_cpu_gemm_packed_floats(int N, int K);
 
-/* Packs w (N, K) into bp (gpu_cpu_gemm_packed_floats floats); padding columns are 0. */
+/* Packs w (N, K) into bp (gpu_cpu_gemm_packed_floats floats, 64-byte aligned); padding
+ * columns are 0. */
 void gpu_cpu_gemm_pack(const float *w, int N, int K, float *bp);
+
+/* The same from a W whose rows are ldw floats apart (a head's slice of a wider matrix). */
+void gpu_cpu_gemm_pack_strided(const float *w, int ldw, int N, int K, float *bp);
+
+/* Packs B = W^T given as b (K, N), rows ldb apart: for products x B such as P V. */
+void gpu_cpu_gemm_pack_kn(const float *b, int ldb, int K, int N, float *bp);
 
 /* y (m, N), rows ldy apart, from x (m, K), rows ldx apart, the packed weight bp and bias
  * (N) or NULL. N may be any size (the last panel is stored through a mask). */

@@ -1,7 +1,13 @@
 #include "gpu/cpu_kernels.h"
 
+#include "gpu/cpu_gemm.h"
+
 #include <math.h>
 #include <string.h>
+
+static size_t round_up(size_t n, size_t m) {
+    return (n + m - 1) / m * m;
+}
 
 #define LANES 16 /* one AVX-512 or two AVX2 registers of partial sums */
 
@@ -270,6 +276,38 @@ __attribute__((target("avx512f"))) static inline __m512 exp512(__m512 x) {
 }
 
 /* p[0..len) = softmax(p) in place, len padded to 16 in p's storage; returns nothing. */
+__attribute__((target("avx512f"))) static inline void softmax512(float *p, int len);
+
+/* Rows of at least this many tokens take the GEMM path: scores and outputs as products on
+ * packed K and V panels, which at long lengths are most of a layer's FLOPs. */
+#define ATT_GEMM_MIN_LEN 32
+
+/* Full self-attention of one sequence (every token queries), head by head:
+ * S = Q K^T on K packed into panels, softmax rows of S * scale, O = S V on V packed. */
+__attribute__((target("avx512f"))) static void
+attention_gemm(const float *q, int ldq, const float *k, const float *v, int ldkv, int len,
+               int heads, int head_dim, float *out, int ldo, float *scratch) {
+    float scale = 1.0f / sqrtf((float)head_dim);
+    int ls = (int)round_up((size_t)len, 16);
+    float *S = scratch;                                         /* (len, ls) */
+    float *kp = S + round_up((size_t)len * ls, 16);             /* packed K_h: N = len, K = hd */
+    float *vp = kp + gpu_cpu_gemm_packed_floats(len, head_dim); /* packed V_h: N = hd, K = len */
+    for (int h = 0; h < heads; h++) {
+        int c0 = h * head_dim;
+        gpu_cpu_gemm_pack_strided(k + c0, ldkv, len, head_dim, kp);
+        gpu_cpu_gemm(q + c0, ldq, len, kp, len, head_dim, NULL, GPU_CPU_EPI_STORE, S, ls);
+        for (int i = 0; i < len; i++) {
+            float *row = S + (size_t)i * ls;
+            for (int j = 0; j < len; j += 16)
+                _mm512_storeu_ps(row + j,
+                                 _mm512_mul_ps(_mm512_loadu_ps(row + j), _mm512_set1_ps(scale)));
+            softmax512(row, len);
+        }
+        gpu_cpu_gemm_pack_kn(v + c0, ldkv, len, head_dim, vp);
+        gpu_cpu_gemm(S, ls, len, vp, head_dim, len, NULL, GPU_CPU_EPI_STORE, out + c0, ldo);
+    }
+}
+
 __attribute__((target("avx512f"))) static inline void softmax512(float *p, int len) {
     __m512 mx = _mm512_set1_ps(-INFINITY);
     for (int j = 0; j < len; j += 16) {
@@ -295,6 +333,10 @@ __attribute__((target("avx512f"))) static inline void softmax512(float *p, int l
 __attribute__((target("avx512f"))) static void
 attention_avx512(const float *q, int ldq, int nq, const float *k, const float *v, int ldkv, int len,
                  int heads, int head_dim, float *out, int ldo, float *p) {
+    if (nq == len && len >= ATT_GEMM_MIN_LEN) {
+        attention_gemm(q, ldq, k, v, ldkv, len, heads, head_dim, out, ldo, p);
+        return;
+    }
     float scale = 1.0f / sqrtf((float)head_dim);
     for (int h = 0; h < heads; h++) {
         int c0 = h * head_dim;
@@ -322,8 +364,9 @@ attention_avx512(const float *q, int ldq, int nq, const float *k, const float *v
 #endif
 
 size_t gpu_cpu_attention_scratch_floats(int max_len, int head_dim) {
-    (void)head_dim;
-    return ((size_t)max_len + 15) / 16 * 16; /* one query's scores, padded to a vector */
+    size_t ls = round_up((size_t)max_len, 16);
+    return round_up((size_t)max_len * ls, 16) + gpu_cpu_gemm_packed_floats(max_len, head_dim) +
+           gpu_cpu_gemm_packed_floats(head_dim, max_len);
 }
 
 void gpu_cpu_attention_seq(const float *q, int ldq, int nq, const float *k, const float *v,

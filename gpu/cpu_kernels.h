@@ -34,7 +34,7 @@ void gpu_cpu_tanh(float *x, size_t n);
 /* Attention of one sequence, all heads. q rows (nq, ldq) query the keys/values of the whole
  * sequence: k, v (len, ldkv). nq is len, or 1 when only the first token's output is needed.
  * out (nq, heads*head_dim) rows ldo apart. scratch holds
- * gpu_cpu_attention_scratch_floats(len, head_dim) floats. */
+ * gpu_cpu_attention_scratch_floats(len, head_dim) floats, 64-byte aligned. */
 void gpu_cpu_attention_seq(const float *q, int ldq, int nq, const float *k, const float *v,
                            int ldkv, int len, int heads, int head_dim, float *out, int ldo,
                            float *scratch);

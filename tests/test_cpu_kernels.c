@@ -80,11 +80,12 @@ static void test_add_ln(void **state) {
 }
 
 static void check_attention(int heads, int hd) {
-    int32_t cu[] = {0, 1, 9, 30, 33, 50};
-    int n_seqs = 5, n = 50, HD = heads * hd, ld = 3 * HD;
+    int32_t cu[] = {0, 1, 9, 30, 33, 50, 90, 190};
+    int n_seqs = 7, n = 190, HD = heads * hd, ld = 3 * HD;
     float *qkv = malloc(sizeof(float) * n * ld);
     float *a = malloc(sizeof(float) * n * HD), *b = malloc(sizeof(float) * n * HD);
-    float *scratch = malloc(sizeof(float) * gpu_cpu_attention_scratch_floats(21, hd));
+    float *scratch = aligned_alloc(
+        64, (sizeof(float) * gpu_cpu_attention_scratch_floats(100, hd) + 63) / 64 * 64);
     for (int i = 0; i < n * ld; i++)
         qkv[i] = frand(1.5f);
     for (int s = 0; s < n_seqs; s++) {
@@ -110,6 +111,8 @@ static void check_attention(int heads, int hd) {
     free(scratch);
 }
 
+/* Sequences of 40 and 100 tokens take the GEMM path (ATT_GEMM_MIN_LEN 32) where the CPU
+ * has AVX-512; the shorter ones the dot-product path. */
 static void test_attention(void **state) {
     check_attention(4, 64); /* the AVX-512 path where the CPU has it */
     check_attention(3, 20); /* the portable path */
