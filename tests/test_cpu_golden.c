@@ -210,6 +210,43 @@ static void test_backend_vs_ref(void **state) {
     free(cu);
 }
 
+/* Long sequences (the attention GEMM path, chunks of one sequence) against the reference:
+ * golden ids glued together into lengths up to the model's 512 positions. */
+static void test_long_vs_ref(void **state) {
+    char err[256];
+    int lens[] = {40, 100, 200, 333, 512, 64, 31}, ns = 7, total = 0;
+    for (int s = 0; s < ns; s++)
+        total += lens[s];
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)total), cu[8] = {0};
+    int r = 0, k = 0;
+    for (int s = 0; s < ns; s++) {
+        cu[s + 1] = cu[s] + lens[s];
+        for (int t = 0; t < lens[s]; t++) {
+            ids[cu[s] + t] = rows[r].ids[k];
+            if (++k == rows[r].len) k = 0, r++;
+        }
+    }
+    int L = model->cfg.num_labels;
+    float *a = malloc(sizeof(float) * ns * L), *b = malloc(sizeof(float) * ns * L);
+    const gpu_backend_ops_t *ops = gpu_backend_find("cpu", err, sizeof err);
+    gpu_backend_t *be;
+    gpu_backend_opts_t o = {.token_budget = 2048, .threads = 2};
+    assert_int_equal(ops->init(model, &o, &be, err, sizeof err), 0);
+    gpu_batch_t bt = {
+        .ids = ids, .cu_seqlens = cu, .n_seqs = ns, .n_tokens = total, .max_len = 512};
+    assert_int_equal(ops->forward(be, &bt, a, err, sizeof err), 0);
+    assert_int_equal(gpu_ref_forward(model, ids, cu, ns, b), 0);
+    double maxd = 0;
+    for (int i = 0; i < ns * L; i++)
+        maxd = fmax(maxd, fabs((double)a[i] - b[i]));
+    printf("long sequences (31..512 tokens) vs gpu_ref_forward: max |delta| %.3g\n", maxd);
+    assert_true(maxd <= 1e-4);
+    ops->free(be);
+    free(ids);
+    free(a);
+    free(b);
+}
+
 /* Batches the instance cannot hold are refused before any work, with a reason. */
 static void test_refusals(void **state) {
     char err[256];
@@ -287,9 +324,10 @@ static void test_random_model(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_golden),    cmocka_unit_test(test_packing_invariance),
-        cmocka_unit_test(test_blas_path), cmocka_unit_test(test_backend_vs_ref),
-        cmocka_unit_test(test_refusals),  cmocka_unit_test(test_random_model),
+        cmocka_unit_test(test_golden),       cmocka_unit_test(test_packing_invariance),
+        cmocka_unit_test(test_blas_path),    cmocka_unit_test(test_backend_vs_ref),
+        cmocka_unit_test(test_long_vs_ref),  cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_random_model),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
