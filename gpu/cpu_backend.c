@@ -1,9 +1,10 @@
 /* The fp32 CPU backend. A packed batch is cut into chunks of whole sequences; a thread takes
- * a chunk and runs the entire encoder on it with single-threaded OpenBLAS sgemm, so threads
- * never wait on each other inside a batch (BERT mixes tokens only within a sequence). Every
+ * a chunk and runs the entire encoder on it with single-threaded GEMMs, so threads never
+ * wait on each other inside a batch (BERT mixes tokens only within a sequence). Every
  * buffer is allocated at init, sized by the token budget; a chunk uses only the rows of its
  * own tokens. Projections run on gpu_cpu_gemm (weights packed at init) where the CPU has
- * AVX-512, else on OpenBLAS.
+ * AVX-512, else on OpenBLAS sgemm. After the last layer's K/V projection only each
+ * sequence's first token is carried on (the classifier reads nothing else).
  * Tuning knobs (environment, read at init): RECLASS_CPU_CHUNK=tokens per chunk,
  * RECLASS_CPU_GEMM=blas to force the OpenBLAS path. */
 #include <cblas.h>
@@ -62,11 +63,11 @@ struct gpu_backend {
     float *packed;  /* the projections' weights in gpu_cpu_gemm panels, or NULL (OpenBLAS) */
     size_t packed_floats;
     /* Activations, (token_budget) rows each. In the last layer only the first token of each
-     * sequence is carried past attention, in compact rows inside the thread's own range. */
+     * sequence is carried past attention, in compact rows inside the chunk's own range. */
     float *x;   /* (B, H) hidden states */
     float *qkv; /* (B, 3H) */
     float *ctx; /* (B, H) attention output */
-    float *tmp; /* (B, H) projection output */
+    float *tmp; /* (B, H) last layer: first-token queries, then pooler outputs */
     float *ff;  /* (B, I) */
     size_t arena_bytes;
     /* Thread pool: worker 0 is the caller of forward. */
