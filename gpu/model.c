@@ -364,6 +364,11 @@ static int load_tensor(const gpu_st_file_t *f, const char *name, const char *ali
         snprintf(err, errlen, "%s: missing tensor '%s'", gpu_st_path(f), name);
         return -1;
     }
+    if (!gpu_st_is_float(t)) {
+        snprintf(err, errlen, "%s: tensor '%s' has unsupported dtype '%s' (F32, F16, BF16 only)",
+                 gpu_st_path(f), t->name, t->dtype_name);
+        return -1;
+    }
     int nd = d1 > 0 ? 2 : 1;
     if (t->ndim != nd || t->shape[0] != d0 || (nd == 2 && t->shape[1] != d1)) {
         char got[96] = "[", *p = got + 1;

@@ -28,12 +28,27 @@ const char *gpu_st_dtype_name(gpu_st_dtype_t d) {
         return "F16";
     case GPU_ST_BF16:
         return "BF16";
+    case GPU_ST_OTHER:
+        return "other";
     }
     return "?";
 }
 
-static size_t dtype_size(gpu_st_dtype_t d) {
-    return d == GPU_ST_F32 ? 4 : 2;
+/* Every dtype of the safetensors format and its element size in bytes. */
+static const struct {
+    const char *name;
+    gpu_st_dtype_t dtype;
+    size_t size;
+} dtypes[] = {
+    {"F32", GPU_ST_F32, 4},    {"F16", GPU_ST_F16, 2},       {"BF16", GPU_ST_BF16, 2},
+    {"F64", GPU_ST_OTHER, 8},  {"I64", GPU_ST_OTHER, 8},     {"U64", GPU_ST_OTHER, 8},
+    {"I32", GPU_ST_OTHER, 4},  {"U32", GPU_ST_OTHER, 4},     {"I16", GPU_ST_OTHER, 2},
+    {"U16", GPU_ST_OTHER, 2},  {"I8", GPU_ST_OTHER, 1},      {"U8", GPU_ST_OTHER, 1},
+    {"BOOL", GPU_ST_OTHER, 1}, {"F8_E4M3", GPU_ST_OTHER, 1}, {"F8_E5M2", GPU_ST_OTHER, 1},
+};
+
+int gpu_st_is_float(const gpu_st_tensor_t *t) {
+    return t->dtype != GPU_ST_OTHER;
 }
 
 float gpu_st_f16_to_f32(uint16_t h) {
@@ -92,15 +107,15 @@ static int parse_entry(const char *path, const char *name, json_t *v, gpu_st_ten
         return -1;
     }
     const char *ds = json_string_value(dt);
-    if (strcmp(ds, "F32") == 0)
-        t->dtype = GPU_ST_F32;
-    else if (strcmp(ds, "F16") == 0)
-        t->dtype = GPU_ST_F16;
-    else if (strcmp(ds, "BF16") == 0)
-        t->dtype = GPU_ST_BF16;
-    else {
-        snprintf(err, errlen, "%s: tensor '%s' has unsupported dtype '%s' (F32, F16, BF16 only)",
-                 path, name, ds);
+    size_t esize = 0;
+    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
+        if (strcmp(ds, dtypes[i].name) == 0) {
+            t->dtype = dtypes[i].dtype;
+            esize = dtypes[i].size;
+            snprintf(t->dtype_name, sizeof t->dtype_name, "%s", ds);
+        }
+    if (!esize) {
+        snprintf(err, errlen, "%s: tensor '%s' has unknown dtype '%s'", path, name, ds);
         return -1;
     }
     size_t nd = json_array_size(shape);
@@ -140,9 +155,9 @@ static int parse_entry(const char *path, const char *name, json_t *v, gpu_st_ten
                  path, name, begin, end, data_len);
         return -1;
     }
-    if (end - begin != numel * dtype_size(t->dtype)) {
+    if (end - begin != numel * esize) {
         snprintf(err, errlen, "%s: tensor '%s' spans %zu bytes but %s x %zu elements need %zu",
-                 path, name, end - begin, ds, numel, numel * dtype_size(t->dtype));
+                 path, name, end - begin, ds, numel, numel * esize);
         return -1;
     }
     t->offset = begin;
@@ -303,6 +318,9 @@ void gpu_st_read_f32(const gpu_st_file_t *f, const gpu_st_tensor_t *t, float *ds
             memcpy(&h, src + 2 * i, 2);
             dst[i] = gpu_st_bf16_to_f32(h);
         }
+        break;
+    case GPU_ST_OTHER:
+        memset(dst, 0, t->numel * sizeof(float));
         break;
     }
 }

@@ -13,13 +13,22 @@
 extern "C" {
 #endif
 
-typedef enum { GPU_ST_F32, GPU_ST_F16, GPU_ST_BF16 } gpu_st_dtype_t;
+/* F32, F16 and BF16 convert to fp32. The other dtypes of the format (integers, F64, F8)
+ * are validated like any tensor, so a checkpoint carrying e.g. an I64 position_ids buffer
+ * opens, but cannot be read as weights; an unknown dtype string refuses the file. */
+typedef enum {
+    GPU_ST_F32,
+    GPU_ST_F16,
+    GPU_ST_BF16,
+    GPU_ST_OTHER /* known to the format, not convertible: see dtype_name */
+} gpu_st_dtype_t;
 
 #define GPU_ST_MAX_DIMS 8
 
 typedef struct {
     char *name; /* owned by the file */
     gpu_st_dtype_t dtype;
+    char dtype_name[8]; /* as in the header: "F16", "I64", ... */
     int ndim;
     int64_t shape[GPU_ST_MAX_DIMS];
     size_t numel;
@@ -40,7 +49,11 @@ int gpu_st_count(const gpu_st_file_t *f);
 const gpu_st_tensor_t *gpu_st_at(const gpu_st_file_t *f, int i);
 const char *gpu_st_path(const gpu_st_file_t *f);
 
-/* Converts the tensor's numel elements to fp32 into dst (numel floats). */
+/* 1 when gpu_st_read_f32 can convert the tensor (F32, F16, BF16). */
+int gpu_st_is_float(const gpu_st_tensor_t *t);
+
+/* Converts the tensor's numel elements to fp32 into dst (numel floats); the tensor must be
+ * gpu_st_is_float (else dst is zero-filled). */
 void gpu_st_read_f32(const gpu_st_file_t *f, const gpu_st_tensor_t *t, float *dst);
 
 const char *gpu_st_dtype_name(gpu_st_dtype_t d);

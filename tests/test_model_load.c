@@ -103,8 +103,11 @@ static void edit_config(const char *dir, json_edit_fn fn) {
     json_decref(root);
 }
 
-/* dir/model.safetensors = the demo weights with the header edited by fn (data unchanged). */
-static void edit_header(const char *dir, json_edit_fn fn) {
+static size_t g_data_len; /* data section of the demo weights, for header edits */
+
+/* dir/model.safetensors = the demo weights with the header edited by fn and extra bytes
+ * appended to the data section. */
+static void edit_header_ext(const char *dir, json_edit_fn fn, const void *extra, size_t nextra) {
     size_t len;
     char *buf = slurp(RECLASS_DEMO_MODEL "/model.safetensors", &len);
     uint64_t hlen = 0;
@@ -112,6 +115,7 @@ static void edit_header(const char *dir, json_edit_fn fn) {
         hlen = hlen << 8 | (uint8_t)buf[i];
     json_t *root = json_loadb(buf + 8, (size_t)hlen, 0, NULL);
     assert_non_null(root);
+    g_data_len = len - 8 - hlen;
     fn(root);
     char *h = json_dumps(root, JSON_COMPACT);
     size_t nh = strlen(h);
@@ -119,11 +123,30 @@ static void edit_header(const char *dir, json_edit_fn fn) {
     for (int i = 0; i < 8; i++)
         out[i] = (char)((uint64_t)nh >> (8 * i));
     memcpy(out + 8, h, nh);
-    write_file(dir, "model.safetensors", out, 8 + nh, buf + 8 + hlen, len - 8 - hlen);
+    char *data = malloc(len - 8 - hlen + nextra);
+    memcpy(data, buf + 8 + hlen, len - 8 - hlen);
+    if (nextra) memcpy(data + len - 8 - hlen, extra, nextra);
+    write_file(dir, "model.safetensors", out, 8 + nh, data, len - 8 - hlen + nextra);
+    free(data);
     free(out);
     free(h);
     free(buf);
     json_decref(root);
+}
+
+static void edit_header(const char *dir, json_edit_fn fn) {
+    edit_header_ext(dir, fn, NULL, 0);
+}
+
+static void hdr_unknown_dtype(json_t *r) {
+    json_object_set_new(json_object_get(r, "classifier.bias"), "dtype", json_string("Q4"));
+}
+/* Older checkpoints carry the position_ids buffer as I64: it must not stop the load. */
+static void hdr_position_ids(json_t *r) {
+    json_object_set_new(r, "bert.embeddings.position_ids",
+                        json_pack("{s:s, s:[i,i], s:[I,I]}", "dtype", "I64", "shape", 1, 4,
+                                  "data_offsets", (json_int_t)g_data_len,
+                                  (json_int_t)g_data_len + 32));
 }
 
 static void cfg_arch(json_t *r) {
@@ -263,6 +286,9 @@ static void test_bad_tensors(void **state) {
     edit_header(dir, hdr_dtype);
     expect_refused(dir, "model.safetensors", "unsupported dtype 'I16'");
     new_case(dir, sizeof dir, NULL);
+    edit_header(dir, hdr_unknown_dtype);
+    expect_refused(dir, "model.safetensors", "unknown dtype 'Q4'");
+    new_case(dir, sizeof dir, NULL);
     edit_header(dir, hdr_short);
     expect_refused(dir, "model.safetensors", "need 604");
     new_case(dir, sizeof dir, NULL);
@@ -311,6 +337,14 @@ static void test_variants(void **state) {
     assert_memory_equal(m->w.layer[2].ln1_g, ref->w.layer[2].ln1_g, 256 * sizeof(float));
     assert_memory_equal(m->w.emb_ln_b, ref->w.emb_ln_b, 256 * sizeof(float));
     assert_memory_equal(m->w.cls_w, ref->w.cls_w, 151 * 256 * sizeof(float));
+    gpu_model_free(m);
+    new_case(dir, sizeof dir, NULL);
+    int64_t pos[4] = {0, 1, 2, 3};
+    edit_header_ext(dir, hdr_position_ids, pos, sizeof pos);
+    rc = gpu_model_load(dir, &m, err, sizeof err);
+    if (rc) printf("%s\n", err);
+    assert_int_equal(rc, 0);
+    assert_memory_equal(m->w.word_emb, ref->w.word_emb, 256 * sizeof(float));
     gpu_model_free(m);
     new_case(dir, sizeof dir, NULL);
     write_file(dir, "tokenizer_config.json", "{\"do_lower_case\": false}", 24, NULL, 0);
