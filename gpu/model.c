@@ -482,6 +482,16 @@ int gpu_model_load(const char *dir, gpu_model_t **out, char *err, size_t errlen)
                  m->vocab_path);
         goto out;
     }
+    if (access(st_path, F_OK) != 0) {
+        char *bin = path_join(dir, "pytorch_model.bin");
+        int has_bin = bin && access(bin, F_OK) == 0;
+        free(bin);
+        snprintf(err, errlen, "%s: missing%s", st_path,
+                 has_bin ? " (only pytorch_model.bin is there: save the model with "
+                           "safe_serialization=True)"
+                         : "");
+        goto out;
+    }
     if (gpu_st_open(st_path, &st, err, errlen) != 0) goto out;
     if (model_alloc_weights(m) != 0) {
         snprintf(err, errlen, "%s: out of memory for %zu parameters", st_path,

@@ -242,7 +242,9 @@ static void test_missing_files(void **state) {
     new_case(dir, sizeof dir, "config.json");
     expect_refused(dir, "config.json", "missing");
     new_case(dir, sizeof dir, "model.safetensors");
-    expect_refused(dir, "model.safetensors", "No such file");
+    expect_refused(dir, "model.safetensors", "missing");
+    write_file(dir, "pytorch_model.bin", "PK", 2, NULL, 0);
+    expect_refused(dir, "model.safetensors", "safe_serialization");
     new_case(dir, sizeof dir, "vocab.txt");
     expect_refused(dir, "vocab.txt", "missing");
     expect_refused("/nonexistent/ckpt", "config.json", "missing");
