@@ -7,11 +7,14 @@
 # On the device, from the repo root (carry .devlibs):
 #   tests/bench/device_run.sh run STAGES  # STAGES: comma list of
 #       smoke    GPU visible, libraries resolve
-#       ctest    ctest -R test_gpu (kernels parity, golden, plan; memory test via ctest too)
+#       ctest    ctest -R test_gpu -V (plan, kernel parity, golden, memory 100,000 batches)
 #       quick    kernels + golden + a 20,000-batch memory test (no 100k run)
-#       sanitize compute-sanitizer memcheck + racecheck on the kernel and golden tests
+#       sanitize compute-sanitizer memcheck + racecheck on the kernel test, golden under
+#                GOLDEN_TOOLS (default memcheck)
 #       classify reclass classify --backend cuda vs --backend cpu on the CLINC150 test set
-#       bench    gpu_bench fp16 (8192, 16384, 32768) + bf16 16384, writes the workload
+#       bench    gpu_bench fp16 (8192, 16384, 32768) + bf16 (16384, 32768), attention
+#                microbench, writes the workload for the torch peer
+#       variants gpu_bench at 16384: default, two streams, attention variants, unfused residual
 #       rbench   reclass bench --backend cuda (the worker's own bench command)
 #       torch    tests/bench/torch_gpu_peer.py eager + torch.compile on the same workload
 # Logs and JSON lines go to $OUT (or ./device-out) so they come back.
