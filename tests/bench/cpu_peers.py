@@ -183,6 +183,15 @@ def machine():
     return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}"
 
 
+def git_head():
+    try:
+        h = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
+                           capture_output=True, text=True).stdout.strip()
+        return h or "unknown"
+    except OSError:
+        return "unknown"
+
+
 def load_avg():
     try:
         with open("/proc/loadavg") as f:
@@ -320,6 +329,7 @@ Produced by `tests/bench/cpu_peers.py` (see README.md here for what it measures)
     {cmdline}
 
 - date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}
+- reclass source: commit {git_head()}
 - machine: {machine()}
 - load average (1/5/15 min) before: {load_before}; after: {load_after} (the machine is shared
   with other work: absolute numbers move with it; the runs are interleaved so ratios hold better)
