@@ -12,8 +12,7 @@
 typedef struct consumers_codec consumers_codec_t; /* not thread-safe: one per thread */
 
 /* schema_dir holds ticket-v<ID>.avsc files; the highest ID is the current (reader) schema. */
-int consumers_codec_init(const char *schema_dir, consumers_codec_t **out, char *err,
-                         size_t errlen);
+int consumers_codec_init(const char *schema_dir, consumers_codec_t **out, char *err, size_t errlen);
 void consumers_codec_free(consumers_codec_t *codec);
 
 /* Decodes and validates one message value. Returns 0, or -1 with err saying what is wrong

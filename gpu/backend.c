@@ -14,8 +14,9 @@ const gpu_backend_ops_t *gpu_backend_find(const char *name, char *err, size_t er
 #ifdef RECLASS_HAVE_CUDA
         return &gpu_cuda_backend_ops;
 #else
-        snprintf(err, errlen, "backend 'cuda' is not built into this binary (nvcc was not found "
-                              "at build time): use --backend cpu");
+        snprintf(err, errlen,
+                 "backend 'cuda' is not built into this binary (nvcc was not found "
+                 "at build time): use --backend cpu");
         return NULL;
 #endif
     }

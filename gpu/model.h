@@ -14,13 +14,13 @@ extern "C" {
 
 typedef struct {
     int vocab_size;
-    int hidden;       /* H */
+    int hidden; /* H */
     int layers;
     int heads;        /* H % heads == 0 */
     int intermediate; /* I */
     int max_pos;      /* longest sequence the position table covers */
     int type_vocab;
-    int num_labels;   /* L */
+    int num_labels; /* L */
     float ln_eps;
     int do_lower_case; /* from tokenizer_config.json; 1 when absent */
     char **id2label;   /* (num_labels) owned; "LABEL_i" when config has none */
@@ -41,15 +41,15 @@ typedef struct {
 } gpu_layer_weights_t;
 
 typedef struct {
-    float *word_emb;             /* (vocab_size, H) */
-    float *pos_emb;              /* (max_pos, H) */
-    float *type_emb;             /* (type_vocab, H); type id is always 0 */
-    float *emb_ln_g, *emb_ln_b;  /* (H) */
-    gpu_layer_weights_t *layer;  /* (layers) */
-    float *pool_w;               /* (H, H) */
-    float *pool_b;               /* (H) */
-    float *cls_w;                /* (L, H) */
-    float *cls_b;                /* (L) */
+    float *word_emb;            /* (vocab_size, H) */
+    float *pos_emb;             /* (max_pos, H) */
+    float *type_emb;            /* (type_vocab, H); type id is always 0 */
+    float *emb_ln_g, *emb_ln_b; /* (H) */
+    gpu_layer_weights_t *layer; /* (layers) */
+    float *pool_w;              /* (H, H) */
+    float *pool_b;              /* (H) */
+    float *cls_w;               /* (L, H) */
+    float *cls_b;               /* (L) */
 } gpu_model_weights_t;
 
 typedef struct {

@@ -37,8 +37,8 @@ typedef struct {
     int64_t arena_bytes;
 } sink_batch_t;
 
-#define SINK_OK 0
-#define SINK_RETRY 1 /* connection lost or serialization failure: reconnect and retry the write */
+#define SINK_OK    0
+#define SINK_RETRY 1  /* connection lost or serialization failure: reconnect and retry the write */
 #define SINK_FATAL -1 /* a bug or a schema mismatch: retrying will not help */
 
 /* conninfo: a libpq conninfo string or URL (sslmode etc. pass through unchanged).

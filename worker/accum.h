@@ -11,9 +11,9 @@
 #include <stdint.h>
 
 typedef struct {
-    int token_budget;   /* a batch costs at most this many tokens */
-    int padded;         /* 1: cost = n_items * longest (padded backend); 0: sum of lengths */
-    int max_wait_ms;    /* the oldest pending item is emitted by arrival + max_wait_ms */
+    int token_budget; /* a batch costs at most this many tokens */
+    int padded;       /* 1: cost = n_items * longest (padded backend); 0: sum of lengths */
+    int max_wait_ms;  /* the oldest pending item is emitted by arrival + max_wait_ms */
     int max_pending_items;
     long max_pending_tokens;
     int max_len; /* longest item accepted; a budget below it is a config error */
@@ -26,8 +26,8 @@ int worker_accum_init(const worker_accum_cfg_t *cfg, worker_accum_t **out, char 
                       size_t errlen);
 void worker_accum_free(worker_accum_t *acc);
 
-#define WORKER_ACCUM_OK 0
-#define WORKER_ACCUM_FULL 1     /* not taken: back off, pop a batch, try again */
+#define WORKER_ACCUM_OK      0
+#define WORKER_ACCUM_FULL    1  /* not taken: back off, pop a batch, try again */
 #define WORKER_ACCUM_INVALID -1 /* len <= 0 or len > max_len: never fits */
 
 /* Adds an item; item is the caller's pointer, returned by pop; ownership stays with the caller. */

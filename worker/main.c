@@ -16,16 +16,17 @@ static const worker_cmd_t cmds[] = {
     {"migrate", "apply pending SQL migrations to PostgreSQL", worker_cmd_migrate},
     {"dev-broker", "run an embedded Kafka (mock cluster) on loopback", worker_cmd_dev_broker},
     {"bench", "measure encoder throughput on a workload", worker_cmd_bench},
-    {"plan-memory", "print the device memory plan without touching a GPU",
-     worker_cmd_plan_memory},
+    {"plan-memory", "print the device memory plan without touching a GPU", worker_cmd_plan_memory},
 };
 #define N_CMDS (int)(sizeof(cmds) / sizeof(cmds[0]))
 
 static void usage(FILE *f) {
-    fprintf(f, "reclass %s: bulk re-classification of support tickets\n\n"
-               "usage: reclass <command> [options]\n\ncommands:\n",
+    fprintf(f,
+            "reclass %s: bulk re-classification of support tickets\n\n"
+            "usage: reclass <command> [options]\n\ncommands:\n",
             RECLASS_VERSION);
-    for (int i = 0; i < N_CMDS; i++) fprintf(f, "  %-12s %s\n", cmds[i].name, cmds[i].summary);
+    for (int i = 0; i < N_CMDS; i++)
+        fprintf(f, "  %-12s %s\n", cmds[i].name, cmds[i].summary);
     fprintf(f, "  %-12s %s\n", "help", "list commands (reclass help CMD = reclass CMD --help)");
     fprintf(f, "  %-12s %s\n", "version", "print the version");
     fprintf(f, "\nrun 'reclass <command> --help' for a command's options.\n");
