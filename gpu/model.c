@@ -334,24 +334,52 @@ out:
     return rc;
 }
 
-static int load_tokenizer_config(gpu_model_t *m, const char *path, char *err, size_t errlen) {
-    m->cfg.do_lower_case = 1;
-    if (access(path, F_OK) != 0) return 0; /* BERT uncased is the default */
+static char *path_join(const char *dir, const char *file) {
+    size_t n = strlen(dir) + strlen(file) + 2;
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s/%s", dir, file);
+    return p;
+}
+
+int gpu_model_read_tokenizer_config(const char *dir, int *do_lower_case, char *err, size_t errlen) {
+    char *path = path_join(dir, "tokenizer_config.json");
+    if (!path) {
+        snprintf(err, errlen, "%s: out of memory", dir);
+        return -1;
+    }
+    *do_lower_case = 1;
+    int rc = 0;
+    if (access(path, F_OK) != 0) goto out; /* BERT uncased is the default */
     json_error_t jerr;
     json_t *root = json_load_file(path, 0, &jerr);
     if (!root) {
-        snprintf(err, errlen, "%s: invalid JSON (%s, line %d)", path, jerr.text, jerr.line);
-        return -1;
+        snprintf(err, errlen, "%s: invalid JSON at line %d: %s", path, jerr.line, jerr.text);
+        rc = -1;
+        goto out;
     }
     json_t *v = json_object_get(root, "do_lower_case");
+    json_t *sa = json_object_get(root, "strip_accents");
+    json_t *cjk = json_object_get(root, "tokenize_chinese_chars");
     if (v && !json_is_boolean(v)) {
-        snprintf(err, errlen, "%s: 'do_lower_case' is not true/false", path);
-        json_decref(root);
-        return -1;
+        snprintf(err, errlen, "%s: \"do_lower_case\" must be true or false", path);
+        rc = -1;
+    } else if (v) {
+        *do_lower_case = json_is_true(v);
     }
-    if (v) m->cfg.do_lower_case = json_is_true(v);
+    /* Settings the tokenizer does not implement: refuse rather than tokenize differently. */
+    if (rc == 0 && sa && !json_is_null(sa) &&
+        (!json_is_boolean(sa) || json_is_true(sa) != *do_lower_case)) {
+        snprintf(err, errlen, "%s: \"strip_accents\" other than do_lower_case is not supported",
+                 path);
+        rc = -1;
+    } else if (rc == 0 && cjk && !json_is_true(cjk)) {
+        snprintf(err, errlen, "%s: \"tokenize_chinese_chars\": false is not supported", path);
+        rc = -1;
+    }
     json_decref(root);
-    return 0;
+out:
+    free(path);
+    return rc;
 }
 
 /* Copies tensor name (or its legacy alias, for LayerNorm gamma/beta) of the expected shape
@@ -445,21 +473,13 @@ static int load_weights(gpu_model_t *m, const gpu_st_file_t *f, char *err, size_
     return 0;
 }
 
-static char *path_join(const char *dir, const char *file) {
-    size_t n = strlen(dir) + strlen(file) + 2;
-    char *p = malloc(n);
-    if (p) snprintf(p, n, "%s/%s", dir, file);
-    return p;
-}
-
 int gpu_model_load(const char *dir, gpu_model_t **out, char *err, size_t errlen) {
     *out = NULL;
     gpu_model_t *m = calloc(1, sizeof *m);
-    char *cfg_path = NULL, *tok_path = NULL, *st_path = NULL;
+    char *cfg_path = NULL, *st_path = NULL;
     gpu_st_file_t *st = NULL;
     int rc = -1;
     if (!m || !(m->dir = strdup(dir)) || !(cfg_path = path_join(dir, "config.json")) ||
-        !(tok_path = path_join(dir, "tokenizer_config.json")) ||
         !(st_path = path_join(dir, "model.safetensors")) ||
         !(m->vocab_path = path_join(dir, "vocab.txt"))) {
         snprintf(err, errlen, "%s: out of memory", dir);
@@ -476,7 +496,7 @@ int gpu_model_load(const char *dir, gpu_model_t **out, char *err, size_t errlen)
     char *slash = strrchr(m->name, '/');
     if (slash && slash[1]) memmove(m->name, slash + 1, strlen(slash + 1) + 1);
     if (load_config(m, cfg_path, err, errlen) != 0) goto out;
-    if (load_tokenizer_config(m, tok_path, err, errlen) != 0) goto out;
+    if (gpu_model_read_tokenizer_config(dir, &m->cfg.do_lower_case, err, errlen) != 0) goto out;
     if (access(m->vocab_path, R_OK) != 0) {
         snprintf(err, errlen, "%s: missing (the WordPiece vocabulary the tokenizer needs)",
                  m->vocab_path);
@@ -503,7 +523,6 @@ int gpu_model_load(const char *dir, gpu_model_t **out, char *err, size_t errlen)
 out:
     gpu_st_close(st);
     free(cfg_path);
-    free(tok_path);
     free(st_path);
     if (rc == 0)
         *out = m;

@@ -66,6 +66,11 @@ typedef struct {
  * NULL, and err holds one line naming the file and what is wrong (CLI exits 2). */
 int gpu_model_load(const char *dir, gpu_model_t **out, char *err, size_t errlen);
 
+/* Reads dir/tokenizer_config.json: do_lower_case (1 when the file or key is absent). Settings
+ * the tokenizer does not implement (strip_accents differing from do_lower_case,
+ * tokenize_chinese_chars false) are refused with a one-line message naming the file. */
+int gpu_model_read_tokenizer_config(const char *dir, int *do_lower_case, char *err, size_t errlen);
+
 /* Geometry by name: "bert-base" (12x768, 12 heads, 3072), "bert-mini" (4x256, 4, 1024),
  * "bert-large" (24x1024, 16, 4096); vocab 30522, 512 positions, 2 types. Returns 0 or -1. */
 int gpu_model_geometry(const char *name, int num_labels, gpu_model_config_t *cfg);

@@ -270,6 +270,15 @@ static void test_bad_config(void **state) {
     new_case(dir, sizeof dir, NULL);
     write_file(dir, "tokenizer_config.json", "[1,", 3, NULL, 0);
     expect_refused(dir, "tokenizer_config.json", "invalid JSON");
+    /* Tokenizer settings the tokenizer does not implement are refused, not ignored. */
+    static const char sa[] = "{\"do_lower_case\": true, \"strip_accents\": false}";
+    new_case(dir, sizeof dir, NULL);
+    write_file(dir, "tokenizer_config.json", sa, sizeof sa - 1, NULL, 0);
+    expect_refused(dir, "tokenizer_config.json", "strip_accents");
+    static const char cjk[] = "{\"tokenize_chinese_chars\": false}";
+    new_case(dir, sizeof dir, NULL);
+    write_file(dir, "tokenizer_config.json", cjk, sizeof cjk - 1, NULL, 0);
+    expect_refused(dir, "tokenizer_config.json", "tokenize_chinese_chars");
 }
 
 static void test_bad_tensors(void **state) {

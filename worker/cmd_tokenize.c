@@ -1,13 +1,13 @@
 /* reclass tokenize: texts on stdin -> one JSON array of token ids per line on stdout. */
 #include <errno.h>
 #include <getopt.h>
-#include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "gpu/model.h"
 #include "worker/cli.h"
 #include "worker/input.h"
 #include "worker/tokenizer.h"
@@ -24,42 +24,6 @@ static void tokenize_usage(FILE *f) {
                "  --max-len N   truncate to N ids (N >= 2), keeping [CLS] first and [SEP] last;\n"
                "                default: no truncation\n"
                "  -h, --help    this help\n");
-}
-
-/* do_lower_case from DIR/tokenizer_config.json; a missing file means the default (1). */
-static int read_lower_case(const char *dir, int *lower, char *err, size_t errlen) {
-    char path[PATH_MAX];
-    snprintf(path, sizeof(path), "%s/tokenizer_config.json", dir);
-    *lower = 1;
-    if (access(path, F_OK) != 0) return 0;
-    json_error_t jerr;
-    json_t *root = json_load_file(path, 0, &jerr);
-    if (!root) {
-        snprintf(err, errlen, "%s: invalid JSON at line %d: %s", path, jerr.line, jerr.text);
-        return -1;
-    }
-    json_t *v = json_object_get(root, "do_lower_case");
-    int rc = 0;
-    if (v && !json_is_boolean(v)) {
-        snprintf(err, errlen, "%s: \"do_lower_case\" must be true or false", path);
-        rc = -1;
-    } else if (v) {
-        *lower = json_is_true(v);
-    }
-    /* Settings this tokenizer does not implement: refuse rather than tokenize differently. */
-    json_t *sa = json_object_get(root, "strip_accents");
-    json_t *cjk = json_object_get(root, "tokenize_chinese_chars");
-    if (rc == 0 && sa && !json_is_null(sa) &&
-        (!json_is_boolean(sa) || json_is_true(sa) != *lower)) {
-        snprintf(err, errlen, "%s: \"strip_accents\" other than do_lower_case is not supported",
-                 path);
-        rc = -1;
-    } else if (rc == 0 && cjk && !json_is_true(cjk)) {
-        snprintf(err, errlen, "%s: \"tokenize_chinese_chars\": false is not supported", path);
-        rc = -1;
-    }
-    json_decref(root);
-    return rc;
 }
 
 static int parse_int(const char *s, long *out) {
@@ -140,7 +104,7 @@ int worker_cmd_tokenize(int argc, char **argv) {
 
     char err[PATH_MAX + 256], vocab[PATH_MAX];
     int lower;
-    if (read_lower_case(model, &lower, err, sizeof(err)) != 0) {
+    if (gpu_model_read_tokenizer_config(model, &lower, err, sizeof(err)) != 0) {
         fprintf(stderr, "reclass tokenize: %s\n", err);
         return 2;
     }
