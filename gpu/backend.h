@@ -34,6 +34,7 @@ typedef struct {
     size_t weights_bytes;        /* device bytes of weights */
     size_t arena_bytes;          /* device bytes of activations + workspace */
     size_t device_used;          /* cudaMemGetInfo total - free, 0 on cpu */
+    size_t device_total;         /* cudaMemGetInfo total, 0 on cpu */
     long allocations_after_init; /* must stay 0 */
 } gpu_mem_stats_t;
 

@@ -477,7 +477,10 @@ static int cuda_be_mem_stats(gpu_backend_t *be, gpu_mem_stats_t *st) {
     st->allocations_after_init = be->allocs_after_init;
     size_t fr = 0, tot = 0;
     cudaSetDevice(be->device);
-    if (cudaMemGetInfo(&fr, &tot) == cudaSuccess) st->device_used = tot - fr;
+    if (cudaMemGetInfo(&fr, &tot) == cudaSuccess) {
+        st->device_used = tot - fr;
+        st->device_total = tot;
+    }
     return 0;
 }
 

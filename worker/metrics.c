@@ -28,8 +28,9 @@ void worker_metrics_reset(worker_metrics_t *m) {
                             &m->pending_tokens};
     for (size_t i = 0; i < sizeof(longs) / sizeof(longs[0]); i++)
         atomic_store(longs[i], 0);
-    atomic_llong *llongs[] = {&m->encoder_ns,    &m->last_poll_ms, &m->device_used_bytes,
-                              &m->weights_bytes, &m->arena_bytes,  &m->allocations_after_init};
+    atomic_llong *llongs[] = {
+        &m->encoder_ns,    &m->last_poll_ms, &m->device_used_bytes,     &m->device_total_bytes,
+        &m->weights_bytes, &m->arena_bytes,  &m->allocations_after_init};
     for (size_t i = 0; i < sizeof(llongs) / sizeof(llongs[0]); i++)
         atomic_store(llongs[i], 0);
     atomic_store(&m->consumer_paused, 0);
@@ -162,6 +163,8 @@ char *worker_metrics_render(const worker_metrics_t *m, const worker_metrics_info
            last > 0 ? (double)(now_ms - last) * 1e-3 : -1.0);
     metric(&b, "reclass_device_used_bytes", "gauge",
            "Device memory in use on the GPU (0 on the CPU backend).", LD(device_used_bytes));
+    metric(&b, "reclass_device_total_bytes", "gauge",
+           "Device memory of the GPU (0 on the CPU backend).", LD(device_total_bytes));
     metric(&b, "reclass_weights_bytes", "gauge", "Bytes of model weights held by the backend.",
            LD(weights_bytes));
     metric(&b, "reclass_arena_bytes", "gauge",

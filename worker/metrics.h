@@ -36,6 +36,7 @@ typedef struct {
     atomic_int sink_connected;      /* 1 while PostgreSQL takes writes */
     atomic_llong last_poll_ms;      /* CLOCK_MONOTONIC ms of the poll loop's last turn; 0 = none */
     atomic_llong device_used_bytes; /* backend mem_stats, as of the last batch */
+    atomic_llong device_total_bytes;
     atomic_llong weights_bytes;
     atomic_llong arena_bytes;
     atomic_llong allocations_after_init; /* must stay 0: the GPU cannot OOM by construction */

@@ -165,14 +165,7 @@ void *pl_encoder_main(void *arg) {
         worker_metrics_add(&worker_metrics.tokens, n_tok);
         atomic_fetch_add_explicit(&worker_metrics.encoder_ns, (long long)(dt * 1e9),
                                   memory_order_relaxed);
-        atomic_store_explicit(&worker_metrics.device_used_bytes, (long long)ms.device_used,
-                              memory_order_relaxed);
-        atomic_store_explicit(&worker_metrics.weights_bytes, (long long)ms.weights_bytes,
-                              memory_order_relaxed);
-        atomic_store_explicit(&worker_metrics.arena_bytes, (long long)ms.arena_bytes,
-                              memory_order_relaxed);
-        atomic_store_explicit(&worker_metrics.allocations_after_init,
-                              (long long)ms.allocations_after_init, memory_order_relaxed);
+        pl_metrics_store_mem(&ms);
         o->tel = (sink_batch_t){.tickets = n,
                                 .real_tokens = n_tok,
                                 .padded_tokens = (long)n * longest,

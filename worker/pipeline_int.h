@@ -118,6 +118,8 @@ void pl_telemetry_drift_add(pl_t *pl, pl_item_t *const *its, int n);
 
 /* Publishes the backend's memory statistics to worker_metrics. */
 void pl_telemetry_mem(pl_t *pl);
+/* Publishes a backend's mem_stats on /metrics (the encoder and telemetry ticks both call it). */
+void pl_metrics_store_mem(const gpu_mem_stats_t *ms);
 
 void *pl_encoder_main(void *arg);
 void *pl_sink_main(void *arg);

@@ -15,17 +15,23 @@ static int64_t wall_s(void) {
     return (int64_t)ts.tv_sec;
 }
 
+void pl_metrics_store_mem(const gpu_mem_stats_t *ms) {
+    atomic_store_explicit(&worker_metrics.device_used_bytes, (long long)ms->device_used,
+                          memory_order_relaxed);
+    atomic_store_explicit(&worker_metrics.device_total_bytes, (long long)ms->device_total,
+                          memory_order_relaxed);
+    atomic_store_explicit(&worker_metrics.weights_bytes, (long long)ms->weights_bytes,
+                          memory_order_relaxed);
+    atomic_store_explicit(&worker_metrics.arena_bytes, (long long)ms->arena_bytes,
+                          memory_order_relaxed);
+    atomic_store_explicit(&worker_metrics.allocations_after_init,
+                          (long long)ms->allocations_after_init, memory_order_relaxed);
+}
+
 void pl_telemetry_mem(pl_t *pl) {
     gpu_mem_stats_t ms = {0};
     if (!pl->ops->mem_stats || pl->ops->mem_stats(pl->be, &ms)) return;
-    atomic_store_explicit(&worker_metrics.device_used_bytes, (long long)ms.device_used,
-                          memory_order_relaxed);
-    atomic_store_explicit(&worker_metrics.weights_bytes, (long long)ms.weights_bytes,
-                          memory_order_relaxed);
-    atomic_store_explicit(&worker_metrics.arena_bytes, (long long)ms.arena_bytes,
-                          memory_order_relaxed);
-    atomic_store_explicit(&worker_metrics.allocations_after_init,
-                          (long long)ms.allocations_after_init, memory_order_relaxed);
+    pl_metrics_store_mem(&ms);
 }
 
 int pl_telemetry_init(pl_t *pl, char *err, size_t errlen) {
@@ -143,7 +149,9 @@ static void write_gpu_row(pl_t *pl) {
         .worker = pl->worker_id,
         .backend = pl->ops->name,
         .precision = pl->precision,
-        .device_total_bytes = -1, /* gpu_mem_stats_t does not carry it */
+        .device_total_bytes = atomic_load(&worker_metrics.device_total_bytes) > 0
+                                  ? atomic_load(&worker_metrics.device_total_bytes)
+                                  : -1, /* unknown (cpu): NULL */
         .device_used_bytes = atomic_load(&worker_metrics.device_used_bytes),
         .weights_bytes = atomic_load(&worker_metrics.weights_bytes),
         .arena_bytes = atomic_load(&worker_metrics.arena_bytes),
