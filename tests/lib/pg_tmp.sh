@@ -8,10 +8,12 @@
 set -euo pipefail
 cmd=${1:?start|stop|restart}
 dir=${2:?data dir}
+case "$dir" in /*) ;; *) dir=$PWD/$dir ;; esac
 bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)
 [ -x "$bindir/initdb" ] || { echo "pg_tmp: PostgreSQL server binaries not found (apt-get install postgresql)" >&2; exit 1; }
 as_pg() {
-    if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+    # from / : the caller's directory (e.g. a clone under /root) may be closed to postgres
+    if [ "$(id -u)" = 0 ]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi
 }
 free_port() {
     python3 - <<'PY' 2>/dev/null || echo $((20000 + RANDOM % 20000))
