@@ -87,10 +87,12 @@ static int teardown(void **state) {
     return 0;
 }
 
-/* Produces n tickets of job_id to topic (created with PARTS partitions). */
-static void produce_job(const char *topic, const char *job_id, int n) {
+/* Produces tickets [from, to) of an n-ticket job_id to topic (created with PARTS partitions
+ * when from is 0). */
+static void produce_range(const char *topic, const char *job_id, int from, int to, int n) {
     char err[512];
-    assert_int_equal(consumers_mock_topic_create(mock, topic, PARTS, err, sizeof(err)), 0);
+    if (from == 0)
+        assert_int_equal(consumers_mock_topic_create(mock, topic, PARTS, err, sizeof(err)), 0);
     consumers_codec_t *codec;
     assert_int_equal(
         consumers_codec_init(RECLASS_SOURCE_DIR "/consumers/schemas", &codec, err, sizeof(err)), 0);
@@ -99,7 +101,7 @@ static void produce_job(const char *topic, const char *job_id, int n) {
                      RD_KAFKA_CONF_OK);
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
     assert_non_null(rk);
-    for (int i = 0; i < n; i++) {
+    for (int i = from; i < to; i++) {
         char tid[32];
         snprintf(tid, sizeof(tid), "t%06d", i);
         consumers_ticket_t t = {.job_id = (char *)job_id,
@@ -125,6 +127,11 @@ static void produce_job(const char *topic, const char *job_id, int n) {
     assert_int_equal(rd_kafka_flush(rk, 30000), 0);
     rd_kafka_destroy(rk);
     consumers_codec_free(codec);
+}
+
+/* Produces n tickets of job_id to topic (created with PARTS partitions). */
+static void produce_job(const char *topic, const char *job_id, int n) {
+    produce_range(topic, job_id, 0, n, n);
 }
 
 static long db_long(const char *sql, const char *param) {
@@ -216,8 +223,11 @@ static void *run_thread(void *arg) {
 }
 
 static void test_two_workers_rebalance(void **state) {
-    const int n = 6000; /* several seconds of work: the rebalance (< 3 s) happens mid-job */
-    produce_job("t2", "job-two", n);
+    /* The job arrives over about 8 s, slower than one worker classifies it, so the job is still
+     * running when the rebalance (within about 3 s of the second worker joining) lands,
+     * however fast the machine: the second worker always gets records. */
+    const int n = 6000, first = 1200, chunk = 300;
+    produce_range("t2", "job-two", 0, first, n);
     static worker_t a, b;
     cfg_for(&a.cfg, "t2", "g2", 8);
     cfg_for(&b.cfg, "t2", "g2", 15);
@@ -230,6 +240,10 @@ static void test_two_workers_rebalance(void **state) {
         usleep(100000);
     }
     assert_int_equal(pthread_create(&tb, NULL, run_thread, &b), 0);
+    for (int from = first; from < n; from += chunk) {
+        usleep(500000);
+        produce_range("t2", "job-two", from, from + chunk < n ? from + chunk : n, n);
+    }
     pthread_join(ta, NULL);
     pthread_join(tb, NULL);
     assert_int_equal(a.rc, 0);
