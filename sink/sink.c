@@ -216,43 +216,33 @@ static void sink_fmt_enqueued(sink_copybuf_t *b, int64_t ms) {
         sink_copybin_null(b);
 }
 
+/* One result row; model != NULL for ticket_results (13 columns), NULL for the staging table
+ * (12: the upsert adds the model). Column order follows the COPY column lists. */
+static void sink_fmt_row(sink_copybuf_t *b, const sink_result_t *r, const char *model) {
+    sink_copybin_row(b, model ? 13 : 12);
+    sink_copybin_text(b, r->job_id);
+    sink_copybin_text(b, r->ticket_id);
+    sink_copybin_text(b, r->tenant);
+    sink_copybin_text(b, r->label);
+    sink_copybin_int4(b, r->label_id);
+    sink_copybin_float4(b, r->confidence);
+    sink_copybin_jsonb(b, r->top_k_json);
+    sink_copybin_int4(b, r->tokens);
+    sink_copybin_bool(b, r->truncated);
+    if (model) sink_copybin_text(b, model);
+    sink_copybin_int4(b, r->partition);
+    sink_copybin_int8(b, r->offset);
+    sink_fmt_enqueued(b, r->enqueued_at_ms);
+}
+
 static void sink_fmt_results(const sink_t *s, sink_copybuf_t *b, int from, int to) {
-    for (int i = from; i < to; i++) {
-        const sink_result_t *r = s->tally.order[i];
-        sink_copybin_row(b, 13);
-        sink_copybin_text(b, r->job_id);
-        sink_copybin_text(b, r->ticket_id);
-        sink_copybin_text(b, r->tenant);
-        sink_copybin_text(b, r->label);
-        sink_copybin_int4(b, r->label_id);
-        sink_copybin_float4(b, r->confidence);
-        sink_copybin_jsonb(b, r->top_k_json);
-        sink_copybin_int4(b, r->tokens);
-        sink_copybin_bool(b, r->truncated);
-        sink_copybin_text(b, s->model);
-        sink_copybin_int4(b, r->partition);
-        sink_copybin_int8(b, r->offset);
-        sink_fmt_enqueued(b, r->enqueued_at_ms);
-    }
+    for (int i = from; i < to; i++)
+        sink_fmt_row(b, s->tally.order[i], s->model);
 }
 
 static void sink_fmt_staging(const sink_t *s, sink_copybuf_t *b, int from, int to) {
-    for (int i = from; i < to; i++) {
-        const sink_result_t *r = &s->rows[i];
-        sink_copybin_row(b, 12);
-        sink_copybin_text(b, r->job_id);
-        sink_copybin_text(b, r->ticket_id);
-        sink_copybin_text(b, r->tenant);
-        sink_copybin_text(b, r->label);
-        sink_copybin_int4(b, r->label_id);
-        sink_copybin_float4(b, r->confidence);
-        sink_copybin_jsonb(b, r->top_k_json);
-        sink_copybin_int4(b, r->tokens);
-        sink_copybin_bool(b, r->truncated);
-        sink_copybin_int4(b, r->partition);
-        sink_copybin_int8(b, r->offset);
-        sink_fmt_enqueued(b, r->enqueued_at_ms);
-    }
+    for (int i = from; i < to; i++)
+        sink_fmt_row(b, &s->rows[i], NULL);
 }
 
 static void sink_fmt_batches(const sink_t *s, sink_copybuf_t *b, int from, int to) {
