@@ -177,9 +177,7 @@ static int mig_apply(PGconn *conn, const mig_file_t *f, const char *sql, const c
     PGresult *res = PQexec(conn, sql);
     ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK && st != PGRES_EMPTY_QUERY) {
-        rc = sink_pg_classify(conn, res);
-        sink_pg_errmsg(err, errlen, step, conn, res);
-        PQclear(res);
+        rc = sink_pg_fail(conn, res, step, err, errlen);
         sink_pg_rollback(conn);
         return rc;
     }
@@ -198,9 +196,7 @@ static int mig_apply(PGconn *conn, const mig_file_t *f, const char *sql, const c
                        " VALUES ($1::integer, $2, $3)",
                        3, NULL, params, NULL, NULL, 0);
     if (!res || PQresultStatus(res) != PGRES_COMMAND_OK) {
-        rc = sink_pg_classify(conn, res);
-        sink_pg_errmsg(err, errlen, step, conn, res);
-        PQclear(res);
+        rc = sink_pg_fail(conn, res, step, err, errlen);
         sink_pg_rollback(conn);
         return rc;
     }
@@ -238,9 +234,7 @@ static int mig_run_locked(PGconn *conn, const mig_list_t *l, const sink_migrate_
         done = PQexec(conn, "SELECT 0, '', '' WHERE false");
     }
     if (!done || PQresultStatus(done) != PGRES_TUPLES_OK) {
-        rc = sink_pg_classify(conn, done);
-        sink_pg_errmsg(err, errlen, "read schema_migrations", conn, done);
-        PQclear(done);
+        rc = sink_pg_fail(conn, done, "read schema_migrations", err, errlen);
         return rc;
     }
     rc = SINK_OK;

@@ -129,6 +129,13 @@ void sink_pg_errmsg(char *err, size_t errlen, const char *step, PGconn *conn, co
     errmsg_trim(err, &at);
 }
 
+int sink_pg_fail(PGconn *conn, PGresult *res, const char *step, char *err, size_t errlen) {
+    int rc = sink_pg_classify(conn, res);
+    sink_pg_errmsg(err, errlen, step, conn, res);
+    PQclear(res);
+    return rc;
+}
+
 int sink_pg_exec(PGconn *conn, const char *sql, ExecStatusType want, const char *step, char *err,
                  size_t errlen) {
     PGresult *res = PQexec(conn, sql);
@@ -136,10 +143,7 @@ int sink_pg_exec(PGconn *conn, const char *sql, ExecStatusType want, const char 
         PQclear(res);
         return SINK_OK;
     }
-    int rc = sink_pg_classify(conn, res);
-    sink_pg_errmsg(err, errlen, step, conn, res);
-    PQclear(res);
-    return rc;
+    return sink_pg_fail(conn, res, step, err, errlen);
 }
 
 void sink_pg_rollback(PGconn *conn) {

@@ -21,6 +21,10 @@ void sink_pg_errmsg(char *err, size_t errlen, const char *step, PGconn *conn, co
 
 /* Runs sql without parameters; 0 when it returned status want, else classify + message.
  * The result is always cleared. */
+/* The failure path of a statement: classifies it (SINK_RETRY/SINK_FATAL), writes
+ * "<step>: <server message>" into err and clears res (which may be NULL). Returns the class. */
+int sink_pg_fail(PGconn *conn, PGresult *res, const char *step, char *err, size_t errlen);
+
 int sink_pg_exec(PGconn *conn, const char *sql, ExecStatusType want, const char *step, char *err,
                  size_t errlen);
 

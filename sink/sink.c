@@ -272,10 +272,7 @@ static int sink_copy_in(sink_t *s, const char *sql, sink_fmt_fn fmt, int n, cons
     sqlstate[0] = 0;
     PGresult *res = PQexec(conn, sql);
     if (!res || PQresultStatus(res) != PGRES_COPY_IN) {
-        int rc = sink_pg_classify(conn, res);
-        sink_pg_errmsg(err, errlen, step, conn, res);
-        PQclear(res);
-        return rc;
+        return sink_pg_fail(conn, res, step, err, errlen);
     }
     PQclear(res);
     sink_copybuf_t *b = &s->copy;
@@ -330,9 +327,7 @@ static int sink_upsert_rows(sink_t *s, int n_rows, char *err, size_t errlen) {
     const char *params[1] = {s->model};
     PGresult *res = PQexecPrepared(s->conn, STMT_UPSERT, 1, params, NULL, NULL, 0);
     if (!res || PQresultStatus(res) != PGRES_TUPLES_OK) {
-        rc = sink_pg_classify(s->conn, res);
-        sink_pg_errmsg(err, errlen, "upsert results", s->conn, res);
-        PQclear(res);
+        rc = sink_pg_fail(s->conn, res, "upsert results", err, errlen);
         return rc;
     }
     s->last_inserted = s->last_rows = 0;
@@ -419,10 +414,7 @@ static int sink_update_jobs(sink_t *s, char *err, size_t errlen) {
         PQclear(res);
         return SINK_OK;
     }
-    int rc = sink_pg_classify(s->conn, res);
-    sink_pg_errmsg(err, errlen, "update jobs", s->conn, res);
-    PQclear(res);
-    return rc;
+    return sink_pg_fail(s->conn, res, "update jobs", err, errlen);
 }
 
 static int sink_write_tx(sink_t *s, int n_rows, int n_batches, char *err, size_t errlen) {

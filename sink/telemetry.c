@@ -61,10 +61,7 @@ static int exec_params(sink_t *sink, const char *sql, int n, const char *const *
         PQclear(res);
         return SINK_OK;
     }
-    int rc = sink_pg_classify(conn, res);
-    sink_pg_errmsg(err, errlen, step, conn, res);
-    PQclear(res);
-    return rc;
+    return sink_pg_fail(conn, res, step, err, errlen);
 }
 
 /* The rows as a JSON array of objects, NULL when out of memory. */
