@@ -18,6 +18,7 @@
 #include "gpu/plan.h"
 
 #define BE_PROF_EVENTS 256
+#define BE_TUNE_CANDIDATES 8 /* cuBLASLt candidates timed per GEMM shape bucket at init */
 
 struct gpu_backend {
     const gpu_model_t *model; // borrowed, outlives the backend
@@ -146,6 +147,10 @@ static void cuda_be_free(gpu_backend_t *be) {
         }                                                                                          \
     } while (0)
 
+static int cuda_be_forward(gpu_backend_t *be, const gpu_batch_t *batch, float *logits, char *err,
+                           size_t errlen);
+static int be_warmup(struct gpu_backend *be, char *err, size_t errlen);
+
 static int cuda_be_init(const gpu_model_t *model, const gpu_backend_opts_t *opts,
                         gpu_backend_t **out, char *err, size_t errlen) {
     *out = NULL;
@@ -225,6 +230,12 @@ static int cuda_be_init(const gpu_model_t *model, const gpu_backend_opts_t *opts
             cuda_gemm_init(&be->gemm32, CUDA_GEMM_FP32, ws, half, err, errlen) != 0)
             goto fail_quiet;
     }
+    {
+        const char *env = getenv("RECLASS_CUDA_TUNE");
+        be->gemm.tune = be->gemm2.tune = env ? atoi(env) : BE_TUNE_CANDIDATES;
+    }
+    if (be_warmup(be, err, errlen) != 0) goto fail_quiet;
+    be->gemm.tune = be->gemm2.tune = 0;
     *out = be;
     return 0;
 fail:
@@ -470,6 +481,55 @@ static int cuda_be_forward(gpu_backend_t *be, const gpu_batch_t *batch, float *l
                     : cuda_be_forward_t<__half, __half>(be, batch, logits, err, errlen);
 }
 
+// The warm-up sweep at init: for every cuBLASLt shape bucket up to the token budget, one
+// batch of long sequences (the long-sequence attention path, few [CLS] rows) and one of the
+// shortest (the short path, the most [CLS] rows), on throw-away data. After it, every kernel
+// a run can launch is loaded (CUDA loads modules lazily and a first launch takes device
+// memory for its code, so device memory in use stays constant from here on) and every GEMM
+// algorithm is chosen, timed among cuBLASLt's top candidates (RECLASS_CUDA_TUNE=N: N
+// candidates; 0 or 1: the heuristic's first).
+static int be_warmup(struct gpu_backend *be, char *err, size_t errlen) {
+    const gpu_plan_t *p = &be->plan;
+    int budget = p->token_budget, max_len = p->max_len, max_seqs = p->max_seqs;
+    int32_t *ids = (int32_t *)malloc((size_t)budget * 4);
+    int32_t *cu = (int32_t *)malloc((size_t)(budget + 1) * 4);
+    float *logits = (float *)malloc((size_t)max_seqs * be->model->cfg.num_labels * 4);
+    int rc = 0;
+    if (!ids || !cu || !logits) {
+        snprintf(err, errlen, "out of host memory for the warm-up sweep");
+        rc = -1;
+    }
+    uint32_t r = 12345u;
+    for (int i = 0; rc == 0 && i < budget; i++) {
+        r = r * 1664525u + 1013904223u;
+        ids[i] = (int32_t)(1000 + (r >> 8) % 20000u) % be->model->cfg.vocab_size;
+    }
+    // Bucket tops (gpu/cuda_gemm.cu): 64, then quarter octaves 80, 96, 112, 128, 160, ...
+    for (int m = 64, step = 16; rc == 0; m += step) {
+        if (m >= 2 * step * 4) step *= 2;
+        int tok = m < budget ? m : budget;
+        for (int kind = 0; kind < 2 && rc == 0; kind++) {
+            int len = kind == 0 ? max_len : (tok + max_seqs - 1) / max_seqs;
+            if (len < 1) len = 1;
+            gpu_batch_t b;
+            memset(&b, 0, sizeof(b));
+            b.ids = ids, b.cu_seqlens = cu;
+            cu[0] = 0;
+            while (cu[b.n_seqs] < tok && b.n_seqs < max_seqs) {
+                int l = tok - cu[b.n_seqs] > len ? len : tok - cu[b.n_seqs];
+                cu[b.n_seqs + 1] = cu[b.n_seqs] + l;
+                if (l > b.max_len) b.max_len = l;
+                b.n_seqs++;
+            }
+            b.n_tokens = cu[b.n_seqs];
+            if (cuda_be_forward((gpu_backend_t *)be, &b, logits, err, errlen) != 0) rc = -1;
+        }
+        if (tok == budget) break;
+    }
+    free(ids), free(cu), free(logits);
+    return rc;
+}
+
 static int cuda_be_mem_stats(gpu_backend_t *be, gpu_mem_stats_t *st) {
     memset(st, 0, sizeof(*st));
     st->weights_bytes = be->plan.weights_bytes;
@@ -516,4 +576,12 @@ extern "C" int gpu_cuda_backend_profile(gpu_backend_t *be, int on, double *ms) {
 // Test/bench hook: heuristic queries so far (stays small over a long run).
 extern "C" long gpu_cuda_backend_heuristic_queries(gpu_backend_t *be) {
     return be->gemm.heuristic_queries + be->gemm2.heuristic_queries + be->gemm32.heuristic_queries;
+}
+
+extern "C" void gpu_cuda_backend_tune_stats(gpu_backend_t *be, long *tuned, long *changed,
+                                            double *ms_top1, double *ms_best) {
+    *tuned = be->gemm.tuned + be->gemm2.tuned;
+    *changed = be->gemm.tuned_changed + be->gemm2.tuned_changed;
+    *ms_top1 = be->gemm.tuned_ms_top1 + be->gemm2.tuned_ms_top1;
+    *ms_best = be->gemm.tuned_ms_best + be->gemm2.tuned_ms_best;
 }

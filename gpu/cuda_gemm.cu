@@ -3,6 +3,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpu/cuda_common.cuh"
@@ -19,6 +20,11 @@ int cuda_gemm_init(cuda_gemm_t *g, int type, void *workspace, size_t workspace_b
     g->gelu_epilogue = 1;
     if (cublasLtCreate(&g->lt) != CUBLAS_STATUS_SUCCESS) {
         snprintf(err, errlen, "cuBLASLt could not be initialised");
+        return -1;
+    }
+    if (cudaEventCreate(&g->ev0) != cudaSuccess || cudaEventCreate(&g->ev1) != cudaSuccess) {
+        snprintf(err, errlen, "CUDA events for GEMM tuning could not be created");
+        cuda_gemm_free(g);
         return -1;
     }
     cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
@@ -43,6 +49,8 @@ void cuda_gemm_free(cuda_gemm_t *g) {
     for (int e = 0; e < CUDA_GEMM_EPIS; e++)
         if (g->desc[e]) cublasLtMatmulDescDestroy(g->desc[e]);
     if (g->lt) cublasLtDestroy(g->lt);
+    if (g->ev0) cudaEventDestroy(g->ev0);
+    if (g->ev1) cudaEventDestroy(g->ev1);
     memset(g, 0, sizeof(*g));
 }
 
@@ -75,29 +83,27 @@ static void gemm_layouts_free(gemm_layouts_t *l) {
     if (l->c) cublasLtMatrixLayoutDestroy(l->c);
 }
 
+// Up to max_algos candidates for the shape, best first by cuBLASLt's heuristic; returns how
+// many (0 on failure).
 static int gemm_query(cuda_gemm_t *g, int m, int n, int k, int ldy, int epi, int beta,
-                      cublasLtMatmulAlgo_t *algo) {
+                      cublasLtMatmulHeuristicResult_t *res, int max_algos) {
     gemm_layouts_t l;
-    int rc = -1;
+    int found = 0;
     cublasLtMatmulPreference_t pref = NULL;
+    (void)beta; // beta is a run-time scalar; the layouts and epilogue decide the candidates
     g->heuristic_queries++;
     if (gemm_layouts(g, &l, m, n, k, ldy) == 0 &&
         cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
         cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                              &g->workspace_bytes,
                                              sizeof(g->workspace_bytes)) == CUBLAS_STATUS_SUCCESS) {
-        cublasLtMatmulHeuristicResult_t res;
-        int found = 0;
-        if (cublasLtMatmulAlgoGetHeuristic(g->lt, g->desc[epi], l.a, l.b, l.c, l.c, pref, 1, &res,
-                                           &found) == CUBLAS_STATUS_SUCCESS &&
-            found > 0) {
-            *algo = res.algo;
-            rc = 0;
-        }
+        if (cublasLtMatmulAlgoGetHeuristic(g->lt, g->desc[epi], l.a, l.b, l.c, l.c, pref,
+                                           max_algos, res, &found) != CUBLAS_STATUS_SUCCESS)
+            found = 0;
     }
     if (pref) cublasLtMatmulPreferenceDestroy(pref);
     gemm_layouts_free(&l);
-    return rc;
+    return found;
 }
 
 static int gemm_exec(cuda_gemm_t *g, const cublasLtMatmulAlgo_t *algo, const void *w, const void *x,
@@ -117,6 +123,46 @@ static int gemm_exec(cuda_gemm_t *g, const cublasLtMatmulAlgo_t *algo, const voi
         rc = 0;
     gemm_layouts_free(&l);
     return rc;
+}
+
+#define GEMM_TUNE_MAX  16
+#define GEMM_TUNE_RUNS 3
+
+// Times each candidate GEMM_TUNE_RUNS times on the call's operands (writing y) and returns
+// the index of the fastest, -1 if none ran.
+static int gemm_tune(cuda_gemm_t *g, const cublasLtMatmulHeuristicResult_t *cand, int n_cand,
+                     const void *w, const void *x, void *y, const void *bias, const void *res,
+                     int m, int n, int k, int ldy, int epi, cudaStream_t st) {
+    int best = -1;
+    float best_ms = 0, first_ms = -1;
+    for (int i = 0; i < n_cand; i++) {
+        float ms = 0;
+        if (gemm_exec(g, &cand[i].algo, w, x, y, bias, res, m, n, k, ldy, epi, st) != 0) continue;
+        cudaEventRecord(g->ev0, st);
+        int ok = 1;
+        for (int r = 0; r < GEMM_TUNE_RUNS && ok; r++)
+            ok = gemm_exec(g, &cand[i].algo, w, x, y, bias, res, m, n, k, ldy, epi, st) == 0;
+        cudaEventRecord(g->ev1, st);
+        if (!ok || cudaEventSynchronize(g->ev1) != cudaSuccess ||
+            cudaEventElapsedTime(&ms, g->ev0, g->ev1) != cudaSuccess)
+            continue;
+        if (i == 0) first_ms = ms;
+        if (best < 0 || ms < best_ms) best = i, best_ms = ms;
+    }
+    cudaGetLastError(); // a candidate that failed to launch leaves nothing sticky behind
+    if (best >= 0) {
+        g->tuned++;
+        g->tuned_changed += best != 0;
+        if (first_ms >= 0) {
+            g->tuned_ms_top1 += first_ms / GEMM_TUNE_RUNS;
+            g->tuned_ms_best += best_ms / GEMM_TUNE_RUNS;
+        }
+        if (getenv("RECLASS_CUDA_TUNE_LOG"))
+            fprintf(stderr, "gemm tune m %d n %d k %d epi %d beta %d: %d candidates, best #%d "
+                    "%.1f us (top-1 %.1f us)\n", m, n, k, epi, res != NULL, n_cand, best,
+                    best_ms * 1e3 / GEMM_TUNE_RUNS, first_ms * 1e3 / GEMM_TUNE_RUNS);
+    }
+    return best;
 }
 
 int cuda_gemm_run(cuda_gemm_t *g, const void *w, const void *x, void *y, const void *bias,
@@ -157,9 +203,12 @@ int cuda_gemm_run_ld(cuda_gemm_t *g, const void *w, const void *x, void *y, int 
         }
     }
     if (!hit) {
-        cublasLtMatmulAlgo_t algo;
         // Chosen for the bucket's largest M, so it is valid (workspace, split) for all below.
-        if (gemm_query(g, mb, n, k, ldy, epi, res != NULL, &algo) != 0) {
+        cublasLtMatmulHeuristicResult_t cand[GEMM_TUNE_MAX];
+        int n_cand = gemm_query(g, mb, n, k, ldy, epi, res != NULL, cand,
+                                g->tune > 1 ? (g->tune < GEMM_TUNE_MAX ? g->tune : GEMM_TUNE_MAX)
+                                            : 1);
+        if (n_cand <= 0) {
             if (epi == CUDA_GEMM_GELU_BIAS) {
                 g->gelu_epilogue = 0;
                 return cuda_gemm_run_ld(g, w, x, y, ldy, bias, res, m, n, k, epi, st, err, errlen);
@@ -167,18 +216,23 @@ int cuda_gemm_run_ld(cuda_gemm_t *g, const void *w, const void *x, void *y, int 
             snprintf(err, errlen, "cuBLASLt found no algorithm for a %dx%dx%d GEMM", m, n, k);
             return -1;
         }
+        int pick = 0;
+        if (n_cand > 1) {
+            pick = gemm_tune(g, cand, n_cand, w, x, y, bias, res, m, n, k, ldy, epi, st);
+            if (pick < 0) pick = 0;
+        }
         int slot = g->n_cache < CUDA_GEMM_CACHE ? g->n_cache++
                                                 : (int)(g->heuristic_queries % CUDA_GEMM_CACHE);
         hit = &g->cache[slot];
         hit->n = n, hit->k = k, hit->epi = epi, hit->mb = mb, hit->beta = res != NULL;
         hit->ldy = ldy;
-        hit->algo = algo;
+        hit->algo = cand[pick].algo;
     }
     if (gemm_exec(g, &hit->algo, w, x, y, bias, res, m, n, k, ldy, epi, st) == 0) return 0;
     // The cached algorithm does not suit this exact M: ask for this one alone.
-    cublasLtMatmulAlgo_t algo;
-    if (gemm_query(g, m, n, k, ldy, epi, res != NULL, &algo) == 0 &&
-        gemm_exec(g, &algo, w, x, y, bias, res, m, n, k, ldy, epi, st) == 0)
+    cublasLtMatmulHeuristicResult_t one;
+    if (gemm_query(g, m, n, k, ldy, epi, res != NULL, &one, 1) == 1 &&
+        gemm_exec(g, &one.algo, w, x, y, bias, res, m, n, k, ldy, epi, st) == 0)
         return 0;
     snprintf(err, errlen, "cuBLASLt matmul failed (%dx%dx%d, epilogue %d)", m, n, k, epi);
     return -1;

@@ -1,7 +1,8 @@
 // Row-major linear layers on cuBLASLt: Y (M, N) = X (M, K) W^T (+ bias, + GELU) with W as
-// nn.Linear stores it (N, K); fp16/bf16 in and out, fp32 accumulation. Algorithms come from
-// cuBLASLt's heuristic once per (N, K, epilogue, M bucket) and are cached, so a stream of
-// batches with ever-changing token counts costs a handful of heuristic queries.
+// nn.Linear stores it (N, K); fp16/bf16 in and out, fp32 accumulation. Algorithms are chosen
+// once per (N, K, epilogue, M bucket) and cached, so a stream of batches with ever-changing
+// token counts costs a handful of queries: cuBLASLt's heuristic top-1, or (tune > 0, the
+// backend's warm-up sweep at init) the fastest of its top candidates, timed.
 #ifndef RECLASS_GPU_CUDA_GEMM_CUH
 #define RECLASS_GPU_CUDA_GEMM_CUH
 
@@ -27,6 +28,13 @@ typedef struct {
     cuda_gemm_entry_t cache[CUDA_GEMM_CACHE];
     int n_cache;
     long heuristic_queries;
+    // Autotuning: while tune > 0, a cache miss times up to tune of cuBLASLt's candidates on
+    // the call's own operands (the output is written once per run: only the backend's
+    // warm-up sweep, whose data is thrown away, turns it on) and keeps the fastest.
+    int tune;
+    cudaEvent_t ev0, ev1;
+    long tuned, tuned_changed;        // entries tuned; of them, where top-1 was not the fastest
+    double tuned_ms_top1, tuned_ms_best; // summed over tuned entries (one run each)
 } cuda_gemm_t;
 
 enum { CUDA_GEMM_FP16 = 0, CUDA_GEMM_BF16 = 1, CUDA_GEMM_FP32 = 2 };

@@ -1,6 +1,8 @@
 // Memory-bound kernels of the CUDA encoder: embedding gather + LayerNorm, (residual +)
 // LayerNorm, the [CLS] gather, tanh, conversions. One warp per row, 16-byte loads, fp32
 // statistics; a row of H <= 1024 lives in registers (4 chunks of 8 per lane).
+#include <stdlib.h>
+
 #include "gpu/cuda_common.cuh"
 
 #define LN_CHUNKS 4 /* 8-element chunks per lane: H <= 32 * 8 * 4 = 1024 */
@@ -71,33 +73,104 @@ __global__ void embed_ln_kernel(const int32_t *__restrict__ ids, const int32_t *
                     out_t ? out_t + off : NULL, lane);
 }
 
-template <typename T, typename R>
-__global__ void add_ln_kernel(const T *a, const R *res, const float *__restrict__ gamma,
-                              const float *__restrict__ beta, int n, int H, float eps, R *out_r,
-                              T *out_t) {
-    int row = (int)((blockIdx.x * (size_t)blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
-    if (row >= n) return;
-    size_t off = (size_t)row * H;
+// 8 elements of a row as loaded (16 bytes of fp16/bf16, 32 of fp32), converted later so a
+// prefetched row costs 4 (8) registers per chunk, not 8 floats.
+template <typename E> struct raw8 {
+    uint4 u;
+    __device__ __forceinline__ void load(const E *p) {
+        u = *reinterpret_cast<const uint4 *>(p);
+    }
+    __device__ __forceinline__ void add_to(float *f) const {
+        float2 a = st<E>::to_f2(u.x), b = st<E>::to_f2(u.y), c = st<E>::to_f2(u.z),
+               d = st<E>::to_f2(u.w);
+        f[0] += a.x, f[1] += a.y, f[2] += b.x, f[3] += b.y;
+        f[4] += c.x, f[5] += c.y, f[6] += d.x, f[7] += d.y;
+    }
+};
+template <> struct raw8<float> {
+    float4 a, b;
+    __device__ __forceinline__ void load(const float *p) {
+        a = *reinterpret_cast<const float4 *>(p), b = *reinterpret_cast<const float4 *>(p + 4);
+    }
+    __device__ __forceinline__ void add_to(float *f) const {
+        f[0] += a.x, f[1] += a.y, f[2] += a.z, f[3] += a.w;
+        f[4] += b.x, f[5] += b.y, f[6] += b.z, f[7] += b.w;
+    }
+};
+
+// CH: 8-element chunks per lane (H <= 256 * CH). One warp walks rows warp, warp + n_warps, ...: gamma and beta are staged once per block in
+// shared memory, and the next row's loads are in flight while this row is reduced and written.
+template <typename T, typename R, int CH>
+__global__ void __launch_bounds__(256, sizeof(R) == 4 ? 2 : 3) add_ln_kernel(const T *a, const R *res,
+                                                     const float *__restrict__ gamma,
+                                                     const float *__restrict__ beta, int n, int H,
+                                                     float eps, R *out_r, T *out_t) {
+    __shared__ __align__(16) float sg[CH * 256], sb[CH * 256]; // (H) gamma, beta
+    for (int i = threadIdx.x; i < H; i += blockDim.x)
+        sg[i] = gamma[i], sb[i] = beta[i];
+    __syncthreads();
+    int warp = (int)((blockIdx.x * (size_t)blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
+    int n_warps = (int)((gridDim.x * (size_t)blockDim.x) >> 5);
+    if (warp >= n) return;
     int nch = H >> 3;
-    float v[LN_CHUNKS][8], sum = 0.f;
+    raw8<T> xa[CH];
+    raw8<R> ra[CH];
+    auto fetch = [&](int row) {
+        size_t off = (size_t)row * H;
 #pragma unroll
-    for (int c = 0; c < LN_CHUNKS; c++) {
-        int ch = lane + 32 * c;
-        if (ch < nch) {
-            float x[8], r[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-            load8(a + off + ch * 8, x);
-            if (res) load8(res + off + ch * 8, r);
+        for (int c = 0; c < CH; c++) {
+            int ch = lane + 32 * c;
+            if (ch < nch) {
+                xa[c].load(a + off + ch * 8);
+                if (res) ra[c].load(res + off + ch * 8);
+            }
+        }
+    };
+    fetch(warp);
+    for (int row = warp; row < n; row += n_warps) {
+        float v[CH][8], sum = 0.f;
 #pragma unroll
-            for (int i = 0; i < 8; i++) {
-                v[c][i] = x[i] + r[i];
-                sum += v[c][i];
+        for (int c = 0; c < CH; c++) {
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                v[c][i] = 0.f;
+            if (lane + 32 * c < nch) {
+                xa[c].add_to(v[c]);
+                if (res) ra[c].add_to(v[c]);
+#pragma unroll
+                for (int i = 0; i < 8; i++)
+                    sum += v[c][i];
+            }
+        }
+        // Every lane has read its whole part of this row before any lane writes it (the
+        // shuffles below order them), so the outputs may alias the inputs; the prefetched
+        // row is another row.
+        if (row + n_warps < n) fetch(row + n_warps);
+        float mean = warp_sum(sum) / (float)H, sq = 0.f;
+#pragma unroll
+        for (int c = 0; c < CH; c++)
+            if (lane + 32 * c < nch)
+#pragma unroll
+                for (int i = 0; i < 8; i++) {
+                    float d = v[c][i] - mean;
+                    sq += d * d;
+                }
+        float rstd = rsqrtf(warp_sum(sq) / (float)H + eps);
+        size_t off = (size_t)row * H;
+#pragma unroll
+        for (int c = 0; c < CH; c++) {
+            int ch = lane + 32 * c;
+            if (ch < nch) {
+                float o[8];
+                const float *gp = sg + ch * 8, *bp = sb + ch * 8;
+#pragma unroll
+                for (int i = 0; i < 8; i++)
+                    o[i] = (v[c][i] - mean) * rstd * gp[i] + bp[i];
+                if (out_r) store8(out_r + off + ch * 8, o);
+                if (out_t) store8(out_t + off + ch * 8, o);
             }
         }
     }
-    // Every lane has read its whole part of the row before any lane writes (the shuffles in
-    // ln_finish order them), so the outputs may alias the inputs.
-    ln_finish<T, R>(v, sum, H, gamma, beta, eps, out_r ? out_r + off : NULL,
-                    out_t ? out_t + off : NULL, lane);
 }
 
 template <typename T>
@@ -141,6 +214,18 @@ template <typename T> __global__ void to_float_kernel(const T *src, size_t n, fl
     if (i < n) dst[i] = st<T>::to_f(src[i]);
 }
 
+// Blocks of 8 warps per SM for the row-walking LayerNorm (RECLASS_CUDA_LN_BLOCKS, a tuning
+// knob; 0 = one warp per row as before).
+static unsigned ln_blocks_per_sm(void) {
+    static int v = -1;
+    if (v < 0) {
+        const char *env = getenv("RECLASS_CUDA_LN_BLOCKS");
+        v = env ? atoi(env) : 3;
+        if (v <= 0) v = 1 << 20;
+    }
+    return (unsigned)v;
+}
+
 static unsigned rows_grid(int rows) {
     return (unsigned)((rows + 7) / 8); // 8 warps (256 threads) per block, a warp per row
 }
@@ -156,7 +241,22 @@ cudaError_t cuda_embed_ln(const int32_t *ids, const int32_t *pos, int n_tokens, 
 template <typename T, typename R>
 cudaError_t cuda_add_ln(const T *a, const R *res, const float *gamma, const float *beta, int n,
                         int H, float eps, R *out_r, T *out_t, cudaStream_t s) {
-    add_ln_kernel<T, R><<<rows_grid(n), 256, 0, s>>>(a, res, gamma, beta, n, H, eps, out_r, out_t);
+    // A few rows per warp: enough warps to keep every SM's loads in flight, few enough that
+    // gamma and beta are fetched once per several rows.
+    static int sms = 0;
+    if (!sms && cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess)
+        sms = 132;
+    unsigned blocks = rows_grid(n), cap = (unsigned)sms * ln_blocks_per_sm();
+    if (blocks > cap) blocks = cap;
+    int ch = (H / 8 + 31) / 32;
+    if (ch <= 1)
+        add_ln_kernel<T, R, 1><<<blocks, 256, 0, s>>>(a, res, gamma, beta, n, H, eps, out_r, out_t);
+    else if (ch == 2)
+        add_ln_kernel<T, R, 2><<<blocks, 256, 0, s>>>(a, res, gamma, beta, n, H, eps, out_r, out_t);
+    else if (ch == 3)
+        add_ln_kernel<T, R, 3><<<blocks, 256, 0, s>>>(a, res, gamma, beta, n, H, eps, out_r, out_t);
+    else
+        add_ln_kernel<T, R, 4><<<blocks, 256, 0, s>>>(a, res, gamma, beta, n, H, eps, out_r, out_t);
     return cudaGetLastError();
 }
 template <typename T>

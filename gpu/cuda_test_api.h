@@ -53,6 +53,10 @@ void gpu_cuda_test_round(const char *precision, float *x, size_t n);
  * (0 = it succeeded, -1 = refused) and the cuBLASLt heuristic queries made so far. */
 int gpu_cuda_backend_try_alloc(gpu_backend_t *be, size_t bytes);
 long gpu_cuda_backend_heuristic_queries(gpu_backend_t *be);
+/* The init sweep's GEMM autotuning: shape buckets tuned, how many picked another algorithm
+ * than the heuristic's first, and the summed single-run ms of the first and of the picks. */
+void gpu_cuda_backend_tune_stats(gpu_backend_t *be, long *tuned, long *changed, double *ms_top1,
+                                 double *ms_best);
 
 /* Per-phase GPU time of forwards (bench breakdown), from events between phases. on = 1
  * starts (resets) profiling, 0 stops, -1 leaves it; ms (GPU_CUDA_PROF_N) gets the totals so

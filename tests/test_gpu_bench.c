@@ -146,10 +146,10 @@ int main(int argc, char **argv) {
            w->n, total_tokens, (double)total_tokens / w->n, gemm_flops / 1e12, att_flops / 1e12);
 
     if (att_bench) { /* the attention kernel alone, both block shapes, three length regimes */
-        static const int shapes[3][2] = {{34, 512}, {128, 128}, {400, 40}};
-        static const int variants[4] = {4, 5, 6, 8};
-        for (int vi = 0; vi < 4; vi++)
-            for (int i = 0; i < 3; i++)
+        static const int shapes[5][2] = {{34, 512}, {64, 256}, {128, 128}, {200, 80}, {400, 40}};
+        static const int variants[2] = {4, 8};
+        for (int vi = 0; vi < 2; vi++)
+            for (int i = 0; i < 5; i++)
                 printf("  attention %s variant %d: %d seqs x %d tokens, 12 heads: %.1f TFLOP/s\n",
                        prec, variants[vi], shapes[i][0], shapes[i][1],
                        gpu_cuda_test_attention_bench(prec, variants[vi], shapes[i][0], shapes[i][1],
@@ -179,10 +179,18 @@ int main(int argc, char **argv) {
         gpu_backend_opts_t opts = {
             .token_budget = budget, .max_len = c->max_pos, .precision = prec};
         gpu_backend_t *be = NULL;
+        double ti = now_s();
         if (ops->init(m, &opts, &be, err, sizeof(err)) != 0) {
             fprintf(stderr, "gpu_bench: init: %s\n", err);
             return 1;
         }
+        ti = now_s() - ti;
+        long tuned, changed;
+        double ms_top1, ms_best;
+        gpu_cuda_backend_tune_stats(be, &tuned, &changed, &ms_top1, &ms_best);
+        printf("  init %.2f s (warm-up sweep included): %ld GEMM buckets tuned, %ld picked another "
+               "algorithm than the heuristic's first; summed one-run time %.3f -> %.3f ms\n",
+               ti, tuned, changed, ms_top1, ms_best);
         batches_t b;
         make_batches(w, order, budget, budget / 2, &b);
         int32_t *ids = malloc(sizeof(int32_t) * (size_t)budget);

@@ -14,7 +14,8 @@
 #       classify reclass classify --backend cuda vs --backend cpu on the CLINC150 test set
 #       bench    gpu_bench fp16 (8192, 16384, 32768) + bf16 (16384, 32768), attention
 #                microbench, writes the workload for the torch peer
-#       variants gpu_bench at 16384: default, two streams, attention variants, unfused residual
+#       variants gpu_bench at 16384 fp16: the default, then each of VARIANTS (environment
+#                settings, one per run: attention block shape, GEMM tuning, LN grid, streams)
 #       rbench   reclass bench --backend cuda (the worker's own bench command)
 #       torch    tests/bench/torch_gpu_peer.py eager + torch.compile on the same workload
 # Logs and JSON lines go to $OUT (or ./device-out) so they come back.
@@ -132,16 +133,17 @@ PY
 fi
 if has bench; then
     note "gpu_bench ($(elapsed)s)"
-    $B/tests/gpu_bench --precision fp16 --budgets 8192,16384,32768 --repeat 3 --att-bench 1 \
+    $B/tests/gpu_bench --precision fp16 --budgets ${BENCH_BUDGETS:-8192,16384,32768} --repeat 3 --att-bench 1 \
         --workload-out /tmp/tickets_mix.jsonl 2>&1 | tee "$OUT/bench-fp16.log" | grep -v '^{' | tee -a "$summary"
-    $B/tests/gpu_bench --precision bf16 --budgets 16384,32768 --repeat 3 \
+    [ -n "${BENCH_BF16-1}" ] && $B/tests/gpu_bench --precision bf16 --budgets 16384,32768 --repeat 3 \
         2>&1 | tee "$OUT/bench-bf16.log" | grep -v -E '^\{|workload' | tee -a "$summary"
     grep -h '^{' "$OUT"/bench-*.log >"$OUT/bench.jsonl"
 fi
-if has variants; then # at 16384: the default, then opt-ins: two streams, 96-reg attention, unfused residual
-    for v in ${VARIANTS:-"--att-warps 4" "--streams 2" "--att-warps 5" "--fuse-res 0" "--att-warps 6"}; do
-        $B/tests/gpu_bench --precision fp16 --budgets 16384 --repeat 3 $v 2>&1 |
-            tee "$OUT/bench-variant-${v// /}.log" | grep -v -E '^\{|cuBLAS|workload' | tee -a "$summary"
+if has variants; then # at 16384, fp16: the default, then one knob changed per run (VARIANTS)
+    for v in DEFAULT ${VARIANTS:-RECLASS_CUDA_ATT=4 RECLASS_CUDA_ATT=2 RECLASS_CUDA_TUNE=0 RECLASS_CUDA_LN_BLOCKS=0 RECLASS_CUDA_STREAMS=2}; do
+        note "variant $v ($(elapsed)s)"
+        env ${v/DEFAULT/RECLASS_DEFAULT=1} $B/tests/gpu_bench --precision fp16 --budgets ${VARIANT_BUDGET:-16384} --repeat 3 2>&1 |
+            tee "$OUT/bench-variant-$v.log" | grep -v -E '^\{|cuBLAS|workload' | tee -a "$summary"
     done
 fi
 if has rbench; then
