@@ -11,7 +11,8 @@
 #include "gpu/cuda_common.cuh"
 
 #define ATT_D             64
-#define ATT_DEFAULT_WARPS 4 /* warps per block: 4 (64 queries) or 8 (128); NOTES-cuda.md */
+#define ATT_DEFAULT_WARPS 1 /* the default variant: auto (see cuda_common.cuh; NOTES-cuda.md) */
+#define ATT_AUTO_WGMMA    9 /* auto's choice on compute capability 9.0, at every length */
 #define ATT_BN            64
 #define ATT_LDS           (ATT_D + 8) /* padded row (144 B): ldmatrix rows land in distinct banks */
 
@@ -261,7 +262,25 @@ void cuda_attention_set_variant(int warps) {
         const char *env = getenv("RECLASS_CUDA_ATT");
         warps = env ? atoi(env) : ATT_DEFAULT_WARPS;
     }
-    att_variant = warps == 4 || warps == 5 || warps == 6 || warps == 8 ? warps : ATT_DEFAULT_WARPS;
+    att_variant = warps == 1 || warps == 4 || warps == 5 || warps == 6 || warps == 8 ||
+                          warps == 9 || warps == 10 || warps == 11
+                      ? warps
+                      : ATT_DEFAULT_WARPS;
+}
+
+// wgmma needs compute capability 9.0 exactly (sm_90a code); asked once per process.
+static int att_have_wgmma(void) {
+    static int have = -1;
+    if (have < 0) {
+        int dev = 0, major = 0, minor = 0;
+        have = cudaGetDevice(&dev) == cudaSuccess &&
+               cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ==
+                   cudaSuccess &&
+               cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) ==
+                   cudaSuccess &&
+               major == 9 && minor == 0;
+    }
+    return have;
 }
 
 template <typename T>
@@ -271,16 +290,25 @@ cudaError_t cuda_attention(const T *q, const T *k, const T *v, int ld, const int
     if (n_seqs <= 0) return cudaSuccess;
     const float scale_log2 = 0.125f * 1.4426950408889634f; // 1/sqrt(64) * log2(e)
     if (att_variant < 0) cuda_attention_set_variant(0);
+    int variant = att_variant;
+    if (variant == 1) variant = ATT_AUTO_WGMMA; // falls back to 4 below off Hopper
+    if (variant >= 9) {
+        if (att_have_wgmma())
+            return cuda_attention_wgmma<T>(q, k, v, ld, cu, n_seqs, heads, q_tiles_max,
+                                           variant == 11 ? 0 : variant == 10 ? 2 : 1, out,
+                                           out_ld, s);
+        variant = 4;
+    }
     // q_tiles_max counts 64-row tiles; an 8-warp block covers two of them.
-    if (att_variant == 8) {
+    if (variant == 8) {
         dim3 grid((unsigned)((q_tiles_max + 1) / 2), (unsigned)heads, (unsigned)n_seqs);
         attention_kernel<T, 8, 2, false>
             <<<grid, 256, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2);
-    } else if (att_variant == 5) {
+    } else if (variant == 5) {
         dim3 grid((unsigned)q_tiles_max, (unsigned)heads, (unsigned)n_seqs);
         attention_kernel<T, 4, 5, false>
             <<<grid, 128, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2);
-    } else if (att_variant == 6) {
+    } else if (variant == 6) {
         dim3 grid((unsigned)q_tiles_max, (unsigned)heads, (unsigned)n_seqs);
         attention_kernel<T, 4, 4, true>
             <<<grid, 128, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2);

@@ -104,8 +104,16 @@ template <typename T>
 cudaError_t cuda_attention(const T *q, const T *k, const T *v, int ld, const int32_t *cu,
                            int n_seqs, int heads, int q_tiles_max, T *out, int out_ld,
                            cudaStream_t st);
+// The same on Hopper's wgmma (cuda_attention_sm90a.cu, compute capability 9.0 only): wgs
+// warpgroups of 64 queries per block (1 or 2; 0: one, pipelined over three K/V stages).
+template <typename T>
+cudaError_t cuda_attention_wgmma(const T *q, const T *k, const T *v, int ld, const int32_t *cu,
+                                 int n_seqs, int heads, int q_tiles_max, int wgs, T *out,
+                                 int out_ld, cudaStream_t st);
 // Attention kernel variant: 4 (4 warps), 5 (4 warps, 5 blocks/SM), 6 (4 warps, fp16 exps
-// in half2), 8 (8 warps); 0 = default
+// in half2), 8 (8 warps), 9 / 10 (wgmma, 1 / 2 warpgroups per block, on compute capability
+// 9.0; elsewhere 4), 11 (wgmma, one warpgroup, S(j+1) overlapped with softmax(j)), 1 (auto:
+// the fastest wgmma kernel on compute capability 9.0, else 4); 0 = default
 // (RECLASS_CUDA_ATT when set). Bench and tests.
 void cuda_attention_set_variant(int warps);
 // dst = (T) src, n elements, on the device.

@@ -125,7 +125,7 @@ static int gemm_exec(cuda_gemm_t *g, const cublasLtMatmulAlgo_t *algo, const voi
     return rc;
 }
 
-#define GEMM_TUNE_MAX  16
+#define GEMM_TUNE_MAX  32
 #define GEMM_TUNE_RUNS 3
 
 // Times each candidate GEMM_TUNE_RUNS times on the call's operands (writing y) and returns

@@ -147,8 +147,8 @@ int main(int argc, char **argv) {
 
     if (att_bench) { /* the attention kernel alone, both block shapes, three length regimes */
         static const int shapes[5][2] = {{34, 512}, {64, 256}, {128, 128}, {200, 80}, {400, 40}};
-        static const int variants[2] = {4, 8};
-        for (int vi = 0; vi < 2; vi++)
+        static const int variants[4] = {4, 9, 10, 11};
+        for (int vi = 0; vi < 4; vi++)
             for (int i = 0; i < 5; i++)
                 printf("  attention %s variant %d: %d seqs x %d tokens, 12 heads: %.1f TFLOP/s\n",
                        prec, variants[vi], shapes[i][0], shapes[i][1],

@@ -193,6 +193,8 @@ static void test_model_ops(const char *prec, const char *geometry, int labels) {
 int main(int argc, char **argv) {
     /* "quick": small shapes only (for compute-sanitizer, which is slow) */
     int quick = argc > 1 && strcmp(argv[1], "quick") == 0;
+    /* "wgmma": the Hopper attention kernels alone (descriptor debugging on the device) */
+    int wg_only = argc > 1 && strcmp(argv[1], "wgmma") == 0;
     setvbuf(stdout, NULL, _IONBF, 0); /* every line out before a crash, if one comes */
     gpu_ref_blas_init();              /* OpenBLAS's core choice fixed up, as the CPU backend does */
     printf("OpenBLAS core: %s\n", gpu_ref_blas_core());
@@ -203,7 +205,7 @@ int main(int argc, char **argv) {
     const char *precs[] = {"fp16", "bf16"};
     for (int p = 0; p < 2; p++) {
         const char *prec = precs[p];
-        for (int rep = 0; rep < (quick ? 1 : 2); rep++) { /* fresh random inputs each time */
+        for (int rep = 0; rep < (wg_only ? 0 : quick ? 1 : 2); rep++) { /* fresh inputs each */
             int n = 1 + (int)(rnd_u32() % (quick ? 100 : 700));
             test_linear(prec, n, 768, 2304, 0, 0);
             test_linear(prec, n, 768, 3072, 1, 0);
@@ -216,18 +218,31 @@ int main(int argc, char **argv) {
                            quick ? 200 : 512, 1.f);
             test_attention(prec, 4, 3 + (int)(rnd_u32() % 30), 200, 2.f);
         }
-        test_attention(prec, quick ? 2 : 12, 8, 512, 3.f); /* peaked softmax: online max */
-        gpu_cuda_test_attention_variant(8); /* the 8-warp (128-query) block variant too */
-        test_attention(prec, quick ? 2 : 12, 3 + (int)(rnd_u32() % 20), quick ? 300 : 512, 1.f);
-        test_attention(prec, 4, 3 + (int)(rnd_u32() % 20), 200, 2.f);
-        gpu_cuda_test_attention_variant(5); /* and the 96-register 4-warp one */
-        test_attention(prec, quick ? 2 : 12, 3 + (int)(rnd_u32() % 20), quick ? 300 : 512, 1.f);
-        gpu_cuda_test_attention_variant(6); /* packed half2 exponentials (fp16) */
-        test_attention(prec, quick ? 2 : 12, 3 + (int)(rnd_u32() % 20), quick ? 300 : 512, 1.f);
-        test_attention(prec, 4, 8, 200, 3.f);
-        gpu_cuda_test_attention_variant(4);
-        test_attention(prec, 4, 3 + (int)(rnd_u32() % 20), 200, 2.f);
+        if (!wg_only) {
+            test_attention(prec, quick ? 2 : 12, 8, 512, 3.f); /* peaked softmax: online max */
+            gpu_cuda_test_attention_variant(8); /* the 8-warp (128-query) block variant too */
+            test_attention(prec, quick ? 2 : 12, 3 + (int)(rnd_u32() % 20), quick ? 300 : 512, 1.f);
+            test_attention(prec, 4, 3 + (int)(rnd_u32() % 20), 200, 2.f);
+            gpu_cuda_test_attention_variant(5); /* and the 96-register 4-warp one */
+            test_attention(prec, quick ? 2 : 12, 3 + (int)(rnd_u32() % 20), quick ? 300 : 512, 1.f);
+            gpu_cuda_test_attention_variant(6); /* packed half2 exponentials (fp16) */
+            test_attention(prec, quick ? 2 : 12, 3 + (int)(rnd_u32() % 20), quick ? 300 : 512, 1.f);
+            test_attention(prec, 4, 8, 200, 3.f);
+            gpu_cuda_test_attention_variant(4);
+            test_attention(prec, 4, 3 + (int)(rnd_u32() % 20), 200, 2.f);
+        }
+        /* the wgmma kernels (compute capability 9.0; elsewhere they fall back to variant 4),
+         * one and two warpgroups per block, and the automatic choice */
+        static const int wg_variants[4] = {9, 10, 11, 1};
+        for (int vi = 0; vi < 4; vi++) {
+            gpu_cuda_test_attention_variant(wg_variants[vi]);
+            test_attention(prec, quick ? 2 : 12, 3 + (int)(rnd_u32() % 20), quick ? 300 : 512, 1.f);
+            test_attention(prec, 4, 3 + (int)(rnd_u32() % 30), 200, 2.f);
+            test_attention(prec, 4, 8, 512, 3.f);
+            test_attention(prec, 3, 5 + (int)(rnd_u32() % 30), 40, 2.f);
+        }
         gpu_cuda_test_attention_variant(0);
+        if (wg_only) continue;
         test_model_ops(prec, "bert-mini", 151);
         if (!quick) test_model_ops(prec, "bert-base", 140);
     }

@@ -1,0 +1,417 @@
+// Padding-free fused attention for head_dim 64 on Hopper's warpgroup MMA (wgmma, sm_90a
+// only: CMakeLists.txt builds this file for compute_90a alone, and cuda_attention.cu calls it
+// only on a compute capability 9.0 device). Same contract and online softmax as the mma.sync
+// kernel in cuda_attention.cu; what changes is the matrix unit: a warpgroup (4 warps) owns 64
+// query rows, S = Q K^T and O += P V are m64n64k16 wgmma's with Q and P as register
+// fragments and K, V read by the tensor cores from shared memory (128-byte swizzle), so no
+// ldmatrix traffic and twice the mma.sync rate. WGS warpgroups share each key/value tile.
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <type_traits>
+
+#include "gpu/cuda_common.cuh"
+
+#define WG_D    64
+#define WG_BN   64                   /* keys per tile */
+#define WG_TILE (WG_BN * WG_D * 2)   /* bytes of one K or V tile: 8 KB, 1024-aligned */
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define WG_HAVE 1
+#endif
+
+namespace {
+
+__device__ __forceinline__ void cp_async16(uint32_t smem, const void *gmem) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem), "l"(gmem));
+}
+
+// Stages keys/values [k0, k0 + 64) into 128-byte-swizzled tiles: row r (one key, 64 dims =
+// 128 bytes) keeps its 16-byte chunk c at chunk c ^ (r % 8), the layout wgmma's SWIZZLE_128B
+// descriptors read. Rows past the sequence are zeroed (masked probabilities meet zeros).
+template <typename T, int NT>
+__device__ __forceinline__ void wg_load_tile(uint32_t ks, uint32_t vs, const T *k, const T *v,
+                                             int ld, int k0, int len, int tid) {
+#pragma unroll
+    for (int i = 0; i < WG_BN * 8 / NT; i++) {
+        int idx = tid + i * NT, row = idx >> 3, c = idx & 7;
+        uint32_t off = (uint32_t)(row * 128 + ((c ^ (row & 7)) << 4));
+        if (k0 + row < len) {
+            cp_async16(ks + off, k + (size_t)(k0 + row) * ld + c * 8);
+            cp_async16(vs + off, v + (size_t)(k0 + row) * ld + c * 8);
+        } else {
+            asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(ks + off), "r"(0));
+            asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(vs + off), "r"(0));
+        }
+    }
+}
+
+// Shared-memory matrix descriptor: the start address in bits 0-13 (16-byte units), the
+// rest (leading and stride byte offsets, swizzle mode) fixed per operand (wg_desc_hi).
+__device__ __forceinline__ uint64_t wg_desc(uint32_t addr, uint64_t hi) {
+    return (uint64_t)((addr & 0x3FFFF) >> 4) | hi;
+}
+
+#define WG_ACC32                                                                                   \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "  \
+    "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define WG_ACC_OUT(d)                                                                              \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),            \
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),    \
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),              \
+        "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]),              \
+        "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+
+// d (64 x 64 per warpgroup, fp32) (+)= a (64 x 16, registers) * B (16 x 64, descriptor).
+// d[4 j + e]: n8 block j, rows g / g + 8 of this warp's 16, columns 2c, 2c + 1 (the mma.sync
+// C layout); a: the mma.sync m16k16 A fragment of this warp's 16 rows.
+template <typename T, int TRANS_B>
+__device__ __forceinline__ void wg_mma(float (&d)[32], const uint32_t (&a)[4], uint64_t desc,
+                                       int accumulate) {
+#ifdef WG_HAVE
+    if constexpr (std::is_same<T, __half>::value)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 " WG_ACC32
+                     ", {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
+                     : WG_ACC_OUT(d)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate),
+                       "n"(TRANS_B));
+    else
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " WG_ACC32
+                     ", {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
+                     : WG_ACC_OUT(d)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate),
+                       "n"(TRANS_B));
+#endif
+}
+
+__device__ __forceinline__ void wg_fence() {
+#ifdef WG_HAVE
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wg_commit_wait() {
+#ifdef WG_HAVE
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#endif
+}
+// Keeps the compiler from touching accumulators across the asynchronous MMA's issue and wait.
+__device__ __forceinline__ void wg_fence_regs(float (&d)[32]) {
+#pragma unroll
+    for (int i = 0; i < 32; i++)
+        asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// One key tile's online-softmax step (in base 2, as cuda_attention.cu) on the scores sc of
+// this thread's rows g (e = 0, 1) and g + 8 (e = 2, 3): masks keys >= kv (only the last tile
+// has any), updates the running max m and partial sums l, packs P as the A fragments of the
+// 4 key steps of P V (key step kk is n8 blocks 2kk and 2kk + 1) and returns in al0 / al1 the
+// factors the caller rescales O by.
+template <typename T>
+__device__ __forceinline__ void wg_softmax(float (&sc)[32], uint32_t (&pa)[4][4], float &m0,
+                                           float &m1, float &l0, float &l1, int kv, int c,
+                                           float scale_log2, float &al0, float &al1) {
+    if (kv < WG_BN) {
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                if (2 * c + nt * 8 + (e & 1) >= kv) sc[nt * 4 + e] = -INFINITY;
+    }
+    float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+    for (int nt = 0; nt < 8; nt++) {
+        mx0 = fmaxf(mx0, fmaxf(sc[nt * 4], sc[nt * 4 + 1]));
+        mx1 = fmaxf(mx1, fmaxf(sc[nt * 4 + 2], sc[nt * 4 + 3]));
+    }
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+    // Key 0 of the first tile exists, so every row has a finite maximum from then on.
+    float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+    al0 = exp2f((m0 - mn0) * scale_log2), al1 = exp2f((m1 - mn1) * scale_log2);
+    m0 = mn0, m1 = mn1;
+    float ms0 = -mn0 * scale_log2, ms1 = -mn1 * scale_log2, rs0 = 0.f, rs1 = 0.f;
+#pragma unroll
+    for (int nt = 0; nt < 8; nt++) {
+        sc[nt * 4 + 0] = exp2f(fmaf(sc[nt * 4 + 0], scale_log2, ms0));
+        sc[nt * 4 + 1] = exp2f(fmaf(sc[nt * 4 + 1], scale_log2, ms0));
+        sc[nt * 4 + 2] = exp2f(fmaf(sc[nt * 4 + 2], scale_log2, ms1));
+        sc[nt * 4 + 3] = exp2f(fmaf(sc[nt * 4 + 3], scale_log2, ms1));
+        rs0 += sc[nt * 4 + 0] + sc[nt * 4 + 1];
+        rs1 += sc[nt * 4 + 2] + sc[nt * 4 + 3];
+    }
+    l0 = l0 * al0 + rs0; // per-thread partial sums; the quad is summed once at the end
+    l1 = l1 * al1 + rs1;
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++) {
+        pa[kk][0] = st<T>::pack(sc[8 * kk + 0], sc[8 * kk + 1]);
+        pa[kk][1] = st<T>::pack(sc[8 * kk + 2], sc[8 * kk + 3]);
+        pa[kk][2] = st<T>::pack(sc[8 * kk + 4], sc[8 * kk + 5]);
+        pa[kk][3] = st<T>::pack(sc[8 * kk + 6], sc[8 * kk + 7]);
+    }
+}
+
+// This warp's 16 query rows r0 (and r0 + 8) as A fragments, 4 k-steps of 16 dims; rows past
+// the sequence read as zero (and are never stored).
+template <typename T>
+__device__ __forceinline__ void wg_load_q(uint32_t (&qa)[4][4], const T *qh, int ld, int r0,
+                                          int len, int c) {
+    int r1 = r0 + 8;
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++) {
+        int d = kk * 16 + 2 * c;
+        const T *p0 = qh + (size_t)r0 * ld + d, *p1 = qh + (size_t)r1 * ld + d;
+        qa[kk][0] = r0 < len ? *reinterpret_cast<const uint32_t *>(p0) : 0u;
+        qa[kk][1] = r1 < len ? *reinterpret_cast<const uint32_t *>(p1) : 0u;
+        qa[kk][2] = r0 < len ? *reinterpret_cast<const uint32_t *>(p0 + 8) : 0u;
+        qa[kk][3] = r1 < len ? *reinterpret_cast<const uint32_t *>(p1 + 8) : 0u;
+    }
+}
+
+// O / l for rows r0, r0 + 8 into out (rows of out_ld; this head's 64 columns at oh).
+template <typename T>
+__device__ __forceinline__ void wg_store(const float (&o)[32], float l0, float l1, T *oh,
+                                         int out_ld, int r0, int len) {
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+    float i0 = 1.f / l0, i1 = 1.f / l1;
+    int r1 = r0 + 8;
+#pragma unroll
+    for (int nt = 0; nt < 8; nt++) {
+        if (r0 < len)
+            *reinterpret_cast<uint32_t *>(oh + (size_t)r0 * out_ld + nt * 8) =
+                st<T>::pack(o[nt * 4 + 0] * i0, o[nt * 4 + 1] * i0);
+        if (r1 < len)
+            *reinterpret_cast<uint32_t *>(oh + (size_t)r1 * out_ld + nt * 8) =
+                st<T>::pack(o[nt * 4 + 2] * i1, o[nt * 4 + 3] * i1);
+    }
+}
+
+__device__ __forceinline__ void wg_rescale(float (&o)[32], float al0, float al1) {
+#pragma unroll
+    for (int nt = 0; nt < 8; nt++) {
+        o[nt * 4 + 0] *= al0, o[nt * 4 + 1] *= al0;
+        o[nt * 4 + 2] *= al1, o[nt * 4 + 3] *= al1;
+    }
+}
+
+#define WG_ARGS                                                                                    \
+    const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v, int ld,            \
+        const int32_t *__restrict__ cu, T *__restrict__ out, int out_ld, float scale_log2,         \
+        uint64_t khi, uint64_t vhi
+
+// One block: WGS warpgroups x 64 queries of one head of one sequence; per key tile, S = Q K^T,
+// softmax, O += P V one after the other (blocks on the same SM overlap each other's phases).
+template <typename T, int WGS>
+__global__ void __launch_bounds__(WGS * 128) attention_wg_kernel(WG_ARGS) {
+#ifdef WG_HAVE
+    constexpr int NT = WGS * 128;
+    int h = blockIdx.y, s = blockIdx.z;
+    int start = cu[s], len = cu[s + 1] - start;
+    int q0 = blockIdx.x * (WGS * 64);
+    if (q0 >= len) return;
+    __shared__ __align__(1024) uint8_t tiles[2][2][WG_TILE]; // [stage][K | V] swizzled (64, 64)
+    int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
+    size_t head = (size_t)start * ld + h * WG_D;
+    const T *qh = q + head, *kh = k + head, *vh = v + head;
+    uint32_t t0 = (uint32_t)__cvta_generic_to_shared(&tiles[0][0][0]);
+    auto kt = [&](int st) { return t0 + (uint32_t)(st * 2 * WG_TILE); };
+    auto vt = [&](int st) { return t0 + (uint32_t)(st * 2 * WG_TILE + WG_TILE); };
+
+    int n_tiles = (len + WG_BN - 1) / WG_BN;
+    wg_load_tile<T, NT>(kt(0), vt(0), kh, vh, ld, 0, len, tid);
+    asm volatile("cp.async.commit_group;\n" ::);
+    uint32_t qa[4][4]; // this warp's 16 query rows (of its warpgroup's 64)
+    int r0 = q0 + (warp >> 2) * 64 + (warp & 3) * 16 + g;
+    wg_load_q<T>(qa, qh, ld, r0, len, c);
+
+    float o[32];
+#pragma unroll
+    for (int i = 0; i < 32; i++)
+        o[i] = 0.f;
+    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
+    for (int j = 0; j < n_tiles; j++) {
+        if (j + 1 < n_tiles) {
+            wg_load_tile<T, NT>(kt((j + 1) & 1), vt((j + 1) & 1), kh, vh, ld, (j + 1) * WG_BN, len,
+                                tid);
+            asm volatile("cp.async.commit_group;\n" ::);
+            asm volatile("cp.async.wait_group 1;\n" ::);
+        } else {
+            asm volatile("cp.async.wait_group 0;\n" ::);
+        }
+        // The tiles were written through the generic proxy; the tensor cores read them
+        // through the async proxy.
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        __syncthreads();
+
+        float sc[32], al0, al1;
+        uint32_t pa[4][4];
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) // 16 dims = 32 bytes along each swizzled 128-byte row
+            wg_mma<T, 0>(sc, qa[kk], wg_desc(kt(j & 1) + kk * 32, khi), kk);
+        wg_commit_wait();
+        wg_fence_regs(sc);
+        wg_softmax<T>(sc, pa, m0, m1, l0, l1, len - j * WG_BN, c, scale_log2, al0, al1);
+        wg_rescale(o, al0, al1);
+        wg_fence_regs(o);
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++) // 16 keys = 2 swizzle rows of 8 keys: 2048 bytes
+            wg_mma<T, 1>(o, pa[kk], wg_desc(vt(j & 1) + kk * 2048, vhi), 1);
+        wg_commit_wait();
+        wg_fence_regs(o);
+        __syncthreads(); // the next iteration's loads overwrite the stage just read
+    }
+    wg_store<T>(o, l0, l1, out + (size_t)start * out_ld + h * WG_D + 2 * c, out_ld, r0, len);
+#endif
+}
+
+// One warpgroup, 64 queries, three K/V stages: S(j+1) = Q K(j+1)^T runs on the tensor cores
+// while the softmax of tile j runs on the CUDA cores, and O += P(j) V(j) while the next
+// tile loads (FlashAttention-3's intra-warpgroup overlap, without warp specialisation).
+template <typename T> __global__ void __launch_bounds__(128) attention_wgp_kernel(WG_ARGS) {
+#ifdef WG_HAVE
+    int h = blockIdx.y, s = blockIdx.z;
+    int start = cu[s], len = cu[s + 1] - start;
+    int q0 = blockIdx.x * 64;
+    if (q0 >= len) return;
+    __shared__ __align__(1024) uint8_t tiles[3][2][WG_TILE]; // [stage][K | V]: 48 KB
+    int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
+    size_t head = (size_t)start * ld + h * WG_D;
+    const T *qh = q + head, *kh = k + head, *vh = v + head;
+    uint32_t t0 = (uint32_t)__cvta_generic_to_shared(&tiles[0][0][0]);
+    auto kt = [&](int j) { return t0 + (uint32_t)((j % 3) * 2 * WG_TILE); };
+    auto vt = [&](int j) { return t0 + (uint32_t)((j % 3) * 2 * WG_TILE + WG_TILE); };
+
+    int n_tiles = (len + WG_BN - 1) / WG_BN;
+    wg_load_tile<T, 128>(kt(0), vt(0), kh, vh, ld, 0, len, tid);
+    asm volatile("cp.async.commit_group;\n" ::);
+    if (n_tiles > 1) {
+        wg_load_tile<T, 128>(kt(1), vt(1), kh, vh, ld, WG_BN, len, tid);
+        asm volatile("cp.async.commit_group;\n" ::);
+        asm volatile("cp.async.wait_group 1;\n" ::);
+    } else {
+        asm volatile("cp.async.wait_group 0;\n" ::);
+    }
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
+    uint32_t qa[4][4];
+    int r0 = q0 + warp * 16 + g;
+    wg_load_q<T>(qa, qh, ld, r0, len, c);
+
+    float sc[32], sn[32], o[32];
+    uint32_t pa[4][4];
+#pragma unroll
+    for (int i = 0; i < 32; i++)
+        o[i] = 0.f;
+    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
+    wg_fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++)
+        wg_mma<T, 0>(sc, qa[kk], wg_desc(kt(0) + kk * 32, khi), kk);
+    wg_commit_wait();
+    wg_fence_regs(sc);
+
+    // One tile step: softmax of cur (tile j) while S(j+1) fills nxt. Unrolled by two with
+    // the roles swapped, so no accumulator is ever copied.
+    auto step = [&](float(&cur)[32], float(&nxt)[32], int j) {
+        const bool next = j + 1 < n_tiles;
+        if (next) { // tile j+1 is the only copy in flight; then S(j+1) goes to the tensor cores
+            asm volatile("cp.async.wait_group 0;\n" ::);
+            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+            __syncthreads();
+            wg_fence();
+#pragma unroll
+            for (int kk = 0; kk < 4; kk++)
+                wg_mma<T, 0>(nxt, qa[kk], wg_desc(kt(j + 1) + kk * 32, khi), kk);
+            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        }
+        float al0, al1;
+        wg_softmax<T>(cur, pa, m0, m1, l0, l1, len - j * WG_BN, c, scale_log2, al0, al1);
+        // O += P(j-1) V(j-1) was committed before S(j+1): it is done when at most one group
+        // is left. Then its stage ((j+2) % 3) may take tile j+2, once every warp is past it.
+        if (next)
+            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+        else
+            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        wg_fence_regs(o);
+        __syncthreads();
+        if (j + 2 < n_tiles) {
+            wg_load_tile<T, 128>(kt(j + 2), vt(j + 2), kh, vh, ld, (j + 2) * WG_BN, len, tid);
+            asm volatile("cp.async.commit_group;\n" ::);
+        }
+        wg_rescale(o, al0, al1);
+        wg_fence_regs(o);
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++)
+            wg_mma<T, 1>(o, pa[kk], wg_desc(vt(j) + kk * 2048, vhi), 1);
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        if (next) { // S(j+1) (committed before this O += P V) is done when one group is left
+            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+            wg_fence_regs(nxt);
+        }
+    };
+    for (int j = 0; j < n_tiles; j += 2) {
+        step(sc, sn, j);
+        if (j + 1 < n_tiles) step(sn, sc, j + 1);
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    wg_fence_regs(o);
+    wg_store<T>(o, l0, l1, out + (size_t)start * out_ld + h * WG_D + 2 * c, out_ld, r0, len);
+#endif
+}
+
+} // namespace
+
+template <typename T>
+cudaError_t cuda_attention_wgmma(const T *q, const T *k, const T *v, int ld, const int32_t *cu,
+                                 int n_seqs, int heads, int q_tiles_max, int wgs, T *out,
+                                 int out_ld, cudaStream_t s) {
+    if (n_seqs <= 0) return cudaSuccess;
+    const float scale_log2 = 0.125f * 1.4426950408889634f; // 1/sqrt(64) * log2(e)
+    static uint64_t khi = 0, vhi = 0;
+    if (!khi) {
+        // 128-byte swizzle (mode 1, bits 62-63); stride byte offset (bits 32-45): 8-row groups
+        // 1024 bytes apart. Leading byte offset (bits 16-29): K-major (K): unused, 1;
+        // MN-major (V): 8-key groups, 1024 bytes. RECLASS_WG_KDESC / RECLASS_WG_VDESC="lbo,sbo"
+        // (bytes) override them: a debugging knob for the descriptor encoding.
+        unsigned kl = 16, ks = 1024, vl = 1024, vs = 1024;
+        const char *e = getenv("RECLASS_WG_KDESC");
+        if (e) sscanf(e, "%u,%u", &kl, &ks);
+        e = getenv("RECLASS_WG_VDESC");
+        if (e) sscanf(e, "%u,%u", &vl, &vs);
+        khi = ((uint64_t)(kl >> 4) << 16) | ((uint64_t)(ks >> 4) << 32) | ((uint64_t)1 << 62);
+        vhi = ((uint64_t)(vl >> 4) << 16) | ((uint64_t)(vs >> 4) << 32) | ((uint64_t)1 << 62);
+    }
+    if (wgs == 0) { // pipelined, one warpgroup
+        dim3 grid((unsigned)q_tiles_max, (unsigned)heads, (unsigned)n_seqs);
+        attention_wgp_kernel<T>
+            <<<grid, 128, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2, khi, vhi);
+    } else if (wgs == 2) {
+        dim3 grid((unsigned)((q_tiles_max + 1) / 2), (unsigned)heads, (unsigned)n_seqs);
+        attention_wg_kernel<T, 2>
+            <<<grid, 256, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2, khi, vhi);
+    } else {
+        dim3 grid((unsigned)q_tiles_max, (unsigned)heads, (unsigned)n_seqs);
+        attention_wg_kernel<T, 1>
+            <<<grid, 128, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2, khi, vhi);
+    }
+    return cudaGetLastError();
+}
+
+template cudaError_t cuda_attention_wgmma<__half>(const __half *, const __half *, const __half *,
+                                                  int, const int32_t *, int, int, int, int,
+                                                  __half *, int, cudaStream_t);
+template cudaError_t cuda_attention_wgmma<__nv_bfloat16>(const __nv_bfloat16 *,
+                                                         const __nv_bfloat16 *,
+                                                         const __nv_bfloat16 *, int,
+                                                         const int32_t *, int, int, int, int,
+                                                         __nv_bfloat16 *, int, cudaStream_t);
