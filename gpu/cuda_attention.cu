@@ -273,12 +273,11 @@ static int att_have_wgmma(void) {
     static int have = -1;
     if (have < 0) {
         int dev = 0, major = 0, minor = 0;
-        have = cudaGetDevice(&dev) == cudaSuccess &&
-               cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) ==
-                   cudaSuccess &&
-               cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) ==
-                   cudaSuccess &&
-               major == 9 && minor == 0;
+        have =
+            cudaGetDevice(&dev) == cudaSuccess &&
+            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
+            major == 9 && minor == 0;
     }
     return have;
 }
@@ -295,8 +294,10 @@ cudaError_t cuda_attention(const T *q, const T *k, const T *v, int ld, const int
     if (variant >= 9) {
         if (att_have_wgmma())
             return cuda_attention_wgmma<T>(q, k, v, ld, cu, n_seqs, heads, q_tiles_max,
-                                           variant == 11 ? 0 : variant == 10 ? 2 : 1, out,
-                                           out_ld, s);
+                                           variant == 11   ? 0
+                                           : variant == 10 ? 2
+                                                           : 1,
+                                           out, out_ld, s);
         variant = 4;
     }
     // q_tiles_max counts 64-row tiles; an 8-warp block covers two of them.

@@ -13,8 +13,8 @@
 #include "gpu/cuda_common.cuh"
 
 #define WG_D    64
-#define WG_BN   64                   /* keys per tile */
-#define WG_TILE (WG_BN * WG_D * 2)   /* bytes of one K or V tile: 8 KB, 1024-aligned */
+#define WG_BN   64                 /* keys per tile */
+#define WG_TILE (WG_BN * WG_D * 2) /* bytes of one K or V tile: 8 KB, 1024-aligned */
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define WG_HAVE 1
@@ -58,9 +58,9 @@ __device__ __forceinline__ uint64_t wg_desc(uint32_t addr, uint64_t hi) {
 #define WG_ACC_OUT(d)                                                                              \
     "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),            \
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),    \
-        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]),              \
-        "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]),              \
-        "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), \
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), \
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
 
 // d (64 x 64 per warpgroup, fp32) (+)= a (64 x 16, registers) * B (16 x 64, descriptor).
 // d[4 j + e]: n8 block j, rows g / g + 8 of this warp's 16, columns 2c, 2c + 1 (the mma.sync
@@ -202,7 +202,7 @@ __device__ __forceinline__ void wg_rescale(float (&o)[32], float al0, float al1)
 }
 
 #define WG_ARGS                                                                                    \
-    const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v, int ld,            \
+    const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v, int ld,             \
         const int32_t *__restrict__ cu, T *__restrict__ out, int out_ld, float scale_log2,         \
         uint64_t khi, uint64_t vhi
 

@@ -17,7 +17,7 @@
 #include "gpu/cuda_test_api.h"
 #include "gpu/plan.h"
 
-#define BE_PROF_EVENTS 256
+#define BE_PROF_EVENTS     256
 #define BE_TUNE_CANDIDATES 8 /* cuBLASLt candidates timed per GEMM shape bucket at init */
 
 struct gpu_backend {

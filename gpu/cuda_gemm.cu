@@ -97,8 +97,8 @@ static int gemm_query(cuda_gemm_t *g, int m, int n, int k, int ldy, int epi, int
         cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                              &g->workspace_bytes,
                                              sizeof(g->workspace_bytes)) == CUBLAS_STATUS_SUCCESS) {
-        if (cublasLtMatmulAlgoGetHeuristic(g->lt, g->desc[epi], l.a, l.b, l.c, l.c, pref,
-                                           max_algos, res, &found) != CUBLAS_STATUS_SUCCESS)
+        if (cublasLtMatmulAlgoGetHeuristic(g->lt, g->desc[epi], l.a, l.b, l.c, l.c, pref, max_algos,
+                                           res, &found) != CUBLAS_STATUS_SUCCESS)
             found = 0;
     }
     if (pref) cublasLtMatmulPreferenceDestroy(pref);
@@ -158,9 +158,11 @@ static int gemm_tune(cuda_gemm_t *g, const cublasLtMatmulHeuristicResult_t *cand
             g->tuned_ms_best += best_ms / GEMM_TUNE_RUNS;
         }
         if (getenv("RECLASS_CUDA_TUNE_LOG"))
-            fprintf(stderr, "gemm tune m %d n %d k %d epi %d beta %d: %d candidates, best #%d "
-                    "%.1f us (top-1 %.1f us)\n", m, n, k, epi, res != NULL, n_cand, best,
-                    best_ms * 1e3 / GEMM_TUNE_RUNS, first_ms * 1e3 / GEMM_TUNE_RUNS);
+            fprintf(stderr,
+                    "gemm tune m %d n %d k %d epi %d beta %d: %d candidates, best #%d "
+                    "%.1f us (top-1 %.1f us)\n",
+                    m, n, k, epi, res != NULL, n_cand, best, best_ms * 1e3 / GEMM_TUNE_RUNS,
+                    first_ms * 1e3 / GEMM_TUNE_RUNS);
     }
     return best;
 }
@@ -205,9 +207,9 @@ int cuda_gemm_run_ld(cuda_gemm_t *g, const void *w, const void *x, void *y, int 
     if (!hit) {
         // Chosen for the bucket's largest M, so it is valid (workspace, split) for all below.
         cublasLtMatmulHeuristicResult_t cand[GEMM_TUNE_MAX];
-        int n_cand = gemm_query(g, mb, n, k, ldy, epi, res != NULL, cand,
-                                g->tune > 1 ? (g->tune < GEMM_TUNE_MAX ? g->tune : GEMM_TUNE_MAX)
-                                            : 1);
+        int n_cand =
+            gemm_query(g, mb, n, k, ldy, epi, res != NULL, cand,
+                       g->tune > 1 ? (g->tune < GEMM_TUNE_MAX ? g->tune : GEMM_TUNE_MAX) : 1);
         if (n_cand <= 0) {
             if (epi == CUDA_GEMM_GELU_BIAS) {
                 g->gelu_epilogue = 0;

@@ -33,7 +33,7 @@ typedef struct {
     // warm-up sweep, whose data is thrown away, turns it on) and keeps the fastest.
     int tune;
     cudaEvent_t ev0, ev1;
-    long tuned, tuned_changed;        // entries tuned; of them, where top-1 was not the fastest
+    long tuned, tuned_changed;           // entries tuned; of them, where top-1 was not the fastest
     double tuned_ms_top1, tuned_ms_best; // summed over tuned entries (one run each)
 } cuda_gemm_t;
 

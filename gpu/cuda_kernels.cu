@@ -98,13 +98,13 @@ template <> struct raw8<float> {
     }
 };
 
-// CH: 8-element chunks per lane (H <= 256 * CH). One warp walks rows warp, warp + n_warps, ...: gamma and beta are staged once per block in
-// shared memory, and the next row's loads are in flight while this row is reduced and written.
+// CH: 8-element chunks per lane (H <= 256 * CH). One warp walks rows warp, warp + n_warps, ...:
+// gamma and beta are staged once per block in shared memory, and the next row's loads are in flight
+// while this row is reduced and written.
 template <typename T, typename R, int CH>
-__global__ void __launch_bounds__(256, sizeof(R) == 4 ? 2 : 3) add_ln_kernel(const T *a, const R *res,
-                                                     const float *__restrict__ gamma,
-                                                     const float *__restrict__ beta, int n, int H,
-                                                     float eps, R *out_r, T *out_t) {
+__global__ void __launch_bounds__(256, sizeof(R) == 4 ? 2 : 3)
+    add_ln_kernel(const T *a, const R *res, const float *__restrict__ gamma,
+                  const float *__restrict__ beta, int n, int H, float eps, R *out_r, T *out_t) {
     __shared__ __align__(16) float sg[CH * 256], sb[CH * 256]; // (H) gamma, beta
     for (int i = threadIdx.x; i < H; i += blockDim.x)
         sg[i] = gamma[i], sb[i] = beta[i];

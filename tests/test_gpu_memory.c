@@ -64,8 +64,9 @@ int main(int argc, char **argv) {
     }
     gpu_plan_t plan;
     gpu_plan_compute(&m->cfg, budget, 512, 0, "fp16", &plan, err, sizeof(err));
-    gpu_mem_stats_t st0, st1;
+    gpu_mem_stats_t st_init, st0, st1;
     ops->mem_stats(be, &st0);
+    st_init = st0; /* right after init, whose warm-up sweep should have loaded every kernel */
     double gib = (double)(st0.weights_bytes + st0.arena_bytes) / (double)(1u << 30);
     printf("weights %zu B + arena %zu B = %.3f GiB (plan total %zu B)\n", st0.weights_bytes,
            st0.arena_bytes, gib, plan.total_bytes);
@@ -77,9 +78,9 @@ int main(int argc, char **argv) {
     float *logits = malloc((size_t)budget * 140 * 4);
     for (int i = 0; i < budget; i++)
         ids[i] = 1000 + (int32_t)rnd(29000);
-    /* Warm-up sweep: one batch per cuBLASLt shape bucket up to the budget, so every kernel
-     * the run can use is loaded (CUDA loads modules lazily, and a first launch takes device
-     * memory for its code) before the "before" reading. */
+    /* The test's own sweep: one batch per cuBLASLt shape bucket up to the budget (CUDA loads
+     * modules lazily, and a first launch takes device memory for its code). The backend's
+     * init ran such a sweep already, so this one must not change device memory either. */
     for (int tok = 1, done = 0; !done; tok = tok < 64 ? 64 : tok + (tok >= 256 ? tok / 8 : 32)) {
         if (tok >= budget) tok = budget, done = 1;
         gpu_batch_t b = {.ids = ids, .cu_seqlens = cu};
@@ -98,6 +99,11 @@ int main(int argc, char **argv) {
         }
     }
     ops->mem_stats(be, &st0);
+    printf("device used right after init %zu B, after the test's sweep %zu B\n",
+           st_init.device_used, st0.device_used);
+    CHECK(st_init.device_used == st0.device_used,
+          "device memory in use grew by %lld B after init (a kernel the init sweep missed)",
+          (long long)st0.device_used - (long long)st_init.device_used);
     long t0 = 0;
     for (long it = 0; it < batches; it++) {
         gpu_batch_t b = {.ids = ids, .cu_seqlens = cu};

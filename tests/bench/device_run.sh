@@ -12,7 +12,7 @@
 #       sanitize compute-sanitizer memcheck + racecheck on the kernel test, golden under
 #                GOLDEN_TOOLS (default memcheck)
 #       classify reclass classify --backend cuda vs --backend cpu on the CLINC150 test set
-#       bench    gpu_bench fp16 (8192, 16384, 32768) + bf16 (16384, 32768), attention
+#       bench    gpu_bench fp16 (16384, 32768, 65536) + bf16 (16384, 32768), attention
 #                microbench, writes the workload for the torch peer
 #       variants gpu_bench at 16384 fp16: the default, then each of VARIANTS (environment
 #                settings, one per run: attention block shape, GEMM tuning, LN grid, streams)
@@ -133,7 +133,7 @@ PY
 fi
 if has bench; then
     note "gpu_bench ($(elapsed)s)"
-    $B/tests/gpu_bench --precision fp16 --budgets ${BENCH_BUDGETS:-8192,16384,32768} --repeat 3 --att-bench 1 \
+    $B/tests/gpu_bench --precision fp16 --budgets ${BENCH_BUDGETS:-16384,32768,65536} --repeat 3 --att-bench 1 \
         --workload-out /tmp/tickets_mix.jsonl 2>&1 | tee "$OUT/bench-fp16.log" | grep -v '^{' | tee -a "$summary"
     [ -n "${BENCH_BF16-1}" ] && $B/tests/gpu_bench --precision bf16 --budgets 16384,32768 --repeat 3 \
         2>&1 | tee "$OUT/bench-bf16.log" | grep -v -E '^\{|workload' | tee -a "$summary"
@@ -148,7 +148,7 @@ if has variants; then # at 16384, fp16: the default, then one knob changed per r
 fi
 if has rbench; then
     note "reclass bench ($(elapsed)s)"
-    for tb in 16384 32768; do
+    for tb in 16384 32768 65536; do
         $B/reclass bench --geometry bert-base --labels 140 --backend cuda --workload tickets-mix \
             --token-budget $tb --precision fp16 --repeat 3 2>&1 | tail -6 | tee -a "$OUT/rbench.log" | tee -a "$summary"
     done
@@ -156,11 +156,11 @@ fi
 if has torch; then
     [ -f /tmp/tickets_mix.jsonl ] || $B/tests/gpu_bench --budgets 16384 --repeat 1 --workload-out /tmp/tickets_mix.jsonl >/dev/null
     note "torch eager ($(elapsed)s)"
-    PYTHONUNBUFFERED=1 timeout 200 python3 tests/bench/torch_gpu_peer.py /tmp/tickets_mix.jsonl \
-        --variants eager --repeat 3 2>&1 | tee "$OUT/torch-eager.log" | grep -E '^\{|torch|Error' | tee -a "$summary"
+    PYTHONUNBUFFERED=1 timeout 240 python3 tests/bench/torch_gpu_peer.py /tmp/tickets_mix.jsonl \
+        --variants eager --budgets ${TORCH_BUDGETS:-16384,32768,65536} --repeat 3 2>&1 | tee "$OUT/torch-eager.log" | grep -E '^\{|torch|Error' | tee -a "$summary"
     note "torch compile ($(elapsed)s)"
     PYTHONUNBUFFERED=1 timeout ${TORCH_COMPILE_TIMEOUT:-300} python3 tests/bench/torch_gpu_peer.py /tmp/tickets_mix.jsonl \
-        --variants compile --budgets ${TORCH_COMPILE_BUDGETS:-16384,32768} --repeat 3 2>&1 | tee "$OUT/torch-compile.log" | grep -E '^\{|skip|Error' | tee -a "$summary"
+        --variants compile --budgets ${TORCH_COMPILE_BUDGETS:-16384,32768,65536} --repeat 3 2>&1 | tee "$OUT/torch-compile.log" | grep -E '^\{|skip|Error' | tee -a "$summary"
 fi
 note "done in $(elapsed)s"
 cp "$summary" "$RESULT_OUT/summary.txt"
