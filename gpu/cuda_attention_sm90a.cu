@@ -106,13 +106,11 @@ __device__ __forceinline__ void wg_fence_regs(float (&d)[32]) {
 
 // One key tile's online-softmax step (in base 2, as cuda_attention.cu) on the scores sc of
 // this thread's rows g (e = 0, 1) and g + 8 (e = 2, 3): masks keys >= kv (only the last tile
-// has any), updates the running max m and partial sums l, packs P as the A fragments of the
-// 4 key steps of P V (key step kk is n8 blocks 2kk and 2kk + 1) and returns in al0 / al1 the
-// factors the caller rescales O by.
-template <typename T>
-__device__ __forceinline__ void wg_softmax(float (&sc)[32], uint32_t (&pa)[4][4], float &m0,
-                                           float &m1, float &l0, float &l1, int kv, int c,
-                                           float scale_log2, float &al0, float &al1) {
+// has any), updates the running max m and partial sums l, leaves the exponentials in sc and
+// returns in al0 / al1 the factors the caller rescales O by.
+__device__ __forceinline__ void wg_softmax(float (&sc)[32], float &m0, float &m1, float &l0,
+                                           float &l1, int kv, int c, float scale_log2, float &al0,
+                                           float &al1) {
     if (kv < WG_BN) {
 #pragma unroll
         for (int nt = 0; nt < 8; nt++)
@@ -146,6 +144,12 @@ __device__ __forceinline__ void wg_softmax(float (&sc)[32], uint32_t (&pa)[4][4]
     }
     l0 = l0 * al0 + rs0; // per-thread partial sums; the quad is summed once at the end
     l1 = l1 * al1 + rs1;
+}
+
+// P (the exponentials in sc) as the A fragments of the 4 key steps of P V: key step kk is
+// n8 blocks 2kk and 2kk + 1.
+template <typename T>
+__device__ __forceinline__ void wg_pack_p(const float (&sc)[32], uint32_t (&pa)[4][4]) {
 #pragma unroll
     for (int kk = 0; kk < 4; kk++) {
         pa[kk][0] = st<T>::pack(sc[8 * kk + 0], sc[8 * kk + 1]);
@@ -154,7 +158,6 @@ __device__ __forceinline__ void wg_softmax(float (&sc)[32], uint32_t (&pa)[4][4]
         pa[kk][3] = st<T>::pack(sc[8 * kk + 6], sc[8 * kk + 7]);
     }
 }
-
 // This warp's 16 query rows r0 (and r0 + 8) as A fragments, 4 k-steps of 16 dims; rows past
 // the sequence read as zero (and are never stored).
 template <typename T>
@@ -258,7 +261,8 @@ __global__ void __launch_bounds__(WGS * 128) attention_wg_kernel(WG_ARGS) {
             wg_mma<T, 0>(sc, qa[kk], wg_desc(kt(j & 1) + kk * 32, khi), kk);
         wg_commit_wait();
         wg_fence_regs(sc);
-        wg_softmax<T>(sc, pa, m0, m1, l0, l1, len - j * WG_BN, c, scale_log2, al0, al1);
+        wg_softmax(sc, m0, m1, l0, l1, len - j * WG_BN, c, scale_log2, al0, al1);
+        wg_pack_p<T>(sc, pa);
         wg_rescale(o, al0, al1);
         wg_fence_regs(o);
         wg_fence();
@@ -273,9 +277,11 @@ __global__ void __launch_bounds__(WGS * 128) attention_wg_kernel(WG_ARGS) {
 #endif
 }
 
-// One warpgroup, 64 queries, three K/V stages: S(j+1) = Q K(j+1)^T runs on the tensor cores
-// while the softmax of tile j runs on the CUDA cores, and O += P(j) V(j) while the next
-// tile loads (FlashAttention-3's intra-warpgroup overlap, without warp specialisation).
+// One warpgroup, 64 queries, three K/V stages, FlashAttention-3's intra-warpgroup order:
+// while O += P(j) V(j) runs on the tensor cores, the softmax of S(j+1) (issued before it)
+// runs on the CUDA cores. Registers the in-flight MMAs use are only defined outside their
+// flight (O is rescaled before its MMA is issued, P is packed once every MMA is done), so
+// ptxas keeps the MMAs asynchronous.
 template <typename T> __global__ void __launch_bounds__(128) attention_wgp_kernel(WG_ARGS) {
 #ifdef WG_HAVE
     int h = blockIdx.y, s = blockIdx.z;
@@ -306,7 +312,7 @@ template <typename T> __global__ void __launch_bounds__(128) attention_wgp_kerne
     int r0 = q0 + warp * 16 + g;
     wg_load_q<T>(qa, qh, ld, r0, len, c);
 
-    float sc[32], sn[32], o[32];
+    float sc[32], o[32], al0, al1;
     uint32_t pa[4][4];
 #pragma unroll
     for (int i = 0; i < 32; i++)
@@ -318,52 +324,46 @@ template <typename T> __global__ void __launch_bounds__(128) attention_wgp_kerne
         wg_mma<T, 0>(sc, qa[kk], wg_desc(kt(0) + kk * 32, khi), kk);
     wg_commit_wait();
     wg_fence_regs(sc);
+    wg_softmax(sc, m0, m1, l0, l1, len, c, scale_log2, al0, al1);
+    wg_pack_p<T>(sc, pa);
 
-    // One tile step: softmax of cur (tile j) while S(j+1) fills nxt. Unrolled by two with
-    // the roles swapped, so no accumulator is ever copied.
-    auto step = [&](float(&cur)[32], float(&nxt)[32], int j) {
-        const bool next = j + 1 < n_tiles;
-        if (next) { // tile j+1 is the only copy in flight; then S(j+1) goes to the tensor cores
-            asm volatile("cp.async.wait_group 0;\n" ::);
-            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-            __syncthreads();
-            wg_fence();
-#pragma unroll
-            for (int kk = 0; kk < 4; kk++)
-                wg_mma<T, 0>(nxt, qa[kk], wg_desc(kt(j + 1) + kk * 32, khi), kk);
-            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-        }
-        float al0, al1;
-        wg_softmax<T>(cur, pa, m0, m1, l0, l1, len - j * WG_BN, c, scale_log2, al0, al1);
-        // O += P(j-1) V(j-1) was committed before S(j+1): it is done when at most one group
-        // is left. Then its stage ((j+2) % 3) may take tile j+2, once every warp is past it.
-        if (next)
-            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-        else
-            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-        wg_fence_regs(o);
+    // Every tile but the last: S(j+1) is issued with O += P(j) V(j).
+    for (int j = 0; j + 1 < n_tiles; j++) {
+        asm volatile("cp.async.wait_group 0;\n" ::); // tile j+1, the only copy in flight
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        // Every warp is past O += P(j-1) V(j-1) (waited for last iteration): stage
+        // (j+2) % 3, tile j-1's, may take tile j+2.
         __syncthreads();
         if (j + 2 < n_tiles) {
             wg_load_tile<T, 128>(kt(j + 2), vt(j + 2), kh, vh, ld, (j + 2) * WG_BN, len, tid);
             asm volatile("cp.async.commit_group;\n" ::);
         }
-        wg_rescale(o, al0, al1);
+        wg_rescale(o, al0, al1); // P(j)'s factors; O's last MMA is done
         wg_fence_regs(o);
         wg_fence();
 #pragma unroll
         for (int kk = 0; kk < 4; kk++)
+            wg_mma<T, 0>(sc, qa[kk], wg_desc(kt(j + 1) + kk * 32, khi), kk);
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++)
             wg_mma<T, 1>(o, pa[kk], wg_desc(vt(j) + kk * 2048, vhi), 1);
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-        if (next) { // S(j+1) (committed before this O += P V) is done when one group is left
-            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-            wg_fence_regs(nxt);
-        }
-    };
-    for (int j = 0; j < n_tiles; j += 2) {
-        step(sc, sn, j);
-        if (j + 1 < n_tiles) step(sn, sc, j + 1);
+        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); // S(j+1) done
+        wg_fence_regs(sc);
+        wg_softmax(sc, m0, m1, l0, l1, len - (j + 1) * WG_BN, c, scale_log2, al0, al1);
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); // O done
+        wg_fence_regs(o);
+        wg_pack_p<T>(sc, pa);
     }
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    // The last tile.
+    wg_rescale(o, al0, al1);
+    wg_fence_regs(o);
+    wg_fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; kk++)
+        wg_mma<T, 1>(o, pa[kk], wg_desc(vt(n_tiles - 1) + kk * 2048, vhi), 1);
+    wg_commit_wait();
     wg_fence_regs(o);
     wg_store<T>(o, l0, l1, out + (size_t)start * out_ld + h * WG_D + 2 * c, out_ld, r0, len);
 #endif

@@ -112,9 +112,9 @@ cudaError_t cuda_attention_wgmma(const T *q, const T *k, const T *v, int ld, con
                                  int out_ld, cudaStream_t st);
 // Attention kernel variant: 4 (4 warps), 5 (4 warps, 5 blocks/SM), 6 (4 warps, fp16 exps
 // in half2), 8 (8 warps), 9 / 10 (wgmma, 1 / 2 warpgroups per block, on compute capability
-// 9.0; elsewhere 4), 11 (wgmma, one warpgroup, S(j+1) overlapped with softmax(j)), 1 (auto:
-// the fastest wgmma kernel on compute capability 9.0, else 4); 0 = default
-// (RECLASS_CUDA_ATT when set). Bench and tests.
+// 9.0; elsewhere 4), 11 (wgmma, one warpgroup, softmax(j+1) overlapped with O += P(j) V(j)), 1
+// (auto: the fastest wgmma kernel on compute capability 9.0, else 4); 0 = default (RECLASS_CUDA_ATT
+// when set). Bench and tests.
 void cuda_attention_set_variant(int warps);
 // dst = (T) src, n elements, on the device.
 template <typename T> cudaError_t cuda_convert(const float *src, size_t n, T *dst, cudaStream_t st);
