@@ -4,12 +4,15 @@
 # broker, submits the CLINC150 test set (5,500 texts) as one bulk job, runs the worker until
 # the job is complete, prints a summary from PostgreSQL (tickets, top intents, accuracy
 # against the gold labels, tickets/s) and stops everything it started.
-#   deploy/demo.sh            (env: RECLASS_BUILD_DIR, RECLASS_BACKEND=cpu|cuda, KEEP=1)
+#   deploy/demo.sh            (env: RECLASS_BUILD_DIR, RECLASS_BACKEND=cpu|cuda, KEEP=1,
+#                              RECLASS_DEMO_PREBUILT=1: no installs, no build)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${RECLASS_BUILD_DIR:-$root/build}
 backend=${RECLASS_BACKEND:-cpu}
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+prebuilt=${RECLASS_DEMO_PREBUILT:-0} # 1: skip steps 1-2, use $RECLASS_BUILD_DIR/reclass as is
 
 # 1. packages (only what is missing; apt-get update once)
 pkgs=(librdkafka-dev libavro-dev libpq-dev libopenblas-dev libjansson-dev libutf8proc-dev
@@ -17,7 +20,7 @@ pkgs=(librdkafka-dev libavro-dev libpq-dev libopenblas-dev libjansson-dev libutf
       build-essential
       pkg-config python3)
 missing=()
-for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+[ "$prebuilt" = 1 ] || for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
     sudo=
     if [ "$(id -u)" != 0 ]; then
@@ -30,9 +33,11 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # 2. build (the CUDA backend too when nvcc is there)
-say "building in $build"
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" -j"$(nproc)" --target reclass >/dev/null
+if [ "$prebuilt" != 1 ]; then
+    say "building in $build"
+    cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+    cmake --build "$build" -j"$(nproc)" --target reclass >/dev/null
+fi
 reclass=$build/reclass
 
 # 3. throwaway services, stopped on any exit

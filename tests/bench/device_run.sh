@@ -18,6 +18,8 @@
 #                settings, one per run: attention block shape, GEMM tuning, LN grid, streams)
 #       rbench   reclass bench --backend cuda (the worker's own bench command)
 #       torch    tests/bench/torch_gpu_peer.py eager + torch.compile on the same workload
+#       e2e      deploy/demo.sh with RECLASS_BACKEND=cuda: the whole job (dev broker, worker,
+#                PostgreSQL) on the GPU; needs .devlibs/pg.tar.xz (pack-pg here)
 # Logs and JSON lines go to $OUT (or ./device-out) so they come back.
 set -u
 mode=${1:-}
@@ -34,9 +36,24 @@ pack)
     ls -la .devlibs
     exit 0
     ;;
+pack-pg) # PostgreSQL 15 server + client from this machine, for the e2e stage (device has none)
+    rm -rf /tmp/pgpack && mkdir -p /tmp/pgpack/pglib /tmp/pgpack/root/usr/lib/postgresql/15/bin \
+        /tmp/pgpack/root/usr/lib/postgresql/15/lib /tmp/pgpack/root/usr/share/postgresql
+    P=/usr/lib/postgresql/15
+    cp -L $P/bin/initdb $P/bin/pg_ctl $P/bin/postgres $P/bin/psql /tmp/pgpack/root$P/bin/
+    find $P/lib -maxdepth 1 -name '*.so' ! -name 'llvmjit*' -exec cp -L {} /tmp/pgpack/root$P/lib/ \;
+    cp -rL /usr/share/postgresql/15 /tmp/pgpack/root/usr/share/postgresql/
+    for b in initdb pg_ctl postgres psql; do ldd $P/bin/$b; done | awk '/=>/ {print $3}' | sort -u |
+        grep -v -E 'libc\.so|libm\.so|ld-linux|libgcc_s|libstdc\+\+|libpthread|libdl\.so|librt\.so|libresolv' |
+        while read -r lib; do cp -L "$lib" /tmp/pgpack/pglib/; done
+    mkdir -p .devlibs && tar -C /tmp/pgpack -cf - root pglib | xz -T2 -6 >.devlibs/pg.tar.xz
+    rm -rf /tmp/pgpack
+    ls -la .devlibs
+    exit 0
+    ;;
 run) ;;
 *)
-    echo "usage: $0 pack | run STAGES" >&2
+    echo "usage: $0 pack | pack-pg | run STAGES" >&2
     exit 2
     ;;
 esac
@@ -161,6 +178,23 @@ if has torch; then
     note "torch compile ($(elapsed)s)"
     PYTHONUNBUFFERED=1 timeout ${TORCH_COMPILE_TIMEOUT:-300} python3 tests/bench/torch_gpu_peer.py /tmp/tickets_mix.jsonl \
         --variants compile --budgets ${TORCH_COMPILE_BUDGETS:-16384,32768,65536} --repeat 3 2>&1 | tee "$OUT/torch-compile.log" | grep -E '^\{|skip|Error' | tee -a "$summary"
+fi
+if has e2e; then
+    note "e2e: demo job on the CUDA backend ($(elapsed)s)"
+    if [ -f .devlibs/pg.tar.xz ]; then
+        mkdir -p /tmp/pgx && xz -dc .devlibs/pg.tar.xz | tar -C /tmp/pgx -xf -
+        cp -a /tmp/pgx/root/. / && mkdir -p /opt/reclass-pglib && cp -a /tmp/pgx/pglib/. /opt/reclass-pglib/
+        id postgres >/dev/null 2>&1 || useradd -r -M -d /nonexistent -s /usr/sbin/nologin postgres
+        (export LD_LIBRARY_PATH=/opt/reclass-pglib:$LD_LIBRARY_PATH PATH=/usr/lib/postgresql/15/bin:$PATH
+         RECLASS_DEMO_PREBUILT=1 RECLASS_BUILD_DIR=$PWD/$B RECLASS_BACKEND=cuda KEEP=1 \
+             timeout 300 bash deploy/demo.sh) >"$OUT/e2e.log" 2>&1
+        echo "demo exit $?" | tee -a "$summary"
+        grep -v -E '^\s*$' "$OUT/e2e.log" | tail -22 | tee -a "$summary"
+        d=$(ls -d /tmp/reclass-demo.* 2>/dev/null | tail -1)
+        [ -n "$d" ] && cp "$d"/run.log "$d"/stats.json "$OUT/" 2>/dev/null
+    else
+        echo "no .devlibs/pg.tar.xz (tests/bench/device_run.sh pack-pg)" | tee -a "$summary"
+    fi
 fi
 note "done in $(elapsed)s"
 cp "$summary" "$RESULT_OUT/summary.txt"
