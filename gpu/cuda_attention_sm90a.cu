@@ -46,6 +46,24 @@ __device__ __forceinline__ void wg_load_tile(uint32_t ks, uint32_t vs, const T *
     }
 }
 
+// Starts loading the next tile (when there is one) into its stage, then waits until every
+// earlier tile has landed and, past the fence and the barrier, is visible to the tensor
+// cores (the copies write through the generic proxy, wgmma reads through the async proxy).
+template <typename T, int NT>
+__device__ __forceinline__ void wg_prefetch_wait(bool has_next, uint32_t ks, uint32_t vs,
+                                                 const T *k, const T *v, int ld, int k0, int len,
+                                                 int tid) {
+    if (has_next) {
+        wg_load_tile<T, NT>(ks, vs, k, v, ld, k0, len, tid);
+        asm volatile("cp.async.commit_group;\n" ::);
+        asm volatile("cp.async.wait_group 1;\n" ::);
+    } else {
+        asm volatile("cp.async.wait_group 0;\n" ::);
+    }
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
+}
+
 // Shared-memory matrix descriptor: the start address in bits 0-13 (16-byte units), the
 // rest (leading and stride byte offsets, swizzle mode) fixed per operand (wg_desc_hi).
 __device__ __forceinline__ uint64_t wg_desc(uint32_t addr, uint64_t hi) {
@@ -240,18 +258,8 @@ __global__ void __launch_bounds__(WGS * 128) attention_wg_kernel(WG_ARGS) {
         o[i] = 0.f;
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
     for (int j = 0; j < n_tiles; j++) {
-        if (j + 1 < n_tiles) {
-            wg_load_tile<T, NT>(kt((j + 1) & 1), vt((j + 1) & 1), kh, vh, ld, (j + 1) * WG_BN, len,
-                                tid);
-            asm volatile("cp.async.commit_group;\n" ::);
-            asm volatile("cp.async.wait_group 1;\n" ::);
-        } else {
-            asm volatile("cp.async.wait_group 0;\n" ::);
-        }
-        // The tiles were written through the generic proxy; the tensor cores read them
-        // through the async proxy.
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-        __syncthreads();
+        wg_prefetch_wait<T, NT>(j + 1 < n_tiles, kt((j + 1) & 1), vt((j + 1) & 1), kh, vh, ld,
+                                (j + 1) * WG_BN, len, tid);
 
         float sc[32], al0, al1;
         uint32_t pa[4][4];
@@ -299,15 +307,7 @@ template <typename T> __global__ void __launch_bounds__(128) attention_wgp_kerne
     int n_tiles = (len + WG_BN - 1) / WG_BN;
     wg_load_tile<T, 128>(kt(0), vt(0), kh, vh, ld, 0, len, tid);
     asm volatile("cp.async.commit_group;\n" ::);
-    if (n_tiles > 1) {
-        wg_load_tile<T, 128>(kt(1), vt(1), kh, vh, ld, WG_BN, len, tid);
-        asm volatile("cp.async.commit_group;\n" ::);
-        asm volatile("cp.async.wait_group 1;\n" ::);
-    } else {
-        asm volatile("cp.async.wait_group 0;\n" ::);
-    }
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    __syncthreads();
+    wg_prefetch_wait<T, 128>(n_tiles > 1, kt(1), vt(1), kh, vh, ld, WG_BN, len, tid);
     uint32_t qa[4][4];
     int r0 = q0 + warp * 16 + g;
     wg_load_q<T>(qa, qh, ld, r0, len, c);
