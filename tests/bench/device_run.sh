@@ -26,7 +26,7 @@ mode=${1:-}
 B=build-sm90
 case "$mode" in
 pack)
-    rm -rf .devlibs && mkdir -p .devlibs/lib
+    rm -rf .devlibs/lib .devlibs/bundle.tar.xz && mkdir -p .devlibs/lib
     ldd $B/reclass $B/tests/test_gpu_kernels | awk '/=>/ {print $3}' | sort -u |
         grep -v -E 'libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libresolv|ld-linux|libgcc_s|libstdc\+\+|libcublas|libcudart' |
         while read -r lib; do cp -L "$lib" .devlibs/lib/; done
