@@ -93,7 +93,10 @@ int consumers_consumer_init(const consumers_consumer_cfg_t *cfg, const consumers
               conf_set(conf, "enable.auto.offset.store", "false", err, errlen) ||
               conf_set(conf, "enable.auto.commit", "true", err, errlen) ||
               conf_set(conf, "auto.offset.reset", "earliest", err, errlen) ||
-              conf_set(conf, "client.id", "reclass-run", err, errlen);
+              conf_set(conf, "client.id", "reclass-run", err, errlen) ||
+              /* a resumed partition waits for the fetch in flight: keep that short (the
+               * default 500 ms; --kafka overrides) */
+              conf_set(conf, "fetch.wait.max.ms", "100", err, errlen);
     if (!bad && cfg->max_poll_interval_ms > 0) {
         snprintf(num, sizeof(num), "%d", cfg->max_poll_interval_ms);
         bad = conf_set(conf, "max.poll.interval.ms", num, err, errlen);

@@ -5,7 +5,12 @@
 # the job is complete, prints a summary from PostgreSQL (tickets, top intents, accuracy
 # against the gold labels, tickets/s) and stops everything it started.
 #   deploy/demo.sh            (env: RECLASS_BUILD_DIR, RECLASS_BACKEND=cpu|cuda, KEEP=1,
-#                              RECLASS_DEMO_PREBUILT=1: no installs, no build)
+#                              RECLASS_DEMO_PREBUILT=1: no installs, no build;
+#                              RECLASS_DEMO_INPUT=FILE.jsonl, RECLASS_DEMO_MODEL=DIR: another job;
+#                              RECLASS_DEMO_PARTITIONS=N (default 4); RECLASS_DEMO_WORKER_ARGS
+#                              (more reclass run flags, e.g. "--kafka fetch.wait.max.ms=10");
+#                              the worker also reads its own RECLASS_* settings, e.g.
+#                              RECLASS_TOKEN_BUDGET)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${RECLASS_BUILD_DIR:-$root/build}
@@ -13,6 +18,8 @@ backend=${RECLASS_BACKEND:-cpu}
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
 prebuilt=${RECLASS_DEMO_PREBUILT:-0} # 1: skip steps 1-2, use $RECLASS_BUILD_DIR/reclass as is
+input=${RECLASS_DEMO_INPUT:-}        # a JSONL of {"id", "text"} instead of CLINC150 (no accuracy)
+model=${RECLASS_DEMO_MODEL:-$root/deploy/models/clinc150-bert-mini}
 
 # 1. packages (only what is missing; apt-get update once)
 pkgs=(librdkafka-dev libavro-dev libpq-dev libopenblas-dev libjansson-dev libutf8proc-dev
@@ -62,7 +69,7 @@ trap 'exit 130' INT TERM
 say "starting PostgreSQL and the dev Kafka broker"
 db=$(bash "$root/tests/lib/pg_tmp.sh" start "$tmp/pg")
 "$reclass" migrate --db "$db" >"$tmp/migrate.log" 2>&1
-"$reclass" dev-broker --partitions 4 --topic tickets >"$tmp/broker.out" 2>"$tmp/broker.log" &
+"$reclass" dev-broker --partitions "${RECLASS_DEMO_PARTITIONS:-4}" --topic tickets >"$tmp/broker.out" 2>"$tmp/broker.log" &
 pids+=($!)
 brokers=
 for _ in $(seq 300); do
@@ -72,8 +79,11 @@ for _ in $(seq 300); do
 done
 [ -n "$brokers" ] || { echo "demo: the dev broker did not start" >&2; exit 1; }
 
-# 4. the CLINC150 test set as submit input, gold labels (and Hugging Face's predictions) as CSV
-python3 - "$root/tests/fixtures/golden_clinc150_test.jsonl" "$tmp/tickets.jsonl" "$tmp/gold.csv" <<'PY'
+if [ -n "$input" ]; then
+    cp "$input" "$tmp/tickets.jsonl"
+else
+    # 4. the CLINC150 test set as submit input, gold labels (and Hugging Face's predictions) as CSV
+    python3 - "$root/tests/fixtures/golden_clinc150_test.jsonl" "$tmp/tickets.jsonl" "$tmp/gold.csv" <<'PY'
 import csv, json, sys
 src, out, gold = sys.argv[1:4]
 with open(src, encoding="utf-8") as f, open(out, "w", encoding="utf-8") as o, \
@@ -85,11 +95,13 @@ with open(src, encoding="utf-8") as f, open(out, "w", encoding="utf-8") as o, \
         o.write(json.dumps({"id": tid, "text": r["text"]}) + "\n")
         w.writerow([tid, r["label"], r.get("pred", "")])
 PY
-psql "$db" -qX -v ON_ERROR_STOP=1 \
-    -c "CREATE TABLE demo_gold (ticket_id text PRIMARY KEY, label text NOT NULL, hf_pred text)" \
-    -c "\\copy demo_gold FROM '$tmp/gold.csv' WITH (FORMAT csv)"
+    psql "$db" -qX -v ON_ERROR_STOP=1 \
+        -c "CREATE TABLE demo_gold (ticket_id text PRIMARY KEY, label text NOT NULL, hf_pred text)" \
+        -c "\\copy demo_gold FROM '$tmp/gold.csv' WITH (FORMAT csv)"
+fi
 
-job=clinc150-test
+job=${input:+$(basename "$input" .jsonl)}
+job=${job:-clinc150-test}
 say "submitting $(wc -l <"$tmp/tickets.jsonl") tickets as job $job"
 "$reclass" submit --brokers "$brokers" --topic tickets --job-id "$job" --tenant demo \
     --no-progress "$tmp/tickets.jsonl" 2>"$tmp/submit.log"
@@ -97,8 +109,8 @@ say "submitting $(wc -l <"$tmp/tickets.jsonl") tickets as job $job"
 # 5. the worker, until the job is done and nothing is left (then it leaves the group itself)
 say "running the worker (backend $backend) until the job completes"
 "$reclass" run --brokers "$brokers" --topic tickets --group reclass-demo --db "$db" \
-    --model "$root/deploy/models/clinc150-bert-mini" --backend "$backend" --idle-exit 3 \
-    --stats-json "$tmp/stats.json" >"$tmp/run.out" 2>"$tmp/run.log" &
+    --model "$model" --backend "$backend" --idle-exit 3 \
+    --stats-json "$tmp/stats.json" ${RECLASS_DEMO_WORKER_ARGS:-} >"$tmp/run.out" 2>"$tmp/run.log" &
 worker=$!
 pids+=("$worker")
 wait "$worker"
@@ -112,12 +124,14 @@ q "SELECT format('  tickets %s of %s, complete: %s', done, total, completed_at I
 echo "top 10 intents:"
 q "SELECT format('  %-24s %5s  (mean confidence %s)', label, tickets, round(mean_confidence::numeric, 3))
    FROM job_label_counts WHERE job_id = '$job' ORDER BY tickets DESC, label LIMIT 10"
-q "SELECT format('accuracy against the CLINC150 labels: %s%% (%s of %s)',
-          round(100.0 * avg((r.label = g.label)::int), 2), sum((r.label = g.label)::int), count(*))
-   FROM ticket_results r JOIN demo_gold g USING (ticket_id) WHERE r.job_id = '$job'"
-q "SELECT format('agreement with the Hugging Face reference predictions: %s%%',
-          round(100.0 * avg((r.label = g.hf_pred)::int), 2))
-   FROM ticket_results r JOIN demo_gold g USING (ticket_id) WHERE r.job_id = '$job' AND g.hf_pred <> ''"
+if [ -z "$input" ]; then
+    q "SELECT format('accuracy against the CLINC150 labels: %s%% (%s of %s)',
+              round(100.0 * avg((r.label = g.label)::int), 2), sum((r.label = g.label)::int), count(*))
+       FROM ticket_results r JOIN demo_gold g USING (ticket_id) WHERE r.job_id = '$job'"
+    q "SELECT format('agreement with the Hugging Face reference predictions: %s%%',
+              round(100.0 * avg((r.label = g.hf_pred)::int), 2))
+       FROM ticket_results r JOIN demo_gold g USING (ticket_id) WHERE r.job_id = '$job' AND g.hf_pred <> ''"
+fi
 python3 - "$tmp/stats.json" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))

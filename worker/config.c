@@ -45,9 +45,12 @@ static const opt_t opts[] = {
     {"--device", "RECLASS_DEVICE", I(device, 0, 1024), "CUDA device ordinal (default 0)"},
     {"--schemas", "RECLASS_SCHEMAS", S(schemas),
      "directory of ticket-v<ID>.avsc schemas (default: the source tree's consumers/schemas)"},
-    {"--max-pending", "RECLASS_MAX_PENDING", I(max_pending, 1, 1 << 24),
-     "tickets waiting for a batch before consumption pauses (default 2048); also\n"
-     "      bounds the work a shutdown finishes"},
+    {"--max-pending", "RECLASS_MAX_PENDING", I(max_pending, 0, 1 << 24),
+     "tickets waiting for a batch before consumption pauses (default 0 = 2048 on the\n"
+     "      cpu backend, 32768 on cuda); also bounds the work a shutdown finishes"},
+    {"--max-pending-tokens", "RECLASS_MAX_PENDING_TOKENS", I(max_pending_tokens, 0, 1 << 30),
+     "tokens of the tickets waiting in the accumulator before consumption pauses\n"
+     "      (default 0 = 8 token budgets)"},
     {"--sink-rows", "RECLASS_SINK_ROWS", I(sink_rows, 1, 1 << 20),
      "most rows per PostgreSQL transaction (default 8192)"},
     {"--log-every", "RECLASS_LOG_EVERY", I(log_every, 0, INT_MAX),
@@ -125,7 +128,6 @@ int worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **argv, char *err
     cfg->schemas = RECLASS_SOURCE_DIR "/consumers/schemas";
     cfg->token_budget = 4096;
     cfg->max_wait_ms = 200;
-    cfg->max_pending = 2048;
     cfg->sink_rows = 8192;
     cfg->log_every = 50;
     cfg->top_k = 3;

@@ -192,6 +192,30 @@ if has e2e; then
         grep -v -E '^\s*$' "$OUT/e2e.log" | tail -22 | tee -a "$summary"
         d=$(ls -d /tmp/reclass-demo.* 2>/dev/null | tail -1)
         [ -n "$d" ] && cp "$d"/run.log "$d"/stats.json "$OUT/" 2>/dev/null
+        # A production-sized encoder on real texts: a random bert-base checkpoint (transformers
+        # here), the CLINC150 + BANKING77 + CFPB texts from tests/bench/e2e_texts.py (carried
+        # as .devlibs/e2e/real_texts.jsonl.xz), budget 16384.
+        if [ -f .devlibs/e2e/real_texts.jsonl.xz ] && xz -dc .devlibs/e2e/real_texts.jsonl.xz >/tmp/real_texts.jsonl &&
+            python3 tests/bench/make_random_checkpoint.py /tmp/bert-base-random >"$OUT/e2e-bert-base.log" 2>&1; then
+            # E2E_VARIANTS: words, each "base" (the defaults) or VAR=VALUE[,VAR=VALUE...]
+            # settings for demo.sh and the worker
+            for v in ${E2E_VARIANTS:-base}; do
+                rm -rf /tmp/reclass-demo.*
+                echo "== variant $v" >>"$OUT/e2e-bert-base.log"
+                (export LD_LIBRARY_PATH=/opt/reclass-pglib:$LD_LIBRARY_PATH PATH=/usr/lib/postgresql/15/bin:$PATH
+                 vars=()
+                 [ "$v" = base ] || IFS=, read -r -a vars <<<"$v"
+                 env RECLASS_DEMO_PREBUILT=1 RECLASS_BUILD_DIR=$PWD/$B RECLASS_BACKEND=cuda KEEP=1 \
+                     RECLASS_DEMO_INPUT=/tmp/real_texts.jsonl RECLASS_DEMO_MODEL=/tmp/bert-base-random \
+                     RECLASS_DEMO_PARTITIONS=8 RECLASS_TOKEN_BUDGET=${E2E_BUDGET:-16384} \
+                     RECLASS_LOG_EVERY=20 "${vars[@]}" timeout 120 bash deploy/demo.sh) >>"$OUT/e2e-bert-base.log" 2>&1
+                echo "bert-base job [$v] exit $?" | tee -a "$summary"
+                grep -E '^throughput' "$OUT/e2e-bert-base.log" | tail -1 | tee -a "$summary"
+                d=$(ls -d /tmp/reclass-demo.* 2>/dev/null | tail -1)
+                [ -n "$d" ] && cp "$d"/run.log "$OUT/run-bert-base-${v//[^A-Za-z0-9_.-]/_}.log" &&
+                    cp "$d"/stats.json "$OUT/stats-bert-base-${v//[^A-Za-z0-9_.-]/_}.json"
+            done
+        fi
     else
         echo "no .devlibs/pg.tar.xz (tests/bench/device_run.sh pack-pg)" | tee -a "$summary"
     fi
