@@ -11,21 +11,14 @@ worker_metrics_t worker_metrics;
 
 void worker_metrics_reset(worker_metrics_t *m) {
     /* atomic stores, not memset: another thread may be reading */
-    atomic_long *longs[] = {&m->tickets_consumed,
-                            &m->tickets_classified,
-                            &m->dead_lettered,
-                            &m->truncated,
-                            &m->batches,
-                            &m->tokens,
-                            &m->sink_commits,
-                            &m->sink_retries,
-                            &m->pauses,
-                            &m->drift_windows,
-                            &m->drift_dropped,
-                            &m->telemetry_rows,
-                            &m->telemetry_failures,
-                            &m->pending_items,
-                            &m->pending_tokens};
+    atomic_long *longs[] = {&m->tickets_consumed, &m->tickets_classified,
+                            &m->dead_lettered,    &m->truncated,
+                            &m->batches,          &m->tokens,
+                            &m->sink_commits,     &m->sink_retries,
+                            &m->pauses,           &m->holds,
+                            &m->drift_windows,    &m->drift_dropped,
+                            &m->telemetry_rows,   &m->telemetry_failures,
+                            &m->pending_items,    &m->pending_tokens};
     for (size_t i = 0; i < sizeof(longs) / sizeof(longs[0]); i++)
         atomic_store(longs[i], 0);
     atomic_llong *llongs[] = {
@@ -136,6 +129,9 @@ char *worker_metrics_render(const worker_metrics_t *m, const worker_metrics_info
            "Result writes that met a lost connection and were retried.", LD(sink_retries));
     metric(&b, "reclass_consumer_pauses_total", "counter",
            "Times consumption was paused for backpressure.", LD(pauses));
+    metric(&b, "reclass_consumer_holds_total", "counter",
+           "Backlogs waited out without polling or pausing (backpressure under a second).",
+           LD(holds));
     metric(&b, "reclass_drift_windows_flushed_total", "counter",
            "Drift windows written to drift_windows.", LD(drift_windows));
     metric(&b, "reclass_drift_windows_dropped_total", "counter",

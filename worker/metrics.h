@@ -23,6 +23,7 @@ typedef struct {
     atomic_long sink_commits;       /* PostgreSQL transactions of results committed */
     atomic_long sink_retries;       /* writes refused by a lost connection and retried */
     atomic_long pauses;             /* times consumption was paused (backpressure) */
+    atomic_long holds;              /* backlogs waited out without a pause (backpressure) */
     atomic_long drift_windows;      /* drift windows written to drift_windows */
     atomic_long drift_dropped;      /* closed windows dropped unwritten (database down) */
     atomic_long telemetry_rows;     /* gpu_memory rows written */

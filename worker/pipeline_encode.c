@@ -68,7 +68,7 @@ static int score_item(pl_item_t *it, const float *logits, const gpu_model_config
     return 0;
 }
 
-static void wait_until_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t wake_ms) {
+void pl_wait_until_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t wake_ms) {
     int64_t now = pl_now_ms();
     int64_t dt = wake_ms - now;
     if (dt > 100) dt = 100; /* re-check flags regularly */
@@ -102,18 +102,19 @@ void *pl_encoder_main(void *arg) {
         int pending = worker_accum_pending_items(pl->acc);
         if (pl->draining && pending == 0) break;
         if (pl->out_items >= pl->max_out_items) { /* the sink is behind (or the db is down) */
-            wait_until_ms(&pl->cv_room, &pl->mu, now + 100);
+            pl_wait_until_ms(&pl->cv_room, &pl->mu, now + 100);
             continue;
         }
         if (!pl->draining && !worker_accum_ready(pl->acc, now)) {
-            wait_until_ms(&pl->cv_enc, &pl->mu, worker_accum_next_deadline(pl->acc));
+            pl_wait_until_ms(&pl->cv_enc, &pl->mu, worker_accum_next_deadline(pl->acc));
             continue;
         }
         int n = worker_accum_pop(pl->acc, now, pl->draining, items, lens, cap);
         if (n <= 0) {
-            wait_until_ms(&pl->cv_enc, &pl->mu, now + 5);
+            pl_wait_until_ms(&pl->cv_enc, &pl->mu, now + 5);
             continue;
         }
+        pthread_cond_signal(&pl->cv_accum); /* a consumer holding back may push again */
         pl->encoding = 1;
         pthread_mutex_unlock(&pl->mu);
 

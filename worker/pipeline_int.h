@@ -54,10 +54,11 @@ typedef struct {
     int max_seqs; /* sequences per batch the backend holds */
     int max_len;  /* tokens per text after truncation */
 
-    pthread_mutex_t mu;     /* guards everything below that is not marked otherwise */
-    pthread_cond_t cv_enc;  /* encoder: items pushed, draining started */
-    pthread_cond_t cv_sink; /* sink: results queued, encoder finished */
-    pthread_cond_t cv_room; /* encoder: the sink queue has room again */
+    pthread_mutex_t mu;      /* guards everything below that is not marked otherwise */
+    pthread_cond_t cv_enc;   /* encoder: items pushed, draining started */
+    pthread_cond_t cv_sink;  /* sink: results queued, encoder finished */
+    pthread_cond_t cv_room;  /* encoder: the sink queue has room again */
+    pthread_cond_t cv_accum; /* consumer: the encoder took a batch (accumulator room) */
     worker_accum_t *acc;
     consumers_offsets_t *offsets;
     pl_out_t *out_head, *out_tail; /* encoder -> sink queue */
@@ -85,6 +86,7 @@ typedef struct {
     pl_item_t *ovf_head, *ovf_tail; /* poll thread: consumed, waiting for accumulator room */
     long ovf_n;
     long pauses; /* poll thread: times consumption was paused (backpressure) */
+    long holds;  /* poll thread: backlogs waited out without a pause */
 
     /* telemetry (worker/pipeline_telemetry.c) */
     worker_http_t *http;          /* /healthz /readyz /metrics; NULL when --http-port 0 */
@@ -99,6 +101,8 @@ typedef struct {
 
 double pl_now_s(void);
 int64_t pl_now_ms(void);
+/* pthread_cond_timedwait on cv (mu held) until wake_ms (pl_now_ms clock), at most 100 ms. */
+void pl_wait_until_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t wake_ms);
 void pl_item_free(pl_item_t *it);
 
 /* Stores next_offset for partition with Kafka and remembers it (caller holds mu). */
