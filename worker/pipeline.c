@@ -286,9 +286,11 @@ static void poll_loop(pl_t *pl) {
         if (fatal) break;
         int full = drain_overflow(pl);
         /* Backpressure. A short backlog (the encoder takes a batch soon) is waited out without
-         * polling: the fetched records stay in librdkafka's queue. A pause purges that queue
-         * and costs a re-fetch on resume (~0.2 s a cycle with the dev broker: 18 pauses took
-         * the CPU demo at --max-pending 256 from 1.3 s to 5.5 s), so the partitions are paused
+         * polling: the fetched records stay in librdkafka's local queue, whose own limit
+         * (queued.max.messages.kbytes) then stops the fetcher, and heartbeats go on in the
+         * background. A pause instead purges that queue (librdkafka issues #2052, #5343) and
+         * costs a re-fetch on resume (~0.2 s a cycle with the dev broker: 18 pauses took the
+         * CPU demo at --max-pending 256 from 1.3 s to 5.5 s), so the partitions are paused
          * only when the backlog outlasts PL_HOLD_MS or the database is down; polling goes on
          * then (max.poll.interval.ms is never hit). Rebalance callbacks wait at most
          * PL_HOLD_MS. */
