@@ -347,7 +347,7 @@ int worker_cmd_bench(int argc, char **argv) {
     }
     int is_cuda = strcmp(ss.ops->name, "cuda") == 0;
     size_t peak = 0;
-    gpu_mem_stats_t ms;
+    gpu_mem_stats_t ms = {0};
     for (int i = 0; i < o.warmup; i++) {
         if (bench_pass(&b, err, sizeof err) != 0) goto fail_pass;
     }
@@ -418,7 +418,10 @@ int worker_cmd_bench(int argc, char **argv) {
     else
         printf(", \"gemm_ceiling_tflops\": null, \"share_of_ceiling\": null");
     if (is_cuda && ss.ops->mem_stats)
-        printf(", \"peak_device_bytes\": %zu", peak);
+        /* peak: cudaMemGetInfo's used bytes (context, libraries, other processes included);
+         * weights + arena: the one allocation reclass made */
+        printf(", \"peak_device_bytes\": %zu, \"weights_bytes\": %zu, \"arena_bytes\": %zu", peak,
+               ms.weights_bytes, ms.arena_bytes);
     else
         printf(", \"peak_device_bytes\": null");
     printf(", \"cpu_seconds\": %.6f", cpu_sec);
