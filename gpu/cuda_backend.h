@@ -14,6 +14,12 @@ int gpu_cuda_device_count(void);
  * (m, n, k) = (tokens, hidden-ish) shapes given; precision "fp16" or "bf16". -1 on error. */
 double gpu_cuda_gemm_tflops(int device, int m, int n, int k, const char *precision);
 
+/* The layer-GEMM ceiling: gpu_cuda_gemm_tflops on a BERT layer's four projections (QKV,
+ * attention-out, FF1, FF2 for hidden H and intermediate I) at M = m, weighted by their FLOPs.
+ * shape_tflops (may be NULL) gets the four rates in that order. -1 on error. */
+double gpu_cuda_layer_gemm_ceiling(int device, int m, int hidden, int intermediate,
+                                   const char *precision, double shape_tflops[4]);
+
 #ifdef __cplusplus
 }
 #endif

@@ -327,6 +327,21 @@ extern "C" double gpu_cuda_gemm_tflops(int device, int m, int n, int k, const ch
                               : ta_gemm_tflops<__half>(0, m, n, k);
 }
 
+extern "C" double gpu_cuda_layer_gemm_ceiling(int device, int m, int hidden, int intermediate,
+                                              const char *precision, double shape_tflops[4]) {
+    const int shapes[4][2] = {
+        {3 * hidden, hidden}, {hidden, hidden}, {intermediate, hidden}, {hidden, intermediate}};
+    double t_sum = 0, f_sum = 0;
+    for (int g = 0; g < 4; g++) {
+        double tf = gpu_cuda_gemm_tflops(device, m, shapes[g][0], shapes[g][1], precision);
+        if (shape_tflops) shape_tflops[g] = tf;
+        if (tf <= 0) return -1;
+        double f = 2.0 * m * shapes[g][0] * (double)shapes[g][1];
+        t_sum += f / tf, f_sum += f;
+    }
+    return f_sum / t_sum;
+}
+
 template <typename T>
 static double ta_att_bench(int warps, int n_seqs, int len, int heads, int iters) {
     int H = heads * 64, n = n_seqs * len, ld = 3 * H;

@@ -161,19 +161,12 @@ int main(int argc, char **argv) {
     for (char *tokp = strtok(bl, ","); tokp; tokp = strtok(NULL, ",")) {
         int budget = atoi(tokp);
         /* The ceiling: the four layer GEMMs at M = budget, weighted by their FLOPs. */
-        int shapes[4][2] = {{3 * c->hidden, c->hidden},
-                            {c->hidden, c->hidden},
-                            {c->intermediate, c->hidden},
-                            {c->hidden, c->intermediate}};
-        double t_sum = 0, f_sum = 0;
-        for (int g = 0; g < 4; g++) {
-            double tf = gpu_cuda_gemm_tflops(0, budget, shapes[g][0], shapes[g][1], prec);
-            double f = 2.0 * budget * shapes[g][0] * (double)shapes[g][1];
-            printf("  cuBLAS %s %dx%dx%d: %.1f TFLOP/s\n", prec, budget, shapes[g][0], shapes[g][1],
-                   tf);
-            t_sum += f / (tf * 1e12), f_sum += f;
-        }
-        double ceiling = f_sum / t_sum / 1e12;
+        double shape_tf[4];
+        double ceiling =
+            gpu_cuda_layer_gemm_ceiling(0, budget, c->hidden, c->intermediate, prec, shape_tf);
+        printf("  cuBLAS %s at M = %d, QKV / attn-out / FF1 / FF2: %.1f / %.1f / %.1f / %.1f "
+               "TFLOP/s\n",
+               prec, budget, shape_tf[0], shape_tf[1], shape_tf[2], shape_tf[3]);
         double ceil_tps = ceiling * 1e12 / (gemm_flops / w->n);
 
         gpu_backend_opts_t opts = {

@@ -227,22 +227,6 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 /* Sorts v in place and returns its median. */
-#ifdef RECLASS_HAVE_CUDA
-/* cuBLAS TFLOP/s on QKV, attention-out, FF1 and FF2 at M = budget, weighted by their FLOPs. */
-static double bench_gemm_ceiling(int device, int budget, const gpu_model_config_t *cfg,
-                                 const char *precision) {
-    int H = cfg->hidden, I = cfg->intermediate;
-    int shapes[4][2] = {{3 * H, H}, {H, H}, {I, H}, {H, I}};
-    double t_sum = 0, f_sum = 0;
-    for (int g = 0; g < 4; g++) {
-        double tf = gpu_cuda_gemm_tflops(device, budget, shapes[g][0], shapes[g][1], precision);
-        if (tf <= 0) return -1;
-        double f = 2.0 * budget * shapes[g][0] * (double)shapes[g][1];
-        t_sum += f / tf, f_sum += f;
-    }
-    return f_sum / t_sum;
-}
-#endif
 
 static double median(double *v, int n) {
     qsort(v, (size_t)n, sizeof(double), cmp_double);
@@ -372,10 +356,12 @@ int worker_cmd_bench(int argc, char **argv) {
     double ceiling = -1, ceiling_run = -1;
 #ifdef RECLASS_HAVE_CUDA
     if (is_cuda) {
-        ceiling = bench_gemm_ceiling(bopts.device, o.token_budget, &cfg, "bf16");
+        ceiling = gpu_cuda_layer_gemm_ceiling(bopts.device, o.token_budget, cfg.hidden,
+                                              cfg.intermediate, "bf16", NULL);
         ceiling_run = strcmp(o.precision, "bf16") == 0
                           ? ceiling
-                          : bench_gemm_ceiling(bopts.device, o.token_budget, &cfg, o.precision);
+                          : gpu_cuda_layer_gemm_ceiling(bopts.device, o.token_budget, cfg.hidden,
+                                                        cfg.intermediate, o.precision, NULL);
     }
 #endif
     const char *mname = ss.model->name ? ss.model->name : "model";
