@@ -504,9 +504,7 @@ static int be_warmup(struct gpu_backend *be, char *err, size_t errlen) {
         r = r * 1664525u + 1013904223u;
         ids[i] = (int32_t)(1000 + (r >> 8) % 20000u) % be->model->cfg.vocab_size;
     }
-    // Bucket tops (gpu/cuda_gemm.cu): 64, then quarter octaves 80, 96, 112, 128, 160, ...
-    for (int m = 64, step = 16; rc == 0; m += step) {
-        if (m >= 2 * step * 4) step *= 2;
+    for (int m = cuda_gemm_bucket(1); rc == 0; m = cuda_gemm_bucket(m + 1)) { // bucket tops
         int tok = m < budget ? m : budget;
         for (int kind = 0; kind < 2 && rc == 0; kind++) {
             int len = kind == 0 ? max_len : (tok + max_seqs - 1) / max_seqs;

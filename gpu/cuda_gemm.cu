@@ -55,7 +55,7 @@ void cuda_gemm_free(cuda_gemm_t *g) {
 }
 
 // Buckets of a quarter octave: at most ~4 entries per doubling of the token count.
-static int gemm_bucket(int m) {
+int cuda_gemm_bucket(int m) {
     if (m <= 64) return 64;
     int p = 1;
     while (p * 2 <= m)
@@ -85,12 +85,12 @@ static void gemm_layouts_free(gemm_layouts_t *l) {
 
 // Up to max_algos candidates for the shape, best first by cuBLASLt's heuristic; returns how
 // many (0 on failure).
-static int gemm_query(cuda_gemm_t *g, int m, int n, int k, int ldy, int epi, int beta,
+// (beta, a run-time scalar, does not enter: the layouts and epilogue decide the candidates.)
+static int gemm_query(cuda_gemm_t *g, int m, int n, int k, int ldy, int epi,
                       cublasLtMatmulHeuristicResult_t *res, int max_algos) {
     gemm_layouts_t l;
     int found = 0;
     cublasLtMatmulPreference_t pref = NULL;
-    (void)beta; // beta is a run-time scalar; the layouts and epilogue decide the candidates
     g->heuristic_queries++;
     if (gemm_layouts(g, &l, m, n, k, ldy) == 0 &&
         cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
@@ -194,7 +194,7 @@ int cuda_gemm_run_ld(cuda_gemm_t *g, const void *w, const void *x, void *y, int 
         }
         return 0;
     }
-    int mb = gemm_bucket(m);
+    int mb = cuda_gemm_bucket(m);
     cuda_gemm_entry_t *hit = NULL;
     for (int i = 0; i < g->n_cache; i++) {
         cuda_gemm_entry_t *c = &g->cache[i];
@@ -208,7 +208,7 @@ int cuda_gemm_run_ld(cuda_gemm_t *g, const void *w, const void *x, void *y, int 
         // Chosen for the bucket's largest M, so it is valid (workspace, split) for all below.
         cublasLtMatmulHeuristicResult_t cand[GEMM_TUNE_MAX];
         int n_cand =
-            gemm_query(g, mb, n, k, ldy, epi, res != NULL, cand,
+            gemm_query(g, mb, n, k, ldy, epi, cand,
                        g->tune > 1 ? (g->tune < GEMM_TUNE_MAX ? g->tune : GEMM_TUNE_MAX) : 1);
         if (n_cand <= 0) {
             if (epi == CUDA_GEMM_GELU_BIAS) {
@@ -233,7 +233,7 @@ int cuda_gemm_run_ld(cuda_gemm_t *g, const void *w, const void *x, void *y, int 
     if (gemm_exec(g, &hit->algo, w, x, y, bias, res, m, n, k, ldy, epi, st) == 0) return 0;
     // The cached algorithm does not suit this exact M: ask for this one alone.
     cublasLtMatmulHeuristicResult_t one;
-    if (gemm_query(g, m, n, k, ldy, epi, res != NULL, &one, 1) == 1 &&
+    if (gemm_query(g, m, n, k, ldy, epi, &one, 1) == 1 &&
         gemm_exec(g, &one.algo, w, x, y, bias, res, m, n, k, ldy, epi, st) == 0)
         return 0;
     snprintf(err, errlen, "cuBLASLt matmul failed (%dx%dx%d, epilogue %d)", m, n, k, epi);

@@ -42,6 +42,9 @@ enum { CUDA_GEMM_FP16 = 0, CUDA_GEMM_BF16 = 1, CUDA_GEMM_FP32 = 2 };
 int cuda_gemm_init(cuda_gemm_t *g, int type, void *workspace, size_t workspace_bytes, char *err,
                    size_t errlen);
 void cuda_gemm_free(cuda_gemm_t *g);
+// The top of the M bucket m falls in (algorithms are chosen per bucket, for its top):
+// 64 for m <= 64, then quarter octaves (80, 96, 112, 128, 160, ...).
+int cuda_gemm_bucket(int m);
 // Y (M, N) = X (M, K) W (N, K)^T [+ bias (N)] [then GELU] [+ R (M, N)]: with res non-NULL the
 // residual is added in the epilogue (beta = 1; res may be y itself). Returns 0 or -1.
 int cuda_gemm_run(cuda_gemm_t *g, const void *w, const void *x, void *y, const void *bias,
