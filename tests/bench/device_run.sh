@@ -179,19 +179,30 @@ if has torch; then
     PYTHONUNBUFFERED=1 timeout ${TORCH_COMPILE_TIMEOUT:-300} python3 tests/bench/torch_gpu_peer.py /tmp/tickets_mix.jsonl \
         --variants compile --budgets ${TORCH_COMPILE_BUDGETS:-16384,32768,65536} --repeat 3 2>&1 | tee "$OUT/torch-compile.log" | grep -E '^\{|skip|Error' | tee -a "$summary"
 fi
+# One demo.sh job on the CUDA backend with the carried PostgreSQL: demo_job LOG [VAR=VALUE...]
+# (later settings win); output appended to LOG; the job's run.log and stats.json are left in
+# $DEMO_DIR (KEEP=1).
+demo_job() {
+    local log=$1
+    shift
+    rm -rf /tmp/reclass-demo.*
+    (export LD_LIBRARY_PATH=/opt/reclass-pglib:$LD_LIBRARY_PATH PATH=/usr/lib/postgresql/15/bin:$PATH
+     env RECLASS_DEMO_PREBUILT=1 RECLASS_BUILD_DIR=$PWD/$B RECLASS_BACKEND=cuda KEEP=1 "$@" \
+         timeout "${DEMO_TIMEOUT:-300}" bash deploy/demo.sh) >>"$log" 2>&1
+    local rc=$?
+    DEMO_DIR=$(ls -d /tmp/reclass-demo.* 2>/dev/null | head -1)
+    return $rc
+}
 if has e2e; then
     note "e2e: demo job on the CUDA backend ($(elapsed)s)"
     if [ -f .devlibs/pg.tar.xz ]; then
         mkdir -p /tmp/pgx && xz -dc .devlibs/pg.tar.xz | tar -C /tmp/pgx -xf -
         cp -a /tmp/pgx/root/. / && mkdir -p /opt/reclass-pglib && cp -a /tmp/pgx/pglib/. /opt/reclass-pglib/
         id postgres >/dev/null 2>&1 || useradd -r -M -d /nonexistent -s /usr/sbin/nologin postgres
-        (export LD_LIBRARY_PATH=/opt/reclass-pglib:$LD_LIBRARY_PATH PATH=/usr/lib/postgresql/15/bin:$PATH
-         RECLASS_DEMO_PREBUILT=1 RECLASS_BUILD_DIR=$PWD/$B RECLASS_BACKEND=cuda KEEP=1 \
-             timeout 300 bash deploy/demo.sh) >"$OUT/e2e.log" 2>&1
+        demo_job "$OUT/e2e.log"
         echo "demo exit $?" | tee -a "$summary"
         grep -v -E '^\s*$' "$OUT/e2e.log" | tail -22 | tee -a "$summary"
-        d=$(ls -d /tmp/reclass-demo.* 2>/dev/null | tail -1)
-        [ -n "$d" ] && cp "$d"/run.log "$d"/stats.json "$OUT/" 2>/dev/null
+        [ -n "$DEMO_DIR" ] && cp "$DEMO_DIR"/run.log "$DEMO_DIR"/stats.json "$OUT/" 2>/dev/null
         # A production-sized encoder on real texts: a random bert-base checkpoint (transformers
         # here), the CLINC150 + BANKING77 + CFPB texts from tests/bench/e2e_texts.py (carried
         # as .devlibs/e2e/real_texts.jsonl.xz), budget 16384.
@@ -200,20 +211,16 @@ if has e2e; then
             # E2E_VARIANTS: words, each "base" (the defaults) or VAR=VALUE[,VAR=VALUE...]
             # settings for demo.sh and the worker
             for v in ${E2E_VARIANTS:-base}; do
-                rm -rf /tmp/reclass-demo.*
                 echo "== variant $v" >>"$OUT/e2e-bert-base.log"
-                (export LD_LIBRARY_PATH=/opt/reclass-pglib:$LD_LIBRARY_PATH PATH=/usr/lib/postgresql/15/bin:$PATH
-                 vars=()
-                 [ "$v" = base ] || IFS=, read -r -a vars <<<"$v"
-                 env RECLASS_DEMO_PREBUILT=1 RECLASS_BUILD_DIR=$PWD/$B RECLASS_BACKEND=cuda KEEP=1 \
-                     RECLASS_DEMO_INPUT=/tmp/real_texts.jsonl RECLASS_DEMO_MODEL=/tmp/bert-base-random \
-                     RECLASS_DEMO_PARTITIONS=8 RECLASS_TOKEN_BUDGET=${E2E_BUDGET:-16384} \
-                     RECLASS_LOG_EVERY=20 "${vars[@]}" timeout 120 bash deploy/demo.sh) >>"$OUT/e2e-bert-base.log" 2>&1
+                vars=()
+                [ "$v" = base ] || IFS=, read -r -a vars <<<"$v"
+                DEMO_TIMEOUT=120 demo_job "$OUT/e2e-bert-base.log" RECLASS_DEMO_INPUT=/tmp/real_texts.jsonl \
+                    RECLASS_DEMO_MODEL=/tmp/bert-base-random RECLASS_DEMO_PARTITIONS=8 \
+                    RECLASS_TOKEN_BUDGET=${E2E_BUDGET:-16384} RECLASS_LOG_EVERY=20 "${vars[@]}"
                 echo "bert-base job [$v] exit $?" | tee -a "$summary"
                 grep -E '^throughput' "$OUT/e2e-bert-base.log" | tail -1 | tee -a "$summary"
-                d=$(ls -d /tmp/reclass-demo.* 2>/dev/null | tail -1)
-                [ -n "$d" ] && cp "$d"/run.log "$OUT/run-bert-base-${v//[^A-Za-z0-9_.-]/_}.log" &&
-                    cp "$d"/stats.json "$OUT/stats-bert-base-${v//[^A-Za-z0-9_.-]/_}.json"
+                [ -n "$DEMO_DIR" ] && cp "$DEMO_DIR"/run.log "$OUT/run-bert-base-${v//[^A-Za-z0-9_.-]/_}.log" &&
+                    cp "$DEMO_DIR"/stats.json "$OUT/stats-bert-base-${v//[^A-Za-z0-9_.-]/_}.json"
             done
         fi
     else
