@@ -1,6 +1,7 @@
 // Memory-bound kernels of the CUDA encoder: embedding gather + LayerNorm, (residual +)
-// LayerNorm, the [CLS] gather, tanh, conversions. One warp per row, 16-byte loads, fp32
-// statistics; a row of H <= 1024 lives in registers (4 chunks of 8 per lane).
+// LayerNorm, the [CLS] gather, tanh, conversions. A warp per row (the LayerNorm walks several
+// rows per warp), 16-byte loads, fp32 statistics; a row of H <= 1024 lives in registers (up to
+// 4 chunks of 8 per lane).
 #include <stdlib.h>
 
 #include "gpu/cuda_common.cuh"
