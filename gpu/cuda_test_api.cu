@@ -112,6 +112,12 @@ extern "C" int gpu_cuda_test_embed_ln(const gpu_model_t *m, const char *precisio
                               : ta_embed_ln<__half>(m, ids, cu, n_seqs, out);
 }
 
+static int ta_own_mode = -1; // gpu_cuda_test_gemm_own: -1 the default, else cuda_gemm_t.own
+
+extern "C" void gpu_cuda_test_gemm_own(int mode) {
+    ta_own_mode = mode;
+}
+
 template <typename T>
 static int ta_linear(int bf16, const float *x, const float *w, const float *b, const float *res,
                      int n, int in, int out, int gelu, float *y) {
@@ -135,6 +141,7 @@ static int ta_linear(int bf16, const float *x, const float *w, const float *b, c
         rc = -1;
         goto done;
     }
+    if (ta_own_mode >= 0) g.own = ta_own_mode;
     {
         int epi = gelu ? CUDA_GEMM_GELU_BIAS : (db ? CUDA_GEMM_BIAS : CUDA_GEMM_PLAIN);
         if (cuda_gemm_run(&g, dw, dx, dy, db, res ? dy : NULL, n, out, in, epi, 0, err,
@@ -325,6 +332,72 @@ extern "C" double gpu_cuda_gemm_tflops(int device, int m, int n, int k, const ch
     if (cudaSetDevice(device) != cudaSuccess) return -1;
     return is_bf16(precision) ? ta_gemm_tflops<__nv_bfloat16>(1, m, n, k)
                               : ta_gemm_tflops<__half>(0, m, n, k);
+}
+
+// One projection as the backend runs it (epi 0 bias, 1 bias + GELU, 2 bias + residual in
+// place), X cold in L2: rotates over enough X buffers to pass 200 MB. own: cuda_gemm_t.own
+// (0: cuBLASLt, tuned among 8 candidates; 2: the own sm_90a kernel). TFLOP/s, -1 on error.
+template <typename T>
+static double ta_proj_tflops(int bf16, int m, int n, int k, int epi, int own) {
+    double tf = -1;
+    char err[256] = "CUDA allocation or launch failed";
+    cuda_gemm_t g;
+    memset(&g, 0, sizeof(g));
+    void *ws = NULL;
+    const size_t xb = (size_t)m * k * sizeof(T);
+    const int nx = xb >= (200u << 20) ? 1 : (int)((200u << 20) / xb) + 1;
+    T *w = NULL, *y = NULL, *bias = NULL, *xs[64] = {NULL};
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    const int reps = 20;
+    float ms = 0;
+    if (nx > 64 || cudaMalloc(&w, (size_t)n * k * sizeof(T)) ||
+        cudaMalloc(&y, (size_t)m * n * sizeof(T)) || cudaMalloc(&bias, (size_t)n * sizeof(T)) ||
+        cudaMalloc(&ws, GPU_WS_TEST) || cudaEventCreate(&e0) || cudaEventCreate(&e1))
+        goto done;
+    for (int i = 0; i < nx; i++) {
+        if (cudaMalloc(&xs[i], xb)) goto done;
+        ta_fill_kernel<T>
+            <<<(unsigned)(((size_t)m * k + 255) / 256), 256>>>(xs[i], (size_t)m * k, 10 + i);
+    }
+    ta_fill_kernel<T><<<(unsigned)(((size_t)n * k + 255) / 256), 256>>>(w, (size_t)n * k, 1);
+    ta_fill_kernel<T><<<(unsigned)((n + 255) / 256), 256>>>(bias, (size_t)n, 3);
+    ta_fill_kernel<T><<<(unsigned)(((size_t)m * n + 255) / 256), 256>>>(y, (size_t)m * n, 4);
+    if (cuda_gemm_init(&g, bf16 ? CUDA_GEMM_BF16 : CUDA_GEMM_FP16, ws, GPU_WS_TEST, err,
+                       sizeof(err)) != 0)
+        goto done;
+    g.own = own;
+    g.tune = own == 2 ? 0 : 8;
+    {
+        int e = epi == 1 ? CUDA_GEMM_GELU_BIAS : CUDA_GEMM_BIAS;
+        const T *res = epi == 2 ? y : NULL;
+        for (int i = 0; i < 3; i++) // the first call tunes
+            if (cuda_gemm_run(&g, w, xs[i % nx], y, bias, res, m, n, k, e, 0, err, sizeof(err)))
+                goto done;
+        cudaEventRecord(e0, 0);
+        for (int i = 0; i < reps; i++)
+            if (cuda_gemm_run(&g, w, xs[i % nx], y, bias, res, m, n, k, e, 0, err, sizeof(err)))
+                goto done;
+        cudaEventRecord(e1, 0);
+    }
+    if (cudaEventSynchronize(e1) != cudaSuccess || cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess)
+        goto done;
+    tf = 2.0 * m * n * (double)k * reps / (ms * 1e-3) / 1e12;
+done:
+    if (tf < 0) fprintf(stderr, "gemm bench %dx%dx%d: %s\n", m, n, k, err);
+    if (g.lt) cuda_gemm_free(&g);
+    for (int i = 0; i < nx && i < 64; i++)
+        cudaFree(xs[i]);
+    cudaFree(ws), cudaFree(w), cudaFree(y), cudaFree(bias);
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    cudaGetLastError();
+    return tf;
+}
+
+extern "C" double gpu_cuda_test_gemm_bench(const char *precision, int m, int n, int k, int epi,
+                                           int own) {
+    return is_bf16(precision) ? ta_proj_tflops<__nv_bfloat16>(1, m, n, k, epi, own)
+                              : ta_proj_tflops<__half>(0, m, n, k, epi, own);
 }
 
 extern "C" double gpu_cuda_layer_gemm_ceiling(int device, int m, int hidden, int intermediate,

@@ -14,6 +14,8 @@
 #       classify reclass classify --backend cuda vs --backend cpu on the CLINC150 test set
 #       bench    gpu_bench fp16 (16384, 32768, 65536) + bf16 (16384, 32768), attention
 #                microbench, writes the workload for the torch peer
+#       gemm     the kernel parity test (own sm_90a GEMM included), then each projection
+#                alone: cuBLASLt (tuned) vs the own kernel, X cold in L2 (gpu_bench --gemm-bench)
 #       variants gpu_bench at 16384 fp16: the default, then each of VARIANTS (environment
 #                settings, one per run: attention block shape, GEMM tuning, LN grid, streams)
 #       rbench   reclass bench --backend cuda (the worker's own bench command)
@@ -155,6 +157,17 @@ if has bench; then
     [ -n "${BENCH_BF16-1}" ] && $B/tests/gpu_bench --precision bf16 --budgets 16384,32768 --repeat 3 \
         2>&1 | tee "$OUT/bench-bf16.log" | grep -v -E '^\{|workload' | tee -a "$summary"
     grep -h '^{' "$OUT"/bench-*.log >"$OUT/bench.jsonl"
+fi
+if has gemm; then
+    note "test_gpu_kernels ($(elapsed)s)"
+    timeout 300 $B/tests/test_gpu_kernels >"$OUT/test_gpu_kernels.log" 2>&1
+    echo "exit $?" >>"$OUT/test_gpu_kernels.log"
+    grep -E "FAIL|PASSED|FAILED|exit|linear" "$OUT/test_gpu_kernels.log" | tail -40 | tee -a "$summary"
+    note "gemm bench ($(elapsed)s)"
+    for p in fp16 ${GEMM_BF16:+bf16}; do
+        timeout 300 $B/tests/gpu_bench --precision $p --budgets 0 --gemm-bench 1 2>&1 |
+            tee "$OUT/gemm-bench-$p.log" | grep -E "gemm|Error|error" | tee -a "$summary"
+    done
 fi
 if has variants; then # at 16384, fp16: the default, then one knob changed per run (VARIANTS)
     for v in DEFAULT ${VARIANTS:-RECLASS_CUDA_ATT=4 RECLASS_CUDA_ATT=2 RECLASS_CUDA_TUNE=0 RECLASS_CUDA_LN_BLOCKS=0 RECLASS_CUDA_STREAMS=2}; do
