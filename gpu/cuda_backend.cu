@@ -576,10 +576,6 @@ extern "C" long gpu_cuda_backend_heuristic_queries(gpu_backend_t *be) {
     return be->gemm.heuristic_queries + be->gemm2.heuristic_queries + be->gemm32.heuristic_queries;
 }
 
-extern "C" long gpu_cuda_backend_own_picks(gpu_backend_t *be) {
-    return be->gemm.tuned_own + be->gemm2.tuned_own;
-}
-
 extern "C" void gpu_cuda_backend_tune_stats(gpu_backend_t *be, long *tuned, long *changed,
                                             double *ms_top1, double *ms_best) {
     *tuned = be->gemm.tuned + be->gemm2.tuned;

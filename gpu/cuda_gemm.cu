@@ -18,12 +18,6 @@ int cuda_gemm_init(cuda_gemm_t *g, int type, void *workspace, size_t workspace_b
     g->workspace = workspace;
     g->workspace_bytes = workspace_bytes;
     g->gelu_epilogue = 1;
-    if (type != CUDA_GEMM_FP32) {
-        const char *e = getenv("RECLASS_CUDA_OWN_GEMM");
-        g->own = e ? atoi(e) : 1;
-        e = getenv("RECLASS_CUDA_GELU");
-        g->own_gelu = e && strcmp(e, "tanh") == 0 ? 2 : 1;
-    }
     if (cublasLtCreate(&g->lt) != CUBLAS_STATUS_SUCCESS) {
         snprintf(err, errlen, "cuBLASLt could not be initialised");
         return -1;
@@ -135,10 +129,10 @@ static int gemm_exec(cuda_gemm_t *g, const cublasLtMatmulAlgo_t *algo, const voi
 #define GEMM_TUNE_RUNS 3
 
 // Times each candidate GEMM_TUNE_RUNS times on the call's operands (writing y) and returns
-// the index of the fastest (its time per run in *ms), -1 if none ran.
+// the index of the fastest, -1 if none ran.
 static int gemm_tune(cuda_gemm_t *g, const cublasLtMatmulHeuristicResult_t *cand, int n_cand,
                      const void *w, const void *x, void *y, const void *bias, const void *res,
-                     int m, int n, int k, int ldy, int epi, cudaStream_t st, float *ms_out) {
+                     int m, int n, int k, int ldy, int epi, cudaStream_t st) {
     int best = -1;
     float best_ms = 0, first_ms = -1;
     for (int i = 0; i < n_cand; i++) {
@@ -156,7 +150,6 @@ static int gemm_tune(cuda_gemm_t *g, const cublasLtMatmulHeuristicResult_t *cand
         if (best < 0 || ms < best_ms) best = i, best_ms = ms;
     }
     cudaGetLastError(); // a candidate that failed to launch leaves nothing sticky behind
-    if (best >= 0) *ms_out = best_ms / GEMM_TUNE_RUNS;
     if (best >= 0) {
         g->tuned++;
         g->tuned_changed += best != 0;
@@ -172,36 +165,6 @@ static int gemm_tune(cuda_gemm_t *g, const cublasLtMatmulHeuristicResult_t *cand
                     first_ms * 1e3 / GEMM_TUNE_RUNS);
     }
     return best;
-}
-
-static cudaError_t gemm_own(cuda_gemm_t *g, const void *w, const void *x, void *y, int ldy,
-                            const void *bias, const void *res, int m, int n, int k, int epi,
-                            cudaStream_t st) {
-    return cuda_gemm_own_run(g->dt == CUDA_R_16BF, w, x, y, ldy, bias, res, m, n, k,
-                             epi == CUDA_GEMM_GELU_BIAS ? g->own_gelu : 0, st);
-}
-
-// The own kernel's time per run on the call's operands (as gemm_tune times cuBLASLt's), or
-// -1 when it did not run.
-static float gemm_time_own(cuda_gemm_t *g, const void *w, const void *x, void *y, int ldy,
-                           const void *bias, const void *res, int m, int n, int k, int epi,
-                           cudaStream_t st) {
-    float ms = 0;
-    if (gemm_own(g, w, x, y, ldy, bias, res, m, n, k, epi, st) != cudaSuccess) {
-        cudaGetLastError();
-        return -1;
-    }
-    cudaEventRecord(g->ev0, st);
-    for (int r = 0; r < GEMM_TUNE_RUNS; r++)
-        if (gemm_own(g, w, x, y, ldy, bias, res, m, n, k, epi, st) != cudaSuccess) {
-            cudaGetLastError();
-            return -1;
-        }
-    cudaEventRecord(g->ev1, st);
-    if (cudaEventSynchronize(g->ev1) != cudaSuccess ||
-        cudaEventElapsedTime(&ms, g->ev0, g->ev1) != cudaSuccess)
-        return -1;
-    return ms / GEMM_TUNE_RUNS;
 }
 
 int cuda_gemm_run(cuda_gemm_t *g, const void *w, const void *x, void *y, const void *bias,
@@ -231,16 +194,6 @@ int cuda_gemm_run_ld(cuda_gemm_t *g, const void *w, const void *x, void *y, int 
         }
         return 0;
     }
-    // The own kernel applies to storage-type GEMMs with a bias (and never GELU + residual).
-    const int own_ok = g->own && epi != CUDA_GEMM_PLAIN && bias &&
-                       !(epi == CUDA_GEMM_GELU_BIAS && res) &&
-                       cuda_gemm_own_ok(m, n, k, ldy, w, x, y, bias, res);
-    if (own_ok && g->own == 2) {
-        cudaError_t e = gemm_own(g, w, x, y, ldy, bias, res, m, n, k, epi, st);
-        if (e == cudaSuccess) return 0;
-        snprintf(err, errlen, "own GEMM %dx%dx%d failed: %s", m, n, k, cudaGetErrorString(e));
-        return -1;
-    }
     int mb = cuda_gemm_bucket(m);
     cuda_gemm_entry_t *hit = NULL;
     for (int i = 0; i < g->n_cache; i++) {
@@ -265,34 +218,17 @@ int cuda_gemm_run_ld(cuda_gemm_t *g, const void *w, const void *x, void *y, int 
             snprintf(err, errlen, "cuBLASLt found no algorithm for a %dx%dx%d GEMM", m, n, k);
             return -1;
         }
-        int pick = 0, own = 0;
+        int pick = 0;
         if (n_cand > 1) {
-            float best_ms = -1;
-            pick = gemm_tune(g, cand, n_cand, w, x, y, bias, res, m, n, k, ldy, epi, st, &best_ms);
+            pick = gemm_tune(g, cand, n_cand, w, x, y, bias, res, m, n, k, ldy, epi, st);
             if (pick < 0) pick = 0;
-            float own_ms =
-                own_ok ? gemm_time_own(g, w, x, y, ldy, bias, res, m, n, k, epi, st) : -1;
-            if (own_ms > 0 && (best_ms < 0 || own_ms < best_ms)) {
-                own = 1;
-                g->tuned_own++;
-            }
-            if (own_ms > 0 && getenv("RECLASS_CUDA_TUNE_LOG"))
-                fprintf(stderr, "gemm tune m %d n %d k %d epi %d beta %d: own kernel %.1f us%s\n",
-                        m, n, k, epi, res != NULL, own_ms * 1e3, own ? " (picked)" : "");
         }
         int slot = g->n_cache < CUDA_GEMM_CACHE ? g->n_cache++
                                                 : (int)(g->heuristic_queries % CUDA_GEMM_CACHE);
         hit = &g->cache[slot];
         hit->n = n, hit->k = k, hit->epi = epi, hit->mb = mb, hit->beta = res != NULL;
         hit->ldy = ldy;
-        hit->own = own;
         hit->algo = cand[pick].algo;
-    }
-    if (hit->own && own_ok) {
-        cudaError_t e = gemm_own(g, w, x, y, ldy, bias, res, m, n, k, epi, st);
-        if (e == cudaSuccess) return 0;
-        snprintf(err, errlen, "own GEMM %dx%dx%d failed: %s", m, n, k, cudaGetErrorString(e));
-        return -1;
     }
     if (gemm_exec(g, &hit->algo, w, x, y, bias, res, m, n, k, ldy, epi, st) == 0) return 0;
     // The cached algorithm does not suit this exact M: ask for this one alone.

@@ -15,7 +15,6 @@ enum { CUDA_GEMM_PLAIN = 0, CUDA_GEMM_BIAS = 1, CUDA_GEMM_GELU_BIAS = 2, CUDA_GE
 
 typedef struct {
     int n, k, epi, mb, beta, ldy; // key: out/in features, epilogue, M bucket, C used, ldy
-    int own;                      // 1: the own sm_90a kernel won the timing, algo unused
     cublasLtMatmulAlgo_t algo;
 } cuda_gemm_entry_t;
 
@@ -26,10 +25,6 @@ typedef struct {
     void *workspace;   // device, owned by the caller (an arena slice)
     size_t workspace_bytes;
     int gelu_epilogue; // 0 when cuBLASLt refused GELU_BIAS: bias + own exact-GELU kernel
-    // The own Hopper kernel (cuda_gemm_sm90a.cu) for storage-type GEMMs with a bias: 0 never,
-    // 1 a candidate the tuning times against cuBLASLt's (default; RECLASS_CUDA_OWN_GEMM),
-    // 2 always where it applies. own_gelu: 1 exact erf GELU, 2 tanh form (RECLASS_CUDA_GELU=tanh).
-    int own, own_gelu;
     cuda_gemm_entry_t cache[CUDA_GEMM_CACHE];
     int n_cache;
     long heuristic_queries;
@@ -39,7 +34,6 @@ typedef struct {
     int tune;
     cudaEvent_t ev0, ev1;
     long tuned, tuned_changed;           // entries tuned; of them, where top-1 was not the fastest
-    long tuned_own;                      // entries where the own kernel was the fastest
     double tuned_ms_top1, tuned_ms_best; // summed over tuned entries (one run each)
 } cuda_gemm_t;
 
@@ -61,15 +55,6 @@ int cuda_gemm_run(cuda_gemm_t *g, const void *w, const void *x, void *y, const v
 int cuda_gemm_run_ld(cuda_gemm_t *g, const void *w, const void *x, void *y, int ldy,
                      const void *bias, const void *res, int m, int n, int k, int epi,
                      cudaStream_t st, char *err, size_t errlen);
-
-// The own sm_90a kernel (cuda_gemm_sm90a.cu): whether it applies (compute capability 9.0,
-// N % 256 == 0, K % 64 == 0, a bias, 16-byte aligned operands), and the run itself with
-// gelu 0 / 1 (exact) / 2 (tanh form); returns cudaErrorNotSupported where it does not apply.
-int cuda_gemm_own_ok(int m, int n, int k, int ldy, const void *w, const void *x, const void *y,
-                     const void *bias, const void *res);
-cudaError_t cuda_gemm_own_run(int bf16, const void *w, const void *x, void *y, int ldy,
-                              const void *bias, const void *res, int m, int n, int k, int gelu,
-                              cudaStream_t st);
 
 // The classifier head in fp32: logits (S, L) = cls_w tanh(pool_w x + pool_b) + cls_b for the
 // S compact rows x (S, H) fp32; pooled (S, H) fp32 scratch. g must be an FP32 instance.

@@ -112,12 +112,6 @@ extern "C" int gpu_cuda_test_embed_ln(const gpu_model_t *m, const char *precisio
                               : ta_embed_ln<__half>(m, ids, cu, n_seqs, out);
 }
 
-static int ta_own_mode = -1; // gpu_cuda_test_gemm_own: -1 the default, else cuda_gemm_t.own
-
-extern "C" void gpu_cuda_test_gemm_own(int mode) {
-    ta_own_mode = mode;
-}
-
 template <typename T>
 static int ta_linear(int bf16, const float *x, const float *w, const float *b, const float *res,
                      int n, int in, int out, int gelu, float *y) {
@@ -141,7 +135,6 @@ static int ta_linear(int bf16, const float *x, const float *w, const float *b, c
         rc = -1;
         goto done;
     }
-    if (ta_own_mode >= 0) g.own = ta_own_mode;
     {
         int epi = gelu ? CUDA_GEMM_GELU_BIAS : (db ? CUDA_GEMM_BIAS : CUDA_GEMM_PLAIN);
         if (cuda_gemm_run(&g, dw, dx, dy, db, res ? dy : NULL, n, out, in, epi, 0, err,
@@ -335,10 +328,9 @@ extern "C" double gpu_cuda_gemm_tflops(int device, int m, int n, int k, const ch
 }
 
 // One projection as the backend runs it (epi 0 bias, 1 bias + GELU, 2 bias + residual in
-// place), X cold in L2: rotates over enough X buffers to pass 200 MB. own: cuda_gemm_t.own
-// (0: cuBLASLt, tuned among 8 candidates; 2: the own sm_90a kernel). TFLOP/s, -1 on error.
-template <typename T>
-static double ta_proj_tflops(int bf16, int m, int n, int k, int epi, int own) {
+// place), X cold in L2: rotates over enough X buffers to pass 200 MB; cuBLASLt tuned among
+// 8 candidates as the backend's init does. TFLOP/s, -1 on error.
+template <typename T> static double ta_proj_tflops(int bf16, int m, int n, int k, int epi) {
     double tf = -1;
     char err[256] = "CUDA allocation or launch failed";
     cuda_gemm_t g;
@@ -365,8 +357,7 @@ static double ta_proj_tflops(int bf16, int m, int n, int k, int epi, int own) {
     if (cuda_gemm_init(&g, bf16 ? CUDA_GEMM_BF16 : CUDA_GEMM_FP16, ws, GPU_WS_TEST, err,
                        sizeof(err)) != 0)
         goto done;
-    g.own = own;
-    g.tune = own == 2 ? 0 : 8;
+    g.tune = 8;
     {
         int e = epi == 1 ? CUDA_GEMM_GELU_BIAS : CUDA_GEMM_BIAS;
         const T *res = epi == 2 ? y : NULL;
@@ -394,10 +385,9 @@ done:
     return tf;
 }
 
-extern "C" double gpu_cuda_test_gemm_bench(const char *precision, int m, int n, int k, int epi,
-                                           int own) {
-    return is_bf16(precision) ? ta_proj_tflops<__nv_bfloat16>(1, m, n, k, epi, own)
-                              : ta_proj_tflops<__half>(0, m, n, k, epi, own);
+extern "C" double gpu_cuda_test_gemm_bench(const char *precision, int m, int n, int k, int epi) {
+    return is_bf16(precision) ? ta_proj_tflops<__nv_bfloat16>(1, m, n, k, epi)
+                              : ta_proj_tflops<__half>(0, m, n, k, epi);
 }
 
 extern "C" double gpu_cuda_layer_gemm_ceiling(int device, int m, int hidden, int intermediate,

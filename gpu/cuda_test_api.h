@@ -25,12 +25,9 @@ int gpu_cuda_test_embed_ln(const gpu_model_t *m, const char *precision, const in
 int gpu_cuda_test_linear(const char *precision, const float *x, const float *w, const float *b,
                          const float *res, int n, int in, int out, int gelu, float *y);
 
-/* How gpu_cuda_test_linear picks its kernel from now on: -1 as the backend would untuned
- * (cuBLASLt), 0 cuBLASLt, 2 the own sm_90a GEMM where it applies (cuda_gemm_t.own). */
-void gpu_cuda_test_gemm_own(int mode);
-/* TFLOP/s of one projection Y (m, n) = X (m, k) W^T + bias, epi 0 plain, 1 GELU, 2 residual
- * in place, X cold in L2; own 0 = cuBLASLt (best of 8 candidates), 2 = the own kernel. */
-double gpu_cuda_test_gemm_bench(const char *precision, int m, int n, int k, int epi, int own);
+/* TFLOP/s of one projection Y (m, n) = X (m, k) W^T + bias, epi 0 bias only, 1 GELU, 2
+ * residual in place, X cold in L2, cuBLASLt tuned among 8 candidates (bench only). */
+double gpu_cuda_test_gemm_bench(const char *precision, int m, int n, int k, int epi);
 
 /* out (n, H) = LayerNorm(x + res) as gpu_ref_add_ln. */
 int gpu_cuda_test_add_ln(const char *precision, const float *x, const float *res, const float *g,
@@ -62,8 +59,6 @@ int gpu_cuda_backend_try_alloc(gpu_backend_t *be, size_t bytes);
 long gpu_cuda_backend_heuristic_queries(gpu_backend_t *be);
 /* The init sweep's GEMM autotuning: shape buckets tuned, how many picked another algorithm
  * than the heuristic's first, and the summed single-run ms of the first and of the picks. */
-/* GEMM shape buckets where the init tuning picked the own sm_90a kernel over cuBLASLt. */
-long gpu_cuda_backend_own_picks(gpu_backend_t *be);
 void gpu_cuda_backend_tune_stats(gpu_backend_t *be, long *tuned, long *changed, double *ms_top1,
                                  double *ms_best);
 

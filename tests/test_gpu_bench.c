@@ -90,7 +90,7 @@ int main(int argc, char **argv) {
             att_warps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--att-bench"))
             att_bench = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--gemm-bench")) /* per projection: cuBLASLt vs own kernel */
+        else if (!strcmp(argv[i], "--gemm-bench")) /* each projection alone, X cold in L2 */
             gemm_bench = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--streams")) /* 1 or 2: the backend reads it at init */
             setenv("RECLASS_CUDA_STREAMS", argv[i + 1], 1);
@@ -175,10 +175,9 @@ int main(int argc, char **argv) {
         for (int mi = 0; mi < 2; mi++)
             for (int i = 0; i < 4; i++) {
                 int mm = mi ? 65536 : 16384;
-                double cub = gpu_cuda_test_gemm_bench(prec, mm, sh[i][0], sh[i][1], sh[i][2], 0);
-                double own = gpu_cuda_test_gemm_bench(prec, mm, sh[i][0], sh[i][1], sh[i][2], 2);
-                printf("  gemm %s M %d %s (N %d, K %d): cuBLASLt %.1f, own %.1f TFLOP/s\n", prec,
-                       mm, nm[i], sh[i][0], sh[i][1], cub, own);
+                printf("  gemm %s M %d %s (N %d, K %d): cuBLASLt %.1f TFLOP/s\n", prec, mm, nm[i],
+                       sh[i][0], sh[i][1],
+                       gpu_cuda_test_gemm_bench(prec, mm, sh[i][0], sh[i][1], sh[i][2]));
             }
     }
     gpu_cuda_test_attention_variant(att_warps);
@@ -209,9 +208,8 @@ int main(int argc, char **argv) {
         double ms_top1, ms_best;
         gpu_cuda_backend_tune_stats(be, &tuned, &changed, &ms_top1, &ms_best);
         printf("  init %.2f s (warm-up sweep included): %ld GEMM buckets tuned, %ld picked another "
-               "algorithm than the heuristic's first; summed one-run time %.3f -> %.3f ms; own "
-               "sm_90a kernel picked in %ld\n",
-               ti, tuned, changed, ms_top1, ms_best, gpu_cuda_backend_own_picks(be));
+               "algorithm than the heuristic's first; summed one-run time %.3f -> %.3f ms\n",
+               ti, tuned, changed, ms_top1, ms_best);
         batches_t b;
         make_batches(w, order, budget, budget / 2, &b);
         int32_t *ids = malloc(sizeof(int32_t) * (size_t)budget);

@@ -212,14 +212,6 @@ int main(int argc, char **argv) {
             test_linear(prec, n, 3072, 768, 0, 1);
             test_linear(prec, n, 768, 768, 0, 1);
             test_linear(prec, 1 + (int)(rnd_u32() % 64), 256, 1024, 1, 0);
-            /* the own sm_90a GEMM (cuBLASLt where it does not apply), tails of every kind */
-            gpu_cuda_test_gemm_own(2);
-            test_linear(prec, n, 768, 2304, 0, 0);
-            test_linear(prec, n, 768, 3072, 1, 0);
-            test_linear(prec, n, 3072, 768, 0, 1);
-            test_linear(prec, n + 300, 768, 768, 0, 1);
-            test_linear(prec, 1 + (int)(rnd_u32() % 64), 256, 1024, 1, 0);
-            gpu_cuda_test_gemm_own(-1);
             test_add_ln(prec, 1 + (int)(rnd_u32() % 500), 768);
             test_add_ln(prec, 1 + (int)(rnd_u32() % 500), 256);
             test_attention(prec, quick ? 2 : 12, 3 + (int)(rnd_u32() % (quick ? 6 : 30)),

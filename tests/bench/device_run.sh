@@ -14,8 +14,8 @@
 #       classify reclass classify --backend cuda vs --backend cpu on the CLINC150 test set
 #       bench    gpu_bench fp16 (16384, 32768, 65536) + bf16 (16384, 32768), attention
 #                microbench, writes the workload for the torch peer
-#       gemm     the kernel parity test (own sm_90a GEMM included), then each projection
-#                alone: cuBLASLt (tuned) vs the own kernel, X cold in L2 (gpu_bench --gemm-bench)
+#       gemm     the kernel parity test, then each projection alone with its epilogue,
+#                cuBLASLt tuned, X cold in L2 (gpu_bench --gemm-bench)
 #       variants gpu_bench at 16384 fp16: the default, then each of VARIANTS (environment
 #                settings, one per run: attention block shape, GEMM tuning, LN grid, streams)
 #       rbench   reclass bench --backend cuda (the worker's own bench command)
