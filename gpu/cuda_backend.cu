@@ -268,7 +268,7 @@ static void be_mark(struct gpu_backend *be, int cat) {
 // One encoder layer, all of it but the last layer's tail, for the sequences [s0, s1) whose
 // tokens are rows [t0, t1), on stream s with projection instance g. Rows of BIG are BLD
 // elements apart in every phase, so two halves of a batch never touch each other's rows and
-// can run on two streams at once. last: stop after attention (the caller gathers [CLS]).
+// can run on two streams at once. last: only the K/V projection (the tail does the rest).
 template <typename T, typename R>
 static int be_layer_t(struct gpu_backend *be, int l, int s0, int s1, int t0, int t1, int q_tiles,
                       int last, cudaStream_t s, cuda_gemm_t *g, const int32_t *d_cu, char *err,
@@ -286,6 +286,15 @@ static int be_layer_t(struct gpu_backend *be, int l, int s0, int s1, int t0, int
     R *xr = XR + (size_t)t0 * H;
     const float *ln1 = (const float *)be_layer(be, l, GPU_PLAN_L_LN1);
     const float *ln2 = (const float *)be_layer(be, l, GPU_PLAN_L_LN2);
+    if (last) {
+        // Only [CLS] queries reach the head: K and V for every token here (the weight rows
+        // after Q's), Q and attention on the gathered [CLS] rows in the tail.
+        FW_GEMM(be_layer(be, l, GPU_PLAN_L_QKV_W) + (size_t)H * H * sizeof(T), x, big + H, BLD,
+                be_layer(be, l, GPU_PLAN_L_QKV_B) + (size_t)H * sizeof(T), NULL, rows, 2 * H, H,
+                CUDA_GEMM_BIAS);
+        be_mark(be, GPU_CUDA_PROF_GEMM);
+        return 0;
+    }
     FW_GEMM(be_layer(be, l, GPU_PLAN_L_QKV_W), x, big, BLD, be_layer(be, l, GPU_PLAN_L_QKV_B), NULL,
             rows, 3 * H, H, CUDA_GEMM_BIAS);
     be_mark(be, GPU_CUDA_PROF_GEMM);
@@ -293,7 +302,6 @@ static int be_layer_t(struct gpu_backend *be, int l, int s0, int s1, int t0, int
     FW_CUDA(cuda_attention<T>(BIG, BIG + H, BIG + 2 * H, BLD, d_cu + s0, s1 - s0, c->heads, q_tiles,
                               CTX, H, s));
     be_mark(be, GPU_CUDA_PROF_ATTENTION);
-    if (last) return 0;
     if (!fp32_res && be->fuse_res) {
         // fp16: the residual is added in the projection's epilogue, in place (C = D = x).
         FW_GEMM(be_layer(be, l, GPU_PLAN_L_AO_W), ctx, x, H, be_layer(be, l, GPU_PLAN_L_AO_B), x,
@@ -390,10 +398,9 @@ static int cuda_be_forward_t(struct gpu_backend *be, const gpu_batch_t *b, float
         FW_CUDA(cudaStreamWaitEvent(be->stream2, be->fork, 0));
         for (int l = 0; l < NL; l++) {
             int last = l == NL - 1;
-            int qt = last ? 1 : q_tiles;
-            if (be_layer_t<T, R>(be, l, 0, s_mid, 0, t_mid, qt, last, s, &be->gemm, d_cu, err,
+            if (be_layer_t<T, R>(be, l, 0, s_mid, 0, t_mid, q_tiles, last, s, &be->gemm, d_cu, err,
                                  errlen) ||
-                be_layer_t<T, R>(be, l, s_mid, S, t_mid, Tn, qt, last, be->stream2, &be->gemm2,
+                be_layer_t<T, R>(be, l, s_mid, S, t_mid, Tn, q_tiles, last, be->stream2, &be->gemm2,
                                  d_cu, err, errlen))
                 return 1;
         }
@@ -401,45 +408,54 @@ static int cuda_be_forward_t(struct gpu_backend *be, const gpu_batch_t *b, float
         FW_CUDA(cudaStreamWaitEvent(s, be->join, 0));
     } else {
         for (int l = 0; l < NL; l++)
-            if (be_layer_t<T, R>(be, l, 0, S, 0, Tn, l == NL - 1 ? 1 : q_tiles, l == NL - 1, s,
-                                 &be->gemm, d_cu, err, errlen))
+            if (be_layer_t<T, R>(be, l, 0, S, 0, Tn, q_tiles, l == NL - 1, s, &be->gemm, d_cu, err,
+                                 errlen))
                 return 1;
     }
 
-    // The last layer after attention, on the S [CLS] rows gathered compact into BIG.
+    // The last layer past its K/V projection, on the S [CLS] rows: gathered compact, they
+    // take Q, attend over their sequence's keys and values (still in BIG), and run the rest.
     {
         const int l = NL - 1;
         const float *ln1 = (const float *)be_layer(be, l, GPU_PLAN_L_LN1);
         const float *ln2 = (const float *)be_layer(be, l, GPU_PLAN_L_LN2);
+        const int BLD = 3 * H > I ? 3 * H : I;
         gpu_plan_last_t lo;
         gpu_plan_last_layer(fp32_res, (size_t)S, (size_t)H, (size_t)I, &lo);
-        T *ctx = (T *)(BIG + lo.ctx), *x = (T *)(BIG + lo.x), *ff = (T *)(BIG + lo.ff);
-        R *xr = fp32_res ? (R *)(void *)(BIG + lo.xr) : (R *)(void *)x;
-        T *ao = CTX, *y = CTX; // CTX is free once its [CLS] rows are gathered
-        FW_CUDA(cuda_gather_rows<T>(CTX, d_cu, S, H, ctx, s));
-        FW_CUDA(cuda_gather_rows<T>(X, d_cu, S, H, x, s));
-        if (fp32_res) FW_CUDA(cuda_gather_rows<R>(XR, d_cu, S, H, xr, s));
+        T *xc = CTX; // (S, H) the [CLS] hidden rows: Q's input, then the fp16 residual stream
+        T *att = X;  // (S, H) their queries, then (in place) their attention outputs
+        T *ff = (T *)(BIG + lo.ff); // (S, I), once K/V are done
+        R *xr = fp32_res ? (R *)(void *)(BIG + lo.xr) : (R *)(void *)xc; // (S, H)
+        T *ao = (T *)(BIG + lo.ctx);                                     // (S, H) bf16 projections
+        FW_CUDA(cuda_gather_rows<T>(X, d_cu, S, H, xc, s));              // X is free from here on
         be_mark(be, GPU_CUDA_PROF_NORM);
+        FW_GEMM(be_layer(be, l, GPU_PLAN_L_QKV_W), xc, att, H, be_layer(be, l, GPU_PLAN_L_QKV_B),
+                NULL, S, H, H, CUDA_GEMM_BIAS);
+        be_mark(be, GPU_CUDA_PROF_GEMM);
+        FW_CUDA(cuda_attention_first<T>(att, H, (const T *)BIG + H, (const T *)BIG + 2 * H, BLD,
+                                        d_cu, S, c->heads, att, H, s));
+        be_mark(be, GPU_CUDA_PROF_ATTENTION);
+        if (fp32_res) FW_CUDA(cuda_gather_rows<R>(XR, d_cu, S, H, xr, s)); // BIG's K/V are done
         if (!fp32_res) {
-            FW_GEMM(be_layer(be, l, GPU_PLAN_L_AO_W), ctx, x, H, be_layer(be, l, GPU_PLAN_L_AO_B),
-                    x, S, H, H, CUDA_GEMM_BIAS);
-            FW_CUDA(
-                (cuda_add_ln<T, R>(x, (const R *)NULL, ln1, ln1 + H, S, H, eps, (R *)NULL, x, s)));
-            FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF1_W), x, ff, I, be_layer(be, l, GPU_PLAN_L_FF1_B),
+            FW_GEMM(be_layer(be, l, GPU_PLAN_L_AO_W), att, xc, H, be_layer(be, l, GPU_PLAN_L_AO_B),
+                    xc, S, H, H, CUDA_GEMM_BIAS);
+            FW_CUDA((
+                cuda_add_ln<T, R>(xc, (const R *)NULL, ln1, ln1 + H, S, H, eps, (R *)NULL, xc, s)));
+            FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF1_W), xc, ff, I, be_layer(be, l, GPU_PLAN_L_FF1_B),
                     NULL, S, I, H, CUDA_GEMM_GELU_BIAS);
-            FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF2_W), ff, x, H, be_layer(be, l, GPU_PLAN_L_FF2_B),
-                    x, S, H, I, CUDA_GEMM_BIAS);
-            FW_CUDA(
-                (cuda_add_ln<T, R>(x, (const R *)NULL, ln2, ln2 + H, S, H, eps, (R *)NULL, x, s)));
+            FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF2_W), ff, xc, H, be_layer(be, l, GPU_PLAN_L_FF2_B),
+                    xc, S, H, I, CUDA_GEMM_BIAS);
+            FW_CUDA((
+                cuda_add_ln<T, R>(xc, (const R *)NULL, ln2, ln2 + H, S, H, eps, (R *)NULL, xc, s)));
         } else {
-            FW_GEMM(be_layer(be, l, GPU_PLAN_L_AO_W), ctx, ao, H, be_layer(be, l, GPU_PLAN_L_AO_B),
+            FW_GEMM(be_layer(be, l, GPU_PLAN_L_AO_W), att, ao, H, be_layer(be, l, GPU_PLAN_L_AO_B),
                     NULL, S, H, H, CUDA_GEMM_BIAS);
-            FW_CUDA((cuda_add_ln<T, R>(ao, xr, ln1, ln1 + H, S, H, eps, xr, x, s)));
-            FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF1_W), x, ff, I, be_layer(be, l, GPU_PLAN_L_FF1_B),
+            FW_CUDA((cuda_add_ln<T, R>(ao, xr, ln1, ln1 + H, S, H, eps, xr, xc, s)));
+            FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF1_W), xc, ff, I, be_layer(be, l, GPU_PLAN_L_FF1_B),
                     NULL, S, I, H, CUDA_GEMM_GELU_BIAS);
-            FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF2_W), ff, y, H, be_layer(be, l, GPU_PLAN_L_FF2_B),
+            FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF2_W), ff, ao, H, be_layer(be, l, GPU_PLAN_L_FF2_B),
                     NULL, S, H, I, CUDA_GEMM_BIAS);
-            FW_CUDA((cuda_add_ln<T, R>(y, xr, ln2, ln2 + H, S, H, eps, xr, x, s)));
+            FW_CUDA((cuda_add_ln<T, R>(ao, xr, ln2, ln2 + H, S, H, eps, xr, xc, s)));
         }
         be_mark(be, GPU_CUDA_PROF_GEMM);
 
@@ -448,7 +464,7 @@ static int cuda_be_forward_t(struct gpu_backend *be, const gpu_batch_t *b, float
         if (fp32_res)
             hx = (float *)(void *)xr;
         else
-            FW_CUDA(cuda_to_float<T>(x, (size_t)S * H, hx, s));
+            FW_CUDA(cuda_to_float<T>(xc, (size_t)S * H, hx, s));
         float *d_logits = (float *)be_slice(be, GPU_PLAN_LOGITS);
         if (cuda_head_run(&be->gemm32, hx, S, (const float *)be_slice(be, GPU_PLAN_POOL_W),
                           (const float *)be_slice(be, GPU_PLAN_POOL_B),

@@ -110,6 +110,13 @@ template <typename T>
 cudaError_t cuda_attention_wgmma(const T *q, const T *k, const T *v, int ld, const int32_t *cu,
                                  int n_seqs, int heads, int q_tiles_max, int wgs, T *out,
                                  int out_ld, cudaStream_t st);
+// out (n_seqs, ldo): attention of each sequence's first query only (q (n_seqs, ldq), one row
+// per sequence, e.g. the gathered [CLS] rows) against all its keys and values (rows of
+// stride ld at cu[s]); out may be q (cuda_attention_first.cu).
+template <typename T>
+cudaError_t cuda_attention_first(const T *q, int ldq, const T *k, const T *v, int ld,
+                                 const int32_t *cu, int n_seqs, int heads, T *out, int ldo,
+                                 cudaStream_t st);
 // Attention kernel variant: 4 (4 warps), 5 (4 warps, 5 blocks/SM), 6 (4 warps, fp16 exps
 // in half2), 8 (8 warps), 9 / 10 (wgmma, 1 / 2 warpgroups per block, on compute capability
 // 9.0; elsewhere 4), 11 (wgmma, one warpgroup, softmax(j+1) overlapped with O += P(j) V(j)), 1

@@ -221,6 +221,43 @@ extern "C" int gpu_cuda_test_attention(const char *precision, const float *q, co
                               : ta_attention<__half>(q, k, v, ld, cu, n_seqs, heads, out);
 }
 
+// The first-query kernel on q's [CLS] rows (gathered here, as the backend gathers them),
+// written in place over them as the backend does.
+template <typename T>
+static int ta_attention_first(const float *q, const float *k, const float *v, int ld,
+                              const int32_t *cu, int n_seqs, int heads, float *out) {
+    int n = cu[n_seqs], H = heads * 64, rc = 0;
+    size_t span = (size_t)(n - 1) * ld + (size_t)H;
+    float *qc = (float *)malloc((size_t)n_seqs * H * sizeof(float));
+    for (int s = 0; qc && s < n_seqs; s++)
+        memcpy(qc + (size_t)s * H, q + (size_t)cu[s] * ld, (size_t)H * sizeof(float));
+    T *dq = qc ? ta_upload<T>(qc, (size_t)n_seqs * H) : NULL;
+    T *dk = ta_upload<T>(k, span), *dv = ta_upload<T>(v, span);
+    int32_t *dcu = (int32_t *)ta_dup(cu, (size_t)(n_seqs + 1) * 4);
+    if (!dq || !dk || !dv || !dcu) {
+        rc = -1;
+        goto done;
+    }
+    TA_CHECK(cuda_attention_first<T>(dq, H, dk, dv, ld, dcu, n_seqs, heads, dq, H, 0));
+    TA_CHECK(cudaDeviceSynchronize());
+    rc = ta_download<T>(dq, (size_t)n_seqs * H, out);
+done:
+    free(qc);
+    cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dcu);
+    return rc;
+}
+extern "C" int gpu_cuda_test_attention_first(const char *precision, const float *q, const float *k,
+                                             const float *v, int ld, const int32_t *cu, int n_seqs,
+                                             int heads, float *out) {
+    if (ld % 8 != 0) {
+        fprintf(stderr, "attention kernel needs ld %% 8 == 0\n");
+        return -1;
+    }
+    return is_bf16(precision)
+               ? ta_attention_first<__nv_bfloat16>(q, k, v, ld, cu, n_seqs, heads, out)
+               : ta_attention_first<__half>(q, k, v, ld, cu, n_seqs, heads, out);
+}
+
 template <typename T>
 static int ta_pool(const gpu_model_t *m, const float *hidden, const int32_t *cu, int n_seqs,
                    float *logits) {

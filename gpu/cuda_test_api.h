@@ -38,6 +38,12 @@ int gpu_cuda_test_attention(const char *precision, const float *q, const float *
                             int ld, const int32_t *cu_seqlens, int n_seqs, int heads, int head_dim,
                             float *out);
 
+/* out (n_seqs, heads * 64): the rows cu[s] of gpu_ref_attention, from the first-query
+ * kernel the last layer uses (head_dim 64). */
+int gpu_cuda_test_attention_first(const char *precision, const float *q, const float *k,
+                                  const float *v, int ld, const int32_t *cu_seqlens, int n_seqs,
+                                  int heads, float *out);
+
 /* logits (n_seqs, L) from hidden (n_tokens, H) as gpu_ref_pool_classify (gathers [CLS];
  * the fp32 head the backend runs, on storage-type hidden rows). */
 int gpu_cuda_test_pool_classify(const gpu_model_t *m, const char *precision, const float *hidden,

@@ -150,6 +150,31 @@ static void test_attention(const char *prec, int heads, int n_seqs, int maxlen, 
     free(cu), free(qkv), free(ref), free(got);
 }
 
+/* The last layer's first-query attention against the [CLS] rows of the full reference. */
+static void test_attention_first(const char *prec, int heads, int n_seqs, int maxlen, float scale) {
+    int H = heads * 64, ld = 3 * H, n;
+    int32_t *cu = rnd_cu(n_seqs, maxlen, &n);
+    float *qkv = rnd_array((size_t)n * ld, scale);
+    gpu_cuda_test_round(prec, qkv, (size_t)n * ld);
+    float *ref = malloc((size_t)n * H * 4), *refc = malloc((size_t)n_seqs * H * 4);
+    float *got = malloc((size_t)n_seqs * H * 4);
+    gpu_ref_attention(qkv, qkv + H, qkv + 2 * H, ld, cu, n_seqs, heads, 64, ref);
+    for (int s = 0; s < n_seqs; s++)
+        memcpy(refc + (size_t)s * H, ref + (size_t)cu[s] * H, (size_t)H * 4);
+    int rc =
+        gpu_cuda_test_attention_first(prec, qkv, qkv + H, qkv + 2 * H, ld, cu, n_seqs, heads, got);
+    char what[96];
+    snprintf(what, sizeof(what), "attention first query h%d seqs%d tok%d x%.1f", heads, n_seqs, n,
+             scale);
+    if (rc != 0) {
+        printf("FAIL %s %s: CUDA error\n", prec, what);
+        failures++;
+    } else {
+        check(what, prec, got, refc, (size_t)n_seqs * H, bound_for(prec, 5e-3, 2.5e-2));
+    }
+    free(cu), free(qkv), free(ref), free(refc), free(got);
+}
+
 static void test_model_ops(const char *prec, const char *geometry, int labels) {
     gpu_model_t *m = NULL;
     char err[256];
@@ -217,6 +242,8 @@ int main(int argc, char **argv) {
             test_attention(prec, quick ? 2 : 12, 3 + (int)(rnd_u32() % (quick ? 6 : 30)),
                            quick ? 200 : 512, 1.f);
             test_attention(prec, 4, 3 + (int)(rnd_u32() % 30), 200, 2.f);
+            test_attention_first(prec, 12, 3 + (int)(rnd_u32() % 40), 512, 1.f);
+            test_attention_first(prec, 4, 50, 33, 3.f); /* peaked, many short, one of 1 token */
         }
         if (!wg_only) {
             test_attention(prec, quick ? 2 : 12, 8, 512, 3.f); /* peaked softmax: online max */

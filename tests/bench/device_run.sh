@@ -16,6 +16,8 @@
 #                microbench, writes the workload for the torch peer
 #       gemm     the kernel parity test, then each projection alone with its epilogue,
 #                cuBLASLt tuned, X cold in L2 (gpu_bench --gemm-bench)
+#       clocks   gpu_bench fp16 and bf16 at 65536 with nvidia-smi sampling SM clock, power and
+#                throttle reasons every 50 ms (is the pass power-limited?)
 #       variants gpu_bench at 16384 fp16: the default, then each of VARIANTS (environment
 #                settings, one per run: attention block shape, GEMM tuning, LN grid, streams)
 #       rbench   reclass bench --backend cuda (the worker's own bench command)
@@ -167,6 +169,30 @@ if has gemm; then
     for p in fp16 ${GEMM_BF16:+bf16}; do
         timeout 300 $B/tests/gpu_bench --precision $p --budgets 0 --gemm-bench 1 2>&1 |
             tee "$OUT/gemm-bench-$p.log" | grep -E "gemm|Error|error" | tee -a "$summary"
+    done
+fi
+if has clocks; then # SM clock, power and throttle reasons every 50 ms through one 65536 pass each
+    for p in fp16 bf16; do
+        note "clocks: gpu_bench $p 65536 ($(elapsed)s)"
+        nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,enforced.power.limit,temperature.gpu,clocks_event_reasons.active \
+            --format=csv,noheader -lms 50 >"$OUT/clocks-$p.csv" 2>&1 &
+        smi=$!
+        $B/tests/gpu_bench --precision $p --budgets 65536 --repeat 3 2>&1 | tee "$OUT/clocks-bench-$p.log" |
+            grep -v -E '^\{|workload' | tee -a "$summary"
+        kill $smi 2>/dev/null
+        python3 - "$OUT/clocks-$p.csv" <<'PY' | tee -a "$summary"
+import sys, collections
+rows = [l.strip().split(", ") for l in open(sys.argv[1]) if l.count(",") >= 6]
+sm = [float(r[1].split()[0]) for r in rows if r[1].split()[0].replace('.', '').isdigit()]
+pw = [float(r[3].split()[0]) for r in rows if r[3].split()[0].replace('.', '').isdigit()]
+busy = [(s, p) for s, p in zip(sm, pw) if p > 200]
+reasons = collections.Counter(r[6] for r in rows if len(r) > 6 and float(r[3].split()[0] or 0) > 200)
+if busy:
+    s = sorted(b[0] for b in busy); p = sorted(b[1] for b in busy)
+    print(f"samples {len(rows)}, busy (>200 W) {len(busy)}: SM MHz median {s[len(s)//2]:.0f} min {s[0]:.0f} max {s[-1]:.0f}; power W median {p[len(p)//2]:.0f} max {p[-1]:.0f}; limit {rows[0][4]}; reasons {dict(reasons.most_common(3))}")
+else:
+    print(f"samples {len(rows)}: no busy samples")
+PY
     done
 fi
 if has variants; then # at 16384, fp16: the default, then one knob changed per run (VARIANTS)
