@@ -6,15 +6,13 @@
 // beyond the last 64-row tile of each sequence.
 #include <stdlib.h>
 
-#include <type_traits>
-
 #include "gpu/cuda_common.cuh"
 
-#define ATT_D             64
-#define ATT_DEFAULT_WARPS 1 /* the default variant: auto (see cuda_common.cuh; NOTES-cuda.md) */
-#define ATT_AUTO_WGMMA    9 /* auto's choice on compute capability 9.0, at every length */
-#define ATT_BN            64
-#define ATT_LDS           (ATT_D + 8) /* padded row (144 B): ldmatrix rows land in distinct banks */
+#define ATT_D       64
+#define ATT_DEFAULT 1 /* the default variant: auto (see cuda_common.cuh; NOTES-cuda.md) */
+#define ATT_WARPS   4
+#define ATT_BN      64
+#define ATT_LDS     (ATT_D + 8) /* padded row (144 B): ldmatrix rows land in distinct banks */
 
 template <typename T>
 __device__ __forceinline__ void mma16816(float *c, const uint32_t *a, uint32_t b0, uint32_t b1);
@@ -76,19 +74,17 @@ __device__ __forceinline__ void att_load_tile(T (*ks)[ATT_LDS], T (*vs)[ATT_LDS]
     }
 }
 
-// WARPS warps of 16 query rows each share every key/value tile (4: 64 queries, 8: 128).
-// MINB: blocks per SM the register allocation must allow (4: 128 registers, 16 warps; 5 caps
-// the 4-warp kernel at 96 registers for 20 resident warps instead of 16).
-// PX: fp16 only, exponentials in packed half2 (ex2.approx.f16x2), half the MUFU work.
-template <typename T, int WARPS, int MINB, bool PX>
-__global__ void __launch_bounds__(WARPS * 32, MINB)
+// Four warps of 16 query rows each share every key/value tile; 128 registers, so four
+// blocks (16 warps) fit an SM.
+template <typename T>
+__global__ void __launch_bounds__(ATT_WARPS * 32, 4)
     attention_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
                      int ld, const int32_t *__restrict__ cu, T *__restrict__ out, int out_ld,
                      float scale_log2) {
-    constexpr int NT = WARPS * 32;
+    constexpr int NT = ATT_WARPS * 32;
     int h = blockIdx.y, s = blockIdx.z;
     int start = cu[s], len = cu[s + 1] - start;
-    int q0 = blockIdx.x * (WARPS * 16);
+    int q0 = blockIdx.x * (ATT_WARPS * 16);
     if (q0 >= len) return;
     __shared__ __align__(16) T ks[2][ATT_BN][ATT_LDS];
     __shared__ __align__(16) T vs[2][ATT_BN][ATT_LDS];
@@ -177,35 +173,14 @@ __global__ void __launch_bounds__(WARPS * 32, MINB)
         m0 = mn0, m1 = mn1;
         float ms0 = -mn0 * scale_log2, ms1 = -mn1 * scale_log2;
         float rs0 = 0.f, rs1 = 0.f;
-        uint32_t pp[8][2]; // P packed: (row g, keys 2c..2c+1), (row g + 8, same) per key tile
-        if constexpr (PX && std::is_same<T, __half>::value) {
-            // One MUFU op for two exponentials (ex2.approx.f16x2); the packed result is the A
-            // fragment as is, and the row sums add in half2 (8 pairs each, then fp32).
-            __half2 hs0 = __float2half2_rn(0.f), hs1 = hs0;
 #pragma unroll
-            for (int nt = 0; nt < 8; nt++) {
-                uint32_t a =
-                    st<T>::pack(fmaf(sc[nt][0], scale_log2, ms0), fmaf(sc[nt][1], scale_log2, ms0));
-                uint32_t b =
-                    st<T>::pack(fmaf(sc[nt][2], scale_log2, ms1), fmaf(sc[nt][3], scale_log2, ms1));
-                asm("ex2.approx.f16x2 %0, %0;\n" : "+r"(a));
-                asm("ex2.approx.f16x2 %0, %0;\n" : "+r"(b));
-                pp[nt][0] = a, pp[nt][1] = b;
-                hs0 = __hadd2(hs0, *reinterpret_cast<__half2 *>(&a));
-                hs1 = __hadd2(hs1, *reinterpret_cast<__half2 *>(&b));
-            }
-            float2 f0 = __half22float2(hs0), f1 = __half22float2(hs1);
-            rs0 = f0.x + f0.y, rs1 = f1.x + f1.y;
-        } else {
-#pragma unroll
-            for (int nt = 0; nt < 8; nt++) {
-                sc[nt][0] = exp2f(fmaf(sc[nt][0], scale_log2, ms0));
-                sc[nt][1] = exp2f(fmaf(sc[nt][1], scale_log2, ms0));
-                sc[nt][2] = exp2f(fmaf(sc[nt][2], scale_log2, ms1));
-                sc[nt][3] = exp2f(fmaf(sc[nt][3], scale_log2, ms1));
-                rs0 += sc[nt][0] + sc[nt][1];
-                rs1 += sc[nt][2] + sc[nt][3];
-            }
+        for (int nt = 0; nt < 8; nt++) {
+            sc[nt][0] = exp2f(fmaf(sc[nt][0], scale_log2, ms0));
+            sc[nt][1] = exp2f(fmaf(sc[nt][1], scale_log2, ms0));
+            sc[nt][2] = exp2f(fmaf(sc[nt][2], scale_log2, ms1));
+            sc[nt][3] = exp2f(fmaf(sc[nt][3], scale_log2, ms1));
+            rs0 += sc[nt][0] + sc[nt][1];
+            rs1 += sc[nt][2] + sc[nt][3];
         }
         l0 = l0 * al0 + rs0; // per-thread partial sums; the quad is summed once at the end
         l1 = l1 * al1 + rs1;
@@ -219,15 +194,10 @@ __global__ void __launch_bounds__(WARPS * 32, MINB)
 #pragma unroll
         for (int kk = 0; kk < 4; kk++) {
             uint32_t pa[4];
-            if constexpr (PX && std::is_same<T, __half>::value) {
-                pa[0] = pp[2 * kk][0], pa[1] = pp[2 * kk][1];
-                pa[2] = pp[2 * kk + 1][0], pa[3] = pp[2 * kk + 1][1];
-            } else {
-                pa[0] = st<T>::pack(sc[2 * kk][0], sc[2 * kk][1]);
-                pa[1] = st<T>::pack(sc[2 * kk][2], sc[2 * kk][3]);
-                pa[2] = st<T>::pack(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
-                pa[3] = st<T>::pack(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
-            }
+            pa[0] = st<T>::pack(sc[2 * kk][0], sc[2 * kk][1]);
+            pa[1] = st<T>::pack(sc[2 * kk][2], sc[2 * kk][3]);
+            pa[2] = st<T>::pack(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
+            pa[3] = st<T>::pack(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
 #pragma unroll
             for (int dp = 0; dp < 4; dp++) {
                 uint32_t b[4];
@@ -257,15 +227,12 @@ __global__ void __launch_bounds__(WARPS * 32, MINB)
 }
 
 static int att_variant = -1; // resolved on first use
-void cuda_attention_set_variant(int warps) {
-    if (warps == 0) { // default, or the RECLASS_CUDA_ATT variant when set (a tuning knob)
+void cuda_attention_set_variant(int variant) {
+    if (variant == 0) { // default, or the RECLASS_CUDA_ATT variant when set (a tuning knob)
         const char *env = getenv("RECLASS_CUDA_ATT");
-        warps = env ? atoi(env) : ATT_DEFAULT_WARPS;
+        variant = env ? atoi(env) : ATT_DEFAULT;
     }
-    att_variant = warps == 1 || warps == 4 || warps == 5 || warps == 6 || warps == 8 ||
-                          warps == 9 || warps == 10 || warps == 11
-                      ? warps
-                      : ATT_DEFAULT_WARPS;
+    att_variant = variant == 1 || variant == 4 || variant == 9 ? variant : ATT_DEFAULT;
 }
 
 // wgmma needs compute capability 9.0 exactly (sm_90a code); asked once per process.
@@ -289,35 +256,10 @@ cudaError_t cuda_attention(const T *q, const T *k, const T *v, int ld, const int
     if (n_seqs <= 0) return cudaSuccess;
     const float scale_log2 = 0.125f * 1.4426950408889634f; // 1/sqrt(64) * log2(e)
     if (att_variant < 0) cuda_attention_set_variant(0);
-    int variant = att_variant;
-    if (variant == 1) variant = ATT_AUTO_WGMMA; // falls back to 4 below off Hopper
-    if (variant >= 9) {
-        if (att_have_wgmma())
-            return cuda_attention_wgmma<T>(q, k, v, ld, cu, n_seqs, heads, q_tiles_max,
-                                           variant == 11   ? 0
-                                           : variant == 10 ? 2
-                                                           : 1,
-                                           out, out_ld, s);
-        variant = 4;
-    }
-    // q_tiles_max counts 64-row tiles; an 8-warp block covers two of them.
-    if (variant == 8) {
-        dim3 grid((unsigned)((q_tiles_max + 1) / 2), (unsigned)heads, (unsigned)n_seqs);
-        attention_kernel<T, 8, 2, false>
-            <<<grid, 256, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2);
-    } else if (variant == 5) {
-        dim3 grid((unsigned)q_tiles_max, (unsigned)heads, (unsigned)n_seqs);
-        attention_kernel<T, 4, 5, false>
-            <<<grid, 128, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2);
-    } else if (variant == 6) {
-        dim3 grid((unsigned)q_tiles_max, (unsigned)heads, (unsigned)n_seqs);
-        attention_kernel<T, 4, 4, true>
-            <<<grid, 128, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2);
-    } else {
-        dim3 grid((unsigned)q_tiles_max, (unsigned)heads, (unsigned)n_seqs);
-        attention_kernel<T, 4, 4, false>
-            <<<grid, 128, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2);
-    }
+    if (att_variant != 4 && att_have_wgmma()) // 1 (auto) and 9 on Hopper; elsewhere 4
+        return cuda_attention_wgmma<T>(q, k, v, ld, cu, n_seqs, heads, q_tiles_max, out, out_ld, s);
+    dim3 grid((unsigned)q_tiles_max, (unsigned)heads, (unsigned)n_seqs);
+    attention_kernel<T><<<grid, ATT_WARPS * 32, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2);
     return cudaGetLastError();
 }
 

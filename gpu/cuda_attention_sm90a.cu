@@ -4,7 +4,8 @@
 // kernel in cuda_attention.cu; what changes is the matrix unit: a warpgroup (4 warps) owns 64
 // query rows, S = Q K^T and O += P V are m64n64k16 wgmma's with Q and P as register
 // fragments and K, V read by the tensor cores from shared memory (128-byte swizzle), so no
-// ldmatrix traffic and twice the mma.sync rate. WGS warpgroups share each key/value tile.
+// ldmatrix traffic and twice the mma.sync rate. (Measured slower and removed: two warpgroups
+// sharing each key/value tile, and FlashAttention-3's intra-warpgroup overlap; NOTES-cuda.md.)
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -227,15 +228,14 @@ __device__ __forceinline__ void wg_rescale(float (&o)[32], float al0, float al1)
         const int32_t *__restrict__ cu, T *__restrict__ out, int out_ld, float scale_log2,         \
         uint64_t khi, uint64_t vhi
 
-// One block: WGS warpgroups x 64 queries of one head of one sequence; per key tile, S = Q K^T,
+// One block: one warpgroup x 64 queries of one head of one sequence; per key tile, S = Q K^T,
 // softmax, O += P V one after the other (blocks on the same SM overlap each other's phases).
-template <typename T, int WGS>
-__global__ void __launch_bounds__(WGS * 128) attention_wg_kernel(WG_ARGS) {
+template <typename T> __global__ void __launch_bounds__(128) attention_wg_kernel(WG_ARGS) {
 #ifdef WG_HAVE
-    constexpr int NT = WGS * 128;
+    constexpr int NT = 128;
     int h = blockIdx.y, s = blockIdx.z;
     int start = cu[s], len = cu[s + 1] - start;
-    int q0 = blockIdx.x * (WGS * 64);
+    int q0 = blockIdx.x * 64;
     if (q0 >= len) return;
     __shared__ __align__(1024) uint8_t tiles[2][2][WG_TILE]; // [stage][K | V] swizzled (64, 64)
     int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
@@ -249,7 +249,7 @@ __global__ void __launch_bounds__(WGS * 128) attention_wg_kernel(WG_ARGS) {
     wg_load_tile<T, NT>(kt(0), vt(0), kh, vh, ld, 0, len, tid);
     asm volatile("cp.async.commit_group;\n" ::);
     uint32_t qa[4][4]; // this warp's 16 query rows (of its warpgroup's 64)
-    int r0 = q0 + (warp >> 2) * 64 + (warp & 3) * 16 + g;
+    int r0 = q0 + warp * 16 + g;
     wg_load_q<T>(qa, qh, ld, r0, len, c);
 
     float o[32];
@@ -285,96 +285,12 @@ __global__ void __launch_bounds__(WGS * 128) attention_wg_kernel(WG_ARGS) {
 #endif
 }
 
-// One warpgroup, 64 queries, three K/V stages, FlashAttention-3's intra-warpgroup order:
-// while O += P(j) V(j) runs on the tensor cores, the softmax of S(j+1) (issued before it)
-// runs on the CUDA cores. Registers the in-flight MMAs use are only defined outside their
-// flight (O is rescaled before its MMA is issued, P is packed once every MMA is done), so
-// ptxas keeps the MMAs asynchronous.
-template <typename T> __global__ void __launch_bounds__(128) attention_wgp_kernel(WG_ARGS) {
-#ifdef WG_HAVE
-    int h = blockIdx.y, s = blockIdx.z;
-    int start = cu[s], len = cu[s + 1] - start;
-    int q0 = blockIdx.x * 64;
-    if (q0 >= len) return;
-    __shared__ __align__(1024) uint8_t tiles[3][2][WG_TILE]; // [stage][K | V]: 48 KB
-    int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
-    size_t head = (size_t)start * ld + h * WG_D;
-    const T *qh = q + head, *kh = k + head, *vh = v + head;
-    uint32_t t0 = (uint32_t)__cvta_generic_to_shared(&tiles[0][0][0]);
-    auto kt = [&](int j) { return t0 + (uint32_t)((j % 3) * 2 * WG_TILE); };
-    auto vt = [&](int j) { return t0 + (uint32_t)((j % 3) * 2 * WG_TILE + WG_TILE); };
-
-    int n_tiles = (len + WG_BN - 1) / WG_BN;
-    wg_load_tile<T, 128>(kt(0), vt(0), kh, vh, ld, 0, len, tid);
-    asm volatile("cp.async.commit_group;\n" ::);
-    wg_prefetch_wait<T, 128>(n_tiles > 1, kt(1), vt(1), kh, vh, ld, WG_BN, len, tid);
-    uint32_t qa[4][4];
-    int r0 = q0 + warp * 16 + g;
-    wg_load_q<T>(qa, qh, ld, r0, len, c);
-
-    float sc[32], o[32], al0, al1;
-    uint32_t pa[4][4];
-#pragma unroll
-    for (int i = 0; i < 32; i++)
-        o[i] = 0.f;
-    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
-    wg_fence();
-#pragma unroll
-    for (int kk = 0; kk < 4; kk++)
-        wg_mma<T, 0>(sc, qa[kk], wg_desc(kt(0) + kk * 32, khi), kk);
-    wg_commit_wait();
-    wg_fence_regs(sc);
-    wg_softmax(sc, m0, m1, l0, l1, len, c, scale_log2, al0, al1);
-    wg_pack_p<T>(sc, pa);
-
-    // Every tile but the last: S(j+1) is issued with O += P(j) V(j).
-    for (int j = 0; j + 1 < n_tiles; j++) {
-        asm volatile("cp.async.wait_group 0;\n" ::); // tile j+1, the only copy in flight
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-        // Every warp is past O += P(j-1) V(j-1) (waited for last iteration): stage
-        // (j+2) % 3, tile j-1's, may take tile j+2.
-        __syncthreads();
-        if (j + 2 < n_tiles) {
-            wg_load_tile<T, 128>(kt(j + 2), vt(j + 2), kh, vh, ld, (j + 2) * WG_BN, len, tid);
-            asm volatile("cp.async.commit_group;\n" ::);
-        }
-        wg_rescale(o, al0, al1); // P(j)'s factors; O's last MMA is done
-        wg_fence_regs(o);
-        wg_fence();
-#pragma unroll
-        for (int kk = 0; kk < 4; kk++)
-            wg_mma<T, 0>(sc, qa[kk], wg_desc(kt(j + 1) + kk * 32, khi), kk);
-        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-#pragma unroll
-        for (int kk = 0; kk < 4; kk++)
-            wg_mma<T, 1>(o, pa[kk], wg_desc(vt(j) + kk * 2048, vhi), 1);
-        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); // S(j+1) done
-        wg_fence_regs(sc);
-        wg_softmax(sc, m0, m1, l0, l1, len - (j + 1) * WG_BN, c, scale_log2, al0, al1);
-        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); // O done
-        wg_fence_regs(o);
-        wg_pack_p<T>(sc, pa);
-    }
-    // The last tile.
-    wg_rescale(o, al0, al1);
-    wg_fence_regs(o);
-    wg_fence();
-#pragma unroll
-    for (int kk = 0; kk < 4; kk++)
-        wg_mma<T, 1>(o, pa[kk], wg_desc(vt(n_tiles - 1) + kk * 2048, vhi), 1);
-    wg_commit_wait();
-    wg_fence_regs(o);
-    wg_store<T>(o, l0, l1, out + (size_t)start * out_ld + h * WG_D + 2 * c, out_ld, r0, len);
-#endif
-}
-
 } // namespace
 
 template <typename T>
 cudaError_t cuda_attention_wgmma(const T *q, const T *k, const T *v, int ld, const int32_t *cu,
-                                 int n_seqs, int heads, int q_tiles_max, int wgs, T *out,
-                                 int out_ld, cudaStream_t s) {
+                                 int n_seqs, int heads, int q_tiles_max, T *out, int out_ld,
+                                 cudaStream_t s) {
     if (n_seqs <= 0) return cudaSuccess;
     const float scale_log2 = 0.125f * 1.4426950408889634f; // 1/sqrt(64) * log2(e)
     static uint64_t khi = 0, vhi = 0;
@@ -391,27 +307,16 @@ cudaError_t cuda_attention_wgmma(const T *q, const T *k, const T *v, int ld, con
         khi = ((uint64_t)(kl >> 4) << 16) | ((uint64_t)(ks >> 4) << 32) | ((uint64_t)1 << 62);
         vhi = ((uint64_t)(vl >> 4) << 16) | ((uint64_t)(vs >> 4) << 32) | ((uint64_t)1 << 62);
     }
-    if (wgs == 0) { // pipelined, one warpgroup
-        dim3 grid((unsigned)q_tiles_max, (unsigned)heads, (unsigned)n_seqs);
-        attention_wgp_kernel<T>
-            <<<grid, 128, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2, khi, vhi);
-    } else if (wgs == 2) {
-        dim3 grid((unsigned)((q_tiles_max + 1) / 2), (unsigned)heads, (unsigned)n_seqs);
-        attention_wg_kernel<T, 2>
-            <<<grid, 256, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2, khi, vhi);
-    } else {
-        dim3 grid((unsigned)q_tiles_max, (unsigned)heads, (unsigned)n_seqs);
-        attention_wg_kernel<T, 1>
-            <<<grid, 128, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2, khi, vhi);
-    }
+    dim3 grid((unsigned)q_tiles_max, (unsigned)heads, (unsigned)n_seqs);
+    attention_wg_kernel<T><<<grid, 128, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2, khi, vhi);
     return cudaGetLastError();
 }
 
 template cudaError_t cuda_attention_wgmma<__half>(const __half *, const __half *, const __half *,
-                                                  int, const int32_t *, int, int, int, int,
-                                                  __half *, int, cudaStream_t);
+                                                  int, const int32_t *, int, int, int, __half *,
+                                                  int, cudaStream_t);
 template cudaError_t cuda_attention_wgmma<__nv_bfloat16>(const __nv_bfloat16 *,
                                                          const __nv_bfloat16 *,
                                                          const __nv_bfloat16 *, int,
-                                                         const int32_t *, int, int, int, int,
+                                                         const int32_t *, int, int, int,
                                                          __nv_bfloat16 *, int, cudaStream_t);

@@ -104,12 +104,12 @@ template <typename T>
 cudaError_t cuda_attention(const T *q, const T *k, const T *v, int ld, const int32_t *cu,
                            int n_seqs, int heads, int q_tiles_max, T *out, int out_ld,
                            cudaStream_t st);
-// The same on Hopper's wgmma (cuda_attention_sm90a.cu, compute capability 9.0 only): wgs
-// warpgroups of 64 queries per block (1 or 2; 0: one, pipelined over three K/V stages).
+// The same on Hopper's wgmma (cuda_attention_sm90a.cu, compute capability 9.0 only): one
+// warpgroup of 64 queries per block.
 template <typename T>
 cudaError_t cuda_attention_wgmma(const T *q, const T *k, const T *v, int ld, const int32_t *cu,
-                                 int n_seqs, int heads, int q_tiles_max, int wgs, T *out,
-                                 int out_ld, cudaStream_t st);
+                                 int n_seqs, int heads, int q_tiles_max, T *out, int out_ld,
+                                 cudaStream_t st);
 // out (n_seqs, ldo): attention of each sequence's first query only (q (n_seqs, ldq), one row
 // per sequence, e.g. the gathered [CLS] rows) against all its keys and values (rows of
 // stride ld at cu[s]); out may be q (cuda_attention_first.cu).
@@ -117,12 +117,10 @@ template <typename T>
 cudaError_t cuda_attention_first(const T *q, int ldq, const T *k, const T *v, int ld,
                                  const int32_t *cu, int n_seqs, int heads, T *out, int ldo,
                                  cudaStream_t st);
-// Attention kernel variant: 4 (4 warps), 5 (4 warps, 5 blocks/SM), 6 (4 warps, fp16 exps
-// in half2), 8 (8 warps), 9 / 10 (wgmma, 1 / 2 warpgroups per block, on compute capability
-// 9.0; elsewhere 4), 11 (wgmma, one warpgroup, softmax(j+1) overlapped with O += P(j) V(j)), 1
-// (auto: the fastest wgmma kernel on compute capability 9.0, else 4); 0 = default (RECLASS_CUDA_ATT
-// when set). Bench and tests.
-void cuda_attention_set_variant(int warps);
+// Attention kernel: 4 (mma.sync, the sm_80 path), 9 (wgmma; on compute capability 9.0 only,
+// elsewhere 4), 1 (auto: 9 where it runs, else 4); 0 = default (auto, or RECLASS_CUDA_ATT when
+// set). Bench and tests.
+void cuda_attention_set_variant(int variant);
 // dst = (T) src, n elements, on the device.
 template <typename T> cudaError_t cuda_convert(const float *src, size_t n, T *dst, cudaStream_t st);
 template <typename T>

@@ -8,16 +8,17 @@
 
 #define LN_CHUNKS 4 /* 8-element chunks per lane: H <= 32 * 8 * 4 = 1024 */
 
-// Normalises v (this lane's chunks of one row) into out_r / out_t (either may be NULL).
-template <typename T, typename R>
-__device__ __forceinline__ void ln_finish(float (&v)[LN_CHUNKS][8], float sum, int H,
-                                          const float *gamma, const float *beta, float eps,
-                                          R *out_r, T *out_t, int lane) {
+// Normalises v (this lane's CH chunks of one row; sum: their partial sum) into out_r / out_t
+// (either may be NULL). gamma / beta may be global or shared memory.
+template <typename T, typename R, int CH>
+__device__ __forceinline__ void ln_finish(float (&v)[CH][8], float sum, int H, const float *gamma,
+                                          const float *beta, float eps, R *out_r, T *out_t,
+                                          int lane) {
     int nch = H >> 3;
     float mean = warp_sum(sum) / (float)H;
     float sq = 0.f;
 #pragma unroll
-    for (int c = 0; c < LN_CHUNKS; c++) {
+    for (int c = 0; c < CH; c++) {
         if (lane + 32 * c < nch) {
 #pragma unroll
             for (int i = 0; i < 8; i++) {
@@ -28,7 +29,7 @@ __device__ __forceinline__ void ln_finish(float (&v)[LN_CHUNKS][8], float sum, i
     }
     float rstd = rsqrtf(warp_sum(sq) / (float)H + eps);
 #pragma unroll
-    for (int c = 0; c < LN_CHUNKS; c++) {
+    for (int c = 0; c < CH; c++) {
         int ch = lane + 32 * c;
         if (ch < nch) {
             float g[8], b[8], o[8];
@@ -70,8 +71,8 @@ __global__ void embed_ln_kernel(const int32_t *__restrict__ ids, const int32_t *
         }
     }
     size_t off = (size_t)row * H;
-    ln_finish<T, R>(v, sum, H, gamma, beta, eps, out_r ? out_r + off : NULL,
-                    out_t ? out_t + off : NULL, lane);
+    ln_finish<T, R, LN_CHUNKS>(v, sum, H, gamma, beta, eps, out_r ? out_r + off : NULL,
+                               out_t ? out_t + off : NULL, lane);
 }
 
 // 8 elements of a row as loaded (16 bytes of fp16/bf16, 32 of fp32), converted later so a
@@ -144,33 +145,12 @@ __global__ void __launch_bounds__(256, sizeof(R) == 4 ? 2 : 3)
             }
         }
         // Every lane has read its whole part of this row before any lane writes it (the
-        // shuffles below order them), so the outputs may alias the inputs; the prefetched
+        // shuffles in ln_finish order them), so the outputs may alias the inputs; the prefetched
         // row is another row.
         if (row + n_warps < n) fetch(row + n_warps);
-        float mean = warp_sum(sum) / (float)H, sq = 0.f;
-#pragma unroll
-        for (int c = 0; c < CH; c++)
-            if (lane + 32 * c < nch)
-#pragma unroll
-                for (int i = 0; i < 8; i++) {
-                    float d = v[c][i] - mean;
-                    sq += d * d;
-                }
-        float rstd = rsqrtf(warp_sum(sq) / (float)H + eps);
         size_t off = (size_t)row * H;
-#pragma unroll
-        for (int c = 0; c < CH; c++) {
-            int ch = lane + 32 * c;
-            if (ch < nch) {
-                float o[8];
-                const float *gp = sg + ch * 8, *bp = sb + ch * 8;
-#pragma unroll
-                for (int i = 0; i < 8; i++)
-                    o[i] = (v[c][i] - mean) * rstd * gp[i] + bp[i];
-                if (out_r) store8(out_r + off + ch * 8, o);
-                if (out_t) store8(out_t + off + ch * 8, o);
-            }
-        }
+        ln_finish<T, R, CH>(v, sum, H, sg, sb, eps, out_r ? out_r + off : NULL,
+                            out_t ? out_t + off : NULL, lane);
     }
 }
 

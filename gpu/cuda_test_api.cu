@@ -443,7 +443,7 @@ extern "C" double gpu_cuda_layer_gemm_ceiling(int device, int m, int hidden, int
 }
 
 template <typename T>
-static double ta_att_bench(int warps, int n_seqs, int len, int heads, int iters) {
+static double ta_att_bench(int variant, int n_seqs, int len, int heads, int iters) {
     int H = heads * 64, n = n_seqs * len, ld = 3 * H;
     double tf = -1;
     float ms = 0;
@@ -457,7 +457,7 @@ static double ta_att_bench(int warps, int n_seqs, int len, int heads, int iters)
         cudaEventCreate(&e1))
         goto done;
     ta_fill_kernel<T><<<(unsigned)(((size_t)n * ld + 255) / 256), 256>>>(qkv, (size_t)n * ld, 5);
-    cuda_attention_set_variant(warps);
+    cuda_attention_set_variant(variant);
     for (int i = 0; i < 3; i++)
         cuda_attention<T>(qkv, qkv + H, qkv + 2 * H, ld, dcu, n_seqs, heads, (len + 63) / 64, o, H,
                           0);
@@ -477,12 +477,12 @@ done:
     return tf;
 }
 
-extern "C" double gpu_cuda_test_attention_bench(const char *precision, int warps, int n_seqs,
+extern "C" double gpu_cuda_test_attention_bench(const char *precision, int variant, int n_seqs,
                                                 int len, int heads, int iters) {
-    return is_bf16(precision) ? ta_att_bench<__nv_bfloat16>(warps, n_seqs, len, heads, iters)
-                              : ta_att_bench<__half>(warps, n_seqs, len, heads, iters);
+    return is_bf16(precision) ? ta_att_bench<__nv_bfloat16>(variant, n_seqs, len, heads, iters)
+                              : ta_att_bench<__half>(variant, n_seqs, len, heads, iters);
 }
 
-extern "C" void gpu_cuda_test_attention_variant(int warps) {
-    cuda_attention_set_variant(warps);
+extern "C" void gpu_cuda_test_attention_variant(int variant) {
+    cuda_attention_set_variant(variant);
 }

@@ -49,12 +49,12 @@ int gpu_cuda_test_attention_first(const char *precision, const float *q, const f
 int gpu_cuda_test_pool_classify(const gpu_model_t *m, const char *precision, const float *hidden,
                                 const int32_t *cu_seqlens, int n_seqs, float *logits);
 
-/* TFLOP/s of the attention kernel (warps per block 4 or 8) on n_seqs sequences of len
- * tokens, random data, timed over iters launches; -1 on error. And the variant the backend
- * uses from now on (0 = default). Bench only. */
-double gpu_cuda_test_attention_bench(const char *precision, int warps, int n_seqs, int len,
+/* TFLOP/s of the attention kernel variant (cuda_attention_set_variant: 4, 9, 1) on n_seqs
+ * sequences of len tokens, random data, timed over iters launches; -1 on error. And the
+ * variant the backend uses from now on (0 = default). Bench only. */
+double gpu_cuda_test_attention_bench(const char *precision, int variant, int n_seqs, int len,
                                      int heads, int iters);
-void gpu_cuda_test_attention_variant(int warps);
+void gpu_cuda_test_attention_variant(int variant);
 
 /* Rounds x in place through the storage type (so references see the kernel's inputs). */
 void gpu_cuda_test_round(const char *precision, float *x, size_t n);

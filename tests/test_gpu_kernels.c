@@ -245,27 +245,14 @@ int main(int argc, char **argv) {
             test_attention_first(prec, 12, 3 + (int)(rnd_u32() % 40), 512, 1.f);
             test_attention_first(prec, 4, 50, 33, 3.f); /* peaked, many short, one of 1 token */
         }
-        if (!wg_only) {
-            test_attention(prec, quick ? 2 : 12, 8, 512, 3.f); /* peaked softmax: online max */
-            gpu_cuda_test_attention_variant(8); /* the 8-warp (128-query) block variant too */
-            test_attention(prec, quick ? 2 : 12, 3 + (int)(rnd_u32() % 20), quick ? 300 : 512, 1.f);
-            test_attention(prec, 4, 3 + (int)(rnd_u32() % 20), 200, 2.f);
-            gpu_cuda_test_attention_variant(5); /* and the 96-register 4-warp one */
-            test_attention(prec, quick ? 2 : 12, 3 + (int)(rnd_u32() % 20), quick ? 300 : 512, 1.f);
-            gpu_cuda_test_attention_variant(6); /* packed half2 exponentials (fp16) */
-            test_attention(prec, quick ? 2 : 12, 3 + (int)(rnd_u32() % 20), quick ? 300 : 512, 1.f);
-            test_attention(prec, 4, 8, 200, 3.f);
-            gpu_cuda_test_attention_variant(4);
-            test_attention(prec, 4, 3 + (int)(rnd_u32() % 20), 200, 2.f);
-        }
-        /* the wgmma kernels (compute capability 9.0; elsewhere they fall back to variant 4),
-         * one and two warpgroups per block, and the automatic choice */
-        static const int wg_variants[4] = {9, 10, 11, 1};
-        for (int vi = 0; vi < 4; vi++) {
-            gpu_cuda_test_attention_variant(wg_variants[vi]);
+        /* both kernels: mma.sync (the sm_80 path), then wgmma (compute capability 9.0;
+         * elsewhere it falls back to mma.sync) and the automatic choice */
+        static const int variants[3] = {4, 9, 1};
+        for (int vi = wg_only ? 1 : 0; vi < 3; vi++) {
+            gpu_cuda_test_attention_variant(variants[vi]);
             test_attention(prec, quick ? 2 : 12, 3 + (int)(rnd_u32() % 20), quick ? 300 : 512, 1.f);
             test_attention(prec, 4, 3 + (int)(rnd_u32() % 30), 200, 2.f);
-            test_attention(prec, 4, 8, 512, 3.f);
+            test_attention(prec, 4, 8, 512, 3.f); /* peaked softmax: online max */
             test_attention(prec, 3, 5 + (int)(rnd_u32() % 30), 40, 2.f);
         }
         gpu_cuda_test_attention_variant(0);

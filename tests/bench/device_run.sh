@@ -196,7 +196,7 @@ PY
     done
 fi
 if has variants; then # at 16384, fp16: the default, then one knob changed per run (VARIANTS)
-    for v in DEFAULT ${VARIANTS:-RECLASS_CUDA_ATT=4 RECLASS_CUDA_ATT=2 RECLASS_CUDA_TUNE=0 RECLASS_CUDA_LN_BLOCKS=0 RECLASS_CUDA_STREAMS=2}; do
+    for v in DEFAULT ${VARIANTS:-RECLASS_CUDA_ATT=4 RECLASS_CUDA_TUNE=0 RECLASS_CUDA_LN_BLOCKS=0 RECLASS_CUDA_STREAMS=2}; do
         note "variant $v ($(elapsed)s)"
         env ${v/DEFAULT/RECLASS_DEFAULT=1} $B/tests/gpu_bench --precision fp16 --budgets ${VARIANT_BUDGET:-16384} --repeat 3 2>&1 |
             tee "$OUT/bench-variant-$v.log" | grep -v -E '^\{|cuBLAS|workload' | tee -a "$summary"
