@@ -49,16 +49,15 @@ reclass=$build/reclass
 
 # 3. throwaway services, stopped on any exit
 tmp=$(mktemp -d /tmp/reclass-demo.XXXXXX)
-pids=()
+# shellcheck source=tests/lib/services.sh
+source "$root/tests/lib/services.sh"
 cleanup() {
     local rc=$?
     set +e # a closed stderr (| head) must not cut the clean-up short
-    for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-    bash "$root/tests/lib/pg_tmp.sh" stop "$tmp/pg" || true
+    svc_stop "$tmp"
     if [ "$rc" != 0 ]; then
         echo "demo failed; logs:" >&2
-        for f in "$tmp"/*.log; do [ -f "$f" ] && { echo "--- $f" >&2; tail -n 20 "$f" >&2; }; done
+        svc_tails "$tmp" 20
     fi
     if [ "${KEEP:-0}" = 1 ]; then echo "kept $tmp" >&2; else rm -rf "$tmp"; fi
     exit "$rc"
@@ -67,17 +66,11 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 say "starting PostgreSQL and the dev Kafka broker"
-db=$(bash "$root/tests/lib/pg_tmp.sh" start "$tmp/pg")
-"$reclass" migrate --db "$db" >"$tmp/migrate.log" 2>&1
-"$reclass" dev-broker --partitions "${RECLASS_DEMO_PARTITIONS:-4}" --topic tickets >"$tmp/broker.out" 2>"$tmp/broker.log" &
-pids+=($!)
-brokers=
-for _ in $(seq 300); do
-    brokers=$(head -n1 "$tmp/broker.out" 2>/dev/null || true)
-    [ -n "$brokers" ] && break
-    sleep 0.1
-done
-[ -n "$brokers" ] || { echo "demo: the dev broker did not start" >&2; exit 1; }
+svc_start_pg "$reclass" "$tmp" || { echo "demo: PostgreSQL or the migrations failed" >&2; exit 1; }
+db=$SVC_DB
+svc_start_broker "$reclass" "$tmp" "${RECLASS_DEMO_PARTITIONS:-4}" tickets ||
+    { echo "demo: the dev broker did not start" >&2; exit 1; }
+brokers=$SVC_BROKERS
 
 if [ -n "$input" ]; then
     cp "$input" "$tmp/tickets.jsonl"
@@ -112,7 +105,7 @@ say "running the worker (backend $backend) until the job completes"
     --model "$model" --backend "$backend" --idle-exit 3 \
     --stats-json "$tmp/stats.json" ${RECLASS_DEMO_WORKER_ARGS:-} >"$tmp/run.out" 2>"$tmp/run.log" &
 worker=$!
-pids+=("$worker")
+svc_pids+=("$worker")
 wait "$worker"
 
 # 6. the summary, from PostgreSQL

@@ -129,50 +129,67 @@ static void test_add_ln(const char *prec, int n, int H) {
     free(x), free(r), free(g), free(b), free(got);
 }
 
+/* Random packed sequences, their q | k | v rows (n, 3H) rounded to the storage type, and the
+ * reference attention output (n, H). */
+typedef struct {
+    int32_t *cu;
+    int n, H, ld;
+    float *qkv, *ref;
+} att_case_t;
+
+static void att_case_init(att_case_t *c, const char *prec, int heads, int n_seqs, int maxlen,
+                          float scale) {
+    c->H = heads * 64, c->ld = 3 * c->H;
+    c->cu = rnd_cu(n_seqs, maxlen, &c->n);
+    c->qkv = rnd_array((size_t)c->n * c->ld, scale);
+    gpu_cuda_test_round(prec, c->qkv, (size_t)c->n * c->ld);
+    c->ref = malloc((size_t)c->n * c->H * 4);
+    gpu_ref_attention(c->qkv, c->qkv + c->H, c->qkv + 2 * c->H, c->ld, c->cu, n_seqs, heads, 64,
+                      c->ref);
+}
+static void att_case_free(att_case_t *c) {
+    free(c->cu), free(c->qkv), free(c->ref);
+}
+
 static void test_attention(const char *prec, int heads, int n_seqs, int maxlen, float scale) {
-    int H = heads * 64, ld = 3 * H, n;
-    int32_t *cu = rnd_cu(n_seqs, maxlen, &n);
-    float *qkv = rnd_array((size_t)n * ld, scale);
-    gpu_cuda_test_round(prec, qkv, (size_t)n * ld);
-    float *ref = malloc((size_t)n * H * 4), *got = malloc((size_t)n * H * 4);
-    gpu_ref_attention(qkv, qkv + H, qkv + 2 * H, ld, cu, n_seqs, heads, 64, ref);
-    int rc =
-        gpu_cuda_test_attention(prec, qkv, qkv + H, qkv + 2 * H, ld, cu, n_seqs, heads, 64, got);
+    att_case_t c;
+    att_case_init(&c, prec, heads, n_seqs, maxlen, scale);
+    float *got = malloc((size_t)c.n * c.H * 4);
+    int rc = gpu_cuda_test_attention(prec, c.qkv, c.qkv + c.H, c.qkv + 2 * c.H, c.ld, c.cu, n_seqs,
+                                     heads, 64, got);
     char what[96];
-    snprintf(what, sizeof(what), "attention h%d seqs%d tok%d x%.1f", heads, n_seqs, n, scale);
+    snprintf(what, sizeof(what), "attention h%d seqs%d tok%d x%.1f", heads, n_seqs, c.n, scale);
     printf("..   %-5s %s\n", prec, what);
     if (rc != 0) {
         printf("FAIL %s %s: CUDA error\n", prec, what);
         failures++;
     } else {
-        check(what, prec, got, ref, (size_t)n * H, bound_for(prec, 5e-3, 2.5e-2));
+        check(what, prec, got, c.ref, (size_t)c.n * c.H, bound_for(prec, 5e-3, 2.5e-2));
     }
-    free(cu), free(qkv), free(ref), free(got);
+    free(got);
+    att_case_free(&c);
 }
 
 /* The last layer's first-query attention against the [CLS] rows of the full reference. */
 static void test_attention_first(const char *prec, int heads, int n_seqs, int maxlen, float scale) {
-    int H = heads * 64, ld = 3 * H, n;
-    int32_t *cu = rnd_cu(n_seqs, maxlen, &n);
-    float *qkv = rnd_array((size_t)n * ld, scale);
-    gpu_cuda_test_round(prec, qkv, (size_t)n * ld);
-    float *ref = malloc((size_t)n * H * 4), *refc = malloc((size_t)n_seqs * H * 4);
-    float *got = malloc((size_t)n_seqs * H * 4);
-    gpu_ref_attention(qkv, qkv + H, qkv + 2 * H, ld, cu, n_seqs, heads, 64, ref);
+    att_case_t c;
+    att_case_init(&c, prec, heads, n_seqs, maxlen, scale);
+    float *refc = malloc((size_t)n_seqs * c.H * 4), *got = malloc((size_t)n_seqs * c.H * 4);
     for (int s = 0; s < n_seqs; s++)
-        memcpy(refc + (size_t)s * H, ref + (size_t)cu[s] * H, (size_t)H * 4);
-    int rc =
-        gpu_cuda_test_attention_first(prec, qkv, qkv + H, qkv + 2 * H, ld, cu, n_seqs, heads, got);
+        memcpy(refc + (size_t)s * c.H, c.ref + (size_t)c.cu[s] * c.H, (size_t)c.H * 4);
+    int rc = gpu_cuda_test_attention_first(prec, c.qkv, c.qkv + c.H, c.qkv + 2 * c.H, c.ld, c.cu,
+                                           n_seqs, heads, got);
     char what[96];
-    snprintf(what, sizeof(what), "attention first query h%d seqs%d tok%d x%.1f", heads, n_seqs, n,
+    snprintf(what, sizeof(what), "attention first query h%d seqs%d tok%d x%.1f", heads, n_seqs, c.n,
              scale);
     if (rc != 0) {
         printf("FAIL %s %s: CUDA error\n", prec, what);
         failures++;
     } else {
-        check(what, prec, got, refc, (size_t)n_seqs * H, bound_for(prec, 5e-3, 2.5e-2));
+        check(what, prec, got, refc, (size_t)n_seqs * c.H, bound_for(prec, 5e-3, 2.5e-2));
     }
-    free(cu), free(qkv), free(ref), free(refc), free(got);
+    free(refc), free(got);
+    att_case_free(&c);
 }
 
 static void test_model_ops(const char *prec, const char *geometry, int labels) {

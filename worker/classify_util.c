@@ -1,6 +1,5 @@
 #include "worker/classify_util.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,20 +15,6 @@ double classify_now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-int classify_parse_int(const char *cmd, const char *opt, const char *val, long lo, long hi,
-                       long *out) {
-    char *end;
-    errno = 0;
-    long v = val ? strtol(val, &end, 10) : 0;
-    if (!val || errno || end == val || *end || v < lo || v > hi) {
-        fprintf(stderr, "reclass %s: %s needs an integer in %ld..%ld (got '%s')\n", cmd, opt, lo,
-                hi, val ? val : "");
-        return -1;
-    }
-    *out = v;
-    return 0;
 }
 
 void classify_session_free(classify_session_t *s) {

@@ -1,4 +1,4 @@
-/* Helpers shared by `reclass classify` and `reclass bench`: option parsing, the model + backend
+/* Helpers shared by `reclass classify` and `reclass bench`: the model + backend
  * session (load, backend init, packed batch buffers allocated once), and JSON result lines. */
 #ifndef RECLASS_WORKER_CLASSIFY_UTIL_H
 #define RECLASS_WORKER_CLASSIFY_UTIL_H
@@ -13,11 +13,6 @@
 /* Monotonic milliseconds (the accumulator's clock) and seconds (benchmarks). */
 int64_t classify_now_ms(void);
 double classify_now_s(void);
-
-/* Parses an integer option value in [lo, hi]; on error prints "reclass CMD: --opt ..." to
- * stderr and returns -1 (the caller exits 2). */
-int classify_parse_int(const char *cmd, const char *opt, const char *val, long lo, long hi,
-                       long *out);
 
 /* A loaded model with one backend instance and the buffers of one packed batch. */
 typedef struct {

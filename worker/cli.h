@@ -3,6 +3,8 @@
 #ifndef RECLASS_WORKER_CLI_H
 #define RECLASS_WORKER_CLI_H
 
+#include <stdio.h>
+
 typedef struct {
     const char *name;
     const char *summary;
@@ -20,5 +22,28 @@ int worker_cmd_migrate(int argc, char **argv);
 
 /* True when argv holds -h or --help. */
 int worker_cli_wants_help(int argc, char **argv);
+
+/* Table-driven options (worker/cli.c): each entry names a long option (without "--"), what
+ * it takes and the variable it sets. FLAG sets an int to 1; STR a const char *; INT / LONG an
+ * int / long within [lo, hi]; LIST appends to a cli_list_t (items: the caller's array of cap
+ * entries), for options that may repeat. The table ends with a NULL name. */
+typedef enum { CLI_FLAG, CLI_STR, CLI_INT, CLI_LONG, CLI_LIST } cli_kind_t;
+typedef struct {
+    const char *name;
+    cli_kind_t kind;
+    void *dst;
+    long lo, hi;
+} cli_opt_t;
+typedef struct {
+    const char **items;
+    int n, cap;
+} cli_list_t;
+
+/* Parses argv[1..argc). --help / -h prints usage to stdout: returns 0. A usage error prints
+ * "reclass CMD: ..." to stderr: returns 2. Otherwise returns -1 (go on) with *first_arg the
+ * index of the first positional argument; with first_arg NULL, positional arguments are an
+ * error. */
+int worker_cli_parse(const char *cmd, int argc, char **argv, const cli_opt_t *opts,
+                     void (*usage)(FILE *), int *first_arg);
 
 #endif

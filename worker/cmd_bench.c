@@ -6,7 +6,6 @@
  * the reported seconds is their median. forward() returns host logits, so a
  * pass is synchronous on every backend. Human-readable lines come first; the
  * last line is one JSON object. */
-#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,85 +63,24 @@ static void usage(FILE *f) {
 }
 
 static int parse_opts(int argc, char **argv, bench_opts_t *o) {
-    static const struct option lo[] = {{"model", required_argument, 0, 'm'},
-                                       {"geometry", required_argument, 0, 'g'},
-                                       {"labels", required_argument, 0, 'L'},
-                                       {"backend", required_argument, 0, 'b'},
-                                       {"workload", required_argument, 0, 'W'},
-                                       {"token-budget", required_argument, 0, 't'},
-                                       {"precision", required_argument, 0, 'p'},
-                                       {"threads", required_argument, 0, 'n'},
-                                       {"seed", required_argument, 0, 's'},
-                                       {"warmup", required_argument, 0, 'w'},
-                                       {"repeat", required_argument, 0, 'r'},
-                                       {"tickets", required_argument, 0, 'T'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
     *o = (bench_opts_t){NULL, NULL, "cpu", NULL, NULL, 2, 0, 0, 1, 3, 20000, 1};
-    optind = 1;
-    opterr = 0;
-    int ch;
-    long v;
-    while ((ch = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
-        switch (ch) {
-        case 'm':
-            o->model_dir = optarg;
-            break;
-        case 'g':
-            o->geometry = optarg;
-            break;
-        case 'b':
-            o->backend = optarg;
-            break;
-        case 'W':
-            o->workload = optarg;
-            break;
-        case 'p':
-            o->precision = optarg;
-            break;
-        case 'L':
-            if (classify_parse_int("bench", "--labels", optarg, 1, 100000, &v)) return 2;
-            o->labels = (int)v;
-            break;
-        case 't':
-            if (classify_parse_int("bench", "--token-budget", optarg, 1, 1 << 24, &v)) return 2;
-            o->token_budget = (int)v;
-            break;
-        case 'n':
-            if (classify_parse_int("bench", "--threads", optarg, 0, 1024, &v)) return 2;
-            o->threads = (int)v;
-            break;
-        case 's':
-            if (classify_parse_int("bench", "--seed", optarg, 0, INT32_MAX, &v)) return 2;
-            o->seed = (uint64_t)v;
-            break;
-        case 'w':
-            if (classify_parse_int("bench", "--warmup", optarg, 0, 1000, &v)) return 2;
-            o->warmup = (int)v;
-            break;
-        case 'r':
-            if (classify_parse_int("bench", "--repeat", optarg, 1, 1000, &v)) return 2;
-            o->repeat = (int)v;
-            break;
-        case 'T':
-            if (classify_parse_int("bench", "--tickets", optarg, 1, 10000000, &v)) return 2;
-            o->tickets = v;
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        case ':':
-            fprintf(stderr, "reclass bench: %s needs a value\n", argv[optind - 1]);
-            return 2;
-        default:
-            fprintf(stderr, "reclass bench: unknown option '%s' (see --help)\n", argv[optind - 1]);
-            return 2;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "reclass bench: unexpected argument '%s'\n", argv[optind]);
-        return 2;
-    }
+    long seed = 1;
+    const cli_opt_t opts[] = {{"model", CLI_STR, &o->model_dir, 0, 0},
+                              {"geometry", CLI_STR, &o->geometry, 0, 0},
+                              {"labels", CLI_INT, &o->labels, 1, 100000},
+                              {"backend", CLI_STR, &o->backend, 0, 0},
+                              {"workload", CLI_STR, &o->workload, 0, 0},
+                              {"token-budget", CLI_INT, &o->token_budget, 1, 1 << 24},
+                              {"precision", CLI_STR, &o->precision, 0, 0},
+                              {"threads", CLI_INT, &o->threads, 0, 1024},
+                              {"seed", CLI_LONG, &seed, 0, INT32_MAX},
+                              {"warmup", CLI_INT, &o->warmup, 0, 1000},
+                              {"repeat", CLI_INT, &o->repeat, 1, 1000},
+                              {"tickets", CLI_LONG, &o->tickets, 1, 10000000},
+                              {NULL, CLI_FLAG, NULL, 0, 0}};
+    int rc = worker_cli_parse("bench", argc, argv, opts, usage, NULL);
+    if (rc >= 0) return rc;
+    o->seed = (uint64_t)seed;
     if (!o->model_dir == !o->geometry) {
         fprintf(stderr, "reclass bench: give exactly one of --model DIR or --geometry NAME\n");
         return 2;

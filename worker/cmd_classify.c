@@ -10,7 +10,6 @@
  * ring_size inputs ahead of the oldest unprinted one, and when that happens the
  * main thread forms the batch around the oldest pending item at once instead of
  * waiting for its deadline. */
-#include <getopt.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -148,75 +147,23 @@ static void usage(FILE *f) {
 }
 
 static int parse_opts(int argc, char **argv, cls_opts_t *o) {
-    static const struct option lo[] = {{"model", required_argument, 0, 'm'},
-                                       {"jsonl", no_argument, 0, 'j'},
-                                       {"backend", required_argument, 0, 'b'},
-                                       {"top-k", required_argument, 0, 'k'},
-                                       {"logits", no_argument, 0, 'l'},
-                                       {"token-budget", required_argument, 0, 't'},
-                                       {"max-wait-ms", required_argument, 0, 'w'},
-                                       {"precision", required_argument, 0, 'p'},
-                                       {"threads", required_argument, 0, 'n'},
-                                       {"max-pending", required_argument, 0, 'P'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
     *o = (cls_opts_t){NULL, "cpu", NULL, 0, 3, 0, 8192, 20, 0, 4096};
-    optind = 1;
-    opterr = 0;
-    int ch;
-    long v;
-    while ((ch = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
-        switch (ch) {
-        case 'm':
-            o->model_dir = optarg;
-            break;
-        case 'j':
-            o->jsonl = 1;
-            break;
-        case 'b':
-            o->backend = optarg;
-            break;
-        case 'l':
-            o->logits = 1;
-            break;
-        case 'p':
-            o->precision = optarg;
-            break;
-        case 'k':
-            if (classify_parse_int("classify", "--top-k", optarg, 0, 64, &v)) return 2;
-            o->top_k = (int)v;
-            break;
-        case 't':
-            if (classify_parse_int("classify", "--token-budget", optarg, 1, 1 << 24, &v)) return 2;
-            o->token_budget = (int)v;
-            break;
-        case 'w':
-            if (classify_parse_int("classify", "--max-wait-ms", optarg, 0, 3600000, &v)) return 2;
-            o->max_wait_ms = (int)v;
-            break;
-        case 'n':
-            if (classify_parse_int("classify", "--threads", optarg, 0, 1024, &v)) return 2;
-            o->threads = (int)v;
-            break;
-        case 'P':
-            if (classify_parse_int("classify", "--max-pending", optarg, 1, 65536, &v)) return 2;
-            o->max_pending = (int)v;
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        case ':':
-            fprintf(stderr, "reclass classify: %s needs a value\n", argv[optind - 1]);
-            return 2;
-        default:
-            fprintf(stderr, "reclass classify: unknown option '%s' (see --help)\n",
-                    argv[optind - 1]);
-            return 2;
-        }
-    }
-    if (optind < argc) {
+    const cli_opt_t opts[] = {{"model", CLI_STR, &o->model_dir, 0, 0},
+                              {"jsonl", CLI_FLAG, &o->jsonl, 0, 0},
+                              {"backend", CLI_STR, &o->backend, 0, 0},
+                              {"top-k", CLI_INT, &o->top_k, 0, 64},
+                              {"logits", CLI_FLAG, &o->logits, 0, 0},
+                              {"token-budget", CLI_INT, &o->token_budget, 1, 1 << 24},
+                              {"max-wait-ms", CLI_INT, &o->max_wait_ms, 0, 3600000},
+                              {"precision", CLI_STR, &o->precision, 0, 0},
+                              {"threads", CLI_INT, &o->threads, 0, 1024},
+                              {"max-pending", CLI_INT, &o->max_pending, 1, 65536},
+                              {NULL, CLI_FLAG, NULL, 0, 0}};
+    int first = 0, rc = worker_cli_parse("classify", argc, argv, opts, usage, &first);
+    if (rc >= 0) return rc;
+    if (first < argc) {
         fprintf(stderr, "reclass classify: unexpected argument '%s' (texts come on stdin)\n",
-                argv[optind]);
+                argv[first]);
         return 2;
     }
     if (!o->model_dir) {

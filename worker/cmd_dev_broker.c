@@ -1,8 +1,6 @@
 /* reclass dev-broker: an in-memory Kafka on loopback (librdkafka's mock cluster) for
  * development, demos and tests. Prints its bootstrap address as the first stdout line and
  * runs until SIGINT/SIGTERM. */
-#include <errno.h>
-#include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -32,64 +30,17 @@ static void usage(FILE *f) {
                "  --topic T       create topic T at start (repeatable)\n");
 }
 
-static int parse_int(const char *s, int lo, int hi, int *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *end || end == s || v < lo || v > hi) return -1;
-    *out = (int)v;
-    return 0;
-}
-
 int worker_cmd_dev_broker(int argc, char **argv) {
-    static const struct option lopts[] = {{"port", required_argument, 0, 'p'},
-                                          {"partitions", required_argument, 0, 'n'},
-                                          {"topic", required_argument, 0, 't'},
-                                          {"help", no_argument, 0, 'h'},
-                                          {0, 0, 0, 0}};
-    int port = 0, partitions = 4, n_topics = 0, c;
+    int port = 0, partitions = 4;
     const char *topics[DEV_BROKER_MAX_TOPICS];
-    optind = 0;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
-        switch (c) {
-        case 'p':
-            if (parse_int(optarg, 0, 65535, &port)) {
-                fprintf(stderr, "reclass dev-broker: --port wants 0..65535, not '%s'\n", optarg);
-                return 2;
-            }
-            break;
-        case 'n':
-            if (parse_int(optarg, 1, 10000, &partitions)) {
-                fprintf(stderr, "reclass dev-broker: --partitions wants 1..10000, not '%s'\n",
-                        optarg);
-                return 2;
-            }
-            break;
-        case 't':
-            if (n_topics == DEV_BROKER_MAX_TOPICS || !*optarg) {
-                fprintf(stderr, "reclass dev-broker: --topic wants a name (at most %d)\n",
-                        DEV_BROKER_MAX_TOPICS);
-                return 2;
-            }
-            topics[n_topics++] = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        case ':':
-            fprintf(stderr, "reclass dev-broker: %s needs a value\n", argv[optind - 1]);
-            return 2;
-        default:
-            fprintf(stderr, "reclass dev-broker: unknown option '%s' (see --help)\n",
-                    argv[optind - 1]);
-            return 2;
-        }
-    }
-    if (optind != argc) {
-        fprintf(stderr, "reclass dev-broker: unexpected argument '%s'\n", argv[optind]);
-        return 2;
-    }
+    cli_list_t topic_list = {topics, 0, DEV_BROKER_MAX_TOPICS};
+    const cli_opt_t opts[] = {{"port", CLI_INT, &port, 0, 65535},
+                              {"partitions", CLI_INT, &partitions, 1, 10000},
+                              {"topic", CLI_LIST, &topic_list, 0, 0},
+                              {NULL, CLI_FLAG, NULL, 0, 0}};
+    int rc = worker_cli_parse("dev-broker", argc, argv, opts, usage, NULL);
+    if (rc >= 0) return rc;
+    int n_topics = topic_list.n;
 
     /* Block the signals first so no thread the mock starts can take them. */
     sigset_t set, old;

@@ -1,6 +1,5 @@
 /* reclass tokenize: texts on stdin -> one JSON array of token ids per line on stdout. */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,15 +25,6 @@ static void tokenize_usage(FILE *f) {
                "  -h, --help    this help\n");
 }
 
-static int parse_int(const char *s, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end) return -1;
-    *out = v;
-    return 0;
-}
-
 /* Writes "[a,b,c]\n" into a stdio buffer; snprintf per id would dominate the runtime. */
 static void write_ids(FILE *f, const worker_ids_t *ids) {
     char buf[16];
@@ -55,46 +45,18 @@ static void write_ids(FILE *f, const worker_ids_t *ids) {
 }
 
 int worker_cmd_tokenize(int argc, char **argv) {
-    static const struct option lo[] = {{"model", required_argument, 0, 'm'},
-                                       {"jsonl", no_argument, 0, 'j'},
-                                       {"max-len", required_argument, 0, 'L'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
     const char *model = NULL;
-    int jsonl = 0, ch;
+    int jsonl = 0;
     long max_len = 0;
-    optind = 1;
-    opterr = 0;
-    while ((ch = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
-        switch (ch) {
-        case 'm':
-            model = optarg;
-            break;
-        case 'j':
-            jsonl = 1;
-            break;
-        case 'L':
-            if (parse_int(optarg, &max_len) != 0 || max_len < 2 || max_len > INT_MAX) {
-                fprintf(stderr, "reclass tokenize: --max-len needs an integer >= 2, got '%s'\n",
-                        optarg);
-                return 2;
-            }
-            break;
-        case 'h':
-            tokenize_usage(stdout);
-            return 0;
-        case ':':
-            fprintf(stderr, "reclass tokenize: %s needs a value (see --help)\n", argv[optind - 1]);
-            return 2;
-        default:
-            fprintf(stderr, "reclass tokenize: unknown option '%s' (see --help)\n",
-                    argv[optind - 1]);
-            return 2;
-        }
-    }
-    if (optind < argc) {
+    const cli_opt_t opts[] = {{"model", CLI_STR, &model, 0, 0},
+                              {"jsonl", CLI_FLAG, &jsonl, 0, 0},
+                              {"max-len", CLI_LONG, &max_len, 2, INT_MAX},
+                              {NULL, CLI_FLAG, NULL, 0, 0}};
+    int first = 0, prc = worker_cli_parse("tokenize", argc, argv, opts, tokenize_usage, &first);
+    if (prc >= 0) return prc;
+    if (first < argc) {
         fprintf(stderr, "reclass tokenize: unexpected argument '%s' (texts come on stdin)\n",
-                argv[optind]);
+                argv[first]);
         return 2;
     }
     if (!model) {

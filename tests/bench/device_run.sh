@@ -17,7 +17,8 @@
 #       gemm     the kernel parity test, then each projection alone with its epilogue,
 #                cuBLASLt tuned, X cold in L2 (gpu_bench --gemm-bench)
 #       clocks   gpu_bench fp16 and bf16 at 65536 with nvidia-smi sampling SM clock, power and
-#                throttle reasons every 50 ms (is the pass power-limited?)
+#                clock event reasons every 50 ms (is the pass power-limited?); bench and torch
+#                are sampled the same way
 #       variants gpu_bench at 16384 fp16: the default, then each of VARIANTS (environment
 #                settings, one per run: attention block shape, GEMM tuning, LN grid, streams)
 #       rbench   reclass bench --backend cuda (the worker's own bench command)
@@ -82,6 +83,38 @@ note() { echo "== $*" | tee -a "$summary"; }
 has() { [[ $stages == *",$1,"* ]]; }
 t0=$(date +%s)
 elapsed() { echo $(($(date +%s) - t0)); }
+# clocks_start NAME / clocks_stop NAME: nvidia-smi samples SM clock, power and the active clock
+# event reasons every 50 ms into $OUT/clocks-NAME.csv; clocks_stop summarises the busy samples
+# (> 200 W) into the summary.
+clocks_start() {
+    nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,enforced.power.limit,temperature.gpu,clocks_event_reasons.active \
+        --format=csv,noheader -lms 50 >"$OUT/clocks-$1.csv" 2>&1 &
+    smi_pid=$!
+}
+clocks_stop() {
+    kill "$smi_pid" 2>/dev/null
+    wait "$smi_pid" 2>/dev/null
+    python3 - "$OUT/clocks-$1.csv" "$1" <<'PY' | tee -a "$summary"
+import sys, collections
+def num(x):
+    try:
+        return float(x.split()[0])
+    except (ValueError, IndexError):
+        return None
+rows = [l.strip().split(", ") for l in open(sys.argv[1]) if l.count(",") >= 6]
+busy = [r for r in rows if (num(r[3]) or 0) > 200 and num(r[1]) is not None]
+if not busy:
+    print(f"clocks {sys.argv[2]}: {len(rows)} samples, none busy")
+else:
+    sm = sorted(num(r[1]) for r in busy)
+    pw = sorted(num(r[3]) for r in busy)
+    why = collections.Counter(r[6] for r in busy)
+    print(f"clocks {sys.argv[2]}: {len(rows)} samples, {len(busy)} busy (> 200 W): SM MHz median "
+          f"{sm[len(sm)//2]:.0f} (min {sm[0]:.0f}, max {sm[-1]:.0f}); power W median "
+          f"{pw[len(pw)//2]:.0f} (max {pw[-1]:.0f}) of {rows[0][4]}; reasons {dict(why.most_common(3))} "
+          "(0x4: software power cap)")
+PY
+}
 
 if has smoke || true; then
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv | tee -a "$summary"
@@ -154,10 +187,12 @@ PY
 fi
 if has bench; then
     note "gpu_bench ($(elapsed)s)"
+    clocks_start gpu_bench
     $B/tests/gpu_bench --precision fp16 --budgets ${BENCH_BUDGETS:-16384,32768,65536} --repeat 3 --att-bench 1 \
         --workload-out /tmp/tickets_mix.jsonl 2>&1 | tee "$OUT/bench-fp16.log" | grep -v '^{' | tee -a "$summary"
     [ -n "${BENCH_BF16-1}" ] && $B/tests/gpu_bench --precision bf16 --budgets 16384,32768 --repeat 3 \
         2>&1 | tee "$OUT/bench-bf16.log" | grep -v -E '^\{|workload' | tee -a "$summary"
+    clocks_stop gpu_bench
     grep -h '^{' "$OUT"/bench-*.log >"$OUT/bench.jsonl"
 fi
 if has gemm; then
@@ -171,28 +206,13 @@ if has gemm; then
             tee "$OUT/gemm-bench-$p.log" | grep -E "gemm|Error|error" | tee -a "$summary"
     done
 fi
-if has clocks; then # SM clock, power and throttle reasons every 50 ms through one 65536 pass each
+if has clocks; then # one 65536 pass each of fp16 and bf16, sampled (is the pass power-limited?)
     for p in fp16 bf16; do
         note "clocks: gpu_bench $p 65536 ($(elapsed)s)"
-        nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,enforced.power.limit,temperature.gpu,clocks_event_reasons.active \
-            --format=csv,noheader -lms 50 >"$OUT/clocks-$p.csv" 2>&1 &
-        smi=$!
+        clocks_start "gpu_bench-$p"
         $B/tests/gpu_bench --precision $p --budgets 65536 --repeat 3 2>&1 | tee "$OUT/clocks-bench-$p.log" |
             grep -v -E '^\{|workload' | tee -a "$summary"
-        kill $smi 2>/dev/null
-        python3 - "$OUT/clocks-$p.csv" <<'PY' | tee -a "$summary"
-import sys, collections
-rows = [l.strip().split(", ") for l in open(sys.argv[1]) if l.count(",") >= 6]
-sm = [float(r[1].split()[0]) for r in rows if r[1].split()[0].replace('.', '').isdigit()]
-pw = [float(r[3].split()[0]) for r in rows if r[3].split()[0].replace('.', '').isdigit()]
-busy = [(s, p) for s, p in zip(sm, pw) if p > 200]
-reasons = collections.Counter(r[6] for r in rows if len(r) > 6 and float(r[3].split()[0] or 0) > 200)
-if busy:
-    s = sorted(b[0] for b in busy); p = sorted(b[1] for b in busy)
-    print(f"samples {len(rows)}, busy (>200 W) {len(busy)}: SM MHz median {s[len(s)//2]:.0f} min {s[0]:.0f} max {s[-1]:.0f}; power W median {p[len(p)//2]:.0f} max {p[-1]:.0f}; limit {rows[0][4]}; reasons {dict(reasons.most_common(3))}")
-else:
-    print(f"samples {len(rows)}: no busy samples")
-PY
+        clocks_stop "gpu_bench-$p"
     done
 fi
 if has variants; then # at 16384, fp16: the default, then one knob changed per run (VARIANTS)
@@ -212,11 +232,15 @@ fi
 if has torch; then
     [ -f /tmp/tickets_mix.jsonl ] || $B/tests/gpu_bench --budgets 16384 --repeat 1 --workload-out /tmp/tickets_mix.jsonl >/dev/null
     note "torch eager ($(elapsed)s)"
+    clocks_start torch-eager
     PYTHONUNBUFFERED=1 timeout 240 python3 tests/bench/torch_gpu_peer.py /tmp/tickets_mix.jsonl \
         --variants eager --budgets ${TORCH_BUDGETS:-16384,32768,65536} --repeat 3 2>&1 | tee "$OUT/torch-eager.log" | grep -E '^\{|torch|Error' | tee -a "$summary"
+    clocks_stop torch-eager
     note "torch compile ($(elapsed)s)"
+    clocks_start torch-compile
     PYTHONUNBUFFERED=1 timeout ${TORCH_COMPILE_TIMEOUT:-300} python3 tests/bench/torch_gpu_peer.py /tmp/tickets_mix.jsonl \
         --variants compile --budgets ${TORCH_COMPILE_BUDGETS:-16384,32768,65536} --repeat 3 2>&1 | tee "$OUT/torch-compile.log" | grep -E '^\{|skip|Error' | tee -a "$summary"
+    clocks_stop torch-compile
 fi
 # One demo.sh job on the CUDA backend with the carried PostgreSQL: demo_job LOG [VAR=VALUE...]
 # (later settings win); output appended to LOG; the job's run.log and stats.json are left in

@@ -9,19 +9,14 @@ RECLASS=${1:?path of the reclass executable}
 MODEL=$it_root/deploy/models/clinc150-bert-mini
 GOLDEN=$it_root/tests/fixtures/golden_clinc150_test.jsonl
 TMP=$(mktemp -d /tmp/reclass-it.XXXXXX)
-it_pids=()
+# shellcheck source=tests/lib/services.sh
+source "$it_root/tests/lib/services.sh"
 
 it_cleanup() {
     local rc=$?
     set +e # a closed stderr (| head) must not cut the clean-up short
-    for p in "${it_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-    for p in "${it_pids[@]}"; do wait "$p" 2>/dev/null || true; done
-    bash "$it_root/tests/lib/pg_tmp.sh" stop "$TMP/pg" || true
-    if [ "$rc" != 0 ]; then
-        for f in "$TMP"/*.log; do
-            [ -f "$f" ] && { echo "--- $f (tail)" >&2; tail -n 30 "$f" >&2; }
-        done
-    fi
+    svc_stop "$TMP"
+    [ "$rc" != 0 ] && svc_tails "$TMP" 30
     rm -rf "$TMP"
     exit "$rc"
 }
@@ -35,21 +30,14 @@ fail() {
 
 # Starts PostgreSQL and applies the migrations; sets DB.
 it_start_pg() {
-    DB=$(bash "$it_root/tests/lib/pg_tmp.sh" start "$TMP/pg")
-    "$RECLASS" migrate --db "$DB" >"$TMP/migrate.log" 2>&1 || fail "migrate"
+    svc_start_pg "$RECLASS" "$TMP" || fail "PostgreSQL or migrate"
+    DB=$SVC_DB
 }
 
 # Starts the dev broker with topic $1 (4 partitions); sets BROKERS.
 it_start_broker() {
-    "$RECLASS" dev-broker --partitions 4 --topic "$1" >"$TMP/broker.out" 2>"$TMP/broker.log" &
-    it_pids+=($!)
-    local i
-    for i in $(seq 300); do
-        BROKERS=$(head -n1 "$TMP/broker.out" 2>/dev/null || true)
-        [ -n "$BROKERS" ] && return 0
-        sleep 0.1
-    done
-    fail "dev-broker printed no address"
+    svc_start_broker "$RECLASS" "$TMP" 4 "$1" || fail "dev-broker printed no address"
+    BROKERS=$SVC_BROKERS
 }
 
 # it_make_input FILE N [ID_PREFIX]: N CLINC150 texts (cycled) as submit JSONL.
@@ -113,5 +101,5 @@ it_run_worker() {
         --kafka session.timeout.ms=6000 --kafka heartbeat.interval.ms=500 \
         "$@" >"$log.out" 2>"$log" &
     WORKER_PID=$!
-    it_pids+=("$WORKER_PID")
+    svc_pids+=("$WORKER_PID")
 }
