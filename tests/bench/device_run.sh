@@ -148,7 +148,7 @@ if has sanitize; then
         # racecheck also reports hazards inside cuBLAS's own split-K kernels (nvjet_*): the
         # summary lists which kernels reported; ours must not be among them. (Excluding nvjet
         # with --kernel-name-exclude crashed the sanitizer here, 2026-11-29.)
-        timeout 400 compute-sanitizer --tool $tool --error-exitcode 9 $B/tests/test_gpu_kernels quick \
+        RECLASS_CUDA_TUNE=1 timeout 400 compute-sanitizer --tool $tool --error-exitcode 9 $B/tests/test_gpu_kernels quick \
             >"$OUT/sanitize-$tool.log" 2>&1
         echo "exit $?" | tee -a "$OUT/sanitize-$tool.log" | tee -a "$summary"
         grep -E "ERROR SUMMARY|RACECHECK SUMMARY|FAILED|PASSED" "$OUT/sanitize-$tool.log" | tail -3 | tee -a "$summary"
@@ -156,7 +156,7 @@ if has sanitize; then
     done
     for tool in ${GOLDEN_TOOLS:-memcheck}; do
         note "compute-sanitizer $tool golden (whole backend, both stream paths) ($(elapsed)s)"
-        timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 $B/tests/test_gpu_golden \
+        RECLASS_CUDA_TUNE=1 timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 $B/tests/test_gpu_golden \
             >"$OUT/sanitize-golden-$tool.log" 2>&1
         echo "exit $?" | tee -a "$summary"
         grep -E "ERROR SUMMARY|RACECHECK SUMMARY|FAILED|PASSED" "$OUT/sanitize-golden-$tool.log" | tail -3 | tee -a "$summary"
@@ -283,7 +283,9 @@ if has e2e; then
                 echo "bert-base job [$v] exit $?" | tee -a "$summary"
                 grep -E '^throughput' "$OUT/e2e-bert-base.log" | tail -1 | tee -a "$summary"
                 [ -n "$DEMO_DIR" ] && cp "$DEMO_DIR"/run.log "$OUT/run-bert-base-${v//[^A-Za-z0-9_.-]/_}.log" &&
-                    cp "$DEMO_DIR"/stats.json "$OUT/stats-bert-base-${v//[^A-Za-z0-9_.-]/_}.json"
+                    cp "$DEMO_DIR"/stats.json "$OUT/stats-bert-base-${v//[^A-Za-z0-9_.-]/_}.json" &&
+                    python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print("worker stats:", {k: d.get(k) for k in ("tickets", "batches", "pauses", "holds", "encoder_seconds", "wall_seconds", "tickets_per_s")})' \
+                        "$DEMO_DIR"/stats.json | tee -a "$summary"
             done
         fi
     else
