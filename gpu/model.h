@@ -22,8 +22,11 @@ typedef struct {
     int type_vocab;
     int num_labels; /* L */
     float ln_eps;
-    int do_lower_case; /* from tokenizer_config.json; 1 when absent */
-    char **id2label;   /* (num_labels) owned; "LABEL_i" when config has none */
+    /* from tokenizer_config.json, as Hugging Face reads it: */
+    int do_lower_case;          /* 1 when absent */
+    int strip_accents;          /* null or absent: as do_lower_case */
+    int tokenize_chinese_chars; /* 1 when absent */
+    char **id2label;            /* (num_labels) owned; "LABEL_i" when config has none */
 } gpu_model_config_t;
 
 /* HF nn.Linear layout everywhere: weight (out, in) row-major, y = x W^T + b. */
@@ -66,10 +69,11 @@ typedef struct {
  * NULL, and err holds one line naming the file and what is wrong (CLI exits 2). */
 int gpu_model_load(const char *dir, gpu_model_t **out, char *err, size_t errlen);
 
-/* Reads dir/tokenizer_config.json: do_lower_case (1 when the file or key is absent). Settings
- * the tokenizer does not implement (strip_accents differing from do_lower_case,
- * tokenize_chinese_chars false) are refused with a one-line message naming the file. */
-int gpu_model_read_tokenizer_config(const char *dir, int *do_lower_case, char *err, size_t errlen);
+/* Reads dir/tokenizer_config.json into cfg's do_lower_case (1 when the file or key is
+ * absent), strip_accents (null or absent: do_lower_case) and tokenize_chinese_chars (1 when
+ * absent). A value of the wrong type is refused with a one-line message naming the file. */
+int gpu_model_read_tokenizer_config(const char *dir, gpu_model_config_t *cfg, char *err,
+                                    size_t errlen);
 
 /* Geometry by name: "bert-base" (12x768, 12 heads, 3072), "bert-mini" (4x256, 4, 1024),
  * "bert-large" (24x1024, 16, 4096); vocab 30522, 512 positions, 2 types. Returns 0 or -1. */

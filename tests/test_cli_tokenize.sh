@@ -74,8 +74,20 @@ mkdir -p "$tmp/cased"
 printf '[PAD]\n[UNK]\n[CLS]\n[SEP]\nHello\nhello\n' > "$tmp/cased/vocab.txt"
 echo '{"do_lower_case": false}' > "$tmp/cased/tokenizer_config.json"
 check "cased model" "[2,4,5,1,3]" "$(echo 'Hello hello HELLO' | "$bin" tokenize --model "$tmp/cased")"
+# The other settings, with the ids tokenizers 0.23.3 (BertWordPieceTokenizer) gives.
+printf 'h\303\251llo\n' >> "$tmp/cased/vocab.txt"
 echo '{"do_lower_case": true, "strip_accents": false}' > "$tmp/cased/tokenizer_config.json"
-echo x | "$bin" tokenize --model "$tmp/cased" > /dev/null 2>&1; check "unsupported strip_accents: exit 2" 2 $?
+check "lower case, accents kept" "[2,6,6,3]" "$(echo 'Héllo héllo' | "$bin" tokenize --model "$tmp/cased")"
+echo '{"do_lower_case": false, "strip_accents": true}' > "$tmp/cased/tokenizer_config.json"
+check "cased, accents stripped" "[2,4,5,3]" "$(echo 'Héllo héllo' | "$bin" tokenize --model "$tmp/cased")"
+echo '{"tokenize_chinese_chars": false}' > "$tmp/cased/tokenizer_config.json"
+check "no CJK spacing" "[2,1,3]" "$(echo 'hello世界' | "$bin" tokenize --model "$tmp/cased")"
+echo '{}' > "$tmp/cased/tokenizer_config.json"
+check "CJK spacing by default" "[2,5,1,1,3]" "$(echo 'hello世界' | "$bin" tokenize --model "$tmp/cased")"
+echo '{"strip_accents": "yes"}' > "$tmp/cased/tokenizer_config.json"
+echo x | "$bin" tokenize --model "$tmp/cased" > /dev/null 2> "$tmp/err"; rc=$?
+check "strip_accents of the wrong type: exit 2" 2 "$rc"
+grep -q "strip_accents" "$tmp/err"; check "... and the message names it" 0 $?
 echo '{"do_lower_case": true, "strip_accents": null, "tokenize_chinese_chars": true}' > "$tmp/cased/tokenizer_config.json"
 check "explicit defaults accepted" "[2,5,5,5,3]" "$(echo 'Hello hello HELLO' | "$bin" tokenize --model "$tmp/cased")"
 echo '{"do_lower_case": tru' > "$tmp/cased/tokenizer_config.json"

@@ -270,12 +270,12 @@ static void test_bad_config(void **state) {
     new_case(dir, sizeof dir, NULL);
     write_file(dir, "tokenizer_config.json", "[1,", 3, NULL, 0);
     expect_refused(dir, "tokenizer_config.json", "invalid JSON");
-    /* Tokenizer settings the tokenizer does not implement are refused, not ignored. */
-    static const char sa[] = "{\"do_lower_case\": true, \"strip_accents\": false}";
+    /* Tokenizer settings of the wrong type are refused, not guessed. */
+    static const char sa[] = "{\"do_lower_case\": true, \"strip_accents\": \"yes\"}";
     new_case(dir, sizeof dir, NULL);
     write_file(dir, "tokenizer_config.json", sa, sizeof sa - 1, NULL, 0);
     expect_refused(dir, "tokenizer_config.json", "strip_accents");
-    static const char cjk[] = "{\"tokenize_chinese_chars\": false}";
+    static const char cjk[] = "{\"tokenize_chinese_chars\": 0}";
     new_case(dir, sizeof dir, NULL);
     write_file(dir, "tokenizer_config.json", cjk, sizeof cjk - 1, NULL, 0);
     expect_refused(dir, "tokenizer_config.json", "tokenize_chinese_chars");
@@ -361,6 +361,24 @@ static void test_variants(void **state) {
     write_file(dir, "tokenizer_config.json", "{\"do_lower_case\": false}", 24, NULL, 0);
     assert_int_equal(gpu_model_load(dir, &m, err, sizeof err), 0);
     assert_int_equal(m->cfg.do_lower_case, 0);
+    assert_int_equal(m->cfg.strip_accents, 0); /* absent: as do_lower_case */
+    assert_int_equal(m->cfg.tokenize_chinese_chars, 1);
+    gpu_model_free(m);
+    /* Hugging Face's other settings are read as given (null strip_accents: do_lower_case). */
+    static const char opts[] = "{\"do_lower_case\": true, \"strip_accents\": false, "
+                               "\"tokenize_chinese_chars\": false}";
+    new_case(dir, sizeof dir, NULL);
+    write_file(dir, "tokenizer_config.json", opts, sizeof opts - 1, NULL, 0);
+    assert_int_equal(gpu_model_load(dir, &m, err, sizeof err), 0);
+    assert_int_equal(m->cfg.do_lower_case, 1);
+    assert_int_equal(m->cfg.strip_accents, 0);
+    assert_int_equal(m->cfg.tokenize_chinese_chars, 0);
+    gpu_model_free(m);
+    static const char null_sa[] = "{\"do_lower_case\": false, \"strip_accents\": null}";
+    new_case(dir, sizeof dir, NULL);
+    write_file(dir, "tokenizer_config.json", null_sa, sizeof null_sa - 1, NULL, 0);
+    assert_int_equal(gpu_model_load(dir, &m, err, sizeof err), 0);
+    assert_int_equal(m->cfg.strip_accents, 0);
     gpu_model_free(m);
     gpu_model_free(ref);
 }

@@ -22,7 +22,7 @@ static worker_tok_t *tok;
 
 static int setup(void **state) {
     char err[512];
-    if (worker_tok_init(RECLASS_DEMO_MODEL "/vocab.txt", 1, &tok, err, sizeof(err)) != 0) {
+    if (worker_tok_init(RECLASS_DEMO_MODEL "/vocab.txt", NULL, &tok, err, sizeof(err)) != 0) {
         fprintf(stderr, "%s\n", err);
         return -1;
     }
@@ -268,15 +268,13 @@ static void test_random_bytes(void **state) {
     worker_ids_free(&b);
 }
 
-/* 3,200 random texts (mixed scripts, combining marks, controls, special tokens, invalid
- * UTF-8 bytes; a fifth with do_lower_case false) with the ids HF gave them; written by a
- * throwaway fuzzer that matched 50,000 such texts. Stored as hex because of the bad bytes. */
-static void test_fuzz_fixture(void **state) {
-    worker_tok_t *cased;
+/* Rows {"hex", "lower", ["strip", "cjk",] "ids"}: a text (hex, it may hold bad bytes) and the
+ * ids Hugging Face gave it under those tokenizer_config.json settings (strip_accents absent or
+ * null: as lower; tokenize_chinese_chars absent: true). Both paths must match every row. */
+static void check_hex_fixture(const char *path, int want_rows) {
+    worker_tok_t *toks[8] = {NULL}; /* by setting: lower | strip << 1 | cjk << 2 */
     char err[256];
-    assert_int_equal(worker_tok_init(RECLASS_DEMO_MODEL "/vocab.txt", 0, &cased, err, sizeof(err)),
-                     0);
-    FILE *f = fopen(RECLASS_SOURCE_DIR "/tests/test_tokenizer_fuzz.jsonl", "r");
+    FILE *f = fopen(path, "r");
     assert_non_null(f);
     char *line = NULL, *bytes = NULL;
     size_t cap = 0;
@@ -299,15 +297,24 @@ static void test_fuzz_fixture(void **state) {
         int n = (int)json_array_size(a);
         for (int i = 0; i < n; i++)
             want[i] = (int32_t)json_integer_value(json_array_get(a, i));
-        const worker_tok_t *t = json_is_true(json_object_get(row, "lower")) ? tok : cased;
+        json_t *js = json_object_get(row, "strip"), *jc = json_object_get(row, "cjk");
+        worker_tok_opts_t o = {json_is_true(json_object_get(row, "lower")), 0, 1};
+        o.strip_accents = js && !json_is_null(js) ? json_is_true(js) : o.lower;
+        if (jc) o.chinese_chars = json_is_true(jc);
+        int k = o.lower | o.strip_accents << 1 | o.chinese_chars << 2;
+        if (!toks[k])
+            assert_int_equal(
+                worker_tok_init(RECLASS_DEMO_MODEL "/vocab.txt", &o, &toks[k], err, sizeof(err)),
+                0);
         rows++;
         int row_ok = 1;
         for (int general = 0; general <= 1; general++) {
-            assert_int_equal(worker_tok_encode_path(t, bytes, len, 0, &ids, general), 0);
+            assert_int_equal(worker_tok_encode_path(toks[k], bytes, len, 0, &ids, general), 0);
             if (!ids_equal(&ids, want, n)) {
                 if (row_ok && rows - ok == 1) {
-                    fprintf(stderr, "MISMATCH fuzz row %d (%s path): hex %s\n", rows,
-                            general ? "general" : "auto", hex);
+                    fprintf(stderr, "MISMATCH row %d (%s path, lower %d strip %d cjk %d): hex %s\n",
+                            rows, general ? "general" : "auto", o.lower, o.strip_accents,
+                            o.chinese_chars, hex);
                     print_ids("want", want, n);
                     print_ids("got ", ids.v, ids.n);
                 }
@@ -317,20 +324,34 @@ static void test_fuzz_fixture(void **state) {
         ok += row_ok;
         json_decref(row);
     }
-    printf("test_tokenizer_fuzz.jsonl: %d/%d match\n", ok, rows);
+    printf("%s: %d/%d match\n", path, ok, rows);
     free(line);
     free(bytes);
     fclose(f);
     worker_ids_free(&ids);
-    worker_tok_free(cased);
-    assert_int_equal(rows, 3200);
+    for (int k = 0; k < 8; k++)
+        worker_tok_free(toks[k]);
+    assert_int_equal(rows, want_rows);
     assert_int_equal(ok, rows);
+}
+
+/* 3,200 random texts (mixed scripts, combining marks, controls, special tokens, invalid
+ * UTF-8 bytes; a fifth with do_lower_case false) with the ids HF gave them; written by a
+ * throwaway fuzzer that matched 50,000 such texts. */
+static void test_fuzz_fixture(void **state) {
+    check_hex_fixture(RECLASS_SOURCE_DIR "/tests/test_tokenizer_fuzz.jsonl", 3200);
+}
+
+/* The other tokenizer_config.json settings (strip_accents differing from do_lower_case,
+ * tokenize_chinese_chars false), 1,300 texts: tests/gen_tokenizer_options.py. */
+static void test_options_fixture(void **state) {
+    check_hex_fixture(RECLASS_SOURCE_DIR "/tests/test_tokenizer_options.jsonl", 1300);
 }
 
 static void test_custom_vocab(void **state) {
     char err[256] = "";
     worker_tok_t *t = (worker_tok_t *)1;
-    assert_int_equal(worker_tok_init("/nonexistent/vocab.txt", 1, &t, err, sizeof(err)), -1);
+    assert_int_equal(worker_tok_init("/nonexistent/vocab.txt", NULL, &t, err, sizeof(err)), -1);
     assert_null(t);
     assert_non_null(strstr(err, "/nonexistent/vocab.txt"));
 
@@ -340,14 +361,14 @@ static void test_custom_vocab(void **state) {
     FILE *f = fdopen(fd, "w");
     fputs("[PAD]\n[UNK]\n[CLS]\nhello\n", f); /* no [SEP] */
     fclose(f);
-    assert_int_equal(worker_tok_init(path, 1, &t, err, sizeof(err)), -1);
+    assert_int_equal(worker_tok_init(path, NULL, &t, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "[SEP]"));
 
     /* CRLF lines, ids = line numbers, a later duplicate wins (as HF's loader). */
     f = fopen(path, "w");
     fputs("[PAD]\r\n[UNK]\r\n[CLS]\r\n[SEP]\r\nhello\r\n##s\r\nhello\r\n", f);
     fclose(f);
-    assert_int_equal(worker_tok_init(path, 1, &t, err, sizeof(err)), 0);
+    assert_int_equal(worker_tok_init(path, NULL, &t, err, sizeof(err)), 0);
     assert_int_equal(worker_tok_vocab_size(t), 7);
     worker_ids_t ids = {0};
     assert_int_equal(worker_tok_encode(t, "Hellos HELLO x", 14, 0, &ids), 0);
@@ -362,7 +383,7 @@ static void test_custom_vocab(void **state) {
           "##\xf0\x9d\x85\xa5\xf0\x9d\x85\xad\n",
           f);
     fclose(f);
-    assert_int_equal(worker_tok_init(path, 1, &t, err, sizeof(err)), 0);
+    assert_int_equal(worker_tok_init(path, NULL, &t, err, sizeof(err)), 0);
     const char *marks[] = {"x\xf0\x9d\x85\xad\xf0\x9d\x85\xa5",
                            "x\xf0\x9d\x85\xad\xcc\x81\xf0\x9d\x85\xa5",
                            "X\xf0\x9d\x85\xa5\xf0\x9d\x85\xad"};
@@ -439,6 +460,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_random_bytes),
         cmocka_unit_test(test_fuzz_fixture),
+        cmocka_unit_test(test_options_fixture),
         cmocka_unit_test(test_custom_vocab),
         cmocka_unit_test(test_banking77_fixture),
         cmocka_unit_test(test_clinc150_golden),

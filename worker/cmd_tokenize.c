@@ -17,7 +17,8 @@ static void tokenize_usage(FILE *f) {
                "([CLS] ... [SEP]) on its own line, exactly as Hugging Face's BertTokenizerFast.\n\n"
                "options:\n"
                "  --model DIR   model directory with vocab.txt and optionally\n"
-               "                tokenizer_config.json (do_lower_case, default true)\n"
+               "                tokenizer_config.json (do_lower_case, strip_accents,\n"
+               "                tokenize_chinese_chars; BERT uncased when absent)\n"
                "  --jsonl       input is JSON lines with a string \"text\" field (other fields\n"
                "                are ignored, empty lines skipped); default: one text per line\n"
                "  --max-len N   truncate to N ids (N >= 2), keeping [CLS] first and [SEP] last;\n"
@@ -65,14 +66,15 @@ int worker_cmd_tokenize(int argc, char **argv) {
     }
 
     char err[PATH_MAX + 256], vocab[PATH_MAX];
-    int lower;
-    if (gpu_model_read_tokenizer_config(model, &lower, err, sizeof(err)) != 0) {
+    gpu_model_config_t mc;
+    if (gpu_model_read_tokenizer_config(model, &mc, err, sizeof(err)) != 0) {
         fprintf(stderr, "reclass tokenize: %s\n", err);
         return 2;
     }
     snprintf(vocab, sizeof(vocab), "%s/vocab.txt", model);
     worker_tok_t *tok = NULL;
-    if (worker_tok_init(vocab, lower, &tok, err, sizeof(err)) != 0) {
+    const worker_tok_opts_t to = {mc.do_lower_case, mc.strip_accents, mc.tokenize_chinese_chars};
+    if (worker_tok_init(vocab, &to, &tok, err, sizeof(err)) != 0) {
         fprintf(stderr, "reclass tokenize: %s\n", err);
         return 2;
     }

@@ -40,7 +40,7 @@ struct worker_tok {
     uint32_t mask;
     int vocab_size; /* lines in vocab.txt */
     int max_key;    /* longest key in bytes ("##" excluded): bounds the longest-match search */
-    int lower;
+    int lower, strip, cjk; /* worker_tok_opts_t: lower-case, strip accents, space CJK */
     int32_t sp_id[SP_N];   /* -1 when the vocab lacks it */
     int32_t ascii_id[128]; /* single-character words (punctuation), -1 = [UNK] */
 };
@@ -135,8 +135,10 @@ static char *read_file(const char *path, size_t *len, char *err, size_t errlen) 
     return buf;
 }
 
-int worker_tok_init(const char *vocab_path, int do_lower_case, worker_tok_t **out, char *err,
-                    size_t errlen) {
+int worker_tok_init(const char *vocab_path, const worker_tok_opts_t *opts, worker_tok_t **out,
+                    char *err, size_t errlen) {
+    static const worker_tok_opts_t uncased = {1, 1, 1};
+    if (!opts) opts = &uncased;
     pthread_once(&ascii_once, ascii_class_init);
     *out = NULL;
     worker_tok_t *t = calloc(1, sizeof(*t));
@@ -171,7 +173,9 @@ int worker_tok_init(const char *vocab_path, int do_lower_case, worker_tok_t **ou
     }
     for (uint32_t i = 0; i < size; i++)
         t->slots[i].id = -1;
-    t->lower = do_lower_case;
+    t->lower = opts->lower != 0;
+    t->strip = opts->strip_accents != 0;
+    t->cjk = opts->chinese_chars != 0;
     t->vocab_size = lines;
 
     size_t pos = 0;
@@ -204,7 +208,7 @@ int worker_tok_init(const char *vocab_path, int do_lower_case, worker_tok_t **ou
             return -1;
         }
     for (int b = 0; b < 128; b++) {
-        char c = (char)(do_lower_case && b >= 'A' && b <= 'Z' ? b + 32 : b);
+        char c = (char)(t->lower && b >= 'A' && b <= 'Z' ? b + 32 : b);
         t->ascii_id[b] = tok_lookup(t, 0, &c, 1);
     }
     *out = t;
@@ -465,8 +469,9 @@ static size_t normalize(const worker_tok_t *t, const char *text, size_t len, uin
             cp[n++] = ' ';
             continue;
         case TOK_CP_CJK:
+            if (!t->cjk) break; /* tokenize_chinese_chars false: an ordinary character */
             cp[n++] = ' ';
-            if (t->lower) {
+            if (t->strip) {
                 uint32_t d[TOK_UC_MAX_DECOMP];
                 int nd = tok_uc_decompose(c, d);
                 for (int k = 0; k < nd; k++)
@@ -479,8 +484,16 @@ static size_t normalize(const worker_tok_t *t, const char *text, size_t len, uin
         default:
             break;
         }
-        if (c < 0x80 || !t->lower) { /* cased models skip NFD and accent stripping */
-            cp[n++] = c;
+        if (c < 0x80 || !t->strip) { /* NFD belongs to accent stripping alone */
+            if (c == 0x130 && t->lower) {
+                /* The one character whose lower case is two code points (i + combining dot
+                 * above), written here since the pass below works in place; with accent
+                 * stripping NFD splits it the same way. */
+                cp[n++] = 'i';
+                cp[n++] = 0x307;
+            } else {
+                cp[n++] = c;
+            }
             continue;
         }
         uint32_t d[TOK_UC_MAX_DECOMP];
@@ -488,16 +501,18 @@ static size_t normalize(const worker_tok_t *t, const char *text, size_t len, uin
         for (int k = 0; k < nd; k++)
             n = push_ordered(cp, n, d[k]);
     }
-    if (!t->lower) return n;
+    if (!t->lower && !t->strip) return n;
     size_t m = 0; /* strip accents (Mn) after ordering, then lower-case */
     for (size_t i = 0; i < n; i++) {
         uint32_t c = cp[i];
         if (c >= SP_SENTINEL) {
             cp[m++] = c;
         } else if (c < 0x80) {
-            cp[m++] = (c >= 'A' && c <= 'Z') ? c + 32 : c;
-        } else if (!tok_uc_is_mn(c)) {
-            cp[m++] = tok_uc_lower(c);
+            cp[m++] = t->lower && c >= 'A' && c <= 'Z' ? c + 32 : c;
+        } else if (t->strip && tok_uc_is_mn(c)) {
+            continue;
+        } else {
+            cp[m++] = t->lower ? tok_uc_lower(c) : c;
         }
     }
     return m;

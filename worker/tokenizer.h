@@ -1,6 +1,7 @@
 /* BERT basic tokenizer + WordPiece, identical to Hugging Face's BertTokenizerFast:
- * clean text, CJK spacing, (uncased) lower-casing and NFD accent stripping, punctuation
- * split, greedy longest-match-first WordPiece with "##", [UNK] for words over 100 chars. */
+ * clean text, CJK spacing, NFD accent stripping, lower-casing (each as tokenizer_config.json
+ * sets it), punctuation split, greedy longest-match-first WordPiece with "##", [UNK] for words
+ * over 100 chars. */
 #ifndef RECLASS_WORKER_TOKENIZER_H
 #define RECLASS_WORKER_TOKENIZER_H
 
@@ -18,8 +19,15 @@ typedef struct {
     int truncated; /* 1 when n < n_full */
 } worker_ids_t;
 
-int worker_tok_init(const char *vocab_path, int do_lower_case, worker_tok_t **out, char *err,
-                    size_t errlen);
+/* tokenizer_config.json's settings, as Hugging Face reads them: do_lower_case, strip_accents
+ * (null means: as do_lower_case; the caller resolves it), tokenize_chinese_chars. */
+typedef struct {
+    int lower, strip_accents, chinese_chars;
+} worker_tok_opts_t;
+
+/* opts NULL: BERT uncased (lower-case, strip accents, space CJK). */
+int worker_tok_init(const char *vocab_path, const worker_tok_opts_t *opts, worker_tok_t **out,
+                    char *err, size_t errlen);
 void worker_tok_free(worker_tok_t *tok);
 int worker_tok_vocab_size(const worker_tok_t *tok);
 
