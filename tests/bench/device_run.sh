@@ -19,6 +19,8 @@
 #       clocks   gpu_bench fp16 and bf16 at 65536 with nvidia-smi sampling SM clock, power and
 #                clock event reasons every 50 ms (is the pass power-limited?); bench and torch
 #                are sampled the same way
+#       pace     gpu_bench fp16 at 65536 as is, then with the GPU idle PACE_US (10000) after
+#                each batch: the profiled GPU time with and without the power cap binding
 #       variants gpu_bench at 16384 fp16: the default, then each of VARIANTS (environment
 #                settings, one per run: attention block shape, GEMM tuning, LN grid, streams)
 #       rbench   reclass bench --backend cuda (the worker's own bench command)
@@ -213,6 +215,15 @@ if has clocks; then # one 65536 pass each of fp16 and bf16, sampled (is the pass
         $B/tests/gpu_bench --precision $p --budgets 65536 --repeat 3 2>&1 | tee "$OUT/clocks-bench-$p.log" |
             grep -v -E '^\{|workload' | tee -a "$summary"
         clocks_stop "gpu_bench-$p"
+    done
+fi
+if has pace; then # the same 65536 pass with the GPU idle PACE_US after each batch (power cap?)
+    for us in 0 ${PACE_US:-10000}; do
+        note "pace: gpu_bench fp16 65536, ${us} us idle after each batch ($(elapsed)s)"
+        clocks_start "pace-$us"
+        $B/tests/gpu_bench --precision fp16 --budgets 65536 --repeat 3 --pace-us $us 2>&1 |
+            tee "$OUT/pace-$us.log" | grep -v -E '^\{|workload|cuBLAS' | tee -a "$summary"
+        clocks_stop "pace-$us"
     done
 fi
 if has variants; then # at 16384, fp16: the default, then one knob changed per run (VARIANTS)
