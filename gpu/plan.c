@@ -19,8 +19,7 @@ static void plan_put(gpu_plan_t *p, int id, const char *name, const char *shape,
 
 void gpu_plan_last_layer(int bf16, size_t S, size_t H, size_t I, gpu_plan_last_t *o) {
     size_t cur = 0;
-    o->ctx = cur, cur += plan_align(S * H * 2);
-    o->x = cur, cur += plan_align(S * H * 2);
+    o->ctx = cur, cur += bf16 ? plan_align(S * H * 2) : 0;
     o->xr = cur, cur += bf16 ? plan_align(S * H * 4) : 0;
     o->ff = o->head_x = cur;
     o->head_pooled = cur + plan_align(S * H * 4);

@@ -77,12 +77,13 @@ typedef struct {
 int gpu_plan_compute(const gpu_model_config_t *cfg, int token_budget, int max_len, int max_seqs,
                      const char *precision, gpu_plan_t *plan, char *err, size_t errlen);
 
-/* Byte offsets inside GPU_PLAN_BIG for the last layer, which runs on the S [CLS] rows only:
- * the gathered context (S, H), hidden rows (S, H), fp32 residual rows (S, H; bf16 only), the
- * FFN inner (S, I); after it the head's fp32 input rows and pooled rows (S, H) each reuse the
- * FFN region. Every part 256-byte aligned (cuBLASLt's algorithms assume it). */
+/* Byte offsets inside GPU_PLAN_BIG for the last layer's tail on the S [CLS] rows, once its
+ * K/V in BIG are consumed (the rows themselves, their queries and attention outputs live in
+ * CTX and X): bf16 only, the projection outputs (S, H) and fp32 residual rows (S, H); the FFN
+ * inner (S, I); after it the head's fp32 input rows and pooled rows (S, H) reuse the FFN
+ * region. Every part 256-byte aligned (cuBLASLt's algorithms assume it). */
 typedef struct {
-    size_t ctx, x, xr, ff, head_x, head_pooled, end;
+    size_t ctx, xr, ff, head_x, head_pooled, end;
 } gpu_plan_last_t;
 void gpu_plan_last_layer(int bf16, size_t seqs, size_t H, size_t I, gpu_plan_last_t *out);
 
