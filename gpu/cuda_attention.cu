@@ -254,7 +254,7 @@ cudaError_t cuda_attention(const T *q, const T *k, const T *v, int ld, const int
                            int n_seqs, int heads, int q_tiles_max, T *out, int out_ld,
                            cudaStream_t s) {
     if (n_seqs <= 0) return cudaSuccess;
-    const float scale_log2 = 0.125f * 1.4426950408889634f; // 1/sqrt(64) * log2(e)
+    const float scale_log2 = CUDA_ATT_SCALE_LOG2;
     if (att_variant < 0) cuda_attention_set_variant(0);
     if (att_variant != 4 && att_have_wgmma()) // 1 (auto) and 9 on Hopper; elsewhere 4
         return cuda_attention_wgmma<T>(q, k, v, ld, cu, n_seqs, heads, q_tiles_max, out, out_ld, s);

@@ -74,7 +74,7 @@ cudaError_t cuda_attention_first(const T *q, int ldq, const T *k, const T *v, in
     if (n_seqs <= 0) return cudaSuccess;
     if (ld % 8 != 0 || ldq % 2 != 0 || ldo % 2 != 0) return cudaErrorInvalidValue;
     dim3 grid((unsigned)n_seqs, (unsigned)((heads + AF_WARPS - 1) / AF_WARPS));
-    const float scale_log2 = 0.125f * 1.4426950408889634f; // 1/sqrt(64) * log2(e)
+    const float scale_log2 = CUDA_ATT_SCALE_LOG2;
     attention_first_kernel<T>
         <<<grid, AF_WARPS * 32, 0, st>>>(q, ldq, k, v, ld, cu, heads, out, ldo, scale_log2);
     return cudaGetLastError();

@@ -292,7 +292,7 @@ cudaError_t cuda_attention_wgmma(const T *q, const T *k, const T *v, int ld, con
                                  int n_seqs, int heads, int q_tiles_max, T *out, int out_ld,
                                  cudaStream_t s) {
     if (n_seqs <= 0) return cudaSuccess;
-    const float scale_log2 = 0.125f * 1.4426950408889634f; // 1/sqrt(64) * log2(e)
+    const float scale_log2 = CUDA_ATT_SCALE_LOG2;
     static uint64_t khi = 0, vhi = 0;
     if (!khi) {
         // 128-byte swizzle (mode 1, bits 62-63); stride byte offset (bits 32-45): 8-row groups

@@ -98,6 +98,9 @@ cudaError_t cuda_gather_rows(const E *src, const int32_t *cu, int n_seqs, int H,
                              cudaStream_t st);
 // x = tanh(x), n fp32 elements in place (the pooler's activation).
 cudaError_t cuda_tanh(float *x, size_t n, cudaStream_t st);
+// The attention kernels' softmax scale for head_dim 64, in base 2 (they use exp2):
+// 1/sqrt(64) * log2(e).
+#define CUDA_ATT_SCALE_LOG2 (0.125f * 1.4426950408889634f)
 // out (tokens, heads*64): per-sequence softmax(q k^T / 8) v, q/k/v rows of stride ld.
 // q_tiles_max: ceil(max_len / 64) normally, 1 when only each sequence's first rows matter.
 template <typename T>
