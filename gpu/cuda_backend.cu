@@ -276,7 +276,7 @@ static int be_layer_t(struct gpu_backend *be, int l, int s0, int s1, int t0, int
     constexpr bool fp32_res = sizeof(R) == 4;
     const gpu_model_config_t *c = &be->model->cfg;
     const int H = c->hidden, I = c->intermediate, rows = t1 - t0;
-    const int BLD = 3 * H > I ? 3 * H : I;
+    const int BLD = be->plan.big_ld;
     const float eps = c->ln_eps;
     T *X = (T *)be_slice(be, GPU_PLAN_X);     // (Tn, H) storage-type hidden state
     T *CTX = (T *)be_slice(be, GPU_PLAN_CTX); // (Tn, H)
@@ -419,7 +419,7 @@ static int cuda_be_forward_t(struct gpu_backend *be, const gpu_batch_t *b, float
         const int l = NL - 1;
         const float *ln1 = (const float *)be_layer(be, l, GPU_PLAN_L_LN1);
         const float *ln2 = (const float *)be_layer(be, l, GPU_PLAN_L_LN2);
-        const int BLD = 3 * H > I ? 3 * H : I;
+        const int BLD = be->plan.big_ld;
         gpu_plan_last_t lo;
         gpu_plan_last_layer(fp32_res, (size_t)S, (size_t)H, (size_t)I, &lo);
         T *xc = CTX; // (S, H) the [CLS] hidden rows: Q's input, then the fp16 residual stream

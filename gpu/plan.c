@@ -93,7 +93,8 @@ int gpu_plan_compute(const gpu_model_config_t *cfg, int token_budget, int max_le
     /* BIG holds, in turn, the fused QKV (T, 3H), the attention output (T, H) and the FFN
      * inner activations (T, I); in the last layer, which runs on the [CLS] rows only, the
      * parts gpu_plan_last_layer lays out for S = max_seqs. */
-    size_t big = T * (3 * H > I ? 3 * H : I) * e;
+    p->big_ld = (int)(3 * H > I ? 3 * H : I);
+    size_t big = T * (size_t)p->big_ld * e;
     gpu_plan_last_t last;
     gpu_plan_last_layer(p->bf16, S, H, I, &last);
     if (last.end > big) big = last.end;

@@ -62,6 +62,7 @@ typedef struct {
 typedef struct {
     int token_budget, max_len, max_seqs;
     int elem_bytes; /* 2 for fp16 and bf16 */
+    int big_ld;     /* elements between rows of GPU_PLAN_BIG: max(3H, I) */
     int bf16;       /* 1: bf16 storage, whose residual stream is kept in fp32 */
     gpu_plan_slice_t slice[GPU_PLAN_N];
     size_t layer_off[GPU_PLAN_L_N];
