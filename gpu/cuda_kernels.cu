@@ -224,8 +224,10 @@ cudaError_t cuda_add_ln(const T *a, const R *res, const float *gamma, const floa
                         int H, float eps, R *out_r, T *out_t, cudaStream_t s) {
     // A few rows per warp: enough warps to keep every SM's loads in flight, few enough that
     // gamma and beta are fetched once per several rows.
-    static int sms = 0;
-    if (!sms && cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess)
+    static int sms = 0; // of the current device (the backend's), asked once
+    int dev = 0;
+    if (!sms && (cudaGetDevice(&dev) != cudaSuccess ||
+                 cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess))
         sms = 132;
     unsigned blocks = rows_grid(n), cap = (unsigned)sms * ln_blocks_per_sm();
     if (blocks > cap) blocks = cap;
