@@ -315,116 +315,82 @@ template <typename T> __global__ void ta_fill_kernel(T *p, size_t n, uint32_t se
     p[i] = st<T>::from_f((float)(h >> 8) * (2.f / 16777216.f) - 1.f);
 }
 
-template <typename T> static double ta_gemm_tflops(int bf16, int m, int n, int k) {
-    double tf = -1;
-    char err[256];
-    cuda_gemm_t g;
-    memset(&g, 0, sizeof(g));
-    void *ws = NULL;
-    T *w = NULL, *x = NULL, *y = NULL, *bias = NULL;
-    cudaEvent_t e0 = NULL, e1 = NULL;
-    cudaStream_t s = NULL;
-    const int warm = 5, reps = 30;
-    float ms = 0;
-    if (cudaStreamCreate(&s) != cudaSuccess || cudaMalloc(&w, (size_t)n * k * sizeof(T)) ||
-        cudaMalloc(&x, (size_t)m * k * sizeof(T)) || cudaMalloc(&y, (size_t)m * n * sizeof(T)) ||
-        cudaMalloc(&bias, (size_t)n * sizeof(T)) || cudaMalloc(&ws, GPU_WS_TEST) ||
-        cudaEventCreate(&e0) || cudaEventCreate(&e1))
-        goto done;
-    ta_fill_kernel<T><<<(unsigned)(((size_t)n * k + 255) / 256), 256, 0, s>>>(w, (size_t)n * k, 1);
-    ta_fill_kernel<T><<<(unsigned)(((size_t)m * k + 255) / 256), 256, 0, s>>>(x, (size_t)m * k, 2);
-    ta_fill_kernel<T><<<(unsigned)((n + 255) / 256), 256, 0, s>>>(bias, (size_t)n, 3);
-    if (cuda_gemm_init(&g, bf16 ? CUDA_GEMM_BF16 : CUDA_GEMM_FP16, ws, GPU_WS_TEST, err,
-                       sizeof(err)) != 0)
-        goto done;
-    for (int i = 0; i < warm; i++)
-        if (cuda_gemm_run(&g, w, x, y, bias, NULL, m, n, k, CUDA_GEMM_BIAS, s, err, sizeof(err)))
-            goto done;
-    cudaEventRecord(e0, s);
-    for (int i = 0; i < reps; i++)
-        if (cuda_gemm_run(&g, w, x, y, bias, NULL, m, n, k, CUDA_GEMM_BIAS, s, err, sizeof(err)))
-            goto done;
-    cudaEventRecord(e1, s);
-    if (cudaEventSynchronize(e1) != cudaSuccess || cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess)
-        goto done;
-    tf = 2.0 * m * n * (double)k * reps / (ms * 1e-3) / 1e12;
-done:
-    if (g.lt) cuda_gemm_free(&g);
-    cudaFree(ws), cudaFree(w), cudaFree(x), cudaFree(y), cudaFree(bias);
-    if (e0) cudaEventDestroy(e0);
-    if (e1) cudaEventDestroy(e1);
-    if (s) cudaStreamDestroy(s);
-    return tf;
-}
-
-extern "C" double gpu_cuda_gemm_tflops(int device, int m, int n, int k, const char *precision) {
-    if (gpu_cuda_device_count() <= device || m <= 0 || n <= 0 || k <= 0) return -1;
-    if (cudaSetDevice(device) != cudaSuccess) return -1;
-    return is_bf16(precision) ? ta_gemm_tflops<__nv_bfloat16>(1, m, n, k)
-                              : ta_gemm_tflops<__half>(0, m, n, k);
-}
-
-// One projection as the backend runs it (epi 0 bias, 1 bias + GELU, 2 bias + residual in
-// place), X cold in L2: rotates over enough X buffers to pass 200 MB; cuBLASLt tuned among
-// 8 candidates as the backend's init does. TFLOP/s, -1 on error.
-template <typename T> static double ta_proj_tflops(int bf16, int m, int n, int k, int epi) {
+// Times Y (m, n) = X (m, k) W^T + bias through cuda_gemm_run on random data: epi 0 bias only,
+// 1 bias + GELU, 2 bias + residual in place (as the backend runs them). cold: X rotates over
+// enough buffers to pass 200 MB, so it is never in L2; else one X. tune: cuBLASLt candidates
+// timed on the first call (0: the heuristic's first). warm untimed runs, then reps timed.
+// TFLOP/s, -1 on error.
+template <typename T>
+static double ta_gemm_time(int bf16, int m, int n, int k, int epi, int cold, int tune, int warm,
+                           int reps) {
     double tf = -1;
     char err[256] = "CUDA allocation or launch failed";
     cuda_gemm_t g;
     memset(&g, 0, sizeof(g));
     void *ws = NULL;
     const size_t xb = (size_t)m * k * sizeof(T);
-    const int nx = xb >= (200u << 20) ? 1 : (int)((200u << 20) / xb) + 1;
+    const int nx = !cold || xb >= (200u << 20) ? 1 : (int)((200u << 20) / xb) + 1;
     T *w = NULL, *y = NULL, *bias = NULL, *xs[64] = {NULL};
     cudaEvent_t e0 = NULL, e1 = NULL;
-    const int reps = 20;
+    cudaStream_t s = NULL;
     float ms = 0;
-    if (nx > 64 || cudaMalloc(&w, (size_t)n * k * sizeof(T)) ||
-        cudaMalloc(&y, (size_t)m * n * sizeof(T)) || cudaMalloc(&bias, (size_t)n * sizeof(T)) ||
-        cudaMalloc(&ws, GPU_WS_TEST) || cudaEventCreate(&e0) || cudaEventCreate(&e1))
+    if (nx > 64 || cudaStreamCreate(&s) != cudaSuccess ||
+        cudaMalloc(&w, (size_t)n * k * sizeof(T)) || cudaMalloc(&y, (size_t)m * n * sizeof(T)) ||
+        cudaMalloc(&bias, (size_t)n * sizeof(T)) || cudaMalloc(&ws, GPU_WS_TEST) ||
+        cudaEventCreate(&e0) || cudaEventCreate(&e1))
         goto done;
     for (int i = 0; i < nx; i++) {
         if (cudaMalloc(&xs[i], xb)) goto done;
-        ta_fill_kernel<T>
-            <<<(unsigned)(((size_t)m * k + 255) / 256), 256>>>(xs[i], (size_t)m * k, 10 + i);
+        ta_fill_kernel<T><<<(unsigned)(((size_t)m * k + 255) / 256), 256, 0, s>>>(
+            xs[i], (size_t)m * k, cold ? 10 + i : 2);
     }
-    ta_fill_kernel<T><<<(unsigned)(((size_t)n * k + 255) / 256), 256>>>(w, (size_t)n * k, 1);
-    ta_fill_kernel<T><<<(unsigned)((n + 255) / 256), 256>>>(bias, (size_t)n, 3);
-    ta_fill_kernel<T><<<(unsigned)(((size_t)m * n + 255) / 256), 256>>>(y, (size_t)m * n, 4);
+    ta_fill_kernel<T><<<(unsigned)(((size_t)n * k + 255) / 256), 256, 0, s>>>(w, (size_t)n * k, 1);
+    ta_fill_kernel<T><<<(unsigned)((n + 255) / 256), 256, 0, s>>>(bias, (size_t)n, 3);
+    ta_fill_kernel<T><<<(unsigned)(((size_t)m * n + 255) / 256), 256, 0, s>>>(y, (size_t)m * n, 4);
     if (cuda_gemm_init(&g, bf16 ? CUDA_GEMM_BF16 : CUDA_GEMM_FP16, ws, GPU_WS_TEST, err,
                        sizeof(err)) != 0)
         goto done;
-    g.tune = 8;
+    g.tune = tune;
     {
         int e = epi == 1 ? CUDA_GEMM_GELU_BIAS : CUDA_GEMM_BIAS;
         const T *res = epi == 2 ? y : NULL;
-        for (int i = 0; i < 3; i++) // the first call tunes
-            if (cuda_gemm_run(&g, w, xs[i % nx], y, bias, res, m, n, k, e, 0, err, sizeof(err)))
+        for (int i = 0; i < warm; i++) // the first call tunes
+            if (cuda_gemm_run(&g, w, xs[i % nx], y, bias, res, m, n, k, e, s, err, sizeof(err)))
                 goto done;
-        cudaEventRecord(e0, 0);
+        cudaEventRecord(e0, s);
         for (int i = 0; i < reps; i++)
-            if (cuda_gemm_run(&g, w, xs[i % nx], y, bias, res, m, n, k, e, 0, err, sizeof(err)))
+            if (cuda_gemm_run(&g, w, xs[i % nx], y, bias, res, m, n, k, e, s, err, sizeof(err)))
                 goto done;
-        cudaEventRecord(e1, 0);
+        cudaEventRecord(e1, s);
     }
     if (cudaEventSynchronize(e1) != cudaSuccess || cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess)
         goto done;
     tf = 2.0 * m * n * (double)k * reps / (ms * 1e-3) / 1e12;
 done:
-    if (tf < 0) fprintf(stderr, "gemm bench %dx%dx%d: %s\n", m, n, k, err);
+    if (tf < 0) fprintf(stderr, "gemm timing %dx%dx%d: %s\n", m, n, k, err);
     if (g.lt) cuda_gemm_free(&g);
     for (int i = 0; i < nx && i < 64; i++)
         cudaFree(xs[i]);
     cudaFree(ws), cudaFree(w), cudaFree(y), cudaFree(bias);
     if (e0) cudaEventDestroy(e0);
     if (e1) cudaEventDestroy(e1);
+    if (s) cudaStreamDestroy(s);
     cudaGetLastError();
     return tf;
 }
 
+// The ceiling probe: bias epilogue, X warm, the heuristic's first algorithm.
+extern "C" double gpu_cuda_gemm_tflops(int device, int m, int n, int k, const char *precision) {
+    if (gpu_cuda_device_count() <= device || m <= 0 || n <= 0 || k <= 0) return -1;
+    if (cudaSetDevice(device) != cudaSuccess) return -1;
+    return is_bf16(precision) ? ta_gemm_time<__nv_bfloat16>(1, m, n, k, 0, 0, 0, 5, 30)
+                              : ta_gemm_time<__half>(0, m, n, k, 0, 0, 0, 5, 30);
+}
+
 extern "C" double gpu_cuda_test_gemm_bench(const char *precision, int m, int n, int k, int epi) {
-    return is_bf16(precision) ? ta_proj_tflops<__nv_bfloat16>(1, m, n, k, epi)
-                              : ta_proj_tflops<__half>(0, m, n, k, epi);
+    // as the backend's init tunes (8 candidates), X cold
+    return is_bf16(precision) ? ta_gemm_time<__nv_bfloat16>(1, m, n, k, epi, 1, 8, 3, 20)
+                              : ta_gemm_time<__half>(0, m, n, k, epi, 1, 8, 3, 20);
 }
 
 extern "C" double gpu_cuda_layer_gemm_ceiling(int device, int m, int hidden, int intermediate,
