@@ -118,7 +118,7 @@ int gpu_model_geometry(const char *name, int num_labels, gpu_model_config_t *cfg
         cfg->type_vocab = 2;
         cfg->num_labels = num_labels;
         cfg->ln_eps = 1e-12f;
-        cfg->do_lower_case = cfg->strip_accents = cfg->tokenize_chinese_chars = 1;
+        cfg->tok = (gpu_tok_config_t){1, 1, 1};
         cfg->id2label = NULL; /* gpu_model_init_random names the labels */
         return 0;
     }
@@ -341,14 +341,14 @@ static char *path_join(const char *dir, const char *file) {
     return p;
 }
 
-int gpu_model_read_tokenizer_config(const char *dir, gpu_model_config_t *cfg, char *err,
+int gpu_model_read_tokenizer_config(const char *dir, gpu_tok_config_t *tok, char *err,
                                     size_t errlen) {
     char *path = path_join(dir, "tokenizer_config.json");
     if (!path) {
         snprintf(err, errlen, "%s: out of memory", dir);
         return -1;
     }
-    cfg->do_lower_case = cfg->strip_accents = cfg->tokenize_chinese_chars = 1;
+    *tok = (gpu_tok_config_t){1, 1, 1};
     int rc = 0;
     if (access(path, F_OK) != 0) goto out; /* BERT uncased is the default */
     json_error_t jerr;
@@ -371,9 +371,9 @@ int gpu_model_read_tokenizer_config(const char *dir, gpu_model_config_t *cfg, ch
         snprintf(err, errlen, "%s: \"tokenize_chinese_chars\" must be true or false", path);
         rc = -1;
     } else {
-        if (v) cfg->do_lower_case = json_is_true(v);
-        cfg->strip_accents = sa && !json_is_null(sa) ? json_is_true(sa) : cfg->do_lower_case;
-        if (cjk) cfg->tokenize_chinese_chars = json_is_true(cjk);
+        if (v) tok->lower = json_is_true(v);
+        tok->strip_accents = sa && !json_is_null(sa) ? json_is_true(sa) : tok->lower;
+        if (cjk) tok->chinese_chars = json_is_true(cjk);
     }
     json_decref(root);
 out:
@@ -495,7 +495,7 @@ int gpu_model_load(const char *dir, gpu_model_t **out, char *err, size_t errlen)
     char *slash = strrchr(m->name, '/');
     if (slash && slash[1]) memmove(m->name, slash + 1, strlen(slash + 1) + 1);
     if (load_config(m, cfg_path, err, errlen) != 0) goto out;
-    if (gpu_model_read_tokenizer_config(dir, &m->cfg, err, errlen) != 0) goto out;
+    if (gpu_model_read_tokenizer_config(dir, &m->cfg.tok, err, errlen) != 0) goto out;
     if (access(m->vocab_path, R_OK) != 0) {
         snprintf(err, errlen, "%s: missing (the WordPiece vocabulary the tokenizer needs)",
                  m->vocab_path);

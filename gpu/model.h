@@ -12,6 +12,14 @@
 extern "C" {
 #endif
 
+/* The BERT basic tokenizer's settings in tokenizer_config.json, as Hugging Face reads them
+ * (worker/tokenizer.c applies them). */
+typedef struct {
+    int lower;         /* do_lower_case; 1 when absent */
+    int strip_accents; /* null or absent: as do_lower_case */
+    int chinese_chars; /* tokenize_chinese_chars; 1 when absent */
+} gpu_tok_config_t;
+
 typedef struct {
     int vocab_size;
     int hidden; /* H */
@@ -22,11 +30,8 @@ typedef struct {
     int type_vocab;
     int num_labels; /* L */
     float ln_eps;
-    /* from tokenizer_config.json, as Hugging Face reads it: */
-    int do_lower_case;          /* 1 when absent */
-    int strip_accents;          /* null or absent: as do_lower_case */
-    int tokenize_chinese_chars; /* 1 when absent */
-    char **id2label;            /* (num_labels) owned; "LABEL_i" when config has none */
+    gpu_tok_config_t tok; /* from tokenizer_config.json */
+    char **id2label;      /* (num_labels) owned; "LABEL_i" when config has none */
 } gpu_model_config_t;
 
 /* HF nn.Linear layout everywhere: weight (out, in) row-major, y = x W^T + b. */
@@ -69,10 +74,9 @@ typedef struct {
  * NULL, and err holds one line naming the file and what is wrong (CLI exits 2). */
 int gpu_model_load(const char *dir, gpu_model_t **out, char *err, size_t errlen);
 
-/* Reads dir/tokenizer_config.json into cfg's do_lower_case (1 when the file or key is
- * absent), strip_accents (null or absent: do_lower_case) and tokenize_chinese_chars (1 when
- * absent). A value of the wrong type is refused with a one-line message naming the file. */
-int gpu_model_read_tokenizer_config(const char *dir, gpu_model_config_t *cfg, char *err,
+/* Reads dir/tokenizer_config.json into tok (BERT uncased when the file or a key is absent).
+ * A value of the wrong type is refused with a one-line message naming the file. */
+int gpu_model_read_tokenizer_config(const char *dir, gpu_tok_config_t *tok, char *err,
                                     size_t errlen);
 
 /* Geometry by name: "bert-base" (12x768, 12 heads, 3072), "bert-mini" (4x256, 4, 1024),

@@ -225,7 +225,7 @@ static void test_demo_loads(void **state) {
     assert_int_equal(c->type_vocab, 2);
     assert_int_equal(c->num_labels, 151);
     assert_true(c->ln_eps > 0.99e-12f && c->ln_eps < 1.01e-12f);
-    assert_int_equal(c->do_lower_case, 1);
+    assert_int_equal(c->tok.lower, 1);
     assert_string_equal(c->id2label[0], "accept_reservations");
     assert_string_equal(m->name, "clinc150-bert-mini");
     assert_non_null(strstr(m->vocab_path, "clinc150-bert-mini/vocab.txt"));
@@ -342,7 +342,7 @@ static void test_variants(void **state) {
     int rc = gpu_model_load(dir, &m, err, sizeof err);
     if (rc) printf("%s\n", err);
     assert_int_equal(rc, 0);
-    assert_int_equal(m->cfg.do_lower_case, 1);
+    assert_int_equal(m->cfg.tok.lower, 1);
     assert_int_equal(m->cfg.num_labels, 151);
     assert_string_equal(m->cfg.id2label[150], "LABEL_150");
     assert_memory_equal(m->w.layer[2].ln1_g, ref->w.layer[2].ln1_g, 256 * sizeof(float));
@@ -360,9 +360,9 @@ static void test_variants(void **state) {
     new_case(dir, sizeof dir, NULL);
     write_file(dir, "tokenizer_config.json", "{\"do_lower_case\": false}", 24, NULL, 0);
     assert_int_equal(gpu_model_load(dir, &m, err, sizeof err), 0);
-    assert_int_equal(m->cfg.do_lower_case, 0);
-    assert_int_equal(m->cfg.strip_accents, 0); /* absent: as do_lower_case */
-    assert_int_equal(m->cfg.tokenize_chinese_chars, 1);
+    assert_int_equal(m->cfg.tok.lower, 0);
+    assert_int_equal(m->cfg.tok.strip_accents, 0); /* absent: as do_lower_case */
+    assert_int_equal(m->cfg.tok.chinese_chars, 1);
     gpu_model_free(m);
     /* Hugging Face's other settings are read as given (null strip_accents: do_lower_case). */
     static const char opts[] = "{\"do_lower_case\": true, \"strip_accents\": false, "
@@ -370,15 +370,15 @@ static void test_variants(void **state) {
     new_case(dir, sizeof dir, NULL);
     write_file(dir, "tokenizer_config.json", opts, sizeof opts - 1, NULL, 0);
     assert_int_equal(gpu_model_load(dir, &m, err, sizeof err), 0);
-    assert_int_equal(m->cfg.do_lower_case, 1);
-    assert_int_equal(m->cfg.strip_accents, 0);
-    assert_int_equal(m->cfg.tokenize_chinese_chars, 0);
+    assert_int_equal(m->cfg.tok.lower, 1);
+    assert_int_equal(m->cfg.tok.strip_accents, 0);
+    assert_int_equal(m->cfg.tok.chinese_chars, 0);
     gpu_model_free(m);
     static const char null_sa[] = "{\"do_lower_case\": false, \"strip_accents\": null}";
     new_case(dir, sizeof dir, NULL);
     write_file(dir, "tokenizer_config.json", null_sa, sizeof null_sa - 1, NULL, 0);
     assert_int_equal(gpu_model_load(dir, &m, err, sizeof err), 0);
-    assert_int_equal(m->cfg.strip_accents, 0);
+    assert_int_equal(m->cfg.tok.strip_accents, 0);
     gpu_model_free(m);
     gpu_model_free(ref);
 }

@@ -225,9 +225,7 @@ int worker_cmd_bench(int argc, char **argv) {
             worker_workload_free(w);
             return 2;
         }
-        const worker_tok_opts_t to = {cfg.do_lower_case, cfg.strip_accents,
-                                      cfg.tokenize_chinese_chars};
-        if (worker_tok_init(model->vocab_path, &to, &tok, err, sizeof err)) {
+        if (worker_tok_init(model->vocab_path, &cfg.tok, &tok, err, sizeof err)) {
             fprintf(stderr, "reclass bench: %s\n", err);
             gpu_model_free(model);
             worker_workload_free(w);

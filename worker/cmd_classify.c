@@ -354,9 +354,8 @@ int worker_cmd_classify(int argc, char **argv) {
         return 2;
     }
     worker_tok_t *tok = NULL;
-    const gpu_model_config_t *mc = &model->cfg;
-    const worker_tok_opts_t to = {mc->do_lower_case, mc->strip_accents, mc->tokenize_chinese_chars};
-    if (!model->vocab_path || worker_tok_init(model->vocab_path, &to, &tok, err, sizeof err)) {
+    if (!model->vocab_path ||
+        worker_tok_init(model->vocab_path, &model->cfg.tok, &tok, err, sizeof err)) {
         fprintf(stderr, "reclass classify: %s\n", model->vocab_path ? err : "model has no vocab");
         gpu_model_free(model);
         return 2;

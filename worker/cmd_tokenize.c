@@ -66,15 +66,14 @@ int worker_cmd_tokenize(int argc, char **argv) {
     }
 
     char err[PATH_MAX + 256], vocab[PATH_MAX];
-    gpu_model_config_t mc;
-    if (gpu_model_read_tokenizer_config(model, &mc, err, sizeof(err)) != 0) {
+    gpu_tok_config_t tc;
+    if (gpu_model_read_tokenizer_config(model, &tc, err, sizeof(err)) != 0) {
         fprintf(stderr, "reclass tokenize: %s\n", err);
         return 2;
     }
     snprintf(vocab, sizeof(vocab), "%s/vocab.txt", model);
     worker_tok_t *tok = NULL;
-    const worker_tok_opts_t to = {mc.do_lower_case, mc.strip_accents, mc.tokenize_chinese_chars};
-    if (worker_tok_init(vocab, &to, &tok, err, sizeof(err)) != 0) {
+    if (worker_tok_init(vocab, &tc, &tok, err, sizeof(err)) != 0) {
         fprintf(stderr, "reclass tokenize: %s\n", err);
         return 2;
     }

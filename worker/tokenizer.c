@@ -40,7 +40,7 @@ struct worker_tok {
     uint32_t mask;
     int vocab_size; /* lines in vocab.txt */
     int max_key;    /* longest key in bytes ("##" excluded): bounds the longest-match search */
-    int lower, strip, cjk; /* worker_tok_opts_t: lower-case, strip accents, space CJK */
+    int lower, strip, cjk; /* gpu_tok_config_t: lower-case, strip accents, space CJK */
     int32_t sp_id[SP_N];   /* -1 when the vocab lacks it */
     int32_t ascii_id[128]; /* single-character words (punctuation), -1 = [UNK] */
 };
@@ -135,9 +135,9 @@ static char *read_file(const char *path, size_t *len, char *err, size_t errlen) 
     return buf;
 }
 
-int worker_tok_init(const char *vocab_path, const worker_tok_opts_t *opts, worker_tok_t **out,
+int worker_tok_init(const char *vocab_path, const gpu_tok_config_t *opts, worker_tok_t **out,
                     char *err, size_t errlen) {
-    static const worker_tok_opts_t uncased = {1, 1, 1};
+    static const gpu_tok_config_t uncased = {1, 1, 1};
     if (!opts) opts = &uncased;
     pthread_once(&ascii_once, ascii_class_init);
     *out = NULL;

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpu/model.h"
+
 typedef struct worker_tok worker_tok_t; /* immutable after init: share it across threads */
 
 /* A growable id vector; reuse it across calls to avoid allocation. */
@@ -19,14 +21,9 @@ typedef struct {
     int truncated; /* 1 when n < n_full */
 } worker_ids_t;
 
-/* tokenizer_config.json's settings, as Hugging Face reads them: do_lower_case, strip_accents
- * (null means: as do_lower_case; the caller resolves it), tokenize_chinese_chars. */
-typedef struct {
-    int lower, strip_accents, chinese_chars;
-} worker_tok_opts_t;
-
-/* opts NULL: BERT uncased (lower-case, strip accents, space CJK). */
-int worker_tok_init(const char *vocab_path, const worker_tok_opts_t *opts, worker_tok_t **out,
+/* opts: the checkpoint's settings (gpu_model_read_tokenizer_config); NULL: BERT uncased
+ * (lower-case, strip accents, space CJK). */
+int worker_tok_init(const char *vocab_path, const gpu_tok_config_t *opts, worker_tok_t **out,
                     char *err, size_t errlen);
 void worker_tok_free(worker_tok_t *tok);
 int worker_tok_vocab_size(const worker_tok_t *tok);
