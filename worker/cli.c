@@ -9,11 +9,18 @@
 
 #define CLI_MAX_OPTS 48
 
-static int cli_number(const char *cmd, const cli_opt_t *o, const char *val) {
+int worker_cli_long(const char *s, long lo, long hi, long *out) {
     char *end;
     errno = 0;
-    long v = strtol(val, &end, 10);
-    if (errno || end == val || *end || v < o->lo || v > o->hi) {
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+static int cli_number(const char *cmd, const cli_opt_t *o, const char *val) {
+    long v;
+    if (worker_cli_long(val, o->lo, o->hi, &v) != 0) {
         fprintf(stderr, "reclass %s: --%s needs an integer in %ld..%ld (got '%s')\n", cmd, o->name,
                 o->lo, o->hi, val);
         return -1;

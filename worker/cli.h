@@ -39,6 +39,10 @@ typedef struct {
     int n, cap;
 } cli_list_t;
 
+/* A whole decimal integer in [lo, hi] (no sign of trouble left: overflow, trailing text, empty
+ * string all refuse): 0 and *out set, or -1. Callers word their own message. */
+int worker_cli_long(const char *s, long lo, long hi, long *out);
+
 /* Parses argv[1..argc). --help / -h prints usage to stdout: returns 0. A usage error prints
  * "reclass CMD: ..." to stderr: returns 2. Otherwise returns -1 (go on) with *first_arg the
  * index of the first positional argument; with first_arg NULL, positional arguments are an

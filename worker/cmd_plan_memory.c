@@ -19,10 +19,8 @@ static void plan_usage(FILE *f) {
 
 /* Parses a positive int or returns -1. */
 static int plan_parse_int(const char *s) {
-    char *end = NULL;
-    long v = strtol(s, &end, 10);
-    if (!s[0] || *end || v <= 0 || v > 1000000000L) return -1;
-    return (int)v;
+    long v;
+    return worker_cli_long(s, 1, 1000000000L, &v) == 0 ? (int)v : -1;
 }
 
 int worker_cmd_plan_memory(int argc, char **argv) {

@@ -4,7 +4,6 @@
  * is how the workers know a job is complete) and rejects bad input before anything is sent;
  * the second produces. The producer is idempotent with acks=all, so librdkafka's retries
  * neither lose nor duplicate a ticket, and the command waits for every delivery report. */
-#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -93,7 +92,6 @@ static int parse_opts(int argc, char **argv, submit_opts_t *o) {
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
-        char *end;
         switch (c) {
         case 'b':
             o->brokers = optarg;
@@ -122,16 +120,16 @@ static int parse_opts(int argc, char **argv, submit_opts_t *o) {
         case 'n':
             o->progress = 0;
             break;
-        case 'P':
-            errno = 0;
-            long p = strtol(optarg, &end, 10);
-            if (errno || *end || end == optarg || p < -2147483647L || p > 2147483647L) {
+        case 'P': {
+            long p;
+            if (worker_cli_long(optarg, -2147483647L, 2147483647L, &p) != 0) {
                 fprintf(stderr, "reclass submit: --priority wants an integer, not '%s'\n", optarg);
                 return 2;
             }
             o->priority = (int)p;
             o->has_priority = 1;
             break;
+        }
         case 'k':
             if (o->n_props == SUBMIT_MAX_PROPS || !strchr(optarg, '=')) {
                 fprintf(stderr, "reclass submit: --kafka wants KEY=VALUE (at most %d)\n",

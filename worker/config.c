@@ -1,10 +1,11 @@
 #include "worker/config.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "worker/cli.h"
 
 /* One row per setting: the flag, its variable, and where it lands. */
 typedef struct {
@@ -108,10 +109,8 @@ static int set_opt(worker_run_cfg_t *cfg, const opt_t *o, const char *v, const c
         *(const char **)(base + o->off) = v;
         return 0;
     }
-    errno = 0;
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (errno || end == v || *end || x < o->min || x > o->max) {
+    long x;
+    if (worker_cli_long(v, o->min, o->max, &x) != 0) {
         snprintf(err, errlen, "%s: '%s' is not an integer in %d..%d", from, v, o->min, o->max);
         return 2;
     }
