@@ -9,6 +9,9 @@
 
 #include "worker/pipeline_int.h"
 
+/* flush_drift hands worker/drift.c's histograms to the sink as they are. */
+_Static_assert(WORKER_DRIFT_BINS == SINK_DRIFT_BINS, "drift histogram bins differ");
+
 static int64_t wall_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -85,6 +88,12 @@ void pl_telemetry_drift_add(pl_t *pl, pl_item_t *const *its, int n) {
                          its[i]->truncated, its[i]->n_ids);
 }
 
+/* Seconds between gpu_memory rows, and between reconnection attempts of an idle worker
+ * (zero-initialised configs, in tests that skip the parser, get the documented 10). */
+static int telemetry_every_s(const pl_t *pl) {
+    return pl->cfg->telemetry_interval_s > 0 ? pl->cfg->telemetry_interval_s : 10;
+}
+
 /* A failed telemetry write: count it, say so once per kind of failure, and decide. Returns 1
  * when the write should be retried later (connection lost). */
 static int telemetry_failed(pl_t *pl, int rc, const char *err) {
@@ -94,8 +103,7 @@ static int telemetry_failed(pl_t *pl, int rc, const char *err) {
         /* the result path reconnects when it writes; an idle worker must do it here */
         double now = pl_now_s();
         if (now >= pl->next_reconnect_s) {
-            int every = pl->cfg->telemetry_interval_s > 0 ? pl->cfg->telemetry_interval_s : 10;
-            pl->next_reconnect_s = now + every;
+            pl->next_reconnect_s = now + telemetry_every_s(pl);
             char e2[512];
             if (sink_reconnect(pl->sink, e2, sizeof(e2)) == SINK_OK)
                 atomic_store(&worker_metrics.sink_connected, 1);
@@ -177,8 +185,7 @@ void pl_telemetry_tick(pl_t *pl, int final) {
     if (waiting) flush_drift(pl);
     double now = pl_now_s();
     if (pl->telemetry_off || (!final && now < pl->next_gpu_row_s)) return;
-    int every = pl->cfg->telemetry_interval_s > 0 ? pl->cfg->telemetry_interval_s : 10;
-    pl->next_gpu_row_s = now + every;
+    pl->next_gpu_row_s = now + telemetry_every_s(pl);
     write_gpu_row(pl);
     if (final && worker_drift_oldest(pl->drift))
         fprintf(stderr, "reclass run: drift statistics of the last window not written\n");
