@@ -78,6 +78,14 @@ static int teardown(void **state) {
     return 0;
 }
 
+/* max |a[i] - b[i]| over n logits. */
+static double max_delta(const float *a, const float *b, size_t n) {
+    double maxd = 0;
+    for (size_t i = 0; i < n; i++)
+        maxd = fmax(maxd, fabs((double)a[i] - b[i]));
+    return maxd;
+}
+
 /* Runs rows [0, n) through the backend in batches of at most budget tokens (file order, so
  * lengths are mixed), logits (n, L). */
 static void classify_all(int budget, int threads, int n, float *logits) {
@@ -157,9 +165,7 @@ static void test_packing_invariance(void **state) {
     float *a = malloc(sizeof(float) * (size_t)n * L), *b = malloc(sizeof(float) * (size_t)n * L);
     classify_all(4096, 1, n, a);
     classify_all(100, 3, n, b);
-    double maxd = 0;
-    for (size_t i = 0; i < (size_t)n * L; i++)
-        maxd = fmax(maxd, fabs((double)a[i] - b[i]));
+    double maxd = max_delta(a, b, (size_t)n * L);
     printf("packing: max |delta| between budget 4096/1 thread and 100/3 threads %.3g\n", maxd);
     assert_true(maxd <= 1e-4);
     free(a);
@@ -175,9 +181,7 @@ static void test_blas_path(void **state) {
     setenv("RECLASS_CPU_GEMM", "blas", 1);
     classify_all(2048, 2, n, b);
     unsetenv("RECLASS_CPU_GEMM");
-    double maxd = 0;
-    for (size_t i = 0; i < (size_t)n * L; i++)
-        maxd = fmax(maxd, fabs((double)a[i] - b[i]));
+    double maxd = max_delta(a, b, (size_t)n * L);
     printf("OpenBLAS path vs default path: max |delta| %.3g\n", maxd);
     assert_true(maxd <= 1e-4);
     free(a);
@@ -199,9 +203,7 @@ static void test_backend_vs_ref(void **state) {
         cu[r + 1] = cu[r] + rows[r].len;
     }
     assert_int_equal(gpu_ref_forward(model, ids, cu, n, b), 0);
-    double maxd = 0;
-    for (size_t i = 0; i < (size_t)n * L; i++)
-        maxd = fmax(maxd, fabs((double)a[i] - b[i]));
+    double maxd = max_delta(a, b, (size_t)n * L);
     printf("backend vs gpu_ref_forward: max |delta| %.3g over %d rows\n", maxd, n);
     assert_true(maxd <= 1e-4);
     free(a);
@@ -236,9 +238,7 @@ static void test_long_vs_ref(void **state) {
         .ids = ids, .cu_seqlens = cu, .n_seqs = ns, .n_tokens = total, .max_len = 512};
     assert_int_equal(ops->forward(be, &bt, a, err, sizeof err), 0);
     assert_int_equal(gpu_ref_forward(model, ids, cu, ns, b), 0);
-    double maxd = 0;
-    for (int i = 0; i < ns * L; i++)
-        maxd = fmax(maxd, fabs((double)a[i] - b[i]));
+    double maxd = max_delta(a, b, (size_t)ns * L);
     printf("long sequences (31..512 tokens) vs gpu_ref_forward: max |delta| %.3g\n", maxd);
     assert_true(maxd <= 1e-4);
     ops->free(be);
