@@ -22,7 +22,7 @@
 #       pace     gpu_bench fp16 at 65536 as is, then with the GPU idle PACE_US (10000) after
 #                each batch: the profiled GPU time with and without the power cap binding
 #       variants gpu_bench at 16384 fp16: the default, then each of VARIANTS (environment
-#                settings, one per run: attention block shape, GEMM tuning, LN grid, streams)
+#                settings, one per run: attention kernel, GEMM tuning, LN grid, streams)
 #       rbench   reclass bench --backend cuda (the worker's own bench command)
 #       torch    tests/bench/torch_gpu_peer.py eager + torch.compile on the same workload
 #       e2e      deploy/demo.sh with RECLASS_BACKEND=cuda: the whole job (dev broker, worker,
@@ -208,22 +208,20 @@ if has gemm; then
             tee "$OUT/gemm-bench-$p.log" | grep -E "gemm|Error|error" | tee -a "$summary"
     done
 fi
-if has clocks; then # one 65536 pass each of fp16 and bf16, sampled (is the pass power-limited?)
-    for p in fp16 bf16; do
-        note "clocks: gpu_bench $p 65536 ($(elapsed)s)"
-        clocks_start "gpu_bench-$p"
-        $B/tests/gpu_bench --precision $p --budgets 65536 --repeat 3 2>&1 | tee "$OUT/clocks-bench-$p.log" |
-            grep -v -E '^\{|workload' | tee -a "$summary"
-        clocks_stop "gpu_bench-$p"
-    done
-fi
-if has pace; then # the same 65536 pass with the GPU idle PACE_US after each batch (power cap?)
-    for us in 0 ${PACE_US:-10000}; do
-        note "pace: gpu_bench fp16 65536, ${us} us idle after each batch ($(elapsed)s)"
-        clocks_start "pace-$us"
-        $B/tests/gpu_bench --precision fp16 --budgets 65536 --repeat 3 --pace-us $us 2>&1 |
-            tee "$OUT/pace-$us.log" | grep -v -E '^\{|workload|cuBLAS' | tee -a "$summary"
-        clocks_stop "pace-$us"
+# One 65536 pass per precision and per idle time after each batch, sampled: clocks = fp16 and
+# bf16 back to back (is the pass power-limited?); pace = fp16 back to back and with the GPU
+# idle PACE_US after each batch (what does the cap cost?).
+if has clocks || has pace; then
+    precs="fp16 bf16" paces=0
+    has pace && precs=fp16 paces="0 ${PACE_US:-10000}"
+    for p in $precs; do
+        for us in $paces; do
+            note "clocks: gpu_bench $p 65536, ${us} us idle after each batch ($(elapsed)s)"
+            clocks_start "$p-pace-$us"
+            $B/tests/gpu_bench --precision $p --budgets 65536 --repeat 3 --pace-us $us 2>&1 |
+                tee "$OUT/clocks-$p-pace-$us.log" | grep -v -E '^\{|workload|cuBLAS' | tee -a "$summary"
+            clocks_stop "$p-pace-$us"
+        done
     done
 fi
 if has variants; then # at 16384, fp16: the default, then one knob changed per run (VARIANTS)
