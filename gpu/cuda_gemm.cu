@@ -207,9 +207,14 @@ int cuda_gemm_run_ld(cuda_gemm_t *g, const void *w, const void *x, void *y, int 
     if (!hit) {
         // Chosen for the bucket's largest M, so it is valid (workspace, split) for all below.
         cublasLtMatmulHeuristicResult_t cand[GEMM_TUNE_MAX];
+        int want = g->only > 0 ? g->only : g->tune > 1 ? g->tune : 1;
         int n_cand =
-            gemm_query(g, mb, n, k, ldy, epi, cand,
-                       g->tune > 1 ? (g->tune < GEMM_TUNE_MAX ? g->tune : GEMM_TUNE_MAX) : 1);
+            gemm_query(g, mb, n, k, ldy, epi, cand, want < GEMM_TUNE_MAX ? want : GEMM_TUNE_MAX);
+        if (g->only > 0 && n_cand < g->only) {
+            snprintf(err, errlen, "cuBLASLt has %d candidates for a %dx%dx%d GEMM, not %d", n_cand,
+                     m, n, k, g->only);
+            return -1;
+        }
         if (n_cand <= 0) {
             if (epi == CUDA_GEMM_GELU_BIAS) {
                 g->gelu_epilogue = 0;
@@ -218,8 +223,8 @@ int cuda_gemm_run_ld(cuda_gemm_t *g, const void *w, const void *x, void *y, int 
             snprintf(err, errlen, "cuBLASLt found no algorithm for a %dx%dx%d GEMM", m, n, k);
             return -1;
         }
-        int pick = 0;
-        if (n_cand > 1) {
+        int pick = g->only > 0 ? g->only - 1 : 0;
+        if (n_cand > 1 && g->only <= 0) {
             pick = gemm_tune(g, cand, n_cand, w, x, y, bias, res, m, n, k, ldy, epi, st);
             if (pick < 0) pick = 0;
         }

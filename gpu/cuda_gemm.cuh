@@ -32,6 +32,7 @@ typedef struct {
     // the call's own operands (the output is written once per run: only the backend's
     // warm-up sweep, whose data is thrown away, turns it on) and keeps the fastest.
     int tune;
+    int only; // bench: > 0 takes the heuristic's candidate number only (1-based), untimed
     cudaEvent_t ev0, ev1;
     long tuned, tuned_changed;           // entries tuned; of them, where top-1 was not the fastest
     double tuned_ms_top1, tuned_ms_best; // summed over tuned entries (one run each)

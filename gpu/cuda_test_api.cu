@@ -320,9 +320,25 @@ template <typename T> __global__ void ta_fill_kernel(T *p, size_t n, uint32_t se
 // enough buffers to pass 200 MB, so it is never in L2; else one X. tune: cuBLASLt candidates
 // timed on the first call (0: the heuristic's first). warm untimed runs, then reps timed.
 // TFLOP/s, -1 on error.
+// The cached algorithm's configuration in words (cuBLASLt's ids: algo, tile, stages,
+// cluster shape, split-K, CTA swizzle).
+static void ta_algo_describe(const cublasLtMatmulAlgo_t *a, char *out, size_t len) {
+    static const cublasLtMatmulAlgoConfigAttributes_t at[6] = {
+        CUBLASLT_ALGO_CONFIG_ID,         CUBLASLT_ALGO_CONFIG_TILE_ID,
+        CUBLASLT_ALGO_CONFIG_STAGES_ID,  CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID,
+        CUBLASLT_ALGO_CONFIG_SPLITK_NUM, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING};
+    uint32_t v[6] = {0};
+    for (int i = 0; i < 6; i++) {
+        size_t got = 0;
+        cublasLtMatmulAlgoConfigGetAttribute(a, at[i], &v[i], sizeof(v[i]), &got);
+    }
+    snprintf(out, len, "algo %u tile %u stages %u cluster %u splitk %u swizzle %u", v[0], v[1],
+             v[2], v[3], v[4], v[5]);
+}
+
 template <typename T>
 static double ta_gemm_time(int bf16, int m, int n, int k, int epi, int cold, int tune, int warm,
-                           int reps) {
+                           int reps, int only = 0, char *desc = NULL, size_t desclen = 0) {
     double tf = -1;
     char err[256] = "CUDA allocation or launch failed";
     cuda_gemm_t g;
@@ -351,6 +367,7 @@ static double ta_gemm_time(int bf16, int m, int n, int k, int epi, int cold, int
                        sizeof(err)) != 0)
         goto done;
     g.tune = tune;
+    g.only = only;
     {
         int e = epi == 1 ? CUDA_GEMM_GELU_BIAS : CUDA_GEMM_BIAS;
         const T *res = epi == 2 ? y : NULL;
@@ -366,6 +383,7 @@ static double ta_gemm_time(int bf16, int m, int n, int k, int epi, int cold, int
     if (cudaEventSynchronize(e1) != cudaSuccess || cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess)
         goto done;
     tf = 2.0 * m * n * (double)k * reps / (ms * 1e-3) / 1e12;
+    if (desc && g.n_cache > 0) ta_algo_describe(&g.cache[0].algo, desc, desclen);
 done:
     if (tf < 0) fprintf(stderr, "gemm timing %dx%dx%d: %s\n", m, n, k, err);
     if (g.lt) cuda_gemm_free(&g);
@@ -393,6 +411,13 @@ extern "C" double gpu_cuda_test_gemm_bench(const char *precision, int m, int n, 
                               : ta_gemm_time<__half>(0, m, n, k, epi, 1, 8, 3, 20);
 }
 
+extern "C" double gpu_cuda_test_gemm_candidate(const char *precision, int m, int n, int k, int epi,
+                                               int cand, int reps, char *desc, size_t desclen) {
+    return is_bf16(precision)
+               ? ta_gemm_time<__nv_bfloat16>(1, m, n, k, epi, 1, 0, 2, reps, cand, desc, desclen)
+               : ta_gemm_time<__half>(0, m, n, k, epi, 1, 0, 2, reps, cand, desc, desclen);
+}
+
 extern "C" double gpu_cuda_layer_gemm_ceiling(int device, int m, int hidden, int intermediate,
                                               const char *precision, double shape_tflops[4]) {
     const int shapes[4][2] = {
@@ -406,6 +431,47 @@ extern "C" double gpu_cuda_layer_gemm_ceiling(int device, int m, int hidden, int
         t_sum += f / tf, f_sum += f;
     }
     return f_sum / t_sum;
+}
+
+// The fp16 path's in-place LayerNorm (residual already added by the GEMM epilogue).
+template <typename T> static double ta_ln_bench(int n, int H, int iters) {
+    double out = -1;
+    float ms = 0;
+    T *x = NULL;
+    float *gb = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    if (cudaMalloc(&x, (size_t)n * H * sizeof(T)) || cudaMalloc(&gb, 2 * (size_t)H * 4) ||
+        cudaEventCreate(&e0) || cudaEventCreate(&e1))
+        goto done;
+    ta_fill_kernel<T><<<(unsigned)(((size_t)n * H + 255) / 256), 256>>>(x, (size_t)n * H, 6);
+    {
+        float *h = (float *)calloc(2 * (size_t)H, sizeof(float)); // gamma 1, beta 0
+        for (int i = 0; h && i < H; i++)
+            h[i] = 1.f;
+        int ok = h && cudaMemcpy(gb, h, 2 * (size_t)H * 4, cudaMemcpyHostToDevice) == cudaSuccess;
+        free(h);
+        if (!ok) goto done;
+    }
+    for (int i = 0; i <= iters; i++) {
+        if (i == 1) cudaEventRecord(e0, 0);
+        if (cuda_add_ln<T, T>(x, (const T *)NULL, gb, gb + H, n, H, 1e-12f, (T *)NULL, x, 0))
+            goto done;
+    }
+    cudaEventRecord(e1, 0);
+    if (cudaEventSynchronize(e1) == cudaSuccess && cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess)
+        out = ms / iters;
+done:
+    cudaFree(x), cudaFree(gb);
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    cudaGetLastError();
+    return out;
+}
+
+extern "C" double gpu_cuda_test_ln_bench(const char *precision, int n, int H, int iters) {
+    if (n <= 0 || H <= 0 || iters <= 0) return -1;
+    return is_bf16(precision) ? ta_ln_bench<__nv_bfloat16>(n, H, iters)
+                              : ta_ln_bench<__half>(n, H, iters);
 }
 
 template <typename T>

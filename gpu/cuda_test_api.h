@@ -29,6 +29,16 @@ int gpu_cuda_test_linear(const char *precision, const float *x, const float *w, 
  * residual in place, X cold in L2, cuBLASLt tuned among 8 candidates (bench only). */
 double gpu_cuda_test_gemm_bench(const char *precision, int m, int n, int k, int epi);
 
+/* The same with cuBLASLt's heuristic candidate number cand (1-based) alone, untimed at
+ * choice, over reps runs; desc gets the algorithm's configuration. -1 when there is no such
+ * candidate (bench only: the energy probe runs each for a second or so). */
+double gpu_cuda_test_gemm_candidate(const char *precision, int m, int n, int k, int epi, int cand,
+                                    int reps, char *desc, size_t desclen);
+
+/* TFLOP/s-free timing of the LayerNorm the fp16 backend runs after each residual GEMM:
+ * (n, H) in place, iters launches; ms per launch, -1 on error (bench only). */
+double gpu_cuda_test_ln_bench(const char *precision, int n, int H, int iters);
+
 /* out (n, H) = LayerNorm(x + res) as gpu_ref_add_ln. */
 int gpu_cuda_test_add_ln(const char *precision, const float *x, const float *res, const float *g,
                          const float *b, int n, int H, float eps, float *out);

@@ -7,5 +7,6 @@ foreach(t test_gpu_kernels test_gpu_golden test_gpu_memory)
 endforeach()
 
 # gpu_bench: throughput, GEMM ceiling and phase breakdown on tickets-mix (device_run.sh).
-add_executable(gpu_bench ${CMAKE_SOURCE_DIR}/tests/test_gpu_bench.c)
-target_link_libraries(gpu_bench PRIVATE reclass_core)
+add_executable(gpu_bench ${CMAKE_SOURCE_DIR}/tests/test_gpu_bench.c
+  ${CMAKE_SOURCE_DIR}/tests/bench/gpu_energy.c)
+target_link_libraries(gpu_bench PRIVATE reclass_core ${CMAKE_DL_LIBS} Threads::Threads)

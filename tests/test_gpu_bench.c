@@ -9,7 +9,9 @@
  *           [--att-warps V] (attention variant, cuda_attention_set_variant) [--att-bench 1]
  *           [--gemm-bench 1] (each projection alone, cuBLASLt, X cold in L2)
  *           [--pace-us N] (sleep N us after each batch: with the GPU idle between batches the
- *           board stays under its power cap, so the profiled GPU time shows what the cap costs) */
+ *           board stays under its power cap, so the profiled GPU time shows what the cap costs)
+ *           [--energy S] (tests/bench/gpu_energy.c: each piece alone for S seconds, joules per
+ *           unit of work from NVML; the timed passes always report joules per pass) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +30,8 @@ int main(void) {
 #else
 #include "gpu/cuda_backend.h"
 #include "gpu/cuda_test_api.h"
+#include "tests/bench/gpu_energy.h"
+#include "tests/bench/nvml_probe.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -71,6 +75,7 @@ int main(int argc, char **argv) {
     const char *geometry = "bert-base", *prec = "fp16", *wout = NULL,
                *budgets_s = "8192,16384,32768";
     int labels = 140, repeat = 3, att_warps = 0, att_bench = 0, gemm_bench = 0, pace_us = 0;
+    double energy_s = 0;
     long tickets = 20000;
     uint64_t seed = 1;
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -98,6 +103,8 @@ int main(int argc, char **argv) {
             gemm_bench = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--pace-us")) /* host sleep after each batch: GPU idles */
             pace_us = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--energy")) /* seconds per piece of the energy probe */
+            energy_s = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--streams")) /* 1 or 2: the backend reads it at init */
             setenv("RECLASS_CUDA_STREAMS", argv[i + 1], 1);
         else if (!strcmp(argv[i], "--fuse-res")) /* 0: fp16 residual added by LayerNorm */
@@ -186,7 +193,10 @@ int main(int argc, char **argv) {
                        gpu_cuda_test_gemm_bench(prec, mm, sh[i][0], sh[i][1], sh[i][2]));
             }
     }
+    if (energy_s > 0) gpu_energy_probe(prec, c->hidden, c->intermediate, energy_s);
     gpu_cuda_test_attention_variant(att_warps);
+    nvml_probe_t nv;
+    int have_nvml = nvml_probe_init(&nv) == 0;
     const gpu_backend_ops_t *ops = gpu_backend_find("cuda", err, sizeof(err));
     char *bl = strdup(budgets_s);
     for (char *tokp = strtok(bl, ","); tokp; tokp = strtok(NULL, ",")) {
@@ -224,8 +234,14 @@ int main(int argc, char **argv) {
         double best = 1e30, secs[32];
         int nrep = repeat < 32 ? repeat : 32;
         /* pass 0: warm-up (heuristics, lazy module loads); then timed; then profiled */
+        nvml_window_t win; /* the timed passes: joules per pass, median SM clock */
+        int win_mhz = -1;
         for (int pass = 0; pass <= nrep + 1; pass++) {
-            if (pass == nrep + 1) gpu_cuda_backend_profile(be, 1, NULL);
+            if (pass == 1 && have_nvml) nvml_window_start(&win, &nv);
+            if (pass == nrep + 1) {
+                if (have_nvml) win_mhz = nvml_window_stop(&win);
+                gpu_cuda_backend_profile(be, 1, NULL);
+            }
             double t0 = now_s();
             for (int k = 0; k < b.n_batches; k++) {
                 gpu_batch_t bt = {.ids = ids, .cu_seqlens = cu, .n_seqs = b.count[k]};
@@ -280,6 +296,11 @@ int main(int argc, char **argv) {
                "%.1f vs wall %.1f (gaps/host %.1f)\n",
                ms[0], ms[1], gemm_exec / ms[1] / 1e9, ms[2], att_exec / ms[2] / 1e9, ms[3], ms[4],
                prof_total, med * 1e3, med * 1e3 - prof_total);
+        double j_pass = have_nvml ? win.joules / nrep : -1;
+        if (have_nvml)
+            printf("  energy: %.1f J per pass (%.4f J per ticket), %.1f W over the timed passes, "
+                   "SM clock median %d MHz\n",
+                   j_pass, j_pass / w->n, win.joules / win.seconds, win_mhz);
         printf("{\"bench\":\"gpu_bench\",\"streams\":%s,\"att_warps\":%d,\"precision\":\"%s\","
                "\"budget\":%d,"
                "\"tickets\":%ld,"
@@ -287,11 +308,12 @@ int main(int argc, char **argv) {
                "\"gemm_ceiling_tflops\":%.1f,\"ceiling_tickets_per_s\":%.1f,\"share\":%.4f,"
                "\"achieved_gemm_tflops\":%.1f,\"ms_embed\":%.2f,\"ms_gemm\":%.2f,"
                "\"ms_attention\":%.2f,\"ms_norm\":%.2f,\"ms_head\":%.2f,\"device_used\":%zu,"
-               "\"weights_bytes\":%zu,\"arena_bytes\":%zu}\n",
+               "\"weights_bytes\":%zu,\"arena_bytes\":%zu,\"joules_per_pass\":%.1f,"
+               "\"sm_mhz\":%d}\n",
                getenv("RECLASS_CUDA_STREAMS") ? getenv("RECLASS_CUDA_STREAMS") : "1", att_warps,
                prec, budget, w->n, total_tokens, b.n_batches, med, tps, ceiling, ceil_tps,
                tps / ceil_tps, achieved, ms[0], ms[1], ms[2], ms[3], ms[4], st.device_used,
-               st.weights_bytes, st.arena_bytes);
+               st.weights_bytes, st.arena_bytes, j_pass, win_mhz);
         fflush(stdout);
         ops->free(be);
         free(ids), free(cu), free(logits), free(b.first), free(b.count);

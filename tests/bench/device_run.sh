@@ -21,6 +21,9 @@
 #                are sampled the same way
 #       pace     gpu_bench fp16 at 65536 as is, then with the GPU idle PACE_US (10000) after
 #                each batch: the profiled GPU time with and without the power cap binding
+#       energy   gpu_bench --energy ENERGY_S (1) for fp16 and bf16: idle watts, then joules per
+#                unit of work of each projection under each of cuBLASLt's first 8 algorithms,
+#                of attention and LayerNorm, each alone; then the 65536 pass's joules
 #       variants gpu_bench at 16384 fp16: the default, then each of VARIANTS (environment
 #                settings, one per run: attention kernel, GEMM tuning, LN grid, streams)
 #       rbench   reclass bench --backend cuda (the worker's own bench command)
@@ -222,6 +225,13 @@ if has clocks || has pace; then
                 tee "$OUT/clocks-$p-pace-$us.log" | grep -v -E '^\{|workload|cuBLAS' | tee -a "$summary"
             clocks_stop "$p-pace-$us"
         done
+    done
+fi
+if has energy; then
+    for p in fp16 bf16; do
+        note "energy probe $p ($(elapsed)s)"
+        $B/tests/gpu_bench --precision $p --budgets 65536 --repeat 3 --energy ${ENERGY_S:-1} 2>&1 |
+            tee "$OUT/energy-$p.log" | grep -v -E '^\{|workload|cuBLAS' | tee -a "$summary"
     done
 fi
 if has variants; then # at 16384, fp16: the default, then one knob changed per run (VARIANTS)

@@ -8,7 +8,8 @@ Batches: length-sorted (longest first), padded to the batch's longest with an at
 mask, filled while n_seqs * padded_len <= token budget (a padded backend pays for padding).
 Variants: eager, and torch.compile (dynamic shapes marked; one untimed pass over every batch
 first, so compilation and autotuning stay out of the figure). Each timed pass copies the ids
-to the GPU and the logits back per batch, as reclass does. Prints one JSON line per run.
+to the GPU and the logits back per batch, as reclass does. Prints one JSON line per run,
+with the board's joules per timed pass (NVML's energy counter) beside the time.
 
 usage: torch_gpu_peer.py WORKLOAD.jsonl [--budgets 8192,16384,32768] [--repeat 3]
                          [--variants eager,compile] [--dtype fp16|bf16] [--labels 140]
@@ -60,6 +61,29 @@ def make_batches(seqs, budget, pad_to=8):
     return out
 
 
+class Energy:
+    """The board's energy counter through NVML (ctypes; None where there is no driver)."""
+
+    def __init__(self):
+        import ctypes
+        try:
+            self.lib = ctypes.CDLL("libnvidia-ml.so.1")
+            self.dev = ctypes.c_void_p()
+            if self.lib.nvmlInit_v2() or self.lib.nvmlDeviceGetHandleByIndex_v2(
+                    0, ctypes.byref(self.dev)):
+                self.lib = None
+        except OSError:
+            self.lib = None
+
+    def joules(self):
+        import ctypes
+        mj = ctypes.c_ulonglong()
+        if self.lib is None or self.lib.nvmlDeviceGetTotalEnergyConsumption(
+                self.dev, ctypes.byref(mj)):
+            return None
+        return mj.value / 1e3
+
+
 def run_pass(model, batches):
     torch.cuda.synchronize()
     t0 = time.perf_counter()
@@ -97,6 +121,7 @@ def main():
     ntok = sum(len(s) for s in seqs)
     print(f"workload: {len(seqs)} tickets, {ntok} tokens", flush=True)
     compile_spent = 0.0
+    energy = Energy()
     for variant in a.variants.split(","):
         m = model
         if variant == "compile":
@@ -113,13 +138,17 @@ def main():
                 warm = run_pass(m, batches)  # untimed: every batch shape once
                 if variant == "compile":
                     compile_spent += time.perf_counter() - t0
+                j0 = energy.joules()
                 secs = [run_pass(m, batches) for _ in range(a.repeat)]
+                j1 = energy.joules()
             med = statistics.median(secs)
+            j_pass = None if j0 is None or j1 is None else round((j1 - j0) / a.repeat, 1)
             rec = {"bench": "torch_gpu_peer", "variant": variant, "dtype": a.dtype,
                    "budget": budget, "tickets": len(seqs), "tokens": ntok,
                    "padded_tokens": padded, "batches": len(batches), "seconds": round(med, 5),
                    "best": round(min(secs), 5), "warmup_seconds": round(warm, 2),
-                   "tickets_per_s": round(len(seqs) / med, 1)}
+                   "tickets_per_s": round(len(seqs) / med, 1), "joules_per_pass": j_pass,
+                   "watts": None if j_pass is None else round(j_pass * a.repeat / sum(secs), 1)}
             print(json.dumps(rec), flush=True)
 
 
