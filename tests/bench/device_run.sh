@@ -9,6 +9,8 @@
 #       smoke    GPU visible, libraries resolve
 #       ctest    ctest -R test_gpu -V (plan, kernel parity, golden, memory 100,000 batches)
 #       quick    kernels + golden + a 20,000-batch memory test (no 100k run)
+#       attn     attention kernels: parity (test_gpu_kernels wgmma), golden under each of
+#                ATT_VARIANTS (RECLASS_CUDA_ATT values; 1 = auto), the microbench
 #       sanitize compute-sanitizer memcheck + racecheck on the kernel test, golden under
 #                GOLDEN_TOOLS (default memcheck)
 #       classify reclass classify --backend cuda vs --backend cpu on the CLINC150 test set
@@ -146,6 +148,16 @@ if has quick; then
     done
     note "test_gpu_memory 20000 ($(elapsed)s)"
     $B/tests/test_gpu_memory 20000 2>&1 | tee "$OUT/test_gpu_memory.log" | tail -8 | tee -a "$summary"
+fi
+if has attn; then # the attention kernels: parity alone, golden under each ATT_VARIANTS, microbench
+    note "test_gpu_kernels wgmma ($(elapsed)s)"
+    $B/tests/test_gpu_kernels wgmma 2>&1 | tee "$OUT/attn-kernels.log" | grep -E "FAIL|PASSED" | tail -8 | tee -a "$summary"
+    for v in ${ATT_VARIANTS:-1}; do
+        note "test_gpu_golden RECLASS_CUDA_ATT=$v ($(elapsed)s)"
+        RECLASS_CUDA_ATT=$v $B/tests/test_gpu_golden 2>&1 | tee "$OUT/attn-golden-$v.log" |
+            grep -E "FAIL|PASSED|agreement" | tail -6 | tee -a "$summary"
+    done
+    $B/tests/gpu_bench --budgets 0 --att-bench 1 2>&1 | tee "$OUT/attn-bench.log" | grep attention | tee -a "$summary"
 fi
 if has sanitize; then
     for tool in memcheck racecheck; do
