@@ -128,10 +128,10 @@ static void encode_range(gpu_backend_t *be, const gpu_batch_t *bt, int s0, int s
                                       be->ctx + (size_t)cu[s] * H, H, scratch);
             }
             project(&p->ao, ctx, H, n, GPU_CPU_EPI_ACCUM, x, H);
-            gpu_cpu_bias_add_ln(x, NULL, H, NULL, y->ln1_g, y->ln1_b, n, H, c->ln_eps);
+            gpu_cpu_ln(x, y->ln1_g, y->ln1_b, n, H, c->ln_eps);
             project(&p->ff1, x, H, n, GPU_CPU_EPI_GELU, ff, In);
             project(&p->ff2, ff, In, n, GPU_CPU_EPI_ACCUM, x, H);
-            gpu_cpu_bias_add_ln(x, NULL, H, NULL, y->ln2_g, y->ln2_b, n, H, c->ln_eps);
+            gpu_cpu_ln(x, y->ln2_g, y->ln2_b, n, H, c->ln_eps);
             continue;
         }
         /* Last layer: the classifier reads only each sequence's first token, so K and V
@@ -151,10 +151,10 @@ static void encode_range(gpu_backend_t *be, const gpu_batch_t *bt, int s0, int s
                                   scratch);
         }
         project(&p->ao, cc, H, ns, GPU_CPU_EPI_ACCUM, xc, H);
-        gpu_cpu_bias_add_ln(xc, NULL, H, NULL, y->ln1_g, y->ln1_b, ns, H, c->ln_eps);
+        gpu_cpu_ln(xc, y->ln1_g, y->ln1_b, ns, H, c->ln_eps);
         project(&p->ff1, xc, H, ns, GPU_CPU_EPI_GELU, ff, In);
         project(&p->ff2, ff, In, ns, GPU_CPU_EPI_ACCUM, xc, H);
-        gpu_cpu_bias_add_ln(xc, NULL, H, NULL, y->ln2_g, y->ln2_b, ns, H, c->ln_eps);
+        gpu_cpu_ln(xc, y->ln2_g, y->ln2_b, ns, H, c->ln_eps);
         /* Pooler and classifier on the compact rows. */
         project(&be->pool, xc, H, ns, GPU_CPU_EPI_STORE, qc, H);
         gpu_cpu_tanh(qc, (size_t)ns * H);

@@ -58,21 +58,9 @@ void gpu_cpu_embed_ln(const gpu_model_t *m, const int32_t *ids, int len, float *
     }
 }
 
-void gpu_cpu_bias_add_ln(float *x, const float *y, int ldy, const float *bias, const float *g,
-                         const float *b, int n, int H, float eps) {
+void gpu_cpu_ln(float *x, const float *g, const float *b, int n, int H, float eps) {
     for (int r = 0; r < n; r++) {
         float *xr = x + (size_t)r * H;
-        const float *yr = y ? y + (size_t)r * ldy : NULL;
-        if (yr && bias) {
-            for (int i = 0; i < H; i++)
-                xr[i] += yr[i] + bias[i];
-        } else if (yr) {
-            for (int i = 0; i < H; i++)
-                xr[i] += yr[i];
-        } else if (bias) {
-            for (int i = 0; i < H; i++)
-                xr[i] += bias[i];
-        }
         ln_row(xr, g, b, H, eps, xr);
     }
 }

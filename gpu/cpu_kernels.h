@@ -13,9 +13,9 @@
 /* out (len, H) = LayerNorm(word[ids] + pos[pos0..] + type[0]) for one sequence's tokens. */
 void gpu_cpu_embed_ln(const gpu_model_t *m, const int32_t *ids, int len, float *out);
 
-/* x (n, H) = LayerNorm(x + y + bias); y rows are ldy apart; y and bias may be NULL. */
-void gpu_cpu_bias_add_ln(float *x, const float *y, int ldy, const float *bias, const float *g,
-                         const float *b, int n, int H, float eps);
+/* x (n, H) = LayerNorm(x) in place: the projection before it already added its bias and the
+ * residual in its epilogue (gpu_cpu_gemm, GPU_CPU_EPI_ACCUM). */
+void gpu_cpu_ln(float *x, const float *g, const float *b, int n, int H, float eps);
 
 /* y (n, cols) += bias (cols), rows ld apart. */
 void gpu_cpu_bias(float *y, int ld, const float *bias, int n, int cols);
