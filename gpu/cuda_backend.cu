@@ -74,6 +74,14 @@ extern "C" int gpu_cuda_device_count(void) {
     return n;
 }
 
+extern "C" int gpu_cuda_pci_bus_id(int device, char *buf, int len) {
+    if (cudaDeviceGetPCIBusId(buf, len, device) != cudaSuccess) {
+        cudaGetLastError();
+        return -1;
+    }
+    return 0;
+}
+
 // Host-side conversion of fp32 weights into the arena's weight region image.
 template <typename T> static void put_t(char *img, size_t off, const float *src, size_t n) {
     T *d = (T *)(img + off);

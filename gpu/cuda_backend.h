@@ -10,6 +10,10 @@ extern "C" {
 /* Number of usable CUDA devices (0 when no driver/GPU: tests then skip). */
 int gpu_cuda_device_count(void);
 
+/* The device's PCI bus id ("0000:3B:00.0") into buf (gpu_nvml_init finds the same board by
+ * it); 0, or -1 when there is no such device. */
+int gpu_cuda_pci_bus_id(int device, char *buf, int len);
+
 /* Measures the dense GEMM ceiling in TFLOP/s with cuBLAS on random data:
  * (m, n, k) = (tokens, hidden-ish) shapes given; precision "fp16" or "bf16". -1 on error. */
 double gpu_cuda_gemm_tflops(int device, int m, int n, int k, const char *precision);

@@ -9,4 +9,4 @@ endforeach()
 # gpu_bench: throughput, GEMM ceiling and phase breakdown on tickets-mix (device_run.sh).
 add_executable(gpu_bench ${CMAKE_SOURCE_DIR}/tests/test_gpu_bench.c
   ${CMAKE_SOURCE_DIR}/tests/bench/gpu_energy.c)
-target_link_libraries(gpu_bench PRIVATE reclass_core ${CMAKE_DL_LIBS} Threads::Threads)
+target_link_libraries(gpu_bench PRIVATE reclass_core)

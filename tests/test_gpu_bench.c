@@ -31,7 +31,7 @@ int main(void) {
 #include "gpu/cuda_backend.h"
 #include "gpu/cuda_test_api.h"
 #include "tests/bench/gpu_energy.h"
-#include "tests/bench/nvml_probe.h"
+#include "gpu/nvml.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -195,8 +195,9 @@ int main(int argc, char **argv) {
     }
     if (energy_s > 0) gpu_energy_probe(prec, c->hidden, c->intermediate, energy_s);
     gpu_cuda_test_attention_variant(att_warps);
-    nvml_probe_t nv;
-    int have_nvml = nvml_probe_init(&nv) == 0;
+    char pci[32];
+    gpu_nvml_t *nv = NULL;
+    int have_nvml = gpu_cuda_pci_bus_id(0, pci, sizeof(pci)) == 0 && gpu_nvml_init(pci, &nv) == 0;
     const gpu_backend_ops_t *ops = gpu_backend_find("cuda", err, sizeof(err));
     char *bl = strdup(budgets_s);
     for (char *tokp = strtok(bl, ","); tokp; tokp = strtok(NULL, ",")) {
@@ -234,12 +235,12 @@ int main(int argc, char **argv) {
         double best = 1e30, secs[32];
         int nrep = repeat < 32 ? repeat : 32;
         /* pass 0: warm-up (heuristics, lazy module loads); then timed; then profiled */
-        nvml_window_t win; /* the timed passes: joules per pass, median SM clock */
+        gpu_nvml_window_t win; /* the timed passes: joules per pass, median SM clock */
         int win_mhz = -1;
         for (int pass = 0; pass <= nrep + 1; pass++) {
-            if (pass == 1 && have_nvml) nvml_window_start(&win, &nv);
+            if (pass == 1 && have_nvml) gpu_nvml_window_start(&win, nv);
             if (pass == nrep + 1) {
-                if (have_nvml) win_mhz = nvml_window_stop(&win);
+                if (have_nvml) win_mhz = gpu_nvml_window_stop(&win);
                 gpu_cuda_backend_profile(be, 1, NULL);
             }
             double t0 = now_s();
@@ -320,6 +321,7 @@ int main(int argc, char **argv) {
     }
     free(bl);
     free(order);
+    gpu_nvml_free(nv);
     worker_workload_free(w);
     gpu_model_free(m);
     return 0;

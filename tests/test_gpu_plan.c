@@ -1,13 +1,17 @@
 /* gpu/plan.c without a GPU: bert-base fp16 at 16384 tokens fits 0.5 GiB; slices are
  * aligned, in order and disjoint; the shared buffer holds every use the backend makes of
  * it; bad input is refused with a message; and `reclass plan-memory` prints the same
- * total on its JSON line. */
+ * total on its JSON line. Also gpu/nvml.c: without a driver it says so; with one (the
+ * device) a window over 0.3 s of idle reads a plausible energy and clock. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
+#include <time.h>
+
 #include "gpu/model.h"
+#include "gpu/nvml.h"
 #include "gpu/plan.h"
 
 static int fails = 0;
@@ -123,6 +127,22 @@ int main(void) {
         pclose(f);
         printf("%s", last);
         CHECK(strstr(last, "\"total_bytes\":") != NULL, "--model plan has no JSON line");
+    }
+    CHECK(gpu_nvml_joules(NULL) == -1 && gpu_nvml_sm_mhz(NULL) == -1, "NVML without a device");
+    gpu_nvml_t *nv = NULL;
+    if (gpu_nvml_init(NULL, &nv) == 0) {
+        gpu_nvml_window_t w;
+        gpu_nvml_window_start(&w, nv);
+        struct timespec ts = {0, 300 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        int mhz = gpu_nvml_window_stop(&w);
+        printf("NVML: %.2f J in %.3f s (%.1f W idle-ish), SM clock median %d MHz\n", w.joules,
+               w.seconds, w.joules / w.seconds, mhz);
+        CHECK(w.seconds >= 0.3 && w.joules >= 0 && w.joules / w.seconds < 2000 && mhz > 0,
+              "NVML window: %.3f J, %.3f s, %d MHz", w.joules, w.seconds, mhz);
+        gpu_nvml_free(nv);
+    } else {
+        printf("NVML: not available here (no driver): the benches print no energy\n");
     }
     printf("%s\n", fails ? "FAILED" : "PASSED");
     return fails ? 1 : 0;

@@ -14,6 +14,7 @@
 
 #include "gpu/backend.h"
 #include "gpu/model.h"
+#include "gpu/nvml.h"
 #include "worker/accum.h"
 #include "worker/classify_util.h"
 #include "worker/cli.h"
@@ -202,6 +203,7 @@ int worker_cmd_bench(int argc, char **argv) {
     worker_workload_t *w = NULL;
     worker_tok_t *tok = NULL;
     double *secs = NULL;
+    gpu_nvml_t *nv = NULL; /* the board's energy counter, when there is one */
     classify_session_t ss;
     memset(&ss, 0, sizeof ss);
 
@@ -273,6 +275,16 @@ int worker_cmd_bench(int argc, char **argv) {
     for (int i = 0; i < o.warmup; i++) {
         if (bench_pass(&b, err, sizeof err) != 0) goto fail_pass;
     }
+    /* The board's joules over the timed passes (NVML): at its power cap, tickets/s follow
+     * joules per ticket, so the figure says how a speed compares with another program's. */
+    gpu_nvml_window_t win;
+    int win_mhz = -1;
+#ifdef RECLASS_HAVE_CUDA
+    char pci[32];
+    if (is_cuda && gpu_cuda_pci_bus_id(bopts.device, pci, sizeof pci) == 0 &&
+        gpu_nvml_init(pci, &nv) == 0)
+        gpu_nvml_window_start(&win, nv);
+#endif
     double tok_secs_sum = 0;
     for (int i = 0; i < o.repeat; i++) {
         double t0 = classify_now_s(), c0 = bench_cpu_s();
@@ -284,6 +296,8 @@ int worker_cmd_bench(int argc, char **argv) {
             ms.device_used > peak)
             peak = ms.device_used;
     }
+    if (nv) win_mhz = gpu_nvml_window_stop(&win);
+    double j_pass = nv && win.joules >= 0 ? win.joules / o.repeat : -1;
     double first = secs[0];
     double sec = median(secs, o.repeat);
     double cpu_sec = median(secs + o.repeat, o.repeat); /* sorts: secs[0] is the minimum */
@@ -327,6 +341,10 @@ int worker_cmd_bench(int argc, char **argv) {
                "%.1f%% of the bf16 ceiling, %.1f%% of the %s one\n",
                o.token_budget, ceiling, o.precision, ceiling_run, tflops, 100.0 * tflops / ceiling,
                100.0 * tflops / ceiling_run, o.precision);
+    if (j_pass >= 0)
+        printf("energy (NVML, the whole board): %.1f J per pass, %.2f mJ per ticket, %.0f W over "
+               "the timed passes, SM clock median %d MHz\n",
+               j_pass, 1e3 * j_pass / w->n, win.joules / win.seconds, win_mhz);
     printf("{\"backend\": \"%s\", \"precision\": \"%s\", \"model\": ", ss.ops->name, o.precision);
     classify_json_string(stdout, mname);
     printf(", \"tickets\": %ld, \"tokens\": %ld, \"batches\": %ld, \"seconds\": "
@@ -348,6 +366,11 @@ int worker_cmd_bench(int argc, char **argv) {
                ms.weights_bytes, ms.arena_bytes);
     else
         printf(", \"peak_device_bytes\": null");
+    if (j_pass >= 0)
+        printf(", \"joules_per_pass\": %.2f, \"watts\": %.1f, \"sm_mhz_median\": %d", j_pass,
+               win.joules / win.seconds, win_mhz);
+    else
+        printf(", \"joules_per_pass\": null");
     printf(", \"cpu_seconds\": %.6f", cpu_sec);
     printf(", \"token_budget\": %d, \"tokenize_seconds\": %.6f, \"repeat\": %d}\n", o.token_budget,
            tok_secs_sum / o.repeat, o.repeat);
@@ -357,6 +380,7 @@ fail_pass:
     fprintf(stderr, "reclass bench: backend %s failed: %s\n", ss.ops->name, err);
     rc = 1;
 out:
+    gpu_nvml_free(nv);
     free(secs);
     free(b.items);
     free(b.lens);

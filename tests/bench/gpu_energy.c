@@ -8,28 +8,30 @@
 #include <string.h>
 #include <time.h>
 
+#include "gpu/cuda_backend.h"
 #include "gpu/cuda_test_api.h"
 #include "tests/bench/gpu_energy.h"
-#include "tests/bench/nvml_probe.h"
+#include "gpu/nvml.h"
 
 #ifdef RECLASS_HAVE_CUDA
 
-static void report(const char *what, nvml_window_t *w, int mhz, double work, const char *unit) {
+static void report(const char *what, gpu_nvml_window_t *w, int mhz, double work, const char *unit) {
     printf("  energy %-44s %7.1f W  %5d MHz  %8.3f J/%s  %.3f s\n", what, w->joules / w->seconds,
            mhz, w->joules / work, unit, w->seconds);
 }
 
 void gpu_energy_probe(const char *prec, int H, int I, double secs) {
-    nvml_probe_t nv;
-    if (nvml_probe_init(&nv) != 0) {
+    char pci[32];
+    gpu_nvml_t *nv = NULL;
+    if (gpu_cuda_pci_bus_id(0, pci, sizeof(pci)) != 0 || gpu_nvml_init(pci, &nv) != 0) {
         printf("  energy probe: NVML not available\n");
         return;
     }
-    nvml_window_t w;
-    nvml_window_start(&w, &nv);
+    gpu_nvml_window_t w;
+    gpu_nvml_window_start(&w, nv);
     struct timespec idle = {(time_t)secs, (long)((secs - (long)secs) * 1e9)};
     nanosleep(&idle, NULL);
-    int mhz = nvml_window_stop(&w);
+    int mhz = gpu_nvml_window_stop(&w);
     report("idle", &w, mhz, w.seconds, "s");
 
     const int M = 65536;
@@ -43,10 +45,10 @@ void gpu_energy_probe(const char *prec, int H, int I, double secs) {
                                                      desc, sizeof(desc));
             if (tf <= 0) break;
             int reps = (int)(secs * tf * 1e12 / flops) + 1;
-            nvml_window_start(&w, &nv);
+            gpu_nvml_window_start(&w, nv);
             tf = gpu_cuda_test_gemm_candidate(prec, M, sh[i][0], sh[i][1], sh[i][2], cand, reps,
                                               desc, sizeof(desc));
-            mhz = nvml_window_stop(&w);
+            mhz = gpu_nvml_window_stop(&w);
             snprintf(what, sizeof(what), "%s %s #%d %.0f TFLOP/s", prec, nm[i], cand, tf);
             report(what, &w, mhz, flops * reps / 1e15, "PFLOP");
             printf("    (%s)\n", desc);
@@ -60,9 +62,9 @@ void gpu_energy_probe(const char *prec, int H, int I, double secs) {
         if (tf <= 0) continue;
         int iters = (int)(secs * tf * 1e12 / flops) + 1;
         char what[200];
-        nvml_window_start(&w, &nv);
+        gpu_nvml_window_start(&w, nv);
         tf = gpu_cuda_test_attention_bench(prec, 0, n, len, H / 64, iters);
-        mhz = nvml_window_stop(&w);
+        mhz = gpu_nvml_window_stop(&w);
         snprintf(what, sizeof(what), "%s attention %d x %d %.0f TFLOP/s", prec, n, len, tf);
         report(what, &w, mhz, flops * iters / 1e15, "PFLOP");
     }
@@ -71,11 +73,12 @@ void gpu_energy_probe(const char *prec, int H, int I, double secs) {
     if (ms > 0) {
         int iters = (int)(secs * 1e3 / ms) + 1;
         char what[200];
-        nvml_window_start(&w, &nv);
+        gpu_nvml_window_start(&w, nv);
         ms = gpu_cuda_test_ln_bench(prec, M, H, iters);
-        mhz = nvml_window_stop(&w);
+        mhz = gpu_nvml_window_stop(&w);
         snprintf(what, sizeof(what), "%s LayerNorm %d x %d in place %.1f us", prec, M, H, ms * 1e3);
         report(what, &w, mhz, (double)iters / 1e3, "k-launches");
     }
+    gpu_nvml_free(nv);
 }
 #endif
