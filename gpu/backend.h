@@ -52,6 +52,10 @@ typedef struct {
                    size_t errlen);
     int (*mem_stats)(gpu_backend_t *be, gpu_mem_stats_t *stats); /* may be NULL */
     void (*free)(gpu_backend_t *be);
+    /* Seconds of device time the forwards took since init, timed with events recorded on the
+     * device before each forward's input copy and after its logits copy (so host work between
+     * forwards is left out). NULL where there is no device clock (cpu). */
+    double (*device_seconds)(gpu_backend_t *be);
 } gpu_backend_ops_t;
 
 /* "cpu" or "cuda". NULL when unknown or not built into this binary (err says which). */

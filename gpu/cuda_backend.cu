@@ -27,9 +27,11 @@ struct gpu_backend {
     int bf16;
     gpu_plan_t plan;
     int device;
-    cudaStream_t stream;    // the batch's stream; the first half's when split
-    cudaStream_t stream2;   // the second half's (see cuda_be_forward_t)
-    cudaEvent_t fork, join; // stream2 starts after the embedding, stream joins it at the end
+    cudaStream_t stream;         // the batch's stream; the first half's when split
+    cudaStream_t stream2;        // the second half's (see cuda_be_forward_t)
+    cudaEvent_t fork, join;      // stream2 starts after the embedding, stream joins it at the end
+    cudaEvent_t t_first, t_last; // around each forward's device work: device_s
+    double device_s;             // summed forward device time since init (device_seconds)
     int streams;       // 1, or 2 with RECLASS_CUDA_STREAMS=2 (measured no faster: NOTES-cuda.md)
     int fuse_res;      // fp16: residual in the GEMM epilogue (RECLASS_CUDA_FUSE_RES=0: off)
     char *dev;         // the one device allocation (plan.total_bytes)
@@ -140,6 +142,8 @@ static void cuda_be_free(gpu_backend_t *be) {
     if (be->h_logits) cudaFreeHost(be->h_logits);
     cuda_gemm_free(&be->gemm2);
     if (be->fork) cudaEventDestroy(be->fork);
+    if (be->t_first) cudaEventDestroy(be->t_first);
+    if (be->t_last) cudaEventDestroy(be->t_last);
     if (be->join) cudaEventDestroy(be->join);
     if (be->stream2) cudaStreamDestroy(be->stream2);
     if (be->stream) cudaStreamDestroy(be->stream);
@@ -199,6 +203,8 @@ static int cuda_be_init(const gpu_model_t *model, const gpu_backend_opts_t *opts
     BE_CUDA(cudaStreamCreateWithFlags(&be->stream2, cudaStreamNonBlocking), "stream create");
     BE_CUDA(cudaEventCreateWithFlags(&be->fork, cudaEventDisableTiming), "event create");
     BE_CUDA(cudaEventCreateWithFlags(&be->join, cudaEventDisableTiming), "event create");
+    BE_CUDA(cudaEventCreate(&be->t_first), "event create");
+    BE_CUDA(cudaEventCreate(&be->t_last), "event create");
     {
         const char *env = getenv("RECLASS_CUDA_STREAMS");
         be->streams = env && atoi(env) == 2 ? 2 : 1;
@@ -379,6 +385,7 @@ static int cuda_be_forward_t(struct gpu_backend *be, const gpu_batch_t *b, float
     be_mark(be, GPU_CUDA_PROF_EMBED);
     int32_t *d_in = (int32_t *)be_slice(be, GPU_PLAN_INPUTS);
     const int32_t *d_ids = d_in, *d_pos = d_in + ta, *d_cu = d_in + 2 * ta;
+    FW_CUDA(cudaEventRecord(be->t_first, s));
     FW_CUDA(cudaMemcpyAsync(d_in, hi, (size_t)(2 * ta + S + 1) * 4, cudaMemcpyHostToDevice, s));
 
     T *X = (T *)be_slice(be, GPU_PLAN_X);                               // (Tn, H)
@@ -484,8 +491,12 @@ static int cuda_be_forward_t(struct gpu_backend *be, const gpu_batch_t *b, float
                                 cudaMemcpyDeviceToHost, s));
     }
     be_mark(be, GPU_CUDA_PROF_HEAD);
+    FW_CUDA(cudaEventRecord(be->t_last, s));
     FW_CUDA(cudaStreamSynchronize(s));
     memcpy(logits, be->h_logits, (size_t)S * L * sizeof(float));
+    float fw_ms = 0;
+    if (cudaEventElapsedTime(&fw_ms, be->t_first, be->t_last) == cudaSuccess)
+        be->device_s += fw_ms * 1e-3;
     for (int i = 1; i < be->n_ev; i++) {
         float ms = 0;
         if (cudaEventElapsedTime(&ms, be->ev[i - 1], be->ev[i]) == cudaSuccess)
@@ -566,8 +577,18 @@ static int cuda_be_mem_stats(gpu_backend_t *be, gpu_mem_stats_t *st) {
     return 0;
 }
 
+static double cuda_be_device_seconds(gpu_backend_t *be) {
+    return be->device_s;
+}
+
 extern "C" const gpu_backend_ops_t gpu_cuda_backend_ops = {
-    "cuda", 1, cuda_be_init, cuda_be_forward, cuda_be_mem_stats, cuda_be_free,
+    "cuda",
+    1,
+    cuda_be_init,
+    cuda_be_forward,
+    cuda_be_mem_stats,
+    cuda_be_free,
+    cuda_be_device_seconds,
 };
 
 // Test hook: asks the backend's allocator for device memory after init (must be refused).

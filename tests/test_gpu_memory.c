@@ -3,11 +3,13 @@
  * (cudaMemGetInfo) identical before and after N batches of random shapes (default
  * 100,000, mostly small so the run is quick, with a full-budget batch now and then);
  * allocations_after_init stays 0; a batch over the budget is refused before launch; and
- * an allocation attempt after init is refused and counted. SKIPPED without GPU. */
+ * an allocation attempt after init is refused and counted; the forwards' event-timed device
+ * seconds are positive and within the wall time. SKIPPED without GPU. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gpu/backend.h"
 #include "gpu/model.h"
@@ -105,6 +107,9 @@ int main(int argc, char **argv) {
           "device memory in use grew by %lld B after init (a kernel the init sweep missed)",
           (long long)st0.device_used - (long long)st_init.device_used);
     long t0 = 0;
+    struct timespec w0, w1;
+    clock_gettime(CLOCK_MONOTONIC, &w0);
+    double dev0 = ops->device_seconds ? ops->device_seconds(be) : -1;
     for (long it = 0; it < batches; it++) {
         gpu_batch_t b = {.ids = ids, .cu_seqlens = cu};
         int full = it % 20000 == 19999; /* a full-budget batch of long sequences now and then */
@@ -123,6 +128,12 @@ int main(int argc, char **argv) {
             break;
         }
     }
+    clock_gettime(CLOCK_MONOTONIC, &w1);
+    /* device_seconds: event-timed forwards, so positive and within the wall time */
+    double wall = (double)(w1.tv_sec - w0.tv_sec) + (w1.tv_nsec - w0.tv_nsec) * 1e-9;
+    double dev = ops->device_seconds ? ops->device_seconds(be) - dev0 : -1;
+    printf("forwards: %.3f s of device time (events) in %.3f s of wall time\n", dev, wall);
+    CHECK(dev > 0 && dev <= wall, "device_seconds %.3f outside (0, wall %.3f]", dev, wall);
     ops->mem_stats(be, &st1);
     printf("%ld batches (%ld tokens): device used before %zu B, after %zu B; "
            "allocations_after_init %ld; heuristic queries %ld\n",

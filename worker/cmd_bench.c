@@ -264,7 +264,8 @@ int worker_cmd_bench(int argc, char **argv) {
     b.items = malloc((size_t)ss.max_seqs * sizeof(void *));
     b.lens = malloc((size_t)ss.max_seqs * sizeof(int));
     b.seqp = malloc((size_t)ss.max_seqs * sizeof(*b.seqp));
-    secs = malloc(2 * (size_t)o.repeat * sizeof(double)); /* (2, repeat): wall, then CPU */
+    /* (3, repeat): wall, CPU, device (events) seconds per timed pass */
+    secs = malloc(3 * (size_t)o.repeat * sizeof(double));
     if (!b.items || !b.lens || !b.seqp || !secs) {
         fprintf(stderr, "reclass bench: out of memory\n");
         goto out;
@@ -287,10 +288,12 @@ int worker_cmd_bench(int argc, char **argv) {
 #endif
     double tok_secs_sum = 0;
     for (int i = 0; i < o.repeat; i++) {
+        double d0 = ss.ops->device_seconds ? ss.ops->device_seconds(ss.be) : 0;
         double t0 = classify_now_s(), c0 = bench_cpu_s();
         if (bench_pass(&b, err, sizeof err) != 0) goto fail_pass;
         secs[i] = classify_now_s() - t0;
         secs[o.repeat + i] = bench_cpu_s() - c0;
+        secs[2 * o.repeat + i] = ss.ops->device_seconds ? ss.ops->device_seconds(ss.be) - d0 : 0;
         tok_secs_sum += b.tok_seconds;
         if (is_cuda && ss.ops->mem_stats && ss.ops->mem_stats(ss.be, &ms) == 0 &&
             ms.device_used > peak)
@@ -301,6 +304,7 @@ int worker_cmd_bench(int argc, char **argv) {
     double first = secs[0];
     double sec = median(secs, o.repeat);
     double cpu_sec = median(secs + o.repeat, o.repeat); /* sorts: secs[0] is the minimum */
+    double dev_sec = ss.ops->device_seconds ? median(secs + 2 * o.repeat, o.repeat) : -1;
     double tflops = b.flops / sec / 1e12;
     /* The ceiling the issue defines: cuBLAS on the four layer GEMMs at M = budget in bf16,
      * FLOP-weighted (the matrix unit's best case for these shapes); and the same in the run's
@@ -332,6 +336,10 @@ int worker_cmd_bench(int argc, char **argv) {
                tok_secs_sum / o.repeat, 100.0 * tok_secs_sum / o.repeat / sec);
     printf("throughput: %.1f tickets/s, %.0f tokens/s, %.3f TFLOP/s achieved\n", w->n / sec,
            b.tokens / sec, tflops);
+    if (dev_sec > 0)
+        printf("device time per pass (events before each forward's input copy and after its "
+               "logits copy): median %.4f s = %.1f%% of the wall time; %.1f tickets/s by it\n",
+               dev_sec, 100.0 * dev_sec / sec, w->n / dev_sec);
     printf("CPU time per pass (all threads of this process): %.4f s median, %.1f tickets per "
            "CPU-second\n",
            cpu_sec, w->n / cpu_sec);
@@ -371,6 +379,11 @@ int worker_cmd_bench(int argc, char **argv) {
                win.joules / win.seconds, win_mhz);
     else
         printf(", \"joules_per_pass\": null");
+    if (dev_sec > 0)
+        printf(", \"device_seconds\": %.6f, \"tickets_per_s_device\": %.2f", dev_sec,
+               w->n / dev_sec);
+    else
+        printf(", \"device_seconds\": null");
     printf(", \"cpu_seconds\": %.6f", cpu_sec);
     printf(", \"token_budget\": %d, \"tokenize_seconds\": %.6f, \"repeat\": %d}\n", o.token_budget,
            tok_secs_sum / o.repeat, o.repeat);
