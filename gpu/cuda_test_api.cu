@@ -315,11 +315,6 @@ template <typename T> __global__ void ta_fill_kernel(T *p, size_t n, uint32_t se
     p[i] = st<T>::from_f((float)(h >> 8) * (2.f / 16777216.f) - 1.f);
 }
 
-// Times Y (m, n) = X (m, k) W^T + bias through cuda_gemm_run on random data: epi 0 bias only,
-// 1 bias + GELU, 2 bias + residual in place (as the backend runs them). cold: X rotates over
-// enough buffers to pass 200 MB, so it is never in L2; else one X. tune: cuBLASLt candidates
-// timed on the first call (0: the heuristic's first). warm untimed runs, then reps timed.
-// TFLOP/s, -1 on error.
 // The cached algorithm's configuration in words (cuBLASLt's ids: algo, tile, stages,
 // cluster shape, split-K, CTA swizzle).
 static void ta_algo_describe(const cublasLtMatmulAlgo_t *a, char *out, size_t len) {
@@ -336,6 +331,12 @@ static void ta_algo_describe(const cublasLtMatmulAlgo_t *a, char *out, size_t le
              v[2], v[3], v[4], v[5]);
 }
 
+// Times Y (m, n) = X (m, k) W^T + bias through cuda_gemm_run on random data: epi 0 bias only,
+// 1 bias + GELU, 2 bias + residual in place (as the backend runs them). cold: X rotates over
+// enough buffers to pass 200 MB, so it is never in L2; else one X. tune: cuBLASLt candidates
+// timed on the first call (0: the heuristic's first); only > 0: that candidate (1-based)
+// instead. warm untimed runs, then reps timed. TFLOP/s, -1 on error; desc (may be NULL) gets
+// the algorithm used.
 template <typename T>
 static double ta_gemm_time(int bf16, int m, int n, int k, int epi, int cold, int tune, int warm,
                            int reps, int only = 0, char *desc = NULL, size_t desclen = 0) {

@@ -35,8 +35,8 @@ double gpu_cuda_test_gemm_bench(const char *precision, int m, int n, int k, int 
 double gpu_cuda_test_gemm_candidate(const char *precision, int m, int n, int k, int epi, int cand,
                                     int reps, char *desc, size_t desclen);
 
-/* TFLOP/s-free timing of the LayerNorm the fp16 backend runs after each residual GEMM:
- * (n, H) in place, iters launches; ms per launch, -1 on error (bench only). */
+/* Milliseconds per launch of the LayerNorm the fp16 backend runs after each residual GEMM,
+ * (n, H) in place, averaged over iters launches; -1 on error (bench only). */
 double gpu_cuda_test_ln_bench(const char *precision, int n, int H, int iters);
 
 /* out (n, H) = LayerNorm(x + res) as gpu_ref_add_ln. */

@@ -11,6 +11,7 @@ struct gpu_nvml {
     nvml_dev_t dev;
     int (*energy)(nvml_dev_t, unsigned long long *); /* mJ */
     int (*clock)(nvml_dev_t, int, unsigned *);       /* type 1: NVML_CLOCK_SM */
+    int (*shutdown)(void);                           /* set once nvmlInit succeeded */
 };
 
 int gpu_nvml_init(const char *pci_bus_id, gpu_nvml_t **out) {
@@ -26,7 +27,10 @@ int gpu_nvml_init(const char *pci_bus_id, gpu_nvml_t **out) {
     nv->energy = (int (*)(nvml_dev_t, unsigned long long *))dlsym(
         nv->lib, "nvmlDeviceGetTotalEnergyConsumption");
     nv->clock = (int (*)(nvml_dev_t, int, unsigned *))dlsym(nv->lib, "nvmlDeviceGetClockInfo");
-    if (!init || !by_index || !by_pci || !nv->energy || !nv->clock || init() != 0) goto fail;
+    int (*shutdown)(void) = (int (*)(void))dlsym(nv->lib, "nvmlShutdown");
+    if (!init || !shutdown || !by_index || !by_pci || !nv->energy || !nv->clock || init() != 0)
+        goto fail;
+    nv->shutdown = shutdown;
     if ((pci_bus_id ? by_pci(pci_bus_id, &nv->dev) : by_index(0, &nv->dev)) != 0) goto fail;
     *out = nv;
     return 0;
@@ -37,7 +41,8 @@ fail:
 
 void gpu_nvml_free(gpu_nvml_t *nv) {
     if (!nv) return;
-    if (nv->lib) dlclose(nv->lib); /* (nvmlShutdown is reference counted; the process ends) */
+    if (nv->shutdown) nv->shutdown(); /* reference counted: one per successful init */
+    if (nv->lib) dlclose(nv->lib);
     free(nv);
 }
 

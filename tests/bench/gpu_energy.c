@@ -4,13 +4,13 @@
  * algorithms (X cold in L2, epilogues as the backend runs them); the attention kernel on
  * five length regimes; the fp16 LayerNorm. At the 700 W cap a pass takes its joules / 700 W,
  * so joules per unit of work, not time at boost clocks, decide what is worth changing. */
+#include "tests/bench/gpu_energy.h"
+
 #include <stdio.h>
-#include <string.h>
 #include <time.h>
 
 #include "gpu/cuda_backend.h"
 #include "gpu/cuda_test_api.h"
-#include "tests/bench/gpu_energy.h"
 #include "gpu/nvml.h"
 
 #ifdef RECLASS_HAVE_CUDA
