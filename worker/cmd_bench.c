@@ -204,6 +204,8 @@ int worker_cmd_bench(int argc, char **argv) {
     worker_tok_t *tok = NULL;
     double *secs = NULL;
     gpu_nvml_t *nv = NULL; /* the board's energy counter, when there is one */
+    gpu_nvml_window_t win; /* over the timed passes while win_on (its thread reads nv) */
+    int win_on = 0;
     classify_session_t ss;
     memset(&ss, 0, sizeof ss);
 
@@ -278,13 +280,14 @@ int worker_cmd_bench(int argc, char **argv) {
     }
     /* The board's joules over the timed passes (NVML): at its power cap, tickets/s follow
      * joules per ticket, so the figure says how a speed compares with another program's. */
-    gpu_nvml_window_t win;
     int win_mhz = -1;
 #ifdef RECLASS_HAVE_CUDA
     char pci[32];
     if (is_cuda && gpu_cuda_pci_bus_id(bopts.device, pci, sizeof pci) == 0 &&
-        gpu_nvml_init(pci, &nv) == 0)
+        gpu_nvml_init(pci, &nv) == 0) {
         gpu_nvml_window_start(&win, nv);
+        win_on = 1;
+    }
 #endif
     double tok_secs_sum = 0;
     for (int i = 0; i < o.repeat; i++) {
@@ -299,7 +302,7 @@ int worker_cmd_bench(int argc, char **argv) {
             ms.device_used > peak)
             peak = ms.device_used;
     }
-    if (nv) win_mhz = gpu_nvml_window_stop(&win);
+    if (win_on) win_mhz = gpu_nvml_window_stop(&win), win_on = 0;
     double j_pass = nv && win.joules >= 0 ? win.joules / o.repeat : -1;
     double first = secs[0];
     double sec = median(secs, o.repeat);
@@ -393,6 +396,7 @@ fail_pass:
     fprintf(stderr, "reclass bench: backend %s failed: %s\n", ss.ops->name, err);
     rc = 1;
 out:
+    if (win_on) gpu_nvml_window_stop(&win); /* a failed pass: the sampler stops before nv goes */
     gpu_nvml_free(nv);
     free(secs);
     free(b.items);
