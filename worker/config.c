@@ -30,8 +30,8 @@ static const opt_t opts[] = {
     {"--backend", "RECLASS_BACKEND", S(backend), "cpu or cuda (default cpu)"},
     {"--precision", "RECLASS_PRECISION", S(precision),
      "fp32 (cpu), fp16 or bf16 (cuda); default: the backend's"},
-    {"--token-budget", "RECLASS_TOKEN_BUDGET", I(token_budget, 2, 1 << 24),
-     "tokens per encoder batch (default 4096)"},
+    {"--token-budget", "RECLASS_TOKEN_BUDGET", I(token_budget, 0, 1 << 24),
+     "tokens per encoder batch (default 0 = 4096 on the cpu backend, 16384 on cuda)"},
     {"--max-wait-ms", "RECLASS_MAX_WAIT_MS", I(max_wait_ms, 0, 3600000),
      "longest a ticket waits for its batch to fill (default 200)"},
     {"--max-len", "RECLASS_MAX_LEN", I(max_len, 0, 1 << 20),
@@ -125,7 +125,6 @@ int worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **argv, char *err
     cfg->group = "reclass";
     cfg->backend = "cpu";
     cfg->schemas = RECLASS_SOURCE_DIR "/consumers/schemas";
-    cfg->token_budget = 4096;
     cfg->max_wait_ms = 200;
     cfg->sink_rows = 8192;
     cfg->log_every = 50;

@@ -18,7 +18,7 @@ typedef struct {
     const char *precision;  /* RECLASS_PRECISION, NULL = backend default */
     const char *dlq_topic;  /* RECLASS_DLQ_TOPIC, default <topic>.dlq */
     const char *schemas;    /* RECLASS_SCHEMAS, directory of ticket-v<ID>.avsc */
-    int token_budget;       /* RECLASS_TOKEN_BUDGET, tokens per encoder batch */
+    int token_budget;       /* RECLASS_TOKEN_BUDGET, tokens per encoder batch; 0 = by backend */
     int max_wait_ms;        /* RECLASS_MAX_WAIT_MS, longest a ticket waits for a batch */
     int max_len;            /* RECLASS_MAX_LEN, 0 = the model's max positions */
     int idle_exit_s;        /* RECLASS_IDLE_EXIT, 0 = run until signalled */

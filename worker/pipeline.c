@@ -464,20 +464,26 @@ static int setup_compute(pl_t *pl, char *err, size_t errlen) {
         snprintf(err, errlen, "--max-len %d: must be at least 2 ([CLS] and [SEP])", max_len);
         return 2;
     }
-    if (cfg->token_budget < max_len) {
+    /* 0 = by backend. The GPU's matrix units want big batches (bert-base on the H200,
+     * `reclass bench`: 19,001 tickets/s at 4096 tokens, 21,716 at 8192, 22,322 at 16384,
+     * 23,290 at 65536; tests/bench/RESULTS-gpu.md), and 16384 keeps weights + arena at
+     * 0.38 GiB; the CPU gains nothing past a few thousand. */
+    int gpu = strcmp(pl->ops->name, "cpu") != 0;
+    pl->token_budget = cfg->token_budget > 0 ? cfg->token_budget : gpu ? 16384 : 4096;
+    if (pl->token_budget < max_len) {
         snprintf(err, errlen,
                  "--token-budget %d is below the longest sequence (%d tokens): raise it or "
                  "lower --max-len",
-                 cfg->token_budget, max_len);
+                 pl->token_budget, max_len);
         return 2;
     }
     pl->max_len = max_len;
-    pl->be_opts = (gpu_backend_opts_t){.token_budget = cfg->token_budget,
+    pl->be_opts = (gpu_backend_opts_t){.token_budget = pl->token_budget,
                                        .max_len = max_len,
                                        .threads = cfg->threads,
                                        .precision = cfg->precision,
                                        .device = cfg->device};
-    pl->max_seqs = cfg->token_budget / 2;
+    pl->max_seqs = pl->token_budget / 2;
     if (pl->ops->init(pl->model, &pl->be_opts, &pl->be, err, errlen)) return 1;
     /* Backpressure bounds (0 = by backend). A GPU encoder drains a batch in milliseconds, so
      * on the GPU the accumulator may hold many short tickets: on the H200 (bert-base, 60,345
@@ -485,16 +491,15 @@ static int setup_compute(pl_t *pl, char *err, size_t errlen) {
      * the job took 20.3 s, 32768 tickets took 0.97 s (62,193 tickets/s, encoder 0.86 s).
      * Tokens stay at 8 budgets: a few batches to sort by length, and little for a shutdown
      * to finish. */
-    int gpu = strcmp(pl->ops->name, "cpu") != 0;
     pl->acc_cfg = (worker_accum_cfg_t){
-        .token_budget = cfg->token_budget,
+        .token_budget = pl->token_budget,
         .padded = !pl->ops->padding_free,
         .max_wait_ms = cfg->max_wait_ms,
         .max_pending_items = cfg->max_pending > 0 ? cfg->max_pending
                              : gpu                ? 32768
                                                   : 2048,
         .max_pending_tokens =
-            cfg->max_pending_tokens > 0 ? cfg->max_pending_tokens : 8L * cfg->token_budget,
+            cfg->max_pending_tokens > 0 ? cfg->max_pending_tokens : 8L * pl->token_budget,
         .max_len = max_len,
     };
     if (worker_accum_init(&pl->acc_cfg, &pl->acc, err, errlen)) return 2;
@@ -583,7 +588,7 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
     fprintf(stderr,
             "reclass run: model %s (%d labels), backend %s, token budget %d, max len %d, "
             "topic %s, group %s, dead letters to %s\n",
-            pl->model->name, pl->model->cfg.num_labels, pl->ops->name, cfg->token_budget,
+            pl->model->name, pl->model->cfg.num_labels, pl->ops->name, pl->token_budget,
             pl->max_len, cfg->topic, cfg->group, cfg->dlq_topic);
 
     struct sigaction sa = {0};

@@ -84,7 +84,7 @@ void pl_wait_until_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t wake_ms) 
 void *pl_encoder_main(void *arg) {
     pl_t *pl = arg;
     const gpu_model_config_t *mc = &pl->model->cfg;
-    int budget = pl->cfg->token_budget, cap = pl->max_seqs, L = mc->num_labels;
+    int budget = pl->token_budget, cap = pl->max_seqs, L = mc->num_labels;
     int k = pl->cfg->top_k;
     void **items = malloc(sizeof(*items) * (size_t)cap);               /* (max_seqs) */
     int *lens = malloc(sizeof(*lens) * (size_t)cap);                   /* (max_seqs) */

@@ -51,8 +51,9 @@ typedef struct {
     gpu_backend_t *be;
     gpu_backend_opts_t be_opts;
     worker_accum_cfg_t acc_cfg;
-    int max_seqs; /* sequences per batch the backend holds */
-    int max_len;  /* tokens per text after truncation */
+    int max_seqs;     /* sequences per batch the backend holds */
+    int token_budget; /* tokens per batch: the flag's, or the backend's default */
+    int max_len;      /* tokens per text after truncation */
 
     pthread_mutex_t mu;      /* guards everything below that is not marked otherwise */
     pthread_cond_t cv_enc;   /* encoder: items pushed, draining started */

@@ -46,7 +46,7 @@ int pl_telemetry_init(pl_t *pl, char *err, size_t errlen) {
     pl->precision = cfg->precision                  ? cfg->precision
                     : !strcmp(pl->ops->name, "cpu") ? "fp32"
                                                     : "fp16";
-    atomic_store(&worker_metrics.token_budget, cfg->token_budget);
+    atomic_store(&worker_metrics.token_budget, pl->token_budget);
     pl_telemetry_mem(pl);
     /* zero-initialised configs (tests that skip the parser) get the documented defaults */
     worker_drift_cfg_t dc = {.window_s = cfg->drift_window_s > 0 ? cfg->drift_window_s : 60,
@@ -164,7 +164,7 @@ static void write_gpu_row(pl_t *pl) {
         .weights_bytes = atomic_load(&worker_metrics.weights_bytes),
         .arena_bytes = atomic_load(&worker_metrics.arena_bytes),
         .allocations_after_init = atomic_load(&worker_metrics.allocations_after_init),
-        .token_budget = pl->cfg->token_budget,
+        .token_budget = pl->token_budget,
     };
     char err[1024];
     int rc = sink_write_gpu_memory(pl->sink, &g, err, sizeof(err));

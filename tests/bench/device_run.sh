@@ -299,18 +299,21 @@ if has e2e; then
         [ -n "$DEMO_DIR" ] && cp "$DEMO_DIR"/run.log "$DEMO_DIR"/stats.json "$OUT/" 2>/dev/null
         # A production-sized encoder on real texts: a random bert-base checkpoint (transformers
         # here), the CLINC150 + BANKING77 + CFPB texts from tests/bench/e2e_texts.py (carried
-        # as .devlibs/e2e/real_texts.jsonl.xz), budget 16384.
+        # as .devlibs/e2e/real_texts.jsonl.xz), the worker's default budget (16384 on cuda;
+        # E2E_BUDGET sets another).
         if [ -f .devlibs/e2e/real_texts.jsonl.xz ] && xz -dc .devlibs/e2e/real_texts.jsonl.xz >/tmp/real_texts.jsonl &&
             python3 tests/bench/make_random_checkpoint.py /tmp/bert-base-random >"$OUT/e2e-bert-base.log" 2>&1; then
             # E2E_VARIANTS: words, each "base" (the defaults) or VAR=VALUE[,VAR=VALUE...]
             # settings for demo.sh and the worker
+            budget=()
+            [ -n "${E2E_BUDGET:-}" ] && budget=(RECLASS_TOKEN_BUDGET="$E2E_BUDGET")
             for v in ${E2E_VARIANTS:-base}; do
                 echo "== variant $v" >>"$OUT/e2e-bert-base.log"
                 vars=()
                 [ "$v" = base ] || IFS=, read -r -a vars <<<"$v"
                 DEMO_TIMEOUT=120 demo_job "$OUT/e2e-bert-base.log" RECLASS_DEMO_INPUT=/tmp/real_texts.jsonl \
                     RECLASS_DEMO_MODEL=/tmp/bert-base-random RECLASS_DEMO_PARTITIONS=8 \
-                    RECLASS_TOKEN_BUDGET=${E2E_BUDGET:-16384} RECLASS_LOG_EVERY=20 "${vars[@]}"
+                    "${budget[@]}" RECLASS_LOG_EVERY=20 "${vars[@]}"
                 echo "bert-base job [$v] exit $?" | tee -a "$summary"
                 grep -E '^throughput' "$OUT/e2e-bert-base.log" | tail -1 | tee -a "$summary"
                 [ -n "$DEMO_DIR" ] && cp "$DEMO_DIR"/run.log "$OUT/run-bert-base-${v//[^A-Za-z0-9_.-]/_}.log" &&
