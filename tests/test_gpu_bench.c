@@ -156,16 +156,22 @@ int main(int argc, char **argv) {
         double len = (double)(w->off[i + 1] - w->off[i]);
         att_flops += 4.0 * len * len * H * NL;
     }
-    /* What the backend executes (the rates of the profiled phases): the last layer runs QKV on
-     * every token, attention for its first 64 queries, and the rest on the [CLS] rows only. */
+    /* What the backend executes (the rates of the profiled phases): the last layer projects K
+     * and V on every token and runs Q, one-query attention and the rest on the [CLS] rows. */
     double gemm_exec = 2.0 * (4 * H * H + 2 * H * I) * (NL - 1) * (double)total_tokens +
-                       2.0 * 3 * H * H * (double)total_tokens +
-                       2.0 * (H * H + 2 * H * I) * (double)w->n,
+                       2.0 * 2 * H * H * (double)total_tokens +
+                       2.0 * (2 * H * H + 2 * H * I) * (double)w->n,
            att_exec = 0;
     for (long i = 0; i < w->n; i++) {
         double len = (double)(w->off[i + 1] - w->off[i]);
-        att_exec += 4.0 * len * len * H * (NL - 1) + 4.0 * (len < 64 ? len : 64) * len * H;
+        att_exec += 4.0 * len * len * H * (NL - 1) + 4.0 * len * H;
     }
+    /* The least HBM traffic of the LayerNorm phase (fp16: each full-width LayerNorm reads and
+     * writes (T, H) once: 2(NL - 1) in the layers, the embedding's reads word rows and writes;
+     * bf16 also reads and writes the fp32 residual), for tests/bench/bound.py. */
+    const int bf16 = strcmp(prec, "bf16") == 0;
+    double norm_bytes =
+        (2.0 * (NL - 1) * (bf16 ? 12 : 4) + (bf16 ? 8 : 4)) * H * (double)total_tokens;
     printf("workload tickets-mix: %ld tickets, %ld tokens (mean %.1f), GEMM %.2f TFLOP, "
            "attention %.2f TFLOP per pass\n",
            w->n, total_tokens, (double)total_tokens / w->n, gemm_flops / 1e12, att_flops / 1e12);
@@ -310,11 +316,13 @@ int main(int argc, char **argv) {
                "\"achieved_gemm_tflops\":%.1f,\"ms_embed\":%.2f,\"ms_gemm\":%.2f,"
                "\"ms_attention\":%.2f,\"ms_norm\":%.2f,\"ms_head\":%.2f,\"device_used\":%zu,"
                "\"weights_bytes\":%zu,\"arena_bytes\":%zu,\"joules_per_pass\":%.1f,"
-               "\"sm_mhz\":%d}\n",
+               "\"sm_mhz\":%d,\"gemm_exec_tflop\":%.3f,\"att_exec_tflop\":%.3f,"
+               "\"norm_bytes\":%.0f}\n",
                getenv("RECLASS_CUDA_STREAMS") ? getenv("RECLASS_CUDA_STREAMS") : "1", att_warps,
                prec, budget, w->n, total_tokens, b.n_batches, med, tps, ceiling, ceil_tps,
                tps / ceil_tps, achieved, ms[0], ms[1], ms[2], ms[3], ms[4], st.device_used,
-               st.weights_bytes, st.arena_bytes, j_pass, win_mhz);
+               st.weights_bytes, st.arena_bytes, j_pass, win_mhz, gemm_exec / 1e12, att_exec / 1e12,
+               norm_bytes);
         fflush(stdout);
         ops->free(be);
         free(ids), free(cu), free(logits), free(b.first), free(b.count);

@@ -30,6 +30,8 @@
 #                settings, one per run: attention kernel, GEMM tuning, LN grid, streams)
 #       rbench   reclass bench --backend cuda (the worker's own bench command)
 #       torch    tests/bench/torch_gpu_peer.py eager + torch.compile on the same workload
+#       bound    tests/bench/bound.py on this call's bench and torch lines: how fast attention
+#                would have to run for 1.6x the best PyTorch variant (needs bench, torch)
 #       e2e      deploy/demo.sh with RECLASS_BACKEND=cuda: the whole job (dev broker, worker,
 #                PostgreSQL) on the GPU; needs .devlibs/pg.tar.xz (pack-pg here)
 # Logs and JSON lines go to $OUT (or ./device-out) so they come back.
@@ -272,6 +274,10 @@ if has torch; then
     PYTHONUNBUFFERED=1 timeout ${TORCH_COMPILE_TIMEOUT:-300} python3 tests/bench/torch_gpu_peer.py /tmp/tickets_mix.jsonl \
         --variants compile --budgets ${TORCH_COMPILE_BUDGETS:-16384,32768,65536} --repeat 3 2>&1 | tee "$OUT/torch-compile.log" | grep -E '^\{|skip|Error' | tee -a "$summary"
     clocks_stop torch-compile
+fi
+if has bound; then
+    note "bound ($(elapsed)s)"
+    python3 tests/bench/bound.py "$OUT/bench.jsonl" "$OUT"/torch-*.log 2>&1 | tee "$OUT/bound.log" | tee -a "$summary"
 fi
 # One demo.sh job on the CUDA backend with the carried PostgreSQL: demo_job LOG [VAR=VALUE...]
 # (later settings win); output appended to LOG; the job's run.log and stats.json are left in
