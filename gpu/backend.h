@@ -56,6 +56,14 @@ typedef struct {
      * device before each forward's input copy and after its logits copy (so host work between
      * forwards is left out). NULL where there is no device clock (cpu). */
     double (*device_seconds)(gpu_backend_t *be);
+    /* Forward in two halves, so the host can prepare and score batches while the device
+     * works: submit checks the batch and queues its work (inputs copied: the caller may reuse
+     * its arrays at once); collect waits for the oldest batch submitted and copies its logits
+     * (n_seqs, num_labels) out. At most two batches are in flight (a third submit, or collect
+     * or forward out of turn, is refused with 2). forward = submit + collect and needs none
+     * in flight. */
+    int (*submit)(gpu_backend_t *be, const gpu_batch_t *batch, char *err, size_t errlen);
+    int (*collect)(gpu_backend_t *be, float *logits, char *err, size_t errlen);
 } gpu_backend_ops_t;
 
 /* "cpu" or "cuda". NULL when unknown or not built into this binary (err says which). */

@@ -69,6 +69,11 @@ struct gpu_backend {
     float *ctx; /* (B, H) attention output */
     float *tmp; /* (B, H) last layer: first-token queries, then pooler outputs */
     float *ff;  /* (B, I) */
+    /* submit runs a batch at once (the cores are the device) and keeps its logits here until
+     * collect: two slots, as many batches as the interface lets be in flight. */
+    float *flight_logits[2]; /* (max_seqs, L) each */
+    int flight_seqs[2];
+    int n_flight, flight_head;
     size_t arena_bytes;
     /* Thread pool: worker 0 is the caller of forward. */
     int n_threads;
@@ -217,8 +222,8 @@ static void plan_chunks(gpu_backend_t *be, const gpu_batch_t *bt) {
     atomic_store(&be->next_chunk, 0);
 }
 
-static int cpu_forward(gpu_backend_t *be, const gpu_batch_t *batch, float *logits, char *err,
-                       size_t errlen) {
+static int cpu_run(gpu_backend_t *be, const gpu_batch_t *batch, float *logits, char *err,
+                   size_t errlen) {
     gpu_backend_opts_t o = be->opts;
     o.max_len = be->max_len;
     o.max_seqs = be->max_seqs;
@@ -240,6 +245,42 @@ static int cpu_forward(gpu_backend_t *be, const gpu_batch_t *batch, float *logit
             pthread_cond_wait(&be->cv_done, &be->mu);
         pthread_mutex_unlock(&be->mu);
     }
+    return 0;
+}
+
+static int cpu_forward(gpu_backend_t *be, const gpu_batch_t *batch, float *logits, char *err,
+                       size_t errlen) {
+    if (be->n_flight > 0) {
+        snprintf(err, errlen, "forward with a batch in flight: collect it first");
+        return 2;
+    }
+    return cpu_run(be, batch, logits, err, errlen);
+}
+
+static int cpu_submit(gpu_backend_t *be, const gpu_batch_t *batch, char *err, size_t errlen) {
+    if (be->n_flight == 2) {
+        snprintf(err, errlen, "a second batch is in flight: collect it first");
+        return 2;
+    }
+    const int slot = (be->flight_head + be->n_flight) % 2;
+    int rc = cpu_run(be, batch, be->flight_logits[slot], err, errlen);
+    if (rc == 0) {
+        be->flight_seqs[slot] = batch->n_seqs;
+        be->n_flight++;
+    }
+    return rc;
+}
+
+static int cpu_collect(gpu_backend_t *be, float *logits, char *err, size_t errlen) {
+    if (be->n_flight == 0) {
+        snprintf(err, errlen, "no batch in flight to collect");
+        return 2;
+    }
+    const int slot = be->flight_head;
+    be->flight_head = (slot + 1) % 2;
+    be->n_flight--;
+    memcpy(logits, be->flight_logits[slot],
+           sizeof(float) * (size_t)be->flight_seqs[slot] * (size_t)be->m->cfg.num_labels);
     return 0;
 }
 
@@ -281,6 +322,8 @@ static void cpu_free(gpu_backend_t *be) {
     free(be->ctx);
     free(be->tmp);
     free(be->ff);
+    free(be->flight_logits[0]);
+    free(be->flight_logits[1]);
     free(be);
 }
 
@@ -423,10 +466,13 @@ static int cpu_init(const gpu_model_t *m, const gpu_backend_opts_t *opts, gpu_ba
     be->ctx = alloc_rows(B, H, &be->arena_bytes);
     be->tmp = alloc_rows(B, H, &be->arena_bytes);
     be->ff = alloc_rows(B, (size_t)c->intermediate, &be->arena_bytes);
+    for (int i = 0; i < 2; i++)
+        be->flight_logits[i] =
+            alloc_rows((size_t)be->max_seqs, (size_t)c->num_labels, &be->arena_bytes);
     be->w = calloc((size_t)be->n_threads, sizeof *be->w);
     be->chunk_at = calloc((size_t)be->max_seqs + 1, sizeof *be->chunk_at);
-    if (!be->x || !be->qkv || !be->ctx || !be->tmp || !be->ff || !be->w || !be->chunk_at ||
-        prepare_weights(be) != 0) {
+    if (!be->x || !be->qkv || !be->ctx || !be->tmp || !be->ff || !be->flight_logits[0] ||
+        !be->flight_logits[1] || !be->w || !be->chunk_at || prepare_weights(be) != 0) {
         snprintf(err, errlen, "out of memory for a %d-token arena (%zu MiB)", opts->token_budget,
                  be->arena_bytes >> 20);
         cpu_free(be);
@@ -466,4 +512,6 @@ const gpu_backend_ops_t gpu_cpu_backend_ops = {
     .forward = cpu_forward,
     .mem_stats = cpu_mem_stats,
     .free = cpu_free,
+    .submit = cpu_submit,
+    .collect = cpu_collect,
 };

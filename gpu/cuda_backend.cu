@@ -27,17 +27,21 @@ struct gpu_backend {
     int bf16;
     gpu_plan_t plan;
     int device;
-    cudaStream_t stream;         // the batch's stream; the first half's when split
-    cudaStream_t stream2;        // the second half's (see cuda_be_forward_t)
-    cudaEvent_t fork, join;      // stream2 starts after the embedding, stream joins it at the end
-    cudaEvent_t t_first, t_last; // around each forward's device work: device_s
-    double device_s;             // summed forward device time since init (device_seconds)
-    int streams;       // 1, or 2 with RECLASS_CUDA_STREAMS=2 (measured no faster: NOTES-cuda.md)
-    int fuse_res;      // fp16: residual in the GEMM epilogue (RECLASS_CUDA_FUSE_RES=0: off)
-    char *dev;         // the one device allocation (plan.total_bytes)
-    int32_t *h_inputs; // pinned staging of the INPUTS slice
-    float *h_logits;   // pinned (max_seqs, L)
-    int init_done;     // set once the arena exists: later allocations are refused
+    cudaStream_t stream;    // the batch's stream; the first half's when split
+    cudaStream_t stream2;   // the second half's (see cuda_be_submit_t)
+    cudaEvent_t fork, join; // stream2 starts after the embedding, stream joins it at the end
+    // Two batches may be in flight (submit, then collect the older): each slot has its own
+    // pinned staging and events, so the host fills one while the device works on the other.
+    cudaEvent_t t_first[2], t_last[2]; // around each batch's device work: device_s
+    double device_s;                   // summed forward device time since init (device_seconds)
+    int flight_seqs[2];                // n_seqs of the batch in each slot
+    int n_flight, flight_head;         // batches submitted, not collected; the oldest's slot
+    int streams;          // 1, or 2 with RECLASS_CUDA_STREAMS=2 (measured no faster: NOTES-cuda.md)
+    int fuse_res;         // fp16: residual in the GEMM epilogue (RECLASS_CUDA_FUSE_RES=0: off)
+    char *dev;            // the one device allocation (plan.total_bytes)
+    int32_t *h_inputs[2]; // pinned staging of the INPUTS slice, per slot
+    float *h_logits[2];   // pinned (max_seqs, L), per slot
+    int init_done;        // set once the arena exists: later allocations are refused
     long allocs_after_init; // attempts refused after init (a test proves it stays 0)
     cuda_gemm_t gemm;       // storage-type projections (stream; first workspace half)
     cuda_gemm_t gemm2;      // the same on stream2 (second workspace half)
@@ -133,17 +137,20 @@ template <typename T> static void be_weights_image(struct gpu_backend *be, char 
 static void cuda_be_free(gpu_backend_t *be) {
     if (!be) return;
     if (be->device >= 0) cudaSetDevice(be->device);
+    if (be->stream) cudaStreamSynchronize(be->stream); // a batch may still be in flight
     cuda_gemm_free(&be->gemm);
     cuda_gemm_free(&be->gemm32);
     for (int i = 0; i < BE_PROF_EVENTS; i++)
         if (be->ev[i]) cudaEventDestroy(be->ev[i]);
     if (be->dev) cudaFree(be->dev);
-    if (be->h_inputs) cudaFreeHost(be->h_inputs);
-    if (be->h_logits) cudaFreeHost(be->h_logits);
+    for (int i = 0; i < 2; i++) {
+        if (be->h_inputs[i]) cudaFreeHost(be->h_inputs[i]);
+        if (be->h_logits[i]) cudaFreeHost(be->h_logits[i]);
+        if (be->t_first[i]) cudaEventDestroy(be->t_first[i]);
+        if (be->t_last[i]) cudaEventDestroy(be->t_last[i]);
+    }
     cuda_gemm_free(&be->gemm2);
     if (be->fork) cudaEventDestroy(be->fork);
-    if (be->t_first) cudaEventDestroy(be->t_first);
-    if (be->t_last) cudaEventDestroy(be->t_last);
     if (be->join) cudaEventDestroy(be->join);
     if (be->stream2) cudaStreamDestroy(be->stream2);
     if (be->stream) cudaStreamDestroy(be->stream);
@@ -203,8 +210,10 @@ static int cuda_be_init(const gpu_model_t *model, const gpu_backend_opts_t *opts
     BE_CUDA(cudaStreamCreateWithFlags(&be->stream2, cudaStreamNonBlocking), "stream create");
     BE_CUDA(cudaEventCreateWithFlags(&be->fork, cudaEventDisableTiming), "event create");
     BE_CUDA(cudaEventCreateWithFlags(&be->join, cudaEventDisableTiming), "event create");
-    BE_CUDA(cudaEventCreate(&be->t_first), "event create");
-    BE_CUDA(cudaEventCreate(&be->t_last), "event create");
+    for (int i = 0; i < 2; i++) {
+        BE_CUDA(cudaEventCreate(&be->t_first[i]), "event create");
+        BE_CUDA(cudaEventCreate(&be->t_last[i]), "event create");
+    }
     {
         const char *env = getenv("RECLASS_CUDA_STREAMS");
         be->streams = env && atoi(env) == 2 ? 2 : 1;
@@ -213,10 +222,12 @@ static int cuda_be_init(const gpu_model_t *model, const gpu_backend_opts_t *opts
     }
     BE_CUDA(be_device_alloc(be, (void **)&be->dev, be->plan.total_bytes), "arena allocation");
     be->init_done = 1;
-    BE_CUDA(cudaMallocHost((void **)&be->h_inputs, be->plan.slice[GPU_PLAN_INPUTS].bytes),
-            "pinned input staging");
-    BE_CUDA(cudaMallocHost((void **)&be->h_logits, be->plan.slice[GPU_PLAN_LOGITS].bytes),
-            "pinned logits staging");
+    for (int i = 0; i < 2; i++) {
+        BE_CUDA(cudaMallocHost((void **)&be->h_inputs[i], be->plan.slice[GPU_PLAN_INPUTS].bytes),
+                "pinned input staging");
+        BE_CUDA(cudaMallocHost((void **)&be->h_logits[i], be->plan.slice[GPU_PLAN_LOGITS].bytes),
+                "pinned logits staging");
+    }
 
     img = (char *)malloc(be->plan.weights_bytes);
     if (!img) {
@@ -363,8 +374,8 @@ static int be_layer_t(struct gpu_backend *be, int l, int s0, int s1, int t0, int
 // measured 1-2% slower than one stream (cuBLAS's Hopper GEMMs leave no room beside them), so
 // it is off by default; the golden test still covers it. Profiling always runs one stream.
 template <typename T, typename R>
-static int cuda_be_forward_t(struct gpu_backend *be, const gpu_batch_t *b, float *logits, char *err,
-                             size_t errlen) {
+static int cuda_be_submit_t(struct gpu_backend *be, const gpu_batch_t *b, int slot, char *err,
+                            size_t errlen) {
     constexpr bool fp32_res = sizeof(R) == 4;
     const gpu_model_config_t *c = &be->model->cfg;
     const int H = c->hidden, I = c->intermediate, L = c->num_labels, NL = c->layers;
@@ -375,7 +386,7 @@ static int cuda_be_forward_t(struct gpu_backend *be, const gpu_batch_t *b, float
 
     // Inputs packed for one copy: ids (Tn), positions (Tn), cu_seqlens (S + 1), int32.
     int ta = (Tn + 3) & ~3; // keeps each part 16-byte aligned
-    int32_t *hi = be->h_inputs;
+    int32_t *hi = be->h_inputs[slot];
     memcpy(hi, b->ids, (size_t)Tn * 4);
     for (int q = 0; q < S; q++)
         for (int t = b->cu_seqlens[q]; t < b->cu_seqlens[q + 1]; t++)
@@ -385,7 +396,7 @@ static int cuda_be_forward_t(struct gpu_backend *be, const gpu_batch_t *b, float
     be_mark(be, GPU_CUDA_PROF_EMBED);
     int32_t *d_in = (int32_t *)be_slice(be, GPU_PLAN_INPUTS);
     const int32_t *d_ids = d_in, *d_pos = d_in + ta, *d_cu = d_in + 2 * ta;
-    FW_CUDA(cudaEventRecord(be->t_first, s));
+    FW_CUDA(cudaEventRecord(be->t_first[slot], s));
     FW_CUDA(cudaMemcpyAsync(d_in, hi, (size_t)(2 * ta + S + 1) * 4, cudaMemcpyHostToDevice, s));
 
     T *X = (T *)be_slice(be, GPU_PLAN_X);                               // (Tn, H)
@@ -487,17 +498,57 @@ static int cuda_be_forward_t(struct gpu_backend *be, const gpu_batch_t *b, float
                           (const float *)be_slice(be, GPU_PLAN_CLS_B), H, L,
                           (float *)(BIG + lo.head_pooled), d_logits, s, err, errlen) != 0)
             return 1;
-        FW_CUDA(cudaMemcpyAsync(be->h_logits, d_logits, (size_t)S * L * sizeof(float),
+        FW_CUDA(cudaMemcpyAsync(be->h_logits[slot], d_logits, (size_t)S * L * sizeof(float),
                                 cudaMemcpyDeviceToHost, s));
     }
     be_mark(be, GPU_CUDA_PROF_HEAD);
-    FW_CUDA(cudaEventRecord(be->t_last, s));
-    FW_CUDA(cudaStreamSynchronize(s));
-    memcpy(logits, be->h_logits, (size_t)S * L * sizeof(float));
+    FW_CUDA(cudaEventRecord(be->t_last[slot], s));
+    return 0;
+}
+
+// Queues a batch in the next free slot; the device works on it while the host goes on.
+static int cuda_be_submit(gpu_backend_t *be, const gpu_batch_t *batch, char *err, size_t errlen) {
+    if (be->n_flight == 2 || (be->prof && be->n_flight > 0)) {
+        snprintf(err, errlen, "%s batch is in flight: collect it first",
+                 be->n_flight == 2 ? "a second" : "a profiled");
+        return 2;
+    }
+    if (gpu_batch_check(batch, &be->model->cfg, &be->opts, err, errlen) != 0) return 2;
+    if (cudaSetDevice(be->device) != cudaSuccess) {
+        snprintf(err, errlen, "CUDA device %d is gone", be->device);
+        return 1;
+    }
+    const int slot = (be->flight_head + be->n_flight) % 2;
+    int rc = be->bf16 ? cuda_be_submit_t<__nv_bfloat16, float>(be, batch, slot, err, errlen)
+                      : cuda_be_submit_t<__half, __half>(be, batch, slot, err, errlen);
+    if (rc == 0) {
+        be->flight_seqs[slot] = batch->n_seqs;
+        be->n_flight++;
+    }
+    return rc;
+}
+
+// Waits for the oldest batch in flight and copies its logits (n_seqs, L) out.
+static int cuda_be_collect(gpu_backend_t *be, float *logits, char *err, size_t errlen) {
+    if (be->n_flight == 0) {
+        snprintf(err, errlen, "no batch in flight to collect");
+        return 2;
+    }
+    const int slot = be->flight_head;
+    be->flight_head = (slot + 1) % 2;
+    be->n_flight--;
+    cudaSetDevice(be->device);
+    cudaError_t e = cudaEventSynchronize(be->t_last[slot]);
+    if (e != cudaSuccess) {
+        snprintf(err, errlen, "CUDA error in the batch's work: %s", cudaGetErrorString(e));
+        return 1;
+    }
+    memcpy(logits, be->h_logits[slot],
+           (size_t)be->flight_seqs[slot] * be->model->cfg.num_labels * sizeof(float));
     float fw_ms = 0;
-    if (cudaEventElapsedTime(&fw_ms, be->t_first, be->t_last) == cudaSuccess)
+    if (cudaEventElapsedTime(&fw_ms, be->t_first[slot], be->t_last[slot]) == cudaSuccess)
         be->device_s += fw_ms * 1e-3;
-    for (int i = 1; i < be->n_ev; i++) {
+    for (int i = 1; be->prof && i < be->n_ev; i++) {
         float ms = 0;
         if (cudaEventElapsedTime(&ms, be->ev[i - 1], be->ev[i]) == cudaSuccess)
             be->prof_ms[be->ev_cat[i]] += ms;
@@ -507,13 +558,12 @@ static int cuda_be_forward_t(struct gpu_backend *be, const gpu_batch_t *b, float
 
 static int cuda_be_forward(gpu_backend_t *be, const gpu_batch_t *batch, float *logits, char *err,
                            size_t errlen) {
-    if (gpu_batch_check(batch, &be->model->cfg, &be->opts, err, errlen) != 0) return 2;
-    if (cudaSetDevice(be->device) != cudaSuccess) {
-        snprintf(err, errlen, "CUDA device %d is gone", be->device);
-        return 1;
+    if (be->n_flight > 0) {
+        snprintf(err, errlen, "forward with a batch in flight: collect it first");
+        return 2;
     }
-    return be->bf16 ? cuda_be_forward_t<__nv_bfloat16, float>(be, batch, logits, err, errlen)
-                    : cuda_be_forward_t<__half, __half>(be, batch, logits, err, errlen);
+    int rc = cuda_be_submit(be, batch, err, errlen);
+    return rc ? rc : cuda_be_collect(be, logits, err, errlen);
 }
 
 // The warm-up sweep at init: for every cuBLASLt shape bucket up to the token budget, one
@@ -589,6 +639,8 @@ extern "C" const gpu_backend_ops_t gpu_cuda_backend_ops = {
     cuda_be_mem_stats,
     cuda_be_free,
     cuda_be_device_seconds,
+    cuda_be_submit,
+    cuda_be_collect,
 };
 
 // Test hook: asks the backend's allocator for device memory after init (must be refused).

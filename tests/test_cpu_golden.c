@@ -16,6 +16,7 @@
 #include "gpu/backend.h"
 #include "gpu/model.h"
 #include "gpu/ref_ops.h"
+#include "tests/lib/backend_flight.h"
 
 typedef struct {
     int32_t *ids; /* (len) */
@@ -87,8 +88,9 @@ static double max_delta(const float *a, const float *b, size_t n) {
 }
 
 /* Runs rows [0, n) through the backend in batches of at most budget tokens (file order, so
- * lengths are mixed), logits (n, L). */
-static void classify_all(int budget, int threads, int n, float *logits) {
+ * lengths are mixed), logits (n, L). async: as the worker drives it, each batch submitted
+ * before the previous one is collected (two in flight), then the out-of-turn refusals. */
+static void classify_all_as(int budget, int threads, int n, float *logits, int async) {
     char err[256];
     gpu_backend_opts_t o = {.token_budget = budget, .threads = threads};
     const gpu_backend_ops_t *ops = gpu_backend_find("cpu", err, sizeof err);
@@ -98,7 +100,7 @@ static void classify_all(int budget, int threads, int n, float *logits) {
     assert_int_equal(ops->init(model, &o, &be, err, sizeof err), 0);
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)budget);
     int32_t *cu = malloc(sizeof(int32_t) * (size_t)(budget + 1));
-    int i = 0, batches = 0;
+    int i = 0, batches = 0, prev_first = -1;
     while (i < n) {
         int s = 0, t = 0, mx = 0, first = i;
         cu[0] = 0;
@@ -111,11 +113,26 @@ static void classify_all(int budget, int threads, int n, float *logits) {
         }
         assert_true(s > 0);
         gpu_batch_t b = {.ids = ids, .cu_seqlens = cu, .n_seqs = s, .n_tokens = t, .max_len = mx};
-        int rc =
-            ops->forward(be, &b, logits + (size_t)first * model->cfg.num_labels, err, sizeof err);
+        int rc = async ? ops->submit(be, &b, err, sizeof err)
+                       : ops->forward(be, &b, logits + (size_t)first * model->cfg.num_labels, err,
+                                      sizeof err);
+        if (!rc && prev_first >= 0) /* ids and cu are already refilled: submit copied them */
+            rc = ops->collect(be, logits + (size_t)prev_first * model->cfg.num_labels, err,
+                              sizeof err);
         if (rc) fprintf(stderr, "forward: %s\n", err);
         assert_int_equal(rc, 0);
+        prev_first = async ? first : -1;
         batches++;
+    }
+    if (prev_first >= 0) {
+        assert_int_equal(
+            ops->collect(be, logits + (size_t)prev_first * model->cfg.num_labels, err, sizeof err),
+            0);
+        gpu_batch_t b = {.ids = ids, .cu_seqlens = cu, .n_seqs = 1, .n_tokens = 2, .max_len = 2};
+        cu[0] = 0, cu[1] = 2, ids[0] = 101, ids[1] = 102;
+        float *lg = malloc(sizeof(float) * (size_t)model->cfg.num_labels);
+        assert_int_equal(backend_flight_refusals(ops, be, &b, lg), 0);
+        free(lg);
     }
     gpu_mem_stats_t st;
     assert_int_equal(ops->mem_stats(be, &st), 0);
@@ -124,6 +141,10 @@ static void classify_all(int budget, int threads, int n, float *logits) {
     free(ids);
     free(cu);
     ops->free(be);
+}
+
+static void classify_all(int budget, int threads, int n, float *logits) {
+    classify_all_as(budget, threads, n, logits, 0);
 }
 
 static int argmax(const float *v, int n) {
@@ -137,7 +158,7 @@ static void test_golden(void **state) {
     int L = model->cfg.num_labels;
     assert_int_equal(L, 151);
     float *lg = malloc(sizeof(float) * (size_t)n_rows * L);
-    classify_all(2048, 0, n_rows, lg);
+    classify_all_as(2048, 0, n_rows, lg, 1); /* submit/collect, two batches in flight */
     int agree = 0, with_logits = 0;
     double maxd = 0;
     for (int r = 0; r < n_rows; r++) {

@@ -1,7 +1,8 @@
 /* The whole CUDA classifier (backend table "cuda") on the CLINC150 demo model against the
  * Hugging Face fp32 golden file: argmax agreement >= 99.9% in fp16 and bf16, and
  * max |delta logit| <= 0.05 in fp16 (bf16 reported, bounded loosely). Batches are packed
- * in file order under a token budget, so every batch mixes lengths. SKIPPED without GPU. */
+ * in file order under a token budget, so every batch mixes lengths; they go through submit and
+ * collect with two in flight, as the worker drives the backend. SKIPPED without GPU. */
 #include <jansson.h>
 #include <math.h>
 #include <stdint.h>
@@ -19,6 +20,7 @@ int main(void) {
 }
 #else
 #include "gpu/cuda_backend.h"
+#include "tests/lib/backend_flight.h"
 
 typedef struct {
     int32_t *ids;
@@ -81,42 +83,71 @@ static int run_precision(const gpu_model_t *m, row_t *rows, int n, const char *p
     }
     int L = m->cfg.num_labels, agree = 0, with_logits = 0, failed = 0;
     double maxd = 0;
-    int32_t *ids = malloc((size_t)budget * 4), *cu = malloc((size_t)(budget + 1) * 4);
+    /* As the worker drives the backend: each batch is submitted before the previous one is
+     * collected, from its own input arrays (slot), so two batches are in flight; a mix-up of
+     * their staging or logits would show here as wrong answers. */
+    int32_t *ids[2] = {malloc((size_t)budget * 4), malloc((size_t)budget * 4)};
+    int32_t *cu[2] = {malloc((size_t)(budget + 1) * 4), malloc((size_t)(budget + 1) * 4)};
+    int first[2] = {0, 0}, nseq[2] = {0, 0}, slot = 0, prev = -1;
     float *logits = malloc((size_t)budget * L * 4);
-    for (int i = 0; i < n && !failed;) {
-        gpu_batch_t b = {.ids = ids, .cu_seqlens = cu};
-        cu[0] = 0;
-        int first = i;
-        while (i < n && cu[b.n_seqs] + rows[i].len <= budget && b.n_seqs < seqs_cap) {
-            memcpy(ids + cu[b.n_seqs], rows[i].ids, (size_t)rows[i].len * 4);
-            cu[b.n_seqs + 1] = cu[b.n_seqs] + rows[i].len;
-            if (rows[i].len > b.max_len) b.max_len = rows[i].len;
-            b.n_seqs++, i++;
+    for (int i = 0; !failed;) {
+        int have = i < n;
+        if (have) {
+            gpu_batch_t b = {.ids = ids[slot], .cu_seqlens = cu[slot]};
+            int32_t *c = cu[slot];
+            c[0] = 0;
+            first[slot] = i;
+            while (i < n && c[b.n_seqs] + rows[i].len <= budget && b.n_seqs < seqs_cap) {
+                memcpy(ids[slot] + c[b.n_seqs], rows[i].ids, (size_t)rows[i].len * 4);
+                c[b.n_seqs + 1] = c[b.n_seqs] + rows[i].len;
+                if (rows[i].len > b.max_len) b.max_len = rows[i].len;
+                b.n_seqs++, i++;
+            }
+            b.n_tokens = c[b.n_seqs];
+            nseq[slot] = b.n_seqs;
+            if (ops->submit(be, &b, err, sizeof(err)) != 0) {
+                printf("FAIL %s submit: %s\n", prec, err);
+                failed = 1;
+                break;
+            }
         }
-        b.n_tokens = cu[b.n_seqs];
-        if (ops->forward(be, &b, logits, err, sizeof(err)) != 0) {
-            printf("FAIL %s forward: %s\n", prec, err);
-            failed = 1;
-            break;
-        }
-        for (int s = 0; s < b.n_seqs; s++) {
-            row_t *r = &rows[first + s];
-            const float *lg = logits + (size_t)s * L;
-            int am = 0;
-            for (int j = 1; j < L; j++)
-                if (lg[j] > lg[am]) am = j;
-            agree += am == r->pred;
-            if (r->logits) {
-                with_logits++;
-                for (int j = 0; j < L; j++) {
-                    double d = fabs((double)lg[j] - r->logits[j]);
-                    if (!(d <= maxd)) maxd = isfinite(d) ? d : INFINITY;
+        if (prev >= 0) {
+            if (ops->collect(be, logits, err, sizeof(err)) != 0) {
+                printf("FAIL %s collect: %s\n", prec, err);
+                failed = 1;
+                break;
+            }
+            for (int s = 0; s < nseq[prev]; s++) {
+                row_t *r = &rows[first[prev] + s];
+                const float *lg = logits + (size_t)s * L;
+                int am = 0;
+                for (int j = 1; j < L; j++)
+                    if (lg[j] > lg[am]) am = j;
+                agree += am == r->pred;
+                if (r->logits) {
+                    with_logits++;
+                    for (int j = 0; j < L; j++) {
+                        double d = fabs((double)lg[j] - r->logits[j]);
+                        if (!(d <= maxd)) maxd = isfinite(d) ? d : INFINITY;
+                    }
                 }
             }
         }
+        if (!have) break;
+        prev = slot;
+        slot ^= 1;
+    }
+    if (!failed) { /* out-of-turn calls: refused, and the backend still works after them */
+        gpu_batch_t b = {
+            .ids = ids[0], .cu_seqlens = cu[0], .n_seqs = 1, .n_tokens = 2, .max_len = 2};
+        cu[0][0] = 0, cu[0][1] = 2, ids[0][0] = 101, ids[0][1] = 102;
+        if (backend_flight_refusals(ops, be, &b, logits) != 0) {
+            printf("FAIL %s submit/collect refusals\n", prec);
+            failed = 1;
+        }
     }
     ops->free(be);
-    free(ids), free(cu), free(logits);
+    free(ids[0]), free(ids[1]), free(cu[0]), free(cu[1]), free(logits);
     if (failed) return 1;
     double agreement = (double)agree / n;
     int ok = agreement >= 0.999 && maxd <= max_delta_bound;
