@@ -58,8 +58,9 @@ int classify_session_init(classify_session_t *s, gpu_model_t *model, const char 
     return 0;
 }
 
-int classify_session_forward(classify_session_t *s, const int32_t *const *seq, const int *lens,
-                             int n, char *err, size_t errlen) {
+/* Packs n sequences into the session's batch arrays; b points at them. */
+static int session_pack(classify_session_t *s, const int32_t *const *seq, const int *lens, int n,
+                        gpu_batch_t *b, char *err, size_t errlen) {
     if (n > s->max_seqs) {
         snprintf(err, errlen, "batch of %d sequences exceeds capacity %d", n, s->max_seqs);
         return -1;
@@ -76,8 +77,26 @@ int classify_session_forward(classify_session_t *s, const int32_t *const *seq, c
         s->cu[i + 1] = t;
         if (lens[i] > longest) longest = lens[i];
     }
-    gpu_batch_t b = {s->ids, s->cu, n, t, longest};
+    *b = (gpu_batch_t){s->ids, s->cu, n, t, longest};
+    return 0;
+}
+
+int classify_session_forward(classify_session_t *s, const int32_t *const *seq, const int *lens,
+                             int n, char *err, size_t errlen) {
+    gpu_batch_t b;
+    if (session_pack(s, seq, lens, n, &b, err, errlen) != 0) return -1;
     return s->ops->forward(s->be, &b, s->logits, err, errlen);
+}
+
+int classify_session_submit(classify_session_t *s, const int32_t *const *seq, const int *lens,
+                            int n, char *err, size_t errlen) {
+    gpu_batch_t b;
+    if (session_pack(s, seq, lens, n, &b, err, errlen) != 0) return -1;
+    return s->ops->submit(s->be, &b, err, errlen); /* copies the inputs: s->ids is free again */
+}
+
+int classify_session_collect(classify_session_t *s, char *err, size_t errlen) {
+    return s->ops->collect(s->be, s->logits, err, errlen);
 }
 
 void classify_json_string(FILE *f, const char *s) {

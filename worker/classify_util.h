@@ -38,6 +38,13 @@ void classify_session_free(classify_session_t *s);
 int classify_session_forward(classify_session_t *s, const int32_t *const *seq, const int *lens,
                              int n, char *err, size_t errlen);
 
+/* The same in two halves (the backend's submit and collect): submit packs and queues the
+ * batch, so the caller can pack the next one while the device works; collect leaves the
+ * oldest submitted batch's logits in s->logits. At most two batches in flight. */
+int classify_session_submit(classify_session_t *s, const int32_t *const *seq, const int *lens,
+                            int n, char *err, size_t errlen);
+int classify_session_collect(classify_session_t *s, char *err, size_t errlen);
+
 /* Writes s as a JSON string literal (quotes and escapes). */
 void classify_json_string(FILE *f, const char *s);
 

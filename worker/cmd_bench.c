@@ -3,9 +3,10 @@
  *
  * A pass = (tokenize, for a {"text"} workload) + form every batch + run every
  * forward. The first --warmup passes are untimed; then --repeat timed passes;
- * the reported seconds is their median. forward() returns host logits, so a
- * pass is synchronous on every backend. Human-readable lines come first; the
- * last line is one JSON object. */
+ * the reported seconds is their median. Batches go to the backend as the worker
+ * sends them (each submitted before the previous one is collected); a pass ends
+ * with the last batch's logits in host memory. Human-readable lines come first;
+ * the last line is one JSON object. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,9 +152,12 @@ static int bench_pass(bench_t *b, char *err, size_t errlen) {
             b->tokens += b->lens[i];
             b->flops += attn * (double)b->lens[i] * b->lens[i];
         }
-        if (classify_session_forward(b->ss, b->seqp, b->lens, n, err, errlen) != 0) return 1;
+        /* as the worker does: this batch queued before the previous one's logits are taken */
+        if (classify_session_submit(b->ss, b->seqp, b->lens, n, err, errlen) != 0) return 1;
+        if (b->batches > 0 && classify_session_collect(b->ss, err, errlen) != 0) return 1;
         b->batches++;
     }
+    if (b->batches > 0 && classify_session_collect(b->ss, err, errlen) != 0) return 1;
     size_t params = gpu_model_param_count(cfg);
     size_t emb = ((size_t)cfg->vocab_size + cfg->max_pos + cfg->type_vocab + 2) * cfg->hidden;
     b->flops += 2.0 * (double)(params - emb) * (double)b->tokens;
