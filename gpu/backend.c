@@ -68,3 +68,34 @@ int gpu_batch_check(const gpu_batch_t *batch, const gpu_model_config_t *cfg,
     }
     return 0;
 }
+
+int gpu_flight_slot(const gpu_flight_t *f, char *err, size_t errlen) {
+    if (f->n == 2) {
+        snprintf(err, errlen, "a second batch is in flight: collect it first");
+        return -1;
+    }
+    return (f->head + f->n) % 2;
+}
+
+void gpu_flight_push(gpu_flight_t *f, int slot, int n_seqs) {
+    f->seqs[slot] = n_seqs;
+    f->n++;
+}
+
+int gpu_flight_pop(gpu_flight_t *f, int *n_seqs, char *err, size_t errlen) {
+    if (f->n == 0) {
+        snprintf(err, errlen, "no batch in flight to collect");
+        return -1;
+    }
+    int slot = f->head;
+    f->head = (slot + 1) % 2;
+    f->n--;
+    *n_seqs = f->seqs[slot];
+    return slot;
+}
+
+int gpu_flight_idle(const gpu_flight_t *f, char *err, size_t errlen) {
+    if (f->n == 0) return 0;
+    snprintf(err, errlen, "forward with a batch in flight: collect it first");
+    return -1;
+}

@@ -66,6 +66,22 @@ typedef struct {
     int (*collect)(gpu_backend_t *be, float *logits, char *err, size_t errlen);
 } gpu_backend_ops_t;
 
+/* The batches a backend holds between submit and collect (at most two, oldest first): each
+ * backend keeps its staging per slot, this keeps the order. Zeroed = none in flight. */
+typedef struct {
+    int seqs[2]; /* n_seqs of the batch in each slot */
+    int n, head; /* batches in flight; the oldest's slot */
+} gpu_flight_t;
+
+/* The slot a new batch goes to, or -1 with err set when two are in flight already. */
+int gpu_flight_slot(const gpu_flight_t *f, char *err, size_t errlen);
+/* Records the batch just queued in slot. */
+void gpu_flight_push(gpu_flight_t *f, int slot, int n_seqs);
+/* Takes the oldest batch off: its slot (and *n_seqs), or -1 with err set when none is. */
+int gpu_flight_pop(gpu_flight_t *f, int *n_seqs, char *err, size_t errlen);
+/* forward's precondition: 0, or -1 with err set while batches are in flight. */
+int gpu_flight_idle(const gpu_flight_t *f, char *err, size_t errlen);
+
 /* "cpu" or "cuda". NULL when unknown or not built into this binary (err says which). */
 const gpu_backend_ops_t *gpu_backend_find(const char *name, char *err, size_t errlen);
 

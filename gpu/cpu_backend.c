@@ -72,8 +72,7 @@ struct gpu_backend {
     /* submit runs a batch at once (the cores are the device) and keeps its logits here until
      * collect: two slots, as many batches as the interface lets be in flight. */
     float *flight_logits[2]; /* (max_seqs, L) each */
-    int flight_seqs[2];
-    int n_flight, flight_head;
+    gpu_flight_t flight;
     size_t arena_bytes;
     /* Thread pool: worker 0 is the caller of forward. */
     int n_threads;
@@ -250,37 +249,24 @@ static int cpu_run(gpu_backend_t *be, const gpu_batch_t *batch, float *logits, c
 
 static int cpu_forward(gpu_backend_t *be, const gpu_batch_t *batch, float *logits, char *err,
                        size_t errlen) {
-    if (be->n_flight > 0) {
-        snprintf(err, errlen, "forward with a batch in flight: collect it first");
-        return 2;
-    }
+    if (gpu_flight_idle(&be->flight, err, errlen) != 0) return 2;
     return cpu_run(be, batch, logits, err, errlen);
 }
 
 static int cpu_submit(gpu_backend_t *be, const gpu_batch_t *batch, char *err, size_t errlen) {
-    if (be->n_flight == 2) {
-        snprintf(err, errlen, "a second batch is in flight: collect it first");
-        return 2;
-    }
-    const int slot = (be->flight_head + be->n_flight) % 2;
+    const int slot = gpu_flight_slot(&be->flight, err, errlen);
+    if (slot < 0) return 2;
     int rc = cpu_run(be, batch, be->flight_logits[slot], err, errlen);
-    if (rc == 0) {
-        be->flight_seqs[slot] = batch->n_seqs;
-        be->n_flight++;
-    }
+    if (rc == 0) gpu_flight_push(&be->flight, slot, batch->n_seqs);
     return rc;
 }
 
 static int cpu_collect(gpu_backend_t *be, float *logits, char *err, size_t errlen) {
-    if (be->n_flight == 0) {
-        snprintf(err, errlen, "no batch in flight to collect");
-        return 2;
-    }
-    const int slot = be->flight_head;
-    be->flight_head = (slot + 1) % 2;
-    be->n_flight--;
+    int n_seqs;
+    const int slot = gpu_flight_pop(&be->flight, &n_seqs, err, errlen);
+    if (slot < 0) return 2;
     memcpy(logits, be->flight_logits[slot],
-           sizeof(float) * (size_t)be->flight_seqs[slot] * (size_t)be->m->cfg.num_labels);
+           sizeof(float) * (size_t)n_seqs * (size_t)be->m->cfg.num_labels);
     return 0;
 }
 

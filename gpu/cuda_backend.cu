@@ -34,8 +34,7 @@ struct gpu_backend {
     // pinned staging and events, so the host fills one while the device works on the other.
     cudaEvent_t t_first[2], t_last[2]; // around each batch's device work: device_s
     double device_s;                   // summed forward device time since init (device_seconds)
-    int flight_seqs[2];                // n_seqs of the batch in each slot
-    int n_flight, flight_head;         // batches submitted, not collected; the oldest's slot
+    gpu_flight_t flight;               // batches submitted, not collected, and their slots
     int streams;          // 1, or 2 with RECLASS_CUDA_STREAMS=2 (measured no faster: NOTES-cuda.md)
     int fuse_res;         // fp16: residual in the GEMM epilogue (RECLASS_CUDA_FUSE_RES=0: off)
     char *dev;            // the one device allocation (plan.total_bytes)
@@ -508,9 +507,10 @@ static int cuda_be_submit_t(struct gpu_backend *be, const gpu_batch_t *b, int sl
 
 // Queues a batch in the next free slot; the device works on it while the host goes on.
 static int cuda_be_submit(gpu_backend_t *be, const gpu_batch_t *batch, char *err, size_t errlen) {
-    if (be->n_flight == 2 || (be->prof && be->n_flight > 0)) {
-        snprintf(err, errlen, "%s batch is in flight: collect it first",
-                 be->n_flight == 2 ? "a second" : "a profiled");
+    const int slot = gpu_flight_slot(&be->flight, err, errlen);
+    if (slot < 0) return 2;
+    if (be->prof && be->flight.n > 0) {
+        snprintf(err, errlen, "profiling times one batch at a time: collect first");
         return 2;
     }
     if (gpu_batch_check(batch, &be->model->cfg, &be->opts, err, errlen) != 0) return 2;
@@ -518,33 +518,24 @@ static int cuda_be_submit(gpu_backend_t *be, const gpu_batch_t *batch, char *err
         snprintf(err, errlen, "CUDA device %d is gone", be->device);
         return 1;
     }
-    const int slot = (be->flight_head + be->n_flight) % 2;
     int rc = be->bf16 ? cuda_be_submit_t<__nv_bfloat16, float>(be, batch, slot, err, errlen)
                       : cuda_be_submit_t<__half, __half>(be, batch, slot, err, errlen);
-    if (rc == 0) {
-        be->flight_seqs[slot] = batch->n_seqs;
-        be->n_flight++;
-    }
+    if (rc == 0) gpu_flight_push(&be->flight, slot, batch->n_seqs);
     return rc;
 }
 
 // Waits for the oldest batch in flight and copies its logits (n_seqs, L) out.
 static int cuda_be_collect(gpu_backend_t *be, float *logits, char *err, size_t errlen) {
-    if (be->n_flight == 0) {
-        snprintf(err, errlen, "no batch in flight to collect");
-        return 2;
-    }
-    const int slot = be->flight_head;
-    be->flight_head = (slot + 1) % 2;
-    be->n_flight--;
+    int n_seqs;
+    const int slot = gpu_flight_pop(&be->flight, &n_seqs, err, errlen);
+    if (slot < 0) return 2;
     cudaSetDevice(be->device);
     cudaError_t e = cudaEventSynchronize(be->t_last[slot]);
     if (e != cudaSuccess) {
         snprintf(err, errlen, "CUDA error in the batch's work: %s", cudaGetErrorString(e));
         return 1;
     }
-    memcpy(logits, be->h_logits[slot],
-           (size_t)be->flight_seqs[slot] * be->model->cfg.num_labels * sizeof(float));
+    memcpy(logits, be->h_logits[slot], (size_t)n_seqs * be->model->cfg.num_labels * sizeof(float));
     float fw_ms = 0;
     if (cudaEventElapsedTime(&fw_ms, be->t_first[slot], be->t_last[slot]) == cudaSuccess)
         be->device_s += fw_ms * 1e-3;
@@ -558,10 +549,7 @@ static int cuda_be_collect(gpu_backend_t *be, float *logits, char *err, size_t e
 
 static int cuda_be_forward(gpu_backend_t *be, const gpu_batch_t *batch, float *logits, char *err,
                            size_t errlen) {
-    if (be->n_flight > 0) {
-        snprintf(err, errlen, "forward with a batch in flight: collect it first");
-        return 2;
-    }
+    if (gpu_flight_idle(&be->flight, err, errlen) != 0) return 2;
     int rc = cuda_be_submit(be, batch, err, errlen);
     return rc ? rc : cuda_be_collect(be, logits, err, errlen);
 }
