@@ -219,14 +219,13 @@ void *pl_encoder_main(void *arg) {
                     ? worker_accum_pop(pl->acc, now, pl->draining, slot[cur].items, lens, cap)
                     : 0;
         if (n <= 0) {
-            if (!room) { /* publishing now would overfill the queue by a batch more than before */
+            if (!room) { /* even a batch in flight waits: its rows would overfill the queue */
                 pl_wait_until_ms(&pl->cv_room, &pl->mu, now + 100);
             } else if (prev) { /* nothing to submit: finish the batch in flight */
                 pthread_mutex_unlock(&pl->mu);
                 int rc = enc_publish(pl, prev, &last_ready, probs, top, err, sizeof(err));
                 prev = NULL;
                 pthread_mutex_lock(&pl->mu);
-                pl->encoding = 0;
                 if (rc) {
                     fprintf(stderr, "reclass run: encoder: %s\n", err);
                     pl->fatal = 1;
@@ -238,7 +237,6 @@ void *pl_encoder_main(void *arg) {
             continue;
         }
         pthread_cond_signal(&pl->cv_accum); /* a consumer holding back may push again */
-        pl->encoding = 1;
         pthread_mutex_unlock(&pl->mu);
 
         enc_slot_t *sl = &slot[cur];
@@ -257,7 +255,6 @@ void *pl_encoder_main(void *arg) {
             fprintf(stderr, "reclass run: encoder: %s\n", err);
             enc_slot_drop(sl);
             pthread_mutex_lock(&pl->mu);
-            pl->encoding = 0;
             pl->fatal = 1;
             break;
         }

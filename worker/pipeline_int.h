@@ -69,7 +69,6 @@ typedef struct {
     int enc_done, sink_done;
     int sink_down; /* PostgreSQL unreachable: consumption pauses */
     int fatal;     /* a thread failed: stop without storing anything more */
-    int encoding;  /* the encoder holds a popped batch */
 
     /* statistics (under mu) */
     long tickets_done, batches_done, dead_letters, truncated, rows_written;
