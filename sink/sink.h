@@ -31,7 +31,8 @@ typedef struct {
     long real_tokens;
     long padded_tokens; /* tickets * longest: what a padded encoder would have spent */
     double wait_ms;     /* oldest item's wait in the accumulator */
-    double compute_ms;  /* encoder time */
+    double compute_ms;  /* backend time: from the batch's start (its submit, or the previous
+                         * batch's logits if later) to its own logits in host memory */
     const char *backend;
     int64_t device_used_bytes; /* GPU memory telemetry; 0 on cpu */
     int64_t arena_bytes;

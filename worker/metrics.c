@@ -121,7 +121,7 @@ char *worker_metrics_render(const worker_metrics_t *m, const worker_metrics_info
     metric(&b, "reclass_batches_total", "counter", "Encoder batches run.", LD(batches));
     metric(&b, "reclass_encoded_tokens_total", "counter", "Real (unpadded) tokens encoded.",
            LD(tokens));
-    metric(&b, "reclass_encoder_seconds_total", "counter", "Seconds spent in the encoder.",
+    metric(&b, "reclass_encoder_seconds_total", "counter", "Seconds the backend spent on batches.",
            LD(encoder_ns) * 1e-9);
     metric(&b, "reclass_sink_commits_total", "counter",
            "PostgreSQL transactions of results committed.", LD(sink_commits));
