@@ -21,7 +21,6 @@
 #include <avro.h>
 #include <jansson.h>
 
-#define CODEC_MAX_ID_BYTES   256               /* job_id, tenant, ticket_id */
 #define CODEC_MAX_TEXT_BYTES (4 * 1024 * 1024) /* well above Kafka's default 1 MiB message */
 #define CODEC_MAX_SCHEMA     (1024 * 1024)
 #define CODEC_MAX_DEPTH      32
@@ -378,7 +377,8 @@ static const codec_schema_t *find_schema(const consumers_codec_t *c, int32_t id)
     return NULL;
 }
 
-/* Copies a string field; NUL bytes are refused in identifiers but kept in text. */
+/* Copies a string field. Identifiers must pass consumers_ticket_check_id; text may hold any
+ * bytes (the tokenizer reads invalid UTF-8 as replacement characters). */
 static int take_string(avro_value_t *rec, const char *name, int is_id, char **dst, size_t *dst_len,
                        char *err, size_t errlen) {
     avro_value_t f;
@@ -389,11 +389,7 @@ static int take_string(avro_value_t *rec, const char *name, int is_id, char **ds
         return fail(err, errlen, "field %s: missing or not a string", name);
     size_t n = size - 1; /* avro-c counts the terminating NUL */
     if (is_id) {
-        if (n == 0) return fail(err, errlen, "field %s is empty", name);
-        if (n > CODEC_MAX_ID_BYTES)
-            return fail(err, errlen, "field %s is %zu bytes (limit %d)", name, n,
-                        CODEC_MAX_ID_BYTES);
-        if (memchr(s, '\0', n)) return fail(err, errlen, "field %s contains a NUL byte", name);
+        if (consumers_ticket_check_id(name, s, n, err, errlen)) return -1;
     } else if (n > CODEC_MAX_TEXT_BYTES) {
         return fail(err, errlen, "field %s is %zu bytes (limit %d)", name, n, CODEC_MAX_TEXT_BYTES);
     }
@@ -516,8 +512,12 @@ int consumers_codec_encode(consumers_codec_t *c, const consumers_ticket_t *t, in
                            void **buf, size_t *len, char *err, size_t errlen) {
     *buf = NULL;
     *len = 0;
-    if (!t->job_id || !*t->job_id || !t->tenant || !*t->tenant || !t->ticket_id || !*t->ticket_id)
-        return fail(err, errlen, "job_id, tenant and ticket_id must be non-empty");
+    const char *ids[][2] = {
+        {"job_id", t->job_id}, {"tenant", t->tenant}, {"ticket_id", t->ticket_id}};
+    for (size_t i = 0; i < 3; i++)
+        if (consumers_ticket_check_id(ids[i][0], ids[i][1] ? ids[i][1] : "",
+                                      ids[i][1] ? strlen(ids[i][1]) : 0, err, errlen))
+            return -1;
     if (t->job_total < 1) return fail(err, errlen, "job_total must be >= 1");
     const char *text = t->text ? t->text : "";
     size_t text_len = t->text ? t->text_len : 0;

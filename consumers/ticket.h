@@ -5,6 +5,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* job_id, tenant, ticket_id: keys of PostgreSQL rows, so bounded and strict UTF-8 */
+#define CONSUMERS_TICKET_MAX_ID_BYTES 256
+
 typedef struct {
     char *job_id;    /* owned */
     char *tenant;    /* owned */
@@ -20,5 +23,17 @@ typedef struct {
 } consumers_ticket_t;
 
 void consumers_ticket_free(consumers_ticket_t *t); /* frees the strings, not t */
+
+/* The rule every identifier (job_id, tenant, ticket_id) obeys, checked where tickets are made
+ * (`reclass submit`, the encoder) and where they arrive (the decoder): 1 to
+ * CONSUMERS_TICKET_MAX_ID_BYTES bytes of strict UTF-8 (shortest forms, no UTF-16 surrogates,
+ * nothing above U+10FFFF) without NUL. PostgreSQL refuses anything else in a text column, and
+ * one such row would fail the COPY of every ticket in its batch. Returns 0, or -1 with err
+ * naming field and, for bad UTF-8, the offset and bytes of the first bad sequence. */
+int consumers_ticket_check_id(const char *field, const char *s, size_t n, char *err,
+                              size_t errlen);
+
+/* Length of the longest prefix of s[0..n) that is strict UTF-8 (n when all of it is). */
+size_t consumers_utf8_valid_prefix(const char *s, size_t n);
 
 #endif

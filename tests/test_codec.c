@@ -287,6 +287,59 @@ static void test_errors(void **state) {
     w_v2(&w, big, "t", "1", "x", 3, 0, -1);
     expect_error(c, &w, "limit");
 
+    /* Identifiers are keys in PostgreSQL text columns: anything but strict UTF-8 would stop
+     * the whole batch's COPY, so the record must be a dead letter naming the field. */
+    static const struct {
+        const char *job, *tenant, *tid, *needle;
+    } bad_ids[] = {
+        {"j", "ac\xc3\x28me", "1", "tenant: invalid UTF-8 at byte 2"},
+        {"\xff", "t", "1", "job_id: invalid UTF-8 at byte 0"},
+        {"j", "t", "x\xed\xa0\x80", "ticket_id: invalid UTF-8 at byte 1"}, /* surrogate */
+        {"j", "t", "\xc0\xaf", "ticket_id: invalid UTF-8"},                 /* overlong '/' */
+        {"j", "t", "\xf4\x90\x80\x80", "ticket_id: invalid UTF-8"},       /* > U+10FFFF */
+        {"j", "t\xe2\x82", "1", "tenant: invalid UTF-8"},                   /* cut short */
+        {"j", "caf\xc3\xa9", "\xf0\x9f\x8e\xab", NULL},                     /* valid */
+    };
+    for (size_t i = 0; i < sizeof(bad_ids) / sizeof(bad_ids[0]); i++) {
+        w.n = 0;
+        w_confluent(&w, 2);
+        w_v2(&w, bad_ids[i].job, bad_ids[i].tenant, bad_ids[i].tid, "x", 3, 0, -1);
+        if (bad_ids[i].needle) {
+            expect_error(c, &w, bad_ids[i].needle);
+        } else {
+            consumers_ticket_t ok;
+            assert_int_equal(consumers_codec_decode(c, w.b, w.n, &ok, err, sizeof(err)), 0);
+            consumers_ticket_free(&ok);
+        }
+    }
+    /* a NUL inside an identifier (avro strings carry their length) */
+    w.n = 0;
+    w_confluent(&w, 2);
+    w_str(&w, "j");
+    w_long(&w, 3);
+    memcpy(w.b + w.n, "a\0b", 3);
+    w.n += 3;
+    w_str(&w, "1");
+    w_str(&w, "x");
+    w_long(&w, 3);
+    w_long(&w, 0);
+    w_long(&w, 0);
+    expect_error(c, &w, "tenant contains a NUL byte");
+    /* the text body may be anything: the tokenizer replaces invalid sequences */
+    w.n = 0;
+    w_confluent(&w, 2);
+    w_v2(&w, "j", "t", "1", "bad \xff\xfe text", 3, 0, -1);
+    consumers_ticket_t okt;
+    assert_int_equal(consumers_codec_decode(c, w.b, w.n, &okt, err, sizeof(err)), 0);
+    consumers_ticket_free(&okt);
+
+    consumers_ticket_t bad_utf8 = {
+        .job_id = "j", .tenant = "ac\xc3\x28me", .ticket_id = "1", .job_total = 1};
+    void *buf0;
+    size_t len0;
+    assert_int_equal(consumers_codec_encode(c, &bad_utf8, 1, &buf0, &len0, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "tenant"));
+
     consumers_ticket_t bad = {.job_id = "", .tenant = "t", .ticket_id = "1", .job_total = 1};
     void *buf;
     size_t len;
