@@ -159,10 +159,15 @@ static int parse_opts(int argc, char **argv, submit_opts_t *o) {
         fprintf(stderr, "reclass submit: %s is required\n", miss);
         return 2;
     }
-    if (!*o->job_id || strlen(o->job_id) > SUBMIT_MAX_ID_BYTES || !*o->tenant ||
-        strlen(o->tenant) > SUBMIT_MAX_ID_BYTES || !*o->topic) {
-        fprintf(stderr, "reclass submit: --job-id, --tenant and --topic must be 1..%d bytes\n",
-                SUBMIT_MAX_ID_BYTES);
+    char err[256];
+    if (consumers_ticket_check_id("job_id", o->job_id, strlen(o->job_id), err, sizeof(err)) ||
+        consumers_ticket_check_id("tenant", o->tenant, strlen(o->tenant), err, sizeof(err))) {
+        fprintf(stderr, "reclass submit: %s: %s\n", strstr(err, "job_id") ? "--job-id" : "--tenant",
+                err);
+        return 2;
+    }
+    if (!*o->topic) {
+        fprintf(stderr, "reclass submit: --topic must not be empty\n");
         return 2;
     }
     return 0;
@@ -230,10 +235,9 @@ static int count_tickets(const submit_opts_t *o, long *count, long *empty) {
             ++*empty;
             continue;
         }
-        size_t idlen = strlen(r.id);
-        if (idlen == 0 || idlen > SUBMIT_MAX_ID_BYTES) {
-            snprintf(err, sizeof(err), "%s: line %ld: ticket id must be 1..%d bytes", o->file,
-                     r.line, SUBMIT_MAX_ID_BYTES);
+        char why[256];
+        if (consumers_ticket_check_id("ticket_id", r.id, strlen(r.id), why, sizeof(why))) {
+            snprintf(err, sizeof(err), "%s: line %ld: %s", o->file, r.line, why);
             rc = 2;
             break;
         }
