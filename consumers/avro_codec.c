@@ -104,7 +104,8 @@ static int scan(avro_schema_t s, const uint8_t *p, size_t len, size_t *pos, int 
     case AVRO_BYTES:
         if (scan_varint(p, len, pos, &v))
             return fail(err, errlen, "bad or truncated length at byte %zu", *pos);
-        if (v < 0 || (uint64_t)v > len - *pos)
+        if (v < 0) return fail(err, errlen, "negative string length %lld", (long long)v);
+        if ((uint64_t)v > len - *pos)
             return fail(err, errlen, "string length %lld runs past the end (%zu bytes left)",
                         (long long)v, len - *pos);
         *pos += (size_t)v;

@@ -4,50 +4,137 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#define DLQ_BACKOFF_FIRST_MS 100
+#define DLQ_BACKOFF_MAX_MS   30000
+/* What the consumer may fetch at most (librdkafka's receive.message.max.bytes default). */
+#define DLQ_DEFAULT_RECEIVE_MAX 100000000L
+#define DLQ_DEFAULT_FETCH_MAX   52428800L
+
+/* One dead letter from send to acknowledgement. It owns its value (librdkafka references it
+ * while in flight: produced without F_COPY) and a master copy of its headers. */
+typedef struct dlq_letter {
+    int32_t partition; /* of the source record */
+    int64_t offset;
+    int64_t tag;
+    void *key;
+    size_t key_len;
+    void *value;
+    size_t len, orig_len;
+    rd_kafka_headers_t *hdrs;
+    int attempts, truncated;
+    int64_t due_ms;
+    char last_err[160];
+    struct dlq_letter *next; /* in the retry list */
+} dlq_letter_t;
 
 struct consumers_dlq {
     rd_kafka_t *rk;
     char *topic;
     consumers_dlq_done_fn done;
     void *ctx;
-    long outstanding;
-    long delivered;
+    dlq_letter_t *retry; /* waiting for their next attempt, unordered */
+    long outstanding, waiting, delivered, truncated;
+    int closing; /* in consumers_dlq_free: purged letters are not failures to report */
 };
 
-static int produce(consumers_dlq_t *d, const void *key, size_t key_len, const void *val,
-                   size_t val_len, rd_kafka_headers_t *hdrs, void *opaque, char *err,
-                   size_t errlen) {
-    /* producev takes hdrs on success only */
-    rd_kafka_resp_err_t re = rd_kafka_producev(
-        d->rk, RD_KAFKA_V_TOPIC(d->topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-        RD_KAFKA_V_KEY(key, key_len), RD_KAFKA_V_VALUE((void *)val, val_len),
-        RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_END);
-    if (re) {
-        snprintf(err, errlen, "dead letter to %s: %s", d->topic, rd_kafka_err2str(re));
-        rd_kafka_headers_destroy(hdrs);
-        return -1;
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void letter_free(dlq_letter_t *l) {
+    if (!l) return;
+    free(l->key);
+    free(l->value);
+    if (l->hdrs) rd_kafka_headers_destroy(l->hdrs);
+    free(l);
+}
+
+static void retry_push(consumers_dlq_t *d, dlq_letter_t *l, int64_t due_ms) {
+    l->due_ms = due_ms;
+    l->next = d->retry;
+    d->retry = l;
+    d->waiting++;
+}
+
+/* Size refusals are not cured by waiting; everything else (a broker away, a leader moving, a
+ * timeout) may be. */
+static int size_refused(rd_kafka_resp_err_t e) {
+    return e == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE ||
+           e == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE || e == RD_KAFKA_RESP_ERR_INVALID_RECORD;
+}
+
+/* The letter's value becomes its head, with two headers saying what was cut and why. */
+static void letter_truncate(dlq_letter_t *l) {
+    char size[24];
+    snprintf(size, sizeof(size), "%zu", l->orig_len);
+    if (l->len > CONSUMERS_DLQ_TRUNCATED_BYTES) l->len = CONSUMERS_DLQ_TRUNCATED_BYTES;
+    rd_kafka_header_add(l->hdrs, "reclass.truncated", -1, size, -1);
+    rd_kafka_header_add(l->hdrs, "reclass.truncated.reason", -1, l->last_err, -1);
+    l->truncated = 1;
+}
+
+/* A failed attempt: log it, then retry after a backoff or, past the bound, truncated at once. */
+static void letter_failed(consumers_dlq_t *d, dlq_letter_t *l, rd_kafka_resp_err_t e) {
+    l->attempts++;
+    snprintf(l->last_err, sizeof(l->last_err), "%s", rd_kafka_err2str(e));
+    int cut = !l->truncated && (size_refused(e) || l->attempts >= CONSUMERS_DLQ_FULL_ATTEMPTS);
+    int64_t backoff = DLQ_BACKOFF_MAX_MS;
+    if (l->attempts < 10 && (DLQ_BACKOFF_FIRST_MS << (l->attempts - 1)) < backoff)
+        backoff = DLQ_BACKOFF_FIRST_MS << (l->attempts - 1);
+    if (cut) {
+        fprintf(stderr,
+                "reclass run: dead letter of partition %" PRId32 " offset %" PRId64
+                " (%zu bytes) not accepted by %s: %s (attempt %d); sending its first %d bytes "
+                "instead, with headers reclass.truncated and reclass.truncated.reason\n",
+                l->partition, l->offset, l->orig_len, d->topic, l->last_err, l->attempts,
+                CONSUMERS_DLQ_TRUNCATED_BYTES);
+        letter_truncate(l);
+        retry_push(d, l, now_ms());
+        return;
     }
-    d->outstanding++;
-    return 0;
+    fprintf(stderr,
+            "reclass run: dead letter of partition %" PRId32 " offset %" PRId64
+            " (%zu bytes%s) not accepted by %s: %s (attempt %d); retrying in %.1f s\n",
+            l->partition, l->offset, l->len, l->truncated ? ", truncated" : "", d->topic,
+            l->last_err, l->attempts, backoff / 1000.0);
+    retry_push(d, l, now_ms() + backoff);
+}
+
+/* Hands the letter to librdkafka, or back to the retry list when it cannot take it now. */
+static void letter_produce(consumers_dlq_t *d, dlq_letter_t *l) {
+    rd_kafka_headers_t *h = rd_kafka_headers_copy(l->hdrs);
+    rd_kafka_resp_err_t e =
+        rd_kafka_producev(d->rk, RD_KAFKA_V_TOPIC(d->topic), RD_KAFKA_V_KEY(l->key, l->key_len),
+                          RD_KAFKA_V_VALUE(l->value, l->len), RD_KAFKA_V_HEADERS(h),
+                          RD_KAFKA_V_OPAQUE(l), RD_KAFKA_V_END);
+    if (!e) return;
+    rd_kafka_headers_destroy(h); /* producev takes the headers on success only */
+    if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL)
+        retry_push(d, l, now_ms() + DLQ_BACKOFF_FIRST_MS); /* not an attempt: nothing was sent */
+    else
+        letter_failed(d, l, e);
 }
 
 static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
     consumers_dlq_t *d = opaque;
-    d->outstanding--;
-    if (!m->err) {
-        d->delivered++;
-        if (d->done) d->done(d->ctx, m->_private);
+    dlq_letter_t *l = m->_private;
+    if (m->err && d->closing) {
+        retry_push(d, l, 0);
         return;
     }
-    /* never lose a dead letter: its source offset stays unstored until it is in Kafka */
-    fprintf(stderr, "reclass run: dead letter delivery failed (%s), producing it again\n",
-            rd_kafka_err2str(m->err));
-    rd_kafka_headers_t *h = NULL, *copy = NULL;
-    if (rd_kafka_message_headers(m, &h) == RD_KAFKA_RESP_ERR_NO_ERROR)
-        copy = rd_kafka_headers_copy(h);
-    char e[256];
-    if (produce(d, m->key, m->key_len, m->payload, m->len, copy, m->_private, e, sizeof(e)))
-        fprintf(stderr, "reclass run: %s\n", e);
+    if (m->err) {
+        letter_failed(d, l, m->err);
+        return;
+    }
+    d->outstanding--;
+    d->delivered++;
+    d->truncated += l->truncated;
+    if (d->done) d->done(d->ctx, l->partition, l->offset, l->tag);
+    letter_free(l);
 }
 
 /* The worker passes one --kafka list to its consumer and this producer: skip what only a
@@ -71,6 +158,17 @@ static int consumer_only(const char *kv) {
     return 0;
 }
 
+/* The largest record the consumer configured by extra can fetch. */
+static long fetchable_bytes(const char *const *extra) {
+    long receive = DLQ_DEFAULT_RECEIVE_MAX, fetch = DLQ_DEFAULT_FETCH_MAX;
+    for (const char *const *p = extra; p && *p; p++) {
+        if (!strncmp(*p, "receive.message.max.bytes=", 26)) receive = atol(*p + 26);
+        if (!strncmp(*p, "fetch.max.bytes=", 16)) fetch = atol(*p + 16);
+    }
+    long max = receive > fetch ? receive : fetch;
+    return max > 1000000000L ? 1000000000L : max; /* librdkafka's ceiling */
+}
+
 int consumers_dlq_init(const char *brokers, const char *topic, const char *const *extra,
                        consumers_dlq_done_fn done, void *ctx, consumers_dlq_t **out, char *err,
                        size_t errlen) {
@@ -84,12 +182,11 @@ int consumers_dlq_init(const char *brokers, const char *topic, const char *const
     d->done = done;
     d->ctx = ctx;
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    char e[256];
-    const char *kv[][2] = {{"bootstrap.servers", brokers},
-                           {"acks", "all"},
-                           {"enable.idempotence", "true"},
-                           {"linger.ms", "5"},
-                           {"client.id", "reclass-dlq"}};
+    char e[256], max_bytes[24];
+    snprintf(max_bytes, sizeof(max_bytes), "%ld", fetchable_bytes(extra));
+    const char *kv[][2] = {{"bootstrap.servers", brokers},   {"acks", "all"},
+                           {"enable.idempotence", "true"},   {"linger.ms", "5"},
+                           {"message.max.bytes", max_bytes}, {"client.id", "reclass-dlq"}};
     for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++) {
         if (rd_kafka_conf_set(conf, kv[i][0], kv[i][1], e, sizeof(e)) != RD_KAFKA_CONF_OK) {
             snprintf(err, errlen, "dead-letter producer %s: %s", kv[i][0], e);
@@ -127,39 +224,111 @@ fail:
 }
 
 int consumers_dlq_send(consumers_dlq_t *d, const rd_kafka_message_t *src, const char *error,
-                       void *opaque, char *err, size_t errlen) {
-    rd_kafka_headers_t *h = rd_kafka_headers_new(4);
+                       int64_t tag) {
+    dlq_letter_t *l = calloc(1, sizeof(*l));
+    if (!l) return -1;
+    *l = (dlq_letter_t){.partition = src->partition,
+                        .offset = src->offset,
+                        .tag = tag,
+                        .len = src->len,
+                        .orig_len = src->len,
+                        .key_len = src->key ? src->key_len : 0};
+    l->hdrs = rd_kafka_headers_new(6);
+    l->value = malloc(src->len ? src->len : 1);
+    l->key = malloc(l->key_len ? l->key_len : 1);
+    if (!l->hdrs || !l->value || !l->key) {
+        letter_free(l);
+        return -1;
+    }
+    if (src->len) memcpy(l->value, src->payload, src->len);
+    if (l->key_len) memcpy(l->key, src->key, l->key_len);
+    if (!src->key) {
+        free(l->key);
+        l->key = NULL;
+    }
     char part[16], off[24];
     snprintf(part, sizeof(part), "%" PRId32, src->partition);
     snprintf(off, sizeof(off), "%" PRId64, src->offset);
     const char *src_topic = src->rkt ? rd_kafka_topic_name(src->rkt) : "";
-    rd_kafka_header_add(h, "reclass.error", -1, error, -1);
-    rd_kafka_header_add(h, "reclass.source.topic", -1, src_topic, -1);
-    rd_kafka_header_add(h, "reclass.source.partition", -1, part, -1);
-    rd_kafka_header_add(h, "reclass.source.offset", -1, off, -1);
-    return produce(d, src->key, src->key_len, src->payload, src->len, h, opaque, err, errlen);
+    rd_kafka_header_add(l->hdrs, "reclass.error", -1, error, -1);
+    rd_kafka_header_add(l->hdrs, "reclass.source.topic", -1, src_topic, -1);
+    rd_kafka_header_add(l->hdrs, "reclass.source.partition", -1, part, -1);
+    rd_kafka_header_add(l->hdrs, "reclass.source.offset", -1, off, -1);
+    d->outstanding++;
+    letter_produce(d, l);
+    return 0;
 }
 
 int consumers_dlq_poll(consumers_dlq_t *d, int timeout_ms) {
-    return rd_kafka_poll(d->rk, timeout_ms);
+    int served = rd_kafka_poll(d->rk, d->retry ? 0 : timeout_ms);
+    if (!d->retry) return served;
+    int64_t now = now_ms();
+    dlq_letter_t *due = NULL, **pp = &d->retry;
+    while (*pp) { /* take the due ones out first: producing may put letters back */
+        dlq_letter_t *l = *pp;
+        if (l->due_ms <= now) {
+            *pp = l->next;
+            l->next = due;
+            due = l;
+            d->waiting--;
+        } else {
+            pp = &l->next;
+        }
+    }
+    while (due) {
+        dlq_letter_t *l = due;
+        due = l->next;
+        l->next = NULL;
+        letter_produce(d, l);
+    }
+    return served + rd_kafka_poll(d->rk, timeout_ms);
 }
 
 long consumers_dlq_outstanding(const consumers_dlq_t *d) {
     return d->outstanding;
 }
 
+long consumers_dlq_waiting(const consumers_dlq_t *d) {
+    return d->waiting;
+}
+
 long consumers_dlq_delivered(const consumers_dlq_t *d) {
     return d->delivered;
 }
 
+long consumers_dlq_truncated(const consumers_dlq_t *d) {
+    return d->truncated;
+}
+
+int consumers_dlq_fatal(consumers_dlq_t *d, char *err, size_t errlen) {
+    char e[256];
+    rd_kafka_resp_err_t code = rd_kafka_fatal_error(d->rk, e, sizeof(e));
+    if (!code) return 0;
+    snprintf(err, errlen, "dead-letter producer: %s", e);
+    return 1;
+}
+
 int consumers_dlq_flush(consumers_dlq_t *d, int timeout_ms) {
-    rd_kafka_flush(d->rk, timeout_ms);
+    int64_t until = now_ms() + timeout_ms;
+    while (d->outstanding > 0 && now_ms() < until)
+        consumers_dlq_poll(d, 50);
     return d->outstanding > 0 ? -1 : 0;
 }
 
 void consumers_dlq_free(consumers_dlq_t *d) {
     if (!d) return;
-    if (d->rk) rd_kafka_destroy(d->rk);
+    d->closing = 1;
+    if (d->rk) {
+        /* the purged letters come back through dr_cb as failures, into the retry list */
+        rd_kafka_purge(d->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        rd_kafka_poll(d->rk, 0);
+        rd_kafka_destroy(d->rk);
+    }
+    while (d->retry) {
+        dlq_letter_t *l = d->retry;
+        d->retry = l->next;
+        letter_free(l);
+    }
     free(d->topic);
     free(d);
 }

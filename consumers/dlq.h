@@ -2,7 +2,19 @@
  * and value), to a dead-letter topic with headers naming the error and where they came from:
  *   reclass.error, reclass.source.topic, reclass.source.partition, reclass.source.offset.
  * A dead letter counts as handled (its source offset may be stored) only once Kafka
- * acknowledged it; a failed delivery is produced again. */
+ * acknowledged it. Nothing is ever dropped:
+ *  - the producer's message.max.bytes is at least what the consumer can fetch
+ *    (receive.message.max.bytes and fetch.max.bytes of the same --kafka list, librdkafka's
+ *    defaults 100,000,000 and 52,428,800), so any record the worker read can be sent back;
+ *  - a failed delivery is logged with its cause and sent again after a backoff (0.1 s
+ *    doubling to 30 s);
+ *  - a dead letter the dead-letter topic refuses for its size (the broker's or topic's
+ *    message.max.bytes), or that failed CONSUMERS_DLQ_FULL_ATTEMPTS times, is replaced by a
+ *    truncated one: its first CONSUMERS_DLQ_TRUNCATED_BYTES bytes, the same headers, plus
+ *    reclass.truncated (the original value's size in bytes) and reclass.truncated.reason
+ *    (the last delivery error). The source record is still in its topic at the offset the
+ *    headers name. A truncated dead letter is retried, with the same backoff, until it lands.
+ * One thread owns a consumers_dlq_t (send, poll, flush, free): the delivery reports run in it. */
 #ifndef RECLASS_CONSUMERS_DLQ_H
 #define RECLASS_CONSUMERS_DLQ_H
 
@@ -11,33 +23,47 @@
 
 #include <librdkafka/rdkafka.h>
 
+#define CONSUMERS_DLQ_FULL_ATTEMPTS   5
+#define CONSUMERS_DLQ_TRUNCATED_BYTES 65536
+
 typedef struct consumers_dlq consumers_dlq_t;
 
-/* Called from consumers_dlq_poll/flush (the caller's thread) once a dead letter is in Kafka;
- * opaque is what consumers_dlq_send got. */
-typedef void (*consumers_dlq_done_fn)(void *ctx, void *opaque);
+/* Called from consumers_dlq_poll/flush (the owner's thread) once the dead letter of the record
+ * at (partition, offset) is in Kafka; tag is what consumers_dlq_send got. */
+typedef void (*consumers_dlq_done_fn)(void *ctx, int32_t partition, int64_t offset, int64_t tag);
 
-/* extra: librdkafka properties "key=value", NULL-ended (may be NULL). */
+/* extra: librdkafka properties "key=value", NULL-ended (may be NULL); consumer-only ones are
+ * skipped. */
 int consumers_dlq_init(const char *brokers, const char *topic, const char *const *extra,
                        consumers_dlq_done_fn done, void *ctx, consumers_dlq_t **out, char *err,
                        size_t errlen);
 
-/* Queues src (a consumed record) as a dead letter. Returns 0, or -1 with err (queue full:
- * poll and retry). */
+/* Takes src (a consumed record; copied, the caller keeps it) as a dead letter. Never waits: a
+ * full local queue or a failed produce call keeps the letter for a later poll. Returns 0, or -1
+ * only when out of memory. */
 int consumers_dlq_send(consumers_dlq_t *d, const rd_kafka_message_t *src, const char *error,
-                       void *opaque, char *err, size_t errlen);
+                       int64_t tag);
 
-/* Serves delivery reports; returns how many were served. */
+/* Serves delivery reports and sends the letters whose retry is due; returns the number of
+ * delivery reports served. */
 int consumers_dlq_poll(consumers_dlq_t *d, int timeout_ms);
 
-/* Dead letters queued and not yet acknowledged. */
+/* Dead letters taken and not yet acknowledged (in librdkafka or waiting for a retry). */
 long consumers_dlq_outstanding(const consumers_dlq_t *d);
-/* Dead letters acknowledged since init. */
+/* Of those, the ones waiting for a retry (a backlog the caller may want to stop reading for). */
+long consumers_dlq_waiting(const consumers_dlq_t *d);
+/* Dead letters acknowledged since init; truncated ones among them. */
 long consumers_dlq_delivered(const consumers_dlq_t *d);
+long consumers_dlq_truncated(const consumers_dlq_t *d);
 
-/* Waits up to timeout_ms for every dead letter to be acknowledged; 0 when none is left. */
+/* 1 with err when the producer hit a fatal error (it can send nothing more), else 0. */
+int consumers_dlq_fatal(consumers_dlq_t *d, char *err, size_t errlen);
+
+/* Polls up to timeout_ms for every dead letter to be acknowledged; 0 when none is left. */
 int consumers_dlq_flush(consumers_dlq_t *d, int timeout_ms);
 
+/* Frees everything; dead letters not yet acknowledged are dropped (their source offsets were
+ * never stored, so the records are read again by the next owner). */
 void consumers_dlq_free(consumers_dlq_t *d);
 
 const char *consumers_dlq_topic(const consumers_dlq_t *d);

@@ -52,24 +52,17 @@ void pl_store(pl_t *pl, int32_t partition, int64_t next_offset) {
     pl->stored[partition] = next_offset;
 }
 
-/* What a dead letter's delivery report needs to mark its source offset committed. */
-typedef struct {
-    int32_t partition;
-    int64_t offset;
-    int64_t epoch;
-} dlq_ref_t;
-
-static void dlq_done(void *ctx, void *opaque) {
+/* A dead letter is in Kafka: its source record counts as committed (tag = the epoch of the
+ * partition's assignment it was read in). */
+static void dlq_done(void *ctx, int32_t partition, int64_t offset, int64_t epoch) {
     pl_t *pl = ctx;
-    dlq_ref_t *r = opaque;
     pthread_mutex_lock(&pl->mu);
-    consumers_offsets_committed(pl->offsets, r->partition, r->epoch, r->offset);
-    int64_t s = consumers_offsets_storable(pl->offsets, r->partition);
-    if (s >= 0) pl_store(pl, r->partition, s);
+    consumers_offsets_committed(pl->offsets, partition, epoch, offset);
+    int64_t s = consumers_offsets_storable(pl->offsets, partition);
+    if (s >= 0) pl_store(pl, partition, s);
     pl->dead_letters++;
     pthread_mutex_unlock(&pl->mu);
     worker_metrics_add(&worker_metrics.dead_lettered, 1);
-    free(r);
 }
 
 static void on_assign(void *ctx, const int32_t *parts, int n) {
@@ -203,20 +196,16 @@ static void handle_record(pl_t *pl, rd_kafka_message_t *m, worker_ids_t *ids) {
     char err[512];
     pl_item_t *it = make_item(pl, m, ids, err, sizeof(err));
     if (!it) {
-        dlq_ref_t *r = malloc(sizeof(*r));
-        char e2[256];
-        if (r) *r = (dlq_ref_t){m->partition, m->offset, epoch};
-        while (r && consumers_dlq_send(pl->dlq, m, err, r, e2, sizeof(e2))) {
-            if (pl_stop_signal) { /* left uncommitted: read again next time */
-                free(r);
-                r = NULL;
-                break;
-            }
-            consumers_dlq_poll(pl->dlq, 100); /* local queue full: let deliveries drain */
-            consumers_consumer_poll(pl->consumer, 0);
+        /* the producer keeps the letter until Kafka has it, retrying as needed (dlq.h) */
+        if (consumers_dlq_send(pl->dlq, m, err, epoch)) {
+            fprintf(stderr,
+                    "reclass run: out of memory keeping the dead letter of partition %" PRId32
+                    " offset %" PRId64 "; stopping (its offset stays unstored)\n",
+                    m->partition, m->offset);
+            pthread_mutex_lock(&pl->mu);
+            pl->fatal = 1;
+            pthread_mutex_unlock(&pl->mu);
         }
-        if (!r && !pl_stop_signal)
-            fprintf(stderr, "reclass run: out of memory sending a dead letter\n");
         rd_kafka_message_destroy(m);
         return;
     }
@@ -248,7 +237,8 @@ static void log_progress(pl_t *pl, double t0) {
     pthread_mutex_unlock(&pl->mu);
 }
 
-#define PL_HOLD_MS 1000 /* longest backlog waited out without pausing the partitions */
+#define PL_HOLD_MS         1000 /* longest backlog waited out without pausing the partitions */
+#define PL_DLQ_WAITING_MAX 1000 /* dead letters waiting for a retry before reading stops */
 
 /* The poll loop: returns when a stop was asked (signal, idle, fatal). */
 static void poll_loop(pl_t *pl) {
@@ -264,7 +254,8 @@ static void poll_loop(pl_t *pl) {
             break;
         }
         char e[512];
-        if (consumers_consumer_fatal(pl->consumer, e, sizeof(e))) {
+        if (consumers_consumer_fatal(pl->consumer, e, sizeof(e)) ||
+            consumers_dlq_fatal(pl->dlq, e, sizeof(e))) {
             fprintf(stderr, "reclass run: fatal Kafka error: %s\n", e);
             pthread_mutex_lock(&pl->mu);
             pl->fatal = 1;
@@ -284,7 +275,9 @@ static void poll_loop(pl_t *pl) {
         atomic_store_explicit(&worker_metrics.pending_items, pending, memory_order_relaxed);
         atomic_store_explicit(&worker_metrics.pending_tokens, pending_tokens, memory_order_relaxed);
         if (fatal) break;
-        int full = drain_overflow(pl);
+        /* dead letters the dead-letter topic does not take yet count as a full accumulator:
+         * reading on would only pile them up in memory */
+        int full = drain_overflow(pl) || consumers_dlq_waiting(pl->dlq) > PL_DLQ_WAITING_MAX;
         /* Backpressure. A short backlog (the encoder takes a batch soon) is waited out without
          * polling: the fetched records stay in librdkafka's local queue, whose own limit
          * (queued.max.messages.kbytes) then stops the fetcher, and heartbeats go on in the
@@ -340,10 +333,24 @@ static void poll_loop(pl_t *pl) {
             logged_batches = batches;
             log_progress(pl, t0);
         }
-        /* before the first assignment the group may still be waiting for a dead member's
-         * session to expire: allow for that before calling it idle */
-        double idle_after = cfg->idle_exit_s + (seen_rebalances ? 0 : 60);
-        if (cfg->idle_exit_s > 0 && now - last_activity >= idle_after) {
+        /* Idle time counts from the first assignment only: before it nothing was read, so
+         * nothing can be called done, and the group may still be waiting for a dead member's
+         * session to expire. A worker never assigned gives up, non-zero, after the bound. */
+        if (!seen_rebalances) {
+            if (cfg->join_timeout_s > 0 && now - t0 >= cfg->join_timeout_s) {
+                fprintf(stderr,
+                        "reclass run: no partition assignment from group %s within %d s "
+                        "(--join-timeout): check that %s is reachable, that topic %s exists "
+                        "and that the group is not stuck rebalancing; exiting\n",
+                        cfg->group, cfg->join_timeout_s, cfg->brokers, cfg->topic);
+                pthread_mutex_lock(&pl->mu);
+                pl->fatal = 1;
+                pthread_mutex_unlock(&pl->mu);
+                break;
+            }
+            continue;
+        }
+        if (cfg->idle_exit_s > 0 && now - last_activity >= cfg->idle_exit_s) {
             fprintf(stderr, "reclass run: idle for %d s, everything committed: exiting\n",
                     cfg->idle_exit_s);
             break;

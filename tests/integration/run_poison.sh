@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# (d) 100 poison records (garbage bytes, an unknown schema id, an empty job_id, job_total 0,
-# truncated Avro) mixed between two good jobs: all 100 land in the dead-letter topic with
-# headers naming the error and the source, every good ticket is stored, the worker keeps going.
+# (d) A table of poison records between two good jobs: every one lands in the dead-letter topic
+# with headers naming its error and its source, every good ticket is stored, the worker stays
+# up and exits 0 on SIGTERM. The table covers random bytes, an unknown schema id, truncated
+# and mistyped Avro, negative and huge lengths, job_total 0 and negative, empty and 10 KB
+# identifiers, invalid UTF-8 and NUL bytes in each identifier, a record over 1 MB that does not
+# decode and a text over the codec's 4 MiB cap. Each record's Kafka key names its case, and the
+# dead letter keeps the key, so each error can be checked against its case.
 #   run_poison.sh RECLASS_BIN
 source "$(dirname "$0")/lib.sh" "$1"
 command -v kcat >/dev/null || fail "kcat not installed (apt-get install kcat)"
@@ -12,6 +16,7 @@ it_start_broker tickets
 it_make_input "$TMP/in1.jsonl" "$N1" a
 it_make_input "$TMP/in2.jsonl" "$N2" b
 mkdir "$TMP/poison"
+# cases.txt: one line per case, "key partition expected-error-substring" (partition -1 = any)
 python3 - "$TMP/poison" <<'PY'
 import os, random, struct, sys
 out = sys.argv[1]
@@ -25,47 +30,101 @@ def zz(n):  # Avro zigzag varint
         else:
             b.append(n); return bytes(b)
 def s(x):
-    x = x.encode(); return zz(len(x)) + x
-def ticket(job, total, tid="p", text="where is my card"):
-    # ticket v2: job_id, tenant, ticket_id, text, job_total, enqueued_at, priority(null)
-    return s(job) + s("acme") + s(tid) + s(text) + zz(total) + zz(1700000000000) + zz(0)
-hdr = lambda sid: b"\x00" + struct.pack(">I", sid)
-recs = []
-for i in range(25):
-    recs.append(bytes(rnd.randrange(256) for _ in range(rnd.randrange(1, 200))))
-for i in range(25):
-    recs.append(hdr(99) + ticket("job-x", 1, "u%d" % i))
-for i in range(25):
-    recs.append(hdr(2) + ticket("", 1, "e%d" % i))
-for i in range(12):
-    recs.append(hdr(2) + ticket("job-x", 0, "z%d" % i))
-for i in range(13):
-    full = hdr(2) + ticket("job-x", 1, "c%d" % i, "a text long enough to be cut short")
-    recs.append(full[: 5 + rnd.randrange(1, 20)])
-assert len(recs) == 100
-for i, r in enumerate(recs):
-    with open(os.path.join(out, "p%03d.bin" % i), "wb") as f:
-        f.write(r)
+    x = x if isinstance(x, bytes) else x.encode()
+    return zz(len(x)) + x
+def ticket(job=b"job-x", tenant=b"acme", tid=b"p", text=b"where is my card", total=1):
+    # ticket v2: job_id, tenant, ticket_id, text, job_total, enqueued_at, priority (null)
+    return s(job) + s(tenant) + s(tid) + s(text) + zz(total) + zz(1700000000000) + zz(0)
+hdr = lambda sid=2: b"\x00" + struct.pack(">I", sid)
+cases = []  # (key, partition, value, expected substring of reclass.error)
+for i in range(5):
+    cases.append(("random%d" % i, -1, bytes(rnd.randrange(1, 256) for _ in range(rnd.randrange(1, 200))), ""))
+cases.append(("unknown-schema", -1, hdr(99) + ticket(), "unknown schema id 99"))
+full = hdr() + ticket(text=b"a text long enough to be cut short")
+cases.append(("truncated", -1, full[:12], ""))
+cases.append(("header-only", -1, hdr(), ""))
+cases.append(("trailing", -1, full + b"\x07", "trailing"))
+# wrong types: a JSON object where Avro is expected, and job_total written as a string
+cases.append(("json-not-avro", -1, b'{"job_id": "j", "tenant": "t"}', ""))
+cases.append(("total-as-string", -1, hdr() + s("j") + s("t") + s("1") + s("x") + s("12") + zz(0) + zz(0), ""))
+cases.append(("negative-length", -1, hdr() + s("j") + zz(-3), "length -3"))
+cases.append(("huge-length", -1, hdr() + s("j") + zz(1 << 40), "past the end"))
+cases.append(("job-total-0", -1, hdr() + ticket(total=0), "job_total"))
+cases.append(("job-total-neg", -1, hdr() + ticket(total=-5), "job_total"))
+cases.append(("empty-job-id", -1, hdr() + ticket(job=b""), "job_id is empty"))
+cases.append(("empty-tenant", -1, hdr() + ticket(tenant=b""), "tenant is empty"))
+cases.append(("empty-ticket-id", -1, hdr() + ticket(tid=b""), "ticket_id is empty"))
+cases.append(("10k-job-id", -1, hdr() + ticket(job=b"j" * 10240), "job_id is 10240 bytes"))
+cases.append(("10k-tenant", -1, hdr() + ticket(tenant=b"t" * 10240), "tenant is 10240 bytes"))
+cases.append(("10k-ticket-id", -1, hdr() + ticket(tid=b"i" * 10240), "ticket_id is 10240 bytes"))
+cases.append(("utf8-job-id", -1, hdr() + ticket(job=b"\xff"), "job_id: invalid UTF-8"))
+cases.append(("utf8-tenant", -1, hdr() + ticket(tenant=b"ac\xc3\x28me"), "tenant: invalid UTF-8"))
+cases.append(("utf8-ticket-id", -1, hdr() + ticket(tid=b"t\xed\xa0\x80"), "ticket_id: invalid UTF-8"))
+cases.append(("nul-job-id", -1, hdr() + ticket(job=b"j\x00b"), "job_id contains a NUL"))
+cases.append(("nul-tenant", -1, hdr() + ticket(tenant=b"a\x00b"), "tenant contains a NUL"))
+cases.append(("nul-ticket-id", -1, hdr() + ticket(tid=b"t\x00"), "ticket_id contains a NUL"))
+# over librdkafka's default message.max.bytes (1 MB): the dead-letter producer must take it
+cases.append(("big-garbage", 0, hdr() + bytes(rnd.randrange(256) for _ in range(1200 * 1024)), ""))
+cases.append(("big-text", 3, hdr() + ticket(text=b"lorem ipsum " * (4608 * 1024 // 12)), "text is"))
+with open(os.path.join(out, "cases.txt"), "w") as f:
+    for i, (key, part, value, want) in enumerate(cases):
+        name = os.path.join(out, "%s.bin" % key)
+        with open(name, "wb") as v:
+            v.write(value)
+        f.write("%s %d %s\n" % (key, part, want))
 PY
+ncases=$(wc -l <"$TMP/poison/cases.txt")
+
+# poison KEY PARTITION FILE: one record with key KEY and the file's bytes as its value
+poison() {
+    local part=()
+    [ "$2" -ge 0 ] && part=(-p "$2")
+    kcat -P -b "$BROKERS" -t tickets -k "$1" "${part[@]}" -X message.max.bytes=10000000 "$3" \
+        2>>"$TMP/kcat.log" || fail "kcat produce $1"
+}
+
 it_submit tickets job-d1 "$TMP/in1.jsonl"
-kcat -P -b "$BROKERS" -t tickets "$TMP"/poison/*.bin 2>"$TMP/kcat.log" || fail "kcat produce"
+while read -r key part _; do
+    poison "$key" "$part" "$TMP/poison/$key.bin"
+done <"$TMP/poison/cases.txt"
 it_submit tickets job-d2 "$TMP/in2.jsonl"
 
-it_run_worker "$TMP/w.log" --topic tickets --group g --idle-exit 5
+it_run_worker "$TMP/w.log" --topic tickets --group g
+it_wait_rows job-d1 "$N1" 120
+it_wait_rows job-d2 "$N2" 120
+# every dead letter in the topic before the stop (the stop would wait for them anyway)
+dlq_count() {
+    kcat -C -b "$BROKERS" -t tickets.dlq -e -q -X fetch.max.bytes=20000000 \
+        -X receive.message.max.bytes=21000000 -f '%o\n' 2>/dev/null | wc -l
+}
+deadline=$((SECONDS + 60))
+until [ "$(dlq_count)" -ge "$ncases" ] || [ "$SECONDS" -ge "$deadline" ]; do
+    kill -0 "$WORKER_PID" 2>/dev/null || break
+    sleep 0.5
+done
+kill -0 "$WORKER_PID" 2>/dev/null || fail "worker died"
+kill -TERM "$WORKER_PID"
 rc=0
 wait "$WORKER_PID" || rc=$?
-[ "$rc" = 0 ] || fail "worker exited with $rc"
+[ "$rc" = 0 ] || fail "worker exited with $rc after SIGTERM"
 it_check_job job-d1 "$N1"
 it_check_job job-d2 "$N2"
-kcat -C -b "$BROKERS" -t tickets.dlq -e -q \
-    -f '%h|%p\n' >"$TMP/dlq.txt" 2>"$TMP/kcat-c.log" || fail "kcat consume"
+kcat -C -b "$BROKERS" -t tickets.dlq -e -q -X fetch.max.bytes=20000000 \
+    -X receive.message.max.bytes=21000000 \
+    -f '%k|%S|%h\n' >"$TMP/dlq.txt" 2>"$TMP/kcat-c.log" || fail "kcat consume"
 n=$(grep -c 'reclass.error=' "$TMP/dlq.txt" || true)
-echo "dead letters: $n"
-head -n 3 "$TMP/dlq.txt"
-[ "$n" = 100 ] || fail "want 100 dead letters, got $n"
-# each names its source: 100 distinct (partition, offset) pairs of topic tickets
+echo "dead letters: $n of $ncases cases"
+[ "$n" = "$ncases" ] || fail "want $ncases dead letters, got $n"
+while read -r key _ want; do
+    line=$(grep "^$key|" "$TMP/dlq.txt") || fail "case $key: no dead letter"
+    size=$(stat -c %s "$TMP/poison/$key.bin")
+    [ "$(cut -d'|' -f2 <<<"$line")" = "$size" ] || fail "case $key: dead letter is not the whole record ($line)"
+    [ -z "$want" ] || grep -qF "$want" <<<"$line" || fail "case $key: error lacks '$want': $line"
+    echo "  $key: $(grep -o 'reclass.error=[^,]*' <<<"$line")"
+done <"$TMP/poison/cases.txt"
+# each names its source: distinct (partition, offset) pairs of topic tickets
 src=$(grep -o 'reclass.source.topic=tickets,reclass.source.partition=[0-9]*,reclass.source.offset=[0-9]*' \
     "$TMP/dlq.txt" | sort -u | wc -l)
-[ "$src" = 100 ] || fail "want 100 distinct sources in the headers, got $src"
-grep -q '"dead_letters":100,' "$TMP/w.log.out" || fail "worker statistics do not count 100 dead letters"
+[ "$src" = "$ncases" ] || fail "want $ncases distinct sources in the headers, got $src"
+grep -q "\"dead_letters\":$ncases," "$TMP/w.log.out" || fail "worker statistics do not count $ncases dead letters"
 echo PASS
