@@ -39,6 +39,10 @@ static const opt_t opts[] = {
     {"--idle-exit", "RECLASS_IDLE_EXIT", I(idle_exit_s, 0, INT_MAX),
      "exit 0 after N seconds with nothing to do, everything committed (default 0 =\n"
      "      never); counted from the first assignment (joining a group can take a while)"},
+    {"--join-timeout", "RECLASS_JOIN_TIMEOUT", I(join_timeout_s, 0, INT_MAX),
+     "exit 1 when no partition assignment came within N seconds of start (default\n"
+     "      120, 0 = wait forever); at least twice session.timeout.ms, since a group\n"
+     "      re-assigns a killed member's partitions only once its session expired"},
     {"--dlq-topic", "RECLASS_DLQ_TOPIC", S(dlq_topic),
      "dead-letter topic for undecodable records (default <topic>.dlq)"},
     {"--threads", "RECLASS_THREADS", I(threads, 0, 1024),
@@ -133,6 +137,7 @@ int worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **argv, char *err
     cfg->drift_window_s = 60;
     cfg->drift_max_tenants = 64;
     cfg->telemetry_interval_s = 10;
+    cfg->join_timeout_s = 120;
     for (int i = 0; i < N_OPTS; i++) {
         const char *v = getenv(opts[i].env);
         if (v && *v) {
@@ -200,6 +205,17 @@ int worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **argv, char *err
         inet_pton(AF_INET6, cfg->http_addr, addr) != 1) {
         snprintf(err, errlen, "--http-addr '%s': give an IPv4 or IPv6 address (e.g. 0.0.0.0)",
                  cfg->http_addr);
+        return 2;
+    }
+    long session_ms = 45000; /* librdkafka's default */
+    for (int i = 0; i < n_props; i++)
+        if (!strncmp(cfg->kafka_props[i], "session.timeout.ms=", 19))
+            session_ms = atol(cfg->kafka_props[i] + 19);
+    if (cfg->join_timeout_s > 0 && cfg->join_timeout_s * 1000L < 2 * session_ms) {
+        snprintf(err, errlen,
+                 "--join-timeout %d s is under twice session.timeout.ms (%ld ms): the group may "
+                 "still be waiting for a dead member's session to expire; raise it or set 0",
+                 cfg->join_timeout_s, session_ms);
         return 2;
     }
     if (!strcmp(cfg->dlq_topic, cfg->topic)) {

@@ -22,6 +22,7 @@ typedef struct {
     int max_wait_ms;        /* RECLASS_MAX_WAIT_MS, longest a ticket waits for a batch */
     int max_len;            /* RECLASS_MAX_LEN, 0 = the model's max positions */
     int idle_exit_s;        /* RECLASS_IDLE_EXIT, 0 = run until signalled */
+    int join_timeout_s;     /* RECLASS_JOIN_TIMEOUT: no assignment by then = exit 1; 0 = wait */
     int threads;            /* RECLASS_THREADS, CPU backend threads, 0 = one per core */
     int device;             /* RECLASS_DEVICE, CUDA device ordinal */
     int max_pending;        /* RECLASS_MAX_PENDING, tickets waiting in the accumulator; 0 = auto */
