@@ -29,8 +29,16 @@ typedef struct {
 } submit_opts_t;
 
 typedef struct {
+    int64_t first_offset; /* lowest offset delivered to the partition */
+    long count;           /* tickets delivered there */
+} submit_part_t;
+
+typedef struct {
     long delivered, failed, total;
     char first_error[256];
+    submit_part_t *parts; /* (n_parts), checked against the low watermarks at the end */
+    int32_t n_parts;
+    int out_of_memory;
 } submit_stats_t;
 
 static volatile sig_atomic_t submit_stop;
@@ -279,7 +287,50 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
             snprintf(st->first_error, sizeof(st->first_error), "%s", rd_kafka_err2str(m->err));
     } else {
         st->delivered++;
+        int32_t p = m->partition;
+        if (p >= st->n_parts) {
+            submit_part_t *grown = realloc(st->parts, sizeof(*grown) * (size_t)(p + 1));
+            if (!grown) {
+                st->out_of_memory = 1;
+                return;
+            }
+            memset(grown + st->n_parts, 0, sizeof(*grown) * (size_t)(p + 1 - st->n_parts));
+            st->parts = grown;
+            st->n_parts = p + 1;
+        }
+        submit_part_t *sp = &st->parts[p];
+        if (!sp->count++ || m->offset < sp->first_offset) sp->first_offset = m->offset;
     }
+}
+
+/* A broker deletes a partition's oldest records once it holds more than its retention allows
+ * (or, for reclass dev-broker, --partition-mb): tickets delivered and already gone would never
+ * be classified, so say so instead of reporting success. Returns 0, or 1 with the loss printed. */
+static int check_retained(rd_kafka_t *rk, const submit_opts_t *o, const submit_stats_t *st) {
+    int lost = st->out_of_memory;
+    if (lost) fprintf(stderr, "reclass submit: out of memory tracking the delivered offsets\n");
+    for (int32_t p = 0; p < st->n_parts; p++) {
+        const submit_part_t *sp = &st->parts[p];
+        if (!sp->count) continue;
+        int64_t low = 0, high = 0;
+        rd_kafka_resp_err_t e =
+            rd_kafka_query_watermark_offsets(rk, o->topic, p, &low, &high, 10000);
+        if (e) {
+            fprintf(stderr, "reclass submit: cannot check partition %d of %s is intact: %s\n", p,
+                    o->topic, rd_kafka_err2str(e));
+            lost = 1;
+        } else if (low > sp->first_offset) {
+            fprintf(stderr,
+                    "reclass submit: partition %d no longer holds the records at offsets %lld to "
+                    "%lld (its earliest is now %lld): the broker deleted up to %lld of the %ld "
+                    "tickets just delivered there (retention or size limit; reclass dev-broker: "
+                    "--partition-mb)\n",
+                    p, (long long)sp->first_offset, (long long)low - 1, (long long)low,
+                    (long long)(low - sp->first_offset), sp->count);
+            lost = 1;
+        }
+    }
+    return lost;
 }
 
 static void draw_progress(const submit_stats_t *st, int final) {
@@ -458,6 +509,8 @@ int worker_cmd_submit(int argc, char **argv) {
         if (o.progress) draw_progress(&st, 0);
     }
     if (o.progress) draw_progress(&st, 1);
+    int lost = rc == 0 && !st.failed && check_retained(rk, &o, &st);
+    free(st.parts);
     rd_kafka_destroy(rk);
     consumers_codec_free(codec);
     sigaction(SIGINT, &old_int, NULL);
@@ -468,6 +521,14 @@ int worker_cmd_submit(int argc, char **argv) {
         fprintf(stderr, "reclass submit: %ld of %ld deliveries failed (first: %s)\n", st.failed,
                 sent, st.first_error);
         rc = 1;
+    }
+    if (lost) {
+        fprintf(stderr,
+                "reclass submit: job %s incomplete: the broker deleted tickets it had "
+                "acknowledged; give the topic more room and submit the file again with the same "
+                "--job-id\n",
+                o.job_id);
+        return 1;
     }
     if (rc == 0 && st.delivered == total) {
         printf("submitted %ld tickets of job %s to %s\n", total, o.job_id, o.topic);
