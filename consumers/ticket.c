@@ -69,11 +69,11 @@ int consumers_ticket_check_id(const char *field, const char *s, size_t n, char *
         size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
         char bytes[24] = "";
         for (size_t k = 0; k < len && ok + k < n; k++)
-            snprintf(bytes + strlen(bytes), sizeof(bytes) - strlen(bytes), "%s0x%02x",
-                     k ? " " : "", (unsigned char)s[ok + k]);
+            snprintf(bytes + strlen(bytes), sizeof(bytes) - strlen(bytes), "%s0x%02x", k ? " " : "",
+                     (unsigned char)s[ok + k]);
         snprintf(err, errlen,
-                 "field %s: invalid UTF-8 at byte %zu (%s); identifiers must be UTF-8 text",
-                 field, ok, bytes);
+                 "field %s: invalid UTF-8 at byte %zu (%s); identifiers must be UTF-8 text", field,
+                 ok, bytes);
         return -1;
     }
     return 0;

@@ -30,8 +30,7 @@ void consumers_ticket_free(consumers_ticket_t *t); /* frees the strings, not t *
  * nothing above U+10FFFF) without NUL. PostgreSQL refuses anything else in a text column, and
  * one such row would fail the COPY of every ticket in its batch. Returns 0, or -1 with err
  * naming field and, for bad UTF-8, the offset and bytes of the first bad sequence. */
-int consumers_ticket_check_id(const char *field, const char *s, size_t n, char *err,
-                              size_t errlen);
+int consumers_ticket_check_id(const char *field, const char *s, size_t n, char *err, size_t errlen);
 
 /* Length of the longest prefix of s[0..n) that is strict UTF-8 (n when all of it is). */
 size_t consumers_utf8_valid_prefix(const char *s, size_t n);
