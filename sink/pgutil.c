@@ -81,6 +81,8 @@ int sink_pg_classify(PGconn *conn, const PGresult *res) {
         "57P02", /* crash_shutdown */
         "57P03", /* cannot_connect_now (starting up, recovery) */
         "53300", /* too_many_connections */
+        "53100", /* disk_full: an operator frees space while the worker waits */
+        "53200", /* out_of_memory (the server's) */
     };
     for (size_t i = 0; i < sizeof(retry) / sizeof(retry[0]); i++)
         if (strcmp(st, retry[i]) == 0) return SINK_RETRY;

@@ -61,6 +61,10 @@ static int exec_params(sink_t *sink, const char *sql, int n, const char *const *
         PQclear(res);
         return SINK_OK;
     }
+    const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    if (st && (strcmp(st, "42P01") == 0 || strcmp(st, "42703") == 0)) /* table, column */
+        step = "telemetry tables missing or outdated (apply migrations/003_telemetry.sql with "
+               "'reclass migrate')";
     return sink_pg_fail(conn, res, step, err, errlen);
 }
 

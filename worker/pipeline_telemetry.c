@@ -110,10 +110,7 @@ static int telemetry_failed(pl_t *pl, int rc, const char *err) {
         }
         return 1;
     }
-    fprintf(stderr,
-            "reclass run: telemetry disabled: %s (apply migrations/003_telemetry.sql with "
-            "'reclass migrate')\n",
-            err);
+    fprintf(stderr, "reclass run: telemetry disabled: %s\n", err);
     pl->telemetry_off = 1;
     return 0;
 }
