@@ -1,5 +1,7 @@
-# Shared by the pipeline's integration tests (sourced, not run): a throwaway PostgreSQL, the
-# dev broker, CLINC150 input and checks. Everything started here is stopped by the EXIT trap.
+# Shared by the pipeline's integration tests (sourced, not run): a throwaway PostgreSQL, a
+# Kafka broker, CLINC150 input and checks. Everything started here is stopped by the EXIT trap.
+# The broker is the dev broker, or Tansu with IT_BROKER=tansu (the test then exits 77, skipped,
+# when Tansu cannot be had).
 #   source lib.sh RECLASS_BIN
 # shellcheck shell=bash
 set -euo pipefail
@@ -11,12 +13,14 @@ GOLDEN=$it_root/tests/fixtures/golden_clinc150_test.jsonl
 TMP=$(mktemp -d /tmp/reclass-it.XXXXXX)
 # shellcheck source=tests/lib/services.sh
 source "$it_root/tests/lib/services.sh"
+# produces raw records and reads topics (tests/tools/kafka_tool.c): usage in its --help
+KAFKA_TOOL=$(svc_kafka_tool "$RECLASS")
 
 it_cleanup() {
     local rc=$?
     set +e # a closed stderr (| head) must not cut the clean-up short
     svc_stop "$TMP"
-    [ "$rc" != 0 ] && svc_tails "$TMP" 30
+    [ "$rc" != 0 ] && [ "$rc" != 77 ] && svc_tails "$TMP" 30
     rm -rf "$TMP"
     exit "$rc"
 }
@@ -34,10 +38,17 @@ it_start_pg() {
     DB=$SVC_DB
 }
 
-# Starts the dev broker with topic $1 (4 partitions); sets BROKERS.
+# Starts the broker ($IT_BROKER: dev or tansu) with topic $1 (4 partitions); sets BROKERS.
 it_start_broker() {
-    svc_start_broker "$RECLASS" "$TMP" 4 "$1" || fail "dev-broker printed no address"
+    local rc=0
+    svc_start_broker "$RECLASS" "$TMP" 4 "$1" || rc=$?
+    if [ "$rc" = 77 ]; then
+        echo "SKIP: Tansu cannot be had (see above)" >&2
+        exit 77
+    fi
+    [ "$rc" = 0 ] || fail "the ${IT_BROKER:-dev} broker did not start"
     BROKERS=$SVC_BROKERS
+    echo "broker: ${IT_BROKER:-dev} at $BROKERS"
 }
 
 # it_make_input FILE N [ID_PREFIX]: N CLINC150 texts (cycled) as submit JSONL.

@@ -8,7 +8,6 @@
 # dead letter keeps the key, so each error can be checked against its case.
 #   run_poison.sh RECLASS_BIN
 source "$(dirname "$0")/lib.sh" "$1"
-command -v kcat >/dev/null || fail "kcat not installed (apt-get install kcat)"
 N1=1000
 N2=500
 it_start_pg
@@ -79,8 +78,8 @@ ncases=$(wc -l <"$TMP/poison/cases.txt")
 poison() {
     local part=()
     [ "$2" -ge 0 ] && part=(-p "$2")
-    kcat -P -b "$BROKERS" -t tickets -k "$1" "${part[@]}" -X message.max.bytes=10000000 "$3" \
-        2>>"$TMP/kcat.log" || fail "kcat produce $1"
+    "$KAFKA_TOOL" produce -b "$BROKERS" -t tickets -k "$1" "${part[@]}" \
+        -X message.max.bytes=10000000 "$3" 2>>"$TMP/produce.log" || fail "produce $1"
 }
 
 it_submit tickets job-d1 "$TMP/in1.jsonl"
@@ -94,7 +93,7 @@ it_wait_rows job-d1 "$N1" 120
 it_wait_rows job-d2 "$N2" 120
 # every dead letter in the topic before the stop (the stop would wait for them anyway)
 dlq_count() {
-    kcat -C -b "$BROKERS" -t tickets.dlq -e -q -X fetch.max.bytes=20000000 \
+    "$KAFKA_TOOL" consume -b "$BROKERS" -t tickets.dlq -X fetch.max.bytes=20000000 \
         -X receive.message.max.bytes=21000000 -f '%o\n' 2>/dev/null | wc -l
 }
 deadline=$((SECONDS + 60))
@@ -109,9 +108,9 @@ wait "$WORKER_PID" || rc=$?
 [ "$rc" = 0 ] || fail "worker exited with $rc after SIGTERM"
 it_check_job job-d1 "$N1"
 it_check_job job-d2 "$N2"
-kcat -C -b "$BROKERS" -t tickets.dlq -e -q -X fetch.max.bytes=20000000 \
+"$KAFKA_TOOL" consume -b "$BROKERS" -t tickets.dlq -X fetch.max.bytes=20000000 \
     -X receive.message.max.bytes=21000000 \
-    -f '%k|%S|%h\n' >"$TMP/dlq.txt" 2>"$TMP/kcat-c.log" || fail "kcat consume"
+    -f '%k|%S|%h\n' >"$TMP/dlq.txt" 2>"$TMP/consume.log" || fail "consume tickets.dlq"
 n=$(grep -c 'reclass.error=' "$TMP/dlq.txt" || true)
 echo "dead letters: $n of $ncases cases"
 [ "$n" = "$ncases" ] || fail "want $ncases dead letters, got $n"
