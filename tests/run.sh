@@ -8,7 +8,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${RECLASS_BUILD_DIR:-$root/build}
 
 pkgs=(build-essential cmake pkg-config git python3 librdkafka-dev libavro-dev libpq-dev
-      libopenblas-dev libjansson-dev libutf8proc-dev libmicrohttpd-dev libcmocka-dev kcat
+      libopenblas-dev libjansson-dev libutf8proc-dev libmicrohttpd-dev libcmocka-dev python3-pip
       postgresql postgresql-client)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
