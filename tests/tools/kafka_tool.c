@@ -38,25 +38,24 @@ typedef struct {
 } tool_opts_t;
 
 static void tool_usage(FILE *f) {
-    fprintf(f,
-            "usage: kafka_tool COMMAND -b BROKERS -t TOPIC [options]\n\n"
-            "  create-topic -p N          create TOPIC with N partitions (replication 1) and\n"
-            "                             wait until the metadata shows them\n"
-            "  produce [-p P] [-k KEY] [-H NAME=VALUE]... FILE...\n"
-            "                             one record per FILE, its bytes the value, to\n"
-            "                             partition P (default: the partitioner's choice), with\n"
-            "                             key KEY (default none) and the -H headers; acks=all;\n"
-            "                             exit 1 if any record is not delivered\n"
-            "  consume [-f FORMAT] [-T S] every record up to each partition's end, printed by\n"
-            "                             FORMAT: %%p partition, %%o\n"
-            "                             offset, %%k key, %%s value, %%S value bytes, %%h\n"
-            "                             headers (NAME=VALUE,NAME=VALUE), \\n, \\t (default\n"
-            "                             '%%p\\t%%o\\t%%S\\t%%h\\n'); exit 1 if that end is not\n"
-            "                             reached in S seconds (default 30)\n"
-            "  watermarks [-T S]          reads every partition to its end, then prints one line\n"
-            "                             per partition: PARTITION LOW HIGH (its first offset\n"
-            "                             and the one after its last record)\n\n"
-            "  -X K=V                     a librdkafka property, for any command\n");
+    fprintf(
+        f, "usage: kafka_tool COMMAND -b BROKERS -t TOPIC [options]\n\n"
+           "  create-topic -p N          create TOPIC with N partitions (replication 1) and\n"
+           "                             wait until the metadata shows them\n"
+           "  produce [-p P] [-k KEY] [-H NAME=VALUE]... FILE...\n"
+           "                             one record per FILE, its bytes the value, to\n"
+           "                             partition P (default: the partitioner's choice), with\n"
+           "                             key KEY (default none) and the -H headers; acks=all;\n"
+           "                             exit 1 if any record is not delivered\n"
+           "  consume [-f FORMAT] [-T S] every record up to each partition's end, printed by\n"
+           "                             FORMAT: %%p partition, %%o offset, %%k key, %%s value,\n"
+           "                             %%S value bytes, %%h headers (NAME=VALUE,...), \\n, \\t\n"
+           "                             (default '%%p\\t%%o\\t%%S\\t%%h\\n'); exit 1 if the ends\n"
+           "                             are not reached in S seconds (default 30)\n"
+           "  watermarks [-T S]          reads every partition to its end, then prints one line\n"
+           "                             per partition: PARTITION LOW HIGH (its first offset\n"
+           "                             and the one after its last record)\n\n"
+           "  -X K=V                     a librdkafka property, for any command\n");
 }
 
 static int tool_parse_int(const char *s, int lo, int hi, int *out) {
