@@ -19,6 +19,12 @@ similar length within the token budget. The peers pad each batch to its longest 
 (attention mask), so their batch cost is n * longest; reclass's CPU backend is padding-free,
 so its cost is the sum of lengths (what the worker does for each kind of backend).
 
+Reference predictions: where the texts file's lines carry `pred` (the golden label, as
+tests/fixtures/golden_clinc150_test.jsonl does), each peer's warm-up pass is compared with them
+over the lines that carry one and must agree on >= 99%; without any, the script says that
+agreement was not measured ("agreement": null in its JSON line). A peer or reclass that
+returns another number of predictions or tickets than there are texts is an error.
+
 Tokenization: peers use the Hugging Face fast tokenizer (Rust; batch encode, which may use
 several threads); reclass tokenizes with its own WordPiece on one thread inside each timed
 pass. Both include tokenization in tickets/s, and both tokenization times are reported.
@@ -37,6 +43,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def load_texts(path):
+    """The texts and their reference predictions (the `pred` field; None where a line has none)."""
     texts, preds = [], []
     with open(path, encoding="utf-8") as f:
         for line in f:
@@ -45,6 +52,23 @@ def load_texts(path):
                 texts.append(o["text"])
                 preds.append(o.get("pred"))
     return texts, preds
+
+
+def agreement(preds, refs, id2label):
+    """(share, compared): the share of texts whose predicted label equals the reference
+    prediction, over the texts that carry one, and how many that is; (None, 0) when no text
+    carries one (nothing was compared). An engine that returns another number of predictions
+    than there are texts, or none for some text, is an error (ValueError)."""
+    if len(preds) != len(refs):
+        raise ValueError(f"{len(preds)} predictions for {len(refs)} texts")
+    missing = [i for i, p in enumerate(preds) if p is None]
+    if missing:
+        raise ValueError(f"no prediction for {len(missing)} of {len(preds)} texts "
+                         f"(first: line {missing[0] + 1})")
+    pairs = [(p, r) for p, r in zip(preds, refs) if r is not None]
+    if not pairs:
+        return None, 0
+    return sum(1 for p, r in pairs if id2label[p] == r) / len(pairs), len(pairs)
 
 
 def make_batches(lens, budget, padded):
@@ -180,7 +204,24 @@ def machine():
                     break
     except OSError:
         pass
-    return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}"
+    return (f"{os.cpu_count()}-core {platform.machine()} machine ({cpu}, "
+            f"{platform.system()} {platform.release()})")
+
+
+def shown(path):
+    """A path as the results file shows it: relative inside the repository, else only its
+    name (no machine's absolute paths in a committed file)."""
+    a = os.path.abspath(path)
+    if a == ROOT or a.startswith(ROOT + os.sep):
+        return os.path.relpath(a, ROOT)
+    return path if not os.path.isabs(path) else ".../" + os.path.basename(path)
+
+
+def shown_arg(arg):
+    key, eq, val = arg.partition("=")
+    if eq and key.startswith("--"):
+        return key + "=" + shown(val)
+    return shown(arg) if os.path.isabs(arg) else arg
 
 
 def git_head():
@@ -234,14 +275,30 @@ def main():
     op, fused = ort_peer(args.model, tok, args.token_budget, args.threads, work)
     print(f"ORT fused operators: { {k: v for k, v in fused.items() if v} }", flush=True)
 
-    # warm-up passes (untimed) and an accuracy check: every engine must agree with the golden
-    # argmax on (nearly) every text, or its speed means nothing
+    # warm-up passes (untimed) and an accuracy check where the texts carry reference
+    # predictions: every engine must agree with them on (nearly) every text, or its speed
+    # means nothing
+    agree_by, compared = {}, 0
     for p in (tp, op):
         _, _, _, preds = p.pass_(texts)
-        agree = sum(1 for a, b in zip(preds, gold) if b is None or id2label[a] == b) / len(texts)
-        print(f"{p.name}: warm-up done, agreement with golden pred {agree:.4%}", flush=True)
+        try:
+            agree, compared = agreement(preds, gold, id2label)
+        except ValueError as e:
+            sys.exit(f"cpu_peers: {p.name}: {e}")
+        agree_by[p.name] = agree
+        if agree is None:
+            print(f"{p.name}: warm-up done; no reference predictions in {args.texts}: "
+                  "agreement not measured", flush=True)
+            continue
+        print(f"{p.name}: warm-up done, agreement with the reference predictions {agree:.4%} "
+              f"({compared} of {len(texts)} texts carry one)", flush=True)
         if agree < 0.99:
-            sys.exit(f"cpu_peers: {p.name} disagrees with the golden predictions ({agree:.2%})")
+            sys.exit(f"cpu_peers: {p.name} disagrees with the reference predictions ({agree:.2%})")
+    if compared:
+        agreement_md = (", ".join(f"{k} {v:.4%}" for k, v in agree_by.items()) +
+                        f" of the {compared} texts that carry a `pred` (gate: >= 99%)")
+    else:
+        agreement_md = f"not measured (no reference predictions in `{shown(args.texts)}`)"
 
     res = {tp.name: [], op.name: [], "reclass": []}
     tok_s = {tp.name: [], op.name: [], "reclass": []}
@@ -255,6 +312,9 @@ def main():
             cpu_s[p.name].append(cs)
         rj, human, cmd = reclass_pass(args.reclass, args.model, workload, args.token_budget,
                                       args.threads)
+        if rj.get("tickets") != len(texts):
+            sys.exit(f"cpu_peers: reclass bench classified {rj.get('tickets')} tickets of "
+                     f"{len(texts)} texts")
         res["reclass"].append(rj["seconds"])
         tok_s["reclass"].append(rj.get("tokenize_seconds", float("nan")))
         cpu_s["reclass"].append(rj.get("cpu_seconds", float("nan")))
@@ -318,52 +378,60 @@ def main():
     print(f"\nreclass / PyTorch = {tps['reclass'] / tps[tp.name]:.2f}x (goal >= 1.5x), "
           f"reclass / ORT = {tps['reclass'] / tps[op.name]:.2f}x (goal >= 1.0x)")
 
+    summary = {"bench": "cpu_peers", "texts": n, "token_budget": args.token_budget,
+               "threads": args.threads, "tickets_per_s": {k: round(v, 1) for k, v in tps.items()},
+               "agreement": ({k: round(v, 6) for k, v in agree_by.items()} | {"compared": compared}
+                             if compared else None)}
+    print(json.dumps(summary))
+
     if args.results:
         cmdline = "python3 tests/bench/cpu_peers.py " + " ".join(
-            a if " " not in a else repr(a) for a in sys.argv[1:])
+            shown_arg(a) if a and " " not in a else repr(shown_arg(a)) for a in sys.argv[1:])
+        rcmd = [shown(cmd[0])] + ["TEXTS.jsonl" if a == workload else shown_arg(a)
+                                  for a in cmd[1:]]
         with open(args.results, "w", encoding="utf-8") as f:
-            f.write(f"""# CPU peers: reclass vs PyTorch vs ONNX Runtime
+            f.write(f"""# CPU backend: reclass against PyTorch and ONNX Runtime
 
-Produced by `tests/bench/cpu_peers.py` (see README.md here for what it measures).
+Measured by `tests/bench/cpu_peers.py` (what it measures and how: README.md here). Every
+timed pass includes tokenization (peers: Hugging Face fast tokenizer, batch call; reclass: its
+own tokenizer, one thread), sorting and batching, and inference of every batch. The peers pad
+each batch to its longest text (attention mask; batch cost n x longest <= budget); reclass's
+CPU backend packs sequences without padding (sum of lengths <= budget).
 
-    {cmdline}
+| | |
+|---|---|
+| command | `{cmdline}` |
+| date | {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} |
+| commit | {git_head()} |
+| machine | {machine()}; load average (1/5/15 min) before {load_before}, after {load_after} |
+| versions | torch {torch.__version__}, transformers {transformers.__version__}, onnxruntime {onnxruntime.__version__}, Python {platform.python_version()} |
+| workload | model `{shown(args.model)}`, texts `{shown(args.texts)}` ({n} texts, {rj['tokens']} tokens); {args.threads} threads each; {args.repeat} timed passes each after one warm-up, engines interleaved, median reported |
+| reclass command per pass | `{' '.join(rcmd)}` (TEXTS.jsonl: the texts as `{{"text"}}` lines in a temporary directory) |
+| agreement with the reference predictions (warm-up pass) | {agreement_md} |
+| ONNX Runtime fused operators | {', '.join(f'{k} {v}' for k, v in fused.items() if v)} |
 
-- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}
-- reclass source: commit {git_head()}
-- machine: {machine()}
-- load average (1/5/15 min) before: {load_before}; after: {load_after} (the machine is shared
-  with other work: absolute numbers move with it; the runs are interleaved so ratios hold better)
-- versions: torch {torch.__version__}, transformers {transformers.__version__},
-  onnxruntime {onnxruntime.__version__}, Python {platform.python_version()}
-- model: `{os.path.relpath(args.model, ROOT)}`; texts: `{os.path.relpath(args.texts, ROOT)}`
-  ({n} texts, {rj['tokens']} tokens); token budget {args.token_budget}; {args.threads} threads
-  each; {args.repeat} timed passes each after one warm-up, median reported
-- reclass command per repetition: `{' '.join(cmd[1:])}` (binary `{cmd[0]}`)
-- ORT fused operators: {', '.join(f'{k} {v}' for k, v in fused.items() if v)}
+## Token budget {args.token_budget}
 
 {table}
 
 reclass / PyTorch = **{tps['reclass'] / tps[tp.name]:.2f}x** (goal >= 1.5x);
 reclass / ONNX Runtime = **{tps['reclass'] / tps[op.name]:.2f}x** (goal >= 1.0x).
 
-All three at other token budgets (median of {args.repeat} interleaved passes each, after a
-warm-up), in case another batch size suits an engine better; the last row compares each
-engine at its own best budget:
-
-{extra_table or "(not measured: --peer-budgets '')"}
+tickets/s is by the wall clock (the goal's measure); tickets per CPU-second divides by the
+CPU time the engine's process used in the pass (every thread), which other load on a shared
+machine moves less.
 
 Per-pass wall seconds: {json.dumps({k: [round(x, 4) for x in v] for k, v in res.items()})}
 
 Per-pass CPU seconds (all threads of the process): {json.dumps({k: [round(x, 4) for x in v] for k, v in cpu_s.items()})}
 
-tickets/s is by the wall clock (the goal's measure); tickets per CPU-second divides by the
-CPU time the engine's process used in the pass (every thread), which other load on a shared
-machine moves less.
+## Other token budgets
 
-Every timed pass includes tokenization (peers: Hugging Face fast tokenizer, batch call;
-reclass: its own tokenizer, one thread), sorting and batching, and inference of every batch.
-Peers pad each batch to its longest text (attention mask; batch cost n x longest <= budget);
-reclass's CPU backend packs sequences without padding (sum of lengths <= budget).
+All three engines at other budgets (median of {args.repeat} interleaved passes each, after a
+warm-up), in case another batch size suits an engine better; the last row compares each
+engine at its own best budget:
+
+{extra_table or "(not measured: --peer-budgets '')"}
 """)
         print(f"\nwrote {args.results}")
 
