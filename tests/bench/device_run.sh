@@ -35,32 +35,39 @@
 #       e2e      deploy/demo.sh with RECLASS_BACKEND=cuda: the whole job (dev broker, worker,
 #                PostgreSQL) on the GPU; needs .devlibs/pg.tar.xz (pack-pg here)
 # Logs and JSON lines go to $OUT (or ./device-out) so they come back.
+# Paths are relative to the repository root, found from this script's location.
 set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT" || exit 2
 mode=${1:-}
 B=build-sm90
 case "$mode" in
 pack)
     rm -rf .devlibs/lib .devlibs/bundle.tar.xz && mkdir -p .devlibs/lib
+    # The build's CTest files (and the binaries' compiled-in defaults) hold this checkout's
+    # absolute path: recorded so that `run` can make it lead to the device's checkout.
+    pwd -P >.devlibs/build-root
     ldd $B/reclass $B/tests/test_gpu_kernels | awk '/=>/ {print $3}' | sort -u |
         grep -v -E 'libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libresolv|ld-linux|libgcc_s|libstdc\+\+|libcublas|libcudart' |
         while read -r lib; do cp -L "$lib" .devlibs/lib/; done
-    tar -cf - .devlibs/lib $B/reclass $B/tests/test_gpu_* $B/tests/gpu_bench \
+    tar -cf - .devlibs/lib .devlibs/build-root $B/reclass $B/tests/test_gpu_* $B/tests/gpu_bench \
         $B/CTestTestfile.cmake $B/tests/CTestTestfile.cmake | xz -T2 -6 >.devlibs/bundle.tar.xz
     rm -rf .devlibs/lib
     ls -la .devlibs
     exit 0
     ;;
 pack-pg) # PostgreSQL 15 server + client from this machine, for the e2e stage (device has none)
-    rm -rf /tmp/pgpack && mkdir -p /tmp/pgpack/pglib /tmp/pgpack/root/usr/lib/postgresql/15/bin \
-        /tmp/pgpack/root/usr/lib/postgresql/15/lib /tmp/pgpack/root/usr/share/postgresql
+    # fs/ mirrors the files' places under / on the device; pglib/ holds their libraries
+    rm -rf /tmp/pgpack && mkdir -p /tmp/pgpack/pglib /tmp/pgpack/fs/usr/lib/postgresql/15/bin \
+        /tmp/pgpack/fs/usr/lib/postgresql/15/lib /tmp/pgpack/fs/usr/share/postgresql
     P=/usr/lib/postgresql/15
-    cp -L $P/bin/initdb $P/bin/pg_ctl $P/bin/postgres $P/bin/psql /tmp/pgpack/root$P/bin/
-    find $P/lib -maxdepth 1 -name '*.so' ! -name 'llvmjit*' -exec cp -L {} /tmp/pgpack/root$P/lib/ \;
-    cp -rL /usr/share/postgresql/15 /tmp/pgpack/root/usr/share/postgresql/
+    cp -L $P/bin/initdb $P/bin/pg_ctl $P/bin/postgres $P/bin/psql /tmp/pgpack/fs$P/bin/
+    find $P/lib -maxdepth 1 -name '*.so' ! -name 'llvmjit*' -exec cp -L {} /tmp/pgpack/fs$P/lib/ \;
+    cp -rL /usr/share/postgresql/15 /tmp/pgpack/fs/usr/share/postgresql/
     for b in initdb pg_ctl postgres psql; do ldd $P/bin/$b; done | awk '/=>/ {print $3}' | sort -u |
         grep -v -E 'libc\.so|libm\.so|ld-linux|libgcc_s|libstdc\+\+|libpthread|libdl\.so|librt\.so|libresolv' |
         while read -r lib; do cp -L "$lib" /tmp/pgpack/pglib/; done
-    mkdir -p .devlibs && tar -C /tmp/pgpack -cf - root pglib | xz -T2 -6 >.devlibs/pg.tar.xz
+    mkdir -p .devlibs && tar -C /tmp/pgpack -cf - fs pglib | xz -T2 -6 >.devlibs/pg.tar.xz
     rm -rf /tmp/pgpack
     ls -la .devlibs
     exit 0
@@ -80,11 +87,19 @@ RESULT_OUT=$OUT
 LOGS=/tmp/devlogs
 rm -rf "$LOGS" && mkdir -p "$LOGS"
 OUT=$LOGS
-# CTest files hold this build machine's absolute paths (/work/main/...).
-if [ "$(pwd -P)" != "$(readlink -f /work/main 2>/dev/null)" ]; then
-    mkdir -p /work && ln -sfn "$PWD" /work/main
-fi
 xz -dc .devlibs/bundle.tar.xz | tar -xf -
+# CTest files hold the build machine's absolute path of its checkout (recorded by pack): make
+# that path lead here when the checkouts' paths differ.
+build_root=$(cat .devlibs/build-root 2>/dev/null)
+if [ -z "$build_root" ]; then
+    echo "== no .devlibs/build-root (bundle from an older pack): ctest may not find the build" >&2
+elif [ "$(pwd -P)" != "$(readlink -f "$build_root" 2>/dev/null)" ]; then
+    if [ -e "$build_root" ] && [ ! -L "$build_root" ]; then
+        echo "== $build_root exists here and is not this checkout: ctest may run other files" >&2
+    else
+        mkdir -p "$(dirname "$build_root")" && ln -sfn "$PWD" "$build_root"
+    fi
+fi
 export LD_LIBRARY_PATH=$PWD/.devlibs/lib:${LD_LIBRARY_PATH:-}
 summary=$OUT/summary.txt
 : >"$summary"
@@ -296,8 +311,8 @@ demo_job() {
 if has e2e; then
     note "e2e: demo job on the CUDA backend ($(elapsed)s)"
     if [ -f .devlibs/pg.tar.xz ]; then
-        mkdir -p /tmp/pgx && xz -dc .devlibs/pg.tar.xz | tar -C /tmp/pgx -xf -
-        cp -a /tmp/pgx/root/. / && mkdir -p /opt/reclass-pglib && cp -a /tmp/pgx/pglib/. /opt/reclass-pglib/
+        rm -rf /tmp/pgx && mkdir -p /tmp/pgx && xz -dc .devlibs/pg.tar.xz | tar -C /tmp/pgx -xf -
+        cp -a /tmp/pgx/fs/. / && mkdir -p /opt/reclass-pglib && cp -a /tmp/pgx/pglib/. /opt/reclass-pglib/
         id postgres >/dev/null 2>&1 || useradd -r -M -d /nonexistent -s /usr/sbin/nologin postgres
         demo_job "$OUT/e2e.log"
         echo "demo exit $?" | tee -a "$summary"
