@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""What a speed goal leaves for attention, from one device call's own measurements.
+"""What a speed goal leaves for attention, from one run's own measurements.
 
 Reads gpu_bench's JSON lines (the profiled phases of each pass: layer GEMMs, attention,
 LayerNorm/gather, embedding, head, with the FLOPs and least LayerNorm bytes each executes) and
-the PyTorch peer's JSON lines from the same call, and answers: to be RATIO x the best PyTorch
+the PyTorch peer's JSON lines from the same run, and answers: to be RATIO x the best PyTorch
 variant, how long may one pass take, and how fast would attention have to run in the time the
 GEMMs, LayerNorms and the rest leave? Two budgets per pass:
 
