@@ -228,17 +228,10 @@ static int cfg_int(json_t *root, const char *path, const char *key, int *out, ch
     return 0;
 }
 
-static int load_config(gpu_model_t *m, const char *path, char *err, size_t errlen) {
-    json_error_t jerr;
-    json_t *root = json_load_file(path, 0, &jerr);
-    if (!root) {
-        if (access(path, F_OK) != 0)
-            snprintf(err, errlen, "%s: missing (not a Hugging Face checkpoint directory?)", path);
-        else
-            snprintf(err, errlen, "%s: invalid JSON (%s, line %d)", path, jerr.text, jerr.line);
-        return -1;
-    }
-    gpu_model_config_t *c = &m->cfg;
+/* config.json's object -> c; path names the file in messages. On failure c->id2label may
+ * hold some labels (c->num_labels slots), which the caller frees. */
+static int config_from_json(json_t *root, const char *path, gpu_model_config_t *c, char *err,
+                            size_t errlen) {
     int rc = -1;
     json_t *arch = json_object_get(root, "architectures");
     int found = 0;
@@ -330,7 +323,45 @@ static int load_config(gpu_model_t *m, const char *path, char *err, size_t errle
     }
     rc = 0;
 out:
+    return rc;
+}
+
+static void config_free_labels(gpu_model_config_t *c) {
+    if (!c->id2label) return;
+    for (int i = 0; i < c->num_labels; i++)
+        free(c->id2label[i]);
+    free(c->id2label);
+    c->id2label = NULL;
+}
+
+static int load_config(gpu_model_t *m, const char *path, char *err, size_t errlen) {
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    if (!root) {
+        if (access(path, F_OK) != 0)
+            snprintf(err, errlen, "%s: missing (not a Hugging Face checkpoint directory?)", path);
+        else
+            snprintf(err, errlen, "%s: invalid JSON (%s, line %d)", path, jerr.text, jerr.line);
+        return -1;
+    }
+    int rc = config_from_json(root, path, &m->cfg, err, errlen);
     json_decref(root);
+    return rc;
+}
+
+int gpu_model_parse_config(const char *json, size_t len, const char *name, gpu_model_config_t *cfg,
+                           char *err, size_t errlen) {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->tok = (gpu_tok_config_t){.lower = 1, .strip_accents = 1, .chinese_chars = 1};
+    json_error_t jerr;
+    json_t *root = json_loadb(json, len, 0, &jerr);
+    if (!root) {
+        snprintf(err, errlen, "%s: invalid JSON (%s, line %d)", name, jerr.text, jerr.line);
+        return -1;
+    }
+    int rc = config_from_json(root, name, cfg, err, errlen);
+    json_decref(root);
+    if (rc != 0) config_free_labels(cfg);
     return rc;
 }
 
@@ -339,6 +370,30 @@ static char *path_join(const char *dir, const char *file) {
     char *p = malloc(n);
     if (p) snprintf(p, n, "%s/%s", dir, file);
     return p;
+}
+
+/* tokenizer_config.json's object -> tok (already holding the defaults). */
+static int tok_config_from_json(json_t *root, const char *path, gpu_tok_config_t *tok, char *err,
+                                size_t errlen) {
+    json_t *v = json_object_get(root, "do_lower_case");
+    json_t *sa = json_object_get(root, "strip_accents");
+    json_t *cjk = json_object_get(root, "tokenize_chinese_chars");
+    if (v && !json_is_boolean(v)) {
+        snprintf(err, errlen, "%s: \"do_lower_case\" must be true or false", path);
+        return -1;
+    }
+    if (sa && !json_is_null(sa) && !json_is_boolean(sa)) {
+        snprintf(err, errlen, "%s: \"strip_accents\" must be true, false or null", path);
+        return -1;
+    }
+    if (cjk && !json_is_boolean(cjk)) {
+        snprintf(err, errlen, "%s: \"tokenize_chinese_chars\" must be true or false", path);
+        return -1;
+    }
+    if (v) tok->lower = json_is_true(v);
+    tok->strip_accents = sa && !json_is_null(sa) ? json_is_true(sa) : tok->lower;
+    if (cjk) tok->chinese_chars = json_is_true(cjk);
+    return 0;
 }
 
 int gpu_model_read_tokenizer_config(const char *dir, gpu_tok_config_t *tok, char *err,
@@ -358,26 +413,24 @@ int gpu_model_read_tokenizer_config(const char *dir, gpu_tok_config_t *tok, char
         rc = -1;
         goto out;
     }
-    json_t *v = json_object_get(root, "do_lower_case");
-    json_t *sa = json_object_get(root, "strip_accents");
-    json_t *cjk = json_object_get(root, "tokenize_chinese_chars");
-    if (v && !json_is_boolean(v)) {
-        snprintf(err, errlen, "%s: \"do_lower_case\" must be true or false", path);
-        rc = -1;
-    } else if (sa && !json_is_null(sa) && !json_is_boolean(sa)) {
-        snprintf(err, errlen, "%s: \"strip_accents\" must be true, false or null", path);
-        rc = -1;
-    } else if (cjk && !json_is_boolean(cjk)) {
-        snprintf(err, errlen, "%s: \"tokenize_chinese_chars\" must be true or false", path);
-        rc = -1;
-    } else {
-        if (v) tok->lower = json_is_true(v);
-        tok->strip_accents = sa && !json_is_null(sa) ? json_is_true(sa) : tok->lower;
-        if (cjk) tok->chinese_chars = json_is_true(cjk);
-    }
+    rc = tok_config_from_json(root, path, tok, err, errlen);
     json_decref(root);
 out:
     free(path);
+    return rc;
+}
+
+int gpu_model_parse_tokenizer_config(const char *json, size_t len, const char *name,
+                                     gpu_tok_config_t *tok, char *err, size_t errlen) {
+    *tok = (gpu_tok_config_t){.lower = 1, .strip_accents = 1, .chinese_chars = 1};
+    json_error_t jerr;
+    json_t *root = json_loadb(json, len, 0, &jerr);
+    if (!root) {
+        snprintf(err, errlen, "%s: invalid JSON at line %d: %s", name, jerr.line, jerr.text);
+        return -1;
+    }
+    int rc = tok_config_from_json(root, name, tok, err, errlen);
+    json_decref(root);
     return rc;
 }
 

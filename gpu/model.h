@@ -79,6 +79,15 @@ int gpu_model_load(const char *dir, gpu_model_t **out, char *err, size_t errlen)
 int gpu_model_read_tokenizer_config(const char *dir, gpu_tok_config_t *tok, char *err,
                                     size_t errlen);
 
+/* The parsers of the two files, on their text (len bytes; name stands for the file in err),
+ * with the checks gpu_model_load makes. On success cfg->id2label belongs to the caller (it
+ * is what gpu_model_free frees); on failure nothing is left allocated. cfg->tok is left at
+ * BERT uncased: it comes from the other file. */
+int gpu_model_parse_config(const char *json, size_t len, const char *name, gpu_model_config_t *cfg,
+                           char *err, size_t errlen);
+int gpu_model_parse_tokenizer_config(const char *json, size_t len, const char *name,
+                                     gpu_tok_config_t *tok, char *err, size_t errlen);
+
 /* Geometry by name: "bert-base" (12x768, 12 heads, 3072), "bert-mini" (4x256, 4, 1024),
  * "bert-large" (24x1024, 16, 4096); vocab 30522, 512 positions, 2 types. Returns 0 or -1. */
 int gpu_model_geometry(const char *name, int num_labels, gpu_model_config_t *cfg);

@@ -12,8 +12,9 @@
 
 struct gpu_st_file {
     char *path;
-    uint8_t *map; /* whole file, read-only; (map_len) bytes */
+    const uint8_t *map; /* whole file, read-only; (map_len) bytes */
     size_t map_len;
+    int mapped;          /* 1: map is ours to munmap; 0: the caller's buffer (gpu_st_open_mem) */
     const uint8_t *data; /* data section: map + 8 + header length */
     size_t data_len;
     gpu_st_tensor_t *t; /* (n) */
@@ -222,6 +223,23 @@ out:
     return rc;
 }
 
+/* Reads the header of the map_len (>= 8) bytes at f->map and validates every tensor. */
+static int st_index(gpu_st_file_t *f, char *err, size_t errlen) {
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--)
+        hlen = hlen << 8 | f->map[i];
+    if (hlen > f->map_len - 8) {
+        snprintf(err, errlen,
+                 "%s: header length %llu runs past the end of the file (%zu bytes; truncated or "
+                 "not a safetensors file)",
+                 f->path, (unsigned long long)hlen, f->map_len);
+        return -1;
+    }
+    f->data = f->map + 8 + hlen;
+    f->data_len = f->map_len - 8 - (size_t)hlen;
+    return parse_header(f, (const char *)f->map + 8, (size_t)hlen, err, errlen);
+}
+
 int gpu_st_open(const char *path, gpu_st_file_t **out, char *err, size_t errlen) {
     *out = NULL;
     gpu_st_file_t *f = calloc(1, sizeof *f);
@@ -259,20 +277,33 @@ int gpu_st_open(const char *path, gpu_st_file_t **out, char *err, size_t errlen)
         return -1;
     }
     f->map = m;
-    uint64_t hlen = 0;
-    for (int i = 7; i >= 0; i--)
-        hlen = hlen << 8 | f->map[i];
-    if (hlen > f->map_len - 8) {
-        snprintf(err, errlen,
-                 "%s: header length %llu runs past the end of the file (%zu bytes; truncated or "
-                 "not a safetensors file)",
-                 path, (unsigned long long)hlen, f->map_len);
+    f->mapped = 1;
+    if (st_index(f, err, errlen) != 0) {
         gpu_st_close(f);
         return -1;
     }
-    f->data = f->map + 8 + hlen;
-    f->data_len = f->map_len - 8 - (size_t)hlen;
-    if (parse_header(f, (const char *)f->map + 8, (size_t)hlen, err, errlen) != 0) {
+    *out = f;
+    return 0;
+}
+
+int gpu_st_open_mem(const void *buf, size_t len, const char *name, gpu_st_file_t **out, char *err,
+                    size_t errlen) {
+    *out = NULL;
+    gpu_st_file_t *f = calloc(1, sizeof *f);
+    if (!f || !(f->path = strdup(name))) {
+        free(f);
+        snprintf(err, errlen, "%s: out of memory", name);
+        return -1;
+    }
+    f->map = buf;
+    f->map_len = len;
+    if (len < 8) {
+        snprintf(err, errlen, "%s: truncated: %zu bytes, shorter than the 8-byte header length",
+                 name, len);
+        gpu_st_close(f);
+        return -1;
+    }
+    if (st_index(f, err, errlen) != 0) {
         gpu_st_close(f);
         return -1;
     }
@@ -327,7 +358,7 @@ void gpu_st_read_f32(const gpu_st_file_t *f, const gpu_st_tensor_t *t, float *ds
 
 void gpu_st_close(gpu_st_file_t *f) {
     if (!f) return;
-    if (f->map) munmap(f->map, f->map_len);
+    if (f->mapped) munmap((void *)f->map, f->map_len);
     for (int i = 0; i < f->n; i++)
         free(f->t[i].name);
     free(f->t);

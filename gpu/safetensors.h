@@ -42,6 +42,11 @@ typedef struct gpu_st_file gpu_st_file_t; /* opaque */
  * that starts with the path and says what is wrong. */
 int gpu_st_open(const char *path, gpu_st_file_t **out, char *err, size_t errlen);
 
+/* gpu_st_open on a file's len bytes already in memory at buf, which must stay unchanged until
+ * gpu_st_close; name stands for the path in messages. */
+int gpu_st_open_mem(const void *buf, size_t len, const char *name, gpu_st_file_t **out, char *err,
+                    size_t errlen);
+
 /* The tensor called name, or NULL. */
 const gpu_st_tensor_t *gpu_st_find(const gpu_st_file_t *f, const char *name);
 
