@@ -1,0 +1,53 @@
+/* Fuzz target: the text of a checkpoint's config.json and tokenizer_config.json through the
+ * loader's parsers (gpu_model_parse_config, gpu_model_parse_tokenizer_config). An accepted
+ * config must describe a model the loader can lay out: every label named, dimensions that
+ * fit the backends' int arithmetic, a usable LayerNorm epsilon. */
+#include <math.h>
+#include <stdint.h>
+
+#include "gpu/model.h"
+#include "tests/fuzz/fuzz_util.h"
+
+static void check_config(const gpu_model_config_t *c) {
+    FUZZ_CHECK(c->vocab_size > 0 && c->hidden > 0 && c->layers > 0 && c->heads > 0);
+    FUZZ_CHECK(c->intermediate > 0 && c->max_pos > 0 && c->type_vocab > 0);
+    FUZZ_CHECK(c->hidden % c->heads == 0);
+    FUZZ_CHECK(c->num_labels > 0 && c->id2label);
+    for (int i = 0; i < c->num_labels; i++)
+        FUZZ_CHECK(c->id2label[i] != NULL);
+    FUZZ_CHECK(isfinite(c->ln_eps) && c->ln_eps > 0.0f);
+    /* The loader sizes its weight blob from the parameter count: it must not wrap. */
+    unsigned __int128 H = (unsigned)c->hidden, I = (unsigned)c->intermediate;
+    unsigned __int128 L = (unsigned)c->num_labels;
+    unsigned __int128 emb = ((unsigned __int128)(unsigned)c->vocab_size + (unsigned)c->max_pos +
+                             (unsigned)c->type_vocab) *
+                                H +
+                            2 * H;
+    unsigned __int128 layer = 4 * H * H + 4 * H + 2 * H * I + I + H + 4 * H;
+    unsigned __int128 total = emb + (unsigned)c->layers * layer + H * H + H + L * H + L;
+    FUZZ_CHECK(total == gpu_model_param_count(c));
+    FUZZ_CHECK(c->tok.lower == 1 && c->tok.strip_accents == 1 && c->tok.chinese_chars == 1);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    char err[1024] = "";
+    gpu_model_t *m = calloc(1, sizeof(*m));
+    FUZZ_CHECK(m != NULL);
+    if (gpu_model_parse_config((const char *)data, size, "config.json", &m->cfg, err,
+                               sizeof(err)) == 0)
+        check_config(&m->cfg);
+    else
+        FUZZ_CHECK(err[0] && m->cfg.id2label == NULL);
+    gpu_model_free(m); /* frees the labels as it does for a loaded model */
+
+    gpu_tok_config_t tok;
+    err[0] = '\0';
+    if (gpu_model_parse_tokenizer_config((const char *)data, size, "tokenizer_config.json", &tok,
+                                         err, sizeof(err)) == 0)
+        FUZZ_CHECK((tok.lower == 0 || tok.lower == 1) &&
+                   (tok.strip_accents == 0 || tok.strip_accents == 1) &&
+                   (tok.chinese_chars == 0 || tok.chinese_chars == 1));
+    else
+        FUZZ_CHECK(err[0]);
+    return 0;
+}

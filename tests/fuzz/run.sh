@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (clang, ASan + UBSan, CPU only) in their own build directory
+# and runs each for SECONDS from its seed corpus and kept regressions. Fails when a target
+# finds a crash, a leak, a timeout or a broken check, saving the input and saying where to
+# keep it. New corpus units stay in the build directory (the repo's corpus stays small).
+#   tests/fuzz/run.sh [SECONDS]       default 30 per target
+# RECLASS_FUZZ_BUILD_DIR (default build-fuzz), RECLASS_FUZZ_TARGETS (space-separated subset),
+# RECLASS_FUZZ_JOBS (targets run at once, default: number of cores, at most 4).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+secs=${1:-30}
+build=${RECLASS_FUZZ_BUILD_DIR:-$root/build-fuzz}
+read -r -a targets <<<"${RECLASS_FUZZ_TARGETS:-codec submit_csv submit_jsonl tokenizer model_config safetensors}"
+ncpu=$(nproc)
+jobs=${RECLASS_FUZZ_JOBS:-$((ncpu < 4 ? ncpu : 4))}
+# Longest input per target: a bit above the largest real input of its kind (tickets are
+# short, the demo model's config.json and safetensors header are ~8 KB); longer inputs only
+# slow the search down.
+declare -A max_len=([codec]=4096 [submit_csv]=8192 [submit_jsonl]=8192 [tokenizer]=2048
+                    [model_config]=16384 [safetensors]=16384)
+
+command -v clang >/dev/null || { echo "tests/fuzz/run.sh: clang is needed (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }
+cmake -S "$root" -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Release \
+      -DRECLASS_CUDA=OFF -DRECLASS_FUZZ=ON >/dev/null
+cmake --build "$build" -j"$ncpu" --target "${targets[@]/#/fuzz_}"
+
+work=$build/fuzz-work
+mkdir -p "$work/tmp"
+export TMPDIR=$work/tmp # the submit targets write their input to a file
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-use_unaligned=1:suppressions=$root/tests/lsan.supp:print_suppressions=0}
+
+run_one() {
+    local t=$1 dir=$work/$1
+    mkdir -p "$dir/corpus" "$dir/artifacts"
+    rm -f "$dir/artifacts/"*
+    local rc=0 dict=()
+    [ -f "$root/tests/fuzz/$t.dict" ] && dict=(-dict="$root/tests/fuzz/$t.dict")
+    "$build/tests/fuzz_$t" -max_total_time="$secs" -max_len="${max_len[$t]}" -timeout=10 \
+        -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$dir/artifacts/" "${dict[@]}" \
+        "$dir/corpus" "$root/tests/fuzz/corpus/$t" "$root/tests/fuzz/regressions/$t" \
+        >"$dir/log" 2>&1 || rc=$?
+    echo "$rc" >"$dir/rc"
+}
+
+echo "tests/fuzz/run.sh: ${#targets[@]} targets, ${secs}s each, $jobs at a time"
+for t in "${targets[@]}"; do
+    [ -n "${max_len[$t]:-}" ] || { echo "tests/fuzz/run.sh: unknown target $t" >&2; exit 1; }
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+    run_one "$t" &
+done
+wait
+
+failed=0
+printf '%-14s %10s %8s %6s %7s %6s  %s\n' target execs exec/s cov ft corpus result
+for t in "${targets[@]}"; do
+    dir=$work/$t
+    rc=$(cat "$dir/rc" 2>/dev/null || echo 1)
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$dir/log" | tail -1)
+    rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$dir/log" | tail -1)
+    last=$(grep -E '^#[0-9]+.*cov: ' "$dir/log" | tail -1 || true)
+    cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
+    ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
+    corp=$(sed -n 's/.* corp: \([0-9]*\)\/.*/\1/p' <<<"$last")
+    result=ok
+    if [ "$rc" != 0 ]; then
+        result="FAILED (exit $rc)"
+        failed=1
+    fi
+    printf '%-14s %10s %8s %6s %7s %6s  %s\n' "$t" "${execs:--}" "${rate:--}" "${cov:--}" \
+        "${ft:--}" "${corp:--}" "$result"
+done
+for t in "${targets[@]}"; do
+    dir=$work/$t
+    [ "$(cat "$dir/rc" 2>/dev/null || echo 1)" = 0 ] && continue
+    echo
+    echo "== fuzz_$t failed; the end of its log ($dir/log):"
+    grep -E 'ERROR|SUMMARY|fuzz check failed|^    #[0-9]' "$dir/log" | head -40 || tail -40 "$dir/log"
+    for a in "$dir/artifacts/"*; do
+        [ -e "$a" ] || continue
+        echo "   input saved: $a"
+        echo "   reproduce:   $build/tests/fuzz_$t $a"
+        echo "   once fixed, keep it: cp $a $root/tests/fuzz/regressions/$t/  (replayed by ctest -R fuzz_$t)"
+    done
+done
+exit "$failed"
