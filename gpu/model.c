@@ -1,6 +1,7 @@
 /* Hugging Face BertForSequenceClassification checkpoints -> gpu_model_t (fp32, one blob). */
 #include "gpu/model.h"
 
+#include <float.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -228,6 +229,30 @@ static int cfg_int(json_t *root, const char *path, const char *key, int *out, ch
     return 0;
 }
 
+/* Each dimension may be up to 2^30, so a config can describe a model whose weight count
+ * wraps size_t, or one whose label names alone (a string per label) exhaust memory. Refused
+ * before anything is allocated; counted in double, which cannot wrap. */
+#define MODEL_MAX_PARAMS 8589934592.0 /* 2^33: 32 GiB of fp32 weights, 25x bert-large */
+#define MODEL_MAX_LABELS (1 << 24)
+
+static int config_check_size(const gpu_model_config_t *c, const char *path, char *err,
+                             size_t errlen) {
+    if (c->num_labels > MODEL_MAX_LABELS) {
+        snprintf(err, errlen, "%s: %d labels (at most %d)", path, c->num_labels, MODEL_MAX_LABELS);
+        return -1;
+    }
+    double H = c->hidden, I = c->intermediate, L = c->num_labels;
+    double layer = 4 * H * H + 4 * H + 2 * H * I + I + H + 4 * H;
+    double n = ((double)c->vocab_size + c->max_pos + c->type_vocab) * H + 2 * H +
+               c->layers * layer + H * H + H + L * H + L;
+    if (n > MODEL_MAX_PARAMS) {
+        snprintf(err, errlen, "%s: the geometry has %.3g parameters (at most %.3g)", path, n,
+                 MODEL_MAX_PARAMS);
+        return -1;
+    }
+    return 0;
+}
+
 /* config.json's object -> c; path names the file in messages. On failure c->id2label may
  * hold some labels (c->num_labels slots), which the caller frees. */
 static int config_from_json(json_t *root, const char *path, gpu_model_config_t *c, char *err,
@@ -279,21 +304,31 @@ static int config_from_json(json_t *root, const char *path, gpu_model_config_t *
         goto out;
     }
     json_t *eps = json_object_get(root, "layer_norm_eps");
-    if (!json_is_number(eps) || json_number_value(eps) <= 0) {
-        snprintf(err, errlen, "%s: 'layer_norm_eps' is %s (need a positive number)", path,
-                 eps ? "not a positive number" : "missing");
+    /* The backends add it in fp32: a value that rounds to 0 (or overflows) there would divide
+     * by zero on a constant row, so it must be a normal float. */
+    double e = json_number_value(eps);
+    if (!json_is_number(eps) || !(e >= FLT_MIN && e <= FLT_MAX)) {
+        snprintf(err, errlen, "%s: 'layer_norm_eps' is %s (need a positive number in fp32 range)",
+                 path, eps ? "out of range" : "missing");
         goto out;
     }
     c->ln_eps = (float)json_number_value(eps);
     json_t *id2 = json_object_get(root, "id2label");
-    if (json_is_object(id2) && json_object_size(id2) > 0) {
-        int n = (int)json_object_size(id2);
+    int named = json_is_object(id2) && json_object_size(id2) > 0;
+    if (named) {
+        c->num_labels = (int)json_object_size(id2);
+    } else if (cfg_int(root, path, "num_labels", &c->num_labels, err, errlen)) {
+        snprintf(err, errlen, "%s: neither 'id2label' nor 'num_labels' says the labels", path);
+        goto out;
+    }
+    if (config_check_size(c, path, err, errlen)) goto out;
+    if (named) {
+        int n = c->num_labels;
         c->id2label = calloc((size_t)n, sizeof *c->id2label);
         if (!c->id2label) {
             snprintf(err, errlen, "%s: out of memory", path);
             goto out;
         }
-        c->num_labels = n;
         const char *k;
         json_t *v;
         json_object_foreach(id2, k, v) {
@@ -311,15 +346,9 @@ static int config_from_json(json_t *root, const char *path, gpu_model_config_t *
                 goto out;
             }
         }
-    } else {
-        if (cfg_int(root, path, "num_labels", &c->num_labels, err, errlen)) {
-            snprintf(err, errlen, "%s: neither 'id2label' nor 'num_labels' says the labels", path);
-            goto out;
-        }
-        if (!(c->id2label = labels_default(c->num_labels))) {
-            snprintf(err, errlen, "%s: out of memory", path);
-            goto out;
-        }
+    } else if (!(c->id2label = labels_default(c->num_labels))) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        goto out;
     }
     rc = 0;
 out:
