@@ -22,9 +22,9 @@ input=${RECLASS_DEMO_INPUT:-}        # a JSONL of {"id", "text"} instead of CLIN
 model=${RECLASS_DEMO_MODEL:-$root/deploy/models/clinc150-bert-mini}
 
 # 1. packages (only what is missing; apt-get update once)
-pkgs=(librdkafka-dev libavro-dev libpq-dev libopenblas-dev libjansson-dev libutf8proc-dev
+pkgs=(libavro-dev libpq-dev libopenblas-dev libjansson-dev libutf8proc-dev
       libmicrohttpd-dev libcmocka-dev kcat postgresql postgresql-client cmake gcc make
-      build-essential
+      build-essential patch libssl-dev zlib1g-dev libzstd-dev
       pkg-config python3)
 missing=()
 [ "$prebuilt" = 1 ] || for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

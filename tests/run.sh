@@ -7,9 +7,10 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${RECLASS_BUILD_DIR:-$root/build}
 
-pkgs=(build-essential cmake pkg-config git python3 librdkafka-dev libavro-dev libpq-dev
-      libopenblas-dev libjansson-dev libutf8proc-dev libmicrohttpd-dev libcmocka-dev python3-pip
-      postgresql postgresql-client)
+# librdkafka is built from third_party/ (it needs patch and the OpenSSL, zlib, zstd headers).
+pkgs=(build-essential cmake pkg-config git python3 patch libssl-dev zlib1g-dev libzstd-dev
+      libavro-dev libpq-dev libopenblas-dev libjansson-dev libutf8proc-dev libmicrohttpd-dev
+      libcmocka-dev python3-pip postgresql postgresql-client)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "consumers/kafka_version.h"
 #include "consumers/mock_broker.h"
 #include "worker/cli.h"
 
@@ -40,6 +41,7 @@ int worker_cmd_dev_broker(int argc, char **argv) {
                               {NULL, CLI_FLAG, NULL, 0, 0}};
     int rc = worker_cli_parse("dev-broker", argc, argv, opts, usage, NULL);
     if (rc >= 0) return rc;
+    if ((rc = consumers_kafka_require_version("dev-broker"))) return rc;
     int n_topics = topic_list.n;
 
     /* Block the signals first so no thread the mock starts can take them. */

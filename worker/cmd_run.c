@@ -1,6 +1,7 @@
 /* reclass run: the production worker (see worker/pipeline.h). */
 #include <stdio.h>
 
+#include "consumers/kafka_version.h"
 #include "worker/cli.h"
 #include "worker/config.h"
 #include "worker/pipeline.h"
@@ -14,5 +15,6 @@ int worker_cmd_run(int argc, char **argv) {
         fprintf(stderr, "reclass run: %s\n", err);
         return 2;
     }
+    if ((rc = consumers_kafka_require_version("run"))) return rc;
     return worker_pipeline_run(&cfg);
 }

@@ -15,6 +15,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "consumers/avro_codec.h"
+#include "consumers/kafka_version.h"
 #include "worker/cli.h"
 #include "worker/submit_input.h"
 
@@ -480,6 +481,7 @@ int worker_cmd_submit(int argc, char **argv) {
     submit_opts_t o;
     int rc = parse_opts(argc, argv, &o);
     if (rc) return rc == 1 ? 0 : rc;
+    if ((rc = consumers_kafka_require_version("submit"))) return rc;
 
     long total, empty;
     if ((rc = count_tickets(&o, &total, &empty))) return rc;
