@@ -1,6 +1,6 @@
 /* librdkafka mock cluster wrapper plus an optional fixed-port bootstrap relay.
  *
- * librdkafka 2.0.2 gives the mock broker a kernel-chosen port and has no call to pick one, so
+ * librdkafka's mock broker takes a kernel-chosen port and there is no call to pick one, so
  * a fixed --port is served by a relay thread: it accepts on 127.0.0.1:port and copies bytes
  * both ways to the broker. Clients only use it to bootstrap; the metadata they get back names
  * the broker's own loopback address, which they then use directly. */
@@ -226,6 +226,12 @@ int consumers_mock_start(int partitions, int port, consumers_mock_t **out, const
         consumers_mock_stop(m);
         return -1;
     }
+    if (consumers_mock_log_limits_settable() &&
+        consumers_mock_set_log_limits(m, CONSUMERS_MOCK_LOG_BYTES, CONSUMERS_MOCK_LOG_BATCHES, err,
+                                      errlen) != 0) {
+        consumers_mock_stop(m);
+        return -1;
+    }
     if (port == 0) {
         snprintf(m->bootstrap, sizeof(m->bootstrap), "%s",
                  rd_kafka_mock_cluster_bootstraps(m->mcluster));
@@ -251,6 +257,39 @@ int consumers_mock_topic_create(consumers_mock_t *m, const char *topic, int part
         return -1;
     }
     return 0;
+}
+
+int consumers_mock_log_limits_settable(void) {
+#ifdef RD_KAFKA_MOCK_HAVE_PARTITION_LOG_LIMITS
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+int consumers_mock_set_log_limits(consumers_mock_t *m, long max_bytes, long max_batches, char *err,
+                                  size_t errlen) {
+    if (max_bytes < 1 || max_batches < 1) {
+        set_err(err, errlen, "mock broker: the partition log limits must be >= 1");
+        return -1;
+    }
+#ifdef RD_KAFKA_MOCK_HAVE_PARTITION_LOG_LIMITS
+    rd_kafka_resp_err_t e =
+        rd_kafka_mock_set_partition_log_limits(m->mcluster, (size_t)max_bytes, (size_t)max_batches);
+    if (e) {
+        set_err(err, errlen, "mock broker: cannot set the partition log limits: %s",
+                rd_kafka_err2str(e));
+        return -1;
+    }
+    return 0;
+#else
+    (void)m;
+    set_err(err, errlen,
+            "the partition log limits cannot be changed with this build's librdkafka (the "
+            "system library, fixed at 5 MiB / 100000 batches per partition); build reclass "
+            "with the vendored librdkafka (without -DRECLASS_SYSTEM_RDKAFKA=ON)");
+    return -1;
+#endif
 }
 
 void consumers_mock_stop(consumers_mock_t *m) {

@@ -2,9 +2,13 @@
  * broker on 127.0.0.1) started and stopped from C. `reclass dev-broker`, the integration
  * tests and the demo use it; nothing in production does.
  *
- * Limits that come from librdkafka 2.0.2's mock cluster (not from this wrapper):
- *  - data lives in memory only and each partition keeps at most ~5 MiB / 100000 batches
- *    (older batches are dropped), so it is for tests and demos, not for real jobs;
+ * Limits that come from librdkafka's mock cluster (not from this wrapper):
+ *  - data lives in memory only, so it is for tests and demos, not for real jobs;
+ *  - each partition keeps a bounded log and deletes its oldest record batches beyond it (as a
+ *    real broker's retention would: the low watermark moves up). The vendored librdkafka is
+ *    patched so the bound can be set (consumers_mock_set_log_limits); the wrapper starts
+ *    with CONSUMERS_MOCK_LOG_BYTES / CONSUMERS_MOCK_LOG_BATCHES. A system librdkafka keeps
+ *    its fixed 5 MiB / 100000 batches;
  *  - topics auto-created by a client's metadata/produce request get the mock's default of
  *    4 partitions; create a topic first with consumers_mock_topic_create() to get another
  *    count;
@@ -18,6 +22,10 @@
 
 typedef struct consumers_mock consumers_mock_t;
 
+/* Per-partition log bound the wrapper sets at start (when the library lets it). */
+#define CONSUMERS_MOCK_LOG_BYTES   (256L * 1024 * 1024)
+#define CONSUMERS_MOCK_LOG_BATCHES 1000000L
+
 /* Starts the mock cluster. partitions (>= 1) is the count consumers_mock_topic_create() uses
  * when asked for 0; port 0 = any free port. *bootstrap ("127.0.0.1:PORT") is owned by the
  * mock and valid until consumers_mock_stop(). Returns 0, or -1 with err set. */
@@ -28,6 +36,15 @@ int consumers_mock_start(int partitions, int port /*0=any*/, consumers_mock_t **
  * that exists already is an error (-1), as on a real broker. */
 int consumers_mock_topic_create(consumers_mock_t *mock, const char *topic, int partitions,
                                 char *err, size_t errlen);
+
+/* Sets how much each partition keeps (existing and new ones): at most max_bytes of record
+ * batches and max_batches batches; beyond either the oldest batches are deleted. Returns 0,
+ * or -1 with err set (both must be >= 1; a system librdkafka cannot change them). */
+int consumers_mock_set_log_limits(consumers_mock_t *mock, long max_bytes, long max_batches,
+                                  char *err, size_t errlen);
+
+/* 1 when consumers_mock_set_log_limits can work in this build, else 0. */
+int consumers_mock_log_limits_settable(void);
 
 /* Stops the relay and destroys the cluster (all its data); NULL is a no-op. */
 void consumers_mock_stop(consumers_mock_t *mock);

@@ -21,28 +21,50 @@ static void on_signal(int sig) {
 }
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: reclass dev-broker [--port P] [--partitions N] [--topic T]...\n\n"
-               "Runs an in-memory Kafka broker on 127.0.0.1 (librdkafka's mock cluster) until\n"
-               "SIGINT/SIGTERM, and prints its bootstrap address on stdout. For development and\n"
-               "tests only: nothing is persisted and each partition keeps about 5 MiB.\n\n"
-               "  --port P        bootstrap port (default 0 = any free port)\n"
-               "  --partitions N  partitions of the --topic topics (default 4; topics that\n"
-               "                  clients create on first use get 4)\n"
-               "  --topic T       create topic T at start (repeatable)\n");
+    fprintf(f,
+            "usage: reclass dev-broker [--port P] [--partitions N] [--topic T]...\n"
+            "                          [--partition-mb N] [--partition-max-batches N]\n\n"
+            "Runs an in-memory Kafka broker on 127.0.0.1 (librdkafka's mock cluster) until\n"
+            "SIGINT/SIGTERM, and prints its bootstrap address on stdout. For development and\n"
+            "tests only: nothing is persisted, everything is held in memory. Each partition\n"
+            "keeps at most --partition-mb MiB and --partition-max-batches record batches; beyond\n"
+            "either its oldest records are deleted, as a real broker's retention would (the\n"
+            "low watermark moves up and consumers never see them).\n\n"
+            "  --port P                   bootstrap port (default 0 = any free port)\n"
+            "  --partitions N             partitions of the --topic topics (default 4; topics\n"
+            "                             that clients create on first use get 4)\n"
+            "  --topic T                  create topic T at start (repeatable)\n"
+            "  --partition-mb N           log bytes each partition keeps, in MiB (default %ld)\n"
+            "  --partition-max-batches N  record batches each partition keeps (default %ld; a\n"
+            "                             producer batch holds many records)\n",
+            CONSUMERS_MOCK_LOG_BYTES >> 20, CONSUMERS_MOCK_LOG_BATCHES);
 }
 
 int worker_cmd_dev_broker(int argc, char **argv) {
     int port = 0, partitions = 4;
+    long log_mb = 0, log_batches = 0; /* 0 = not given */
     const char *topics[DEV_BROKER_MAX_TOPICS];
     cli_list_t topic_list = {topics, 0, DEV_BROKER_MAX_TOPICS};
     const cli_opt_t opts[] = {{"port", CLI_INT, &port, 0, 65535},
                               {"partitions", CLI_INT, &partitions, 1, 10000},
                               {"topic", CLI_LIST, &topic_list, 0, 0},
+                              {"partition-mb", CLI_LONG, &log_mb, 1, 1L << 20},
+                              {"partition-max-batches", CLI_LONG, &log_batches, 1, 1L << 40},
                               {NULL, CLI_FLAG, NULL, 0, 0}};
     int rc = worker_cli_parse("dev-broker", argc, argv, opts, usage, NULL);
     if (rc >= 0) return rc;
-    if ((rc = consumers_kafka_require_version("dev-broker"))) return rc;
     int n_topics = topic_list.n;
+    if ((log_mb || log_batches) && !consumers_mock_log_limits_settable()) {
+        fprintf(stderr,
+                "reclass dev-broker: --partition-mb and --partition-max-batches need the vendored "
+                "librdkafka (this build uses the system one, whose mock cluster keeps a fixed "
+                "5 MiB / 100000 batches per partition); rebuild without "
+                "-DRECLASS_SYSTEM_RDKAFKA=ON\n");
+        return 2;
+    }
+    if ((rc = consumers_kafka_require_version("dev-broker"))) return rc;
+    long log_bytes = log_mb ? log_mb << 20 : CONSUMERS_MOCK_LOG_BYTES;
+    if (!log_batches) log_batches = CONSUMERS_MOCK_LOG_BATCHES;
 
     /* Block the signals first so no thread the mock starts can take them. */
     sigset_t set, old;
@@ -58,6 +80,12 @@ int worker_cmd_dev_broker(int argc, char **argv) {
         fprintf(stderr, "reclass dev-broker: %s\n", err);
         return 1;
     }
+    if (consumers_mock_log_limits_settable() &&
+        consumers_mock_set_log_limits(mock, log_bytes, log_batches, err, sizeof(err))) {
+        fprintf(stderr, "reclass dev-broker: %s\n", err);
+        consumers_mock_stop(mock);
+        return 1;
+    }
     for (int i = 0; i < n_topics; i++)
         if (consumers_mock_topic_create(mock, topics[i], partitions, err, sizeof(err))) {
             fprintf(stderr, "reclass dev-broker: %s\n", err);
@@ -66,6 +94,14 @@ int worker_cmd_dev_broker(int argc, char **argv) {
         }
     printf("%s\n", bootstrap);
     fflush(stdout);
+    if (consumers_mock_log_limits_settable())
+        fprintf(stderr,
+                "reclass dev-broker: each partition keeps %ld MiB / %ld batches; older records "
+                "are deleted\n",
+                log_bytes >> 20, log_batches);
+    else
+        fprintf(stderr, "reclass dev-broker: each partition keeps 5 MiB / 100000 batches (system "
+                        "librdkafka); older records are deleted\n");
     fprintf(stderr,
             "reclass dev-broker: listening on %s (%d topic(s) pre-created); stop with "
             "Ctrl-C or SIGTERM\n",
