@@ -119,7 +119,7 @@ int gpu_model_geometry(const char *name, int num_labels, gpu_model_config_t *cfg
         cfg->type_vocab = 2;
         cfg->num_labels = num_labels;
         cfg->ln_eps = 1e-12f;
-        cfg->tok = (gpu_tok_config_t){1, 1, 1};
+        cfg->tok = (gpu_tok_config_t){.lower = 1, .strip_accents = 1, .chinese_chars = 1};
         cfg->id2label = NULL; /* gpu_model_init_random names the labels */
         return 0;
     }
@@ -432,7 +432,7 @@ int gpu_model_read_tokenizer_config(const char *dir, gpu_tok_config_t *tok, char
         snprintf(err, errlen, "%s: out of memory", dir);
         return -1;
     }
-    *tok = (gpu_tok_config_t){1, 1, 1};
+    *tok = (gpu_tok_config_t){.lower = 1, .strip_accents = 1, .chinese_chars = 1};
     int rc = 0;
     if (access(path, F_OK) != 0) goto out; /* BERT uncased is the default */
     json_error_t jerr;
@@ -578,6 +578,7 @@ int gpu_model_load(const char *dir, gpu_model_t **out, char *err, size_t errlen)
     if (slash && slash[1]) memmove(m->name, slash + 1, strlen(slash + 1) + 1);
     if (load_config(m, cfg_path, err, errlen) != 0) goto out;
     if (gpu_model_read_tokenizer_config(dir, &m->cfg.tok, err, errlen) != 0) goto out;
+    m->cfg.tok.vocab_size = m->cfg.vocab_size;
     if (access(m->vocab_path, R_OK) != 0) {
         snprintf(err, errlen, "%s: missing (the WordPiece vocabulary the tokenizer needs)",
                  m->vocab_path);

@@ -18,6 +18,7 @@ typedef struct {
     int lower;         /* do_lower_case; 1 when absent */
     int strip_accents; /* null or absent: as do_lower_case */
     int chinese_chars; /* tokenize_chinese_chars; 1 when absent */
+    int vocab_size;    /* config.json's: a longer vocab.txt is refused at load; 0 = unchecked */
 } gpu_tok_config_t;
 
 typedef struct {

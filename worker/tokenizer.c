@@ -137,7 +137,7 @@ static char *read_file(const char *path, size_t *len, char *err, size_t errlen) 
 
 int worker_tok_init(const char *vocab_path, const gpu_tok_config_t *opts, worker_tok_t **out,
                     char *err, size_t errlen) {
-    static const gpu_tok_config_t uncased = {1, 1, 1};
+    static const gpu_tok_config_t uncased = {.lower = 1, .strip_accents = 1, .chinese_chars = 1};
     if (!opts) opts = &uncased;
     pthread_once(&ascii_once, ascii_class_init);
     *out = NULL;
@@ -158,6 +158,14 @@ int worker_tok_init(const char *vocab_path, const gpu_tok_config_t *opts, worker
     if (len > 0 && t->pool[len - 1] != '\n') lines++;
     if (lines == 0) {
         snprintf(err, errlen, "%s: empty vocabulary", vocab_path);
+        worker_tok_free(t);
+        return -1;
+    }
+    if (opts->vocab_size > 0 && lines > opts->vocab_size) {
+        snprintf(err, errlen,
+                 "%s has %d tokens, config.json's vocab_size is %d: the extra ids have no "
+                 "embedding; use the vocab.txt the checkpoint was trained with",
+                 vocab_path, lines, opts->vocab_size);
         worker_tok_free(t);
         return -1;
     }
