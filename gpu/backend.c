@@ -24,6 +24,12 @@ const gpu_backend_ops_t *gpu_backend_find(const char *name, char *err, size_t er
     return NULL;
 }
 
+#ifndef RECLASS_HAVE_CUDA
+const char *gpu_backend_cuda_versions(void) {
+    return "none"; /* the CUDA build defines it in cuda_backend.cu */
+}
+#endif
+
 int gpu_batch_check(const gpu_batch_t *batch, const gpu_model_config_t *cfg,
                     const gpu_backend_opts_t *opts, char *err, size_t errlen) {
     int max_len = opts->max_len > 0 ? opts->max_len : cfg->max_pos;

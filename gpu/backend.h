@@ -85,6 +85,11 @@ int gpu_flight_idle(const gpu_flight_t *f, char *err, size_t errlen);
 /* "cpu" or "cuda". NULL when unknown or not built into this binary (err says which). */
 const gpu_backend_ops_t *gpu_backend_find(const char *name, char *err, size_t errlen);
 
+/* The CUDA libraries this binary runs with, for `reclass version`: e.g. "runtime 13.0,
+ * cublas 13.0.2, driver 12.9" (driver "none" without an NVIDIA driver), or "none" when built
+ * without CUDA. Needs no GPU. */
+const char *gpu_backend_cuda_versions(void);
+
 /* Validates a batch against the opts it must fit; shared by every backend. 0 = fits. */
 int gpu_batch_check(const gpu_batch_t *batch, const gpu_model_config_t *cfg,
                     const gpu_backend_opts_t *opts, char *err, size_t errlen);

@@ -668,3 +668,16 @@ extern "C" void gpu_cuda_backend_tune_stats(gpu_backend_t *be, long *tuned, long
     *ms_top1 = be->gemm.tuned_ms_top1 + be->gemm2.tuned_ms_top1;
     *ms_best = be->gemm.tuned_ms_best + be->gemm2.tuned_ms_best;
 }
+
+extern "C" const char *gpu_backend_cuda_versions(void) {
+    static char buf[96];
+    int rt = 0, drv = 0;
+    cudaRuntimeGetVersion(&rt);
+    cudaDriverGetVersion(&drv); /* 0 without a driver */
+    size_t lt = cublasLtGetVersion();
+    char d[16] = "none";
+    if (drv > 0) snprintf(d, sizeof(d), "%d.%d", drv / 1000, drv % 1000 / 10);
+    snprintf(buf, sizeof(buf), "runtime %d.%d, cublas %zu.%zu.%zu, driver %s", rt / 1000,
+             rt % 1000 / 10, lt / 10000, lt / 100 % 100, lt % 100, d);
+    return buf;
+}

@@ -42,4 +42,19 @@ rc=0
 "$bin" run --db "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2" --model "$model" \
     >/dev/null 2>&1 || rc=$?
 [ "$rc" = 1 ] || fail "unreachable database: exit $rc, want 1"
+# reclass --version: one "key: value" line per item; the build's librdkafka and commit
+ver=$("$bin" --version) || fail "--version exited non-zero"
+[ "$("$bin" version)" = "$ver" ] || fail "'reclass version' differs from --version"
+for key in reclass commit librdkafka cuda; do
+    grep -q "^$key: ." <<<"$ver" || fail "--version lacks '$key:': $ver"
+done
+grep -Eq '^commit: ([0-9a-f]{40}(-dirty)?|unknown)$' <<<"$ver" || fail "--version commit: $ver"
+if git -C "$root" rev-parse -q --verify HEAD >/dev/null 2>&1; then # a checkout: a real commit
+    commit=$(sed -n 's/^commit: \([0-9a-f]\{40\}\).*/\1/p' <<<"$ver")
+    [ -n "$commit" ] && git -C "$root" cat-file -e "$commit^{commit}" 2>/dev/null \
+        || fail "--version names no commit of this checkout: $ver"
+fi
+# the vendored librdkafka is exactly the release in third_party/
+grep -Eq '^librdkafka: (2\.15\.0 \(vendored\)|[0-9.]+ \(system\))$' <<<"$ver" \
+    || fail "--version librdkafka: $ver"
 echo PASS
