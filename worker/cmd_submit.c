@@ -15,12 +15,12 @@
 #include <librdkafka/rdkafka.h>
 
 #include "consumers/avro_codec.h"
+#include "consumers/ticket.h"
 #include "consumers/kafka_version.h"
 #include "worker/cli.h"
 #include "worker/submit_input.h"
 
-#define SUBMIT_MAX_ID_BYTES 256 /* the codec refuses longer identifiers */
-#define SUBMIT_MAX_PROPS    32
+#define SUBMIT_MAX_PROPS 32
 
 typedef struct {
     const char *brokers, *topic, *job_id, *tenant, *text_col, *id_col, *schemas, *file;

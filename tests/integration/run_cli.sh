@@ -42,6 +42,7 @@ rc=0
 "$bin" run --db "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2" --model "$model" \
     >/dev/null 2>&1 || rc=$?
 [ "$rc" = 1 ] || fail "unreachable database: exit $rc, want 1"
+
 # reclass --version: one "key: value" line per item; the build's librdkafka and commit
 ver=$("$bin" --version) || fail "--version exited non-zero"
 [ "$("$bin" version)" = "$ver" ] || fail "'reclass version' differs from --version"
@@ -57,4 +58,27 @@ fi
 # the vendored librdkafka is exactly the release in third_party/
 grep -Eq '^librdkafka: (2\.15\.0 \(vendored\)|[0-9.]+ \(system\))$' <<<"$ver" \
     || fail "--version librdkafka: $ver"
+# reclass submit refuses identifiers the worker could never store (invalid UTF-8, NUL, over
+# 256 bytes) before it connects to anything: exit 2, naming the flag or the line and field
+sub=$(mktemp -d /tmp/reclass-cli.XXXXXX)
+trap 'rm -rf "$sub"' EXIT
+printf 'id,text\nok1,fine\n' >"$sub/ok.csv"
+expect_usage_error "--tenant: field tenant: invalid UTF-8 at byte 2 (0xc3 0x28)" \
+    "$bin" submit --brokers 127.0.0.1:1 --job-id j --tenant "$(printf 'ac\xc3\x28me')" "$sub/ok.csv"
+expect_usage_error "--job-id: field job_id: invalid UTF-8 at byte 0 (0xff)" \
+    "$bin" submit --brokers 127.0.0.1:1 --job-id "$(printf '\xff')" --tenant t "$sub/ok.csv"
+printf 'id,text\nok1,fine\nx\xed\xa0\x80,surrogate id\n' >"$sub/bad.csv"
+expect_usage_error "bad.csv: line 3: field ticket_id: invalid UTF-8 at byte 1" \
+    "$bin" submit --brokers 127.0.0.1:1 --job-id j --tenant t --id-column id "$sub/bad.csv"
+{ printf 'id,text\n'; printf '%0300d,long id\n' 1; } >"$sub/long.csv"
+expect_usage_error "long.csv: line 2: field ticket_id is 300 bytes (limit 256)" \
+    "$bin" submit --brokers 127.0.0.1:1 --job-id j --tenant t --id-column id "$sub/long.csv"
+# a vocab.txt with more tokens than config.json's vocab_size is refused at load (exit 2), not at
+# the first ticket that uses one of the extra ids
+mkdir "$sub/model"
+for f in "$model"/*; do ln -s "$f" "$sub/model/"; done
+rm "$sub/model/vocab.txt"
+{ cat "$model/vocab.txt"; printf 'extra%d\n' 1 2 3; } >"$sub/model/vocab.txt"
+expect_usage_error "vocab.txt has 30525 tokens, config.json's vocab_size is 30522" \
+    "$bin" classify --model "$sub/model"
 echo PASS
