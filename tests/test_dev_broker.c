@@ -26,6 +26,37 @@
 #define MSG_COUNT 80 /* 8 MiB into one partition: over the mock's built-in 5 MiB */
 #define TOPIC     "big"
 
+static void test_version_gate(void **state) {
+    char err[512];
+    assert_int_equal(consumers_kafka_version_ok(0x020002ff, err, sizeof(err)), -1); /* 2.0.2 */
+    assert_non_null(strstr(err, "2.0.2"));
+    assert_non_null(strstr(err, "ApiVersions"));
+    assert_non_null(strstr(err, "vendored"));
+    assert_int_equal(consumers_kafka_version_ok(0x020100ff, err, sizeof(err)), -1); /* 2.1.0 */
+    assert_int_equal(consumers_kafka_version_ok(0x020200ff, err, sizeof(err)), 0);
+    assert_int_equal(consumers_kafka_version_ok(0x020f00ff, err, sizeof(err)), 0);
+    char desc[96];
+    consumers_kafka_version_describe(desc, sizeof(desc));
+    assert_non_null(strstr(desc, rd_kafka_version_str()));
+#ifdef RECLASS_RDKAFKA_VENDORED
+    assert_int_equal(consumers_kafka_check_version(err, sizeof(err)), 0);
+    assert_string_equal(desc, "2.15.0 (vendored)");
+#endif
+}
+
+static void test_help_documents_the_bound(void **state) {
+    FILE *p = popen(RECLASS_BIN " dev-broker --help", "r");
+    assert_non_null(p);
+    char out[4096];
+    size_t n = fread(out, 1, sizeof(out) - 1, p);
+    out[n] = '\0';
+    assert_int_equal(pclose(p), 0);
+    assert_non_null(strstr(out, "--partition-mb"));
+    assert_non_null(strstr(out, "--partition-max-batches"));
+    assert_non_null(strstr(out, "deleted"));
+}
+
+#ifdef RECLASS_RDKAFKA_VENDORED
 typedef struct {
     pid_t pid;
     char bootstrap[128];
@@ -92,37 +123,6 @@ static void produce_and_watermarks(const char *bootstrap, int64_t *lo, int64_t *
     rd_kafka_destroy(rk);
 }
 
-static void test_version_gate(void **state) {
-    char err[512];
-    assert_int_equal(consumers_kafka_version_ok(0x020002ff, err, sizeof(err)), -1); /* 2.0.2 */
-    assert_non_null(strstr(err, "2.0.2"));
-    assert_non_null(strstr(err, "ApiVersions"));
-    assert_non_null(strstr(err, "vendored"));
-    assert_int_equal(consumers_kafka_version_ok(0x020100ff, err, sizeof(err)), -1); /* 2.1.0 */
-    assert_int_equal(consumers_kafka_version_ok(0x020200ff, err, sizeof(err)), 0);
-    assert_int_equal(consumers_kafka_version_ok(0x020f00ff, err, sizeof(err)), 0);
-    char desc[96];
-    consumers_kafka_version_describe(desc, sizeof(desc));
-    assert_non_null(strstr(desc, rd_kafka_version_str()));
-#ifdef RECLASS_RDKAFKA_VENDORED
-    assert_int_equal(consumers_kafka_check_version(err, sizeof(err)), 0);
-    assert_string_equal(desc, "2.15.0 (vendored)");
-#endif
-}
-
-static void test_help_documents_the_bound(void **state) {
-    FILE *p = popen(RECLASS_BIN " dev-broker --help", "r");
-    assert_non_null(p);
-    char out[4096];
-    size_t n = fread(out, 1, sizeof(out) - 1, p);
-    out[n] = '\0';
-    assert_int_equal(pclose(p), 0);
-    assert_non_null(strstr(out, "--partition-mb"));
-    assert_non_null(strstr(out, "--partition-max-batches"));
-    assert_non_null(strstr(out, "deleted"));
-}
-
-#ifdef RECLASS_RDKAFKA_VENDORED
 static void test_default_keeps_more_than_5mib(void **state) {
     broker_t b;
     assert_int_equal(broker_start(&b, NULL), 0);
