@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The unit and integration tests again, built with AddressSanitizer + UndefinedBehaviorSanitizer
+# (CPU backend, own build directory): a memory error, undefined behaviour or a leak in our
+# code fails the test that hit it, including inside the `reclass` processes the shell-driven
+# integration tests start. Leaks inside third-party libraries are listed, with the reason, in
+# tests/lsan.supp.
+#   tests/sanitize.sh [extra ctest args]      RECLASS_ASAN_BUILD_DIR (default build-asan)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${RECLASS_ASAN_BUILD_DIR:-$root/build-asan}
+
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DRECLASS_CUDA=OFF \
+      -DRECLASS_SANITIZE=ON >/dev/null
+cmake --build "$build" -j"$(nproc)"
+
+# Reports go to files as well as failing the process: a shell-driven test may ignore the exit
+# status of a reclass it stops or kills, and its report must not be lost with it.
+# use_unaligned: avro-c keeps pointers to its value buffers at unaligned offsets; without it
+# LeakSanitizer reports those live buffers as leaks.
+logs=$build/sanitizer-logs
+rm -rf "$logs"
+mkdir -p "$logs"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1:check_initialization_order=1:log_path=$logs/asan}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:log_path=$logs/ubsan}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-use_unaligned=1:suppressions=$root/tests/lsan.supp:print_suppressions=0}
+cd "$build"
+rc=0
+# lint_deploy checks deploy/ files and runs none of our C code.
+ctest --output-on-failure --timeout 900 -L 'unit|integration' -E '^lint_deploy$' "$@" || rc=$?
+reports=$(find "$logs" -type f | sort)
+if [ -n "$reports" ]; then
+    echo "tests/sanitize.sh: sanitizer reports ($logs):" >&2
+    for f in $reports; do
+        echo "== $f" >&2
+        head -60 "$f" >&2
+    done
+    rc=1
+fi
+exit "$rc"
