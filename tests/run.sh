@@ -2,7 +2,7 @@
 # The one test command (README, CI): installs what is missing, builds, runs every CTest test.
 # GPU tests report "skipped" on machines without a GPU. Integration tests start their own
 # throwaway PostgreSQL and embedded Kafka (librdkafka mock cluster) and stop them.
-#   tests/run.sh [extra ctest args, e.g. -L unit]
+#   tests/run.sh [extra ctest args, e.g. -L unit]      RECLASS_QUICK=1: skip the stages below
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${RECLASS_BUILD_DIR:-$root/build}
@@ -10,7 +10,8 @@ build=${RECLASS_BUILD_DIR:-$root/build}
 # librdkafka is built from third_party/ (it needs patch and the OpenSSL, zlib, zstd headers).
 pkgs=(build-essential cmake pkg-config git python3 patch libssl-dev zlib1g-dev libzstd-dev
       libavro-dev libpq-dev libopenblas-dev libjansson-dev libutf8proc-dev libmicrohttpd-dev
-      libcmocka-dev python3-pip postgresql postgresql-client)
+      libcmocka-dev python3-pip postgresql postgresql-client
+      clang libclang-rt-14-dev) # clang + its runtimes: the fuzz stage (libFuzzer)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -22,6 +23,31 @@ fi
 # The Debian postgresql package starts a cluster on 5432 we don't use; the tests run their own.
 
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" -j"$(nproc)"
-cd "$build"
-ctest --output-on-failure --timeout 900 "$@"
+cmake --build "$build" -j"$(nproc)" || { echo "tests/run.sh: FAIL: the build failed (above)"; exit 1; }
+
+# The tests; then the unit and integration tests again, built with ASan + UBSan
+# (tests/sanitize.sh), and every fuzz target for RECLASS_FUZZ_SECONDS (default 30) each
+# (tests/fuzz/run.sh). RECLASS_QUICK=1 runs the tests alone. Every stage runs even when an earlier one failed;
+# the exit status is non-zero when any did, and the last line sums them up.
+failed=0 summary=()
+stage() {
+    local name=$1 t0=$SECONDS rc=0
+    shift
+    "$@" || rc=$?
+    if [ "$rc" = 0 ]; then
+        summary+=("$name ok ($((SECONDS - t0))s)")
+    else
+        summary+=("$name FAILED (exit $rc, $((SECONDS - t0))s)")
+        failed=1
+    fi
+}
+stage tests ctest --test-dir "$build" --output-on-failure --timeout 900 "$@"
+if [ "${RECLASS_QUICK:-0}" = 1 ]; then
+    summary+=("sanitizers and fuzzing skipped (RECLASS_QUICK=1)")
+else
+    stage sanitizers "$root/tests/sanitize.sh"
+    stage fuzzing "$root/tests/fuzz/run.sh" "${RECLASS_FUZZ_SECONDS:-30}"
+fi
+line=$(printf '%s, ' "${summary[@]}")
+echo "tests/run.sh: $([ "$failed" = 0 ] && echo PASS || echo FAIL): ${line%, }"
+exit "$failed"
