@@ -523,6 +523,9 @@ int consumers_codec_encode(consumers_codec_t *c, const consumers_ticket_t *t, in
     const char *text = t->text ? t->text : "";
     size_t text_len = t->text ? t->text_len : 0;
     if (t->text && text[text_len] != '\0') text_len = strlen(text);
+    if (text_len > CODEC_MAX_TEXT_BYTES) /* the decoder refuses it: say so here, not in the DLQ */
+        return fail(err, errlen, "field text is %zu bytes (limit %d)", text_len,
+                    CODEC_MAX_TEXT_BYTES);
 
     avro_value_t *rec = &c->enc_val, f, branch;
     avro_value_reset(rec);
