@@ -13,16 +13,14 @@ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DRECLASS_CUDA=OFF \
       -DRECLASS_SANITIZE=ON >/dev/null
 cmake --build "$build" -j"$(nproc)"
 
-# Reports go to files as well as failing the process: a shell-driven test may ignore the exit
-# status of a reclass it stops or kills, and its report must not be lost with it.
-# use_unaligned: avro-c keeps pointers to its value buffers at unaligned offsets; without it
-# LeakSanitizer reports those live buffers as leaks.
+# The runtimes' default options are compiled in (tests/sanitizer_options.c). Reports also go
+# to files: a shell-driven test may ignore the exit status of a reclass it stops or kills, and
+# its report must not be lost with it.
 logs=$build/sanitizer-logs
 rm -rf "$logs"
 mkdir -p "$logs"
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1:check_initialization_order=1:log_path=$logs/asan}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:log_path=$logs/ubsan}
-export LSAN_OPTIONS=${LSAN_OPTIONS:-use_unaligned=1:suppressions=$root/tests/lsan.supp:print_suppressions=0}
+export ASAN_OPTIONS="log_path=$logs/asan${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export UBSAN_OPTIONS="log_path=$logs/ubsan${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 cd "$build"
 rc=0
 # lint_deploy checks deploy/ files and runs none of our C code.

@@ -27,9 +27,7 @@ cmake --build "$build" -j"$ncpu" --target "${targets[@]/#/fuzz_}"
 work=$build/fuzz-work
 mkdir -p "$work/tmp"
 export TMPDIR=$work/tmp # the submit targets write their input to a file
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-export LSAN_OPTIONS=${LSAN_OPTIONS:-use_unaligned=1:suppressions=$root/tests/lsan.supp:print_suppressions=0}
+# (sanitizer options: compiled in, tests/sanitizer_options.c)
 
 run_one() {
     local t=$1 dir=$work/$1
