@@ -1,4 +1,4 @@
-# The length-sorting accumulator (worker/accum.c) and the classify/bench CLI.
+# The length-sorting accumulator (worker/pipeline/accum.c) and the classify/bench CLI.
 reclass_add_test(NAME test_accum SOURCES ${CMAKE_SOURCE_DIR}/tests/test_accum.c LABELS unit)
 add_test(NAME test_classify_cli
   COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_classify.sh $<TARGET_FILE:reclass>)

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "worker/accum.h"
+#include "worker/pipeline/accum.h"
 
 /* ---- seeded PRNG (splitmix64) ---- */
 

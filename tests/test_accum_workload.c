@@ -1,4 +1,4 @@
-/* Bench workloads (worker/workload.c): the seeded tickets-mix and JSONL loading. */
+/* Bench workloads (worker/bench/workload.c): the seeded tickets-mix and JSONL loading. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "worker/workload.h"
+#include "worker/bench/workload.h"
 
 static int cmp_long(const void *a, const void *b) {
     long x = *(const long *)a, y = *(const long *)b;

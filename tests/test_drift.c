@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "worker/drift.h"
+#include "worker/observe/drift.h"
 
 #define L 151
 

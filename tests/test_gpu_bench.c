@@ -20,7 +20,7 @@
 
 #include "gpu/backend.h"
 #include "gpu/model.h"
-#include "worker/workload.h"
+#include "worker/bench/workload.h"
 
 #ifndef RECLASS_HAVE_CUDA
 int main(void) {

@@ -1,4 +1,4 @@
-/* worker/input.c: plain lines and JSON lines from a stream. */
+/* worker/text/input.c: plain lines and JSON lines from a stream. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "worker/input.h"
+#include "worker/text/input.h"
 
 static FILE *mem(const char *s, size_t n) {
     FILE *f = fmemopen((void *)s, n, "r");

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "worker/metrics.h"
+#include "worker/observe/metrics.h"
 
 static worker_metrics_t m; /* a private instance: the process-wide one stays untouched */
 

@@ -20,8 +20,8 @@
 
 #include "consumers/avro_codec.h"
 #include "consumers/mock_broker.h"
-#include "worker/config.h"
-#include "worker/pipeline.h"
+#include "worker/cli/config.h"
+#include "worker/pipeline/pipeline.h"
 #include "sink/sink.h"
 
 #define PARTS 4

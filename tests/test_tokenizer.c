@@ -16,7 +16,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "worker/tokenizer.h"
+#include "worker/text/tokenizer.h"
 
 static worker_tok_t *tok;
 

@@ -16,11 +16,11 @@
 #include "gpu/backend.h"
 #include "gpu/model.h"
 #include "gpu/nvml.h"
-#include "worker/accum.h"
+#include "worker/pipeline/accum.h"
 #include "worker/classify_util.h"
-#include "worker/cli.h"
-#include "worker/tokenizer.h"
-#include "worker/workload.h"
+#include "worker/cli/cli.h"
+#include "worker/text/tokenizer.h"
+#include "worker/bench/workload.h"
 #ifdef RECLASS_HAVE_CUDA
 #include "gpu/cuda_backend.h"
 #endif

@@ -19,11 +19,11 @@
 
 #include "gpu/backend.h"
 #include "gpu/model.h"
-#include "worker/accum.h"
+#include "worker/pipeline/accum.h"
 #include "worker/classify_util.h"
-#include "worker/cli.h"
-#include "worker/input.h"
-#include "worker/tokenizer.h"
+#include "worker/cli/cli.h"
+#include "worker/text/input.h"
+#include "worker/text/tokenizer.h"
 
 enum { SLOT_FREE = 0, SLOT_READ, SLOT_ERROR, SLOT_DONE };
 

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "worker/pipeline_int.h"
+#include "worker/pipeline/pipeline_int.h"
 
 /* Appends s to buf as a JSON string literal; returns the new length (bounded by cap). */
 static size_t json_str(char *buf, size_t len, size_t cap, const char *s) {

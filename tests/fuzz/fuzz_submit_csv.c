@@ -6,7 +6,7 @@
 
 #include "consumers/csv.h"
 #include "tests/fuzz/fuzz_util.h"
-#include "worker/submit_input.h"
+#include "worker/text/submit_input.h"
 
 static void read_all(const char *path, const char *text_key, const char *id_key) {
     worker_submit_input_t *in;

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "tests/fuzz/fuzz_util.h"
-#include "worker/input.h"
-#include "worker/submit_input.h"
+#include "worker/text/input.h"
+#include "worker/text/submit_input.h"
 
 static void submit_read_all(const char *path, const char *id_key) {
     worker_submit_input_t *in;

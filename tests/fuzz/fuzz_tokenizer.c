@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "tests/fuzz/fuzz_util.h"
-#include "worker/tokenizer.h"
+#include "worker/text/tokenizer.h"
 
 static worker_tok_t *toks[8];
 static int32_t sp_cls, sp_sep;

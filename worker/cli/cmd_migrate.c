@@ -8,7 +8,7 @@
 
 #include "sink/migrate.h"
 #include "sink/sink.h"
-#include "worker/cli.h"
+#include "worker/cli/cli.h"
 
 static void migrate_usage(FILE *f) {
     fprintf(f, "usage: reclass migrate [--db URL] [--migrations DIR] [--dry-run]\n\n"

@@ -1,5 +1,5 @@
-/* The pipeline's set-up, teardown and poll thread (see worker/pipeline.h). */
-#include "worker/pipeline.h"
+/* The pipeline's set-up, teardown and poll thread (see worker/pipeline/pipeline.h). */
+#include "worker/pipeline/pipeline.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "worker/pipeline_int.h"
+#include "worker/pipeline/pipeline_int.h"
 
 volatile sig_atomic_t pl_stop_signal = 0;
 

@@ -1,4 +1,4 @@
-#include "worker/input.h"
+#include "worker/text/input.h"
 
 #include <errno.h>
 #include <jansson.h>

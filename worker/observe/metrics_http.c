@@ -1,5 +1,5 @@
 /* /healthz, /readyz and /metrics on libmicrohttpd's internal polling thread (see
- * worker/metrics.h). Requests only read atomics, so the pipeline never waits for a scrape. */
+ * worker/observe/metrics.h). Requests only read atomics, so the pipeline never waits for a scrape. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -9,7 +9,7 @@
 
 #include <microhttpd.h>
 
-#include "worker/metrics.h"
+#include "worker/observe/metrics.h"
 
 struct worker_http {
     struct MHD_Daemon *d;

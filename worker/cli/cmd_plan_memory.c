@@ -6,7 +6,7 @@
 
 #include "gpu/model.h"
 #include "gpu/plan.h"
-#include "worker/cli.h"
+#include "worker/cli/cli.h"
 
 static void plan_usage(FILE *f) {
     fprintf(f,

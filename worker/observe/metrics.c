@@ -1,5 +1,5 @@
-/* Counters of `reclass run` and their Prometheus rendering (see worker/metrics.h). */
-#include "worker/metrics.h"
+/* Counters of `reclass run` and their Prometheus rendering (see worker/observe/metrics.h). */
+#include "worker/observe/metrics.h"
 
 #include <stdarg.h>
 #include <stdio.h>

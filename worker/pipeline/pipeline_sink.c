@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "worker/pipeline_int.h"
+#include "worker/pipeline/pipeline_int.h"
 
 static void timedwait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int ms) {
     struct timespec ts;

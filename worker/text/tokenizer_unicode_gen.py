@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerates the exception tables at the top of worker/tokenizer_unicode.c.
+"""Regenerates the exception tables at the top of worker/text/tokenizer_unicode.c.
 
 HF's BERT normalizer and pre-tokenizer take their Unicode properties from Rust std, the
 unicode-normalization crate and the older unicode_categories crate; the C tokenizer takes
@@ -7,7 +7,7 @@ them from utf8proc. This probes both on every code point and prints, as C, the r
 they disagree (flip tables invert utf8proc's answer; hf_lower overrides its lower case).
 
     pip install tokenizers==0.23.3
-    python3 worker/tokenizer_unicode_gen.py > /tmp/tables.inc   # paste into the .c file
+    python3 worker/text/tokenizer_unicode_gen.py > /tmp/tables.inc   # paste into the .c file
 """
 import ctypes
 import ctypes.util

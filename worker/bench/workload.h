@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "worker/tokenizer.h"
+#include "worker/text/tokenizer.h"
 
 typedef struct {
     long n;         /* tickets */

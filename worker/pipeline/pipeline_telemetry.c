@@ -7,9 +7,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "worker/pipeline_int.h"
+#include "worker/pipeline/pipeline_int.h"
 
-/* flush_drift hands worker/drift.c's histograms to the sink as they are. */
+/* flush_drift hands worker/observe/drift.c's histograms to the sink as they are. */
 _Static_assert(WORKER_DRIFT_BINS == SINK_DRIFT_BINS, "drift histogram bins differ");
 
 static int64_t wall_s(void) {

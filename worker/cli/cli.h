@@ -23,7 +23,7 @@ int worker_cmd_migrate(int argc, char **argv);
 /* True when argv holds -h or --help. */
 int worker_cli_wants_help(int argc, char **argv);
 
-/* Table-driven options (worker/cli.c): each entry names a long option (without "--"), what
+/* Table-driven options (worker/cli/cli.c): each entry names a long option (without "--"), what
  * it takes and the variable it sets. FLAG sets an int to 1; STR a const char *; INT / LONG an
  * int / long within [lo, hi]; LIST appends to a cli_list_t (items: the caller's array of cap
  * entries), for options that may repeat. The table ends with a NULL name. */

@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include "gpu/model.h"
-#include "worker/cli.h"
-#include "worker/input.h"
-#include "worker/tokenizer.h"
+#include "worker/cli/cli.h"
+#include "worker/text/input.h"
+#include "worker/text/tokenizer.h"
 
 static void tokenize_usage(FILE *f) {
     fprintf(f, "usage: reclass tokenize --model DIR [--jsonl] [--max-len N]\n\n"

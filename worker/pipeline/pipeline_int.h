@@ -1,4 +1,4 @@
-/* Internals shared by the pipeline's threads (worker/pipeline*.c); see worker/pipeline.h. */
+/* Internals shared by the pipeline's threads (worker/pipeline/*.c); see worker/pipeline/pipeline.h. */
 #ifndef RECLASS_WORKER_PIPELINE_INT_H
 #define RECLASS_WORKER_PIPELINE_INT_H
 
@@ -14,11 +14,11 @@
 #include "gpu/backend.h"
 #include "sink/sink.h"
 #include "sink/telemetry.h"
-#include "worker/accum.h"
-#include "worker/config.h"
-#include "worker/drift.h"
-#include "worker/metrics.h"
-#include "worker/tokenizer.h"
+#include "worker/pipeline/accum.h"
+#include "worker/cli/config.h"
+#include "worker/observe/drift.h"
+#include "worker/observe/metrics.h"
+#include "worker/text/tokenizer.h"
 
 /* One ticket on its way through. Created by the poll thread, handed to the accumulator, then
  * owned by the encoder, then by the sink thread, which frees it after its row is committed. */
@@ -88,7 +88,7 @@ typedef struct {
     long pauses; /* poll thread: times consumption was paused (backpressure) */
     long holds;  /* poll thread: backlogs waited out without a pause */
 
-    /* telemetry (worker/pipeline_telemetry.c) */
+    /* telemetry (worker/pipeline/pipeline_telemetry.c) */
     worker_http_t *http;          /* /healthz /readyz /metrics; NULL when --http-port 0 */
     char worker_id[320];          /* hostname:pid */
     const char *precision;        /* what the backend runs */

@@ -3,7 +3,7 @@
 
 #include "consumers/kafka_version.h"
 #include "gpu/backend.h"
-#include "worker/cli.h"
+#include "worker/cli/cli.h"
 
 #ifndef RECLASS_VERSION
 #define RECLASS_VERSION "0.1.0"

@@ -6,7 +6,7 @@
  * (clean, CJK spacing, NFD with canonical ordering, accent stripping, lower case) and then
  * pre-tokenizes. The ASCII path hands the text to the general one as soon as it sees a byte
  * it cannot handle. */
-#include "worker/tokenizer.h"
+#include "worker/text/tokenizer.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "worker/tokenizer_unicode.h"
+#include "worker/text/tokenizer_unicode.h"
 
 #define TOK_MAX_WORD_CHARS 100 /* longer words become [UNK], as HF's max_input_chars_per_word */
 

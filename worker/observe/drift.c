@@ -1,8 +1,8 @@
-/* Fixed-capacity drift windows (see worker/drift.h). Tenants are found through an
+/* Fixed-capacity drift windows (see worker/observe/drift.h). Tenants are found through an
  * open-addressing table (FNV-1a, linear probing) at most half full, so a lookup is O(1)
  * however many tenants a window sees; tenants past max_tenants never enter the table and
  * land in the "_other" row. */
-#include "worker/drift.h"
+#include "worker/observe/drift.h"
 
 #include <math.h>
 #include <stdio.h>

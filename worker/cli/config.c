@@ -1,11 +1,11 @@
-#include "worker/config.h"
+#include "worker/cli/config.h"
 
 #include <arpa/inet.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "worker/cli.h"
+#include "worker/cli/cli.h"
 
 /* One row per setting: the flag, its variable, and where it lands. */
 typedef struct {

@@ -10,7 +10,7 @@
 
 #include "consumers/kafka_version.h"
 #include "consumers/mock_broker.h"
-#include "worker/cli.h"
+#include "worker/cli/cli.h"
 
 #define DEV_BROKER_MAX_TOPICS 64
 

@@ -1,10 +1,10 @@
-/* reclass run: the production worker (see worker/pipeline.h). */
+/* reclass run: the production worker (see worker/pipeline/pipeline.h). */
 #include <stdio.h>
 
 #include "consumers/kafka_version.h"
-#include "worker/cli.h"
-#include "worker/config.h"
-#include "worker/pipeline.h"
+#include "worker/cli/cli.h"
+#include "worker/cli/config.h"
+#include "worker/pipeline/pipeline.h"
 
 int worker_cmd_run(int argc, char **argv) {
     worker_run_cfg_t cfg;

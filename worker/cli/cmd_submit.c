@@ -17,8 +17,8 @@
 #include "consumers/avro_codec.h"
 #include "consumers/ticket.h"
 #include "consumers/kafka_version.h"
-#include "worker/cli.h"
-#include "worker/submit_input.h"
+#include "worker/cli/cli.h"
+#include "worker/text/submit_input.h"
 
 #define SUBMIT_MAX_PROPS 32
 

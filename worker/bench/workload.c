@@ -1,4 +1,4 @@
-#include "worker/workload.h"
+#include "worker/bench/workload.h"
 
 #include <jansson.h>
 #include <math.h>

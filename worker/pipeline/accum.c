@@ -1,4 +1,4 @@
-/* The length-sorting accumulator (worker/accum.h).
+/* The length-sorting accumulator (worker/pipeline/accum.h).
  *
  * Pending items live in a pool of slots allocated once at init (max_pending_items). Each slot
  * is on two doubly linked lists: its length's bucket and the global list, both kept sorted by
@@ -11,7 +11,7 @@
  * then any items nearest in length fill the rest of the budget. Not overdue: the anchor is
  * the longest item and the batch is the run of next-longest items that fits: short items
  * accumulate into batches of their own until their deadline. */
-#include "worker/accum.h"
+#include "worker/pipeline/accum.h"
 
 #include <stdio.h>
 #include <stdlib.h>

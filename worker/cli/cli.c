@@ -1,6 +1,6 @@
 /* The option parser the subcommands share: a table of long options, each with the variable it
  * sets, on getopt_long; every usage error says what to fix and makes the command exit 2. */
-#include "worker/cli.h"
+#include "worker/cli/cli.h"
 
 #include <errno.h>
 #include <getopt.h>

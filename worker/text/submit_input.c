@@ -1,4 +1,4 @@
-#include "worker/submit_input.h"
+#include "worker/text/submit_input.h"
 
 #include <errno.h>
 #include <stdio.h>
