@@ -1,32 +1,12 @@
-/* Fuzz target: a FILE.csv as `reclass submit` reads it (worker_submit_input over the CSV
+/* Fuzz target: a FILE.csv as `reclass submit` reads and sends it (worker_submit_input over the CSV
  * reader). The input is read twice: with the usual "text"/"id" columns, and with the header's
  * last and first columns, so that any header reaches the records. */
 #include <stdint.h>
 #include <string.h>
 
 #include "consumers/csv.h"
+#include "tests/fuzz/fuzz_submit.h"
 #include "tests/fuzz/fuzz_util.h"
-#include "worker/text/submit_input.h"
-
-static void read_all(const char *path, const char *text_key, const char *id_key) {
-    worker_submit_input_t *in;
-    char err[1024] = "";
-    if (worker_submit_input_open(path, text_key, id_key, &in, err, sizeof(err)) != 0) {
-        FUZZ_CHECK(in == NULL && err[0]);
-        return;
-    }
-    worker_submit_rec_t r;
-    int rc;
-    long last_line = 0;
-    while ((rc = worker_submit_input_next(in, &r, err, sizeof(err))) == 1) {
-        FUZZ_CHECK(r.text && r.text[r.text_len] == '\0');
-        FUZZ_CHECK(r.id && strlen(r.id) < 1u << 20);
-        FUZZ_CHECK(r.line > last_line);
-        last_line = r.line;
-    }
-    FUZZ_CHECK(rc == 0 || (rc == 2 && err[0]));
-    worker_submit_input_free(in);
-}
 
 /* The header row's first and last field names, via the same CSV reader. */
 static int header_ends(const uint8_t *data, size_t size, char **first, char **last) {
@@ -53,9 +33,9 @@ static int header_ends(const uint8_t *data, size_t size, char **first, char **la
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size == 0) return 0; /* fmemopen refuses an empty buffer; the file path covers it */
     const char *path = fuzz_write_tmp("tickets.csv", data, size);
-    read_all(path, "text", NULL);
+    fuzz_submit_read_all(path, "text", NULL);
     char *first, *last;
-    if (header_ends(data, size, &first, &last) == 0) read_all(path, last, first);
+    if (header_ends(data, size, &first, &last) == 0) fuzz_submit_read_all(path, last, first);
     free(first);
     free(last);
     return 0;

@@ -4,29 +4,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "tests/fuzz/fuzz_submit.h"
 #include "tests/fuzz/fuzz_util.h"
 #include "worker/text/input.h"
-#include "worker/text/submit_input.h"
-
-static void submit_read_all(const char *path, const char *id_key) {
-    worker_submit_input_t *in;
-    char err[1024] = "";
-    if (worker_submit_input_open(path, "text", id_key, &in, err, sizeof(err)) != 0) {
-        FUZZ_CHECK(in == NULL && err[0]);
-        return;
-    }
-    worker_submit_rec_t r;
-    int rc;
-    long last_line = 0;
-    while ((rc = worker_submit_input_next(in, &r, err, sizeof(err))) == 1) {
-        FUZZ_CHECK(r.text && r.text[r.text_len] == '\0');
-        FUZZ_CHECK(r.id && strlen(r.id) < 1u << 20);
-        FUZZ_CHECK(r.line > last_line);
-        last_line = r.line;
-    }
-    FUZZ_CHECK(rc == 0 || (rc == 2 && err[0]));
-    worker_submit_input_free(in);
-}
 
 static void stdin_read_all(const uint8_t *data, size_t size, int jsonl) {
     FILE *f = fmemopen((void *)data, size, "rb");
@@ -48,8 +28,8 @@ static void stdin_read_all(const uint8_t *data, size_t size, int jsonl) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *path = fuzz_write_tmp("tickets.jsonl", data, size);
-    submit_read_all(path, NULL);
-    submit_read_all(path, "id");
+    fuzz_submit_read_all(path, "text", NULL);
+    fuzz_submit_read_all(path, "text", "id");
     if (size > 0) { /* fmemopen refuses an empty buffer */
         stdin_read_all(data, size, 1);
         stdin_read_all(data, size, 0);
