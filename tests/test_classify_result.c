@@ -1,0 +1,145 @@
+/* worker/classify/result.c: softmax, top-k and the JSON text shared by `reclass run` and
+ * `reclass classify`. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker/classify/result.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
+            printf(__VA_ARGS__);                                                                   \
+            printf("\n");                                                                          \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+static void check_text(const cls_buf_t *b, const char *want, const char *what) {
+    CHECK(!b->oom && b->s && strcmp(b->s, want) == 0, "%s: got [%s], want [%s]", what,
+          b->s ? b->s : "(null)", want);
+}
+
+static void test_softmax(void) {
+    /* softmax(1, 2, 3) = 0.0900305732, 0.2447284711, 0.6652409558 */
+    const float lg[3] = {1, 2, 3};
+    cls_result_t r;
+    cls_score(lg, 3, 3, &r);
+    CHECK(r.k == 3 && r.label == 2, "k %d label %d", r.k, r.label);
+    CHECK(r.top[0] == 2 && r.top[1] == 1 && r.top[2] == 0, "order %d %d %d", r.top[0], r.top[1],
+          r.top[2]);
+    const double want[3] = {0.6652409558, 0.2447284711, 0.0900305732};
+    for (int i = 0; i < 3; i++)
+        CHECK(r.p[i] == (float)want[i], "p[%d] %.9g want %.9g", i, r.p[i], (float)want[i]);
+    CHECK(r.confidence == r.p[0], "confidence %.9g p[0] %.9g", r.confidence, r.p[0]);
+    /* logits far from 0: computed against the max, so nothing overflows */
+    const float big[3] = {1000, 999, -1000};
+    cls_score(big, 3, 2, &r);
+    CHECK(r.k == 2 && r.top[0] == 0 && r.top[1] == 1, "big: order");
+    CHECK(r.p[0] == (float)(1 / (1 + exp(-1.0))), "big: p0 %.9g", r.p[0]);
+    CHECK(r.p[1] == (float)(exp(-1.0) / (1 + exp(-1.0))), "big: p1 %.9g", r.p[1]);
+    /* uniform */
+    const float flat[4] = {-3, -3, -3, -3};
+    cls_score(flat, 4, 4, &r);
+    for (int i = 0; i < 4; i++)
+        CHECK(r.top[i] == i && r.p[i] == 0.25f, "flat: top[%d] %d p %.9g", i, r.top[i], r.p[i]);
+}
+
+static void test_ties_and_k(void) {
+    const float lg[5] = {1, 5, 2, 5, 5};
+    cls_result_t r;
+    cls_score(lg, 5, 4, &r);
+    /* equal logits keep label order: the arg-max is the first of them */
+    CHECK(r.label == 1 && r.top[0] == 1 && r.top[1] == 3 && r.top[2] == 4 && r.top[3] == 2,
+          "ties: label %d top %d %d %d %d", r.label, r.top[0], r.top[1], r.top[2], r.top[3]);
+    CHECK(r.p[0] == r.p[1] && r.p[1] == r.p[2], "ties: equal p");
+    /* k larger than the labels: every label once */
+    cls_score(lg, 5, 9, &r);
+    CHECK(r.k == 5, "k > labels: k %d", r.k);
+    int seen = 0;
+    for (int i = 0; i < r.k; i++)
+        seen |= 1 << r.top[i];
+    CHECK(seen == 31, "k > labels: labels %x", seen);
+    cls_score(lg, 5, 0, &r);
+    CHECK(r.k == 0 && r.label == 1 && r.confidence > 0.3f, "k 0: k %d label %d", r.k, r.label);
+    float many[100];
+    for (int i = 0; i < 100; i++)
+        many[i] = (float)i;
+    cls_score(many, 100, 1000, &r);
+    CHECK(r.k == CLS_TOP_MAX && r.top[0] == 99 && r.top[63] == 36, "k capped: %d", r.k);
+}
+
+static void test_json(void) {
+    cls_buf_t b = {0};
+    cls_json_string(&b, "a \"quoted\" \\ back\\slash");
+    check_text(&b, "\"a \\\"quoted\\\" \\\\ back\\\\slash\"", "quotes");
+    b.len = 0;
+    cls_json_string(&b, "line\nfeed\ttab\x01\x1f end");
+    check_text(&b, "\"line\\u000afeed\\u0009tab\\u0001\\u001f end\"", "control bytes");
+    b.len = 0;
+    cls_json_string(&b, "caf\xc3\xa9 \xe2\x98\x95 \xf0\x9f\x98\x80");
+    check_text(&b, "\"caf\xc3\xa9 \xe2\x98\x95 \xf0\x9f\x98\x80\"", "UTF-8 kept");
+    b.len = 0;
+    cls_json_string(&b, "");
+    check_text(&b, "\"\"", "empty");
+
+    /* one number format: %.9g of the float, which reads back as the same float */
+    b.len = 0;
+    cls_json_number(&b, 0.75f);
+    check_text(&b, "0.75", "0.75");
+    b.len = 0;
+    cls_json_number(&b, 1.0f / 3.0f);
+    check_text(&b, "0.333333343", "1/3");
+    unsigned s = 12345;
+    for (int i = 0; i < 100000; i++) {
+        s = s * 1103515245u + 12345u;
+        float x = (float)(s >> 8) / (float)(1u << 24) / (float)(1 + (i % 1000));
+        b.len = 0;
+        cls_json_number(&b, x);
+        CHECK(strtof(b.s, NULL) == x, "round trip %.9g -> %s", x, b.s);
+        if (failures > 10) break;
+    }
+
+    const char *labels[3] = {"plain", "say \"hi\"\n", "caf\xc3\xa9"};
+    const float lg[3] = {0, 0, 0};
+    cls_result_t r;
+    cls_score(lg, 3, 5, &r);
+    b.len = 0;
+    cls_json_top_k(&b, &r, labels);
+    check_text(
+        &b,
+        "[{\"label\": \"plain\", \"p\": 0.333333343}, {\"label\": \"say \\\"hi\\\"\\u000a\", "
+        "\"p\": 0.333333343}, {\"label\": \"caf\xc3\xa9\", \"p\": 0.333333343}]",
+        "top_k");
+    cls_score(lg, 3, 1, &r);
+    b.len = 0;
+    cls_json_line(&b, &r, labels, 7, 1, lg, 3);
+    check_text(&b,
+               "{\"label\": \"plain\", \"confidence\": 0.333333343, \"top_k\": [{\"label\": "
+               "\"plain\", \"p\": 0.333333343}], \"tokens\": 7, \"truncated\": true, \"logits\": "
+               "[0, 0, 0]}\n",
+               "line");
+    b.len = 0;
+    cls_json_line(&b, &r, labels, 2, 0, NULL, 3);
+    check_text(&b,
+               "{\"label\": \"plain\", \"confidence\": 0.333333343, \"top_k\": [{\"label\": "
+               "\"plain\", \"p\": 0.333333343}], \"tokens\": 2, \"truncated\": false}\n",
+               "line without logits");
+    cls_buf_free(&b);
+}
+
+int main(void) {
+    test_softmax();
+    test_ties_and_k();
+    test_json();
+    if (failures) {
+        printf("%d failure(s)\n", failures);
+        return 1;
+    }
+    printf("PASS\n");
+    return 0;
+}

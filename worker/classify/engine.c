@@ -1,0 +1,157 @@
+#include "worker/classify/engine.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+double cls_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int64_t cls_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Buffers for opts (already completed); 0 or 1 with err set. */
+static int engine_alloc(cls_engine_t *e, char *err, size_t errlen) {
+    e->num_labels = e->model->cfg.num_labels;
+    e->ids = malloc((size_t)e->opts.token_budget * sizeof(int32_t));
+    e->cu = malloc((size_t)(e->max_seqs + 1) * sizeof(int32_t));
+    int ok = e->ids && e->cu;
+    for (int i = 0; i < 2; i++) {
+        e->slot[i].logits = malloc((size_t)e->max_seqs * (size_t)e->num_labels * sizeof(float));
+        ok = ok && e->slot[i].logits;
+    }
+    if (!ok) {
+        snprintf(err, errlen, "out of memory for batch buffers (token budget %d)",
+                 e->opts.token_budget);
+        return 1;
+    }
+    return 0;
+}
+
+static void engine_free_buffers(cls_engine_t *e) {
+    free(e->ids);
+    free(e->cu);
+    for (int i = 0; i < 2; i++)
+        free(e->slot[i].logits);
+}
+
+int cls_engine_attach(cls_engine_t *e, const gpu_model_t *model, const gpu_backend_ops_t *ops,
+                      gpu_backend_t *be, const gpu_backend_opts_t *opts, char *err, size_t errlen) {
+    memset(e, 0, sizeof(*e));
+    e->model = model, e->ops = ops, e->be = be, e->opts = *opts;
+    e->max_seqs = opts->max_seqs > 0 ? opts->max_seqs : opts->token_budget / 2;
+    if (e->max_seqs < 1) e->max_seqs = 1;
+    if (!ops->submit || !ops->collect) {
+        snprintf(err, errlen, "backend %s has no submit/collect", ops->name);
+        return 1;
+    }
+    if (engine_alloc(e, err, errlen)) {
+        engine_free_buffers(e);
+        memset(e, 0, sizeof(*e));
+        return 1;
+    }
+    return 0;
+}
+
+int cls_engine_open(cls_engine_t *e, const gpu_model_t *model, const char *backend,
+                    const gpu_backend_opts_t *opts, char *err, size_t errlen) {
+    memset(e, 0, sizeof(*e));
+    const gpu_backend_ops_t *ops = gpu_backend_find(backend, err, errlen);
+    if (!ops) return 2;
+    gpu_backend_opts_t o = *opts;
+    if (o.max_len <= 0 || o.max_len > model->cfg.max_pos) o.max_len = model->cfg.max_pos;
+    if (o.max_seqs <= 0) o.max_seqs = o.token_budget / 2 > 0 ? o.token_budget / 2 : 1;
+    gpu_backend_t *be = NULL;
+    if (ops->init(model, &o, &be, err, errlen) != 0) return 1;
+    if (cls_engine_attach(e, model, ops, be, &o, err, errlen) != 0) {
+        ops->free(be);
+        return 1;
+    }
+    e->own_be = 1;
+    return 0;
+}
+
+void cls_engine_close(cls_engine_t *e) {
+    char err[256];
+    while (e->be && e->in_flight > 0) { /* leave the backend idle */
+        const cls_batch_t *b;
+        if (cls_engine_collect(e, &b, err, sizeof err) != 0) break;
+    }
+    if (e->own_be && e->be) e->ops->free(e->be);
+    engine_free_buffers(e);
+    memset(e, 0, sizeof(*e));
+}
+
+int cls_engine_submit(cls_engine_t *e, const int32_t *const *seq, const int *lens, int n, char *err,
+                      size_t errlen) {
+    if (e->in_flight >= 2) {
+        snprintf(err, errlen, "two batches in flight already");
+        return 2;
+    }
+    if (n > e->max_seqs) {
+        snprintf(err, errlen, "batch of %d sequences exceeds capacity %d", n, e->max_seqs);
+        return -1;
+    }
+    int t = 0, longest = 0;
+    e->cu[0] = 0;
+    for (int i = 0; i < n; i++) {
+        if (t + lens[i] > e->opts.token_budget) {
+            snprintf(err, errlen, "batch exceeds the token budget %d", e->opts.token_budget);
+            return -1;
+        }
+        memcpy(e->ids + t, seq[i], (size_t)lens[i] * sizeof(int32_t));
+        t += lens[i];
+        e->cu[i + 1] = t;
+        if (lens[i] > longest) longest = lens[i];
+    }
+    cls_batch_t *b = &e->slot[(e->head + e->in_flight) % 2];
+    b->n = n, b->n_tokens = t, b->longest = longest;
+    b->t_submit = cls_now_s();
+    gpu_batch_t gb = {e->ids, e->cu, n, t, longest};
+    int rc = e->ops->submit(e->be, &gb, err, errlen); /* copies the inputs */
+    if (rc == 0) e->in_flight++;
+    return rc;
+}
+
+int cls_engine_collect(cls_engine_t *e, const cls_batch_t **out, char *err, size_t errlen) {
+    if (e->in_flight == 0) {
+        snprintf(err, errlen, "no batch in flight");
+        return 2;
+    }
+    cls_batch_t *b = &e->slot[e->head];
+    int rc = e->ops->collect(e->be, b->logits, err, errlen);
+    e->head ^= 1;
+    e->in_flight--;
+    b->t_ready = cls_now_s();
+    double start = b->t_submit > e->last_ready ? b->t_submit : e->last_ready;
+    b->compute_s = b->t_ready - start;
+    e->last_ready = b->t_ready;
+    *out = b;
+    return rc;
+}
+
+int cls_engine_forward(cls_engine_t *e, const int32_t *const *seq, const int *lens, int n,
+                       const cls_batch_t **out, char *err, size_t errlen) {
+    if (e->in_flight) {
+        snprintf(err, errlen, "forward with batches in flight");
+        return 2;
+    }
+    int rc = cls_engine_submit(e, seq, lens, n, err, errlen);
+    return rc ? rc : cls_engine_collect(e, out, err, errlen);
+}
+
+void cls_engine_score(const cls_engine_t *e, const cls_batch_t *b, int i, int top_k,
+                      cls_result_t *r) {
+    cls_score(b->logits + (size_t)i * (size_t)e->num_labels, e->num_labels, top_k, r);
+}
+
+const char *const *cls_engine_labels(const cls_engine_t *e) {
+    return (const char *const *)e->model->cfg.id2label;
+}

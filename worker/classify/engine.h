@@ -1,0 +1,74 @@
+/* The classification engine: one backend instance with its two in-flight batches. It packs
+ * sequences into a padding-free batch (ids, cu_seqlens), submits it, collects its logits and
+ * turns them into results (worker/classify/result.h). `reclass run`'s encoder thread,
+ * `reclass classify`, `reclass bench` and gpu_bench all drive it; what differs between them
+ * (where sequences come from, where results go, what is timed) stays with them. */
+#ifndef RECLASS_WORKER_CLASSIFY_ENGINE_H
+#define RECLASS_WORKER_CLASSIFY_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu/backend.h" /* and the model header it includes */
+#include "worker/classify/result.h"
+
+/* A batch from submit to collect. Valid from collect until the next submit. */
+typedef struct {
+    int n, n_tokens, longest; /* sequences, real tokens, longest sequence */
+    double t_submit;          /* monotonic seconds at submit */
+    double t_ready;           /* monotonic seconds when its logits were in (collect) */
+    /* seconds from the later of its submit and the previous batch's logits to its own
+     * logits: batches that overlap on the device are not counted twice */
+    double compute_s;
+    float *logits; /* (n, num_labels) after collect */
+} cls_batch_t;
+
+typedef struct {
+    const gpu_model_t *model; /* not owned */
+    const gpu_backend_ops_t *ops;
+    gpu_backend_t *be;
+    int own_be; /* cls_engine_close frees be */
+    gpu_backend_opts_t opts;
+    int max_seqs;      /* sequences per batch */
+    int num_labels;    /* of the model */
+    int32_t *ids, *cu; /* (token_budget), (max_seqs + 1): packing scratch */
+    cls_batch_t slot[2];
+    int in_flight, head; /* batches submitted and not collected; the oldest's slot */
+    double last_ready;   /* when the previous batch's logits were in */
+} cls_engine_t;
+
+/* Starts backend `backend` ("cpu", "cuda") on model (which must outlive the engine) with
+ * opts (max_len 0 = the model's; max_seqs 0 = token_budget / 2). Returns 0, 1 (runtime
+ * failure) or 2 (bad option: unknown backend or precision), with err set. */
+int cls_engine_open(cls_engine_t *e, const gpu_model_t *model, const char *backend,
+                    const gpu_backend_opts_t *opts, char *err, size_t errlen);
+/* The same on a backend instance made elsewhere (opts: what it was made with); the engine
+ * does not free it. */
+int cls_engine_attach(cls_engine_t *e, const gpu_model_t *model, const gpu_backend_ops_t *ops,
+                      gpu_backend_t *be, const gpu_backend_opts_t *opts, char *err, size_t errlen);
+/* Collects what is still in flight (results dropped), frees the buffers and an owned
+ * backend. */
+void cls_engine_close(cls_engine_t *e);
+
+/* Packs n sequences (seq[i]: lens[i] ids) and queues them on the backend (at most two
+ * batches in flight). Returns 0, or non-zero with err set (2: two in flight already). */
+int cls_engine_submit(cls_engine_t *e, const int32_t *const *seq, const int *lens, int n, char *err,
+                      size_t errlen);
+/* Waits for the oldest batch in flight: *out has its logits and times. Returns 0, or
+ * non-zero with err set. */
+int cls_engine_collect(cls_engine_t *e, const cls_batch_t **out, char *err, size_t errlen);
+/* submit + collect, with nothing in flight. */
+int cls_engine_forward(cls_engine_t *e, const int32_t *const *seq, const int *lens, int n,
+                       const cls_batch_t **out, char *err, size_t errlen);
+
+/* Result of sequence i of a collected batch. */
+void cls_engine_score(const cls_engine_t *e, const cls_batch_t *b, int i, int top_k,
+                      cls_result_t *r);
+/* The model's label names, by id. */
+const char *const *cls_engine_labels(const cls_engine_t *e);
+
+/* Monotonic seconds (the engine's clock) and milliseconds. */
+double cls_now_s(void);
+int64_t cls_now_ms(void);
+
+#endif

@@ -1,0 +1,125 @@
+#include "worker/classify/result.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cls_score(const float *logits, int num_labels, int top_k, cls_result_t *r) {
+    const int L = num_labels;
+    int k = top_k < L ? top_k : L;
+    if (k > CLS_TOP_MAX) k = CLS_TOP_MAX;
+    if (k < 0) k = 0;
+    int arg = 0;
+    for (int j = 1; j < L; j++)
+        if (logits[j] > logits[arg]) arg = j;
+    const double mx = logits[arg];
+    double z = 0;
+    for (int j = 0; j < L; j++)
+        z += exp((double)logits[j] - mx);
+    /* selection: k is small, labels a few hundred at most; ties keep the lower id first */
+    for (int i = 0; i < k; i++) {
+        int best = -1;
+        for (int j = 0; j < L; j++) {
+            int used = 0;
+            for (int q = 0; q < i && !used; q++)
+                used = r->top[q] == j;
+            if (!used && (best < 0 || logits[j] > logits[best])) best = j;
+        }
+        r->top[i] = best;
+        r->p[i] = (float)(exp((double)logits[best] - mx) / z);
+    }
+    r->k = k;
+    r->label = arg;
+    r->confidence = (float)(1.0 / z); /* exp(0) / z */
+}
+
+void cls_buf_free(cls_buf_t *b) {
+    free(b->s);
+    memset(b, 0, sizeof(*b));
+}
+
+static int buf_reserve(cls_buf_t *b, size_t more) {
+    if (b->oom) return -1;
+    if (b->len + more + 1 <= b->cap) return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + more + 1)
+        cap *= 2;
+    char *s = realloc(b->s, cap);
+    if (!s) {
+        b->oom = 1;
+        return -1;
+    }
+    b->s = s, b->cap = cap;
+    return 0;
+}
+
+static void buf_put(cls_buf_t *b, const char *s, size_t n) {
+    if (buf_reserve(b, n)) return;
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+}
+
+void cls_buf_puts(cls_buf_t *b, const char *s) {
+    buf_put(b, s, strlen(s));
+}
+
+static void buf_printf(cls_buf_t *b, const char *fmt, ...) {
+    char tmp[64];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n > 0) buf_put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+void cls_json_string(cls_buf_t *b, const char *s) {
+    buf_put(b, "\"", 1);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') {
+            char e[2] = {'\\', (char)*p};
+            buf_put(b, e, 2);
+        } else if (*p < 0x20) {
+            buf_printf(b, "\\u%04x", *p);
+        } else {
+            buf_put(b, (const char *)p, 1);
+        }
+    }
+    buf_put(b, "\"", 1);
+}
+
+void cls_json_number(cls_buf_t *b, float x) {
+    buf_printf(b, "%.9g", (double)x);
+}
+
+void cls_json_top_k(cls_buf_t *b, const cls_result_t *r, const char *const *labels) {
+    buf_put(b, "[", 1);
+    for (int i = 0; i < r->k; i++) {
+        cls_buf_puts(b, i ? ", {\"label\": " : "{\"label\": ");
+        cls_json_string(b, labels[r->top[i]]);
+        cls_buf_puts(b, ", \"p\": ");
+        cls_json_number(b, r->p[i]);
+        buf_put(b, "}", 1);
+    }
+    buf_put(b, "]", 1);
+}
+
+void cls_json_line(cls_buf_t *b, const cls_result_t *r, const char *const *labels, int tokens,
+                   int truncated, const float *logits, int num_labels) {
+    cls_buf_puts(b, "{\"label\": ");
+    cls_json_string(b, labels[r->label]);
+    cls_buf_puts(b, ", \"confidence\": ");
+    cls_json_number(b, r->confidence);
+    cls_buf_puts(b, ", \"top_k\": ");
+    cls_json_top_k(b, r, labels);
+    buf_printf(b, ", \"tokens\": %d, \"truncated\": %s", tokens, truncated ? "true" : "false");
+    if (logits) {
+        cls_buf_puts(b, ", \"logits\": [");
+        for (int j = 0; j < num_labels; j++)
+            buf_printf(b, j ? ", %.9g" : "%.9g", (double)logits[j]);
+        buf_put(b, "]", 1);
+    }
+    cls_buf_puts(b, "}\n");
+}
