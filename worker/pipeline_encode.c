@@ -68,19 +68,6 @@ static int score_item(pl_item_t *it, const float *logits, const gpu_model_config
     return 0;
 }
 
-void pl_wait_until_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t wake_ms) {
-    int64_t now = pl_now_ms();
-    int64_t dt = wake_ms - now;
-    if (dt > 100) dt = 100; /* re-check flags regularly */
-    if (dt < 1) dt = 1;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += (long)(dt % 1000) * 1000000L;
-    ts.tv_sec += (time_t)(dt / 1000) + ts.tv_nsec / 1000000000L;
-    ts.tv_nsec %= 1000000000L;
-    pthread_cond_timedwait(cv, mu, &ts);
-}
-
 /* A batch from submit to its results: the encoder submits the next batch before it collects
  * and scores this one, so the device works while the host scores (with a backend that has
  * submit/collect; otherwise submit runs the forward and collect is a copy). */
@@ -98,7 +85,7 @@ static void enc_slot_drop(enc_slot_t *sl) {
     sl->n = 0;
 }
 
-/* Collects, scores and queues sl's batch for the sink (takes pl->mu to queue). *last_ready:
+/* Collects, scores and queues sl's batch for the sink (takes pl->q.mu to queue). *last_ready:
  * when the previous batch's logits were in; a batch's compute time runs from the later of
  * that and its submit to its own logits, so overlapped batches are not counted twice.
  * On failure the items are freed and err says why. */
@@ -147,16 +134,16 @@ static int enc_publish(pl_t *pl, enc_slot_t *sl, double *last_ready, float *prob
                             .backend = pl->ops->name,
                             .device_used_bytes = (int64_t)ms.device_used,
                             .arena_bytes = (int64_t)ms.arena_bytes};
-    pthread_mutex_lock(&pl->mu);
-    pl->encoder_s += dt;
-    if (pl->out_tail)
-        pl->out_tail->next = o;
+    pthread_mutex_lock(&pl->q.mu);
+    pl->st.encoder_s += dt;
+    if (pl->q.out_tail)
+        pl->q.out_tail->next = o;
     else
-        pl->out_head = o;
-    pl->out_tail = o;
-    pl->out_items += n;
-    pthread_cond_signal(&pl->cv_sink);
-    pthread_mutex_unlock(&pl->mu);
+        pl->q.out_head = o;
+    pl->q.out_tail = o;
+    pl->q.out_items += n;
+    pthread_cond_signal(&pl->q.cv_sink);
+    pthread_mutex_unlock(&pl->q.mu);
     return 0;
 }
 
@@ -208,36 +195,36 @@ void *pl_encoder_main(void *arg) {
     int cur = 0;
     double last_ready = 0;
     char err[512];
-    pthread_mutex_lock(&pl->mu);
-    while (!failed && !pl->fatal) {
+    pthread_mutex_lock(&pl->q.mu);
+    while (!failed && !pl->q.fatal) {
         int64_t now = pl_now_ms();
-        int pending = worker_accum_pending_items(pl->acc);
-        if (pl->draining && pending == 0 && !prev) break;
-        int room = pl->out_items < pl->max_out_items; /* else the sink is behind (or db down) */
-        int ready = pending > 0 && (pl->draining || worker_accum_ready(pl->acc, now));
+        int pending = worker_accum_pending_items(pl->q.acc);
+        if (pl->q.draining && pending == 0 && !prev) break;
+        int room = pl->q.out_items < pl->q.max_out_items; /* else the sink is behind (or db down) */
+        int ready = pending > 0 && (pl->q.draining || worker_accum_ready(pl->q.acc, now));
         int n = room && ready
-                    ? worker_accum_pop(pl->acc, now, pl->draining, slot[cur].items, lens, cap)
+                    ? worker_accum_pop(pl->q.acc, now, pl->q.draining, slot[cur].items, lens, cap)
                     : 0;
         if (n <= 0) {
             if (!room) { /* even a batch in flight waits: its rows would overfill the queue */
-                pl_wait_until_ms(&pl->cv_room, &pl->mu, now + 100);
+                pl_wait_until_ms(&pl->q.cv_room, &pl->q.mu, now + 100);
             } else if (prev) { /* nothing to submit: finish the batch in flight */
-                pthread_mutex_unlock(&pl->mu);
+                pthread_mutex_unlock(&pl->q.mu);
                 int rc = enc_publish(pl, prev, &last_ready, probs, top, err, sizeof(err));
                 prev = NULL;
-                pthread_mutex_lock(&pl->mu);
+                pthread_mutex_lock(&pl->q.mu);
                 if (rc) {
                     fprintf(stderr, "reclass run: encoder: %s\n", err);
-                    pl->fatal = 1;
+                    pl->q.fatal = 1;
                 }
             } else {
-                pl_wait_until_ms(&pl->cv_enc, &pl->mu,
-                                 ready ? now + 5 : worker_accum_next_deadline(pl->acc));
+                pl_wait_until_ms(&pl->q.cv_enc, &pl->q.mu,
+                                 ready ? now + 5 : worker_accum_next_deadline(pl->q.acc));
             }
             continue;
         }
-        pthread_cond_signal(&pl->cv_accum); /* a consumer holding back may push again */
-        pthread_mutex_unlock(&pl->mu);
+        pthread_cond_signal(&pl->q.cv_accum); /* a consumer holding back may push again */
+        pthread_mutex_unlock(&pl->q.mu);
 
         enc_slot_t *sl = &slot[cur];
         sl->n = n;
@@ -254,18 +241,18 @@ void *pl_encoder_main(void *arg) {
         if (rc) {
             fprintf(stderr, "reclass run: encoder: %s\n", err);
             enc_slot_drop(sl);
-            pthread_mutex_lock(&pl->mu);
-            pl->fatal = 1;
+            pthread_mutex_lock(&pl->q.mu);
+            pl->q.fatal = 1;
             break;
         }
         prev = sl;
         cur ^= 1;
-        pthread_mutex_lock(&pl->mu);
+        pthread_mutex_lock(&pl->q.mu);
     }
-    pl->enc_done = 1;
-    if (failed) pl->fatal = 1;
-    pthread_cond_broadcast(&pl->cv_sink);
-    pthread_mutex_unlock(&pl->mu);
+    pl->q.enc_done = 1;
+    if (failed) pl->q.fatal = 1;
+    pthread_cond_broadcast(&pl->q.cv_sink);
+    pthread_mutex_unlock(&pl->q.mu);
     if (prev) { /* stopped by a failure elsewhere: collect so the backend is idle, drop */
         if (pl->ops->collect(pl->be, prev->logits, err, sizeof(err)) != 0)
             fprintf(stderr, "reclass run: encoder: %s\n", err);

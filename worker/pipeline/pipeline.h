@@ -14,10 +14,10 @@
  * dropped from offset tracking (rows may still be written: the upsert makes that harmless).
  * SIGTERM/SIGINT or --idle-exit: stop fetching, finish in-flight batches, store and commit
  * offsets, leave the group, exit 0.
- * Telemetry (worker/pipeline/pipeline_telemetry.c): every thread bumps the atomics of worker/observe/metrics.h,
- * served by --http-port (/healthz /readyz /metrics); the sink thread also owns the drift
- * windows (worker/observe/drift.h) and writes them and the gpu_memory rows between result
- * transactions. */
+ * Telemetry (worker/pipeline/telemetry.c): every thread bumps the atomics of
+ * worker/observe/metrics.h, served by --http-port (/healthz /readyz /metrics); the sink thread also
+ * owns the drift windows (worker/observe/drift.h) and writes them and the gpu_memory rows between
+ * result transactions. */
 #ifndef RECLASS_WORKER_PIPELINE_H
 #define RECLASS_WORKER_PIPELINE_H
 

@@ -5,15 +5,6 @@
 
 #include "worker/pipeline/pipeline_int.h"
 
-static void timedwait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int ms) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += (long)ms * 1000000L;
-    ts.tv_sec += ts.tv_nsec / 1000000000L;
-    ts.tv_nsec %= 1000000000L;
-    pthread_cond_timedwait(cv, mu, &ts);
-}
-
 static void sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
@@ -26,7 +17,7 @@ static int write_committed(pl_t *pl, const sink_result_t *rows, int n_rows, cons
     char err[1024];
     int backoff = 100;
     for (;;) {
-        int rc = sink_write(pl->sink, rows, n_rows, bat, n_bat, err, sizeof(err));
+        int rc = sink_write(pl->sk.sink, rows, n_rows, bat, n_bat, err, sizeof(err));
         if (rc == SINK_OK) break;
         if (rc != SINK_RETRY) {
             fprintf(stderr, "reclass run: database write failed for good: %s\n", err);
@@ -35,24 +26,24 @@ static int write_committed(pl_t *pl, const sink_result_t *rows, int n_rows, cons
         }
         worker_metrics_add(&worker_metrics.sink_retries, 1);
         atomic_store(&worker_metrics.sink_connected, 0);
-        pthread_mutex_lock(&pl->mu);
-        if (!pl->sink_down)
+        pthread_mutex_lock(&pl->q.mu);
+        if (!pl->q.sink_down)
             fprintf(stderr,
                     "reclass run: database unavailable (%s): pausing consumption, "
                     "retrying\n",
                     err);
-        pl->sink_down = 1;
-        pthread_mutex_unlock(&pl->mu);
+        pl->q.sink_down = 1;
+        pthread_mutex_unlock(&pl->q.mu);
         for (;;) {
             sleep_ms(backoff);
             backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
-            if (sink_reconnect(pl->sink, err, sizeof(err)) == 0) break;
+            if (sink_reconnect(pl->sk.sink, err, sizeof(err)) == 0) break;
         }
     }
-    pthread_mutex_lock(&pl->mu);
-    if (pl->sink_down) fprintf(stderr, "reclass run: database back: resuming\n");
-    pl->sink_down = 0;
-    pthread_mutex_unlock(&pl->mu);
+    pthread_mutex_lock(&pl->q.mu);
+    if (pl->q.sink_down) fprintf(stderr, "reclass run: database back: resuming\n");
+    pl->q.sink_down = 0;
+    pthread_mutex_unlock(&pl->q.mu);
     worker_metrics_add(&worker_metrics.sink_commits, 1);
     atomic_store(&worker_metrics.sink_connected, 1);
     return SINK_OK;
@@ -65,11 +56,11 @@ static int commit_rows(pl_t *pl, const sink_result_t *rows, pl_item_t **its, int
     int rc = write_committed(pl, rows, r, bat, b);
     if (rc != SINK_OK) return rc;
     /* committed: now, and only now, these offsets may be stored */
-    pthread_mutex_lock(&pl->mu);
+    pthread_mutex_lock(&pl->q.mu);
     int n_parts = 0;
     for (int q = 0; q < r; q++) {
         pl_item_t *x = its[q];
-        if (consumers_offsets_committed(pl->offsets, x->t.partition, x->epoch, x->t.offset)) {
+        if (consumers_offsets_committed(pl->q.offsets, x->t.partition, x->epoch, x->t.offset)) {
             int seen = 0;
             for (int p = 0; p < n_parts && !seen; p++)
                 seen = parts[p] == x->t.partition;
@@ -77,14 +68,14 @@ static int commit_rows(pl_t *pl, const sink_result_t *rows, pl_item_t **its, int
         }
     }
     for (int p = 0; p < n_parts; p++) {
-        int64_t s = consumers_offsets_storable(pl->offsets, parts[p]);
+        int64_t s = consumers_offsets_storable(pl->q.offsets, parts[p]);
         if (s >= 0) pl_store(pl, parts[p], s);
     }
-    pl->tickets_done += r;
-    pl->rows_written += r;
-    pl->batches_done += b;
-    pl->last_commit_s = pl_now_s();
-    pthread_mutex_unlock(&pl->mu);
+    pl->st.tickets_done += r;
+    pl->st.rows_written += r;
+    pl->st.batches_done += b;
+    pl->st.last_commit_s = pl_now_s();
+    pthread_mutex_unlock(&pl->q.mu);
     worker_metrics_add(&worker_metrics.tickets_classified, r);
     pl_telemetry_drift_add(pl, its, r); /* committed rows only */
     return SINK_OK;
@@ -100,34 +91,34 @@ void *pl_sink_main(void *arg) {
     int32_t *parts = malloc(sizeof(*parts) * (size_t)cap_rows);     /* (sink_rows) touched */
     const gpu_model_config_t *mc = &pl->model->cfg;
     pl_telemetry_tick(pl, 0); /* the start-up gpu_memory row */
-    pthread_mutex_lock(&pl->mu);
+    pthread_mutex_lock(&pl->q.mu);
     if (!rows || !bat || !its || !parts) {
         fprintf(stderr, "reclass run: sink: out of memory\n");
-        pl->fatal = 1;
+        pl->q.fatal = 1;
     }
-    while (!pl->fatal) {
-        while (!pl->out_head && !pl->enc_done && !pl->fatal) {
+    while (!pl->q.fatal) {
+        while (!pl->q.out_head && !pl->q.enc_done && !pl->q.fatal) {
             /* wake up now and then: a quiet drift window must still close and be written */
-            timedwait_ms(&pl->cv_sink, &pl->mu, 250);
-            if (pl->out_head || pl->enc_done || pl->fatal) break;
-            pthread_mutex_unlock(&pl->mu);
+            pl_timedwait_ms(&pl->q.cv_sink, &pl->q.mu, 250);
+            if (pl->q.out_head || pl->q.enc_done || pl->q.fatal) break;
+            pthread_mutex_unlock(&pl->q.mu);
             pl_telemetry_tick(pl, 0);
-            pthread_mutex_lock(&pl->mu);
+            pthread_mutex_lock(&pl->q.mu);
         }
-        if (!pl->out_head) break; /* the encoder is done and everything is written */
+        if (!pl->q.out_head) break; /* the encoder is done and everything is written */
         /* take whole batches while they fit; a batch larger than sink_rows goes alone */
         int n_rows = 0, n_bat = 0;
         pl_out_t *taken = NULL, **tail = &taken;
-        while (pl->out_head && (n_bat == 0 || n_rows + pl->out_head->n <= cap_rows)) {
-            pl_out_t *o = pl->out_head;
-            pl->out_head = o->next;
-            if (!pl->out_head) pl->out_tail = NULL;
+        while (pl->q.out_head && (n_bat == 0 || n_rows + pl->q.out_head->n <= cap_rows)) {
+            pl_out_t *o = pl->q.out_head;
+            pl->q.out_head = o->next;
+            if (!pl->q.out_head) pl->q.out_tail = NULL;
             o->next = NULL;
             *tail = o;
             tail = &o->next;
             n_rows += o->n;
             n_bat++;
-            pl->out_items -= o->n;
+            pl->q.out_items -= o->n;
             if (n_rows >= cap_rows) break;
         }
         /* results of partitions revoked since they were consumed: their new owner re-reads
@@ -137,7 +128,7 @@ void *pl_sink_main(void *arg) {
             int k = 0;
             for (int i = 0; i < o->n; i++) {
                 pl_item_t *it = o->items[i];
-                if (consumers_offsets_epoch(pl->offsets, it->t.partition) == it->epoch)
+                if (consumers_offsets_epoch(pl->q.offsets, it->t.partition) == it->epoch)
                     o->items[k++] = it;
                 else
                     pl_item_free(it);
@@ -145,9 +136,9 @@ void *pl_sink_main(void *arg) {
             stale += o->n - k;
             o->n = k;
         }
-        pl->stale_skipped += stale;
-        pthread_cond_broadcast(&pl->cv_room);
-        pthread_mutex_unlock(&pl->mu);
+        pl->st.stale_skipped += stale;
+        pthread_cond_broadcast(&pl->q.cv_room);
+        pthread_mutex_unlock(&pl->q.mu);
 
         /* flatten into rows; a batch bigger than cap_rows is written in slices */
         int rc = SINK_OK;
@@ -188,18 +179,18 @@ void *pl_sink_main(void *arg) {
             free(o->items);
             free(o);
         }
-        pthread_mutex_lock(&pl->mu);
-        pl->sink_s += dt;
-        if (rc != SINK_OK) pl->fatal = 1; /* stop; nothing unwritten is ever stored */
+        pthread_mutex_lock(&pl->q.mu);
+        pl->st.sink_s += dt;
+        if (rc != SINK_OK) pl->q.fatal = 1; /* stop; nothing unwritten is ever stored */
     }
-    pthread_mutex_unlock(&pl->mu);
+    pthread_mutex_unlock(&pl->q.mu);
     /* everything accepted is written (or the run failed): last drift window, exit row */
     pl_telemetry_tick(pl, 1);
-    pthread_mutex_lock(&pl->mu);
-    pl->sink_done = 1;
-    pthread_cond_broadcast(&pl->cv_room);
-    pthread_cond_broadcast(&pl->cv_enc);
-    pthread_mutex_unlock(&pl->mu);
+    pthread_mutex_lock(&pl->q.mu);
+    pl->q.sink_done = 1;
+    pthread_cond_broadcast(&pl->q.cv_room);
+    pthread_cond_broadcast(&pl->q.cv_enc);
+    pthread_mutex_unlock(&pl->q.mu);
     free(rows);
     free(bat);
     free(its);

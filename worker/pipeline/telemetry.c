@@ -53,9 +53,9 @@ int pl_telemetry_init(pl_t *pl, char *err, size_t errlen) {
                              .max_tenants =
                                  cfg->drift_max_tenants > 0 ? cfg->drift_max_tenants : 64,
                              .num_labels = pl->model->cfg.num_labels};
-    if (worker_drift_init(&dc, &pl->drift, err, errlen)) return 1;
-    pl->drift_rows = calloc((size_t)dc.max_tenants + 1, sizeof(*pl->drift_rows));
-    if (!pl->drift_rows) {
+    if (worker_drift_init(&dc, &pl->sk.drift, err, errlen)) return 1;
+    pl->sk.drift_rows = calloc((size_t)dc.max_tenants + 1, sizeof(*pl->sk.drift_rows));
+    if (!pl->sk.drift_rows) {
         snprintf(err, errlen, "out of memory");
         return 1;
     }
@@ -75,16 +75,16 @@ int pl_telemetry_init(pl_t *pl, char *err, size_t errlen) {
 void pl_telemetry_free(pl_t *pl) {
     worker_http_stop(pl->http); /* first: its thread must not outlive what it shows */
     pl->http = NULL;
-    worker_drift_free(pl->drift);
-    pl->drift = NULL;
-    free(pl->drift_rows);
-    pl->drift_rows = NULL;
+    worker_drift_free(pl->sk.drift);
+    pl->sk.drift = NULL;
+    free(pl->sk.drift_rows);
+    pl->sk.drift_rows = NULL;
 }
 
 void pl_telemetry_drift_add(pl_t *pl, pl_item_t *const *its, int n) {
     int64_t now = wall_s();
     for (int i = 0; i < n; i++)
-        worker_drift_add(pl->drift, now, its[i]->t.tenant, its[i]->label_id, its[i]->confidence,
+        worker_drift_add(pl->sk.drift, now, its[i]->t.tenant, its[i]->label_id, its[i]->confidence,
                          its[i]->truncated, its[i]->n_ids);
 }
 
@@ -102,32 +102,32 @@ static int telemetry_failed(pl_t *pl, int rc, const char *err) {
         atomic_store(&worker_metrics.sink_connected, 0);
         /* the result path reconnects when it writes; an idle worker must do it here */
         double now = pl_now_s();
-        if (now >= pl->next_reconnect_s) {
-            pl->next_reconnect_s = now + telemetry_every_s(pl);
+        if (now >= pl->sk.next_reconnect_s) {
+            pl->sk.next_reconnect_s = now + telemetry_every_s(pl);
             char e2[512];
-            if (sink_reconnect(pl->sink, e2, sizeof(e2)) == SINK_OK)
+            if (sink_reconnect(pl->sk.sink, e2, sizeof(e2)) == SINK_OK)
                 atomic_store(&worker_metrics.sink_connected, 1);
         }
         return 1;
     }
     fprintf(stderr, "reclass run: telemetry disabled: %s\n", err);
-    pl->telemetry_off = 1;
+    pl->sk.telemetry_off = 1;
     return 0;
 }
 
 static void flush_drift(pl_t *pl) {
     const worker_drift_window_t *w;
-    while (!pl->telemetry_off && (w = worker_drift_oldest(pl->drift)) != NULL) {
+    while (!pl->sk.telemetry_off && (w = worker_drift_oldest(pl->sk.drift)) != NULL) {
         for (int i = 0; i < w->n_rows; i++) {
             const worker_drift_row_t *r = &w->rows[i];
-            pl->drift_rows[i] = (sink_drift_row_t){.tenant = r->tenant,
-                                                   .overflow = r->overflow,
-                                                   .tickets = r->tickets,
-                                                   .label_counts = r->label_counts,
-                                                   .hist = r->hist,
-                                                   .confidence_sum = r->confidence_sum,
-                                                   .truncated = r->truncated,
-                                                   .tokens = r->tokens};
+            pl->sk.drift_rows[i] = (sink_drift_row_t){.tenant = r->tenant,
+                                                      .overflow = r->overflow,
+                                                      .tickets = r->tickets,
+                                                      .label_counts = r->label_counts,
+                                                      .hist = r->hist,
+                                                      .confidence_sum = r->confidence_sum,
+                                                      .truncated = r->truncated,
+                                                      .tokens = r->tokens};
         }
         sink_drift_t d = {.window_start_s = w->start_s,
                           .window_s = w->window_s,
@@ -135,18 +135,18 @@ static void flush_drift(pl_t *pl) {
                           .worker = pl->worker_id,
                           .labels = (const char *const *)pl->model->cfg.id2label,
                           .n_labels = pl->model->cfg.num_labels,
-                          .rows = pl->drift_rows,
+                          .rows = pl->sk.drift_rows,
                           .n_rows = w->n_rows};
         char err[1024];
-        int rc = sink_write_drift(pl->sink, &d, err, sizeof(err));
+        int rc = sink_write_drift(pl->sk.sink, &d, err, sizeof(err));
         if (rc == SINK_OK) {
             worker_metrics_add(&worker_metrics.drift_windows, 1);
-            worker_drift_pop(pl->drift);
+            worker_drift_pop(pl->sk.drift);
         } else if (telemetry_failed(pl, rc, err)) {
             break; /* kept (bounded by WORKER_DRIFT_SLOTS) and retried on a later tick */
         }
     }
-    atomic_store(&worker_metrics.drift_dropped, worker_drift_dropped(pl->drift));
+    atomic_store(&worker_metrics.drift_dropped, worker_drift_dropped(pl->sk.drift));
 }
 
 static void write_gpu_row(pl_t *pl) {
@@ -164,7 +164,7 @@ static void write_gpu_row(pl_t *pl) {
         .token_budget = pl->token_budget,
     };
     char err[1024];
-    int rc = sink_write_gpu_memory(pl->sink, &g, err, sizeof(err));
+    int rc = sink_write_gpu_memory(pl->sk.sink, &g, err, sizeof(err));
     if (rc == SINK_OK)
         worker_metrics_add(&worker_metrics.telemetry_rows, 1);
     else
@@ -172,18 +172,18 @@ static void write_gpu_row(pl_t *pl) {
 }
 
 void pl_telemetry_tick(pl_t *pl, int final) {
-    if (!pl->drift || !pl->sink) return;
-    int waiting = worker_drift_tick(pl->drift, wall_s(), final);
-    if (pl->telemetry_off) {
-        while (worker_drift_oldest(pl->drift)) /* nowhere to write them: keep the slots free */
-            worker_drift_pop(pl->drift);
+    if (!pl->sk.drift || !pl->sk.sink) return;
+    int waiting = worker_drift_tick(pl->sk.drift, wall_s(), final);
+    if (pl->sk.telemetry_off) {
+        while (worker_drift_oldest(pl->sk.drift)) /* nowhere to write them: keep the slots free */
+            worker_drift_pop(pl->sk.drift);
         return;
     }
     if (waiting) flush_drift(pl);
     double now = pl_now_s();
-    if (pl->telemetry_off || (!final && now < pl->next_gpu_row_s)) return;
-    pl->next_gpu_row_s = now + telemetry_every_s(pl);
+    if (pl->sk.telemetry_off || (!final && now < pl->sk.next_gpu_row_s)) return;
+    pl->sk.next_gpu_row_s = now + telemetry_every_s(pl);
     write_gpu_row(pl);
-    if (final && worker_drift_oldest(pl->drift))
+    if (final && worker_drift_oldest(pl->sk.drift))
         fprintf(stderr, "reclass run: drift statistics of the last window not written\n");
 }

@@ -1,0 +1,365 @@
+/* The poll thread: Kafka records -> tickets -> the accumulator, rebalances, dead letters, and
+ * the drain at shutdown (see worker/pipeline/pipeline.h). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "worker/pipeline/pipeline_int.h"
+
+void pl_store(pl_t *pl, int32_t partition, int64_t next_offset) {
+    if (consumers_consumer_store(pl->poll.consumer, partition, next_offset)) return;
+    if (partition >= pl->st.n_stored) {
+        int n = partition + 1;
+        int64_t *ns = realloc(pl->st.stored, sizeof(*ns) * (size_t)n); /* (n_stored) */
+        if (!ns) return; /* only statistics are lost */
+        for (int i = pl->st.n_stored; i < n; i++)
+            ns[i] = -1;
+        pl->st.stored = ns;
+        pl->st.n_stored = n;
+    }
+    pl->st.stored[partition] = next_offset;
+}
+
+/* A dead letter is in Kafka: its source record counts as committed (tag = the epoch of the
+ * partition's assignment it was read in). */
+void pl_dlq_done(void *ctx, int32_t partition, int64_t offset, int64_t epoch) {
+    pl_t *pl = ctx;
+    pthread_mutex_lock(&pl->q.mu);
+    consumers_offsets_committed(pl->q.offsets, partition, epoch, offset);
+    int64_t s = consumers_offsets_storable(pl->q.offsets, partition);
+    if (s >= 0) pl_store(pl, partition, s);
+    pl->st.dead_letters++;
+    pthread_mutex_unlock(&pl->q.mu);
+    worker_metrics_add(&worker_metrics.dead_lettered, 1);
+}
+
+void pl_on_assign(void *ctx, const int32_t *parts, int n) {
+    pl_t *pl = ctx;
+    pthread_mutex_lock(&pl->q.mu);
+    for (int i = 0; i < n; i++)
+        consumers_offsets_assign(pl->q.offsets, parts[i]);
+    pthread_mutex_unlock(&pl->q.mu);
+    atomic_fetch_add(&worker_metrics.partitions_assigned, n);
+}
+
+/* Stores what is committed of the revoked partitions, then forgets their in-flight offsets;
+ * items still in the accumulator or the sink queue finish, but cannot store anything. */
+void pl_on_revoke(void *ctx, const int32_t *parts, int n, int lost) {
+    pl_t *pl = ctx;
+    long dropped = 0;
+    pthread_mutex_lock(&pl->q.mu);
+    for (int i = 0; i < n; i++) {
+        int64_t s = consumers_offsets_storable(pl->q.offsets, parts[i]);
+        if (s >= 0 && !lost) pl_store(pl, parts[i], s);
+        dropped += consumers_offsets_revoke(pl->q.offsets, parts[i]);
+    }
+    pl->st.revoked_partitions += n;
+    pl->st.dropped_in_flight += dropped;
+    pthread_mutex_unlock(&pl->q.mu);
+    atomic_fetch_sub(&worker_metrics.partitions_assigned, n);
+    /* overflow items of those partitions will never be stored: drop them now */
+    pl_item_t **pp = &pl->poll.ovf_head, *last = NULL;
+    while (*pp) {
+        pl_item_t *it = *pp;
+        int revoked = 0;
+        for (int i = 0; i < n; i++)
+            revoked |= it->t.partition == parts[i];
+        if (revoked) {
+            *pp = it->next;
+            pl_item_free(it);
+            pl->poll.ovf_n--;
+        } else {
+            last = it;
+            pp = &it->next;
+        }
+    }
+    pl->poll.ovf_tail = last;
+    if (dropped)
+        fprintf(stderr,
+                "reclass run: %ld in-flight record(s) of revoked partitions left unstored "
+                "(their next owner re-reads them)\n",
+                dropped);
+}
+
+/* Decodes and tokenizes one record into an item; returns NULL with err for a dead letter. */
+static pl_item_t *make_item(pl_t *pl, const rd_kafka_message_t *m, worker_ids_t *ids, char *err,
+                            size_t errlen) {
+    pl_item_t *it = calloc(1, sizeof(*it));
+    if (!it) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (!m->payload || m->len == 0) {
+        snprintf(err, errlen, "empty record value");
+        free(it);
+        return NULL;
+    }
+    if (consumers_codec_decode(pl->poll.codec, m->payload, m->len, &it->t, err, errlen)) {
+        free(it);
+        return NULL;
+    }
+    /* the sink keys rows by these: a record without them can never be stored */
+    const char *bad = !it->t.job_id || !*it->t.job_id         ? "empty job_id"
+                      : !it->t.ticket_id || !*it->t.ticket_id ? "empty ticket_id"
+                      : it->t.job_total < 1                   ? "job_total < 1"
+                      : !it->t.text                           ? "missing text"
+                                                              : NULL;
+    if (bad) {
+        snprintf(err, errlen, "invalid ticket: %s", bad);
+        pl_item_free(it);
+        return NULL;
+    }
+    it->t.partition = m->partition;
+    it->t.offset = m->offset;
+    if (worker_tok_encode(pl->tok, it->t.text, it->t.text_len, pl->max_len, ids)) {
+        snprintf(err, errlen, "out of memory tokenizing");
+        pl_item_free(it);
+        return NULL;
+    }
+    it->ids = malloc(sizeof(*it->ids) * (size_t)ids->n); /* (n_ids) */
+    if (!it->ids) {
+        snprintf(err, errlen, "out of memory");
+        pl_item_free(it);
+        return NULL;
+    }
+    memcpy(it->ids, ids->v, sizeof(*it->ids) * (size_t)ids->n);
+    it->n_ids = ids->n;
+    it->truncated = ids->truncated; /* over-long texts are cut and flagged, never rejected */
+    return it;
+}
+
+/* Pushes overflow items while the accumulator takes them. Returns 1 when some remain. */
+static int drain_overflow(pl_t *pl) {
+    if (!pl->poll.ovf_head) return 0;
+    int64_t now = pl_now_ms();
+    int pushed = 0;
+    pthread_mutex_lock(&pl->q.mu);
+    while (pl->poll.ovf_head) {
+        pl_item_t *it = pl->poll.ovf_head;
+        it->arrived_ms = now;
+        if (worker_accum_push(pl->q.acc, it, it->n_ids, now) != WORKER_ACCUM_OK) break;
+        pl->poll.ovf_head = it->next;
+        it->next = NULL;
+        pl->poll.ovf_n--;
+        pushed = 1;
+    }
+    if (!pl->poll.ovf_head) pl->poll.ovf_tail = NULL;
+    if (pushed) pthread_cond_signal(&pl->q.cv_enc);
+    pthread_mutex_unlock(&pl->q.mu);
+    return pl->poll.ovf_head != NULL;
+}
+
+static void handle_record(pl_t *pl, rd_kafka_message_t *m, worker_ids_t *ids) {
+    pthread_mutex_lock(&pl->q.mu);
+    int64_t epoch = consumers_offsets_epoch(pl->q.offsets, m->partition);
+    int tracked =
+        epoch > 0 && consumers_offsets_consumed(pl->q.offsets, m->partition, epoch, m->offset) == 0;
+    if (pl->st.first_record_s == 0) pl->st.first_record_s = pl_now_s();
+    pthread_mutex_unlock(&pl->q.mu);
+    if (!tracked) { /* not ours (any more), or a redelivery below what we track */
+        rd_kafka_message_destroy(m);
+        return;
+    }
+    worker_metrics_add(&worker_metrics.tickets_consumed, 1);
+    char err[512];
+    pl_item_t *it = make_item(pl, m, ids, err, sizeof(err));
+    if (!it) {
+        /* the producer keeps the letter until Kafka has it, retrying as needed (dlq.h) */
+        if (consumers_dlq_send(pl->poll.dlq, m, err, epoch)) {
+            fprintf(stderr,
+                    "reclass run: out of memory keeping the dead letter of partition %" PRId32
+                    " offset %" PRId64 "; stopping (its offset stays unstored)\n",
+                    m->partition, m->offset);
+            pthread_mutex_lock(&pl->q.mu);
+            pl->q.fatal = 1;
+            pthread_mutex_unlock(&pl->q.mu);
+        }
+        rd_kafka_message_destroy(m);
+        return;
+    }
+    it->epoch = epoch;
+    rd_kafka_message_destroy(m);
+    pthread_mutex_lock(&pl->q.mu);
+    if (it->truncated) pl->st.truncated++;
+    pthread_mutex_unlock(&pl->q.mu);
+    if (it->truncated) worker_metrics_add(&worker_metrics.truncated, 1);
+    /* order matters only within the tracker; the overflow keeps arrival order anyway */
+    if (pl->poll.ovf_tail)
+        pl->poll.ovf_tail->next = it;
+    else
+        pl->poll.ovf_head = it;
+    pl->poll.ovf_tail = it;
+    pl->poll.ovf_n++;
+    drain_overflow(pl);
+}
+
+static void log_progress(pl_t *pl, double t0) {
+    pthread_mutex_lock(&pl->q.mu);
+    double el = pl_now_s() - (pl->st.first_record_s ? pl->st.first_record_s : t0);
+    fprintf(stderr,
+            "reclass run: tickets=%ld batches=%ld tickets/s=%.0f pending=%d uncommitted=%ld "
+            "dead_letters=%ld encoder_s=%.1f%s\n",
+            pl->st.tickets_done, pl->st.batches_done, el > 0 ? pl->st.tickets_done / el : 0.0,
+            worker_accum_pending_items(pl->q.acc), consumers_offsets_pending(pl->q.offsets, -1),
+            pl->st.dead_letters, pl->st.encoder_s, pl->q.sink_down ? " (database down)" : "");
+    pthread_mutex_unlock(&pl->q.mu);
+}
+
+#define PL_HOLD_MS         1000 /* longest backlog waited out without pausing the partitions */
+#define PL_DLQ_WAITING_MAX 1000 /* dead letters waiting for a retry before reading stops */
+
+/* The poll loop: returns when a stop was asked (signal, idle, fatal). */
+void pl_poll_loop(pl_t *pl) {
+    const worker_run_cfg_t *cfg = pl->cfg;
+    worker_ids_t ids = {0};
+    double t0 = pl_now_s(), last_activity = t0;
+    long logged_batches = 0, seen_rebalances = 0;
+    int64_t hold_since = 0; /* when the accumulator became full without a pause; 0 = not */
+    for (;;) {
+        if (pl_stop_signal) {
+            fprintf(stderr, "reclass run: signal %d: finishing in-flight work\n",
+                    (int)pl_stop_signal);
+            break;
+        }
+        char e[512];
+        if (consumers_consumer_fatal(pl->poll.consumer, e, sizeof(e)) ||
+            consumers_dlq_fatal(pl->poll.dlq, e, sizeof(e))) {
+            fprintf(stderr, "reclass run: fatal Kafka error: %s\n", e);
+            pthread_mutex_lock(&pl->q.mu);
+            pl->q.fatal = 1;
+            pthread_mutex_unlock(&pl->q.mu);
+            break;
+        }
+        pthread_mutex_lock(&pl->q.mu);
+        int fatal = pl->q.fatal, sink_down = pl->q.sink_down;
+        int pending = worker_accum_pending_items(pl->q.acc);
+        long pending_tokens = worker_accum_pending_tokens(pl->q.acc);
+        long uncommitted = consumers_offsets_pending(pl->q.offsets, -1);
+        long batches = pl->st.batches_done;
+        pthread_mutex_unlock(&pl->q.mu);
+        /* the liveness heartbeat: /healthz fails once this loop stops turning */
+        atomic_store_explicit(&worker_metrics.last_poll_ms, (long long)worker_metrics_now_ms(),
+                              memory_order_relaxed);
+        atomic_store_explicit(&worker_metrics.pending_items, pending, memory_order_relaxed);
+        atomic_store_explicit(&worker_metrics.pending_tokens, pending_tokens, memory_order_relaxed);
+        if (fatal) break;
+        /* dead letters the dead-letter topic does not take yet count as a full accumulator:
+         * reading on would only pile them up in memory */
+        int full = drain_overflow(pl) || consumers_dlq_waiting(pl->poll.dlq) > PL_DLQ_WAITING_MAX;
+        /* Backpressure. A short backlog (the encoder takes a batch soon) is waited out without
+         * polling: the fetched records stay in librdkafka's local queue, whose own limit
+         * (queued.max.messages.kbytes) then stops the fetcher, and heartbeats go on in the
+         * background. A pause instead purges that queue (librdkafka issues #2052, #5343) and
+         * costs a re-fetch on resume (~0.2 s a cycle with the dev broker: 18 pauses took the
+         * CPU demo at --max-pending 256 from 1.3 s to 5.5 s), so the partitions are paused
+         * only when the backlog outlasts PL_HOLD_MS or the database is down; polling goes on
+         * then (max.poll.interval.ms is never hit). Rebalance callbacks wait at most
+         * PL_HOLD_MS. */
+        if (!full) {
+            hold_since = 0;
+        } else if (!sink_down && !consumers_consumer_paused(pl->poll.consumer)) {
+            int64_t now_ms = pl_now_ms();
+            if (!hold_since) {
+                hold_since = now_ms;
+                pl->poll.holds++;
+                worker_metrics_add(&worker_metrics.holds, 1);
+            }
+            if (now_ms - hold_since < PL_HOLD_MS) {
+                pthread_mutex_lock(&pl->q.mu);
+                pl_wait_until_ms(&pl->q.cv_accum, &pl->q.mu, now_ms + 10);
+                pthread_mutex_unlock(&pl->q.mu);
+                continue;
+            }
+        }
+        if (full || sink_down) {
+            if (!consumers_consumer_paused(pl->poll.consumer) &&
+                consumers_consumer_pause(pl->poll.consumer) == 0) {
+                pl->poll.pauses++;
+                worker_metrics_add(&worker_metrics.pauses, 1);
+            }
+        } else if (consumers_consumer_paused(pl->poll.consumer) &&
+                   pending < pl->acc_cfg.max_pending_items / 2)
+            consumers_consumer_resume(pl->poll.consumer);
+        atomic_store_explicit(&worker_metrics.consumer_paused,
+                              consumers_consumer_paused(pl->poll.consumer), memory_order_relaxed);
+        rd_kafka_message_t *m = consumers_consumer_poll(pl->poll.consumer, full ? 20 : 100);
+        consumers_dlq_poll(pl->poll.dlq, 0);
+        double now = pl_now_s();
+        long rebalances = consumers_consumer_rebalances(pl->poll.consumer);
+        if (rebalances != seen_rebalances) { /* joining or rebalancing is not idleness */
+            seen_rebalances = rebalances;
+            last_activity = now;
+            atomic_store(&worker_metrics.group_joined, 1);
+        }
+        if (m) {
+            last_activity = now;
+            handle_record(pl, m, &ids);
+        } else if (uncommitted > 0 || pl->poll.ovf_head ||
+                   consumers_dlq_outstanding(pl->poll.dlq) > 0) {
+            last_activity = now;
+        }
+        if (cfg->log_every > 0 && batches - logged_batches >= cfg->log_every) {
+            logged_batches = batches;
+            log_progress(pl, t0);
+        }
+        /* Idle time counts from the first assignment only: before it nothing was read, so
+         * nothing can be called done, and the group may still be waiting for a dead member's
+         * session to expire. A worker never assigned gives up, non-zero, after the bound. */
+        if (!seen_rebalances) {
+            if (cfg->join_timeout_s > 0 && now - t0 >= cfg->join_timeout_s) {
+                fprintf(stderr,
+                        "reclass run: no partition assignment from group %s within %d s "
+                        "(--join-timeout): check that %s is reachable, that topic %s exists "
+                        "and that the group is not stuck rebalancing; exiting\n",
+                        cfg->group, cfg->join_timeout_s, cfg->brokers, cfg->topic);
+                pthread_mutex_lock(&pl->q.mu);
+                pl->q.fatal = 1;
+                pthread_mutex_unlock(&pl->q.mu);
+                break;
+            }
+            continue;
+        }
+        if (cfg->idle_exit_s > 0 && now - last_activity >= cfg->idle_exit_s) {
+            fprintf(stderr, "reclass run: idle for %d s, everything committed: exiting\n",
+                    cfg->idle_exit_s);
+            break;
+        }
+    }
+    worker_ids_free(&ids);
+}
+
+/* Stop fetching, let encoder and sink finish what was accepted, then hand offsets back. */
+void pl_drain(pl_t *pl) {
+    consumers_consumer_pause(pl->poll.consumer);
+    /* overflow items were never accepted: unstored, so redelivered to whoever comes next */
+    while (pl->poll.ovf_head) {
+        pl_item_t *it = pl->poll.ovf_head;
+        pl->poll.ovf_head = it->next;
+        pl_item_free(it);
+    }
+    pl->poll.ovf_tail = NULL;
+    pl->poll.ovf_n = 0;
+    pthread_mutex_lock(&pl->q.mu);
+    pl->q.draining = 1;
+    pthread_cond_broadcast(&pl->q.cv_enc);
+    pthread_cond_broadcast(&pl->q.cv_room);
+    pthread_mutex_unlock(&pl->q.mu);
+    for (;;) { /* keep serving the group and the dead letters meanwhile */
+        pthread_mutex_lock(&pl->q.mu);
+        int done = pl->q.sink_done;
+        pthread_mutex_unlock(&pl->q.mu);
+        if (done) break;
+        atomic_store_explicit(&worker_metrics.last_poll_ms, (long long)worker_metrics_now_ms(),
+                              memory_order_relaxed);
+        rd_kafka_message_t *m = consumers_consumer_poll(pl->poll.consumer, 50);
+        if (m) rd_kafka_message_destroy(m); /* fetched before the pause: not tracked */
+        consumers_dlq_poll(pl->poll.dlq, 0);
+    }
+    if (consumers_dlq_flush(pl->poll.dlq, 30000))
+        fprintf(stderr,
+                "reclass run: %ld dead letter(s) not acknowledged; their offsets stay "
+                "unstored\n",
+                consumers_dlq_outstanding(pl->poll.dlq));
+}
