@@ -1,9 +1,11 @@
-/* The option parser the subcommands share: a table of long options, each with the variable it
- * sets, on getopt_long; every usage error says what to fix and makes the command exit 2. */
+/* The option parser every subcommand shares: a table of long options (worker/cli/cli.h), each
+ * with the variable it sets and its environment variable, on getopt_long; every usage error
+ * says what to fix and makes the command exit 2. */
 #include "worker/cli/cli.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,35 +20,82 @@ int worker_cli_long(const char *s, long lo, long hi, long *out) {
     return 0;
 }
 
-static int cli_number(const char *cmd, const cli_opt_t *o, const char *val) {
+static int fail(char *err, size_t errlen, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return 2;
+}
+
+/* Sets o's variable from val; from names where val came from (--flag or the variable). 0, or
+ * 2 with err. */
+static int cli_set(const cli_opt_t *o, const char *val, const char *from, char *err,
+                   size_t errlen) {
     long v;
-    if (worker_cli_long(val, o->lo, o->hi, &v) != 0) {
-        fprintf(stderr, "reclass %s: --%s needs an integer in %ld..%ld (got '%s')\n", cmd, o->name,
-                o->lo, o->hi, val);
-        return -1;
+    switch (o->kind) {
+    case CLI_FLAG:
+        *(int *)o->dst = 1;
+        return 0;
+    case CLI_STR:
+        if (!*val) return fail(err, errlen, "%s is empty: give it a value", from);
+        *(const char **)o->dst = val;
+        return 0;
+    case CLI_INT:
+    case CLI_LONG:
+        if (worker_cli_long(val, o->lo, o->hi, &v) != 0)
+            return fail(err, errlen, "%s: '%s' is not an integer in %ld..%ld", from, val, o->lo,
+                        o->hi);
+        if (o->kind == CLI_INT)
+            *(int *)o->dst = (int)v;
+        else
+            *(long *)o->dst = v;
+        return 0;
+    case CLI_LIST:
+    case CLI_KV: {
+        cli_list_t *l = (cli_list_t *)o->dst;
+        if (o->kind == CLI_KV && !strchr(val, '='))
+            return fail(err, errlen, "%s needs KEY=VALUE", from);
+        if (!*val) return fail(err, errlen, "%s is empty: give it a value", from);
+        if (l->n == l->cap) return fail(err, errlen, "at most %d %s values", l->cap, from);
+        l->items[l->n++] = val;
+        return 0;
     }
-    if (o->kind == CLI_INT)
-        *(int *)o->dst = (int)v;
-    else
-        *(long *)o->dst = v;
+    }
     return 0;
 }
 
-int worker_cli_parse(const char *cmd, int argc, char **argv, const cli_opt_t *opts,
-                     void (*usage)(FILE *), int *first_arg) {
+/* The environment's defaults: non-empty variables of the rows that name one. */
+static int cli_env(const cli_opt_t *opts, char *err, size_t errlen) {
+    for (const cli_opt_t *o = opts; o->name; o++) {
+        const char *v = o->env ? getenv(o->env) : NULL;
+        if (!v || !*v) continue;
+        int rc = o->kind == CLI_FLAG ? 0 : cli_set(o, v, o->env, err, errlen);
+        if (rc) return rc;
+        if (o->kind == CLI_FLAG) *(int *)o->dst = strcmp(v, "0") != 0;
+    }
+    return 0;
+}
+
+int worker_cli_parse_err(const char *cmd, int argc, char **argv, const cli_opt_t *opts,
+                         void (*usage)(FILE *), int *first_arg, char *err, size_t errlen) {
     struct option lo[CLI_MAX_OPTS + 2];
     int n = 0;
     for (; opts[n].name; n++) {
-        if (n == CLI_MAX_OPTS) {
-            fprintf(stderr, "reclass %s: too many options for the parser\n", cmd);
-            return 2;
-        }
+        if (n == CLI_MAX_OPTS) return fail(err, errlen, "too many options for the parser");
         lo[n] = (struct option){opts[n].name,
                                 opts[n].kind == CLI_FLAG ? no_argument : required_argument, NULL,
                                 256 + n};
     }
     lo[n] = (struct option){"help", no_argument, NULL, 'h'};
     lo[n + 1] = (struct option){NULL, 0, NULL, 0};
+    for (int i = 1; i < argc; i++) /* --help wins over any error, the environment's included */
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        }
+    int rc = cli_env(opts, err, errlen);
+    if (rc) return rc;
     optind = 0; /* glibc: a full re-initialisation (argv[0] is the subcommand) */
     opterr = 0;
     int ch;
@@ -55,44 +104,43 @@ int worker_cli_parse(const char *cmd, int argc, char **argv, const cli_opt_t *op
             usage(stdout);
             return 0;
         }
-        if (ch == ':') {
-            fprintf(stderr, "reclass %s: %s needs a value (see --help)\n", cmd, argv[optind - 1]);
-            return 2;
-        }
-        if (ch < 256 || ch >= 256 + n) {
-            fprintf(stderr, "reclass %s: unknown option '%s' (see --help)\n", cmd,
-                    argv[optind - 1]);
-            return 2;
-        }
+        if (ch == ':') return fail(err, errlen, "%s needs a value (see --help)", argv[optind - 1]);
+        if (ch < 256 || ch >= 256 + n)
+            return fail(err, errlen, "unknown option '%s' (see reclass %s --help)",
+                        argv[optind - 1], cmd);
         const cli_opt_t *o = &opts[ch - 256];
-        switch (o->kind) {
-        case CLI_FLAG:
-            *(int *)o->dst = 1;
-            break;
-        case CLI_STR:
-            *(const char **)o->dst = optarg;
-            break;
-        case CLI_INT:
-        case CLI_LONG:
-            if (cli_number(cmd, o, optarg) != 0) return 2;
-            break;
-        case CLI_LIST: {
-            cli_list_t *l = (cli_list_t *)o->dst;
-            if (l->n == l->cap || !*optarg) {
-                fprintf(stderr, "reclass %s: --%s wants a non-empty value, at most %d times\n", cmd,
-                        o->name, l->cap);
-                return 2;
-            }
-            l->items[l->n++] = optarg;
-            break;
-        }
-        }
+        char from[64];
+        snprintf(from, sizeof(from), "--%s", o->name);
+        if ((rc = cli_set(o, optarg, from, err, errlen))) return rc;
     }
-    if (first_arg) {
+    if (first_arg)
         *first_arg = optind;
-    } else if (optind < argc) {
-        fprintf(stderr, "reclass %s: unexpected argument '%s' (see --help)\n", cmd, argv[optind]);
-        return 2;
-    }
+    else if (optind < argc)
+        return fail(err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
     return -1;
+}
+
+int worker_cli_parse(const char *cmd, int argc, char **argv, const cli_opt_t *opts,
+                     void (*usage)(FILE *), int *first_arg) {
+    char err[512];
+    int rc = worker_cli_parse_err(cmd, argc, argv, opts, usage, first_arg, err, sizeof(err));
+    if (rc == 2) fprintf(stderr, "reclass %s: %s\n", cmd, err);
+    return rc;
+}
+
+void worker_cli_print_opts(FILE *f, const cli_opt_t *opts) {
+    for (const cli_opt_t *o = opts; o->name; o++) {
+        if (!o->help) continue;
+        const char *arg = o->arg                                      ? o->arg
+                          : o->kind == CLI_FLAG                       ? NULL
+                          : o->kind == CLI_INT || o->kind == CLI_LONG ? "N"
+                                                                      : "VALUE";
+        char head[64];
+        snprintf(head, sizeof(head), "--%s%s%s", o->name, arg ? " " : "", arg ? arg : "");
+        if (o->env)
+            fprintf(f, "  %-22s $%s\n", head, o->env);
+        else
+            fprintf(f, "  %s\n", head);
+        fprintf(f, "      %s\n", o->help);
+    }
 }

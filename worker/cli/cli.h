@@ -3,6 +3,7 @@
 #ifndef RECLASS_WORKER_CLI_H
 #define RECLASS_WORKER_CLI_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 typedef struct {
@@ -23,16 +24,25 @@ int worker_cmd_migrate(int argc, char **argv);
 /* True when argv holds -h or --help. */
 int worker_cli_wants_help(int argc, char **argv);
 
-/* Table-driven options (worker/cli/cli.c): each entry names a long option (without "--"), what
- * it takes and the variable it sets. FLAG sets an int to 1; STR a const char *; INT / LONG an
- * int / long within [lo, hi]; LIST appends to a cli_list_t (items: the caller's array of cap
- * entries), for options that may repeat. The table ends with a NULL name. */
-typedef enum { CLI_FLAG, CLI_STR, CLI_INT, CLI_LONG, CLI_LIST } cli_kind_t;
+/* The option table every subcommand declares (worker/cli/cli.c): one row per long option
+ * (name without "--") with what it takes, the variable it sets, its environment variable and
+ * its --help text. The table drives parsing, the environment defaults and the option list of
+ * --help. Kinds: FLAG sets an int to 1; STR a const char * (an empty value is refused); INT /
+ * LONG an int / long within [lo, hi]; LIST appends to a cli_list_t (items: the caller's array
+ * of cap entries), for options that may repeat; KV is a LIST whose values are KEY=VALUE.
+ * env: a variable whose non-empty value is taken before argv (a flag beats its variable), or
+ * NULL. arg: the value's name in --help (NULL: N for numbers, VALUE otherwise). help: the
+ * --help text (continuation lines indented by 6), NULL to leave the option unlisted. The
+ * table ends with a NULL name; rows may stop after hi (the rest is then NULL). */
+typedef enum { CLI_FLAG, CLI_STR, CLI_INT, CLI_LONG, CLI_LIST, CLI_KV } cli_kind_t;
 typedef struct {
     const char *name;
     cli_kind_t kind;
     void *dst;
     long lo, hi;
+    const char *env;
+    const char *arg;
+    const char *help;
 } cli_opt_t;
 typedef struct {
     const char **items;
@@ -43,11 +53,20 @@ typedef struct {
  * string all refuse): 0 and *out set, or -1. Callers word their own message. */
 int worker_cli_long(const char *s, long lo, long hi, long *out);
 
-/* Parses argv[1..argc). --help / -h prints usage to stdout: returns 0. A usage error prints
- * "reclass CMD: ..." to stderr: returns 2. Otherwise returns -1 (go on) with *first_arg the
- * index of the first positional argument; with first_arg NULL, positional arguments are an
- * error. */
+/* Parses the environment (rows with env) then argv[1..argc). --help / -h prints usage to
+ * stdout: returns 0. A usage error prints "reclass CMD: ..." to stderr: returns 2. Otherwise
+ * returns -1 (go on) with *first_arg the index of the first positional argument; with
+ * first_arg NULL, positional arguments are an error. */
 int worker_cli_parse(const char *cmd, int argc, char **argv, const cli_opt_t *opts,
                      void (*usage)(FILE *), int *first_arg);
+
+/* worker_cli_parse with the usage error's message (without "reclass CMD: ") left in err
+ * instead of printed. */
+int worker_cli_parse_err(const char *cmd, int argc, char **argv, const cli_opt_t *opts,
+                         void (*usage)(FILE *), int *first_arg, char *err, size_t errlen);
+
+/* The option list of --help: a row per listed option, its variable beside it, its help
+ * below. */
+void worker_cli_print_opts(FILE *f, const cli_opt_t *opts);
 
 #endif

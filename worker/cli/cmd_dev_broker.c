@@ -20,6 +20,29 @@ static void on_signal(int sig) {
     dev_broker_stop = 1;
 }
 
+/* The options, set into the caller's variables. */
+#define DEV_BROKER_OPTS(port, partitions, topics, log_mb, log_batches, mb_help, batches_help)       \
+    {                                                                                               \
+        {                                                                                           \
+            "port", CLI_INT, port, 0,                                                               \
+            65535,  NULL,    "P",  "bootstrap port (default 0 = any free port)"},                   \
+            {"partitions",                                                                          \
+             CLI_INT,                                                                               \
+             partitions,                                                                            \
+             1,                                                                                     \
+             10000,                                                                                 \
+             NULL,                                                                                  \
+             "N",                                                                                   \
+             "partitions of the --topic topics (default 4; topics that clients create on\n"         \
+             "      first use get 4)"},                                                             \
+            {"topic", CLI_LIST, topics, 0, 0, NULL, "T", "create topic T at start (repeatable)"},   \
+            {"partition-mb", CLI_LONG, log_mb, 1, 1L << 20, NULL, "N", mb_help},                    \
+            {"partition-max-batches", CLI_LONG, log_batches, 1, 1L << 40, NULL, "N", batches_help}, \
+        {                                                                                           \
+            NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL                                            \
+        }                                                                                           \
+    }
+
 static void usage(FILE *f) {
     fprintf(f,
             "usage: reclass dev-broker [--port P] [--partitions N] [--topic T]...\n"
@@ -29,15 +52,20 @@ static void usage(FILE *f) {
             "tests only: nothing is persisted, everything is held in memory. Each partition\n"
             "keeps at most --partition-mb MiB and --partition-max-batches record batches; beyond\n"
             "either its oldest records are deleted, as a real broker's retention would (the\n"
-            "low watermark moves up and consumers never see them).\n\n"
-            "  --port P                   bootstrap port (default 0 = any free port)\n"
-            "  --partitions N             partitions of the --topic topics (default 4; topics\n"
-            "                             that clients create on first use get 4)\n"
-            "  --topic T                  create topic T at start (repeatable)\n"
-            "  --partition-mb N           log bytes each partition keeps, in MiB (default %ld)\n"
-            "  --partition-max-batches N  record batches each partition keeps (default %ld; a\n"
-            "                             producer batch holds many records)\n",
-            CONSUMERS_MOCK_LOG_BYTES >> 20, CONSUMERS_MOCK_LOG_BATCHES);
+            "low watermark moves up and consumers never see them).\n\n");
+    int port, partitions;
+    long log_mb, log_batches;
+    cli_list_t topics = {NULL, 0, 0};
+    char mb_help[96], batches_help[128];
+    snprintf(mb_help, sizeof(mb_help), "log bytes each partition keeps, in MiB (default %ld)",
+             CONSUMERS_MOCK_LOG_BYTES >> 20);
+    snprintf(batches_help, sizeof(batches_help),
+             "record batches each partition keeps (default %ld; a producer batch holds\n"
+             "      many records)",
+             CONSUMERS_MOCK_LOG_BATCHES);
+    const cli_opt_t opts[] =
+        DEV_BROKER_OPTS(&port, &partitions, &topics, &log_mb, &log_batches, mb_help, batches_help);
+    worker_cli_print_opts(f, opts);
 }
 
 int worker_cmd_dev_broker(int argc, char **argv) {
@@ -45,12 +73,8 @@ int worker_cmd_dev_broker(int argc, char **argv) {
     long log_mb = 0, log_batches = 0; /* 0 = not given */
     const char *topics[DEV_BROKER_MAX_TOPICS];
     cli_list_t topic_list = {topics, 0, DEV_BROKER_MAX_TOPICS};
-    const cli_opt_t opts[] = {{"port", CLI_INT, &port, 0, 65535},
-                              {"partitions", CLI_INT, &partitions, 1, 10000},
-                              {"topic", CLI_LIST, &topic_list, 0, 0},
-                              {"partition-mb", CLI_LONG, &log_mb, 1, 1L << 20},
-                              {"partition-max-batches", CLI_LONG, &log_batches, 1, 1L << 40},
-                              {NULL, CLI_FLAG, NULL, 0, 0}};
+    const cli_opt_t opts[] =
+        DEV_BROKER_OPTS(&port, &partitions, &topic_list, &log_mb, &log_batches, NULL, NULL);
     int rc = worker_cli_parse("dev-broker", argc, argv, opts, usage, NULL);
     if (rc >= 0) return rc;
     int n_topics = topic_list.n;

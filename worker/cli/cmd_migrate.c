@@ -10,48 +10,42 @@
 #include "sink/sink.h"
 #include "worker/cli/cli.h"
 
+#define MIGRATE_OPTS(db, dir, dry_run)                                                             \
+    {                                                                                              \
+        {"db", CLI_STR, db, 0, 0, "RECLASS_DB", "URL", "PostgreSQL URL or conninfo"},              \
+            {"migrations",                                                                         \
+             CLI_STR,                                                                              \
+             dir,                                                                                  \
+             0,                                                                                    \
+             0,                                                                                    \
+             NULL,                                                                                 \
+             "DIR",                                                                                \
+             "directory of migrations (default: $RECLASS_MIGRATIONS, else\n"                       \
+             "      <exe>/../migrations, <exe>/../share/reclass/migrations, the source tree's)"},  \
+            {"dry-run", CLI_FLAG, dry_run, 0,                                                      \
+             0,         NULL,     NULL,    "list pending migrations, apply nothing"},              \
+        {                                                                                          \
+            NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL                                           \
+        }                                                                                          \
+    }
+
 static void migrate_usage(FILE *f) {
     fprintf(f, "usage: reclass migrate [--db URL] [--migrations DIR] [--dry-run]\n\n"
                "Applies pending NNN_name.sql migrations in order, each in its own transaction,\n"
                "under an advisory lock (safe to run from several workers at once); recorded in\n"
-               "schema_migrations. Running it again applies nothing.\n\n"
-               "  --db URL          PostgreSQL URL or conninfo (default: $RECLASS_DB)\n"
-               "  --migrations DIR  directory of migrations (default: $RECLASS_MIGRATIONS, else\n"
-               "                    <exe>/../migrations, <exe>/../share/reclass/migrations,\n"
-               "                    the source tree's)\n"
-               "  --dry-run         list pending migrations, apply nothing\n");
+               "schema_migrations. Running it again applies nothing.\n\n");
+    const char *db, *dir;
+    int dry_run;
+    const cli_opt_t opts[] = MIGRATE_OPTS(&db, &dir, &dry_run);
+    worker_cli_print_opts(f, opts);
 }
 
 int worker_cmd_migrate(int argc, char **argv) {
-    if (worker_cli_wants_help(argc, argv)) {
-        migrate_usage(stdout);
-        return 0;
-    }
-    const char *db = getenv("RECLASS_DB"), *dir = NULL;
+    const char *db = NULL, *dir = NULL;
     int dry_run = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char **dst = strcmp(a, "--db") == 0           ? &db
-                           : strcmp(a, "--migrations") == 0 ? &dir
-                                                            : NULL;
-        if (dst) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "reclass migrate: %s needs a value\n", a);
-                return 2;
-            }
-            *dst = argv[++i];
-        } else if (strncmp(a, "--db=", 5) == 0) {
-            db = a + 5;
-        } else if (strncmp(a, "--migrations=", 13) == 0) {
-            dir = a + 13;
-        } else if (strcmp(a, "--dry-run") == 0) {
-            dry_run = 1;
-        } else {
-            fprintf(stderr, "reclass migrate: unknown option '%s' (see reclass migrate --help)\n",
-                    a);
-            return 2;
-        }
-    }
+    const cli_opt_t cli[] = MIGRATE_OPTS(&db, &dir, &dry_run);
+    int prc = worker_cli_parse("migrate", argc, argv, cli, migrate_usage, NULL);
+    if (prc >= 0) return prc;
     if (!db || !*db) {
         fprintf(stderr, "reclass migrate: no database: pass --db URL or set RECLASS_DB\n");
         return 2;

@@ -8,59 +8,48 @@
 #include "gpu/plan.h"
 #include "worker/cli/cli.h"
 
+#define PLAN_OPTS(model_dir, geometry, labels, budget, precision, max_len, max_seqs)               \
+    {                                                                                              \
+        {"model", CLI_STR, model_dir, 0, 0, NULL, "DIR", "Hugging Face checkpoint directory"},     \
+            {"geometry", CLI_STR,                                                                  \
+             geometry,   0,                                                                        \
+             0,          NULL,                                                                     \
+             "NAME",     "bert-mini, bert-base or bert-large instead of a checkpoint"},            \
+            {"labels",   CLI_INT, labels, 1,                                                       \
+             1000000000, NULL,    "N",    "labels of --geometry (default 2)"},                     \
+            {"token-budget", CLI_INT, budget, 1,                                                   \
+             1000000000,     NULL,    "N",    "tokens per encoder batch (required)"},              \
+            {"precision", CLI_STR, precision, 0, 0, NULL, "fp16|bf16", "default fp16"},            \
+            {"max-len",  CLI_INT, max_len, 1,                                                      \
+             1000000000, NULL,    "N",     "tokens per sequence (default: the model's)"},          \
+            {"max-seqs", CLI_INT, max_seqs, 1,                                                     \
+             1000000000, NULL,    "N",      "sequences per batch (default: by the token budget)"}, \
+        {                                                                                          \
+            NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL                                           \
+        }                                                                                          \
+    }
+
 static void plan_usage(FILE *f) {
     fprintf(f,
             "usage: reclass plan-memory (--model DIR | --geometry bert-mini|bert-base|bert-large\n"
             "                            [--labels N]) --token-budget N\n"
             "                            [--precision fp16|bf16] [--max-len N] [--max-seqs N]\n"
             "Prints the CUDA backend's device memory plan (bytes per component, total), JSON "
-            "last.\n");
-}
-
-/* Parses a positive int or returns -1. */
-static int plan_parse_int(const char *s) {
-    long v;
-    return worker_cli_long(s, 1, 1000000000L, &v) == 0 ? (int)v : -1;
+            "last.\n\n");
+    const char *model_dir, *geometry, *precision;
+    int labels, budget, max_len, max_seqs;
+    const cli_opt_t opts[] =
+        PLAN_OPTS(&model_dir, &geometry, &labels, &budget, &precision, &max_len, &max_seqs);
+    worker_cli_print_opts(f, opts);
 }
 
 int worker_cmd_plan_memory(int argc, char **argv) {
-    if (worker_cli_wants_help(argc, argv)) {
-        plan_usage(stdout);
-        return 0;
-    }
     const char *model_dir = NULL, *geometry = NULL, *precision = "fp16";
     int labels = 2, budget = 0, max_len = 0, max_seqs = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (i + 1 >= argc) {
-            fprintf(stderr, "reclass plan-memory: option '%s' needs a value (see --help)\n", a);
-            return 2;
-        }
-        const char *v = argv[++i];
-        int *num = NULL;
-        if (strcmp(a, "--model") == 0)
-            model_dir = v;
-        else if (strcmp(a, "--geometry") == 0)
-            geometry = v;
-        else if (strcmp(a, "--precision") == 0)
-            precision = v;
-        else if (strcmp(a, "--labels") == 0)
-            num = &labels;
-        else if (strcmp(a, "--token-budget") == 0)
-            num = &budget;
-        else if (strcmp(a, "--max-len") == 0)
-            num = &max_len;
-        else if (strcmp(a, "--max-seqs") == 0)
-            num = &max_seqs;
-        else {
-            fprintf(stderr, "reclass plan-memory: unknown option '%s' (see --help)\n", a);
-            return 2;
-        }
-        if (num && (*num = plan_parse_int(v)) < 0) {
-            fprintf(stderr, "reclass plan-memory: %s wants a positive integer, got '%s'\n", a, v);
-            return 2;
-        }
-    }
+    const cli_opt_t opts[] =
+        PLAN_OPTS(&model_dir, &geometry, &labels, &budget, &precision, &max_len, &max_seqs);
+    int prc = worker_cli_parse("plan-memory", argc, argv, opts, plan_usage, NULL);
+    if (prc >= 0) return prc;
     if (!model_dir == !geometry) {
         fprintf(stderr,
                 "reclass plan-memory: give exactly one of --model DIR or --geometry NAME\n");

@@ -4,7 +4,7 @@
  * is how the workers know a job is complete) and rejects bad input before anything is sent;
  * the second produces. The producer is idempotent with acks=all, so librdkafka's retries
  * neither lose nor duplicate a ticket, and the command waits for every delivery report. */
-#include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,121 +48,78 @@ static void on_signal(int sig) {
     submit_stop = 1;
 }
 
+/* The options, set into o (priority: into *priority, LONG_MIN when not given). */
+#define SUBMIT_N_OPTS 11
+static void submit_opts(submit_opts_t *o, long *priority, cli_list_t *props, int *no_progress,
+                        cli_opt_t out[SUBMIT_N_OPTS + 1]) {
+    const cli_opt_t t[] = {
+        {"brokers", CLI_STR, &o->brokers, 0, 0, "RECLASS_BROKERS", "B",
+         "bootstrap servers (default 127.0.0.1:9092)"},
+        {"topic", CLI_STR, &o->topic, 0, 0, "RECLASS_TOPIC", "T", "topic (default tickets)"},
+        {"job-id", CLI_STR, &o->job_id, 0, 0, "RECLASS_JOB_ID", "J", "job id (required)"},
+        {"tenant", CLI_STR, &o->tenant, 0, 0, "RECLASS_TENANT", "X", "tenant (required)"},
+        {"text-column", CLI_STR, &o->text_col, 0, 0, NULL, "NAME",
+         "CSV column / JSON key of the text (default text)"},
+        {"id-column", CLI_STR, &o->id_col, 0, 0, NULL, "NAME",
+         "CSV column / JSON key of the ticket id (default: JSON \"id\", else the record\n"
+         "      number)"},
+        {"priority", CLI_LONG, priority, -2147483647L, 2147483647L, NULL, "N",
+         "priority field of every ticket (default: none)"},
+        {"plain-avro", CLI_FLAG, &o->plain, 0, 0, NULL, NULL,
+         "plain Avro binary instead of the Confluent framing"},
+        {"schemas", CLI_STR, &o->schemas, 0, 0, "RECLASS_SCHEMAS", "DIR",
+         "ticket-v<ID>.avsc directory (default: the source tree's consumers/schemas)"},
+        {"kafka", CLI_KV, props, 0, 0, NULL, "K=V",
+         "extra librdkafka property (repeatable), e.g. security.protocol=SSL"},
+        {"no-progress", CLI_FLAG, no_progress, 0, 0, NULL, NULL,
+         "no progress bar (it is only drawn when stderr is a terminal)"},
+        {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL},
+    };
+    _Static_assert(sizeof(t) / sizeof(t[0]) == SUBMIT_N_OPTS + 1, "SUBMIT_N_OPTS");
+    memcpy(out, t, sizeof(t));
+}
+
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: reclass submit --job-id J --tenant X [options] FILE.csv|FILE.jsonl\n\n"
-            "Sends every ticket with non-empty text in FILE to Kafka as one bulk job (Avro,\n"
-            "key = ticket id). CSV needs a header row; JSONL lines are objects like\n"
-            "{\"text\": \"...\", \"id\": \"optional\"} (other keys are ignored).\n\n"
-            "  --brokers B        bootstrap servers (default $RECLASS_BROKERS, else "
-            "127.0.0.1:9092)\n"
-            "  --topic T          topic (default $RECLASS_TOPIC, else tickets)\n"
-            "  --job-id J         job id (default $RECLASS_JOB_ID)\n"
-            "  --tenant X         tenant (default $RECLASS_TENANT)\n"
-            "  --text-column NAME CSV column / JSON key of the text (default text)\n"
-            "  --id-column NAME   CSV column / JSON key of the ticket id (default: JSON \"id\",\n"
-            "                     else the record number)\n"
-            "  --priority N       priority field of every ticket (default: none)\n"
-            "  --plain-avro       plain Avro binary instead of the Confluent framing\n"
-            "  --schemas DIR      ticket-v<ID>.avsc directory (default $RECLASS_SCHEMAS)\n"
-            "  --kafka K=V        extra librdkafka property (repeatable), e.g. "
-            "security.protocol=SSL\n"
-            "  --no-progress      no progress bar (it is only drawn when stderr is a terminal)\n");
+    fprintf(f, "usage: reclass submit --job-id J --tenant X [options] FILE.csv|FILE.jsonl\n\n"
+               "Sends every ticket with non-empty text in FILE to Kafka as one bulk job (Avro,\n"
+               "key = ticket id). CSV needs a header row; JSONL lines are objects like\n"
+               "{\"text\": \"...\", \"id\": \"optional\"} (other keys are ignored).\n\n"
+               "options (those with an environment variable: a flag beats its variable):\n");
+    submit_opts_t o;
+    long priority;
+    int no_progress;
+    cli_list_t props = {o.props, 0, SUBMIT_MAX_PROPS};
+    cli_opt_t opts[SUBMIT_N_OPTS + 1];
+    submit_opts(&o, &priority, &props, &no_progress, opts);
+    worker_cli_print_opts(f, opts);
 }
 
-static const char *env_or(const char *name, const char *dflt) {
-    const char *v = getenv(name);
-    return v && *v ? v : dflt;
-}
-
+/* 0, 1 after --help, or 2 with the usage error printed. */
 static int parse_opts(int argc, char **argv, submit_opts_t *o) {
-    static const struct option lopts[] = {{"brokers", required_argument, 0, 'b'},
-                                          {"topic", required_argument, 0, 't'},
-                                          {"job-id", required_argument, 0, 'j'},
-                                          {"tenant", required_argument, 0, 'T'},
-                                          {"text-column", required_argument, 0, 'x'},
-                                          {"id-column", required_argument, 0, 'i'},
-                                          {"priority", required_argument, 0, 'P'},
-                                          {"plain-avro", no_argument, 0, 'p'},
-                                          {"schemas", required_argument, 0, 's'},
-                                          {"kafka", required_argument, 0, 'k'},
-                                          {"no-progress", no_argument, 0, 'n'},
-                                          {"help", no_argument, 0, 'h'},
-                                          {0, 0, 0, 0}};
     memset(o, 0, sizeof(*o));
-    o->brokers = env_or("RECLASS_BROKERS", "127.0.0.1:9092");
-    o->topic = env_or("RECLASS_TOPIC", "tickets");
-    o->job_id = env_or("RECLASS_JOB_ID", NULL);
-    o->tenant = env_or("RECLASS_TENANT", NULL);
-    o->schemas = env_or("RECLASS_SCHEMAS", RECLASS_SOURCE_DIR "/consumers/schemas");
+    o->brokers = "127.0.0.1:9092";
+    o->topic = "tickets";
+    o->schemas = RECLASS_SOURCE_DIR "/consumers/schemas";
     o->text_col = "text";
-    o->progress = isatty(STDERR_FILENO);
-    optind = 0; /* glibc: full re-initialisation, argv[0] is the subcommand */
-    opterr = 0;
-    int c;
-    while ((c = getopt_long(argc, argv, ":h", lopts, NULL)) != -1) {
-        switch (c) {
-        case 'b':
-            o->brokers = optarg;
-            break;
-        case 't':
-            o->topic = optarg;
-            break;
-        case 'j':
-            o->job_id = optarg;
-            break;
-        case 'T':
-            o->tenant = optarg;
-            break;
-        case 'x':
-            o->text_col = optarg;
-            break;
-        case 'i':
-            o->id_col = optarg;
-            break;
-        case 'p':
-            o->plain = 1;
-            break;
-        case 's':
-            o->schemas = optarg;
-            break;
-        case 'n':
-            o->progress = 0;
-            break;
-        case 'P': {
-            long p;
-            if (worker_cli_long(optarg, -2147483647L, 2147483647L, &p) != 0) {
-                fprintf(stderr, "reclass submit: --priority wants an integer, not '%s'\n", optarg);
-                return 2;
-            }
-            o->priority = (int)p;
-            o->has_priority = 1;
-            break;
-        }
-        case 'k':
-            if (o->n_props == SUBMIT_MAX_PROPS || !strchr(optarg, '=')) {
-                fprintf(stderr, "reclass submit: --kafka wants KEY=VALUE (at most %d)\n",
-                        SUBMIT_MAX_PROPS);
-                return 2;
-            }
-            o->props[o->n_props++] = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return 1;
-        case ':':
-            fprintf(stderr, "reclass submit: %s needs a value\n", argv[optind - 1]);
-            return 2;
-        default:
-            fprintf(stderr, "reclass submit: unknown option '%s' (see --help)\n", argv[optind - 1]);
-            return 2;
-        }
+    long priority = LONG_MIN;
+    int no_progress = 0, first = 0;
+    cli_list_t props = {o->props, 0, SUBMIT_MAX_PROPS};
+    cli_opt_t opts[SUBMIT_N_OPTS + 1];
+    submit_opts(o, &priority, &props, &no_progress, opts);
+    int rc = worker_cli_parse("submit", argc, argv, opts, usage, &first);
+    if (rc == 0) return 1;
+    if (rc == 2) return 2;
+    o->n_props = props.n;
+    o->progress = !no_progress && isatty(STDERR_FILENO);
+    if (priority != LONG_MIN) {
+        o->priority = (int)priority;
+        o->has_priority = 1;
     }
-    if (optind != argc - 1) {
+    if (first != argc - 1) {
         fprintf(stderr, "reclass submit: give exactly one FILE.csv or FILE.jsonl (see --help)\n");
         return 2;
     }
-    o->file = argv[optind];
+    o->file = argv[first];
     const char *miss = !o->job_id ? "--job-id" : !o->tenant ? "--tenant" : NULL;
     if (miss) {
         fprintf(stderr, "reclass submit: %s is required\n", miss);
@@ -173,10 +130,6 @@ static int parse_opts(int argc, char **argv, submit_opts_t *o) {
         consumers_ticket_check_id("tenant", o->tenant, strlen(o->tenant), err, sizeof(err))) {
         fprintf(stderr, "reclass submit: %s: %s\n", strstr(err, "job_id") ? "--job-id" : "--tenant",
                 err);
-        return 2;
-    }
-    if (!*o->topic) {
-        fprintf(stderr, "reclass submit: --topic must not be empty\n");
         return 2;
     }
     return 0;

@@ -11,19 +11,53 @@
 #include "worker/text/input.h"
 #include "worker/text/tokenizer.h"
 
+/* The options, set into the caller's variables. */
+#define TOKENIZE_OPTS(model, jsonl, max_len)                                                       \
+    {                                                                                              \
+        {"model",                                                                                  \
+         CLI_STR,                                                                                  \
+         model,                                                                                    \
+         0,                                                                                        \
+         0,                                                                                        \
+         NULL,                                                                                     \
+         "DIR",                                                                                    \
+         "model directory with vocab.txt and optionally tokenizer_config.json\n"                   \
+         "      (do_lower_case, strip_accents, tokenize_chinese_chars; BERT uncased when "         \
+         "absent)"},                                                                               \
+            {"jsonl",                                                                              \
+             CLI_FLAG,                                                                             \
+             jsonl,                                                                                \
+             0,                                                                                    \
+             0,                                                                                    \
+             NULL,                                                                                 \
+             NULL,                                                                                 \
+             "input is JSON lines with a string \"text\" field (other fields are ignored, empty\n" \
+             "      lines skipped); default: one text per line"},                                  \
+            {"max-len",                                                                            \
+             CLI_LONG,                                                                             \
+             max_len,                                                                              \
+             2,                                                                                    \
+             INT_MAX,                                                                              \
+             NULL,                                                                                 \
+             "N",                                                                                  \
+             "truncate to N ids (N >= 2), keeping [CLS] first and [SEP] last; default: no\n"       \
+             "      truncation"},                                                                  \
+        {                                                                                          \
+            NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL                                           \
+        }                                                                                          \
+    }
+
 static void tokenize_usage(FILE *f) {
     fprintf(f, "usage: reclass tokenize --model DIR [--jsonl] [--max-len N]\n\n"
                "Reads texts from stdin and writes, for each, one JSON array of token ids\n"
                "([CLS] ... [SEP]) on its own line, exactly as Hugging Face's BertTokenizerFast.\n\n"
-               "options:\n"
-               "  --model DIR   model directory with vocab.txt and optionally\n"
-               "                tokenizer_config.json (do_lower_case, strip_accents,\n"
-               "                tokenize_chinese_chars; BERT uncased when absent)\n"
-               "  --jsonl       input is JSON lines with a string \"text\" field (other fields\n"
-               "                are ignored, empty lines skipped); default: one text per line\n"
-               "  --max-len N   truncate to N ids (N >= 2), keeping [CLS] first and [SEP] last;\n"
-               "                default: no truncation\n"
-               "  -h, --help    this help\n");
+               "options:\n");
+    const char *model;
+    int jsonl;
+    long max_len;
+    const cli_opt_t opts[] = TOKENIZE_OPTS(&model, &jsonl, &max_len);
+    worker_cli_print_opts(f, opts);
+    fprintf(f, "  -h, --help\n      this help\n");
 }
 
 /* Writes "[a,b,c]\n" into a stdio buffer; snprintf per id would dominate the runtime. */
@@ -49,10 +83,7 @@ int worker_cmd_tokenize(int argc, char **argv) {
     const char *model = NULL;
     int jsonl = 0;
     long max_len = 0;
-    const cli_opt_t opts[] = {{"model", CLI_STR, &model, 0, 0},
-                              {"jsonl", CLI_FLAG, &jsonl, 0, 0},
-                              {"max-len", CLI_LONG, &max_len, 2, INT_MAX},
-                              {NULL, CLI_FLAG, NULL, 0, 0}};
+    const cli_opt_t opts[] = TOKENIZE_OPTS(&model, &jsonl, &max_len);
     int first = 0, prc = worker_cli_parse("tokenize", argc, argv, opts, tokenize_usage, &first);
     if (prc >= 0) return prc;
     if (first < argc) {

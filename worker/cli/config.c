@@ -7,75 +7,79 @@
 
 #include "worker/cli/cli.h"
 
-/* One row per setting: the flag, its variable, and where it lands. */
-typedef struct {
-    const char *flag;
-    const char *env;
-    int is_int;
-    size_t off;
-    int min, max; /* for ints */
-    const char *help;
-} opt_t;
-
-#define S(field)         0, offsetof(worker_run_cfg_t, field), 0, 0
-#define I(field, lo, hi) 1, offsetof(worker_run_cfg_t, field), lo, hi
-
-static const opt_t opts[] = {
-    {"--brokers", "RECLASS_BROKERS", S(brokers),
-     "Kafka bootstrap servers (default 127.0.0.1:9092)"},
-    {"--topic", "RECLASS_TOPIC", S(topic), "topic the tickets arrive on (default tickets)"},
-    {"--group", "RECLASS_GROUP", S(group), "consumer group id (default reclass)"},
-    {"--db", "RECLASS_DB", S(db), "PostgreSQL URL or conninfo (required)"},
-    {"--model", "RECLASS_MODEL", S(model), "Hugging Face checkpoint directory (required)"},
-    {"--backend", "RECLASS_BACKEND", S(backend), "cpu or cuda (default cpu)"},
-    {"--precision", "RECLASS_PRECISION", S(precision),
-     "fp32 (cpu), fp16 or bf16 (cuda); default: the backend's"},
-    {"--token-budget", "RECLASS_TOKEN_BUDGET", I(token_budget, 0, 1 << 24),
-     "tokens per encoder batch (default 0 = 4096 on the cpu backend, 16384 on cuda)"},
-    {"--max-wait-ms", "RECLASS_MAX_WAIT_MS", I(max_wait_ms, 0, 3600000),
-     "longest a ticket waits for its batch to fill (default 200)"},
-    {"--max-len", "RECLASS_MAX_LEN", I(max_len, 0, 1 << 20),
-     "truncate texts to this many tokens (default: the model's maximum)"},
-    {"--idle-exit", "RECLASS_IDLE_EXIT", I(idle_exit_s, 0, INT_MAX),
-     "exit 0 after N seconds with nothing to do, everything committed (default 0 =\n"
-     "      never); counted from the first assignment (joining a group can take a while)"},
-    {"--join-timeout", "RECLASS_JOIN_TIMEOUT", I(join_timeout_s, 0, INT_MAX),
-     "exit 1 when no partition assignment came within N seconds of start (default\n"
-     "      120, 0 = wait forever); at least twice session.timeout.ms, since a group\n"
-     "      re-assigns a killed member's partitions only once its session expired"},
-    {"--dlq-topic", "RECLASS_DLQ_TOPIC", S(dlq_topic),
-     "dead-letter topic for undecodable records (default <topic>.dlq)"},
-    {"--threads", "RECLASS_THREADS", I(threads, 0, 1024),
-     "CPU backend threads (default 0 = one per core)"},
-    {"--device", "RECLASS_DEVICE", I(device, 0, 1024), "CUDA device ordinal (default 0)"},
-    {"--schemas", "RECLASS_SCHEMAS", S(schemas),
-     "directory of ticket-v<ID>.avsc schemas (default: the source tree's consumers/schemas)"},
-    {"--max-pending", "RECLASS_MAX_PENDING", I(max_pending, 0, 1 << 24),
-     "tickets waiting for a batch before consumption pauses (default 0 = 2048 on the\n"
-     "      cpu backend, 32768 on cuda); also bounds the work a shutdown finishes"},
-    {"--max-pending-tokens", "RECLASS_MAX_PENDING_TOKENS", I(max_pending_tokens, 0, 1 << 30),
-     "tokens of the tickets waiting in the accumulator before consumption pauses\n"
-     "      (default 0 = 8 token budgets)"},
-    {"--sink-rows", "RECLASS_SINK_ROWS", I(sink_rows, 1, 1 << 20),
-     "most rows per PostgreSQL transaction (default 8192)"},
-    {"--log-every", "RECLASS_LOG_EVERY", I(log_every, 0, INT_MAX),
-     "a progress line on stderr every N batches (default 50, 0 = none)"},
-    {"--top-k", "RECLASS_TOP_K", I(top_k, 1, 64), "labels kept in top_k (default 3)"},
-    {"--stats-json", "RECLASS_STATS_JSON", S(stats_json),
-     "also write the exit statistics (JSON) to this file"},
-    {"--http-port", "RECLASS_HTTP_PORT", I(http_port, 0, 65535),
-     "serve /healthz, /readyz and /metrics (Prometheus) on this port (default 0 = off)"},
-    {"--http-addr", "RECLASS_HTTP_ADDR", S(http_addr),
-     "address the HTTP endpoints bind to (default 0.0.0.0; 127.0.0.1 = local only)"},
-    {"--drift-window-s", "RECLASS_DRIFT_WINDOW_S", I(drift_window_s, 1, 86400),
-     "length of a drift window (table drift_windows) in seconds (default 60)"},
-    {"--drift-max-tenants", "RECLASS_DRIFT_MAX_TENANTS", I(drift_max_tenants, 1, 4096),
-     "tenants tracked per drift window; further tenants are counted as _other\n"
-     "      (default 64)"},
-    {"--telemetry-interval-s", "RECLASS_TELEMETRY_INTERVAL_S", I(telemetry_interval_s, 1, 86400),
-     "seconds between gpu_memory rows (also written at start and exit; default 10)"},
-};
-#define N_OPTS (int)(sizeof(opts) / sizeof(opts[0]))
+/* The options of `reclass run`, each with its variable, set into c (kafka: c->kafka_props). */
+#define RUN_N_OPTS 28
+static void run_opts(worker_run_cfg_t *c, cli_list_t *kafka, cli_opt_t out[RUN_N_OPTS + 1]) {
+    const cli_opt_t t[] = {
+        {"brokers", CLI_STR, &c->brokers, 0, 0, "RECLASS_BROKERS", NULL,
+         "Kafka bootstrap servers (default 127.0.0.1:9092)"},
+        {"topic", CLI_STR, &c->topic, 0, 0, "RECLASS_TOPIC", NULL,
+         "topic the tickets arrive on (default tickets)"},
+        {"group", CLI_STR, &c->group, 0, 0, "RECLASS_GROUP", NULL,
+         "consumer group id (default reclass)"},
+        {"db", CLI_STR, &c->db, 0, 0, "RECLASS_DB", NULL, "PostgreSQL URL or conninfo (required)"},
+        {"model", CLI_STR, &c->model, 0, 0, "RECLASS_MODEL", NULL,
+         "Hugging Face checkpoint directory (required)"},
+        {"backend", CLI_STR, &c->backend, 0, 0, "RECLASS_BACKEND", NULL,
+         "cpu or cuda (default cpu)"},
+        {"precision", CLI_STR, &c->precision, 0, 0, "RECLASS_PRECISION", NULL,
+         "fp32 (cpu), fp16 or bf16 (cuda); default: the backend's"},
+        {"token-budget", CLI_INT, &c->token_budget, 0, 1 << 24, "RECLASS_TOKEN_BUDGET", NULL,
+         "tokens per encoder batch (default 0 = 4096 on the cpu backend, 16384 on cuda)"},
+        {"max-wait-ms", CLI_INT, &c->max_wait_ms, 0, 3600000, "RECLASS_MAX_WAIT_MS", NULL,
+         "longest a ticket waits for its batch to fill (default 200)"},
+        {"max-len", CLI_INT, &c->max_len, 0, 1 << 20, "RECLASS_MAX_LEN", NULL,
+         "truncate texts to this many tokens (default: the model's maximum)"},
+        {"idle-exit", CLI_INT, &c->idle_exit_s, 0, INT_MAX, "RECLASS_IDLE_EXIT", NULL,
+         "exit 0 after N seconds with nothing to do, everything committed (default 0 =\n"
+         "      never); counted from the first assignment (joining a group can take a while)"},
+        {"join-timeout", CLI_INT, &c->join_timeout_s, 0, INT_MAX, "RECLASS_JOIN_TIMEOUT", NULL,
+         "exit 1 when no partition assignment came within N seconds of start (default\n"
+         "      120, 0 = wait forever); at least twice session.timeout.ms, since a group\n"
+         "      re-assigns a killed member's partitions only once its session expired"},
+        {"dlq-topic", CLI_STR, &c->dlq_topic, 0, 0, "RECLASS_DLQ_TOPIC", NULL,
+         "dead-letter topic for undecodable records (default <topic>.dlq)"},
+        {"threads", CLI_INT, &c->threads, 0, 1024, "RECLASS_THREADS", NULL,
+         "CPU backend threads (default 0 = one per core)"},
+        {"device", CLI_INT, &c->device, 0, 1024, "RECLASS_DEVICE", NULL,
+         "CUDA device ordinal (default 0)"},
+        {"schemas", CLI_STR, &c->schemas, 0, 0, "RECLASS_SCHEMAS", NULL,
+         "directory of ticket-v<ID>.avsc schemas (default: the source tree's consumers/schemas)"},
+        {"max-pending", CLI_INT, &c->max_pending, 0, 1 << 24, "RECLASS_MAX_PENDING", NULL,
+         "tickets waiting for a batch before consumption pauses (default 0 = 2048 on the\n"
+         "      cpu backend, 32768 on cuda); also bounds the work a shutdown finishes"},
+        {"max-pending-tokens", CLI_INT, &c->max_pending_tokens, 0, 1 << 30,
+         "RECLASS_MAX_PENDING_TOKENS", NULL,
+         "tokens of the tickets waiting in the accumulator before consumption pauses\n"
+         "      (default 0 = 8 token budgets)"},
+        {"sink-rows", CLI_INT, &c->sink_rows, 1, 1 << 20, "RECLASS_SINK_ROWS", NULL,
+         "most rows per PostgreSQL transaction (default 8192)"},
+        {"log-every", CLI_INT, &c->log_every, 0, INT_MAX, "RECLASS_LOG_EVERY", NULL,
+         "a progress line on stderr every N batches (default 50, 0 = none)"},
+        {"top-k", CLI_INT, &c->top_k, 1, 64, "RECLASS_TOP_K", NULL,
+         "labels kept in top_k (default 3)"},
+        {"stats-json", CLI_STR, &c->stats_json, 0, 0, "RECLASS_STATS_JSON", NULL,
+         "also write the exit statistics (JSON) to this file"},
+        {"http-port", CLI_INT, &c->http_port, 0, 65535, "RECLASS_HTTP_PORT", NULL,
+         "serve /healthz, /readyz and /metrics (Prometheus) on this port (default 0 = off)"},
+        {"http-addr", CLI_STR, &c->http_addr, 0, 0, "RECLASS_HTTP_ADDR", NULL,
+         "address the HTTP endpoints bind to (default 0.0.0.0; 127.0.0.1 = local only)"},
+        {"drift-window-s", CLI_INT, &c->drift_window_s, 1, 86400, "RECLASS_DRIFT_WINDOW_S", NULL,
+         "length of a drift window (table drift_windows) in seconds (default 60)"},
+        {"drift-max-tenants", CLI_INT, &c->drift_max_tenants, 1, 4096, "RECLASS_DRIFT_MAX_TENANTS",
+         NULL,
+         "tenants tracked per drift window; further tenants are counted as _other\n"
+         "      (default 64)"},
+        {"telemetry-interval-s", CLI_INT, &c->telemetry_interval_s, 1, 86400,
+         "RECLASS_TELEMETRY_INTERVAL_S", NULL,
+         "seconds between gpu_memory rows (also written at start and exit; default 10)"},
+        {"kafka", CLI_KV, kafka, 0, 0, NULL, "K=V",
+         "extra librdkafka property (repeatable), e.g. security.protocol=ssl"},
+        {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL},
+    };
+    _Static_assert(sizeof(t) / sizeof(t[0]) == RUN_N_OPTS + 1, "RUN_N_OPTS");
+    memcpy(out, t, sizeof(t));
+}
 
 void worker_run_cfg_usage(FILE *f) {
     fprintf(f, "usage: reclass run --db URL --model DIR [options]\n\n"
@@ -85,13 +89,11 @@ void worker_run_cfg_usage(FILE *f) {
                "crash loses nothing and redelivery never counts twice. SIGTERM/SIGINT: finish\n"
                "in-flight batches, commit, leave the group, exit 0.\n\noptions (each with its "
                "environment variable; a flag beats its variable):\n");
-    for (int i = 0; i < N_OPTS; i++) {
-        char head[64];
-        snprintf(head, sizeof(head), "%s %s", opts[i].flag, opts[i].is_int ? "N" : "VALUE");
-        fprintf(f, "  %-22s $%s\n      %s\n", head, opts[i].env, opts[i].help);
-    }
-    fprintf(f, "  %-22s\n      %s\n", "--kafka K=V",
-            "extra librdkafka property (repeatable), e.g. security.protocol=ssl");
+    worker_run_cfg_t c;
+    cli_list_t kafka = {c.kafka_props, 0, WORKER_RUN_MAX_KAFKA_PROPS};
+    cli_opt_t opts[RUN_N_OPTS + 1];
+    run_opts(&c, &kafka, opts);
+    worker_cli_print_opts(f, opts);
     fprintf(f,
             "\nA second SIGTERM/SIGINT exits at once (status 1; nothing uncommitted is stored).\n"
             "At exit one JSON line of statistics goes to stdout: tickets, seconds (first\n"
@@ -100,26 +102,6 @@ void worker_run_cfg_usage(FILE *f) {
             "once the group is joined and PostgreSQL is connected), /metrics (Prometheus).\n"
             "Drift statistics per window go to drift_windows, device memory samples to\n"
             "gpu_memory (migrations/003_telemetry.sql).\n");
-}
-
-static int set_opt(worker_run_cfg_t *cfg, const opt_t *o, const char *v, const char *from,
-                   char *err, size_t errlen) {
-    char *base = (char *)cfg;
-    if (!o->is_int) {
-        if (!*v) {
-            snprintf(err, errlen, "%s is empty: give it a value", from);
-            return 2;
-        }
-        *(const char **)(base + o->off) = v;
-        return 0;
-    }
-    long x;
-    if (worker_cli_long(v, o->min, o->max, &x) != 0) {
-        snprintf(err, errlen, "%s: '%s' is not an integer in %d..%d", from, v, o->min, o->max);
-        return 2;
-    }
-    *(int *)(base + o->off) = (int)x;
-    return 0;
 }
 
 int worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **argv, char *err, size_t errlen) {
@@ -138,52 +120,13 @@ int worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **argv, char *err
     cfg->drift_max_tenants = 64;
     cfg->telemetry_interval_s = 10;
     cfg->join_timeout_s = 120;
-    for (int i = 0; i < N_OPTS; i++) {
-        const char *v = getenv(opts[i].env);
-        if (v && *v) {
-            int rc = set_opt(cfg, &opts[i], v, opts[i].env, err, errlen);
-            if (rc) return rc;
-        }
-    }
-    int n_props = 0;
-    for (int a = 1; a < argc; a++) {
-        const char *arg = argv[a];
-        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
-            worker_run_cfg_usage(stdout);
-            return 1;
-        }
-        const char *eq = strchr(arg, '=');
-        size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
-        const char *val = NULL;
-        if (!strncmp(arg, "--kafka", name_len) && name_len == 7) {
-            val = eq ? eq + 1 : (a + 1 < argc ? argv[++a] : NULL);
-            if (!val || !strchr(val, '=')) {
-                snprintf(err, errlen, "--kafka needs KEY=VALUE");
-                return 2;
-            }
-            if (n_props == WORKER_RUN_MAX_KAFKA_PROPS) {
-                snprintf(err, errlen, "at most %d --kafka properties", WORKER_RUN_MAX_KAFKA_PROPS);
-                return 2;
-            }
-            cfg->kafka_props[n_props++] = val;
-            continue;
-        }
-        const opt_t *o = NULL;
-        for (int i = 0; i < N_OPTS; i++)
-            if (strlen(opts[i].flag) == name_len && !strncmp(opts[i].flag, arg, name_len))
-                o = &opts[i];
-        if (!o) {
-            snprintf(err, errlen, "unknown option '%s' (see reclass run --help)", arg);
-            return 2;
-        }
-        val = eq ? eq + 1 : (a + 1 < argc ? argv[++a] : NULL);
-        if (!val) {
-            snprintf(err, errlen, "%s needs a value", o->flag);
-            return 2;
-        }
-        int rc = set_opt(cfg, o, val, o->flag, err, errlen);
-        if (rc) return rc;
-    }
+    cli_list_t kafka = {cfg->kafka_props, 0, WORKER_RUN_MAX_KAFKA_PROPS};
+    cli_opt_t opts[RUN_N_OPTS + 1];
+    run_opts(cfg, &kafka, opts);
+    int rc = worker_cli_parse_err("run", argc, argv, opts, worker_run_cfg_usage, NULL, err, errlen);
+    if (rc == 0) return 1; /* --help */
+    if (rc == 2) return 2;
+    int n_props = kafka.n;
     if (!cfg->db) {
         snprintf(err, errlen, "no database: give --db URL or set RECLASS_DB");
         return 2;
