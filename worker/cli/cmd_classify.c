@@ -20,7 +20,7 @@
 #include "gpu/backend.h"
 #include "gpu/model.h"
 #include "worker/pipeline/accum.h"
-#include "worker/classify_util.h"
+#include "worker/classify/engine.h"
 #include "worker/cli/cli.h"
 #include "worker/text/input.h"
 #include "worker/text/tokenizer.h"
@@ -55,6 +55,7 @@ typedef struct {
     int eof;                  /* reader finished (guarded by mu) */
     int fatal;                /* reader could not go on: fatal_msg (guarded by mu) */
     char fatal_msg[256];
+    cls_buf_t line; /* the output line being written (main thread) */
 } cls_ctx_t;
 
 static void *reader_main(void *arg) {
@@ -148,17 +149,18 @@ static void usage(FILE *f) {
 
 static int parse_opts(int argc, char **argv, cls_opts_t *o) {
     *o = (cls_opts_t){NULL, "cpu", NULL, 0, 3, 0, 8192, 20, 0, 4096};
-    const cli_opt_t opts[] = {{"model", CLI_STR, &o->model_dir, 0, 0},
-                              {"jsonl", CLI_FLAG, &o->jsonl, 0, 0},
-                              {"backend", CLI_STR, &o->backend, 0, 0},
-                              {"top-k", CLI_INT, &o->top_k, 0, 64},
-                              {"logits", CLI_FLAG, &o->logits, 0, 0},
-                              {"token-budget", CLI_INT, &o->token_budget, 1, 1 << 24},
-                              {"max-wait-ms", CLI_INT, &o->max_wait_ms, 0, 3600000},
-                              {"precision", CLI_STR, &o->precision, 0, 0},
-                              {"threads", CLI_INT, &o->threads, 0, 1024},
-                              {"max-pending", CLI_INT, &o->max_pending, 1, 65536},
-                              {NULL, CLI_FLAG, NULL, 0, 0}};
+    const cli_opt_t opts[] = {
+        {"model", CLI_STR, &o->model_dir, 0, 0, NULL, NULL, NULL},
+        {"jsonl", CLI_FLAG, &o->jsonl, 0, 0, NULL, NULL, NULL},
+        {"backend", CLI_STR, &o->backend, 0, 0, NULL, NULL, NULL},
+        {"top-k", CLI_INT, &o->top_k, 0, 64, NULL, NULL, NULL},
+        {"logits", CLI_FLAG, &o->logits, 0, 0, NULL, NULL, NULL},
+        {"token-budget", CLI_INT, &o->token_budget, 1, 1 << 24, NULL, NULL, NULL},
+        {"max-wait-ms", CLI_INT, &o->max_wait_ms, 0, 3600000, NULL, NULL, NULL},
+        {"precision", CLI_STR, &o->precision, 0, 0, NULL, NULL, NULL},
+        {"threads", CLI_INT, &o->threads, 0, 1024, NULL, NULL, NULL},
+        {"max-pending", CLI_INT, &o->max_pending, 1, 65536, NULL, NULL, NULL},
+        {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL}};
     int first = 0, rc = worker_cli_parse("classify", argc, argv, opts, usage, &first);
     if (rc >= 0) return rc;
     if (first < argc) {
@@ -177,22 +179,32 @@ static int parse_opts(int argc, char **argv, cls_opts_t *o) {
 /* Prints every finished slot at the front of the ring (in input order) and
  * frees them for the reader. Returns how many printed lines were input errors.
  */
-static long print_ready(cls_ctx_t *c, long known, long *next_out, const gpu_model_config_t *cfg,
+static long print_ready(cls_ctx_t *c, long known, long *next_out, const cls_engine_t *eng,
                         const cls_opts_t *o) {
     long errors = 0, start = *next_out;
+    const int L = eng->num_labels;
     while (*next_out < known) {
         cls_slot_t *s = &c->slot[*next_out % c->ring];
+        c->line.len = 0;
         if (s->state == SLOT_DONE) {
-            classify_write_result(stdout, cfg, s->logits, o->top_k, o->logits, s->n, s->truncated);
+            cls_result_t r;
+            cls_score(s->logits, L, o->top_k, &r);
+            cls_json_line(&c->line, &r, cls_engine_labels(eng), s->n, s->truncated,
+                          o->logits ? s->logits : NULL, L);
         } else if (s->state == SLOT_ERROR) {
-            fputs("{\"error\": ", stdout);
-            classify_json_string(stdout, s->err);
-            fputs("}\n", stdout);
+            cls_buf_puts(&c->line, "{\"error\": ");
+            cls_json_string(&c->line, s->err);
+            cls_buf_puts(&c->line, "}\n");
             fprintf(stderr, "reclass classify: %s\n", s->err);
             errors++;
         } else {
             break;
         }
+        if (c->line.oom) {
+            fprintf(stderr, "reclass classify: out of memory\n");
+            exit(1);
+        }
+        fwrite(c->line.s, 1, c->line.len, stdout);
         s->state = SLOT_FREE;
         (*next_out)++;
     }
@@ -211,10 +223,9 @@ static struct timespec ts_of_ms(int64_t ms) {
 }
 
 /* The main thread's loop; returns the exit code. */
-static int classify_loop(cls_ctx_t *c, classify_session_t *ss, worker_accum_t *acc,
+static int classify_loop(cls_ctx_t *c, cls_engine_t *eng, worker_accum_t *acc,
                          const cls_opts_t *o) {
-    const gpu_model_config_t *cfg = &ss->model->cfg;
-    int cap = ss->max_seqs;
+    int cap = eng->max_seqs;
     void **items = malloc((size_t)cap * sizeof(void *));        /* (max_seqs) popped slots */
     int *lens = malloc((size_t)cap * sizeof(int));              /* (max_seqs) */
     const int32_t **seqp = malloc((size_t)cap * sizeof(*seqp)); /* (max_seqs) ids per item */
@@ -236,7 +247,7 @@ static int classify_loop(cls_ctx_t *c, classify_session_t *ss, worker_accum_t *a
             eof = c->eof;
             if (full || eof || known > next_push || known - next_out >= c->ring) break;
             int64_t dl = worker_accum_next_deadline(acc);
-            if (dl != INT64_MAX && classify_now_ms() >= dl) break;
+            if (dl != INT64_MAX && cls_now_ms() >= dl) break;
             if (dirty) { /* results appear before we sleep (interactive use) */
                 pthread_mutex_unlock(&c->mu);
                 fflush(stdout);
@@ -254,7 +265,7 @@ static int classify_loop(cls_ctx_t *c, classify_session_t *ss, worker_accum_t *a
         pthread_mutex_unlock(&c->mu);
 
         /* 2. move read slots into the accumulator, in input order, until full */
-        int64_t now = classify_now_ms();
+        int64_t now = cls_now_ms();
         full = 0;
         while (next_push < known) {
             cls_slot_t *s = &c->slot[next_push % c->ring];
@@ -276,7 +287,7 @@ static int classify_loop(cls_ctx_t *c, classify_session_t *ss, worker_accum_t *a
         /* 3. form and run batches while any is due */
         int drained = eof && next_push == known;
         for (;;) {
-            now = classify_now_ms();
+            now = cls_now_ms();
             int64_t t = now;
             if (!drained && !worker_accum_ready(acc, now)) {
                 /* the reader waits for the oldest unprinted input, which is pending here:
@@ -290,23 +301,24 @@ static int classify_loop(cls_ctx_t *c, classify_session_t *ss, worker_accum_t *a
             full = 0;
             for (int i = 0; i < n; i++)
                 seqp[i] = ((cls_slot_t *)items[i])->ids;
-            if (classify_session_forward(ss, seqp, lens, n, err, sizeof err) != 0) {
+            const cls_batch_t *b;
+            if (cls_engine_forward(eng, seqp, lens, n, &b, err, sizeof err) != 0) {
                 fflush(stdout);
-                fprintf(stderr, "reclass classify: backend %s failed: %s\n", ss->ops->name, err);
+                fprintf(stderr, "reclass classify: backend %s failed: %s\n", eng->ops->name, err);
                 rc = 1;
                 goto out;
             }
-            int L = cfg->num_labels;
+            int L = eng->num_labels;
             for (int i = 0; i < n; i++) {
                 cls_slot_t *s = items[i];
-                memcpy(s->logits, ss->logits + (size_t)i * L, (size_t)L * sizeof(float));
+                memcpy(s->logits, b->logits + (size_t)i * L, (size_t)L * sizeof(float));
                 s->state = SLOT_DONE;
             }
-            errors += print_ready(c, known, &next_out, cfg, o);
+            errors += print_ready(c, known, &next_out, eng, o);
             dirty = 1;
             if (next_push < known) break; /* room again: push the rest first */
         }
-        long e = print_ready(c, known, &next_out, cfg, o);
+        long e = print_ready(c, known, &next_out, eng, o);
         if (e) dirty = 1;
         errors += e;
         if (full) { /* FULL implies ready, so a pop must have happened */
@@ -380,21 +392,23 @@ int worker_cmd_classify(int argc, char **argv) {
                                 .threads = o.threads,
                                 .precision = o.precision,
                                 .device = 0};
-    classify_session_t ss;
-    int src = classify_session_init(&ss, model, o.backend, &bopts, err, sizeof err);
-    if (src != 0) { /* the session freed the model */
+    cls_engine_t eng;
+    int src = cls_engine_open(&eng, model, o.backend, &bopts, err, sizeof err);
+    if (src != 0) {
         fprintf(stderr, "reclass classify: %s\n", err);
         worker_accum_free(acc);
         worker_tok_free(tok);
+        gpu_model_free(model);
         return src;
     }
-    if (!ss.ops->padding_free) { /* re-create the accumulator counting padded cost
-                                  */
+    if (!eng.ops->padding_free) { /* re-create the accumulator counting padded cost
+                                   */
         worker_accum_free(acc);
         acfg.padded = 1;
         if (worker_accum_init(&acfg, &acc, err, sizeof err) != 0) {
             fprintf(stderr, "reclass classify: %s\n", err);
-            classify_session_free(&ss);
+            cls_engine_close(&eng);
+            gpu_model_free(model);
             worker_tok_free(tok);
             return 1;
         }
@@ -403,7 +417,8 @@ int worker_cmd_classify(int argc, char **argv) {
     worker_input_t *in = NULL;
     if (worker_input_open(stdin, o.jsonl, &in, err, sizeof err) != 0) {
         fprintf(stderr, "reclass classify: %s\n", err);
-        classify_session_free(&ss);
+        cls_engine_close(&eng);
+        gpu_model_free(model);
         worker_accum_free(acc);
         worker_tok_free(tok);
         return 1;
@@ -416,7 +431,7 @@ int worker_cmd_classify(int argc, char **argv) {
     c.tok = tok;
     c.max_len = max_len;
     c.ring = 2L * acfg.max_pending_items;
-    int L = ss.model->cfg.num_labels;
+    int L = eng.num_labels;
     c.slot = calloc((size_t)c.ring, sizeof(cls_slot_t));
     c.ids_all = malloc((size_t)c.ring * (size_t)max_len * sizeof(int32_t));
     c.logits_all = malloc((size_t)c.ring * (size_t)L * sizeof(float));
@@ -444,7 +459,7 @@ int worker_cmd_classify(int argc, char **argv) {
         fprintf(stderr, "reclass classify: cannot start the reader thread\n");
         goto done_sync;
     }
-    rc = classify_loop(&c, &ss, acc, &o);
+    rc = classify_loop(&c, &eng, acc, &o);
     if (rc == 1 && !c.eof) {
         /* a runtime failure while the reader may still block on stdin: the process
          * exits now, so the ring it writes into is left to the OS rather than freed
@@ -462,7 +477,9 @@ done:
     free(c.ids_all);
     free(c.logits_all);
     worker_input_free(in);
-    classify_session_free(&ss);
+    cls_buf_free(&c.line);
+    cls_engine_close(&eng);
+    gpu_model_free(model);
     worker_accum_free(acc);
     worker_tok_free(tok);
     return rc;

@@ -17,7 +17,7 @@
 #include "gpu/model.h"
 #include "gpu/nvml.h"
 #include "worker/pipeline/accum.h"
-#include "worker/classify_util.h"
+#include "worker/classify/engine.h"
 #include "worker/cli/cli.h"
 #include "worker/text/tokenizer.h"
 #include "worker/bench/workload.h"
@@ -67,19 +67,20 @@ static void usage(FILE *f) {
 static int parse_opts(int argc, char **argv, bench_opts_t *o) {
     *o = (bench_opts_t){NULL, NULL, "cpu", NULL, NULL, 2, 0, 0, 1, 3, 20000, 1};
     long seed = 1;
-    const cli_opt_t opts[] = {{"model", CLI_STR, &o->model_dir, 0, 0},
-                              {"geometry", CLI_STR, &o->geometry, 0, 0},
-                              {"labels", CLI_INT, &o->labels, 1, 100000},
-                              {"backend", CLI_STR, &o->backend, 0, 0},
-                              {"workload", CLI_STR, &o->workload, 0, 0},
-                              {"token-budget", CLI_INT, &o->token_budget, 1, 1 << 24},
-                              {"precision", CLI_STR, &o->precision, 0, 0},
-                              {"threads", CLI_INT, &o->threads, 0, 1024},
-                              {"seed", CLI_LONG, &seed, 0, INT32_MAX},
-                              {"warmup", CLI_INT, &o->warmup, 0, 1000},
-                              {"repeat", CLI_INT, &o->repeat, 1, 1000},
-                              {"tickets", CLI_LONG, &o->tickets, 1, 10000000},
-                              {NULL, CLI_FLAG, NULL, 0, 0}};
+    const cli_opt_t opts[] = {
+        {"model", CLI_STR, &o->model_dir, 0, 0, NULL, NULL, NULL},
+        {"geometry", CLI_STR, &o->geometry, 0, 0, NULL, NULL, NULL},
+        {"labels", CLI_INT, &o->labels, 1, 100000, NULL, NULL, NULL},
+        {"backend", CLI_STR, &o->backend, 0, 0, NULL, NULL, NULL},
+        {"workload", CLI_STR, &o->workload, 0, 0, NULL, NULL, NULL},
+        {"token-budget", CLI_INT, &o->token_budget, 1, 1 << 24, NULL, NULL, NULL},
+        {"precision", CLI_STR, &o->precision, 0, 0, NULL, NULL, NULL},
+        {"threads", CLI_INT, &o->threads, 0, 1024, NULL, NULL, NULL},
+        {"seed", CLI_LONG, &seed, 0, INT32_MAX, NULL, NULL, NULL},
+        {"warmup", CLI_INT, &o->warmup, 0, 1000, NULL, NULL, NULL},
+        {"repeat", CLI_INT, &o->repeat, 1, 1000, NULL, NULL, NULL},
+        {"tickets", CLI_LONG, &o->tickets, 1, 10000000, NULL, NULL, NULL},
+        {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL}};
     int rc = worker_cli_parse("bench", argc, argv, opts, usage, NULL);
     if (rc >= 0) return rc;
     o->seed = (uint64_t)seed;
@@ -99,7 +100,7 @@ static int parse_opts(int argc, char **argv, bench_opts_t *o) {
 }
 
 typedef struct {
-    classify_session_t *ss;
+    cls_engine_t *eng;
     worker_workload_t *w;
     const worker_tok_t *tok; /* text workloads */
     worker_ids_t scratch;
@@ -116,15 +117,15 @@ typedef struct {
 /* One pass over the whole workload. Returns 0, or 1 with err set. */
 static int bench_pass(bench_t *b, char *err, size_t errlen) {
     worker_workload_t *w = b->w;
-    const gpu_model_config_t *cfg = &b->ss->model->cfg;
-    double t0 = classify_now_s();
+    const gpu_model_config_t *cfg = &b->eng->model->cfg;
+    double t0 = cls_now_s();
     if (w->is_text) {
         if (worker_workload_tokenize(w, b->tok, b->acfg.max_len, &b->scratch) != 0) {
             snprintf(err, errlen, "out of memory tokenizing the workload");
             return 1;
         }
     }
-    b->tok_seconds = classify_now_s() - t0;
+    b->tok_seconds = cls_now_s() - t0;
     if (!b->acc) { /* sized by the real token count, known after the first
                       tokenization */
         b->acfg.max_pending_items = (int)w->n;
@@ -145,7 +146,7 @@ static int bench_pass(bench_t *b, char *err, size_t errlen) {
     b->flops = 0;
     int n;
     double attn = 4.0 * cfg->hidden * cfg->layers;
-    while ((n = worker_accum_pop(b->acc, 0, 1, b->items, b->lens, b->ss->max_seqs)) > 0) {
+    while ((n = worker_accum_pop(b->acc, 0, 1, b->items, b->lens, b->eng->max_seqs)) > 0) {
         for (int i = 0; i < n; i++) {
             long t = (long)(intptr_t)b->items[i] - 1;
             b->seqp[i] = w->ids + w->off[t];
@@ -153,11 +154,13 @@ static int bench_pass(bench_t *b, char *err, size_t errlen) {
             b->flops += attn * (double)b->lens[i] * b->lens[i];
         }
         /* as the worker does: this batch queued before the previous one's logits are taken */
-        if (classify_session_submit(b->ss, b->seqp, b->lens, n, err, errlen) != 0) return 1;
-        if (b->batches > 0 && classify_session_collect(b->ss, err, errlen) != 0) return 1;
+        const cls_batch_t *done;
+        if (cls_engine_submit(b->eng, b->seqp, b->lens, n, err, errlen) != 0) return 1;
+        if (b->batches > 0 && cls_engine_collect(b->eng, &done, err, errlen) != 0) return 1;
         b->batches++;
     }
-    if (b->batches > 0 && classify_session_collect(b->ss, err, errlen) != 0) return 1;
+    const cls_batch_t *last;
+    if (b->batches > 0 && cls_engine_collect(b->eng, &last, err, errlen) != 0) return 1;
     size_t params = gpu_model_param_count(cfg);
     size_t emb = ((size_t)cfg->vocab_size + cfg->max_pos + cfg->type_vocab + 2) * cfg->hidden;
     b->flops += 2.0 * (double)(params - emb) * (double)b->tokens;
@@ -199,7 +202,7 @@ int worker_cmd_bench(int argc, char **argv) {
         fprintf(stderr, "reclass bench: --geometry: %s\n", err);
         return 2;
     }
-    gpu_model_config_t cfg = model->cfg; /* a copy: the session owns model from here on */
+    gpu_model_config_t cfg = model->cfg;
     int max_len = cfg.max_pos;
     int rc = 1;
     bench_t b;
@@ -210,8 +213,8 @@ int worker_cmd_bench(int argc, char **argv) {
     gpu_nvml_t *nv = NULL; /* the board's energy counter, when there is one */
     gpu_nvml_window_t win; /* over the timed passes while win_on (its thread reads nv) */
     int win_on = 0;
-    classify_session_t ss;
-    memset(&ss, 0, sizeof ss);
+    cls_engine_t eng;
+    memset(&eng, 0, sizeof eng);
 
     if (strcmp(o.workload, "tickets-mix") == 0) {
         rc = worker_workload_tickets_mix(o.tickets, o.seed, max_len, cfg.vocab_size, &w, err,
@@ -253,30 +256,29 @@ int worker_cmd_bench(int argc, char **argv) {
                                 .max_len = max_len,
                                 .threads = o.threads,
                                 .precision = o.precision};
-    int src = classify_session_init(&ss, model, o.backend, &bopts, err, sizeof err);
-    model = NULL; /* the session owns it now (or freed it on failure) */
+    int src = cls_engine_open(&eng, model, o.backend, &bopts, err, sizeof err);
     if (src != 0) {
         fprintf(stderr, "reclass bench: %s\n", err);
         rc = src;
         goto out;
     }
-    b.ss = &ss;
+    b.eng = &eng;
     b.w = w;
     b.tok = tok;
     b.acfg = (worker_accum_cfg_t){.token_budget = o.token_budget,
-                                  .padded = !ss.ops->padding_free,
+                                  .padded = !eng.ops->padding_free,
                                   .max_wait_ms = 1 << 30, /* never overdue: pure length order */
                                   .max_len = max_len};
-    b.items = malloc((size_t)ss.max_seqs * sizeof(void *));
-    b.lens = malloc((size_t)ss.max_seqs * sizeof(int));
-    b.seqp = malloc((size_t)ss.max_seqs * sizeof(*b.seqp));
+    b.items = malloc((size_t)eng.max_seqs * sizeof(void *));
+    b.lens = malloc((size_t)eng.max_seqs * sizeof(int));
+    b.seqp = malloc((size_t)eng.max_seqs * sizeof(*b.seqp));
     /* (3, repeat): wall, CPU, device (events) seconds per timed pass */
     secs = malloc(3 * (size_t)o.repeat * sizeof(double));
     if (!b.items || !b.lens || !b.seqp || !secs) {
         fprintf(stderr, "reclass bench: out of memory\n");
         goto out;
     }
-    int is_cuda = strcmp(ss.ops->name, "cuda") == 0;
+    int is_cuda = strcmp(eng.ops->name, "cuda") == 0;
     size_t peak = 0;
     gpu_mem_stats_t ms = {0};
     for (int i = 0; i < o.warmup; i++) {
@@ -295,14 +297,14 @@ int worker_cmd_bench(int argc, char **argv) {
 #endif
     double tok_secs_sum = 0;
     for (int i = 0; i < o.repeat; i++) {
-        double d0 = ss.ops->device_seconds ? ss.ops->device_seconds(ss.be) : 0;
-        double t0 = classify_now_s(), c0 = bench_cpu_s();
+        double d0 = eng.ops->device_seconds ? eng.ops->device_seconds(eng.be) : 0;
+        double t0 = cls_now_s(), c0 = bench_cpu_s();
         if (bench_pass(&b, err, sizeof err) != 0) goto fail_pass;
-        secs[i] = classify_now_s() - t0;
+        secs[i] = cls_now_s() - t0;
         secs[o.repeat + i] = bench_cpu_s() - c0;
-        secs[2 * o.repeat + i] = ss.ops->device_seconds ? ss.ops->device_seconds(ss.be) - d0 : 0;
+        secs[2 * o.repeat + i] = eng.ops->device_seconds ? eng.ops->device_seconds(eng.be) - d0 : 0;
         tok_secs_sum += b.tok_seconds;
-        if (is_cuda && ss.ops->mem_stats && ss.ops->mem_stats(ss.be, &ms) == 0 &&
+        if (is_cuda && eng.ops->mem_stats && eng.ops->mem_stats(eng.be, &ms) == 0 &&
             ms.device_used > peak)
             peak = ms.device_used;
     }
@@ -311,7 +313,7 @@ int worker_cmd_bench(int argc, char **argv) {
     double first = secs[0];
     double sec = median(secs, o.repeat);
     double cpu_sec = median(secs + o.repeat, o.repeat); /* sorts: secs[0] is the minimum */
-    double dev_sec = ss.ops->device_seconds ? median(secs + 2 * o.repeat, o.repeat) : -1;
+    double dev_sec = eng.ops->device_seconds ? median(secs + 2 * o.repeat, o.repeat) : -1;
     double tflops = b.flops / sec / 1e12;
     /* The ceiling the issue defines: cuBLAS on the four layer GEMMs at M = budget in bf16,
      * FLOP-weighted (the matrix unit's best case for these shapes); and the same in the run's
@@ -327,10 +329,10 @@ int worker_cmd_bench(int argc, char **argv) {
                                                         cfg.intermediate, o.precision, NULL);
     }
 #endif
-    const char *mname = ss.model->name ? ss.model->name : "model";
+    const char *mname = model->name ? model->name : "model";
     printf("reclass bench: model %s (%d layers, hidden %d, %d labels), backend "
            "%s, precision %s\n",
-           mname, cfg.layers, cfg.hidden, cfg.num_labels, ss.ops->name, o.precision);
+           mname, cfg.layers, cfg.hidden, cfg.num_labels, eng.ops->name, o.precision);
     printf("workload %s: %ld tickets, %ld tokens (%ld truncated), %ld batches of "
            "<= %d tokens\n",
            o.workload, w->n, b.tokens, w->truncated, b.batches, o.token_budget);
@@ -360,8 +362,11 @@ int worker_cmd_bench(int argc, char **argv) {
         printf("energy (NVML, the whole board): %.1f J per pass, %.2f mJ per ticket, %.0f W over "
                "the timed passes, SM clock median %d MHz\n",
                j_pass, 1e3 * j_pass / w->n, win.joules / win.seconds, win_mhz);
-    printf("{\"backend\": \"%s\", \"precision\": \"%s\", \"model\": ", ss.ops->name, o.precision);
-    classify_json_string(stdout, mname);
+    printf("{\"backend\": \"%s\", \"precision\": \"%s\", \"model\": ", eng.ops->name, o.precision);
+    cls_buf_t js = {0};
+    cls_json_string(&js, mname);
+    fputs(js.oom ? "null" : js.s, stdout);
+    cls_buf_free(&js);
     printf(", \"tickets\": %ld, \"tokens\": %ld, \"batches\": %ld, \"seconds\": "
            "%.6f, "
            "\"tickets_per_s\": %.2f, \"tokens_per_s\": %.1f, "
@@ -374,7 +379,7 @@ int worker_cmd_bench(int argc, char **argv) {
                ceiling, tflops / ceiling, ceiling_run, tflops / ceiling_run);
     else
         printf(", \"gemm_ceiling_tflops\": null, \"share_of_ceiling\": null");
-    if (is_cuda && ss.ops->mem_stats)
+    if (is_cuda && eng.ops->mem_stats)
         /* peak: cudaMemGetInfo's used bytes (context, libraries, other processes included);
          * weights + arena: the one allocation reclass made */
         printf(", \"peak_device_bytes\": %zu, \"weights_bytes\": %zu, \"arena_bytes\": %zu", peak,
@@ -397,7 +402,7 @@ int worker_cmd_bench(int argc, char **argv) {
     rc = fflush(stdout) == 0 ? 0 : 1;
     goto out;
 fail_pass:
-    fprintf(stderr, "reclass bench: backend %s failed: %s\n", ss.ops->name, err);
+    fprintf(stderr, "reclass bench: backend %s failed: %s\n", eng.ops->name, err);
     rc = 1;
 out:
     if (win_on) gpu_nvml_window_stop(&win); /* a failed pass: the sampler stops before nv goes */
@@ -408,7 +413,7 @@ out:
     free((void *)b.seqp);
     worker_ids_free(&b.scratch);
     worker_accum_free(b.acc);
-    classify_session_free(&ss);
+    cls_engine_close(&eng);
     if (model) gpu_model_free(model);
     if (tok) worker_tok_free(tok);
     worker_workload_free(w);

@@ -1,0 +1,192 @@
+/* The encoder thread: accumulator -> classification engine -> sink queue. The engine packs,
+ * runs and scores the batches (worker/classify/engine.h); this loop forms them from the
+ * accumulator, hands the results to the sink and keeps the metrics. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "worker/classify/engine.h"
+#include "worker/pipeline/pipeline_int.h"
+
+/* The items of a batch from pop until published: the encoder submits the next batch before it
+ * collects and scores this one, so the device works while the host scores. */
+typedef struct {
+    void **items; /* (max_seqs) owned from pop until published or freed */
+    int n;
+    int64_t popped_ms, oldest_ms;
+} enc_slot_t;
+
+static void enc_slot_drop(enc_slot_t *sl) {
+    for (int i = 0; i < sl->n; i++)
+        pl_item_free(sl->items[i]);
+    sl->n = 0;
+}
+
+/* Collects sl's batch (the oldest in flight), scores it and queues it for the sink (takes
+ * pl->q.mu to queue). On failure the items are freed and err says why. */
+static int enc_publish(pl_t *pl, cls_engine_t *eng, enc_slot_t *sl, char *err, size_t errlen) {
+    const int k = pl->cfg->top_k, n = sl->n;
+    const cls_batch_t *b = NULL;
+    int rc = cls_engine_collect(eng, &b, err, errlen);
+    for (int i = 0; !rc && i < n; i++) {
+        pl_item_t *it = sl->items[i];
+        cls_result_t r;
+        cls_buf_t js = {0};
+        cls_engine_score(eng, b, i, k, &r);
+        cls_json_top_k(&js, &r, cls_engine_labels(eng));
+        if (js.oom) {
+            cls_buf_free(&js);
+            snprintf(err, errlen, "out of memory");
+            rc = -1;
+            break;
+        }
+        it->label_id = r.label;
+        it->confidence = r.confidence;
+        it->top_k_json = js.s; /* the item owns it now */
+    }
+    pl_out_t *o = rc ? NULL : calloc(1, sizeof(*o));
+    if (o) o->items = malloc(sizeof(*o->items) * (size_t)n); /* (n) */
+    if (!rc && (!o || !o->items)) {
+        snprintf(err, errlen, "out of memory");
+        rc = -1;
+    }
+    if (rc) {
+        if (o) free(o->items);
+        free(o);
+        enc_slot_drop(sl);
+        return rc;
+    }
+    for (int i = 0; i < n; i++)
+        o->items[i] = sl->items[i];
+    o->n = n;
+    sl->n = 0; /* the sink owns the items now */
+    gpu_mem_stats_t ms = {0};
+    if (pl->ops->mem_stats) pl->ops->mem_stats(pl->be, &ms);
+    worker_metrics_add(&worker_metrics.batches, 1);
+    worker_metrics_add(&worker_metrics.tokens, b->n_tokens);
+    atomic_fetch_add_explicit(&worker_metrics.encoder_ns, (long long)(b->compute_s * 1e9),
+                              memory_order_relaxed);
+    pl_metrics_store_mem(&ms);
+    o->tel = (sink_batch_t){.tickets = n,
+                            .real_tokens = b->n_tokens,
+                            .padded_tokens = (long)n * b->longest,
+                            .wait_ms = (double)(sl->popped_ms - sl->oldest_ms),
+                            .compute_ms = b->compute_s * 1000.0,
+                            .backend = pl->ops->name,
+                            .device_used_bytes = (int64_t)ms.device_used,
+                            .arena_bytes = (int64_t)ms.arena_bytes};
+    pthread_mutex_lock(&pl->q.mu);
+    pl->st.encoder_s += b->compute_s;
+    if (pl->q.out_tail)
+        pl->q.out_tail->next = o;
+    else
+        pl->q.out_head = o;
+    pl->q.out_tail = o;
+    pl->q.out_items += n;
+    pthread_cond_signal(&pl->q.cv_sink);
+    pthread_mutex_unlock(&pl->q.mu);
+    return 0;
+}
+
+/* Hands sl's items to the engine as one batch (seqp, lens: scratch). */
+static int enc_submit(cls_engine_t *eng, enc_slot_t *sl, const int32_t **seqp, int *lens, char *err,
+                      size_t errlen) {
+    int64_t oldest = sl->popped_ms;
+    for (int i = 0; i < sl->n; i++) {
+        pl_item_t *it = sl->items[i];
+        seqp[i] = it->ids;
+        lens[i] = it->n_ids;
+        if (it->arrived_ms < oldest) oldest = it->arrived_ms;
+    }
+    sl->oldest_ms = oldest;
+    return cls_engine_submit(eng, seqp, lens, sl->n, err, errlen);
+}
+
+void *pl_encoder_main(void *arg) {
+    pl_t *pl = arg;
+    int cap = pl->max_seqs;
+    char err[512];
+    cls_engine_t eng = {0};
+    gpu_backend_opts_t eo = pl->be_opts;
+    eo.max_seqs = cap;
+    enc_slot_t slot[2] = {{0}};
+    for (int i = 0; i < 2; i++)
+        slot[i].items = malloc(sizeof(void *) * (size_t)cap);   /* (max_seqs) */
+    int *lens = malloc(sizeof(*lens) * (size_t)cap);            /* (max_seqs) */
+    const int32_t **seqp = malloc(sizeof(*seqp) * (size_t)cap); /* (max_seqs) */
+    int failed = !slot[0].items || !slot[1].items || !lens || !seqp;
+    if (failed) fprintf(stderr, "reclass run: encoder: out of memory\n");
+    if (!failed && cls_engine_attach(&eng, pl->model, pl->ops, pl->be, &eo, err, sizeof err)) {
+        fprintf(stderr, "reclass run: encoder: %s\n", err);
+        failed = 1;
+    }
+
+    enc_slot_t *prev = NULL; /* submitted, not yet published */
+    int cur = 0;
+    pthread_mutex_lock(&pl->q.mu);
+    while (!failed && !pl->q.fatal) {
+        int64_t now = pl_now_ms();
+        int pending = worker_accum_pending_items(pl->q.acc);
+        if (pl->q.draining && pending == 0 && !prev) break;
+        int room = pl->q.out_items < pl->q.max_out_items; /* else the sink is behind (or db down) */
+        int ready = pending > 0 && (pl->q.draining || worker_accum_ready(pl->q.acc, now));
+        int n = room && ready
+                    ? worker_accum_pop(pl->q.acc, now, pl->q.draining, slot[cur].items, lens, cap)
+                    : 0;
+        if (n <= 0) {
+            if (!room) { /* even a batch in flight waits: its rows would overfill the queue */
+                pl_wait_until_ms(&pl->q.cv_room, &pl->q.mu, now + 100);
+            } else if (prev) { /* nothing to submit: finish the batch in flight */
+                pthread_mutex_unlock(&pl->q.mu);
+                int rc = enc_publish(pl, &eng, prev, err, sizeof(err));
+                prev = NULL;
+                pthread_mutex_lock(&pl->q.mu);
+                if (rc) {
+                    fprintf(stderr, "reclass run: encoder: %s\n", err);
+                    pl->q.fatal = 1;
+                }
+            } else {
+                pl_wait_until_ms(&pl->q.cv_enc, &pl->q.mu,
+                                 ready ? now + 5 : worker_accum_next_deadline(pl->q.acc));
+            }
+            continue;
+        }
+        pthread_cond_signal(&pl->q.cv_accum); /* a consumer holding back may push again */
+        pthread_mutex_unlock(&pl->q.mu);
+
+        enc_slot_t *sl = &slot[cur];
+        sl->n = n;
+        sl->popped_ms = now;
+        int rc = enc_submit(&eng, sl, seqp, lens, err, sizeof(err));
+        if (rc) enc_slot_drop(sl);
+        if (prev) { /* the device works on sl while prev is scored */
+            if (rc)
+                enc_slot_drop(prev); /* a failed submit aborts the batch in flight too */
+            else
+                rc = enc_publish(pl, &eng, prev, err, sizeof(err));
+            prev = NULL;
+        }
+        if (rc) {
+            fprintf(stderr, "reclass run: encoder: %s\n", err);
+            enc_slot_drop(sl);
+            pthread_mutex_lock(&pl->q.mu);
+            pl->q.fatal = 1;
+            break;
+        }
+        prev = sl;
+        cur ^= 1;
+        pthread_mutex_lock(&pl->q.mu);
+    }
+    pl->q.enc_done = 1;
+    if (failed) pl->q.fatal = 1;
+    pthread_cond_broadcast(&pl->q.cv_sink);
+    pthread_mutex_unlock(&pl->q.mu);
+    if (prev) enc_slot_drop(prev); /* stopped by a failure elsewhere */
+    cls_engine_close(&eng);        /* collects what is in flight: the backend idles */
+    for (int i = 0; i < 2; i++)
+        free(slot[i].items);
+    free(lens);
+    free((void *)seqp);
+    return NULL;
+}
