@@ -21,6 +21,8 @@
 #include "gpu/backend.h"
 #include "gpu/model.h"
 #include "worker/bench/workload.h"
+#include "worker/classify/engine.h"
+#include "worker/pipeline/accum.h"
 
 #ifndef RECLASS_HAVE_CUDA
 int main(void) {
@@ -39,36 +41,46 @@ static double now_s(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static const worker_workload_t *g_w;
-static int by_len_desc(const void *a, const void *b) {
-    long x = *(const long *)a, y = *(const long *)b;
-    long lx = g_w->off[x + 1] - g_w->off[x], ly = g_w->off[y + 1] - g_w->off[y];
-    return lx != ly ? (ly > lx ? 1 : -1) : (x > y) - (x < y);
-}
-
 typedef struct {
     int n_batches;
-    int *first, *count; /* (n_batches) into order */
+    int *first, *count;   /* (n_batches) into order */
+    long *order;          /* (tickets) ticket indices, batch after batch */
+    const int32_t **seqp; /* (budget / 2) the ids of a batch's tickets */
+    int *lens;            /* (budget / 2) */
 } batches_t;
 
-/* Length-sorted (longest first), greedily filled up to the token budget: the batches the
- * worker's accumulator makes when every ticket is present at once. */
-static void make_batches(const worker_workload_t *w, const long *order, int budget, int max_seqs,
-                         batches_t *b) {
+/* The batches the worker's accumulator makes when every ticket is present at once
+ * (length-sorted, token-budgeted). 0, or -1 with err set. */
+static int make_batches(const worker_workload_t *w, int budget, int max_len, batches_t *b,
+                        char *err, size_t errlen) {
+    long total = w->off[w->n];
+    worker_accum_cfg_t ac = {.token_budget = budget,
+                             .max_wait_ms = 1 << 30, /* never overdue: pure length order */
+                             .max_pending_items = (int)w->n,
+                             .max_pending_tokens = total > budget ? total : budget,
+                             .max_len = max_len};
+    worker_accum_t *acc = NULL;
+    if (worker_accum_init(&ac, &acc, err, errlen) != 0) return -1;
     b->first = malloc(sizeof(int) * (size_t)w->n);
     b->count = malloc(sizeof(int) * (size_t)w->n);
+    b->order = malloc(sizeof(long) * (size_t)w->n);
+    b->seqp = malloc(sizeof(*b->seqp) * (size_t)(budget / 2));
+    b->lens = malloc(sizeof(int) * (size_t)(budget / 2));
+    void **items = malloc(sizeof(void *) * (size_t)(budget / 2));
     b->n_batches = 0;
-    long i = 0;
-    while (i < w->n) {
-        int tok = 0, n = 0;
-        b->first[b->n_batches] = (int)i;
-        while (i < w->n && n < max_seqs) {
-            int len = (int)(w->off[order[i] + 1] - w->off[order[i]]);
-            if (tok + len > budget) break;
-            tok += len, n++, i++;
-        }
+    for (long i = 0; i < w->n; i++)
+        worker_accum_push(acc, (void *)(intptr_t)(i + 1), (int)(w->off[i + 1] - w->off[i]), 0);
+    long done = 0;
+    int n;
+    while ((n = worker_accum_pop(acc, 0, 1, items, b->lens, budget / 2)) > 0) {
+        b->first[b->n_batches] = (int)done;
         b->count[b->n_batches++] = n;
+        for (int i = 0; i < n; i++)
+            b->order[done++] = (long)(intptr_t)items[i] - 1;
     }
+    free(items);
+    worker_accum_free(acc);
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -143,11 +155,6 @@ int main(int argc, char **argv) {
         if (f) fclose(f);
         printf("workload written to %s\n", wout);
     }
-    long *order = malloc(sizeof(long) * (size_t)w->n);
-    for (long i = 0; i < w->n; i++)
-        order[i] = i;
-    g_w = w;
-    qsort(order, (size_t)w->n, sizeof(long), by_len_desc);
 
     /* FLOPs of the layer GEMMs (what the ceiling caps) and of attention, per pass. */
     double H = c->hidden, I = c->intermediate, NL = c->layers;
@@ -204,7 +211,6 @@ int main(int argc, char **argv) {
     char pci[32];
     gpu_nvml_t *nv = NULL;
     int have_nvml = gpu_cuda_pci_bus_id(0, pci, sizeof(pci)) == 0 && gpu_nvml_init(pci, &nv) == 0;
-    const gpu_backend_ops_t *ops = gpu_backend_find("cuda", err, sizeof(err));
     char *bl = strdup(budgets_s);
     for (char *tokp = strtok(bl, ","); tokp; tokp = strtok(NULL, ",")) {
         int budget = atoi(tokp);
@@ -220,24 +226,24 @@ int main(int argc, char **argv) {
 
         gpu_backend_opts_t opts = {
             .token_budget = budget, .max_len = c->max_pos, .precision = prec};
-        gpu_backend_t *be = NULL;
+        cls_engine_t eng;
         double ti = now_s();
-        if (ops->init(m, &opts, &be, err, sizeof(err)) != 0) {
+        if (cls_engine_open(&eng, m, "cuda", &opts, err, sizeof(err)) != 0) {
             fprintf(stderr, "gpu_bench: init: %s\n", err);
             return 1;
         }
         ti = now_s() - ti;
         long tuned, changed;
         double ms_top1, ms_best;
-        gpu_cuda_backend_tune_stats(be, &tuned, &changed, &ms_top1, &ms_best);
+        gpu_cuda_backend_tune_stats(eng.be, &tuned, &changed, &ms_top1, &ms_best);
         printf("  init %.2f s (warm-up sweep included): %ld GEMM buckets tuned, %ld picked another "
                "algorithm than the heuristic's first; summed one-run time %.3f -> %.3f ms\n",
                ti, tuned, changed, ms_top1, ms_best);
         batches_t b;
-        make_batches(w, order, budget, budget / 2, &b);
-        int32_t *ids = malloc(sizeof(int32_t) * (size_t)budget);
-        int32_t *cu = malloc(sizeof(int32_t) * (size_t)(budget + 1));
-        float *logits = malloc(sizeof(float) * (size_t)budget * c->num_labels);
+        if (make_batches(w, budget, c->max_pos, &b, err, sizeof(err)) != 0) {
+            fprintf(stderr, "gpu_bench: batches: %s\n", err);
+            return 1;
+        }
         double best = 1e30, secs[32];
         int nrep = repeat < 32 ? repeat : 32;
         /* pass 0: warm-up (heuristics, lazy module loads); then timed; then profiled */
@@ -247,28 +253,26 @@ int main(int argc, char **argv) {
             if (pass == 1 && have_nvml) gpu_nvml_window_start(&win, nv);
             if (pass == nrep + 1) {
                 if (have_nvml) win_mhz = gpu_nvml_window_stop(&win);
-                gpu_cuda_backend_profile(be, 1, NULL);
+                gpu_cuda_backend_profile(eng.be, 1, NULL);
             }
             const int sync = pass == nrep + 1 || pace_us > 0;
             double t0 = now_s();
             for (int k = 0; k < b.n_batches; k++) {
-                gpu_batch_t bt = {.ids = ids, .cu_seqlens = cu, .n_seqs = b.count[k]};
-                cu[0] = 0;
-                for (int s = 0; s < bt.n_seqs; s++) {
-                    long t = order[b.first[k] + s];
-                    int len = (int)(w->off[t + 1] - w->off[t]);
-                    memcpy(ids + cu[s], w->ids + w->off[t], sizeof(int32_t) * (size_t)len);
-                    cu[s + 1] = cu[s] + len;
-                    if (len > bt.max_len) bt.max_len = len;
+                const int nb = b.count[k];
+                for (int q = 0; q < nb; q++) {
+                    long t = b.order[b.first[k] + q];
+                    b.seqp[q] = w->ids + w->off[t];
+                    b.lens[q] = (int)(w->off[t + 1] - w->off[t]);
                 }
-                bt.n_tokens = cu[bt.n_seqs];
                 /* As the worker drives it: this batch queued before the previous one's logits
                  * are taken (the profiled pass and pacing time one batch at a time). */
-                int rc = sync ? ops->forward(be, &bt, logits, err, sizeof(err))
-                              : ops->submit(be, &bt, err, sizeof(err));
-                if (!rc && !sync && k > 0) rc = ops->collect(be, logits, err, sizeof(err));
+                const int32_t *const *sq = (const int32_t *const *)b.seqp;
+                const cls_batch_t *out;
+                int rc = sync ? cls_engine_forward(&eng, sq, b.lens, nb, &out, err, sizeof(err))
+                              : cls_engine_submit(&eng, sq, b.lens, nb, err, sizeof(err));
+                if (!rc && !sync && k > 0) rc = cls_engine_collect(&eng, &out, err, sizeof(err));
                 if (!rc && !sync && k == b.n_batches - 1)
-                    rc = ops->collect(be, logits, err, sizeof(err));
+                    rc = cls_engine_collect(&eng, &out, err, sizeof(err));
                 if (rc != 0) {
                     fprintf(stderr, "gpu_bench: forward: %s\n", err);
                     return 1;
@@ -291,12 +295,12 @@ int main(int argc, char **argv) {
             }
         double med = secs[nrep / 2];
         double ms[GPU_CUDA_PROF_N];
-        gpu_cuda_backend_profile(be, 0, ms);
+        gpu_cuda_backend_profile(eng.be, 0, ms);
         double prof_total = 0;
         for (int i = 0; i < GPU_CUDA_PROF_N; i++)
             prof_total += ms[i];
         gpu_mem_stats_t st;
-        ops->mem_stats(be, &st);
+        eng.ops->mem_stats(eng.be, &st);
         double tps = w->n / med;
         double achieved = gemm_flops / med / 1e12;
         printf("budget %d %s att%d streams %s: %d batches, median %.4f s (best %.4f): %.0f "
@@ -332,11 +336,10 @@ int main(int argc, char **argv) {
                st.weights_bytes, st.arena_bytes, j_pass, win_mhz, gemm_exec / 1e12, att_exec / 1e12,
                norm_bytes);
         fflush(stdout);
-        ops->free(be);
-        free(ids), free(cu), free(logits), free(b.first), free(b.count);
+        cls_engine_close(&eng);
+        free(b.first), free(b.count), free(b.order), free((void *)b.seqp), free(b.lens);
     }
     free(bl);
-    free(order);
     gpu_nvml_free(nv);
     worker_workload_free(w);
     gpu_model_free(m);
