@@ -5,4 +5,5 @@ add_test(NAME test_classify_cli
 set_tests_properties(test_classify_cli PROPERTIES LABELS unit TIMEOUT 600)
 # The classification engine's results: softmax, top-k, JSON (worker/classify/result.c).
 reclass_add_test(NAME test_classify_result SOURCES ${CMAKE_SOURCE_DIR}/tests/test_classify_result.c LABELS unit)
+reclass_add_test(NAME test_classify_engine SOURCES ${CMAKE_SOURCE_DIR}/tests/test_classify_engine.c LABELS unit)
 reclass_add_test(NAME test_accum_workload SOURCES ${CMAKE_SOURCE_DIR}/tests/test_accum_workload.c LABELS unit)

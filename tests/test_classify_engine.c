@@ -1,0 +1,127 @@
+/* worker/classify/engine.c on a fake backend: packing (ids, cu_seqlens, max_len), two batches
+ * in flight and no third, collect order, the logits of each batch, compute time per batch
+ * counted from the later of its submit and the previous batch's logits. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "worker/classify/engine.h"
+
+static int failures;
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
+            printf(__VA_ARGS__);                                                                   \
+            printf("\n");                                                                          \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+/* The fake holds up to two batches; a sequence's logits are (first id, length). */
+static struct {
+    float q[2][8][2];
+    int n[2], head, in_flight;
+    gpu_batch_t last; /* the last batch submitted, as packed */
+    int32_t ids[64], cu[9];
+} fake;
+
+static int fake_submit(gpu_backend_t *be, const gpu_batch_t *b, char *err, size_t errlen) {
+    if (fake.in_flight == 2) return 2;
+    int s = (fake.head + fake.in_flight) % 2;
+    for (int i = 0; i < b->n_seqs; i++) {
+        fake.q[s][i][0] = (float)b->ids[b->cu_seqlens[i]];
+        fake.q[s][i][1] = (float)(b->cu_seqlens[i + 1] - b->cu_seqlens[i]);
+    }
+    fake.n[s] = b->n_seqs;
+    fake.in_flight++;
+    memcpy(fake.ids, b->ids, sizeof(int32_t) * (size_t)b->n_tokens);
+    memcpy(fake.cu, b->cu_seqlens, sizeof(int32_t) * (size_t)(b->n_seqs + 1));
+    fake.last = *b;
+    return 0;
+}
+
+static int fake_collect(gpu_backend_t *be, float *logits, char *err, size_t errlen) {
+    if (fake.in_flight == 0) return 2;
+    memcpy(logits, fake.q[fake.head], sizeof(float) * 2 * (size_t)fake.n[fake.head]);
+    fake.head ^= 1;
+    fake.in_flight--;
+    return 0;
+}
+
+static void nap_ms(int ms) {
+    struct timespec ts = {0, ms * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+int main(void) {
+    static char *labels[2] = {"first-id", "length"};
+    gpu_model_t model;
+    memset(&model, 0, sizeof model);
+    model.cfg.num_labels = 2;
+    model.cfg.max_pos = 16;
+    model.cfg.id2label = labels;
+    gpu_backend_ops_t ops = {.name = "fake", .submit = fake_submit, .collect = fake_collect};
+    gpu_backend_opts_t opts = {.token_budget = 16, .max_len = 16, .max_seqs = 4};
+    cls_engine_t e;
+    char err[256];
+    CHECK(cls_engine_attach(&e, &model, &ops, (gpu_backend_t *)&fake, &opts, err, sizeof err) == 0,
+          "attach: %s", err);
+
+    const int32_t a[] = {101, 7, 102}, b[] = {101, 102}, c[] = {101, 5, 6, 7, 102};
+    const int32_t *seq1[] = {a, b, c}, *seq2[] = {c};
+    const int lens1[] = {3, 2, 5}, lens2[] = {5};
+    CHECK(cls_engine_submit(&e, seq1, lens1, 3, err, sizeof err) == 0, "submit 1: %s", err);
+    const int32_t want_cu[] = {0, 3, 5, 10};
+    CHECK(fake.last.n_seqs == 3 && fake.last.n_tokens == 10 && fake.last.max_len == 5 &&
+              memcmp(fake.cu, want_cu, sizeof want_cu) == 0 && fake.ids[3] == 101 &&
+              fake.ids[5] == 101 && fake.ids[6] == 5,
+          "packing: n %d tokens %d max_len %d", fake.last.n_seqs, fake.last.n_tokens,
+          fake.last.max_len);
+    nap_ms(20);
+    CHECK(cls_engine_submit(&e, seq2, lens2, 1, err, sizeof err) == 0, "submit 2: %s", err);
+    CHECK(cls_engine_submit(&e, seq2, lens2, 1, err, sizeof err) == 2, "a third batch ran");
+    const int32_t *too_many[5] = {a, a, a, a, a};
+    const int lens5[5] = {3, 3, 3, 3, 3};
+    nap_ms(20);
+
+    const cls_batch_t *r1, *r2;
+    CHECK(cls_engine_collect(&e, &r1, err, sizeof err) == 0, "collect 1: %s", err);
+    CHECK(r1->n == 3 && r1->n_tokens == 10 && r1->longest == 5, "batch 1: n %d", r1->n);
+    CHECK(r1->logits[0] == 101 && r1->logits[1] == 3 && r1->logits[3] == 2 && r1->logits[5] == 5,
+          "batch 1 logits");
+    CHECK(r1->compute_s == r1->t_ready - r1->t_submit && r1->compute_s >= 0.035,
+          "batch 1 compute %.4f", r1->compute_s);
+    double ready1 = r1->t_ready;
+    cls_result_t res;
+    cls_engine_score(&e, r1, 2, 2, &res);
+    CHECK(res.label == 0 && res.k == 2 && res.top[1] == 1, "score: label %d", res.label);
+    CHECK(strcmp(cls_engine_labels(&e)[res.label], "first-id") == 0, "labels");
+    nap_ms(10);
+    CHECK(cls_engine_collect(&e, &r2, err, sizeof err) == 0, "collect 2: %s", err);
+    /* batch 2 was submitted before batch 1's logits were in: its time starts there */
+    CHECK(r2->n == 1 && r2->logits[0] == 101 && r2->logits[1] == 5, "batch 2 logits");
+    CHECK(r2->compute_s == r2->t_ready - ready1 && r2->compute_s < r2->t_ready - r2->t_submit,
+          "batch 2 compute %.4f (ready - submit %.4f)", r2->compute_s, r2->t_ready - r2->t_submit);
+    CHECK(cls_engine_collect(&e, &r2, err, sizeof err) == 2, "a collect with none in flight");
+    CHECK(cls_engine_submit(&e, too_many, lens5, 5, err, sizeof err) != 0 &&
+              strstr(err, "capacity"),
+          "5 sequences over max_seqs 4: %s", err);
+    const int32_t *big[] = {c, c, c, c};
+    const int lens_big[] = {5, 5, 5, 5};
+    CHECK(cls_engine_submit(&e, big, lens_big, 4, err, sizeof err) != 0 &&
+              strstr(err, "token budget"),
+          "20 tokens over the budget 16: %s", err);
+    CHECK(cls_engine_forward(&e, seq2, lens2, 1, &r1, err, sizeof err) == 0 && r1->n == 1 &&
+              e.in_flight == 0,
+          "forward: %s", err);
+    CHECK(cls_engine_submit(&e, seq2, lens2, 1, err, sizeof err) == 0, "submit before close");
+    cls_engine_close(&e); /* collects what is in flight */
+    CHECK(fake.in_flight == 0, "close left %d batches on the backend", fake.in_flight);
+    if (failures) {
+        printf("%d failure(s)\n", failures);
+        return 1;
+    }
+    printf("PASS\n");
+    return 0;
+}
