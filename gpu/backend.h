@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpu/model.h"
+#include "gpu/model/model.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -87,7 +87,7 @@ const gpu_backend_ops_t *gpu_backend_find(const char *name, char *err, size_t er
 
 /* The CUDA libraries this binary runs with, for `reclass version`: e.g. "runtime 13.0,
  * cublas 13.0.2, driver 12.9" (driver "none" without an NVIDIA driver), or "none" when built
- * without CUDA. Needs no GPU. */
+ * without CUDA. Needs no GPU. The text is the calling thread's, valid until its next call. */
 const char *gpu_backend_cuda_versions(void);
 
 /* Validates a batch against the opts it must fit; shared by every backend. 0 = fits. */

@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu/cpu_gemm.h"
-#include "gpu/cpu_kernels.h"
-#include "gpu/ref_ops.h"
+#include "gpu/cpu/cpu_gemm.h"
+#include "gpu/cpu/cpu_kernels.h"
+#include "gpu/cpu/ref_ops.h"
 
 static uint64_t rng = 12345;
 static float frand(float scale) {

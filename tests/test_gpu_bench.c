@@ -6,7 +6,7 @@
  *
  * gpu_bench [--geometry bert-base] [--labels 140] [--precision fp16] [--tickets 20000]
  *           [--seed 1] [--budgets 8192,16384,32768] [--repeat 3] [--workload-out FILE]
- *           [--att-warps V] (attention variant, cuda_attention_set_variant) [--att-bench 1]
+ *           [--att-bench 1] (each attention kernel alone)
  *           [--gemm-bench 1] (each projection alone, cuBLASLt, X cold in L2)
  *           [--pace-us N] (sleep N us after each batch: with the GPU idle between batches the
  *           board stays under its power cap, so the profiled GPU time shows what the cap costs)
@@ -19,7 +19,7 @@
 #include <time.h>
 
 #include "gpu/backend.h"
-#include "gpu/model.h"
+#include "gpu/model/model.h"
 #include "worker/bench/workload.h"
 #include "worker/classify/engine.h"
 #include "worker/pipeline/accum.h"
@@ -30,10 +30,10 @@ int main(void) {
     return 77;
 }
 #else
-#include "gpu/cuda_backend.h"
-#include "gpu/cuda_test_api.h"
+#include "gpu/cuda/cuda_backend.h"
+#include "tests/lib/cuda_test_api.h"
 #include "tests/bench/gpu_energy.h"
-#include "gpu/nvml.h"
+#include "gpu/cuda/nvml.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -86,7 +86,7 @@ static int make_batches(const worker_workload_t *w, int budget, int max_len, bat
 int main(int argc, char **argv) {
     const char *geometry = "bert-base", *prec = "fp16", *wout = NULL,
                *budgets_s = "8192,16384,32768";
-    int labels = 140, repeat = 3, att_warps = 0, att_bench = 0, gemm_bench = 0, pace_us = 0;
+    int labels = 140, repeat = 3, att_bench = 0, gemm_bench = 0, pace_us = 0;
     double energy_s = 0;
     long tickets = 20000;
     uint64_t seed = 1;
@@ -107,8 +107,6 @@ int main(int argc, char **argv) {
             repeat = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--workload-out"))
             wout = argv[i + 1];
-        else if (!strcmp(argv[i], "--att-warps"))
-            att_warps = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--att-bench"))
             att_bench = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--gemm-bench")) /* each projection alone, X cold in L2 */
@@ -117,10 +115,6 @@ int main(int argc, char **argv) {
             pace_us = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--energy")) /* seconds per piece of the energy probe */
             energy_s = atof(argv[i + 1]);
-        else if (!strcmp(argv[i], "--streams")) /* 1 or 2: the backend reads it at init */
-            setenv("RECLASS_CUDA_STREAMS", argv[i + 1], 1);
-        else if (!strcmp(argv[i], "--fuse-res")) /* 0: fp16 residual added by LayerNorm */
-            setenv("RECLASS_CUDA_FUSE_RES", argv[i + 1], 1);
         else {
             fprintf(stderr, "gpu_bench: unknown option %s\n", argv[i]);
             return 2;
@@ -185,12 +179,13 @@ int main(int argc, char **argv) {
 
     if (att_bench) { /* the attention kernel alone, both kernels, five length regimes */
         static const int shapes[5][2] = {{34, 512}, {64, 256}, {128, 128}, {200, 80}, {400, 40}};
-        static const int variants[2] = {4, 9};
-        for (int vi = 0; vi < 2; vi++)
+        static const int kernels[2] = {GPU_CUDA_TEST_ATT_MMA, GPU_CUDA_TEST_ATT_WGMMA};
+        static const char *const names[2] = {"mma.sync", "wgmma"};
+        for (int ki = 0; ki < 2; ki++)
             for (int i = 0; i < 5; i++)
-                printf("  attention %s variant %d: %d seqs x %d tokens, 12 heads: %.1f TFLOP/s\n",
-                       prec, variants[vi], shapes[i][0], shapes[i][1],
-                       gpu_cuda_test_attention_bench(prec, variants[vi], shapes[i][0], shapes[i][1],
+                printf("  attention %s %s: %d seqs x %d tokens, 12 heads: %.1f TFLOP/s\n", prec,
+                       names[ki], shapes[i][0], shapes[i][1],
+                       gpu_cuda_test_attention_bench(prec, kernels[ki], shapes[i][0], shapes[i][1],
                                                      12, 50));
     }
     if (gemm_bench) { /* each projection with its epilogue, X cold in L2, at 16k and 64k rows */
@@ -207,7 +202,6 @@ int main(int argc, char **argv) {
             }
     }
     if (energy_s > 0) gpu_energy_probe(prec, c->hidden, c->intermediate, energy_s);
-    gpu_cuda_test_attention_variant(att_warps);
     char pci[32];
     gpu_nvml_t *nv = NULL;
     int have_nvml = gpu_cuda_pci_bus_id(0, pci, sizeof(pci)) == 0 && gpu_nvml_init(pci, &nv) == 0;
@@ -303,11 +297,10 @@ int main(int argc, char **argv) {
         eng.ops->mem_stats(eng.be, &st);
         double tps = w->n / med;
         double achieved = gemm_flops / med / 1e12;
-        printf("budget %d %s att%d streams %s: %d batches, median %.4f s (best %.4f): %.0f "
+        printf("budget %d %s: %d batches, median %.4f s (best %.4f): %.0f "
                "tickets/s, %.0f "
                "tokens/s; layer-GEMM ceiling %.1f TFLOP/s = %.0f tickets/s; share %.1f%%\n",
-               budget, prec, att_warps,
-               getenv("RECLASS_CUDA_STREAMS") ? getenv("RECLASS_CUDA_STREAMS") : "1", b.n_batches,
+               budget, prec, b.n_batches,
                med, best, tps, total_tokens / med, ceiling, ceil_tps, 100.0 * tps / ceil_tps);
         printf("  profiled pass (events between phases), ms: embed %.1f, GEMM %.1f (%.0f "
                "TFLOP/s executed), attention %.1f (%.0f TFLOP/s executed), layernorm/gather %.1f, "
@@ -320,7 +313,7 @@ int main(int argc, char **argv) {
             printf("  energy: %.1f J per pass (%.4f J per ticket), %.1f W over the timed passes, "
                    "SM clock median %d MHz\n",
                    j_pass, j_pass / w->n, win.joules / win.seconds, win_mhz);
-        printf("{\"bench\":\"gpu_bench\",\"streams\":%s,\"att_warps\":%d,\"precision\":\"%s\","
+        printf("{\"bench\":\"gpu_bench\",\"precision\":\"%s\","
                "\"budget\":%d,"
                "\"tickets\":%ld,"
                "\"tokens\":%ld,\"batches\":%d,\"seconds\":%.5f,\"tickets_per_s\":%.1f,"
@@ -330,7 +323,6 @@ int main(int argc, char **argv) {
                "\"weights_bytes\":%zu,\"arena_bytes\":%zu,\"joules_per_pass\":%.1f,"
                "\"sm_mhz\":%d,\"gemm_exec_tflop\":%.3f,\"att_exec_tflop\":%.3f,"
                "\"norm_bytes\":%.0f}\n",
-               getenv("RECLASS_CUDA_STREAMS") ? getenv("RECLASS_CUDA_STREAMS") : "1", att_warps,
                prec, budget, w->n, total_tokens, b.n_batches, med, tps, ceiling, ceil_tps,
                tps / ceil_tps, achieved, ms[0], ms[1], ms[2], ms[3], ms[4], st.device_used,
                st.weights_bytes, st.arena_bytes, j_pass, win_mhz, gemm_exec / 1e12, att_exec / 1e12,

@@ -1,6 +1,6 @@
-/* Parity of each CUDA kernel against the fp32 CPU reference ops (gpu/ref_ops.h), fp16 and
+/* Parity of each CUDA kernel against the fp32 CPU reference ops (gpu/cpu/ref_ops.h), fp16 and
  * bf16, on random inputs and random packed lengths. Outputs are NaN-poisoned before each
- * kernel run (gpu/cuda_test_api.h), so an element the kernel forgets fails the check.
+ * kernel run (tests/lib/cuda_test_api.h), so an element the kernel forgets fails the check.
  * Without a GPU (or without CUDA in the build) the test reports SKIPPED (exit 77). */
 #include <math.h>
 #include <stdint.h>
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu/model.h"
-#include "gpu/ref_ops.h"
+#include "gpu/model/model.h"
+#include "gpu/cpu/ref_ops.h"
 
 #ifndef RECLASS_HAVE_CUDA
 int main(void) {
@@ -17,8 +17,8 @@ int main(void) {
     return 77;
 }
 #else
-#include "gpu/cuda_backend.h"
-#include "gpu/cuda_test_api.h"
+#include "gpu/cuda/cuda_backend.h"
+#include "tests/lib/cuda_test_api.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static uint32_t rnd_u32(void) {
@@ -151,14 +151,18 @@ static void att_case_free(att_case_t *c) {
     free(c->cu), free(c->qkv), free(c->ref);
 }
 
-static void test_attention(const char *prec, int heads, int n_seqs, int maxlen, float scale) {
+/* kernel: GPU_CUDA_TEST_ATT_* (the automatic choice, mma.sync or wgmma). */
+static void test_attention(const char *prec, int kernel, int heads, int n_seqs, int maxlen,
+                           float scale) {
+    static const char *const kname[] = {"auto", "mma", "wgmma"};
     att_case_t c;
     att_case_init(&c, prec, heads, n_seqs, maxlen, scale);
     float *got = malloc((size_t)c.n * c.H * 4);
-    int rc = gpu_cuda_test_attention(prec, c.qkv, c.qkv + c.H, c.qkv + 2 * c.H, c.ld, c.cu, n_seqs,
-                                     heads, 64, got);
+    int rc = gpu_cuda_test_attention(prec, kernel, c.qkv, c.qkv + c.H, c.qkv + 2 * c.H, c.ld, c.cu,
+                                     n_seqs, heads, 64, got);
     char what[96];
-    snprintf(what, sizeof(what), "attention h%d seqs%d tok%d x%.1f", heads, n_seqs, c.n, scale);
+    snprintf(what, sizeof(what), "attention %s h%d seqs%d tok%d x%.1f", kname[kernel], heads,
+             n_seqs, c.n, scale);
     printf("..   %-5s %s\n", prec, what);
     if (rc != 0) {
         printf("FAIL %s %s: CUDA error\n", prec, what);
@@ -256,23 +260,25 @@ int main(int argc, char **argv) {
             test_linear(prec, 1 + (int)(rnd_u32() % 64), 256, 1024, 1, 0);
             test_add_ln(prec, 1 + (int)(rnd_u32() % 500), 768);
             test_add_ln(prec, 1 + (int)(rnd_u32() % 500), 256);
-            test_attention(prec, quick ? 2 : 12, 3 + (int)(rnd_u32() % (quick ? 6 : 30)),
-                           quick ? 200 : 512, 1.f);
-            test_attention(prec, 4, 3 + (int)(rnd_u32() % 30), 200, 2.f);
+            test_attention(prec, GPU_CUDA_TEST_ATT_AUTO, quick ? 2 : 12,
+                           3 + (int)(rnd_u32() % (quick ? 6 : 30)), quick ? 200 : 512, 1.f);
+            test_attention(prec, GPU_CUDA_TEST_ATT_AUTO, 4, 3 + (int)(rnd_u32() % 30), 200, 2.f);
             test_attention_first(prec, 12, 3 + (int)(rnd_u32() % 40), 512, 1.f);
             test_attention_first(prec, 4, 50, 33, 3.f); /* peaked, many short, one of 1 token */
         }
-        /* both kernels: mma.sync (the sm_80 path), then wgmma (compute capability 9.0;
-         * elsewhere it falls back to mma.sync) and the automatic choice */
-        static const int variants[3] = {4, 9, 1};
-        for (int vi = wg_only ? 1 : 0; vi < 3; vi++) {
-            gpu_cuda_test_attention_variant(variants[vi]);
-            test_attention(prec, quick ? 2 : 12, 3 + (int)(rnd_u32() % 20), quick ? 300 : 512, 1.f);
-            test_attention(prec, 4, 3 + (int)(rnd_u32() % 30), 200, 2.f);
-            test_attention(prec, 4, 8, 512, 3.f); /* peaked softmax: online max */
-            test_attention(prec, 3, 5 + (int)(rnd_u32() % 30), 40, 2.f);
+        /* both kernels: mma.sync (the sm_80 path), then wgmma (compute capability 9.0 only) */
+        for (int k = wg_only ? GPU_CUDA_TEST_ATT_WGMMA : GPU_CUDA_TEST_ATT_MMA;
+             k <= GPU_CUDA_TEST_ATT_WGMMA; k++) {
+            if (k == GPU_CUDA_TEST_ATT_WGMMA && !gpu_cuda_test_has_wgmma()) {
+                printf("..   %-5s attention wgmma: not compute capability 9.0, skipped\n", prec);
+                continue;
+            }
+            test_attention(prec, k, quick ? 2 : 12, 3 + (int)(rnd_u32() % 20), quick ? 300 : 512,
+                           1.f);
+            test_attention(prec, k, 4, 3 + (int)(rnd_u32() % 30), 200, 2.f);
+            test_attention(prec, k, 4, 8, 512, 3.f); /* peaked softmax: online max */
+            test_attention(prec, k, 3, 5 + (int)(rnd_u32() % 30), 40, 2.f);
         }
-        gpu_cuda_test_attention_variant(0);
         if (wg_only) continue;
         test_model_ops(prec, "bert-mini", 151);
         if (!quick) test_model_ops(prec, "bert-base", 140);

@@ -1,5 +1,5 @@
 /* The CUDA backend's one-arena promise on bert-base, fp16, token budget 16384:
- * weights + arena <= 0.5 GiB and equal to gpu/plan.c's numbers; device memory in use
+ * weights + arena <= 0.5 GiB and equal to gpu/cuda/plan.c's numbers; device memory in use
  * (cudaMemGetInfo) identical before and after N batches of random shapes (default
  * 100,000, mostly small so the run is quick, with a full-budget batch now and then);
  * allocations_after_init stays 0; a batch over the budget is refused before launch; and
@@ -12,8 +12,8 @@
 #include <time.h>
 
 #include "gpu/backend.h"
-#include "gpu/model.h"
-#include "gpu/plan.h"
+#include "gpu/model/model.h"
+#include "gpu/cuda/plan.h"
 
 #ifndef RECLASS_HAVE_CUDA
 int main(void) {
@@ -21,8 +21,8 @@ int main(void) {
     return 77;
 }
 #else
-#include "gpu/cuda_backend.h"
-#include "gpu/cuda_test_api.h"
+#include "gpu/cuda/cuda_backend.h"
+#include "tests/lib/cuda_test_api.h"
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
 static uint32_t rnd(uint32_t n) {

@@ -1,7 +1,7 @@
-/* gpu/plan.c without a GPU: bert-base fp16 at 16384 tokens fits 0.5 GiB; slices are
+/* gpu/cuda/plan.c without a GPU: bert-base fp16 at 16384 tokens fits 0.5 GiB; slices are
  * aligned, in order and disjoint; the shared buffer holds every use the backend makes of
  * it; bad input is refused with a message; and `reclass plan-memory` prints the same
- * total on its JSON line. Also gpu/nvml.c: without a driver it says so; with one (the
+ * total on its JSON line. Also gpu/cuda/nvml.c: without a driver it says so; with one (the
  * device) a window over 0.3 s of idle reads a plausible energy and clock. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,9 +10,9 @@
 
 #include <time.h>
 
-#include "gpu/model.h"
-#include "gpu/nvml.h"
-#include "gpu/plan.h"
+#include "gpu/model/model.h"
+#include "gpu/cuda/nvml.h"
+#include "gpu/cuda/plan.h"
 
 static int fails = 0;
 #define CHECK(cond, ...)                                                                           \

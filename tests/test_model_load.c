@@ -14,8 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gpu/model.h"
-#include "gpu/safetensors.h"
+#include "gpu/model/model.h"
+#include "gpu/model/safetensors.h"
 
 static char tmpdir[256];
 static int case_no;

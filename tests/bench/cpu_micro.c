@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "gpu/backend.h"
-#include "gpu/model.h"
+#include "gpu/model/model.h"
 
 typedef struct {
     int32_t *ids;

@@ -9,8 +9,7 @@
 #       smoke    GPU visible, libraries resolve
 #       ctest    ctest -R test_gpu -V (plan, kernel parity, golden, memory 100,000 batches)
 #       quick    kernels + golden + a 20,000-batch memory test (no 100k run)
-#       attn     attention kernels: parity (test_gpu_kernels wgmma), golden under each of
-#                ATT_VARIANTS (RECLASS_CUDA_ATT values; 1 = auto), the microbench
+#       attn     attention kernels: parity (test_gpu_kernels wgmma), golden, the microbench
 #       sanitize compute-sanitizer memcheck + racecheck on the kernel test, golden under
 #                GOLDEN_TOOLS (default memcheck)
 #       classify reclass classify --backend cuda vs --backend cpu on the CLINC150 test set
@@ -27,7 +26,7 @@
 #                unit of work of each projection under each of cuBLASLt's first 8 algorithms,
 #                of attention and LayerNorm, each alone; then the 65536 pass's joules
 #       variants gpu_bench at 16384 fp16: the default, then each of VARIANTS (environment
-#                settings, one per run: attention kernel, GEMM tuning, LN grid, streams)
+#                settings, one per run; none by default: the backend reads no environment)
 #       rbench   reclass bench --backend cuda (the worker's own bench command)
 #       torch    tests/bench/torch_gpu_peer.py eager + torch.compile on the same workload
 #       bound    tests/bench/bound.py on this call's bench and torch lines: how fast attention
@@ -166,14 +165,12 @@ if has quick; then
     note "test_gpu_memory 20000 ($(elapsed)s)"
     $B/tests/test_gpu_memory 20000 2>&1 | tee "$OUT/test_gpu_memory.log" | tail -8 | tee -a "$summary"
 fi
-if has attn; then # the attention kernels: parity alone, golden under each ATT_VARIANTS, microbench
+if has attn; then # the attention kernels: parity alone, golden, microbench
     note "test_gpu_kernels wgmma ($(elapsed)s)"
     $B/tests/test_gpu_kernels wgmma 2>&1 | tee "$OUT/attn-kernels.log" | grep -E "FAIL|PASSED" | tail -8 | tee -a "$summary"
-    for v in ${ATT_VARIANTS:-1}; do
-        note "test_gpu_golden RECLASS_CUDA_ATT=$v ($(elapsed)s)"
-        RECLASS_CUDA_ATT=$v $B/tests/test_gpu_golden 2>&1 | tee "$OUT/attn-golden-$v.log" |
-            grep -E "FAIL|PASSED|agreement" | tail -6 | tee -a "$summary"
-    done
+    note "test_gpu_golden ($(elapsed)s)"
+    $B/tests/test_gpu_golden 2>&1 | tee "$OUT/attn-golden.log" |
+        grep -E "FAIL|PASSED|agreement" | tail -6 | tee -a "$summary"
     $B/tests/gpu_bench --budgets 0 --att-bench 1 2>&1 | tee "$OUT/attn-bench.log" | grep attention | tee -a "$summary"
 fi
 if has sanitize; then
@@ -182,15 +179,15 @@ if has sanitize; then
         # racecheck also reports hazards inside cuBLAS's own split-K kernels (nvjet_*): the
         # summary lists which kernels reported; ours must not be among them. (Excluding nvjet
         # with --kernel-name-exclude crashed the sanitizer here, 2026-11-29.)
-        RECLASS_CUDA_TUNE=1 timeout 400 compute-sanitizer --tool $tool --error-exitcode 9 $B/tests/test_gpu_kernels quick \
+        timeout 400 compute-sanitizer --tool $tool --error-exitcode 9 $B/tests/test_gpu_kernels quick \
             >"$OUT/sanitize-$tool.log" 2>&1
         echo "exit $?" | tee -a "$OUT/sanitize-$tool.log" | tee -a "$summary"
         grep -E "ERROR SUMMARY|RACECHECK SUMMARY|FAILED|PASSED" "$OUT/sanitize-$tool.log" | tail -3 | tee -a "$summary"
         grep -oE "(Read|Write) access at [A-Za-z0-9_]+" "$OUT/sanitize-$tool.log" | sort | uniq -c | tee -a "$summary"
     done
     for tool in ${GOLDEN_TOOLS:-memcheck}; do
-        note "compute-sanitizer $tool golden (whole backend, both stream paths) ($(elapsed)s)"
-        RECLASS_CUDA_TUNE=1 timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 $B/tests/test_gpu_golden \
+        note "compute-sanitizer $tool golden (whole backend) ($(elapsed)s)"
+        timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 $B/tests/test_gpu_golden \
             >"$OUT/sanitize-golden-$tool.log" 2>&1
         echo "exit $?" | tee -a "$summary"
         grep -E "ERROR SUMMARY|RACECHECK SUMMARY|FAILED|PASSED" "$OUT/sanitize-golden-$tool.log" | tail -3 | tee -a "$summary"
@@ -264,7 +261,7 @@ if has energy; then
     done
 fi
 if has variants; then # at 16384, fp16: the default, then one knob changed per run (VARIANTS)
-    for v in DEFAULT ${VARIANTS:-RECLASS_CUDA_ATT=4 RECLASS_CUDA_TUNE=0 RECLASS_CUDA_LN_BLOCKS=0 RECLASS_CUDA_STREAMS=2}; do
+    for v in DEFAULT ${VARIANTS:-}; do
         note "variant $v ($(elapsed)s)"
         env ${v/DEFAULT/RECLASS_DEFAULT=1} $B/tests/gpu_bench --precision fp16 --budgets ${VARIANT_BUDGET:-16384} --repeat 3 2>&1 |
             tee "$OUT/bench-variant-$v.log" | grep -v -E '^\{|cuBLAS|workload' | tee -a "$summary"

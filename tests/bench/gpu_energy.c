@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "gpu/cuda_backend.h"
-#include "gpu/cuda_test_api.h"
-#include "gpu/nvml.h"
+#include "gpu/cuda/cuda_backend.h"
+#include "tests/lib/cuda_test_api.h"
+#include "gpu/cuda/nvml.h"
 
 #ifdef RECLASS_HAVE_CUDA
 
@@ -58,12 +58,12 @@ void gpu_energy_probe(const char *prec, int H, int I, double secs) {
     for (int i = 0; i < 5; i++) {
         int n = att[i][0], len = att[i][1];
         double flops = 4.0 * n * (double)len * len * H;
-        double tf = gpu_cuda_test_attention_bench(prec, 0, n, len, H / 64, 20);
+        double tf = gpu_cuda_test_attention_bench(prec, GPU_CUDA_TEST_ATT_AUTO, n, len, H / 64, 20);
         if (tf <= 0) continue;
         int iters = (int)(secs * tf * 1e12 / flops) + 1;
         char what[200];
         gpu_nvml_window_start(&w, nv);
-        tf = gpu_cuda_test_attention_bench(prec, 0, n, len, H / 64, iters);
+        tf = gpu_cuda_test_attention_bench(prec, GPU_CUDA_TEST_ATT_AUTO, n, len, H / 64, iters);
         mhz = gpu_nvml_window_stop(&w);
         snprintf(what, sizeof(what), "%s attention %d x %d %.0f TFLOP/s", prec, n, len, tf);
         report(what, &w, mhz, flops * iters / 1e15, "PFLOP");

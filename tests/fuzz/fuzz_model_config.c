@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "gpu/model.h"
+#include "gpu/model/model.h"
 #include "tests/fuzz/fuzz_util.h"
 
 static void check_config(const gpu_model_config_t *c) {

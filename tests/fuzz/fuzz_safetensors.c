@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "gpu/safetensors.h"
+#include "gpu/model/safetensors.h"
 #include "tests/fuzz/fuzz_util.h"
 
 #define FUZZ_ST_MAX_NUMEL (1u << 20) /* converting more says nothing more */

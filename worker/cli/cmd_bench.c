@@ -14,15 +14,15 @@
 #include <time.h>
 
 #include "gpu/backend.h"
-#include "gpu/model.h"
-#include "gpu/nvml.h"
+#include "gpu/model/model.h"
+#include "gpu/cuda/nvml.h"
 #include "worker/pipeline/accum.h"
 #include "worker/classify/engine.h"
 #include "worker/cli/cli.h"
 #include "worker/text/tokenizer.h"
 #include "worker/bench/workload.h"
 #ifdef RECLASS_HAVE_CUDA
-#include "gpu/cuda_backend.h"
+#include "gpu/cuda/cuda_backend.h"
 #endif
 
 typedef struct {

@@ -18,7 +18,7 @@
 #include <time.h>
 
 #include "gpu/backend.h"
-#include "gpu/model.h"
+#include "gpu/model/model.h"
 #include "worker/pipeline/accum.h"
 #include "worker/classify/engine.h"
 #include "worker/cli/cli.h"

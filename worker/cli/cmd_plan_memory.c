@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu/model.h"
-#include "gpu/plan.h"
+#include "gpu/model/model.h"
+#include "gpu/cuda/plan.h"
 #include "worker/cli/cli.h"
 
 #define PLAN_OPTS(model_dir, geometry, labels, budget, precision, max_len, max_seqs)               \

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gpu/model.h"
+#include "gpu/model/model.h"
 #include "worker/cli/cli.h"
 #include "worker/text/input.h"
 #include "worker/text/tokenizer.h"

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpu/model.h"
+#include "gpu/model/model.h"
 
 typedef struct worker_tok worker_tok_t; /* immutable after init: share it across threads */
 

@@ -1,5 +1,5 @@
 /* Hugging Face BertForSequenceClassification checkpoints -> gpu_model_t (fp32, one blob). */
-#include "gpu/model.h"
+#include "gpu/model/model.h"
 
 #include <float.h>
 #include <jansson.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gpu/safetensors.h"
+#include "gpu/model/safetensors.h"
 
 #define BLOB_ALIGN 16 /* floats: every slice starts on a 64-byte line */
 

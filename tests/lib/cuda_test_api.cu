@@ -1,6 +1,6 @@
-// Test entry points for single kernels (gpu/cuda_test_api.h) and the GEMM ceiling probe
-// (gpu_cuda_gemm_tflops in gpu/cuda_backend.h). These allocate per call: they are never on
-// the backend's path, whose memory is one arena.
+// Test entry points for single kernels (tests/lib/cuda_test_api.h), linked by the GPU tests
+// and gpu_bench only. These allocate per call: they are never on the backend's path, whose
+// memory is one arena.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -9,15 +9,37 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu/cuda_backend.h"
-#include "gpu/cuda_common.cuh"
-#include "gpu/cuda_gemm.cuh"
-#include "gpu/cuda_test_api.h"
+#include "gpu/cuda/cuda_backend.h"
+#include "gpu/cuda/cuda_common.cuh"
+#include "gpu/cuda/cuda_gemm.cuh"
+#include "tests/lib/cuda_test_api.h"
 
-#define GPU_WS_TEST (32u << 20) /* cuBLASLt workspace of the test and probe calls */
+#define GPU_WS_TEST (32u << 20) /* cuBLASLt workspace of the test calls */
 
 static int is_bf16(const char *p) {
     return p && strcmp(p, "bf16") == 0;
+}
+
+// The current device's SM count (sizes the LayerNorm grid, as the backend's init asks it).
+static int ta_sms(void) {
+    int dev = 0, sms = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+        return 1;
+    return sms;
+}
+
+extern "C" int gpu_cuda_test_has_wgmma(void) {
+    int dev = 0;
+    return cudaGetDevice(&dev) == cudaSuccess && cuda_attention_has_wgmma(dev);
+}
+
+// GPU_CUDA_TEST_ATT_* to cuda_attention's wgmma flag; -1 when the kernel cannot run here.
+static int ta_wgmma(int kernel) {
+    int have = gpu_cuda_test_has_wgmma();
+    if (kernel == GPU_CUDA_TEST_ATT_MMA) return 0;
+    if (kernel == GPU_CUDA_TEST_ATT_WGMMA) return have ? 1 : -1;
+    return have;
 }
 
 #define TA_CHECK(call)                                                                             \
@@ -172,7 +194,7 @@ static int ta_add_ln(const float *x, const float *res, const float *g, const flo
         rc = -1;
         goto done;
     }
-    TA_CHECK((cuda_add_ln<T, R>(dx, dr, dg, dbb, n, H, eps, (R *)NULL, o, 0)));
+    TA_CHECK((cuda_add_ln<T, R>(dx, dr, dg, dbb, n, H, eps, (R *)NULL, o, ta_sms(), 0)));
     TA_CHECK(cudaDeviceSynchronize());
     rc = ta_download<T>(o, (size_t)n * H, out);
 done:
@@ -187,8 +209,8 @@ extern "C" int gpu_cuda_test_add_ln(const char *precision, const float *x, const
 }
 
 template <typename T>
-static int ta_attention(const float *q, const float *k, const float *v, int ld, const int32_t *cu,
-                        int n_seqs, int heads, float *out) {
+static int ta_attention(int wgmma, const float *q, const float *k, const float *v, int ld,
+                        const int32_t *cu, int n_seqs, int heads, float *out) {
     int n = cu[n_seqs], rc = 0, maxlen = 0;
     for (int s = 0; s < n_seqs; s++)
         if (cu[s + 1] - cu[s] > maxlen) maxlen = cu[s + 1] - cu[s];
@@ -203,22 +225,25 @@ static int ta_attention(const float *q, const float *k, const float *v, int ld, 
         goto done;
     }
     TA_CHECK(cuda_attention<T>(dq, dk, dv, ld, dcu, n_seqs, heads, (maxlen + 63) / 64, o,
-                               heads * 64, 0));
+                               heads * 64, wgmma, 0));
     TA_CHECK(cudaDeviceSynchronize());
     rc = ta_download<T>(o, (size_t)n * heads * 64, out);
 done:
     cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dcu), cudaFree(o);
     return rc;
 }
-extern "C" int gpu_cuda_test_attention(const char *precision, const float *q, const float *k,
-                                       const float *v, int ld, const int32_t *cu, int n_seqs,
-                                       int heads, int head_dim, float *out) {
-    if (head_dim != 64 || ld % 8 != 0) {
-        fprintf(stderr, "attention kernel needs head_dim 64 and ld %% 8 == 0\n");
+extern "C" int gpu_cuda_test_attention(const char *precision, int kernel, const float *q,
+                                       const float *k, const float *v, int ld, const int32_t *cu,
+                                       int n_seqs, int heads, int head_dim, float *out) {
+    int wgmma = ta_wgmma(kernel);
+    if (head_dim != 64 || ld % 8 != 0 || wgmma < 0) {
+        fprintf(stderr, "attention kernel needs head_dim 64, ld %% 8 == 0 and (wgmma) a "
+                        "compute capability 9.0 device\n");
         return -1;
     }
-    return is_bf16(precision) ? ta_attention<__nv_bfloat16>(q, k, v, ld, cu, n_seqs, heads, out)
-                              : ta_attention<__half>(q, k, v, ld, cu, n_seqs, heads, out);
+    return is_bf16(precision)
+               ? ta_attention<__nv_bfloat16>(wgmma, q, k, v, ld, cu, n_seqs, heads, out)
+               : ta_attention<__half>(wgmma, q, k, v, ld, cu, n_seqs, heads, out);
 }
 
 // The first-query kernel on q's [CLS] rows (gathered here, as the backend gathers them),
@@ -306,7 +331,7 @@ extern "C" int gpu_cuda_test_pool_classify(const gpu_model_t *m, const char *pre
                               : ta_pool<__half>(m, hidden, cu, n_seqs, logits);
 }
 
-// Uniform [-1, 1) from a counter hash: GEMM timing on random data, never zeros.
+// Uniform [-1, 1) from a counter hash: bench inputs on random data, never zeros.
 template <typename T> __global__ void ta_fill_kernel(T *p, size_t n, uint32_t seed) {
     size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     if (i >= n) return;
@@ -315,127 +340,19 @@ template <typename T> __global__ void ta_fill_kernel(T *p, size_t n, uint32_t se
     p[i] = st<T>::from_f((float)(h >> 8) * (2.f / 16777216.f) - 1.f);
 }
 
-// The cached algorithm's configuration in words (cuBLASLt's ids: algo, tile, stages,
-// cluster shape, split-K, CTA swizzle).
-static void ta_algo_describe(const cublasLtMatmulAlgo_t *a, char *out, size_t len) {
-    static const cublasLtMatmulAlgoConfigAttributes_t at[6] = {
-        CUBLASLT_ALGO_CONFIG_ID,         CUBLASLT_ALGO_CONFIG_TILE_ID,
-        CUBLASLT_ALGO_CONFIG_STAGES_ID,  CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID,
-        CUBLASLT_ALGO_CONFIG_SPLITK_NUM, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING};
-    uint32_t v[6] = {0};
-    for (int i = 0; i < 6; i++) {
-        size_t got = 0;
-        cublasLtMatmulAlgoConfigGetAttribute(a, at[i], &v[i], sizeof(v[i]), &got);
-    }
-    snprintf(out, len, "algo %u tile %u stages %u cluster %u splitk %u swizzle %u", v[0], v[1],
-             v[2], v[3], v[4], v[5]);
-}
-
-// Times Y (m, n) = X (m, k) W^T + bias through cuda_gemm_run on random data: epi 0 bias only,
-// 1 bias + GELU, 2 bias + residual in place (as the backend runs them). cold: X rotates over
-// enough buffers to pass 200 MB, so it is never in L2; else one X. tune: cuBLASLt candidates
-// timed on the first call (0: the heuristic's first); only > 0: that candidate (1-based)
-// instead. warm untimed runs, then reps timed. TFLOP/s, -1 on error; desc (may be NULL) gets
-// the algorithm used.
-template <typename T>
-static double ta_gemm_time(int bf16, int m, int n, int k, int epi, int cold, int tune, int warm,
-                           int reps, int only = 0, char *desc = NULL, size_t desclen = 0) {
-    double tf = -1;
-    char err[256] = "CUDA allocation or launch failed";
-    cuda_gemm_t g;
-    memset(&g, 0, sizeof(g));
-    void *ws = NULL;
-    const size_t xb = (size_t)m * k * sizeof(T);
-    const int nx = !cold || xb >= (200u << 20) ? 1 : (int)((200u << 20) / xb) + 1;
-    T *w = NULL, *y = NULL, *bias = NULL, *xs[64] = {NULL};
-    cudaEvent_t e0 = NULL, e1 = NULL;
-    cudaStream_t s = NULL;
-    float ms = 0;
-    if (nx > 64 || cudaStreamCreate(&s) != cudaSuccess ||
-        cudaMalloc(&w, (size_t)n * k * sizeof(T)) || cudaMalloc(&y, (size_t)m * n * sizeof(T)) ||
-        cudaMalloc(&bias, (size_t)n * sizeof(T)) || cudaMalloc(&ws, GPU_WS_TEST) ||
-        cudaEventCreate(&e0) || cudaEventCreate(&e1))
-        goto done;
-    for (int i = 0; i < nx; i++) {
-        if (cudaMalloc(&xs[i], xb)) goto done;
-        ta_fill_kernel<T><<<(unsigned)(((size_t)m * k + 255) / 256), 256, 0, s>>>(
-            xs[i], (size_t)m * k, cold ? 10 + i : 2);
-    }
-    ta_fill_kernel<T><<<(unsigned)(((size_t)n * k + 255) / 256), 256, 0, s>>>(w, (size_t)n * k, 1);
-    ta_fill_kernel<T><<<(unsigned)((n + 255) / 256), 256, 0, s>>>(bias, (size_t)n, 3);
-    ta_fill_kernel<T><<<(unsigned)(((size_t)m * n + 255) / 256), 256, 0, s>>>(y, (size_t)m * n, 4);
-    if (cuda_gemm_init(&g, bf16 ? CUDA_GEMM_BF16 : CUDA_GEMM_FP16, ws, GPU_WS_TEST, err,
-                       sizeof(err)) != 0)
-        goto done;
-    g.tune = tune;
-    g.only = only;
-    {
-        int e = epi == 1 ? CUDA_GEMM_GELU_BIAS : CUDA_GEMM_BIAS;
-        const T *res = epi == 2 ? y : NULL;
-        for (int i = 0; i < warm; i++) // the first call tunes
-            if (cuda_gemm_run(&g, w, xs[i % nx], y, bias, res, m, n, k, e, s, err, sizeof(err)))
-                goto done;
-        cudaEventRecord(e0, s);
-        for (int i = 0; i < reps; i++)
-            if (cuda_gemm_run(&g, w, xs[i % nx], y, bias, res, m, n, k, e, s, err, sizeof(err)))
-                goto done;
-        cudaEventRecord(e1, s);
-    }
-    if (cudaEventSynchronize(e1) != cudaSuccess || cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess)
-        goto done;
-    tf = 2.0 * m * n * (double)k * reps / (ms * 1e-3) / 1e12;
-    if (desc && g.n_cache > 0) ta_algo_describe(&g.cache[0].algo, desc, desclen);
-done:
-    if (tf < 0) fprintf(stderr, "gemm timing %dx%dx%d: %s\n", m, n, k, err);
-    if (g.lt) cuda_gemm_free(&g);
-    for (int i = 0; i < nx && i < 64; i++)
-        cudaFree(xs[i]);
-    cudaFree(ws), cudaFree(w), cudaFree(y), cudaFree(bias);
-    if (e0) cudaEventDestroy(e0);
-    if (e1) cudaEventDestroy(e1);
-    if (s) cudaStreamDestroy(s);
-    cudaGetLastError();
-    return tf;
-}
-
-// The ceiling probe: bias epilogue, X warm, the heuristic's first algorithm.
-extern "C" double gpu_cuda_gemm_tflops(int device, int m, int n, int k, const char *precision) {
-    if (gpu_cuda_device_count() <= device || m <= 0 || n <= 0 || k <= 0) return -1;
-    if (cudaSetDevice(device) != cudaSuccess) return -1;
-    return is_bf16(precision) ? ta_gemm_time<__nv_bfloat16>(1, m, n, k, 0, 0, 0, 5, 30)
-                              : ta_gemm_time<__half>(0, m, n, k, 0, 0, 0, 5, 30);
-}
-
 extern "C" double gpu_cuda_test_gemm_bench(const char *precision, int m, int n, int k, int epi) {
     // as the backend's init tunes (8 candidates), X cold
-    return is_bf16(precision) ? ta_gemm_time<__nv_bfloat16>(1, m, n, k, epi, 1, 8, 3, 20)
-                              : ta_gemm_time<__half>(0, m, n, k, epi, 1, 8, 3, 20);
+    return cuda_gemm_time(is_bf16(precision), m, n, k, epi, 1, 8, 3, 20, 0, NULL, 0);
 }
 
 extern "C" double gpu_cuda_test_gemm_candidate(const char *precision, int m, int n, int k, int epi,
                                                int cand, int reps, char *desc, size_t desclen) {
-    return is_bf16(precision)
-               ? ta_gemm_time<__nv_bfloat16>(1, m, n, k, epi, 1, 0, 2, reps, cand, desc, desclen)
-               : ta_gemm_time<__half>(0, m, n, k, epi, 1, 0, 2, reps, cand, desc, desclen);
-}
-
-extern "C" double gpu_cuda_layer_gemm_ceiling(int device, int m, int hidden, int intermediate,
-                                              const char *precision, double shape_tflops[4]) {
-    const int shapes[4][2] = {
-        {3 * hidden, hidden}, {hidden, hidden}, {intermediate, hidden}, {hidden, intermediate}};
-    double t_sum = 0, f_sum = 0;
-    for (int g = 0; g < 4; g++) {
-        double tf = gpu_cuda_gemm_tflops(device, m, shapes[g][0], shapes[g][1], precision);
-        if (shape_tflops) shape_tflops[g] = tf;
-        if (tf <= 0) return -1;
-        double f = 2.0 * m * shapes[g][0] * (double)shapes[g][1];
-        t_sum += f / tf, f_sum += f;
-    }
-    return f_sum / t_sum;
+    return cuda_gemm_time(is_bf16(precision), m, n, k, epi, 1, 0, 2, reps, cand, desc, desclen);
 }
 
 // The fp16 path's in-place LayerNorm (residual already added by the GEMM epilogue).
 template <typename T> static double ta_ln_bench(int n, int H, int iters) {
+    const int sms = ta_sms();
     double out = -1;
     float ms = 0;
     T *x = NULL;
@@ -455,7 +372,7 @@ template <typename T> static double ta_ln_bench(int n, int H, int iters) {
     }
     for (int i = 0; i <= iters; i++) {
         if (i == 1) cudaEventRecord(e0, 0);
-        if (cuda_add_ln<T, T>(x, (const T *)NULL, gb, gb + H, n, H, 1e-12f, (T *)NULL, x, 0))
+        if (cuda_add_ln<T, T>(x, (const T *)NULL, gb, gb + H, n, H, 1e-12f, (T *)NULL, x, sms, 0))
             goto done;
     }
     cudaEventRecord(e1, 0);
@@ -476,7 +393,7 @@ extern "C" double gpu_cuda_test_ln_bench(const char *precision, int n, int H, in
 }
 
 template <typename T>
-static double ta_att_bench(int variant, int n_seqs, int len, int heads, int iters) {
+static double ta_att_bench(int wgmma, int n_seqs, int len, int heads, int iters) {
     int H = heads * 64, n = n_seqs * len, ld = 3 * H;
     double tf = -1;
     float ms = 0;
@@ -490,18 +407,16 @@ static double ta_att_bench(int variant, int n_seqs, int len, int heads, int iter
         cudaEventCreate(&e1))
         goto done;
     ta_fill_kernel<T><<<(unsigned)(((size_t)n * ld + 255) / 256), 256>>>(qkv, (size_t)n * ld, 5);
-    cuda_attention_set_variant(variant);
     for (int i = 0; i < 3; i++)
         cuda_attention<T>(qkv, qkv + H, qkv + 2 * H, ld, dcu, n_seqs, heads, (len + 63) / 64, o, H,
-                          0);
+                          wgmma, 0);
     cudaEventRecord(e0, 0);
     for (int i = 0; i < iters; i++)
         cuda_attention<T>(qkv, qkv + H, qkv + 2 * H, ld, dcu, n_seqs, heads, (len + 63) / 64, o, H,
-                          0);
+                          wgmma, 0);
     cudaEventRecord(e1, 0);
     if (cudaEventSynchronize(e1) == cudaSuccess && cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess)
         tf = 4.0 * n_seqs * (double)len * len * H * iters / (ms * 1e-3) / 1e12;
-    cuda_attention_set_variant(0);
 done:
     free(cu);
     cudaFree(qkv), cudaFree(o), cudaFree(dcu);
@@ -510,12 +425,10 @@ done:
     return tf;
 }
 
-extern "C" double gpu_cuda_test_attention_bench(const char *precision, int variant, int n_seqs,
+extern "C" double gpu_cuda_test_attention_bench(const char *precision, int kernel, int n_seqs,
                                                 int len, int heads, int iters) {
-    return is_bf16(precision) ? ta_att_bench<__nv_bfloat16>(variant, n_seqs, len, heads, iters)
-                              : ta_att_bench<__half>(variant, n_seqs, len, heads, iters);
-}
-
-extern "C" void gpu_cuda_test_attention_variant(int variant) {
-    cuda_attention_set_variant(variant);
+    int wgmma = ta_wgmma(kernel);
+    if (wgmma < 0) return -1;
+    return is_bf16(precision) ? ta_att_bench<__nv_bfloat16>(wgmma, n_seqs, len, heads, iters)
+                              : ta_att_bench<__half>(wgmma, n_seqs, len, heads, iters);
 }

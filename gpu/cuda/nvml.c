@@ -1,4 +1,4 @@
-#include "gpu/nvml.h"
+#include "gpu/cuda/nvml.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>

@@ -4,9 +4,8 @@
  * buffer is allocated at init, sized by the token budget; a chunk uses only the rows of its
  * own tokens. Projections run on gpu_cpu_gemm (weights packed at init) where the CPU has
  * AVX-512, else on OpenBLAS sgemm. After the last layer's K/V projection only each
- * sequence's first token is carried on (the classifier reads nothing else).
- * Tuning knobs (environment, read at init): RECLASS_CPU_CHUNK=tokens per chunk,
- * RECLASS_CPU_GEMM=blas to force the OpenBLAS path. */
+ * sequence's first token is carried on (the classifier reads nothing else). Tests run the
+ * OpenBLAS path on any CPU through gpu_cpu_blas_backend_ops (gpu/cpu/cpu_backend.h). */
 #include <cblas.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -17,9 +16,10 @@
 #include <unistd.h>
 
 #include "gpu/backend.h"
-#include "gpu/cpu_gemm.h"
-#include "gpu/cpu_kernels.h"
-#include "gpu/ref_ops.h"
+#include "gpu/cpu/cpu_backend.h"
+#include "gpu/cpu/cpu_gemm.h"
+#include "gpu/cpu/cpu_kernels.h"
+#include "gpu/cpu/ref_ops.h"
 
 #define CPU_MAX_THREADS 256
 /* Tokens per chunk x hidden: 1024 tokens at H = 256 measured best on a 2 MiB-L2 Xeon
@@ -57,6 +57,7 @@ struct gpu_backend {
     gpu_backend_opts_t opts;
     int max_len, max_seqs;
     int chunk;              /* tokens run through all layers at a time (cache blocking) */
+    int blas_only;          /* projections through OpenBLAS even where gpu_cpu_gemm runs */
     cpu_layer_proj_t *proj; /* (layers) */
     cpu_proj_t pool, cls;
     float *own_qkv; /* (layers, 3H*H + 3H) Q|K|V copied together when the model's are not */
@@ -333,7 +334,7 @@ static cpu_proj_t proj_of(const float *w, const float *b, int N, int K) {
 
 /* Sets up every projection: Q|K|V fused (the model's own weights when they are laid out back
  * to back, as gpu_model_load does, else a copy), and, where the CPU runs gpu_cpu_gemm, all
- * weights packed once into its panels (RECLASS_CPU_GEMM=blas forces OpenBLAS, for tests). */
+ * weights packed once into its panels (not for gpu_cpu_blas_backend_ops). */
 static int prepare_weights(gpu_backend_t *be) {
     const gpu_model_t *m = be->m;
     const gpu_model_config_t *c = &m->cfg;
@@ -372,10 +373,8 @@ static int prepare_weights(gpu_backend_t *be) {
     }
     be->pool = proj_of(m->w.pool_w, m->w.pool_b, (int)H, (int)H);
     be->cls = proj_of(m->w.cls_w, m->w.cls_b, c->num_labels, (int)H);
-    const char *force = getenv("RECLASS_CPU_GEMM");
     /* Q, K and V panels must tile 3H exactly for the last layer's q / kv views. */
-    if (!gpu_cpu_gemm_available() || H % GPU_CPU_GEMM_NR != 0 || (force && !strcmp(force, "blas")))
-        return 0;
+    if (!gpu_cpu_gemm_available() || H % GPU_CPU_GEMM_NR != 0 || be->blas_only) return 0;
     size_t per_layer = gpu_cpu_gemm_packed_floats((int)(3 * H), (int)H) +
                        gpu_cpu_gemm_packed_floats((int)H, (int)H) +
                        gpu_cpu_gemm_packed_floats((int)In, (int)H) +
@@ -406,8 +405,8 @@ static int prepare_weights(gpu_backend_t *be) {
     return 0;
 }
 
-static int cpu_init(const gpu_model_t *m, const gpu_backend_opts_t *opts, gpu_backend_t **out,
-                    char *err, size_t errlen) {
+static int cpu_init_as(const gpu_model_t *m, const gpu_backend_opts_t *opts, int blas_only,
+                       gpu_backend_t **out, char *err, size_t errlen) {
     *out = NULL;
     const gpu_model_config_t *c = &m->cfg;
     if (opts->precision && strcmp(opts->precision, "fp32") != 0) {
@@ -442,8 +441,7 @@ static int cpu_init(const gpu_model_t *m, const gpu_backend_opts_t *opts, gpu_ba
     if (be->max_seqs < 1) be->max_seqs = 1;
     be->chunk = CPU_CHUNK_TOKENS_X_H / c->hidden;
     if (be->chunk < 64) be->chunk = 64;
-    if (getenv("RECLASS_CPU_CHUNK")) be->chunk = atoi(getenv("RECLASS_CPU_CHUNK"));
-    if (be->chunk < 1) be->chunk = 1;
+    be->blas_only = blas_only;
     be->n_threads = opts->threads > 0 ? opts->threads : online_cores();
     if (be->n_threads > CPU_MAX_THREADS) be->n_threads = CPU_MAX_THREADS;
     size_t B = (size_t)opts->token_budget, H = (size_t)c->hidden;
@@ -490,6 +488,26 @@ static int cpu_init(const gpu_model_t *m, const gpu_backend_opts_t *opts, gpu_ba
     *out = be;
     return 0;
 }
+
+static int cpu_init(const gpu_model_t *m, const gpu_backend_opts_t *opts, gpu_backend_t **out,
+                    char *err, size_t errlen) {
+    return cpu_init_as(m, opts, 0, out, err, errlen);
+}
+static int cpu_init_blas(const gpu_model_t *m, const gpu_backend_opts_t *opts, gpu_backend_t **out,
+                         char *err, size_t errlen) {
+    return cpu_init_as(m, opts, 1, out, err, errlen);
+}
+
+const gpu_backend_ops_t gpu_cpu_blas_backend_ops = {
+    .name = "cpu",
+    .padding_free = 1,
+    .init = cpu_init_blas,
+    .forward = cpu_forward,
+    .mem_stats = cpu_mem_stats,
+    .free = cpu_free,
+    .submit = cpu_submit,
+    .collect = cpu_collect,
+};
 
 const gpu_backend_ops_t gpu_cpu_backend_ops = {
     .name = "cpu",

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpu/model.h"
+#include "gpu/model/model.h"
 
 #ifdef __cplusplus
 extern "C" {

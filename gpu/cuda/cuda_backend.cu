@@ -2,7 +2,7 @@
 // with fp32 accumulation. Every projection is a cuBLASLt GEMM (QKV fused, bias and GELU in
 // the epilogue); attention, embedding+LayerNorm, residual+LayerNorm and the pooler head
 // are own kernels. Tokens are packed (cu_seqlens), so a batch costs its real tokens.
-// Memory: one device allocation at init, sized by gpu/plan.c; every buffer is a slice.
+// Memory: one device allocation at init, sized by gpu/cuda/plan.c; every buffer is a slice.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -11,127 +11,11 @@
 #include <string.h>
 
 #include "gpu/backend.h"
-#include "gpu/cuda_backend.h"
-#include "gpu/cuda_common.cuh"
-#include "gpu/cuda_gemm.cuh"
-#include "gpu/cuda_test_api.h"
-#include "gpu/plan.h"
-
-#define BE_PROF_EVENTS     256
-#define BE_TUNE_CANDIDATES 8 /* cuBLASLt candidates timed per GEMM shape bucket at init */
-
-struct gpu_backend {
-    const gpu_model_t *model; // borrowed, outlives the backend
-    gpu_backend_opts_t opts;  // copy; opts.precision points at prec
-    char prec[8];
-    int bf16;
-    gpu_plan_t plan;
-    int device;
-    cudaStream_t stream;    // the batch's stream; the first half's when split
-    cudaStream_t stream2;   // the second half's (see cuda_be_submit_t)
-    cudaEvent_t fork, join; // stream2 starts after the embedding, stream joins it at the end
-    // Two batches may be in flight (submit, then collect the older): each slot has its own
-    // pinned staging and events, so the host fills one while the device works on the other.
-    cudaEvent_t t_first[2], t_last[2]; // around each batch's device work: device_s
-    double device_s;                   // summed forward device time since init (device_seconds)
-    gpu_flight_t flight;               // batches submitted, not collected, and their slots
-    int streams;          // 1, or 2 with RECLASS_CUDA_STREAMS=2 (measured no faster: NOTES-cuda.md)
-    int fuse_res;         // fp16: residual in the GEMM epilogue (RECLASS_CUDA_FUSE_RES=0: off)
-    char *dev;            // the one device allocation (plan.total_bytes)
-    int32_t *h_inputs[2]; // pinned staging of the INPUTS slice, per slot
-    float *h_logits[2];   // pinned (max_seqs, L), per slot
-    int init_done;        // set once the arena exists: later allocations are refused
-    long allocs_after_init; // attempts refused after init (a test proves it stays 0)
-    cuda_gemm_t gemm;       // storage-type projections (stream; first workspace half)
-    cuda_gemm_t gemm2;      // the same on stream2 (second workspace half)
-    cuda_gemm_t gemm32;     // the fp32 head (pooler, classifier)
-    // Optional per-phase timing (bench breakdown): an event after each phase of a forward.
-    int prof;
-    int n_ev;
-    cudaEvent_t ev[BE_PROF_EVENTS];
-    int ev_cat[BE_PROF_EVENTS];
-    double prof_ms[GPU_CUDA_PROF_N];
-};
-
-// The only path to device memory. After init it refuses and counts the attempt.
-static cudaError_t be_device_alloc(struct gpu_backend *be, void **p, size_t bytes) {
-    if (be->init_done) {
-        be->allocs_after_init++;
-        return cudaErrorMemoryAllocation;
-    }
-    return cudaMalloc(p, bytes);
-}
-
-static char *be_slice(struct gpu_backend *be, int id) {
-    return be->dev + be->plan.slice[id].offset;
-}
-static char *be_layer(struct gpu_backend *be, int layer, int part) {
-    return be_slice(be, GPU_PLAN_LAYERS) + (size_t)layer * be->plan.layer_bytes +
-           be->plan.layer_off[part];
-}
-
-extern "C" int gpu_cuda_device_count(void) {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
-        cudaGetLastError(); // clear the sticky "no driver" error for later callers
-        return 0;
-    }
-    return n;
-}
-
-extern "C" int gpu_cuda_pci_bus_id(int device, char *buf, int len) {
-    if (cudaDeviceGetPCIBusId(buf, len, device) != cudaSuccess) {
-        cudaGetLastError();
-        return -1;
-    }
-    return 0;
-}
-
-// Host-side conversion of fp32 weights into the arena's weight region image.
-template <typename T> static void put_t(char *img, size_t off, const float *src, size_t n) {
-    T *d = (T *)(img + off);
-    for (size_t i = 0; i < n; i++)
-        d[i] = st<T>::from_f(src[i]);
-}
-static void put_f(char *img, size_t off, const float *src, size_t n) {
-    memcpy(img + off, src, n * sizeof(float));
-}
-
-template <typename T> static void be_weights_image(struct gpu_backend *be, char *img) {
-    const gpu_model_t *m = be->model;
-    const gpu_model_config_t *c = &m->cfg;
-    const gpu_plan_t *p = &be->plan;
-    size_t H = (size_t)c->hidden, I = (size_t)c->intermediate, L = (size_t)c->num_labels;
-    put_t<T>(img, p->slice[GPU_PLAN_WORD_EMB].offset, m->w.word_emb, (size_t)c->vocab_size * H);
-    put_t<T>(img, p->slice[GPU_PLAN_POS_EMB].offset, m->w.pos_emb, (size_t)c->max_pos * H);
-    put_t<T>(img, p->slice[GPU_PLAN_TYPE_EMB].offset, m->w.type_emb, H);
-    put_f(img, p->slice[GPU_PLAN_EMB_LN].offset, m->w.emb_ln_g, H);
-    put_f(img, p->slice[GPU_PLAN_EMB_LN].offset + H * 4, m->w.emb_ln_b, H);
-    for (int l = 0; l < c->layers; l++) {
-        const gpu_layer_weights_t *w = &m->w.layer[l];
-        size_t b = p->slice[GPU_PLAN_LAYERS].offset + (size_t)l * p->layer_bytes, e = sizeof(T);
-        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_QKV_W], w->q_w, H * H);
-        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_QKV_W] + H * H * e, w->k_w, H * H);
-        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_QKV_W] + 2 * H * H * e, w->v_w, H * H);
-        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_QKV_B], w->q_b, H);
-        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_QKV_B] + H * e, w->k_b, H);
-        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_QKV_B] + 2 * H * e, w->v_b, H);
-        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_AO_W], w->ao_w, H * H);
-        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_AO_B], w->ao_b, H);
-        put_f(img, b + p->layer_off[GPU_PLAN_L_LN1], w->ln1_g, H);
-        put_f(img, b + p->layer_off[GPU_PLAN_L_LN1] + H * 4, w->ln1_b, H);
-        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_FF1_W], w->ff1_w, I * H);
-        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_FF1_B], w->ff1_b, I);
-        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_FF2_W], w->ff2_w, H * I);
-        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_FF2_B], w->ff2_b, H);
-        put_f(img, b + p->layer_off[GPU_PLAN_L_LN2], w->ln2_g, H);
-        put_f(img, b + p->layer_off[GPU_PLAN_L_LN2] + H * 4, w->ln2_b, H);
-    }
-    put_f(img, p->slice[GPU_PLAN_POOL_W].offset, m->w.pool_w, H * H);
-    put_f(img, p->slice[GPU_PLAN_POOL_B].offset, m->w.pool_b, H);
-    put_f(img, p->slice[GPU_PLAN_CLS_W].offset, m->w.cls_w, L * H);
-    put_f(img, p->slice[GPU_PLAN_CLS_B].offset, m->w.cls_b, L);
-}
+#include "gpu/cuda/cuda_backend.h"
+#include "gpu/cuda/cuda_backend_int.cuh"
+#include "gpu/cuda/cuda_common.cuh"
+#include "gpu/cuda/cuda_gemm.cuh"
+#include "gpu/cuda/plan.h"
 
 static void cuda_be_free(gpu_backend_t *be) {
     if (!be) return;
@@ -148,10 +32,6 @@ static void cuda_be_free(gpu_backend_t *be) {
         if (be->t_first[i]) cudaEventDestroy(be->t_first[i]);
         if (be->t_last[i]) cudaEventDestroy(be->t_last[i]);
     }
-    cuda_gemm_free(&be->gemm2);
-    if (be->fork) cudaEventDestroy(be->fork);
-    if (be->join) cudaEventDestroy(be->join);
-    if (be->stream2) cudaStreamDestroy(be->stream2);
     if (be->stream) cudaStreamDestroy(be->stream);
     free(be);
 }
@@ -206,19 +86,13 @@ static int cuda_be_init(const gpu_model_t *model, const gpu_backend_opts_t *opts
     be->device = opts->device;
     BE_CUDA(cudaSetDevice(be->device), "set device");
     BE_CUDA(cudaStreamCreateWithFlags(&be->stream, cudaStreamNonBlocking), "stream create");
-    BE_CUDA(cudaStreamCreateWithFlags(&be->stream2, cudaStreamNonBlocking), "stream create");
-    BE_CUDA(cudaEventCreateWithFlags(&be->fork, cudaEventDisableTiming), "event create");
-    BE_CUDA(cudaEventCreateWithFlags(&be->join, cudaEventDisableTiming), "event create");
     for (int i = 0; i < 2; i++) {
         BE_CUDA(cudaEventCreate(&be->t_first[i]), "event create");
         BE_CUDA(cudaEventCreate(&be->t_last[i]), "event create");
     }
-    {
-        const char *env = getenv("RECLASS_CUDA_STREAMS");
-        be->streams = env && atoi(env) == 2 ? 2 : 1;
-        env = getenv("RECLASS_CUDA_FUSE_RES");
-        be->fuse_res = !(env && atoi(env) == 0);
-    }
+    be->att_wgmma = cuda_attention_has_wgmma(be->device);
+    BE_CUDA(cudaDeviceGetAttribute(&be->sms, cudaDevAttrMultiProcessorCount, be->device),
+            "device attribute");
     BE_CUDA(be_device_alloc(be, (void **)&be->dev, be->plan.total_bytes), "arena allocation");
     be->init_done = 1;
     for (int i = 0; i < 2; i++) {
@@ -234,32 +108,24 @@ static int cuda_be_init(const gpu_model_t *model, const gpu_backend_opts_t *opts
         goto fail_quiet;
     }
     memset(img, 0, be->plan.weights_bytes);
-    if (be->bf16)
-        be_weights_image<__nv_bfloat16>(be, img);
-    else
-        be_weights_image<__half>(be, img);
+    cuda_be_weights_image(be, img);
     BE_CUDA(cudaMemcpy(be->dev, img, be->plan.weights_bytes, cudaMemcpyHostToDevice),
             "weight upload");
     free(img);
     img = NULL;
     {
-        // Two projection instances, one per stream, each on half the workspace (they may run
-        // at once); the head's runs on the first stream after the join, so it shares half 1.
+        // The projections and the head run one after another on one stream: they share the
+        // workspace.
         char *ws = be_slice(be, GPU_PLAN_WORKSPACE);
-        size_t half =
-            be->plan.slice[GPU_PLAN_WORKSPACE].bytes / 2 / GPU_PLAN_ALIGN * GPU_PLAN_ALIGN;
+        size_t ws_bytes = be->plan.slice[GPU_PLAN_WORKSPACE].bytes;
         int type = be->bf16 ? CUDA_GEMM_BF16 : CUDA_GEMM_FP16;
-        if (cuda_gemm_init(&be->gemm, type, ws, half, err, errlen) != 0 ||
-            cuda_gemm_init(&be->gemm2, type, ws + half, half, err, errlen) != 0 ||
-            cuda_gemm_init(&be->gemm32, CUDA_GEMM_FP32, ws, half, err, errlen) != 0)
+        if (cuda_gemm_init(&be->gemm, type, ws, ws_bytes, err, errlen) != 0 ||
+            cuda_gemm_init(&be->gemm32, CUDA_GEMM_FP32, ws, ws_bytes, err, errlen) != 0)
             goto fail_quiet;
     }
-    {
-        const char *env = getenv("RECLASS_CUDA_TUNE");
-        be->gemm.tune = be->gemm2.tune = env ? atoi(env) : BE_TUNE_CANDIDATES;
-    }
+    be->gemm.tune = BE_TUNE_CANDIDATES;
     if (be_warmup(be, err, errlen) != 0) goto fail_quiet;
-    be->gemm.tune = be->gemm2.tune = 0;
+    be->gemm.tune = 0;
     *out = be;
     return 0;
 fail:
@@ -289,25 +155,22 @@ static void be_mark(struct gpu_backend *be, int cat) {
     cudaEventRecord(be->ev[be->n_ev++], be->stream);
 }
 
-// One encoder layer, all of it but the last layer's tail, for the sequences [s0, s1) whose
-// tokens are rows [t0, t1), on stream s with projection instance g. Rows of BIG are BLD
-// elements apart in every phase, so two halves of a batch never touch each other's rows and
-// can run on two streams at once. last: only the K/V projection (the tail does the rest).
+// One encoder layer, all of it but the last layer's tail, for the S sequences of the batch
+// (rows tokens). last: only the K/V projection (the tail does the rest).
 template <typename T, typename R>
-static int be_layer_t(struct gpu_backend *be, int l, int s0, int s1, int t0, int t1, int q_tiles,
-                      int last, cudaStream_t s, cuda_gemm_t *g, const int32_t *d_cu, char *err,
-                      size_t errlen) {
+static int be_layer_t(struct gpu_backend *be, int l, int S, int rows, int q_tiles, int last,
+                      const int32_t *d_cu, char *err, size_t errlen) {
     constexpr bool fp32_res = sizeof(R) == 4;
     const gpu_model_config_t *c = &be->model->cfg;
-    const int H = c->hidden, I = c->intermediate, rows = t1 - t0;
+    const int H = c->hidden, I = c->intermediate;
     const int BLD = be->plan.big_ld;
     const float eps = c->ln_eps;
-    T *X = (T *)be_slice(be, GPU_PLAN_X);     // (Tn, H) storage-type hidden state
-    T *CTX = (T *)be_slice(be, GPU_PLAN_CTX); // (Tn, H)
-    T *BIG = (T *)be_slice(be, GPU_PLAN_BIG); // (Tn, BLD): QKV | attn-out | FFN inner
-    R *XR = fp32_res ? (R *)be_slice(be, GPU_PLAN_XR) : (R *)(void *)X; // (Tn, H) residual
-    T *x = X + (size_t)t0 * H, *ctx = CTX + (size_t)t0 * H, *big = BIG + (size_t)t0 * BLD;
-    R *xr = XR + (size_t)t0 * H;
+    cudaStream_t s = be->stream;
+    cuda_gemm_t *g = &be->gemm;
+    T *x = (T *)be_slice(be, GPU_PLAN_X);     // (Tn, H) storage-type hidden state
+    T *ctx = (T *)be_slice(be, GPU_PLAN_CTX); // (Tn, H)
+    T *big = (T *)be_slice(be, GPU_PLAN_BIG); // (Tn, BLD): QKV | attn-out | FFN inner
+    R *xr = fp32_res ? (R *)be_slice(be, GPU_PLAN_XR) : (R *)(void *)x; // (Tn, H) residual
     const float *ln1 = (const float *)be_layer(be, l, GPU_PLAN_L_LN1);
     const float *ln2 = (const float *)be_layer(be, l, GPU_PLAN_L_LN2);
     if (last) {
@@ -322,41 +185,38 @@ static int be_layer_t(struct gpu_backend *be, int l, int s0, int s1, int t0, int
     FW_GEMM(be_layer(be, l, GPU_PLAN_L_QKV_W), x, big, BLD, be_layer(be, l, GPU_PLAN_L_QKV_B), NULL,
             rows, 3 * H, H, CUDA_GEMM_BIAS);
     be_mark(be, GPU_CUDA_PROF_GEMM);
-    // cu_seqlens hold absolute token rows, so attention gets the whole buffers' bases.
-    FW_CUDA(cuda_attention<T>(BIG, BIG + H, BIG + 2 * H, BLD, d_cu + s0, s1 - s0, c->heads, q_tiles,
-                              CTX, H, s));
+    FW_CUDA(cuda_attention<T>(big, big + H, big + 2 * H, BLD, d_cu, S, c->heads, q_tiles, ctx, H,
+                              be->att_wgmma, s));
     be_mark(be, GPU_CUDA_PROF_ATTENTION);
-    if (!fp32_res && be->fuse_res) {
+    if (!fp32_res) {
         // fp16: the residual is added in the projection's epilogue, in place (C = D = x).
         FW_GEMM(be_layer(be, l, GPU_PLAN_L_AO_W), ctx, x, H, be_layer(be, l, GPU_PLAN_L_AO_B), x,
                 rows, H, H, CUDA_GEMM_BIAS);
         be_mark(be, GPU_CUDA_PROF_GEMM);
-        FW_CUDA(
-            (cuda_add_ln<T, R>(x, (const R *)NULL, ln1, ln1 + H, rows, H, eps, (R *)NULL, x, s)));
+        FW_CUDA((cuda_add_ln<T, R>(x, (const R *)NULL, ln1, ln1 + H, rows, H, eps, (R *)NULL, x,
+                                   be->sms, s)));
         be_mark(be, GPU_CUDA_PROF_NORM);
         FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF1_W), x, big, I, be_layer(be, l, GPU_PLAN_L_FF1_B),
                 NULL, rows, I, H, CUDA_GEMM_GELU_BIAS);
         FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF2_W), big, x, H, be_layer(be, l, GPU_PLAN_L_FF2_B), x,
                 rows, H, I, CUDA_GEMM_BIAS);
         be_mark(be, GPU_CUDA_PROF_GEMM);
-        FW_CUDA(
-            (cuda_add_ln<T, R>(x, (const R *)NULL, ln2, ln2 + H, rows, H, eps, (R *)NULL, x, s)));
+        FW_CUDA((cuda_add_ln<T, R>(x, (const R *)NULL, ln2, ln2 + H, rows, H, eps, (R *)NULL, x,
+                                   be->sms, s)));
         be_mark(be, GPU_CUDA_PROF_NORM);
     } else {
-        // bf16: fp32 residual xr beside the bf16 GEMM input x (fp16 unfused: xr is x).
+        // bf16: fp32 residual xr beside the bf16 GEMM input x.
         FW_GEMM(be_layer(be, l, GPU_PLAN_L_AO_W), ctx, big, H, be_layer(be, l, GPU_PLAN_L_AO_B),
                 NULL, rows, H, H, CUDA_GEMM_BIAS);
         be_mark(be, GPU_CUDA_PROF_GEMM);
-        FW_CUDA((cuda_add_ln<T, R>(big, xr, ln1, ln1 + H, rows, H, eps, fp32_res ? xr : (R *)NULL,
-                                   x, s)));
+        FW_CUDA((cuda_add_ln<T, R>(big, xr, ln1, ln1 + H, rows, H, eps, xr, x, be->sms, s)));
         be_mark(be, GPU_CUDA_PROF_NORM);
         FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF1_W), x, big, I, be_layer(be, l, GPU_PLAN_L_FF1_B),
                 NULL, rows, I, H, CUDA_GEMM_GELU_BIAS);
         FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF2_W), big, ctx, H, be_layer(be, l, GPU_PLAN_L_FF2_B),
                 NULL, rows, H, I, CUDA_GEMM_BIAS);
         be_mark(be, GPU_CUDA_PROF_GEMM);
-        FW_CUDA((cuda_add_ln<T, R>(ctx, xr, ln2, ln2 + H, rows, H, eps, fp32_res ? xr : (R *)NULL,
-                                   x, s)));
+        FW_CUDA((cuda_add_ln<T, R>(ctx, xr, ln2, ln2 + H, rows, H, eps, xr, x, be->sms, s)));
         be_mark(be, GPU_CUDA_PROF_NORM);
     }
     return 0;
@@ -366,12 +226,6 @@ static int be_layer_t(struct gpu_backend *be, int l, int s0, int s1, int t0, int
 // projection's epilogue (beta = 1, in place), so LayerNorm reads one tensor; bf16 keeps an
 // fp32 copy (XR) beside the bf16 GEMM input, because bf16's 8-bit mantissa would otherwise
 // round the residual sum in every layer.
-//
-// With RECLASS_CUDA_STREAMS=2 a large batch is split at a sequence boundary into two halves
-// on two streams, so that the projections of one half could overlap the attention and
-// LayerNorms of the other; they join before the last layer's [CLS]-only tail. On the H200 it
-// measured 1-2% slower than one stream (cuBLAS's Hopper GEMMs leave no room beside them), so
-// it is off by default; the golden test still covers it. Profiling always runs one stream.
 template <typename T, typename R>
 static int cuda_be_submit_t(struct gpu_backend *be, const gpu_batch_t *b, int slot, char *err,
                             size_t errlen) {
@@ -410,33 +264,8 @@ static int cuda_be_submit_t(struct gpu_backend *be, const gpu_batch_t *b, int sl
     be_mark(be, GPU_CUDA_PROF_EMBED);
     int q_tiles = (b->max_len + 63) / 64;
 
-    // The split: the first sequence boundary at or past half the tokens.
-    int s_mid = 0;
-    if (be->streams == 2 && !be->prof && S >= 2 && Tn >= 4096) {
-        while (s_mid < S && b->cu_seqlens[s_mid] < Tn / 2)
-            s_mid++;
-        if (s_mid >= S) s_mid = S - 1;
-    }
-    if (s_mid > 0) {
-        int t_mid = b->cu_seqlens[s_mid];
-        FW_CUDA(cudaEventRecord(be->fork, s));
-        FW_CUDA(cudaStreamWaitEvent(be->stream2, be->fork, 0));
-        for (int l = 0; l < NL; l++) {
-            int last = l == NL - 1;
-            if (be_layer_t<T, R>(be, l, 0, s_mid, 0, t_mid, q_tiles, last, s, &be->gemm, d_cu, err,
-                                 errlen) ||
-                be_layer_t<T, R>(be, l, s_mid, S, t_mid, Tn, q_tiles, last, be->stream2, &be->gemm2,
-                                 d_cu, err, errlen))
-                return 1;
-        }
-        FW_CUDA(cudaEventRecord(be->join, be->stream2));
-        FW_CUDA(cudaStreamWaitEvent(s, be->join, 0));
-    } else {
-        for (int l = 0; l < NL; l++)
-            if (be_layer_t<T, R>(be, l, 0, S, 0, Tn, q_tiles, l == NL - 1, s, &be->gemm, d_cu, err,
-                                 errlen))
-                return 1;
-    }
+    for (int l = 0; l < NL; l++)
+        if (be_layer_t<T, R>(be, l, S, Tn, q_tiles, l == NL - 1, d_cu, err, errlen)) return 1;
 
     // The last layer past its K/V projection, on the S [CLS] rows: gathered compact, they
     // take Q, attend over their sequence's keys and values (still in BIG), and run the rest.
@@ -464,23 +293,23 @@ static int cuda_be_submit_t(struct gpu_backend *be, const gpu_batch_t *b, int sl
         if (!fp32_res) {
             FW_GEMM(be_layer(be, l, GPU_PLAN_L_AO_W), att, xc, H, be_layer(be, l, GPU_PLAN_L_AO_B),
                     xc, S, H, H, CUDA_GEMM_BIAS);
-            FW_CUDA((
-                cuda_add_ln<T, R>(xc, (const R *)NULL, ln1, ln1 + H, S, H, eps, (R *)NULL, xc, s)));
+            FW_CUDA((cuda_add_ln<T, R>(xc, (const R *)NULL, ln1, ln1 + H, S, H, eps, (R *)NULL, xc,
+                                       be->sms, s)));
             FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF1_W), xc, ff, I, be_layer(be, l, GPU_PLAN_L_FF1_B),
                     NULL, S, I, H, CUDA_GEMM_GELU_BIAS);
             FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF2_W), ff, xc, H, be_layer(be, l, GPU_PLAN_L_FF2_B),
                     xc, S, H, I, CUDA_GEMM_BIAS);
-            FW_CUDA((
-                cuda_add_ln<T, R>(xc, (const R *)NULL, ln2, ln2 + H, S, H, eps, (R *)NULL, xc, s)));
+            FW_CUDA((cuda_add_ln<T, R>(xc, (const R *)NULL, ln2, ln2 + H, S, H, eps, (R *)NULL, xc,
+                                       be->sms, s)));
         } else {
             FW_GEMM(be_layer(be, l, GPU_PLAN_L_AO_W), att, ao, H, be_layer(be, l, GPU_PLAN_L_AO_B),
                     NULL, S, H, H, CUDA_GEMM_BIAS);
-            FW_CUDA((cuda_add_ln<T, R>(ao, xr, ln1, ln1 + H, S, H, eps, xr, xc, s)));
+            FW_CUDA((cuda_add_ln<T, R>(ao, xr, ln1, ln1 + H, S, H, eps, xr, xc, be->sms, s)));
             FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF1_W), xc, ff, I, be_layer(be, l, GPU_PLAN_L_FF1_B),
                     NULL, S, I, H, CUDA_GEMM_GELU_BIAS);
             FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF2_W), ff, ao, H, be_layer(be, l, GPU_PLAN_L_FF2_B),
                     NULL, S, H, I, CUDA_GEMM_BIAS);
-            FW_CUDA((cuda_add_ln<T, R>(ao, xr, ln2, ln2 + H, S, H, eps, xr, xc, s)));
+            FW_CUDA((cuda_add_ln<T, R>(ao, xr, ln2, ln2 + H, S, H, eps, xr, xc, be->sms, s)));
         }
         be_mark(be, GPU_CUDA_PROF_GEMM);
 
@@ -559,8 +388,7 @@ static int cuda_be_forward(gpu_backend_t *be, const gpu_batch_t *batch, float *l
 // shortest (the short path, the most [CLS] rows), on throw-away data. After it, every kernel
 // a run can launch is loaded (CUDA loads modules lazily and a first launch takes device
 // memory for its code, so device memory in use stays constant from here on) and every GEMM
-// algorithm is chosen, timed among cuBLASLt's top candidates (RECLASS_CUDA_TUNE=N: N
-// candidates; 0 or 1: the heuristic's first).
+// algorithm is chosen, timed among cuBLASLt's top BE_TUNE_CANDIDATES candidates.
 static int be_warmup(struct gpu_backend *be, char *err, size_t errlen) {
     const gpu_plan_t *p = &be->plan;
     int budget = p->token_budget, max_len = p->max_len, max_seqs = p->max_seqs;
@@ -630,54 +458,3 @@ extern "C" const gpu_backend_ops_t gpu_cuda_backend_ops = {
     cuda_be_submit,
     cuda_be_collect,
 };
-
-// Test hook: asks the backend's allocator for device memory after init (must be refused).
-extern "C" int gpu_cuda_backend_try_alloc(gpu_backend_t *be, size_t bytes) {
-    void *p = NULL;
-    cudaError_t e = be_device_alloc(be, &p, bytes);
-    if (e == cudaSuccess) {
-        cudaFree(p);
-        return 0;
-    }
-    return -1;
-}
-
-extern "C" int gpu_cuda_backend_profile(gpu_backend_t *be, int on, double *ms) {
-    if (ms)
-        for (int i = 0; i < GPU_CUDA_PROF_N; i++)
-            ms[i] = be->prof_ms[i];
-    if (on >= 0) {
-        if (on && !be->ev[0])
-            for (int i = 0; i < BE_PROF_EVENTS; i++)
-                if (cudaEventCreate(&be->ev[i]) != cudaSuccess) return -1;
-        be->prof = on;
-        memset(be->prof_ms, 0, sizeof(be->prof_ms));
-    }
-    return 0;
-}
-
-// Test/bench hook: heuristic queries so far (stays small over a long run).
-extern "C" long gpu_cuda_backend_heuristic_queries(gpu_backend_t *be) {
-    return be->gemm.heuristic_queries + be->gemm2.heuristic_queries + be->gemm32.heuristic_queries;
-}
-
-extern "C" void gpu_cuda_backend_tune_stats(gpu_backend_t *be, long *tuned, long *changed,
-                                            double *ms_top1, double *ms_best) {
-    *tuned = be->gemm.tuned + be->gemm2.tuned;
-    *changed = be->gemm.tuned_changed + be->gemm2.tuned_changed;
-    *ms_top1 = be->gemm.tuned_ms_top1 + be->gemm2.tuned_ms_top1;
-    *ms_best = be->gemm.tuned_ms_best + be->gemm2.tuned_ms_best;
-}
-
-extern "C" const char *gpu_backend_cuda_versions(void) {
-    static char buf[96];
-    int rt = 0, drv = 0;
-    cudaRuntimeGetVersion(&rt);
-    cudaDriverGetVersion(&drv); /* 0 without a driver */
-    size_t lt = cublasLtGetVersion();
-    char d[16] = "none";
-    if (drv > 0) snprintf(d, sizeof(d), "%d.%d", drv / 1000, drv % 1000 / 10);
-    snprintf(buf, sizeof(buf), "runtime %d.%d, cublas %zu.%zu.%zu, driver %s", rt / 1000,
-             rt % 1000 / 10, lt / 10000, lt / 100 % 100, lt % 100, d);
-    return buf;
-}

@@ -1,9 +1,8 @@
-#include "gpu/cpu_kernels.h"
+#include "gpu/cpu/cpu_kernels.h"
 
-#include "gpu/cpu_gemm.h"
+#include "gpu/cpu/cpu_gemm.h"
 
 #include <math.h>
-#include <stdatomic.h>
 #include <string.h>
 
 static size_t round_up(size_t n, size_t m) {
@@ -187,13 +186,7 @@ static gelu_fn gelu_pick(void) {
 }
 
 void gpu_cpu_bias_gelu(float *y, const float *bias, int n, int cols) {
-    static _Atomic(gelu_fn) fn; /* every thread that races here stores the same pointer */
-    gelu_fn f = atomic_load_explicit(&fn, memory_order_relaxed);
-    if (!f) {
-        f = gelu_pick();
-        atomic_store_explicit(&fn, f, memory_order_relaxed);
-    }
-    f(y, bias, n, cols);
+    gelu_pick()(y, bias, n, cols); /* a few loads per call of many rows */
 }
 
 void gpu_cpu_tanh(float *x, size_t n) {
@@ -366,14 +359,8 @@ void gpu_cpu_attention_seq(const float *q, int ldq, int nq, const float *k, cons
                            int ldkv, int len, int heads, int head_dim, float *out, int ldo,
                            float *p) {
 #if defined(__x86_64__) && defined(__GNUC__)
-    static atomic_int has_avx512 = -1; /* every thread that races here stores the same */
-    int avx512 = atomic_load_explicit(&has_avx512, memory_order_relaxed);
-    if (avx512 < 0) {
-        __builtin_cpu_init();
-        avx512 = __builtin_cpu_supports("avx512f") ? 1 : 0;
-        atomic_store_explicit(&has_avx512, avx512, memory_order_relaxed);
-    }
-    if (avx512 && head_dim % 16 == 0) {
+    __builtin_cpu_init(); /* idempotent; the CPU model is read once by the runtime */
+    if (__builtin_cpu_supports("avx512f") && head_dim % 16 == 0) {
         attention_avx512(q, ldq, nq, k, v, ldkv, len, heads, head_dim, out, ldo, p);
         return;
     }

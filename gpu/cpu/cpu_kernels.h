@@ -1,5 +1,5 @@
 /* The fused fp32 kernels of the CPU backend: each does in one pass over a row what the
- * reference ops (gpu/ref_ops.h) do in several, and must agree with them to float rounding.
+ * reference ops (gpu/cpu/ref_ops.h) do in several, and must agree with them to float rounding.
  * Loops are shaped so the compiler vectorises them without -ffast-math (reductions go
  * through explicit lane arrays). Single-threaded: the backend splits work by rows. */
 #ifndef RECLASS_GPU_CPU_KERNELS_H
@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpu/model.h"
+#include "gpu/model/model.h"
 
 /* out (len, H) = LayerNorm(word[ids] + pos[pos0..] + type[0]) for one sequence's tokens. */
 void gpu_cpu_embed_ln(const gpu_model_t *m, const int32_t *ids, int len, float *out);

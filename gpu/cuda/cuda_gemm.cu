@@ -1,4 +1,4 @@
-#include "gpu/cuda_gemm.cuh"
+#include "gpu/cuda/cuda_gemm.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu/cuda_common.cuh"
+#include "gpu/cuda/cuda_common.cuh"
 
 static const cublasLtEpilogue_t gemm_epi[CUDA_GEMM_EPIS] = {
     CUBLASLT_EPILOGUE_DEFAULT, CUBLASLT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_GELU_BIAS};
@@ -157,12 +157,6 @@ static int gemm_tune(cuda_gemm_t *g, const cublasLtMatmulHeuristicResult_t *cand
             g->tuned_ms_top1 += first_ms / GEMM_TUNE_RUNS;
             g->tuned_ms_best += best_ms / GEMM_TUNE_RUNS;
         }
-        if (getenv("RECLASS_CUDA_TUNE_LOG"))
-            fprintf(stderr,
-                    "gemm tune m %d n %d k %d epi %d beta %d: %d candidates, best #%d "
-                    "%.1f us (top-1 %.1f us)\n",
-                    m, n, k, epi, res != NULL, n_cand, best, best_ms * 1e3 / GEMM_TUNE_RUNS,
-                    first_ms * 1e3 / GEMM_TUNE_RUNS);
     }
     return best;
 }

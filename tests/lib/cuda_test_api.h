@@ -3,14 +3,15 @@
  * "bf16"), the kernel runs on a NaN-poisoned output, and the result comes back as fp32.
  * Each call allocates and frees its own device memory (tests only; the backend never does).
  * Every function returns 0, or -1 on a CUDA error (message on stderr). */
-#ifndef RECLASS_GPU_CUDA_TEST_API_H
-#define RECLASS_GPU_CUDA_TEST_API_H
+#ifndef RECLASS_TESTS_CUDA_TEST_API_H
+#define RECLASS_TESTS_CUDA_TEST_API_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "gpu/backend.h"
-#include "gpu/model.h"
+#include "gpu/cuda/cuda_backend.h"
+#include "gpu/model/model.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -43,10 +44,18 @@ double gpu_cuda_test_ln_bench(const char *precision, int n, int H, int iters);
 int gpu_cuda_test_add_ln(const char *precision, const float *x, const float *res, const float *g,
                          const float *b, int n, int H, float eps, float *out);
 
-/* out (n_tokens, heads * 64) as gpu_ref_attention (head_dim must be 64, ld % 8 == 0). */
-int gpu_cuda_test_attention(const char *precision, const float *q, const float *k, const float *v,
-                            int ld, const int32_t *cu_seqlens, int n_seqs, int heads, int head_dim,
-                            float *out);
+/* The attention kernels: GPU_CUDA_TEST_ATT_AUTO (the one the backend runs on this device),
+ * _MMA (mma.sync, every device) or _WGMMA (compute capability 9.0 only; elsewhere the calls
+ * fail). */
+enum { GPU_CUDA_TEST_ATT_AUTO, GPU_CUDA_TEST_ATT_MMA, GPU_CUDA_TEST_ATT_WGMMA };
+/* 1 when the current device runs the wgmma kernel. */
+int gpu_cuda_test_has_wgmma(void);
+
+/* out (n_tokens, heads * 64) as gpu_ref_attention (head_dim must be 64, ld % 8 == 0) from
+ * kernel (GPU_CUDA_TEST_ATT_*). */
+int gpu_cuda_test_attention(const char *precision, int kernel, const float *q, const float *k,
+                            const float *v, int ld, const int32_t *cu_seqlens, int n_seqs,
+                            int heads, int head_dim, float *out);
 
 /* out (n_seqs, heads * 64): the rows cu[s] of gpu_ref_attention, from the first-query
  * kernel the last layer uses (head_dim 64). */
@@ -59,37 +68,13 @@ int gpu_cuda_test_attention_first(const char *precision, const float *q, const f
 int gpu_cuda_test_pool_classify(const gpu_model_t *m, const char *precision, const float *hidden,
                                 const int32_t *cu_seqlens, int n_seqs, float *logits);
 
-/* TFLOP/s of the attention kernel variant (cuda_attention_set_variant: 4, 9, 1) on n_seqs
- * sequences of len tokens, random data, timed over iters launches; -1 on error. And the
- * variant the backend uses from now on (0 = default). Bench only. */
-double gpu_cuda_test_attention_bench(const char *precision, int variant, int n_seqs, int len,
+/* TFLOP/s of the attention kernel (GPU_CUDA_TEST_ATT_*) on n_seqs sequences of len tokens,
+ * random data, timed over iters launches; -1 on error. Bench only. */
+double gpu_cuda_test_attention_bench(const char *precision, int kernel, int n_seqs, int len,
                                      int heads, int iters);
-void gpu_cuda_test_attention_variant(int variant);
 
 /* Rounds x in place through the storage type (so references see the kernel's inputs). */
 void gpu_cuda_test_round(const char *precision, float *x, size_t n);
-
-/* Backend hooks (cuda_backend.cu): an allocation attempt through the backend's allocator
- * (0 = it succeeded, -1 = refused) and the cuBLASLt heuristic queries made so far. */
-int gpu_cuda_backend_try_alloc(gpu_backend_t *be, size_t bytes);
-long gpu_cuda_backend_heuristic_queries(gpu_backend_t *be);
-/* The init sweep's GEMM autotuning: shape buckets tuned, how many picked another algorithm
- * than the heuristic's first, and the summed single-run ms of the first and of the picks. */
-void gpu_cuda_backend_tune_stats(gpu_backend_t *be, long *tuned, long *changed, double *ms_top1,
-                                 double *ms_best);
-
-/* Per-phase GPU time of forwards (bench breakdown), from events between phases. on = 1
- * starts (resets) profiling, 0 stops, -1 leaves it; ms (GPU_CUDA_PROF_N) gets the totals so
- * far in milliseconds when not NULL. Profiling adds an event per phase: time apart. */
-enum {
-    GPU_CUDA_PROF_EMBED,     /* input copy + embedding LayerNorm */
-    GPU_CUDA_PROF_GEMM,      /* cuBLASLt projections (bias/GELU epilogues included) */
-    GPU_CUDA_PROF_ATTENTION, /* fused attention */
-    GPU_CUDA_PROF_NORM,      /* residual + LayerNorm, [CLS] gathers */
-    GPU_CUDA_PROF_HEAD,      /* pooler + classifier + logits copy */
-    GPU_CUDA_PROF_N
-};
-int gpu_cuda_backend_profile(gpu_backend_t *be, int on, double *ms);
 
 #ifdef __cplusplus
 }

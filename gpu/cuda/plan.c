@@ -1,4 +1,4 @@
-#include "gpu/plan.h"
+#include "gpu/cuda/plan.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -6,12 +6,11 @@
 // fragments and K, V read by the tensor cores from shared memory (128-byte swizzle), so no
 // ldmatrix traffic and twice the mma.sync rate. (Measured slower and removed: two warpgroups
 // sharing each key/value tile, and FlashAttention-3's intra-warpgroup overlap; NOTES-cuda.md.)
-#include <stdio.h>
 #include <stdlib.h>
 
 #include <type_traits>
 
-#include "gpu/cuda_common.cuh"
+#include "gpu/cuda/cuda_common.cuh"
 
 #define WG_D    64
 #define WG_BN   64                 /* keys per tile */
@@ -293,20 +292,12 @@ cudaError_t cuda_attention_wgmma(const T *q, const T *k, const T *v, int ld, con
                                  cudaStream_t s) {
     if (n_seqs <= 0) return cudaSuccess;
     const float scale_log2 = CUDA_ATT_SCALE_LOG2;
-    static uint64_t khi = 0, vhi = 0;
-    if (!khi) {
-        // 128-byte swizzle (mode 1, bits 62-63); stride byte offset (bits 32-45): 8-row groups
-        // 1024 bytes apart. Leading byte offset (bits 16-29): K-major (K): unused, 1;
-        // MN-major (V): 8-key groups, 1024 bytes. RECLASS_WG_KDESC / RECLASS_WG_VDESC="lbo,sbo"
-        // (bytes) override them: a debugging knob for the descriptor encoding.
-        unsigned kl = 16, ks = 1024, vl = 1024, vs = 1024;
-        const char *e = getenv("RECLASS_WG_KDESC");
-        if (e) sscanf(e, "%u,%u", &kl, &ks);
-        e = getenv("RECLASS_WG_VDESC");
-        if (e) sscanf(e, "%u,%u", &vl, &vs);
-        khi = ((uint64_t)(kl >> 4) << 16) | ((uint64_t)(ks >> 4) << 32) | ((uint64_t)1 << 62);
-        vhi = ((uint64_t)(vl >> 4) << 16) | ((uint64_t)(vs >> 4) << 32) | ((uint64_t)1 << 62);
-    }
+    // 128-byte swizzle (mode 1, bits 62-63); stride byte offset (bits 32-45): 8-row groups
+    // 1024 bytes apart. Leading byte offset (bits 16-29): K-major (K): unused, 1; MN-major
+    // (V): 8-key groups, 1024 bytes. Offsets are encoded in 16-byte units.
+    constexpr uint64_t kl = 16, ks = 1024, vl = 1024, vs = 1024;
+    constexpr uint64_t khi = ((kl >> 4) << 16) | ((ks >> 4) << 32) | ((uint64_t)1 << 62);
+    constexpr uint64_t vhi = ((vl >> 4) << 16) | ((vs >> 4) << 32) | ((uint64_t)1 << 62);
     dim3 grid((unsigned)q_tiles_max, (unsigned)heads, (unsigned)n_seqs);
     attention_wg_kernel<T><<<grid, 128, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2, khi, vhi);
     return cudaGetLastError();

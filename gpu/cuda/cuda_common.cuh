@@ -85,10 +85,11 @@ cudaError_t cuda_embed_ln(const int32_t *ids, const int32_t *pos, int n_tokens, 
                           const T *posemb, const T *type0, const float *gamma, const float *beta,
                           int H, float eps, R *out_r, T *out_t, cudaStream_t st);
 // LayerNorm(a + res) (res may be NULL) into out_r (R, may be NULL; may alias res) and
-// out_t (T, may be NULL; may alias a). Rows of H.
+// out_t (T, may be NULL; may alias a). Rows of H. sms: the device's SM count (the grid is
+// capped at 3 blocks of 8 warps per SM, each warp walking several rows).
 template <typename T, typename R>
 cudaError_t cuda_add_ln(const T *a, const R *res, const float *gamma, const float *beta, int n,
-                        int H, float eps, R *out_r, T *out_t, cudaStream_t st);
+                        int H, float eps, R *out_r, T *out_t, int sms, cudaStream_t st);
 // x (n, cols) = gelu(x + bias) exact erf, in place (fallback when no cuBLASLt GELU epilogue).
 template <typename T>
 cudaError_t cuda_bias_gelu(T *x, const T *bias, int n, int cols, cudaStream_t st);
@@ -103,10 +104,13 @@ cudaError_t cuda_tanh(float *x, size_t n, cudaStream_t st);
 #define CUDA_ATT_SCALE_LOG2 (0.125f * 1.4426950408889634f)
 // out (tokens, heads*64): per-sequence softmax(q k^T / 8) v, q/k/v rows of stride ld.
 // q_tiles_max: ceil(max_len / 64) normally, 1 when only each sequence's first rows matter.
+// wgmma: the Hopper kernel (only where cuda_attention_has_wgmma), else mma.sync.
 template <typename T>
 cudaError_t cuda_attention(const T *q, const T *k, const T *v, int ld, const int32_t *cu,
-                           int n_seqs, int heads, int q_tiles_max, T *out, int out_ld,
+                           int n_seqs, int heads, int q_tiles_max, T *out, int out_ld, int wgmma,
                            cudaStream_t st);
+// 1 when device runs the wgmma kernel (compute capability 9.0 exactly: sm_90a code), else 0.
+int cuda_attention_has_wgmma(int device);
 // The same on Hopper's wgmma (cuda_attention_sm90a.cu, compute capability 9.0 only): one
 // warpgroup of 64 queries per block.
 template <typename T>
@@ -120,10 +124,6 @@ template <typename T>
 cudaError_t cuda_attention_first(const T *q, int ldq, const T *k, const T *v, int ld,
                                  const int32_t *cu, int n_seqs, int heads, T *out, int ldo,
                                  cudaStream_t st);
-// Attention kernel: 4 (mma.sync, the sm_80 path), 9 (wgmma; on compute capability 9.0 only,
-// elsewhere 4), 1 (auto: 9 where it runs, else 4); 0 = default (auto, or RECLASS_CUDA_ATT when
-// set). Bench and tests.
-void cuda_attention_set_variant(int variant);
 // dst = (T) src, n elements, on the device.
 template <typename T> cudaError_t cuda_convert(const float *src, size_t n, T *dst, cudaStream_t st);
 template <typename T>

@@ -1,6 +1,6 @@
 /* The obvious fp32 encoder: one op at a time, no fusion, loops written for clarity. The
  * fast backends must agree with it; it is not used on the hot path. */
-#include "gpu/ref_ops.h"
+#include "gpu/cpu/ref_ops.h"
 
 #include <cblas.h>
 #include <math.h>

@@ -1,4 +1,4 @@
-#include "gpu/cpu_gemm.h"
+#include "gpu/cpu/cpu_gemm.h"
 
 #include <string.h>
 
@@ -49,7 +49,7 @@ int gpu_cpu_gemm_available(void) {
     return __builtin_cpu_supports("avx512f");
 }
 
-/* The same rational erf GELU as gpu/cpu_kernels.c (max error 7e-8 against erff). */
+/* The same rational erf GELU as gpu/cpu/cpu_kernels.c (max error 7e-8 against erff). */
 __attribute__((target("avx512f"))) static inline __m512 gelu512(__m512 v) {
     __m512 x = _mm512_mul_ps(v, _mm512_set1_ps(0.70710678118654752f));
     x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-4.0f)), _mm512_set1_ps(4.0f));

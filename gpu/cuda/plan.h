@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "gpu/model.h"
+#include "gpu/model/model.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -4,7 +4,7 @@
 // in shared memory, pre-scaled into base 2), the chunk's softmax folds into a running max and
 // sum, and lane l accumulates output dims 2l, 2l + 1 over the chunk's values (a value row is
 // one coalesced 128-byte read). Memory-bound: every key and value row is read once.
-#include "gpu/cuda_common.cuh"
+#include "gpu/cuda/cuda_common.cuh"
 
 #define AF_WARPS 4 /* heads per block */
 #define AF_D     64

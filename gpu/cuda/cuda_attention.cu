@@ -6,13 +6,12 @@
 // beyond the last 64-row tile of each sequence.
 #include <stdlib.h>
 
-#include "gpu/cuda_common.cuh"
+#include "gpu/cuda/cuda_common.cuh"
 
-#define ATT_D       64
-#define ATT_DEFAULT 1 /* the default variant: auto (see cuda_common.cuh; NOTES-cuda.md) */
-#define ATT_WARPS   4
-#define ATT_BN      64
-#define ATT_LDS     (ATT_D + 8) /* padded row (144 B): ldmatrix rows land in distinct banks */
+#define ATT_D     64
+#define ATT_WARPS 4
+#define ATT_BN    64
+#define ATT_LDS   (ATT_D + 8) /* padded row (144 B): ldmatrix rows land in distinct banks */
 
 template <typename T>
 __device__ __forceinline__ void mma16816(float *c, const uint32_t *a, uint32_t b0, uint32_t b1);
@@ -226,37 +225,23 @@ __global__ void __launch_bounds__(ATT_WARPS * 32, 4)
     }
 }
 
-static int att_variant = -1; // resolved on first use
-void cuda_attention_set_variant(int variant) {
-    if (variant == 0) { // default, or the RECLASS_CUDA_ATT variant when set (a tuning knob)
-        const char *env = getenv("RECLASS_CUDA_ATT");
-        variant = env ? atoi(env) : ATT_DEFAULT;
-    }
-    att_variant = variant == 1 || variant == 4 || variant == 9 ? variant : ATT_DEFAULT;
-}
-
-// wgmma needs compute capability 9.0 exactly (sm_90a code); asked once per process.
-static int att_have_wgmma(void) {
-    static int have = -1;
-    if (have < 0) {
-        int dev = 0, major = 0, minor = 0;
-        have =
-            cudaGetDevice(&dev) == cudaSuccess &&
-            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-            cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess &&
-            major == 9 && minor == 0;
-    }
-    return have;
+// wgmma needs compute capability 9.0 exactly (sm_90a code).
+int cuda_attention_has_wgmma(int device) {
+    int major = 0, minor = 0;
+    return cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) ==
+               cudaSuccess &&
+           cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) ==
+               cudaSuccess &&
+           major == 9 && minor == 0;
 }
 
 template <typename T>
 cudaError_t cuda_attention(const T *q, const T *k, const T *v, int ld, const int32_t *cu,
-                           int n_seqs, int heads, int q_tiles_max, T *out, int out_ld,
+                           int n_seqs, int heads, int q_tiles_max, T *out, int out_ld, int wgmma,
                            cudaStream_t s) {
     if (n_seqs <= 0) return cudaSuccess;
     const float scale_log2 = CUDA_ATT_SCALE_LOG2;
-    if (att_variant < 0) cuda_attention_set_variant(0);
-    if (att_variant != 4 && att_have_wgmma()) // 1 (auto) and 9 on Hopper; elsewhere 4
+    if (wgmma)
         return cuda_attention_wgmma<T>(q, k, v, ld, cu, n_seqs, heads, q_tiles_max, out, out_ld, s);
     dim3 grid((unsigned)q_tiles_max, (unsigned)heads, (unsigned)n_seqs);
     attention_kernel<T><<<grid, ATT_WARPS * 32, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2);
@@ -264,8 +249,9 @@ cudaError_t cuda_attention(const T *q, const T *k, const T *v, int ld, const int
 }
 
 template cudaError_t cuda_attention<__half>(const __half *, const __half *, const __half *, int,
-                                            const int32_t *, int, int, int, __half *, int,
+                                            const int32_t *, int, int, int, __half *, int, int,
                                             cudaStream_t);
 template cudaError_t cuda_attention<__nv_bfloat16>(const __nv_bfloat16 *, const __nv_bfloat16 *,
                                                    const __nv_bfloat16 *, int, const int32_t *, int,
-                                                   int, int, __nv_bfloat16 *, int, cudaStream_t);
+                                                   int, int, __nv_bfloat16 *, int, int,
+                                                   cudaStream_t);

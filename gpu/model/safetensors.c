@@ -1,4 +1,4 @@
-#include "gpu/safetensors.h"
+#include "gpu/model/safetensors.h"
 
 #include <errno.h>
 #include <fcntl.h>

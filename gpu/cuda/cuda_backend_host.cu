@@ -1,0 +1,136 @@
+// The CUDA backend's host-side parts: device queries, the weight image uploaded at init, and
+// the introspection calls of gpu/cuda/cuda_backend.h.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/backend.h"
+#include "gpu/cuda/cuda_backend.h"
+#include "gpu/cuda/cuda_backend_int.cuh"
+#include "gpu/cuda/cuda_common.cuh"
+#include "gpu/cuda/cuda_gemm.cuh"
+#include "gpu/cuda/plan.h"
+
+extern "C" int gpu_cuda_device_count(void) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError(); // clear the sticky "no driver" error for later callers
+        return 0;
+    }
+    return n;
+}
+
+extern "C" int gpu_cuda_pci_bus_id(int device, char *buf, int len) {
+    if (cudaDeviceGetPCIBusId(buf, len, device) != cudaSuccess) {
+        cudaGetLastError();
+        return -1;
+    }
+    return 0;
+}
+
+// Host-side conversion of fp32 weights into the arena's weight region image.
+template <typename T> static void put_t(char *img, size_t off, const float *src, size_t n) {
+    T *d = (T *)(img + off);
+    for (size_t i = 0; i < n; i++)
+        d[i] = st<T>::from_f(src[i]);
+}
+static void put_f(char *img, size_t off, const float *src, size_t n) {
+    memcpy(img + off, src, n * sizeof(float));
+}
+
+template <typename T> static void be_weights_image(struct gpu_backend *be, char *img) {
+    const gpu_model_t *m = be->model;
+    const gpu_model_config_t *c = &m->cfg;
+    const gpu_plan_t *p = &be->plan;
+    size_t H = (size_t)c->hidden, I = (size_t)c->intermediate, L = (size_t)c->num_labels;
+    put_t<T>(img, p->slice[GPU_PLAN_WORD_EMB].offset, m->w.word_emb, (size_t)c->vocab_size * H);
+    put_t<T>(img, p->slice[GPU_PLAN_POS_EMB].offset, m->w.pos_emb, (size_t)c->max_pos * H);
+    put_t<T>(img, p->slice[GPU_PLAN_TYPE_EMB].offset, m->w.type_emb, H);
+    put_f(img, p->slice[GPU_PLAN_EMB_LN].offset, m->w.emb_ln_g, H);
+    put_f(img, p->slice[GPU_PLAN_EMB_LN].offset + H * 4, m->w.emb_ln_b, H);
+    for (int l = 0; l < c->layers; l++) {
+        const gpu_layer_weights_t *w = &m->w.layer[l];
+        size_t b = p->slice[GPU_PLAN_LAYERS].offset + (size_t)l * p->layer_bytes, e = sizeof(T);
+        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_QKV_W], w->q_w, H * H);
+        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_QKV_W] + H * H * e, w->k_w, H * H);
+        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_QKV_W] + 2 * H * H * e, w->v_w, H * H);
+        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_QKV_B], w->q_b, H);
+        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_QKV_B] + H * e, w->k_b, H);
+        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_QKV_B] + 2 * H * e, w->v_b, H);
+        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_AO_W], w->ao_w, H * H);
+        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_AO_B], w->ao_b, H);
+        put_f(img, b + p->layer_off[GPU_PLAN_L_LN1], w->ln1_g, H);
+        put_f(img, b + p->layer_off[GPU_PLAN_L_LN1] + H * 4, w->ln1_b, H);
+        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_FF1_W], w->ff1_w, I * H);
+        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_FF1_B], w->ff1_b, I);
+        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_FF2_W], w->ff2_w, H * I);
+        put_t<T>(img, b + p->layer_off[GPU_PLAN_L_FF2_B], w->ff2_b, H);
+        put_f(img, b + p->layer_off[GPU_PLAN_L_LN2], w->ln2_g, H);
+        put_f(img, b + p->layer_off[GPU_PLAN_L_LN2] + H * 4, w->ln2_b, H);
+    }
+    put_f(img, p->slice[GPU_PLAN_POOL_W].offset, m->w.pool_w, H * H);
+    put_f(img, p->slice[GPU_PLAN_POOL_B].offset, m->w.pool_b, H);
+    put_f(img, p->slice[GPU_PLAN_CLS_W].offset, m->w.cls_w, L * H);
+    put_f(img, p->slice[GPU_PLAN_CLS_B].offset, m->w.cls_b, L);
+}
+void cuda_be_weights_image(struct gpu_backend *be, char *img) {
+    if (be->bf16)
+        be_weights_image<__nv_bfloat16>(be, img);
+    else
+        be_weights_image<__half>(be, img);
+}
+
+// Introspection (gpu/cuda/cuda_backend.h). Asks the backend's allocator for device memory after
+// init (must be refused).
+extern "C" int gpu_cuda_backend_try_alloc(gpu_backend_t *be, size_t bytes) {
+    void *p = NULL;
+    cudaError_t e = be_device_alloc(be, &p, bytes);
+    if (e == cudaSuccess) {
+        cudaFree(p);
+        return 0;
+    }
+    return -1;
+}
+
+extern "C" int gpu_cuda_backend_profile(gpu_backend_t *be, int on, double *ms) {
+    if (ms)
+        for (int i = 0; i < GPU_CUDA_PROF_N; i++)
+            ms[i] = be->prof_ms[i];
+    if (on >= 0) {
+        if (on && !be->ev[0])
+            for (int i = 0; i < BE_PROF_EVENTS; i++)
+                if (cudaEventCreate(&be->ev[i]) != cudaSuccess) return -1;
+        be->prof = on;
+        memset(be->prof_ms, 0, sizeof(be->prof_ms));
+    }
+    return 0;
+}
+
+// Heuristic queries so far (stays small over a long run).
+extern "C" long gpu_cuda_backend_heuristic_queries(gpu_backend_t *be) {
+    return be->gemm.heuristic_queries + be->gemm32.heuristic_queries;
+}
+
+extern "C" void gpu_cuda_backend_tune_stats(gpu_backend_t *be, long *tuned, long *changed,
+                                            double *ms_top1, double *ms_best) {
+    *tuned = be->gemm.tuned;
+    *changed = be->gemm.tuned_changed;
+    *ms_top1 = be->gemm.tuned_ms_top1;
+    *ms_best = be->gemm.tuned_ms_best;
+}
+
+extern "C" const char *gpu_backend_cuda_versions(void) {
+    static thread_local char buf[96]; // the caller's thread's copy
+    int rt = 0, drv = 0;
+    cudaRuntimeGetVersion(&rt);
+    cudaDriverGetVersion(&drv); /* 0 without a driver */
+    size_t lt = cublasLtGetVersion();
+    char d[16] = "none";
+    if (drv > 0) snprintf(d, sizeof(d), "%d.%d", drv / 1000, drv % 1000 / 10);
+    snprintf(buf, sizeof(buf), "runtime %d.%d, cublas %zu.%zu.%zu, driver %s", rt / 1000,
+             rt % 1000 / 10, lt / 10000, lt / 100 % 100, lt % 100, d);
+    return buf;
+}

@@ -1,0 +1,68 @@
+// The CUDA backend's instance and the helpers its .cu files share (cuda_backend.cu: init and
+// the forward pass; cuda_backend_host.cu: device queries, the weight image, introspection).
+// Included by those .cu files only.
+#ifndef RECLASS_GPU_CUDA_BACKEND_INT_CUH
+#define RECLASS_GPU_CUDA_BACKEND_INT_CUH
+
+#include <cuda_runtime.h>
+
+#include "gpu/backend.h"
+#include "gpu/cuda/cuda_backend.h"
+#include "gpu/cuda/cuda_gemm.cuh"
+#include "gpu/cuda/plan.h"
+
+#define BE_PROF_EVENTS     256
+#define BE_TUNE_CANDIDATES 8 /* cuBLASLt candidates timed per GEMM shape bucket at init */
+
+struct gpu_backend {
+    const gpu_model_t *model; // borrowed, outlives the backend
+    gpu_backend_opts_t opts;  // copy; opts.precision points at prec
+    char prec[8];
+    int bf16;
+    gpu_plan_t plan;
+    int device;
+    cudaStream_t stream; // every batch's work, in order
+    int att_wgmma;       // attention on wgmma (compute capability 9.0), else mma.sync
+    int sms;             // the device's SMs (sizes the LayerNorm grid)
+    // Two batches may be in flight (submit, then collect the older): each slot has its own
+    // pinned staging and events, so the host fills one while the device works on the other.
+    cudaEvent_t t_first[2], t_last[2]; // around each batch's device work: device_s
+    double device_s;                   // summed forward device time since init (device_seconds)
+    gpu_flight_t flight;               // batches submitted, not collected, and their slots
+    char *dev;                         // the one device allocation (plan.total_bytes)
+    int32_t *h_inputs[2];              // pinned staging of the INPUTS slice, per slot
+    float *h_logits[2];                // pinned (max_seqs, L), per slot
+    int init_done;                     // set once the arena exists: later allocations are refused
+    long allocs_after_init;            // attempts refused after init (a test proves it stays 0)
+    cuda_gemm_t gemm;                  // storage-type projections
+    cuda_gemm_t gemm32;                // the fp32 head (pooler, classifier), on the same workspace
+    // Optional per-phase timing (bench breakdown): an event after each phase of a forward.
+    int prof;
+    int n_ev;
+    cudaEvent_t ev[BE_PROF_EVENTS];
+    int ev_cat[BE_PROF_EVENTS];
+    double prof_ms[GPU_CUDA_PROF_N];
+};
+
+// The only path to device memory. After init it refuses and counts the attempt.
+static inline cudaError_t be_device_alloc(struct gpu_backend *be, void **p, size_t bytes) {
+    if (be->init_done) {
+        be->allocs_after_init++;
+        return cudaErrorMemoryAllocation;
+    }
+    return cudaMalloc(p, bytes);
+}
+
+static inline char *be_slice(struct gpu_backend *be, int id) {
+    return be->dev + be->plan.slice[id].offset;
+}
+static inline char *be_layer(struct gpu_backend *be, int layer, int part) {
+    return be_slice(be, GPU_PLAN_LAYERS) + (size_t)layer * be->plan.layer_bytes +
+           be->plan.layer_off[part];
+}
+
+// The weight region's image on the host: every weight converted to its storage type at its
+// plan offset (img holds plan.weights_bytes).
+void cuda_be_weights_image(struct gpu_backend *be, char *img);
+
+#endif
