@@ -300,8 +300,8 @@ int main(int argc, char **argv) {
         printf("budget %d %s: %d batches, median %.4f s (best %.4f): %.0f "
                "tickets/s, %.0f "
                "tokens/s; layer-GEMM ceiling %.1f TFLOP/s = %.0f tickets/s; share %.1f%%\n",
-               budget, prec, b.n_batches,
-               med, best, tps, total_tokens / med, ceiling, ceil_tps, 100.0 * tps / ceil_tps);
+               budget, prec, b.n_batches, med, best, tps, total_tokens / med, ceiling, ceil_tps,
+               100.0 * tps / ceil_tps);
         printf("  profiled pass (events between phases), ms: embed %.1f, GEMM %.1f (%.0f "
                "TFLOP/s executed), attention %.1f (%.0f TFLOP/s executed), layernorm/gather %.1f, "
                "head %.1f; sum "
