@@ -21,9 +21,8 @@
 #include <avro.h>
 #include <jansson.h>
 
-#define CODEC_MAX_TEXT_BYTES (4 * 1024 * 1024) /* well above Kafka's default 1 MiB message */
-#define CODEC_MAX_SCHEMA     (1024 * 1024)
-#define CODEC_MAX_DEPTH      32
+#define CODEC_MAX_SCHEMA (1024 * 1024)
+#define CODEC_MAX_DEPTH  32
 
 typedef struct {
     int32_t id;
@@ -391,8 +390,9 @@ static int take_string(avro_value_t *rec, const char *name, int is_id, char **ds
     size_t n = size - 1; /* avro-c counts the terminating NUL */
     if (is_id) {
         if (consumers_ticket_check_id(name, s, n, err, errlen)) return -1;
-    } else if (n > CODEC_MAX_TEXT_BYTES) {
-        return fail(err, errlen, "field %s is %zu bytes (limit %d)", name, n, CODEC_MAX_TEXT_BYTES);
+    } else if (n > CONSUMERS_TICKET_MAX_TEXT_BYTES) {
+        return fail(err, errlen, "field %s is %zu bytes (limit %d)", name, n,
+                    CONSUMERS_TICKET_MAX_TEXT_BYTES);
     }
     *dst = malloc(n + 1);
     if (!*dst) return fail(err, errlen, "out of memory");
@@ -523,9 +523,10 @@ int consumers_codec_encode(consumers_codec_t *c, const consumers_ticket_t *t, in
     const char *text = t->text ? t->text : "";
     size_t text_len = t->text ? t->text_len : 0;
     if (t->text && text[text_len] != '\0') text_len = strlen(text);
-    if (text_len > CODEC_MAX_TEXT_BYTES) /* the decoder refuses it: say so here, not in the DLQ */
+    if (text_len >
+        CONSUMERS_TICKET_MAX_TEXT_BYTES) /* the decoder refuses it: say so here, not in the DLQ */
         return fail(err, errlen, "field text is %zu bytes (limit %d)", text_len,
-                    CODEC_MAX_TEXT_BYTES);
+                    CONSUMERS_TICKET_MAX_TEXT_BYTES);
 
     avro_value_t *rec = &c->enc_val, f, branch;
     avro_value_reset(rec);

@@ -7,6 +7,8 @@
 
 /* job_id, tenant, ticket_id: keys of PostgreSQL rows, so bounded and strict UTF-8 */
 #define CONSUMERS_TICKET_MAX_ID_BYTES 256
+/* text: well above Kafka's default 1 MiB message; the tokenizer reads at most max_len tokens */
+#define CONSUMERS_TICKET_MAX_TEXT_BYTES (4 * 1024 * 1024)
 
 typedef struct {
     char *job_id;    /* owned */

@@ -73,6 +73,10 @@ expect_usage_error "bad.csv: line 3: field ticket_id: invalid UTF-8 at byte 1" \
 { printf 'id,text\n'; printf '%0300d,long id\n' 1; } >"$sub/long.csv"
 expect_usage_error "long.csv: line 2: field ticket_id is 300 bytes (limit 256)" \
     "$bin" submit --brokers 127.0.0.1:1 --job-id j --tenant t --id-column id "$sub/long.csv"
+# a text over the codec's 4 MiB cap is refused in the counting pass, before anything is sent
+python3 -c 'import json; print(json.dumps({"id": "a", "text": "ok"})); print(json.dumps({"id": "b", "text": "x" * (4608 * 1024)}))' >"$sub/big.jsonl"
+expect_usage_error "big.jsonl: line 2: field text is 4718592 bytes (limit 4194304)" \
+    "$bin" submit --brokers 127.0.0.1:1 --job-id j --tenant t "$sub/big.jsonl"
 # a vocab.txt with more tokens than config.json's vocab_size is refused at load (exit 2), not at
 # the first ticket that uses one of the extra ids
 mkdir "$sub/model"

@@ -203,6 +203,12 @@ static int count_tickets(const submit_opts_t *o, long *count, long *empty) {
             rc = 2;
             break;
         }
+        if (r.text_len > CONSUMERS_TICKET_MAX_TEXT_BYTES) { /* the worker would dead-letter it */
+            snprintf(err, sizeof(err), "%s: line %ld: field text is %zu bytes (limit %d)", o->file,
+                     r.line, r.text_len, CONSUMERS_TICKET_MAX_TEXT_BYTES);
+            rc = 2;
+            break;
+        }
         int added = idset_add(&ids, r.id);
         if (added <= 0) {
             snprintf(err, sizeof(err),
