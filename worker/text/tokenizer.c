@@ -5,45 +5,18 @@
  * support tickets), and a general path that decodes UTF-8 into code points, normalizes them
  * (clean, CJK spacing, NFD with canonical ordering, accent stripping, lower case) and then
  * pre-tokenizes. The ASCII path hands the text to the general one as soon as it sees a byte
- * it cannot handle. */
+ * it cannot handle. The vocabulary and its lookup table: worker/text/tokenizer_vocab.c. */
 #include "worker/text/tokenizer.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "worker/text/tokenizer_int.h"
 #include "worker/text/tokenizer_unicode.h"
 
 #define TOK_MAX_WORD_CHARS 100 /* longer words become [UNK], as HF's max_input_chars_per_word */
-
-/* Special tokens HF registers as added tokens: matched verbatim in the raw text (before
- * normalization, case-sensitive) and emitted as their own id. */
-enum { SP_UNK, SP_SEP, SP_CLS, SP_PAD, SP_MASK, SP_N };
-static const char *const sp_names[SP_N] = {"[UNK]", "[SEP]", "[CLS]", "[PAD]", "[MASK]"};
-static const int sp_lens[SP_N] = {5, 5, 5, 5, 6};
-/* Code points past Unicode stand for a matched special token inside the general path. */
-#define SP_SENTINEL 0x110000u
-
-typedef struct {
-    uint32_t hash;
-    uint32_t off; /* key bytes at pool + off */
-    uint16_t len;
-    uint8_t cont; /* 1: a "##" continuation piece, key stored without the "##" */
-    int32_t id;   /* -1: empty slot */
-} tok_slot_t;
-
-struct worker_tok {
-    char *pool;        /* (file bytes) the vocab file, keys point into it */
-    tok_slot_t *slots; /* (mask + 1) open addressing, load <= 1/2 */
-    uint32_t mask;
-    int vocab_size; /* lines in vocab.txt */
-    int max_key;    /* longest key in bytes ("##" excluded): bounds the longest-match search */
-    int lower, strip, cjk; /* gpu_tok_config_t: lower-case, strip accents, space CJK */
-    int32_t sp_id[SP_N];   /* -1 when the vocab lacks it */
-    int32_t ascii_id[128]; /* single-character words (punctuation), -1 = [UNK] */
-};
 
 /* ASCII byte classes for the fast path. */
 enum { AC_WORD = 0, AC_SPACE, AC_PUNCT, AC_BRACKET, AC_SLOW };
@@ -67,171 +40,8 @@ static void ascii_class_init(void) {
     }
 }
 
-static inline uint32_t key_hash(int cont, const char *s, int n) {
-    uint32_t h = cont ? 0x9747b28cu : 2166136261u; /* FNV-1a, seeded apart per table */
-    for (int i = 0; i < n; i++)
-        h = (h ^ (uint8_t)s[i]) * 16777619u;
-    return h ^ (h >> 15);
-}
-
-static inline int32_t tok_lookup(const worker_tok_t *t, int cont, const char *s, int n) {
-    uint32_t h = key_hash(cont, s, n);
-    for (uint32_t i = h & t->mask;; i = (i + 1) & t->mask) {
-        const tok_slot_t *e = &t->slots[i];
-        if (e->id < 0) return -1;
-        if (e->hash == h && e->len == n && e->cont == cont && memcmp(t->pool + e->off, s, n) == 0)
-            return e->id;
-    }
-}
-
-/* Later duplicates win, as in HF's vocab loader (a hash map filled in file order). */
-static void tok_insert(worker_tok_t *t, int cont, uint32_t off, int n, int32_t id) {
-    const char *s = t->pool + off;
-    uint32_t h = key_hash(cont, s, n);
-    for (uint32_t i = h & t->mask;; i = (i + 1) & t->mask) {
-        tok_slot_t *e = &t->slots[i];
-        if (e->id < 0) {
-            *e = (tok_slot_t){h, off, (uint16_t)n, (uint8_t)cont, id};
-            if (n > t->max_key) t->max_key = n;
-            return;
-        }
-        if (e->hash == h && e->len == n && e->cont == cont && memcmp(t->pool + e->off, s, n) == 0) {
-            e->id = id;
-            return;
-        }
-    }
-}
-
-static char *read_file(const char *path, size_t *len, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 20, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (n < cap) break;
-        char *nb = realloc(buf, cap * 2 + 1);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    int rerr = ferror(f);
-    fclose(f);
-    if (!buf || rerr) {
-        snprintf(err, errlen, "cannot read %s", path);
-        free(buf);
-        return NULL;
-    }
-    buf[n] = 0;
-    *len = n;
-    return buf;
-}
-
-int worker_tok_init(const char *vocab_path, const gpu_tok_config_t *opts, worker_tok_t **out,
-                    char *err, size_t errlen) {
-    static const gpu_tok_config_t uncased = {.lower = 1, .strip_accents = 1, .chinese_chars = 1};
-    if (!opts) opts = &uncased;
+void tok_ascii_init(void) {
     pthread_once(&ascii_once, ascii_class_init);
-    *out = NULL;
-    worker_tok_t *t = calloc(1, sizeof(*t));
-    if (!t) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    size_t len = 0;
-    t->pool = read_file(vocab_path, &len, err, errlen);
-    if (!t->pool) {
-        free(t);
-        return -1;
-    }
-    int lines = 0;
-    for (size_t i = 0; i < len; i++)
-        lines += t->pool[i] == '\n';
-    if (len > 0 && t->pool[len - 1] != '\n') lines++;
-    if (lines == 0) {
-        snprintf(err, errlen, "%s: empty vocabulary", vocab_path);
-        worker_tok_free(t);
-        return -1;
-    }
-    if (opts->vocab_size > 0 && lines > opts->vocab_size) {
-        snprintf(err, errlen,
-                 "%s has %d tokens, config.json's vocab_size is %d: the extra ids have no "
-                 "embedding; use the vocab.txt the checkpoint was trained with",
-                 vocab_path, lines, opts->vocab_size);
-        worker_tok_free(t);
-        return -1;
-    }
-    uint32_t size = 1024;
-    while (size < (uint32_t)lines * 2)
-        size *= 2;
-    t->mask = size - 1;
-    t->slots = malloc(sizeof(tok_slot_t) * size);
-    if (!t->slots) {
-        snprintf(err, errlen, "out of memory");
-        worker_tok_free(t);
-        return -1;
-    }
-    for (uint32_t i = 0; i < size; i++)
-        t->slots[i].id = -1;
-    t->lower = opts->lower != 0;
-    t->strip = opts->strip_accents != 0;
-    t->cjk = opts->chinese_chars != 0;
-    t->vocab_size = lines;
-
-    size_t pos = 0;
-    for (int id = 0; id < lines; id++) {
-        size_t end = pos;
-        while (end < len && t->pool[end] != '\n')
-            end++;
-        size_t e = end; /* HF trims trailing whitespace (and so "\r") off each line */
-        while (e > pos &&
-               (t->pool[e - 1] == ' ' || t->pool[e - 1] == '\t' || t->pool[e - 1] == '\r' ||
-                t->pool[e - 1] == '\v' || t->pool[e - 1] == '\f'))
-            e--;
-        int n = (int)(e - pos);
-        if (n > 0xFFFF) {
-            snprintf(err, errlen, "%s: line %d is too long for a token", vocab_path, id + 1);
-            worker_tok_free(t);
-            return -1;
-        }
-        if (n >= 2 && t->pool[pos] == '#' && t->pool[pos + 1] == '#')
-            tok_insert(t, 1, (uint32_t)pos + 2, n - 2, id);
-        tok_insert(t, 0, (uint32_t)pos, n, id);
-        pos = end + 1;
-    }
-    for (int s = 0; s < SP_N; s++)
-        t->sp_id[s] = tok_lookup(t, 0, sp_names[s], sp_lens[s]);
-    for (int s = SP_UNK; s <= SP_CLS; s++)
-        if (t->sp_id[s] < 0) {
-            snprintf(err, errlen, "%s: special token %s not found", vocab_path, sp_names[s]);
-            worker_tok_free(t);
-            return -1;
-        }
-    for (int b = 0; b < 128; b++) {
-        char c = (char)(t->lower && b >= 'A' && b <= 'Z' ? b + 32 : b);
-        t->ascii_id[b] = tok_lookup(t, 0, &c, 1);
-    }
-    *out = t;
-    return 0;
-}
-
-void worker_tok_free(worker_tok_t *tok) {
-    if (!tok) return;
-    free(tok->slots);
-    free(tok->pool);
-    free(tok);
-}
-
-int worker_tok_vocab_size(const worker_tok_t *tok) {
-    return tok->vocab_size;
 }
 
 void worker_ids_free(worker_ids_t *ids) {
