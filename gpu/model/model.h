@@ -13,7 +13,7 @@ extern "C" {
 #endif
 
 /* The BERT basic tokenizer's settings in tokenizer_config.json, as Hugging Face reads them
- * (worker/tokenizer.c applies them). */
+ * (worker/text/tokenizer.c applies them). */
 typedef struct {
     int lower;         /* do_lower_case; 1 when absent */
     int strip_accents; /* null or absent: as do_lower_case */
