@@ -1,5 +1,6 @@
 /* /healthz, /readyz and /metrics on libmicrohttpd's internal polling thread (see
- * worker/observe/metrics.h). Requests only read atomics, so the pipeline never waits for a scrape. */
+ * worker/observe/metrics.h). Requests only read atomics, so the pipeline never waits for a
+ * scrape. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
