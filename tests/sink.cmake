@@ -1,4 +1,4 @@
-# PostgreSQL sink and migrations (owner: sink helper). Integration tests start their own
+# PostgreSQL sink and migrations. Integration tests start their own
 # throwaway server (tests/lib/pg_tmp.sh) through a shell wrapper that always stops it.
 reclass_add_test(NAME test_sink_unit SOURCES ${CMAKE_SOURCE_DIR}/tests/test_sink_unit.c
                  LABELS unit)
@@ -15,7 +15,3 @@ target_link_libraries(sink_bench PRIVATE reclass_core)
 add_test(NAME test_migrate COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_migrate.sh $<TARGET_FILE:reclass>)
 set_tests_properties(test_migrate PROPERTIES LABELS integration TIMEOUT 300)
 
-# Installed layout: reclass migrate looks in <prefix>/share/reclass/migrations when it runs
-# from <prefix>/bin (tests/test_migrate.sh checks that lookup on a copied tree).
-install(DIRECTORY ${CMAKE_SOURCE_DIR}/migrations/ DESTINATION share/reclass/migrations
-        FILES_MATCHING PATTERN "*.sql")

@@ -295,10 +295,10 @@ static void test_errors(void **state) {
         {"j", "ac\xc3\x28me", "1", "tenant: invalid UTF-8 at byte 2"},
         {"\xff", "t", "1", "job_id: invalid UTF-8 at byte 0"},
         {"j", "t", "x\xed\xa0\x80", "ticket_id: invalid UTF-8 at byte 1"}, /* surrogate */
-        {"j", "t", "\xc0\xaf", "ticket_id: invalid UTF-8"},                 /* overlong '/' */
-        {"j", "t", "\xf4\x90\x80\x80", "ticket_id: invalid UTF-8"},       /* > U+10FFFF */
-        {"j", "t\xe2\x82", "1", "tenant: invalid UTF-8"},                   /* cut short */
-        {"j", "caf\xc3\xa9", "\xf0\x9f\x8e\xab", NULL},                     /* valid */
+        {"j", "t", "\xc0\xaf", "ticket_id: invalid UTF-8"},                /* overlong '/' */
+        {"j", "t", "\xf4\x90\x80\x80", "ticket_id: invalid UTF-8"},        /* > U+10FFFF */
+        {"j", "t\xe2\x82", "1", "tenant: invalid UTF-8"},                  /* cut short */
+        {"j", "caf\xc3\xa9", "\xf0\x9f\x8e\xab", NULL},                    /* valid */
     };
     for (size_t i = 0; i < sizeof(bad_ids) / sizeof(bad_ids[0]); i++) {
         w.n = 0;
