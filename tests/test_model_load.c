@@ -16,6 +16,7 @@
 
 #include "gpu/model/model.h"
 #include "gpu/model/safetensors.h"
+#include "worker/text/tok_config.h"
 
 static char tmpdir[256];
 static int case_no;
@@ -85,6 +86,20 @@ static void expect_refused(const char *dir, const char *file, const char *what) 
     assert_int_not_equal(rc, 0);
     assert_null(m);
     path_of(p, sizeof p, dir, file);
+    assert_non_null(strstr(err, p));
+    assert_non_null(strstr(err, what));
+    assert_null(strchr(err, '\n'));
+}
+
+/* tokenizer_config.json is the tokenizer's (worker_tok_config_read): refused there, one line
+ * naming the file. */
+static void expect_tok_refused(const char *dir, const char *what) {
+    char err[512] = "", p[512];
+    worker_tok_config_t tok;
+    int rc = worker_tok_config_read(dir, &tok, err, sizeof err);
+    printf("  %-22s -> %s\n", "tokenizer_config.json", err);
+    assert_int_not_equal(rc, 0);
+    path_of(p, sizeof p, dir, "tokenizer_config.json");
     assert_non_null(strstr(err, p));
     assert_non_null(strstr(err, what));
     assert_null(strchr(err, '\n'));
@@ -225,7 +240,6 @@ static void test_demo_loads(void **state) {
     assert_int_equal(c->type_vocab, 2);
     assert_int_equal(c->num_labels, 151);
     assert_true(c->ln_eps > 0.99e-12f && c->ln_eps < 1.01e-12f);
-    assert_int_equal(c->tok.lower, 1);
     assert_string_equal(c->id2label[0], "accept_reservations");
     assert_string_equal(m->name, "clinc150-bert-mini");
     assert_non_null(strstr(m->vocab_path, "clinc150-bert-mini/vocab.txt"));
@@ -269,16 +283,16 @@ static void test_bad_config(void **state) {
     expect_refused(dir, "config.json", "invalid JSON");
     new_case(dir, sizeof dir, NULL);
     write_file(dir, "tokenizer_config.json", "[1,", 3, NULL, 0);
-    expect_refused(dir, "tokenizer_config.json", "invalid JSON");
+    expect_tok_refused(dir, "invalid JSON");
     /* Tokenizer settings of the wrong type are refused, not guessed. */
     static const char sa[] = "{\"do_lower_case\": true, \"strip_accents\": \"yes\"}";
     new_case(dir, sizeof dir, NULL);
     write_file(dir, "tokenizer_config.json", sa, sizeof sa - 1, NULL, 0);
-    expect_refused(dir, "tokenizer_config.json", "strip_accents");
+    expect_tok_refused(dir, "strip_accents");
     static const char cjk[] = "{\"tokenize_chinese_chars\": 0}";
     new_case(dir, sizeof dir, NULL);
     write_file(dir, "tokenizer_config.json", cjk, sizeof cjk - 1, NULL, 0);
-    expect_refused(dir, "tokenizer_config.json", "tokenize_chinese_chars");
+    expect_tok_refused(dir, "tokenize_chinese_chars");
 }
 
 static void test_bad_tensors(void **state) {
@@ -342,7 +356,9 @@ static void test_variants(void **state) {
     int rc = gpu_model_load(dir, &m, err, sizeof err);
     if (rc) printf("%s\n", err);
     assert_int_equal(rc, 0);
-    assert_int_equal(m->cfg.tok.lower, 1);
+    worker_tok_config_t tok;
+    assert_int_equal(worker_tok_config_read(dir, &tok, err, sizeof err), 0);
+    assert_int_equal(tok.lower, 1); /* no tokenizer_config.json: BERT uncased */
     assert_int_equal(m->cfg.num_labels, 151);
     assert_string_equal(m->cfg.id2label[150], "LABEL_150");
     assert_memory_equal(m->w.layer[2].ln1_g, ref->w.layer[2].ln1_g, 256 * sizeof(float));
@@ -359,27 +375,24 @@ static void test_variants(void **state) {
     gpu_model_free(m);
     new_case(dir, sizeof dir, NULL);
     write_file(dir, "tokenizer_config.json", "{\"do_lower_case\": false}", 24, NULL, 0);
-    assert_int_equal(gpu_model_load(dir, &m, err, sizeof err), 0);
-    assert_int_equal(m->cfg.tok.lower, 0);
-    assert_int_equal(m->cfg.tok.strip_accents, 0); /* absent: as do_lower_case */
-    assert_int_equal(m->cfg.tok.chinese_chars, 1);
-    gpu_model_free(m);
+    assert_int_equal(worker_tok_config_read(dir, &tok, err, sizeof err), 0);
+    assert_int_equal(tok.lower, 0);
+    assert_int_equal(tok.strip_accents, 0); /* absent: as do_lower_case */
+    assert_int_equal(tok.chinese_chars, 1);
     /* Hugging Face's other settings are read as given (null strip_accents: do_lower_case). */
     static const char opts[] = "{\"do_lower_case\": true, \"strip_accents\": false, "
                                "\"tokenize_chinese_chars\": false}";
     new_case(dir, sizeof dir, NULL);
     write_file(dir, "tokenizer_config.json", opts, sizeof opts - 1, NULL, 0);
-    assert_int_equal(gpu_model_load(dir, &m, err, sizeof err), 0);
-    assert_int_equal(m->cfg.tok.lower, 1);
-    assert_int_equal(m->cfg.tok.strip_accents, 0);
-    assert_int_equal(m->cfg.tok.chinese_chars, 0);
-    gpu_model_free(m);
+    assert_int_equal(worker_tok_config_read(dir, &tok, err, sizeof err), 0);
+    assert_int_equal(tok.lower, 1);
+    assert_int_equal(tok.strip_accents, 0);
+    assert_int_equal(tok.chinese_chars, 0);
     static const char null_sa[] = "{\"do_lower_case\": false, \"strip_accents\": null}";
     new_case(dir, sizeof dir, NULL);
     write_file(dir, "tokenizer_config.json", null_sa, sizeof null_sa - 1, NULL, 0);
-    assert_int_equal(gpu_model_load(dir, &m, err, sizeof err), 0);
-    assert_int_equal(m->cfg.tok.strip_accents, 0);
-    gpu_model_free(m);
+    assert_int_equal(worker_tok_config_read(dir, &tok, err, sizeof err), 0);
+    assert_int_equal(tok.strip_accents, 0);
     gpu_model_free(ref);
 }
 

@@ -298,8 +298,8 @@ static void check_hex_fixture(const char *path, int want_rows) {
         for (int i = 0; i < n; i++)
             want[i] = (int32_t)json_integer_value(json_array_get(a, i));
         json_t *js = json_object_get(row, "strip"), *jc = json_object_get(row, "cjk");
-        gpu_tok_config_t o = {.lower = json_is_true(json_object_get(row, "lower")),
-                              .chinese_chars = 1};
+        worker_tok_config_t o = {.lower = json_is_true(json_object_get(row, "lower")),
+                                 .chinese_chars = 1};
         o.strip_accents = js && !json_is_null(js) ? json_is_true(js) : o.lower;
         if (jc) o.chinese_chars = json_is_true(jc);
         int k = o.lower | o.strip_accents << 1 | o.chinese_chars << 2;

@@ -119,7 +119,6 @@ int gpu_model_geometry(const char *name, int num_labels, gpu_model_config_t *cfg
         cfg->type_vocab = 2;
         cfg->num_labels = num_labels;
         cfg->ln_eps = 1e-12f;
-        cfg->tok = (gpu_tok_config_t){.lower = 1, .strip_accents = 1, .chinese_chars = 1};
         cfg->id2label = NULL; /* gpu_model_init_random names the labels */
         return 0;
     }
@@ -381,7 +380,6 @@ static int load_config(gpu_model_t *m, const char *path, char *err, size_t errle
 int gpu_model_parse_config(const char *json, size_t len, const char *name, gpu_model_config_t *cfg,
                            char *err, size_t errlen) {
     memset(cfg, 0, sizeof *cfg);
-    cfg->tok = (gpu_tok_config_t){.lower = 1, .strip_accents = 1, .chinese_chars = 1};
     json_error_t jerr;
     json_t *root = json_loadb(json, len, 0, &jerr);
     if (!root) {
@@ -399,68 +397,6 @@ static char *path_join(const char *dir, const char *file) {
     char *p = malloc(n);
     if (p) snprintf(p, n, "%s/%s", dir, file);
     return p;
-}
-
-/* tokenizer_config.json's object -> tok (already holding the defaults). */
-static int tok_config_from_json(json_t *root, const char *path, gpu_tok_config_t *tok, char *err,
-                                size_t errlen) {
-    json_t *v = json_object_get(root, "do_lower_case");
-    json_t *sa = json_object_get(root, "strip_accents");
-    json_t *cjk = json_object_get(root, "tokenize_chinese_chars");
-    if (v && !json_is_boolean(v)) {
-        snprintf(err, errlen, "%s: \"do_lower_case\" must be true or false", path);
-        return -1;
-    }
-    if (sa && !json_is_null(sa) && !json_is_boolean(sa)) {
-        snprintf(err, errlen, "%s: \"strip_accents\" must be true, false or null", path);
-        return -1;
-    }
-    if (cjk && !json_is_boolean(cjk)) {
-        snprintf(err, errlen, "%s: \"tokenize_chinese_chars\" must be true or false", path);
-        return -1;
-    }
-    if (v) tok->lower = json_is_true(v);
-    tok->strip_accents = sa && !json_is_null(sa) ? json_is_true(sa) : tok->lower;
-    if (cjk) tok->chinese_chars = json_is_true(cjk);
-    return 0;
-}
-
-int gpu_model_read_tokenizer_config(const char *dir, gpu_tok_config_t *tok, char *err,
-                                    size_t errlen) {
-    char *path = path_join(dir, "tokenizer_config.json");
-    if (!path) {
-        snprintf(err, errlen, "%s: out of memory", dir);
-        return -1;
-    }
-    *tok = (gpu_tok_config_t){.lower = 1, .strip_accents = 1, .chinese_chars = 1};
-    int rc = 0;
-    if (access(path, F_OK) != 0) goto out; /* BERT uncased is the default */
-    json_error_t jerr;
-    json_t *root = json_load_file(path, 0, &jerr);
-    if (!root) {
-        snprintf(err, errlen, "%s: invalid JSON at line %d: %s", path, jerr.line, jerr.text);
-        rc = -1;
-        goto out;
-    }
-    rc = tok_config_from_json(root, path, tok, err, errlen);
-    json_decref(root);
-out:
-    free(path);
-    return rc;
-}
-
-int gpu_model_parse_tokenizer_config(const char *json, size_t len, const char *name,
-                                     gpu_tok_config_t *tok, char *err, size_t errlen) {
-    *tok = (gpu_tok_config_t){.lower = 1, .strip_accents = 1, .chinese_chars = 1};
-    json_error_t jerr;
-    json_t *root = json_loadb(json, len, 0, &jerr);
-    if (!root) {
-        snprintf(err, errlen, "%s: invalid JSON at line %d: %s", name, jerr.line, jerr.text);
-        return -1;
-    }
-    int rc = tok_config_from_json(root, name, tok, err, errlen);
-    json_decref(root);
-    return rc;
 }
 
 /* Copies tensor name (or its legacy alias, for LayerNorm gamma/beta) of the expected shape
@@ -577,8 +513,6 @@ int gpu_model_load(const char *dir, gpu_model_t **out, char *err, size_t errlen)
     char *slash = strrchr(m->name, '/');
     if (slash && slash[1]) memmove(m->name, slash + 1, strlen(slash + 1) + 1);
     if (load_config(m, cfg_path, err, errlen) != 0) goto out;
-    if (gpu_model_read_tokenizer_config(dir, &m->cfg.tok, err, errlen) != 0) goto out;
-    m->cfg.tok.vocab_size = m->cfg.vocab_size;
     if (access(m->vocab_path, R_OK) != 0) {
         snprintf(err, errlen, "%s: missing (the WordPiece vocabulary the tokenizer needs)",
                  m->vocab_path);

@@ -1,6 +1,7 @@
 /* A BERT-family sequence classifier as read from a Hugging Face checkpoint directory
- * (config.json, model.safetensors, vocab.txt, tokenizer_config.json), or made up with
- * random weights in a named geometry for benchmarks. Shared by every backend: the loader
+ * (config.json, model.safetensors, vocab.txt; tokenizer_config.json is the tokenizer's:
+ * worker/text/tok_config.h), or made up with random weights in a named geometry for
+ * benchmarks. Shared by every backend: the loader
  * converts F32/F16/BF16 tensors to fp32 once; each backend then converts to what it runs. */
 #ifndef RECLASS_GPU_MODEL_H
 #define RECLASS_GPU_MODEL_H
@@ -12,15 +13,6 @@
 extern "C" {
 #endif
 
-/* The BERT basic tokenizer's settings in tokenizer_config.json, as Hugging Face reads them
- * (worker/text/tokenizer.c applies them). */
-typedef struct {
-    int lower;         /* do_lower_case; 1 when absent */
-    int strip_accents; /* null or absent: as do_lower_case */
-    int chinese_chars; /* tokenize_chinese_chars; 1 when absent */
-    int vocab_size;    /* config.json's: a longer vocab.txt is refused at load; 0 = unchecked */
-} gpu_tok_config_t;
-
 typedef struct {
     int vocab_size;
     int hidden; /* H */
@@ -31,8 +23,7 @@ typedef struct {
     int type_vocab;
     int num_labels; /* L */
     float ln_eps;
-    gpu_tok_config_t tok; /* from tokenizer_config.json */
-    char **id2label;      /* (num_labels) owned; "LABEL_i" when config has none */
+    char **id2label; /* (num_labels) owned; "LABEL_i" when config has none */
 } gpu_model_config_t;
 
 /* HF nn.Linear layout everywhere: weight (out, in) row-major, y = x W^T + b. */
@@ -75,19 +66,11 @@ typedef struct {
  * NULL, and err holds one line naming the file and what is wrong (CLI exits 2). */
 int gpu_model_load(const char *dir, gpu_model_t **out, char *err, size_t errlen);
 
-/* Reads dir/tokenizer_config.json into tok (BERT uncased when the file or a key is absent).
- * A value of the wrong type is refused with a one-line message naming the file. */
-int gpu_model_read_tokenizer_config(const char *dir, gpu_tok_config_t *tok, char *err,
-                                    size_t errlen);
-
-/* The parsers of the two files, on their text (len bytes; name stands for the file in err),
- * with the checks gpu_model_load makes. On success cfg->id2label belongs to the caller (it
- * is what gpu_model_free frees); on failure nothing is left allocated. cfg->tok is left at
- * BERT uncased: it comes from the other file. */
+/* config.json's parser, on its text (len bytes; name stands for the file in err), with the
+ * checks gpu_model_load makes. On success cfg->id2label belongs to the caller (it is what
+ * gpu_model_free frees); on failure nothing is left allocated. */
 int gpu_model_parse_config(const char *json, size_t len, const char *name, gpu_model_config_t *cfg,
                            char *err, size_t errlen);
-int gpu_model_parse_tokenizer_config(const char *json, size_t len, const char *name,
-                                     gpu_tok_config_t *tok, char *err, size_t errlen);
 
 /* Geometry by name: "bert-base" (12x768, 12 heads, 3072), "bert-mini" (4x256, 4, 1024),
  * "bert-large" (24x1024, 16, 4096); vocab 30522, 512 positions, 2 types. Returns 0 or -1. */

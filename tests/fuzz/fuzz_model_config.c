@@ -1,12 +1,13 @@
 /* Fuzz target: the text of a checkpoint's config.json and tokenizer_config.json through the
- * loader's parsers (gpu_model_parse_config, gpu_model_parse_tokenizer_config). An accepted
- * config must describe a model the loader can lay out: every label named, dimensions that
+ * parsers (the model loader's gpu_model_parse_config, the tokenizer's worker_tok_config_parse). An
+ * accepted config must describe a model the loader can lay out: every label named, dimensions that
  * fit the backends' int arithmetic, a usable LayerNorm epsilon. */
 #include <math.h>
 #include <stdint.h>
 
 #include "gpu/model/model.h"
 #include "tests/fuzz/fuzz_util.h"
+#include "worker/text/tok_config.h"
 
 static void check_config(const gpu_model_config_t *c) {
     FUZZ_CHECK(c->vocab_size > 0 && c->hidden > 0 && c->layers > 0 && c->heads > 0);
@@ -26,7 +27,6 @@ static void check_config(const gpu_model_config_t *c) {
     unsigned __int128 layer = 4 * H * H + 4 * H + 2 * H * I + I + H + 4 * H;
     unsigned __int128 total = emb + (unsigned)c->layers * layer + H * H + H + L * H + L;
     FUZZ_CHECK(total == gpu_model_param_count(c));
-    FUZZ_CHECK(c->tok.lower == 1 && c->tok.strip_accents == 1 && c->tok.chinese_chars == 1);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -40,10 +40,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FUZZ_CHECK(err[0] && m->cfg.id2label == NULL);
     gpu_model_free(m); /* frees the labels as it does for a loaded model */
 
-    gpu_tok_config_t tok;
+    worker_tok_config_t tok;
     err[0] = '\0';
-    if (gpu_model_parse_tokenizer_config((const char *)data, size, "tokenizer_config.json", &tok,
-                                         err, sizeof(err)) == 0)
+    if (worker_tok_config_parse((const char *)data, size, "tokenizer_config.json", &tok, err,
+                                sizeof(err)) == 0)
         FUZZ_CHECK((tok.lower == 0 || tok.lower == 1) &&
                    (tok.strip_accents == 0 || tok.strip_accents == 1) &&
                    (tok.chinese_chars == 0 || tok.chinese_chars == 1));

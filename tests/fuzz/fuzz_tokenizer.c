@@ -16,7 +16,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     if (!vocab) vocab = RECLASS_SOURCE_DIR "/deploy/models/clinc150-bert-mini/vocab.txt";
     char err[512];
     for (int o = 0; o < 8; o++) {
-        gpu_tok_config_t opts = {
+        worker_tok_config_t opts = {
             .lower = o & 1, .strip_accents = (o >> 1) & 1, .chinese_chars = (o >> 2) & 1};
         if (worker_tok_init(vocab, &opts, &toks[o], err, sizeof(err)) != 0) {
             fprintf(stderr, "fuzz_tokenizer: %s\n", err);

@@ -6,7 +6,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gpu/model/model.h"
 #include "worker/cli/cli.h"
 #include "worker/text/input.h"
 #include "worker/text/tokenizer.h"
@@ -97,8 +96,8 @@ int worker_cmd_tokenize(int argc, char **argv) {
     }
 
     char err[PATH_MAX + 256], vocab[PATH_MAX];
-    gpu_tok_config_t tc;
-    if (gpu_model_read_tokenizer_config(model, &tc, err, sizeof(err)) != 0) {
+    worker_tok_config_t tc;
+    if (worker_tok_config_read(model, &tc, err, sizeof(err)) != 0) {
         fprintf(stderr, "reclass tokenize: %s\n", err);
         return 2;
     }

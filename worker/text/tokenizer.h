@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpu/model/model.h"
+#include "worker/text/tok_config.h"
 
 typedef struct worker_tok worker_tok_t; /* immutable after init: share it across threads */
 
@@ -21,9 +21,9 @@ typedef struct {
     int truncated; /* 1 when n < n_full */
 } worker_ids_t;
 
-/* opts: the checkpoint's settings (gpu_model_read_tokenizer_config); NULL: BERT uncased
- * (lower-case, strip accents, space CJK). */
-int worker_tok_init(const char *vocab_path, const gpu_tok_config_t *opts, worker_tok_t **out,
+/* opts: the checkpoint's settings (worker_tok_config_read, vocab_size set from the model's
+ * config.json); NULL: BERT uncased (lower-case, strip accents, space CJK). */
+int worker_tok_init(const char *vocab_path, const worker_tok_config_t *opts, worker_tok_t **out,
                     char *err, size_t errlen);
 void worker_tok_free(worker_tok_t *tok);
 int worker_tok_vocab_size(const worker_tok_t *tok);

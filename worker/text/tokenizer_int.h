@@ -31,7 +31,7 @@ struct worker_tok {
     uint32_t mask;
     int vocab_size; /* lines in vocab.txt */
     int max_key;    /* longest key in bytes ("##" excluded): bounds the longest-match search */
-    int lower, strip, cjk; /* gpu_tok_config_t: lower-case, strip accents, space CJK */
+    int lower, strip, cjk; /* worker_tok_config_t: lower-case, strip accents, space CJK */
     int32_t sp_id[SP_N];   /* -1 when the vocab lacks it */
     int32_t ascii_id[128]; /* single-character words (punctuation), -1 = [UNK] */
 };

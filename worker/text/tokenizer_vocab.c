@@ -58,9 +58,9 @@ static char *read_file(const char *path, size_t *len, char *err, size_t errlen) 
     return buf;
 }
 
-int worker_tok_init(const char *vocab_path, const gpu_tok_config_t *opts, worker_tok_t **out,
+int worker_tok_init(const char *vocab_path, const worker_tok_config_t *opts, worker_tok_t **out,
                     char *err, size_t errlen) {
-    static const gpu_tok_config_t uncased = {.lower = 1, .strip_accents = 1, .chinese_chars = 1};
+    static const worker_tok_config_t uncased = {.lower = 1, .strip_accents = 1, .chinese_chars = 1};
     if (!opts) opts = &uncased;
     tok_ascii_init();
     *out = NULL;
