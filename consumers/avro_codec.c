@@ -6,13 +6,12 @@
  *    minus the fields the writer lacks) and fill those fields from the reader's defaults;
  *  - avro-c's binary decoder trusts lengths in the input (older releases index a string
  *    buffer with a negative length), so every message is first walked against its writer
- *    schema with bounds checks (codec_scan) and only well-formed bytes reach avro-c. */
+ *    schema with bounds checks (consumers/avro_scan.c) and only well-formed bytes reach avro-c. */
 #include "consumers/avro_codec.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,8 +20,11 @@
 #include <avro.h>
 #include <jansson.h>
 
+#include "common/err.h"
+#include "common/file.h"
+#include "consumers/avro_scan.h"
+
 #define CODEC_MAX_SCHEMA (1024 * 1024)
-#define CODEC_MAX_DEPTH  32
 
 typedef struct {
     int32_t id;
@@ -46,147 +48,7 @@ struct consumers_codec {
     avro_reader_t in; /* memory reader, re-pointed per message */
 };
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
-/* ---- bounds-checked walk of Avro binary against a writer schema ---- */
-
-static int scan_varint(const uint8_t *p, size_t len, size_t *pos, int64_t *out) {
-    uint64_t v = 0;
-    for (int i = 0; i < 10; i++) {
-        if (*pos >= len) return -1;
-        uint8_t b = p[(*pos)++];
-        v |= (uint64_t)(b & 0x7f) << (7 * i);
-        if (!(b & 0x80)) {
-            *out = (int64_t)((v >> 1) ^ (~(v & 1) + 1));
-            return 0;
-        }
-    }
-    return -1;
-}
-
-static int scan(avro_schema_t s, const uint8_t *p, size_t len, size_t *pos, int depth, char *err,
-                size_t errlen) {
-    int64_t v;
-    if (depth > CODEC_MAX_DEPTH) return fail(err, errlen, "schema nests too deep");
-    switch (avro_typeof(s)) {
-    case AVRO_NULL:
-        return 0;
-    case AVRO_BOOLEAN:
-        if (len - *pos < 1) return fail(err, errlen, "truncated boolean at byte %zu", *pos);
-        *pos += 1;
-        return 0;
-    case AVRO_INT32:
-    case AVRO_INT64:
-        if (scan_varint(p, len, pos, &v))
-            return fail(err, errlen, "bad or truncated varint at byte %zu", *pos);
-        if (avro_typeof(s) == AVRO_INT32 && (v < INT32_MIN || v > INT32_MAX))
-            return fail(err, errlen, "int out of range at byte %zu", *pos);
-        return 0;
-    case AVRO_FLOAT:
-    case AVRO_DOUBLE: {
-        size_t w = avro_typeof(s) == AVRO_FLOAT ? 4 : 8;
-        if (len - *pos < w) return fail(err, errlen, "truncated number at byte %zu", *pos);
-        *pos += w;
-        return 0;
-    }
-    case AVRO_STRING:
-    case AVRO_BYTES:
-        if (scan_varint(p, len, pos, &v))
-            return fail(err, errlen, "bad or truncated length at byte %zu", *pos);
-        if (v < 0) return fail(err, errlen, "negative string length %lld", (long long)v);
-        if ((uint64_t)v > len - *pos)
-            return fail(err, errlen, "string length %lld runs past the end (%zu bytes left)",
-                        (long long)v, len - *pos);
-        *pos += (size_t)v;
-        return 0;
-    case AVRO_FIXED: {
-        int64_t w = avro_schema_fixed_size(s);
-        if (w < 0 || (uint64_t)w > len - *pos)
-            return fail(err, errlen, "truncated fixed at byte %zu", *pos);
-        *pos += (size_t)w;
-        return 0;
-    }
-    case AVRO_ENUM:
-        if (scan_varint(p, len, pos, &v) || v < 0 || v >= avro_schema_enum_number_of_symbols(s))
-            return fail(err, errlen, "bad enum index at byte %zu", *pos);
-        return 0;
-    case AVRO_UNION:
-        if (scan_varint(p, len, pos, &v) || v < 0 || (uint64_t)v >= avro_schema_union_size(s))
-            return fail(err, errlen, "bad union branch at byte %zu", *pos);
-        return scan(avro_schema_union_branch(s, (int)v), p, len, pos, depth + 1, err, errlen);
-    case AVRO_RECORD: {
-        size_t nf = avro_schema_record_size(s);
-        for (size_t i = 0; i < nf; i++)
-            if (scan(avro_schema_record_field_get_by_index(s, (int)i), p, len, pos, depth + 1, err,
-                     errlen))
-                return -1;
-        return 0;
-    }
-    case AVRO_ARRAY:
-    case AVRO_MAP: {
-        int is_map = avro_typeof(s) == AVRO_MAP;
-        avro_schema_t item = is_map ? avro_schema_map_values(s) : avro_schema_array_items(s);
-        for (;;) {
-            int64_t count, bytes;
-            if (scan_varint(p, len, pos, &count))
-                return fail(err, errlen, "bad block count at byte %zu", *pos);
-            if (count == 0) return 0;
-            if (count < 0) {
-                if (count == INT64_MIN || scan_varint(p, len, pos, &bytes))
-                    return fail(err, errlen, "bad block at byte %zu", *pos);
-                count = -count;
-            }
-            /* Every item costs at least one byte except null ones, which never occur in a
-             * ticket; this bound keeps garbage counts from looping for ages. */
-            if ((uint64_t)count > len - *pos + 1)
-                return fail(err, errlen, "block count %lld too large", (long long)count);
-            for (int64_t i = 0; i < count; i++) {
-                if (is_map) {
-                    if (scan_varint(p, len, pos, &v) || v < 0 || (uint64_t)v > len - *pos)
-                        return fail(err, errlen, "bad map key at byte %zu", *pos);
-                    *pos += (size_t)v;
-                }
-                if (scan(item, p, len, pos, depth + 1, err, errlen)) return -1;
-            }
-        }
-    }
-    case AVRO_LINK:
-        return scan(avro_schema_link_target(s), p, len, pos, depth + 1, err, errlen);
-    default:
-        return fail(err, errlen, "unsupported schema type %s", avro_schema_type_name(s));
-    }
-}
-
 /* ---- schema loading ---- */
-
-static char *read_file(const char *path, size_t *len, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fail(err, errlen, "cannot open %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    char *buf = malloc(CODEC_MAX_SCHEMA + 1);
-    size_t n = buf ? fread(buf, 1, CODEC_MAX_SCHEMA + 1, f) : 0;
-    fclose(f);
-    if (!buf || n > CODEC_MAX_SCHEMA) {
-        free(buf);
-        fail(err, errlen, "%s: missing or larger than 1 MiB", path);
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-}
 
 /* Parses "ticket-v<ID>.avsc"; returns the id or -1. */
 static int32_t schema_file_id(const char *name) {
@@ -295,10 +157,12 @@ int consumers_codec_init(const char *schema_dir, consumers_codec_t **out, char *
                          size_t errlen) {
     *out = NULL;
     DIR *d = opendir(schema_dir);
-    if (!d) return fail(err, errlen, "cannot open schema dir %s: %s", schema_dir, strerror(errno));
+    if (!d)
+        return common_errf(-1, err, errlen, "cannot open schema dir %s: %s", schema_dir,
+                           strerror(errno));
     consumers_codec_t *c = calloc(1, sizeof(*c));
     size_t cap = 0;
-    int rc = c ? 0 : fail(err, errlen, "out of memory");
+    int rc = c ? 0 : common_errf(-1, err, errlen, "out of memory");
     char *reader_txt = NULL;
     struct dirent *e;
     while (rc == 0 && (e = readdir(d))) {
@@ -308,7 +172,7 @@ int consumers_codec_init(const char *schema_dir, consumers_codec_t **out, char *
             cap = cap ? 2 * cap : 8;
             codec_schema_t *grown = realloc(c->schemas, cap * sizeof(*grown));
             if (!grown) {
-                rc = fail(err, errlen, "out of memory");
+                rc = common_errf(-1, err, errlen, "out of memory");
                 break;
             }
             c->schemas = grown;
@@ -316,14 +180,15 @@ int consumers_codec_init(const char *schema_dir, consumers_codec_t **out, char *
         char path[4096];
         snprintf(path, sizeof(path), "%s/%s", schema_dir, e->d_name);
         size_t len;
-        char *txt = read_file(path, &len, err, errlen);
+        char *txt = common_file_read(path, CODEC_MAX_SCHEMA, &len, err, errlen);
         codec_schema_t *sch = &c->schemas[c->n];
         memset(sch, 0, sizeof(*sch));
         sch->id = id;
         if (!txt) {
             rc = -1;
         } else if (avro_schema_from_json_length(txt, len, &sch->writer)) {
-            rc = fail(err, errlen, "%s: not a valid Avro schema: %s", path, avro_strerror());
+            rc = common_errf(-1, err, errlen, "%s: not a valid Avro schema: %s", path,
+                             avro_strerror());
         } else {
             c->n++;
         }
@@ -331,25 +196,26 @@ int consumers_codec_init(const char *schema_dir, consumers_codec_t **out, char *
     }
     closedir(d);
     if (rc == 0 && c->n == 0)
-        rc = fail(err, errlen, "no ticket-v<ID>.avsc files in %s", schema_dir);
+        rc = common_errf(-1, err, errlen, "no ticket-v<ID>.avsc files in %s", schema_dir);
     if (rc == 0) {
         qsort(c->schemas, c->n, sizeof(*c->schemas), cmp_schema);
         codec_schema_t *cur = &c->schemas[c->n - 1];
         char path[4096];
         size_t len;
         snprintf(path, sizeof(path), "%s/ticket-v%d.avsc", schema_dir, cur->id);
-        reader_txt = read_file(path, &len, err, errlen);
+        reader_txt = common_file_read(path, CODEC_MAX_SCHEMA, &len, err, errlen);
         json_error_t je;
         c->reader_json = reader_txt ? json_loadb(reader_txt, len, 0, &je) : NULL;
         c->reader = cur->writer;
         if (!c->reader_json || avro_typeof(c->reader) != AVRO_RECORD)
-            rc = fail(err, errlen, "%s: the current schema must be an Avro record", path);
+            rc =
+                common_errf(-1, err, errlen, "%s: the current schema must be an Avro record", path);
     }
     if (rc == 0) {
         for (size_t i = 0; i < c->n; i++)
             schema_prepare(c, &c->schemas[i]);
         if (!c->schemas[c->n - 1].ready)
-            rc = fail(err, errlen, "current schema: %s", c->schemas[c->n - 1].bad);
+            rc = common_errf(-1, err, errlen, "current schema: %s", c->schemas[c->n - 1].bad);
     }
     if (rc == 0) {
         c->enc_iface = avro_generic_class_from_schema(c->reader);
@@ -357,7 +223,7 @@ int consumers_codec_init(const char *schema_dir, consumers_codec_t **out, char *
         if (!c->enc_iface || avro_generic_value_new(c->enc_iface, &c->enc_val) || !c->in) {
             if (c->enc_iface) avro_value_iface_decref(c->enc_iface);
             c->enc_iface = NULL;
-            rc = fail(err, errlen, "avro: %s", avro_strerror());
+            rc = common_errf(-1, err, errlen, "avro: %s", avro_strerror());
         }
     }
     free(reader_txt);
@@ -386,16 +252,16 @@ static int take_string(avro_value_t *rec, const char *name, int is_id, char **ds
     size_t size;
     if (avro_value_get_by_name(rec, name, &f, NULL) || avro_value_get_string(&f, &s, &size) ||
         size == 0)
-        return fail(err, errlen, "field %s: missing or not a string", name);
+        return common_errf(-1, err, errlen, "field %s: missing or not a string", name);
     size_t n = size - 1; /* avro-c counts the terminating NUL */
     if (is_id) {
         if (consumers_ticket_check_id(name, s, n, err, errlen)) return -1;
     } else if (n > CONSUMERS_TICKET_MAX_TEXT_BYTES) {
-        return fail(err, errlen, "field %s is %zu bytes (limit %d)", name, n,
-                    CONSUMERS_TICKET_MAX_TEXT_BYTES);
+        return common_errf(-1, err, errlen, "field %s is %zu bytes (limit %d)", name, n,
+                           CONSUMERS_TICKET_MAX_TEXT_BYTES);
     }
     *dst = malloc(n + 1);
-    if (!*dst) return fail(err, errlen, "out of memory");
+    if (!*dst) return common_errf(-1, err, errlen, "out of memory");
     memcpy(*dst, s, n);
     (*dst)[n] = '\0';
     if (dst_len) *dst_len = n;
@@ -406,13 +272,13 @@ static int take_long(avro_value_t *rec, const char *name, int64_t *out, char *er
     avro_value_t f;
     int32_t i32;
     if (avro_value_get_by_name(rec, name, &f, NULL))
-        return fail(err, errlen, "field %s is missing", name);
+        return common_errf(-1, err, errlen, "field %s is missing", name);
     if (avro_value_get_type(&f) == AVRO_INT32 && !avro_value_get_int(&f, &i32)) {
         *out = i32;
         return 0;
     }
     if (avro_value_get_type(&f) == AVRO_INT64 && !avro_value_get_long(&f, out)) return 0;
-    return fail(err, errlen, "field %s is not an integer", name);
+    return common_errf(-1, err, errlen, "field %s is not an integer", name);
 }
 
 /* priority: from the record, or the reader's default when the writer had no such field. */
@@ -424,12 +290,12 @@ static int take_priority(const consumers_codec_t *c, avro_value_t *rec, consumer
     if (avro_value_get_by_name(rec, "priority", &f, NULL) == 0) {
         if (avro_value_get_type(&f) == AVRO_UNION) {
             if (avro_value_get_current_branch(&f, &branch))
-                return fail(err, errlen, "field priority: no branch set");
+                return common_errf(-1, err, errlen, "field priority: no branch set");
             f = branch;
         }
         if (avro_value_get_type(&f) == AVRO_NULL) return 0;
         if (avro_value_get_type(&f) != AVRO_INT32 || avro_value_get_int(&f, &t->priority))
-            return fail(err, errlen, "field priority is not an int");
+            return common_errf(-1, err, errlen, "field priority is not an int");
         t->has_priority = 1;
         return 0;
     }
@@ -452,30 +318,32 @@ int consumers_codec_decode(consumers_codec_t *c, const void *buf, size_t len,
     memset(out, 0, sizeof(*out));
     out->partition = -1;
     out->offset = -1;
-    if (!buf || len == 0) return fail(err, errlen, "empty message");
+    if (!buf || len == 0) return common_errf(-1, err, errlen, "empty message");
 
     /* A plain record starts with job_id's length; 0 would be an empty job_id, which is
      * invalid anyway, so a leading 0 byte always means the Confluent framing. */
     const codec_schema_t *sch = &c->schemas[c->n - 1];
     size_t off = 0;
     if (p[0] == 0) {
-        if (len < 5) return fail(err, errlen, "Confluent header truncated (%zu bytes)", len);
+        if (len < 5)
+            return common_errf(-1, err, errlen, "Confluent header truncated (%zu bytes)", len);
         uint32_t id = (uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4];
         sch = id <= INT32_MAX ? find_schema(c, (int32_t)id) : NULL;
-        if (!sch) return fail(err, errlen, "unknown schema id %u", id);
+        if (!sch) return common_errf(-1, err, errlen, "unknown schema id %u", id);
         off = 5;
     }
-    if (!sch->ready) return fail(err, errlen, "%s", sch->bad);
+    if (!sch->ready) return common_errf(-1, err, errlen, "%s", sch->bad);
 
     size_t pos = off;
-    if (scan(sch->writer, p, len, &pos, 0, err, errlen)) return -1;
-    if (pos != len) return fail(err, errlen, "%zu trailing bytes after the record", len - pos);
+    if (consumers_avro_scan(sch->writer, p, len, &pos, err, errlen)) return -1;
+    if (pos != len)
+        return common_errf(-1, err, errlen, "%zu trailing bytes after the record", len - pos);
 
     codec_schema_t *m = (codec_schema_t *)sch; /* its value buffers are scratch space */
     avro_value_reset(&m->proj_val);
     avro_reader_memory_set_source(c->in, (const char *)p + off, (int64_t)(len - off));
     if (avro_value_read(c->in, &m->resolved))
-        return fail(err, errlen, "avro decode: %s", avro_strerror());
+        return common_errf(-1, err, errlen, "avro decode: %s", avro_strerror());
 
     avro_value_t *rec = &m->proj_val;
     int64_t total = 0;
@@ -488,7 +356,7 @@ int consumers_codec_decode(consumers_codec_t *c, const void *buf, size_t len,
         take_priority(c, rec, out, err, errlen))
         goto bad;
     if (total < 1 || total > INT32_MAX) {
-        fail(err, errlen, "job_total is %lld; it must be >= 1", (long long)total);
+        common_errf(-1, err, errlen, "job_total is %lld; it must be >= 1", (long long)total);
         goto bad;
     }
     out->job_total = (int32_t)total;
@@ -519,14 +387,14 @@ int consumers_codec_encode(consumers_codec_t *c, const consumers_ticket_t *t, in
         if (consumers_ticket_check_id(ids[i][0], ids[i][1] ? ids[i][1] : "",
                                       ids[i][1] ? strlen(ids[i][1]) : 0, err, errlen))
             return -1;
-    if (t->job_total < 1) return fail(err, errlen, "job_total must be >= 1");
+    if (t->job_total < 1) return common_errf(-1, err, errlen, "job_total must be >= 1");
     const char *text = t->text ? t->text : "";
     size_t text_len = t->text ? t->text_len : 0;
     if (t->text && text[text_len] != '\0') text_len = strlen(text);
     if (text_len >
         CONSUMERS_TICKET_MAX_TEXT_BYTES) /* the decoder refuses it: say so here, not in the DLQ */
-        return fail(err, errlen, "field text is %zu bytes (limit %d)", text_len,
-                    CONSUMERS_TICKET_MAX_TEXT_BYTES);
+        return common_errf(-1, err, errlen, "field text is %zu bytes (limit %d)", text_len,
+                           CONSUMERS_TICKET_MAX_TEXT_BYTES);
 
     avro_value_t *rec = &c->enc_val, f, branch;
     avro_value_reset(rec);
@@ -543,13 +411,14 @@ int consumers_codec_encode(consumers_codec_t *c, const consumers_ticket_t *t, in
         if (!rc && t->has_priority) rc = avro_value_set_int(&branch, t->priority);
         if (!rc && !t->has_priority) rc = avro_value_set_null(&branch);
     }
-    if (rc) return fail(err, errlen, "avro encode: %s", avro_strerror());
+    if (rc) return common_errf(-1, err, errlen, "avro encode: %s", avro_strerror());
 
     size_t body;
-    if (avro_value_sizeof(rec, &body)) return fail(err, errlen, "avro: %s", avro_strerror());
+    if (avro_value_sizeof(rec, &body))
+        return common_errf(-1, err, errlen, "avro: %s", avro_strerror());
     size_t hdr = confluent ? 5 : 0;
     uint8_t *b = malloc(hdr + body);
-    if (!b) return fail(err, errlen, "out of memory");
+    if (!b) return common_errf(-1, err, errlen, "out of memory");
     if (confluent) {
         uint32_t id = (uint32_t)c->schemas[c->n - 1].id;
         b[0] = 0;
@@ -562,7 +431,7 @@ int consumers_codec_encode(consumers_codec_t *c, const consumers_ticket_t *t, in
     if (!w || avro_value_write(w, rec)) {
         if (w) avro_writer_free(w);
         free(b);
-        return fail(err, errlen, "avro write: %s", avro_strerror());
+        return common_errf(-1, err, errlen, "avro write: %s", avro_strerror());
     }
     avro_writer_free(w);
     *buf = b;

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "consumers/kafka_props.h"
+
 struct consumers_consumer {
     rd_kafka_t *rk;
     char *topic;
@@ -109,17 +111,7 @@ int consumers_consumer_init(const consumers_consumer_cfg_t *cfg, const consumers
         snprintf(num, sizeof(num), "%d", cfg->auto_commit_interval_ms);
         bad = conf_set(conf, "auto.commit.interval.ms", num, err, errlen);
     }
-    for (const char *const *kv = cfg->extra; !bad && kv && *kv; kv++) {
-        const char *eq = strchr(*kv, '=');
-        if (!eq) {
-            snprintf(err, errlen, "Kafka property '%s': expected key=value", *kv);
-            bad = 1;
-            break;
-        }
-        char key[256];
-        snprintf(key, sizeof(key), "%.*s", (int)(eq - *kv), *kv);
-        bad = conf_set(conf, key, eq + 1, err, errlen);
-    }
+    if (!bad) bad = consumers_kafka_props_apply(conf, cfg->extra, CONSUMERS_PROPS_ALL, err, errlen);
     if (bad) {
         rd_kafka_conf_destroy(conf);
         consumers_consumer_free(c);

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "consumers/kafka_props.h"
+
 #define DLQ_BACKOFF_FIRST_MS 100
 #define DLQ_BACKOFF_MAX_MS   30000
 /* What the consumer may fetch at most (librdkafka's receive.message.max.bytes default). */
@@ -137,34 +139,11 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
     letter_free(l);
 }
 
-/* The worker passes one --kafka list to its consumer and this producer: skip what only a
- * consumer understands rather than have librdkafka warn about it. */
-static int consumer_only(const char *kv) {
-    static const char *prefixes[] = {"session.timeout.ms",
-                                     "heartbeat.interval.ms",
-                                     "max.poll.interval.ms",
-                                     "auto.offset.reset",
-                                     "group.",
-                                     "fetch.",
-                                     "enable.auto.",
-                                     "auto.commit.",
-                                     "partition.assignment.strategy",
-                                     "isolation.level",
-                                     "queued.",
-                                     "enable.partition.eof",
-                                     "check.crcs"};
-    for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
-        if (!strncmp(kv, prefixes[i], strlen(prefixes[i]))) return 1;
-    return 0;
-}
-
 /* The largest record the consumer configured by extra can fetch. */
 static long fetchable_bytes(const char *const *extra) {
-    long receive = DLQ_DEFAULT_RECEIVE_MAX, fetch = DLQ_DEFAULT_FETCH_MAX;
-    for (const char *const *p = extra; p && *p; p++) {
-        if (!strncmp(*p, "receive.message.max.bytes=", 26)) receive = atol(*p + 26);
-        if (!strncmp(*p, "fetch.max.bytes=", 16)) fetch = atol(*p + 16);
-    }
+    long receive =
+        consumers_kafka_props_long(extra, "receive.message.max.bytes", DLQ_DEFAULT_RECEIVE_MAX);
+    long fetch = consumers_kafka_props_long(extra, "fetch.max.bytes", DLQ_DEFAULT_FETCH_MAX);
     long max = receive > fetch ? receive : fetch;
     return max > 1000000000L ? 1000000000L : max; /* librdkafka's ceiling */
 }
@@ -193,20 +172,7 @@ int consumers_dlq_init(const char *brokers, const char *topic, const char *const
             goto fail;
         }
     }
-    for (const char *const *p = extra; p && *p; p++) {
-        if (consumer_only(*p)) continue;
-        const char *eq = strchr(*p, '=');
-        char key[256];
-        if (!eq) {
-            snprintf(err, errlen, "Kafka property '%s': expected key=value", *p);
-            goto fail;
-        }
-        snprintf(key, sizeof(key), "%.*s", (int)(eq - *p), *p);
-        if (rd_kafka_conf_set(conf, key, eq + 1, e, sizeof(e)) != RD_KAFKA_CONF_OK) {
-            snprintf(err, errlen, "Kafka property %s: %s", key, e);
-            goto fail;
-        }
-    }
+    if (consumers_kafka_props_apply(conf, extra, CONSUMERS_PROPS_PRODUCER, err, errlen)) goto fail;
     rd_kafka_conf_set_opaque(conf, d);
     rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
     d->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, e, sizeof(e));

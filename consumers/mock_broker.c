@@ -11,7 +11,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +20,8 @@
 
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
+
+#include "common/err.h"
 
 #define RELAY_MAX_CONNS 64
 #define RELAY_BUF       65536
@@ -44,16 +45,6 @@ struct consumers_mock {
     int relay_running;
     relay_conn_t conns[RELAY_MAX_CONNS];
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static void conn_close(relay_conn_t *c) {
     for (int i = 0; i < 2; i++) {
@@ -159,7 +150,7 @@ static int relay_start(consumers_mock_t *m, int port, char *err, size_t errlen) 
     const char *bs = rd_kafka_mock_cluster_bootstraps(m->mcluster);
     const char *colon = bs ? strrchr(bs, ':') : NULL;
     if (!colon) {
-        set_err(err, errlen, "mock cluster gave no bootstrap address (%s)", bs ? bs : "");
+        common_errf(0, err, errlen, "mock cluster gave no bootstrap address (%s)", bs ? bs : "");
         return -1;
     }
     m->broker_addr.sin_family = AF_INET;
@@ -174,16 +165,16 @@ static int relay_start(consumers_mock_t *m, int port, char *err, size_t errlen) 
         setsockopt(m->listen_fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) != 0 ||
         bind(m->listen_fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
         listen(m->listen_fd, 16) != 0 || set_nonblock(m->listen_fd) != 0) {
-        set_err(err, errlen, "cannot listen on 127.0.0.1:%d: %s (pick another --port)", port,
-                strerror(errno));
+        common_errf(0, err, errlen, "cannot listen on 127.0.0.1:%d: %s (pick another --port)", port,
+                    strerror(errno));
         return -1;
     }
     if (pipe(m->stop_pipe) != 0) {
-        set_err(err, errlen, "pipe: %s", strerror(errno));
+        common_errf(0, err, errlen, "pipe: %s", strerror(errno));
         return -1;
     }
     if (pthread_create(&m->relay, NULL, relay_main, m) != 0) {
-        set_err(err, errlen, "cannot start the relay thread");
+        common_errf(0, err, errlen, "cannot start the relay thread");
         return -1;
     }
     m->relay_running = 1;
@@ -195,12 +186,12 @@ int consumers_mock_start(int partitions, int port, consumers_mock_t **out, const
                          char *err, size_t errlen) {
     *out = NULL;
     if (partitions < 1 || port < 0 || port > 65535) {
-        set_err(err, errlen, "mock broker: partitions must be >= 1 and port 0..65535");
+        common_errf(0, err, errlen, "mock broker: partitions must be >= 1 and port 0..65535");
         return -1;
     }
     consumers_mock_t *m = calloc(1, sizeof(*m));
     if (!m) {
-        set_err(err, errlen, "out of memory");
+        common_errf(0, err, errlen, "out of memory");
         return -1;
     }
     m->partitions = partitions;
@@ -216,13 +207,13 @@ int consumers_mock_start(int partitions, int port, consumers_mock_t **out, const
     m->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
     if (!m->rk) {
         rd_kafka_conf_destroy(conf);
-        set_err(err, errlen, "mock broker: %s", errstr);
+        common_errf(0, err, errlen, "mock broker: %s", errstr);
         free(m);
         return -1;
     }
     m->mcluster = rd_kafka_mock_cluster_new(m->rk, 1);
     if (!m->mcluster) {
-        set_err(err, errlen, "mock broker: cannot create the mock cluster");
+        common_errf(0, err, errlen, "mock broker: cannot create the mock cluster");
         consumers_mock_stop(m);
         return -1;
     }
@@ -247,13 +238,13 @@ int consumers_mock_start(int partitions, int port, consumers_mock_t **out, const
 int consumers_mock_topic_create(consumers_mock_t *m, const char *topic, int partitions, char *err,
                                 size_t errlen) {
     if (!topic || !*topic) {
-        set_err(err, errlen, "topic name is empty");
+        common_errf(0, err, errlen, "topic name is empty");
         return -1;
     }
     rd_kafka_resp_err_t e = rd_kafka_mock_topic_create(
         m->mcluster, topic, partitions > 0 ? partitions : m->partitions, 1);
     if (e) {
-        set_err(err, errlen, "cannot create topic %s: %s", topic, rd_kafka_err2str(e));
+        common_errf(0, err, errlen, "cannot create topic %s: %s", topic, rd_kafka_err2str(e));
         return -1;
     }
     return 0;
@@ -270,24 +261,24 @@ int consumers_mock_log_limits_settable(void) {
 int consumers_mock_set_log_limits(consumers_mock_t *m, long max_bytes, long max_batches, char *err,
                                   size_t errlen) {
     if (max_bytes < 1 || max_batches < 1) {
-        set_err(err, errlen, "mock broker: the partition log limits must be >= 1");
+        common_errf(0, err, errlen, "mock broker: the partition log limits must be >= 1");
         return -1;
     }
 #ifdef RD_KAFKA_MOCK_HAVE_PARTITION_LOG_LIMITS
     rd_kafka_resp_err_t e =
         rd_kafka_mock_set_partition_log_limits(m->mcluster, (size_t)max_bytes, (size_t)max_batches);
     if (e) {
-        set_err(err, errlen, "mock broker: cannot set the partition log limits: %s",
-                rd_kafka_err2str(e));
+        common_errf(0, err, errlen, "mock broker: cannot set the partition log limits: %s",
+                    rd_kafka_err2str(e));
         return -1;
     }
     return 0;
 #else
     (void)m;
-    set_err(err, errlen,
-            "the partition log limits cannot be changed with this build's librdkafka (the "
-            "system library, fixed at 5 MiB / 100000 batches per partition); build reclass "
-            "with the vendored librdkafka (without -DRECLASS_SYSTEM_RDKAFKA=ON)");
+    common_errf(0, err, errlen,
+                "the partition log limits cannot be changed with this build's librdkafka (the "
+                "system library, fixed at 5 MiB / 100000 batches per partition); build reclass "
+                "with the vendored librdkafka (without -DRECLASS_SYSTEM_RDKAFKA=ON)");
     return -1;
 #endif
 }

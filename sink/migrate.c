@@ -12,6 +12,7 @@
 
 #include <libpq-fe.h>
 
+#include "common/file.h"
 #include "sink/pgutil.h"
 #include "sink/sink.h"
 
@@ -109,37 +110,9 @@ static int mig_scan(const char *dir, mig_list_t *l, char *err, size_t errlen) {
 
 /* Whole file as a NUL-terminated string; NULL with a message on failure or embedded NUL. */
 static char *mig_read(const char *path, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (len + 1 == cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + len, 1, cap - 1 - len, f);
-        len += got;
-        if (got == 0) break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf || bad) {
-        snprintf(err, errlen, "cannot read %s: %s", path, buf ? "I/O error" : "out of memory");
-        free(buf);
-        return NULL;
-    }
-    buf[len] = 0;
-    if (strlen(buf) != len) {
+    size_t len;
+    char *buf = common_file_read(path, 0, &len, err, errlen);
+    if (buf && strlen(buf) != len) {
         snprintf(err, errlen, "%s contains a NUL byte: not an SQL text file", path);
         free(buf);
         return NULL;

@@ -9,35 +9,17 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/file.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv) __attribute__((weak));
 
 static int replay_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "replay: cannot open %s\n", path);
-        return -1;
-    }
-    size_t cap = 4096, n = 0;
-    uint8_t *buf = malloc(cap);
-    for (;;) {
-        if (!buf) break;
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap) break;
-        uint8_t *grown = realloc(buf, cap * 2);
-        if (!grown) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = grown;
-        cap *= 2;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf || bad) {
-        free(buf);
-        fprintf(stderr, "replay: cannot read %s\n", path);
+    char err[512];
+    size_t n;
+    char *buf = common_file_read(path, 0, &n, err, sizeof(err));
+    if (!buf) {
+        fprintf(stderr, "replay: %s\n", err);
         return -1;
     }
     /* An exact-size copy, so that ASan sees a read past the input's end as libFuzzer would. */

@@ -78,12 +78,16 @@ int cls_engine_open(cls_engine_t *e, const gpu_model_t *model, const char *backe
     return 0;
 }
 
-void cls_engine_close(cls_engine_t *e) {
+void cls_engine_drain(cls_engine_t *e) {
     char err[256];
-    while (e->be && e->in_flight > 0) { /* leave the backend idle */
+    while (e->be && e->in_flight > 0) {
         const cls_batch_t *b;
         if (cls_engine_collect(e, &b, err, sizeof err) != 0) break;
     }
+}
+
+void cls_engine_close(cls_engine_t *e) {
+    cls_engine_drain(e); /* leave the backend idle */
     if (e->own_be && e->be) e->ops->free(e->be);
     engine_free_buffers(e);
     memset(e, 0, sizeof(*e));

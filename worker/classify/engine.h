@@ -46,8 +46,10 @@ int cls_engine_open(cls_engine_t *e, const gpu_model_t *model, const char *backe
  * does not free it. */
 int cls_engine_attach(cls_engine_t *e, const gpu_model_t *model, const gpu_backend_ops_t *ops,
                       gpu_backend_t *be, const gpu_backend_opts_t *opts, char *err, size_t errlen);
-/* Collects what is still in flight (results dropped), frees the buffers and an owned
- * backend. */
+/* Collects what is still in flight (results dropped): the backend idles. */
+void cls_engine_drain(cls_engine_t *e);
+/* cls_engine_drain, then frees the buffers and an owned backend. A zeroed engine (never
+ * opened) is left as it is. */
 void cls_engine_close(cls_engine_t *e);
 
 /* Packs n sequences (seq[i]: lens[i] ids) and queues them on the backend (at most two

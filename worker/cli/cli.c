@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
+
 #define CLI_MAX_OPTS 48
 
 int worker_cli_long(const char *s, long lo, long hi, long *out) {
@@ -18,14 +20,6 @@ int worker_cli_long(const char *s, long lo, long hi, long *out) {
     if (errno || end == s || *end || v < lo || v > hi) return -1;
     *out = v;
     return 0;
-}
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return 2;
 }
 
 /* Sets o's variable from val; from names where val came from (--flag or the variable). 0, or
@@ -38,14 +32,14 @@ static int cli_set(const cli_opt_t *o, const char *val, const char *from, char *
         *(int *)o->dst = 1;
         return 0;
     case CLI_STR:
-        if (!*val) return fail(err, errlen, "%s is empty: give it a value", from);
+        if (!*val) return common_errf(2, err, errlen, "%s is empty: give it a value", from);
         *(const char **)o->dst = val;
         return 0;
     case CLI_INT:
     case CLI_LONG:
         if (worker_cli_long(val, o->lo, o->hi, &v) != 0)
-            return fail(err, errlen, "%s: '%s' is not an integer in %ld..%ld", from, val, o->lo,
-                        o->hi);
+            return common_errf(2, err, errlen, "%s: '%s' is not an integer in %ld..%ld", from, val,
+                               o->lo, o->hi);
         if (o->kind == CLI_INT)
             *(int *)o->dst = (int)v;
         else
@@ -55,9 +49,10 @@ static int cli_set(const cli_opt_t *o, const char *val, const char *from, char *
     case CLI_KV: {
         cli_list_t *l = (cli_list_t *)o->dst;
         if (o->kind == CLI_KV && !strchr(val, '='))
-            return fail(err, errlen, "%s needs KEY=VALUE", from);
-        if (!*val) return fail(err, errlen, "%s is empty: give it a value", from);
-        if (l->n == l->cap) return fail(err, errlen, "at most %d %s values", l->cap, from);
+            return common_errf(2, err, errlen, "%s needs KEY=VALUE", from);
+        if (!*val) return common_errf(2, err, errlen, "%s is empty: give it a value", from);
+        if (l->n == l->cap)
+            return common_errf(2, err, errlen, "at most %d %s values", l->cap, from);
         l->items[l->n++] = val;
         return 0;
     }
@@ -82,7 +77,8 @@ int worker_cli_parse_err(const char *cmd, int argc, char **argv, const cli_opt_t
     struct option lo[CLI_MAX_OPTS + 2];
     int n = 0;
     for (; opts[n].name; n++) {
-        if (n == CLI_MAX_OPTS) return fail(err, errlen, "too many options for the parser");
+        if (n == CLI_MAX_OPTS)
+            return common_errf(2, err, errlen, "too many options for the parser");
         lo[n] = (struct option){opts[n].name,
                                 opts[n].kind == CLI_FLAG ? no_argument : required_argument, NULL,
                                 256 + n};
@@ -104,10 +100,11 @@ int worker_cli_parse_err(const char *cmd, int argc, char **argv, const cli_opt_t
             usage(stdout);
             return 0;
         }
-        if (ch == ':') return fail(err, errlen, "%s needs a value (see --help)", argv[optind - 1]);
+        if (ch == ':')
+            return common_errf(2, err, errlen, "%s needs a value (see --help)", argv[optind - 1]);
         if (ch < 256 || ch >= 256 + n)
-            return fail(err, errlen, "unknown option '%s' (see reclass %s --help)",
-                        argv[optind - 1], cmd);
+            return common_errf(2, err, errlen, "unknown option '%s' (see reclass %s --help)",
+                               argv[optind - 1], cmd);
         const cli_opt_t *o = &opts[ch - 256];
         char from[64];
         snprintf(from, sizeof(from), "--%s", o->name);
@@ -116,7 +113,7 @@ int worker_cli_parse_err(const char *cmd, int argc, char **argv, const cli_opt_t
     if (first_arg)
         *first_arg = optind;
     else if (optind < argc)
-        return fail(err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
+        return common_errf(2, err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
     return -1;
 }
 

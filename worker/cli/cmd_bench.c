@@ -32,55 +32,58 @@ typedef struct {
     uint64_t seed;
 } bench_opts_t;
 
+/* The options, set into o (the seed: into *seed). */
+#define BENCH_N_OPTS 12
+static void bench_opts(bench_opts_t *o, long *seed, cli_opt_t out[BENCH_N_OPTS + 1]) {
+    const cli_opt_t t[] = {
+        {"model", CLI_STR, &o->model_dir, 0, 0, NULL, "DIR", "Hugging Face checkpoint directory"},
+        {"geometry", CLI_STR, &o->geometry, 0, 0, NULL, "NAME",
+         "random weights of a named geometry: bert-mini, bert-base or bert-large"},
+        {"labels", CLI_INT, &o->labels, 1, 100000, NULL, NULL,
+         "classifier labels of a --geometry model (default 2)"},
+        {"backend", CLI_STR, &o->backend, 0, 0, NULL, "B", "cpu or cuda (default cpu)"},
+        {"workload", CLI_STR, &o->workload, 0, 0, NULL, "W",
+         "tickets-mix (synthetic tickets, seeded), or a JSONL file of {\"ids\": [...]}\n"
+         "      lines or of {\"text\": ...} lines (texts are tokenized inside every timed\n"
+         "      pass) (required)"},
+        {"token-budget", CLI_INT, &o->token_budget, 1, 1 << 24, NULL, NULL,
+         "tokens per batch (default 8192 cpu, 32768 cuda)"},
+        {"precision", CLI_STR, &o->precision, 0, 0, NULL, "P",
+         "fp32 (cpu), fp16 or bf16 (cuda; default fp16)"},
+        {"threads", CLI_INT, &o->threads, 0, 1024, NULL, NULL,
+         "CPU threads (default: one per core)"},
+        {"seed", CLI_LONG, seed, 0, INT32_MAX, NULL, "S",
+         "seed of tickets-mix and of random weights (default 1)"},
+        {"warmup", CLI_INT, &o->warmup, 0, 1000, NULL, NULL, "untimed passes first (default 1)"},
+        {"repeat", CLI_INT, &o->repeat, 1, 1000, NULL, NULL,
+         "timed passes; the median is reported (default 3)"},
+        {"tickets", CLI_LONG, &o->tickets, 1, 10000000, NULL, NULL,
+         "tickets in tickets-mix (default 20000)"},
+        {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL},
+    };
+    _Static_assert(sizeof(t) / sizeof(t[0]) == BENCH_N_OPTS + 1, "BENCH_N_OPTS");
+    memcpy(out, t, sizeof(t));
+}
+
 static void usage(FILE *f) {
-    fprintf(f, "usage: reclass bench (--model DIR | --geometry NAME [--labels N])\n"
-               "                     --backend cpu|cuda --workload "
-               "FILE.jsonl|tickets-mix\n"
-               "                     [--token-budget N] [--precision P] [--threads N] "
-               "[--seed S]\n"
-               "                     [--warmup N] [--repeat N]\n\n"
-               "Measures tickets/s and tokens/s of the encoder on a workload batched "
-               "like the\n"
-               "worker does (length-sorted, token-budgeted). The last output line is "
-               "JSON.\n\n"
-               "  --model DIR         Hugging Face checkpoint directory\n"
-               "  --geometry NAME     random weights: bert-mini, bert-base or "
-               "bert-large\n"
-               "  --labels N          classifier labels of a --geometry model (default "
-               "2)\n"
-               "  --backend B         cpu or cuda (default cpu)\n"
-               "  --workload W        tickets-mix (20,000 synthetic tickets, seeded), "
-               "or a JSONL\n"
-               "                      file of {\"ids\": [...]} lines or of {\"text\": "
-               "...} lines\n"
-               "                      (texts are tokenized inside every timed pass)\n"
-               "  --token-budget N    tokens per batch (default 8192 cpu, 32768 cuda)\n"
-               "  --precision P       fp32 (cpu), fp16 or bf16 (cuda; default fp16)\n"
-               "  --threads N         CPU threads (default: one per core)\n"
-               "  --seed S            seed of tickets-mix and of random weights "
-               "(default 1)\n"
-               "  --warmup N          untimed passes first (default 1)\n"
-               "  --repeat N          timed passes; the median is reported (default "
-               "3)\n");
+    fprintf(
+        f, "usage: reclass bench (--model DIR | --geometry NAME [--labels N])\n"
+           "                     --backend cpu|cuda --workload FILE.jsonl|tickets-mix [options]\n\n"
+           "Measures tickets/s and tokens/s of the encoder on a workload batched like the\n"
+           "worker does (length-sorted, token-budgeted). The last output line is JSON.\n\n"
+           "options:\n");
+    bench_opts_t o;
+    long seed;
+    cli_opt_t opts[BENCH_N_OPTS + 1];
+    bench_opts(&o, &seed, opts);
+    worker_cli_print_opts(f, opts);
 }
 
 static int parse_opts(int argc, char **argv, bench_opts_t *o) {
     *o = (bench_opts_t){NULL, NULL, "cpu", NULL, NULL, 2, 0, 0, 1, 3, 20000, 1};
     long seed = 1;
-    const cli_opt_t opts[] = {
-        {"model", CLI_STR, &o->model_dir, 0, 0, NULL, NULL, NULL},
-        {"geometry", CLI_STR, &o->geometry, 0, 0, NULL, NULL, NULL},
-        {"labels", CLI_INT, &o->labels, 1, 100000, NULL, NULL, NULL},
-        {"backend", CLI_STR, &o->backend, 0, 0, NULL, NULL, NULL},
-        {"workload", CLI_STR, &o->workload, 0, 0, NULL, NULL, NULL},
-        {"token-budget", CLI_INT, &o->token_budget, 1, 1 << 24, NULL, NULL, NULL},
-        {"precision", CLI_STR, &o->precision, 0, 0, NULL, NULL, NULL},
-        {"threads", CLI_INT, &o->threads, 0, 1024, NULL, NULL, NULL},
-        {"seed", CLI_LONG, &seed, 0, INT32_MAX, NULL, NULL, NULL},
-        {"warmup", CLI_INT, &o->warmup, 0, 1000, NULL, NULL, NULL},
-        {"repeat", CLI_INT, &o->repeat, 1, 1000, NULL, NULL, NULL},
-        {"tickets", CLI_LONG, &o->tickets, 1, 10000000, NULL, NULL, NULL},
-        {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL}};
+    cli_opt_t opts[BENCH_N_OPTS + 1];
+    bench_opts(o, &seed, opts);
     int rc = worker_cli_parse("bench", argc, argv, opts, usage, NULL);
     if (rc >= 0) return rc;
     o->seed = (uint64_t)seed;

@@ -115,52 +115,52 @@ typedef struct {
     int jsonl, top_k, logits, token_budget, max_wait_ms, threads, max_pending;
 } cls_opts_t;
 
+/* The options, set into o. */
+#define CLS_N_OPTS 10
+static void cls_opts(cls_opts_t *o, cli_opt_t out[CLS_N_OPTS + 1]) {
+    const cli_opt_t t[] = {
+        {"model", CLI_STR, &o->model_dir, 0, 0, NULL, "DIR",
+         "Hugging Face checkpoint directory (required)"},
+        {"jsonl", CLI_FLAG, &o->jsonl, 0, 0, NULL, NULL,
+         "input lines are JSON objects with a \"text\" field"},
+        {"backend", CLI_STR, &o->backend, 0, 0, NULL, "B", "cpu (default) or cuda"},
+        {"top-k", CLI_INT, &o->top_k, 0, 64, NULL, "K", "labels listed in top_k (default 3)"},
+        {"logits", CLI_FLAG, &o->logits, 0, 0, NULL, NULL, "add the raw logits"},
+        {"token-budget", CLI_INT, &o->token_budget, 1, 1 << 24, NULL, NULL,
+         "tokens per batch (default 8192; >= the model's max length)"},
+        {"max-wait-ms", CLI_INT, &o->max_wait_ms, 0, 3600000, NULL, NULL,
+         "longest an input waits for a fuller batch (default 20)"},
+        {"precision", CLI_STR, &o->precision, 0, 0, NULL, "P",
+         "fp32 (cpu), fp16 or bf16 (cuda) (default: the backend's)"},
+        {"threads", CLI_INT, &o->threads, 0, 1024, NULL, NULL,
+         "CPU threads (default: one per core)"},
+        {"max-pending", CLI_INT, &o->max_pending, 1, 65536, NULL, NULL,
+         "inputs waiting for a batch (default 4096); twice as many may be in flight\n"
+         "      (read, queued, or awaiting in-order output)"},
+        {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL},
+    };
+    _Static_assert(sizeof(t) / sizeof(t[0]) == CLS_N_OPTS + 1, "CLS_N_OPTS");
+    memcpy(out, t, sizeof(t));
+}
+
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: reclass classify --model DIR [--jsonl] [--backend cpu|cuda] "
-            "[--top-k K]\n"
-            "                        [--logits] [--token-budget N] [--max-wait-ms "
-            "N]\n"
-            "                        [--precision fp32|fp16|bf16] [--threads N]\n\n"
-            "Reads texts from stdin (one per line, or JSONL objects with a \"text\" "
-            "field) and\n"
-            "prints one JSON object per input line, in input order:\n"
-            "  {\"label\", \"confidence\", \"top_k\": [{\"label\", \"p\"}..], "
-            "\"tokens\", "
-            "\"truncated\"[, \"logits\"]}\n"
-            "A line that cannot be read prints {\"error\": \"...\"} and the exit "
-            "code is 2.\n\n"
-            "  --model DIR         Hugging Face BertForSequenceClassification "
-            "checkpoint\n"
-            "  --jsonl             input lines are JSON objects with a \"text\" "
-            "field\n"
-            "  --backend B         cpu (default) or cuda\n"
-            "  --top-k K           labels listed in top_k, 0..64 (default 3)\n"
-            "  --logits            add the raw logits\n"
-            "  --token-budget N    tokens per batch (default 8192; >= the model's "
-            "max length)\n"
-            "  --max-wait-ms N     longest an input waits for a fuller batch "
-            "(default 20)\n"
-            "  --precision P       backend precision (default: the backend's)\n"
-            "  --threads N         CPU threads (default: one per core)\n"
-            "  --max-pending N     inputs waiting for a batch (default 4096); twice as many\n"
-            "                      may be in flight (read, queued, or awaiting in-order output)\n");
+    fprintf(f, "usage: reclass classify --model DIR [options] < texts\n\n"
+               "Reads texts from stdin (one per line, or JSONL objects with a \"text\" field) and\n"
+               "prints one JSON object per input line, in input order:\n"
+               "  {\"label\", \"confidence\", \"top_k\": [{\"label\", \"p\"}..], \"tokens\", "
+               "\"truncated\"[, \"logits\"]}\n"
+               "A line that cannot be read prints {\"error\": \"...\"} and the exit code is 2.\n\n"
+               "options:\n");
+    cls_opts_t o;
+    cli_opt_t opts[CLS_N_OPTS + 1];
+    cls_opts(&o, opts);
+    worker_cli_print_opts(f, opts);
 }
 
 static int parse_opts(int argc, char **argv, cls_opts_t *o) {
     *o = (cls_opts_t){NULL, "cpu", NULL, 0, 3, 0, 8192, 20, 0, 4096};
-    const cli_opt_t opts[] = {
-        {"model", CLI_STR, &o->model_dir, 0, 0, NULL, NULL, NULL},
-        {"jsonl", CLI_FLAG, &o->jsonl, 0, 0, NULL, NULL, NULL},
-        {"backend", CLI_STR, &o->backend, 0, 0, NULL, NULL, NULL},
-        {"top-k", CLI_INT, &o->top_k, 0, 64, NULL, NULL, NULL},
-        {"logits", CLI_FLAG, &o->logits, 0, 0, NULL, NULL, NULL},
-        {"token-budget", CLI_INT, &o->token_budget, 1, 1 << 24, NULL, NULL, NULL},
-        {"max-wait-ms", CLI_INT, &o->max_wait_ms, 0, 3600000, NULL, NULL, NULL},
-        {"precision", CLI_STR, &o->precision, 0, 0, NULL, NULL, NULL},
-        {"threads", CLI_INT, &o->threads, 0, 1024, NULL, NULL, NULL},
-        {"max-pending", CLI_INT, &o->max_pending, 1, 65536, NULL, NULL, NULL},
-        {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL}};
+    cli_opt_t opts[CLS_N_OPTS + 1];
+    cls_opts(o, opts);
     int first = 0, rc = worker_cli_parse("classify", argc, argv, opts, usage, &first);
     if (rc >= 0) return rc;
     if (first < argc) {

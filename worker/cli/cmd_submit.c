@@ -15,6 +15,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "consumers/avro_codec.h"
+#include "consumers/kafka_props.h"
 #include "consumers/ticket.h"
 #include "consumers/kafka_version.h"
 #include "worker/cli/cli.h"
@@ -25,8 +26,7 @@
 typedef struct {
     const char *brokers, *topic, *job_id, *tenant, *text_col, *id_col, *schemas, *file;
     int plain, priority, has_priority, progress;
-    const char *props[SUBMIT_MAX_PROPS];
-    int n_props;
+    const char *props[SUBMIT_MAX_PROPS + 1]; /* --kafka K=V, NULL-ended */
 } submit_opts_t;
 
 typedef struct {
@@ -109,7 +109,6 @@ static int parse_opts(int argc, char **argv, submit_opts_t *o) {
     int rc = worker_cli_parse("submit", argc, argv, opts, usage, &first);
     if (rc == 0) return 1;
     if (rc == 2) return 2;
-    o->n_props = props.n;
     o->progress = !no_progress && isatty(STDERR_FILENO);
     if (priority != LONG_MIN) {
         o->priority = (int)priority;
@@ -130,109 +129,6 @@ static int parse_opts(int argc, char **argv, submit_opts_t *o) {
         consumers_ticket_check_id("tenant", o->tenant, strlen(o->tenant), err, sizeof(err))) {
         fprintf(stderr, "reclass submit: %s: %s\n", strstr(err, "job_id") ? "--job-id" : "--tenant",
                 err);
-        return 2;
-    }
-    return 0;
-}
-
-/* ---- pass 1: count and check ---- */
-
-typedef struct {
-    char **slot; /* open addressing, NULL = empty */
-    size_t cap, n;
-} idset_t;
-
-static uint64_t hash_str(const char *s) {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    while (*s)
-        h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
-    return h;
-}
-
-/* 1 = added, 0 = already there, -1 = out of memory. */
-static int idset_add(idset_t *s, const char *id) {
-    if (2 * (s->n + 1) > s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 1024;
-        char **slot = calloc(cap, sizeof(*slot));
-        if (!slot) return -1;
-        for (size_t i = 0; i < s->cap; i++) {
-            if (!s->slot[i]) continue;
-            size_t j = hash_str(s->slot[i]) & (cap - 1);
-            while (slot[j])
-                j = (j + 1) & (cap - 1);
-            slot[j] = s->slot[i];
-        }
-        free(s->slot);
-        s->slot = slot;
-        s->cap = cap;
-    }
-    size_t j = hash_str(id) & (s->cap - 1);
-    for (; s->slot[j]; j = (j + 1) & (s->cap - 1))
-        if (strcmp(s->slot[j], id) == 0) return 0;
-    if (!(s->slot[j] = strdup(id))) return -1;
-    s->n++;
-    return 1;
-}
-
-static void idset_free(idset_t *s) {
-    for (size_t i = 0; i < s->cap; i++)
-        free(s->slot[i]);
-    free(s->slot);
-}
-
-/* Returns 0 with *count tickets (and *empty skipped records), or 2 with the reason printed. */
-static int count_tickets(const submit_opts_t *o, long *count, long *empty) {
-    worker_submit_input_t *in;
-    char err[512];
-    *count = *empty = 0;
-    if (worker_submit_input_open(o->file, o->text_col, o->id_col, &in, err, sizeof(err))) {
-        fprintf(stderr, "reclass submit: %s\n", err);
-        return 2;
-    }
-    idset_t ids = {0};
-    worker_submit_rec_t r;
-    int rc;
-    while ((rc = worker_submit_input_next(in, &r, err, sizeof(err))) == 1) {
-        if (r.text_len == 0) {
-            ++*empty;
-            continue;
-        }
-        char why[256];
-        if (consumers_ticket_check_id("ticket_id", r.id, strlen(r.id), why, sizeof(why))) {
-            snprintf(err, sizeof(err), "%s: line %ld: %s", o->file, r.line, why);
-            rc = 2;
-            break;
-        }
-        if (r.text_len > CONSUMERS_TICKET_MAX_TEXT_BYTES) { /* the worker would dead-letter it */
-            snprintf(err, sizeof(err), "%s: line %ld: field text is %zu bytes (limit %d)", o->file,
-                     r.line, r.text_len, CONSUMERS_TICKET_MAX_TEXT_BYTES);
-            rc = 2;
-            break;
-        }
-        int added = idset_add(&ids, r.id);
-        if (added <= 0) {
-            snprintf(err, sizeof(err),
-                     added ? "out of memory"
-                           : "%s: line %ld: ticket id \"%s\" "
-                             "appears twice; ids must be unique within a job",
-                     o->file, r.line, r.id);
-            rc = 2;
-            break;
-        }
-        ++*count;
-    }
-    idset_free(&ids);
-    worker_submit_input_free(in);
-    if (rc != 0) {
-        fprintf(stderr, "reclass submit: %s\n", err);
-        return 2;
-    }
-    if (*count == 0) {
-        fprintf(stderr, "reclass submit: %s has no ticket with non-empty text\n", o->file);
-        return 2;
-    }
-    if (*count > 2147483647L) {
-        fprintf(stderr, "reclass submit: %ld tickets; one job holds at most 2^31-1\n", *count);
         return 2;
     }
     return 0;
@@ -330,16 +226,10 @@ static rd_kafka_t *make_producer(const submit_opts_t *o, submit_stats_t *st) {
             rd_kafka_conf_destroy(conf);
             return NULL;
         }
-    for (int i = 0; i < o->n_props; i++) {
-        char kv[512];
-        snprintf(kv, sizeof(kv), "%s", o->props[i]);
-        char *eq = strchr(kv, '=');
-        *eq = '\0';
-        if (rd_kafka_conf_set(conf, kv, eq + 1, errstr, sizeof(errstr))) {
-            fprintf(stderr, "reclass submit: --kafka %s: %s\n", o->props[i], errstr);
-            rd_kafka_conf_destroy(conf);
-            return NULL;
-        }
+    if (consumers_kafka_props_apply(conf, o->props, CONSUMERS_PROPS_ALL, errstr, sizeof(errstr))) {
+        fprintf(stderr, "reclass submit: --kafka: %s\n", errstr);
+        rd_kafka_conf_destroy(conf);
+        return NULL;
     }
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
     rd_kafka_conf_set_opaque(conf, st);
@@ -443,7 +333,12 @@ int worker_cmd_submit(int argc, char **argv) {
     if ((rc = consumers_kafka_require_version("submit"))) return rc;
 
     long total, empty;
-    if ((rc = count_tickets(&o, &total, &empty))) return rc;
+    char cerr[512];
+    if ((rc = worker_submit_input_count(o.file, o.text_col, o.id_col, &total, &empty, cerr,
+                                        sizeof(cerr)))) {
+        fprintf(stderr, "reclass submit: %s\n", cerr);
+        return rc;
+    }
 
     consumers_codec_t *codec;
     char err[512];

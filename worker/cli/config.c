@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "consumers/kafka_props.h"
 #include "worker/cli/cli.h"
 
 /* The options of `reclass run`, each with its variable, set into c (kafka: c->kafka_props). */
@@ -126,7 +127,6 @@ int worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **argv, char *err
     int rc = worker_cli_parse_err("run", argc, argv, opts, worker_run_cfg_usage, NULL, err, errlen);
     if (rc == 0) return 1; /* --help */
     if (rc == 2) return 2;
-    int n_props = kafka.n;
     if (!cfg->db) {
         snprintf(err, errlen, "no database: give --db URL or set RECLASS_DB");
         return 2;
@@ -150,10 +150,8 @@ int worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **argv, char *err
                  cfg->http_addr);
         return 2;
     }
-    long session_ms = 45000; /* librdkafka's default */
-    for (int i = 0; i < n_props; i++)
-        if (!strncmp(cfg->kafka_props[i], "session.timeout.ms=", 19))
-            session_ms = atol(cfg->kafka_props[i] + 19);
+    long session_ms = /* librdkafka's default: 45000 */
+        consumers_kafka_props_long(cfg->kafka_props, "session.timeout.ms", 45000);
     if (cfg->join_timeout_s > 0 && cfg->join_timeout_s * 1000L < 2 * session_ms) {
         snprintf(err, errlen,
                  "--join-timeout %d s is under twice session.timeout.ms (%ld ms): the group may "

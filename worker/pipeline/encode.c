@@ -62,7 +62,7 @@ static int enc_publish(pl_t *pl, cls_engine_t *eng, enc_slot_t *sl, char *err, s
     o->n = n;
     sl->n = 0; /* the sink owns the items now */
     gpu_mem_stats_t ms = {0};
-    if (pl->ops->mem_stats) pl->ops->mem_stats(pl->be, &ms);
+    if (pl->eng.ops->mem_stats) pl->eng.ops->mem_stats(pl->eng.be, &ms);
     worker_metrics_add(&worker_metrics.batches, 1);
     worker_metrics_add(&worker_metrics.tokens, b->n_tokens);
     atomic_fetch_add_explicit(&worker_metrics.encoder_ns, (long long)(b->compute_s * 1e9),
@@ -73,7 +73,7 @@ static int enc_publish(pl_t *pl, cls_engine_t *eng, enc_slot_t *sl, char *err, s
                             .padded_tokens = (long)n * b->longest,
                             .wait_ms = (double)(sl->popped_ms - sl->oldest_ms),
                             .compute_ms = b->compute_s * 1000.0,
-                            .backend = pl->ops->name,
+                            .backend = pl->eng.ops->name,
                             .device_used_bytes = (int64_t)ms.device_used,
                             .arena_bytes = (int64_t)ms.arena_bytes};
     pthread_mutex_lock(&pl->q.mu);
@@ -107,9 +107,7 @@ void *pl_encoder_main(void *arg) {
     pl_t *pl = arg;
     int cap = pl->max_seqs;
     char err[512];
-    cls_engine_t eng = {0};
-    gpu_backend_opts_t eo = pl->be_opts;
-    eo.max_seqs = cap;
+    cls_engine_t *eng = &pl->eng;
     enc_slot_t slot[2] = {{0}};
     for (int i = 0; i < 2; i++)
         slot[i].items = malloc(sizeof(void *) * (size_t)cap);   /* (max_seqs) */
@@ -117,10 +115,6 @@ void *pl_encoder_main(void *arg) {
     const int32_t **seqp = malloc(sizeof(*seqp) * (size_t)cap); /* (max_seqs) */
     int failed = !slot[0].items || !slot[1].items || !lens || !seqp;
     if (failed) fprintf(stderr, "reclass run: encoder: out of memory\n");
-    if (!failed && cls_engine_attach(&eng, pl->model, pl->ops, pl->be, &eo, err, sizeof err)) {
-        fprintf(stderr, "reclass run: encoder: %s\n", err);
-        failed = 1;
-    }
 
     enc_slot_t *prev = NULL; /* submitted, not yet published */
     int cur = 0;
@@ -139,7 +133,7 @@ void *pl_encoder_main(void *arg) {
                 pl_wait_until_ms(&pl->q.cv_room, &pl->q.mu, now + 100);
             } else if (prev) { /* nothing to submit: finish the batch in flight */
                 pthread_mutex_unlock(&pl->q.mu);
-                int rc = enc_publish(pl, &eng, prev, err, sizeof(err));
+                int rc = enc_publish(pl, eng, prev, err, sizeof(err));
                 prev = NULL;
                 pthread_mutex_lock(&pl->q.mu);
                 if (rc) {
@@ -158,13 +152,13 @@ void *pl_encoder_main(void *arg) {
         enc_slot_t *sl = &slot[cur];
         sl->n = n;
         sl->popped_ms = now;
-        int rc = enc_submit(&eng, sl, seqp, lens, err, sizeof(err));
+        int rc = enc_submit(eng, sl, seqp, lens, err, sizeof(err));
         if (rc) enc_slot_drop(sl);
         if (prev) { /* the device works on sl while prev is scored */
             if (rc)
                 enc_slot_drop(prev); /* a failed submit aborts the batch in flight too */
             else
-                rc = enc_publish(pl, &eng, prev, err, sizeof(err));
+                rc = enc_publish(pl, eng, prev, err, sizeof(err));
             prev = NULL;
         }
         if (rc) {
@@ -183,7 +177,7 @@ void *pl_encoder_main(void *arg) {
     pthread_cond_broadcast(&pl->q.cv_sink);
     pthread_mutex_unlock(&pl->q.mu);
     if (prev) enc_slot_drop(prev); /* stopped by a failure elsewhere */
-    cls_engine_close(&eng);        /* collects what is in flight: the backend idles */
+    cls_engine_drain(eng);         /* collects what is in flight: the backend idles */
     for (int i = 0; i < 2; i++)
         free(slot[i].items);
     free(lens);

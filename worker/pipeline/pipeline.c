@@ -51,7 +51,7 @@ static void print_stats(pl_t *pl, double t_start, worker_pipeline_stats_t *st) {
              "\"backend\":\"%s\"}",
              pl->st.tickets_done, pl->st.dead_letters, pl->st.truncated, pl->st.batches_done,
              pl->poll.pauses, pl->poll.holds, span, span > 0 ? pl->st.tickets_done / span : 0.0,
-             pl->st.encoder_s, share, pl->st.sink_s, wall, pl->ops->name);
+             pl->st.encoder_s, share, pl->st.sink_s, wall, pl->eng.ops->name);
     /* offsets this worker stored (and committed) last, per partition: tests compare them with
      * the rows in the database */
     size_t len = strlen(line) - 1; /* drop the closing brace */
@@ -94,8 +94,8 @@ static int setup_compute(pl_t *pl, char *err, size_t errlen) {
     if (worker_tok_config_read(cfg->model, &tc, err, errlen)) return 2;
     tc.vocab_size = pl->model->cfg.vocab_size;
     if (worker_tok_init(pl->model->vocab_path, &tc, &pl->tok, err, errlen)) return 2;
-    pl->ops = gpu_backend_find(cfg->backend, err, errlen);
-    if (!pl->ops) return 2;
+    const gpu_backend_ops_t *ops = gpu_backend_find(cfg->backend, err, errlen);
+    if (!ops) return 2;
     int max_len = pl->model->cfg.max_pos;
     if (cfg->max_len > 0 && cfg->max_len < max_len) max_len = cfg->max_len;
     if (max_len < 2) {
@@ -106,7 +106,7 @@ static int setup_compute(pl_t *pl, char *err, size_t errlen) {
      * `reclass bench`: 19,001 tickets/s at 4096 tokens, 21,716 at 8192, 22,322 at 16384,
      * 23,290 at 65536; tests/bench/RESULTS-gpu.md), and 16384 keeps weights + arena at
      * 0.38 GiB; the CPU gains nothing past a few thousand. */
-    int gpu = strcmp(pl->ops->name, "cpu") != 0;
+    int gpu = strcmp(ops->name, "cpu") != 0;
     pl->token_budget = cfg->token_budget > 0 ? cfg->token_budget : gpu ? 16384 : 4096;
     if (pl->token_budget < max_len) {
         snprintf(err, errlen,
@@ -116,13 +116,15 @@ static int setup_compute(pl_t *pl, char *err, size_t errlen) {
         return 2;
     }
     pl->max_len = max_len;
-    pl->be_opts = (gpu_backend_opts_t){.token_budget = pl->token_budget,
-                                       .max_len = max_len,
-                                       .threads = cfg->threads,
-                                       .precision = cfg->precision,
-                                       .device = cfg->device};
     pl->max_seqs = pl->token_budget / 2;
-    if (pl->ops->init(pl->model, &pl->be_opts, &pl->be, err, errlen)) return 1;
+    gpu_backend_opts_t bo = {.token_budget = pl->token_budget,
+                             .max_len = max_len,
+                             .max_seqs = pl->max_seqs,
+                             .threads = cfg->threads,
+                             .precision = cfg->precision,
+                             .device = cfg->device};
+    int rc = cls_engine_open(&pl->eng, pl->model, cfg->backend, &bo, err, errlen);
+    if (rc) return rc;
     /* Backpressure bounds (0 = by backend). A GPU encoder drains a batch in milliseconds, so
      * on the GPU the accumulator may hold many short tickets: on the H200 (bert-base, 60,345
      * real tickets, fetch.wait.max.ms 100) a 2048-ticket cap paused consumption so often that
@@ -131,7 +133,7 @@ static int setup_compute(pl_t *pl, char *err, size_t errlen) {
      * to finish. */
     pl->acc_cfg = (worker_accum_cfg_t){
         .token_budget = pl->token_budget,
-        .padded = !pl->ops->padding_free,
+        .padded = !ops->padding_free,
         .max_wait_ms = cfg->max_wait_ms,
         .max_pending_items = cfg->max_pending > 0 ? cfg->max_pending
                              : gpu                ? 32768
@@ -174,7 +176,7 @@ static void teardown(pl_t *pl) {
     consumers_offsets_free(pl->q.offsets);
     free(pl->st.stored);
     sink_free(pl->sk.sink);
-    if (pl->be) pl->ops->free(pl->be);
+    cls_engine_close(&pl->eng);
     worker_tok_free(pl->tok);
     gpu_model_free(pl->model);
     pthread_mutex_destroy(&pl->q.mu);
@@ -226,7 +228,7 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
     fprintf(stderr,
             "reclass run: model %s (%d labels), backend %s, token budget %d, max len %d, "
             "topic %s, group %s, dead letters to %s\n",
-            pl->model->name, pl->model->cfg.num_labels, pl->ops->name, pl->token_budget,
+            pl->model->name, pl->model->cfg.num_labels, pl->eng.ops->name, pl->token_budget,
             pl->max_len, cfg->topic, cfg->group, cfg->dlq_topic);
 
     struct sigaction sa = {0};

@@ -16,6 +16,7 @@
 #include "sink/sink.h"
 #include "sink/telemetry.h"
 #include "worker/pipeline/accum.h"
+#include "worker/classify/engine.h"
 #include "worker/cli/config.h"
 #include "worker/observe/drift.h"
 #include "worker/observe/metrics.h"
@@ -103,9 +104,7 @@ typedef struct {
     const worker_run_cfg_t *cfg;
     gpu_model_t *model;
     worker_tok_t *tok;
-    const gpu_backend_ops_t *ops;
-    gpu_backend_t *be; /* the encoder thread's while it runs */
-    gpu_backend_opts_t be_opts;
+    cls_engine_t eng; /* the backend instance: the encoder thread's while it runs */
     worker_accum_cfg_t acc_cfg;
     int max_seqs;          /* sequences per batch the backend holds */
     int token_budget;      /* tokens per batch: the flag's, or the backend's default */

@@ -33,7 +33,7 @@ void pl_metrics_store_mem(const gpu_mem_stats_t *ms) {
 
 void pl_telemetry_mem(pl_t *pl) {
     gpu_mem_stats_t ms = {0};
-    if (!pl->ops->mem_stats || pl->ops->mem_stats(pl->be, &ms)) return;
+    if (!pl->eng.ops->mem_stats || pl->eng.ops->mem_stats(pl->eng.be, &ms)) return;
     pl_metrics_store_mem(&ms);
 }
 
@@ -43,9 +43,9 @@ int pl_telemetry_init(pl_t *pl, char *err, size_t errlen) {
     if (gethostname(host, sizeof(host)) != 0) snprintf(host, sizeof(host), "unknown");
     host[sizeof(host) - 1] = '\0';
     snprintf(pl->worker_id, sizeof(pl->worker_id), "%s:%d", host, (int)getpid());
-    pl->precision = cfg->precision                  ? cfg->precision
-                    : !strcmp(pl->ops->name, "cpu") ? "fp32"
-                                                    : "fp16";
+    pl->precision = cfg->precision                      ? cfg->precision
+                    : !strcmp(pl->eng.ops->name, "cpu") ? "fp32"
+                                                        : "fp16";
     atomic_store(&worker_metrics.token_budget, pl->token_budget);
     pl_telemetry_mem(pl);
     /* zero-initialised configs (tests that skip the parser) get the documented defaults */
@@ -62,7 +62,8 @@ int pl_telemetry_init(pl_t *pl, char *err, size_t errlen) {
     /* alive from here on: the poll loop takes over the heartbeat once it runs */
     atomic_store(&worker_metrics.last_poll_ms, (long long)worker_metrics_now_ms());
     if (cfg->http_port > 0) {
-        worker_metrics_info_t info = {pl->ops->name, pl->precision, pl->model->name, pl->worker_id};
+        worker_metrics_info_t info = {pl->eng.ops->name, pl->precision, pl->model->name,
+                                      pl->worker_id};
         int rc = worker_http_start(cfg->http_addr, cfg->http_port, &worker_metrics, &info,
                                    &pl->http, err, errlen);
         if (rc) return rc;
@@ -152,7 +153,7 @@ static void flush_drift(pl_t *pl) {
 static void write_gpu_row(pl_t *pl) {
     sink_gpu_memory_t g = {
         .worker = pl->worker_id,
-        .backend = pl->ops->name,
+        .backend = pl->eng.ops->name,
         .precision = pl->precision,
         .device_total_bytes = atomic_load(&worker_metrics.device_total_bytes) > 0
                                   ? atomic_load(&worker_metrics.device_total_bytes)

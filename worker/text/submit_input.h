@@ -26,4 +26,11 @@ int worker_submit_input_next(worker_submit_input_t *in, worker_submit_rec_t *rec
 
 void worker_submit_input_free(worker_submit_input_t *in);
 
+/* Reads the whole file once: *count tickets with text (*empty records without are skipped).
+ * Returns 0, or 2 with err naming the line of the first refused record (a ticket id that is
+ * invalid or appears twice, a text over CONSUMERS_TICKET_MAX_TEXT_BYTES), a file without
+ * tickets, or one over 2^31-1. */
+int worker_submit_input_count(const char *path, const char *text_key, const char *id_key,
+                              long *count, long *empty, char *err, size_t errlen);
+
 #endif

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/file.h"
 #include "worker/text/tokenizer_int.h"
 
 /* Later duplicates win, as in HF's vocab loader (a hash map filled in file order). */
@@ -25,39 +26,6 @@ static void tok_insert(worker_tok_t *t, int cont, uint32_t off, int n, int32_t i
     }
 }
 
-static char *read_file(const char *path, size_t *len, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 20, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (n < cap) break;
-        char *nb = realloc(buf, cap * 2 + 1);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = nb;
-        cap *= 2;
-    }
-    int rerr = ferror(f);
-    fclose(f);
-    if (!buf || rerr) {
-        snprintf(err, errlen, "cannot read %s", path);
-        free(buf);
-        return NULL;
-    }
-    buf[n] = 0;
-    *len = n;
-    return buf;
-}
-
 int worker_tok_init(const char *vocab_path, const worker_tok_config_t *opts, worker_tok_t **out,
                     char *err, size_t errlen) {
     static const worker_tok_config_t uncased = {.lower = 1, .strip_accents = 1, .chinese_chars = 1};
@@ -70,7 +38,7 @@ int worker_tok_init(const char *vocab_path, const worker_tok_config_t *opts, wor
         return -1;
     }
     size_t len = 0;
-    t->pool = read_file(vocab_path, &len, err, errlen);
+    t->pool = common_file_read(vocab_path, 0, &len, err, errlen);
     if (!t->pool) {
         free(t);
         return -1;

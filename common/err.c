@@ -1,0 +1,14 @@
+#include "common/err.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+int common_errf(int rc, char *err, size_t errlen, const char *fmt, ...) {
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return rc;
+}

@@ -1,0 +1,13 @@
+/* The one whole-file reader: every folder includes common/, which includes none of them. */
+#ifndef RECLASS_COMMON_FILE_H
+#define RECLASS_COMMON_FILE_H
+
+#include <stddef.h>
+
+/* Reads the file at path into one NUL-terminated allocation (the caller frees it) and sets
+ * *len to its byte count (the terminator not counted). max_bytes > 0 refuses a larger file
+ * (the callers cap what they read from outside: a schema, a migration); 0 reads any size.
+ * On failure returns NULL with one line in err naming the file and the cause. */
+char *common_file_read(const char *path, size_t max_bytes, size_t *len, char *err, size_t errlen);
+
+#endif
