@@ -233,5 +233,19 @@ BEGIN
                                      coalesce(pin.tickets, tr.tickets)) sc;
 END $$;
 
+-- "since" as users write it: an interval back from now ('24 hours', '7 days') or a timestamp.
+CREATE FUNCTION drift_since(s text) RETURNS timestamptz
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN now() - s::interval;
+EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow OR syntax_error THEN
+    BEGIN
+        RETURN s::timestamptz;
+    EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow OR syntax_error THEN
+        RAISE invalid_parameter_value USING MESSAGE = format(
+            'since %L is neither an interval (''24 hours'') nor a timestamp (''2026-01-02 10:00Z'')', s);
+    END;
+END $$;
+
 -- Every window's scores (drift_scores('window')), for psql and dashboards.
 CREATE VIEW drift_window_scores AS SELECT * FROM drift_scores('window');
