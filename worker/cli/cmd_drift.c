@@ -90,13 +90,12 @@ static int drift_baseline(int argc, char **argv) {
     if (rc) return rc;
     const char *job_params[] = {a.tenant, a.model, a.job};
     const char *win_params[] = {a.tenant, a.model, a.from, a.to};
-    const char *sql =
-        a.job ? "SELECT b.id, b.tickets, b.source, b.from_ts, b.to_ts"
-                " FROM drift_baselines b WHERE b.id = drift_baseline_pin_job($1, $2, $3)"
-              : "SELECT b.id, b.tickets, b.source, b.from_ts, b.to_ts"
-                " FROM drift_baselines b"
-                " WHERE b.id = drift_baseline_pin_windows($1, $2, $3::timestamptz,"
-                " $4::timestamptz)";
+    /* the pin functions return the new row (a later statement would need a new snapshot) */
+    const char *sql = a.job ? "SELECT id, tickets, source, from_ts, to_ts"
+                              " FROM drift_baseline_pin_job($1, $2, $3)"
+                            : "SELECT id, tickets, source, from_ts, to_ts"
+                              " FROM drift_baseline_pin_windows($1, $2, $3::timestamptz,"
+                              " $4::timestamptz)";
     char state[6];
     PGresult *r = worker_cli_db_query("drift baseline", conn, sql, a.job ? 3 : 4,
                                       a.job ? job_params : win_params, state);
@@ -105,9 +104,17 @@ static int drift_baseline(int argc, char **argv) {
         /* no_data_found (nothing to pin) and bad timestamps are the user's to fix */
         return !strcmp(state, "P0002") || !strncmp(state, "22", 2) ? 2 : 1;
     }
-    printf("baseline %s pinned for tenant %s, model %s: %s tickets from %s %s (%s .. %s)\n",
+    if (PQntuples(r) != 1 || PQgetisnull(r, 0, 0)) {
+        fprintf(stderr,
+                "reclass drift baseline: no baseline came back (is migration 004 applied?)\n");
+        PQclear(r);
+        PQfinish(conn);
+        return 1;
+    }
+    printf("baseline %s pinned for tenant %s, model %s: %s tickets from %s%s%s (%s .. %s)\n",
            PQgetvalue(r, 0, 0), a.tenant, a.model, PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2),
-           a.job ? a.job : "", worker_cli_db_str(r, 0, 3, "?"), worker_cli_db_str(r, 0, 4, "?"));
+           a.job ? " " : "", a.job ? a.job : "", worker_cli_db_str(r, 0, 3, "?"),
+           worker_cli_db_str(r, 0, 4, "?"));
     PQclear(r);
     PQfinish(conn);
     return 0;
