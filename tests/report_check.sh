@@ -2,7 +2,7 @@
 # reclass report on a finished job, rendered in headless Chromium (Debian's chromium; absent,
 # the check fails): no console message, nothing fetched from outside the file, every chart a
 # well-formed SVG, the sections there. A page with a script error must fail the same check
-# (the check's own control). SCREENSHOT, when given, gets a PNG of the page's top.
+# (the check's own control). SCREENSHOT, when given, gets a PNG of the page (800 px wide).
 #   report_check.sh RECLASS_BIN DB_URL JOB WORK_DIR [SCREENSHOT.png]
 set -uo pipefail
 bin=${1:?reclass} db=${2:?db} job=${3:?job} dir=${4:?work dir} shot=${5:-}
@@ -53,7 +53,8 @@ fi
 grep -q "CONSOLE" "$dir/bad.out" || { echo "FAIL: the control's console error went unseen"; cat "$dir/bad.out"; exit 1; }
 if [ -n "$shot" ]; then
     timeout 120 "$chrome" --headless --no-sandbox --disable-gpu --hide-scrollbars --no-first-run \
-        --user-data-dir="$dir/chrome-profile" --window-size=1000,1500 --screenshot="$shot" \
+        --user-data-dir="$dir/chrome-profile" --force-device-scale-factor=0.8 \
+        --window-size=1000,2980 --screenshot="$shot" \
         "file://$dir/report.html" >/dev/null 2>&1 || { echo "FAIL: screenshot"; exit 1; }
     echo "screenshot: $shot"
 fi
