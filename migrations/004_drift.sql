@@ -100,12 +100,12 @@ LANGUAGE sql STABLE AS $$
            (SELECT sum(w.tickets)::bigint FROM w)
 $$;
 
--- Pins a baseline from stored windows; returns its id. Raises no_data_found when the range
+-- Pins a baseline from stored windows; returns the new row. Raises no_data_found when the range
 -- holds no ticket of that tenant and model.
 CREATE FUNCTION drift_baseline_pin_windows(p_tenant text, p_model text, from_ts timestamptz,
-                                           to_ts timestamptz) RETURNS bigint
+                                           to_ts timestamptz) RETURNS drift_baselines
 LANGUAGE plpgsql AS $$
-DECLARE s record; new_id bigint;
+DECLARE s record; rec drift_baselines;
 BEGIN
     SELECT * INTO s FROM drift_windows_sum(p_tenant, p_model, from_ts, to_ts);
     IF coalesce(s.tickets, 0) = 0 THEN
@@ -114,15 +114,15 @@ BEGIN
     END IF;
     INSERT INTO drift_baselines (tenant, model, label_counts, confidence_hist, tickets, source, from_ts, to_ts)
     VALUES (p_tenant, p_model, s.label_counts, s.confidence_hist, s.tickets, 'windows', from_ts, to_ts)
-    RETURNING id INTO new_id;
-    RETURN new_id;
+    RETURNING * INTO rec;
+    RETURN rec;
 END $$;
 
 -- Pins a baseline from a job's own tickets (ticket_results, exact) classified by p_model;
--- returns its id. Raises no_data_found when the job has none.
-CREATE FUNCTION drift_baseline_pin_job(p_tenant text, p_model text, p_job text) RETURNS bigint
+-- returns the new row. Raises no_data_found when the job has none.
+CREATE FUNCTION drift_baseline_pin_job(p_tenant text, p_model text, p_job text) RETURNS drift_baselines
 LANGUAGE plpgsql AS $$
-DECLARE lc jsonb; h bigint[]; n bigint; t0 timestamptz; t1 timestamptz; new_id bigint;
+DECLARE lc jsonb; h bigint[]; n bigint; t0 timestamptz; t1 timestamptz; rec drift_baselines;
 BEGIN
     SELECT count(*), min(classified_at), max(classified_at) INTO n, t0, t1
     FROM ticket_results WHERE job_id = p_job AND model = p_model;
@@ -139,8 +139,8 @@ BEGIN
         ON x.bin = b;
     INSERT INTO drift_baselines (tenant, model, label_counts, confidence_hist, tickets, source,
                                  source_job, from_ts, to_ts)
-    VALUES (p_tenant, p_model, lc, h, n, 'job', p_job, t0, t1) RETURNING id INTO new_id;
-    RETURN new_id;
+    VALUES (p_tenant, p_model, lc, h, n, 'job', p_job, t0, t1) RETURNING * INTO rec;
+    RETURN rec;
 END $$;
 
 -- Scores of current distributions against a reference: the one formula every caller uses.
@@ -164,7 +164,7 @@ LANGUAGE sql STABLE AS $$
     SELECT sc.lp, sc.lj, sc.cp, sc.cj, sc.lo, sc.lo_ref, sc.lo - sc.lo_ref,
            -- appeared: in the window, never in the reference
            ARRAY(SELECT k FROM jsonb_object_keys(cur_labels) k
-                 WHERE ref_labels IS NULL OR NOT ref_labels ? k ORDER BY k),
+                 WHERE ref_labels IS NOT NULL AND NOT ref_labels ? k ORDER BY k),
            -- vanished: none in the window where the reference expects at least 5
            ARRAY(SELECT e.key FROM jsonb_each_text(ref_labels) e
                  WHERE e.value::float8 / ref_tickets * cur_tickets >= 5

@@ -87,7 +87,7 @@ for t, (p, c, labs, _) in TENANTS.items():
         lc2, h2 = window(p, c, 1000, labs)
         insert_window(t, "2026-01-02 10:%02d:00+00" % i, lc, h, "w1")
         insert_window(t, "2026-01-02 10:%02d:00+00" % i, lc2, h2, "w2")
-    bid = psql("SELECT drift_baseline_pin_windows('%s', '%s', '2026-01-01', '2026-01-02')"
+    bid = psql("SELECT id FROM drift_baseline_pin_windows('%s', '%s', '2026-01-01', '2026-01-02')"
                % (t, MODEL)).strip()
     check("pin %s returns an id" % t, bid.isdigit(), bid)
 # a sparse window: too few tickets for 20 labels
@@ -112,7 +112,7 @@ for i in range(3000):
     rows.append("('j1','t%05d','%s',0,%.6f,10,'%s')" % (i, lab, min(conf, 1.0), MODEL))
 psql("INSERT INTO ticket_results (job_id, ticket_id, label, label_id, confidence, tokens, model)"
      " VALUES " + ",".join(rows))
-bid = psql("SELECT drift_baseline_pin_job('jobt', '%s', 'j1')" % MODEL).strip()
+bid = psql("SELECT id FROM drift_baseline_pin_job('jobt', '%s', 'j1')" % MODEL).strip()
 for i in range(3):
     lc, h = window(BASE_P, BASE_CONF, 5000)
     insert_window("jobt", "2026-01-02 10:%02d:00+00" % i, lc, h)
@@ -222,6 +222,8 @@ check("trail shifted reads drift", tr["status"] == "drift", tr["status"])
 lonely = by["lonely"][0]
 check("nothing to compare with reads no_baseline", lonely["status"] == "no_baseline"
       and lonely["reference"] == "none", str(lonely))
+check("no reference lists no new or gone labels", lonely["labels_new"] == [] and lonely["labels_gone"] == [],
+      str(lonely))
 
 # job baseline: exact counts from ticket_results
 b = baseline_of("jobt")
