@@ -14,3 +14,5 @@ set_tests_properties(it_run_cli PROPERTIES LABELS unit TIMEOUT 60)
 # The dead-letter producer's retry and truncation policy, against the mock cluster.
 reclass_add_test(NAME test_dlq SOURCES ${CMAKE_SOURCE_DIR}/tests/test_dlq.c LABELS unit)
 set_tests_properties(test_dlq PROPERTIES TIMEOUT 120)
+add_test(NAME it_run_drift_cli COMMAND bash ${CMAKE_SOURCE_DIR}/tests/integration/run_drift_cli.sh $<TARGET_FILE:reclass>)
+set_tests_properties(it_run_drift_cli PROPERTIES LABELS unit TIMEOUT 60)
