@@ -5,7 +5,7 @@ reclass_add_test(NAME test_pipeline_mock SOURCES ${CMAKE_SOURCE_DIR}/tests/test_
 set_tests_properties(test_pipeline_mock PROPERTIES TIMEOUT 300)
 # Shell-driven end-to-end tests: reclass dev-broker + submit + migrate + run, own PostgreSQL.
 foreach(t run_exactly_n run_crash run_pg_restart run_poison run_join_timeout
-          run_submit_retention run_vs_classify)
+          run_submit_retention run_vs_classify run_drift)
   add_test(NAME it_${t} COMMAND bash ${CMAKE_SOURCE_DIR}/tests/integration/${t}.sh $<TARGET_FILE:reclass>)
   set_tests_properties(it_${t} PROPERTIES LABELS integration TIMEOUT 300)
 endforeach()
@@ -14,3 +14,5 @@ set_tests_properties(it_run_cli PROPERTIES LABELS unit TIMEOUT 60)
 # The dead-letter producer's retry and truncation policy, against the mock cluster.
 reclass_add_test(NAME test_dlq SOURCES ${CMAKE_SOURCE_DIR}/tests/test_dlq.c LABELS unit)
 set_tests_properties(test_dlq PROPERTIES TIMEOUT 120)
+add_test(NAME it_run_drift_cli COMMAND bash ${CMAKE_SOURCE_DIR}/tests/integration/run_drift_cli.sh $<TARGET_FILE:reclass>)
+set_tests_properties(it_run_drift_cli PROPERTIES LABELS unit TIMEOUT 60)

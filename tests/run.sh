@@ -11,6 +11,7 @@ build=${RECLASS_BUILD_DIR:-$root/build}
 pkgs=(build-essential cmake pkg-config git python3 patch libssl-dev zlib1g-dev libzstd-dev
       libavro-dev libpq-dev libopenblas-dev libjansson-dev libutf8proc-dev libmicrohttpd-dev
       libcmocka-dev python3-pip postgresql postgresql-client
+      python3-numpy python3-scipy chromium # drift score reference, report rendering test
       clang libclang-rt-14-dev clang-format) # clang + its runtimes: the fuzz stage (libFuzzer)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

@@ -15,3 +15,7 @@ target_link_libraries(sink_bench PRIVATE reclass_core)
 add_test(NAME test_migrate COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_migrate.sh $<TARGET_FILE:reclass>)
 set_tests_properties(test_migrate PROPERTIES LABELS integration TIMEOUT 300)
 
+
+# Drift scores (migrations/004_drift.sql) against numpy/scipy on synthetic windows.
+add_test(NAME test_drift_scores COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_drift_scores.sh $<TARGET_FILE:reclass>)
+set_tests_properties(test_drift_scores PROPERTIES LABELS integration TIMEOUT 300)

@@ -20,6 +20,9 @@ int worker_cmd_run(int argc, char **argv);
 int worker_cmd_submit(int argc, char **argv);
 int worker_cmd_dev_broker(int argc, char **argv);
 int worker_cmd_migrate(int argc, char **argv);
+/* drift: exit 3 from "drift report" when some window reads drift */
+int worker_cmd_drift(int argc, char **argv);
+int worker_cmd_report(int argc, char **argv);
 
 /* True when argv holds -h or --help. */
 int worker_cli_wants_help(int argc, char **argv);

@@ -21,6 +21,8 @@ static const worker_cmd_t cmds[] = {
     {"dev-broker", "run an embedded Kafka (mock cluster) on loopback", worker_cmd_dev_broker},
     {"bench", "measure encoder throughput on a workload", worker_cmd_bench},
     {"plan-memory", "print the device memory plan without touching a GPU", worker_cmd_plan_memory},
+    {"drift", "pin a drift baseline; report the worst-drifting tenants", worker_cmd_drift},
+    {"report", "write a finished job's report as one self-contained HTML file", worker_cmd_report},
 };
 #define N_CMDS (int)(sizeof(cmds) / sizeof(cmds[0]))
 

@@ -1,0 +1,222 @@
+/* reclass drift baseline | report: pins a drift baseline and prints the worst-drifting
+ * tenants and windows. The scores are SQL (migrations/004_drift.sql: drift_scores,
+ * drift_baseline_pin_*); this file only passes arguments and prints. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+#include "worker/cli/cli.h"
+#include "worker/cli/db.h"
+
+/* Exit status of drift report when some window reads drift (0 ok, 1 failure, 2 usage). */
+#define DRIFT_EXIT_DRIFT 3
+
+typedef struct {
+    const char *db, *tenant, *model, *from, *to, *job, *since, *bucket;
+    int limit;
+} drift_args_t;
+
+/* The parsed options (one command per process) and the two tables that fill them. */
+static drift_args_t drift_a;
+
+static const cli_opt_t drift_baseline_opts[] = {
+    {"db", CLI_STR, &drift_a.db, 0, 0, "RECLASS_DB", "URL", "PostgreSQL URL or conninfo"},
+    {"tenant", CLI_STR, &drift_a.tenant, 0, 0, NULL, "T", "whose baseline (required)"},
+    {"model", CLI_STR, &drift_a.model, 0, 0, NULL, "M",
+     "the model, as drift_windows.model and ticket_results.model name it (required)"},
+    {"from", CLI_STR, &drift_a.from, 0, 0, NULL, "TS", "start of a range of stored drift windows"},
+    {"to", CLI_STR, &drift_a.to, 0, 0, NULL, "TS", "its end (exclusive)"},
+    {"job", CLI_STR, &drift_a.job, 0, 0, NULL, "J",
+     "a finished job whose own tickets are the reference (instead of --from/--to)"},
+    {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL},
+};
+
+static const cli_opt_t drift_report_opts[] = {
+    {"db", CLI_STR, &drift_a.db, 0, 0, "RECLASS_DB", "URL", "PostgreSQL URL or conninfo"},
+    {"tenant", CLI_STR, &drift_a.tenant, 0, 0, NULL, "T", "only this tenant"},
+    {"model", CLI_STR, &drift_a.model, 0, 0, NULL, "M", "only this model"},
+    {"since", CLI_STR, &drift_a.since, 0, 0, NULL, "S",
+     "an interval back from now ('24 hours') or a timestamp (default 7 days)"},
+    {"bucket", CLI_STR, &drift_a.bucket, 0, 0, NULL, "B",
+     "window (default), hour or day: roll windows up"},
+    {"limit", CLI_INT, &drift_a.limit, 1, 100000, NULL, NULL, "windows listed (default 20)"},
+    {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL},
+};
+
+static void drift_baseline_usage(FILE *f) {
+    fprintf(f, "usage: reclass drift baseline --db URL --tenant T --model M\n"
+               "                              (--from TS --to TS | --job J)\n\n"
+               "Pins the reference that drift scores of tenant T and model M compare against (a\n"
+               "row of drift_baselines; the latest pinned one is used): the label mix and\n"
+               "confidence histogram of the drift windows in [--from, --to), or of job J's own\n"
+               "tickets (ticket_results, exact). Without a pinned baseline the scores compare\n"
+               "with the trailing 7 days. Prints the new baseline's id and size.\n\n");
+    worker_cli_print_opts(f, drift_baseline_opts);
+}
+
+static void drift_report_usage(FILE *f) {
+    fprintf(f, "usage: reclass drift report --db URL [--tenant T] [--model M] [--since S]\n"
+               "                            [--bucket window|hour|day] [--limit N]\n\n"
+               "Prints the tenants ranked by their worst drift status, since when they drift,\n"
+               "then the worst windows (drift_scores of migration 004: PSI and Jensen-Shannon\n"
+               "divergence of the label mix and confidence histogram against the baseline).\n"
+               "Statuses: drift (a PSI >= 0.25), watch (>= 0.1), ok, sparse (too few tickets\n"
+               "to judge), no_baseline. Exit status 3 when any window reads drift (for cron\n"
+               "alerts), 0 otherwise.\n\n");
+    worker_cli_print_opts(f, drift_report_opts);
+}
+
+static int drift_baseline(int argc, char **argv) {
+    drift_args_t a = {0};
+    drift_a = a;
+    int prc = worker_cli_parse("drift baseline", argc, argv, drift_baseline_opts,
+                               drift_baseline_usage, NULL);
+    if (prc >= 0) return prc;
+    a = drift_a;
+    const char *why = !a.tenant                   ? "--tenant T is required"
+                      : !a.model                  ? "--model M is required"
+                      : a.job && (a.from || a.to) ? "pass --job or --from/--to, not both"
+                      : !a.job && !(a.from && a.to)
+                          ? "pass --from TS --to TS (stored windows) or --job J (a job's tickets)"
+                          : NULL;
+    if (why) {
+        fprintf(stderr, "reclass drift baseline: %s (see --help)\n", why);
+        return 2;
+    }
+    PGconn *conn;
+    int rc = worker_cli_db_connect("drift baseline", a.db, &conn);
+    if (rc) return rc;
+    const char *job_params[] = {a.tenant, a.model, a.job};
+    const char *win_params[] = {a.tenant, a.model, a.from, a.to};
+    /* the pin functions return the new row (a later statement would need a new snapshot) */
+    const char *sql = a.job ? "SELECT id, tickets, source, from_ts, to_ts"
+                              " FROM drift_baseline_pin_job($1, $2, $3)"
+                            : "SELECT id, tickets, source, from_ts, to_ts"
+                              " FROM drift_baseline_pin_windows($1, $2, $3::timestamptz,"
+                              " $4::timestamptz)";
+    char state[6];
+    PGresult *r = worker_cli_db_query("drift baseline", conn, sql, a.job ? 3 : 4,
+                                      a.job ? job_params : win_params, state);
+    if (!r) {
+        PQfinish(conn);
+        /* no_data_found (nothing to pin) and bad timestamps are the user's to fix */
+        return !strcmp(state, "P0002") || !strncmp(state, "22", 2) ? 2 : 1;
+    }
+    if (PQntuples(r) != 1 || PQgetisnull(r, 0, 0)) {
+        fprintf(stderr,
+                "reclass drift baseline: no baseline came back (is migration 004 applied?)\n");
+        PQclear(r);
+        PQfinish(conn);
+        return 1;
+    }
+    printf("baseline %s pinned for tenant %s, model %s: %s tickets from %s%s%s (%s .. %s)\n",
+           PQgetvalue(r, 0, 0), a.tenant, a.model, PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2),
+           a.job ? " " : "", a.job ? a.job : "", worker_cli_db_str(r, 0, 3, "?"),
+           worker_cli_db_str(r, 0, 4, "?"));
+    PQclear(r);
+    PQfinish(conn);
+    return 0;
+}
+
+/* A status's rank, worst first, as the SQL below orders them. */
+#define DRIFT_RANK_SQL                                                                             \
+    "CASE status WHEN 'drift' THEN 4 WHEN 'watch' THEN 3 WHEN 'ok' THEN 2 WHEN 'sparse' THEN 1 "   \
+    "ELSE 0 END"
+
+/* Buckets whose scores count: sparse ones are noise by definition. */
+#define DRIFT_JUDGED "status IN ('ok', 'watch', 'drift')"
+
+static const char drift_tenants_sql[] =
+    "WITH s AS (SELECT * FROM drift_scores($1, drift_since($2), $3, $4))"
+    " SELECT tenant, model, (array_agg(status ORDER BY " DRIFT_RANK_SQL " DESC))[1],"
+    " count(*), count(*) FILTER (WHERE status = 'drift'), sum(tickets),"
+    " to_char(min(bucket_start) FILTER (WHERE status = 'drift') AT TIME ZONE 'UTC',"
+    " 'YYYY-MM-DD HH24:MI'),"
+    " round(max(label_psi) FILTER (WHERE " DRIFT_JUDGED ")::numeric, 3),"
+    " round(max(confidence_psi) FILTER (WHERE " DRIFT_JUDGED ")::numeric, 3),"
+    " (array_agg(reference ORDER BY bucket_start DESC))[1]"
+    " FROM s GROUP BY tenant, model"
+    " ORDER BY max(" DRIFT_RANK_SQL ") DESC,"
+    " max(greatest(label_psi, confidence_psi)) FILTER (WHERE " DRIFT_JUDGED ") DESC"
+    " NULLS LAST, tenant";
+
+static const char drift_windows_sql[] =
+    "SELECT to_char(bucket_start AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS'), bucket_s, tenant,"
+    " model, status, tickets, round(label_psi::numeric, 3), round(label_js::numeric, 3),"
+    " round(confidence_psi::numeric, 3), round(confidence_js::numeric, 3),"
+    " round(low_confidence_share::numeric, 3), round(low_confidence_change::numeric, 3),"
+    " cardinality(labels_new), cardinality(labels_gone)"
+    " FROM drift_scores($1, drift_since($2), $3, $4)"
+    " ORDER BY " DRIFT_RANK_SQL " DESC, greatest(label_psi, confidence_psi) DESC NULLS LAST,"
+    " bucket_start DESC LIMIT $5";
+
+static int drift_report(int argc, char **argv) {
+    drift_args_t a = {.since = "7 days", .bucket = "window", .limit = 20};
+    drift_a = a;
+    int prc =
+        worker_cli_parse("drift report", argc, argv, drift_report_opts, drift_report_usage, NULL);
+    if (prc >= 0) return prc;
+    a = drift_a;
+    if (strcmp(a.bucket, "window") && strcmp(a.bucket, "hour") && strcmp(a.bucket, "day")) {
+        fprintf(stderr, "reclass drift report: --bucket %s: use window, hour or day\n", a.bucket);
+        return 2;
+    }
+    PGconn *conn;
+    int rc = worker_cli_db_connect("drift report", a.db, &conn);
+    if (rc) return rc;
+    char limit[16], state[6];
+    snprintf(limit, sizeof limit, "%d", a.limit);
+    const char *params[] = {a.bucket, a.since, a.tenant, a.model, limit};
+    PGresult *t = worker_cli_db_query("drift report", conn, drift_tenants_sql, 4, params, state);
+    PGresult *w =
+        t ? worker_cli_db_query("drift report", conn, drift_windows_sql, 5, params, state) : NULL;
+    if (!w) {
+        PQclear(t);
+        PQfinish(conn);
+        return !strcmp(state, "22023") ? 2 : 1; /* invalid_parameter_value: a bad --since */
+    }
+    long drifting = 0;
+    printf("drift since %s (%s buckets): %d tenant/model pair%s\n\n", a.since, a.bucket,
+           PQntuples(t), PQntuples(t) == 1 ? "" : "s");
+    printf("%-16s %-22s %-11s %8s %7s %10s %-16s %9s %9s  %s\n", "tenant", "model", "worst",
+           "buckets", "drift", "tickets", "drift since", "max_lpsi", "max_cpsi", "reference");
+    for (int i = 0; i < PQntuples(t); i++) {
+        drifting += atol(PQgetvalue(t, i, 4));
+        printf("%-16s %-22s %-11s %8s %7s %10s %-16s %9s %9s  %s\n", PQgetvalue(t, i, 0),
+               PQgetvalue(t, i, 1), PQgetvalue(t, i, 2), PQgetvalue(t, i, 3), PQgetvalue(t, i, 4),
+               PQgetvalue(t, i, 5), worker_cli_db_str(t, i, 6, "-"),
+               worker_cli_db_str(t, i, 7, "-"), worker_cli_db_str(t, i, 8, "-"),
+               PQgetvalue(t, i, 9));
+    }
+    printf("\nworst %d bucket%s (PSI: population stability index, JS: Jensen-Shannon, base 2;\n"
+           "low_conf: share of confidence < 0.5 and its change against the reference)\n\n",
+           PQntuples(w), PQntuples(w) == 1 ? "" : "s");
+    printf("%-19s %6s %-16s %-11s %8s %9s %8s %9s %8s %8s %8s %4s %4s\n", "start (UTC)", "s",
+           "tenant", "status", "tickets", "label_psi", "label_js", "conf_psi", "conf_js",
+           "low_conf", "change", "new", "gone");
+    for (int i = 0; i < PQntuples(w); i++)
+        printf("%-19s %6s %-16s %-11s %8s %9s %8s %9s %8s %8s %8s %4s %4s\n", PQgetvalue(w, i, 0),
+               PQgetvalue(w, i, 1), PQgetvalue(w, i, 2), PQgetvalue(w, i, 4), PQgetvalue(w, i, 5),
+               worker_cli_db_str(w, i, 6, "-"), worker_cli_db_str(w, i, 7, "-"),
+               worker_cli_db_str(w, i, 8, "-"), worker_cli_db_str(w, i, 9, "-"),
+               worker_cli_db_str(w, i, 10, "-"), worker_cli_db_str(w, i, 11, "-"),
+               PQgetvalue(w, i, 12), PQgetvalue(w, i, 13));
+    if (drifting) printf("\n%ld bucket%s in drift\n", drifting, drifting == 1 ? "" : "s");
+    PQclear(t);
+    PQclear(w);
+    PQfinish(conn);
+    return drifting ? DRIFT_EXIT_DRIFT : 0;
+}
+
+int worker_cmd_drift(int argc, char **argv) {
+    if (argc >= 2 && !strcmp(argv[1], "baseline")) return drift_baseline(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "report")) return drift_report(argc - 1, argv + 1);
+    FILE *f = argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) ? stdout : stderr;
+    fprintf(f, "usage: reclass drift baseline|report [options] (reclass drift report --help)\n\n");
+    drift_baseline_usage(f);
+    fprintf(f, "\n");
+    drift_report_usage(f);
+    return f == stdout ? 0 : 2;
+}

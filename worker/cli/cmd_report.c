@@ -1,0 +1,82 @@
+/* reclass report: a finished job's report as one self-contained HTML file (worker/report/
+ * writes it; this file parses options and picks the output). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+#include "worker/cli/cli.h"
+#include "worker/cli/db.h"
+#include "worker/report/report.h"
+
+typedef struct {
+    const char *db, *job, *out;
+} report_args_t;
+
+static report_args_t report_a;
+
+static const cli_opt_t report_opts[] = {
+    {"db", CLI_STR, &report_a.db, 0, 0, "RECLASS_DB", "URL", "PostgreSQL URL or conninfo"},
+    {"job", CLI_STR, &report_a.job, 0, 0, NULL, "J", "the job (required)"},
+    {"out", CLI_STR, &report_a.out, 0, 0, NULL, "FILE",
+     "write the HTML there (default: standard output)"},
+    {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL},
+};
+
+static void report_usage(FILE *f) {
+    fprintf(f, "usage: reclass report --db URL --job J [--out report.html]\n\n"
+               "Writes job J's report as one HTML file that needs nothing else (inline SVG, no\n"
+               "script, no network): summary, drift scores of the job and of its tenant's\n"
+               "windows against the pinned baseline, label distribution, confidence histogram,\n"
+               "least-confident tickets, throughput and device memory over time.\n\n");
+    worker_cli_print_opts(f, report_opts);
+}
+
+int worker_cmd_report(int argc, char **argv) {
+    report_a = (report_args_t){0};
+    int prc = worker_cli_parse("report", argc, argv, report_opts, report_usage, NULL);
+    if (prc >= 0) return prc;
+    report_args_t a = report_a;
+    if (!a.job) {
+        fprintf(stderr, "reclass report: --job J is required (see --help)\n");
+        return 2;
+    }
+    PGconn *conn;
+    int rc = worker_cli_db_connect("report", a.db, &conn);
+    if (rc) return rc;
+    /* written to a temporary file first: a failed report never leaves half a page at --out */
+    char *tmp = NULL;
+    FILE *f = stdout;
+    if (a.out) {
+        size_t n = strlen(a.out) + 8;
+        tmp = malloc(n);
+        if (tmp) snprintf(tmp, n, "%s.tmp", a.out);
+        f = tmp ? fopen(tmp, "w") : NULL;
+        if (!f) {
+            fprintf(stderr, "reclass report: cannot write %s.tmp: check --out\n", a.out);
+            free(tmp);
+            PQfinish(conn);
+            return 2;
+        }
+    }
+    char err[1024];
+    rc = report_job_write(conn, a.job, f, err, sizeof err);
+    PQfinish(conn);
+    int wrc = a.out ? fclose(f) : fflush(f);
+    if (rc == 0 && wrc != 0) {
+        snprintf(err, sizeof err, "writing the report failed");
+        rc = 1;
+    }
+    if (rc == 0 && a.out && rename(tmp, a.out) != 0) {
+        snprintf(err, sizeof err, "cannot rename %s to %s", tmp, a.out);
+        rc = 1;
+    }
+    if (rc != 0) {
+        if (tmp) remove(tmp);
+        fprintf(stderr, "reclass report: %s\n", err);
+    } else if (a.out)
+        fprintf(stderr, "reclass report: wrote %s\n", a.out);
+    free(tmp);
+    return rc;
+}

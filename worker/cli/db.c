@@ -1,0 +1,43 @@
+#include "worker/cli/db.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "sink/pgutil.h"
+#include "sink/sink.h"
+
+int worker_cli_db_connect(const char *cmd, const char *db, PGconn **conn) {
+    *conn = NULL;
+    if (!db || !*db) {
+        fprintf(stderr, "reclass %s: no database: pass --db URL or set RECLASS_DB\n", cmd);
+        return 2;
+    }
+    int rc = SINK_OK;
+    char err[1024];
+    *conn = sink_pg_connect(db, &rc, err, sizeof err);
+    if (*conn) return 0;
+    fprintf(stderr, "reclass %s: %s\n", cmd, err);
+    return rc == SINK_FATAL ? 2 : 1;
+}
+
+PGresult *worker_cli_db_query(const char *cmd, PGconn *conn, const char *sql, int n,
+                              const char *const *params, char sqlstate[6]) {
+    if (sqlstate) sqlstate[0] = 0;
+    PGresult *r = PQexecParams(conn, sql, n, NULL, params, NULL, NULL, 0);
+    if (r && PQresultStatus(r) == PGRES_TUPLES_OK) return r;
+    if (sqlstate) {
+        const char *s = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+        snprintf(sqlstate, 6, "%s", s ? s : "");
+    }
+    char err[1024];
+    sink_pg_errmsg(err, sizeof err, "query", conn, r);
+    /* a database without migration 004 answers "function drift_scores(...) does not exist" */
+    const char *hint = strstr(err, "does not exist") ? " (run reclass migrate --db URL)" : "";
+    fprintf(stderr, "reclass %s: %s%s\n", cmd, err, hint);
+    PQclear(r);
+    return NULL;
+}
+
+const char *worker_cli_db_str(const PGresult *r, int row, int col, const char *def) {
+    return PQgetisnull(r, row, col) ? def : PQgetvalue(r, row, col);
+}
