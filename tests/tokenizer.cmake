@@ -5,3 +5,6 @@ add_test(NAME test_cli_tokenize
   COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_cli_tokenize.sh $<TARGET_FILE:reclass>
           ${RECLASS_DEMO_MODEL})
 set_tests_properties(test_cli_tokenize PROPERTIES LABELS unit)
+# tokenizer.json (worker/text/hf/) against tokenizers' ids on every fixture text.
+reclass_add_test(NAME test_tokenizer_json SOURCES ${CMAKE_SOURCE_DIR}/tests/test_tokenizer_json.c
+                 LABELS unit)

@@ -25,7 +25,10 @@ typedef struct {
     int32_t id;   /* -1: empty slot */
 } tok_slot_t;
 
+struct hf_tok;
+
 struct worker_tok {
+    struct hf_tok *hf; /* a tokenizer.json pipeline (worker/text/hf/); NULL: the fields below */
     char *pool;        /* (file bytes) the vocab file, keys point into it */
     tok_slot_t *slots; /* (mask + 1) open addressing, load <= 1/2 */
     uint32_t mask;

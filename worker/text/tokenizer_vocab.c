@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "worker/text/hf/hf.h"
 #include "worker/text/tokenizer_int.h"
 
 /* Later duplicates win, as in HF's vocab loader (a hash map filled in file order). */
@@ -148,11 +149,12 @@ int worker_tok_init(const char *vocab_path, const worker_tok_config_t *opts, wor
 
 void worker_tok_free(worker_tok_t *tok) {
     if (!tok) return;
+    hf_tok_free(tok->hf);
     free(tok->slots);
     free(tok->pool);
     free(tok);
 }
 
 int worker_tok_vocab_size(const worker_tok_t *tok) {
-    return tok->vocab_size;
+    return tok->hf ? tok->hf->vocab_size : tok->vocab_size;
 }
