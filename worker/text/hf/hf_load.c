@@ -321,6 +321,30 @@ static int load_truncation(hf_load_t *L, json_t *o) {
     return 0;
 }
 
+/* Metaspace's "first" asks whether a piece starts at offset 0 of the original text; pieces are
+ * tracked exactly only as the added tokens cut them, so a pre-tokenizer splitting before it, or
+ * a normalizer that can insert or drop characters at a normalized piece's start, is refused. */
+static int check_first(hf_load_t *L) {
+    const hf_tok_t *t = L->t;
+    int norm_added = 0, shifting = 0;
+    for (int i = 0; i < t->n_added; i++)
+        norm_added |= t->added[i].normalized;
+    for (int i = 0; i < t->n_norm; i++)
+        shifting |= t->norm[i].kind != HN_NFC && t->norm[i].kind != HN_NFD &&
+                    t->norm[i].kind != HN_NFKC && t->norm[i].kind != HN_NFKD &&
+                    t->norm[i].kind != HN_LOWER;
+    for (int i = 0; i < t->n_pre; i++) {
+        if (t->pre[i].kind != HP_METASPACE || t->pre[i].prepend != HM_FIRST) continue;
+        if (i > 0)
+            return fail(L, "pre_tokenizer Metaspace with prepend_scheme \"first\" after another "
+                           "pre-tokenizer is not supported");
+        if (norm_added && shifting)
+            return fail(L, "pre_tokenizer Metaspace with prepend_scheme \"first\", normalized "
+                           "added tokens and this normalizer is not supported");
+    }
+    return 0;
+}
+
 static int from_root(json_t *root, const char *name, hf_tok_t **out, char *err, size_t errlen) {
     hf_tok_t *t = calloc(1, sizeof(*t));
     hf_load_t L = {t, name, err, errlen};
@@ -338,7 +362,8 @@ static int from_root(json_t *root, const char *name, hf_tok_t **out, char *err, 
         hf_load_normalizer(&L, json_object_get(root, "normalizer")) ||
         hf_load_pretokenizer(&L, json_object_get(root, "pre_tokenizer")) ||
         load_post(&L, json_object_get(root, "post_processor")) ||
-        load_truncation(&L, json_object_get(root, "truncation")) || normalize_added(&L))
+        load_truncation(&L, json_object_get(root, "truncation")) || normalize_added(&L) ||
+        check_first(&L))
         goto out;
     rc = 0;
 out:
