@@ -16,7 +16,9 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "worker/text/hf/hf.h"
 #include "worker/text/tokenizer.h"
+#include "worker/text/tokenizer_int.h"
 
 #define TOKS RECLASS_FIXTURES "/tokenizers"
 
@@ -48,6 +50,13 @@ static void check_golden(const char *sub, const char *name, const char *texts_fi
     snprintf(tpath, sizeof tpath, "%s/golden/%s", TOKS, texts_file);
     worker_tok_t *tok = NULL;
     if (worker_tok_load_dir(dir, 0, &tok, err, sizeof err) != 0) fail_msg("%s", err);
+    /* A BERT-shaped file runs on the vocab.txt tokenizer: check the general pipeline too. */
+    hf_tok_t *general = NULL;
+    char json[600];
+    snprintf(json, sizeof json, "%s/tokenizer.json", dir);
+    if (!tok->hf && hf_tok_load_file(json, &general, err, sizeof err) != 0) fail_msg("%s", err);
+    int exact_general = 0;
+    worker_ids_t gids = {0};
     FILE *ft = fopen(tpath, "r"), *fg = fopen(gold, "r");
     assert_non_null(ft);
     assert_non_null(fg);
@@ -76,6 +85,14 @@ static void check_golden(const char *sub, const char *name, const char *texts_fi
                 exact[k]++;
             else if (shown++ < 5)
                 show(keys[k], json_string_value(t), &ids, want, n);
+            if (!general) continue;
+            assert_int_equal(hf_tok_encode(general, json_string_value(t), json_string_length(t),
+                                           maxes[k], &gids),
+                             0);
+            if (gids.n == n && memcmp(gids.v, want, sizeof(int32_t) * (size_t)n) == 0)
+                exact_general++;
+            else if (shown++ < 5)
+                show("general pipeline", json_string_value(t), &gids, want, n);
         }
         json_decref(t);
         json_decref(g);
@@ -85,6 +102,13 @@ static void check_golden(const char *sub, const char *name, const char *texts_fi
                 name, texts, exact[0], texts, exact[1], texts, exact[2], texts);
     else
         fprintf(stderr, "%s: %d texts, exact ids %d/%d\n", name, texts, exact[0], texts);
+    if (general) {
+        fprintf(stderr, "%s: vocab.txt fast path; general pipeline exact %d/%d\n", name,
+                exact_general, texts * (trunc ? 3 : 1));
+        assert_int_equal(exact_general, texts * (trunc ? 3 : 1));
+    }
+    hf_tok_free(general);
+    worker_ids_free(&gids);
     free(want);
     free(lt);
     free(lg);

@@ -8,3 +8,7 @@ set_tests_properties(test_cli_tokenize PROPERTIES LABELS unit)
 # tokenizer.json (worker/text/hf/) against tokenizers' ids on every fixture text.
 reclass_add_test(NAME test_tokenizer_json SOURCES ${CMAKE_SOURCE_DIR}/tests/test_tokenizer_json.c
                  LABELS unit)
+
+# Tokenization speed on one core (not a test): tests/bench/tok_speed.py runs it.
+add_executable(tok_speed ${CMAKE_SOURCE_DIR}/tests/bench/tok_speed.c)
+target_link_libraries(tok_speed PRIVATE reclass_core)

@@ -61,21 +61,26 @@ static char *read_file(const char *path, size_t *len, char *err, size_t errlen) 
 
 int worker_tok_init(const char *vocab_path, const worker_tok_config_t *opts, worker_tok_t **out,
                     char *err, size_t errlen) {
+    *out = NULL;
+    size_t len = 0;
+    char *pool = read_file(vocab_path, &len, err, errlen);
+    if (!pool) return -1;
+    return tok_init_pool(pool, len, vocab_path, opts, out, err, errlen);
+}
+
+int tok_init_pool(char *pool, size_t len, const char *vocab_path, const worker_tok_config_t *opts,
+                  worker_tok_t **out, char *err, size_t errlen) {
     static const worker_tok_config_t uncased = {.lower = 1, .strip_accents = 1, .chinese_chars = 1};
     if (!opts) opts = &uncased;
     tok_ascii_init();
     *out = NULL;
     worker_tok_t *t = calloc(1, sizeof(*t));
     if (!t) {
+        free(pool);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    size_t len = 0;
-    t->pool = read_file(vocab_path, &len, err, errlen);
-    if (!t->pool) {
-        free(t);
-        return -1;
-    }
+    t->pool = pool;
     int lines = 0;
     for (size_t i = 0; i < len; i++)
         lines += t->pool[i] == '\n';
