@@ -160,7 +160,8 @@ typedef struct hf_tok {
     hf_model_t model;
     hf_added_t *added;
     int n_added;
-    int32_t *prefix, *suffix; /* the post-processor's ids around the sequence */
+    uint8_t added_first[2][256]; /* [normalized][byte]: some added token starts with it */
+    int32_t *prefix, *suffix;    /* the post-processor's ids around the sequence */
     int n_prefix, n_suffix;
     int vocab_size; /* the highest id (model or added token) + 1 */
     int max_len;    /* the file's truncation.max_length; 0: none */

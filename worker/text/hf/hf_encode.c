@@ -64,7 +64,9 @@ static uint32_t cp_at(const char *s, size_t n, size_t i) {
 /* The leftmost-longest added token (of the normalized kind wanted) at or after *pos. */
 static const hf_added_t *next_match(const hf_tok_t *t, int normalized, const char *s, size_t n,
                                     size_t *pos) {
+    const uint8_t *first = t->added_first[normalized];
     for (size_t i = *pos; i < n; i++) {
+        if (!first[(uint8_t)s[i]]) continue;
         const hf_added_t *best = NULL;
         for (int k = 0; k < t->n_added; k++) {
             const hf_added_t *a = &t->added[k];

@@ -226,6 +226,8 @@ static int normalize_added(hf_load_t *L) {
         x->s = c;
         x->n = n;
     }
+    for (int i = 0; i < t->n_added; i++)
+        if (t->added[i].n) t->added_first[t->added[i].normalized][(uint8_t)t->added[i].s[0]] = 1;
     hf_buf_free(&a);
     hf_buf_free(&b);
     return 0;

@@ -159,17 +159,24 @@ int hf_unigram_prepare(hf_model_t *m) {
         const hf_map_slot_t *e = &m->vocab.slot[i];
         if (e->len == UINT32_MAX || e->val < 0) continue;
         uint32_t off = e->off, len = e->len;
+        /* the pool may move while slots are added: the key is copied out first */
+        char *key = malloc(len ? len : 1);
+        if (!key) return -1;
+        memcpy(key, m->vocab.pool.p + off, len);
         for (uint32_t k = 1; k < len; k++) {
-            if (is_cont(m->vocab.pool.p[off + k])) continue;
-            /* the pool may move while slots are added: copy the prefix out first */
-            char buf[256];
-            if (k > sizeof buf) break;
-            memcpy(buf, m->vocab.pool.p + off, k);
-            hf_map_slot_t *p = hf_map_slot(&m->vocab, buf, k, 1);
-            if (!p) return -1;
+            if (is_cont(key[k])) continue;
+            hf_map_slot_t *p = hf_map_slot(&m->vocab, key, k, 1);
+            if (!p) {
+                free(key);
+                return -1;
+            }
             p->aux = 1;
-            if (m->vocab.mask + 1 != n) return hf_unigram_prepare(m); /* the table grew */
+            if (m->vocab.mask + 1 != n) { /* the table grew: start over on the new one */
+                free(key);
+                return hf_unigram_prepare(m);
+            }
         }
+        free(key);
     }
     return 0;
 }

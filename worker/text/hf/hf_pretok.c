@@ -1,6 +1,7 @@
 /* tokenizers' pre-tokenizers: each turns a list of pieces into a finer one, splitting by the
  * behaviours of NormalizedString::split (Removed, Isolated, MergedWithPrevious,
  * MergedWithNext, Contiguous); ByteLevel and Metaspace also rewrite the text. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
@@ -210,24 +211,26 @@ static int is_numeric_pred(uint32_t c) {
 }
 
 /* GPT-2's byte -> printable character table, as UTF-8. */
-static const char *byte_char(uint8_t b, int *len) {
-    static char tab[256][3];
-    static int tlen[256];
-    static int init;
-    if (!init) { /* idempotent: racing threads write the same bytes */
-        int extra = 0;
-        for (int x = 0; x < 256; x++) {
-            int keep = (x >= 33 && x <= 126) || (x >= 161 && x <= 172) || x >= 174;
-            uint32_t c = keep ? (uint32_t)x : 256u + (uint32_t)extra++;
-            tlen[x] = tok_utf8_encode(c, tab[x]);
-        }
-        __atomic_store_n(&init, 1, __ATOMIC_RELEASE);
+static char byte_tab[256][3];
+static int byte_len[256];
+static pthread_once_t byte_once = PTHREAD_ONCE_INIT;
+
+static void byte_tab_init(void) {
+    int extra = 0;
+    for (int x = 0; x < 256; x++) {
+        int keep = (x >= 33 && x <= 126) || (x >= 161 && x <= 172) || x >= 174;
+        uint32_t c = keep ? (uint32_t)x : 256u + (uint32_t)extra++;
+        byte_len[x] = tok_utf8_encode(c, byte_tab[x]);
     }
-    *len = tlen[b];
-    return tab[b];
+}
+
+static inline const char *byte_char(uint8_t b, int *len) {
+    *len = byte_len[b];
+    return byte_tab[b];
 }
 
 static int bytelevel(const hf_pretok_t *p, const hf_pieces_t *in, hf_pieces_t *out) {
+    pthread_once(&byte_once, byte_tab_init);
     segs_t g = {0};
     int rc = 0;
     for (size_t i = 0; i < in->n && rc == 0; i++) {
