@@ -129,7 +129,7 @@ typedef struct {
     uint64_t *mkey; /* (mmask + 1) keys, UINT64_MAX empty */
     int32_t *mrank, *mnew;
     uint32_t mmask;
-    int fuse_unk, byte_fallback;
+    int fuse_unk, byte_fallback, ignore_merges;
     int32_t byte_id[256]; /* "<0xXX>" ids for byte fallback, -1 when absent */
     /* Unigram */
     double *score; /* (n_vocab) */

@@ -56,13 +56,12 @@ static int load_bpe(hf_load_t *L, json_t *mo) {
     const char *suf = json_string_value(json_object_get(mo, "end_of_word_suffix"));
     if (pre && *pre) return fail(L, "model BPE with continuing_subword_prefix is not supported");
     if (suf && *suf) return fail(L, "model BPE with end_of_word_suffix is not supported");
-    if (hf_json_flag(mo, "ignore_merges", 0))
-        return fail(L, "model BPE with ignore_merges is not supported");
     if (load_vocab_object(L, json_object_get(mo, "vocab")) != 0) return -1;
     json_t *unk = json_object_get(mo, "unk_token");
     m->unk = json_is_string(unk) ? token_id(L, unk) : -1;
     m->fuse_unk = hf_json_flag(mo, "fuse_unk", 0);
     m->byte_fallback = hf_json_flag(mo, "byte_fallback", 0);
+    m->ignore_merges = hf_json_flag(mo, "ignore_merges", 0);
     byte_ids(m);
     json_t *merges = json_object_get(mo, "merges");
     if (!json_is_array(merges)) return fail(L, "model.merges must be an array");

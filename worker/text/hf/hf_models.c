@@ -87,6 +87,10 @@ static inline int32_t merge_rank(const hf_model_t *m, int32_t a, int32_t b, int3
 }
 
 int hf_bpe_encode(const hf_model_t *m, const char *w, size_t n, worker_ids_t *out) {
+    if (m->ignore_merges) { /* a word in the vocabulary is its own token */
+        int32_t v = hf_map_get(&m->vocab, w, n);
+        if (v >= 0) return hf_ids_push(out, v);
+    }
     /* Symbols: one per character (its id), unknown ones fused or not, as merge_word. */
     int32_t stack_id[128], stack_next[128], stack_rank[128], stack_new[128];
     int32_t *id = stack_id, *next = stack_next, *rank = stack_rank, *nid = stack_new;
