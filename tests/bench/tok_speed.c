@@ -1,7 +1,7 @@
 /* Tokenization speed on one core: worker_tok_encode over every text of a file of JSON strings
  * (one a line), for each tokenizer directory given (worker_tok_load_dir), truncating at 512.
- * One untimed pass, then REPEAT timed passes; prints the median as one JSON line per
- * directory. tests/bench/tok_speed.py runs it beside Hugging Face tokenizers.
+ * One untimed pass, then REPEAT timed passes by CPU time; prints the median as one JSON line
+ * per directory. tests/bench/tok_speed.py runs it beside Hugging Face tokenizers.
  *
  *     tok_speed TEXTS.jsonl REPEAT DIR... */
 #include <jansson.h>
@@ -12,9 +12,11 @@
 
 #include "worker/text/tokenizer.h"
 
+/* CPU time of this (single-threaded) process: on a shared machine it moves less with other
+ * load than the wall clock does. */
 static double now(void) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 

@@ -9,8 +9,9 @@ edge strings). Tokenizers: the three fixture tokenizer.json files (reclass runs 
 on its vocab.txt WordPiece path, ASCII fast path included: worker_tok_load_dir). Python side:
 Tokenizer.from_file(...).encode(text) per text with truncation to 512 (RAYON_NUM_THREADS=1;
 one encode() uses one thread). reclass side: build/tests/tok_speed (worker_tok_encode,
-max_len 512), pinned to one core with taskset. Median of --repeat passes after one warm-up.
-Prints a Markdown table.
+max_len 512), pinned to one core with taskset. Both timed by the process's CPU time (steadier
+than the wall clock on a shared machine); median of --repeat passes after one warm-up. Prints a
+Markdown table.
 """
 import argparse
 import json
@@ -33,12 +34,12 @@ def py_speed(path, texts, repeat):
     tok.enable_truncation(max_length=512)
     times = []
     for r in range(repeat + 1):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         n = 0
         for t in texts:
             n += len(tok.encode(t).ids)
         if r:
-            times.append(time.perf_counter() - t0)
+            times.append(time.process_time() - t0)
     times.sort()
     return times[len(times) // 2], n
 
