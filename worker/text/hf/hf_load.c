@@ -184,7 +184,8 @@ static int load_added(hf_load_t *L, json_t *list) {
         json_t *id = json_object_get(o, "id");
         hf_added_t *a = &t->added[t->n_added];
         a->s = hf_json_strdup(json_object_get(o, "content"), &a->n);
-        if (!a->s || !json_is_integer(id) || json_integer_value(id) < 0) {
+        if (!a->s || !json_is_integer(id) || json_integer_value(id) < 0 ||
+            json_integer_value(id) > 0x7FFFFFFF) {
             free(a->s);
             return fail(L, "added_tokens: each needs \"id\" and \"content\"");
         }
@@ -236,7 +237,9 @@ oom:
     return oom(L);
 }
 
-static int push_id(int32_t **v, int *n, int32_t id) {
+/* The post-processor's ids count in vocab_size: config.json's must cover them. */
+static int push_id(hf_load_t *L, int32_t **v, int *n, int32_t id) {
+    note_id(L, id);
     int32_t *x = realloc(*v, sizeof(int32_t) * (size_t)(*n + 1));
     if (!x) return -1;
     x[(*n)++] = id;
@@ -246,7 +249,8 @@ static int push_id(int32_t **v, int *n, int32_t id) {
 
 static int pair_id(hf_load_t *L, json_t *pair, int32_t *id) {
     json_t *v = json_array_get(pair, 1);
-    if (!json_is_integer(v)) return fail(L, "post_processor: cls and sep must be [token, id]");
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 0x7FFFFFFF)
+        return fail(L, "post_processor: cls and sep must be [token, id]");
     *id = (int32_t)json_integer_value(v);
     return 0;
 }
@@ -269,7 +273,7 @@ static int load_post(hf_load_t *L, json_t *o) {
         if (pair_id(L, json_object_get(o, "cls"), &cls) ||
             pair_id(L, json_object_get(o, "sep"), &sep))
             return -1;
-        if (push_id(&t->prefix, &t->n_prefix, cls) || push_id(&t->suffix, &t->n_suffix, sep))
+        if (push_id(L, &t->prefix, &t->n_prefix, cls) || push_id(L, &t->suffix, &t->n_suffix, sep))
             return oom(L);
         return 0;
     }
@@ -295,10 +299,12 @@ static int load_post(hf_load_t *L, json_t *o) {
             size_t k;
             json_t *idv;
             json_array_foreach(ids, k, idv) {
-                if (!json_is_integer(idv)) return fail(L, "post_processor: ids must be integers");
+                if (!json_is_integer(idv) || json_integer_value(idv) < 0 ||
+                    json_integer_value(idv) > 0x7FFFFFFF)
+                    return fail(L, "post_processor: ids must be non-negative integers");
                 int32_t id = (int32_t)json_integer_value(idv);
-                if (seen_a ? push_id(&t->suffix, &t->n_suffix, id)
-                           : push_id(&t->prefix, &t->n_prefix, id))
+                if (seen_a ? push_id(L, &t->suffix, &t->n_suffix, id)
+                           : push_id(L, &t->prefix, &t->n_prefix, id))
                     return oom(L);
             }
         }

@@ -49,8 +49,8 @@ static int bert(const hf_norm_t *nm, const char *s, size_t len, hf_buf_t *out) {
     }
     int rc = 0;
     out->n = 0;
-    if (nm->strip) { /* NFD with canonical ordering, at most 4 code points a character */
-        uint32_t *d2 = malloc((4 * n + 8) * sizeof(uint32_t));
+    if (nm->strip) { /* NFD with canonical ordering */
+        uint32_t *d2 = malloc((TOK_UC_MAX_DECOMP * n + 8) * sizeof(uint32_t));
         if (!d2) {
             free(cp);
             return -1;
