@@ -2,7 +2,8 @@
 # seed corpus and its kept crashers (tests/fuzz/corpus/<name>, tests/fuzz/regressions/<name>)
 # through a plain main() as a unit test; -DRECLASS_FUZZ=ON with clang also builds the
 # libFuzzer binaries fuzz_<name> that tests/fuzz/run.sh runs.
-set(RECLASS_FUZZ_TARGETS codec submit_csv submit_jsonl tokenizer model_config safetensors)
+set(RECLASS_FUZZ_TARGETS codec submit_csv submit_jsonl tokenizer tokenizer_json model_config
+    safetensors)
 foreach(t ${RECLASS_FUZZ_TARGETS})
   set(src ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_${t}.c)
   add_executable(fuzz_replay_${t} ${src} ${CMAKE_SOURCE_DIR}/tests/fuzz/replay.c)

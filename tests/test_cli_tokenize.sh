@@ -95,5 +95,20 @@ echo x | "$bin" tokenize --model "$tmp/cased" > /dev/null 2>&1; check "broken to
 rm "$tmp/cased/tokenizer_config.json"
 check "no config: lower-cased" "[2,5,5,5,3]" "$(echo 'Hello hello HELLO' | "$bin" tokenize --model "$tmp/cased")"
 
+# A directory with tokenizer.json uses it (ids from tokenizers 0.23.3,
+# tests/fixtures/tokenizers/golden); a feature it lacks is refused naming it, exit 2.
+toks=$(dirname "$0")/fixtures/tokenizers
+check "tokenizer.json: XLM-R Unigram" "[0,15,3,2407,2407,3756,3726,2841,2]" \
+    "$(printf 'Ελλάδα' | "$bin" tokenize --model "$toks/xlmr-unigram")"
+check "tokenizer.json: RoBERTa BPE, max-len 5" "[0,45,1137,539,2]" \
+    "$(echo "I'd like to know what bitcoin means" | "$bin" tokenize --model "$toks/roberta-bpe" --max-len 5)"
+mkdir -p "$tmp/badjson"
+echo '{"normalizer":{"type":"Frobnicate"},"model":{"type":"BPE","vocab":{},"merges":[]}}' \
+    > "$tmp/badjson/tokenizer.json"
+echo x | "$bin" tokenize --model "$tmp/badjson" > /dev/null 2> "$tmp/err"; rc=$?
+check "unsupported tokenizer.json: exit 2" 2 "$rc"
+grep -q 'normalizer "Frobnicate" is not supported' "$tmp/err"
+check "... and the message names it ($(cat "$tmp/err"))" 0 $?
+
 if [ "$fails" -ne 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo "all checks passed"

@@ -10,13 +10,13 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 secs=${1:-30}
 build=${RECLASS_FUZZ_BUILD_DIR:-$root/build-fuzz}
-read -r -a targets <<<"${RECLASS_FUZZ_TARGETS:-codec submit_csv submit_jsonl tokenizer model_config safetensors}"
+read -r -a targets <<<"${RECLASS_FUZZ_TARGETS:-codec submit_csv submit_jsonl tokenizer tokenizer_json model_config safetensors}"
 ncpu=$(nproc)
 jobs=${RECLASS_FUZZ_JOBS:-$((ncpu < 4 ? ncpu : 4))}
 # Longest input per target: a bit above the largest real input of its kind (tickets are
 # short, the demo model's config.json and safetensors header are ~8 KB); longer inputs only
 # slow the search down.
-declare -A max_len=([codec]=4096 [submit_csv]=8192 [submit_jsonl]=8192 [tokenizer]=2048
+declare -A max_len=([codec]=4096 [submit_csv]=8192 [submit_jsonl]=8192 [tokenizer]=2048 [tokenizer_json]=4096
                     [model_config]=16384 [safetensors]=16384)
 
 command -v clang >/dev/null || { echo "tests/fuzz/run.sh: clang is needed (apt-get install clang libclang-rt-14-dev)" >&2; exit 1; }

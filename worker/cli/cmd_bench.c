@@ -239,10 +239,7 @@ int worker_cmd_bench(int argc, char **argv) {
             worker_workload_free(w);
             return 2;
         }
-        worker_tok_config_t tc;
-        int trc = worker_tok_config_read(model->dir, &tc, err, sizeof err);
-        tc.vocab_size = cfg.vocab_size;
-        if (trc || worker_tok_init(model->vocab_path, &tc, &tok, err, sizeof err)) {
+        if (worker_tok_load_dir(model->dir, cfg.vocab_size, &tok, err, sizeof err)) {
             fprintf(stderr, "reclass bench: %s\n", err);
             gpu_model_free(model);
             worker_workload_free(w);

@@ -366,15 +366,8 @@ int worker_cmd_classify(int argc, char **argv) {
         return 2;
     }
     worker_tok_t *tok = NULL;
-    worker_tok_config_t tc;
-    if (worker_tok_config_read(o.model_dir, &tc, err, sizeof err) != 0) {
+    if (worker_tok_load_dir(o.model_dir, model->cfg.vocab_size, &tok, err, sizeof err)) {
         fprintf(stderr, "reclass classify: %s\n", err);
-        gpu_model_free(model);
-        return 2;
-    }
-    tc.vocab_size = model->cfg.vocab_size;
-    if (!model->vocab_path || worker_tok_init(model->vocab_path, &tc, &tok, err, sizeof err)) {
-        fprintf(stderr, "reclass classify: %s\n", model->vocab_path ? err : "model has no vocab");
         gpu_model_free(model);
         return 2;
     }

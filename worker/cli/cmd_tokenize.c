@@ -20,9 +20,9 @@
          0,                                                                                        \
          NULL,                                                                                     \
          "DIR",                                                                                    \
-         "model directory with vocab.txt and optionally tokenizer_config.json\n"                   \
-         "      (do_lower_case, strip_accents, tokenize_chinese_chars; BERT uncased when "         \
-         "absent)"},                                                                               \
+         "model directory with tokenizer.json (Hugging Face tokenizers), or else vocab.txt\n"      \
+         "      and optionally tokenizer_config.json (do_lower_case, strip_accents,\n"             \
+         "      tokenize_chinese_chars; BERT uncased when absent)"},                               \
             {"jsonl",                                                                              \
              CLI_FLAG,                                                                             \
              jsonl,                                                                                \
@@ -95,15 +95,9 @@ int worker_cmd_tokenize(int argc, char **argv) {
         return 2;
     }
 
-    char err[PATH_MAX + 256], vocab[PATH_MAX];
-    worker_tok_config_t tc;
-    if (worker_tok_config_read(model, &tc, err, sizeof(err)) != 0) {
-        fprintf(stderr, "reclass tokenize: %s\n", err);
-        return 2;
-    }
-    snprintf(vocab, sizeof(vocab), "%s/vocab.txt", model);
+    char err[PATH_MAX + 256];
     worker_tok_t *tok = NULL;
-    if (worker_tok_init(vocab, &tc, &tok, err, sizeof(err)) != 0) {
+    if (worker_tok_load_dir(model, 0, &tok, err, sizeof(err)) != 0) {
         fprintf(stderr, "reclass tokenize: %s\n", err);
         return 2;
     }

@@ -90,10 +90,7 @@ static void print_stats(pl_t *pl, double t_start, worker_pipeline_stats_t *st) {
 static int setup_compute(pl_t *pl, char *err, size_t errlen) {
     const worker_run_cfg_t *cfg = pl->cfg;
     if (gpu_model_load(cfg->model, &pl->model, err, errlen)) return 2;
-    worker_tok_config_t tc;
-    if (worker_tok_config_read(cfg->model, &tc, err, errlen)) return 2;
-    tc.vocab_size = pl->model->cfg.vocab_size;
-    if (worker_tok_init(pl->model->vocab_path, &tc, &pl->tok, err, errlen)) return 2;
+    if (worker_tok_load_dir(cfg->model, pl->model->cfg.vocab_size, &pl->tok, err, errlen)) return 2;
     const gpu_backend_ops_t *ops = gpu_backend_find(cfg->backend, err, errlen);
     if (!ops) return 2;
     int max_len = pl->model->cfg.max_pos;

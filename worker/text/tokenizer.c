@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "worker/text/hf/hf.h"
 #include "worker/text/tokenizer_int.h"
 #include "worker/text/tokenizer_unicode.h"
 
@@ -51,7 +52,7 @@ void worker_ids_free(worker_ids_t *ids) {
     ids->n = ids->cap = ids->n_full = ids->truncated = 0;
 }
 
-static int ids_reserve(worker_ids_t *ids, size_t need) {
+int worker_ids_reserve(worker_ids_t *ids, size_t need) {
     if (need > (size_t)0x7FFFFFFF) return -1;
     if ((size_t)ids->cap >= need) return 0;
     size_t cap = ids->cap ? (size_t)ids->cap : 64;
@@ -193,76 +194,6 @@ static uint32_t *scratch_get(size_t need) {
     return s->cp;
 }
 
-/* Strict UTF-8 decoding of one code point at s (n bytes left, n >= 1). Returns the bytes
- * consumed; *cp = 0xFFFD for an invalid byte, which then consumes only that byte, so a valid
- * character after it is never swallowed (Python's errors="replace" keeps it as well). */
-static inline int utf8_decode(const uint8_t *s, size_t n, uint32_t *cp) {
-    uint8_t b = s[0];
-    if (b < 0x80) {
-        *cp = b;
-        return 1;
-    }
-    if (b >= 0xC2 && b <= 0xDF && n >= 2 && (s[1] & 0xC0) == 0x80) {
-        *cp = ((uint32_t)(b & 0x1F) << 6) | (s[1] & 0x3F);
-        return 2;
-    }
-    if (b >= 0xE0 && b <= 0xEF && n >= 3 && (s[1] & 0xC0) == 0x80 && (s[2] & 0xC0) == 0x80) {
-        uint32_t c = ((uint32_t)(b & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
-        if (c >= 0x800 && (c < 0xD800 || c > 0xDFFF)) {
-            *cp = c;
-            return 3;
-        }
-    }
-    if (b >= 0xF0 && b <= 0xF4 && n >= 4 && (s[1] & 0xC0) == 0x80 && (s[2] & 0xC0) == 0x80 &&
-        (s[3] & 0xC0) == 0x80) {
-        uint32_t c = ((uint32_t)(b & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) |
-                     ((uint32_t)(s[2] & 0x3F) << 6) | (s[3] & 0x3F);
-        if (c >= 0x10000 && c <= 0x10FFFF) {
-            *cp = c;
-            return 4;
-        }
-    }
-    *cp = 0xFFFD;
-    return 1;
-}
-
-static inline int utf8_encode(uint32_t c, char *o) {
-    if (c < 0x80) {
-        o[0] = (char)c;
-        return 1;
-    }
-    if (c < 0x800) {
-        o[0] = (char)(0xC0 | (c >> 6));
-        o[1] = (char)(0x80 | (c & 0x3F));
-        return 2;
-    }
-    if (c < 0x10000) {
-        o[0] = (char)(0xE0 | (c >> 12));
-        o[1] = (char)(0x80 | ((c >> 6) & 0x3F));
-        o[2] = (char)(0x80 | (c & 0x3F));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | (c >> 18));
-    o[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-    o[2] = (char)(0x80 | ((c >> 6) & 0x3F));
-    o[3] = (char)(0x80 | (c & 0x3F));
-    return 4;
-}
-
-/* Appends a code point that the NFD step produced, keeping each run of non-starters sorted
- * by combining class (the canonical ordering; stable, so equal classes keep their order). */
-static inline size_t push_ordered(uint32_t *cp, size_t n, uint32_t c) {
-    int ccc = tok_uc_ccc(c);
-    size_t j = n;
-    if (ccc)
-        while (j > 0 && tok_uc_ccc(cp[j - 1]) > ccc) {
-            cp[j] = cp[j - 1];
-            j--;
-        }
-    cp[j] = c;
-    return n + 1;
-}
-
 /* Normalizes the whole text into code points (the BertNormalizer steps in HF's order). The
  * output holds at most 2 code points per input byte (NFD expands one character to at most 4
  * code points, from at least 2 bytes; CJK spacing turns 3 bytes into 3). */
@@ -279,7 +210,7 @@ static size_t normalize(const worker_tok_t *t, const char *text, size_t len, uin
                 continue;
             }
         }
-        i += utf8_decode(s + i, len - i, &c);
+        i += tok_utf8_decode(s + i, len - i, &c);
         switch (tok_uc_clean_class(c)) {
         case TOK_CP_DROP:
             continue;
@@ -293,7 +224,7 @@ static size_t normalize(const worker_tok_t *t, const char *text, size_t len, uin
                 uint32_t d[TOK_UC_MAX_DECOMP];
                 int nd = tok_uc_decompose(c, d);
                 for (int k = 0; k < nd; k++)
-                    n = push_ordered(cp, n, d[k]);
+                    n = tok_uc_push_ordered(cp, n, d[k]);
             } else {
                 cp[n++] = c;
             }
@@ -317,7 +248,7 @@ static size_t normalize(const worker_tok_t *t, const char *text, size_t len, uin
         uint32_t d[TOK_UC_MAX_DECOMP];
         int nd = tok_uc_decompose(c, d);
         for (int k = 0; k < nd; k++)
-            n = push_ordered(cp, n, d[k]);
+            n = tok_uc_push_ordered(cp, n, d[k]);
     }
     if (!t->lower && !t->strip) return n;
     size_t m = 0; /* strip accents (Mn) after ordering, then lower-case */
@@ -340,7 +271,7 @@ static int encode_general(const worker_tok_t *t, const char *text, size_t len, w
     uint32_t *cp = scratch_get(2 * len + 8);
     if (!cp) return -1;
     size_t n = normalize(t, text, len, cp);
-    if (ids_reserve(out, n + 2) != 0) return -1;
+    if (worker_ids_reserve(out, n + 2) != 0) return -1;
     char w[4 * TOK_MAX_WORD_CHARS];
     int wb = 0, wc = 0; /* word bytes kept, word chars seen */
     for (size_t i = 0; i <= n; i++) {
@@ -348,7 +279,7 @@ static int encode_general(const worker_tok_t *t, const char *text, size_t len, w
         int ws = c < SP_SENTINEL && tok_uc_is_ws(c);
         int punct = c < SP_SENTINEL && !ws && tok_uc_is_punct(c);
         if (c < SP_SENTINEL && !ws && !punct) {
-            if (wc < TOK_MAX_WORD_CHARS) wb += utf8_encode(c, w + wb);
+            if (wc < TOK_MAX_WORD_CHARS) wb += tok_utf8_encode(c, w + wb);
             wc++;
             continue;
         }
@@ -365,18 +296,19 @@ static int encode_general(const worker_tok_t *t, const char *text, size_t len, w
             continue;
         }
         char pw[4];
-        wordpiece(t, pw, utf8_encode(c, pw), out);
+        wordpiece(t, pw, tok_utf8_encode(c, pw), out);
     }
     return 0;
 }
 
 int worker_tok_encode_path(const worker_tok_t *t, const char *text, size_t len, int max_len,
                            worker_ids_t *out, int force_general) {
+    if (t->hf) return hf_tok_encode(t->hf, text, len, max_len, out);
     out->n = 0;
     out->n_full = 0;
     out->truncated = 0;
     /* Every id consumes at least one input byte on the ASCII path. */
-    if (ids_reserve(out, len + 2) != 0) return -1;
+    if (worker_ids_reserve(out, len + 2) != 0) return -1;
     push(out, t->sp_id[SP_CLS]);
     if (force_general || !encode_ascii(t, text, len, out)) {
         out->n = 1;

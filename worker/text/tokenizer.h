@@ -21,6 +21,14 @@ typedef struct {
     int truncated; /* 1 when n < n_full */
 } worker_ids_t;
 
+/* The tokenizer of a checkpoint directory: dir/tokenizer.json when it exists (the Hugging Face
+ * tokenizers format: worker/text/hf/), else dir/vocab.txt with dir/tokenizer_config.json's
+ * settings (BERT WordPiece). vocab_size: config.json's; a tokenizer with ids at or past it is
+ * refused (0 = unchecked). A feature the file asks for that reclass lacks is an error naming
+ * it. */
+int worker_tok_load_dir(const char *dir, int vocab_size, worker_tok_t **out, char *err,
+                        size_t errlen);
+
 /* opts: the checkpoint's settings (worker_tok_config_read, vocab_size set from the model's
  * config.json); NULL: BERT uncased (lower-case, strip accents, space CJK). */
 int worker_tok_init(const char *vocab_path, const worker_tok_config_t *opts, worker_tok_t **out,
@@ -34,6 +42,8 @@ int worker_tok_vocab_size(const worker_tok_t *tok);
 int worker_tok_encode(const worker_tok_t *tok, const char *text, size_t len, int max_len,
                       worker_ids_t *out);
 void worker_ids_free(worker_ids_t *ids);
+/* Grows ids->v to hold at least need ids. 0, or -1 when out of memory. */
+int worker_ids_reserve(worker_ids_t *ids, size_t need);
 
 /* worker_tok_encode with a switch for tests: force_general 1 skips the printable-ASCII fast
  * path so that the general (Unicode) path can be checked on the same texts. */

@@ -25,7 +25,10 @@ typedef struct {
     int32_t id;   /* -1: empty slot */
 } tok_slot_t;
 
+struct hf_tok;
+
 struct worker_tok {
+    struct hf_tok *hf; /* a tokenizer.json pipeline (worker/text/hf/); NULL: the fields below */
     char *pool;        /* (file bytes) the vocab file, keys point into it */
     tok_slot_t *slots; /* (mask + 1) open addressing, load <= 1/2 */
     uint32_t mask;
@@ -52,6 +55,11 @@ static inline int32_t tok_lookup(const worker_tok_t *t, int cont, const char *s,
             return e->id;
     }
 }
+
+/* worker_tok_init on a vocab.txt already in memory (pool: len bytes plus a NUL, malloc'ed; the
+ * tokenizer owns it from here, on failure too). name stands for the file in err. */
+int tok_init_pool(char *pool, size_t len, const char *name, const worker_tok_config_t *opts,
+                  worker_tok_t **out, char *err, size_t errlen);
 
 /* Fills the byte classes of the ASCII path once per process (worker_tok_init calls it). */
 void tok_ascii_init(void);

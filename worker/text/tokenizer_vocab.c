@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/file.h"
+#include "worker/text/hf/hf.h"
 #include "worker/text/tokenizer_int.h"
 
 /* Later duplicates win, as in HF's vocab loader (a hash map filled in file order). */
@@ -28,21 +29,26 @@ static void tok_insert(worker_tok_t *t, int cont, uint32_t off, int n, int32_t i
 
 int worker_tok_init(const char *vocab_path, const worker_tok_config_t *opts, worker_tok_t **out,
                     char *err, size_t errlen) {
+    *out = NULL;
+    size_t len = 0;
+    char *pool = common_file_read(vocab_path, 0, &len, err, errlen);
+    if (!pool) return -1;
+    return tok_init_pool(pool, len, vocab_path, opts, out, err, errlen);
+}
+
+int tok_init_pool(char *pool, size_t len, const char *vocab_path, const worker_tok_config_t *opts,
+                  worker_tok_t **out, char *err, size_t errlen) {
     static const worker_tok_config_t uncased = {.lower = 1, .strip_accents = 1, .chinese_chars = 1};
     if (!opts) opts = &uncased;
     tok_ascii_init();
     *out = NULL;
     worker_tok_t *t = calloc(1, sizeof(*t));
     if (!t) {
+        free(pool);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    size_t len = 0;
-    t->pool = common_file_read(vocab_path, 0, &len, err, errlen);
-    if (!t->pool) {
-        free(t);
-        return -1;
-    }
+    t->pool = pool;
     int lines = 0;
     for (size_t i = 0; i < len; i++)
         lines += t->pool[i] == '\n';
@@ -116,11 +122,12 @@ int worker_tok_init(const char *vocab_path, const worker_tok_config_t *opts, wor
 
 void worker_tok_free(worker_tok_t *tok) {
     if (!tok) return;
+    hf_tok_free(tok->hf);
     free(tok->slots);
     free(tok->pool);
     free(tok);
 }
 
 int worker_tok_vocab_size(const worker_tok_t *tok) {
-    return tok->vocab_size;
+    return tok->hf ? tok->hf->vocab_size : tok->vocab_size;
 }
