@@ -28,6 +28,9 @@
 #       variants gpu_bench at 16384 fp16: the default, then each of VARIANTS (environment
 #                settings, one per run; none by default: the backend reads no environment)
 #       rbench   reclass bench --backend cuda (the worker's own bench command)
+#       families reclass bench --backend cuda on the bert-base, roberta-base and distilbert-base
+#                geometries (fp16, 16384 and 65536), interleaved, then torch.compile on each
+#                family's peer (torch_gpu_peer.py --geometry) on the same workload
 #       torch    tests/bench/torch_gpu_peer.py eager + torch.compile on the same workload
 #       bound    tests/bench/bound.py on this call's bench and torch lines: how fast attention
 #                would have to run for 1.6x the best PyTorch variant (needs bench, torch)
@@ -272,6 +275,23 @@ if has rbench; then
     for tb in 16384 32768 65536; do
         $B/reclass bench --geometry bert-base --labels 140 --backend cuda --workload tickets-mix \
             --token-budget $tb --precision fp16 --repeat 3 2>&1 | tail -6 | tee -a "$OUT/rbench.log" | tee -a "$summary"
+    done
+fi
+if has families; then # per-layer speed of each family against BERT's, and its PyTorch ratio
+    for tb in 16384 65536; do
+        for g in bert-base roberta-base distilbert-base; do
+            note "reclass bench $g $tb ($(elapsed)s)"
+            $B/reclass bench --geometry $g --labels 140 --backend cuda --workload tickets-mix \
+                --token-budget $tb --precision fp16 --repeat 3 2>&1 | tail -1 |
+                tee -a "$OUT/families.log" | tee -a "$summary"
+        done
+    done
+    [ -f /tmp/tickets_mix.jsonl ] || $B/tests/gpu_bench --budgets 16384 --repeat 1 --workload-out /tmp/tickets_mix.jsonl >/dev/null
+    for g in bert-base roberta-base distilbert-base; do
+        note "torch compile $g ($(elapsed)s)"
+        PYTHONUNBUFFERED=1 timeout ${TORCH_COMPILE_TIMEOUT:-300} python3 tests/bench/torch_gpu_peer.py \
+            /tmp/tickets_mix.jsonl --geometry $g --variants compile --budgets 16384,65536 --repeat 3 2>&1 |
+            tee -a "$OUT/families-torch.log" | grep -E '^\{|skip|Error' | tee -a "$summary"
     done
 fi
 if has torch; then

@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
-"""PyTorch peer of the CUDA encoder: Hugging Face BertForSequenceClassification in the
-same geometry (bert-base: 12 x 768, 12 heads, 3072, 140 labels, random init), fp16 weights,
+"""PyTorch peer of the CUDA encoder: the Hugging Face sequence classifier of the same family
+in the same geometry as `reclass bench --geometry` (bert-base: BertForSequenceClassification
+12 x 768, 12 heads, 3072; roberta-base: RobertaForSequenceClassification, vocabulary 50265,
+514 positions; distilbert-base: DistilBertForSequenceClassification, 6 layers; 140 labels,
+random init), fp16 weights,
 attn_implementation="sdpa", torch.inference_mode, on the very same tickets (the JSONL that
 gpu_bench --workload-out writes: {"ids": [...]} lines).
 
@@ -13,6 +16,7 @@ with the board's joules per timed pass (NVML's energy counter) beside the time.
 
 usage: torch_gpu_peer.py WORKLOAD.jsonl [--budgets 8192,16384,32768] [--repeat 3]
                          [--variants eager,compile] [--dtype fp16|bf16] [--labels 140]
+                         [--geometry bert-base|roberta-base|distilbert-base] [--device cuda]
 """
 import argparse
 import json
@@ -21,6 +25,22 @@ import sys
 import time
 
 import torch
+
+
+# The geometries of gpu/model/model_geometry.c, as Hugging Face configs.
+GEOMETRIES = {
+    "bert-base": ("BertConfig", dict(vocab_size=30522, hidden_size=768, num_hidden_layers=12,
+                                     num_attention_heads=12, intermediate_size=3072,
+                                     max_position_embeddings=512)),
+    "roberta-base": ("RobertaConfig", dict(vocab_size=50265, hidden_size=768,
+                                           num_hidden_layers=12, num_attention_heads=12,
+                                           intermediate_size=3072, max_position_embeddings=514,
+                                           type_vocab_size=1, pad_token_id=1,
+                                           layer_norm_eps=1e-5)),
+    "distilbert-base": ("DistilBertConfig", dict(vocab_size=30522, dim=768, n_layers=6,
+                                                 n_heads=12, hidden_dim=3072,
+                                                 max_position_embeddings=512)),
+}
 
 
 def load(path):
@@ -57,7 +77,9 @@ def make_batches(seqs, budget, pad_to=8):
         for r, i in enumerate(b):
             ids[r, : len(seqs[i])] = torch.tensor(seqs[i], dtype=torch.int32)
             mask[r, : len(seqs[i])] = 1
-        out.append((ids.long().pin_memory(), mask.long().pin_memory()))
+        pin = torch.cuda.is_available()  # pinned host memory needs a CUDA driver
+        out.append((ids.long().pin_memory() if pin else ids.long(),
+                    mask.long().pin_memory() if pin else mask.long()))
     return out
 
 
@@ -85,13 +107,15 @@ class Energy:
 
 
 def run_pass(model, batches):
-    torch.cuda.synchronize()
+    dev = model.device
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    sync()
     t0 = time.perf_counter()
     for ids, mask in batches:
-        logits = model(input_ids=ids.cuda(non_blocking=True),
-                       attention_mask=mask.cuda(non_blocking=True)).logits
+        logits = model(input_ids=ids.to(dev, non_blocking=True),
+                       attention_mask=mask.to(dev, non_blocking=True)).logits
         logits.float().cpu()
-    torch.cuda.synchronize()
+    sync()
     return time.perf_counter() - t0
 
 
@@ -103,20 +127,23 @@ def main():
     ap.add_argument("--variants", default="eager,compile")
     ap.add_argument("--dtype", default="fp16")
     ap.add_argument("--labels", type=int, default=140)
+    ap.add_argument("--geometry", default="bert-base", choices=sorted(GEOMETRIES))
+    ap.add_argument("--device", default="cuda", help="cuda, or cpu to check the script here")
     ap.add_argument("--compile-budget-s", type=float, default=240.0,
                     help="skip further compiled budgets once compiling took this long")
     a = ap.parse_args()
-    from transformers import AutoModelForSequenceClassification, BertConfig
+    import transformers
+    from transformers import AutoModelForSequenceClassification
 
     torch.manual_seed(1)
     dtype = torch.float16 if a.dtype == "fp16" else torch.bfloat16
-    cfg = BertConfig(vocab_size=30522, hidden_size=768, num_hidden_layers=12,
-                     num_attention_heads=12, intermediate_size=3072, max_position_embeddings=512,
-                     num_labels=a.labels)
+    kind, kw = GEOMETRIES[a.geometry]
+    cfg = getattr(transformers, kind)(num_labels=a.labels, **kw)
     model = AutoModelForSequenceClassification.from_config(cfg, attn_implementation="sdpa")
-    model = model.to(dtype).cuda().eval()
-    print(f"torch {torch.__version__}, attn {model.config._attn_implementation}, "
-          f"{torch.cuda.get_device_name()}", flush=True)
+    model = model.to(dtype).to(a.device).eval()
+    where = torch.cuda.get_device_name() if a.device == "cuda" else a.device
+    print(f"torch {torch.__version__}, {a.geometry} ({type(model).__name__}), "
+          f"attn {model.config._attn_implementation}, {where}", flush=True)
     seqs = load(a.workload)
     ntok = sum(len(s) for s in seqs)
     print(f"workload: {len(seqs)} tickets, {ntok} tokens", flush=True)
@@ -143,7 +170,8 @@ def main():
                 j1 = energy.joules()
             med = statistics.median(secs)
             j_pass = None if j0 is None or j1 is None else round((j1 - j0) / a.repeat, 1)
-            rec = {"bench": "torch_gpu_peer", "variant": variant, "dtype": a.dtype,
+            rec = {"bench": "torch_gpu_peer", "geometry": a.geometry, "variant": variant,
+                   "dtype": a.dtype,
                    "budget": budget, "tickets": len(seqs), "tokens": ntok,
                    "padded_tokens": padded, "batches": len(batches), "seconds": round(med, 5),
                    "best": round(min(secs), 5), "warmup_seconds": round(warm, 2),
