@@ -162,7 +162,8 @@ static int bench_pass(bench_t *b, char *err, size_t errlen) {
     const cls_batch_t *last;
     if (b->batches > 0 && cls_engine_collect(b->eng, &last, err, errlen) != 0) return 1;
     size_t params = gpu_model_param_count(cfg);
-    size_t emb = ((size_t)cfg->vocab_size + cfg->max_pos + cfg->type_vocab + 2) * cfg->hidden;
+    /* table lookups cost no FLOPs; ELECTRA's projection (in the count) does */
+    size_t emb = ((size_t)cfg->vocab_size + cfg->pos_rows + cfg->type_vocab + 2) * cfg->emb_size;
     b->flops += 2.0 * (double)(params - emb) * (double)b->tokens;
     return 0;
 }
