@@ -64,6 +64,12 @@ int worker_tok_init(const char *vocab_path, const worker_tok_config_t *opts, wor
     if (!opts) opts = &uncased;
     tok_ascii_init();
     *out = NULL;
+    if (!vocab_path) { /* a checkpoint whose vocabulary is in tokenizer.json alone */
+        snprintf(err, errlen,
+                 "the checkpoint has no vocab.txt (only tokenizer.json), which the "
+                 "WordPiece tokenizer needs");
+        return -1;
+    }
     worker_tok_t *t = calloc(1, sizeof(*t));
     if (!t) {
         snprintf(err, errlen, "out of memory");
