@@ -9,3 +9,7 @@ add_executable(cpu_micro ${CMAKE_SOURCE_DIR}/tests/bench/cpu_micro.c)
 target_link_libraries(cpu_micro PRIVATE reclass_core)
 target_compile_definitions(cpu_micro PRIVATE RECLASS_FIXTURES="${RECLASS_FIXTURES}"
   RECLASS_DEMO_MODEL="${RECLASS_DEMO_MODEL}")
+
+# Every other family's fixture classifier against its Hugging Face goldens (tests/lib/).
+reclass_add_test(NAME test_cpu_families SOURCES ${CMAKE_SOURCE_DIR}/tests/test_cpu_families.c
+  ${CMAKE_SOURCE_DIR}/tests/lib/family_golden.c LABELS unit)

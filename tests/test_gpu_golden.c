@@ -1,6 +1,8 @@
 /* The whole CUDA classifier (backend table "cuda") on the CLINC150 demo model against the
  * Hugging Face fp32 golden file: argmax agreement >= 99.9% in fp16 and bf16, and
- * max |delta logit| <= 0.05 in fp16 (bf16 reported, bounded loosely). Batches are packed
+ * max |delta logit| <= 0.05 in fp16 (bf16 reported, bounded loosely). Then the fixture
+ * classifier of every other family (tests/lib/family_golden.h) on its CLINC150 and
+ * multilingual goldens: fp16 >= 99.9% and <= 0.05, bf16 >= 99.5%. Batches are packed
  * in file order under a token budget, so every batch mixes lengths; they go through submit and
  * collect with two in flight, as the worker drives the backend. SKIPPED without GPU. */
 #include <jansson.h>
@@ -21,6 +23,7 @@ int main(void) {
 #else
 #include "gpu/cuda/cuda_backend.h"
 #include "tests/lib/backend_flight.h"
+#include "tests/lib/family_golden.h"
 
 typedef struct {
     int32_t *ids;
@@ -159,6 +162,56 @@ static int run_precision(const gpu_model_t *m, row_t *rows, int n, const char *p
     return ok ? 0 : 1;
 }
 
+/* Every family's fixture, both golden sets, both precisions. Returns the failures. */
+static int run_families(void) {
+    int fails = 0;
+    char err[512];
+    for (int i = 0; i < FG_N_MODELS; i++) {
+        char dir[512];
+        snprintf(dir, sizeof dir, "%s/models/%s", RECLASS_FIXTURES, fg_models[i]);
+        gpu_model_t *m = NULL;
+        if (gpu_model_load(dir, &m, err, sizeof err) != 0) {
+            printf("FAIL model: %s\n", err);
+            fails++;
+            continue;
+        }
+        for (int s = 0; s < FG_N_SETS; s++) {
+            fg_set_t set;
+            if (fg_load(dir, fg_sets[s], &set, err, sizeof err) != 0) {
+                printf("FAIL golden: %s\n", err);
+                fails++;
+                continue;
+            }
+            float *lg = (float *)malloc(sizeof(float) * (size_t)set.n * m->cfg.num_labels);
+            static const struct {
+                const char *prec;
+                double agree, delta;
+            } bound[2] = {{"fp16", 0.999, 0.05}, {"bf16", 0.995, 0.25}};
+            for (int p = 0; p < 2 && lg; p++) {
+                gpu_backend_opts_t o = {.token_budget = 4096, .precision = bound[p].prec};
+                if (fg_run(ops, m, &o, &set, lg, err, sizeof err) != 0) {
+                    printf("FAIL %s %s %s: %s\n", fg_models[i], fg_sets[s], bound[p].prec, err);
+                    fails++;
+                    continue;
+                }
+                fg_score_t sc = fg_compare(m, &set, lg);
+                double agreement = (double)sc.agree / sc.rows;
+                int ok = agreement >= bound[p].agree && sc.max_delta <= bound[p].delta;
+                printf("%s %s %s %s: argmax agreement %d/%d = %.4f%% (>= %.1f%%), max |delta "
+                       "logit| %.4f over %d rows (<= %.2f)\n",
+                       ok ? "ok  " : "FAIL", fg_models[i], fg_sets[s], bound[p].prec, sc.agree,
+                       sc.rows, 100.0 * agreement, 100.0 * bound[p].agree, sc.max_delta,
+                       sc.logit_rows, bound[p].delta);
+                fails += !ok;
+            }
+            free(lg);
+            fg_free(&set);
+        }
+        gpu_model_free(m);
+    }
+    return fails;
+}
+
 int main(void) {
     if (gpu_cuda_device_count() == 0) {
         printf("SKIP: no CUDA device\n");
@@ -183,7 +236,7 @@ int main(void) {
     int fails = run_precision(m, rows, n, "fp16", 0.05, 4096, 200) +
                 run_precision(m, rows, n, "bf16", 0.25, 4096, 200) +
                 run_precision(m, rows, n, "fp16", 0.05, 16384, 1 << 30) +
-                run_precision(m, rows, n, "bf16", 0.25, 16384, 1 << 30);
+                run_precision(m, rows, n, "bf16", 0.25, 16384, 1 << 30) + run_families();
     for (int i = 0; i < n; i++)
         free(rows[i].ids), free(rows[i].logits);
     free(rows);

@@ -128,6 +128,24 @@ int main(void) {
         printf("%s", last);
         CHECK(strstr(last, "\"total_bytes\":") != NULL, "--model plan has no JSON line");
     }
+    /* Every family's geometry: ELECTRA's projection counted (and nothing where E == H), the
+     * tables at E wide, RoBERTa's 514-row table as its 512 usable positions. */
+    static const char *const fam[] = {"distilbert-base", "roberta-base", "xlmr-base",
+                                      "electra-small", "electra-base"};
+    for (size_t i = 0; i < sizeof fam / sizeof fam[0]; i++) {
+        gpu_model_config_t c;
+        CHECK(gpu_model_geometry(fam[i], 151, &c) == 0, "%s geometry", fam[i]);
+        CHECK(gpu_plan_compute(&c, 16384, 0, 0, "bf16", &p, err, sizeof(err)) == 0, "%s", err);
+        check_layout(&c, 16384, 0);
+        size_t H = (size_t)c.hidden, E = (size_t)c.emb_size;
+        CHECK(p.max_len == 512, "%s max len %d", fam[i], p.max_len);
+        CHECK(p.slice[GPU_PLAN_WORD_EMB].bytes == (size_t)c.vocab_size * E * 2, "%s word", fam[i]);
+        CHECK(p.slice[GPU_PLAN_POS_EMB].bytes == 512 * E * 2, "%s positions", fam[i]);
+        CHECK(p.slice[GPU_PLAN_EMB_PROJ_W].bytes == (E != H ? H * E * 2 : 0), "%s proj", fam[i]);
+        CHECK(p.slice[GPU_PLAN_BIG].bytes >= 16384 * E * 2, "%s embeddings in BIG", fam[i]);
+        printf("%s bf16 16384: weights %zu + arena %zu B\n", fam[i], p.weights_bytes,
+               p.arena_bytes);
+    }
     CHECK(gpu_nvml_joules(NULL) == -1 && gpu_nvml_sm_mhz(NULL) == -1, "NVML without a device");
     gpu_nvml_t *nv = NULL;
     if (gpu_nvml_init(NULL, &nv) == 0) {

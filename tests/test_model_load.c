@@ -168,7 +168,7 @@ static void cfg_arch(json_t *r) {
     json_object_set_new(r, "architectures", json_pack("[s]", "BertForMaskedLM"));
 }
 static void cfg_act(json_t *r) {
-    json_object_set_new(r, "hidden_act", json_string("gelu_new"));
+    json_object_set_new(r, "hidden_act", json_string("silu"));
 }
 static void cfg_no_hidden(json_t *r) {
     json_object_del(r, "hidden_size");
@@ -268,10 +268,12 @@ static void test_bad_config(void **state) {
     char dir[300];
     new_case(dir, sizeof dir, NULL);
     edit_config(dir, cfg_arch);
-    expect_refused(dir, "config.json", "unsupported architecture 'BertForMaskedLM'");
+    expect_refused(dir, "config.json",
+                   "unsupported architecture 'BertForMaskedLM' (supported: "
+                   "BertForSequenceClassification, DistilBertForSequenceClassification,");
     new_case(dir, sizeof dir, NULL);
     edit_config(dir, cfg_act);
-    expect_refused(dir, "config.json", "unsupported hidden_act 'gelu_new'");
+    expect_refused(dir, "config.json", "unsupported hidden_act 'silu' (gelu (erf), gelu_new");
     new_case(dir, sizeof dir, NULL);
     edit_config(dir, cfg_no_hidden);
     expect_refused(dir, "config.json", "'hidden_size' is missing");

@@ -5,10 +5,8 @@
  * own tokens. Projections run on gpu_cpu_gemm (weights packed at init) where the CPU has
  * AVX-512, else on OpenBLAS sgemm. After the last layer's K/V projection only each
  * sequence's first token is carried on (the classifier reads nothing else). Tests run the
- * OpenBLAS path on any CPU through gpu_cpu_blas_backend_ops (gpu/cpu/cpu_backend.h). */
-#include <cblas.h>
-#include <pthread.h>
-#include <stdatomic.h>
+ * OpenBLAS path on any CPU through gpu_cpu_blas_backend_ops (gpu/cpu/cpu_backend.h). This
+ * file sets up weights, buffers and threads; the forward pass itself is cpu_forward.c. */
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +15,7 @@
 
 #include "gpu/backend.h"
 #include "gpu/cpu/cpu_backend.h"
+#include "gpu/cpu/cpu_backend_int.h"
 #include "gpu/cpu/cpu_gemm.h"
 #include "gpu/cpu/cpu_kernels.h"
 #include "gpu/cpu/ref_ops.h"
@@ -29,151 +28,14 @@
 /* OpenBLAS's own threads would compete with ours for the same cores. */
 extern void openblas_set_num_threads(int num_threads);
 
-/* One projection y = x W^T + b, run by gpu_cpu_gemm on packed weights or else by OpenBLAS. */
-typedef struct {
-    const float *w;      /* (N, K) nn.Linear layout, for OpenBLAS */
-    const float *b;      /* (N) */
-    const float *packed; /* gpu_cpu_gemm panels of w, or NULL */
-    int N, K;
-} cpu_proj_t;
-
-typedef struct {
-    cpu_proj_t qkv;   /* (3H, H) Q|K|V fused */
-    cpu_proj_t q, kv; /* its first H and last 2H outputs (the last layer splits them) */
-    cpu_proj_t ao;    /* (H, H) */
-    cpu_proj_t ff1;   /* (I, H) */
-    cpu_proj_t ff2;   /* (H, I) */
-} cpu_layer_proj_t;
-
-typedef struct {
-    gpu_backend_t *be;
-    int id;
-    pthread_t th;
-    float *scratch; /* gpu_cpu_attention_scratch_floats(max_len, head_dim) */
-} cpu_worker_t;
-
-struct gpu_backend {
-    const gpu_model_t *m; /* borrowed; outlives the backend */
-    gpu_backend_opts_t opts;
-    int max_len, max_seqs;
-    int chunk;              /* tokens run through all layers at a time (cache blocking) */
-    int blas_only;          /* projections through OpenBLAS even where gpu_cpu_gemm runs */
-    cpu_layer_proj_t *proj; /* (layers) */
-    cpu_proj_t pool, cls;
-    float *own_qkv; /* (layers, 3H*H + 3H) Q|K|V copied together when the model's are not */
-    float *packed;  /* the projections' weights in gpu_cpu_gemm panels, or NULL (OpenBLAS) */
-    size_t packed_floats;
-    /* Activations, (token_budget) rows each. In the last layer only the first token of each
-     * sequence is carried past attention, in compact rows inside the chunk's own range. */
-    float *x;   /* (B, H) hidden states */
-    float *qkv; /* (B, 3H) */
-    float *ctx; /* (B, H) attention output */
-    float *tmp; /* (B, H) last layer: first-token queries, then pooler outputs */
-    float *ff;  /* (B, I) */
-    /* submit runs a batch at once (the cores are the device) and keeps its logits here until
-     * collect: two slots, as many batches as the interface lets be in flight. */
-    float *flight_logits[2]; /* (max_seqs, L) each */
-    gpu_flight_t flight;
-    size_t arena_bytes;
-    /* Thread pool: worker 0 is the caller of forward. */
-    int n_threads;
-    int started;     /* worker threads running, joined by free */
-    cpu_worker_t *w; /* (n_threads) */
-    pthread_mutex_t mu;
-    pthread_cond_t cv_go, cv_done;
-    unsigned gen;
-    int pending, stop;
-    const gpu_batch_t *batch;
-    float *logits;
-    int *chunk_at; /* (max_seqs + 1) first sequence of each chunk of the batch, then n_seqs */
-    int n_chunks;
-    atomic_int next_chunk; /* the next chunk a thread may take */
-};
-
-/* y (n, N), rows ldy apart, = epilogue(x (n, K) W^T + b). With OpenBLAS the epilogue is
- * a pass of its own: the residual add rides on beta 1, the bias starts in C. */
-static void project(const cpu_proj_t *p, const float *x, int ldx, int n, gpu_cpu_epi_t epi,
-                    float *y, int ldy) {
-    if (p->packed) {
-        gpu_cpu_gemm(x, ldx, n, p->packed, p->N, p->K, p->b, epi, y, ldy);
-        return;
-    }
-    if (epi == GPU_CPU_EPI_STORE) gpu_cpu_fill_rows(y, ldy, p->b, n, p->N);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, p->N, p->K, 1.0f, x, ldx, p->w, p->K,
-                epi == GPU_CPU_EPI_GELU ? 0.0f : 1.0f, y, ldy);
-    if (epi == GPU_CPU_EPI_ACCUM) gpu_cpu_bias(y, ldy, p->b, n, p->N);
-    if (epi == GPU_CPU_EPI_GELU) gpu_cpu_bias_gelu(y, p->b, n, p->N); /* ldy == N here */
-}
-
-/* The encoder over sequences [s0, s1) of the batch, whose tokens are rows [t0, t1). */
-static void encode_range(gpu_backend_t *be, const gpu_batch_t *bt, int s0, int s1, float *logits,
-                         float *scratch) {
-    const gpu_model_t *m = be->m;
-    const gpu_model_config_t *c = &m->cfg;
-    const int H = c->hidden, In = c->intermediate, L = c->num_labels, hd = H / c->heads;
-    const int *cu = bt->cu_seqlens;
-    const int t0 = cu[s0], n = cu[s1] - t0, ns = s1 - s0;
-    if (ns <= 0) return;
-    float *x = be->x + (size_t)t0 * H;         /* (n, H) */
-    float *qkv = be->qkv + (size_t)t0 * 3 * H; /* (n, 3H) */
-    float *ctx = be->ctx + (size_t)t0 * H;     /* (n, H) */
-    float *tmp = be->tmp + (size_t)t0 * H;     /* (n, H) */
-    float *ff = be->ff + (size_t)t0 * In;      /* (n, I) */
-    for (int s = s0; s < s1; s++)
-        gpu_cpu_embed_ln(m, bt->ids + cu[s], cu[s + 1] - cu[s], be->x + (size_t)cu[s] * H);
-    for (int l = 0; l < c->layers; l++) {
-        const gpu_layer_weights_t *y = &m->w.layer[l];
-        const cpu_layer_proj_t *p = &be->proj[l];
-        if (l + 1 < c->layers) {
-            project(&p->qkv, x, H, n, GPU_CPU_EPI_STORE, qkv, 3 * H);
-            for (int s = s0; s < s1; s++) {
-                const float *sq = be->qkv + (size_t)cu[s] * 3 * H;
-                int len = cu[s + 1] - cu[s];
-                gpu_cpu_attention_seq(sq, 3 * H, len, sq + H, sq + 2 * H, 3 * H, len, c->heads, hd,
-                                      be->ctx + (size_t)cu[s] * H, H, scratch);
-            }
-            project(&p->ao, ctx, H, n, GPU_CPU_EPI_ACCUM, x, H);
-            gpu_cpu_ln(x, y->ln1_g, y->ln1_b, n, H, c->ln_eps);
-            project(&p->ff1, x, H, n, GPU_CPU_EPI_GELU, ff, In);
-            project(&p->ff2, ff, In, n, GPU_CPU_EPI_ACCUM, x, H);
-            gpu_cpu_ln(x, y->ln2_g, y->ln2_b, n, H, c->ln_eps);
-            continue;
-        }
-        /* Last layer: the classifier reads only each sequence's first token, so K and V
-         * are needed for every token but everything after attention for one row per
-         * sequence. Compact rows (ns <= n) reuse the chunk's own rows of dead buffers. */
-        project(&p->kv, x, H, n, GPU_CPU_EPI_STORE, qkv + H, 3 * H);
-        float *xc = ctx; /* (ns, H) first-token hidden states */
-        float *qc = tmp; /* (ns, H) their queries, later the pooler output */
-        float *cc = x;   /* (ns, H) their attention outputs (x is dead past the KV gemm) */
-        for (int s = s0; s < s1; s++)
-            memcpy(xc + (size_t)(s - s0) * H, be->x + (size_t)cu[s] * H, sizeof(float) * H);
-        project(&p->q, xc, H, ns, GPU_CPU_EPI_STORE, qc, H);
-        for (int s = s0; s < s1; s++) {
-            const float *sq = be->qkv + (size_t)cu[s] * 3 * H;
-            gpu_cpu_attention_seq(qc + (size_t)(s - s0) * H, H, 1, sq + H, sq + 2 * H, 3 * H,
-                                  cu[s + 1] - cu[s], c->heads, hd, cc + (size_t)(s - s0) * H, H,
-                                  scratch);
-        }
-        project(&p->ao, cc, H, ns, GPU_CPU_EPI_ACCUM, xc, H);
-        gpu_cpu_ln(xc, y->ln1_g, y->ln1_b, ns, H, c->ln_eps);
-        project(&p->ff1, xc, H, ns, GPU_CPU_EPI_GELU, ff, In);
-        project(&p->ff2, ff, In, ns, GPU_CPU_EPI_ACCUM, xc, H);
-        gpu_cpu_ln(xc, y->ln2_g, y->ln2_b, ns, H, c->ln_eps);
-        /* Pooler and classifier on the compact rows. */
-        project(&be->pool, xc, H, ns, GPU_CPU_EPI_STORE, qc, H);
-        gpu_cpu_tanh(qc, (size_t)ns * H);
-        project(&be->cls, qc, H, ns, GPU_CPU_EPI_STORE, logits + (size_t)s0 * L, L);
-    }
-}
-
 /* Threads pull chunks off the batch's list until none is left, so a thread that other
  * processes slow down simply takes fewer chunks. */
 static void run_chunks(gpu_backend_t *be, float *scratch) {
     for (;;) {
         int i = atomic_fetch_add(&be->next_chunk, 1);
         if (i >= be->n_chunks) return;
-        encode_range(be, be->batch, be->chunk_at[i], be->chunk_at[i + 1], be->logits, scratch);
+        gpu_cpu_encode_range(be, be->batch, be->chunk_at[i], be->chunk_at[i + 1], be->logits,
+                             scratch);
     }
 }
 
@@ -371,6 +233,8 @@ static int prepare_weights(gpu_backend_t *be) {
         p->ff1 = proj_of(y->ff1_w, y->ff1_b, (int)In, (int)H);
         p->ff2 = proj_of(y->ff2_w, y->ff2_b, (int)H, (int)In);
     }
+    const int E = c->emb_size;
+    if (E != (int)H) be->emb_proj = proj_of(m->w.emb_proj_w, m->w.emb_proj_b, (int)H, E);
     be->pool = proj_of(m->w.pool_w, m->w.pool_b, (int)H, (int)H);
     be->cls = proj_of(m->w.cls_w, m->w.cls_b, c->num_labels, (int)H);
     /* Q, K and V panels must tile 3H exactly for the last layer's q / kv views. */
@@ -380,7 +244,8 @@ static int prepare_weights(gpu_backend_t *be) {
                        gpu_cpu_gemm_packed_floats((int)In, (int)H) +
                        gpu_cpu_gemm_packed_floats((int)H, (int)In);
     be->packed_floats = Ls * per_layer + gpu_cpu_gemm_packed_floats((int)H, (int)H) +
-                        gpu_cpu_gemm_packed_floats(c->num_labels, (int)H);
+                        gpu_cpu_gemm_packed_floats(c->num_labels, (int)H) +
+                        (E != (int)H ? gpu_cpu_gemm_packed_floats((int)H, E) : 0);
     be->packed = aligned_alloc(64, (be->packed_floats * sizeof(float) + 63) / 64 * 64);
     if (!be->packed) return -1;
     float *at = be->packed;
@@ -399,6 +264,7 @@ static int prepare_weights(gpu_backend_t *be) {
         PACK(p->ff1);
         PACK(p->ff2);
     }
+    if (E != (int)H) PACK(be->emb_proj);
     PACK(be->pool);
     PACK(be->cls);
 #undef PACK

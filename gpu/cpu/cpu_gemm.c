@@ -106,6 +106,9 @@ block(const float *x, int ldx, const float *b, int K, const float *bias, gpu_cpu
         } else if (epi == GPU_CPU_EPI_GELU) {
             v0 = gelu512(v0);
             v1 = gelu512(v1);
+        } else if (epi == GPU_CPU_EPI_RELU) {
+            v0 = _mm512_max_ps(v0, _mm512_setzero_ps());
+            v1 = _mm512_max_ps(v1, _mm512_setzero_ps());
         }
         _mm512_mask_storeu_ps(yr, m0, v0);
         _mm512_mask_storeu_ps(yr + 16, m1, v1);

@@ -2,7 +2,7 @@
  * on weights packed once at init: panels of 32 output features, k-major, so the kernel
  * streams them straight from cache (no per-call packing as a BLAS must do) and reads the
  * activations in place. A 12x32 AVX-512 register block runs at ~95% of the FMA peak on
- * the shapes of BERT; the bias, a residual add or GELU is applied while the block is
+ * the shapes of BERT; the bias, a residual add, GELU or ReLU is applied while the block is
  * still in registers. Only where the CPU has AVX-512 (gpu_cpu_gemm_available); the
  * backend falls back to OpenBLAS elsewhere. */
 #ifndef RECLASS_GPU_CPU_GEMM_H
@@ -13,7 +13,8 @@
 typedef enum {
     GPU_CPU_EPI_STORE, /* y = x W^T + b */
     GPU_CPU_EPI_ACCUM, /* y += x W^T + b (residual) */
-    GPU_CPU_EPI_GELU,  /* y = gelu(x W^T + b) */
+    GPU_CPU_EPI_GELU,  /* y = gelu(x W^T + b), the erf form */
+    GPU_CPU_EPI_RELU,  /* y = max(x W^T + b, 0) */
 } gpu_cpu_epi_t;
 
 #define GPU_CPU_GEMM_NR 32 /* output features per packed panel */

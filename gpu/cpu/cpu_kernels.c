@@ -46,7 +46,7 @@ static inline void ln_row(const float *v, const float *g, const float *b, int H,
 }
 
 void gpu_cpu_embed_ln(const gpu_model_t *m, const int32_t *ids, int len, float *out) {
-    int H = m->cfg.hidden;
+    int H = m->cfg.emb_size;
     const gpu_model_weights_t *w = &m->w;
     for (int t = 0; t < len; t++) {
         float *o = out + (size_t)t * H;
@@ -187,6 +187,33 @@ static gelu_fn gelu_pick(void) {
 
 void gpu_cpu_bias_gelu(float *y, const float *bias, int n, int cols) {
     gelu_pick()(y, bias, n, cols); /* a few loads per call of many rows */
+}
+
+void gpu_cpu_act(float *y, int ld, int n, int cols, gpu_act_t act) {
+    for (int r = 0; r < n; r++) {
+        float *yr = y + (size_t)r * ld;
+        switch (act) {
+        case GPU_ACT_GELU:
+            for (int i = 0; i < cols; i++)
+                yr[i] = 0.5f * yr[i] * (1.0f + erff(yr[i] * 0.70710678118654752f));
+            break;
+        case GPU_ACT_GELU_TANH:
+            for (int i = 0; i < cols; i++) {
+                float v = yr[i];
+                yr[i] =
+                    0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
+            }
+            break;
+        case GPU_ACT_RELU:
+            for (int i = 0; i < cols; i++)
+                yr[i] = yr[i] > 0.0f ? yr[i] : 0.0f;
+            break;
+        case GPU_ACT_TANH:
+            for (int i = 0; i < cols; i++)
+                yr[i] = tanhf(yr[i]);
+            break;
+        }
+    }
 }
 
 void gpu_cpu_tanh(float *x, size_t n) {

@@ -10,7 +10,8 @@
 
 #include "gpu/model/model.h"
 
-/* out (len, H) = LayerNorm(word[ids] + pos[pos0..] + type[0]) for one sequence's tokens. */
+/* out (len, E) = LayerNorm(word[ids] + pos[0..] + type[0]) for one sequence's tokens (E the
+ * model's emb_size: H but for ELECTRA, whose projection to H the caller runs). */
 void gpu_cpu_embed_ln(const gpu_model_t *m, const int32_t *ids, int len, float *out);
 
 /* x (n, H) = LayerNorm(x) in place: the projection before it already added its bias and the
@@ -30,6 +31,11 @@ void gpu_cpu_bias_gelu(float *y, const float *bias, int n, int cols);
 
 /* tanh in place (pooler). */
 void gpu_cpu_tanh(float *x, size_t n);
+
+/* y (n, cols), rows ld apart, = act(y) in place: the activations no GEMM epilogue applies
+ * (the tanh GELU of "gelu_new", the heads' tanh / ReLU / GELU). Scalar: they run on
+ * (sequences, H) head rows, or on FFN rows only for gelu_new models. */
+void gpu_cpu_act(float *y, int ld, int n, int cols, gpu_act_t act);
 
 /* Attention of one sequence, all heads. q rows (nq, ldq) query the keys/values of the whole
  * sequence: k, v (len, ldkv). nq is len, or 1 when only the first token's output is needed.

@@ -73,7 +73,7 @@ static void ln_row(float *x, const float *g, const float *b, int H, float eps) {
 
 void gpu_ref_embed_ln(const gpu_model_t *m, const int32_t *ids, const int32_t *cu_seqlens,
                       int n_seqs, float *out) {
-    int H = m->cfg.hidden;
+    int H = m->cfg.emb_size;
     const gpu_model_weights_t *w = &m->w;
     for (int s = 0; s < n_seqs; s++) {
         for (int t = cu_seqlens[s]; t < cu_seqlens[s + 1]; t++) {
@@ -102,6 +102,29 @@ void gpu_ref_linear(const float *x, const float *w, const float *b, int n, int i
 void gpu_ref_gelu(float *x, size_t n) {
     for (size_t i = 0; i < n; i++)
         x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * (float)M_SQRT1_2));
+}
+
+void gpu_ref_act(float *x, size_t n, gpu_act_t act) {
+    switch (act) {
+    case GPU_ACT_GELU:
+        gpu_ref_gelu(x, n);
+        return;
+    case GPU_ACT_GELU_TANH:
+        for (size_t i = 0; i < n; i++) {
+            double v = x[i];
+            x[i] =
+                (float)(0.5 * v * (1.0 + tanh(0.79788456080286536 * (v + 0.044715 * v * v * v))));
+        }
+        return;
+    case GPU_ACT_RELU:
+        for (size_t i = 0; i < n; i++)
+            x[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        return;
+    case GPU_ACT_TANH:
+        for (size_t i = 0; i < n; i++)
+            x[i] = tanhf(x[i]);
+        return;
+    }
 }
 
 void gpu_ref_add_ln(float *x, const float *res, const float *g, const float *b, int n, int H,
@@ -172,8 +195,9 @@ void gpu_ref_pool_classify(const gpu_model_t *m, const float *hidden, const int3
             double d = w->pool_b[o];
             for (int i = 0; i < H; i++)
                 d += (double)w->pool_w[(size_t)o * H + i] * cls[i];
-            pooled[o] = tanhf((float)d);
+            pooled[o] = (float)d;
         }
+        gpu_ref_act(pooled, (size_t)H, m->cfg.head_act);
         for (int o = 0; o < L; o++) {
             double d = w->cls_b[o];
             for (int i = 0; i < H; i++)
@@ -197,7 +221,12 @@ int gpu_ref_forward(const gpu_model_t *m, const int32_t *ids, const int32_t *cu_
     float *ff = malloc(sizeof(float) * n * In); /* (n, I) */
     int rc = -1;
     if (!x || !q || !k || !v || !ctx || !tmp || !ff) goto out;
-    gpu_ref_embed_ln(m, ids, cu_seqlens, n_seqs, x);
+    if (c->emb_size == c->hidden) {
+        gpu_ref_embed_ln(m, ids, cu_seqlens, n_seqs, x);
+    } else { /* ELECTRA: (n, E) embeddings in ctx, projected to H */
+        gpu_ref_embed_ln(m, ids, cu_seqlens, n_seqs, ctx);
+        gpu_ref_linear(ctx, m->w.emb_proj_w, m->w.emb_proj_b, (int)n, c->emb_size, (int)H, x);
+    }
     for (int l = 0; l < c->layers; l++) {
         const gpu_layer_weights_t *y = &m->w.layer[l];
         gpu_ref_linear(x, y->q_w, y->q_b, (int)n, (int)H, (int)H, q);
@@ -207,7 +236,7 @@ int gpu_ref_forward(const gpu_model_t *m, const int32_t *ids, const int32_t *cu_
         gpu_ref_linear(ctx, y->ao_w, y->ao_b, (int)n, (int)H, (int)H, tmp);
         gpu_ref_add_ln(x, tmp, y->ln1_g, y->ln1_b, (int)n, (int)H, c->ln_eps);
         gpu_ref_linear(x, y->ff1_w, y->ff1_b, (int)n, (int)H, (int)In, ff);
-        gpu_ref_gelu(ff, n * In);
+        gpu_ref_act(ff, n * In, c->act);
         gpu_ref_linear(ff, y->ff2_w, y->ff2_b, (int)n, (int)In, (int)H, tmp);
         gpu_ref_add_ln(x, tmp, y->ln2_g, y->ln2_b, (int)n, (int)H, c->ln_eps);
     }

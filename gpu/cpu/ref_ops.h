@@ -14,7 +14,8 @@
 extern "C" {
 #endif
 
-/* out (n_tokens, H) = LayerNorm(word[ids] + pos[0..len-1 per sequence] + type[0]). */
+/* out (n_tokens, E) = LayerNorm(word[ids] + pos[0..len-1 per sequence] + type[0]) (E the
+ * model's emb_size; gpu_ref_forward projects to H where E != H). */
 void gpu_ref_embed_ln(const gpu_model_t *m, const int32_t *ids, const int32_t *cu_seqlens,
                       int n_seqs, float *out);
 
@@ -24,6 +25,9 @@ void gpu_ref_linear(const float *x, const float *w, const float *b, int n, int i
 
 /* Exact (erf) GELU in place, as HF's "gelu". */
 void gpu_ref_gelu(float *x, size_t n);
+
+/* act in place: HF's gelu, gelu_new (tanh form), relu, or tanh. */
+void gpu_ref_act(float *x, size_t n, gpu_act_t act);
 
 /* x (n, H) = LayerNorm(x + res) with gamma g, beta b (H). */
 void gpu_ref_add_ln(float *x, const float *res, const float *g, const float *b, int n, int H,
@@ -35,7 +39,7 @@ void gpu_ref_add_ln(float *x, const float *res, const float *g, const float *b, 
 void gpu_ref_attention(const float *q, const float *k, const float *v, int ld,
                        const int32_t *cu_seqlens, int n_seqs, int heads, int head_dim, float *out);
 
-/* logits (n_seqs, L) = classifier(tanh(pooler(hidden[first token of each sequence]))). */
+/* logits (n_seqs, L) = cls(head_act(pool(hidden[first token of each sequence]))). */
 void gpu_ref_pool_classify(const gpu_model_t *m, const float *hidden, const int32_t *cu_seqlens,
                            int n_seqs, float *logits);
 

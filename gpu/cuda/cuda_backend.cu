@@ -1,8 +1,10 @@
-// The CUDA backend (gpu/backend.h table "cuda"): BERT classifier on fp16 or bf16 storage
-// with fp32 accumulation. Every projection is a cuBLASLt GEMM (QKV fused, bias and GELU in
-// the epilogue); attention, embedding+LayerNorm, residual+LayerNorm and the pooler head
-// are own kernels. Tokens are packed (cu_seqlens), so a batch costs its real tokens.
-// Memory: one device allocation at init, sized by gpu/cuda/plan.c; every buffer is a slice.
+// The CUDA backend (gpu/backend.h table "cuda"): BERT-family classifier on fp16 or bf16
+// storage with fp32 accumulation. Every projection is a cuBLASLt GEMM (QKV fused, bias and
+// the FFN activation in the epilogue where cuBLASLt has it); attention, embedding+LayerNorm,
+// residual+LayerNorm and the head's activation are own kernels. The families differ in the
+// FFN activation, the head's activation and ELECTRA's embedding projection (E -> H). Tokens are
+// packed (cu_seqlens), so a batch costs its real tokens. Memory: one device allocation at init,
+// sized by gpu/cuda/plan.c; every buffer is a slice.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -71,11 +73,13 @@ static int cuda_be_init(const gpu_model_t *model, const gpu_backend_opts_t *opts
         goto fail_quiet;
     be->opts.max_len = be->plan.max_len;
     be->opts.max_seqs = be->plan.max_seqs;
-    if (c->hidden / c->heads != 64 || c->hidden % 8 != 0 || c->hidden > 1024) {
+    if (c->hidden / c->heads != 64 || c->hidden % 8 != 0 || c->hidden > 1024 ||
+        c->emb_size % 8 != 0 || c->intermediate % 8 != 0) {
         snprintf(err, errlen,
-                 "the cuda backend needs head_dim 64 and hidden <= 1024 (model has "
-                 "hidden %d, %d heads)",
-                 c->hidden, c->heads);
+                 "the cuda backend needs head_dim 64, hidden <= 1024 and embedding and "
+                 "intermediate sizes that are multiples of 8 (model has hidden %d, %d heads, "
+                 "embedding %d, intermediate %d)",
+                 c->hidden, c->heads, c->emb_size, c->intermediate);
         goto fail_quiet;
     }
     if (gpu_cuda_device_count() <= opts->device) {
@@ -164,6 +168,7 @@ static int be_layer_t(struct gpu_backend *be, int l, int S, int rows, int q_tile
     const gpu_model_config_t *c = &be->model->cfg;
     const int H = c->hidden, I = c->intermediate;
     const int BLD = be->plan.big_ld;
+    const int ff1_epi = cuda_gemm_act_epi(c->act);
     const float eps = c->ln_eps;
     cudaStream_t s = be->stream;
     cuda_gemm_t *g = &be->gemm;
@@ -197,7 +202,7 @@ static int be_layer_t(struct gpu_backend *be, int l, int S, int rows, int q_tile
                                    be->sms, s)));
         be_mark(be, GPU_CUDA_PROF_NORM);
         FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF1_W), x, big, I, be_layer(be, l, GPU_PLAN_L_FF1_B),
-                NULL, rows, I, H, CUDA_GEMM_GELU_BIAS);
+                NULL, rows, I, H, ff1_epi);
         FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF2_W), big, x, H, be_layer(be, l, GPU_PLAN_L_FF2_B), x,
                 rows, H, I, CUDA_GEMM_BIAS);
         be_mark(be, GPU_CUDA_PROF_GEMM);
@@ -212,7 +217,7 @@ static int be_layer_t(struct gpu_backend *be, int l, int S, int rows, int q_tile
         FW_CUDA((cuda_add_ln<T, R>(big, xr, ln1, ln1 + H, rows, H, eps, xr, x, be->sms, s)));
         be_mark(be, GPU_CUDA_PROF_NORM);
         FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF1_W), x, big, I, be_layer(be, l, GPU_PLAN_L_FF1_B),
-                NULL, rows, I, H, CUDA_GEMM_GELU_BIAS);
+                NULL, rows, I, H, ff1_epi);
         FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF2_W), big, ctx, H, be_layer(be, l, GPU_PLAN_L_FF2_B),
                 NULL, rows, H, I, CUDA_GEMM_BIAS);
         be_mark(be, GPU_CUDA_PROF_GEMM);
@@ -232,7 +237,8 @@ static int cuda_be_submit_t(struct gpu_backend *be, const gpu_batch_t *b, int sl
     constexpr bool fp32_res = sizeof(R) == 4;
     const gpu_model_config_t *c = &be->model->cfg;
     const int H = c->hidden, I = c->intermediate, L = c->num_labels, NL = c->layers;
-    const int Tn = b->n_tokens, S = b->n_seqs;
+    const int Tn = b->n_tokens, S = b->n_seqs, E = c->emb_size;
+    const int ff1_epi = cuda_gemm_act_epi(c->act);
     const float eps = c->ln_eps;
     cudaStream_t s = be->stream;
     cuda_gemm_t *g = &be->gemm;
@@ -257,10 +263,22 @@ static int cuda_be_submit_t(struct gpu_backend *be, const gpu_batch_t *b, int sl
     T *CTX = (T *)be_slice(be, GPU_PLAN_CTX);                           // (Tn, H)
     char *BIG = be_slice(be, GPU_PLAN_BIG);
     const float *eln = (const float *)be_slice(be, GPU_PLAN_EMB_LN);
-    FW_CUDA((cuda_embed_ln<T, R>(d_ids, d_pos, Tn, (const T *)be_slice(be, GPU_PLAN_WORD_EMB),
-                                 (const T *)be_slice(be, GPU_PLAN_POS_EMB),
-                                 (const T *)be_slice(be, GPU_PLAN_TYPE_EMB), eln, eln + H, H, eps,
-                                 fp32_res ? XR : (R *)NULL, X, s)));
+    const T *wemb = (const T *)be_slice(be, GPU_PLAN_WORD_EMB);
+    const T *pemb = (const T *)be_slice(be, GPU_PLAN_POS_EMB);
+    const T *temb = (const T *)be_slice(be, GPU_PLAN_TYPE_EMB);
+    if (E == H) {
+        FW_CUDA((cuda_embed_ln<T, R>(d_ids, d_pos, Tn, wemb, pemb, temb, eln, eln + H, H, eps,
+                                     fp32_res ? XR : (R *)NULL, X, s)));
+    } else {
+        // ELECTRA: LayerNorm over E into BIG (free until layer 0's QKV), projected to H.
+        T *emb = (T *)BIG; // (Tn, E)
+        FW_CUDA((cuda_embed_ln<T, T>(d_ids, d_pos, Tn, wemb, pemb, temb, eln, eln + E, E, eps,
+                                     (T *)NULL, emb, s)));
+        FW_GEMM(be_slice(be, GPU_PLAN_EMB_PROJ_W), emb, X, H, be_slice(be, GPU_PLAN_EMB_PROJ_B),
+                NULL, Tn, H, E, CUDA_GEMM_BIAS);
+        // bf16's fp32 residual stream starts from the projection's (bf16-rounded) output
+        if (fp32_res) FW_CUDA(cuda_to_float<T>(X, (size_t)Tn * H, (float *)(void *)XR, s));
+    }
     be_mark(be, GPU_CUDA_PROF_EMBED);
     int q_tiles = (b->max_len + 63) / 64;
 
@@ -296,7 +314,7 @@ static int cuda_be_submit_t(struct gpu_backend *be, const gpu_batch_t *b, int sl
             FW_CUDA((cuda_add_ln<T, R>(xc, (const R *)NULL, ln1, ln1 + H, S, H, eps, (R *)NULL, xc,
                                        be->sms, s)));
             FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF1_W), xc, ff, I, be_layer(be, l, GPU_PLAN_L_FF1_B),
-                    NULL, S, I, H, CUDA_GEMM_GELU_BIAS);
+                    NULL, S, I, H, ff1_epi);
             FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF2_W), ff, xc, H, be_layer(be, l, GPU_PLAN_L_FF2_B),
                     xc, S, H, I, CUDA_GEMM_BIAS);
             FW_CUDA((cuda_add_ln<T, R>(xc, (const R *)NULL, ln2, ln2 + H, S, H, eps, (R *)NULL, xc,
@@ -306,7 +324,7 @@ static int cuda_be_submit_t(struct gpu_backend *be, const gpu_batch_t *b, int sl
                     NULL, S, H, H, CUDA_GEMM_BIAS);
             FW_CUDA((cuda_add_ln<T, R>(ao, xr, ln1, ln1 + H, S, H, eps, xr, xc, be->sms, s)));
             FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF1_W), xc, ff, I, be_layer(be, l, GPU_PLAN_L_FF1_B),
-                    NULL, S, I, H, CUDA_GEMM_GELU_BIAS);
+                    NULL, S, I, H, ff1_epi);
             FW_GEMM(be_layer(be, l, GPU_PLAN_L_FF2_W), ff, ao, H, be_layer(be, l, GPU_PLAN_L_FF2_B),
                     NULL, S, H, I, CUDA_GEMM_BIAS);
             FW_CUDA((cuda_add_ln<T, R>(ao, xr, ln2, ln2 + H, S, H, eps, xr, xc, be->sms, s)));
@@ -323,7 +341,7 @@ static int cuda_be_submit_t(struct gpu_backend *be, const gpu_batch_t *b, int sl
         if (cuda_head_run(&be->gemm32, hx, S, (const float *)be_slice(be, GPU_PLAN_POOL_W),
                           (const float *)be_slice(be, GPU_PLAN_POOL_B),
                           (const float *)be_slice(be, GPU_PLAN_CLS_W),
-                          (const float *)be_slice(be, GPU_PLAN_CLS_B), H, L,
+                          (const float *)be_slice(be, GPU_PLAN_CLS_B), H, L, (int)c->head_act,
                           (float *)(BIG + lo.head_pooled), d_logits, s, err, errlen) != 0)
             return 1;
         FW_CUDA(cudaMemcpyAsync(be->h_logits[slot], d_logits, (size_t)S * L * sizeof(float),

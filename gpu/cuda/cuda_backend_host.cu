@@ -46,11 +46,17 @@ template <typename T> static void be_weights_image(struct gpu_backend *be, char 
     const gpu_model_config_t *c = &m->cfg;
     const gpu_plan_t *p = &be->plan;
     size_t H = (size_t)c->hidden, I = (size_t)c->intermediate, L = (size_t)c->num_labels;
-    put_t<T>(img, p->slice[GPU_PLAN_WORD_EMB].offset, m->w.word_emb, (size_t)c->vocab_size * H);
-    put_t<T>(img, p->slice[GPU_PLAN_POS_EMB].offset, m->w.pos_emb, (size_t)c->max_pos * H);
-    put_t<T>(img, p->slice[GPU_PLAN_TYPE_EMB].offset, m->w.type_emb, H);
-    put_f(img, p->slice[GPU_PLAN_EMB_LN].offset, m->w.emb_ln_g, H);
-    put_f(img, p->slice[GPU_PLAN_EMB_LN].offset + H * 4, m->w.emb_ln_b, H);
+    size_t E = (size_t)c->emb_size;
+    put_t<T>(img, p->slice[GPU_PLAN_WORD_EMB].offset, m->w.word_emb, (size_t)c->vocab_size * E);
+    // pos_emb already starts at the family's offset (RoBERTa's padding_idx + 1)
+    put_t<T>(img, p->slice[GPU_PLAN_POS_EMB].offset, m->w.pos_emb, (size_t)c->max_pos * E);
+    put_t<T>(img, p->slice[GPU_PLAN_TYPE_EMB].offset, m->w.type_emb, E);
+    put_f(img, p->slice[GPU_PLAN_EMB_LN].offset, m->w.emb_ln_g, E);
+    put_f(img, p->slice[GPU_PLAN_EMB_LN].offset + E * 4, m->w.emb_ln_b, E);
+    if (E != H) {
+        put_t<T>(img, p->slice[GPU_PLAN_EMB_PROJ_W].offset, m->w.emb_proj_w, H * E);
+        put_t<T>(img, p->slice[GPU_PLAN_EMB_PROJ_B].offset, m->w.emb_proj_b, H);
+    }
     for (int l = 0; l < c->layers; l++) {
         const gpu_layer_weights_t *w = &m->w.layer[l];
         size_t b = p->slice[GPU_PLAN_LAYERS].offset + (size_t)l * p->layer_bytes, e = sizeof(T);

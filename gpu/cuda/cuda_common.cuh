@@ -90,15 +90,17 @@ cudaError_t cuda_embed_ln(const int32_t *ids, const int32_t *pos, int n_tokens, 
 template <typename T, typename R>
 cudaError_t cuda_add_ln(const T *a, const R *res, const float *gamma, const float *beta, int n,
                         int H, float eps, R *out_r, T *out_t, int sms, cudaStream_t st);
-// x (n, cols) = gelu(x + bias) exact erf, in place (fallback when no cuBLASLt GELU epilogue).
+// x (n, cols) = act(x + bias) in place, act a gpu_act_t: the erf GELU of "gelu" (no cuBLASLt
+// epilogue computes it), or the tanh GELU / ReLU where cuBLASLt refused their epilogue.
+// bias may be NULL (a bias epilogue already added it); n * cols a multiple of 8.
 template <typename T>
-cudaError_t cuda_bias_gelu(T *x, const T *bias, int n, int cols, cudaStream_t st);
+cudaError_t cuda_bias_act(T *x, const T *bias, int n, int cols, int act, cudaStream_t st);
 // dst (n_seqs, H) = src rows cu[s] (the [CLS] token of each sequence).
 template <typename E>
 cudaError_t cuda_gather_rows(const E *src, const int32_t *cu, int n_seqs, int H, E *dst,
                              cudaStream_t st);
-// x = tanh(x), n fp32 elements in place (the pooler's activation).
-cudaError_t cuda_tanh(float *x, size_t n, cudaStream_t st);
+// x = act(x), n fp32 elements in place, act a gpu_act_t (the head's activation).
+cudaError_t cuda_act_f32(float *x, size_t n, int act, cudaStream_t st);
 // The attention kernels' softmax scale for head_dim 64, in base 2 (they use exp2):
 // 1/sqrt(64) * log2(e).
 #define CUDA_ATT_SCALE_LOG2 (0.125f * 1.4426950408889634f)

@@ -7,9 +7,22 @@
 #include <string.h>
 
 #include "gpu/cuda/cuda_common.cuh"
+#include "gpu/model/model.h"
 
 static const cublasLtEpilogue_t gemm_epi[CUDA_GEMM_EPIS] = {
-    CUBLASLT_EPILOGUE_DEFAULT, CUBLASLT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_GELU_BIAS};
+    CUBLASLT_EPILOGUE_DEFAULT, CUBLASLT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_GELU_BIAS,
+    CUBLASLT_EPILOGUE_RELU_BIAS};
+
+int cuda_gemm_act_epi(int act) {
+    switch (act) {
+    case GPU_ACT_GELU_TANH:
+        return CUDA_GEMM_GELU_BIAS;
+    case GPU_ACT_RELU:
+        return CUDA_GEMM_RELU_BIAS;
+    default:
+        return CUDA_GEMM_GELU_ERF_BIAS;
+    }
+}
 
 int cuda_gemm_init(cuda_gemm_t *g, int type, void *workspace, size_t workspace_bytes, char *err,
                    size_t errlen) {
@@ -18,6 +31,7 @@ int cuda_gemm_init(cuda_gemm_t *g, int type, void *workspace, size_t workspace_b
     g->workspace = workspace;
     g->workspace_bytes = workspace_bytes;
     g->gelu_epilogue = 1;
+    g->relu_epilogue = 1;
     if (cublasLtCreate(&g->lt) != CUBLAS_STATUS_SUCCESS) {
         snprintf(err, errlen, "cuBLASLt could not be initialised");
         return -1;
@@ -170,20 +184,26 @@ int cuda_gemm_run(cuda_gemm_t *g, const void *w, const void *x, void *y, const v
 int cuda_gemm_run_ld(cuda_gemm_t *g, const void *w, const void *x, void *y, int ldy,
                      const void *bias, const void *res, int m, int n, int k, int epi,
                      cudaStream_t st, char *err, size_t errlen) {
-    if (epi == CUDA_GEMM_GELU_BIAS && !g->gelu_epilogue) {
-        if (ldy != n) {
-            snprintf(err, errlen, "GELU fallback needs contiguous rows");
+    // An activation cuBLASLt does not apply (the erf GELU always, the others where it refused
+    // their epilogue): the bias epilogue, then an own pass over the output. Never with a
+    // residual: activations feed the next GEMM, not the residual stream.
+    int act = epi == CUDA_GEMM_GELU_ERF_BIAS                    ? GPU_ACT_GELU
+              : epi == CUDA_GEMM_GELU_BIAS && !g->gelu_epilogue ? GPU_ACT_GELU_TANH
+              : epi == CUDA_GEMM_RELU_BIAS && !g->relu_epilogue ? GPU_ACT_RELU
+                                                                : -1;
+    if (act >= 0) {
+        if (ldy != n || res) {
+            snprintf(err, errlen, "an activation pass needs contiguous rows and no residual");
             return -1;
         }
-        // (never with a residual: GELU outputs feed the next GEMM, not the residual stream)
         if (cuda_gemm_run(g, w, x, y, bias, NULL, m, n, k, CUDA_GEMM_BIAS, st, err, errlen) != 0)
             return -1;
         cudaError_t e =
             g->dt == CUDA_R_16BF
-                ? cuda_bias_gelu((__nv_bfloat16 *)y, (const __nv_bfloat16 *)NULL, m, n, st)
-                : cuda_bias_gelu((__half *)y, (const __half *)NULL, m, n, st);
+                ? cuda_bias_act((__nv_bfloat16 *)y, (const __nv_bfloat16 *)NULL, m, n, act, st)
+                : cuda_bias_act((__half *)y, (const __half *)NULL, m, n, act, st);
         if (e != cudaSuccess) {
-            snprintf(err, errlen, "GELU kernel launch failed: %s", cudaGetErrorString(e));
+            snprintf(err, errlen, "activation kernel launch failed: %s", cudaGetErrorString(e));
             return -1;
         }
         return 0;
@@ -210,8 +230,9 @@ int cuda_gemm_run_ld(cuda_gemm_t *g, const void *w, const void *x, void *y, int 
             return -1;
         }
         if (n_cand <= 0) {
-            if (epi == CUDA_GEMM_GELU_BIAS) {
-                g->gelu_epilogue = 0;
+            if (epi == CUDA_GEMM_GELU_BIAS || epi == CUDA_GEMM_RELU_BIAS) {
+                if (epi == CUDA_GEMM_GELU_BIAS) g->gelu_epilogue = 0;
+                if (epi == CUDA_GEMM_RELU_BIAS) g->relu_epilogue = 0;
                 return cuda_gemm_run_ld(g, w, x, y, ldy, bias, res, m, n, k, epi, st, err, errlen);
             }
             snprintf(err, errlen, "cuBLASLt found no algorithm for a %dx%dx%d GEMM", m, n, k);
@@ -240,14 +261,14 @@ int cuda_gemm_run_ld(cuda_gemm_t *g, const void *w, const void *x, void *y, int 
 }
 
 int cuda_head_run(cuda_gemm_t *g, const float *x, int s, const float *pool_w, const float *pool_b,
-                  const float *cls_w, const float *cls_b, int h, int l, float *pooled,
+                  const float *cls_w, const float *cls_b, int h, int l, int act, float *pooled,
                   float *logits, cudaStream_t st, char *err, size_t errlen) {
     if (cuda_gemm_run(g, pool_w, x, pooled, pool_b, NULL, s, h, h, CUDA_GEMM_BIAS, st, err,
                       errlen) != 0)
         return -1;
-    cudaError_t e = cuda_tanh(pooled, (size_t)s * h, st);
+    cudaError_t e = cuda_act_f32(pooled, (size_t)s * h, act, st);
     if (e != cudaSuccess) {
-        snprintf(err, errlen, "tanh kernel launch failed: %s", cudaGetErrorString(e));
+        snprintf(err, errlen, "head activation kernel launch failed: %s", cudaGetErrorString(e));
         return -1;
     }
     return cuda_gemm_run(g, cls_w, pooled, logits, cls_b, NULL, s, l, h, CUDA_GEMM_BIAS, st, err,

@@ -9,7 +9,20 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
-enum { CUDA_GEMM_PLAIN = 0, CUDA_GEMM_BIAS = 1, CUDA_GEMM_GELU_BIAS = 2, CUDA_GEMM_EPIS = 3 };
+// Epilogues. cuBLASLt's GELU is the tanh approximation (HF's "gelu_new"); HF's "gelu" is the
+// erf form, which no cuBLASLt epilogue computes: GELU_ERF_BIAS runs the bias epilogue and
+// then an own exact-GELU pass over the output (it has no descriptor of its own).
+enum {
+    CUDA_GEMM_PLAIN = 0,
+    CUDA_GEMM_BIAS = 1,
+    CUDA_GEMM_GELU_BIAS = 2, // tanh-form GELU (cuBLASLt's)
+    CUDA_GEMM_RELU_BIAS = 3,
+    CUDA_GEMM_EPIS = 4,         // descriptors
+    CUDA_GEMM_GELU_ERF_BIAS = 4 // bias epilogue, then cuda_bias_act(GPU_ACT_GELU)
+};
+
+// The epilogue of an FFN's first projection for activation act (gpu_act_t).
+int cuda_gemm_act_epi(int act);
 
 #define CUDA_GEMM_CACHE 256
 
@@ -24,7 +37,8 @@ typedef struct {
     cudaDataType_t dt; // CUDA_R_16F or CUDA_R_16BF
     void *workspace;   // device, owned by the caller (an arena slice)
     size_t workspace_bytes;
-    int gelu_epilogue; // 0 when cuBLASLt refused GELU_BIAS: bias + own exact-GELU kernel
+    int gelu_epilogue; // 0 when cuBLASLt refused GELU_BIAS: bias + own tanh-GELU kernel
+    int relu_epilogue; // 0 when cuBLASLt refused RELU_BIAS: bias + own ReLU kernel
     cuda_gemm_entry_t cache[CUDA_GEMM_CACHE];
     int n_cache;
     long heuristic_queries;
@@ -57,10 +71,11 @@ int cuda_gemm_run_ld(cuda_gemm_t *g, const void *w, const void *x, void *y, int 
                      const void *bias, const void *res, int m, int n, int k, int epi,
                      cudaStream_t st, char *err, size_t errlen);
 
-// The classifier head in fp32: logits (S, L) = cls_w tanh(pool_w x + pool_b) + cls_b for the
-// S compact rows x (S, H) fp32; pooled (S, H) fp32 scratch. g must be an FP32 instance.
+// The classifier head in fp32: logits (S, L) = cls_w act(pool_w x + pool_b) + cls_b for the
+// S compact rows x (S, H) fp32; act (gpu_act_t) the family's head activation (BERT's tanh,
+// DistilBERT's ReLU, ELECTRA's GELU); pooled (S, H) fp32 scratch. g must be an FP32 instance.
 int cuda_head_run(cuda_gemm_t *g, const float *x, int s, const float *pool_w, const float *pool_b,
-                  const float *cls_w, const float *cls_b, int h, int l, float *pooled,
+                  const float *cls_w, const float *cls_b, int h, int l, int act, float *pooled,
                   float *logits, cudaStream_t st, char *err, size_t errlen);
 
 // Times Y (m, n) = X (m, k) W^T + bias through cuda_gemm_run on random data

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "gpu/cuda/cuda_common.cuh"
+#include "gpu/model/model.h"
 
 #define LN_CHUNKS 4 /* 8-element chunks per lane: H <= 32 * 8 * 4 = 1024 */
 
@@ -154,8 +155,18 @@ __global__ void __launch_bounds__(256, sizeof(R) == 4 ? 2 : 3)
     }
 }
 
-template <typename T>
-__global__ void bias_gelu_kernel(T *x, const T *__restrict__ bias, size_t n8, int cols) {
+// The activations of gpu_act_t, as HF computes them (in fp32). tanhf and erff, not the
+// fast-math intrinsics: --use_fast_math leaves both at full precision.
+template <int A> __device__ __forceinline__ float act_f(float z) {
+    if (A == GPU_ACT_GELU) return 0.5f * z * (1.f + erff(z * 0.70710678118654752f));
+    if (A == GPU_ACT_GELU_TANH)
+        return 0.5f * z * (1.f + tanhf(0.79788456080286536f * (z + 0.044715f * z * z * z)));
+    if (A == GPU_ACT_RELU) return z > 0.f ? z : 0.f;
+    return tanhf(z);
+}
+
+template <typename T, int A>
+__global__ void bias_act_kernel(T *x, const T *__restrict__ bias, size_t n8, int cols) {
     size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     if (i >= n8) return;
     size_t e = i * 8;
@@ -164,10 +175,8 @@ __global__ void bias_gelu_kernel(T *x, const T *__restrict__ bias, size_t n8, in
     load8(x + e, v);
     if (bias) load8(bias + col, b); // NULL when a bias epilogue already added it
 #pragma unroll
-    for (int k = 0; k < 8; k++) {
-        float z = v[k] + b[k];
-        v[k] = 0.5f * z * (1.f + erff(z * 0.70710678118654752f));
-    }
+    for (int k = 0; k < 8; k++)
+        v[k] = act_f<A>(v[k] + b[k]);
     store8(x + e, v);
 }
 
@@ -181,9 +190,9 @@ __global__ void gather_rows_kernel(const E *__restrict__ src, const int32_t *__r
         d[c] = r[c];
 }
 
-__global__ void tanh_kernel(float *x, size_t n) {
+template <int A> __global__ void act_f32_kernel(float *x, size_t n) {
     size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-    if (i < n) x[i] = tanhf(x[i]);
+    if (i < n) x[i] = act_f<A>(x[i]);
 }
 
 template <typename T> __global__ void convert_kernel(const float *src, size_t n, T *dst) {
@@ -230,9 +239,24 @@ cudaError_t cuda_add_ln(const T *a, const R *res, const float *gamma, const floa
     return cudaGetLastError();
 }
 template <typename T>
-cudaError_t cuda_bias_gelu(T *x, const T *bias, int n, int cols, cudaStream_t s) {
+cudaError_t cuda_bias_act(T *x, const T *bias, int n, int cols, int act, cudaStream_t s) {
     size_t n8 = (size_t)n * cols / 8;
-    bias_gelu_kernel<T><<<(unsigned)((n8 + 255) / 256), 256, 0, s>>>(x, bias, n8, cols);
+    unsigned grid = (unsigned)((n8 + 255) / 256);
+    if (n8 == 0) return cudaSuccess;
+    switch (act) {
+    case GPU_ACT_GELU:
+        bias_act_kernel<T, GPU_ACT_GELU><<<grid, 256, 0, s>>>(x, bias, n8, cols);
+        break;
+    case GPU_ACT_GELU_TANH:
+        bias_act_kernel<T, GPU_ACT_GELU_TANH><<<grid, 256, 0, s>>>(x, bias, n8, cols);
+        break;
+    case GPU_ACT_RELU:
+        bias_act_kernel<T, GPU_ACT_RELU><<<grid, 256, 0, s>>>(x, bias, n8, cols);
+        break;
+    default:
+        bias_act_kernel<T, GPU_ACT_TANH><<<grid, 256, 0, s>>>(x, bias, n8, cols);
+        break;
+    }
     return cudaGetLastError();
 }
 template <typename E>
@@ -242,8 +266,23 @@ cudaError_t cuda_gather_rows(const E *src, const int32_t *cu, int n_seqs, int H,
     gather_rows_kernel<E><<<n_seqs, 128, 0, s>>>(src, cu, n_seqs, H, dst);
     return cudaGetLastError();
 }
-cudaError_t cuda_tanh(float *x, size_t n, cudaStream_t s) {
-    tanh_kernel<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(x, n);
+cudaError_t cuda_act_f32(float *x, size_t n, int act, cudaStream_t s) {
+    unsigned grid = (unsigned)((n + 255) / 256);
+    if (n == 0) return cudaSuccess;
+    switch (act) {
+    case GPU_ACT_GELU:
+        act_f32_kernel<GPU_ACT_GELU><<<grid, 256, 0, s>>>(x, n);
+        break;
+    case GPU_ACT_GELU_TANH:
+        act_f32_kernel<GPU_ACT_GELU_TANH><<<grid, 256, 0, s>>>(x, n);
+        break;
+    case GPU_ACT_RELU:
+        act_f32_kernel<GPU_ACT_RELU><<<grid, 256, 0, s>>>(x, n);
+        break;
+    default:
+        act_f32_kernel<GPU_ACT_TANH><<<grid, 256, 0, s>>>(x, n);
+        break;
+    }
     return cudaGetLastError();
 }
 template <typename T> cudaError_t cuda_convert(const float *src, size_t n, T *dst, cudaStream_t s) {
@@ -265,7 +304,7 @@ cudaError_t cuda_to_float(const T *src, size_t n, float *dst, cudaStream_t s) {
 #define INSTANTIATE(T)                                                                             \
     INSTANTIATE_TR(T, T)                                                                           \
     INSTANTIATE_TR(T, float)                                                                       \
-    template cudaError_t cuda_bias_gelu<T>(T *, const T *, int, int, cudaStream_t);                \
+    template cudaError_t cuda_bias_act<T>(T *, const T *, int, int, int, cudaStream_t);            \
     template cudaError_t cuda_gather_rows<T>(const T *, const int32_t *, int, int, T *,            \
                                              cudaStream_t);                                        \
     template cudaError_t cuda_convert<T>(const float *, size_t, T *, cudaStream_t);                \

@@ -61,7 +61,13 @@ int gpu_plan_compute(const gpu_model_config_t *cfg, int token_budget, int max_le
     p->elem_bytes = 2;
     p->bf16 = precision && strcmp(precision, "bf16") == 0;
 
+    if (cfg->emb_size <= 0 || cfg->emb_size > cfg->hidden) {
+        snprintf(err, errlen, "embedding size %d is outside 1..hidden %d", cfg->emb_size,
+                 cfg->hidden);
+        return -1;
+    }
     size_t e = (size_t)p->elem_bytes, H = (size_t)cfg->hidden, I = (size_t)cfg->intermediate;
+    size_t E = (size_t)cfg->emb_size, proj = E != H; /* ELECTRA's projection */
     size_t L = (size_t)cfg->num_labels, T = (size_t)token_budget, S = (size_t)p->max_seqs;
     size_t f4 = sizeof(float);
 
@@ -76,12 +82,16 @@ int gpu_plan_compute(const gpu_model_config_t *cfg, int token_budget, int max_le
     p->layer_bytes = lb;
 
     size_t cur = 0;
-    plan_put(p, GPU_PLAN_WORD_EMB, "word embeddings", "(vocab, H)", (size_t)cfg->vocab_size * H * e,
+    plan_put(p, GPU_PLAN_WORD_EMB, "word embeddings", "(vocab, E)", (size_t)cfg->vocab_size * E * e,
              &cur);
-    plan_put(p, GPU_PLAN_POS_EMB, "position embeddings", "(max_pos, H)",
-             (size_t)cfg->max_pos * H * e, &cur);
-    plan_put(p, GPU_PLAN_TYPE_EMB, "token type 0 embedding", "(H)", H * e, &cur);
-    plan_put(p, GPU_PLAN_EMB_LN, "embedding LayerNorm", "(2, H) fp32", 2 * H * f4, &cur);
+    plan_put(p, GPU_PLAN_POS_EMB, "position embeddings", "(max_pos, E)",
+             (size_t)cfg->max_pos * E * e, &cur);
+    plan_put(p, GPU_PLAN_TYPE_EMB, "token type 0 embedding", "(E)", E * e, &cur);
+    plan_put(p, GPU_PLAN_EMB_LN, "embedding LayerNorm", "(2, E) fp32", 2 * E * f4, &cur);
+    plan_put(p, GPU_PLAN_EMB_PROJ_W, "embedding projection", "(H, E), ELECTRA only",
+             proj * H * E * e, &cur);
+    plan_put(p, GPU_PLAN_EMB_PROJ_B, "embedding projection bias", "(H), ELECTRA only", proj * H * e,
+             &cur);
     plan_put(p, GPU_PLAN_LAYERS, "encoder layers", "(layers) x [qkv, out, ln1, ff1, ff2, ln2]",
              (size_t)cfg->layers * lb, &cur);
     plan_put(p, GPU_PLAN_POOL_W, "pooler weight", "(H, H) fp32", H * H * f4, &cur);

@@ -18,22 +18,26 @@ extern "C" {
 
 /* Slices in arena order: weights first, then activations. */
 typedef enum {
-    GPU_PLAN_WORD_EMB,  /* (vocab, H) storage type */
-    GPU_PLAN_POS_EMB,   /* (max_pos, H) storage type */
-    GPU_PLAN_TYPE_EMB,  /* (H) storage type: token type 0 only */
-    GPU_PLAN_EMB_LN,    /* (2, H) fp32 gamma, beta */
-    GPU_PLAN_LAYERS,    /* (layers) x layer_bytes, see gpu_plan_layer_t */
-    GPU_PLAN_POOL_W,    /* (H, H) fp32: the head runs in fp32 (tiny, and it decides argmax) */
-    GPU_PLAN_POOL_B,    /* (H) fp32 */
-    GPU_PLAN_CLS_W,     /* (L, H) fp32 */
-    GPU_PLAN_CLS_B,     /* (L) fp32 */
-    GPU_PLAN_X,         /* (token_budget, H) hidden state, updated in place by each layer */
-    GPU_PLAN_XR,        /* (token_budget, H) fp32 residual stream: bf16 only (0 bytes in fp16) */
-    GPU_PLAN_CTX,       /* (token_budget, H) attention context, then the FFN output */
-    GPU_PLAN_BIG,       /* QKV / attn-out / FFN inner; the last layer: gpu_plan_last_layer */
-    GPU_PLAN_INPUTS,    /* int32: ids (budget), positions (budget), cu_seqlens (max_seqs + 1) */
-    GPU_PLAN_LOGITS,    /* (max_seqs, L) fp32 */
-    GPU_PLAN_WORKSPACE, /* cuBLASLt workspace */
+    GPU_PLAN_WORD_EMB,   /* (vocab, E) storage type; E = emb_size (H but for ELECTRA) */
+    GPU_PLAN_POS_EMB,    /* (max_pos, E) storage type, from the family's position offset */
+    GPU_PLAN_TYPE_EMB,   /* (E) storage type: token type 0 only (zeros for DistilBERT) */
+    GPU_PLAN_EMB_LN,     /* (2, E) fp32 gamma, beta */
+    GPU_PLAN_EMB_PROJ_W, /* (H, E) storage type: ELECTRA's projection; 0 bytes when E == H */
+    GPU_PLAN_EMB_PROJ_B, /* (H) storage type; 0 bytes when E == H */
+    GPU_PLAN_LAYERS,     /* (layers) x layer_bytes, see gpu_plan_layer_t */
+    GPU_PLAN_POOL_W,     /* (H, H) fp32: the head's dense (pooler, pre_classifier, classifier.dense)
+                          * runs in fp32 (tiny, and it decides argmax) */
+    GPU_PLAN_POOL_B,     /* (H) fp32 */
+    GPU_PLAN_CLS_W,      /* (L, H) fp32 */
+    GPU_PLAN_CLS_B,      /* (L) fp32 */
+    GPU_PLAN_X,          /* (token_budget, H) hidden state, updated in place by each layer */
+    GPU_PLAN_XR,         /* (token_budget, H) fp32 residual stream: bf16 only (0 bytes in fp16) */
+    GPU_PLAN_CTX,        /* (token_budget, H) attention context, then the FFN output */
+    GPU_PLAN_BIG,        /* QKV / attn-out / FFN inner; the last layer: gpu_plan_last_layer;
+                          * before layer 0, ELECTRA's (tokens, E) embeddings (E <= H) */
+    GPU_PLAN_INPUTS,     /* int32: ids (budget), positions (budget), cu_seqlens (max_seqs + 1) */
+    GPU_PLAN_LOGITS,     /* (max_seqs, L) fp32 */
+    GPU_PLAN_WORKSPACE,  /* cuBLASLt workspace */
     GPU_PLAN_N
 } gpu_plan_slice_id_t;
 

@@ -1,8 +1,11 @@
-/* A BERT-family sequence classifier as read from a Hugging Face checkpoint directory
- * (config.json, model.safetensors, vocab.txt; tokenizer_config.json is the tokenizer's:
- * worker/text/tok_config.h), or made up with random weights in a named geometry for
- * benchmarks. Shared by every backend: the loader
- * converts F32/F16/BF16 tensors to fp32 once; each backend then converts to what it runs. */
+/* A BERT-family sequence classifier (BERT, DistilBERT, RoBERTa, XLM-RoBERTa, ELECTRA) as read
+ * from a Hugging Face checkpoint directory (config.json, model.safetensors, vocab.txt or
+ * tokenizer.json; tokenizer_config.json is the tokenizer's: worker/text/tok_config.h), or made
+ * up with random weights in a named geometry for benchmarks. Shared by every backend: the
+ * loader converts F32/F16/BF16 tensors to fp32 once; each backend then converts to what it
+ * runs. The families differ only in what the loader can normalise away (weight names, the
+ * position offset, a missing token-type table) and in three knobs every backend honours:
+ * the FFN activation, the head's activation and ELECTRA's embedding projection. */
 #ifndef RECLASS_GPU_MODEL_H
 #define RECLASS_GPU_MODEL_H
 
@@ -13,15 +16,39 @@
 extern "C" {
 #endif
 
+typedef enum {
+    GPU_FAMILY_BERT,        /* BertForSequenceClassification */
+    GPU_FAMILY_DISTILBERT,  /* DistilBertForSequenceClassification */
+    GPU_FAMILY_ROBERTA,     /* RobertaForSequenceClassification */
+    GPU_FAMILY_XLM_ROBERTA, /* XLMRobertaForSequenceClassification */
+    GPU_FAMILY_ELECTRA,     /* ElectraForSequenceClassification */
+    GPU_FAMILY_COUNT
+} gpu_model_family_t;
+
+/* Activations: the FFN's (config's hidden_act) and the head's (fixed by the family). */
+typedef enum {
+    GPU_ACT_GELU,      /* "gelu": exact, 0.5 x (1 + erf(x / sqrt 2)) */
+    GPU_ACT_GELU_TANH, /* "gelu_new" / "gelu_pytorch_tanh": the tanh approximation */
+    GPU_ACT_RELU,      /* "relu" */
+    GPU_ACT_TANH,      /* BERT's pooler, RoBERTa's classifier.dense */
+} gpu_act_t;
+
 typedef struct {
+    gpu_model_family_t family;
+    gpu_act_t act;      /* FFN activation */
+    gpu_act_t head_act; /* between the head's dense (pool_w) and its output (cls_w) */
     int vocab_size;
-    int hidden; /* H */
+    int emb_size; /* E: width of the embedding tables; == H except for ELECTRA (E <= H) */
+    int hidden;   /* H */
     int layers;
     int heads;        /* H % heads == 0 */
     int intermediate; /* I */
-    int max_pos;      /* longest sequence the position table covers */
-    int type_vocab;
-    int num_labels; /* L */
+    int max_pos;      /* longest sequence the position table covers (positions usable) */
+    int pos_rows;     /* max_position_embeddings: rows of the checkpoint's table */
+    int pos_offset;   /* position of a sequence's first token: 0, or pad_token_id + 1
+                       * (RoBERTa, XLM-R); max_pos = pos_rows - pos_offset */
+    int type_vocab;   /* rows of type_emb; DistilBERT has none and gets one zero row */
+    int num_labels;   /* L */
     float ln_eps;
     char **id2label; /* (num_labels) owned; "LABEL_i" when config has none */
 } gpu_model_config_t;
@@ -40,15 +67,22 @@ typedef struct {
     float *ln2_g, *ln2_b;   /* (H) LayerNorm after FFN + residual */
 } gpu_layer_weights_t;
 
+/* Every backend embeds token t of a sequence as LN(word[id] + pos_emb[t] + type_emb[0]),
+ * then (E != H) x = emb_proj(that): pos_emb already starts at the family's position offset,
+ * so the backends know nothing of it. The head is act(pool(x[first token])) -> cls for all
+ * families: BERT's pooler + tanh, DistilBERT's pre_classifier + ReLU, RoBERTa's and
+ * ELECTRA's classifier.dense + tanh / GELU, then classifier (.out_proj). */
 typedef struct {
-    float *word_emb;            /* (vocab_size, H) */
-    float *pos_emb;             /* (max_pos, H) */
-    float *type_emb;            /* (type_vocab, H); type id is always 0 */
-    float *emb_ln_g, *emb_ln_b; /* (H) */
+    float *word_emb;            /* (vocab_size, E) */
+    float *pos_emb;             /* (max_pos, E): rows pos_offset.. of the checkpoint's table */
+    float *type_emb;            /* (type_vocab, E); type id is always 0 */
+    float *emb_ln_g, *emb_ln_b; /* (E) */
+    float *emb_proj_w;          /* (H, E) ELECTRA's embeddings_project, NULL when E == H */
+    float *emb_proj_b;          /* (H) or NULL */
     gpu_layer_weights_t *layer; /* (layers) */
-    float *pool_w;              /* (H, H) */
+    float *pool_w;              /* (H, H) pooler / pre_classifier / classifier.dense */
     float *pool_b;              /* (H) */
-    float *cls_w;               /* (L, H) */
+    float *cls_w;               /* (L, H) classifier / classifier.out_proj */
     float *cls_b;               /* (L) */
 } gpu_model_weights_t;
 
@@ -58,12 +92,13 @@ typedef struct {
     float *blob;           /* the one allocation holding all weights, fp32 */
     size_t blob_floats;
     char *dir;        /* checkpoint directory, NULL for a random model */
-    char *vocab_path; /* dir/vocab.txt, NULL for a random model */
+    char *vocab_path; /* dir/vocab.txt, NULL for a random model or one with tokenizer.json only */
     char *name;       /* "clinc150-bert-mini", or the geometry name */
 } gpu_model_t;
 
-/* Loads a BertForSequenceClassification checkpoint. On failure returns non-zero, *out is
- * NULL, and err holds one line naming the file and what is wrong (CLI exits 2). */
+/* Loads a checkpoint of one of the supported architectures (gpu_model_architectures). On failure
+ * returns non-zero, *out is NULL, and err holds one line naming the file and what is wrong (CLI
+ * exits 2). */
 int gpu_model_load(const char *dir, gpu_model_t **out, char *err, size_t errlen);
 
 /* config.json's parser, on its text (len bytes; name stands for the file in err), with the
@@ -72,9 +107,25 @@ int gpu_model_load(const char *dir, gpu_model_t **out, char *err, size_t errlen)
 int gpu_model_parse_config(const char *json, size_t len, const char *name, gpu_model_config_t *cfg,
                            char *err, size_t errlen);
 
+/* "BertForSequenceClassification, DistilBertForSequenceClassification, ...": every
+ * architecture gpu_model_load takes, for messages. */
+const char *gpu_model_architectures(void);
+
+/* The family's name ("bert", "distilbert", "roberta", "xlm-roberta", "electra") and an
+ * activation's ("gelu", "gelu_new", "relu", "tanh"). */
+const char *gpu_model_family_name(gpu_model_family_t f);
+const char *gpu_model_act_name(gpu_act_t a);
+
 /* Geometry by name: "bert-base" (12x768, 12 heads, 3072), "bert-mini" (4x256, 4, 1024),
- * "bert-large" (24x1024, 16, 4096); vocab 30522, 512 positions, 2 types. Returns 0 or -1. */
+ * "bert-large" (24x1024, 16, 4096), ...: vocab 30522, 512 positions, 2 types; "roberta-base"
+ * and "xlmr-base" (bert-base's layers, vocab 50265 / 250002, 514 positions from offset 2, 1
+ * type, gelu, LN eps 1e-5), "distilbert-base" (6x768, 12, 3072, no types), "electra-small"
+ * (12x256, 4, 1024, E 128) and "electra-base" (bert-base's). The list: gpu_model_geometries.
+ * Returns 0 or -1. */
 int gpu_model_geometry(const char *name, int num_labels, gpu_model_config_t *cfg);
+
+/* "bert-tiny, bert-mini, ...": the names gpu_model_geometry knows, for messages. */
+const char *gpu_model_geometries(void);
 
 /* A model of that geometry with seeded random weights (N(0, 0.02), LN gamma ~1). */
 int gpu_model_init_random(const char *geometry, int num_labels, uint64_t seed, gpu_model_t **out,

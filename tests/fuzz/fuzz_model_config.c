@@ -12,6 +12,9 @@
 static void check_config(const gpu_model_config_t *c) {
     FUZZ_CHECK(c->vocab_size > 0 && c->hidden > 0 && c->layers > 0 && c->heads > 0);
     FUZZ_CHECK(c->intermediate > 0 && c->max_pos > 0 && c->type_vocab > 0);
+    FUZZ_CHECK(c->emb_size > 0 && c->emb_size <= c->hidden);
+    FUZZ_CHECK(c->pos_offset >= 0 && c->max_pos == c->pos_rows - c->pos_offset);
+    FUZZ_CHECK((unsigned)c->family < GPU_FAMILY_COUNT);
     FUZZ_CHECK(c->hidden % c->heads == 0);
     FUZZ_CHECK(c->num_labels > 0 && c->id2label);
     for (int i = 0; i < c->num_labels; i++)
@@ -19,11 +22,11 @@ static void check_config(const gpu_model_config_t *c) {
     FUZZ_CHECK(isfinite(c->ln_eps) && c->ln_eps > 0.0f);
     /* The loader sizes its weight blob from the parameter count: it must not wrap. */
     unsigned __int128 H = (unsigned)c->hidden, I = (unsigned)c->intermediate;
-    unsigned __int128 L = (unsigned)c->num_labels;
-    unsigned __int128 emb = ((unsigned __int128)(unsigned)c->vocab_size + (unsigned)c->max_pos +
+    unsigned __int128 L = (unsigned)c->num_labels, E = (unsigned)c->emb_size;
+    unsigned __int128 emb = ((unsigned __int128)(unsigned)c->vocab_size + (unsigned)c->pos_rows +
                              (unsigned)c->type_vocab) *
-                                H +
-                            2 * H;
+                                E +
+                            2 * E + (E != H ? H * E + H : 0);
     unsigned __int128 layer = 4 * H * H + 4 * H + 2 * H * I + I + H + 4 * H;
     unsigned __int128 total = emb + (unsigned)c->layers * layer + H * H + H + L * H + L;
     FUZZ_CHECK(total == gpu_model_param_count(c));

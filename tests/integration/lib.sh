@@ -1,14 +1,15 @@
 # Shared by the pipeline's integration tests (sourced, not run): a throwaway PostgreSQL, a
 # Kafka broker, CLINC150 input and checks. Everything started here is stopped by the EXIT trap.
 # The broker is the dev broker, or Tansu with IT_BROKER=tansu (the test then exits 77, skipped,
-# when Tansu cannot be had).
+# when Tansu cannot be had). IT_MODEL=DIR runs the job on another checkpoint than the demo
+# model (e.g. a family's fixture in tests/fixtures/models/).
 #   source lib.sh RECLASS_BIN
 # shellcheck shell=bash
 set -euo pipefail
 it_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 it_root=$(cd "$it_here/../.." && pwd)
 RECLASS=${1:?path of the reclass executable}
-MODEL=$it_root/deploy/models/clinc150-bert-mini
+MODEL=${IT_MODEL:-$it_root/deploy/models/clinc150-bert-mini}
 GOLDEN=$it_root/tests/fixtures/golden_clinc150_test.jsonl
 TMP=$(mktemp -d /tmp/reclass-it.XXXXXX)
 # shellcheck source=tests/lib/services.sh

@@ -102,7 +102,7 @@ extern "C" void gpu_cuda_test_round(const char *precision, float *x, size_t n) {
 template <typename T>
 static int ta_embed_ln(const gpu_model_t *m, const int32_t *ids, const int32_t *cu, int n_seqs,
                        float *out) {
-    int H = m->cfg.hidden, n = cu[n_seqs], rc = 0;
+    int H = m->cfg.emb_size, n = cu[n_seqs], rc = 0; // rows of E, as gpu_ref_embed_ln
     int32_t *pos = (int32_t *)malloc((size_t)n * 4);
     for (int s = 0; s < n_seqs; s++)
         for (int t = cu[s]; t < cu[s + 1]; t++)
@@ -310,8 +310,8 @@ static int ta_pool(const gpu_model_t *m, const float *hidden, const int32_t *cu,
     cudaMemset(dl, 0xFF, (size_t)n_seqs * L * 4);
     TA_CHECK(cuda_gather_rows<T>(dh, dcu, n_seqs, H, rows, 0));
     TA_CHECK(cuda_to_float<T>(rows, (size_t)n_seqs * H, rows32, 0));
-    if (cuda_head_run(&g, rows32, n_seqs, pw, pb, cw, cb, H, L, pooled, dl, 0, err, sizeof(err)) !=
-        0) {
+    if (cuda_head_run(&g, rows32, n_seqs, pw, pb, cw, cb, H, L, (int)m->cfg.head_act, pooled, dl, 0,
+                      err, sizeof(err)) != 0) {
         fprintf(stderr, "%s\n", err);
         rc = -1;
         goto done;

@@ -38,7 +38,8 @@ static void bench_opts(bench_opts_t *o, long *seed, cli_opt_t out[BENCH_N_OPTS +
     const cli_opt_t t[] = {
         {"model", CLI_STR, &o->model_dir, 0, 0, NULL, "DIR", "Hugging Face checkpoint directory"},
         {"geometry", CLI_STR, &o->geometry, 0, 0, NULL, "NAME",
-         "random weights of a named geometry: bert-mini, bert-base or bert-large"},
+         "random weights of a named geometry: bert-tiny .. bert-large, distilbert-base,\n"
+         "      roberta-base, xlmr-base, electra-small, electra-base"},
         {"labels", CLI_INT, &o->labels, 1, 100000, NULL, NULL,
          "classifier labels of a --geometry model (default 2)"},
         {"backend", CLI_STR, &o->backend, 0, 0, NULL, "B", "cpu or cuda (default cpu)"},
@@ -165,7 +166,8 @@ static int bench_pass(bench_t *b, char *err, size_t errlen) {
     const cls_batch_t *last;
     if (b->batches > 0 && cls_engine_collect(b->eng, &last, err, errlen) != 0) return 1;
     size_t params = gpu_model_param_count(cfg);
-    size_t emb = ((size_t)cfg->vocab_size + cfg->max_pos + cfg->type_vocab + 2) * cfg->hidden;
+    /* table lookups cost no FLOPs; ELECTRA's projection (in the count) does */
+    size_t emb = ((size_t)cfg->vocab_size + cfg->pos_rows + cfg->type_vocab + 2) * cfg->emb_size;
     b->flops += 2.0 * (double)(params - emb) * (double)b->tokens;
     return 0;
 }
@@ -232,9 +234,9 @@ int worker_cmd_bench(int argc, char **argv) {
     }
     rc = 1;
     if (w->is_text) {
-        if (!model->vocab_path) {
+        if (!model->dir) {
             fprintf(stderr, "reclass bench: a {\"text\"} workload needs --model DIR (its "
-                            "vocab.txt); --geometry models have none: use {\"ids\"} lines\n");
+                            "tokenizer); --geometry models have none: use {\"ids\"} lines\n");
             gpu_model_free(model);
             worker_workload_free(w);
             return 2;

@@ -120,7 +120,8 @@ typedef struct {
 static void cls_opts(cls_opts_t *o, cli_opt_t out[CLS_N_OPTS + 1]) {
     const cli_opt_t t[] = {
         {"model", CLI_STR, &o->model_dir, 0, 0, NULL, "DIR",
-         "Hugging Face checkpoint directory (required)"},
+         "Hugging Face sequence-classification checkpoint (BERT, DistilBERT, RoBERTa,\n"
+         "      XLM-RoBERTa, ELECTRA) (required)"},
         {"jsonl", CLI_FLAG, &o->jsonl, 0, 0, NULL, NULL,
          "input lines are JSON objects with a \"text\" field"},
         {"backend", CLI_STR, &o->backend, 0, 0, NULL, "B", "cpu (default) or cuda"},

@@ -72,10 +72,8 @@ int worker_cmd_plan_memory(int argc, char **argv) {
         cfg = model->cfg;
         name = model->name ? model->name : model_dir;
     } else if (gpu_model_geometry(geometry, labels, &cfg) != 0) {
-        fprintf(stderr,
-                "reclass plan-memory: unknown geometry '%s': use bert-mini, bert-base or "
-                "bert-large\n",
-                geometry);
+        fprintf(stderr, "reclass plan-memory: unknown geometry '%s': use one of %s\n", geometry,
+                gpu_model_geometries());
         return 2;
     }
 
@@ -87,9 +85,10 @@ int worker_cmd_plan_memory(int argc, char **argv) {
         return 2;
     }
     char h[32];
-    printf("device memory plan: %s (%d layers, H %d, I %d, %d labels), %s, token budget %d, "
-           "max len %d, max seqs %d\n",
-           name, cfg.layers, cfg.hidden, cfg.intermediate, cfg.num_labels, precision, budget,
+    printf("device memory plan: %s (%s, %d layers, H %d, E %d, I %d, %s, %d labels), %s, token "
+           "budget %d, max len %d, max seqs %d\n",
+           name, gpu_model_family_name(cfg.family), cfg.layers, cfg.hidden, cfg.emb_size,
+           cfg.intermediate, gpu_model_act_name(cfg.act), cfg.num_labels, precision, budget,
            plan.max_len, plan.max_seqs);
     for (int i = 0; i < GPU_PLAN_N; i++) {
         if (i == GPU_PLAN_X)

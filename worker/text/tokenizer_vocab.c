@@ -30,6 +30,12 @@ static void tok_insert(worker_tok_t *t, int cont, uint32_t off, int n, int32_t i
 int worker_tok_init(const char *vocab_path, const worker_tok_config_t *opts, worker_tok_t **out,
                     char *err, size_t errlen) {
     *out = NULL;
+    if (!vocab_path) { /* a checkpoint whose vocabulary is in tokenizer.json alone */
+        snprintf(err, errlen,
+                 "the checkpoint has no vocab.txt (only tokenizer.json), which the "
+                 "WordPiece tokenizer needs");
+        return -1;
+    }
     size_t len = 0;
     char *pool = common_file_read(vocab_path, 0, &len, err, errlen);
     if (!pool) return -1;

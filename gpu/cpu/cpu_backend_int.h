@@ -1,0 +1,78 @@
+/* The CPU backend's state, shared by its setup and thread pool (cpu_backend.c) and its
+ * forward pass (cpu_forward.c). */
+#ifndef RECLASS_GPU_CPU_BACKEND_INT_H
+#define RECLASS_GPU_CPU_BACKEND_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "gpu/backend.h"
+
+/* One projection y = x W^T + b, run by gpu_cpu_gemm on packed weights or else by OpenBLAS. */
+typedef struct {
+    const float *w;      /* (N, K) nn.Linear layout, for OpenBLAS */
+    const float *b;      /* (N) */
+    const float *packed; /* gpu_cpu_gemm panels of w, or NULL */
+    int N, K;
+} cpu_proj_t;
+
+typedef struct {
+    cpu_proj_t qkv;   /* (3H, H) Q|K|V fused */
+    cpu_proj_t q, kv; /* its first H and last 2H outputs (the last layer splits them) */
+    cpu_proj_t ao;    /* (H, H) */
+    cpu_proj_t ff1;   /* (I, H) */
+    cpu_proj_t ff2;   /* (H, I) */
+} cpu_layer_proj_t;
+
+typedef struct {
+    gpu_backend_t *be;
+    int id;
+    pthread_t th;
+    float *scratch; /* gpu_cpu_attention_scratch_floats(max_len, head_dim) */
+} cpu_worker_t;
+
+struct gpu_backend {
+    const gpu_model_t *m; /* borrowed; outlives the backend */
+    gpu_backend_opts_t opts;
+    int max_len, max_seqs;
+    int chunk;              /* tokens run through all layers at a time (cache blocking) */
+    int blas_only;          /* projections through OpenBLAS even where gpu_cpu_gemm runs */
+    cpu_layer_proj_t *proj; /* (layers) */
+    cpu_proj_t emb_proj;    /* (H, E) ELECTRA's embedding projection; N = 0 when E == H */
+    cpu_proj_t pool, cls;
+    float *own_qkv; /* (layers, 3H*H + 3H) Q|K|V copied together when the model's are not */
+    float *packed;  /* the projections' weights in gpu_cpu_gemm panels, or NULL (OpenBLAS) */
+    size_t packed_floats;
+    /* Activations, (token_budget) rows each. In the last layer only the first token of each
+     * sequence is carried past attention, in compact rows inside the chunk's own range. */
+    float *x;   /* (B, H) hidden states */
+    float *qkv; /* (B, 3H) */
+    float *ctx; /* (B, H) attention output */
+    float *tmp; /* (B, H) last layer: first-token queries, then pooler outputs */
+    float *ff;  /* (B, I) */
+    /* submit runs a batch at once (the cores are the device) and keeps its logits here until
+     * collect: two slots, as many batches as the interface lets be in flight. */
+    float *flight_logits[2]; /* (max_seqs, L) each */
+    gpu_flight_t flight;
+    size_t arena_bytes;
+    /* Thread pool: worker 0 is the caller of forward. */
+    int n_threads;
+    int started;     /* worker threads running, joined by free */
+    cpu_worker_t *w; /* (n_threads) */
+    pthread_mutex_t mu;
+    pthread_cond_t cv_go, cv_done;
+    unsigned gen;
+    int pending, stop;
+    const gpu_batch_t *batch;
+    float *logits;
+    int *chunk_at; /* (max_seqs + 1) first sequence of each chunk of the batch, then n_seqs */
+    int n_chunks;
+    atomic_int next_chunk; /* the next chunk a thread may take */
+};
+
+/* The encoder over sequences [s0, s1) of the batch (cpu_forward.c): logits (n_seqs, L) rows
+ * s0..s1-1; scratch is the calling thread's attention scratch. */
+void gpu_cpu_encode_range(gpu_backend_t *be, const gpu_batch_t *bt, int s0, int s1, float *logits,
+                          float *scratch);
+
+#endif

@@ -1,0 +1,320 @@
+/* config.json -> gpu_model_config_t: which family (from "architectures"), its dimensions
+ * under each family's key names, and the knobs the backends honour (activations, position
+ * offset, embedding size). */
+#include <float.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gpu/model/model.h"
+#include "gpu/model/model_int.h"
+
+static const struct {
+    const char *arch;
+    const char *name;
+    gpu_act_t head_act;
+} families[GPU_FAMILY_COUNT] = {
+    [GPU_FAMILY_BERT] = {"BertForSequenceClassification", "bert", GPU_ACT_TANH},
+    [GPU_FAMILY_DISTILBERT] = {"DistilBertForSequenceClassification", "distilbert", GPU_ACT_RELU},
+    [GPU_FAMILY_ROBERTA] = {"RobertaForSequenceClassification", "roberta", GPU_ACT_TANH},
+    [GPU_FAMILY_XLM_ROBERTA] = {"XLMRobertaForSequenceClassification", "xlm-roberta", GPU_ACT_TANH},
+    /* ElectraClassificationHead applies get_activation("gelu") whatever hidden_act says. */
+    [GPU_FAMILY_ELECTRA] = {"ElectraForSequenceClassification", "electra", GPU_ACT_GELU},
+};
+
+const char *gpu_model_architectures(void) {
+    return "BertForSequenceClassification, DistilBertForSequenceClassification, "
+           "RobertaForSequenceClassification, XLMRobertaForSequenceClassification, "
+           "ElectraForSequenceClassification";
+}
+
+const char *gpu_model_family_name(gpu_model_family_t f) {
+    return (unsigned)f < GPU_FAMILY_COUNT ? families[f].name : "?";
+}
+
+gpu_act_t gpu_model_family_head_act(gpu_model_family_t f) {
+    return (unsigned)f < GPU_FAMILY_COUNT ? families[f].head_act : GPU_ACT_TANH;
+}
+
+static const struct {
+    const char *name;
+    gpu_act_t act;
+} acts[] = {
+    {"gelu", GPU_ACT_GELU},
+    {"gelu_new", GPU_ACT_GELU_TANH},
+    {"gelu_pytorch_tanh", GPU_ACT_GELU_TANH},
+    {"relu", GPU_ACT_RELU},
+};
+
+const char *gpu_model_act_name(gpu_act_t a) {
+    switch (a) {
+    case GPU_ACT_GELU:
+        return "gelu";
+    case GPU_ACT_GELU_TANH:
+        return "gelu_new";
+    case GPU_ACT_RELU:
+        return "relu";
+    case GPU_ACT_TANH:
+        return "tanh";
+    }
+    return "?";
+}
+
+char **gpu_model_labels_default(int n) {
+    char **lab = calloc((size_t)n, sizeof *lab);
+    if (!lab) return NULL;
+    for (int i = 0; i < n; i++) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "LABEL_%d", i);
+        if (!(lab[i] = strdup(buf))) {
+            for (int j = 0; j < i; j++)
+                free(lab[j]);
+            free(lab);
+            return NULL;
+        }
+    }
+    return lab;
+}
+
+/* root[key], an integer in [lo, 2^30]. */
+static int cfg_int_min(json_t *root, const char *path, const char *key, int lo, int *out, char *err,
+                       size_t errlen) {
+    json_t *v = json_object_get(root, key);
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > 1 << 30) {
+        snprintf(err, errlen, "%s: '%s' is %s (need %s integer)", path, key,
+                 v ? "out of range" : "missing", lo > 0 ? "a positive" : "a non-negative");
+        return -1;
+    }
+    *out = (int)json_integer_value(v);
+    return 0;
+}
+
+static int cfg_int(json_t *root, const char *path, const char *key, int *out, char *err,
+                   size_t errlen) {
+    return cfg_int_min(root, path, key, 1, out, err, errlen);
+}
+
+/* Each dimension may be up to 2^30, so a config can describe a model whose weight count
+ * wraps size_t, or one whose label names alone (a string per label) exhaust memory. Refused
+ * before anything is allocated; counted in double, which cannot wrap. */
+#define MODEL_MAX_PARAMS 8589934592.0 /* 2^33: 32 GiB of fp32 weights, 25x bert-large */
+#define MODEL_MAX_LABELS (1 << 24)
+
+static int config_check_size(const gpu_model_config_t *c, const char *path, char *err,
+                             size_t errlen) {
+    if (c->num_labels > MODEL_MAX_LABELS) {
+        snprintf(err, errlen, "%s: %d labels (at most %d)", path, c->num_labels, MODEL_MAX_LABELS);
+        return -1;
+    }
+    double H = c->hidden, I = c->intermediate, L = c->num_labels, E = c->emb_size;
+    double layer = 4 * H * H + 4 * H + 2 * H * I + I + H + 4 * H;
+    double n = ((double)c->vocab_size + c->pos_rows + c->type_vocab) * E + 2 * E +
+               (c->emb_size != c->hidden ? H * E + H : 0) + c->layers * layer + H * H + H + L * H +
+               L;
+    if (n > MODEL_MAX_PARAMS) {
+        snprintf(err, errlen, "%s: the geometry has %.3g parameters (at most %.3g)", path, n,
+                 MODEL_MAX_PARAMS);
+        return -1;
+    }
+    return 0;
+}
+
+/* The family named first in "architectures" that is supported, or -1 (err says why). */
+static int config_family(json_t *root, const char *path, char *err, size_t errlen) {
+    json_t *arch = json_object_get(root, "architectures");
+    if (json_is_array(arch)) {
+        size_t i;
+        json_t *a;
+        json_array_foreach(arch, i, a) {
+            for (int f = 0; f < GPU_FAMILY_COUNT && json_is_string(a); f++)
+                if (strcmp(json_string_value(a), families[f].arch) == 0) return f;
+        }
+    }
+    const char *first = json_is_array(arch) && json_is_string(json_array_get(arch, 0))
+                            ? json_string_value(json_array_get(arch, 0))
+                            : "(none)";
+    snprintf(err, errlen, "%s: unsupported architecture '%s' (supported: %s)", path, first,
+             gpu_model_architectures());
+    return -1;
+}
+
+/* The FFN activation under key ("hidden_act", DistilBERT's "activation"). */
+static int config_act(json_t *root, const char *path, const char *key, gpu_act_t *out, char *err,
+                      size_t errlen) {
+    json_t *act = json_object_get(root, key);
+    for (size_t i = 0; json_is_string(act) && i < sizeof acts / sizeof acts[0]; i++)
+        if (strcmp(json_string_value(act), acts[i].name) == 0) {
+            *out = acts[i].act;
+            return 0;
+        }
+    snprintf(err, errlen,
+             "%s: unsupported %s '%s' (gelu (erf), gelu_new / gelu_pytorch_tanh (tanh), relu)",
+             path, key, json_is_string(act) ? json_string_value(act) : "(missing)");
+    return -1;
+}
+
+/* The dimensions of one family under its own key names. */
+static int config_dims(json_t *root, const char *path, gpu_model_config_t *c, char *err,
+                       size_t errlen) {
+    if (c->family == GPU_FAMILY_DISTILBERT) {
+        /* DistilBertConfig: no token types, no position offset, LayerNorm eps fixed. */
+        if (cfg_int(root, path, "vocab_size", &c->vocab_size, err, errlen) ||
+            cfg_int(root, path, "dim", &c->hidden, err, errlen) ||
+            cfg_int(root, path, "n_layers", &c->layers, err, errlen) ||
+            cfg_int(root, path, "n_heads", &c->heads, err, errlen) ||
+            cfg_int(root, path, "hidden_dim", &c->intermediate, err, errlen) ||
+            cfg_int(root, path, "max_position_embeddings", &c->pos_rows, err, errlen) ||
+            config_act(root, path, "activation", &c->act, err, errlen))
+            return -1;
+        c->type_vocab = 1; /* one zero row, so every backend adds "type 0" alike */
+        c->ln_eps = 1e-12f;
+        c->emb_size = c->hidden;
+        return 0;
+    }
+    if (cfg_int(root, path, "vocab_size", &c->vocab_size, err, errlen) ||
+        cfg_int(root, path, "hidden_size", &c->hidden, err, errlen) ||
+        cfg_int(root, path, "num_hidden_layers", &c->layers, err, errlen) ||
+        cfg_int(root, path, "num_attention_heads", &c->heads, err, errlen) ||
+        cfg_int(root, path, "intermediate_size", &c->intermediate, err, errlen) ||
+        cfg_int(root, path, "max_position_embeddings", &c->pos_rows, err, errlen) ||
+        cfg_int(root, path, "type_vocab_size", &c->type_vocab, err, errlen) ||
+        config_act(root, path, "hidden_act", &c->act, err, errlen))
+        return -1;
+    c->emb_size = c->hidden;
+    if (c->family == GPU_FAMILY_ELECTRA &&
+        cfg_int(root, path, "embedding_size", &c->emb_size, err, errlen))
+        return -1;
+    if (c->emb_size > c->hidden) {
+        snprintf(err, errlen, "%s: embedding_size %d above hidden_size %d is not supported", path,
+                 c->emb_size, c->hidden);
+        return -1;
+    }
+    if (c->family == GPU_FAMILY_ROBERTA || c->family == GPU_FAMILY_XLM_ROBERTA) {
+        /* HF numbers non-pad tokens from padding_idx + 1; batches here hold no padding. */
+        int pad;
+        if (cfg_int_min(root, path, "pad_token_id", 0, &pad, err, errlen)) return -1;
+        c->pos_offset = pad + 1;
+    }
+    json_t *pet = json_object_get(root, "position_embedding_type");
+    if (pet && !(json_is_string(pet) && strcmp(json_string_value(pet), "absolute") == 0)) {
+        snprintf(err, errlen, "%s: unsupported position_embedding_type '%s' (only \"absolute\")",
+                 path, json_is_string(pet) ? json_string_value(pet) : "(not a string)");
+        return -1;
+    }
+    json_t *eps = json_object_get(root, "layer_norm_eps");
+    /* The backends add it in fp32: a value that rounds to 0 (or overflows) there would divide
+     * by zero on a constant row, so it must be a normal float. */
+    double e = json_number_value(eps);
+    if (!json_is_number(eps) || !(e >= FLT_MIN && e <= FLT_MAX)) {
+        snprintf(err, errlen, "%s: 'layer_norm_eps' is %s (need a positive number in fp32 range)",
+                 path, eps ? "out of range" : "missing");
+        return -1;
+    }
+    c->ln_eps = (float)e;
+    return 0;
+}
+
+/* id2label (or num_labels) -> c->num_labels, c->id2label. On failure c->id2label may hold
+ * some labels (c->num_labels slots), which the caller frees. */
+static int config_labels(json_t *root, const char *path, gpu_model_config_t *c, char *err,
+                         size_t errlen) {
+    json_t *id2 = json_object_get(root, "id2label");
+    int named = json_is_object(id2) && json_object_size(id2) > 0;
+    if (named) {
+        c->num_labels = (int)json_object_size(id2);
+    } else if (cfg_int(root, path, "num_labels", &c->num_labels, err, errlen)) {
+        snprintf(err, errlen, "%s: neither 'id2label' nor 'num_labels' says the labels", path);
+        return -1;
+    }
+    if (config_check_size(c, path, err, errlen)) return -1;
+    if (!named) {
+        if ((c->id2label = gpu_model_labels_default(c->num_labels))) return 0;
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    int n = c->num_labels;
+    if (!(c->id2label = calloc((size_t)n, sizeof *c->id2label))) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(id2, k, v) {
+        char *end;
+        long id = strtol(k, &end, 10);
+        if (*k == '\0' || *end != '\0' || id < 0 || id >= n || !json_is_string(v) ||
+            c->id2label[id]) {
+            snprintf(err, errlen, "%s: id2label key '%s' is not one of 0..%d with a string label",
+                     path, k, n - 1);
+            return -1;
+        }
+        if (!(c->id2label[id] = strdup(json_string_value(v)))) {
+            snprintf(err, errlen, "%s: out of memory", path);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int config_from_json(json_t *root, const char *path, gpu_model_config_t *c, char *err,
+                            size_t errlen) {
+    int f = config_family(root, path, err, errlen);
+    if (f < 0) return -1;
+    c->family = (gpu_model_family_t)f;
+    c->head_act = families[f].head_act;
+    if (config_dims(root, path, c, err, errlen)) return -1;
+    if (c->hidden % c->heads != 0) {
+        snprintf(err, errlen, "%s: hidden_size %d is not a multiple of num_attention_heads %d",
+                 path, c->hidden, c->heads);
+        return -1;
+    }
+    if (c->pos_rows <= c->pos_offset) {
+        snprintf(err, errlen, "%s: max_position_embeddings %d leaves no position after offset %d",
+                 path, c->pos_rows, c->pos_offset);
+        return -1;
+    }
+    c->max_pos = c->pos_rows - c->pos_offset;
+    return config_labels(root, path, c, err, errlen);
+}
+
+static void config_free_labels(gpu_model_config_t *c) {
+    if (!c->id2label) return;
+    for (int i = 0; i < c->num_labels; i++)
+        free(c->id2label[i]);
+    free(c->id2label);
+    c->id2label = NULL;
+}
+
+int gpu_model_parse_config(const char *json, size_t len, const char *name, gpu_model_config_t *cfg,
+                           char *err, size_t errlen) {
+    memset(cfg, 0, sizeof *cfg);
+    json_error_t jerr;
+    json_t *root = json_loadb(json, len, 0, &jerr);
+    if (!root) {
+        snprintf(err, errlen, "%s: invalid JSON (%s, line %d)", name, jerr.text, jerr.line);
+        return -1;
+    }
+    int rc = config_from_json(root, name, cfg, err, errlen);
+    json_decref(root);
+    if (rc != 0) config_free_labels(cfg);
+    return rc;
+}
+
+int gpu_model_read_config(const char *path, gpu_model_config_t *cfg, char *err, size_t errlen) {
+    memset(cfg, 0, sizeof *cfg);
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    if (!root) {
+        if (access(path, F_OK) != 0)
+            snprintf(err, errlen, "%s: missing (not a Hugging Face checkpoint directory?)", path);
+        else
+            snprintf(err, errlen, "%s: invalid JSON (%s, line %d)", path, jerr.text, jerr.line);
+        return -1;
+    }
+    int rc = config_from_json(root, path, cfg, err, errlen);
+    json_decref(root);
+    if (rc != 0) config_free_labels(cfg);
+    return rc;
+}

@@ -1,0 +1,49 @@
+/* The encoder fixtures of every model family (tests/fixtures/models/<name>/, made by
+ * tests/fixtures/make_models.py) and their Hugging Face goldens, for the CPU and GPU golden
+ * tests: read a golden file, run its token ids through a backend in packed batches, compare. */
+#ifndef RECLASS_TESTS_FAMILY_GOLDEN_H
+#define RECLASS_TESTS_FAMILY_GOLDEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu/backend.h"
+#include "gpu/model/model.h"
+
+/* The fixture models, one per family other than BERT (whose demo checkpoint has its own
+ * tests), and the golden sets each has. */
+#define FG_N_MODELS 4
+extern const char *const fg_models[FG_N_MODELS]; /* "distilbert-clinc150", ... */
+#define FG_N_SETS 2
+extern const char *const fg_sets[FG_N_SETS]; /* "clinc150_test", "multilingual" */
+
+typedef struct {
+    int32_t *ids; /* (len) with the special tokens, as HF's tokenizer gave them */
+    int len;
+    char *pred;    /* HF's argmax label */
+    float *logits; /* (L) HF's fp32 logits, or NULL on rows that store none */
+} fg_row_t;
+
+typedef struct {
+    fg_row_t *rows;
+    int n;
+} fg_set_t;
+
+/* Reads dir/golden_<set>.jsonl. 0 or -1 (err says why). */
+int fg_load(const char *dir, const char *set, fg_set_t *out, char *err, size_t errlen);
+void fg_free(fg_set_t *s);
+
+/* Runs every row through ops (opts as given; token_budget bounds a batch) in file order,
+ * submit/collect with two batches in flight; logits (n, L). 0 or -1 (err). */
+int fg_run(const gpu_backend_ops_t *ops, const gpu_model_t *m, const gpu_backend_opts_t *opts,
+           const fg_set_t *s, float *logits, char *err, size_t errlen);
+
+typedef struct {
+    int rows, agree;  /* argmax agreement with HF over every row */
+    int logit_rows;   /* rows with stored logits */
+    double max_delta; /* max |logit - HF's| over them */
+} fg_score_t;
+
+fg_score_t fg_compare(const gpu_model_t *m, const fg_set_t *s, const float *logits);
+
+#endif
