@@ -129,7 +129,7 @@ static void check_gemm(int m, int N, int K) {
         res[i] = frand(1.0f);
     gpu_cpu_gemm_pack(w, N, K, bp);
     int ld = N + 3; /* y rows wider than N: nothing past N may be written */
-    for (int epi = 0; epi < 3; epi++) {
+    for (int epi = 0; epi <= GPU_CPU_EPI_RELU; epi++) {
         memcpy(y, res, sizeof(float) * m * ld);
         gpu_cpu_gemm(x, K, m, bp, N, K, bias, (gpu_cpu_epi_t)epi, y, ld);
         gpu_ref_linear(x, w, bias, m, K, N, ref);
@@ -139,6 +139,9 @@ static void check_gemm(int m, int N, int K) {
                 for (int c = 0; c < N; c++)
                     ref[r * N + c] += res[r * ld + c];
             if (epi == GPU_CPU_EPI_GELU) gpu_ref_gelu(ref + r * N, (size_t)N);
+            if (epi == GPU_CPU_EPI_RELU)
+                for (int c = 0; c < N; c++)
+                    ref[r * N + c] = ref[r * N + c] > 0 ? ref[r * N + c] : 0;
             d = fmax(d, max_diff(y + r * ld, ref + r * N, (size_t)N));
             for (int c = N; c < ld; c++)
                 assert_true(y[r * ld + c] == res[r * ld + c]);
@@ -152,6 +155,46 @@ static void check_gemm(int m, int N, int K) {
     free(ref);
     free(y);
     free(res);
+    free(bp);
+}
+
+/* A row's output is bit for bit the same whatever rows share its call: `reclass run` and
+ * `reclass classify` batch the same ticket differently and must agree exactly. */
+static void test_gemm_batch_invariant(void **state) {
+    (void)state;
+    if (!gpu_cpu_gemm_available()) {
+        skip();
+        return;
+    }
+    const int M = 64, N = 200, K = 256;
+    float *x = malloc(sizeof(float) * M * K), *w = malloc(sizeof(float) * N * K);
+    float *bias = malloc(sizeof(float) * N);
+    float *all = malloc(sizeof(float) * M * N), *part = malloc(sizeof(float) * M * N);
+    float *bp =
+        aligned_alloc(64, (gpu_cpu_gemm_packed_floats(N, K) * sizeof(float) + 63) / 64 * 64);
+    assert_non_null(x && w && bias && all && part && bp);
+    for (int i = 0; i < M * K; i++)
+        x[i] = frand(1.0f);
+    for (int i = 0; i < N * K; i++)
+        w[i] = frand(0.1f);
+    for (int i = 0; i < N; i++)
+        bias[i] = frand(0.5f);
+    gpu_cpu_gemm_pack(w, N, K, bp);
+    gpu_cpu_gemm(x, K, M, bp, N, K, bias, GPU_CPU_EPI_GELU, all, N);
+    long rows = 0;
+    for (int s = 0; s < 20; s++)
+        for (int m = 1; s + m <= M; m += 5) {
+            gpu_cpu_gemm(x + (size_t)s * K, K, m, bp, N, K, bias, GPU_CPU_EPI_GELU, part, N);
+            for (int r = 0; r < m; r++, rows++)
+                assert_memory_equal(part + (size_t)r * N, all + (size_t)(s + r) * N,
+                                    sizeof(float) * N);
+        }
+    printf("gemm batch invariance: %ld rows in other batches, all bit-identical\n", rows);
+    free(x);
+    free(w);
+    free(bias);
+    free(all);
+    free(part);
     free(bp);
 }
 
@@ -172,6 +215,7 @@ int main(void) {
         cmocka_unit_test(test_ln),
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_gemm_batch_invariant),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -44,9 +44,18 @@ void gpu_cpu_gemm_pack_kn(const float *b, int ldb, int K, int N, float *bp) {
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
-int gpu_cpu_gemm_available(void) {
+/* Which kernel this CPU runs: the AVX-512 one, else the AVX2 one. Both give each output the
+ * same sequence of fused multiply-adds over k whatever the rows around it, so a ticket's
+ * logits do not depend on the batch it came in (OpenBLAS's micro-kernels round differently
+ * at tile edges: `reclass run` and `reclass classify` would disagree in the last digits). */
+static int gemm_has_avx512(void) {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f");
+}
+
+int gpu_cpu_gemm_available(void) {
+    __builtin_cpu_init();
+    return gemm_has_avx512() || (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
 }
 
 /* The same rational erf GELU as gpu/cpu/cpu_kernels.c (max error 7e-8 against erff). */
@@ -142,8 +151,15 @@ __attribute__((target("avx512f"))) static void block_rows(const float *x, int ld
     }
 }
 
+static void gemm_avx2(const float *x, int ldx, int m, const float *bp, int N, int K,
+                      const float *bias, gpu_cpu_epi_t epi, float *y, int ldy);
+
 void gpu_cpu_gemm(const float *x, int ldx, int m, const float *bp, int N, int K, const float *bias,
                   gpu_cpu_epi_t epi, float *y, int ldy) {
+    if (!gemm_has_avx512()) {
+        gemm_avx2(x, ldx, m, bp, N, K, bias, epi, y, ldy);
+        return;
+    }
     int panels = (N + NR - 1) / NR;
     int per_block = (int)(PANEL_BLOCK_BYTES / ((size_t)K * NR * sizeof(float)));
     if (per_block < 1) per_block = 1;
@@ -157,6 +173,140 @@ void gpu_cpu_gemm(const float *x, int ldx, int m, const float *bp, int N, int K,
                            bias ? bias + j * NR : NULL, epi, y + (size_t)i * ldy + j * NR, ldy,
                            rows, cols);
             }
+        }
+    }
+}
+
+/* ---- AVX2 + FMA: 6 rows x 16 columns (half a panel) in 12 ymm accumulators ---- */
+
+#define MR2 6
+
+/* gelu512's rational erf on 8 lanes (one Newton step on the 12-bit reciprocal). */
+__attribute__((target("avx2,fma"))) static inline __m256 gelu256(__m256 v) {
+    __m256 x = _mm256_mul_ps(v, _mm256_set1_ps(0.70710678118654752f));
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-4.0f)), _mm256_set1_ps(4.0f));
+    __m256 x2 = _mm256_mul_ps(x, x);
+    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(-2.72614225801306e-10f), x2,
+                               _mm256_set1_ps(2.77068142495902e-08f));
+    p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-2.10102402082508e-06f));
+    p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-5.69250639462346e-05f));
+    p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-7.34990630326855e-04f));
+    p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-2.95459980854025e-03f));
+    p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-1.60960333262415e-02f));
+    __m256 q = _mm256_fmadd_ps(_mm256_set1_ps(-1.45660718464996e-05f), x2,
+                               _mm256_set1_ps(-2.13374055278905e-04f));
+    q = _mm256_fmadd_ps(q, x2, _mm256_set1_ps(-1.68282697438203e-03f));
+    q = _mm256_fmadd_ps(q, x2, _mm256_set1_ps(-7.37332916720468e-03f));
+    q = _mm256_fmadd_ps(q, x2, _mm256_set1_ps(-1.42647390514189e-02f));
+    __m256 r = _mm256_rcp_ps(q);
+    r = _mm256_mul_ps(r, _mm256_fnmadd_ps(q, r, _mm256_set1_ps(2.0f)));
+    __m256 e = _mm256_mul_ps(_mm256_mul_ps(x, p), r);
+    return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), v),
+                         _mm256_add_ps(_mm256_set1_ps(1.0f), e));
+}
+
+/* Lane mask of the first n (0..8) lanes, for maskload/maskstore. */
+__attribute__((target("avx2,fma"))) static inline __m256i lanes256(int n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* rows x 16 over the whole K from the half panel at b (rows of NR floats); c0/c1 mask the
+ * columns past N. rows is a compile-time constant at each call site. */
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+block2(const float *x, int ldx, const float *b, int K, const float *bias, gpu_cpu_epi_t epi,
+       float *y, int ldy, int rows, int full, __m256i c0, __m256i c1) {
+    __m256 acc[MR2][2];
+#pragma GCC unroll 6
+    for (int r = 0; r < rows; r++) {
+        acc[r][0] = _mm256_setzero_ps();
+        acc[r][1] = _mm256_setzero_ps();
+    }
+    for (int k = 0; k < K; k++) {
+        __m256 b0 = _mm256_load_ps(b + (size_t)k * NR), b1 = _mm256_load_ps(b + (size_t)k * NR + 8);
+#pragma GCC unroll 6
+        for (int r = 0; r < rows; r++) {
+            __m256 a = _mm256_broadcast_ss(x + (size_t)r * ldx + k);
+            acc[r][0] = _mm256_fmadd_ps(a, b0, acc[r][0]);
+            acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
+        }
+    }
+    /* Masked moves only on the last panel's tail: they are slow on some CPUs (AMD Zen
+     * microcodes a masked store), and `full` is a constant at each call site. */
+    __m256 bias0 = !bias  ? _mm256_setzero_ps()
+                   : full ? _mm256_loadu_ps(bias)
+                          : _mm256_maskload_ps(bias, c0);
+    __m256 bias1 = !bias  ? _mm256_setzero_ps()
+                   : full ? _mm256_loadu_ps(bias + 8)
+                          : _mm256_maskload_ps(bias + 8, c1);
+#pragma GCC unroll 6
+    for (int r = 0; r < rows; r++) {
+        float *yr = y + (size_t)r * ldy;
+        __m256 v0 = _mm256_add_ps(acc[r][0], bias0), v1 = _mm256_add_ps(acc[r][1], bias1);
+        if (epi == GPU_CPU_EPI_ACCUM) {
+            v0 = _mm256_add_ps(v0, full ? _mm256_loadu_ps(yr) : _mm256_maskload_ps(yr, c0));
+            v1 = _mm256_add_ps(v1, full ? _mm256_loadu_ps(yr + 8) : _mm256_maskload_ps(yr + 8, c1));
+        } else if (epi == GPU_CPU_EPI_GELU) {
+            v0 = gelu256(v0);
+            v1 = gelu256(v1);
+        } else if (epi == GPU_CPU_EPI_RELU) {
+            v0 = _mm256_max_ps(v0, _mm256_setzero_ps());
+            v1 = _mm256_max_ps(v1, _mm256_setzero_ps());
+        }
+        if (full) {
+            _mm256_storeu_ps(yr, v0);
+            _mm256_storeu_ps(yr + 8, v1);
+        } else {
+            _mm256_maskstore_ps(yr, c0, v0);
+            _mm256_maskstore_ps(yr + 8, c1, v1);
+        }
+    }
+}
+
+#define BLOCK2_CASE(R)                                                                             \
+    case R:                                                                                        \
+        if (cols == 16)                                                                            \
+            block2(x, ldx, b, K, bias, epi, y, ldy, R, 1, c0, c1);                                 \
+        else                                                                                       \
+            block2(x, ldx, b, K, bias, epi, y, ldy, R, 0, c0, c1);                                 \
+        break;
+
+__attribute__((target("avx2,fma"))) static void block2_rows(const float *x, int ldx, const float *b,
+                                                            int K, const float *bias,
+                                                            gpu_cpu_epi_t epi, float *y, int ldy,
+                                                            int rows, int cols) {
+    __m256i c0 = lanes256(cols < 8 ? cols : 8), c1 = lanes256(cols < 8 ? 0 : cols - 8);
+    switch (rows) {
+        BLOCK2_CASE(6)
+        BLOCK2_CASE(5)
+        BLOCK2_CASE(4)
+        BLOCK2_CASE(3)
+        BLOCK2_CASE(2)
+        BLOCK2_CASE(1)
+    }
+}
+
+/* Panels per block so that a block stays in a 512 KiB L2 (AVX2 server cores have 512 KiB to
+ * 1 MiB) while every row block passes over it. */
+#define PANEL_BLOCK2_BYTES (256u << 10)
+
+static void gemm_avx2(const float *x, int ldx, int m, const float *bp, int N, int K,
+                      const float *bias, gpu_cpu_epi_t epi, float *y, int ldy) {
+    int panels = (N + NR - 1) / NR;
+    int per_block = (int)(PANEL_BLOCK2_BYTES / ((size_t)K * NR * sizeof(float)));
+    if (per_block < 1) per_block = 1;
+    for (int j0 = 0; j0 < panels; j0 += per_block) {
+        int j1 = j0 + per_block < panels ? j0 + per_block : panels;
+        for (int i = 0; i < m; i += MR2) {
+            int rows = m - i < MR2 ? m - i : MR2;
+            for (int j = j0; j < j1; j++)
+                for (int h = 0; h < NR; h += 16) { /* the panel's two halves */
+                    int cols = N - j * NR - h;
+                    if (cols <= 0) break;
+                    if (cols > 16) cols = 16;
+                    block2_rows(x + (size_t)i * ldx, ldx, bp + (size_t)j * K * NR + h, K,
+                                bias ? bias + j * NR + h : NULL, epi,
+                                y + (size_t)i * ldy + j * NR + h, ldy, rows, cols);
+                }
         }
     }
 }

@@ -2,9 +2,11 @@
  * on weights packed once at init: panels of 32 output features, k-major, so the kernel
  * streams them straight from cache (no per-call packing as a BLAS must do) and reads the
  * activations in place. A 12x32 AVX-512 register block runs at ~95% of the FMA peak on
- * the shapes of BERT; the bias, a residual add, GELU or ReLU is applied while the block is
- * still in registers. Only where the CPU has AVX-512 (gpu_cpu_gemm_available); the
- * backend falls back to OpenBLAS elsewhere. */
+ * the shapes of BERT (a 6x16 AVX2 + FMA block where the CPU has no AVX-512); the bias, a
+ * residual add, GELU or ReLU is applied while the block is still in registers. Each output
+ * is the same chain of fused multiply-adds over k wherever its row sits, so a sequence's
+ * result does not depend on the batch around it. Only where the CPU has AVX-512 or AVX2 +
+ * FMA (gpu_cpu_gemm_available); the backend falls back to OpenBLAS elsewhere. */
 #ifndef RECLASS_GPU_CPU_GEMM_H
 #define RECLASS_GPU_CPU_GEMM_H
 
@@ -19,7 +21,7 @@ typedef enum {
 
 #define GPU_CPU_GEMM_NR 32 /* output features per packed panel */
 
-/* 1 when this CPU runs the kernel (AVX-512F). */
+/* 1 when this CPU runs a kernel (AVX-512F, or AVX2 and FMA). */
 int gpu_cpu_gemm_available(void);
 
 /* Floats a packed (N, K) weight takes: N rounded up to a panel, times K. */
