@@ -3,7 +3,8 @@
  * wait on each other inside a batch (BERT mixes tokens only within a sequence). Every
  * buffer is allocated at init, sized by the token budget; a chunk uses only the rows of its
  * own tokens. Projections run on gpu_cpu_gemm (weights packed at init) where the CPU has
- * AVX-512, else on OpenBLAS sgemm. After the last layer's K/V projection only each
+ * AVX-512 or AVX2 + FMA (a sequence's logits then do not depend on its batch), else on
+ * OpenBLAS sgemm. After the last layer's K/V projection only each
  * sequence's first token is carried on (the classifier reads nothing else). Tests run the
  * OpenBLAS path on any CPU through gpu_cpu_blas_backend_ops (gpu/cpu/cpu_backend.h). This
  * file sets up weights, buffers and threads; the forward pass itself is cpu_forward.c. */

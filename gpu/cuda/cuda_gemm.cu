@@ -14,14 +14,7 @@ static const cublasLtEpilogue_t gemm_epi[CUDA_GEMM_EPIS] = {
     CUBLASLT_EPILOGUE_RELU_BIAS};
 
 int cuda_gemm_act_epi(int act) {
-    switch (act) {
-    case GPU_ACT_GELU_TANH:
-        return CUDA_GEMM_GELU_BIAS;
-    case GPU_ACT_RELU:
-        return CUDA_GEMM_RELU_BIAS;
-    default:
-        return CUDA_GEMM_GELU_ERF_BIAS;
-    }
+    return act == GPU_ACT_RELU ? CUDA_GEMM_RELU_BIAS : CUDA_GEMM_GELU_BIAS; // gelu: see the .cuh
 }
 
 int cuda_gemm_init(cuda_gemm_t *g, int type, void *workspace, size_t workspace_bytes, char *err,
@@ -184,11 +177,10 @@ int cuda_gemm_run(cuda_gemm_t *g, const void *w, const void *x, void *y, const v
 int cuda_gemm_run_ld(cuda_gemm_t *g, const void *w, const void *x, void *y, int ldy,
                      const void *bias, const void *res, int m, int n, int k, int epi,
                      cudaStream_t st, char *err, size_t errlen) {
-    // An activation cuBLASLt does not apply (the erf GELU always, the others where it refused
-    // their epilogue): the bias epilogue, then an own pass over the output. Never with a
-    // residual: activations feed the next GEMM, not the residual stream.
-    int act = epi == CUDA_GEMM_GELU_ERF_BIAS                    ? GPU_ACT_GELU
-              : epi == CUDA_GEMM_GELU_BIAS && !g->gelu_epilogue ? GPU_ACT_GELU_TANH
+    // An activation whose epilogue cuBLASLt refused: the bias epilogue, then an own pass over
+    // the output. Never with a residual: activations feed the next GEMM, not the residual
+    // stream.
+    int act = epi == CUDA_GEMM_GELU_BIAS && !g->gelu_epilogue   ? GPU_ACT_GELU_TANH
               : epi == CUDA_GEMM_RELU_BIAS && !g->relu_epilogue ? GPU_ACT_RELU
                                                                 : -1;
     if (act >= 0) {
