@@ -18,7 +18,9 @@ small=(--topic tickets --group g --token-budget 1024 --sink-rows 64 --threads 1 
 it_run_worker "$TMP/a.log" "${small[@]}"
 A=$WORKER_PID
 it_wait_rows job-r 200 60
-it_run_worker "$TMP/b.log" "${small[@]}"
+# B's idle clock starts at its first assignment, which the cooperative protocol leaves empty
+# until A has handed partitions over in a second round: give that round time on a busy machine.
+it_run_worker "$TMP/b.log" "${small[@]}" --idle-exit 20
 B=$WORKER_PID
 # records keep arriving until the rebalance is over, however fast A works
 chunks=0 joined=
