@@ -24,6 +24,18 @@ const gpu_backend_ops_t *gpu_backend_find(const char *name, char *err, size_t er
     return NULL;
 }
 
+int gpu_backend_max_seqs(int token_budget, int max_seqs) {
+    if (max_seqs > 0) return max_seqs;
+    return token_budget / 2 > 0 ? token_budget / 2 : 1;
+}
+
+const char *gpu_backend_precision(const gpu_backend_ops_t *ops, const char *precision) {
+    if (!precision) return ops->precisions[0];
+    for (const char *const *p = ops->precisions; *p; p++)
+        if (strcmp(*p, precision) == 0) return *p;
+    return NULL;
+}
+
 #ifndef RECLASS_HAVE_CUDA
 const char *gpu_backend_cuda_versions(void) {
     return "none"; /* the CUDA build defines it in cuda_backend.cu */
@@ -42,7 +54,7 @@ int gpu_batch_check(const gpu_batch_t *batch, const gpu_model_config_t *cfg,
                  opts->token_budget);
         return -1;
     }
-    int max_seqs = opts->max_seqs > 0 ? opts->max_seqs : opts->token_budget / 2;
+    int max_seqs = gpu_backend_max_seqs(opts->token_budget, opts->max_seqs);
     if (batch->n_seqs > max_seqs) {
         snprintf(err, errlen, "batch of %d sequences exceeds capacity %d", batch->n_seqs, max_seqs);
         return -1;

@@ -43,13 +43,13 @@ static void plan_usage(FILE *f) {
     worker_cli_print_opts(f, opts);
 }
 
-int worker_cmd_plan_memory(int argc, char **argv) {
+common_status_t worker_cmd_plan_memory(int argc, char **argv) {
     const char *model_dir = NULL, *geometry = NULL, *precision = "fp16";
     int labels = 2, budget = 0, max_len = 0, max_seqs = 0;
     const cli_opt_t opts[] =
         PLAN_OPTS(&model_dir, &geometry, &labels, &budget, &precision, &max_len, &max_seqs);
     int prc = worker_cli_parse("plan-memory", argc, argv, opts, plan_usage, NULL);
-    if (prc >= 0) return prc;
+    if (prc != COMMON_OK) return prc;
     if (!model_dir == !geometry) {
         fprintf(stderr,
                 "reclass plan-memory: give exactly one of --model DIR or --geometry NAME\n");

@@ -94,7 +94,7 @@ static void usage(FILE *f) {
     worker_cli_print_opts(f, opts);
 }
 
-/* 0, 1 after --help, or 2 with the usage error printed. */
+/* COMMON_OK, COMMON_DONE after --help, or COMMON_USAGE with the usage error printed. */
 static int parse_opts(int argc, char **argv, submit_opts_t *o) {
     memset(o, 0, sizeof(*o));
     o->brokers = "127.0.0.1:9092";
@@ -106,9 +106,8 @@ static int parse_opts(int argc, char **argv, submit_opts_t *o) {
     cli_list_t props = {o->props, 0, SUBMIT_MAX_PROPS};
     cli_opt_t opts[SUBMIT_N_OPTS + 1];
     submit_opts(o, &priority, &props, &no_progress, opts);
-    int rc = worker_cli_parse("submit", argc, argv, opts, usage, &first);
-    if (rc == 0) return 1;
-    if (rc == 2) return 2;
+    common_status_t rc = worker_cli_parse("submit", argc, argv, opts, usage, &first);
+    if (rc != COMMON_OK) return rc;
     o->progress = !no_progress && isatty(STDERR_FILENO);
     if (priority != LONG_MIN) {
         o->priority = (int)priority;
@@ -326,10 +325,10 @@ static int produce_all(rd_kafka_t *rk, consumers_codec_t *codec, const submit_op
     return rc;
 }
 
-int worker_cmd_submit(int argc, char **argv) {
+common_status_t worker_cmd_submit(int argc, char **argv) {
     submit_opts_t o;
     int rc = parse_opts(argc, argv, &o);
-    if (rc) return rc == 1 ? 0 : rc;
+    if (rc) return rc;
     if ((rc = consumers_kafka_require_version("submit"))) return rc;
 
     long total, empty;

@@ -16,8 +16,8 @@
 #include "sink/sink.h"
 #include "sink/telemetry.h"
 #include "worker/pipeline/accum.h"
-#include "worker/classify/engine.h"
-#include "worker/cli/config.h"
+#include "worker/classify/session.h"
+#include "worker/pipeline/pipeline.h"
 #include "worker/observe/drift.h"
 #include "worker/observe/metrics.h"
 #include "worker/text/tokenizer.h"
@@ -102,16 +102,11 @@ typedef struct {
 typedef struct {
     /* Set up before the threads start and read-only while they run: no lock. */
     const worker_run_cfg_t *cfg;
-    gpu_model_t *model;
-    worker_tok_t *tok;
-    cls_engine_t eng; /* the backend instance: the encoder thread's while it runs */
-    worker_accum_cfg_t acc_cfg;
-    int max_seqs;          /* sequences per batch the backend holds */
-    int token_budget;      /* tokens per batch: the flag's, or the backend's default */
-    int max_len;           /* tokens per text after truncation */
-    worker_http_t *http;   /* /healthz /readyz /metrics; NULL when --http-port 0 */
-    char worker_id[320];   /* hostname:pid */
-    const char *precision; /* what the backend runs */
+    /* model, tokenizer, the backend (ses.eng: the encoder thread's while it runs), what it
+     * runs (ses.props) and the accumulator's config (ses.acc) */
+    cls_session_t ses;
+    worker_http_t *http; /* /healthz /readyz /metrics; NULL when --http-port 0 */
+    char worker_id[320]; /* hostname:pid */
 
     pl_queue_t q;     /* under q.mu */
     pl_stats_t st;    /* under q.mu */

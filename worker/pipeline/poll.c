@@ -113,7 +113,7 @@ static pl_item_t *make_item(pl_t *pl, const rd_kafka_message_t *m, worker_ids_t 
     }
     it->t.partition = m->partition;
     it->t.offset = m->offset;
-    if (worker_tok_encode(pl->tok, it->t.text, it->t.text_len, pl->max_len, ids)) {
+    if (worker_tok_encode(pl->ses.tok, it->t.text, it->t.text_len, pl->ses.props.max_len, ids)) {
         snprintf(err, errlen, "out of memory tokenizing");
         pl_item_free(it);
         return NULL;
@@ -280,7 +280,7 @@ void pl_poll_loop(pl_t *pl) {
                 worker_metrics_add(&worker_metrics.pauses, 1);
             }
         } else if (consumers_consumer_paused(pl->poll.consumer) &&
-                   pending < pl->acc_cfg.max_pending_items / 2)
+                   pending < pl->ses.acc.max_pending_items / 2)
             consumers_consumer_resume(pl->poll.consumer);
         atomic_store_explicit(&worker_metrics.consumer_paused,
                               consumers_consumer_paused(pl->poll.consumer), memory_order_relaxed);
