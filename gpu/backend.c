@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/err.h"
+
 extern const gpu_backend_ops_t gpu_cpu_backend_ops;
 #ifdef RECLASS_HAVE_CUDA
 extern const gpu_backend_ops_t gpu_cuda_backend_ops;
@@ -46,42 +48,38 @@ int gpu_batch_check(const gpu_batch_t *batch, const gpu_model_config_t *cfg,
                     const gpu_backend_opts_t *opts, char *err, size_t errlen) {
     int max_len = opts->max_len > 0 ? opts->max_len : cfg->max_pos;
     if (batch->n_seqs <= 0 || batch->n_tokens <= 0) {
-        snprintf(err, errlen, "empty batch");
-        return -1;
+        return common_errf(-1, err, errlen, "empty batch");
     }
     if (batch->n_tokens > opts->token_budget) {
-        snprintf(err, errlen, "batch of %d tokens exceeds the token budget %d", batch->n_tokens,
-                 opts->token_budget);
-        return -1;
+        return common_errf(-1, err, errlen, "batch of %d tokens exceeds the token budget %d",
+                           batch->n_tokens, opts->token_budget);
     }
     int max_seqs = gpu_backend_max_seqs(opts->token_budget, opts->max_seqs);
     if (batch->n_seqs > max_seqs) {
-        snprintf(err, errlen, "batch of %d sequences exceeds capacity %d", batch->n_seqs, max_seqs);
-        return -1;
+        return common_errf(-1, err, errlen, "batch of %d sequences exceeds capacity %d",
+                           batch->n_seqs, max_seqs);
     }
     if (batch->cu_seqlens[0] != 0 || batch->cu_seqlens[batch->n_seqs] != batch->n_tokens) {
-        snprintf(err, errlen, "cu_seqlens do not span the batch's %d tokens", batch->n_tokens);
-        return -1;
+        return common_errf(-1, err, errlen, "cu_seqlens do not span the batch's %d tokens",
+                           batch->n_tokens);
     }
     int longest = 0;
     for (int s = 0; s < batch->n_seqs; s++) {
         int len = batch->cu_seqlens[s + 1] - batch->cu_seqlens[s];
         if (len <= 0 || len > max_len) {
-            snprintf(err, errlen, "sequence %d has length %d (allowed 1..%d)", s, len, max_len);
-            return -1;
+            return common_errf(-1, err, errlen, "sequence %d has length %d (allowed 1..%d)", s, len,
+                               max_len);
         }
         if (len > longest) longest = len;
     }
     if (longest != batch->max_len) {
-        snprintf(err, errlen, "batch max_len %d but longest sequence is %d", batch->max_len,
-                 longest);
-        return -1;
+        return common_errf(-1, err, errlen, "batch max_len %d but longest sequence is %d",
+                           batch->max_len, longest);
     }
     for (int t = 0; t < batch->n_tokens; t++) {
         if (batch->ids[t] < 0 || batch->ids[t] >= cfg->vocab_size) {
-            snprintf(err, errlen, "token %d has id %d outside the vocabulary (0..%d)", t,
-                     batch->ids[t], cfg->vocab_size - 1);
-            return -1;
+            return common_errf(-1, err, errlen, "token %d has id %d outside the vocabulary (0..%d)",
+                               t, batch->ids[t], cfg->vocab_size - 1);
         }
     }
     return 0;
@@ -89,8 +87,7 @@ int gpu_batch_check(const gpu_batch_t *batch, const gpu_model_config_t *cfg,
 
 int gpu_flight_slot(const gpu_flight_t *f, char *err, size_t errlen) {
     if (f->n == 2) {
-        snprintf(err, errlen, "a second batch is in flight: collect it first");
-        return -1;
+        return common_errf(-1, err, errlen, "a second batch is in flight: collect it first");
     }
     return (f->head + f->n) % 2;
 }
@@ -102,8 +99,7 @@ void gpu_flight_push(gpu_flight_t *f, int slot, int n_seqs) {
 
 int gpu_flight_pop(gpu_flight_t *f, int *n_seqs, char *err, size_t errlen) {
     if (f->n == 0) {
-        snprintf(err, errlen, "no batch in flight to collect");
-        return -1;
+        return common_errf(-1, err, errlen, "no batch in flight to collect");
     }
     int slot = f->head;
     f->head = (slot + 1) % 2;
@@ -114,6 +110,5 @@ int gpu_flight_pop(gpu_flight_t *f, int *n_seqs, char *err, size_t errlen) {
 
 int gpu_flight_idle(const gpu_flight_t *f, char *err, size_t errlen) {
     if (f->n == 0) return 0;
-    snprintf(err, errlen, "forward with a batch in flight: collect it first");
-    return -1;
+    return common_errf(-1, err, errlen, "forward with a batch in flight: collect it first");
 }

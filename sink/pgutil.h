@@ -16,6 +16,10 @@ PGconn *sink_pg_connect(const char *conninfo, int *rc, char *err, size_t errlen)
  * SINK_FATAL otherwise. res may be NULL (libpq could not even build a result). */
 int sink_pg_classify(PGconn *conn, const PGresult *res);
 
+/* 1 when res failed because the database lacks a migration: an undefined table (SQLSTATE
+ * 42P01), column (42703) or function (42883). */
+int sink_pg_unmigrated(const PGresult *res);
+
 /* "<step>: <server message> (SQLSTATE xxxxx) <detail/hint>" on one line. */
 void sink_pg_errmsg(char *err, size_t errlen, const char *step, PGconn *conn, const PGresult *res);
 

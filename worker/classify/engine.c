@@ -30,9 +30,8 @@ static int engine_alloc(cls_engine_t *e, char *err, size_t errlen) {
         ok = ok && e->slot[i].logits;
     }
     if (!ok) {
-        snprintf(err, errlen, "out of memory for batch buffers (token budget %d)",
-                 e->props.token_budget);
-        return 1;
+        return common_errf(1, err, errlen, "out of memory for batch buffers (token budget %d)",
+                           e->props.token_budget);
     }
     return 0;
 }
@@ -97,19 +96,18 @@ void cls_engine_close(cls_engine_t *e) {
 int cls_engine_submit(cls_engine_t *e, const int32_t *const *seq, const int *lens, int n, char *err,
                       size_t errlen) {
     if (e->in_flight >= 2) {
-        snprintf(err, errlen, "two batches in flight already");
-        return 2;
+        return common_errf(2, err, errlen, "two batches in flight already");
     }
     if (n > e->max_seqs) {
-        snprintf(err, errlen, "batch of %d sequences exceeds capacity %d", n, e->max_seqs);
-        return -1;
+        return common_errf(-1, err, errlen, "batch of %d sequences exceeds capacity %d", n,
+                           e->max_seqs);
     }
     int t = 0, longest = 0;
     e->cu[0] = 0;
     for (int i = 0; i < n; i++) {
         if (t + lens[i] > e->props.token_budget) {
-            snprintf(err, errlen, "batch exceeds the token budget %d", e->props.token_budget);
-            return -1;
+            return common_errf(-1, err, errlen, "batch exceeds the token budget %d",
+                               e->props.token_budget);
         }
         memcpy(e->ids + t, seq[i], (size_t)lens[i] * sizeof(int32_t));
         t += lens[i];
@@ -127,8 +125,7 @@ int cls_engine_submit(cls_engine_t *e, const int32_t *const *seq, const int *len
 
 int cls_engine_collect(cls_engine_t *e, const cls_batch_t **out, char *err, size_t errlen) {
     if (e->in_flight == 0) {
-        snprintf(err, errlen, "no batch in flight");
-        return 2;
+        return common_errf(2, err, errlen, "no batch in flight");
     }
     cls_batch_t *b = &e->slot[e->head];
     int rc = e->ops->collect(e->be, b->logits, err, errlen);
@@ -145,8 +142,7 @@ int cls_engine_collect(cls_engine_t *e, const cls_batch_t **out, char *err, size
 int cls_engine_forward(cls_engine_t *e, const int32_t *const *seq, const int *lens, int n,
                        const cls_batch_t **out, char *err, size_t errlen) {
     if (e->in_flight) {
-        snprintf(err, errlen, "forward with batches in flight");
-        return 2;
+        return common_errf(2, err, errlen, "forward with batches in flight");
     }
     int rc = cls_engine_submit(e, seq, lens, n, err, errlen);
     return rc ? rc : cls_engine_collect(e, out, err, errlen);

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/err.h"
 #include "worker/pipeline/pipeline_int.h"
 
 /* flush_drift hands worker/observe/drift.c's histograms to the sink as they are. */
@@ -53,8 +54,7 @@ int pl_telemetry_init(pl_t *pl, char *err, size_t errlen) {
     if (worker_drift_init(&dc, &pl->sk.drift, err, errlen)) return 1;
     pl->sk.drift_rows = calloc((size_t)dc.max_tenants + 1, sizeof(*pl->sk.drift_rows));
     if (!pl->sk.drift_rows) {
-        snprintf(err, errlen, "out of memory");
-        return 1;
+        return common_errf(1, err, errlen, "out of memory");
     }
     /* alive from here on: the poll loop takes over the heartbeat once it runs */
     atomic_store(&worker_metrics.last_poll_ms, (long long)worker_metrics_now_ms());
