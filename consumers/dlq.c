@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <librdkafka/rdkafka.h>
+
 #include "consumers/kafka_props.h"
 
 #define DLQ_BACKOFF_FIRST_MS 100
@@ -189,8 +191,9 @@ fail:
     return -1;
 }
 
-int consumers_dlq_send(consumers_dlq_t *d, const rd_kafka_message_t *src, const char *error,
+int consumers_dlq_send(consumers_dlq_t *d, const consumers_record_t *rec, const char *error,
                        int64_t tag) {
+    const rd_kafka_message_t *src = (const rd_kafka_message_t *)rec; /* consumer.c's record */
     dlq_letter_t *l = calloc(1, sizeof(*l));
     if (!l) return -1;
     *l = (dlq_letter_t){.partition = src->partition,

@@ -29,8 +29,7 @@ static int final_commit(pl_t *pl, char *err, size_t errlen) {
         if (consumers_consumer_commit(pl->poll.consumer, err, errlen) == 0) return 0;
         if (pl_now_s() > until) return -1;
         for (int i = 0; i < 10; i++) {
-            rd_kafka_message_t *m = consumers_consumer_poll(pl->poll.consumer, 50);
-            if (m) rd_kafka_message_destroy(m);
+            consumers_record_free(consumers_consumer_poll(pl->poll.consumer, 50));
         }
     }
 }
