@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "gpu/cuda/plan.h" /* plain C: the plan exists in every build */
 
 extern const gpu_backend_ops_t gpu_cpu_backend_ops;
 #ifdef RECLASS_HAVE_CUDA
@@ -36,6 +37,33 @@ const char *gpu_backend_precision(const gpu_backend_ops_t *ops, const char *prec
     for (const char *const *p = ops->precisions; *p; p++)
         if (strcmp(*p, precision) == 0) return *p;
     return NULL;
+}
+
+int gpu_backend_plan_memory(const char *name, const gpu_model_config_t *cfg,
+                            const gpu_backend_opts_t *opts, gpu_mem_plan_t *plan, char *err,
+                            size_t errlen) {
+    memset(plan, 0, sizeof(*plan));
+    if (!name || strcmp(name, "cuda") != 0)
+        return common_errf(-1, err, errlen,
+                           "backend '%s' plans no device memory: plan-memory is for cuda",
+                           name ? name : "cpu");
+    gpu_plan_t p; /* plan.c checks the precision (NULL: the cuda backend's default) */
+    if (gpu_plan_compute(cfg, opts->token_budget, opts->max_len, opts->max_seqs, opts->precision,
+                         &p, err, errlen) != 0)
+        return -1;
+    _Static_assert(GPU_PLAN_N <= GPU_MEM_PLAN_SLICES, "GPU_MEM_PLAN_SLICES");
+    plan->precision = p.bf16 ? "bf16" : "fp16";
+    plan->token_budget = p.token_budget, plan->max_len = p.max_len, plan->max_seqs = p.max_seqs;
+    plan->n = GPU_PLAN_N;
+    for (int i = 0; i < GPU_PLAN_N; i++)
+        plan->slice[i] = (gpu_mem_slice_t){.name = p.slice[i].name,
+                                           .shape = p.slice[i].shape,
+                                           .bytes = p.slice[i].bytes,
+                                           .weights = i < GPU_PLAN_X};
+    plan->weights_bytes = p.weights_bytes;
+    plan->arena_bytes = p.arena_bytes;
+    plan->total_bytes = p.total_bytes;
+    return 0;
 }
 
 #ifndef RECLASS_HAVE_CUDA

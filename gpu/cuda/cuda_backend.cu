@@ -23,6 +23,12 @@ extern "C" const gpu_backend_ops_t gpu_cuda_backend_ops; // the table, at the en
 
 static void cuda_be_free(gpu_backend_t *be) {
     if (!be) return;
+    if (be->win) {
+        double s;
+        int mhz;
+        cuda_be_energy_stop(be, &s, &mhz); // its sampler thread reads nv
+    }
+    gpu_nvml_free(be->nv);
     if (be->device >= 0) cudaSetDevice(be->device);
     if (be->stream) cudaStreamSynchronize(be->stream); // a batch may still be in flight
     cuda_gemm_free(&be->gemm);
@@ -494,4 +500,7 @@ extern "C" const gpu_backend_ops_t gpu_cuda_backend_ops = {
     cuda_be_collect,
     cuda_be_get_props,
     cuda_precisions,
+    cuda_be_energy_start,
+    cuda_be_energy_stop,
+    cuda_be_gemm_ceiling,
 };

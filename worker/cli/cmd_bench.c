@@ -14,14 +14,10 @@
 #include <time.h>
 
 #include "common/err.h"
-#include "gpu/cuda/nvml.h"
 #include "worker/bench/workload.h"
 #include "worker/classify/driver.h"
 #include "worker/classify/session.h"
 #include "worker/cli/cli.h"
-#ifdef RECLASS_HAVE_CUDA
-#include "gpu/cuda/cuda_backend.h"
-#endif
 
 typedef struct {
     cls_settings_t set;
@@ -202,9 +198,7 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
     memset(&b, 0, sizeof b);
     worker_workload_t *w = NULL;
     double *secs = NULL;
-    gpu_nvml_t *nv = NULL; /* the board's energy counter, when there is one */
-    gpu_nvml_window_t win; /* over the timed passes while win_on (its thread reads nv) */
-    int win_on = 0;
+    int win_on = 0; /* the backend's energy window is open (energy_start) */
 
     if (strcmp(o.workload, "tickets-mix") == 0)
         rc = worker_workload_tickets_mix(o.tickets, o.set.seed, max_len, cfg.vocab_size, &w, err,
@@ -229,7 +223,6 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
     }
     const char *precision = ses.props.precision;
     const int budget = ses.props.token_budget;
-    int is_cuda = strcmp(e->ops->name, "cuda") == 0;
     size_t peak = 0;
     gpu_mem_stats_t ms = {0};
     for (int i = 0; i < o.warmup; i++) {
@@ -238,14 +231,8 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
     /* The board's joules over the timed passes (NVML): at its power cap, tickets/s follow
      * joules per ticket, so the figure says how a speed compares with another program's. */
     int win_mhz = -1;
-#ifdef RECLASS_HAVE_CUDA
-    char pci[32];
-    if (is_cuda && gpu_cuda_pci_bus_id(ses.set.device, pci, sizeof pci) == 0 &&
-        gpu_nvml_init(pci, &nv) == 0) {
-        gpu_nvml_window_start(&win, nv);
-        win_on = 1;
-    }
-#endif
+    double win_j = -1, win_s = 0;
+    win_on = e->ops->energy_start && e->ops->energy_start(e->be) == 0;
     double tok_secs_sum = 0;
     for (int i = 0; i < o.repeat; i++) {
         double d0 = e->ops->device_seconds ? e->ops->device_seconds(e->be) : 0;
@@ -255,12 +242,11 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
         secs[o.repeat + i] = bench_cpu_s() - c0;
         secs[2 * o.repeat + i] = e->ops->device_seconds ? e->ops->device_seconds(e->be) - d0 : 0;
         tok_secs_sum += b.tok_seconds;
-        if (is_cuda && e->ops->mem_stats && e->ops->mem_stats(e->be, &ms) == 0 &&
-            ms.device_used > peak)
+        if (e->ops->mem_stats && e->ops->mem_stats(e->be, &ms) == 0 && ms.device_used > peak)
             peak = ms.device_used;
     }
-    if (win_on) win_mhz = gpu_nvml_window_stop(&win), win_on = 0;
-    double j_pass = nv && win.joules >= 0 ? win.joules / o.repeat : -1;
+    if (win_on) win_j = e->ops->energy_stop(e->be, &win_s, &win_mhz), win_on = 0;
+    double j_pass = win_j >= 0 ? win_j / o.repeat : -1;
     double first = secs[0];
     double sec = median(secs, o.repeat);
     double cpu_sec = median(secs + o.repeat, o.repeat); /* sorts: secs[0] is the minimum */
@@ -270,16 +256,12 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
      * FLOP-weighted (the matrix unit's best case for these shapes); and the same in the run's
      * precision. */
     double ceiling = -1, ceiling_run = -1;
-#ifdef RECLASS_HAVE_CUDA
-    if (is_cuda) {
-        ceiling = gpu_cuda_layer_gemm_ceiling(ses.set.device, budget, cfg.hidden, cfg.intermediate,
-                                              "bf16", NULL);
+    if (e->ops->gemm_ceiling) {
+        ceiling = e->ops->gemm_ceiling(e->be, budget, "bf16");
         ceiling_run = strcmp(precision, "bf16") == 0
                           ? ceiling
-                          : gpu_cuda_layer_gemm_ceiling(ses.set.device, budget, cfg.hidden,
-                                                        cfg.intermediate, precision, NULL);
+                          : e->ops->gemm_ceiling(e->be, budget, precision);
     }
-#endif
     const char *mname = model->name ? model->name : "model";
     printf("reclass bench: model %s (%d layers, hidden %d, %d labels), backend "
            "%s, precision %s\n",
@@ -312,7 +294,7 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
     if (j_pass >= 0)
         printf("energy (NVML, the whole board): %.1f J per pass, %.2f mJ per ticket, %.0f W over "
                "the timed passes, SM clock median %d MHz\n",
-               j_pass, 1e3 * j_pass / w->n, win.joules / win.seconds, win_mhz);
+               j_pass, 1e3 * j_pass / w->n, win_j / win_s, win_mhz);
     printf("{\"backend\": \"%s\", \"precision\": \"%s\", \"model\": ", e->ops->name, precision);
     cls_buf_t js = {0};
     cls_json_string(&js, mname);
@@ -330,7 +312,7 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
                ceiling, tflops / ceiling, ceiling_run, tflops / ceiling_run);
     else
         printf(", \"gemm_ceiling_tflops\": null, \"share_of_ceiling\": null");
-    if (is_cuda && e->ops->mem_stats)
+    if (ms.device_total > 0) /* a device that reports its memory */
         /* peak: cudaMemGetInfo's used bytes (context, libraries, other processes included);
          * weights + arena: the one allocation reclass made */
         printf(", \"peak_device_bytes\": %zu, \"weights_bytes\": %zu, \"arena_bytes\": %zu", peak,
@@ -339,7 +321,7 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
         printf(", \"peak_device_bytes\": null");
     if (j_pass >= 0)
         printf(", \"joules_per_pass\": %.2f, \"watts\": %.1f, \"sm_mhz_median\": %d", j_pass,
-               win.joules / win.seconds, win_mhz);
+               win_j / win_s, win_mhz);
     else
         printf(", \"joules_per_pass\": null");
     if (dev_sec > 0)
@@ -356,8 +338,7 @@ fail_pass:
     fprintf(stderr, "reclass bench: backend %s failed: %s\n", e->ops->name, err);
     rc = COMMON_FATAL;
 out:
-    if (win_on) gpu_nvml_window_stop(&win); /* a failed pass: the sampler stops before nv goes */
-    gpu_nvml_free(nv);
+    if (win_on) e->ops->energy_stop(e->be, &win_s, &win_mhz); /* a failed pass */
     free(secs);
     worker_ids_free(&b.scratch);
     cls_driver_free(&b.drv);
