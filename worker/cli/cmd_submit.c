@@ -19,7 +19,7 @@
 #include "consumers/ticket.h"
 #include "consumers/kafka_version.h"
 #include "worker/cli/cli.h"
-#include "worker/text/submit_input.h"
+#include "worker/submit/input.h"
 
 #define SUBMIT_MAX_PROPS 32
 
