@@ -75,4 +75,9 @@ struct gpu_backend {
 void gpu_cpu_encode_range(gpu_backend_t *be, const gpu_batch_t *bt, int s0, int s1, float *logits,
                           float *scratch);
 
+/* The "cpu" backend's init; blas_only: every projection through OpenBLAS, as CPUs without
+ * AVX2 run it (tests compare the two GEMM paths on one machine with it). */
+int gpu_cpu_init_as(const gpu_model_t *m, const gpu_backend_opts_t *opts, int blas_only,
+                    gpu_backend_t **out, char *err, size_t errlen);
+
 #endif
