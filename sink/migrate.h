@@ -24,8 +24,8 @@ int sink_migrate_ex(const char *conninfo, const char *dir, const sink_migrate_op
 
 /* The default migrations directory: $RECLASS_MIGRATIONS, else <exe>/../migrations (build dir
  * inside the source tree), else <exe>/../share/reclass/migrations (installed layout, e.g.
- * /usr/bin + /usr/share), else the source tree's. Returns 0 with out filled, -1 when none of
- * them is a directory (out then holds the last candidate). */
+ * /usr/bin + /usr/share), else /usr/share/reclass/migrations (common_data_dir). Returns 0
+ * with out filled, -1 when none of them is a directory (out then lists what was tried). */
 int sink_migrations_dir_default(char *out, size_t outlen);
 
 #endif

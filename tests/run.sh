@@ -23,8 +23,11 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 # The Debian postgresql package starts a cluster on 5432 we don't use; the tests run their own.
 
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DRECLASS_WERROR=ON >/dev/null
-cmake --build "$build" -j"$(nproc)" || { echo "tests/run.sh: FAIL: the build failed (above)"; exit 1; }
+# shellcheck source=tests/lib/build.sh
+source "$root/tests/lib/build.sh"
+echo "tests/run.sh: building in $build (output in $build/build.log)" >&2
+reclass_build "$build/build.log" "$root" "$build" -DCMAKE_BUILD_TYPE=Release -DRECLASS_WERROR=ON \
+    || { echo "tests/run.sh: FAIL: the build failed (above)"; exit 1; }
 
 # The tests; then the unit and integration tests again, built with ASan + UBSan
 # (tests/sanitize.sh), and every fuzz target for RECLASS_FUZZ_SECONDS (default 30) each

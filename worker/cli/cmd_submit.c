@@ -14,6 +14,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "common/paths.h"
 #include "consumers/avro_codec.h"
 #include "consumers/kafka_props.h"
 #include "consumers/ticket.h"
@@ -27,6 +28,7 @@ typedef struct {
     const char *brokers, *topic, *job_id, *tenant, *text_col, *id_col, *schemas, *file;
     int plain, priority, has_priority, progress;
     const char *props[SUBMIT_MAX_PROPS + 1]; /* --kafka K=V, NULL-ended */
+    char schemas_buf[4096];                  /* backs the default schemas */
 } submit_opts_t;
 
 typedef struct {
@@ -68,7 +70,8 @@ static void submit_opts(submit_opts_t *o, long *priority, cli_list_t *props, int
         {"plain-avro", CLI_FLAG, &o->plain, 0, 0, NULL, NULL,
          "plain Avro binary instead of the Confluent framing"},
         {"schemas", CLI_STR, &o->schemas, 0, 0, "RECLASS_SCHEMAS", "DIR",
-         "ticket-v<ID>.avsc directory (default: the source tree's consumers/schemas)"},
+         "ticket-v<ID>.avsc directory (default: <exe>/../consumers/schemas, else\n"
+         "      <exe>/../share/reclass/schemas, else /usr/share/reclass/schemas)"},
         {"kafka", CLI_KV, props, 0, 0, NULL, "K=V",
          "extra librdkafka property (repeatable), e.g. security.protocol=SSL"},
         {"no-progress", CLI_FLAG, no_progress, 0, 0, NULL, NULL,
@@ -99,7 +102,6 @@ static int parse_opts(int argc, char **argv, submit_opts_t *o) {
     memset(o, 0, sizeof(*o));
     o->brokers = "127.0.0.1:9092";
     o->topic = "tickets";
-    o->schemas = RECLASS_SOURCE_DIR "/consumers/schemas";
     o->text_col = "text";
     long priority = LONG_MIN;
     int no_progress = 0, first = 0;
@@ -118,6 +120,17 @@ static int parse_opts(int argc, char **argv, submit_opts_t *o) {
         return 2;
     }
     o->file = argv[first];
+    if (!o->schemas) {
+        if (common_data_dir("consumers/schemas", "schemas", o->schemas_buf,
+                            sizeof(o->schemas_buf))) {
+            fprintf(stderr,
+                    "reclass submit: no schemas directory found (tried %s): give --schemas DIR "
+                    "or set RECLASS_SCHEMAS\n",
+                    o->schemas_buf);
+            return COMMON_USAGE;
+        }
+        o->schemas = o->schemas_buf;
+    }
     const char *miss = !o->job_id ? "--job-id" : !o->tenant ? "--tenant" : NULL;
     if (miss) {
         fprintf(stderr, "reclass submit: %s is required\n", miss);

@@ -10,6 +10,7 @@
 
 #include <microhttpd.h>
 
+#include "common/clock.h"
 #include "worker/observe/metrics.h"
 
 struct worker_http {
@@ -48,7 +49,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     worker_http_t *h = cls;
     if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
         return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "GET only\n");
-    int64_t now = worker_metrics_now_ms();
+    int64_t now = common_now_ms();
     if (!strcmp(url, "/healthz")) {
         if (worker_metrics_healthy(h->m, now)) return reply_text(c, MHD_HTTP_OK, "ok\n");
         return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE,
