@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/tls.h"
 #include "worker/text/tokenizer_int.h"
 #include "worker/text/tokenizer_unicode.h"
 
@@ -135,29 +136,15 @@ typedef struct {
     uint32_t *cp; /* (cap) */
     size_t cap;
 } tok_scratch_t;
-static pthread_key_t scratch_key;
-static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
-
-static void scratch_destroy(void *p) {
-    tok_scratch_t *s = p;
-    free(s->cp);
-    free(s);
+static void scratch_release(void *p) {
+    free(((tok_scratch_t *)p)->cp);
 }
 
-static void scratch_key_init(void) {
-    pthread_key_create(&scratch_key, scratch_destroy);
-}
+static common_tls_t scratch_tls = COMMON_TLS_INIT(tok_scratch_t, scratch_release);
 
 static uint32_t *scratch_get(size_t need) {
-    pthread_once(&scratch_once, scratch_key_init);
-    tok_scratch_t *s = pthread_getspecific(scratch_key);
-    if (!s) {
-        s = calloc(1, sizeof(*s));
-        if (!s || pthread_setspecific(scratch_key, s) != 0) {
-            free(s);
-            return NULL;
-        }
-    }
+    tok_scratch_t *s = common_tls_get(&scratch_tls);
+    if (!s) return NULL;
     if (s->cap < need) {
         size_t cap = s->cap ? s->cap : 1024;
         while (cap < need)
