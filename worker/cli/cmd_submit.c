@@ -18,6 +18,7 @@
 #include "consumers/kafka_props.h"
 #include "consumers/ticket.h"
 #include "consumers/kafka_version.h"
+#include "consumers/schema_registry.h"
 #include "worker/cli/cli.h"
 #include "worker/text/submit_input.h"
 
@@ -25,6 +26,7 @@
 
 typedef struct {
     const char *brokers, *topic, *job_id, *tenant, *text_col, *id_col, *schemas, *file;
+    const char *registry, *registry_auth, *registry_ca;
     int plain, priority, has_priority, progress;
     const char *props[SUBMIT_MAX_PROPS + 1]; /* --kafka K=V, NULL-ended */
 } submit_opts_t;
@@ -49,7 +51,7 @@ static void on_signal(int sig) {
 }
 
 /* The options, set into o (priority: into *priority, LONG_MIN when not given). */
-#define SUBMIT_N_OPTS 11
+#define SUBMIT_N_OPTS 14
 static void submit_opts(submit_opts_t *o, long *priority, cli_list_t *props, int *no_progress,
                         cli_opt_t out[SUBMIT_N_OPTS + 1]) {
     const cli_opt_t t[] = {
@@ -69,6 +71,14 @@ static void submit_opts(submit_opts_t *o, long *priority, cli_list_t *props, int
          "plain Avro binary instead of the Confluent framing"},
         {"schemas", CLI_STR, &o->schemas, 0, 0, "RECLASS_SCHEMAS", "DIR",
          "ticket-v<ID>.avsc directory (default: the source tree's consumers/schemas)"},
+        {"schema-registry", CLI_STR, &o->registry, 0, 0, "RECLASS_SCHEMA_REGISTRY", "URL",
+         "register the schema under <topic>-value in this Confluent Schema Registry and\n"
+         "      frame the records with its id (credentials as for reclass run)"},
+        {"schema-registry-auth-file", CLI_STR, &o->registry_auth, 0, 0,
+         "RECLASS_SCHEMA_REGISTRY_AUTH_FILE", "FILE",
+         "one line \"basic user:password\" or \"bearer TOKEN\" for the registry"},
+        {"schema-registry-ca", CLI_STR, &o->registry_ca, 0, 0, "RECLASS_SCHEMA_REGISTRY_CA", "FILE",
+         "CA certificates (PEM) the registry's TLS certificate is verified against"},
         {"kafka", CLI_KV, props, 0, 0, NULL, "K=V",
          "extra librdkafka property (repeatable), e.g. security.protocol=SSL"},
         {"no-progress", CLI_FLAG, no_progress, 0, 0, NULL, NULL,
@@ -269,6 +279,39 @@ static int64_t now_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Registers the current schema under <topic>-value (Confluent's TopicNameStrategy, what its
+ * serializers and consumers expect) and frames the records with the registry's id. */
+static int register_schema(const submit_opts_t *o, consumers_codec_t *codec) {
+    char err[512], subject[512];
+    if (o->plain) {
+        fprintf(stderr, "reclass submit: --schema-registry needs the Confluent framing (drop "
+                        "--plain-avro)\n");
+        return 2;
+    }
+    consumers_registry_cfg_t rc = {
+        .url = o->registry, .ca_file = o->registry_ca, .auth_file = o->registry_auth};
+    consumers_registry_t *r;
+    if (consumers_registry_open(&rc, &r, err, sizeof(err))) {
+        fprintf(stderr, "reclass submit: %s\n", err);
+        return 2;
+    }
+    snprintf(subject, sizeof(subject), "%s-value", o->topic);
+    char *txt = consumers_codec_reader_text(codec);
+    int32_t id = -1;
+    int res = txt ? consumers_registry_register(r, subject, txt, &id, err, sizeof(err))
+                  : CONSUMERS_REGISTRY_RETRY;
+    if (!txt) snprintf(err, sizeof(err), "out of memory");
+    free(txt);
+    consumers_registry_free(r);
+    if (res != CONSUMERS_REGISTRY_OK) {
+        fprintf(stderr, "reclass submit: %s; nothing was sent\n", err);
+        return 1;
+    }
+    consumers_codec_set_encode_id(codec, id);
+    fprintf(stderr, "reclass submit: schema id %d under subject %s\n", (int)id, subject);
+    return 0;
+}
+
 static int produce_all(rd_kafka_t *rk, consumers_codec_t *codec, const submit_opts_t *o,
                        submit_stats_t *st, long *sent) {
     worker_submit_input_t *in;
@@ -345,6 +388,10 @@ int worker_cmd_submit(int argc, char **argv) {
     if (consumers_codec_init(o.schemas, &codec, err, sizeof(err))) {
         fprintf(stderr, "reclass submit: %s (set --schemas or RECLASS_SCHEMAS)\n", err);
         return 1;
+    }
+    if (o.registry && (rc = register_schema(&o, codec)) != 0) {
+        consumers_codec_free(codec);
+        return rc;
     }
     submit_stats_t st = {.total = total};
     rd_kafka_t *rk = make_producer(&o, &st);

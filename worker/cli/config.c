@@ -9,7 +9,7 @@
 #include "worker/cli/cli.h"
 
 /* The options of `reclass run`, each with its variable, set into c (kafka: c->kafka_props). */
-#define RUN_N_OPTS 28
+#define RUN_N_OPTS 31
 static void run_opts(worker_run_cfg_t *c, cli_list_t *kafka, cli_opt_t out[RUN_N_OPTS + 1]) {
     const cli_opt_t t[] = {
         {"brokers", CLI_STR, &c->brokers, 0, 0, "RECLASS_BROKERS", NULL,
@@ -46,6 +46,15 @@ static void run_opts(worker_run_cfg_t *c, cli_list_t *kafka, cli_opt_t out[RUN_N
          "CUDA device ordinal (default 0)"},
         {"schemas", CLI_STR, &c->schemas, 0, 0, "RECLASS_SCHEMAS", NULL,
          "directory of ticket-v<ID>.avsc schemas (default: the source tree's consumers/schemas)"},
+        {"schema-registry", CLI_STR, &c->schema_registry, 0, 0, "RECLASS_SCHEMA_REGISTRY", "URL",
+         "Confluent Schema Registry: framed records' schema ids are the registry's, writer\n"
+         "      schemas fetched by id on first sight (cached); credentials from\n"
+         "      RECLASS_SCHEMA_REGISTRY_USER_INFO / _TOKEN or --schema-registry-auth-file"},
+        {"schema-registry-auth-file", CLI_STR, &c->schema_registry_auth, 0, 0,
+         "RECLASS_SCHEMA_REGISTRY_AUTH_FILE", "FILE",
+         "one line \"basic user:password\" or \"bearer TOKEN\" for the registry"},
+        {"schema-registry-ca", CLI_STR, &c->schema_registry_ca, 0, 0, "RECLASS_SCHEMA_REGISTRY_CA",
+         "FILE", "CA certificates (PEM) the registry's TLS certificate is verified against"},
         {"max-pending", CLI_INT, &c->max_pending, 0, 1 << 24, "RECLASS_MAX_PENDING", NULL,
          "tickets waiting for a batch before consumption pauses (default 0 = 2048 on the\n"
          "      cpu backend, 32768 on cuda); also bounds the work a shutdown finishes"},

@@ -9,15 +9,18 @@
 #define WORKER_RUN_MAX_KAFKA_PROPS 32
 
 typedef struct {
-    const char *brokers;    /* RECLASS_BROKERS, default 127.0.0.1:9092 */
-    const char *topic;      /* RECLASS_TOPIC, default tickets */
-    const char *group;      /* RECLASS_GROUP, default reclass */
-    const char *db;         /* RECLASS_DB, required (libpq URL or conninfo) */
-    const char *model;      /* RECLASS_MODEL, required (Hugging Face checkpoint directory) */
-    const char *backend;    /* RECLASS_BACKEND, cpu | cuda, default cpu */
-    const char *precision;  /* RECLASS_PRECISION, NULL = backend default */
-    const char *dlq_topic;  /* RECLASS_DLQ_TOPIC, default <topic>.dlq */
-    const char *schemas;    /* RECLASS_SCHEMAS, directory of ticket-v<ID>.avsc */
+    const char *brokers;         /* RECLASS_BROKERS, default 127.0.0.1:9092 */
+    const char *topic;           /* RECLASS_TOPIC, default tickets */
+    const char *group;           /* RECLASS_GROUP, default reclass */
+    const char *db;              /* RECLASS_DB, required (libpq URL or conninfo) */
+    const char *model;           /* RECLASS_MODEL, required (Hugging Face checkpoint directory) */
+    const char *backend;         /* RECLASS_BACKEND, cpu | cuda, default cpu */
+    const char *precision;       /* RECLASS_PRECISION, NULL = backend default */
+    const char *dlq_topic;       /* RECLASS_DLQ_TOPIC, default <topic>.dlq */
+    const char *schemas;         /* RECLASS_SCHEMAS, directory of ticket-v<ID>.avsc */
+    const char *schema_registry; /* RECLASS_SCHEMA_REGISTRY URL, NULL = local ids */
+    const char *schema_registry_auth; /* RECLASS_SCHEMA_REGISTRY_AUTH_FILE */
+    const char *schema_registry_ca;   /* RECLASS_SCHEMA_REGISTRY_CA */
     int token_budget;       /* RECLASS_TOKEN_BUDGET, tokens per encoder batch; 0 = by backend */
     int max_wait_ms;        /* RECLASS_MAX_WAIT_MS, longest a ticket waits for a batch */
     int max_len;            /* RECLASS_MAX_LEN, 0 = the model's max positions */

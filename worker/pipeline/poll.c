@@ -59,6 +59,7 @@ void pl_on_revoke(void *ctx, const int32_t *parts, int n, int lost) {
     pl->st.dropped_in_flight += dropped;
     pthread_mutex_unlock(&pl->q.mu);
     atomic_fetch_sub(&worker_metrics.partitions_assigned, n);
+    pl_held_revoke(pl, parts, n);
     /* overflow items of those partitions will never be stored: drop them now */
     pl_item_t **pp = &pl->poll.ovf_head, *last = NULL;
     while (*pp) {
@@ -151,7 +152,13 @@ static int drain_overflow(pl_t *pl) {
     return pl->poll.ovf_head != NULL;
 }
 
-static void handle_record(pl_t *pl, rd_kafka_message_t *m, worker_ids_t *ids) {
+static void set_fatal(pl_t *pl) {
+    pthread_mutex_lock(&pl->q.mu);
+    pl->q.fatal = 1;
+    pthread_mutex_unlock(&pl->q.mu);
+}
+
+static void handle_decodable(pl_t *pl, rd_kafka_message_t *m, worker_ids_t *ids) {
     pthread_mutex_lock(&pl->q.mu);
     int64_t epoch = consumers_offsets_epoch(pl->q.offsets, m->partition);
     int tracked =
@@ -193,6 +200,45 @@ static void handle_record(pl_t *pl, rd_kafka_message_t *m, worker_ids_t *ids) {
     pl->poll.ovf_tail = it;
     pl->poll.ovf_n++;
     drain_overflow(pl);
+}
+
+/* A record waits behind held ones, or for its own writer schema, or goes on now. */
+static void handle_record(pl_t *pl, rd_kafka_message_t *m, worker_ids_t *ids) {
+    char err[512];
+    int s = pl->poll.held_n ? PL_SCHEMA_WAIT : pl_schema_check(pl, m, err, sizeof(err));
+    if (s == PL_SCHEMA_READY) {
+        handle_decodable(pl, m, ids);
+        return;
+    }
+    if (s == PL_SCHEMA_FATAL) {
+        fprintf(stderr, "reclass run: %s; stopping (fix the registry settings)\n", err);
+        rd_kafka_message_destroy(m);
+        set_fatal(pl);
+        return;
+    }
+    if (!pl->poll.held_n)
+        fprintf(stderr,
+                "reclass run: %s; holding the records from here on (nothing is "
+                "dead-lettered)\n",
+                err);
+    if (pl_held_push(pl, m)) {
+        fprintf(stderr, "reclass run: out of memory holding records for the schema registry\n");
+        rd_kafka_message_destroy(m);
+        set_fatal(pl);
+    }
+}
+
+/* Feeds held records whose writer schema came, in order. */
+static void release_held(pl_t *pl, worker_ids_t *ids) {
+    char err[512];
+    int fatal = 0;
+    rd_kafka_message_t *m;
+    while ((m = pl_held_next(pl, &fatal, err, sizeof(err))) != NULL)
+        handle_decodable(pl, m, ids);
+    if (fatal) {
+        fprintf(stderr, "reclass run: %s; stopping (fix the registry settings)\n", err);
+        set_fatal(pl);
+    }
 }
 
 static void log_progress(pl_t *pl, double t0) {
@@ -255,7 +301,9 @@ void pl_poll_loop(pl_t *pl) {
         if (fatal) break;
         /* dead letters the dead-letter topic does not take yet count as a full accumulator:
          * reading on would only pile them up in memory */
-        int full = drain_overflow(pl) || consumers_dlq_waiting(pl->poll.dlq) > PL_DLQ_WAITING_MAX;
+        release_held(pl, &ids);
+        int full = drain_overflow(pl) || consumers_dlq_waiting(pl->poll.dlq) > PL_DLQ_WAITING_MAX ||
+                   pl->poll.held_n > 0;
         /* Backpressure. A short backlog (the encoder takes a batch soon) is waited out without
          * polling: the fetched records stay in librdkafka's local queue, whose own limit
          * (queued.max.messages.kbytes) then stops the fetcher, and heartbeats go on in the
@@ -304,7 +352,7 @@ void pl_poll_loop(pl_t *pl) {
         if (m) {
             last_activity = now;
             handle_record(pl, m, &ids);
-        } else if (uncommitted > 0 || pl->poll.ovf_head ||
+        } else if (uncommitted > 0 || pl->poll.ovf_head || pl->poll.held_n ||
                    consumers_dlq_outstanding(pl->poll.dlq) > 0) {
             last_activity = now;
         }
@@ -341,6 +389,7 @@ void pl_poll_loop(pl_t *pl) {
 /* Stop fetching, let encoder and sink finish what was accepted, then hand offsets back. */
 void pl_drain(pl_t *pl) {
     consumers_consumer_pause(pl->poll.consumer);
+    pl_held_revoke(pl, NULL, -1); /* held records were never accepted either */
     /* overflow items were never accepted: unstored, so redelivered to whoever comes next */
     while (pl->poll.ovf_head) {
         pl_item_t *it = pl->poll.ovf_head;
