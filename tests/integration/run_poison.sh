@@ -3,7 +3,8 @@
 # with headers naming its error and its source, every good ticket is stored, the worker stays
 # up and exits 0 on SIGTERM. The table covers random bytes, an unknown schema id, truncated
 # and mistyped Avro, negative and huge lengths, job_total 0 and negative, empty and 10 KB
-# identifiers, invalid UTF-8 and NUL bytes in each identifier, a record over 1 MB that does not
+# identifiers, invalid UTF-8 and NUL bytes in each identifier, enqueued_at past PostgreSQL's
+# timestamptz range (9.3e15 ms, INT64_MAX) and negative, a record over 1 MB that does not
 # decode and a text over the codec's 4 MiB cap. Each record's Kafka key names its case, and the
 # dead letter keeps the key, so each error can be checked against its case.
 #   run_poison.sh RECLASS_BIN
@@ -31,9 +32,10 @@ def zz(n):  # Avro zigzag varint
 def s(x):
     x = x if isinstance(x, bytes) else x.encode()
     return zz(len(x)) + x
-def ticket(job=b"job-x", tenant=b"acme", tid=b"p", text=b"where is my card", total=1):
+def ticket(job=b"job-x", tenant=b"acme", tid=b"p", text=b"where is my card", total=1,
+           enqueued=1700000000000):
     # ticket v2: job_id, tenant, ticket_id, text, job_total, enqueued_at, priority (null)
-    return s(job) + s(tenant) + s(tid) + s(text) + zz(total) + zz(1700000000000) + zz(0)
+    return s(job) + s(tenant) + s(tid) + s(text) + zz(total) + zz(enqueued) + zz(0)
 hdr = lambda sid=2: b"\x00" + struct.pack(">I", sid)
 cases = []  # (key, partition, value, expected substring of reclass.error)
 for i in range(5):
@@ -62,6 +64,11 @@ cases.append(("utf8-ticket-id", -1, hdr() + ticket(tid=b"t\xed\xa0\x80"), "ticke
 cases.append(("nul-job-id", -1, hdr() + ticket(job=b"j\x00b"), "job_id contains a NUL"))
 cases.append(("nul-tenant", -1, hdr() + ticket(tenant=b"a\x00b"), "tenant contains a NUL"))
 cases.append(("nul-ticket-id", -1, hdr() + ticket(tid=b"t\x00"), "ticket_id contains a NUL"))
+# well-formed, but enqueued_at outside what PostgreSQL's timestamptz holds (it once made the
+# COPY fail, the worker exit and every restart fail again) or negative
+cases.append(("enqueued-9.3e15", -1, hdr() + ticket(enqueued=9300000000000000), "enqueued_at"))
+cases.append(("enqueued-int64-max", -1, hdr() + ticket(enqueued=(1 << 63) - 1), "enqueued_at"))
+cases.append(("enqueued-negative", -1, hdr() + ticket(enqueued=-1), "enqueued_at"))
 # over librdkafka's default message.max.bytes (1 MB): the dead-letter producer must take it
 cases.append(("big-garbage", 0, hdr() + bytes(rnd.randrange(256) for _ in range(1200 * 1024)), ""))
 cases.append(("big-text", 3, hdr() + ticket(text=b"lorem ipsum " * (4608 * 1024 // 12)), "text is"))
