@@ -373,7 +373,8 @@ static int take_priority(const consumers_codec_t *c, avro_value_t *rec, consumer
     json_array_foreach(json_object_get(c->reader_json, "fields"), i, fd) {
         if (strcmp(json_string_value(json_object_get(fd, "name")) ?: "", "priority") != 0) continue;
         json_t *def = json_object_get(fd, "default");
-        if (json_is_integer(def)) {
+        if (json_is_integer(def) && json_integer_value(def) >= INT32_MIN &&
+            json_integer_value(def) <= INT32_MAX) {
             t->priority = (int32_t)json_integer_value(def);
             t->has_priority = 1;
         }
@@ -426,10 +427,13 @@ int consumers_codec_decode(consumers_codec_t *c, const void *buf, size_t len,
         take_long(rec, "enqueued_at", &out->enqueued_at_ms, err, errlen) ||
         take_priority(c, rec, out, err, errlen))
         goto bad;
+    /* every field against what its column accepts (the text is not stored) */
     if (total < 1 || total > INT32_MAX) {
-        common_errf(-1, err, errlen, "job_total is %lld; it must be >= 1", (long long)total);
+        common_errf(-1, err, errlen, "job_total is %lld; it must be from 1 to %d", (long long)total,
+                    INT32_MAX);
         goto bad;
     }
+    if (consumers_ticket_check_enqueued(out->enqueued_at_ms, err, errlen)) goto bad;
     out->job_total = (int32_t)total;
     return 0;
 bad:
@@ -459,6 +463,7 @@ int consumers_codec_encode(consumers_codec_t *c, const consumers_ticket_t *t, in
                                       ids[i][1] ? strlen(ids[i][1]) : 0, err, errlen))
             return -1;
     if (t->job_total < 1) return common_errf(-1, err, errlen, "job_total must be >= 1");
+    if (consumers_ticket_check_enqueued(t->enqueued_at_ms, err, errlen)) return -1;
     const char *text = t->text ? t->text : "";
     size_t text_len = t->text ? t->text_len : 0;
     if (t->text && text[text_len] != '\0') text_len = strlen(text);

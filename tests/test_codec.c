@@ -130,12 +130,12 @@ static void test_handmade_v2(void **state) {
     consumers_codec_t *c = open_codec(SCHEMAS);
     wbuf_t w = {.n = 0};
     w_confluent(&w, 2);
-    w_v2(&w, "j", "t", "42", "hello", 3, -5, 9);
+    w_v2(&w, "j", "t", "42", "hello", 3, 5, 9);
     consumers_ticket_t d;
     char err[256];
     assert_int_equal(consumers_codec_decode(c, w.b, w.n, &d, err, sizeof(err)), 0);
     assert_string_equal(d.text, "hello");
-    assert_true(d.enqueued_at_ms == -5);
+    assert_true(d.enqueued_at_ms == 5);
     assert_int_equal(d.priority, 9);
     consumers_ticket_free(&d);
     consumers_codec_free(c);
@@ -299,6 +299,25 @@ static void test_errors(void **state) {
     w_confluent(&w, 2);
     w_v2(&w, "j", "", "1", "x", 3, 0, -1);
     expect_error(c, &w, "tenant is empty");
+
+    /* enqueued_at must fit PostgreSQL's timestamptz (9.3e15 ms once crash-looped the worker;
+     * INT64_MAX must not wrap to 1969) and not be negative */
+    const int64_t bad_enq[] = {-1, INT64_MIN, CONSUMERS_TICKET_MAX_ENQUEUED_MS + 1,
+                               9300000000000000LL, INT64_MAX};
+    for (size_t i = 0; i < sizeof(bad_enq) / sizeof(bad_enq[0]); i++) {
+        w.n = 0;
+        w_confluent(&w, 2);
+        w_v2(&w, "j", "t", "1", "x", 3, bad_enq[i], -1);
+        expect_error(c, &w, "field enqueued_at is");
+    }
+    w.n = 0;
+    w_confluent(&w, 2);
+    w_v2(&w, "j", "t", "1", "x", 3, CONSUMERS_TICKET_MAX_ENQUEUED_MS, -1);
+    consumers_ticket_t last;
+    char e2[256];
+    assert_int_equal(consumers_codec_decode(c, w.b, w.n, &last, e2, sizeof(e2)), 0);
+    assert_true(last.enqueued_at_ms == CONSUMERS_TICKET_MAX_ENQUEUED_MS);
+    consumers_ticket_free(&last);
 
     w.n = 0;
     w_v2(&w, "j", "t", "", "x", 3, 0, -1);

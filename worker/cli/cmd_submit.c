@@ -19,13 +19,15 @@
 #include "consumers/ticket.h"
 #include "consumers/kafka_version.h"
 #include "consumers/schema_registry.h"
+#include "sink/owner.h"
+#include "sink/sink.h"
 #include "worker/cli/cli.h"
 #include "worker/text/submit_input.h"
 
 #define SUBMIT_MAX_PROPS 32
 
 typedef struct {
-    const char *brokers, *topic, *job_id, *tenant, *text_col, *id_col, *schemas, *file;
+    const char *brokers, *topic, *job_id, *tenant, *text_col, *id_col, *schemas, *file, *db;
     const char *registry, *registry_auth, *registry_ca;
     int plain, priority, has_priority, progress;
     const char *props[SUBMIT_MAX_PROPS + 1]; /* --kafka K=V, NULL-ended */
@@ -51,7 +53,7 @@ static void on_signal(int sig) {
 }
 
 /* The options, set into o (priority: into *priority, LONG_MIN when not given). */
-#define SUBMIT_N_OPTS 14
+#define SUBMIT_N_OPTS 15
 static void submit_opts(submit_opts_t *o, long *priority, cli_list_t *props, int *no_progress,
                         cli_opt_t out[SUBMIT_N_OPTS + 1]) {
     const cli_opt_t t[] = {
@@ -81,6 +83,8 @@ static void submit_opts(submit_opts_t *o, long *priority, cli_list_t *props, int
          "CA certificates (PEM) the registry's TLS certificate is verified against"},
         {"kafka", CLI_KV, props, 0, 0, NULL, "K=V",
          "extra librdkafka property (repeatable), e.g. security.protocol=SSL"},
+        {"db", CLI_STR, &o->db, 0, 0, "RECLASS_DB", "URL",
+         "PostgreSQL URL or conninfo: refuse, before sending, a job id another tenant owns"},
         {"no-progress", CLI_FLAG, no_progress, 0, 0, NULL, NULL,
          "no progress bar (it is only drawn when stderr is a terminal)"},
         {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL},
@@ -374,6 +378,11 @@ int worker_cmd_submit(int argc, char **argv) {
     int rc = parse_opts(argc, argv, &o);
     if (rc) return rc == 1 ? 0 : rc;
     if ((rc = consumers_kafka_require_version("submit"))) return rc;
+    char oerr[512];
+    if (o.db && (rc = sink_job_owner_check(o.db, o.job_id, o.tenant, oerr, sizeof(oerr)))) {
+        fprintf(stderr, "reclass submit: %s\n", oerr);
+        return rc == SINK_RETRY ? 1 : 2;
+    }
 
     long total, empty;
     char cerr[512];

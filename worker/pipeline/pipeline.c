@@ -167,6 +167,11 @@ static void teardown(pl_t *pl) {
         pl->poll.ovf_head = it->next;
         pl_item_free(it);
     }
+    while (pl->q.refused) { /* only after a failure: the drain sends them otherwise */
+        pl_item_t *it = pl->q.refused;
+        pl->q.refused = it->next;
+        pl_item_free(it);
+    }
     pl_held_free(pl); /* first: librdkafka waits for every message before it closes */
     consumers_consumer_free(pl->poll.consumer);
     consumers_dlq_free(pl->poll.dlq);

@@ -34,8 +34,14 @@ typedef struct pl_item {
     int64_t arrived_ms;
     int label_id; /* filled by the encoder */
     float confidence;
-    char *top_k_json;     /* owned */
-    struct pl_item *next; /* overflow list (poll thread only) */
+    char *top_k_json; /* owned */
+    /* The record as consumed (key, value; owned), for its dead letter should the database
+     * refuse its row. It takes the place of the text, freed once tokenized. */
+    void *key, *value;
+    size_t key_len, value_len;
+    int refused;          /* the database refused its row: on q.refused, no longer the sink's */
+    char *dlq_error;      /* owned: why (NULL when out of memory) */
+    struct pl_item *next; /* overflow list (poll thread), then the refused list */
 } pl_item_t;
 
 /* Results of one encoder batch, queued for the sink thread (which owns it once queued). */
@@ -60,6 +66,9 @@ typedef struct {
     pl_out_t *out_head, *out_tail; /* encoder -> sink queue */
     long out_items;                /* tickets in that queue */
     long max_out_items;            /* bound before the encoder waits */
+    pl_item_t *refused;            /* sink -> poll thread: rows the database refused, to be
+                                    * dead-lettered (the dead-letter producer is the poll
+                                    * thread's) */
     int draining;                  /* no more pushes: flush the accumulator */
     int enc_done, sink_done;
     int sink_down; /* PostgreSQL unreachable: consumption pauses */
@@ -179,6 +188,8 @@ void pl_drain(pl_t *pl);
 void pl_on_assign(void *ctx, const int32_t *parts, int n);
 void pl_on_revoke(void *ctx, const int32_t *parts, int n, int lost);
 void pl_dlq_done(void *ctx, int32_t partition, int64_t offset, int64_t epoch);
+/* Sends the dead letters of the rows the sink left on q.refused (poll thread). */
+void pl_send_refused(pl_t *pl);
 
 void *pl_encoder_main(void *arg);
 void *pl_sink_main(void *arg);

@@ -35,6 +35,30 @@ void pl_dlq_done(void *ctx, int32_t partition, int64_t offset, int64_t epoch) {
     worker_metrics_add(&worker_metrics.dead_lettered, 1);
 }
 
+void pl_send_refused(pl_t *pl) {
+    pthread_mutex_lock(&pl->q.mu);
+    pl_item_t *it = pl->q.refused;
+    pl->q.refused = NULL;
+    pthread_mutex_unlock(&pl->q.mu);
+    while (it) {
+        pl_item_t *next = it->next;
+        if (consumers_dlq_send_copy(pl->poll.dlq, pl->cfg->topic, it->t.partition, it->t.offset,
+                                    it->key, it->key_len, it->value, it->value_len,
+                                    it->dlq_error ? it->dlq_error : "the database refused the row",
+                                    it->epoch)) {
+            fprintf(stderr,
+                    "reclass run: out of memory keeping the dead letter of partition %" PRId32
+                    " offset %" PRId64 "; stopping (its offset stays unstored)\n",
+                    it->t.partition, it->t.offset);
+            pthread_mutex_lock(&pl->q.mu);
+            pl->q.fatal = 1;
+            pthread_mutex_unlock(&pl->q.mu);
+        }
+        pl_item_free(it);
+        it = next;
+    }
+}
+
 void pl_on_assign(void *ctx, const int32_t *parts, int n) {
     pl_t *pl = ctx;
     pthread_mutex_lock(&pl->q.mu);
@@ -128,6 +152,20 @@ static pl_item_t *make_item(pl_t *pl, const rd_kafka_message_t *m, worker_ids_t 
     memcpy(it->ids, ids->v, sizeof(*it->ids) * (size_t)ids->n);
     it->n_ids = ids->n;
     it->truncated = ids->truncated; /* over-long texts are cut and flagged, never rejected */
+    free(it->t.text);               /* tokenized: from here on the record itself stands for it */
+    it->t.text = NULL;
+    it->t.text_len = 0;
+    it->value = malloc(m->len);
+    it->key = m->key_len ? malloc(m->key_len) : NULL;
+    if (!it->value || (m->key_len && !it->key)) {
+        snprintf(err, errlen, "out of memory");
+        pl_item_free(it);
+        return NULL;
+    }
+    memcpy(it->value, m->payload, m->len);
+    it->value_len = m->len;
+    if (it->key) memcpy(it->key, m->key, m->key_len);
+    it->key_len = it->key ? m->key_len : 0;
     return it;
 }
 
@@ -341,6 +379,7 @@ void pl_poll_loop(pl_t *pl) {
         atomic_store_explicit(&worker_metrics.consumer_paused,
                               consumers_consumer_paused(pl->poll.consumer), memory_order_relaxed);
         rd_kafka_message_t *m = consumers_consumer_poll(pl->poll.consumer, full ? 20 : 100);
+        pl_send_refused(pl);
         consumers_dlq_poll(pl->poll.dlq, 0);
         double now = pl_now_s();
         long rebalances = consumers_consumer_rebalances(pl->poll.consumer);
@@ -412,8 +451,10 @@ void pl_drain(pl_t *pl) {
                               memory_order_relaxed);
         rd_kafka_message_t *m = consumers_consumer_poll(pl->poll.consumer, 50);
         if (m) rd_kafka_message_destroy(m); /* fetched before the pause: not tracked */
+        pl_send_refused(pl);
         consumers_dlq_poll(pl->poll.dlq, 0);
     }
+    pl_send_refused(pl); /* the sink's last write */
     if (consumers_dlq_flush(pl->poll.dlq, 30000))
         fprintf(stderr,
                 "reclass run: %ld dead letter(s) not acknowledged; their offsets stay "
