@@ -9,7 +9,7 @@ build=${RECLASS_BUILD_DIR:-$root/build}
 
 # librdkafka is built from third_party/ (it needs patch and the OpenSSL, zlib, zstd headers).
 pkgs=(build-essential cmake pkg-config git python3 patch libssl-dev zlib1g-dev libzstd-dev
-      libavro-dev libpq-dev libopenblas-dev libjansson-dev libutf8proc-dev libmicrohttpd-dev
+      libavro-dev libpq-dev libopenblas-dev libjansson-dev libutf8proc-dev
       libcmocka-dev libcurl4-openssl-dev python3-pip postgresql postgresql-client
       python3-numpy python3-scipy chromium # drift score reference, report rendering test
       clang libclang-rt-14-dev clang-format # clang + its runtimes: the fuzz stage (libFuzzer)
