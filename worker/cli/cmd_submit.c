@@ -93,7 +93,7 @@ static void usage(FILE *f) {
     worker_cli_print_opts(f, opts);
 }
 
-/* 0, 1 after --help, or 2 with the usage error printed. */
+/* COMMON_OK, COMMON_DONE after --help, or COMMON_USAGE with the usage error printed. */
 static int parse_opts(int argc, char **argv, submit_opts_t *o) {
     memset(o, 0, sizeof(*o));
     o->brokers = "127.0.0.1:9092";
@@ -105,9 +105,8 @@ static int parse_opts(int argc, char **argv, submit_opts_t *o) {
     cli_list_t props = {o->props, 0, SUBMIT_MAX_PROPS};
     cli_opt_t opts[SUBMIT_N_OPTS + 1];
     submit_opts(o, &priority, &props, &no_progress, opts);
-    int rc = worker_cli_parse("submit", argc, argv, opts, usage, &first);
-    if (rc == 0) return 1;
-    if (rc == 2) return 2;
+    common_status_t rc = worker_cli_parse("submit", argc, argv, opts, usage, &first);
+    if (rc != COMMON_OK) return rc;
     o->progress = !no_progress && isatty(STDERR_FILENO);
     if (priority != LONG_MIN) {
         o->priority = (int)priority;
@@ -271,10 +270,10 @@ static int check_record_limit(consumers_producer_t *p, const submit_opts_t *o,
     return 2;
 }
 
-int worker_cmd_submit(int argc, char **argv) {
+common_status_t worker_cmd_submit(int argc, char **argv) {
     submit_opts_t o;
     int rc = parse_opts(argc, argv, &o);
-    if (rc) return rc == 1 ? 0 : rc;
+    if (rc) return rc;
     if ((rc = consumers_kafka_require_version("submit"))) return rc;
     char oerr[512];
     if (o.db && (rc = sink_job_owner_check(o.db, o.job_id, o.tenant, oerr, sizeof(oerr)))) {

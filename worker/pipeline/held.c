@@ -29,7 +29,7 @@ int pl_held_open(pl_t *pl, char *err, size_t errlen) {
 
 void pl_held_free(pl_t *pl) {
     for (int i = 0; i < pl->poll.held_n; i++) /* unstored: redelivered to the next owner */
-        rd_kafka_message_destroy(pl->poll.held[i]);
+        consumers_record_free(pl->poll.held[i]);
     free(pl->poll.held);
     pl->poll.held = NULL;
     pl->poll.held_n = pl->poll.held_cap = 0;
@@ -37,9 +37,11 @@ void pl_held_free(pl_t *pl) {
     pl->poll.registry = NULL;
 }
 
-int pl_schema_check(pl_t *pl, const rd_kafka_message_t *m, char *err, size_t errlen) {
+int pl_schema_check(pl_t *pl, const consumers_record_t *m, char *err, size_t errlen) {
     int32_t id;
-    if (!pl->poll.registry || !consumers_codec_schema_id(m->payload, m->len, &id) ||
+    size_t len = 0;
+    const void *value = consumers_record_value(m, &len);
+    if (!pl->poll.registry || !consumers_codec_schema_id(value, len, &id) ||
         consumers_codec_knows(pl->poll.codec, id))
         return PL_SCHEMA_READY;
     char *schema = NULL;
@@ -57,11 +59,11 @@ int pl_schema_check(pl_t *pl, const rd_kafka_message_t *m, char *err, size_t err
                                             : PL_SCHEMA_FATAL;
 }
 
-int pl_held_push(pl_t *pl, rd_kafka_message_t *m) {
+int pl_held_push(pl_t *pl, consumers_record_t *m) {
     pl_poll_t *p = &pl->poll;
     if (p->held_n == p->held_cap) {
         int cap = p->held_cap ? 2 * p->held_cap : 256;
-        rd_kafka_message_t **h = realloc(p->held, sizeof(*h) * (size_t)cap);
+        consumers_record_t **h = realloc(p->held, sizeof(*h) * (size_t)cap);
         if (!h) return -1;
         p->held = h;
         p->held_cap = cap;
@@ -74,7 +76,7 @@ int pl_held_push(pl_t *pl, rd_kafka_message_t *m) {
     return 0;
 }
 
-rd_kafka_message_t *pl_held_next(pl_t *pl, int *fatal, char *err, size_t errlen) {
+consumers_record_t *pl_held_next(pl_t *pl, int *fatal, char *err, size_t errlen) {
     pl_poll_t *p = &pl->poll;
     *fatal = 0;
     if (!p->held_n || pl_now_s() < p->held_retry_s) return NULL;
@@ -93,7 +95,7 @@ rd_kafka_message_t *pl_held_next(pl_t *pl, int *fatal, char *err, size_t errlen)
         *fatal = 1;
         return NULL;
     }
-    rd_kafka_message_t *m = p->held[0];
+    consumers_record_t *m = p->held[0];
     memmove(p->held, p->held + 1, sizeof(*p->held) * (size_t)(p->held_n - 1));
     if (--p->held_n == 0)
         fprintf(stderr, "reclass run: the schema registry answers again; held records go on\n");
@@ -107,9 +109,9 @@ void pl_held_revoke(pl_t *pl, const int32_t *parts, int n) {
     for (int i = 0; i < p->held_n; i++) {
         int revoked = n < 0; /* n < 0: all of them */
         for (int j = 0; j < n; j++)
-            revoked |= p->held[i]->partition == parts[j];
+            revoked |= consumers_record_partition(p->held[i]) == parts[j];
         if (revoked)
-            rd_kafka_message_destroy(p->held[i]); /* the next owner reads it again */
+            consumers_record_free(p->held[i]); /* the next owner reads it again */
         else
             p->held[k++] = p->held[i];
     }

@@ -17,8 +17,8 @@
 #include "sink/sink.h"
 #include "sink/telemetry.h"
 #include "worker/pipeline/accum.h"
-#include "worker/classify/engine.h"
-#include "worker/cli/config.h"
+#include "worker/classify/session.h"
+#include "worker/pipeline/pipeline.h"
 #include "worker/observe/drift.h"
 #include "worker/observe/metrics.h"
 #include "worker/text/tokenizer.h"
@@ -96,7 +96,7 @@ typedef struct {
     consumers_registry_t *registry; /* NULL: framed ids name local schema files */
     /* records whose writer schema the registry could not give yet, in arrival order; while
      * any wait, every later record waits behind them (held.c) */
-    rd_kafka_message_t **held; /* (held_cap) */
+    consumers_record_t **held; /* (held_cap) */
     int held_n, held_cap;
     double held_retry_s, held_backoff_s;
     pl_item_t *ovf_head, *ovf_tail; /* consumed, waiting for accumulator room */
@@ -118,16 +118,11 @@ typedef struct {
 typedef struct {
     /* Set up before the threads start and read-only while they run: no lock. */
     const worker_run_cfg_t *cfg;
-    gpu_model_t *model;
-    worker_tok_t *tok;
-    cls_engine_t eng; /* the backend instance: the encoder thread's while it runs */
-    worker_accum_cfg_t acc_cfg;
-    int max_seqs;          /* sequences per batch the backend holds */
-    int token_budget;      /* tokens per batch: the flag's, or the backend's default */
-    int max_len;           /* tokens per text after truncation */
-    worker_http_t *http;   /* /healthz /readyz /metrics; NULL when --http-port 0 */
-    char worker_id[320];   /* hostname:pid */
-    const char *precision; /* what the backend runs */
+    /* model, tokenizer, the backend (ses.eng: the encoder thread's while it runs), what it
+     * runs (ses.props) and the accumulator's config (ses.acc) */
+    cls_session_t ses;
+    worker_http_t *http; /* /healthz /readyz /metrics; NULL when --http-port 0 */
+    char worker_id[320]; /* hostname:pid */
 
     pl_queue_t q;     /* under q.mu */
     pl_stats_t st;    /* under q.mu */
@@ -176,11 +171,11 @@ void pl_held_free(pl_t *pl);
 /* Whether m can be decoded now (READY: its schema is known, or the registry said it does
  * not exist and the codec will dead-letter it), must WAIT, or the registry refuses us
  * (FATAL, err says why). Looks the id up in the registry on first sight. */
-int pl_schema_check(pl_t *pl, const rd_kafka_message_t *m, char *err, size_t errlen);
-int pl_held_push(pl_t *pl, rd_kafka_message_t *m); /* 0, or -1 out of memory */
+int pl_schema_check(pl_t *pl, const consumers_record_t *m, char *err, size_t errlen);
+int pl_held_push(pl_t *pl, consumers_record_t *m); /* 0, or -1 out of memory */
 /* The first held record once its schema is known (popped), or NULL: nothing held, not yet
  * time to ask again, still waiting, or *fatal set with err. */
-rd_kafka_message_t *pl_held_next(pl_t *pl, int *fatal, char *err, size_t errlen);
+consumers_record_t *pl_held_next(pl_t *pl, int *fatal, char *err, size_t errlen);
 void pl_held_revoke(pl_t *pl, const int32_t *parts, int n); /* n < 0: every partition */
 
 void pl_poll_loop(pl_t *pl);
