@@ -26,7 +26,8 @@ static void run_opts(worker_run_cfg_t *c, cli_list_t *kafka, cli_opt_t out[RUN_N
         {"precision", CLI_STR, &c->precision, 0, 0, "RECLASS_PRECISION", NULL,
          "fp32 (cpu), fp16 or bf16 (cuda); default: the backend's"},
         {"token-budget", CLI_INT, &c->token_budget, 0, 1 << 24, "RECLASS_TOKEN_BUDGET", NULL,
-         "tokens per encoder batch (default 0 = 4096 on the cpu backend, 16384 on cuda)"},
+         "tokens per encoder batch (default 0 = 4096 on the cpu backend, 16384 on cuda,\n"
+         "      or the longest sequence where that is more)"},
         {"max-wait-ms", CLI_INT, &c->max_wait_ms, 0, 3600000, "RECLASS_MAX_WAIT_MS", NULL,
          "longest a ticket waits for its batch to fill (default 200)"},
         {"max-len", CLI_INT, &c->max_len, 0, 1 << 20, "RECLASS_MAX_LEN", NULL,

@@ -102,9 +102,11 @@ static int setup_compute(pl_t *pl, char *err, size_t errlen) {
     /* 0 = by backend. The GPU's matrix units want big batches (bert-base on the H200,
      * `reclass bench`: 19,001 tickets/s at 4096 tokens, 21,716 at 8192, 22,322 at 16384,
      * 23,290 at 65536; tests/bench/RESULTS-gpu.md), and 16384 keeps weights + arena at
-     * 0.38 GiB; the CPU gains nothing past a few thousand. */
+     * 0.38 GiB; the CPU gains nothing past a few thousand. Never below the longest sequence
+     * (ModernBERT's 8,192 positions), or the default would refuse the model's own inputs. */
     int gpu = strcmp(ops->name, "cpu") != 0;
     pl->token_budget = cfg->token_budget > 0 ? cfg->token_budget : gpu ? 16384 : 4096;
+    if (cfg->token_budget <= 0 && pl->token_budget < max_len) pl->token_budget = max_len;
     if (pl->token_budget < max_len) {
         snprintf(err, errlen,
                  "--token-budget %d is below the longest sequence (%d tokens): raise it or "
