@@ -3,7 +3,7 @@
  * Hugging Face's fp32 logits on CLINC150, the multilingual set and long inputs (ModernBERT up
  * to 4,096 tokens, DeBERTa to its 512): every argmax agrees, every stored logit within 2e-3.
  * Also: both config.json shapes of ModernBERT read alike, DeBERTa's relative rows are HF's
- * make_log_bucket_position to the bucket, and what the CUDA backend says to these families. */
+ * make_log_bucket_position to the bucket, and the CUDA backend refuses both with a message. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -229,12 +229,35 @@ static void test_geometries(void **state) {
     printf("  deberta-v3-base: %zu parameters\n", gpu_model_param_count(&c));
 }
 
+/* The CUDA backend refuses both families at init with a message that says what runs them
+ * (before it looks for a device, so this holds on a machine without one). */
+static void test_cuda_refuses(void **state) {
+    (void)state;
+    char err[512];
+    const gpu_backend_ops_t *cuda = gpu_backend_find("cuda", err, sizeof err);
+    if (!cuda) {
+        printf("  built without CUDA: %s\n", err);
+        return;
+    }
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        gpu_model_t *m = load(models[i]);
+        gpu_backend_opts_t o = {.token_budget = 8192, .precision = "fp16"};
+        gpu_backend_t *be = NULL;
+        assert_int_not_equal(cuda->init(m, &o, &be, err, sizeof err), 0);
+        assert_null(be);
+        printf("  %s on cuda: %s\n", models[i], err);
+        assert_non_null(strstr(err, "--backend cpu"));
+        gpu_model_free(m);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) models_dir = argv[1];
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_configs),      cmocka_unit_test(test_config_shapes),
         cmocka_unit_test(test_rel_rows),     cmocka_unit_test(test_goldens),
         cmocka_unit_test(test_goldens_blas), cmocka_unit_test(test_geometries),
+        cmocka_unit_test(test_cuda_refuses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
