@@ -214,6 +214,31 @@ static void test_goldens_blas(void **state) {
     run_goldens(&gpu_cpu_blas_backend_ops, 4096);
 }
 
+/* ModernBERT's other pooling, cls: the same weights, HF's logits with classifier_pooling
+ * "cls" (golden_cls_pooling.jsonl). */
+static void test_cls_pooling(void **state) {
+    (void)state;
+    char dir[512], err[512];
+    gpu_model_t *m = load("modernbert-clinc150");
+    m->cfg.mean_pool = 0;
+    snprintf(dir, sizeof dir, "%s/modernbert-clinc150", models_dir);
+    fg_set_t set;
+    assert_int_equal(fg_load(dir, "cls_pooling", &set, err, sizeof err), 0);
+    float *lg = malloc(sizeof(float) * (size_t)set.n * (size_t)m->cfg.num_labels);
+    assert_non_null(lg);
+    gpu_backend_opts_t o = {.token_budget = 8192, .threads = 0};
+    assert_int_equal(fg_run(cpu_ops(), m, &o, &set, lg, err, sizeof err), 0);
+    fg_score_t sc = fg_compare(m, &set, lg);
+    printf("  cls pooling: %d/%d argmax agreement, max |delta| %.3g over %d rows\n", sc.agree,
+           sc.rows, sc.max_delta, sc.logit_rows);
+    assert_int_equal(sc.agree, sc.rows);
+    assert_int_equal(sc.logit_rows, sc.rows);
+    assert_true(sc.max_delta <= 2e-3);
+    free(lg);
+    fg_free(&set);
+    gpu_model_free(m);
+}
+
 /* The named geometries of both families carry the published configs. */
 static void test_geometries(void **state) {
     (void)state;
@@ -257,7 +282,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_configs),      cmocka_unit_test(test_config_shapes),
         cmocka_unit_test(test_rel_rows),     cmocka_unit_test(test_goldens),
         cmocka_unit_test(test_goldens_blas), cmocka_unit_test(test_geometries),
-        cmocka_unit_test(test_cuda_refuses),
+        cmocka_unit_test(test_cls_pooling),  cmocka_unit_test(test_cuda_refuses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
