@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <librdkafka/rdkafka.h>
+
 #include "consumers/kafka_props.h"
 
 #define DLQ_BACKOFF_FIRST_MS 100
@@ -225,8 +227,9 @@ int consumers_dlq_send_copy(consumers_dlq_t *d, const char *topic, int32_t parti
     return 0;
 }
 
-int consumers_dlq_send(consumers_dlq_t *d, const rd_kafka_message_t *src, const char *error,
+int consumers_dlq_send(consumers_dlq_t *d, const consumers_record_t *rec, const char *error,
                        int64_t tag) {
+    const rd_kafka_message_t *src = (const rd_kafka_message_t *)rec; /* consumer.c's record */
     return consumers_dlq_send_copy(d, src->rkt ? rd_kafka_topic_name(src->rkt) : "", src->partition,
                                    src->offset, src->key, src->key_len, src->payload, src->len,
                                    error, tag);

@@ -124,7 +124,7 @@ void *pl_sink_main(void *arg) {
     sink_batch_t *bat = malloc(sizeof(*bat) * (size_t)cap_bat);     /* (sink_rows) */
     pl_item_t **its = malloc(sizeof(*its) * (size_t)cap_rows);      /* (sink_rows) */
     int32_t *parts = malloc(sizeof(*parts) * (size_t)cap_rows);     /* (sink_rows) touched */
-    const gpu_model_config_t *mc = &pl->model->cfg;
+    const gpu_model_config_t *mc = &pl->ses.model->cfg;
     pl_telemetry_tick(pl, 0); /* the start-up gpu_memory row */
     pthread_mutex_lock(&pl->q.mu);
     if (!rows || !bat || !its || !parts) {
