@@ -29,6 +29,8 @@ typedef struct consumers_record consumers_record_t;
 
 /* The record's value (NULL when it has none) and its length in *len. */
 const void *consumers_record_value(const consumers_record_t *r, size_t *len);
+/* Its key (NULL when it has none) and the key's length in *len. */
+const void *consumers_record_key(const consumers_record_t *r, size_t *len);
 int32_t consumers_record_partition(const consumers_record_t *r);
 int64_t consumers_record_offset(const consumers_record_t *r);
 /* The topic it was read from ("" when unknown); valid while the record is. */
@@ -86,5 +88,10 @@ void consumers_consumer_free(consumers_consumer_t *c);
 long consumers_consumer_rebalances(const consumers_consumer_t *c);
 
 const char *consumers_consumer_topic(const consumers_consumer_t *c);
+
+/* Records in the assigned partitions past this member's fetch position, from the high
+ * watermarks of the last fetch responses (no broker round trip); -1 when the assignment
+ * cannot be read. What the worker has fetched but not yet committed is not in it. */
+long consumers_consumer_lag(consumers_consumer_t *c);
 
 #endif

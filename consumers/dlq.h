@@ -44,6 +44,12 @@ int consumers_dlq_init(const char *brokers, const char *topic, const char *const
 int consumers_dlq_send(consumers_dlq_t *d, const consumers_record_t *src, const char *error,
                        int64_t tag);
 
+/* The same for a record kept as its parts after it was consumed (a row the database refused
+ * later): topic, partition, offset, key (may be NULL) and value, copied. */
+int consumers_dlq_send_copy(consumers_dlq_t *d, const char *topic, int32_t partition,
+                            int64_t offset, const void *key, size_t key_len, const void *value,
+                            size_t len, const char *error, int64_t tag);
+
 /* Serves delivery reports and sends the letters whose retry is due; returns the number of
  * delivery reports served. */
 int consumers_dlq_poll(consumers_dlq_t *d, int timeout_ms);

@@ -26,6 +26,7 @@ common_status_t worker_cmd_migrate(int argc, char **argv);
 /* drift: COMMON_FOUND from "drift report" when some window reads drift */
 common_status_t worker_cmd_drift(int argc, char **argv);
 common_status_t worker_cmd_report(int argc, char **argv);
+common_status_t worker_cmd_jobs(int argc, char **argv);
 
 /* True when argv holds -h or --help. */
 int worker_cli_wants_help(int argc, char **argv);

@@ -12,7 +12,7 @@
 
 /* The options of `reclass run`, each with its variable, set into c (kafka: c->kafka_props):
  * its own rows, then the shared classification settings (worker/cli/settings_opts.c). */
-#define RUN_N_OWN  20
+#define RUN_N_OWN  23
 #define RUN_N_OPTS (RUN_N_OWN + 8)
 static void run_opts(worker_run_cfg_t *c, cli_list_t *kafka, cli_opt_t out[RUN_N_OPTS + 1]) {
     const cli_opt_t t[] = {
@@ -39,6 +39,15 @@ static void run_opts(worker_run_cfg_t *c, cli_list_t *kafka, cli_opt_t out[RUN_N
         {"schemas", CLI_STR, &c->schemas, 0, 0, "RECLASS_SCHEMAS", NULL,
          "directory of ticket-v<ID>.avsc schemas (default: <exe>/../consumers/schemas, else\n"
          "      <exe>/../share/reclass/schemas, else /usr/share/reclass/schemas)"},
+        {"schema-registry", CLI_STR, &c->schema_registry, 0, 0, "RECLASS_SCHEMA_REGISTRY", "URL",
+         "Confluent Schema Registry: framed records' schema ids are the registry's, writer\n"
+         "      schemas fetched by id on first sight (cached); credentials from\n"
+         "      RECLASS_SCHEMA_REGISTRY_USER_INFO / _TOKEN or --schema-registry-auth-file"},
+        {"schema-registry-auth-file", CLI_STR, &c->schema_registry_auth, 0, 0,
+         "RECLASS_SCHEMA_REGISTRY_AUTH_FILE", "FILE",
+         "one line \"basic user:password\" or \"bearer TOKEN\" for the registry"},
+        {"schema-registry-ca", CLI_STR, &c->schema_registry_ca, 0, 0, "RECLASS_SCHEMA_REGISTRY_CA",
+         "FILE", "CA certificates (PEM) the registry's TLS certificate is verified against"},
         {"sink-rows", CLI_INT, &c->sink_rows, 1, 1 << 20, "RECLASS_SINK_ROWS", NULL,
          "most rows per PostgreSQL transaction (default 8192)"},
         {"log-every", CLI_INT, &c->log_every, 0, INT_MAX, "RECLASS_LOG_EVERY", NULL,

@@ -118,6 +118,12 @@ static void teardown(pl_t *pl) {
         pl->poll.ovf_head = it->next;
         pl_item_free(it);
     }
+    while (pl->q.refused) { /* only after a failure: the drain sends them otherwise */
+        pl_item_t *it = pl->q.refused;
+        pl->q.refused = it->next;
+        pl_item_free(it);
+    }
+    pl_held_free(pl); /* first: librdkafka waits for every message before it closes */
     consumers_consumer_free(pl->poll.consumer);
     consumers_dlq_free(pl->poll.dlq);
     consumers_codec_free(pl->poll.codec);
@@ -149,6 +155,7 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
     int rc = setup_compute(pl, err, sizeof(err));
     if (!rc) rc = pl_telemetry_init(pl, err, sizeof(err));
     if (!rc && consumers_codec_init(cfg->schemas, &pl->poll.codec, err, sizeof(err))) rc = 2;
+    if (!rc && pl_held_open(pl, err, sizeof(err))) rc = 2;
     if (!rc && consumers_offsets_init(&pl->q.offsets)) {
         snprintf(err, sizeof(err), "out of memory");
         rc = 1;

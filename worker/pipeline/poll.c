@@ -35,6 +35,30 @@ void pl_dlq_done(void *ctx, int32_t partition, int64_t offset, int64_t epoch) {
     worker_metrics_add(&worker_metrics.dead_lettered, 1);
 }
 
+void pl_send_refused(pl_t *pl) {
+    pthread_mutex_lock(&pl->q.mu);
+    pl_item_t *it = pl->q.refused;
+    pl->q.refused = NULL;
+    pthread_mutex_unlock(&pl->q.mu);
+    while (it) {
+        pl_item_t *next = it->next;
+        if (consumers_dlq_send_copy(pl->poll.dlq, pl->cfg->topic, it->t.partition, it->t.offset,
+                                    it->key, it->key_len, it->value, it->value_len,
+                                    it->dlq_error ? it->dlq_error : "the database refused the row",
+                                    it->epoch)) {
+            fprintf(stderr,
+                    "reclass run: out of memory keeping the dead letter of partition %" PRId32
+                    " offset %" PRId64 "; stopping (its offset stays unstored)\n",
+                    it->t.partition, it->t.offset);
+            pthread_mutex_lock(&pl->q.mu);
+            pl->q.fatal = 1;
+            pthread_mutex_unlock(&pl->q.mu);
+        }
+        pl_item_free(it);
+        it = next;
+    }
+}
+
 void pl_on_assign(void *ctx, const int32_t *parts, int n) {
     pl_t *pl = ctx;
     pthread_mutex_lock(&pl->q.mu);
@@ -59,6 +83,7 @@ void pl_on_revoke(void *ctx, const int32_t *parts, int n, int lost) {
     pl->st.dropped_in_flight += dropped;
     pthread_mutex_unlock(&pl->q.mu);
     atomic_fetch_sub(&worker_metrics.partitions_assigned, n);
+    pl_held_revoke(pl, parts, n);
     /* overflow items of those partitions will never be stored: drop them now */
     pl_item_t **pp = &pl->poll.ovf_head, *last = NULL;
     while (*pp) {
@@ -129,6 +154,22 @@ static pl_item_t *make_item(pl_t *pl, const consumers_record_t *m, worker_ids_t 
     memcpy(it->ids, ids->v, sizeof(*it->ids) * (size_t)ids->n);
     it->n_ids = ids->n;
     it->truncated = ids->truncated; /* over-long texts are cut and flagged, never rejected */
+    free(it->t.text);               /* tokenized: from here on the record itself stands for it */
+    it->t.text = NULL;
+    it->t.text_len = 0;
+    size_t key_len;
+    const void *key = consumers_record_key(m, &key_len);
+    it->value = malloc(len);
+    it->key = key && key_len ? malloc(key_len) : NULL;
+    if (!it->value || (key && key_len && !it->key)) {
+        snprintf(err, errlen, "out of memory");
+        pl_item_free(it);
+        return NULL;
+    }
+    memcpy(it->value, value, len);
+    it->value_len = len;
+    if (it->key) memcpy(it->key, key, key_len);
+    it->key_len = it->key ? key_len : 0;
     return it;
 }
 
@@ -153,7 +194,13 @@ static int drain_overflow(pl_t *pl) {
     return pl->poll.ovf_head != NULL;
 }
 
-static void handle_record(pl_t *pl, consumers_record_t *m, worker_ids_t *ids) {
+static void set_fatal(pl_t *pl) {
+    pthread_mutex_lock(&pl->q.mu);
+    pl->q.fatal = 1;
+    pthread_mutex_unlock(&pl->q.mu);
+}
+
+static void handle_decodable(pl_t *pl, consumers_record_t *m, worker_ids_t *ids) {
     const int32_t part = consumers_record_partition(m);
     const int64_t offset = consumers_record_offset(m);
     pthread_mutex_lock(&pl->q.mu);
@@ -198,6 +245,45 @@ static void handle_record(pl_t *pl, consumers_record_t *m, worker_ids_t *ids) {
     drain_overflow(pl);
 }
 
+/* A record waits behind held ones, or for its own writer schema, or goes on now. */
+static void handle_record(pl_t *pl, consumers_record_t *m, worker_ids_t *ids) {
+    char err[512];
+    int s = pl->poll.held_n ? PL_SCHEMA_WAIT : pl_schema_check(pl, m, err, sizeof(err));
+    if (s == PL_SCHEMA_READY) {
+        handle_decodable(pl, m, ids);
+        return;
+    }
+    if (s == PL_SCHEMA_FATAL) {
+        fprintf(stderr, "reclass run: %s; stopping (fix the registry settings)\n", err);
+        consumers_record_free(m);
+        set_fatal(pl);
+        return;
+    }
+    if (!pl->poll.held_n)
+        fprintf(stderr,
+                "reclass run: %s; holding the records from here on (nothing is "
+                "dead-lettered)\n",
+                err);
+    if (pl_held_push(pl, m)) {
+        fprintf(stderr, "reclass run: out of memory holding records for the schema registry\n");
+        consumers_record_free(m);
+        set_fatal(pl);
+    }
+}
+
+/* Feeds held records whose writer schema came, in order. */
+static void release_held(pl_t *pl, worker_ids_t *ids) {
+    char err[512];
+    int fatal = 0;
+    consumers_record_t *m;
+    while ((m = pl_held_next(pl, &fatal, err, sizeof(err))) != NULL)
+        handle_decodable(pl, m, ids);
+    if (fatal) {
+        fprintf(stderr, "reclass run: %s; stopping (fix the registry settings)\n", err);
+        set_fatal(pl);
+    }
+}
+
 static void log_progress(pl_t *pl, double t0) {
     pthread_mutex_lock(&pl->q.mu);
     double el = common_now_s() - (pl->st.first_record_s ? pl->st.first_record_s : t0);
@@ -212,6 +298,7 @@ static void log_progress(pl_t *pl, double t0) {
 
 #define PL_HOLD_MS         1000 /* longest backlog waited out without pausing the partitions */
 #define PL_DLQ_WAITING_MAX 1000 /* dead letters waiting for a retry before reading stops */
+#define PL_LAG_EVERY_S     1.0  /* how often reclass_consumer_lag_records is refreshed */
 
 /* The poll loop: returns when a stop was asked (signal, idle, fatal). */
 void pl_poll_loop(pl_t *pl) {
@@ -220,7 +307,14 @@ void pl_poll_loop(pl_t *pl) {
     double t0 = common_now_s(), last_activity = t0;
     long logged_batches = 0, seen_rebalances = 0;
     int64_t hold_since = 0; /* when the accumulator became full without a pause; 0 = not */
+    double next_lag_s = t0;
     for (;;) {
+        if (common_now_s() >= next_lag_s) {
+            next_lag_s = common_now_s() + PL_LAG_EVERY_S;
+            long lag = consumers_consumer_lag(pl->poll.consumer);
+            if (lag >= 0)
+                atomic_store_explicit(&worker_metrics.consumer_lag, lag, memory_order_relaxed);
+        }
         if (pl_stop_signal) {
             fprintf(stderr, "reclass run: signal %d: finishing in-flight work\n",
                     (int)pl_stop_signal);
@@ -250,7 +344,9 @@ void pl_poll_loop(pl_t *pl) {
         if (fatal) break;
         /* dead letters the dead-letter topic does not take yet count as a full accumulator:
          * reading on would only pile them up in memory */
-        int full = drain_overflow(pl) || consumers_dlq_waiting(pl->poll.dlq) > PL_DLQ_WAITING_MAX;
+        release_held(pl, &ids);
+        int full = drain_overflow(pl) || consumers_dlq_waiting(pl->poll.dlq) > PL_DLQ_WAITING_MAX ||
+                   pl->poll.held_n > 0;
         /* Backpressure. A short backlog (the encoder takes a batch soon) is waited out without
          * polling: the fetched records stay in librdkafka's local queue, whose own limit
          * (queued.max.messages.kbytes) then stops the fetcher, and heartbeats go on in the
@@ -289,6 +385,7 @@ void pl_poll_loop(pl_t *pl) {
                               consumers_consumer_paused(pl->poll.consumer), memory_order_relaxed);
         consumers_record_t *m =
             consumers_consumer_poll(pl->poll.consumer, full ? PL_POLL_FULL_MS : PL_POLL_MS);
+        pl_send_refused(pl);
         consumers_dlq_poll(pl->poll.dlq, 0);
         double now = common_now_s();
         long rebalances = consumers_consumer_rebalances(pl->poll.consumer);
@@ -300,7 +397,7 @@ void pl_poll_loop(pl_t *pl) {
         if (m) {
             last_activity = now;
             handle_record(pl, m, &ids);
-        } else if (uncommitted > 0 || pl->poll.ovf_head ||
+        } else if (uncommitted > 0 || pl->poll.ovf_head || pl->poll.held_n ||
                    consumers_dlq_outstanding(pl->poll.dlq) > 0) {
             last_activity = now;
         }
@@ -337,6 +434,7 @@ void pl_poll_loop(pl_t *pl) {
 /* Stop fetching, let encoder and sink finish what was accepted, then hand offsets back. */
 void pl_drain(pl_t *pl) {
     consumers_consumer_pause(pl->poll.consumer);
+    pl_held_revoke(pl, NULL, -1); /* held records were never accepted either */
     /* overflow items were never accepted: unstored, so redelivered to whoever comes next */
     while (pl->poll.ovf_head) {
         pl_item_t *it = pl->poll.ovf_head;
@@ -359,8 +457,10 @@ void pl_drain(pl_t *pl) {
                               memory_order_relaxed);
         consumers_record_t *m = consumers_consumer_poll(pl->poll.consumer, PL_DRAIN_POLL_MS);
         if (m) consumers_record_free(m); /* fetched before the pause: not tracked */
+        pl_send_refused(pl);
         consumers_dlq_poll(pl->poll.dlq, 0);
     }
+    pl_send_refused(pl); /* the sink's last write */
     if (consumers_dlq_flush(pl->poll.dlq, 30000))
         fprintf(stderr,
                 "reclass run: %ld dead letter(s) not acknowledged; their offsets stay "

@@ -54,9 +54,10 @@ static void idset_free(idset_t *s) {
 }
 
 int worker_submit_input_count(const char *path, const char *text_key, const char *id_key,
-                              long *count, long *empty, char *err, size_t errlen) {
+                              worker_submit_count_t *out, char *err, size_t errlen) {
     worker_submit_input_t *in;
-    *count = *empty = 0;
+    *out = (worker_submit_count_t){0};
+    long *count = &out->count, *empty = &out->empty;
     if (worker_submit_input_open(path, text_key, id_key, &in, err, errlen)) return 2;
     idset_t ids = {0};
     worker_submit_rec_t r;
@@ -87,6 +88,12 @@ int worker_submit_input_count(const char *path, const char *text_key, const char
                      path, r.line, r.id);
             rc = 2;
             break;
+        }
+        size_t id_len = strlen(r.id);
+        if (r.text_len + 2 * id_len > out->largest_text + 2 * out->largest_id) {
+            out->largest_text = r.text_len;
+            out->largest_id = id_len;
+            out->largest_line = r.line;
         }
         ++*count;
     }
