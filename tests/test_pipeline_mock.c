@@ -173,8 +173,15 @@ static long group_lag(const char *topic, const char *group) {
 
 static void cfg_for(worker_run_cfg_t *cfg, const char *topic, const char *group, int idle) {
     char err[256];
-    char *argv[] = {"run", "--db", db_url, "--model", RECLASS_DEMO_MODEL, NULL};
-    assert_int_equal(worker_run_cfg_parse(cfg, 5, argv, err, sizeof(err)), 0);
+    char *argv[] = {"run",
+                    "--db",
+                    db_url,
+                    "--model",
+                    RECLASS_DEMO_MODEL,
+                    "--schemas",
+                    RECLASS_SOURCE_DIR "/consumers/schemas",
+                    NULL};
+    assert_int_equal(worker_run_cfg_parse(cfg, 7, argv, err, sizeof(err)), 0);
     cfg->brokers = bootstrap;
     cfg->topic = topic;
     cfg->group = group;
