@@ -285,10 +285,6 @@ int sink_migrate_ex(const char *conninfo, const char *dir, const sink_migrate_op
     return rc;
 }
 
-int sink_migrate(const char *conninfo, const char *dir, int *applied, char *err, size_t errlen) {
-    return sink_migrate_ex(conninfo, dir, NULL, applied, err, errlen);
-}
-
 int sink_migrations_dir_default(char *out, size_t outlen) {
     const char *env = getenv("RECLASS_MIGRATIONS");
     if (env && *env) {

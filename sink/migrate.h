@@ -1,7 +1,7 @@
 /* Schema migrations: NNN_name.sql files applied in number order, each in its own transaction,
  * under a session advisory lock so concurrent migrators (several workers starting at once)
  * apply each file exactly once; recorded with an md5 checksum in schema_migrations, and an
- * applied file that changed since is refused. sink_migrate (sink/sink.h) is the quiet form. */
+ * applied file that changed since is refused. */
 #ifndef RECLASS_SINK_MIGRATE_H
 #define RECLASS_SINK_MIGRATE_H
 

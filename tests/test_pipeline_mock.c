@@ -22,6 +22,7 @@
 #include "consumers/mock_broker.h"
 #include "worker/cli/config.h"
 #include "worker/pipeline/pipeline.h"
+#include "sink/migrate.h"
 #include "sink/sink.h"
 
 #define PARTS 4
@@ -68,7 +69,8 @@ static int setup(void **state) {
     if (pclose(p)) return -1;
     db_url[strcspn(db_url, "\n")] = 0;
     int applied = 0;
-    if (sink_migrate(db_url, RECLASS_SOURCE_DIR "/migrations", &applied, err, sizeof(err))) {
+    if (sink_migrate_ex(db_url, RECLASS_SOURCE_DIR "/migrations", NULL, &applied, err,
+                        sizeof(err))) {
         fprintf(stderr, "migrate: %s\n", err);
         return -1;
     }
