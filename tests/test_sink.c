@@ -15,7 +15,7 @@
 
 #include "sink/migrate.h"
 #include "sink/sink.h"
-#include "sink/sink_stats.h"
+#include "tests/lib/sink_stats.h"
 
 static const char *db_url;
 static PGconn *check; /* the test's own connection for reading tables back */

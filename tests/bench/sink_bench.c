@@ -19,7 +19,7 @@
 
 #include "sink/migrate.h"
 #include "sink/sink.h"
-#include "sink/sink_stats.h"
+#include "tests/lib/sink_stats.h"
 
 static double now_s(void) {
     struct timespec ts;
