@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "consumers/avro_codec.h"
+#include "consumers/kafka_props.h"
 #include "consumers/kafka_version.h"
 #include "consumers/producer.h"
 #include "consumers/ticket.h"
@@ -110,6 +111,10 @@ static int parse_opts(int argc, char **argv, submit_opts_t *o) {
         return 2;
     }
     char err[256];
+    if (consumers_kafka_props_check(o->props, err, sizeof(err))) {
+        fprintf(stderr, "reclass submit: %s\n", err);
+        return 2;
+    }
     if (consumers_ticket_check_id("job_id", o->job_id, strlen(o->job_id), err, sizeof(err)) ||
         consumers_ticket_check_id("tenant", o->tenant, strlen(o->tenant), err, sizeof(err))) {
         fprintf(stderr, "reclass submit: %s: %s\n", strstr(err, "job_id") ? "--job-id" : "--tenant",

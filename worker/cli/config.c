@@ -150,6 +150,7 @@ int worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **argv, char *err
                  cfg->http_addr);
         return 2;
     }
+    if (consumers_kafka_props_check(cfg->kafka_props, err, errlen)) return 2;
     long session_ms = /* librdkafka's default: 45000 */
         consumers_kafka_props_long(cfg->kafka_props, "session.timeout.ms", 45000);
     if (cfg->join_timeout_s > 0 && cfg->join_timeout_s * 1000L < 2 * session_ms) {
