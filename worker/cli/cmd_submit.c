@@ -16,14 +16,18 @@
 #include "consumers/kafka_props.h"
 #include "consumers/kafka_version.h"
 #include "consumers/producer.h"
+#include "consumers/schema_registry.h"
 #include "consumers/ticket.h"
+#include "sink/owner.h"
+#include "sink/sink.h"
 #include "worker/cli/cli.h"
 #include "worker/text/submit_input.h"
 
 #define SUBMIT_MAX_PROPS 32
 
 typedef struct {
-    const char *brokers, *topic, *job_id, *tenant, *text_col, *id_col, *schemas, *file;
+    const char *brokers, *topic, *job_id, *tenant, *text_col, *id_col, *schemas, *file, *db;
+    const char *registry, *registry_auth, *registry_ca;
     int plain, priority, has_priority, progress;
     const char *props[SUBMIT_MAX_PROPS + 1]; /* --kafka K=V, NULL-ended */
 } submit_opts_t;
@@ -35,7 +39,7 @@ static void on_signal(int sig) {
 }
 
 /* The options, set into o (priority: into *priority, LONG_MIN when not given). */
-#define SUBMIT_N_OPTS 11
+#define SUBMIT_N_OPTS 15
 static void submit_opts(submit_opts_t *o, long *priority, cli_list_t *props, int *no_progress,
                         cli_opt_t out[SUBMIT_N_OPTS + 1]) {
     const cli_opt_t t[] = {
@@ -55,8 +59,18 @@ static void submit_opts(submit_opts_t *o, long *priority, cli_list_t *props, int
          "plain Avro binary instead of the Confluent framing"},
         {"schemas", CLI_STR, &o->schemas, 0, 0, "RECLASS_SCHEMAS", "DIR",
          "ticket-v<ID>.avsc directory (default: the source tree's consumers/schemas)"},
+        {"schema-registry", CLI_STR, &o->registry, 0, 0, "RECLASS_SCHEMA_REGISTRY", "URL",
+         "register the schema under <topic>-value in this Confluent Schema Registry and\n"
+         "      frame the records with its id (credentials as for reclass run)"},
+        {"schema-registry-auth-file", CLI_STR, &o->registry_auth, 0, 0,
+         "RECLASS_SCHEMA_REGISTRY_AUTH_FILE", "FILE",
+         "one line \"basic user:password\" or \"bearer TOKEN\" for the registry"},
+        {"schema-registry-ca", CLI_STR, &o->registry_ca, 0, 0, "RECLASS_SCHEMA_REGISTRY_CA", "FILE",
+         "CA certificates (PEM) the registry's TLS certificate is verified against"},
         {"kafka", CLI_KV, props, 0, 0, NULL, "K=V",
          "extra librdkafka property (repeatable), e.g. security.protocol=SSL"},
+        {"db", CLI_STR, &o->db, 0, 0, "RECLASS_DB", "URL",
+         "PostgreSQL URL or conninfo: refuse, before sending, a job id another tenant owns"},
         {"no-progress", CLI_FLAG, no_progress, 0, 0, NULL, NULL,
          "no progress bar (it is only drawn when stderr is a terminal)"},
         {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL},
@@ -80,7 +94,7 @@ static void usage(FILE *f) {
     worker_cli_print_opts(f, opts);
 }
 
-/* 0, 1 after --help, or 2 with the usage error printed. */
+/* COMMON_OK, COMMON_DONE after --help, or COMMON_USAGE with the usage error printed. */
 static int parse_opts(int argc, char **argv, submit_opts_t *o) {
     memset(o, 0, sizeof(*o));
     o->brokers = "127.0.0.1:9092";
@@ -92,9 +106,8 @@ static int parse_opts(int argc, char **argv, submit_opts_t *o) {
     cli_list_t props = {o->props, 0, SUBMIT_MAX_PROPS};
     cli_opt_t opts[SUBMIT_N_OPTS + 1];
     submit_opts(o, &priority, &props, &no_progress, opts);
-    int rc = worker_cli_parse("submit", argc, argv, opts, usage, &first);
-    if (rc == 0) return 1;
-    if (rc == 2) return 2;
+    common_status_t rc = worker_cli_parse("submit", argc, argv, opts, usage, &first);
+    if (rc != COMMON_OK) return rc;
     o->progress = !no_progress && isatty(STDERR_FILENO);
     if (priority != LONG_MIN) {
         o->priority = (int)priority;
@@ -149,6 +162,39 @@ static int64_t now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Registers the current schema under <topic>-value (Confluent's TopicNameStrategy, what its
+ * serializers and consumers expect) and frames the records with the registry's id. */
+static int register_schema(const submit_opts_t *o, consumers_codec_t *codec) {
+    char err[512], subject[512];
+    if (o->plain) {
+        fprintf(stderr, "reclass submit: --schema-registry needs the Confluent framing (drop "
+                        "--plain-avro)\n");
+        return 2;
+    }
+    consumers_registry_cfg_t rc = {
+        .url = o->registry, .ca_file = o->registry_ca, .auth_file = o->registry_auth};
+    consumers_registry_t *r;
+    if (consumers_registry_open(&rc, &r, err, sizeof(err))) {
+        fprintf(stderr, "reclass submit: %s\n", err);
+        return 2;
+    }
+    snprintf(subject, sizeof(subject), "%s-value", o->topic);
+    char *txt = consumers_codec_reader_text(codec);
+    int32_t id = -1;
+    int res = txt ? consumers_registry_register(r, subject, txt, &id, err, sizeof(err))
+                  : CONSUMERS_REGISTRY_RETRY;
+    if (!txt) snprintf(err, sizeof(err), "out of memory");
+    free(txt);
+    consumers_registry_free(r);
+    if (res != CONSUMERS_REGISTRY_OK) {
+        fprintf(stderr, "reclass submit: %s; nothing was sent\n", err);
+        return 1;
+    }
+    consumers_codec_set_encode_id(codec, id);
+    fprintf(stderr, "reclass submit: schema id %d under subject %s\n", (int)id, subject);
+    return 0;
 }
 
 static int produce_all(consumers_producer_t *p, consumers_codec_t *codec, const submit_opts_t *o,
@@ -229,11 +275,16 @@ static int check_record_limit(consumers_producer_t *p, const submit_opts_t *o,
     return 2;
 }
 
-int worker_cmd_submit(int argc, char **argv) {
+common_status_t worker_cmd_submit(int argc, char **argv) {
     submit_opts_t o;
     int rc = parse_opts(argc, argv, &o);
-    if (rc) return rc == 1 ? 0 : rc;
+    if (rc) return rc;
     if ((rc = consumers_kafka_require_version("submit"))) return rc;
+    char oerr[512];
+    if (o.db && (rc = sink_job_owner_check(o.db, o.job_id, o.tenant, oerr, sizeof(oerr)))) {
+        fprintf(stderr, "reclass submit: %s\n", oerr);
+        return rc == SINK_RETRY ? 1 : 2;
+    }
 
     worker_submit_count_t cnt;
     char err[512];
@@ -247,6 +298,10 @@ int worker_cmd_submit(int argc, char **argv) {
     if (consumers_codec_init(o.schemas, &codec, err, sizeof(err))) {
         fprintf(stderr, "reclass submit: %s (set --schemas or RECLASS_SCHEMAS)\n", err);
         return 1;
+    }
+    if (o.registry && (rc = register_schema(&o, codec)) != 0) {
+        consumers_codec_free(codec);
+        return rc;
     }
     consumers_producer_t *p;
     if ((rc = consumers_producer_new(o.brokers, o.topic, o.props, &p, err, sizeof(err)))) {

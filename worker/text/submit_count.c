@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "consumers/ticket.h"
 #include "worker/text/submit_input.h"
 
@@ -100,12 +101,10 @@ int worker_submit_input_count(const char *path, const char *text_key, const char
     worker_submit_input_free(in);
     if (rc != 0) return 2;
     if (*count == 0) {
-        snprintf(err, errlen, "%s has no ticket with non-empty text", path);
-        return 2;
+        return common_errf(2, err, errlen, "%s has no ticket with non-empty text", path);
     }
     if (*count > 2147483647L) {
-        snprintf(err, errlen, "%ld tickets; one job holds at most 2^31-1", *count);
-        return 2;
+        return common_errf(2, err, errlen, "%ld tickets; one job holds at most 2^31-1", *count);
     }
     return 0;
 }
