@@ -222,6 +222,15 @@ int consumers_codec_init(const char *schema_dir, consumers_codec_t **out, char *
         if (!c->reader_json || avro_typeof(c->reader) != AVRO_RECORD)
             rc =
                 common_errf(-1, err, errlen, "%s: the current schema must be an Avro record", path);
+        /* what decode takes from every record: a reader without one would dead-letter all */
+        static const char *const required[] = {"job_id", "tenant",    "ticket_id",
+                                               "text",   "job_total", "enqueued_at"};
+        for (size_t i = 0; rc == 0 && i < sizeof(required) / sizeof(required[0]); i++)
+            if (avro_schema_record_field_get_index(c->reader, required[i]) < 0)
+                rc = common_errf(-1, err, errlen,
+                                 "%s: the current schema lacks field %s, which every ticket "
+                                 "needs (a worker would dead-letter every record)",
+                                 path, required[i]);
     }
     if (rc == 0) {
         for (size_t i = 0; i < c->n; i++)
