@@ -11,7 +11,7 @@
 
 /* The options of `reclass run`, each with its variable, set into c (kafka: c->kafka_props):
  * its own rows, then the shared classification settings (worker/cli/settings_opts.c). */
-#define RUN_N_OWN  24
+#define RUN_N_OWN  25
 #define RUN_N_OPTS (RUN_N_OWN + 8)
 static void run_opts(worker_run_cfg_t *c, cli_list_t *kafka, cli_opt_t out[RUN_N_OPTS + 1]) {
     const cli_opt_t t[] = {
@@ -40,6 +40,9 @@ static void run_opts(worker_run_cfg_t *c, cli_list_t *kafka, cli_opt_t out[RUN_N
          "dead-letter topic for undecodable records (default <topic>.dlq)"},
         {"schemas", CLI_STR, &c->schemas, 0, 0, "RECLASS_SCHEMAS", NULL,
          "directory of ticket-v<ID>.avsc schemas (default: the source tree's consumers/schemas)"},
+        {"plain-schema", CLI_STR, &c->plain_schema, 0, 0, "RECLASS_PLAIN_SCHEMA", "FILE",
+         "writer schema of plain (unframed) Avro records (default: the oldest in --schemas\n"
+         "      that the current one reads, so that a new schema never changes how they read)"},
         {"schema-registry", CLI_STR, &c->schema_registry, 0, 0, "RECLASS_SCHEMA_REGISTRY", "URL",
          "Confluent Schema Registry: framed records' schema ids are the registry's, writer\n"
          "      schemas fetched by id on first sight (cached); credentials from\n"

@@ -155,6 +155,9 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
     int rc = setup_compute(pl, err, sizeof(err));
     if (!rc) rc = pl_telemetry_init(pl, err, sizeof(err));
     if (!rc && consumers_codec_init(cfg->schemas, &pl->poll.codec, err, sizeof(err))) rc = 2;
+    if (!rc && cfg->plain_schema &&
+        consumers_codec_set_plain_schema(pl->poll.codec, cfg->plain_schema, err, sizeof(err)))
+        rc = 2;
     if (!rc && pl_held_open(pl, err, sizeof(err))) rc = 2;
     if (!rc && consumers_offsets_init(&pl->q.offsets)) {
         snprintf(err, sizeof(err), "out of memory");
