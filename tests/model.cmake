@@ -13,3 +13,11 @@ target_compile_definitions(cpu_micro PRIVATE RECLASS_FIXTURES="${RECLASS_FIXTURE
 # Every other family's fixture classifier against its Hugging Face goldens (tests/lib/).
 reclass_add_test(NAME test_cpu_families SOURCES ${CMAKE_SOURCE_DIR}/tests/test_cpu_families.c
   ${CMAKE_SOURCE_DIR}/tests/lib/family_golden.c LABELS unit)
+
+# The bf16 GEMM kernels this CPU has against the fp32 references; then `reclass classify
+# --precision bf16` against the Hugging Face fp32 goldens (CLINC150 >= 99.7%, the long CFPB
+# narratives >= 99.5%; max |delta logit| printed).
+reclass_add_test(NAME test_cpu_bf16 SOURCES ${CMAKE_SOURCE_DIR}/tests/test_cpu_bf16.c LABELS unit)
+add_test(NAME test_cpu_bf16_agreement
+  COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/bf16_agreement.py $<TARGET_FILE:reclass>)
+set_tests_properties(test_cpu_bf16_agreement PROPERTIES LABELS unit TIMEOUT 600)

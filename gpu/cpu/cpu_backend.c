@@ -202,11 +202,10 @@ static cpu_proj_t proj_of(const float *w, const float *b, int N, int K) {
 static int pack_bf16(gpu_backend_t *be) {
     const gpu_model_config_t *c = &be->m->cfg;
     const int H = c->hidden, In = c->intermediate, E = c->emb_size;
-    be->packed16_elems = (size_t)c->layers * (gpu_cpu_bf16_packed_elems(3 * H, H) +
-                                              gpu_cpu_bf16_packed_elems(H, H) +
-                                              gpu_cpu_bf16_packed_elems(In, H) +
-                                              gpu_cpu_bf16_packed_elems(H, In)) +
-                         (E != H ? gpu_cpu_bf16_packed_elems(H, E) : 0);
+    be->packed16_elems =
+        (size_t)c->layers * (gpu_cpu_bf16_packed_elems(3 * H, H) + gpu_cpu_bf16_packed_elems(H, H) +
+                             gpu_cpu_bf16_packed_elems(In, H) + gpu_cpu_bf16_packed_elems(H, In)) +
+        (E != H ? gpu_cpu_bf16_packed_elems(H, E) : 0);
     be->packed16 = aligned_alloc(64, (be->packed16_elems * sizeof(uint16_t) + 63) / 64 * 64);
     if (!be->packed16) return -1;
     uint16_t *at = be->packed16;
@@ -414,6 +413,24 @@ static int cpu_init_as(const gpu_model_t *m, const gpu_backend_opts_t *opts, int
     }
     *out = be;
     return 0;
+}
+
+void gpu_cpu_kernel_desc(const char *precision, char *buf, size_t n) {
+    if (!precision || strcmp(precision, "bf16") != 0) {
+        const char *k = gpu_cpu_gemm_kernel_name();
+        snprintf(buf, n, "fp32 projections on %s", strcmp(k, "none") ? k : "OpenBLAS sgemm");
+        return;
+    }
+    gpu_cpu_bf16_isa_t isa = gpu_cpu_bf16_best();
+    if (isa == GPU_CPU_BF16_NONE) {
+        snprintf(buf, n, "bf16 unavailable (no AVX2 + FMA)");
+        return;
+    }
+    snprintf(
+        buf, n,
+        "bf16 projections on %s%s, fp32 accumulation (LayerNorm, softmax, GELU, head in fp32)%s%s",
+        gpu_cpu_bf16_isa_name(isa), isa == GPU_CPU_BF16_AMX ? " tiles" : "",
+        isa == GPU_CPU_BF16_AMX ? "" : "; not AMX: ", gpu_cpu_bf16_why_not_amx());
 }
 
 static int cpu_init(const gpu_model_t *m, const gpu_backend_opts_t *opts, gpu_backend_t **out,

@@ -16,8 +16,8 @@
 #define BF16_TARGET __attribute__((target("avx512f,avx512bf16")))
 
 GEMM_NO_SANITIZE BF16_TARGET __attribute__((always_inline)) static inline void
-block(const uint16_t *xa, int Kp, const uint16_t *b, const float *bias, gpu_cpu_epi_t epi,
-      float *y, int ldy, int rows, __mmask16 m0, __mmask16 m1) {
+block(const uint16_t *xa, int Kp, const uint16_t *b, const float *bias, gpu_cpu_epi_t epi, float *y,
+      int ldy, int rows, __mmask16 m0, __mmask16 m1) {
     __m512 acc[MR][2];
 #pragma GCC unroll 12
     for (int r = 0; r < rows; r++) {
@@ -71,9 +71,8 @@ GEMM_NO_SANITIZE BF16_TARGET static void block_rows(const uint16_t *xa, int Kp, 
     }
 }
 
-void gpu_cpu_bf16_avx512_rows(const uint16_t *xa, int Kp, int rows, const uint16_t *bp,
-                              int panels, int N, const float *bias, gpu_cpu_epi_t epi, float *y,
-                              int ldy) {
+void gpu_cpu_bf16_avx512_rows(const uint16_t *xa, int Kp, int rows, const uint16_t *bp, int panels,
+                              int N, const float *bias, gpu_cpu_epi_t epi, float *y, int ldy) {
     for (int j = 0; j < panels; j++) {
         int cols = N - j * NR < NR ? N - j * NR : NR;
         for (int r = 0; r < rows; r += MR)

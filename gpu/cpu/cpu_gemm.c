@@ -60,6 +60,10 @@ int gpu_cpu_gemm_available(void) {
     return gemm_has_avx512() || (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
 }
 
+const char *gpu_cpu_gemm_kernel_name(void) {
+    return gemm_has_avx512() ? "avx512f" : gpu_cpu_gemm_available() ? "avx2-fma" : "none";
+}
+
 /* One rows x 32 block over the whole K: rows is a compile-time constant at each call
  * site (always_inline), so acc stays in registers. m0/m1 mask the columns past N. */
 GEMM_NO_SANITIZE __attribute__((target("avx512f"), always_inline)) static inline void
@@ -232,6 +236,10 @@ static void gemm_avx2(const float *x, int ldx, int m, const float *bp, int N, in
 #else
 int gpu_cpu_gemm_available(void) {
     return 0;
+}
+
+const char *gpu_cpu_gemm_kernel_name(void) {
+    return "none";
 }
 
 void gpu_cpu_gemm(const float *x, int ldx, int m, const float *bp, int N, int K, const float *bias,

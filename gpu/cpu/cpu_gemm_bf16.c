@@ -13,7 +13,7 @@
 /* Packed weight bytes a block of panels may take, so it stays in L2 while every row block of
  * x passes over it (the activations are converted once per block and row block). */
 #define PANEL_BLOCK_BYTES (1u << 20)
-#define RB_AVX2 12 /* rows per block on AVX2: two 6-row register blocks */
+#define RB_AVX2           12 /* rows per block on AVX2: two 6-row register blocks */
 
 static inline uint16_t to_bf16(float f) {
     uint32_t u;
@@ -62,7 +62,7 @@ void gpu_cpu_bf16_pack(const float *w, int ldw, int N, int K, uint16_t *bp) {
 #include "gpu/cpu/cpu_simd.h"
 
 #define ARCH_REQ_XCOMP_PERM 0x1023 /* Linux asm/prctl.h */
-#define XFEATURE_XTILEDATA 18
+#define XFEATURE_XTILEDATA  18
 
 static struct {
     pthread_once_t once;
@@ -105,10 +105,14 @@ static void detect(void) {
 int gpu_cpu_bf16_isa_available(gpu_cpu_bf16_isa_t isa) {
     pthread_once(&feat.once, detect);
     switch (isa) {
-    case GPU_CPU_BF16_AVX2: return feat.avx2;
-    case GPU_CPU_BF16_AVX512: return feat.avx512bf16;
-    case GPU_CPU_BF16_AMX: return feat.amx;
-    default: return 0;
+    case GPU_CPU_BF16_AVX2:
+        return feat.avx2;
+    case GPU_CPU_BF16_AVX512:
+        return feat.avx512bf16;
+    case GPU_CPU_BF16_AMX:
+        return feat.amx;
+    default:
+        return 0;
     }
 }
 
@@ -280,9 +284,13 @@ void gpu_cpu_gemm_bf16(const float *x, int ldx, int m, const uint16_t *bp, int N
 
 const char *gpu_cpu_bf16_isa_name(gpu_cpu_bf16_isa_t isa) {
     switch (isa) {
-    case GPU_CPU_BF16_AMX: return "amx-bf16";
-    case GPU_CPU_BF16_AVX512: return "avx512-bf16";
-    case GPU_CPU_BF16_AVX2: return "avx2-fma (bf16 emulated in fp32)";
-    default: return "none";
+    case GPU_CPU_BF16_AMX:
+        return "amx-bf16";
+    case GPU_CPU_BF16_AVX512:
+        return "avx512-bf16";
+    case GPU_CPU_BF16_AVX2:
+        return "avx2-fma (bf16 emulated in fp32)";
+    default:
+        return "none";
     }
 }

@@ -5,6 +5,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "gpu/cpu/cpu_backend.h"
+
+const char *cls_engine_kernels(const cls_engine_t *e, char *buf, size_t n) {
+    if (n) buf[0] = '\0';
+    if (e->ops && strcmp(e->ops->name, "cpu") == 0) gpu_cpu_kernel_desc(e->opts.precision, buf, n);
+    return buf;
+}
+
 double cls_now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

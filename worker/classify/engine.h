@@ -69,6 +69,10 @@ void cls_engine_score(const cls_engine_t *e, const cls_batch_t *b, int i, int to
 /* The model's label names, by id. */
 const char *const *cls_engine_labels(const cls_engine_t *e);
 
+/* The kernels the engine's backend runs, in words for start-up lines ("" where the backend
+ * has nothing to say): the cpu backend's choice by CPU features, never silent. */
+const char *cls_engine_kernels(const cls_engine_t *e, char *buf, size_t n);
+
 /* Monotonic seconds (the engine's clock) and milliseconds. */
 double cls_now_s(void);
 int64_t cls_now_ms(void);

@@ -50,7 +50,7 @@ static void bench_opts(bench_opts_t *o, long *seed, cli_opt_t out[BENCH_N_OPTS +
         {"token-budget", CLI_INT, &o->token_budget, 1, 1 << 24, NULL, NULL,
          "tokens per batch (default 8192 cpu, 32768 cuda)"},
         {"precision", CLI_STR, &o->precision, 0, 0, NULL, "P",
-         "fp32 (cpu), fp16 or bf16 (cuda; default fp16)"},
+         "fp32 or bf16 (cpu; default fp32), fp16 or bf16 (cuda; default fp16)"},
         {"threads", CLI_INT, &o->threads, 0, 1024, NULL, NULL,
          "CPU threads (default: one per core)"},
         {"seed", CLI_LONG, seed, 0, INT32_MAX, NULL, "S",
@@ -335,9 +335,11 @@ int worker_cmd_bench(int argc, char **argv) {
     }
 #endif
     const char *mname = model->name ? model->name : "model";
+    char kern[256];
     printf("reclass bench: model %s (%d layers, hidden %d, %d labels), backend "
-           "%s, precision %s\n",
-           mname, cfg.layers, cfg.hidden, cfg.num_labels, eng.ops->name, o.precision);
+           "%s, precision %s%s%s\n",
+           mname, cfg.layers, cfg.hidden, cfg.num_labels, eng.ops->name, o.precision,
+           *cls_engine_kernels(&eng, kern, sizeof kern) ? ": " : "", kern);
     printf("workload %s: %ld tickets, %ld tokens (%ld truncated), %ld batches of "
            "<= %d tokens\n",
            o.workload, w->n, b.tokens, w->truncated, b.batches, o.token_budget);

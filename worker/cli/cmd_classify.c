@@ -132,7 +132,7 @@ static void cls_opts(cls_opts_t *o, cli_opt_t out[CLS_N_OPTS + 1]) {
         {"max-wait-ms", CLI_INT, &o->max_wait_ms, 0, 3600000, NULL, NULL,
          "longest an input waits for a fuller batch (default 20)"},
         {"precision", CLI_STR, &o->precision, 0, 0, NULL, "P",
-         "fp32 (cpu), fp16 or bf16 (cuda) (default: the backend's)"},
+         "fp32 or bf16 (cpu; default fp32), fp16 or bf16 (cuda; default fp16)"},
         {"threads", CLI_INT, &o->threads, 0, 1024, NULL, NULL,
          "CPU threads (default: one per core)"},
         {"max-pending", CLI_INT, &o->max_pending, 1, 65536, NULL, NULL,
@@ -401,6 +401,9 @@ int worker_cmd_classify(int argc, char **argv) {
         gpu_model_free(model);
         return src;
     }
+    char kern[256];
+    if (*cls_engine_kernels(&eng, kern, sizeof kern))
+        fprintf(stderr, "reclass classify: %s backend: %s\n", eng.ops->name, kern);
     if (!eng.ops->padding_free) { /* re-create the accumulator counting padded cost
                                    */
         worker_accum_free(acc);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "gpu/model/model.h"
+#include "gpu/cpu/cpu_backend.h"
 #include "gpu/cuda/plan.h"
 #include "worker/cli/cli.h"
 
@@ -34,8 +35,8 @@ static void plan_usage(FILE *f) {
             "usage: reclass plan-memory (--model DIR | --geometry bert-mini|bert-base|bert-large\n"
             "                            [--labels N]) --token-budget N\n"
             "                            [--precision fp16|bf16] [--max-len N] [--max-seqs N]\n"
-            "Prints the CUDA backend's device memory plan (bytes per component, total), JSON "
-            "last.\n\n");
+            "Prints the CUDA backend's device memory plan (bytes per component, total) and the\n"
+            "kernels the cpu backend runs on this machine at fp32 and bf16, JSON last.\n\n");
     const char *model_dir, *geometry, *precision;
     int labels, budget, max_len, max_seqs;
     const cli_opt_t opts[] =
@@ -101,6 +102,10 @@ int worker_cmd_plan_memory(int argc, char **argv) {
            gpu_plan_human(plan.arena_bytes, h, sizeof(h)));
     printf("  %-30s %14zu  %s\n", "= total (one allocation)", plan.total_bytes,
            gpu_plan_human(plan.total_bytes, h, sizeof(h)));
+    char k32[256], k16[256];
+    gpu_cpu_kernel_desc("fp32", k32, sizeof k32);
+    gpu_cpu_kernel_desc("bf16", k16, sizeof k16);
+    printf("cpu backend on this machine: %s; %s\n", k32, k16);
     printf("{\"model\":\"%s\",\"precision\":\"%s\",\"token_budget\":%d,\"max_len\":%d,"
            "\"max_seqs\":%d,\"weights_bytes\":%zu,\"arena_bytes\":%zu,\"total_bytes\":%zu,"
            "\"components\":{",

@@ -24,7 +24,7 @@ static void run_opts(worker_run_cfg_t *c, cli_list_t *kafka, cli_opt_t out[RUN_N
         {"backend", CLI_STR, &c->backend, 0, 0, "RECLASS_BACKEND", NULL,
          "cpu or cuda (default cpu)"},
         {"precision", CLI_STR, &c->precision, 0, 0, "RECLASS_PRECISION", NULL,
-         "fp32 (cpu), fp16 or bf16 (cuda); default: the backend's"},
+         "fp32 or bf16 (cpu; default fp32), fp16 or bf16 (cuda; default fp16)"},
         {"token-budget", CLI_INT, &c->token_budget, 0, 1 << 24, "RECLASS_TOKEN_BUDGET", NULL,
          "tokens per encoder batch (default 0 = 4096 on the cpu backend, 16384 on cuda)"},
         {"max-wait-ms", CLI_INT, &c->max_wait_ms, 0, 3600000, "RECLASS_MAX_WAIT_MS", NULL,

@@ -222,11 +222,13 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
         teardown(pl);
         return rc;
     }
+    char kern[256];
     fprintf(stderr,
             "reclass run: model %s (%d labels), backend %s, token budget %d, max len %d, "
-            "topic %s, group %s, dead letters to %s\n",
+            "topic %s, group %s, dead letters to %s%s%s\n",
             pl->model->name, pl->model->cfg.num_labels, pl->eng.ops->name, pl->token_budget,
-            pl->max_len, cfg->topic, cfg->group, cfg->dlq_topic);
+            pl->max_len, cfg->topic, cfg->group, cfg->dlq_topic,
+            *cls_engine_kernels(&pl->eng, kern, sizeof kern) ? "; " : "", kern);
 
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
