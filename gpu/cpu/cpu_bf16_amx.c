@@ -21,9 +21,9 @@ typedef struct {
     uint8_t rows[16];
 } tilecfg_t;
 
-GEMM_NO_SANITIZE AMX_TARGET void gpu_cpu_bf16_amx_rows(const uint16_t *xa, int Kp, int rows,
-                                                       const uint16_t *bp, int panels, int N,
-                                                       const float *bias, gpu_cpu_epi_t epi,
+GEMM_NO_SANITIZE AMX_TARGET void gpu_cpu_bf16_amx_rows(const uint16_t *xa, int lda, int Kp,
+                                                       int rows, const uint16_t *bp, int panels,
+                                                       int N, const float *bias, gpu_cpu_epi_t epi,
                                                        float *y, int ldy) {
     /* tmm0..3: C (rows 0-15 | 16-31) x (cols 0-15 | 16-31); tmm4, 5: A; tmm6, 7: B */
     _Alignas(64) tilecfg_t cfg = {.palette = 1};
@@ -32,8 +32,8 @@ GEMM_NO_SANITIZE AMX_TARGET void gpu_cpu_bf16_amx_rows(const uint16_t *xa, int K
         cfg.colsb[t] = 64;
     }
     _tile_loadconfig(&cfg);
-    _Alignas(64) float cb[32 * NR]; /* (32, NR) the block's accumulators */
-    const long lda = (long)Kp * 2, ldb = NR * 2 * 2;
+    _Alignas(64) float cb[32 * NR];                     /* (32, NR) the block's accumulators */
+    const long lda_b = (long)lda * 2, ldb = NR * 2 * 2; /* bytes */
     const int two = rows > 16; /* the second A tile holds only zero rows otherwise */
     for (int j = 0; j < panels; j++) {
         const uint16_t *b = bp + (size_t)j * Kp * NR;
@@ -43,13 +43,13 @@ GEMM_NO_SANITIZE AMX_TARGET void gpu_cpu_bf16_amx_rows(const uint16_t *xa, int K
         _tile_zero(3);
         for (int k = 0; k < Kp; k += 32) {
             const uint16_t *bk = b + (size_t)(k / 2) * NR * 2;
-            _tile_loadd(4, xa + k, lda);
+            _tile_loadd(4, xa + k, lda_b);
             _tile_loadd(6, bk, ldb);
             _tile_loadd(7, bk + 32, ldb);
             _tile_dpbf16ps(0, 4, 6);
             _tile_dpbf16ps(1, 4, 7);
             if (two) {
-                _tile_loadd(5, xa + (size_t)16 * Kp + k, lda);
+                _tile_loadd(5, xa + (size_t)16 * lda + k, lda_b);
                 _tile_dpbf16ps(2, 5, 6);
                 _tile_dpbf16ps(3, 5, 7);
             }

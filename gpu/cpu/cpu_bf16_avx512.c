@@ -16,8 +16,8 @@
 #define BF16_TARGET __attribute__((target("avx512f,avx512bf16")))
 
 GEMM_NO_SANITIZE BF16_TARGET __attribute__((always_inline)) static inline void
-block(const uint16_t *xa, int Kp, const uint16_t *b, const float *bias, gpu_cpu_epi_t epi, float *y,
-      int ldy, int rows, __mmask16 m0, __mmask16 m1) {
+block(const uint16_t *xa, int lda, int Kp, const uint16_t *b, const float *bias, gpu_cpu_epi_t epi,
+      float *y, int ldy, int rows, __mmask16 m0, __mmask16 m1) {
     __m512 acc[MR][2];
 #pragma GCC unroll 12
     for (int r = 0; r < rows; r++) {
@@ -30,7 +30,7 @@ block(const uint16_t *xa, int Kp, const uint16_t *b, const float *bias, gpu_cpu_
 #pragma GCC unroll 12
         for (int r = 0; r < rows; r++) {
             int32_t pair;
-            memcpy(&pair, xa + (size_t)r * Kp + 2 * kp, sizeof pair);
+            memcpy(&pair, xa + (size_t)r * lda + 2 * kp, sizeof pair);
             __m512bh a = (__m512bh)_mm512_set1_epi32(pair);
             acc[r][0] = _mm512_dpbf16_ps(acc[r][0], a, b0);
             acc[r][1] = _mm512_dpbf16_ps(acc[r][1], a, b1);
@@ -48,12 +48,13 @@ block(const uint16_t *xa, int Kp, const uint16_t *b, const float *bias, gpu_cpu_
 
 #define BLOCK_CASE(R)                                                                              \
     case R:                                                                                        \
-        block(xa, Kp, b, bias, epi, y, ldy, R, m0, m1);                                            \
+        block(xa, lda, Kp, b, bias, epi, y, ldy, R, m0, m1);                                       \
         break;
 
-GEMM_NO_SANITIZE BF16_TARGET static void block_rows(const uint16_t *xa, int Kp, const uint16_t *b,
-                                                    const float *bias, gpu_cpu_epi_t epi, float *y,
-                                                    int ldy, int rows, int cols) {
+GEMM_NO_SANITIZE BF16_TARGET static void block_rows(const uint16_t *xa, int lda, int Kp,
+                                                    const uint16_t *b, const float *bias,
+                                                    gpu_cpu_epi_t epi, float *y, int ldy, int rows,
+                                                    int cols) {
     __mmask16 m0 = lanes512(cols), m1 = lanes512(cols - 16);
     switch (rows) {
         BLOCK_CASE(12)
@@ -71,12 +72,13 @@ GEMM_NO_SANITIZE BF16_TARGET static void block_rows(const uint16_t *xa, int Kp, 
     }
 }
 
-void gpu_cpu_bf16_avx512_rows(const uint16_t *xa, int Kp, int rows, const uint16_t *bp, int panels,
-                              int N, const float *bias, gpu_cpu_epi_t epi, float *y, int ldy) {
+void gpu_cpu_bf16_avx512_rows(const uint16_t *xa, int lda, int Kp, int rows, const uint16_t *bp,
+                              int panels, int N, const float *bias, gpu_cpu_epi_t epi, float *y,
+                              int ldy) {
     for (int j = 0; j < panels; j++) {
         int cols = N - j * NR < NR ? N - j * NR : NR;
         for (int r = 0; r < rows; r += MR)
-            block_rows(xa + (size_t)r * Kp, Kp, bp + (size_t)j * Kp * NR,
+            block_rows(xa + (size_t)r * lda, lda, Kp, bp + (size_t)j * Kp * NR,
                        bias ? bias + j * NR : NULL, epi, y + (size_t)r * ldy + j * NR, ldy,
                        rows - r < MR ? rows - r : MR, cols);
     }

@@ -11,12 +11,18 @@
 #define BF16_RB_AMX    32 /* rows per block: two 16-row A tiles */
 #define BF16_RB_AVX512 24 /* two 12-row register blocks */
 
-/* xa (BF16_RB_*, Kp) bf16 rows, zero past K and past rows (AMX loads whole tiles); bp the
- * block's first panel; N the columns left from it; bias from its first column or NULL; y
- * its first output. */
-void gpu_cpu_bf16_avx512_rows(const uint16_t *xa, int Kp, int rows, const uint16_t *bp, int panels,
-                              int N, const float *bias, gpu_cpu_epi_t epi, float *y, int ldy);
-void gpu_cpu_bf16_amx_rows(const uint16_t *xa, int Kp, int rows, const uint16_t *bp, int panels,
-                           int N, const float *bias, gpu_cpu_epi_t epi, float *y, int ldy);
+/* Activation rows are this many elements longer than Kp, so that rows a power of two apart
+ * do not map to the same L1 sets. */
+#define BF16_ROW_PAD 32
+
+/* xa (BF16_RB_*, Kp) bf16 rows lda apart, zero past K and past rows (AMX loads whole tiles);
+ * bp the block's first panel; N the columns left from it; bias from its first column or NULL;
+ * y its first output. */
+void gpu_cpu_bf16_avx512_rows(const uint16_t *xa, int lda, int Kp, int rows, const uint16_t *bp,
+                              int panels, int N, const float *bias, gpu_cpu_epi_t epi, float *y,
+                              int ldy);
+void gpu_cpu_bf16_amx_rows(const uint16_t *xa, int lda, int Kp, int rows, const uint16_t *bp,
+                           int panels, int N, const float *bias, gpu_cpu_epi_t epi, float *y,
+                           int ldy);
 
 #endif

@@ -137,8 +137,8 @@ const char *gpu_cpu_bf16_why_not_amx(void) {
 /* rows x 16 from the half panel at b (Kp/2 rows of NR pairs) and xf (rows, Kp): x rounded to
  * bf16, as floats. rows and full are compile-time constants at each call site. */
 GEMM_NO_SANITIZE __attribute__((target("avx2,fma"), always_inline)) static inline void
-block2(const float *xf, int Kp, const uint16_t *b, const float *bias, gpu_cpu_epi_t epi, float *y,
-       int ldy, int rows, int full, __m256i c0, __m256i c1) {
+block2(const float *xf, int lda, int Kp, const uint16_t *b, const float *bias, gpu_cpu_epi_t epi,
+       float *y, int ldy, int rows, int full, __m256i c0, __m256i c1) {
     __m256 acc[MR2][2];
 #pragma GCC unroll 6
     for (int r = 0; r < rows; r++) {
@@ -153,7 +153,7 @@ block2(const float *xf, int Kp, const uint16_t *b, const float *bias, gpu_cpu_ep
         __m256 e1 = _mm256_castsi256_ps(_mm256_slli_epi32(w1, 16));
 #pragma GCC unroll 6
         for (int r = 0; r < rows; r++) {
-            __m256 a = _mm256_broadcast_ss(xf + (size_t)r * Kp + 2 * kp);
+            __m256 a = _mm256_broadcast_ss(xf + (size_t)r * lda + 2 * kp);
             acc[r][0] = _mm256_fmadd_ps(a, e0, acc[r][0]);
             acc[r][1] = _mm256_fmadd_ps(a, e1, acc[r][1]);
         }
@@ -161,7 +161,7 @@ block2(const float *xf, int Kp, const uint16_t *b, const float *bias, gpu_cpu_ep
         __m256 o1 = _mm256_castsi256_ps(_mm256_and_si256(w1, hi));
 #pragma GCC unroll 6
         for (int r = 0; r < rows; r++) {
-            __m256 a = _mm256_broadcast_ss(xf + (size_t)r * Kp + 2 * kp + 1);
+            __m256 a = _mm256_broadcast_ss(xf + (size_t)r * lda + 2 * kp + 1);
             acc[r][0] = _mm256_fmadd_ps(a, o0, acc[r][0]);
             acc[r][1] = _mm256_fmadd_ps(a, o1, acc[r][1]);
         }
@@ -183,14 +183,14 @@ block2(const float *xf, int Kp, const uint16_t *b, const float *bias, gpu_cpu_ep
 #define BLOCK2_CASE(R)                                                                             \
     case R:                                                                                        \
         if (cols == 16)                                                                            \
-            block2(xf, Kp, b, bias, epi, y, ldy, R, 1, c0, c1);                                    \
+            block2(xf, lda, Kp, b, bias, epi, y, ldy, R, 1, c0, c1);                               \
         else                                                                                       \
-            block2(xf, Kp, b, bias, epi, y, ldy, R, 0, c0, c1);                                    \
+            block2(xf, lda, Kp, b, bias, epi, y, ldy, R, 0, c0, c1);                               \
         break;
 
 GEMM_NO_SANITIZE __attribute__((target("avx2,fma"))) static void
-block2_rows(const float *xf, int Kp, const uint16_t *b, const float *bias, gpu_cpu_epi_t epi,
-            float *y, int ldy, int rows, int cols) {
+block2_rows(const float *xf, int lda, int Kp, const uint16_t *b, const float *bias,
+            gpu_cpu_epi_t epi, float *y, int ldy, int rows, int cols) {
     __m256i c0 = lanes256(cols < 8 ? cols : 8), c1 = lanes256(cols < 8 ? 0 : cols - 8);
     switch (rows) {
         BLOCK2_CASE(6)
@@ -202,27 +202,55 @@ block2_rows(const float *xf, int Kp, const uint16_t *b, const float *bias, gpu_c
     }
 }
 
-static void avx2_rows(const float *xf, int Kp, int rows, const uint16_t *bp, int panels, int N,
-                      const float *bias, gpu_cpu_epi_t epi, float *y, int ldy) {
+static void avx2_rows(const float *xf, int lda, int Kp, int rows, const uint16_t *bp, int panels,
+                      int N, const float *bias, gpu_cpu_epi_t epi, float *y, int ldy) {
     for (int j = 0; j < panels; j++)
         for (int h = 0; h < NR; h += 16) { /* the panel's two halves */
             int cols = N - j * NR - h;
             if (cols <= 0) return;
             if (cols > 16) cols = 16;
             for (int r = 0; r < rows; r += MR2)
-                block2_rows(xf + (size_t)r * Kp, Kp, bp + (size_t)j * Kp * NR + 2 * h,
+                block2_rows(xf + (size_t)r * lda, lda, Kp, bp + (size_t)j * Kp * NR + 2 * h,
                             bias ? bias + j * NR + h : NULL, epi, y + (size_t)r * ldy + j * NR + h,
                             ldy, rows - r < MR2 ? rows - r : MR2, cols);
         }
+}
+
+/* xa (rb, lda) = x (rows, K) in bf16, zero past K and past rows. Plain loops the compiler
+ * vectorizes: the conversion is up to a third of the time where K is large against N. */
+static void convert_rows(const float *x, int ldx, int rows, int rb, int K, int Kp, uint16_t *xa,
+                         int lda) {
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * ldx;
+        uint16_t *o = xa + (size_t)r * lda;
+        for (int k = 0; k < K; k++)
+            o[k] = to_bf16(xr[k]);
+        for (int k = K; k < Kp; k++)
+            o[k] = 0;
+    }
+    for (int r = rows; r < rb; r++)
+        memset(xa + (size_t)r * lda, 0, sizeof(uint16_t) * (size_t)Kp);
+}
+
+/* xf (rows, lda) = x (rows, K) rounded to bf16, as floats; zero past K. */
+static void round_rows(const float *x, int ldx, int rows, int K, int Kp, float *xf, int lda) {
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * ldx;
+        float *o = xf + (size_t)r * lda;
+        for (int k = 0; k < K; k++)
+            o[k] = from_bf16(to_bf16(xr[k]));
+        for (int k = K; k < Kp; k++)
+            o[k] = 0.0f;
+    }
 }
 
 void gpu_cpu_gemm_bf16_isa(gpu_cpu_bf16_isa_t isa, const float *x, int ldx, int m,
                            const uint16_t *bp, int N, int K, const float *bias, gpu_cpu_epi_t epi,
                            float *y, int ldy) {
     /* (rows of the block, Kp): bf16 rows for AVX512/AMX, bf16-rounded floats for AVX2 */
-    _Alignas(64) uint16_t xa[BF16_RB_AMX * GPU_CPU_BF16_MAX_K];
+    _Alignas(64) uint16_t xa[BF16_RB_AMX * (GPU_CPU_BF16_MAX_K + BF16_ROW_PAD)];
     float *xf = (float *)(void *)xa;
-    const int Kp = kpad(K), panels = (N + NR - 1) / NR;
+    const int Kp = kpad(K), panels = (N + NR - 1) / NR, lda = Kp + BF16_ROW_PAD;
     const int rb = isa == GPU_CPU_BF16_AMX      ? BF16_RB_AMX
                    : isa == GPU_CPU_BF16_AVX512 ? BF16_RB_AVX512
                                                 : RB_AVX2;
@@ -234,26 +262,20 @@ void gpu_cpu_gemm_bf16_isa(gpu_cpu_bf16_isa_t isa, const float *x, int ldx, int 
         for (int i = 0; i < m; i += rb) {
             int rows = m - i < rb ? m - i : rb;
             const float *xr = x + (size_t)i * ldx;
-            if (isa == GPU_CPU_BF16_AVX2) {
-                for (int r = 0; r < rows; r++)
-                    for (int k = 0; k < Kp; k++)
-                        xf[(size_t)r * Kp + k] =
-                            k < K ? gpu_cpu_bf16_round(xr[(size_t)r * ldx + k]) : 0.0f;
-            } else {
-                for (int r = 0; r < rb; r++)
-                    for (int k = 0; k < Kp; k++)
-                        xa[(size_t)r * Kp + k] =
-                            r < rows && k < K ? to_bf16(xr[(size_t)r * ldx + k]) : 0;
-            }
+            if (isa == GPU_CPU_BF16_AVX2)
+                round_rows(xr, ldx, rows, K, Kp, xf, lda);
+            else
+                convert_rows(xr, ldx, rows, rb, K, Kp, xa, lda);
             const uint16_t *b = bp + (size_t)j0 * panel;
             const float *bj = bias ? bias + j0 * NR : NULL;
             float *yj = y + (size_t)i * ldy + j0 * NR;
             if (isa == GPU_CPU_BF16_AMX)
-                gpu_cpu_bf16_amx_rows(xa, Kp, rows, b, j1 - j0, N - j0 * NR, bj, epi, yj, ldy);
+                gpu_cpu_bf16_amx_rows(xa, lda, Kp, rows, b, j1 - j0, N - j0 * NR, bj, epi, yj, ldy);
             else if (isa == GPU_CPU_BF16_AVX512)
-                gpu_cpu_bf16_avx512_rows(xa, Kp, rows, b, j1 - j0, N - j0 * NR, bj, epi, yj, ldy);
+                gpu_cpu_bf16_avx512_rows(xa, lda, Kp, rows, b, j1 - j0, N - j0 * NR, bj, epi, yj,
+                                         ldy);
             else
-                avx2_rows(xf, Kp, rows, b, j1 - j0, N - j0 * NR, bj, epi, yj, ldy);
+                avx2_rows(xf, lda, Kp, rows, b, j1 - j0, N - j0 * NR, bj, epi, yj, ldy);
         }
     }
 }
