@@ -4,7 +4,8 @@
  * added k after k in fp32, as AMX's TDPBF16PS is specified); every kernel within fp32
  * accumulation error of the exact sum over the same bf16 operands and within bf16 rounding of
  * the fp32 product; every epilogue; tails of rows, columns and K; nothing past N written;
- * and a row's result bit-identical whatever rows share its call. */
+ * a row's result bit-identical whatever rows share its call; and the backend at bf16 giving
+ * the demo model's tickets the same logits whatever their batches and threads. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,8 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
+#include "gpu/backend.h"
 #include "gpu/cpu/cpu_gemm_bf16.h"
 #include "gpu/cpu/ref_ops.h"
+#include "gpu/model/model.h"
 
 static const gpu_cpu_bf16_isa_t isas[] = {GPU_CPU_BF16_AVX2, GPU_CPU_BF16_AVX512, GPU_CPU_BF16_AMX};
 
@@ -187,11 +192,80 @@ static void test_batch_invariant(void **state) {
     free(bp);
 }
 
+/* Logits (n, L) of the first n golden queries through the cpu backend at bf16, in batches of
+ * at most budget tokens (file order, mixed lengths) on threads threads. */
+static void classify_bf16(const gpu_model_t *m, int32_t **ids, const int *lens, int n, int budget,
+                          int threads, float *logits) {
+    char err[256];
+    gpu_backend_opts_t o = {.token_budget = budget, .threads = threads, .precision = "bf16"};
+    const gpu_backend_ops_t *ops = gpu_backend_find("cpu", err, sizeof err);
+    gpu_backend_t *be;
+    assert_int_equal(ops->init(m, &o, &be, err, sizeof err), 0);
+    int32_t *flat = malloc(sizeof(int32_t) * (size_t)budget),
+            *cu = malloc(sizeof(int32_t) * (size_t)(budget + 1));
+    for (int i = 0; i < n;) {
+        int s = 0, t = 0, mx = 0, first = i;
+        cu[0] = 0;
+        while (i < n && t + lens[i] <= budget) {
+            memcpy(flat + t, ids[i], sizeof(int32_t) * (size_t)lens[i]);
+            t += lens[i];
+            mx = lens[i] > mx ? lens[i] : mx;
+            cu[++s] = t;
+            i++;
+        }
+        gpu_batch_t b = {.ids = flat, .cu_seqlens = cu, .n_seqs = s, .n_tokens = t, .max_len = mx};
+        assert_int_equal(
+            ops->forward(be, &b, logits + (size_t)first * m->cfg.num_labels, err, sizeof err), 0);
+    }
+    free(flat);
+    free(cu);
+    ops->free(be);
+}
+
+static void test_backend_batch_invariant(void **state) {
+    (void)state;
+    char err[512];
+    gpu_model_t *m;
+    assert_int_equal(gpu_model_load(RECLASS_DEMO_MODEL, &m, err, sizeof err), 0);
+    FILE *f = fopen(RECLASS_FIXTURES "/golden_clinc150_test.jsonl", "r");
+    assert_non_null(f);
+    enum { N = 900 };
+    int32_t *ids[N];
+    int lens[N], n = 0;
+    char *line = NULL;
+    size_t cap = 0;
+    while (n < N && getline(&line, &cap, f) > 0) {
+        json_t *o = json_loads(line, 0, NULL), *a = json_object_get(o, "ids");
+        lens[n] = (int)json_array_size(a);
+        ids[n] = malloc(sizeof(int32_t) * (size_t)lens[n]);
+        for (int i = 0; i < lens[n]; i++)
+            ids[n][i] = (int32_t)json_integer_value(json_array_get(a, (size_t)i));
+        json_decref(o);
+        n++;
+    }
+    free(line);
+    fclose(f);
+    size_t L = (size_t)m->cfg.num_labels;
+    float *a = malloc(sizeof(float) * n * L), *b = malloc(sizeof(float) * n * L);
+    classify_bf16(m, ids, lens, n, 4096, 1, a);
+    classify_bf16(m, ids, lens, n, 100, 3, b);
+    assert_memory_equal(a, b, sizeof(float) * n * L);
+    printf("bf16 backend (%s): %d tickets, budget 4096 / 1 thread and 100 / 3 threads: "
+           "logits bit-identical\n",
+           gpu_cpu_bf16_isa_name(gpu_cpu_bf16_best()), n);
+    for (int i = 0; i < n; i++)
+        free(ids[i]);
+    free(a);
+    free(b);
+    gpu_model_free(m);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round),
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_batch_invariant),
+        cmocka_unit_test(test_backend_batch_invariant),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
