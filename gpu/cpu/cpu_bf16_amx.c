@@ -21,17 +21,25 @@ typedef struct {
     uint8_t rows[16];
 } tilecfg_t;
 
-GEMM_NO_SANITIZE AMX_TARGET void gpu_cpu_bf16_amx_rows(const uint16_t *xa, int lda, int Kp,
-                                                       int rows, const uint16_t *bp, int panels,
-                                                       int N, const float *bias, gpu_cpu_epi_t epi,
-                                                       float *y, int ldy) {
-    /* tmm0..3: C (rows 0-15 | 16-31) x (cols 0-15 | 16-31); tmm4, 5: A; tmm6, 7: B */
+/* tmm0..3: C (rows 0-15 | 16-31) x (cols 0-15 | 16-31); tmm4, 5: A; tmm6, 7: B, all 16 rows
+ * of 64 bytes. */
+AMX_TARGET void gpu_cpu_bf16_amx_begin(void) {
     _Alignas(64) tilecfg_t cfg = {.palette = 1};
     for (int t = 0; t < 8; t++) {
         cfg.rows[t] = 16;
         cfg.colsb[t] = 64;
     }
     _tile_loadconfig(&cfg);
+}
+
+AMX_TARGET void gpu_cpu_bf16_amx_end(void) {
+    _tile_release();
+}
+
+GEMM_NO_SANITIZE AMX_TARGET void gpu_cpu_bf16_amx_rows(const uint16_t *xa, int lda, int Kp,
+                                                       int rows, const uint16_t *bp, int panels,
+                                                       int N, const float *bias, gpu_cpu_epi_t epi,
+                                                       float *y, int ldy) {
     _Alignas(64) float cb[32 * NR];                     /* (32, NR) the block's accumulators */
     const long lda_b = (long)lda * 2, ldb = NR * 2 * 2; /* bytes */
     const int two = rows > 16; /* the second A tile holds only zero rows otherwise */
@@ -72,6 +80,5 @@ GEMM_NO_SANITIZE AMX_TARGET void gpu_cpu_bf16_amx_rows(const uint16_t *xa, int l
             epi512_store(_mm512_load_ps(cb + r * NR + 16), bias1, epi, yr + 16, m1);
         }
     }
-    _tile_release();
 }
 #endif

@@ -21,6 +21,10 @@
 void gpu_cpu_bf16_avx512_rows(const uint16_t *xa, int lda, int Kp, int rows, const uint16_t *bp,
                               int panels, int N, const float *bias, gpu_cpu_epi_t epi, float *y,
                               int ldy);
+/* AMX: the tile configuration gpu_cpu_bf16_amx_rows runs under, loaded by begin on the calling
+ * thread and released by end (once per GEMM call, not per block). */
+void gpu_cpu_bf16_amx_begin(void);
+void gpu_cpu_bf16_amx_end(void);
 void gpu_cpu_bf16_amx_rows(const uint16_t *xa, int lda, int Kp, int rows, const uint16_t *bp,
                            int panels, int N, const float *bias, gpu_cpu_epi_t epi, float *y,
                            int ldy);

@@ -257,6 +257,7 @@ void gpu_cpu_gemm_bf16_isa(gpu_cpu_bf16_isa_t isa, const float *x, int ldx, int 
     const size_t panel = (size_t)Kp * NR;
     int per_block = (int)(PANEL_BLOCK_BYTES / (panel * sizeof(uint16_t)));
     if (per_block < 1) per_block = 1;
+    if (isa == GPU_CPU_BF16_AMX) gpu_cpu_bf16_amx_begin();
     for (int j0 = 0; j0 < panels; j0 += per_block) {
         int j1 = j0 + per_block < panels ? j0 + per_block : panels;
         for (int i = 0; i < m; i += rb) {
@@ -278,6 +279,7 @@ void gpu_cpu_gemm_bf16_isa(gpu_cpu_bf16_isa_t isa, const float *x, int ldx, int 
                 avx2_rows(xf, lda, Kp, rows, b, j1 - j0, N - j0 * NR, bj, epi, yj, ldy);
         }
     }
+    if (isa == GPU_CPU_BF16_AMX) gpu_cpu_bf16_amx_end();
 }
 
 #else

@@ -126,9 +126,10 @@ int main(int argc, char **argv) {
                                               GPU_CPU_BF16_AMX};
     fprintf(stderr,
             "cpu_bf16_bench: m %d, %.2f s per case, one thread; fp32 kernel %s, bf16 "
-            "best %s%s%s\n",
+            "best %s%s%s%s\n",
             m, budget, gpu_cpu_gemm_kernel_name(), gpu_cpu_bf16_isa_name(gpu_cpu_bf16_best()),
-            *gpu_cpu_bf16_why_not_amx() ? " (not AMX: " : "", gpu_cpu_bf16_why_not_amx());
+            *gpu_cpu_bf16_why_not_amx() ? " (not AMX: " : "", gpu_cpu_bf16_why_not_amx(),
+            *gpu_cpu_bf16_why_not_amx() ? ")" : "");
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         const shape_t *s = &shapes[i];
         float *x = malloc(sizeof(float) * (size_t)m * s->K);
