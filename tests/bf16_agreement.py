@@ -78,7 +78,7 @@ def main():
         line = {"set": s, "precision": a.precision, "texts": len(gold), "agreement": round(agree, 6),
                 "gate": GATE[s] if a.precision == "bf16" else 0.999, "pass": ok,
                 "max_abs_delta_logit": round(maxd, 7), "logit_rows": rows,
-                "tokens_match": ntok, "kernel": [l for l in err.splitlines() if "cpu backend" in l]}
+                "tokens_match": ntok, "kernel": [l for l in err.splitlines() if "reclass classify: backend" in l]}
         print(f"{'ok' if ok else 'FAIL'} - {s} {a.precision}: agreement with Hugging Face fp32 "
               f"{100 * agree:.3f}% (gate {100 * line['gate']:.1f}%) of {len(gold)}, max |delta "
               f"logit| {maxd:.3g} over {rows} rows, token counts equal {ntok}/{len(gold)}")

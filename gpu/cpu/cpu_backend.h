@@ -9,9 +9,4 @@
  * GEMM paths on one machine. */
 extern const gpu_backend_ops_t gpu_cpu_blas_backend_ops;
 
-/* Which kernels run the projections at precision ("fp32", "bf16"; NULL = fp32) on this CPU,
- * in words for start-up lines and plan-memory, e.g. "bf16 projections on amx-bf16 tiles, fp32
- * accumulation"; where bf16 is not on AMX, why not. Written to buf (n bytes). */
-void gpu_cpu_kernel_desc(const char *precision, char *buf, size_t n);
-
 #endif

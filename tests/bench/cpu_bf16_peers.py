@@ -60,7 +60,7 @@ class Reclass:
             s = time.perf_counter() - t0
         if p.returncode != 0:
             sys.exit(f"cpu_bf16_peers: {' '.join(self.cmd)} exited {p.returncode}: {p.stderr}")
-        self.kernel = " ".join(l for l in p.stderr.splitlines() if "backend:" in l)
+        self.kernel = " ".join(l for l in p.stderr.splitlines() if "classify: backend" in l)
         return s, [json.loads(l).get("label") for l in p.stdout.splitlines()]
 
 
