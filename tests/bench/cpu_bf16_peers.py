@@ -6,7 +6,7 @@ output), the peers as the model's forward alone (tokenized and batched beforehan
 
     python3 tests/bench/cpu_bf16_peers.py --reclass build/reclass [--threads N] [--rounds 5]
         [--cfpb CSV] [--engines reclass-fp32,reclass-bf16,torch-bf16,compile-bf16]
-        [--json-out FILE]
+        [--limit N] [--json-out FILE]
 
 Workloads: the 5,500 CLINC150 test queries (tests/fixtures/golden_clinc150_test.jsonl) and the
 1,532 long CFPB narratives (tests/fixtures/make_cfpb_golden.py reads them from --cfpb). Each
@@ -113,6 +113,8 @@ def main():
         ROOT, "..", "shared", "data", "cfpb_complaints", "complaints_sample.csv"))
     ap.add_argument("--engines", default="reclass-fp32,reclass-bf16,torch-bf16,compile-bf16")
     ap.add_argument("--compile-timeout", type=int, default=240)
+    ap.add_argument("--limit", type=int, default=0,
+                    help="only the first N texts of each workload (a quick check; 0 = all)")
     ap.add_argument("--json-out", default="")
     a = ap.parse_args()
     jout = open(a.json_out, "a") if a.json_out else None
@@ -124,6 +126,8 @@ def main():
             jout.flush()
 
     wl = workloads(a.cfpb)
+    if a.limit > 0:
+        wl = {w: (t[:a.limit], g[:a.limit]) for w, (t, g) in wl.items()}
     tmp = tempfile.mkdtemp(prefix="reclass-bf16-peers-")
     files = {}
     for w, (texts, _) in wl.items():
