@@ -83,6 +83,10 @@ def main():
               f"{100 * agree:.3f}% (gate {100 * line['gate']:.1f}%) of {len(gold)}, max |delta "
               f"logit| {maxd:.3g} over {rows} rows, token counts equal {ntok}/{len(gold)}")
         failed |= ntok != len(gold)
+        if not line["kernel"]:  # the kernel choice is never silent
+            print(f"FAIL - {s}: classify --precision {a.precision} printed no kernel line on "
+                  f"stderr: {err!r}")
+            failed = 1
         print(json.dumps(line), flush=True)
         lines.append(line)
     if a.json_out:

@@ -216,8 +216,9 @@ static void avx2_rows(const float *xf, int lda, int Kp, int rows, const uint16_t
         }
 }
 
-/* xa (rb, lda) = x (rows, K) in bf16, zero past K and past rows. Plain loops the compiler
- * vectorizes: the conversion is up to a third of the time where K is large against N. */
+/* xa (rb, lda) = x (rows, K) in bf16, zero past K and in rows rows..rb-1 (AMX loads whole
+ * tiles). Plain loops the compiler vectorizes: the conversion is up to a third of the time
+ * where K is large against N. */
 static void convert_rows(const float *x, int ldx, int rows, int rb, int K, int Kp, uint16_t *xa,
                          int lda) {
     for (int r = 0; r < rows; r++) {
@@ -266,7 +267,7 @@ void gpu_cpu_gemm_bf16_isa(gpu_cpu_bf16_isa_t isa, const float *x, int ldx, int 
             if (isa == GPU_CPU_BF16_AVX2)
                 round_rows(xr, ldx, rows, K, Kp, xf, lda);
             else
-                convert_rows(xr, ldx, rows, rb, K, Kp, xa, lda);
+                convert_rows(xr, ldx, rows, isa == GPU_CPU_BF16_AMX ? rb : rows, K, Kp, xa, lda);
             const uint16_t *b = bp + (size_t)j0 * panel;
             const float *bj = bias ? bias + j0 * NR : NULL;
             float *yj = y + (size_t)i * ldy + j0 * NR;
