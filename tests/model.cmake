@@ -34,3 +34,11 @@ if(RECLASS_DNNL_LIB AND RECLASS_DNNL_INCLUDE)
   target_include_directories(cpu_bf16_bench PRIVATE ${RECLASS_DNNL_INCLUDE})
   target_link_libraries(cpu_bf16_bench PRIVATE ${RECLASS_DNNL_LIB})
 endif()
+
+# ModernBERT and DeBERTa-v3 fixtures against their Hugging Face goldens, configs and buckets.
+reclass_add_test(NAME test_cpu_modern SOURCES ${CMAKE_SOURCE_DIR}/tests/test_cpu_modern.c
+  ${CMAKE_SOURCE_DIR}/tests/lib/family_golden.c LABELS unit)
+
+# The reduced-precision agreement gate (agreement, max |delta logit|, flips on thin margins only).
+reclass_add_test(NAME test_golden_gate SOURCES ${CMAKE_SOURCE_DIR}/tests/test_golden_gate.c
+  ${CMAKE_SOURCE_DIR}/tests/lib/family_golden.c LABELS unit)
