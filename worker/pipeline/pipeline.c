@@ -181,12 +181,14 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
         teardown(pl);
         return rc;
     }
+    char kern[256];
     fprintf(stderr,
             "reclass run: model %s (%d labels), backend %s, precision %s, token budget %d, "
-            "max len %d, topic %s, group %s, dead letters to %s\n",
+            "max len %d, topic %s, group %s, dead letters to %s%s%s\n",
             pl->ses.model->name, pl->ses.model->cfg.num_labels, pl->ses.eng.ops->name,
             pl->ses.props.precision, pl->ses.props.token_budget, pl->ses.props.max_len, cfg->topic,
-            cfg->group, cfg->dlq_topic);
+            cfg->group, cfg->dlq_topic,
+            *cls_session_kernels(&pl->ses, kern, sizeof kern) ? "; " : "", kern);
 
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
