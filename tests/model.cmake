@@ -13,3 +13,8 @@ target_compile_definitions(cpu_micro PRIVATE RECLASS_FIXTURES="${RECLASS_FIXTURE
 # Every other family's fixture classifier against its Hugging Face goldens (tests/lib/).
 reclass_add_test(NAME test_cpu_families SOURCES ${CMAKE_SOURCE_DIR}/tests/test_cpu_families.c
   ${CMAKE_SOURCE_DIR}/tests/lib/family_golden.c LABELS unit)
+
+# The FP8 reference (--precision fp8 on the CPU backend): E4M3 conversion (against CUDA's own
+# where its headers are) and the agreement gates on the demo model against HF fp32.
+reclass_add_test(NAME test_cpu_fp8 SOURCES ${CMAKE_SOURCE_DIR}/tests/test_cpu_fp8.c
+  ${CMAKE_SOURCE_DIR}/tests/lib/family_golden.c LABELS unit)

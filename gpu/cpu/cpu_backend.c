@@ -140,7 +140,7 @@ static int cpu_mem_stats(gpu_backend_t *be, gpu_mem_stats_t *st) {
     st->weights_bytes = be->m->blob_floats * sizeof(float);
     if (be->own_qkv)
         st->weights_bytes += (size_t)be->m->cfg.layers * (3 * H * H + 3 * H) * sizeof(float);
-    st->weights_bytes += be->packed_floats * sizeof(float);
+    st->weights_bytes += (be->packed_floats + be->fp8_w_floats) * sizeof(float);
     st->arena_bytes = be->arena_bytes;
     st->device_used = 0;
     st->allocations_after_init = 0; /* forward never allocates */
@@ -164,6 +164,8 @@ static void cpu_free(gpu_backend_t *be) {
     pthread_cond_destroy(&be->cv_go);
     pthread_cond_destroy(&be->cv_done);
     free(be->own_qkv);
+    free(be->fp8_w);
+    free(be->fp8_on);
     free(be->chunk_at);
     free(be->proj);
     free(be->packed);
@@ -238,6 +240,7 @@ static int prepare_weights(gpu_backend_t *be) {
     if (E != (int)H) be->emb_proj = proj_of(m->w.emb_proj_w, m->w.emb_proj_b, (int)H, E);
     be->pool = proj_of(m->w.pool_w, m->w.pool_b, (int)H, (int)H);
     be->cls = proj_of(m->w.cls_w, m->w.cls_b, c->num_labels, (int)H);
+    if (be->fp8 && gpu_cpu_fp8_weights(be) != 0) return -1;
     /* Q, K and V panels must tile 3H exactly for the last layer's q / kv views. */
     if (!gpu_cpu_gemm_available() || H % GPU_CPU_GEMM_NR != 0 || be->blas_only) return 0;
     size_t per_layer = gpu_cpu_gemm_packed_floats((int)(3 * H), (int)H) +
@@ -276,8 +279,10 @@ static int cpu_init_as(const gpu_model_t *m, const gpu_backend_opts_t *opts, int
                        gpu_backend_t **out, char *err, size_t errlen) {
     *out = NULL;
     const gpu_model_config_t *c = &m->cfg;
-    if (opts->precision && strcmp(opts->precision, "fp32") != 0) {
-        snprintf(err, errlen, "the cpu backend runs fp32 only, not '%s'", opts->precision);
+    if (opts->precision && strcmp(opts->precision, "fp32") != 0 &&
+        strcmp(opts->precision, "fp8") != 0) {
+        snprintf(err, errlen, "the cpu backend runs fp32 or fp8 (its FP8 reference), not '%s'",
+                 opts->precision);
         return -1;
     }
     if (opts->token_budget <= 0) {
@@ -309,6 +314,7 @@ static int cpu_init_as(const gpu_model_t *m, const gpu_backend_opts_t *opts, int
     be->chunk = CPU_CHUNK_TOKENS_X_H / c->hidden;
     if (be->chunk < 64) be->chunk = 64;
     be->blas_only = blas_only;
+    be->fp8 = opts->precision && strcmp(opts->precision, "fp8") == 0;
     be->n_threads = opts->threads > 0 ? opts->threads : online_cores();
     if (be->n_threads > CPU_MAX_THREADS) be->n_threads = CPU_MAX_THREADS;
     size_t B = (size_t)opts->token_budget, H = (size_t)c->hidden;

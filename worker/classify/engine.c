@@ -1,5 +1,7 @@
 #include "worker/classify/engine.h"
 
+#include "gpu/model/fp8.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +72,10 @@ int cls_engine_open(cls_engine_t *e, const gpu_model_t *model, const char *backe
     if (o.max_seqs <= 0) o.max_seqs = o.token_budget / 2 > 0 ? o.token_budget / 2 : 1;
     gpu_backend_t *be = NULL;
     if (ops->init(model, &o, &be, err, errlen) != 0) return 1;
+    if (o.precision && strcmp(o.precision, "fp8") == 0) {
+        char plan[1024];
+        fprintf(stderr, "reclass: %s\n", gpu_fp8_plan_text(&model->cfg, plan, sizeof plan));
+    }
     if (cls_engine_attach(e, model, ops, be, &o, err, errlen) != 0) {
         ops->free(be);
         return 1;

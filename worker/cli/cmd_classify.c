@@ -132,7 +132,7 @@ static void cls_opts(cls_opts_t *o, cli_opt_t out[CLS_N_OPTS + 1]) {
         {"max-wait-ms", CLI_INT, &o->max_wait_ms, 0, 3600000, NULL, NULL,
          "longest an input waits for a fuller batch (default 20)"},
         {"precision", CLI_STR, &o->precision, 0, 0, NULL, "P",
-         "fp32 (cpu), fp16 or bf16 (cuda) (default: the backend's)"},
+         "fp32 or fp8 (cpu: the FP8 reference), fp16 or bf16 (cuda) (default: the backend's)"},
         {"threads", CLI_INT, &o->threads, 0, 1024, NULL, NULL,
          "CPU threads (default: one per core)"},
         {"max-pending", CLI_INT, &o->max_pending, 1, 65536, NULL, NULL,

@@ -6,6 +6,7 @@
 
 #include "gpu/model/model.h"
 #include "gpu/cuda/plan.h"
+#include "gpu/model/fp8.h"
 #include "worker/cli/cli.h"
 
 #define PLAN_OPTS(model_dir, geometry, labels, budget, precision, max_len, max_seqs)               \
@@ -19,7 +20,7 @@
              1000000000, NULL,    "N",    "labels of --geometry (default 2)"},                     \
             {"token-budget", CLI_INT, budget, 1,                                                   \
              1000000000,     NULL,    "N",    "tokens per encoder batch (required)"},              \
-            {"precision", CLI_STR, precision, 0, 0, NULL, "fp16|bf16", "default fp16"},            \
+            {"precision", CLI_STR, precision, 0, 0, NULL, "fp16|bf16|fp8", "default fp16"},        \
             {"max-len",  CLI_INT, max_len, 1,                                                      \
              1000000000, NULL,    "N",     "tokens per sequence (default: the model's)"},          \
             {"max-seqs", CLI_INT, max_seqs, 1,                                                     \
@@ -33,7 +34,7 @@ static void plan_usage(FILE *f) {
     fprintf(f,
             "usage: reclass plan-memory (--model DIR | --geometry bert-mini|bert-base|bert-large\n"
             "                            [--labels N]) --token-budget N\n"
-            "                            [--precision fp16|bf16] [--max-len N] [--max-seqs N]\n"
+            "                            [--precision fp16|bf16|fp8] [--max-len N] [--max-seqs N]\n"
             "Prints the CUDA backend's device memory plan (bytes per component, total), JSON "
             "last.\n\n");
     const char *model_dir, *geometry, *precision;
@@ -90,6 +91,10 @@ int worker_cmd_plan_memory(int argc, char **argv) {
            name, gpu_model_family_name(cfg.family), cfg.layers, cfg.hidden, cfg.emb_size,
            cfg.intermediate, gpu_model_act_name(cfg.act), cfg.num_labels, precision, budget,
            plan.max_len, plan.max_seqs);
+    if (plan.fp8) {
+        char fp8[1024];
+        printf("  %s\n", gpu_fp8_plan_text(&cfg, fp8, sizeof fp8));
+    }
     for (int i = 0; i < GPU_PLAN_N; i++) {
         if (i == GPU_PLAN_X)
             printf("  %-30s %14zu  %s\n", "= weights", plan.weights_bytes,
