@@ -14,6 +14,14 @@ target_compile_definitions(cpu_micro PRIVATE RECLASS_FIXTURES="${RECLASS_FIXTURE
 reclass_add_test(NAME test_cpu_families SOURCES ${CMAKE_SOURCE_DIR}/tests/test_cpu_families.c
   ${CMAKE_SOURCE_DIR}/tests/lib/family_golden.c LABELS unit)
 
+# ModernBERT and DeBERTa-v3 fixtures against their Hugging Face goldens, configs and buckets.
+reclass_add_test(NAME test_cpu_modern SOURCES ${CMAKE_SOURCE_DIR}/tests/test_cpu_modern.c
+  ${CMAKE_SOURCE_DIR}/tests/lib/family_golden.c LABELS unit)
+
+# The reduced-precision agreement gate (agreement, max |delta logit|, flips on thin margins only).
+reclass_add_test(NAME test_golden_gate SOURCES ${CMAKE_SOURCE_DIR}/tests/test_golden_gate.c
+  ${CMAKE_SOURCE_DIR}/tests/lib/family_golden.c LABELS unit)
+
 # The FP8 reference (--precision fp8 on the CPU backend): E4M3 conversion (against CUDA's own
 # where its headers are) and the agreement gates on the demo model against HF fp32.
 reclass_add_test(NAME test_cpu_fp8 SOURCES ${CMAKE_SOURCE_DIR}/tests/test_cpu_fp8.c

@@ -110,7 +110,7 @@ def train(a):
     mdir = out_dir / "model"
     model.half().save_pretrained(mdir)
     (mdir / "vocab.txt").write_bytes(VOCAB.read_bytes())
-    (mdir / "tokenizer_config.json").write_text('{"do_lower_case": true}\n')
+    (mdir / "tokenizer_config.json").write_bytes((VOCAB.parent / "tokenizer_config.json").read_bytes())
     with open(out_dir / "clinc_test.jsonl", "w") as f:
         for t, lab in te:
             f.write(json.dumps({"text": t, "label": lab}) + "\n")

@@ -35,6 +35,30 @@ void pl_dlq_done(void *ctx, int32_t partition, int64_t offset, int64_t epoch) {
     worker_metrics_add(&worker_metrics.dead_lettered, 1);
 }
 
+void pl_send_refused(pl_t *pl) {
+    pthread_mutex_lock(&pl->q.mu);
+    pl_item_t *it = pl->q.refused;
+    pl->q.refused = NULL;
+    pthread_mutex_unlock(&pl->q.mu);
+    while (it) {
+        pl_item_t *next = it->next;
+        if (consumers_dlq_send_copy(pl->poll.dlq, pl->cfg->topic, it->t.partition, it->t.offset,
+                                    it->key, it->key_len, it->value, it->value_len,
+                                    it->dlq_error ? it->dlq_error : "the database refused the row",
+                                    it->epoch)) {
+            fprintf(stderr,
+                    "reclass run: out of memory keeping the dead letter of partition %" PRId32
+                    " offset %" PRId64 "; stopping (its offset stays unstored)\n",
+                    it->t.partition, it->t.offset);
+            pthread_mutex_lock(&pl->q.mu);
+            pl->q.fatal = 1;
+            pthread_mutex_unlock(&pl->q.mu);
+        }
+        pl_item_free(it);
+        it = next;
+    }
+}
+
 void pl_on_assign(void *ctx, const int32_t *parts, int n) {
     pl_t *pl = ctx;
     pthread_mutex_lock(&pl->q.mu);
@@ -59,6 +83,7 @@ void pl_on_revoke(void *ctx, const int32_t *parts, int n, int lost) {
     pl->st.dropped_in_flight += dropped;
     pthread_mutex_unlock(&pl->q.mu);
     atomic_fetch_sub(&worker_metrics.partitions_assigned, n);
+    pl_held_revoke(pl, parts, n);
     /* overflow items of those partitions will never be stored: drop them now */
     pl_item_t **pp = &pl->poll.ovf_head, *last = NULL;
     while (*pp) {
@@ -84,19 +109,21 @@ void pl_on_revoke(void *ctx, const int32_t *parts, int n, int lost) {
 }
 
 /* Decodes and tokenizes one record into an item; returns NULL with err for a dead letter. */
-static pl_item_t *make_item(pl_t *pl, const rd_kafka_message_t *m, worker_ids_t *ids, char *err,
+static pl_item_t *make_item(pl_t *pl, const consumers_record_t *m, worker_ids_t *ids, char *err,
                             size_t errlen) {
     pl_item_t *it = calloc(1, sizeof(*it));
     if (!it) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    if (!m->payload || m->len == 0) {
+    size_t len;
+    const void *value = consumers_record_value(m, &len);
+    if (!value || len == 0) {
         snprintf(err, errlen, "empty record value");
         free(it);
         return NULL;
     }
-    if (consumers_codec_decode(pl->poll.codec, m->payload, m->len, &it->t, err, errlen)) {
+    if (consumers_codec_decode(pl->poll.codec, value, len, &it->t, err, errlen)) {
         free(it);
         return NULL;
     }
@@ -111,9 +138,9 @@ static pl_item_t *make_item(pl_t *pl, const rd_kafka_message_t *m, worker_ids_t 
         pl_item_free(it);
         return NULL;
     }
-    it->t.partition = m->partition;
-    it->t.offset = m->offset;
-    if (worker_tok_encode(pl->tok, it->t.text, it->t.text_len, pl->max_len, ids)) {
+    it->t.partition = consumers_record_partition(m);
+    it->t.offset = consumers_record_offset(m);
+    if (worker_tok_encode(pl->ses.tok, it->t.text, it->t.text_len, pl->ses.props.max_len, ids)) {
         snprintf(err, errlen, "out of memory tokenizing");
         pl_item_free(it);
         return NULL;
@@ -127,6 +154,22 @@ static pl_item_t *make_item(pl_t *pl, const rd_kafka_message_t *m, worker_ids_t 
     memcpy(it->ids, ids->v, sizeof(*it->ids) * (size_t)ids->n);
     it->n_ids = ids->n;
     it->truncated = ids->truncated; /* over-long texts are cut and flagged, never rejected */
+    free(it->t.text);               /* tokenized: from here on the record itself stands for it */
+    it->t.text = NULL;
+    it->t.text_len = 0;
+    size_t key_len;
+    const void *key = consumers_record_key(m, &key_len);
+    it->value = malloc(len);
+    it->key = key && key_len ? malloc(key_len) : NULL;
+    if (!it->value || (key && key_len && !it->key)) {
+        snprintf(err, errlen, "out of memory");
+        pl_item_free(it);
+        return NULL;
+    }
+    memcpy(it->value, value, len);
+    it->value_len = len;
+    if (it->key) memcpy(it->key, key, key_len);
+    it->key_len = it->key ? key_len : 0;
     return it;
 }
 
@@ -151,15 +194,22 @@ static int drain_overflow(pl_t *pl) {
     return pl->poll.ovf_head != NULL;
 }
 
-static void handle_record(pl_t *pl, rd_kafka_message_t *m, worker_ids_t *ids) {
+static void set_fatal(pl_t *pl) {
     pthread_mutex_lock(&pl->q.mu);
-    int64_t epoch = consumers_offsets_epoch(pl->q.offsets, m->partition);
-    int tracked =
-        epoch > 0 && consumers_offsets_consumed(pl->q.offsets, m->partition, epoch, m->offset) == 0;
+    pl->q.fatal = 1;
+    pthread_mutex_unlock(&pl->q.mu);
+}
+
+static void handle_decodable(pl_t *pl, consumers_record_t *m, worker_ids_t *ids) {
+    const int32_t part = consumers_record_partition(m);
+    const int64_t offset = consumers_record_offset(m);
+    pthread_mutex_lock(&pl->q.mu);
+    int64_t epoch = consumers_offsets_epoch(pl->q.offsets, part);
+    int tracked = epoch > 0 && consumers_offsets_consumed(pl->q.offsets, part, epoch, offset) == 0;
     if (pl->st.first_record_s == 0) pl->st.first_record_s = pl_now_s();
     pthread_mutex_unlock(&pl->q.mu);
     if (!tracked) { /* not ours (any more), or a redelivery below what we track */
-        rd_kafka_message_destroy(m);
+        consumers_record_free(m);
         return;
     }
     worker_metrics_add(&worker_metrics.tickets_consumed, 1);
@@ -171,16 +221,16 @@ static void handle_record(pl_t *pl, rd_kafka_message_t *m, worker_ids_t *ids) {
             fprintf(stderr,
                     "reclass run: out of memory keeping the dead letter of partition %" PRId32
                     " offset %" PRId64 "; stopping (its offset stays unstored)\n",
-                    m->partition, m->offset);
+                    part, offset);
             pthread_mutex_lock(&pl->q.mu);
             pl->q.fatal = 1;
             pthread_mutex_unlock(&pl->q.mu);
         }
-        rd_kafka_message_destroy(m);
+        consumers_record_free(m);
         return;
     }
     it->epoch = epoch;
-    rd_kafka_message_destroy(m);
+    consumers_record_free(m);
     pthread_mutex_lock(&pl->q.mu);
     if (it->truncated) pl->st.truncated++;
     pthread_mutex_unlock(&pl->q.mu);
@@ -193,6 +243,45 @@ static void handle_record(pl_t *pl, rd_kafka_message_t *m, worker_ids_t *ids) {
     pl->poll.ovf_tail = it;
     pl->poll.ovf_n++;
     drain_overflow(pl);
+}
+
+/* A record waits behind held ones, or for its own writer schema, or goes on now. */
+static void handle_record(pl_t *pl, consumers_record_t *m, worker_ids_t *ids) {
+    char err[512];
+    int s = pl->poll.held_n ? PL_SCHEMA_WAIT : pl_schema_check(pl, m, err, sizeof(err));
+    if (s == PL_SCHEMA_READY) {
+        handle_decodable(pl, m, ids);
+        return;
+    }
+    if (s == PL_SCHEMA_FATAL) {
+        fprintf(stderr, "reclass run: %s; stopping (fix the registry settings)\n", err);
+        consumers_record_free(m);
+        set_fatal(pl);
+        return;
+    }
+    if (!pl->poll.held_n)
+        fprintf(stderr,
+                "reclass run: %s; holding the records from here on (nothing is "
+                "dead-lettered)\n",
+                err);
+    if (pl_held_push(pl, m)) {
+        fprintf(stderr, "reclass run: out of memory holding records for the schema registry\n");
+        consumers_record_free(m);
+        set_fatal(pl);
+    }
+}
+
+/* Feeds held records whose writer schema came, in order. */
+static void release_held(pl_t *pl, worker_ids_t *ids) {
+    char err[512];
+    int fatal = 0;
+    consumers_record_t *m;
+    while ((m = pl_held_next(pl, &fatal, err, sizeof(err))) != NULL)
+        handle_decodable(pl, m, ids);
+    if (fatal) {
+        fprintf(stderr, "reclass run: %s; stopping (fix the registry settings)\n", err);
+        set_fatal(pl);
+    }
 }
 
 static void log_progress(pl_t *pl, double t0) {
@@ -209,6 +298,7 @@ static void log_progress(pl_t *pl, double t0) {
 
 #define PL_HOLD_MS         1000 /* longest backlog waited out without pausing the partitions */
 #define PL_DLQ_WAITING_MAX 1000 /* dead letters waiting for a retry before reading stops */
+#define PL_LAG_EVERY_S     1.0  /* how often reclass_consumer_lag_records is refreshed */
 
 /* The poll loop: returns when a stop was asked (signal, idle, fatal). */
 void pl_poll_loop(pl_t *pl) {
@@ -217,7 +307,14 @@ void pl_poll_loop(pl_t *pl) {
     double t0 = pl_now_s(), last_activity = t0;
     long logged_batches = 0, seen_rebalances = 0;
     int64_t hold_since = 0; /* when the accumulator became full without a pause; 0 = not */
+    double next_lag_s = t0;
     for (;;) {
+        if (pl_now_s() >= next_lag_s) {
+            next_lag_s = pl_now_s() + PL_LAG_EVERY_S;
+            long lag = consumers_consumer_lag(pl->poll.consumer);
+            if (lag >= 0)
+                atomic_store_explicit(&worker_metrics.consumer_lag, lag, memory_order_relaxed);
+        }
         if (pl_stop_signal) {
             fprintf(stderr, "reclass run: signal %d: finishing in-flight work\n",
                     (int)pl_stop_signal);
@@ -247,7 +344,9 @@ void pl_poll_loop(pl_t *pl) {
         if (fatal) break;
         /* dead letters the dead-letter topic does not take yet count as a full accumulator:
          * reading on would only pile them up in memory */
-        int full = drain_overflow(pl) || consumers_dlq_waiting(pl->poll.dlq) > PL_DLQ_WAITING_MAX;
+        release_held(pl, &ids);
+        int full = drain_overflow(pl) || consumers_dlq_waiting(pl->poll.dlq) > PL_DLQ_WAITING_MAX ||
+                   pl->poll.held_n > 0;
         /* Backpressure. A short backlog (the encoder takes a batch soon) is waited out without
          * polling: the fetched records stay in librdkafka's local queue, whose own limit
          * (queued.max.messages.kbytes) then stops the fetcher, and heartbeats go on in the
@@ -280,11 +379,12 @@ void pl_poll_loop(pl_t *pl) {
                 worker_metrics_add(&worker_metrics.pauses, 1);
             }
         } else if (consumers_consumer_paused(pl->poll.consumer) &&
-                   pending < pl->acc_cfg.max_pending_items / 2)
+                   pending < pl->ses.acc.max_pending_items / 2)
             consumers_consumer_resume(pl->poll.consumer);
         atomic_store_explicit(&worker_metrics.consumer_paused,
                               consumers_consumer_paused(pl->poll.consumer), memory_order_relaxed);
-        rd_kafka_message_t *m = consumers_consumer_poll(pl->poll.consumer, full ? 20 : 100);
+        consumers_record_t *m = consumers_consumer_poll(pl->poll.consumer, full ? 20 : 100);
+        pl_send_refused(pl);
         consumers_dlq_poll(pl->poll.dlq, 0);
         double now = pl_now_s();
         long rebalances = consumers_consumer_rebalances(pl->poll.consumer);
@@ -296,7 +396,7 @@ void pl_poll_loop(pl_t *pl) {
         if (m) {
             last_activity = now;
             handle_record(pl, m, &ids);
-        } else if (uncommitted > 0 || pl->poll.ovf_head ||
+        } else if (uncommitted > 0 || pl->poll.ovf_head || pl->poll.held_n ||
                    consumers_dlq_outstanding(pl->poll.dlq) > 0) {
             last_activity = now;
         }
@@ -333,6 +433,7 @@ void pl_poll_loop(pl_t *pl) {
 /* Stop fetching, let encoder and sink finish what was accepted, then hand offsets back. */
 void pl_drain(pl_t *pl) {
     consumers_consumer_pause(pl->poll.consumer);
+    pl_held_revoke(pl, NULL, -1); /* held records were never accepted either */
     /* overflow items were never accepted: unstored, so redelivered to whoever comes next */
     while (pl->poll.ovf_head) {
         pl_item_t *it = pl->poll.ovf_head;
@@ -353,10 +454,12 @@ void pl_drain(pl_t *pl) {
         if (done) break;
         atomic_store_explicit(&worker_metrics.last_poll_ms, (long long)worker_metrics_now_ms(),
                               memory_order_relaxed);
-        rd_kafka_message_t *m = consumers_consumer_poll(pl->poll.consumer, 50);
-        if (m) rd_kafka_message_destroy(m); /* fetched before the pause: not tracked */
+        consumers_record_t *m = consumers_consumer_poll(pl->poll.consumer, 50);
+        if (m) consumers_record_free(m); /* fetched before the pause: not tracked */
+        pl_send_refused(pl);
         consumers_dlq_poll(pl->poll.dlq, 0);
     }
+    pl_send_refused(pl); /* the sink's last write */
     if (consumers_dlq_flush(pl->poll.dlq, 30000))
         fprintf(stderr,
                 "reclass run: %ld dead letter(s) not acknowledged; their offsets stay "
