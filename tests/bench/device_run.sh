@@ -43,7 +43,9 @@
 #       fp8      FP8: test_gpu_fp8 (kernels against the CPU reference), its FP8 vs fp16 GEMM
 #                bench, a BERT-base-geometry CLINC150 classifier trained here
 #                (fp8_agreement.py; needs FP8_DATA, default .devdata, holding clinc150/ and
-#                cfpb_complaints/ of the shared data folder), agreement with HF fp32 of
+#                cfpb_complaints/ of the shared data folder: here `mkdir -p .devdata && cp -r
+#                ../shared/data/clinc150 ../shared/data/cfpb_complaints .devdata/`, ignored in
+#                .git/info/exclude, carried), agreement with HF fp32 of
 #                reclass cuda fp16/bf16, the CPU FP8 reference, torch fp16/bf16 and torchao
 #                FP8 on CLINC150 test and long CFPB narratives; then gpu_bench fp16 and
 #                torch.compile bf16 / torchao FP8 (carried .whl) interleaved at 16384, 65536
