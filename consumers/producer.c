@@ -171,6 +171,17 @@ static long topic_max_message_bytes(consumers_producer_t *p, char *why, size_t w
         rd_kafka_AdminOptions_new(p->rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
     rd_kafka_queue_t *q = rd_kafka_queue_new(p->rk);
     rd_kafka_AdminOptions_set_request_timeout(ao, 10000, e, sizeof(e));
+    /* Any broker answers for a topic's configs; asking the one that leads its first partition
+     * skips librdkafka's wait for a controller, which some brokers (librdkafka's mock
+     * cluster behind `reclass dev-broker`) never name: a 10 s stall on every submit. */
+    const rd_kafka_metadata_t *md = NULL;
+    rd_kafka_topic_t *rkt = rd_kafka_topic_new(p->rk, p->topic, NULL);
+    if (rkt && rd_kafka_metadata(p->rk, 0, rkt, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR && md &&
+        md->topic_cnt == 1 && md->topics[0].partition_cnt > 0 &&
+        md->topics[0].partitions[0].leader >= 0)
+        rd_kafka_AdminOptions_set_broker(ao, md->topics[0].partitions[0].leader, e, sizeof(e));
+    if (md) rd_kafka_metadata_destroy(md);
+    if (rkt) rd_kafka_topic_destroy(rkt);
     rd_kafka_DescribeConfigs(p->rk, &res, 1, ao, q);
     rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 15000);
     if (ev && rd_kafka_event_error(ev)) {
