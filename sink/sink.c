@@ -1,9 +1,14 @@
 /* PostgreSQL sink. A write is one transaction:
  *   store the rows in ticket_results (one of the two paths below)
- *   add each job's count of tickets new to the table to jobs.done, in job_id order, stamping
- *     completed_at once done reaches total (a prepared statement, arrays as bound parameters)
+ *   add each job's count of tickets new to the table to this writer's own counter in
+ *     job_progress (no other writer touches it: workers never wait on each other's progress),
+ *     creating the job's job_info row on first sight (a prepared statement, arrays as bound
+ *     parameters)
  *   COPY batch telemetry -> batches
  *   COMMIT
+ * then, in a statement of its own, stamps completed_at on the write's jobs whose summed
+ * progress reached total (see migrations/006_progress.sql for why after COMMIT); a failure
+ * there retries the whole write, which the upsert path makes harmless.
  * Two paths for the rows, because redeliveries are rare but must be exact:
  *   fast:   binary COPY straight into ticket_results inside a savepoint; every row is new. A
  *           ticket already stored (or twice in one write) raises unique_violation: the
@@ -19,9 +24,11 @@
  * (tests/bench/RESULTS-sink.md). Values travel only through COPY and bound parameters. */
 #include "sink/sink.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <libpq-fe.h>
 
@@ -38,13 +45,15 @@ struct sink {
     char *model;                 /* owned; recorded in every result row */
     sink_copybuf_t copy;         /* one chunk of binary COPY data; reused across writes */
     sink_copybuf_t params;       /* the jobs statement's array parameters; reused */
+    size_t params_ids_len;       /* bytes of its first array (job ids) at its start */
     sink_tally_t tally;          /* the write's jobs */
     const sink_result_t *rows;   /* the write in progress (the caller's) */
     const sink_batch_t *batches; /* idem */
     long last_inserted;
     long last_rows;
-    int upsert_mode; /* 1 after a redelivery: skip the fast path (see the top comment) */
-    long fallbacks;  /* writes whose fast path met an already-stored ticket */
+    char writer[320]; /* host:pid:n, this sink's key in job_progress */
+    int upsert_mode;  /* 1 after a redelivery: skip the fast path (see the top comment) */
+    long fallbacks;   /* writes whose fast path met an already-stored ticket */
 };
 
 /* Binary COPY: the field order and types of sink_fmt_results / sink_fmt_staging /
@@ -67,8 +76,9 @@ static const char SQL_COPY_BATCHES[] =
     "COPY batches (tickets, real_tokens, padded_tokens, wait_ms, compute_ms, backend,"
     " device_used_bytes, arena_bytes) FROM STDIN (FORMAT binary)";
 
-#define STMT_UPSERT "reclass_upsert"
-#define STMT_JOBS   "reclass_jobs"
+#define STMT_UPSERT   "reclass_upsert"
+#define STMT_JOBS     "reclass_jobs"
+#define STMT_COMPLETE "reclass_complete"
 
 /* $1 = model. DISTINCT ON: the same ticket twice in one write would make ON CONFLICT touch a
  * row twice (an error); the higher offset wins. Sorting by the key also takes the row locks
@@ -91,19 +101,31 @@ static const char SQL_UPSERT[] =
     "  RETURNING t.job_id, (t.xmax = 0) AS inserted"
     ") SELECT job_id, count(*) FILTER (WHERE inserted), count(*) FROM up GROUP BY job_id";
 
-/* $1 job ids (sorted), $2 tenants, $3 totals, $4 new tickets per job. A job is complete once
- * done reaches total; completed_at is set once and kept. A total <= 0 means unknown. */
+/* $1 job ids (sorted), $2 tenants, $3 totals, $4 new tickets per job, $5 writer. The job_info
+ * row is created once and changed only when a record says something new about it (an UPDATE
+ * whose condition is false locks nothing); the count goes to this writer's own row. A total
+ * <= 0 means unknown. */
 static const char SQL_JOBS[] =
-    "INSERT INTO jobs AS j (job_id, tenant, total, done, completed_at)"
-    " SELECT job_id, tenant, total, n, CASE WHEN total > 0 AND n >= total THEN now() END"
-    " FROM unnest($1::text[], $2::text[], $3::integer[], $4::integer[]) AS u(job_id, tenant,"
-    "   total, n)"
-    " ORDER BY job_id"
-    " ON CONFLICT (job_id) DO UPDATE SET"
-    "   done = j.done + excluded.done, total = excluded.total,"
-    "   tenant = COALESCE(j.tenant, excluded.tenant), updated_at = now(),"
-    "   completed_at = COALESCE(j.completed_at, CASE WHEN excluded.total > 0"
-    "     AND j.done + excluded.done >= excluded.total THEN now() END)";
+    "WITH u AS (SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::integer[])"
+    "   AS u(job_id, tenant, total, n)"
+    "), ins AS (INSERT INTO job_info (job_id, tenant, total)"
+    "   SELECT job_id, tenant, total FROM u ORDER BY job_id ON CONFLICT (job_id) DO NOTHING"
+    "), upd AS (UPDATE job_info j SET total = u.total, tenant = COALESCE(j.tenant, u.tenant),"
+    "   updated_at = now() FROM u WHERE j.job_id = u.job_id"
+    "   AND (j.total <> u.total OR (j.tenant IS NULL AND u.tenant IS NOT NULL)))"
+    " INSERT INTO job_progress AS p (job_id, writer, done)"
+    " SELECT job_id, $5::text, n FROM u WHERE n > 0 ORDER BY job_id"
+    " ON CONFLICT (job_id, writer) DO UPDATE SET done = p.done + excluded.done,"
+    "   updated_at = now()";
+
+/* $1 job ids, after COMMIT: completed_at is set once, by whichever writer first sees the
+ * summed progress reach total (the row lock re-checks completed_at IS NULL). */
+static const char SQL_COMPLETE[] =
+    "UPDATE job_info j SET completed_at = now(), updated_at = now()"
+    " FROM (SELECT job_id, sum(done) AS done FROM job_progress"
+    "   WHERE job_id = ANY($1::text[]) GROUP BY job_id) p"
+    " WHERE j.job_id = p.job_id AND j.completed_at IS NULL AND j.total > 0"
+    "   AND p.done >= j.total";
 
 static int sink_prepare(sink_t *s, const char *name, const char *sql, int n_params, char *err,
                         size_t errlen) {
@@ -137,7 +159,8 @@ static int sink_session_setup(sink_t *s, char *err, size_t errlen) {
         rc = sink_pg_exec(s->conn, SQL_STAGING, PGRES_COMMAND_OK, "create staging table", err,
                           errlen);
     if (rc == SINK_OK) rc = sink_prepare(s, STMT_UPSERT, SQL_UPSERT, 1, err, errlen);
-    if (rc == SINK_OK) rc = sink_prepare(s, STMT_JOBS, SQL_JOBS, 4, err, errlen);
+    if (rc == SINK_OK) rc = sink_prepare(s, STMT_JOBS, SQL_JOBS, 5, err, errlen);
+    if (rc == SINK_OK) rc = sink_prepare(s, STMT_COMPLETE, SQL_COMPLETE, 1, err, errlen);
     return rc;
 }
 
@@ -150,6 +173,12 @@ int sink_init(const char *conninfo, const char *model, sink_t **out, char *err, 
         sink_free(s);
         return SINK_FATAL;
     }
+    /* one counter row per sink: writers of one process (sink_bench, tests) count apart too */
+    static atomic_long n_sinks;
+    char host[256] = "";
+    if (gethostname(host, sizeof(host) - 1) != 0) snprintf(host, sizeof(host), "unknown");
+    snprintf(s->writer, sizeof(s->writer), "%s:%ld:%ld", host, (long)getpid(),
+             atomic_fetch_add(&n_sinks, 1));
     int rc;
     s->conn = sink_pg_connect(s->conninfo, &rc, err, errlen);
     if (rc == SINK_OK) rc = sink_session_setup(s, err, errlen);
@@ -371,7 +400,8 @@ static int sink_store_rows(sink_t *s, int n_rows, char *err, size_t errlen) {
     return sink_upsert_rows(s, n_rows, err, errlen);
 }
 
-/* The jobs statement's four arrays, built in one buffer (offsets first: it may move). */
+/* The jobs statement's four arrays, built in one buffer (offsets first: it may move); the
+ * first of them is the completion statement's too. */
 static int sink_update_jobs(sink_t *s, char *err, size_t errlen) {
     const sink_tally_t *t = &s->tally;
     sink_copybuf_t *b = &s->params;
@@ -397,19 +427,21 @@ static int sink_update_jobs(sink_t *s, char *err, size_t errlen) {
     for (int i = 0; i < t->n_jobs; i++)
         sink_copybin_int4(b, t->jobs[i].fresh);
     off[4] = b->len;
+    s->params_ids_len = off[1] - off[0];
     if (b->oom) {
         snprintf(err, errlen, "jobs: out of memory for %d jobs", t->n_jobs);
         return SINK_RETRY;
     }
     /* Each element is length-prefixed, so the values themselves are never written into the
      * SQL text. */
-    const char *vals[4];
-    int lens[4], fmts[4] = {1, 1, 1, 1};
+    const char *vals[5];
+    int lens[5], fmts[5] = {1, 1, 1, 1, 0};
     for (int i = 0; i < 4; i++) {
         vals[i] = b->data + off[i];
         lens[i] = (int)(off[i + 1] - off[i]);
     }
-    PGresult *res = PQexecPrepared(s->conn, STMT_JOBS, 4, vals, lens, fmts, 0);
+    vals[4] = s->writer, lens[4] = 0;
+    PGresult *res = PQexecPrepared(s->conn, STMT_JOBS, 5, vals, lens, fmts, 0);
     if (res && PQresultStatus(res) == PGRES_COMMAND_OK) {
         PQclear(res);
         return SINK_OK;
@@ -431,7 +463,17 @@ static int sink_write_tx(sink_t *s, int n_rows, int n_batches, char *err, size_t
                           errlen);
         if (rc != SINK_OK) return rc;
     }
-    return sink_pg_exec(s->conn, "COMMIT", PGRES_COMMAND_OK, "commit", err, errlen);
+    rc = sink_pg_exec(s->conn, "COMMIT", PGRES_COMMAND_OK, "commit", err, errlen);
+    if (rc != SINK_OK || n_rows == 0) return rc;
+    const sink_copybuf_t *b = &s->params; /* its first array: the job ids */
+    const char *vals[1] = {b->data};
+    int lens[1] = {(int)s->params_ids_len}, fmts[1] = {1};
+    PGresult *res = PQexecPrepared(s->conn, STMT_COMPLETE, 1, vals, lens, fmts, 0);
+    if (res && PQresultStatus(res) == PGRES_COMMAND_OK) {
+        PQclear(res);
+        return SINK_OK;
+    }
+    return sink_pg_fail(s->conn, res, "mark complete jobs", err, errlen);
 }
 
 static int sink_validate(const sink_result_t *rows, int n_rows, const sink_batch_t *batches,

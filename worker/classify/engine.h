@@ -29,9 +29,10 @@ typedef struct {
     gpu_backend_t *be;
     int own_be; /* cls_engine_close frees be */
     gpu_backend_opts_t opts;
-    int max_seqs;      /* sequences per batch */
-    int num_labels;    /* of the model */
-    int32_t *ids, *cu; /* (token_budget), (max_seqs + 1): packing scratch */
+    int max_seqs;                              /* sequences per batch */
+    int num_labels;                            /* of the model */
+    int32_t *ids, *cu;                         /* (token_budget), (max_seqs + 1): packing scratch */
+    int packed, packed_tokens, packed_longest; /* what ids/cu hold, -1 = nothing */
     cls_batch_t slot[2];
     int in_flight, head; /* batches submitted and not collected; the oldest's slot */
     double last_ready;   /* when the previous batch's logits were in */
@@ -56,6 +57,12 @@ void cls_engine_close(cls_engine_t *e);
  * batches in flight). Returns 0, or non-zero with err set (2: two in flight already). */
 int cls_engine_submit(cls_engine_t *e, const int32_t *const *seq, const int *lens, int n, char *err,
                       size_t errlen);
+/* cls_engine_submit in two steps, so a caller can time them apart: pack copies the sequences
+ * into the engine's staging (checked against capacity and budget); submit_packed queues what
+ * was packed last. */
+int cls_engine_pack(cls_engine_t *e, const int32_t *const *seq, const int *lens, int n, char *err,
+                    size_t errlen);
+int cls_engine_submit_packed(cls_engine_t *e, char *err, size_t errlen);
 /* Waits for the oldest batch in flight: *out has its logits and times. Returns 0, or
  * non-zero with err set. */
 int cls_engine_collect(cls_engine_t *e, const cls_batch_t **out, char *err, size_t errlen);

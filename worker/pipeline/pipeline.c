@@ -52,9 +52,23 @@ static void print_stats(pl_t *pl, double t_start, worker_pipeline_stats_t *st) {
              pl->st.tickets_done, pl->st.dead_letters, pl->st.truncated, pl->st.batches_done,
              pl->poll.pauses, pl->poll.holds, span, span > 0 ? pl->st.tickets_done / span : 0.0,
              pl->st.encoder_s, share, pl->st.sink_s, wall, pl->eng.ops->name);
+    size_t len = strlen(line) - 1; /* drop the closing brace */
+    /* where the time went: per stage, wall and CPU seconds of this run */
+    double dev = pl->eng.ops->device_seconds ? pl->eng.ops->device_seconds(pl->eng.be) : -1.0;
+    len +=
+        (size_t)snprintf(line + len, sizeof(line) - len, ",\"threads\":%d,\"device_seconds\":%.3f",
+                         pl_pool_slots(pl->pool), dev);
+    len += (size_t)snprintf(line + len, sizeof(line) - len, ",\"stages\":{");
+    for (int i = 0; i < WORKER_STAGE_N; i++) {
+        long long w = atomic_load(&worker_metrics.stage_ns[i][0]) - pl->stage_ns0[i][0];
+        long long c = atomic_load(&worker_metrics.stage_ns[i][1]) - pl->stage_ns0[i][1];
+        len += (size_t)snprintf(line + len, sizeof(line) - len,
+                                "%s\"%s\":{\"wall_s\":%.3f,\"cpu_s\":%.3f}", i ? "," : "",
+                                worker_stage_name(i), (double)w * 1e-9, (double)c * 1e-9);
+    }
+    len += (size_t)snprintf(line + len, sizeof(line) - len, "}");
     /* offsets this worker stored (and committed) last, per partition: tests compare them with
      * the rows in the database */
-    size_t len = strlen(line) - 1; /* drop the closing brace */
     len += (size_t)snprintf(line + len, sizeof(line) - len, ",\"stored_offsets\":{");
     for (int p = 0, first = 1; p < pl->st.n_stored && len < sizeof(line) - 32; p++) {
         if (pl->st.stored[p] < 0) continue;
@@ -141,11 +155,35 @@ static int setup_compute(pl_t *pl, char *err, size_t errlen) {
     };
     if (worker_accum_init(&pl->acc_cfg, &pl->q.acc, err, errlen)) return 2;
     pl->q.max_out_items = 2L * cfg->sink_rows;
+    int threads = cfg->threads > 0 ? cfg->threads : pl_pool_cores();
+    if (pl_pool_init(threads, &pl->pool)) {
+        snprintf(err, errlen, "cannot start %d pipeline threads", threads);
+        return 1;
+    }
+    pl_poll_t *pp = &pl->poll;
+    pp->burst = calloc(PL_BURST, sizeof(*pp->burst));
+    pp->burst_epoch = calloc(PL_BURST, sizeof(*pp->burst_epoch));
+    pp->burst_items = calloc(PL_BURST, sizeof(*pp->burst_items));
+    pp->burst_err = calloc(PL_BURST, sizeof(*pp->burst_err));
+    pp->tok_scratch = calloc((size_t)pl_pool_slots(pl->pool), sizeof(*pp->tok_scratch));
+    if (!pp->burst || !pp->burst_epoch || !pp->burst_items || !pp->burst_err || !pp->tok_scratch) {
+        snprintf(err, errlen, "out of memory");
+        return 1;
+    }
     return 0;
 }
 
 static void teardown(pl_t *pl) {
     pl_telemetry_free(pl);
+    if (pl->poll.tok_scratch)
+        for (int i = 0; i < pl_pool_slots(pl->pool); i++)
+            worker_ids_free(&pl->poll.tok_scratch[i]);
+    free(pl->poll.tok_scratch);
+    free(pl->poll.burst);
+    free(pl->poll.burst_epoch);
+    free(pl->poll.burst_items);
+    free(pl->poll.burst_err);
+    pl_pool_free(pl->pool);
     while (pl->q.out_head) {
         pl_out_t *o = pl->q.out_head;
         pl->q.out_head = o->next;
@@ -196,6 +234,9 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
     pthread_cond_init(&pl->q.cv_room, NULL);
     pthread_cond_init(&pl->q.cv_accum, NULL);
     double t_start = pl_now_s();
+    for (int i = 0; i < WORKER_STAGE_N; i++)
+        for (int k = 0; k < 2; k++)
+            pl->stage_ns0[i][k] = atomic_load(&worker_metrics.stage_ns[i][k]);
     char err[1024] = "";
     int rc = setup_compute(pl, err, sizeof(err));
     if (!rc) rc = pl_telemetry_init(pl, err, sizeof(err));

@@ -16,6 +16,7 @@
 #include "sink/sink.h"
 #include "sink/telemetry.h"
 #include "worker/pipeline/accum.h"
+#include "worker/pipeline/pool.h"
 #include "worker/classify/engine.h"
 #include "worker/cli/config.h"
 #include "worker/observe/drift.h"
@@ -87,7 +88,16 @@ typedef struct {
     long ovf_n;
     long pauses; /* times consumption was paused (backpressure) */
     long holds;  /* backlogs waited out without a pause */
+    /* One burst of records, decoded here and tokenized on the pool (worker/pipeline/poll.c) */
+    rd_kafka_message_t **burst; /* (PL_BURST) records polled */
+    int64_t *burst_epoch;       /* (PL_BURST) their epochs once tracked; 0 = not ours */
+    int burst_n, burst_tracked; /* polled; tracked of those */
+    pl_item_t **burst_items;    /* (PL_BURST) their items; NULL = dead letter */
+    char (*burst_err)[256];     /* (PL_BURST) why a record is a dead letter */
+    worker_ids_t *tok_scratch;  /* (pl_pool_slots) one id vector per tokenizing thread */
 } pl_poll_t;
+
+#define PL_BURST 256 /* records polled before they are tokenized together */
 
 /* The sink thread's own: no lock (set up and torn down while no sink thread runs). */
 typedef struct {
@@ -112,6 +122,8 @@ typedef struct {
     worker_http_t *http;   /* /healthz /readyz /metrics; NULL when --http-port 0 */
     char worker_id[320];   /* hostname:pid */
     const char *precision; /* what the backend runs */
+    pl_pool_t *pool;       /* tokenizing and scoring threads (--threads) */
+    long long stage_ns0[WORKER_STAGE_N][2]; /* worker_metrics' stage times at start */
 
     pl_queue_t q;     /* under q.mu */
     pl_stats_t st;    /* under q.mu */
@@ -157,6 +169,9 @@ void pl_drain(pl_t *pl);
 void pl_on_assign(void *ctx, const int32_t *parts, int n);
 void pl_on_revoke(void *ctx, const int32_t *parts, int n, int lost);
 void pl_dlq_done(void *ctx, int32_t partition, int64_t offset, int64_t epoch);
+/* Tracks the records of the burst being polled (poll thread; the rebalance callbacks call it
+ * before they change the epochs the records were fetched under). */
+void pl_burst_track(pl_t *pl);
 
 void *pl_encoder_main(void *arg);
 void *pl_sink_main(void *arg);

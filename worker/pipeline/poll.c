@@ -37,6 +37,7 @@ void pl_dlq_done(void *ctx, int32_t partition, int64_t offset, int64_t epoch) {
 
 void pl_on_assign(void *ctx, const int32_t *parts, int n) {
     pl_t *pl = ctx;
+    pl_burst_track(pl);
     pthread_mutex_lock(&pl->q.mu);
     for (int i = 0; i < n; i++)
         consumers_offsets_assign(pl->q.offsets, parts[i]);
@@ -48,6 +49,7 @@ void pl_on_assign(void *ctx, const int32_t *parts, int n) {
  * items still in the accumulator or the sink queue finish, but cannot store anything. */
 void pl_on_revoke(void *ctx, const int32_t *parts, int n, int lost) {
     pl_t *pl = ctx;
+    pl_burst_track(pl);
     long dropped = 0;
     pthread_mutex_lock(&pl->q.mu);
     for (int i = 0; i < n; i++) {
@@ -83,9 +85,8 @@ void pl_on_revoke(void *ctx, const int32_t *parts, int n, int lost) {
                 dropped);
 }
 
-/* Decodes and tokenizes one record into an item; returns NULL with err for a dead letter. */
-static pl_item_t *make_item(pl_t *pl, const rd_kafka_message_t *m, worker_ids_t *ids, char *err,
-                            size_t errlen) {
+/* Decodes one record into an item (tokenized later); NULL with err for a dead letter. */
+static pl_item_t *make_item(pl_t *pl, const rd_kafka_message_t *m, char *err, size_t errlen) {
     pl_item_t *it = calloc(1, sizeof(*it));
     if (!it) {
         snprintf(err, errlen, "out of memory");
@@ -113,21 +114,52 @@ static pl_item_t *make_item(pl_t *pl, const rd_kafka_message_t *m, worker_ids_t 
     }
     it->t.partition = m->partition;
     it->t.offset = m->offset;
-    if (worker_tok_encode(pl->tok, it->t.text, it->t.text_len, pl->max_len, ids)) {
-        snprintf(err, errlen, "out of memory tokenizing");
-        pl_item_free(it);
-        return NULL;
-    }
+    return it;
+}
+
+/* Tokenizes an item into its own ids; -1 when out of memory (ids stays NULL). */
+static int tokenize_item(pl_t *pl, pl_item_t *it, worker_ids_t *ids) {
+    if (worker_tok_encode(pl->tok, it->t.text, it->t.text_len, pl->max_len, ids)) return -1;
     it->ids = malloc(sizeof(*it->ids) * (size_t)ids->n); /* (n_ids) */
-    if (!it->ids) {
-        snprintf(err, errlen, "out of memory");
-        pl_item_free(it);
-        return NULL;
-    }
+    if (!it->ids) return -1;
     memcpy(it->ids, ids->v, sizeof(*it->ids) * (size_t)ids->n);
     it->n_ids = ids->n;
     it->truncated = ids->truncated; /* over-long texts are cut and flagged, never rejected */
-    return it;
+    return 0;
+}
+
+#define PL_TOK_CHUNK 32 /* items per tokenizing task */
+
+typedef struct {
+    pl_t *pl;
+    int n;
+} tok_job_t;
+
+static void tok_task(void *ctx, int task, int slot) {
+    tok_job_t *j = ctx;
+    pl_poll_t *pp = &j->pl->poll;
+    int end = (task + 1) * PL_TOK_CHUNK < j->n ? (task + 1) * PL_TOK_CHUNK : j->n;
+    for (int i = task * PL_TOK_CHUNK; i < end; i++) {
+        pl_item_t *it = pp->burst_items[i];
+        if (it && tokenize_item(j->pl, it, &pp->tok_scratch[slot])) {
+            snprintf(pp->burst_err[i], sizeof(pp->burst_err[i]), "out of memory tokenizing");
+            pl_item_free(it);
+            pp->burst_items[i] = NULL;
+        }
+    }
+}
+
+/* Sends a record's dead letter (the producer keeps it until Kafka has it, retrying as needed:
+ * dlq.h); out of memory stops the worker with its offset unstored. */
+static void dead_letter(pl_t *pl, rd_kafka_message_t *m, const char *err, int64_t epoch) {
+    if (consumers_dlq_send(pl->poll.dlq, m, err, epoch) == 0) return;
+    fprintf(stderr,
+            "reclass run: out of memory keeping the dead letter of partition %" PRId32
+            " offset %" PRId64 "; stopping (its offset stays unstored)\n",
+            m->partition, m->offset);
+    pthread_mutex_lock(&pl->q.mu);
+    pl->q.fatal = 1;
+    pthread_mutex_unlock(&pl->q.mu);
 }
 
 /* Pushes overflow items while the accumulator takes them. Returns 1 when some remain. */
@@ -151,48 +183,71 @@ static int drain_overflow(pl_t *pl) {
     return pl->poll.ovf_head != NULL;
 }
 
-static void handle_record(pl_t *pl, rd_kafka_message_t *m, worker_ids_t *ids) {
+/* Tracks the burst's records polled so far under the epochs of the assignment they were
+ * fetched in: before a rebalance callback changes them, and before the burst is handled. */
+void pl_burst_track(pl_t *pl) {
+    pl_poll_t *pp = &pl->poll;
+    if (pp->burst_tracked == pp->burst_n) return;
     pthread_mutex_lock(&pl->q.mu);
-    int64_t epoch = consumers_offsets_epoch(pl->q.offsets, m->partition);
-    int tracked =
-        epoch > 0 && consumers_offsets_consumed(pl->q.offsets, m->partition, epoch, m->offset) == 0;
     if (pl->st.first_record_s == 0) pl->st.first_record_s = pl_now_s();
-    pthread_mutex_unlock(&pl->q.mu);
-    if (!tracked) { /* not ours (any more), or a redelivery below what we track */
-        rd_kafka_message_destroy(m);
-        return;
+    for (int i = pp->burst_tracked; i < pp->burst_n; i++) {
+        rd_kafka_message_t *m = pp->burst[i];
+        int64_t epoch = consumers_offsets_epoch(pl->q.offsets, m->partition);
+        int tracked = epoch > 0 && consumers_offsets_consumed(pl->q.offsets, m->partition, epoch,
+                                                              m->offset) == 0;
+        pp->burst_epoch[i] = tracked ? epoch : 0; /* 0: not ours (any more), or a redelivery */
     }
-    worker_metrics_add(&worker_metrics.tickets_consumed, 1);
-    char err[512];
-    pl_item_t *it = make_item(pl, m, ids, err, sizeof(err));
-    if (!it) {
-        /* the producer keeps the letter until Kafka has it, retrying as needed (dlq.h) */
-        if (consumers_dlq_send(pl->poll.dlq, m, err, epoch)) {
-            fprintf(stderr,
-                    "reclass run: out of memory keeping the dead letter of partition %" PRId32
-                    " offset %" PRId64 "; stopping (its offset stays unstored)\n",
-                    m->partition, m->offset);
-            pthread_mutex_lock(&pl->q.mu);
-            pl->q.fatal = 1;
-            pthread_mutex_unlock(&pl->q.mu);
-        }
-        rd_kafka_message_destroy(m);
-        return;
-    }
-    it->epoch = epoch;
-    rd_kafka_message_destroy(m);
-    pthread_mutex_lock(&pl->q.mu);
-    if (it->truncated) pl->st.truncated++;
     pthread_mutex_unlock(&pl->q.mu);
-    if (it->truncated) worker_metrics_add(&worker_metrics.truncated, 1);
-    /* order matters only within the tracker; the overflow keeps arrival order anyway */
-    if (pl->poll.ovf_tail)
-        pl->poll.ovf_tail->next = it;
-    else
-        pl->poll.ovf_head = it;
-    pl->poll.ovf_tail = it;
-    pl->poll.ovf_n++;
+    pp->burst_tracked = pp->burst_n;
+}
+
+/* The records of a burst, in the order polled: tracked and decoded here (poll stage),
+ * tokenized on the pool, then queued in order (the tracker needs each partition's offsets in
+ * increasing order, and the overflow keeps arrival order). clk: the poll stage's timer. */
+static void handle_burst(pl_t *pl, worker_stage_clock_t *clk) {
+    pl_poll_t *pp = &pl->poll;
+    pl_burst_track(pl);
+    int n = pp->burst_n;
+    int64_t *epochs = pp->burst_epoch;
+    int taken = 0;
+    for (int i = 0; i < n; i++) {
+        pp->burst_items[i] = NULL;
+        if (!epochs[i]) continue;
+        taken++;
+        pp->burst_items[i] =
+            make_item(pl, pp->burst[i], pp->burst_err[i], sizeof(pp->burst_err[i]));
+        if (pp->burst_items[i]) pp->burst_items[i]->epoch = epochs[i];
+    }
+    worker_metrics_add(&worker_metrics.tickets_consumed, taken);
+    worker_stage_end(clk, WORKER_STAGE_POLL, NULL);
+    tok_job_t job = {pl, n};
+    pl_pool_run(pl->pool, (n + PL_TOK_CHUNK - 1) / PL_TOK_CHUNK, tok_task, &job,
+                WORKER_STAGE_TOKENIZE);
+    worker_stage_end(clk, WORKER_STAGE_TOKENIZE, NULL);
+    long truncated = 0;
+    for (int i = 0; i < n; i++) {
+        pl_item_t *it = pp->burst_items[i];
+        if (epochs[i] && !it) dead_letter(pl, pp->burst[i], pp->burst_err[i], epochs[i]);
+        rd_kafka_message_destroy(pp->burst[i]);
+        if (!it) continue;
+        truncated += it->truncated;
+        if (pp->ovf_tail)
+            pp->ovf_tail->next = it;
+        else
+            pp->ovf_head = it;
+        pp->ovf_tail = it;
+        pp->ovf_n++;
+    }
+    pp->burst_n = pp->burst_tracked = 0;
+    worker_stage_end(clk, WORKER_STAGE_POLL, NULL);
+    if (truncated) {
+        pthread_mutex_lock(&pl->q.mu);
+        pl->st.truncated += truncated;
+        pthread_mutex_unlock(&pl->q.mu);
+        worker_metrics_add(&worker_metrics.truncated, truncated);
+    }
     drain_overflow(pl);
+    worker_stage_end(clk, WORKER_STAGE_ACCUM, NULL);
 }
 
 static void log_progress(pl_t *pl, double t0) {
@@ -213,7 +268,6 @@ static void log_progress(pl_t *pl, double t0) {
 /* The poll loop: returns when a stop was asked (signal, idle, fatal). */
 void pl_poll_loop(pl_t *pl) {
     const worker_run_cfg_t *cfg = pl->cfg;
-    worker_ids_t ids = {0};
     double t0 = pl_now_s(), last_activity = t0;
     long logged_batches = 0, seen_rebalances = 0;
     int64_t hold_since = 0; /* when the accumulator became full without a pause; 0 = not */
@@ -284,7 +338,16 @@ void pl_poll_loop(pl_t *pl) {
             consumers_consumer_resume(pl->poll.consumer);
         atomic_store_explicit(&worker_metrics.consumer_paused,
                               consumers_consumer_paused(pl->poll.consumer), memory_order_relaxed);
-        rd_kafka_message_t *m = consumers_consumer_poll(pl->poll.consumer, full ? 20 : 100);
+        worker_stage_clock_t clk;
+        worker_stage_begin(&clk);
+        /* a burst: the first record waits, the rest are what librdkafka holds already */
+        pl_poll_t *pp = &pl->poll;
+        rd_kafka_message_t *m = consumers_consumer_poll(pp->consumer, full ? 20 : 100);
+        while (m) {
+            pp->burst[pp->burst_n++] = m;
+            m = pp->burst_n < PL_BURST && !full ? consumers_consumer_poll(pp->consumer, 0) : NULL;
+        }
+        int n = pp->burst_n;
         consumers_dlq_poll(pl->poll.dlq, 0);
         double now = pl_now_s();
         long rebalances = consumers_consumer_rebalances(pl->poll.consumer);
@@ -293,9 +356,9 @@ void pl_poll_loop(pl_t *pl) {
             last_activity = now;
             atomic_store(&worker_metrics.group_joined, 1);
         }
-        if (m) {
+        if (n > 0) {
             last_activity = now;
-            handle_record(pl, m, &ids);
+            handle_burst(pl, &clk);
         } else if (uncommitted > 0 || pl->poll.ovf_head ||
                    consumers_dlq_outstanding(pl->poll.dlq) > 0) {
             last_activity = now;
@@ -327,7 +390,6 @@ void pl_poll_loop(pl_t *pl) {
             break;
         }
     }
-    worker_ids_free(&ids);
 }
 
 /* Stop fetching, let encoder and sink finish what was accepted, then hand offsets back. */

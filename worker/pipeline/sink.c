@@ -53,7 +53,10 @@ static int write_committed(pl_t *pl, const sink_result_t *rows, int n_rows, cons
  * and stores each touched partition's committed prefix. parts: (r) scratch. */
 static int commit_rows(pl_t *pl, const sink_result_t *rows, pl_item_t **its, int r,
                        const sink_batch_t *bat, int b, int32_t *parts) {
+    worker_stage_clock_t clk;
+    worker_stage_begin(&clk);
     int rc = write_committed(pl, rows, r, bat, b);
+    worker_stage_end(&clk, WORKER_STAGE_COPY, NULL);
     if (rc != SINK_OK) return rc;
     /* committed: now, and only now, these offsets may be stored */
     pthread_mutex_lock(&pl->q.mu);
@@ -78,6 +81,7 @@ static int commit_rows(pl_t *pl, const sink_result_t *rows, pl_item_t **its, int
     pthread_mutex_unlock(&pl->q.mu);
     worker_metrics_add(&worker_metrics.tickets_classified, r);
     pl_telemetry_drift_add(pl, its, r); /* committed rows only */
+    worker_stage_end(&clk, WORKER_STAGE_ROWS, NULL);
     return SINK_OK;
 }
 
@@ -144,6 +148,8 @@ void *pl_sink_main(void *arg) {
         int rc = SINK_OK;
         double t0 = pl_now_s();
         int r = 0, b = 0;
+        worker_stage_clock_t clk;
+        worker_stage_begin(&clk);
         for (pl_out_t *o = taken; o && rc == SINK_OK; o = o->next) {
             bat[b++] = o->tel;
             for (int i = 0; i < o->n && rc == SINK_OK; i++) {
@@ -163,11 +169,14 @@ void *pl_sink_main(void *arg) {
                                           .enqueued_at_ms = it->t.enqueued_at_ms};
                 its[r++] = it;
                 if (r == cap_rows) {
+                    worker_stage_end(&clk, WORKER_STAGE_ROWS, NULL);
                     rc = commit_rows(pl, rows, its, r, bat, b, parts);
+                    worker_stage_begin(&clk);
                     r = b = 0;
                 }
             }
         }
+        worker_stage_end(&clk, WORKER_STAGE_ROWS, NULL);
         if (rc == SINK_OK && r > 0) rc = commit_rows(pl, rows, its, r, bat, b, parts);
         double dt = pl_now_s() - t0;
         if (rc == SINK_OK) pl_telemetry_tick(pl, 0);

@@ -1,0 +1,34 @@
+-- Job progress without a hot row. Each result write used to add its new tickets to its job's
+-- one row in jobs, so every worker on a job queued behind that row's lock at every commit.
+-- Now each writer (one sink connection of one worker, sink/sink.c) adds to its own counter
+-- in job_progress, which no other writer touches; job_info keeps what is said once about a
+-- job (tenant, total, first seen, completed); the jobs view sums the counters, so readers
+-- see the columns jobs always had.
+--
+-- completed_at is set by a statement each writer runs after its COMMIT (UPDATE ... WHERE
+-- completed_at IS NULL AND the sum reached total): the writer that commits last sees every
+-- count, the row lock and the re-checked condition let only one stamp it, and a writer killed
+-- between its COMMIT and that statement has not stored its offsets yet, so whoever re-reads
+-- those records runs the check again.
+ALTER TABLE jobs RENAME TO job_info;
+
+CREATE TABLE job_progress (
+    job_id     text COLLATE "C" NOT NULL,
+    writer     text NOT NULL, -- host:pid:n of the sink connection that counts here
+    done       bigint NOT NULL DEFAULT 0,
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (job_id, writer)
+);
+
+-- what was counted before this migration stays counted
+INSERT INTO job_progress (job_id, writer, done, updated_at)
+SELECT job_id, 'before 006_progress', done, updated_at FROM job_info WHERE done > 0;
+
+ALTER TABLE job_info DROP COLUMN done;
+
+CREATE VIEW jobs AS
+SELECT j.job_id, j.tenant, j.total, coalesce(p.done, 0)::integer AS done, j.first_seen,
+       j.completed_at, greatest(j.updated_at, p.updated_at) AS updated_at
+FROM job_info j
+LEFT JOIN (SELECT job_id, sum(done) AS done, max(updated_at) AS updated_at
+           FROM job_progress GROUP BY job_id) p USING (job_id);
