@@ -9,7 +9,7 @@
 #include "worker/cli/cli.h"
 
 /* The options of `reclass run`, each with its variable, set into c (kafka: c->kafka_props). */
-#define RUN_N_OPTS 28
+#define RUN_N_OPTS 29
 static void run_opts(worker_run_cfg_t *c, cli_list_t *kafka, cli_opt_t out[RUN_N_OPTS + 1]) {
     const cli_opt_t t[] = {
         {"brokers", CLI_STR, &c->brokers, 0, 0, "RECLASS_BROKERS", NULL,
@@ -41,7 +41,8 @@ static void run_opts(worker_run_cfg_t *c, cli_list_t *kafka, cli_opt_t out[RUN_N
         {"dlq-topic", CLI_STR, &c->dlq_topic, 0, 0, "RECLASS_DLQ_TOPIC", NULL,
          "dead-letter topic for undecodable records (default <topic>.dlq)"},
         {"threads", CLI_INT, &c->threads, 0, 1024, "RECLASS_THREADS", NULL,
-         "CPU backend threads (default 0 = one per core)"},
+         "CPU threads: the CPU backend's, and the pipeline's for tokenizing and scoring\n"
+         "      (default 0 = the cores this process may run on)"},
         {"device", CLI_INT, &c->device, 0, 1024, "RECLASS_DEVICE", NULL,
          "CUDA device ordinal (default 0)"},
         {"schemas", CLI_STR, &c->schemas, 0, 0, "RECLASS_SCHEMAS", NULL,
@@ -55,6 +56,9 @@ static void run_opts(worker_run_cfg_t *c, cli_list_t *kafka, cli_opt_t out[RUN_N
          "      (default 0 = 8 token budgets)"},
         {"sink-rows", CLI_INT, &c->sink_rows, 1, 1 << 20, "RECLASS_SINK_ROWS", NULL,
          "most rows per PostgreSQL transaction (default 8192)"},
+        {"sink-connections", CLI_INT, &c->sink_connections, 0, 64, "RECLASS_SINK_CONNECTIONS", NULL,
+         "PostgreSQL connections writing results, each its own thread (default 0 = one\n"
+         "      per 4 threads, 1 to 4)"},
         {"log-every", CLI_INT, &c->log_every, 0, INT_MAX, "RECLASS_LOG_EVERY", NULL,
          "a progress line on stderr every N batches (default 50, 0 = none)"},
         {"top-k", CLI_INT, &c->top_k, 1, 64, "RECLASS_TOP_K", NULL,

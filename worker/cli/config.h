@@ -23,11 +23,12 @@ typedef struct {
     int max_len;            /* RECLASS_MAX_LEN, 0 = the model's max positions */
     int idle_exit_s;        /* RECLASS_IDLE_EXIT, 0 = run until signalled */
     int join_timeout_s;     /* RECLASS_JOIN_TIMEOUT: no assignment by then = exit 1; 0 = wait */
-    int threads;            /* RECLASS_THREADS, CPU backend threads, 0 = one per core */
+    int threads;            /* RECLASS_THREADS, CPU threads (backend, pipeline pool), 0 = cores */
     int device;             /* RECLASS_DEVICE, CUDA device ordinal */
     int max_pending;        /* RECLASS_MAX_PENDING, tickets waiting in the accumulator; 0 = auto */
     int max_pending_tokens; /* RECLASS_MAX_PENDING_TOKENS, their tokens; 0 = auto (pipeline.c) */
     int sink_rows;          /* RECLASS_SINK_ROWS, most rows per PostgreSQL transaction */
+    int sink_connections;   /* RECLASS_SINK_CONNECTIONS, result writers, 0 = by threads */
     int log_every;          /* RECLASS_LOG_EVERY, a progress line every N batches (0 = never) */
     int top_k;              /* RECLASS_TOP_K, labels kept in top_k */
     const char *stats_json; /* RECLASS_STATS_JSON, also write the exit stats line to this file */

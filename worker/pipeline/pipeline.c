@@ -154,7 +154,6 @@ static int setup_compute(pl_t *pl, char *err, size_t errlen) {
         .max_len = max_len,
     };
     if (worker_accum_init(&pl->acc_cfg, &pl->q.acc, err, errlen)) return 2;
-    pl->q.max_out_items = 2L * cfg->sink_rows;
     int threads = cfg->threads > 0 ? cfg->threads : pl_pool_cores();
     if (pl_pool_init(threads, &pl->pool)) {
         snprintf(err, errlen, "cannot start %d pipeline threads", threads);
@@ -170,6 +169,30 @@ static int setup_compute(pl_t *pl, char *err, size_t errlen) {
         snprintf(err, errlen, "out of memory");
         return 1;
     }
+    return 0;
+}
+
+/* Result writers: --sink-connections, or by threads (the default). */
+static int sink_connections(const worker_run_cfg_t *cfg, int threads) {
+    if (cfg->sink_connections > 0) return cfg->sink_connections;
+    int n = threads / 4;
+    return n < 1 ? 1 : n > 4 ? 4 : n;
+}
+
+/* The result writers' connections; the first is telemetry's too. 0, or 1 with err. */
+static int open_writers(pl_t *pl, char *err, size_t errlen) {
+    int n = sink_connections(pl->cfg, pl_pool_slots(pl->pool));
+    pl->sk.writers = calloc((size_t)n, sizeof(*pl->sk.writers)); /* (n_writers) */
+    if (!pl->sk.writers) {
+        snprintf(err, errlen, "out of memory");
+        return 1;
+    }
+    for (int i = 0; i < n; i++) {
+        pl->sk.writers[i].pl = pl;
+        if (sink_init(pl->cfg->db, pl->model->name, &pl->sk.writers[i].sink, err, errlen)) return 1;
+        pl->sk.n_writers++;
+    }
+    pl->sk.sink = pl->sk.writers[0].sink;
     return 0;
 }
 
@@ -210,7 +233,9 @@ static void teardown(pl_t *pl) {
     consumers_codec_free(pl->poll.codec);
     consumers_offsets_free(pl->q.offsets);
     free(pl->st.stored);
-    sink_free(pl->sk.sink);
+    for (int i = 0; i < pl->sk.n_writers; i++)
+        sink_free(pl->sk.writers[i].sink);
+    free(pl->sk.writers);
     cls_engine_close(&pl->eng);
     worker_tok_free(pl->tok);
     gpu_model_free(pl->model);
@@ -219,6 +244,7 @@ static void teardown(pl_t *pl) {
     pthread_cond_destroy(&pl->q.cv_sink);
     pthread_cond_destroy(&pl->q.cv_room);
     pthread_cond_destroy(&pl->q.cv_accum);
+    pthread_mutex_destroy(&pl->sk.drift_mu);
 }
 
 int worker_pipeline_run(const worker_run_cfg_t *cfg) {
@@ -233,6 +259,7 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
     pthread_cond_init(&pl->q.cv_sink, NULL);
     pthread_cond_init(&pl->q.cv_room, NULL);
     pthread_cond_init(&pl->q.cv_accum, NULL);
+    pthread_mutex_init(&pl->sk.drift_mu, NULL);
     double t_start = pl_now_s();
     for (int i = 0; i < WORKER_STAGE_N; i++)
         for (int k = 0; k < 2; k++)
@@ -245,7 +272,7 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
         snprintf(err, sizeof(err), "out of memory");
         rc = 1;
     }
-    if (!rc && sink_init(cfg->db, pl->model->name, &pl->sk.sink, err, sizeof(err))) rc = 1;
+    if (!rc) rc = open_writers(pl, err, sizeof(err));
     if (!rc) atomic_store(&worker_metrics.sink_connected, 1);
     if (!rc) {
         consumers_consumer_cfg_t ccfg = {.brokers = cfg->brokers,
@@ -263,6 +290,8 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
         teardown(pl);
         return rc;
     }
+    /* room for every writer's next transaction, and as much again being formed */
+    pl->q.max_out_items = (pl->sk.n_writers + 1L) * cfg->sink_rows;
     fprintf(stderr,
             "reclass run: model %s (%d labels), backend %s, token budget %d, max len %d, "
             "topic %s, group %s, dead letters to %s\n",
@@ -274,23 +303,32 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
-    pthread_t enc_th, sink_th;
+    pthread_t enc_th;
     int have_enc = pthread_create(&enc_th, NULL, pl_encoder_main, pl) == 0;
-    int have_sink = have_enc && pthread_create(&sink_th, NULL, pl_sink_main, pl) == 0;
-    if (have_sink)
-        pl_poll_loop(pl);
-    else {
-        fprintf(stderr, "reclass run: cannot start threads\n");
-        pl->q.fatal = 1;
+    pl->q.writers_running = pl->sk.n_writers;
+    int started = 0;
+    while (have_enc && started < pl->sk.n_writers) {
+        pl_sink_writer_t *w = &pl->sk.writers[started];
+        if (pthread_create(&w->th, NULL, pl_sink_main, w) != 0) break;
+        w->started = 1;
+        started++;
     }
-    if (!have_sink) { /* the encoder alone cannot finish: let it leave */
+    if (have_enc && started == pl->sk.n_writers) {
+        pl_poll_loop(pl);
+    } else {
+        fprintf(stderr, "reclass run: cannot start threads\n");
         pthread_mutex_lock(&pl->q.mu);
-        pl->q.sink_done = 1;
+        pl->q.fatal = 1;
+        /* the writers started leave on fatal, the last of them says done; with none, here */
+        pl->q.writers_running -= pl->sk.n_writers - started;
+        if (started == 0) pl->q.sink_done = 1;
+        pthread_cond_broadcast(&pl->q.cv_sink);
         pthread_mutex_unlock(&pl->q.mu);
     }
     pl_drain(pl);
     if (have_enc) pthread_join(enc_th, NULL);
-    if (have_sink) pthread_join(sink_th, NULL);
+    for (int i = 0; i < pl->sk.n_writers; i++)
+        if (pl->sk.writers[i].started) pthread_join(pl->sk.writers[i].th, NULL);
     rc = pl->q.fatal ? 1 : 0;
     if (!pl->q.fatal && final_commit(pl, err, sizeof(err))) {
         fprintf(stderr, "reclass run: %s\n", err);

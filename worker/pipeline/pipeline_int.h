@@ -62,8 +62,9 @@ typedef struct {
     long max_out_items;            /* bound before the encoder waits */
     int draining;                  /* no more pushes: flush the accumulator */
     int enc_done, sink_done;
-    int sink_down; /* PostgreSQL unreachable: consumption pauses */
-    int fatal;     /* a thread failed: stop without storing anything more */
+    int writers_running; /* sink threads not yet finished */
+    int sink_down;       /* PostgreSQL unreachable: consumption pauses */
+    int fatal;           /* a thread failed: stop without storing anything more */
 } pl_queue_t;
 
 /* Counters for the exit statistics and progress lines: written by the thread that did the
@@ -99,9 +100,22 @@ typedef struct {
 
 #define PL_BURST 256 /* records polled before they are tokenized together */
 
-/* The sink thread's own: no lock (set up and torn down while no sink thread runs). */
+/* One result writer: a sink thread and its connection. */
 typedef struct {
+    struct pl *pl;
     sink_t *sink;
+    pthread_t th;
+    int started;
+} pl_sink_writer_t;
+
+/* The sink threads' own (set up and torn down while no sink thread runs): the writers; the
+ * first writer's thread alone writes telemetry, on its connection, except the drift counts
+ * every writer adds under drift_mu. */
+typedef struct {
+    sink_t *sink;              /* the first writer's connection: results and telemetry */
+    pl_sink_writer_t *writers; /* (n_writers) */
+    int n_writers;
+    pthread_mutex_t drift_mu;     /* drift, between the writers */
     worker_drift_t *drift;        /* drift windows (worker/pipeline/telemetry.c) */
     sink_drift_row_t *drift_rows; /* (drift_max_tenants + 1) rows of a flush */
     double next_gpu_row_s;        /* monotonic time of the next gpu_memory row */
@@ -109,7 +123,7 @@ typedef struct {
     int telemetry_off;            /* tables missing, stop trying */
 } pl_sink_own_t;
 
-typedef struct {
+typedef struct pl {
     /* Set up before the threads start and read-only while they run: no lock. */
     const worker_run_cfg_t *cfg;
     gpu_model_t *model;

@@ -1,4 +1,7 @@
-/* The sink thread: results -> PostgreSQL (one transaction per group of batches) -> offsets. */
+/* The sink threads: results -> PostgreSQL (one transaction per group of batches) -> offsets.
+ * Each writer has its own connection and takes whole batches off the one queue; commits of
+ * different writers may land in any order, which the offset tracker allows (an offset is
+ * stored only once every earlier one of its partition is committed). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -12,12 +15,12 @@ static void sleep_ms(int ms) {
 
 /* Writes until committed. SINK_RETRY: pause consumption, reconnect with exponential backoff,
  * retry the same rows. Returns SINK_OK or SINK_FATAL. */
-static int write_committed(pl_t *pl, const sink_result_t *rows, int n_rows, const sink_batch_t *bat,
-                           int n_bat) {
+static int write_committed(pl_t *pl, sink_t *sk, const sink_result_t *rows, int n_rows,
+                           const sink_batch_t *bat, int n_bat) {
     char err[1024];
     int backoff = 100;
     for (;;) {
-        int rc = sink_write(pl->sk.sink, rows, n_rows, bat, n_bat, err, sizeof(err));
+        int rc = sink_write(sk, rows, n_rows, bat, n_bat, err, sizeof(err));
         if (rc == SINK_OK) break;
         if (rc != SINK_RETRY) {
             fprintf(stderr, "reclass run: database write failed for good: %s\n", err);
@@ -37,7 +40,7 @@ static int write_committed(pl_t *pl, const sink_result_t *rows, int n_rows, cons
         for (;;) {
             sleep_ms(backoff);
             backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
-            if (sink_reconnect(pl->sk.sink, err, sizeof(err)) == 0) break;
+            if (sink_reconnect(sk, err, sizeof(err)) == 0) break;
         }
     }
     pthread_mutex_lock(&pl->q.mu);
@@ -51,11 +54,11 @@ static int write_committed(pl_t *pl, const sink_result_t *rows, int n_rows, cons
 
 /* Writes r rows (+ b batches' telemetry) until committed, then marks their offsets committed
  * and stores each touched partition's committed prefix. parts: (r) scratch. */
-static int commit_rows(pl_t *pl, const sink_result_t *rows, pl_item_t **its, int r,
+static int commit_rows(pl_t *pl, sink_t *sk, const sink_result_t *rows, pl_item_t **its, int r,
                        const sink_batch_t *bat, int b, int32_t *parts) {
     worker_stage_clock_t clk;
     worker_stage_begin(&clk);
-    int rc = write_committed(pl, rows, r, bat, b);
+    int rc = write_committed(pl, sk, rows, r, bat, b);
     worker_stage_end(&clk, WORKER_STAGE_COPY, NULL);
     if (rc != SINK_OK) return rc;
     /* committed: now, and only now, these offsets may be stored */
@@ -86,7 +89,10 @@ static int commit_rows(pl_t *pl, const sink_result_t *rows, pl_item_t **its, int
 }
 
 void *pl_sink_main(void *arg) {
-    pl_t *pl = arg;
+    pl_sink_writer_t *w = arg;
+    pl_t *pl = w->pl;
+    sink_t *sk = w->sink;
+    const int first = w == &pl->sk.writers[0]; /* the one that also writes telemetry */
     int cap_rows = pl->cfg->sink_rows;
     int cap_bat = cap_rows; /* a batch holds at least one row */
     sink_result_t *rows = malloc(sizeof(*rows) * (size_t)cap_rows); /* (sink_rows) */
@@ -94,7 +100,7 @@ void *pl_sink_main(void *arg) {
     pl_item_t **its = malloc(sizeof(*its) * (size_t)cap_rows);      /* (sink_rows) */
     int32_t *parts = malloc(sizeof(*parts) * (size_t)cap_rows);     /* (sink_rows) touched */
     const gpu_model_config_t *mc = &pl->model->cfg;
-    pl_telemetry_tick(pl, 0); /* the start-up gpu_memory row */
+    if (first) pl_telemetry_tick(pl, 0); /* the start-up gpu_memory row */
     pthread_mutex_lock(&pl->q.mu);
     if (!rows || !bat || !its || !parts) {
         fprintf(stderr, "reclass run: sink: out of memory\n");
@@ -104,7 +110,7 @@ void *pl_sink_main(void *arg) {
         while (!pl->q.out_head && !pl->q.enc_done && !pl->q.fatal) {
             /* wake up now and then: a quiet drift window must still close and be written */
             pl_timedwait_ms(&pl->q.cv_sink, &pl->q.mu, 250);
-            if (pl->q.out_head || pl->q.enc_done || pl->q.fatal) break;
+            if (pl->q.out_head || pl->q.enc_done || pl->q.fatal || !first) continue;
             pthread_mutex_unlock(&pl->q.mu);
             pl_telemetry_tick(pl, 0);
             pthread_mutex_lock(&pl->q.mu);
@@ -170,16 +176,16 @@ void *pl_sink_main(void *arg) {
                 its[r++] = it;
                 if (r == cap_rows) {
                     worker_stage_end(&clk, WORKER_STAGE_ROWS, NULL);
-                    rc = commit_rows(pl, rows, its, r, bat, b, parts);
+                    rc = commit_rows(pl, sk, rows, its, r, bat, b, parts);
                     worker_stage_begin(&clk);
                     r = b = 0;
                 }
             }
         }
         worker_stage_end(&clk, WORKER_STAGE_ROWS, NULL);
-        if (rc == SINK_OK && r > 0) rc = commit_rows(pl, rows, its, r, bat, b, parts);
+        if (rc == SINK_OK && r > 0) rc = commit_rows(pl, sk, rows, its, r, bat, b, parts);
         double dt = pl_now_s() - t0;
-        if (rc == SINK_OK) pl_telemetry_tick(pl, 0);
+        if (rc == SINK_OK && first) pl_telemetry_tick(pl, 0);
         while (taken) {
             pl_out_t *o = taken;
             taken = o->next;
@@ -192,8 +198,18 @@ void *pl_sink_main(void *arg) {
         pl->st.sink_s += dt;
         if (rc != SINK_OK) pl->q.fatal = 1; /* stop; nothing unwritten is ever stored */
     }
+    /* the last writer out finishes: everything accepted is written (or the run failed), so the
+     * last drift window and the exit row go out (on the first writer's connection) */
+    int last = --pl->q.writers_running == 0;
+    pthread_cond_broadcast(&pl->q.cv_sink);
     pthread_mutex_unlock(&pl->q.mu);
-    /* everything accepted is written (or the run failed): last drift window, exit row */
+    if (!last) {
+        free(rows);
+        free(bat);
+        free(its);
+        free(parts);
+        return NULL;
+    }
     pl_telemetry_tick(pl, 1);
     pthread_mutex_lock(&pl->q.mu);
     pl->q.sink_done = 1;
