@@ -6,8 +6,10 @@
 # checks the job is exact (rows = done = total = tickets, completed_at set).
 #   tests/bench/job_bench.sh INPUT.jsonl MODEL_DIR [WORKERS] [-- reclass run flags...]
 # Environment: RECLASS_BUILD_DIR (default build), RECLASS_BACKEND (cpu), JOB_PARTITIONS
-# (default 4 per worker, at least 4), JOB_RSS_EVERY (seconds between samples, 0.5), KEEP=1
-# (keep the logs; their folder is printed). Needs psql and the PostgreSQL server binaries.
+# (default 4 per worker, at least 4), JOB_RSS_EVERY (seconds between samples, 0.5),
+# JOB_KILL_AFTER=S (SIGKILL worker 1 S seconds in and start a replacement: the job must still be
+# exact), KEEP=1 (keep the logs; their folder is printed). Needs psql and the PostgreSQL server
+# binaries.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 [ $# -ge 2 ] || {
@@ -49,13 +51,16 @@ n=$(wc -l <"$input")
     --no-progress "$input" 2>"$tmp/submit.log"
 
 pids=()
-for w in $(seq "$workers"); do
+start_worker() { # start_worker NAME
     "$reclass" run --brokers "$SVC_BROKERS" --topic tickets --group bench --db "$SVC_DB" \
-        --model "$model" --backend "$backend" --idle-exit 3 --stats-json "$tmp/stats-$w.json" \
-        "$@" >"$tmp/run-$w.out" 2>"$tmp/run-$w.log" &
+        --model "$model" --backend "$backend" --idle-exit 3 --stats-json "$tmp/stats-$1.json" \
+        "${flags[@]}" >"$tmp/run-$1.out" 2>"$tmp/run-$1.log" &
     pids+=($!)
     svc_pids+=($!)
-done
+}
+flags=("$@")
+for w in $(seq "$workers"); do start_worker "$w"; done
+kill_after=${JOB_KILL_AFTER:-}
 # host RSS of each worker over time: seconds since start, then KiB per worker
 t0=$(date +%s.%N)
 while :; do
@@ -66,15 +71,20 @@ while :; do
         line="$line ${rss:-0}"
     done
     [ "$alive" = 1 ] || break
+    if [ -n "$kill_after" ] && awk -v a="$(date +%s.%N)" -v b="$t0" -v k="$kill_after" \
+        'BEGIN { exit !(a - b >= k) }'; then
+        kill -KILL "${pids[0]}" 2>/dev/null || true
+        echo "job_bench: worker 1 SIGKILLed $kill_after s in; worker r replaces it" >&2
+        kill_after=""
+        start_worker r
+    fi
     echo "$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { printf "%.2f", a - b }')$line" >>"$tmp/rss.txt"
     sleep "$every"
 done
 # a worker whose last offset commit met the others' leaving exits 1: the job's exactness,
 # checked below, is what counts
-w=0
 for p in "${pids[@]}"; do
-    w=$((w + 1))
-    wait "$p" || echo "job_bench: worker $w exited $? (its log: run-$w.log)" >&2
+    wait "$p" || echo "job_bench: worker pid $p exited $?" >&2
 done
 
 q() { psql "$SVC_DB" -qtAX -v ON_ERROR_STOP=1 -c "$1"; }
@@ -101,6 +111,8 @@ for st in stats[0]["stages"]:
     print(f"  {st:<10} {w:8.2f} {c:8.2f}")
 samples = [l.split() for l in open(os.path.join(tmp, "rss.txt"))] if os.path.exists(
     os.path.join(tmp, "rss.txt")) else []
+width = max((len(l) for l in samples), default=0)
+samples = [l + ["0"] * (width - len(l)) for l in samples]  # a replacement worker came later
 if samples:
     step = max(1, len(samples) // 10)
     print("host RSS (MiB per worker) over time:")
