@@ -51,24 +51,28 @@ n=$(wc -l <"$input")
     --no-progress "$input" 2>"$tmp/submit.log"
 
 pids=()
-start_worker() { # start_worker NAME
+start_worker() { # start_worker NAME IDLE_EXIT_S
     "$reclass" run --brokers "$SVC_BROKERS" --topic tickets --group bench --db "$SVC_DB" \
-        --model "$model" --backend "$backend" --idle-exit 3 --stats-json "$tmp/stats-$1.json" \
+        --model "$model" --backend "$backend" --idle-exit "$2" --stats-json "$tmp/stats-$1.json" \
         "${flags[@]}" >"$tmp/run-$1.out" 2>"$tmp/run-$1.log" &
     pids+=($!)
     svc_pids+=($!)
 }
 flags=("$@")
-for w in $(seq "$workers"); do start_worker "$w"; done
+for w in $(seq "$workers"); do start_worker "$w" 3; done
 kill_after=${JOB_KILL_AFTER:-}
 # host RSS of each worker over time: seconds since start, then KiB per worker
 t0=$(date +%s.%N)
 while :; do
-    alive=0 line=""
+    alive=0 line="" i=0
     for p in "${pids[@]}"; do
+        i=$((i + 1))
         rss=$(ps -o rss= -p "$p" 2>/dev/null | tr -d ' ' || true)
         [ -n "$rss" ] && alive=1
         line="$line ${rss:-0}"
+        # user + system clock ticks so far (the last sample falls in the idle-exit wait)
+        awk '{print $14 + $15}' "/proc/$p/stat" >"$tmp/cpu-$i.tmp" 2>/dev/null &&
+            mv "$tmp/cpu-$i.tmp" "$tmp/cpu-$i.txt"
     done
     [ "$alive" = 1 ] || break
     if [ -n "$kill_after" ] && awk -v a="$(date +%s.%N)" -v b="$t0" -v k="$kill_after" \
@@ -76,7 +80,8 @@ while :; do
         kill -KILL "${pids[0]}" 2>/dev/null || true
         echo "job_bench: worker 1 SIGKILLed $kill_after s in; worker r replaces it" >&2
         kill_after=""
-        start_worker r
+        # it outwaits the dead member's session, after which the group hands its partitions on
+        start_worker r 15
     fi
     echo "$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { printf "%.2f", a - b }')$line" >>"$tmp/rss.txt"
     sleep "$every"
@@ -90,9 +95,9 @@ done
 q() { psql "$SVC_DB" -qtAX -v ON_ERROR_STOP=1 -c "$1"; }
 read -r rows done_ total complete < <(q "SELECT (SELECT count(*) FROM ticket_results WHERE job_id = 'bench'),
     done, total, completed_at IS NOT NULL FROM jobs WHERE job_id = 'bench'" | tr '|' ' ')
-python3 - "$tmp" "$workers" "$n" "$rows" "$done_" "$total" "$complete" <<'PY'
+python3 - "$tmp" "$workers" "$n" "$rows" "$done_" "$total" "$complete" "$(getconf CLK_TCK)" <<'PY'
 import glob, json, os, sys
-tmp, workers, n, rows, done, total, complete = sys.argv[1:8]
+tmp, workers, n, rows, done, total, complete, hz = sys.argv[1:9]
 stats = [json.load(open(f)) for f in sorted(glob.glob(os.path.join(tmp, "stats-*.json")))]
 if not stats:
     sys.exit("job_bench: no worker wrote its statistics")
@@ -104,8 +109,10 @@ for i, s in enumerate(stats, 1):
     print(f"  worker {i}: {s['tickets']} tickets, {s['tickets_per_s']:,.0f} tickets/s, "
           f"encoder {s['encoder_seconds']:.2f} s, device {s.get('device_seconds', -1):.2f} s, "
           f"{s['batches']} batches, {s['pauses']} pauses, {s['holds']} holds")
+cpu = sum(int(open(f).read()) for f in glob.glob(os.path.join(tmp, "cpu-*.txt"))) / int(hz)
+print(f"worker CPU (user + system, all workers): {cpu:.2f} s, {1e6 * cpu / int(n):.2f} us per ticket")
 print("stage        wall s    CPU s   (summed over workers; wall: on the stage's own thread)")
-for st in stats[0]["stages"]:
+for st in stats[0].get("stages", {}):
     w = sum(s["stages"][st]["wall_s"] for s in stats)
     c = sum(s["stages"][st]["cpu_s"] for s in stats)
     print(f"  {st:<10} {w:8.2f} {c:8.2f}")

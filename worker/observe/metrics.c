@@ -36,8 +36,9 @@ void worker_metrics_reset(worker_metrics_t *m) {
             atomic_store(&m->stage_ns[i][k], 0);
 }
 
-static const char *const stage_names[WORKER_STAGE_N] = {
-    "poll", "tokenize", "accumulate", "pack", "submit", "collect", "score", "rows", "copy"};
+static const char *const stage_names[WORKER_STAGE_N] = {"poll", "decode", "tokenize", "accumulate",
+                                                        "pack", "submit", "collect",  "score",
+                                                        "rows", "copy"};
 
 const char *worker_stage_name(int stage) {
     return stage >= 0 && stage < WORKER_STAGE_N ? stage_names[stage] : "unknown";
@@ -54,18 +55,17 @@ void worker_stage_begin(worker_stage_clock_t *c) {
     c->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
-void worker_stage_add(int stage, int64_t wall_ns, int64_t cpu_ns) {
+static void stage_add(int stage, int64_t wall_ns, int64_t cpu_ns) {
     if (stage < 0 || stage >= WORKER_STAGE_N) return;
     atomic_fetch_add_explicit(&worker_metrics.stage_ns[stage][0], wall_ns, memory_order_relaxed);
     atomic_fetch_add_explicit(&worker_metrics.stage_ns[stage][1], cpu_ns, memory_order_relaxed);
 }
 
-void worker_stage_end(worker_stage_clock_t *c, int stage, int64_t sum[2]) {
+void worker_stage_end(worker_stage_clock_t *c, int stage) {
     worker_stage_clock_t now;
     worker_stage_begin(&now);
     int64_t w = now.wall_ns - c->wall_ns, u = now.cpu_ns - c->cpu_ns;
-    worker_stage_add(stage, w, u);
-    if (sum) sum[0] += w, sum[1] += u;
+    stage_add(stage, w, u);
     *c = now;
 }
 

@@ -11,18 +11,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The stages of a ticket's way through `reclass run`, each timed on the thread that runs it in
- * wall and CPU seconds (CLOCK_THREAD_CPUTIME_ID): where the host's time goes, next to the
- * backend's. */
+/* The stages of a ticket's way through `reclass run`, each timed on the threads that run it in
+ * wall and CPU seconds (CLOCK_THREAD_CPUTIME_ID), summed over those threads (decode, tokenize
+ * and score run on the pool): where the host's time goes, next to the backend's. */
 typedef enum {
-    WORKER_STAGE_POLL,     /* Kafka poll, Avro decode, validation, offset tracking */
+    WORKER_STAGE_POLL,     /* Kafka poll, offset tracking, dead letters, queueing */
+    WORKER_STAGE_DECODE,   /* Avro decode, validation */
     WORKER_STAGE_TOKENIZE, /* text -> ids */
     WORKER_STAGE_ACCUM,    /* pushes into and batches out of the accumulator */
     WORKER_STAGE_PACK,     /* ids + cu_seqlens into the engine's staging */
     WORKER_STAGE_SUBMIT,   /* backend submit: H2D and launches (the whole forward on cpu) */
     WORKER_STAGE_COLLECT,  /* backend collect: waiting for the device, D2H */
     WORKER_STAGE_SCORE,    /* softmax, label, top-k JSON */
-    WORKER_STAGE_ROWS,     /* results -> sink rows, offsets marked, prefix stored */
+    WORKER_STAGE_ROWS,     /* results queued, made sink rows, offsets marked, prefix stored */
     WORKER_STAGE_COPY,     /* PostgreSQL: COPY, upsert, progress, COMMIT */
     WORKER_STAGE_N
 } worker_stage_id_t;
@@ -77,17 +78,14 @@ static inline void worker_metrics_add(atomic_long *c, long n) {
     atomic_fetch_add_explicit(c, n, memory_order_relaxed);
 }
 
-/* A stage timer: begin reads both clocks; end adds the time since to stage's counters (and
- * to sum when it is not NULL: a caller's own copy, e.g. for the exit statistics) and restarts
- * the timer, so consecutive stages chain. */
+/* A stage timer: begin reads both clocks; end adds the time since to stage's counters and
+ * restarts the timer, so consecutive stages chain. */
 typedef struct {
     int64_t wall_ns, cpu_ns;
 } worker_stage_clock_t;
 
 void worker_stage_begin(worker_stage_clock_t *c);
-void worker_stage_end(worker_stage_clock_t *c, int stage, int64_t sum[2]);
-/* Adds wall and CPU nanoseconds measured elsewhere (e.g. by a pool's workers). */
-void worker_stage_add(int stage, int64_t wall_ns, int64_t cpu_ns);
+void worker_stage_end(worker_stage_clock_t *c, int stage);
 
 /* Strings shown as labels of reclass_info; copied by worker_http_start. */
 typedef struct {

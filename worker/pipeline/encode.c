@@ -42,6 +42,8 @@ static void enc_score_task(void *ctx, int task, int slot) {
     const cls_engine_t *eng = &j->pl->eng;
     const int k = j->pl->cfg->top_k;
     int end = (task + 1) * PL_SCORE_CHUNK < j->n ? (task + 1) * PL_SCORE_CHUNK : j->n;
+    worker_stage_clock_t clk;
+    worker_stage_begin(&clk);
     for (int i = task * PL_SCORE_CHUNK; i < end; i++) {
         pl_item_t *it = j->items[i];
         cls_result_t r;
@@ -57,6 +59,7 @@ static void enc_score_task(void *ctx, int task, int slot) {
         it->confidence = r.confidence;
         it->top_k_json = js.s; /* the item owns it now */
     }
+    worker_stage_end(&clk, WORKER_STAGE_SCORE);
 }
 
 /* Collects sl's batch (the oldest in flight), scores it and queues it for the sink (takes
@@ -67,11 +70,11 @@ static int enc_publish(pl_t *pl, cls_engine_t *eng, enc_slot_t *sl, char *err, s
     worker_stage_clock_t clk;
     worker_stage_begin(&clk);
     int rc = cls_engine_collect(eng, &b, err, errlen);
-    worker_stage_end(&clk, WORKER_STAGE_COLLECT, NULL);
+    worker_stage_end(&clk, WORKER_STAGE_COLLECT);
     if (!rc) {
         enc_score_job_t job = {.pl = pl, .b = b, .items = sl->items, .n = n};
-        pl_pool_run(pl->pool, (n + PL_SCORE_CHUNK - 1) / PL_SCORE_CHUNK, enc_score_task, &job,
-                    WORKER_STAGE_SCORE);
+        pl_pool_run(pl->pool, (n + PL_SCORE_CHUNK - 1) / PL_SCORE_CHUNK, enc_score_task, &job);
+        worker_stage_begin(&clk); /* the tasks timed themselves */
         if (atomic_load(&job.oom)) {
             snprintf(err, errlen, "out of memory");
             rc = -1;
@@ -118,7 +121,7 @@ static int enc_publish(pl_t *pl, cls_engine_t *eng, enc_slot_t *sl, char *err, s
     pl->q.out_items += n;
     pthread_cond_signal(&pl->q.cv_sink);
     pthread_mutex_unlock(&pl->q.mu);
-    worker_stage_end(&clk, WORKER_STAGE_SCORE, NULL);
+    worker_stage_end(&clk, WORKER_STAGE_ROWS);
     return 0;
 }
 
@@ -136,9 +139,9 @@ static int enc_submit(cls_engine_t *eng, enc_slot_t *sl, const int32_t **seqp, i
     worker_stage_clock_t clk;
     worker_stage_begin(&clk);
     int rc = cls_engine_pack(eng, seqp, lens, sl->n, err, errlen);
-    worker_stage_end(&clk, WORKER_STAGE_PACK, NULL);
+    worker_stage_end(&clk, WORKER_STAGE_PACK);
     if (!rc) rc = cls_engine_submit_packed(eng, err, errlen);
-    worker_stage_end(&clk, WORKER_STAGE_SUBMIT, NULL);
+    worker_stage_end(&clk, WORKER_STAGE_SUBMIT);
     return rc;
 }
 
@@ -169,7 +172,7 @@ void *pl_encoder_main(void *arg) {
             worker_stage_clock_t clk;
             worker_stage_begin(&clk);
             n = worker_accum_pop(pl->q.acc, now, pl->q.draining, slot[cur].items, lens, cap);
-            worker_stage_end(&clk, WORKER_STAGE_ACCUM, NULL);
+            worker_stage_end(&clk, WORKER_STAGE_ACCUM);
         }
         if (n <= 0) {
             if (!room) { /* even a batch in flight waits: its rows would overfill the queue */

@@ -172,6 +172,19 @@ static int setup_compute(pl_t *pl, char *err, size_t errlen) {
     return 0;
 }
 
+/* One decoder per pool slot (a codec is not thread-safe). 0, or an exit code with err. */
+static int open_codecs(pl_t *pl, char *err, size_t errlen) {
+    int n = pl_pool_slots(pl->pool);
+    pl->poll.codecs = calloc((size_t)n, sizeof(*pl->poll.codecs)); /* (slots) */
+    if (!pl->poll.codecs) {
+        snprintf(err, errlen, "out of memory");
+        return 1;
+    }
+    for (int i = 0; i < n; i++)
+        if (consumers_codec_init(pl->cfg->schemas, &pl->poll.codecs[i], err, errlen)) return 2;
+    return 0;
+}
+
 /* Result writers: --sink-connections, or by threads (the default). */
 static int sink_connections(const worker_run_cfg_t *cfg, int threads) {
     if (cfg->sink_connections > 0) return cfg->sink_connections;
@@ -230,7 +243,9 @@ static void teardown(pl_t *pl) {
     }
     consumers_consumer_free(pl->poll.consumer);
     consumers_dlq_free(pl->poll.dlq);
-    consumers_codec_free(pl->poll.codec);
+    for (int i = 0; pl->poll.codecs && i < pl_pool_slots(pl->pool); i++)
+        consumers_codec_free(pl->poll.codecs[i]);
+    free(pl->poll.codecs);
     consumers_offsets_free(pl->q.offsets);
     free(pl->st.stored);
     for (int i = 0; i < pl->sk.n_writers; i++)
@@ -267,7 +282,7 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
     char err[1024] = "";
     int rc = setup_compute(pl, err, sizeof(err));
     if (!rc) rc = pl_telemetry_init(pl, err, sizeof(err));
-    if (!rc && consumers_codec_init(cfg->schemas, &pl->poll.codec, err, sizeof(err))) rc = 2;
+    if (!rc) rc = open_codecs(pl, err, sizeof(err));
     if (!rc && consumers_offsets_init(&pl->q.offsets)) {
         snprintf(err, sizeof(err), "out of memory");
         rc = 1;

@@ -84,12 +84,13 @@ typedef struct {
 typedef struct {
     consumers_consumer_t *consumer;
     consumers_dlq_t *dlq;
-    consumers_codec_t *codec;
+    consumers_codec_t **codecs;     /* (pl_pool_slots) one Avro decoder per decoding thread */
     pl_item_t *ovf_head, *ovf_tail; /* consumed, waiting for accumulator room */
     long ovf_n;
     long pauses; /* times consumption was paused (backpressure) */
     long holds;  /* backlogs waited out without a pause */
-    /* One burst of records, decoded here and tokenized on the pool (worker/pipeline/poll.c) */
+    /* One burst of records, tracked here, decoded and tokenized on the pool
+     * (worker/pipeline/poll.c) */
     rd_kafka_message_t **burst; /* (PL_BURST) records polled */
     int64_t *burst_epoch;       /* (PL_BURST) their epochs once tracked; 0 = not ours */
     int burst_n, burst_tracked; /* polled; tracked of those */

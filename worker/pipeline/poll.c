@@ -85,8 +85,9 @@ void pl_on_revoke(void *ctx, const int32_t *parts, int n, int lost) {
                 dropped);
 }
 
-/* Decodes one record into an item (tokenized later); NULL with err for a dead letter. */
-static pl_item_t *make_item(pl_t *pl, const rd_kafka_message_t *m, char *err, size_t errlen) {
+/* Decodes one record into an item; NULL with err for a dead letter. */
+static pl_item_t *make_item(consumers_codec_t *codec, const rd_kafka_message_t *m, char *err,
+                            size_t errlen) {
     pl_item_t *it = calloc(1, sizeof(*it));
     if (!it) {
         snprintf(err, errlen, "out of memory");
@@ -97,7 +98,7 @@ static pl_item_t *make_item(pl_t *pl, const rd_kafka_message_t *m, char *err, si
         free(it);
         return NULL;
     }
-    if (consumers_codec_decode(pl->poll.codec, m->payload, m->len, &it->t, err, errlen)) {
+    if (consumers_codec_decode(codec, m->payload, m->len, &it->t, err, errlen)) {
         free(it);
         return NULL;
     }
@@ -128,7 +129,7 @@ static int tokenize_item(pl_t *pl, pl_item_t *it, worker_ids_t *ids) {
     return 0;
 }
 
-#define PL_TOK_CHUNK 32 /* items per tokenizing task */
+#define PL_TOK_CHUNK 32 /* records per decoding and tokenizing task */
 
 typedef struct {
     pl_t *pl;
@@ -139,6 +140,17 @@ static void tok_task(void *ctx, int task, int slot) {
     tok_job_t *j = ctx;
     pl_poll_t *pp = &j->pl->poll;
     int end = (task + 1) * PL_TOK_CHUNK < j->n ? (task + 1) * PL_TOK_CHUNK : j->n;
+    worker_stage_clock_t clk;
+    worker_stage_begin(&clk);
+    for (int i = task * PL_TOK_CHUNK; i < end; i++) {
+        pp->burst_items[i] = NULL;
+        if (!pp->burst_epoch[i]) continue; /* not ours */
+        pl_item_t *it =
+            make_item(pp->codecs[slot], pp->burst[i], pp->burst_err[i], sizeof(pp->burst_err[i]));
+        if (it) it->epoch = pp->burst_epoch[i];
+        pp->burst_items[i] = it;
+    }
+    worker_stage_end(&clk, WORKER_STAGE_DECODE);
     for (int i = task * PL_TOK_CHUNK; i < end; i++) {
         pl_item_t *it = pp->burst_items[i];
         if (it && tokenize_item(j->pl, it, &pp->tok_scratch[slot])) {
@@ -147,6 +159,7 @@ static void tok_task(void *ctx, int task, int slot) {
             pp->burst_items[i] = NULL;
         }
     }
+    worker_stage_end(&clk, WORKER_STAGE_TOKENIZE);
 }
 
 /* Sends a record's dead letter (the producer keeps it until Kafka has it, retrying as needed:
@@ -201,7 +214,7 @@ void pl_burst_track(pl_t *pl) {
     pp->burst_tracked = pp->burst_n;
 }
 
-/* The records of a burst, in the order polled: tracked and decoded here (poll stage),
+/* The records of a burst, in the order polled: tracked here (poll stage), decoded and
  * tokenized on the pool, then queued in order (the tracker needs each partition's offsets in
  * increasing order, and the overflow keeps arrival order). clk: the poll stage's timer. */
 static void handle_burst(pl_t *pl, worker_stage_clock_t *clk) {
@@ -210,20 +223,13 @@ static void handle_burst(pl_t *pl, worker_stage_clock_t *clk) {
     int n = pp->burst_n;
     int64_t *epochs = pp->burst_epoch;
     int taken = 0;
-    for (int i = 0; i < n; i++) {
-        pp->burst_items[i] = NULL;
-        if (!epochs[i]) continue;
-        taken++;
-        pp->burst_items[i] =
-            make_item(pl, pp->burst[i], pp->burst_err[i], sizeof(pp->burst_err[i]));
-        if (pp->burst_items[i]) pp->burst_items[i]->epoch = epochs[i];
-    }
+    for (int i = 0; i < n; i++)
+        taken += epochs[i] != 0;
     worker_metrics_add(&worker_metrics.tickets_consumed, taken);
-    worker_stage_end(clk, WORKER_STAGE_POLL, NULL);
+    worker_stage_end(clk, WORKER_STAGE_POLL);
     tok_job_t job = {pl, n};
-    pl_pool_run(pl->pool, (n + PL_TOK_CHUNK - 1) / PL_TOK_CHUNK, tok_task, &job,
-                WORKER_STAGE_TOKENIZE);
-    worker_stage_end(clk, WORKER_STAGE_TOKENIZE, NULL);
+    pl_pool_run(pl->pool, (n + PL_TOK_CHUNK - 1) / PL_TOK_CHUNK, tok_task, &job);
+    worker_stage_begin(clk); /* the tasks timed themselves */
     long truncated = 0;
     for (int i = 0; i < n; i++) {
         pl_item_t *it = pp->burst_items[i];
@@ -239,7 +245,7 @@ static void handle_burst(pl_t *pl, worker_stage_clock_t *clk) {
         pp->ovf_n++;
     }
     pp->burst_n = pp->burst_tracked = 0;
-    worker_stage_end(clk, WORKER_STAGE_POLL, NULL);
+    worker_stage_end(clk, WORKER_STAGE_POLL);
     if (truncated) {
         pthread_mutex_lock(&pl->q.mu);
         pl->st.truncated += truncated;
@@ -247,7 +253,7 @@ static void handle_burst(pl_t *pl, worker_stage_clock_t *clk) {
         worker_metrics_add(&worker_metrics.truncated, truncated);
     }
     drain_overflow(pl);
-    worker_stage_end(clk, WORKER_STAGE_ACCUM, NULL);
+    worker_stage_end(clk, WORKER_STAGE_ACCUM);
 }
 
 static void log_progress(pl_t *pl, double t0) {

@@ -4,15 +4,11 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
-
-#include "worker/observe/metrics.h"
 
 typedef struct pl_job {
     pl_task_fn fn;
     void *ctx;
-    int stage;
     int n, next, done; /* tasks; the next to hand out; finished */
     unsigned slots;    /* bit i: slot i is in use on this job */
     pthread_cond_t cv_done;
@@ -38,14 +34,8 @@ int pl_pool_cores(void) {
     return n > 0 ? (int)n : 1;
 }
 
-static int64_t thread_cpu_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* Takes a task of j and runs it with mu released (mu held on entry and return). */
-static void run_one(pl_pool_t *p, pl_job_t *j, int worker) {
+static void run_one(pl_pool_t *p, pl_job_t *j) {
     int task = j->next++;
     if (j->next == j->n) { /* nothing more to hand out: unlink */
         pl_job_t **pp = &p->head, *prev = NULL;
@@ -61,9 +51,7 @@ static void run_one(pl_pool_t *p, pl_job_t *j, int worker) {
         slot++;
     j->slots |= 1u << slot;
     pthread_mutex_unlock(&p->mu);
-    int64_t t0 = worker ? thread_cpu_ns() : 0;
     j->fn(j->ctx, task, slot);
-    if (worker) worker_stage_add(j->stage, 0, thread_cpu_ns() - t0);
     pthread_mutex_lock(&p->mu);
     j->slots &= ~(1u << slot);
     if (++j->done == j->n) pthread_cond_signal(&j->cv_done);
@@ -76,7 +64,7 @@ static void *worker_main(void *arg) {
         while (!p->head && !p->stop)
             pthread_cond_wait(&p->cv_work, &p->mu);
         if (p->stop) break;
-        run_one(p, p->head, 1);
+        run_one(p, p->head);
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -124,14 +112,14 @@ int pl_pool_slots(const pl_pool_t *p) {
     return p->n_workers + 1;
 }
 
-void pl_pool_run(pl_pool_t *p, int n_tasks, pl_task_fn fn, void *ctx, int stage) {
+void pl_pool_run(pl_pool_t *p, int n_tasks, pl_task_fn fn, void *ctx) {
     if (n_tasks <= 0) return;
     if (p->n_workers == 0 || n_tasks == 1) { /* no hand-off worth its wake-ups */
         for (int i = 0; i < n_tasks; i++)
             fn(ctx, i, 0);
         return;
     }
-    pl_job_t j = {.fn = fn, .ctx = ctx, .stage = stage, .n = n_tasks};
+    pl_job_t j = {.fn = fn, .ctx = ctx, .n = n_tasks};
     pthread_cond_init(&j.cv_done, NULL);
     pthread_mutex_lock(&p->mu);
     if (p->tail)
@@ -145,7 +133,7 @@ void pl_pool_run(pl_pool_t *p, int n_tasks, pl_task_fn fn, void *ctx, int stage)
         for (int i = 0; i < n_tasks - 1; i++)
             pthread_cond_signal(&p->cv_work);
     while (j.next < j.n)
-        run_one(p, &j, 0);
+        run_one(p, &j);
     while (j.done < j.n)
         pthread_cond_wait(&j.cv_done, &p->mu);
     pthread_mutex_unlock(&p->mu);

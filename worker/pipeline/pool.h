@@ -2,8 +2,7 @@
  * n tasks; the thread that runs it works on its own tasks too and returns when every task is
  * done, so results land in the caller's arrays in the caller's order. Several threads (the
  * poll thread tokenizing, the encoder scoring) may run jobs at once: idle workers take tasks
- * from the oldest job first. The workers' CPU time is added to the stage the job names
- * (worker/observe/metrics.h); the caller times the job's wall time, and its own CPU. */
+ * from the oldest job first. */
 #ifndef RECLASS_WORKER_PIPELINE_POOL_H
 #define RECLASS_WORKER_PIPELINE_POOL_H
 
@@ -23,9 +22,8 @@ void pl_pool_free(pl_pool_t *p);
 /* Scratch slots a job's owner needs: the workers' plus its own. */
 int pl_pool_slots(const pl_pool_t *p);
 
-/* Runs fn(ctx, 0 .. n_tasks - 1, slot) and returns when all are done; the workers' CPU time on
- * it is added to `stage`. */
-void pl_pool_run(pl_pool_t *p, int n_tasks, pl_task_fn fn, void *ctx, int stage);
+/* Runs fn(ctx, 0 .. n_tasks - 1, slot) and returns when all are done. */
+void pl_pool_run(pl_pool_t *p, int n_tasks, pl_task_fn fn, void *ctx);
 
 /* The cores this process may run on (sched_getaffinity), at least 1: the default of
  * --threads. */

@@ -59,7 +59,7 @@ static int commit_rows(pl_t *pl, sink_t *sk, const sink_result_t *rows, pl_item_
     worker_stage_clock_t clk;
     worker_stage_begin(&clk);
     int rc = write_committed(pl, sk, rows, r, bat, b);
-    worker_stage_end(&clk, WORKER_STAGE_COPY, NULL);
+    worker_stage_end(&clk, WORKER_STAGE_COPY);
     if (rc != SINK_OK) return rc;
     /* committed: now, and only now, these offsets may be stored */
     pthread_mutex_lock(&pl->q.mu);
@@ -84,7 +84,7 @@ static int commit_rows(pl_t *pl, sink_t *sk, const sink_result_t *rows, pl_item_
     pthread_mutex_unlock(&pl->q.mu);
     worker_metrics_add(&worker_metrics.tickets_classified, r);
     pl_telemetry_drift_add(pl, its, r); /* committed rows only */
-    worker_stage_end(&clk, WORKER_STAGE_ROWS, NULL);
+    worker_stage_end(&clk, WORKER_STAGE_ROWS);
     return SINK_OK;
 }
 
@@ -175,14 +175,14 @@ void *pl_sink_main(void *arg) {
                                           .enqueued_at_ms = it->t.enqueued_at_ms};
                 its[r++] = it;
                 if (r == cap_rows) {
-                    worker_stage_end(&clk, WORKER_STAGE_ROWS, NULL);
+                    worker_stage_end(&clk, WORKER_STAGE_ROWS);
                     rc = commit_rows(pl, sk, rows, its, r, bat, b, parts);
                     worker_stage_begin(&clk);
                     r = b = 0;
                 }
             }
         }
-        worker_stage_end(&clk, WORKER_STAGE_ROWS, NULL);
+        worker_stage_end(&clk, WORKER_STAGE_ROWS);
         if (rc == SINK_OK && r > 0) rc = commit_rows(pl, sk, rows, its, r, bat, b, parts);
         double dt = pl_now_s() - t0;
         if (rc == SINK_OK && first) pl_telemetry_tick(pl, 0);
