@@ -39,9 +39,9 @@
 #       job      tests/bench/job_bench.sh on the 1M real tickets (.devlibs/e2e/real_texts.jsonl.xz)
 #                and .devlibs/pg.tar.xz: the 1-layer hidden-64 model at --threads 2, 4, 8, 16;
 #                bert-base fp16 and distilbert-base, each next to `reclass bench` on 200,000
-#                of the same tickets; 4 workers on the tiny model, then 4 with one SIGKILLed
-#                mid-job (JOB_RUNS: a comma list of scaling, bert, distil, workers, kill;
-#                default all)
+#                of the same tickets; 4 workers of 4 threads on the tiny model, then 4 with one
+#                SIGKILLed mid-job (JOB_RUNS: a comma list of scaling, bert, distil, workers,
+#                kill; default all)
 # Logs and JSON lines go to $OUT (or ./device-out) so they come back.
 # Paths are relative to the repository root, found from this script's location.
 set -u
@@ -414,10 +414,13 @@ if has job; then
                 --workload /tmp/real_texts_200k.jsonl --token-budget 16384 --repeat 3 2>&1 |
                 tail -1 | tee -a "$log" | tee -a "$summary"
         done
-        [[ $runs == *,workers,* ]] && job_bench "$log" "tiny-h64, 4 workers" /tmp/model-tiny-h64 4
+        # four workers of 4 threads share the 16 cores (compare: 1 worker, --threads 4 and 16)
+        [[ $runs == *,workers,* ]] && job_bench "$log" "tiny-h64, 4 workers of 4 threads" \
+            /tmp/model-tiny-h64 4 --threads 4
         # a short session, so the group hands the killed worker's partitions on in seconds
-        [[ $runs == *,kill,* ]] && JOB_KILL_AFTER=${JOB_KILL_AFTER:-2} job_bench "$log" \
-            "tiny-h64, 4 workers, one SIGKILLed" /tmp/model-tiny-h64 4 --kafka session.timeout.ms=6000
+        [[ $runs == *,kill,* ]] && JOB_KILL_AFTER=${JOB_KILL_AFTER:-3} job_bench "$log" \
+            "tiny-h64, 4 workers of 4 threads, one SIGKILLed" /tmp/model-tiny-h64 4 --threads 4 \
+            --kafka session.timeout.ms=6000
     else
         echo "job: needs .devlibs/pg.tar.xz and .devlibs/e2e/real_texts.jsonl.xz" | tee -a "$summary"
     fi

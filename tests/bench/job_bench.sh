@@ -111,7 +111,7 @@ for i, s in enumerate(stats, 1):
           f"{s['batches']} batches, {s['pauses']} pauses, {s['holds']} holds")
 cpu = sum(int(open(f).read()) for f in glob.glob(os.path.join(tmp, "cpu-*.txt"))) / int(hz)
 print(f"worker CPU (user + system, all workers): {cpu:.2f} s, {1e6 * cpu / int(n):.2f} us per ticket")
-print("stage        wall s    CPU s   (summed over workers; wall: on the stage's own thread)")
+print("stage        wall s    CPU s   (each summed over the threads that ran it, all workers)")
 for st in stats[0].get("stages", {}):
     w = sum(s["stages"][st]["wall_s"] for s in stats)
     c = sum(s["stages"][st]["cpu_s"] for s in stats)
