@@ -5,6 +5,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <librdkafka/rdkafka.h>
+
 #include "consumers/kafka_props.h"
 
 struct consumers_consumer {
@@ -141,11 +143,42 @@ int consumers_consumer_init(const consumers_consumer_cfg_t *cfg, const consumers
     return 0;
 }
 
-rd_kafka_message_t *consumers_consumer_poll(consumers_consumer_t *c, int timeout_ms) {
+/* A record is librdkafka's message itself, behind the opaque type. */
+static const rd_kafka_message_t *msg_of(const consumers_record_t *r) {
+    return (const rd_kafka_message_t *)r;
+}
+
+const void *consumers_record_value(const consumers_record_t *r, size_t *len) {
+    *len = msg_of(r)->len;
+    return msg_of(r)->payload;
+}
+
+const void *consumers_record_key(const consumers_record_t *r, size_t *len) {
+    *len = msg_of(r)->key_len;
+    return msg_of(r)->key;
+}
+
+int32_t consumers_record_partition(const consumers_record_t *r) {
+    return msg_of(r)->partition;
+}
+
+int64_t consumers_record_offset(const consumers_record_t *r) {
+    return msg_of(r)->offset;
+}
+
+const char *consumers_record_topic(const consumers_record_t *r) {
+    return msg_of(r)->rkt ? rd_kafka_topic_name(msg_of(r)->rkt) : "";
+}
+
+void consumers_record_free(consumers_record_t *r) {
+    if (r) rd_kafka_message_destroy((rd_kafka_message_t *)r);
+}
+
+consumers_record_t *consumers_consumer_poll(consumers_consumer_t *c, int timeout_ms) {
     if (c->closed) return NULL;
     rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, timeout_ms);
     if (!m) return NULL;
-    if (!m->err) return m;
+    if (!m->err) return (consumers_record_t *)m;
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
         rd_kafka_message_destroy(m);
         return NULL;
@@ -251,4 +284,24 @@ long consumers_consumer_rebalances(const consumers_consumer_t *c) {
 
 const char *consumers_consumer_topic(const consumers_consumer_t *c) {
     return c->topic;
+}
+
+long consumers_consumer_lag(consumers_consumer_t *c) {
+    rd_kafka_topic_partition_list_t *a = NULL;
+    if (rd_kafka_assignment(c->rk, &a)) return -1;
+    long lag = 0;
+    if (a->cnt > 0 && rd_kafka_position(c->rk, a) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        for (int i = 0; i < a->cnt; i++) {
+            int64_t lo = 0, hi = 0;
+            /* cached from fetch responses: no broker round trip on the poll thread */
+            if (rd_kafka_get_watermark_offsets(c->rk, a->elems[i].topic, a->elems[i].partition, &lo,
+                                               &hi) ||
+                hi < 0)
+                continue;
+            int64_t pos = a->elems[i].offset >= 0 ? a->elems[i].offset : lo;
+            if (hi > pos) lag += (long)(hi - pos);
+        }
+    }
+    rd_kafka_topic_partition_list_destroy(a);
+    return lag;
 }

@@ -21,9 +21,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <librdkafka/rdkafka.h>
-
 typedef struct consumers_consumer consumers_consumer_t;
+
+/* One consumed record, owned by the caller from consumers_consumer_poll until
+ * consumers_record_free; opaque, so that only consumers/ sees librdkafka. */
+typedef struct consumers_record consumers_record_t;
+
+/* The record's value (NULL when it has none) and its length in *len. */
+const void *consumers_record_value(const consumers_record_t *r, size_t *len);
+/* Its key (NULL when it has none) and the key's length in *len. */
+const void *consumers_record_key(const consumers_record_t *r, size_t *len);
+int32_t consumers_record_partition(const consumers_record_t *r);
+int64_t consumers_record_offset(const consumers_record_t *r);
+/* The topic it was read from ("" when unknown); valid while the record is. */
+const char *consumers_record_topic(const consumers_record_t *r);
+void consumers_record_free(consumers_record_t *r);
 
 typedef struct {
     void (*on_assign)(void *ctx, const int32_t *parts, int n);
@@ -49,8 +61,8 @@ int consumers_consumer_init(const consumers_consumer_cfg_t *cfg, const consumers
                             consumers_consumer_t **out, char *err, size_t errlen);
 
 /* Next record, or NULL on timeout. Errors are logged to stderr and swallowed, except fatal
- * ones (consumers_consumer_fatal). The caller frees the record with rd_kafka_message_destroy. */
-rd_kafka_message_t *consumers_consumer_poll(consumers_consumer_t *c, int timeout_ms);
+ * ones (consumers_consumer_fatal). The caller frees the record with consumers_record_free. */
+consumers_record_t *consumers_consumer_poll(consumers_consumer_t *c, int timeout_ms);
 
 /* Non-zero once the client hit a fatal error (err gets its text): stop, do not store. */
 int consumers_consumer_fatal(consumers_consumer_t *c, char *err, size_t errlen);
@@ -76,5 +88,10 @@ void consumers_consumer_free(consumers_consumer_t *c);
 long consumers_consumer_rebalances(const consumers_consumer_t *c);
 
 const char *consumers_consumer_topic(const consumers_consumer_t *c);
+
+/* Records in the assigned partitions past this member's fetch position, from the high
+ * watermarks of the last fetch responses (no broker round trip); -1 when the assignment
+ * cannot be read. What the worker has fetched but not yet committed is not in it. */
+long consumers_consumer_lag(consumers_consumer_t *c);
 
 #endif

@@ -35,26 +35,10 @@
 #include "sink/copybin.h"
 #include "sink/copybuf.h"
 #include "sink/sink_conn.h"
+#include "sink/sink_int.h"
 #include "sink/pgutil.h"
 #include "sink/sink_stats.h"
 #include "sink/tally.h"
-
-struct sink {
-    PGconn *conn;
-    char *conninfo;              /* owned copy: reconnect after a failed PQreset starts from it */
-    char *model;                 /* owned; recorded in every result row */
-    sink_copybuf_t copy;         /* one chunk of binary COPY data; reused across writes */
-    sink_copybuf_t params;       /* the jobs statement's array parameters; reused */
-    size_t params_ids_len;       /* bytes of its first array (job ids) at its start */
-    sink_tally_t tally;          /* the write's jobs */
-    const sink_result_t *rows;   /* the write in progress (the caller's) */
-    const sink_batch_t *batches; /* idem */
-    long last_inserted;
-    long last_rows;
-    char writer[320]; /* host:pid:n, this sink's key in job_progress */
-    int upsert_mode;  /* 1 after a redelivery: skip the fast path (see the top comment) */
-    long fallbacks;   /* writes whose fast path met an already-stored ticket */
-};
 
 /* Binary COPY: the field order and types of sink_fmt_results / sink_fmt_staging /
  * sink_fmt_batches must match these column lists exactly. */
@@ -76,9 +60,7 @@ static const char SQL_COPY_BATCHES[] =
     "COPY batches (tickets, real_tokens, padded_tokens, wait_ms, compute_ms, backend,"
     " device_used_bytes, arena_bytes) FROM STDIN (FORMAT binary)";
 
-#define STMT_UPSERT   "reclass_upsert"
-#define STMT_JOBS     "reclass_jobs"
-#define STMT_COMPLETE "reclass_complete"
+#define STMT_UPSERT "reclass_upsert"
 
 /* $1 = model. DISTINCT ON: the same ticket twice in one write would make ON CONFLICT touch a
  * row twice (an error); the higher offset wins. Sorting by the key also takes the row locks
@@ -100,32 +82,6 @@ static const char SQL_UPSERT[] =
     "    enqueued_at = excluded.enqueued_at, classified_at = now()"
     "  RETURNING t.job_id, (t.xmax = 0) AS inserted"
     ") SELECT job_id, count(*) FILTER (WHERE inserted), count(*) FROM up GROUP BY job_id";
-
-/* $1 job ids (sorted), $2 tenants, $3 totals, $4 new tickets per job, $5 writer. The job_info
- * row is created once and changed only when a record says something new about it (an UPDATE
- * whose condition is false locks nothing); the count goes to this writer's own row. A total
- * <= 0 means unknown. */
-static const char SQL_JOBS[] =
-    "WITH u AS (SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::integer[])"
-    "   AS u(job_id, tenant, total, n)"
-    "), ins AS (INSERT INTO job_info (job_id, tenant, total)"
-    "   SELECT job_id, tenant, total FROM u ORDER BY job_id ON CONFLICT (job_id) DO NOTHING"
-    "), upd AS (UPDATE job_info j SET total = u.total, tenant = COALESCE(j.tenant, u.tenant),"
-    "   updated_at = now() FROM u WHERE j.job_id = u.job_id"
-    "   AND (j.total <> u.total OR (j.tenant IS NULL AND u.tenant IS NOT NULL)))"
-    " INSERT INTO job_progress AS p (job_id, writer, done)"
-    " SELECT job_id, $5::text, n FROM u WHERE n > 0 ORDER BY job_id"
-    " ON CONFLICT (job_id, writer) DO UPDATE SET done = p.done + excluded.done,"
-    "   updated_at = now()";
-
-/* $1 job ids, after COMMIT: completed_at is set once, by whichever writer first sees the
- * summed progress reach total (the row lock re-checks completed_at IS NULL). */
-static const char SQL_COMPLETE[] =
-    "UPDATE job_info j SET completed_at = now(), updated_at = now()"
-    " FROM (SELECT job_id, sum(done) AS done FROM job_progress"
-    "   WHERE job_id = ANY($1::text[]) GROUP BY job_id) p"
-    " WHERE j.job_id = p.job_id AND j.completed_at IS NULL AND j.total > 0"
-    "   AND p.done >= j.total";
 
 static int sink_prepare(sink_t *s, const char *name, const char *sql, int n_params, char *err,
                         size_t errlen) {
@@ -159,9 +115,20 @@ static int sink_session_setup(sink_t *s, char *err, size_t errlen) {
         rc = sink_pg_exec(s->conn, SQL_STAGING, PGRES_COMMAND_OK, "create staging table", err,
                           errlen);
     if (rc == SINK_OK) rc = sink_prepare(s, STMT_UPSERT, SQL_UPSERT, 1, err, errlen);
-    if (rc == SINK_OK) rc = sink_prepare(s, STMT_JOBS, SQL_JOBS, 5, err, errlen);
-    if (rc == SINK_OK) rc = sink_prepare(s, STMT_COMPLETE, SQL_COMPLETE, 1, err, errlen);
+    if (rc == SINK_OK) rc = sink_prepare(s, SINK_STMT_JOBS, sink_sql_jobs, 5, err, errlen);
+    if (rc == SINK_OK) rc = sink_prepare(s, SINK_STMT_COMPLETE, sink_sql_complete, 1, err, errlen);
     return rc;
+}
+
+/* The model name goes into every row: one PostgreSQL cannot store would refuse them all. */
+static int sink_check_model(sink_t *s, char *err, size_t errlen) {
+    const char *params[1] = {s->model};
+    PGresult *res = PQexecParams(s->conn, "SELECT $1::text", 1, NULL, params, NULL, NULL, 0);
+    if (res && PQresultStatus(res) == PGRES_TUPLES_OK) {
+        PQclear(res);
+        return SINK_OK;
+    }
+    return sink_pg_fail(s->conn, res, "model name (recorded in every row)", err, errlen);
 }
 
 int sink_init(const char *conninfo, const char *model, sink_t **out, char *err, size_t errlen) {
@@ -181,6 +148,7 @@ int sink_init(const char *conninfo, const char *model, sink_t **out, char *err, 
              atomic_fetch_add(&n_sinks, 1));
     int rc;
     s->conn = sink_pg_connect(s->conninfo, &rc, err, errlen);
+    if (rc == SINK_OK) rc = sink_check_model(s, err, errlen);
     if (rc == SINK_OK) rc = sink_session_setup(s, err, errlen);
     if (rc != SINK_OK) {
         sink_free(s);
@@ -215,6 +183,9 @@ void sink_free(sink_t *s) {
     sink_copybuf_free(&s->copy);
     sink_copybuf_free(&s->params);
     sink_tally_free(&s->tally);
+    free(s->rejects);
+    free(s->work);
+    free(s->work_row);
     free(s->conninfo);
     free(s->model);
     free(s);
@@ -289,6 +260,19 @@ static void sink_fmt_batches(const sink_t *s, sink_copybuf_t *b, int from, int t
     }
 }
 
+/* Remembers why a statement of the write failed (sink_write_once tells data errors apart). */
+static void sink_note_failure(sink_t *s, const PGresult *res) {
+    const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    const char *con = res ? PQresultErrorField(res, PG_DIAG_CONSTRAINT_NAME) : NULL;
+    snprintf(s->fail_state, sizeof(s->fail_state), "%s", st ? st : "");
+    snprintf(s->fail_constraint, sizeof(s->fail_constraint), "%s", con ? con : "");
+}
+
+int sink_fail(sink_t *s, PGresult *res, const char *step, char *err, size_t errlen) {
+    sink_note_failure(s, res);
+    return sink_pg_fail(s->conn, res, step, err, errlen);
+}
+
 /* Rows per chunk: the server parses one chunk while the next one is formatted. */
 #define SINK_COPY_CHUNK 1024
 
@@ -335,6 +319,7 @@ static int sink_copy_in(sink_t *s, const char *sql, sink_fmt_fn fmt, int n, cons
         if (st != PGRES_COMMAND_OK && rc == SINK_OK) {
             const char *code = PQresultErrorField(res, PG_DIAG_SQLSTATE);
             if (code) snprintf(sqlstate, 6, "%s", code);
+            sink_note_failure(s, res);
             rc = sink_pg_classify(conn, res);
             sink_pg_errmsg(err, errlen, step, conn, res);
         }
@@ -356,8 +341,7 @@ static int sink_upsert_rows(sink_t *s, int n_rows, char *err, size_t errlen) {
     const char *params[1] = {s->model};
     PGresult *res = PQexecPrepared(s->conn, STMT_UPSERT, 1, params, NULL, NULL, 0);
     if (!res || PQresultStatus(res) != PGRES_TUPLES_OK) {
-        rc = sink_pg_fail(s->conn, res, "upsert results", err, errlen);
-        return rc;
+        return sink_fail(s, res, "upsert results", err, errlen);
     }
     s->last_inserted = s->last_rows = 0;
     for (int i = 0; i < PQntuples(res); i++) {
@@ -400,112 +384,36 @@ static int sink_store_rows(sink_t *s, int n_rows, char *err, size_t errlen) {
     return sink_upsert_rows(s, n_rows, err, errlen);
 }
 
-/* The jobs statement's four arrays, built in one buffer (offsets first: it may move); the
- * first of them is the completion statement's too. */
-static int sink_update_jobs(sink_t *s, char *err, size_t errlen) {
-    const sink_tally_t *t = &s->tally;
-    sink_copybuf_t *b = &s->params;
-    sink_copybuf_reset(b);
-    size_t off[5];
-    int has_null_tenant = 0;
-    for (int i = 0; i < t->n_jobs; i++)
-        has_null_tenant |= t->jobs[i].tenant == NULL;
-    off[0] = b->len;
-    sink_copybin_array(b, SINK_OID_TEXT, t->n_jobs, 0);
-    for (int i = 0; i < t->n_jobs; i++)
-        sink_copybin_text(b, t->jobs[i].job_id);
-    off[1] = b->len;
-    sink_copybin_array(b, SINK_OID_TEXT, t->n_jobs, has_null_tenant);
-    for (int i = 0; i < t->n_jobs; i++)
-        sink_copybin_text(b, t->jobs[i].tenant);
-    off[2] = b->len;
-    sink_copybin_array(b, SINK_OID_INT4, t->n_jobs, 0);
-    for (int i = 0; i < t->n_jobs; i++)
-        sink_copybin_int4(b, t->jobs[i].total);
-    off[3] = b->len;
-    sink_copybin_array(b, SINK_OID_INT4, t->n_jobs, 0);
-    for (int i = 0; i < t->n_jobs; i++)
-        sink_copybin_int4(b, t->jobs[i].fresh);
-    off[4] = b->len;
-    s->params_ids_len = off[1] - off[0];
-    if (b->oom) {
-        snprintf(err, errlen, "jobs: out of memory for %d jobs", t->n_jobs);
-        return SINK_RETRY;
-    }
-    /* Each element is length-prefixed, so the values themselves are never written into the
-     * SQL text. */
-    const char *vals[5];
-    int lens[5], fmts[5] = {1, 1, 1, 1, 0};
-    for (int i = 0; i < 4; i++) {
-        vals[i] = b->data + off[i];
-        lens[i] = (int)(off[i + 1] - off[i]);
-    }
-    vals[4] = s->writer, lens[4] = 0;
-    PGresult *res = PQexecPrepared(s->conn, STMT_JOBS, 5, vals, lens, fmts, 0);
-    if (res && PQresultStatus(res) == PGRES_COMMAND_OK) {
-        PQclear(res);
-        return SINK_OK;
-    }
-    return sink_pg_fail(s->conn, res, "update jobs", err, errlen);
-}
-
 static int sink_write_tx(sink_t *s, int n_rows, int n_batches, char *err, size_t errlen) {
     int rc = sink_pg_exec(s->conn, "BEGIN", PGRES_COMMAND_OK, "begin", err, errlen);
     if (rc != SINK_OK) return rc;
     if (n_rows > 0) {
         rc = sink_store_rows(s, n_rows, err, errlen);
-        if (rc == SINK_OK) rc = sink_update_jobs(s, err, errlen);
+        if (rc == SINK_OK) rc = sink_progress_add(s, err, errlen);
         if (rc != SINK_OK) return rc;
     }
     if (n_batches > 0) {
         char st[6];
         rc = sink_copy_in(s, SQL_COPY_BATCHES, sink_fmt_batches, n_batches, "copy batches", st, err,
                           errlen);
+        /* telemetry is ours, not the records': a refused batches row is a bug */
+        s->fail_state[0] = 0;
         if (rc != SINK_OK) return rc;
     }
-    rc = sink_pg_exec(s->conn, "COMMIT", PGRES_COMMAND_OK, "commit", err, errlen);
-    if (rc != SINK_OK || n_rows == 0) return rc;
-    const sink_copybuf_t *b = &s->params; /* its first array: the job ids */
-    const char *vals[1] = {b->data};
-    int lens[1] = {(int)s->params_ids_len}, fmts[1] = {1};
-    PGresult *res = PQexecPrepared(s->conn, STMT_COMPLETE, 1, vals, lens, fmts, 0);
-    if (res && PQresultStatus(res) == PGRES_COMMAND_OK) {
-        PQclear(res);
-        return SINK_OK;
-    }
-    return sink_pg_fail(s->conn, res, "mark complete jobs", err, errlen);
+    /* deferred constraints (a job's owner) are checked here */
+    PGresult *res = PQexec(s->conn, "COMMIT");
+    if (!res || PQresultStatus(res) != PGRES_COMMAND_OK)
+        return sink_fail(s, res, "commit", err, errlen);
+    PQclear(res);
+    return n_rows > 0 ? sink_progress_complete(s, err, errlen) : SINK_OK;
 }
 
-static int sink_validate(const sink_result_t *rows, int n_rows, const sink_batch_t *batches,
-                         int n_batches, char *err, size_t errlen) {
-    if (n_rows < 0 || n_batches < 0 || (n_rows > 0 && !rows) || (n_batches > 0 && !batches)) {
-        snprintf(err, errlen, "sink_write: invalid arguments (n_rows %d, n_batches %d)", n_rows,
-                 n_batches);
-        return SINK_FATAL;
-    }
-    for (int i = 0; i < n_rows; i++) {
-        const char *missing = !rows[i].job_id      ? "job_id"
-                              : !rows[i].ticket_id ? "ticket_id"
-                              : !rows[i].label     ? "label"
-                                                   : NULL;
-        if (missing) {
-            snprintf(err, errlen, "sink_write: row %d has no %s", i, missing);
-            return SINK_FATAL;
-        }
-    }
-    return SINK_OK;
-}
-
-int sink_write(sink_t *s, const sink_result_t *rows, int n_rows, const sink_batch_t *batches,
-               int n_batches, char *err, size_t errlen) {
-    if (!s) {
-        snprintf(err, errlen, "sink_write: no sink");
-        return SINK_FATAL;
-    }
-    int rc = sink_validate(rows, n_rows, batches, n_batches, err, errlen);
-    if (rc != SINK_OK) return rc;
+int sink_write_once(sink_t *s, const sink_result_t *rows, int n_rows, const sink_batch_t *batches,
+                    int n_batches, char *err, size_t errlen) {
     s->last_inserted = 0;
     s->last_rows = 0;
+    s->fail_state[0] = 0;
+    s->fail_constraint[0] = 0;
     if (n_rows == 0 && n_batches == 0) return SINK_OK;
     if (!s->conn || PQstatus(s->conn) != CONNECTION_OK) {
         snprintf(err, errlen, "sink_write: connection to PostgreSQL is down (reconnect first)");
@@ -517,13 +425,14 @@ int sink_write(sink_t *s, const sink_result_t *rows, int n_rows, const sink_batc
     }
     s->rows = rows;
     s->batches = batches;
-    rc = sink_write_tx(s, n_rows, n_batches, err, errlen);
+    int rc = sink_write_tx(s, n_rows, n_batches, err, errlen);
     s->rows = NULL; /* the caller's, valid for this call only */
     s->batches = NULL;
     if (rc != SINK_OK) {
         sink_pg_rollback(s->conn);
         s->last_inserted = 0;
         s->last_rows = 0;
+        if (rc == SINK_FATAL && sink_pg_data_error(s->fail_state)) rc = SINK_DATA;
     }
     return rc;
 }

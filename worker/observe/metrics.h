@@ -1,5 +1,6 @@
 /* Process-wide counters and gauges of `reclass run`, and the HTTP endpoints that expose them
- * (libmicrohttpd, its own threads): /healthz, /readyz, /metrics (Prometheus text 0.0.4).
+ * (their own thread, worker/observe/metrics_http.c): /healthz, /readyz, /metrics (Prometheus
+ * text 0.0.4).
  *
  * The pipeline's threads update worker_metrics with relaxed C11 atomics (no lock on the hot
  * path); the HTTP thread reads them. Values are process-wide: two pipelines in one process
@@ -12,12 +13,11 @@
 #include <stdint.h>
 
 /* The stages of a ticket's way through `reclass run`, each timed on the threads that run it in
- * wall and CPU seconds (CLOCK_THREAD_CPUTIME_ID), summed over those threads (decode, tokenize
- * and score run on the pool): where the host's time goes, next to the backend's. */
+ * wall and CPU seconds (CLOCK_THREAD_CPUTIME_ID), summed over those threads (tokenize and
+ * score run on the pool): where the host's time goes, next to the backend's. */
 typedef enum {
-    WORKER_STAGE_POLL,     /* Kafka poll, offset tracking, dead letters, queueing */
-    WORKER_STAGE_DECODE,   /* Avro decode, validation */
-    WORKER_STAGE_TOKENIZE, /* text -> ids */
+    WORKER_STAGE_POLL,     /* Kafka poll, offset tracking, Avro decode, validation, dead letters */
+    WORKER_STAGE_TOKENIZE, /* text -> ids (on the pool) */
     WORKER_STAGE_ACCUM,    /* pushes into and batches out of the accumulator */
     WORKER_STAGE_PACK,     /* ids + cu_seqlens into the engine's staging */
     WORKER_STAGE_SUBMIT,   /* backend submit: H2D and launches (the whole forward on cpu) */
@@ -51,6 +51,7 @@ typedef struct {
     /* gauges */
     atomic_long pending_items;      /* tickets waiting in the accumulator */
     atomic_long pending_tokens;     /* their tokens */
+    atomic_long consumer_lag;       /* records past the fetch position in owned partitions */
     atomic_int consumer_paused;     /* 1 while fetching is paused */
     atomic_int partitions_assigned; /* partitions this member owns now */
     atomic_int group_joined;        /* 1 once the first rebalance was served */
@@ -87,6 +88,14 @@ typedef struct {
 void worker_stage_begin(worker_stage_clock_t *c);
 void worker_stage_end(worker_stage_clock_t *c, int stage);
 
+/* reclass_drift_status{tenant,model}: each tenant's newest judged drift window (3 drift, 2
+ * watch, 1 ok, 0 not judged), replaced as a whole each time the worker reads it back from
+ * PostgreSQL after writing a window. At most WORKER_METRICS_DRIFT_TENANTS tenants are kept. */
+#define WORKER_METRICS_DRIFT_TENANTS 64
+void worker_metrics_drift_begin(void); /* starts a new set; the old one shows until _end */
+void worker_metrics_drift_put(const char *tenant, int level);
+void worker_metrics_drift_end(void);
+
 /* Strings shown as labels of reclass_info; copied by worker_http_start. */
 typedef struct {
     const char *backend;
@@ -109,7 +118,7 @@ int worker_metrics_ready(const worker_metrics_t *m);
 typedef struct worker_http worker_http_t;
 
 /* Serves m on addr:port (addr an IPv4 or IPv6 literal; port 0 = any free port) from
- * libmicrohttpd's internal thread. Returns 0, 2 with err for a bad address, 1 with err when
+ * a thread of its own. Returns 0, 2 with err for a bad address, 1 with err when
  * the socket cannot be bound. */
 int worker_http_start(const char *addr, int port, const worker_metrics_t *m,
                       const worker_metrics_info_t *info, worker_http_t **out, char *err,

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/err.h"
 #include "worker/pipeline/pipeline_int.h"
 
 volatile sig_atomic_t pl_stop_signal = 0;
@@ -29,8 +30,7 @@ static int final_commit(pl_t *pl, char *err, size_t errlen) {
         if (consumers_consumer_commit(pl->poll.consumer, err, errlen) == 0) return 0;
         if (pl_now_s() > until) return -1;
         for (int i = 0; i < 10; i++) {
-            rd_kafka_message_t *m = consumers_consumer_poll(pl->poll.consumer, 50);
-            if (m) rd_kafka_message_destroy(m);
+            consumers_record_free(consumers_consumer_poll(pl->poll.consumer, 50));
         }
     }
 }
@@ -51,10 +51,11 @@ static void print_stats(pl_t *pl, double t_start, worker_pipeline_stats_t *st) {
              "\"backend\":\"%s\"}",
              pl->st.tickets_done, pl->st.dead_letters, pl->st.truncated, pl->st.batches_done,
              pl->poll.pauses, pl->poll.holds, span, span > 0 ? pl->st.tickets_done / span : 0.0,
-             pl->st.encoder_s, share, pl->st.sink_s, wall, pl->eng.ops->name);
+             pl->st.encoder_s, share, pl->st.sink_s, wall, pl->ses.eng.ops->name);
     size_t len = strlen(line) - 1; /* drop the closing brace */
     /* where the time went: per stage, wall and CPU seconds of this run */
-    double dev = pl->eng.ops->device_seconds ? pl->eng.ops->device_seconds(pl->eng.be) : -1.0;
+    double dev =
+        pl->ses.eng.ops->device_seconds ? pl->ses.eng.ops->device_seconds(pl->ses.eng.be) : -1.0;
     len +=
         (size_t)snprintf(line + len, sizeof(line) - len, ",\"threads\":%d,\"device_seconds\":%.3f",
                          pl_pool_slots(pl->pool), dev);
@@ -100,89 +101,22 @@ static void print_stats(pl_t *pl, double t_start, worker_pipeline_stats_t *st) {
     }
 }
 
-/* Loads model, tokenizer, backend and accumulator. 0, or the exit code with a message. */
+/* The classification session (model, tokenizer, backend) and the accumulator. 0, or the exit
+ * code with a message. */
 static int setup_compute(pl_t *pl, char *err, size_t errlen) {
-    const worker_run_cfg_t *cfg = pl->cfg;
-    if (gpu_model_load(cfg->model, &pl->model, err, errlen)) return 2;
-    if (worker_tok_load_dir(cfg->model, pl->model->cfg.vocab_size, &pl->tok, err, errlen)) return 2;
-    const gpu_backend_ops_t *ops = gpu_backend_find(cfg->backend, err, errlen);
-    if (!ops) return 2;
-    int max_len = pl->model->cfg.max_pos;
-    if (cfg->max_len > 0 && cfg->max_len < max_len) max_len = cfg->max_len;
-    if (max_len < 2) {
-        snprintf(err, errlen, "--max-len %d: must be at least 2 ([CLS] and [SEP])", max_len);
-        return 2;
-    }
-    /* 0 = by backend. The GPU's matrix units want big batches (bert-base on the H200,
-     * `reclass bench`: 19,001 tickets/s at 4096 tokens, 21,716 at 8192, 22,322 at 16384,
-     * 23,290 at 65536; tests/bench/RESULTS-gpu.md), and 16384 keeps weights + arena at
-     * 0.38 GiB; the CPU gains nothing past a few thousand. */
-    int gpu = strcmp(ops->name, "cpu") != 0;
-    pl->token_budget = cfg->token_budget > 0 ? cfg->token_budget : gpu ? 16384 : 4096;
-    if (pl->token_budget < max_len) {
-        snprintf(err, errlen,
-                 "--token-budget %d is below the longest sequence (%d tokens): raise it or "
-                 "lower --max-len",
-                 pl->token_budget, max_len);
-        return 2;
-    }
-    pl->max_len = max_len;
-    pl->max_seqs = pl->token_budget / 2;
-    gpu_backend_opts_t bo = {.token_budget = pl->token_budget,
-                             .max_len = max_len,
-                             .max_seqs = pl->max_seqs,
-                             .threads = cfg->threads,
-                             .precision = cfg->precision,
-                             .device = cfg->device};
-    int rc = cls_engine_open(&pl->eng, pl->model, cfg->backend, &bo, err, errlen);
+    common_status_t rc = cls_session_open(&pl->ses, &pl->cfg->cls, 1, err, errlen);
     if (rc) return rc;
-    /* Backpressure bounds (0 = by backend). A GPU encoder drains a batch in milliseconds, so
-     * on the GPU the accumulator may hold many short tickets: on the H200 (bert-base, 60,345
-     * real tickets, fetch.wait.max.ms 100) a 2048-ticket cap paused consumption so often that
-     * the job took 20.3 s, 32768 tickets took 0.97 s (62,193 tickets/s, encoder 0.86 s).
-     * Tokens stay at 8 budgets: a few batches to sort by length, and little for a shutdown
-     * to finish. */
-    pl->acc_cfg = (worker_accum_cfg_t){
-        .token_budget = pl->token_budget,
-        .padded = !ops->padding_free,
-        .max_wait_ms = cfg->max_wait_ms,
-        .max_pending_items = cfg->max_pending > 0 ? cfg->max_pending
-                             : gpu                ? 32768
-                                                  : 2048,
-        .max_pending_tokens =
-            cfg->max_pending_tokens > 0 ? cfg->max_pending_tokens : 8L * pl->token_budget,
-        .max_len = max_len,
-    };
-    if (worker_accum_init(&pl->acc_cfg, &pl->q.acc, err, errlen)) return 2;
-    int threads = cfg->threads > 0 ? cfg->threads : pl_pool_cores();
-    if (pl_pool_init(threads, &pl->pool)) {
-        snprintf(err, errlen, "cannot start %d pipeline threads", threads);
-        return 1;
-    }
+    if (worker_accum_init(&pl->ses.acc, &pl->q.acc, err, errlen)) return COMMON_USAGE;
+    int threads = pl->cfg->cls.threads > 0 ? pl->cfg->cls.threads : pl_pool_cores();
+    if (pl_pool_init(threads, &pl->pool))
+        return common_errf(COMMON_FATAL, err, errlen, "cannot start %d pipeline threads", threads);
     pl_poll_t *pp = &pl->poll;
-    pp->burst = calloc(PL_BURST, sizeof(*pp->burst));
-    pp->burst_epoch = calloc(PL_BURST, sizeof(*pp->burst_epoch));
-    pp->burst_items = calloc(PL_BURST, sizeof(*pp->burst_items));
-    pp->burst_err = calloc(PL_BURST, sizeof(*pp->burst_err));
+    pp->tok_rec = calloc(PL_BURST, sizeof(*pp->tok_rec));
+    pp->tok_items = calloc(PL_BURST, sizeof(*pp->tok_items));
     pp->tok_scratch = calloc((size_t)pl_pool_slots(pl->pool), sizeof(*pp->tok_scratch));
-    if (!pp->burst || !pp->burst_epoch || !pp->burst_items || !pp->burst_err || !pp->tok_scratch) {
-        snprintf(err, errlen, "out of memory");
-        return 1;
-    }
-    return 0;
-}
-
-/* One decoder per pool slot (a codec is not thread-safe). 0, or an exit code with err. */
-static int open_codecs(pl_t *pl, char *err, size_t errlen) {
-    int n = pl_pool_slots(pl->pool);
-    pl->poll.codecs = calloc((size_t)n, sizeof(*pl->poll.codecs)); /* (slots) */
-    if (!pl->poll.codecs) {
-        snprintf(err, errlen, "out of memory");
-        return 1;
-    }
-    for (int i = 0; i < n; i++)
-        if (consumers_codec_init(pl->cfg->schemas, &pl->poll.codecs[i], err, errlen)) return 2;
-    return 0;
+    if (!pp->tok_rec || !pp->tok_items || !pp->tok_scratch)
+        return common_errf(COMMON_FATAL, err, errlen, "out of memory");
+    return COMMON_OK;
 }
 
 /* Result writers: --sink-connections, or by threads (the default). */
@@ -196,17 +130,15 @@ static int sink_connections(const worker_run_cfg_t *cfg, int threads) {
 static int open_writers(pl_t *pl, char *err, size_t errlen) {
     int n = sink_connections(pl->cfg, pl_pool_slots(pl->pool));
     pl->sk.writers = calloc((size_t)n, sizeof(*pl->sk.writers)); /* (n_writers) */
-    if (!pl->sk.writers) {
-        snprintf(err, errlen, "out of memory");
-        return 1;
-    }
+    if (!pl->sk.writers) return common_errf(COMMON_FATAL, err, errlen, "out of memory");
     for (int i = 0; i < n; i++) {
         pl->sk.writers[i].pl = pl;
-        if (sink_init(pl->cfg->db, pl->model->name, &pl->sk.writers[i].sink, err, errlen)) return 1;
+        if (sink_init(pl->cfg->db, pl->ses.model->name, &pl->sk.writers[i].sink, err, errlen))
+            return COMMON_FATAL;
         pl->sk.n_writers++;
     }
     pl->sk.sink = pl->sk.writers[0].sink;
-    return 0;
+    return COMMON_OK;
 }
 
 static void teardown(pl_t *pl) {
@@ -215,10 +147,8 @@ static void teardown(pl_t *pl) {
         for (int i = 0; i < pl_pool_slots(pl->pool); i++)
             worker_ids_free(&pl->poll.tok_scratch[i]);
     free(pl->poll.tok_scratch);
-    free(pl->poll.burst);
-    free(pl->poll.burst_epoch);
-    free(pl->poll.burst_items);
-    free(pl->poll.burst_err);
+    free(pl->poll.tok_rec);
+    free(pl->poll.tok_items);
     pl_pool_free(pl->pool);
     while (pl->q.out_head) {
         pl_out_t *o = pl->q.out_head;
@@ -241,19 +171,21 @@ static void teardown(pl_t *pl) {
         pl->poll.ovf_head = it->next;
         pl_item_free(it);
     }
+    while (pl->q.refused) { /* only after a failure: the drain sends them otherwise */
+        pl_item_t *it = pl->q.refused;
+        pl->q.refused = it->next;
+        pl_item_free(it);
+    }
+    pl_held_free(pl); /* first: librdkafka waits for every message before it closes */
     consumers_consumer_free(pl->poll.consumer);
     consumers_dlq_free(pl->poll.dlq);
-    for (int i = 0; pl->poll.codecs && i < pl_pool_slots(pl->pool); i++)
-        consumers_codec_free(pl->poll.codecs[i]);
-    free(pl->poll.codecs);
+    consumers_codec_free(pl->poll.codec);
     consumers_offsets_free(pl->q.offsets);
     free(pl->st.stored);
     for (int i = 0; i < pl->sk.n_writers; i++)
         sink_free(pl->sk.writers[i].sink);
     free(pl->sk.writers);
-    cls_engine_close(&pl->eng);
-    worker_tok_free(pl->tok);
-    gpu_model_free(pl->model);
+    cls_session_close(&pl->ses);
     pthread_mutex_destroy(&pl->q.mu);
     pthread_cond_destroy(&pl->q.cv_enc);
     pthread_cond_destroy(&pl->q.cv_sink);
@@ -282,7 +214,8 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
     char err[1024] = "";
     int rc = setup_compute(pl, err, sizeof(err));
     if (!rc) rc = pl_telemetry_init(pl, err, sizeof(err));
-    if (!rc) rc = open_codecs(pl, err, sizeof(err));
+    if (!rc && consumers_codec_init(cfg->schemas, &pl->poll.codec, err, sizeof(err))) rc = 2;
+    if (!rc && pl_held_open(pl, err, sizeof(err))) rc = 2;
     if (!rc && consumers_offsets_init(&pl->q.offsets)) {
         snprintf(err, sizeof(err), "out of memory");
         rc = 1;
@@ -308,10 +241,11 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
     /* room for every writer's next transaction, and as much again being formed */
     pl->q.max_out_items = (pl->sk.n_writers + 1L) * cfg->sink_rows;
     fprintf(stderr,
-            "reclass run: model %s (%d labels), backend %s, token budget %d, max len %d, "
-            "topic %s, group %s, dead letters to %s\n",
-            pl->model->name, pl->model->cfg.num_labels, pl->eng.ops->name, pl->token_budget,
-            pl->max_len, cfg->topic, cfg->group, cfg->dlq_topic);
+            "reclass run: model %s (%d labels), backend %s, precision %s, token budget %d, "
+            "max len %d, topic %s, group %s, dead letters to %s\n",
+            pl->ses.model->name, pl->ses.model->cfg.num_labels, pl->ses.eng.ops->name,
+            pl->ses.props.precision, pl->ses.props.token_budget, pl->ses.props.max_len, cfg->topic,
+            cfg->group, cfg->dlq_topic);
 
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;

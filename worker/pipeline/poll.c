@@ -35,9 +35,32 @@ void pl_dlq_done(void *ctx, int32_t partition, int64_t offset, int64_t epoch) {
     worker_metrics_add(&worker_metrics.dead_lettered, 1);
 }
 
+void pl_send_refused(pl_t *pl) {
+    pthread_mutex_lock(&pl->q.mu);
+    pl_item_t *it = pl->q.refused;
+    pl->q.refused = NULL;
+    pthread_mutex_unlock(&pl->q.mu);
+    while (it) {
+        pl_item_t *next = it->next;
+        if (consumers_dlq_send_copy(pl->poll.dlq, pl->cfg->topic, it->t.partition, it->t.offset,
+                                    it->key, it->key_len, it->value, it->value_len,
+                                    it->dlq_error ? it->dlq_error : "the database refused the row",
+                                    it->epoch)) {
+            fprintf(stderr,
+                    "reclass run: out of memory keeping the dead letter of partition %" PRId32
+                    " offset %" PRId64 "; stopping (its offset stays unstored)\n",
+                    it->t.partition, it->t.offset);
+            pthread_mutex_lock(&pl->q.mu);
+            pl->q.fatal = 1;
+            pthread_mutex_unlock(&pl->q.mu);
+        }
+        pl_item_free(it);
+        it = next;
+    }
+}
+
 void pl_on_assign(void *ctx, const int32_t *parts, int n) {
     pl_t *pl = ctx;
-    pl_burst_track(pl);
     pthread_mutex_lock(&pl->q.mu);
     for (int i = 0; i < n; i++)
         consumers_offsets_assign(pl->q.offsets, parts[i]);
@@ -49,7 +72,6 @@ void pl_on_assign(void *ctx, const int32_t *parts, int n) {
  * items still in the accumulator or the sink queue finish, but cannot store anything. */
 void pl_on_revoke(void *ctx, const int32_t *parts, int n, int lost) {
     pl_t *pl = ctx;
-    pl_burst_track(pl);
     long dropped = 0;
     pthread_mutex_lock(&pl->q.mu);
     for (int i = 0; i < n; i++) {
@@ -61,6 +83,7 @@ void pl_on_revoke(void *ctx, const int32_t *parts, int n, int lost) {
     pl->st.dropped_in_flight += dropped;
     pthread_mutex_unlock(&pl->q.mu);
     atomic_fetch_sub(&worker_metrics.partitions_assigned, n);
+    pl_held_revoke(pl, parts, n);
     /* overflow items of those partitions will never be stored: drop them now */
     pl_item_t **pp = &pl->poll.ovf_head, *last = NULL;
     while (*pp) {
@@ -85,20 +108,22 @@ void pl_on_revoke(void *ctx, const int32_t *parts, int n, int lost) {
                 dropped);
 }
 
-/* Decodes one record into an item; NULL with err for a dead letter. */
-static pl_item_t *make_item(consumers_codec_t *codec, const rd_kafka_message_t *m, char *err,
-                            size_t errlen) {
+/* Decodes one record into an item (tokenized later, on the pool); returns NULL with err for a
+ * dead letter. */
+static pl_item_t *make_item(pl_t *pl, const consumers_record_t *m, char *err, size_t errlen) {
     pl_item_t *it = calloc(1, sizeof(*it));
     if (!it) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    if (!m->payload || m->len == 0) {
+    size_t len;
+    const void *value = consumers_record_value(m, &len);
+    if (!value || len == 0) {
         snprintf(err, errlen, "empty record value");
         free(it);
         return NULL;
     }
-    if (consumers_codec_decode(codec, m->payload, m->len, &it->t, err, errlen)) {
+    if (consumers_codec_decode(pl->poll.codec, value, len, &it->t, err, errlen)) {
         free(it);
         return NULL;
     }
@@ -113,66 +138,22 @@ static pl_item_t *make_item(consumers_codec_t *codec, const rd_kafka_message_t *
         pl_item_free(it);
         return NULL;
     }
-    it->t.partition = m->partition;
-    it->t.offset = m->offset;
+    it->t.partition = consumers_record_partition(m);
+    it->t.offset = consumers_record_offset(m);
+    size_t key_len;
+    const void *key = consumers_record_key(m, &key_len);
+    it->value = malloc(len);
+    it->key = key && key_len ? malloc(key_len) : NULL;
+    if (!it->value || (key && key_len && !it->key)) {
+        snprintf(err, errlen, "out of memory");
+        pl_item_free(it);
+        return NULL;
+    }
+    memcpy(it->value, value, len);
+    it->value_len = len;
+    if (it->key) memcpy(it->key, key, key_len);
+    it->key_len = it->key ? key_len : 0;
     return it;
-}
-
-/* Tokenizes an item into its own ids; -1 when out of memory (ids stays NULL). */
-static int tokenize_item(pl_t *pl, pl_item_t *it, worker_ids_t *ids) {
-    if (worker_tok_encode(pl->tok, it->t.text, it->t.text_len, pl->max_len, ids)) return -1;
-    it->ids = malloc(sizeof(*it->ids) * (size_t)ids->n); /* (n_ids) */
-    if (!it->ids) return -1;
-    memcpy(it->ids, ids->v, sizeof(*it->ids) * (size_t)ids->n);
-    it->n_ids = ids->n;
-    it->truncated = ids->truncated; /* over-long texts are cut and flagged, never rejected */
-    return 0;
-}
-
-#define PL_TOK_CHUNK 32 /* records per decoding and tokenizing task */
-
-typedef struct {
-    pl_t *pl;
-    int n;
-} tok_job_t;
-
-static void tok_task(void *ctx, int task, int slot) {
-    tok_job_t *j = ctx;
-    pl_poll_t *pp = &j->pl->poll;
-    int end = (task + 1) * PL_TOK_CHUNK < j->n ? (task + 1) * PL_TOK_CHUNK : j->n;
-    worker_stage_clock_t clk;
-    worker_stage_begin(&clk);
-    for (int i = task * PL_TOK_CHUNK; i < end; i++) {
-        pp->burst_items[i] = NULL;
-        if (!pp->burst_epoch[i]) continue; /* not ours */
-        pl_item_t *it =
-            make_item(pp->codecs[slot], pp->burst[i], pp->burst_err[i], sizeof(pp->burst_err[i]));
-        if (it) it->epoch = pp->burst_epoch[i];
-        pp->burst_items[i] = it;
-    }
-    worker_stage_end(&clk, WORKER_STAGE_DECODE);
-    for (int i = task * PL_TOK_CHUNK; i < end; i++) {
-        pl_item_t *it = pp->burst_items[i];
-        if (it && tokenize_item(j->pl, it, &pp->tok_scratch[slot])) {
-            snprintf(pp->burst_err[i], sizeof(pp->burst_err[i]), "out of memory tokenizing");
-            pl_item_free(it);
-            pp->burst_items[i] = NULL;
-        }
-    }
-    worker_stage_end(&clk, WORKER_STAGE_TOKENIZE);
-}
-
-/* Sends a record's dead letter (the producer keeps it until Kafka has it, retrying as needed:
- * dlq.h); out of memory stops the worker with its offset unstored. */
-static void dead_letter(pl_t *pl, rd_kafka_message_t *m, const char *err, int64_t epoch) {
-    if (consumers_dlq_send(pl->poll.dlq, m, err, epoch) == 0) return;
-    fprintf(stderr,
-            "reclass run: out of memory keeping the dead letter of partition %" PRId32
-            " offset %" PRId64 "; stopping (its offset stays unstored)\n",
-            m->partition, m->offset);
-    pthread_mutex_lock(&pl->q.mu);
-    pl->q.fatal = 1;
-    pthread_mutex_unlock(&pl->q.mu);
 }
 
 /* Pushes overflow items while the accumulator takes them. Returns 1 when some remain. */
@@ -196,45 +177,40 @@ static int drain_overflow(pl_t *pl) {
     return pl->poll.ovf_head != NULL;
 }
 
-/* Tracks the burst's records polled so far under the epochs of the assignment they were
- * fetched in: before a rebalance callback changes them, and before the burst is handled. */
-void pl_burst_track(pl_t *pl) {
-    pl_poll_t *pp = &pl->poll;
-    if (pp->burst_tracked == pp->burst_n) return;
+static void set_fatal(pl_t *pl) {
     pthread_mutex_lock(&pl->q.mu);
-    if (pl->st.first_record_s == 0) pl->st.first_record_s = pl_now_s();
-    for (int i = pp->burst_tracked; i < pp->burst_n; i++) {
-        rd_kafka_message_t *m = pp->burst[i];
-        int64_t epoch = consumers_offsets_epoch(pl->q.offsets, m->partition);
-        int tracked = epoch > 0 && consumers_offsets_consumed(pl->q.offsets, m->partition, epoch,
-                                                              m->offset) == 0;
-        pp->burst_epoch[i] = tracked ? epoch : 0; /* 0: not ours (any more), or a redelivery */
-    }
+    pl->q.fatal = 1;
     pthread_mutex_unlock(&pl->q.mu);
-    pp->burst_tracked = pp->burst_n;
 }
 
-/* The records of a burst, in the order polled: tracked here (poll stage), decoded and
- * tokenized on the pool, then queued in order (the tracker needs each partition's offsets in
- * increasing order, and the overflow keeps arrival order). clk: the poll stage's timer. */
-static void handle_burst(pl_t *pl, worker_stage_clock_t *clk) {
+static void send_dead_letter(pl_t *pl, consumers_record_t *m, const char *err, int64_t epoch) {
+    /* the producer keeps the letter until Kafka has it, retrying as needed (dlq.h) */
+    if (consumers_dlq_send(pl->poll.dlq, m, err, epoch)) {
+        fprintf(stderr,
+                "reclass run: out of memory keeping the dead letter of partition %" PRId32
+                " offset %" PRId64 "; stopping (its offset stays unstored)\n",
+                consumers_record_partition(m), consumers_record_offset(m));
+        set_fatal(pl);
+    }
+}
+
+/* Tokenizes the decoded items on the pool, then queues them in arrival order (the accumulator
+ * sorts them anyway; the overflow keeps the order records came in). */
+static void flush_decoded(pl_t *pl) {
     pl_poll_t *pp = &pl->poll;
-    pl_burst_track(pl);
-    int n = pp->burst_n;
-    int64_t *epochs = pp->burst_epoch;
-    int taken = 0;
-    for (int i = 0; i < n; i++)
-        taken += epochs[i] != 0;
-    worker_metrics_add(&worker_metrics.tickets_consumed, taken);
-    worker_stage_end(clk, WORKER_STAGE_POLL);
-    tok_job_t job = {pl, n};
-    pl_pool_run(pl->pool, (n + PL_TOK_CHUNK - 1) / PL_TOK_CHUNK, tok_task, &job);
-    worker_stage_begin(clk); /* the tasks timed themselves */
+    if (pp->tok_n == 0) return;
+    pl_tokenize_decoded(pl);
+    worker_stage_clock_t clk;
+    worker_stage_begin(&clk);
     long truncated = 0;
-    for (int i = 0; i < n; i++) {
-        pl_item_t *it = pp->burst_items[i];
-        if (epochs[i] && !it) dead_letter(pl, pp->burst[i], pp->burst_err[i], epochs[i]);
-        rd_kafka_message_destroy(pp->burst[i]);
+    for (int i = 0; i < pp->tok_n; i++) {
+        pl_item_t *it = pp->tok_items[i];
+        if (!it->ids) {
+            send_dead_letter(pl, pp->tok_rec[i], "out of memory tokenizing", it->epoch);
+            pl_item_free(it);
+            it = NULL;
+        }
+        consumers_record_free(pp->tok_rec[i]);
         if (!it) continue;
         truncated += it->truncated;
         if (pp->ovf_tail)
@@ -244,8 +220,7 @@ static void handle_burst(pl_t *pl, worker_stage_clock_t *clk) {
         pp->ovf_tail = it;
         pp->ovf_n++;
     }
-    pp->burst_n = pp->burst_tracked = 0;
-    worker_stage_end(clk, WORKER_STAGE_POLL);
+    pp->tok_n = 0;
     if (truncated) {
         pthread_mutex_lock(&pl->q.mu);
         pl->st.truncated += truncated;
@@ -253,7 +228,74 @@ static void handle_burst(pl_t *pl, worker_stage_clock_t *clk) {
         worker_metrics_add(&worker_metrics.truncated, truncated);
     }
     drain_overflow(pl);
-    worker_stage_end(clk, WORKER_STAGE_ACCUM);
+    worker_stage_end(&clk, WORKER_STAGE_ACCUM);
+}
+
+static void handle_decodable(pl_t *pl, consumers_record_t *m) {
+    const int32_t part = consumers_record_partition(m);
+    const int64_t offset = consumers_record_offset(m);
+    pthread_mutex_lock(&pl->q.mu);
+    int64_t epoch = consumers_offsets_epoch(pl->q.offsets, part);
+    int tracked = epoch > 0 && consumers_offsets_consumed(pl->q.offsets, part, epoch, offset) == 0;
+    if (pl->st.first_record_s == 0) pl->st.first_record_s = pl_now_s();
+    pthread_mutex_unlock(&pl->q.mu);
+    if (!tracked) { /* not ours (any more), or a redelivery below what we track */
+        consumers_record_free(m);
+        return;
+    }
+    worker_metrics_add(&worker_metrics.tickets_consumed, 1);
+    char err[512];
+    pl_item_t *it = make_item(pl, m, err, sizeof(err));
+    if (!it) {
+        send_dead_letter(pl, m, err, epoch);
+        consumers_record_free(m);
+        return;
+    }
+    it->epoch = epoch;
+    pl_poll_t *pp = &pl->poll;
+    pp->tok_items[pp->tok_n] = it;
+    pp->tok_rec[pp->tok_n++] = m; /* freed once its item is tokenized */
+    if (pp->tok_n == PL_BURST) flush_decoded(pl);
+}
+
+/* A record waits behind held ones, or for its own writer schema, or goes on now. */
+static void handle_record(pl_t *pl, consumers_record_t *m) {
+    char err[512];
+    int s = pl->poll.held_n ? PL_SCHEMA_WAIT : pl_schema_check(pl, m, err, sizeof(err));
+    if (s == PL_SCHEMA_READY) {
+        handle_decodable(pl, m);
+        return;
+    }
+    if (s == PL_SCHEMA_FATAL) {
+        fprintf(stderr, "reclass run: %s; stopping (fix the registry settings)\n", err);
+        consumers_record_free(m);
+        set_fatal(pl);
+        return;
+    }
+    if (!pl->poll.held_n)
+        fprintf(stderr,
+                "reclass run: %s; holding the records from here on (nothing is "
+                "dead-lettered)\n",
+                err);
+    if (pl_held_push(pl, m)) {
+        fprintf(stderr, "reclass run: out of memory holding records for the schema registry\n");
+        consumers_record_free(m);
+        set_fatal(pl);
+    }
+}
+
+/* Feeds held records whose writer schema came, in order. */
+static void release_held(pl_t *pl) {
+    char err[512];
+    int fatal = 0;
+    consumers_record_t *m;
+    while ((m = pl_held_next(pl, &fatal, err, sizeof(err))) != NULL)
+        handle_decodable(pl, m);
+    flush_decoded(pl);
+    if (fatal) {
+        fprintf(stderr, "reclass run: %s; stopping (fix the registry settings)\n", err);
+        set_fatal(pl);
+    }
 }
 
 static void log_progress(pl_t *pl, double t0) {
@@ -270,6 +312,7 @@ static void log_progress(pl_t *pl, double t0) {
 
 #define PL_HOLD_MS         1000 /* longest backlog waited out without pausing the partitions */
 #define PL_DLQ_WAITING_MAX 1000 /* dead letters waiting for a retry before reading stops */
+#define PL_LAG_EVERY_S     1.0  /* how often reclass_consumer_lag_records is refreshed */
 
 /* The poll loop: returns when a stop was asked (signal, idle, fatal). */
 void pl_poll_loop(pl_t *pl) {
@@ -277,7 +320,14 @@ void pl_poll_loop(pl_t *pl) {
     double t0 = pl_now_s(), last_activity = t0;
     long logged_batches = 0, seen_rebalances = 0;
     int64_t hold_since = 0; /* when the accumulator became full without a pause; 0 = not */
+    double next_lag_s = t0;
     for (;;) {
+        if (pl_now_s() >= next_lag_s) {
+            next_lag_s = pl_now_s() + PL_LAG_EVERY_S;
+            long lag = consumers_consumer_lag(pl->poll.consumer);
+            if (lag >= 0)
+                atomic_store_explicit(&worker_metrics.consumer_lag, lag, memory_order_relaxed);
+        }
         if (pl_stop_signal) {
             fprintf(stderr, "reclass run: signal %d: finishing in-flight work\n",
                     (int)pl_stop_signal);
@@ -307,7 +357,9 @@ void pl_poll_loop(pl_t *pl) {
         if (fatal) break;
         /* dead letters the dead-letter topic does not take yet count as a full accumulator:
          * reading on would only pile them up in memory */
-        int full = drain_overflow(pl) || consumers_dlq_waiting(pl->poll.dlq) > PL_DLQ_WAITING_MAX;
+        release_held(pl);
+        int full = drain_overflow(pl) || consumers_dlq_waiting(pl->poll.dlq) > PL_DLQ_WAITING_MAX ||
+                   pl->poll.held_n > 0;
         /* Backpressure. A short backlog (the encoder takes a batch soon) is waited out without
          * polling: the fetched records stay in librdkafka's local queue, whose own limit
          * (queued.max.messages.kbytes) then stops the fetcher, and heartbeats go on in the
@@ -340,20 +392,25 @@ void pl_poll_loop(pl_t *pl) {
                 worker_metrics_add(&worker_metrics.pauses, 1);
             }
         } else if (consumers_consumer_paused(pl->poll.consumer) &&
-                   pending < pl->acc_cfg.max_pending_items / 2)
+                   pending < pl->ses.acc.max_pending_items / 2)
             consumers_consumer_resume(pl->poll.consumer);
         atomic_store_explicit(&worker_metrics.consumer_paused,
                               consumers_consumer_paused(pl->poll.consumer), memory_order_relaxed);
         worker_stage_clock_t clk;
         worker_stage_begin(&clk);
-        /* a burst: the first record waits, the rest are what librdkafka holds already */
-        pl_poll_t *pp = &pl->poll;
-        rd_kafka_message_t *m = consumers_consumer_poll(pp->consumer, full ? 20 : 100);
-        while (m) {
-            pp->burst[pp->burst_n++] = m;
-            m = pp->burst_n < PL_BURST && !full ? consumers_consumer_poll(pp->consumer, 0) : NULL;
+        /* a burst: the first record waits, the rest are what librdkafka holds already; each is
+         * tracked and decoded as it comes, their texts tokenized together */
+        consumers_record_t *m = consumers_consumer_poll(pl->poll.consumer, full ? 20 : 100);
+        int got = m != NULL;
+        for (int k = 1; m; k++) {
+            handle_record(pl, m);
+            m = k < PL_BURST && !full ? consumers_consumer_poll(pl->poll.consumer, 0) : NULL;
         }
-        int n = pp->burst_n;
+        if (got) {
+            worker_stage_end(&clk, WORKER_STAGE_POLL);
+            flush_decoded(pl);
+        }
+        pl_send_refused(pl);
         consumers_dlq_poll(pl->poll.dlq, 0);
         double now = pl_now_s();
         long rebalances = consumers_consumer_rebalances(pl->poll.consumer);
@@ -362,10 +419,9 @@ void pl_poll_loop(pl_t *pl) {
             last_activity = now;
             atomic_store(&worker_metrics.group_joined, 1);
         }
-        if (n > 0) {
+        if (got) {
             last_activity = now;
-            handle_burst(pl, &clk);
-        } else if (uncommitted > 0 || pl->poll.ovf_head ||
+        } else if (uncommitted > 0 || pl->poll.ovf_head || pl->poll.held_n ||
                    consumers_dlq_outstanding(pl->poll.dlq) > 0) {
             last_activity = now;
         }
@@ -400,7 +456,13 @@ void pl_poll_loop(pl_t *pl) {
 
 /* Stop fetching, let encoder and sink finish what was accepted, then hand offsets back. */
 void pl_drain(pl_t *pl) {
+    for (int i = 0; i < pl->poll.tok_n; i++) { /* decoded, never accepted: unstored too */
+        pl_item_free(pl->poll.tok_items[i]);
+        consumers_record_free(pl->poll.tok_rec[i]);
+    }
+    pl->poll.tok_n = 0;
     consumers_consumer_pause(pl->poll.consumer);
+    pl_held_revoke(pl, NULL, -1); /* held records were never accepted either */
     /* overflow items were never accepted: unstored, so redelivered to whoever comes next */
     while (pl->poll.ovf_head) {
         pl_item_t *it = pl->poll.ovf_head;
@@ -421,10 +483,12 @@ void pl_drain(pl_t *pl) {
         if (done) break;
         atomic_store_explicit(&worker_metrics.last_poll_ms, (long long)worker_metrics_now_ms(),
                               memory_order_relaxed);
-        rd_kafka_message_t *m = consumers_consumer_poll(pl->poll.consumer, 50);
-        if (m) rd_kafka_message_destroy(m); /* fetched before the pause: not tracked */
+        consumers_record_t *m = consumers_consumer_poll(pl->poll.consumer, 50);
+        if (m) consumers_record_free(m); /* fetched before the pause: not tracked */
+        pl_send_refused(pl);
         consumers_dlq_poll(pl->poll.dlq, 0);
     }
+    pl_send_refused(pl); /* the sink's last write */
     if (consumers_dlq_flush(pl->poll.dlq, 30000))
         fprintf(stderr,
                 "reclass run: %ld dead letter(s) not acknowledged; their offsets stay "
