@@ -12,6 +12,25 @@
 -- those records runs the check again.
 ALTER TABLE jobs RENAME TO job_info;
 
+-- 005's owner check claims new jobs by inserting their row: into the table, now job_info (a
+-- trigger function names its tables by name, at each call)
+CREATE OR REPLACE FUNCTION reclass_results_owner_check() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    bad text;
+BEGIN
+    INSERT INTO job_info (job_id, tenant, total)
+    SELECT DISTINCT ON (job_id) job_id, tenant, 0 FROM new_rows ORDER BY job_id
+    ON CONFLICT (job_id) DO NOTHING;
+    SELECT n.job_id INTO bad FROM new_rows n JOIN job_info j USING (job_id)
+    WHERE j.tenant IS NOT NULL AND n.tenant IS DISTINCT FROM j.tenant LIMIT 1;
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'job % belongs to another tenant', bad
+            USING ERRCODE = 'integrity_constraint_violation',
+                  CONSTRAINT = 'ticket_results_job_owner';
+    END IF;
+    RETURN NULL;
+END $$;
+
 CREATE TABLE job_progress (
     job_id     text COLLATE "C" NOT NULL,
     writer     text NOT NULL, -- host:pid:n of the sink connection that counts here
