@@ -7,17 +7,7 @@
 
 #include "common/err.h"
 
-double cls_now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-int64_t cls_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "common/clock.h"
 
 /* Buffers for what the backend holds (e->props); 0 or 1 with err set. */
 static int engine_alloc(cls_engine_t *e, char *err, size_t errlen) {
@@ -122,7 +112,7 @@ int cls_engine_submit_packed(cls_engine_t *e, char *err, size_t errlen) {
     if (e->packed < 0) return common_errf(2, err, errlen, "no batch packed");
     cls_batch_t *b = &e->slot[(e->head + e->in_flight) % 2];
     b->n = e->packed, b->n_tokens = e->packed_tokens, b->longest = e->packed_longest;
-    b->t_submit = cls_now_s();
+    b->t_submit = common_now_s();
     gpu_batch_t gb = {e->ids, e->cu, b->n, b->n_tokens, b->longest};
     e->packed = -1;
     int rc = e->ops->submit(e->be, &gb, err, errlen); /* copies the inputs */
@@ -145,7 +135,7 @@ int cls_engine_collect(cls_engine_t *e, const cls_batch_t **out, char *err, size
     int rc = e->ops->collect(e->be, b->logits, err, errlen);
     e->head ^= 1;
     e->in_flight--;
-    b->t_ready = cls_now_s();
+    b->t_ready = common_now_s();
     double start = b->t_submit > e->last_ready ? b->t_submit : e->last_ready;
     b->compute_s = b->t_ready - start;
     e->last_ready = b->t_ready;

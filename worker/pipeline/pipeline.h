@@ -60,6 +60,7 @@ typedef struct {
     int telemetry_interval_s; /* RECLASS_TELEMETRY_INTERVAL_S, gpu_memory rows, default 10 */
     const char *kafka_props[WORKER_RUN_MAX_KAFKA_PROPS + 1]; /* --kafka K=V, NULL-ended */
     char dlq_buf[256];                                       /* backs the default dlq_topic */
+    char schemas_buf[4096];                                  /* backs the default schemas */
 } worker_run_cfg_t;
 
 /* Runs until signalled, idle (cfg->idle_exit_s) or a fatal error. Returns the exit code:

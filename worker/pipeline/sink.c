@@ -21,7 +21,7 @@ static void sleep_ms(int ms) {
 static int write_committed(pl_t *pl, sink_t *sk, const sink_result_t *rows, int n_rows,
                            const sink_batch_t *bat, int n_bat) {
     char err[1024];
-    int backoff = 100;
+    int backoff = PL_RETRY_FIRST_MS;
     time_t stop_at = 0; /* after a signal: when to give up on a database that is down */
     for (;;) {
         int rc = sink_write(sk, rows, n_rows, bat, n_bat, err, sizeof(err));
@@ -58,7 +58,7 @@ static int write_committed(pl_t *pl, sink_t *sk, const sink_result_t *rows, int 
                 return SINK_FATAL;
             }
             sleep_ms(backoff);
-            backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
+            backoff = backoff * 2 > PL_RETRY_MAX_MS ? PL_RETRY_MAX_MS : backoff * 2;
             if (stop_at && backoff > 1000) backoff = 1000; /* keep to the stop deadline */
             if (sink_reconnect(sk, err, sizeof(err)) == 0) break;
         }
@@ -132,7 +132,7 @@ static int commit_rows(pl_t *pl, sink_t *sk, const sink_result_t *rows, pl_item_
     pl->st.tickets_done += r;
     pl->st.rows_written += r;
     pl->st.batches_done += b;
-    pl->st.last_commit_s = pl_now_s();
+    pl->st.last_commit_s = common_now_s();
     pthread_mutex_unlock(&pl->q.mu);
     worker_metrics_add(&worker_metrics.tickets_classified, r);
     pl_telemetry_drift_add(pl, its, r); /* committed rows only */
@@ -161,7 +161,7 @@ void *pl_sink_main(void *arg) {
     while (!pl->q.fatal) {
         while (!pl->q.out_head && !pl->q.enc_done && !pl->q.fatal) {
             /* wake up now and then: a quiet drift window must still close and be written */
-            pl_timedwait_ms(&pl->q.cv_sink, &pl->q.mu, 250);
+            pl_timedwait_ms(&pl->q.cv_sink, &pl->q.mu, PL_SINK_IDLE_MS);
             if (pl->q.out_head || pl->q.enc_done || pl->q.fatal || !first) continue;
             pthread_mutex_unlock(&pl->q.mu);
             pl_telemetry_tick(pl, 0);
@@ -205,7 +205,7 @@ void *pl_sink_main(void *arg) {
         /* flatten into rows; a batch bigger than cap_rows is written in slices */
         int rc = SINK_OK;
         pl_item_t *refused = NULL; /* out of taken, for the poll thread to dead-letter */
-        double t0 = pl_now_s();
+        double t0 = common_now_s();
         int r = 0, b = 0;
         worker_stage_clock_t clk;
         worker_stage_begin(&clk);
@@ -237,7 +237,7 @@ void *pl_sink_main(void *arg) {
         }
         worker_stage_end(&clk, WORKER_STAGE_ROWS);
         if (rc == SINK_OK && r > 0) rc = commit_rows(pl, sk, rows, its, r, bat, b, parts, &refused);
-        double dt = pl_now_s() - t0;
+        double dt = common_now_s() - t0;
         if (rc == SINK_OK && first) pl_telemetry_tick(pl, 0);
         while (taken) {
             pl_out_t *o = taken;
