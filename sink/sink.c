@@ -1,9 +1,14 @@
 /* PostgreSQL sink. A write is one transaction:
  *   store the rows in ticket_results (one of the two paths below)
- *   add each job's count of tickets new to the table to jobs.done, in job_id order, stamping
- *     completed_at once done reaches total (a prepared statement, arrays as bound parameters)
+ *   add each job's count of tickets new to the table to this writer's own counter in
+ *     job_progress (no other writer touches it: workers never wait on each other's progress),
+ *     creating the job's job_info row on first sight (a prepared statement, arrays as bound
+ *     parameters)
  *   COPY batch telemetry -> batches
  *   COMMIT
+ * then, in a statement of its own, stamps completed_at on the write's jobs whose summed
+ * progress reached total (see migrations/006_progress.sql for why after COMMIT); a failure
+ * there retries the whole write, which the upsert path makes harmless.
  * Two paths for the rows, because redeliveries are rare but must be exact:
  *   fast:   binary COPY straight into ticket_results inside a savepoint; every row is new. A
  *           ticket already stored (or twice in one write) raises unique_violation: the
@@ -19,9 +24,11 @@
  * (tests/bench/RESULTS-sink.md). Values travel only through COPY and bound parameters. */
 #include "sink/sink.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <libpq-fe.h>
 
@@ -53,7 +60,6 @@ static const char SQL_COPY_BATCHES[] =
     " device_used_bytes, arena_bytes) FROM STDIN (FORMAT binary)";
 
 #define STMT_UPSERT "reclass_upsert"
-#define STMT_JOBS   "reclass_jobs"
 
 /* $1 = model. DISTINCT ON: the same ticket twice in one write would make ON CONFLICT touch a
  * row twice (an error); the higher offset wins. Sorting by the key also takes the row locks
@@ -75,20 +81,6 @@ static const char SQL_UPSERT[] =
     "    enqueued_at = excluded.enqueued_at, classified_at = now()"
     "  RETURNING t.job_id, (t.xmax = 0) AS inserted"
     ") SELECT job_id, count(*) FILTER (WHERE inserted), count(*) FROM up GROUP BY job_id";
-
-/* $1 job ids (sorted), $2 tenants, $3 totals, $4 new tickets per job. A job is complete once
- * done reaches total; completed_at is set once and kept. A total <= 0 means unknown. */
-static const char SQL_JOBS[] =
-    "INSERT INTO jobs AS j (job_id, tenant, total, done, completed_at)"
-    " SELECT job_id, tenant, total, n, CASE WHEN total > 0 AND n >= total THEN now() END"
-    " FROM unnest($1::text[], $2::text[], $3::integer[], $4::integer[]) AS u(job_id, tenant,"
-    "   total, n)"
-    " ORDER BY job_id"
-    " ON CONFLICT (job_id) DO UPDATE SET"
-    "   done = j.done + excluded.done, total = excluded.total,"
-    "   tenant = COALESCE(j.tenant, excluded.tenant), updated_at = now(),"
-    "   completed_at = COALESCE(j.completed_at, CASE WHEN excluded.total > 0"
-    "     AND j.done + excluded.done >= excluded.total THEN now() END)";
 
 static int sink_prepare(sink_t *s, const char *name, const char *sql, int n_params, char *err,
                         size_t errlen) {
@@ -122,7 +114,8 @@ static int sink_session_setup(sink_t *s, char *err, size_t errlen) {
         rc = sink_pg_exec(s->conn, SQL_STAGING, PGRES_COMMAND_OK, "create staging table", err,
                           errlen);
     if (rc == SINK_OK) rc = sink_prepare(s, STMT_UPSERT, SQL_UPSERT, 1, err, errlen);
-    if (rc == SINK_OK) rc = sink_prepare(s, STMT_JOBS, SQL_JOBS, 4, err, errlen);
+    if (rc == SINK_OK) rc = sink_prepare(s, SINK_STMT_JOBS, sink_sql_jobs, 5, err, errlen);
+    if (rc == SINK_OK) rc = sink_prepare(s, SINK_STMT_COMPLETE, sink_sql_complete, 1, err, errlen);
     return rc;
 }
 
@@ -146,6 +139,12 @@ int sink_init(const char *conninfo, const char *model, sink_t **out, char *err, 
         sink_free(s);
         return SINK_FATAL;
     }
+    /* one counter row per sink: writers of one process (sink_bench, tests) count apart too */
+    static atomic_long n_sinks;
+    char host[256] = "";
+    if (gethostname(host, sizeof(host) - 1) != 0) snprintf(host, sizeof(host), "unknown");
+    snprintf(s->writer, sizeof(s->writer), "%s:%ld:%ld", host, (long)getpid(),
+             atomic_fetch_add(&n_sinks, 1));
     int rc;
     s->conn = sink_pg_connect(s->conninfo, &rc, err, errlen);
     if (rc == SINK_OK) rc = sink_check_model(s, err, errlen);
@@ -256,7 +255,7 @@ static void sink_note_failure(sink_t *s, const PGresult *res) {
     snprintf(s->fail_constraint, sizeof(s->fail_constraint), "%s", con ? con : "");
 }
 
-static int sink_fail(sink_t *s, PGresult *res, const char *step, char *err, size_t errlen) {
+int sink_fail(sink_t *s, PGresult *res, const char *step, char *err, size_t errlen) {
     sink_note_failure(s, res);
     return sink_pg_fail(s->conn, res, step, err, errlen);
 }
@@ -372,58 +371,12 @@ static int sink_store_rows(sink_t *s, int n_rows, char *err, size_t errlen) {
     return sink_upsert_rows(s, n_rows, err, errlen);
 }
 
-/* The jobs statement's four arrays, built in one buffer (offsets first: it may move). */
-static int sink_update_jobs(sink_t *s, char *err, size_t errlen) {
-    const sink_tally_t *t = &s->tally;
-    sink_copybuf_t *b = &s->params;
-    sink_copybuf_reset(b);
-    size_t off[5];
-    int has_null_tenant = 0;
-    for (int i = 0; i < t->n_jobs; i++)
-        has_null_tenant |= t->jobs[i].tenant == NULL;
-    off[0] = b->len;
-    sink_copybin_array(b, SINK_OID_TEXT, t->n_jobs, 0);
-    for (int i = 0; i < t->n_jobs; i++)
-        sink_copybin_text(b, t->jobs[i].job_id);
-    off[1] = b->len;
-    sink_copybin_array(b, SINK_OID_TEXT, t->n_jobs, has_null_tenant);
-    for (int i = 0; i < t->n_jobs; i++)
-        sink_copybin_text(b, t->jobs[i].tenant);
-    off[2] = b->len;
-    sink_copybin_array(b, SINK_OID_INT4, t->n_jobs, 0);
-    for (int i = 0; i < t->n_jobs; i++)
-        sink_copybin_int4(b, t->jobs[i].total);
-    off[3] = b->len;
-    sink_copybin_array(b, SINK_OID_INT4, t->n_jobs, 0);
-    for (int i = 0; i < t->n_jobs; i++)
-        sink_copybin_int4(b, t->jobs[i].fresh);
-    off[4] = b->len;
-    if (b->oom) {
-        snprintf(err, errlen, "jobs: out of memory for %d jobs", t->n_jobs);
-        return SINK_RETRY;
-    }
-    /* Each element is length-prefixed, so the values themselves are never written into the
-     * SQL text. */
-    const char *vals[4];
-    int lens[4], fmts[4] = {1, 1, 1, 1};
-    for (int i = 0; i < 4; i++) {
-        vals[i] = b->data + off[i];
-        lens[i] = (int)(off[i + 1] - off[i]);
-    }
-    PGresult *res = PQexecPrepared(s->conn, STMT_JOBS, 4, vals, lens, fmts, 0);
-    if (res && PQresultStatus(res) == PGRES_COMMAND_OK) {
-        PQclear(res);
-        return SINK_OK;
-    }
-    return sink_fail(s, res, "update jobs", err, errlen);
-}
-
 static int sink_write_tx(sink_t *s, int n_rows, int n_batches, char *err, size_t errlen) {
     int rc = sink_pg_exec(s->conn, "BEGIN", PGRES_COMMAND_OK, "begin", err, errlen);
     if (rc != SINK_OK) return rc;
     if (n_rows > 0) {
         rc = sink_store_rows(s, n_rows, err, errlen);
-        if (rc == SINK_OK) rc = sink_update_jobs(s, err, errlen);
+        if (rc == SINK_OK) rc = sink_progress_add(s, err, errlen);
         if (rc != SINK_OK) return rc;
     }
     if (n_batches > 0) {
@@ -436,11 +389,10 @@ static int sink_write_tx(sink_t *s, int n_rows, int n_batches, char *err, size_t
     }
     /* deferred constraints (a job's owner) are checked here */
     PGresult *res = PQexec(s->conn, "COMMIT");
-    if (res && PQresultStatus(res) == PGRES_COMMAND_OK) {
-        PQclear(res);
-        return SINK_OK;
-    }
-    return sink_fail(s, res, "commit", err, errlen);
+    if (!res || PQresultStatus(res) != PGRES_COMMAND_OK)
+        return sink_fail(s, res, "commit", err, errlen);
+    PQclear(res);
+    return n_rows > 0 ? sink_progress_complete(s, err, errlen) : SINK_OK;
 }
 
 int sink_write_once(sink_t *s, const sink_result_t *rows, int n_rows, const sink_batch_t *batches,

@@ -20,13 +20,15 @@ struct sink {
     char *model;                 /* owned; recorded in every result row */
     sink_copybuf_t copy;         /* one chunk of binary COPY data; reused across writes */
     sink_copybuf_t params;       /* the jobs statement's array parameters; reused */
+    size_t params_ids_len;       /* bytes of its first array (job ids) at its start */
     sink_tally_t tally;          /* the write's jobs */
     const sink_result_t *rows;   /* the write in progress (the caller's) */
     const sink_batch_t *batches; /* idem */
     long last_inserted;
     long last_rows;
-    int upsert_mode; /* 1 after a redelivery: skip the fast path (see the top comment) */
-    long fallbacks;  /* writes whose fast path met an already-stored ticket */
+    char writer[320]; /* host:pid:n, this sink's key in job_progress */
+    int upsert_mode;  /* 1 after a redelivery: skip the fast path (see the top comment) */
+    long fallbacks;   /* writes whose fast path met an already-stored ticket */
     /* the failed statement of the last write_once: its SQLSTATE and constraint ("" if none) */
     char fail_state[6];
     char fail_constraint[64];
@@ -36,6 +38,20 @@ struct sink {
     int *work_row;       /* (work_cap) each one's index in the caller's rows */
     int work_cap;
 };
+
+/* Notes a failed statement's SQLSTATE and constraint in s (fail_state, fail_constraint), then
+ * answers as sink_pg_fail does. */
+int sink_fail(sink_t *s, PGresult *res, const char *step, char *err, size_t errlen);
+
+/* sink/progress.c: the statements, prepared per session by sink.c under these names */
+#define SINK_STMT_JOBS     "reclass_jobs"
+#define SINK_STMT_COMPLETE "reclass_complete"
+extern const char sink_sql_jobs[], sink_sql_complete[];
+/* Adds the tally's new tickets per job to this writer's progress (inside the write's
+ * transaction; the job ids stay in s->params for the next call). */
+int sink_progress_add(sink_t *s, char *err, size_t errlen);
+/* After COMMIT: stamps completed_at on the write's jobs whose summed progress reached total. */
+int sink_progress_complete(sink_t *s, char *err, size_t errlen);
 
 /* One transaction: rows [0, n_rows) and the batches. SINK_OK once committed, SINK_DATA when
  * the rows were refused (fail_state says why, err says it in words; nothing is stored), else

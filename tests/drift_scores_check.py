@@ -110,8 +110,8 @@ for i in range(3000):
     lab = LABELS[rng.choice(20, p=BASE_P)]
     conf = float(rng.choice(10, p=BASE_CONF) / 10 + rng.uniform(0, 0.1))
     rows.append("('t%05d','%s',%.6f)" % (i, lab, min(conf, 1.0)))
-# a result row names its job's owner (migrations/005_tenant.sql)
-psql("INSERT INTO jobs (job_id, tenant, total, done) VALUES ('j1', 'jobt', 3000, 3000)")
+# a result row names its job's owner (migrations/005_tenant.sql; the table is job_info since 006)
+psql("INSERT INTO job_info (job_id, tenant, total) VALUES ('j1', 'jobt', 3000)")
 psql("INSERT INTO ticket_results (job_id, tenant, ticket_id, label, label_id, confidence, tokens,"
      " model) SELECT 'j1', 'jobt', v.t, v.l, 0, v.c, 10, '%s' FROM (VALUES %s) v(t, l, c)"
      % (MODEL, ",".join(rows)))

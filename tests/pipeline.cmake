@@ -1,4 +1,6 @@
 # The job pipeline: offset tracking (unit), and Kafka -> PostgreSQL end to end (integration).
+# The pipeline's worker pool (worker/pipeline/pool.c).
+reclass_add_test(NAME test_pool SOURCES ${CMAKE_SOURCE_DIR}/tests/test_pool.c LABELS unit)
 reclass_add_test(NAME test_offsets SOURCES ${CMAKE_SOURCE_DIR}/tests/test_offsets.c LABELS unit)
 reclass_add_test(NAME test_pipeline_mock SOURCES ${CMAKE_SOURCE_DIR}/tests/test_pipeline_mock.c
                  LABELS integration)

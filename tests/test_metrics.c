@@ -99,11 +99,43 @@ static void test_render(void **state) {
     assert_non_null(strstr(text, "reclass_info{backend=\"cpu\",precision=\"fp32\","
                                  "model=\"we\\\"ird\\\\model\\nname\",worker=\"host:1\"} 1\n"));
     free(text);
+    /* one sample per stage and clock */
+    atomic_store(&m.stage_ns[WORKER_STAGE_TOKENIZE][1], 1500000000LL);
+    text = worker_metrics_render(&m, NULL, 12500);
+    assert_non_null(
+        strstr(text, "\nreclass_stage_seconds_total{stage=\"tokenize\",clock=\"cpu\"} 1.5\n"));
+    assert_non_null(
+        strstr(text, "\nreclass_stage_seconds_total{stage=\"copy\",clock=\"wall\"} 0\n"));
+    free(text);
     /* without info there is no reclass_info, and the text still parses */
     text = worker_metrics_render(&m, NULL, 12500);
     check_exposition(text, &n);
     assert_null(strstr(text, "reclass_info"));
     free(text);
+}
+
+/* A stage timer adds to the process-wide counters: a busy loop is CPU and wall time, a sleep
+ * wall time only. */
+static void test_stage_clock(void **state) {
+    (void)state;
+    worker_metrics_reset(&worker_metrics);
+    worker_stage_clock_t c;
+    worker_stage_begin(&c);
+    volatile double x = 0;
+    for (long i = 0; i < 20000000; i++)
+        x += 1e-9 * (double)i;
+    worker_stage_end(&c, WORKER_STAGE_SCORE);
+    usleep(50000);
+    worker_stage_end(&c, WORKER_STAGE_COPY);
+    long long sw = atomic_load(&worker_metrics.stage_ns[WORKER_STAGE_SCORE][0]);
+    long long sc = atomic_load(&worker_metrics.stage_ns[WORKER_STAGE_SCORE][1]);
+    long long cw = atomic_load(&worker_metrics.stage_ns[WORKER_STAGE_COPY][0]);
+    long long cc = atomic_load(&worker_metrics.stage_ns[WORKER_STAGE_COPY][1]);
+    assert_true(sc > 0 && sw >= sc / 2); /* CPU and wall clocks tick at different grains */
+    assert_true(cw >= 45000000 && cc < cw / 2);
+    assert_string_equal(worker_stage_name(WORKER_STAGE_TOKENIZE), "tokenize");
+    assert_string_equal(worker_stage_name(WORKER_STAGE_N), "unknown");
+    worker_metrics_reset(&worker_metrics);
 }
 
 /* reclass_drift_status: one labelled sample per tenant of the last complete set; a set being
@@ -269,11 +301,9 @@ static void test_http_bad_address(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_render),
-        cmocka_unit_test(test_drift_status),
-        cmocka_unit_test(test_health_ready_rules),
-        cmocka_unit_test(test_http_endpoints),
-        cmocka_unit_test(test_http_bad_address),
+        cmocka_unit_test(test_render),         cmocka_unit_test(test_stage_clock),
+        cmocka_unit_test(test_drift_status),   cmocka_unit_test(test_health_ready_rules),
+        cmocka_unit_test(test_http_endpoints), cmocka_unit_test(test_http_bad_address),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -145,8 +145,10 @@ out=$(sql "$db" "INSERT INTO ticket_results (job_id, tenant, ticket_id, $row 'sh
 has "005: another tenant's row for an owned job is refused" "job shared belongs to another tenant" "$out"
 out=$(sql "$db" "UPDATE ticket_results SET tenant = 'tenantY' WHERE job_id = 'shared' AND ticket_id = 't99'")
 has "005: and so is taking over a row" "job shared belongs to another tenant" "$out"
-out=$(sql "$db" "UPDATE jobs SET done = 101 WHERE job_id = 'shared'")
-has "005: done past total is refused" "jobs_done_within_total" "$out"
+check "006: what was counted stays counted (jobs sums job_progress)" "2|100|3" \
+    "$(sql "$db" "SELECT string_agg(done::text, '|' ORDER BY job_id) FROM jobs")"
+out=$(sql "$db" "SELECT job_progress_guard('shared', 101, 100)")
+has "006: done past total is refused" "would exceed its total" "$out"
 out=$(sql "$db" "INSERT INTO ticket_results (job_id, tenant, ticket_id, $row 'unowned', 'acme', 'new', 'l', 0, 1.5, 1, 'm'")
 has "005: a confidence above 1 is refused" "ticket_results_confidence" "$out"
 

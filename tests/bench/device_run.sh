@@ -51,6 +51,12 @@
 #                torch.compile bf16 / torchao FP8 (carried .whl) interleaved at 16384, 65536
 #       e2e      deploy/demo.sh with RECLASS_BACKEND=cuda: the whole job (dev broker, worker,
 #                PostgreSQL) on the GPU; needs .devlibs/pg.tar.xz (pack-pg here)
+#       job      tests/bench/job_bench.sh on the 1M real tickets (.devlibs/e2e/real_texts.jsonl.xz)
+#                and .devlibs/pg.tar.xz: the 1-layer hidden-64 model at --threads 2, 4, 8, 16;
+#                bert-base fp16 and distilbert-base, each next to `reclass bench` on 200,000
+#                of the same tickets; 4 workers of 4 threads on the tiny model, then 4 with one
+#                SIGKILLed mid-job (JOB_RUNS: a comma list of scaling, bert, distil, workers,
+#                kill; default all)
 #       cpubf16  the CPU backend at bf16 on the host's CPU (no GPU used): lscpu and its bf16
 #                flags, test_cpu_bf16 (parity and batch invariance of each bf16 kernel the CPU
 #                has: AMX, AVX512-BF16, AVX2), cpu_bf16_bench (BERT GEMM shapes: fp32, each
@@ -401,12 +407,17 @@ demo_job() {
     DEMO_DIR=$(ls -d /tmp/reclass-demo.* 2>/dev/null | head -1)
     return $rc
 }
+# The carried PostgreSQL (pack-pg) installed where the packed paths point; 1 when not carried.
+pg_install() {
+    [ -f .devlibs/pg.tar.xz ] || return 1
+    [ -d /opt/reclass-pglib ] && return 0
+    rm -rf /tmp/pgx && mkdir -p /tmp/pgx && xz -dc .devlibs/pg.tar.xz | tar -C /tmp/pgx -xf -
+    cp -a /tmp/pgx/fs/. / && mkdir -p /opt/reclass-pglib && cp -a /tmp/pgx/pglib/. /opt/reclass-pglib/
+    id postgres >/dev/null 2>&1 || useradd -r -M -d /nonexistent -s /usr/sbin/nologin postgres
+}
 if has e2e; then
     note "e2e: demo job on the CUDA backend ($(elapsed)s)"
-    if [ -f .devlibs/pg.tar.xz ]; then
-        rm -rf /tmp/pgx && mkdir -p /tmp/pgx && xz -dc .devlibs/pg.tar.xz | tar -C /tmp/pgx -xf -
-        cp -a /tmp/pgx/fs/. / && mkdir -p /opt/reclass-pglib && cp -a /tmp/pgx/pglib/. /opt/reclass-pglib/
-        id postgres >/dev/null 2>&1 || useradd -r -M -d /nonexistent -s /usr/sbin/nologin postgres
+    if pg_install; then
         demo_job "$OUT/e2e.log"
         echo "demo exit $?" | tee -a "$summary"
         grep -v -E '^\s*$' "$OUT/e2e.log" | tail -22 | tee -a "$summary"
@@ -438,6 +449,56 @@ if has e2e; then
         fi
     else
         echo "no .devlibs/pg.tar.xz (tests/bench/device_run.sh pack-pg)" | tee -a "$summary"
+    fi
+fi
+# job_bench LOG NAME MODEL WORKERS [reclass run flags...]: one tests/bench/job_bench.sh run on
+# the 1M tickets, CUDA backend, its summary (job line, stage table, RSS) into the summary
+job_bench() {
+    local log=$1 name=$2 model=$3 workers=$4
+    shift 4
+    echo "== $name" >>"$log"
+    (export LD_LIBRARY_PATH=/opt/reclass-pglib:$LD_LIBRARY_PATH PATH=/usr/lib/postgresql/15/bin:$PATH
+     RECLASS_BUILD_DIR=$PWD/$B RECLASS_BACKEND=cuda timeout "${JOB_TIMEOUT:-240}" \
+         bash tests/bench/job_bench.sh /tmp/real_texts.jsonl "$model" "$workers" -- "$@") >>"$log" 2>&1
+    echo "$name: exit $?" | tee -a "$summary"
+    awk -v n="== $name" '$0 == n {on = 1; next} /^== / {on = 0} on && !/^(reclass run|%[0-9]|submitted)/' \
+        "$log" | tee -a "$summary"
+}
+if has job; then
+    note "job: the whole job at the pipeline's pace ($(elapsed)s)"
+    runs=",${JOB_RUNS:-scaling,bert,distil,workers,kill},"
+    if pg_install && [ -f .devlibs/e2e/real_texts.jsonl.xz ] &&
+        xz -dc .devlibs/e2e/real_texts.jsonl.xz >/tmp/real_texts.jsonl; then
+        head -n 200000 /tmp/real_texts.jsonl >/tmp/real_texts_200k.jsonl
+        log=$OUT/job.log
+        for g in tiny-h64 bert-base distilbert-base; do
+            [ -d /tmp/model-$g ] || python3 tests/bench/make_random_checkpoint.py /tmp/model-$g \
+                --geometry $g >>"$log" 2>&1
+        done
+        if [[ $runs == *,scaling,* ]]; then
+            for t in 2 4 8 16; do
+                job_bench "$log" "tiny-h64, 1 worker, --threads $t" /tmp/model-tiny-h64 1 --threads $t
+            done
+        fi
+        for g in bert-base distilbert-base; do
+            k=bert
+            [ $g = distilbert-base ] && k=distil
+            [[ $runs == *,$k,* ]] || continue
+            job_bench "$log" "$g fp16, 1 worker" /tmp/model-$g 1 --precision fp16
+            note "reclass bench $g fp16, 200,000 of the same tickets, budget 16384"
+            $B/reclass bench --model /tmp/model-$g --backend cuda --precision fp16 \
+                --workload /tmp/real_texts_200k.jsonl --token-budget 16384 --repeat 3 2>&1 |
+                tail -1 | tee -a "$log" | tee -a "$summary"
+        done
+        # four workers of 4 threads share the 16 cores (compare: 1 worker, --threads 4 and 16)
+        [[ $runs == *,workers,* ]] && job_bench "$log" "tiny-h64, 4 workers of 4 threads" \
+            /tmp/model-tiny-h64 4 --threads 4
+        # a short session, so the group hands the killed worker's partitions on in seconds
+        [[ $runs == *,kill,* ]] && JOB_KILL_AFTER=${JOB_KILL_AFTER:-3} job_bench "$log" \
+            "tiny-h64, 4 workers of 4 threads, one SIGKILLed" /tmp/model-tiny-h64 4 --threads 4 \
+            --kafka session.timeout.ms=6000
+    else
+        echo "job: needs .devlibs/pg.tar.xz and .devlibs/e2e/real_texts.jsonl.xz" | tee -a "$summary"
     fi
 fi
 if has cpubf16; then # the CPU backend's bf16 kernels and peers on this host's CPU

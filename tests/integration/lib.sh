@@ -93,6 +93,21 @@ it_wait_rows() {
     fail "job $1 did not reach $2 rows in $3 s (has $(it_rows "$1"))"
 }
 
+# it_watch_completions: from now on every change of a job's completed_at is logged in
+# it_completions (a test table): it_check_job then wants exactly one per job.
+it_watch_completions() {
+    psql_q "CREATE TABLE it_completions (job_id text, completed_at timestamptz);
+        CREATE FUNCTION it_log_completion() RETURNS trigger LANGUAGE plpgsql AS \$\$
+        BEGIN
+            IF NEW.completed_at IS DISTINCT FROM OLD.completed_at THEN
+                INSERT INTO it_completions VALUES (NEW.job_id, NEW.completed_at);
+            END IF;
+            RETURN NEW;
+        END \$\$;
+        CREATE TRIGGER it_log_completion AFTER UPDATE ON job_info
+            FOR EACH ROW EXECUTE FUNCTION it_log_completion()" >/dev/null
+}
+
 # it_check_job JOB N: exactly N distinct rows, done == total == N, completed_at set.
 it_check_job() {
     local rows distinct done total completed
@@ -107,6 +122,11 @@ it_check_job() {
     [ "$done" = "$2" ] || fail "job $1 done=$done, want $2"
     [ "$total" = "$2" ] || fail "job $1 total=$total, want $2"
     [ "$completed" = t ] || fail "job $1 has no completed_at"
+    if [ "$(psql_q "SELECT to_regclass('it_completions') IS NOT NULL")" = t ]; then
+        local stamps
+        stamps=$(psql_q "SELECT count(*) FROM it_completions WHERE job_id = '$1'")
+        [ "$stamps" = 1 ] || fail "job $1: completed_at changed $stamps times, not once"
+    fi
 }
 
 # it_run_worker LOG ARGS...: runs the worker in the background (pid in WORKER_PID).

@@ -7,6 +7,7 @@
 source "$(dirname "$0")/lib.sh" "$1"
 N=3000
 it_start_pg
+it_watch_completions
 it_start_broker tickets
 it_make_input "$TMP/in.jsonl" "$N"
 it_submit tickets job-b "$TMP/in.jsonl"
@@ -31,7 +32,8 @@ read -r pauses holds < <(python3 -c 'import json,sys; s=json.loads(open(sys.argv
 echo "backpressure: $pauses pauses, $holds holds"
 [ $((pauses + holds)) -gt 0 ] || fail "consumption was never held back: backpressure not exercised"
 
-it_run_worker "$TMP/w2.log" "${small[@]}"
+# two result writers from here on: their commits land in any order
+it_run_worker "$TMP/w2.log" "${small[@]}" --sink-connections 2
 it_wait_rows job-b $((after_term + 300)) 60
 kill -KILL "$WORKER_PID"
 wait "$WORKER_PID" 2>/dev/null && fail "worker survived SIGKILL"
@@ -39,7 +41,7 @@ at_kill=$(it_rows job-b)
 echo "SIGKILL at $at_kill rows"
 [ "$at_kill" -lt "$N" ] || fail "job finished before the kill: nothing tested"
 
-it_run_worker "$TMP/w3.log" "${small[@]}" --idle-exit 5
+it_run_worker "$TMP/w3.log" "${small[@]}" --idle-exit 5 --sink-connections 2
 wait "$WORKER_PID" || fail "last worker exited with $?"
 it_check_job job-b "$N"
 echo PASS

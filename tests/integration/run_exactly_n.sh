@@ -5,6 +5,7 @@
 source "$(dirname "$0")/lib.sh" "$1"
 N=1500
 it_start_pg
+it_watch_completions
 it_start_broker tickets
 it_make_input "$TMP/in.jsonl" $((N - 3))
 # three texts far over the model's 512 positions: truncated and flagged, never rejected

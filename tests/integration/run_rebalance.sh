@@ -8,6 +8,7 @@ source "$(dirname "$0")/lib.sh" "$1"
 N=3000     # job-r, there before the workers start
 CHUNK=200  # job-c1, job-c2, ...: one every half second from B's start until 2 s after its join
 it_start_pg
+it_watch_completions
 it_start_broker tickets
 it_make_input "$TMP/in.jsonl" "$N"
 it_submit tickets job-r "$TMP/in.jsonl"

@@ -44,6 +44,7 @@ int cls_engine_attach(cls_engine_t *e, const gpu_model_t *model, const gpu_backe
                            ops->name);
     ops->get_props(be, &e->props);
     e->max_seqs = e->props.max_seqs;
+    e->packed = -1;
     if (engine_alloc(e, err, errlen)) {
         engine_free_buffers(e);
         memset(e, 0, sizeof(*e));
@@ -89,11 +90,9 @@ void cls_engine_close(cls_engine_t *e) {
     memset(e, 0, sizeof(*e));
 }
 
-int cls_engine_submit(cls_engine_t *e, const int32_t *const *seq, const int *lens, int n, char *err,
-                      size_t errlen) {
-    if (e->in_flight >= 2) {
-        return common_errf(2, err, errlen, "two batches in flight already");
-    }
+int cls_engine_pack(cls_engine_t *e, const int32_t *const *seq, const int *lens, int n, char *err,
+                    size_t errlen) {
+    e->packed = -1;
     if (n > e->max_seqs) {
         return common_errf(-1, err, errlen, "batch of %d sequences exceeds capacity %d", n,
                            e->max_seqs);
@@ -110,13 +109,28 @@ int cls_engine_submit(cls_engine_t *e, const int32_t *const *seq, const int *len
         e->cu[i + 1] = t;
         if (lens[i] > longest) longest = lens[i];
     }
+    e->packed = n, e->packed_tokens = t, e->packed_longest = longest;
+    return 0;
+}
+
+int cls_engine_submit_packed(cls_engine_t *e, char *err, size_t errlen) {
+    if (e->in_flight >= 2) return common_errf(2, err, errlen, "two batches in flight already");
+    if (e->packed < 0) return common_errf(2, err, errlen, "no batch packed");
     cls_batch_t *b = &e->slot[(e->head + e->in_flight) % 2];
-    b->n = n, b->n_tokens = t, b->longest = longest;
+    b->n = e->packed, b->n_tokens = e->packed_tokens, b->longest = e->packed_longest;
     b->t_submit = common_now_s();
-    gpu_batch_t gb = {e->ids, e->cu, n, t, longest};
+    gpu_batch_t gb = {e->ids, e->cu, b->n, b->n_tokens, b->longest};
+    e->packed = -1;
     int rc = e->ops->submit(e->be, &gb, err, errlen); /* copies the inputs */
     if (rc == 0) e->in_flight++;
     return rc;
+}
+
+int cls_engine_submit(cls_engine_t *e, const int32_t *const *seq, const int *lens, int n, char *err,
+                      size_t errlen) {
+    if (e->in_flight >= 2) return common_errf(2, err, errlen, "two batches in flight already");
+    int rc = cls_engine_pack(e, seq, lens, n, err, errlen);
+    return rc ? rc : cls_engine_submit_packed(e, err, errlen);
 }
 
 int cls_engine_collect(cls_engine_t *e, const cls_batch_t **out, char *err, size_t errlen) {

@@ -28,11 +28,12 @@ typedef struct {
     const gpu_model_t *model; /* not owned */
     const gpu_backend_ops_t *ops;
     gpu_backend_t *be;
-    int own_be;                /* cls_engine_close frees be */
-    gpu_backend_props_t props; /* what the backend runs (its get_props) */
-    int max_seqs;              /* sequences per batch: props.max_seqs */
-    int num_labels;            /* of the model */
-    int32_t *ids, *cu;         /* (token_budget), (max_seqs + 1): packing scratch */
+    int own_be;                                /* cls_engine_close frees be */
+    gpu_backend_props_t props;                 /* what the backend runs (its get_props) */
+    int max_seqs;                              /* sequences per batch: props.max_seqs */
+    int num_labels;                            /* of the model */
+    int32_t *ids, *cu;                         /* (token_budget), (max_seqs + 1): packing scratch */
+    int packed, packed_tokens, packed_longest; /* what ids/cu hold, -1 = nothing */
     cls_batch_t slot[2];
     int in_flight, head; /* batches submitted and not collected; the oldest's slot */
     double last_ready;   /* when the previous batch's logits were in */
@@ -58,6 +59,12 @@ void cls_engine_close(cls_engine_t *e);
  * batches in flight). Returns 0, or non-zero with err set (2: two in flight already). */
 int cls_engine_submit(cls_engine_t *e, const int32_t *const *seq, const int *lens, int n, char *err,
                       size_t errlen);
+/* cls_engine_submit in two steps, so a caller can time them apart: pack copies the sequences
+ * into the engine's staging (checked against capacity and budget); submit_packed queues what
+ * was packed last. */
+int cls_engine_pack(cls_engine_t *e, const int32_t *const *seq, const int *lens, int n, char *err,
+                    size_t errlen);
+int cls_engine_submit_packed(cls_engine_t *e, char *err, size_t errlen);
 /* Waits for the oldest batch in flight: *out has its logits and times. Returns 0, or
  * non-zero with err set. */
 int cls_engine_collect(cls_engine_t *e, const cls_batch_t **out, char *err, size_t errlen);

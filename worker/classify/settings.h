@@ -39,7 +39,7 @@ typedef struct {
     int token_budget;        /* tokens per batch; 0 = CLS_AUTO_TOKEN_BUDGET_<backend>, or
                               * max_len where that is longer */
     int max_len;             /* tokens per text after truncation; 0 = the model's positions */
-    int threads;             /* CPU backend threads; 0 = one per core */
+    int threads;             /* CPU threads (backend; run's pool); 0 = the cores allowed */
     int device;              /* CUDA device ordinal */
     int max_wait_ms;         /* longest an item waits for a fuller batch */
     int max_pending;         /* items waiting for a batch; 0 = CLS_AUTO_MAX_PENDING_<backend> */

@@ -12,7 +12,7 @@
 
 /* The options of `reclass run`, each with its variable, set into c (kafka: c->kafka_props):
  * its own rows, then the shared classification settings (worker/cli/settings_opts.c). */
-#define RUN_N_OWN  25
+#define RUN_N_OWN  26
 #define RUN_N_OPTS (RUN_N_OWN + 8)
 static void run_opts(worker_run_cfg_t *c, cli_list_t *kafka, cli_opt_t out[RUN_N_OPTS + 1]) {
     const cli_opt_t t[] = {
@@ -56,6 +56,9 @@ static void run_opts(worker_run_cfg_t *c, cli_list_t *kafka, cli_opt_t out[RUN_N
          "FILE", "CA certificates (PEM) the registry's TLS certificate is verified against"},
         {"sink-rows", CLI_INT, &c->sink_rows, 1, 1 << 20, "RECLASS_SINK_ROWS", NULL,
          "most rows per PostgreSQL transaction (default 8192)"},
+        {"sink-connections", CLI_INT, &c->sink_connections, 0, 64, "RECLASS_SINK_CONNECTIONS", NULL,
+         "PostgreSQL connections writing results, each its own thread (default 0 = one\n"
+         "      per 4 threads, 1 to 4)"},
         {"log-every", CLI_INT, &c->log_every, 0, INT_MAX, "RECLASS_LOG_EVERY", NULL,
          "a progress line on stderr every N batches (default 50, 0 = none)"},
         {"top-k", CLI_INT, &c->top_k, 1, 64, "RECLASS_TOP_K", NULL,

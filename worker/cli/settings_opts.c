@@ -22,7 +22,8 @@ int worker_cli_settings_opts(cls_settings_t *s, unsigned rows, int env, cli_opt_
         {"max-len", CLI_INT, &s->max_len, 0, 1 << 20, "RECLASS_MAX_LEN", NULL,
          "truncate texts to this many tokens (default 0 = the model's maximum)"},
         {"threads", CLI_INT, &s->threads, 0, 1024, "RECLASS_THREADS", NULL,
-         "CPU backend threads (default 0 = one per core)"},
+         "CPU threads: the CPU backend's, and `run`'s for decoding, tokenizing and\n"
+         "      scoring (default 0 = the cores this process may run on)"},
         {"device", CLI_INT, &s->device, 0, 1024, "RECLASS_DEVICE", NULL,
          "CUDA device ordinal (default 0)"},
         {"max-pending", CLI_INT, &s->max_pending, 0, 1 << 24, "RECLASS_MAX_PENDING", NULL,

@@ -33,6 +33,41 @@ void worker_metrics_reset(worker_metrics_t *m) {
     atomic_store(&m->group_joined, 0);
     atomic_store(&m->sink_connected, 0);
     atomic_store(&m->token_budget, 0);
+    for (int i = 0; i < WORKER_STAGE_N; i++)
+        for (int k = 0; k < 2; k++)
+            atomic_store(&m->stage_ns[i][k], 0);
+}
+
+static const char *const stage_names[WORKER_STAGE_N] = {
+    "poll", "tokenize", "accumulate", "pack", "submit", "collect", "score", "rows", "copy"};
+
+const char *worker_stage_name(int stage) {
+    return stage >= 0 && stage < WORKER_STAGE_N ? stage_names[stage] : "unknown";
+}
+
+static int64_t clock_ns(clockid_t id) {
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void worker_stage_begin(worker_stage_clock_t *c) {
+    c->wall_ns = clock_ns(CLOCK_MONOTONIC);
+    c->cpu_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
+static void stage_add(int stage, int64_t wall_ns, int64_t cpu_ns) {
+    if (stage < 0 || stage >= WORKER_STAGE_N) return;
+    atomic_fetch_add_explicit(&worker_metrics.stage_ns[stage][0], wall_ns, memory_order_relaxed);
+    atomic_fetch_add_explicit(&worker_metrics.stage_ns[stage][1], cpu_ns, memory_order_relaxed);
+}
+
+void worker_stage_end(worker_stage_clock_t *c, int stage) {
+    worker_stage_clock_t now;
+    worker_stage_begin(&now);
+    int64_t w = now.wall_ns - c->wall_ns, u = now.cpu_ns - c->cpu_ns;
+    stage_add(stage, w, u);
+    *c = now;
 }
 
 int worker_metrics_healthy(const worker_metrics_t *m, int64_t now_ms) {
@@ -216,6 +251,15 @@ char *worker_metrics_render(const worker_metrics_t *m, const worker_metrics_info
            "Device allocations made after start-up (stays 0 by construction).",
            LD(allocations_after_init));
     metric(&b, "reclass_token_budget", "gauge", "Tokens per encoder batch.", LD(token_budget));
+    buf_printf(&b, "# HELP reclass_stage_seconds_total Seconds spent per pipeline stage, by clock"
+                   " (wall, or CPU of the threads that ran it).\n"
+                   "# TYPE reclass_stage_seconds_total counter\n");
+    for (int i = 0; i < WORKER_STAGE_N; i++)
+        for (int k = 0; k < 2; k++)
+            buf_printf(&b, "reclass_stage_seconds_total{stage=\"%s\",clock=\"%s\"} %.9g\n",
+                       stage_names[i], k ? "cpu" : "wall",
+                       (double)atomic_load_explicit(&m->stage_ns[i][k], memory_order_relaxed) *
+                           1e-9);
     if (info) {
         render_drift(&b, info->model);
         buf_printf(&b, "# HELP reclass_info Constant 1, labelled with this worker's set-up.\n"

@@ -12,6 +12,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The stages of a ticket's way through `reclass run`, each timed on the threads that run it in
+ * wall and CPU seconds (CLOCK_THREAD_CPUTIME_ID), summed over those threads (tokenize and
+ * score run on the pool): where the host's time goes, next to the backend's. */
+typedef enum {
+    WORKER_STAGE_POLL,     /* Kafka poll, offset tracking, Avro decode, validation, dead letters */
+    WORKER_STAGE_TOKENIZE, /* text -> ids (on the pool) */
+    WORKER_STAGE_ACCUM,    /* pushes into and batches out of the accumulator */
+    WORKER_STAGE_PACK,     /* ids + cu_seqlens into the engine's staging */
+    WORKER_STAGE_SUBMIT,   /* backend submit: H2D and launches (the whole forward on cpu) */
+    WORKER_STAGE_COLLECT,  /* backend collect: waiting for the device, D2H */
+    WORKER_STAGE_SCORE,    /* softmax, label, top-k JSON */
+    WORKER_STAGE_ROWS,     /* results queued, made sink rows, offsets marked, prefix stored */
+    WORKER_STAGE_COPY,     /* PostgreSQL: COPY, upsert, progress, COMMIT */
+    WORKER_STAGE_N
+} worker_stage_id_t;
+
+/* "poll", "tokenize", ...: the stage's label on /metrics and key in the stats JSON. */
+const char *worker_stage_name(int stage);
+
 typedef struct {
     /* counters (only ever grow) */
     atomic_long tickets_consumed;   /* records taken from Kafka for this worker to handle */
@@ -44,6 +63,8 @@ typedef struct {
     atomic_llong arena_bytes;
     atomic_llong allocations_after_init; /* must stay 0: the GPU cannot OOM by construction */
     atomic_int token_budget;
+    /* per stage, nanoseconds: [stage][0] wall, [stage][1] CPU of the threads that ran it */
+    atomic_llong stage_ns[WORKER_STAGE_N][2];
 } worker_metrics_t;
 
 extern worker_metrics_t worker_metrics;
@@ -54,6 +75,15 @@ void worker_metrics_reset(worker_metrics_t *m);
 static inline void worker_metrics_add(atomic_long *c, long n) {
     atomic_fetch_add_explicit(c, n, memory_order_relaxed);
 }
+
+/* A stage timer: begin reads both clocks; end adds the time since to stage's counters and
+ * restarts the timer, so consecutive stages chain. */
+typedef struct {
+    int64_t wall_ns, cpu_ns;
+} worker_stage_clock_t;
+
+void worker_stage_begin(worker_stage_clock_t *c);
+void worker_stage_end(worker_stage_clock_t *c, int stage);
 
 /* reclass_drift_status{tenant,model}: each tenant's newest judged drift window (3 drift, 2
  * watch, 1 ok, 0 not judged), replaced as a whole each time the worker reads it back from

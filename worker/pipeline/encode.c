@@ -1,6 +1,7 @@
 /* The encoder thread: accumulator -> classification engine -> sink queue. The engine packs,
  * runs and scores the batches (worker/classify/engine.h); this loop forms them from the
  * accumulator, hands the results to the sink and keeps the metrics. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 
 #include "worker/classify/engine.h"
 #include "worker/pipeline/pipeline_int.h"
+#include "worker/pipeline/pool.h"
 
 /* The items of a batch from pop until published: the encoder submits the next batch before it
  * collects and scores this one, so the device works while the host scores. */
@@ -23,27 +25,60 @@ static void enc_slot_drop(enc_slot_t *sl) {
     sl->n = 0;
 }
 
-/* Collects sl's batch (the oldest in flight), scores it and queues it for the sink (takes
- * pl->q.mu to queue). On failure the items are freed and err says why. */
-static int enc_publish(pl_t *pl, cls_engine_t *eng, enc_slot_t *sl, char *err, size_t errlen) {
-    const int k = pl->cfg->top_k, n = sl->n;
-    const cls_batch_t *b = NULL;
-    int rc = cls_engine_collect(eng, &b, err, errlen);
-    for (int i = 0; !rc && i < n; i++) {
-        pl_item_t *it = sl->items[i];
+/* Scores a collected batch: tasks of PL_SCORE_CHUNK items on the pool. */
+typedef struct {
+    pl_t *pl;
+    const cls_batch_t *b;
+    void **items;
+    int n;
+    atomic_int oom;
+} enc_score_job_t;
+
+#define PL_SCORE_CHUNK 128
+
+static void enc_score_task(void *ctx, int task, int slot) {
+    (void)slot;
+    enc_score_job_t *j = ctx;
+    const cls_engine_t *eng = &j->pl->ses.eng;
+    const int k = j->pl->cfg->top_k;
+    int end = (task + 1) * PL_SCORE_CHUNK < j->n ? (task + 1) * PL_SCORE_CHUNK : j->n;
+    worker_stage_clock_t clk;
+    worker_stage_begin(&clk);
+    for (int i = task * PL_SCORE_CHUNK; i < end; i++) {
+        pl_item_t *it = j->items[i];
         cls_result_t r;
         cls_buf_t js = {0};
-        cls_engine_score(eng, b, i, k, &r);
+        cls_engine_score(eng, j->b, i, k, &r);
         cls_json_top_k(&js, &r, cls_engine_labels(eng));
         if (js.oom) {
             cls_buf_free(&js);
-            snprintf(err, errlen, "out of memory");
-            rc = -1;
-            break;
+            atomic_store(&j->oom, 1);
+            continue;
         }
         it->label_id = r.label;
         it->confidence = r.confidence;
         it->top_k_json = js.s; /* the item owns it now */
+    }
+    worker_stage_end(&clk, WORKER_STAGE_SCORE);
+}
+
+/* Collects sl's batch (the oldest in flight), scores it and queues it for the sink (takes
+ * pl->q.mu to queue). On failure the items are freed and err says why. */
+static int enc_publish(pl_t *pl, cls_engine_t *eng, enc_slot_t *sl, char *err, size_t errlen) {
+    const int n = sl->n;
+    const cls_batch_t *b = NULL;
+    worker_stage_clock_t clk;
+    worker_stage_begin(&clk);
+    int rc = cls_engine_collect(eng, &b, err, errlen);
+    worker_stage_end(&clk, WORKER_STAGE_COLLECT);
+    if (!rc) {
+        enc_score_job_t job = {.pl = pl, .b = b, .items = sl->items, .n = n};
+        pl_pool_run(pl->pool, (n + PL_SCORE_CHUNK - 1) / PL_SCORE_CHUNK, enc_score_task, &job);
+        worker_stage_begin(&clk); /* the tasks timed themselves */
+        if (atomic_load(&job.oom)) {
+            snprintf(err, errlen, "out of memory");
+            rc = -1;
+        }
     }
     pl_out_t *o = rc ? NULL : calloc(1, sizeof(*o));
     if (o) o->items = malloc(sizeof(*o->items) * (size_t)n); /* (n) */
@@ -86,6 +121,7 @@ static int enc_publish(pl_t *pl, cls_engine_t *eng, enc_slot_t *sl, char *err, s
     pl->q.out_items += n;
     pthread_cond_signal(&pl->q.cv_sink);
     pthread_mutex_unlock(&pl->q.mu);
+    worker_stage_end(&clk, WORKER_STAGE_ROWS);
     return 0;
 }
 
@@ -100,7 +136,13 @@ static int enc_submit(cls_engine_t *eng, enc_slot_t *sl, const int32_t **seqp, i
         if (it->arrived_ms < oldest) oldest = it->arrived_ms;
     }
     sl->oldest_ms = oldest;
-    return cls_engine_submit(eng, seqp, lens, sl->n, err, errlen);
+    worker_stage_clock_t clk;
+    worker_stage_begin(&clk);
+    int rc = cls_engine_pack(eng, seqp, lens, sl->n, err, errlen);
+    worker_stage_end(&clk, WORKER_STAGE_PACK);
+    if (!rc) rc = cls_engine_submit_packed(eng, err, errlen);
+    worker_stage_end(&clk, WORKER_STAGE_SUBMIT);
+    return rc;
 }
 
 void *pl_encoder_main(void *arg) {
@@ -125,9 +167,13 @@ void *pl_encoder_main(void *arg) {
         if (pl->q.draining && pending == 0 && !prev) break;
         int room = pl->q.out_items < pl->q.max_out_items; /* else the sink is behind (or db down) */
         int ready = pending > 0 && (pl->q.draining || worker_accum_ready(pl->q.acc, now));
-        int n = room && ready
-                    ? worker_accum_pop(pl->q.acc, now, pl->q.draining, slot[cur].items, lens, cap)
-                    : 0;
+        int n = 0;
+        if (room && ready) {
+            worker_stage_clock_t clk;
+            worker_stage_begin(&clk);
+            n = worker_accum_pop(pl->q.acc, now, pl->q.draining, slot[cur].items, lens, cap);
+            worker_stage_end(&clk, WORKER_STAGE_ACCUM);
+        }
         if (n <= 0) {
             if (!room) { /* even a batch in flight waits: its rows would overfill the queue */
                 pl_wait_until_ms(&pl->q.cv_room, &pl->q.mu, now + PL_RECHECK_MS);

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/err.h"
 #include "worker/pipeline/pipeline_int.h"
 
 volatile sig_atomic_t pl_stop_signal = 0;
@@ -51,9 +52,24 @@ static void print_stats(pl_t *pl, double t_start, worker_pipeline_stats_t *st) {
              pl->st.tickets_done, pl->st.dead_letters, pl->st.truncated, pl->st.batches_done,
              pl->poll.pauses, pl->poll.holds, span, span > 0 ? pl->st.tickets_done / span : 0.0,
              pl->st.encoder_s, share, pl->st.sink_s, wall, pl->ses.eng.ops->name);
+    size_t len = strlen(line) - 1; /* drop the closing brace */
+    /* where the time went: per stage, wall and CPU seconds of this run */
+    double dev =
+        pl->ses.eng.ops->device_seconds ? pl->ses.eng.ops->device_seconds(pl->ses.eng.be) : -1.0;
+    len +=
+        (size_t)snprintf(line + len, sizeof(line) - len, ",\"threads\":%d,\"device_seconds\":%.3f",
+                         pl_pool_slots(pl->pool), dev);
+    len += (size_t)snprintf(line + len, sizeof(line) - len, ",\"stages\":{");
+    for (int i = 0; i < WORKER_STAGE_N; i++) {
+        long long w = atomic_load(&worker_metrics.stage_ns[i][0]) - pl->stage_ns0[i][0];
+        long long c = atomic_load(&worker_metrics.stage_ns[i][1]) - pl->stage_ns0[i][1];
+        len += (size_t)snprintf(line + len, sizeof(line) - len,
+                                "%s\"%s\":{\"wall_s\":%.3f,\"cpu_s\":%.3f}", i ? "," : "",
+                                worker_stage_name(i), (double)w * 1e-9, (double)c * 1e-9);
+    }
+    len += (size_t)snprintf(line + len, sizeof(line) - len, "}");
     /* offsets this worker stored (and committed) last, per partition: tests compare them with
      * the rows in the database */
-    size_t len = strlen(line) - 1; /* drop the closing brace */
     len += (size_t)snprintf(line + len, sizeof(line) - len, ",\"stored_offsets\":{");
     for (int p = 0, first = 1; p < pl->st.n_stored && len < sizeof(line) - 32; p++) {
         if (pl->st.stored[p] < 0) continue;
@@ -91,12 +107,49 @@ static int setup_compute(pl_t *pl, char *err, size_t errlen) {
     common_status_t rc = cls_session_open(&pl->ses, &pl->cfg->cls, 1, err, errlen);
     if (rc) return rc;
     if (worker_accum_init(&pl->ses.acc, &pl->q.acc, err, errlen)) return COMMON_USAGE;
-    pl->q.max_out_items = 2L * pl->cfg->sink_rows;
+    int threads = pl->cfg->cls.threads > 0 ? pl->cfg->cls.threads : pl_pool_cores();
+    if (pl_pool_init(threads, &pl->pool))
+        return common_errf(COMMON_FATAL, err, errlen, "cannot start %d pipeline threads", threads);
+    pl_poll_t *pp = &pl->poll;
+    pp->tok_rec = calloc(PL_BURST, sizeof(*pp->tok_rec));
+    pp->tok_items = calloc(PL_BURST, sizeof(*pp->tok_items));
+    pp->tok_scratch = calloc((size_t)pl_pool_slots(pl->pool), sizeof(*pp->tok_scratch));
+    if (!pp->tok_rec || !pp->tok_items || !pp->tok_scratch)
+        return common_errf(COMMON_FATAL, err, errlen, "out of memory");
+    return COMMON_OK;
+}
+
+/* Result writers: --sink-connections, or by threads (the default). */
+static int sink_connections(const worker_run_cfg_t *cfg, int threads) {
+    if (cfg->sink_connections > 0) return cfg->sink_connections;
+    int n = threads / 4;
+    return n < 1 ? 1 : n > 4 ? 4 : n;
+}
+
+/* The result writers' connections; the first is telemetry's too. 0, or 1 with err. */
+static int open_writers(pl_t *pl, char *err, size_t errlen) {
+    int n = sink_connections(pl->cfg, pl_pool_slots(pl->pool));
+    pl->sk.writers = calloc((size_t)n, sizeof(*pl->sk.writers)); /* (n_writers) */
+    if (!pl->sk.writers) return common_errf(COMMON_FATAL, err, errlen, "out of memory");
+    for (int i = 0; i < n; i++) {
+        pl->sk.writers[i].pl = pl;
+        if (sink_init(pl->cfg->db, pl->ses.model->name, &pl->sk.writers[i].sink, err, errlen))
+            return COMMON_FATAL;
+        pl->sk.n_writers++;
+    }
+    pl->sk.sink = pl->sk.writers[0].sink;
     return COMMON_OK;
 }
 
 static void teardown(pl_t *pl) {
     pl_telemetry_free(pl);
+    if (pl->poll.tok_scratch)
+        for (int i = 0; i < pl_pool_slots(pl->pool); i++)
+            worker_ids_free(&pl->poll.tok_scratch[i]);
+    free(pl->poll.tok_scratch);
+    free(pl->poll.tok_rec);
+    free(pl->poll.tok_items);
+    pl_pool_free(pl->pool);
     while (pl->q.out_head) {
         pl_out_t *o = pl->q.out_head;
         pl->q.out_head = o->next;
@@ -129,13 +182,16 @@ static void teardown(pl_t *pl) {
     consumers_codec_free(pl->poll.codec);
     consumers_offsets_free(pl->q.offsets);
     free(pl->st.stored);
-    sink_free(pl->sk.sink);
+    for (int i = 0; i < pl->sk.n_writers; i++)
+        sink_free(pl->sk.writers[i].sink);
+    free(pl->sk.writers);
     cls_session_close(&pl->ses);
     pthread_mutex_destroy(&pl->q.mu);
     pthread_cond_destroy(&pl->q.cv_enc);
     pthread_cond_destroy(&pl->q.cv_sink);
     pthread_cond_destroy(&pl->q.cv_room);
     pthread_cond_destroy(&pl->q.cv_accum);
+    pthread_mutex_destroy(&pl->sk.drift_mu);
 }
 
 int worker_pipeline_run(const worker_run_cfg_t *cfg) {
@@ -150,7 +206,11 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
     pthread_cond_init(&pl->q.cv_sink, NULL);
     pthread_cond_init(&pl->q.cv_room, NULL);
     pthread_cond_init(&pl->q.cv_accum, NULL);
+    pthread_mutex_init(&pl->sk.drift_mu, NULL);
     double t_start = common_now_s();
+    for (int i = 0; i < WORKER_STAGE_N; i++)
+        for (int k = 0; k < 2; k++)
+            pl->stage_ns0[i][k] = atomic_load(&worker_metrics.stage_ns[i][k]);
     char err[1024] = "";
     int rc = setup_compute(pl, err, sizeof(err));
     if (!rc) rc = pl_telemetry_init(pl, err, sizeof(err));
@@ -163,7 +223,7 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
         snprintf(err, sizeof(err), "out of memory");
         rc = 1;
     }
-    if (!rc && sink_init(cfg->db, pl->ses.model->name, &pl->sk.sink, err, sizeof(err))) rc = 1;
+    if (!rc) rc = open_writers(pl, err, sizeof(err));
     if (!rc) atomic_store(&worker_metrics.sink_connected, 1);
     if (!rc) {
         consumers_consumer_cfg_t ccfg = {.brokers = cfg->brokers,
@@ -181,6 +241,8 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
         teardown(pl);
         return rc;
     }
+    /* room for every writer's next transaction, and as much again being formed */
+    pl->q.max_out_items = (pl->sk.n_writers + 1L) * cfg->sink_rows;
     char kern[256];
     fprintf(stderr,
             "reclass run: model %s (%d labels), backend %s, precision %s, token budget %d, "
@@ -195,23 +257,32 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
-    pthread_t enc_th, sink_th;
+    pthread_t enc_th;
     int have_enc = pthread_create(&enc_th, NULL, pl_encoder_main, pl) == 0;
-    int have_sink = have_enc && pthread_create(&sink_th, NULL, pl_sink_main, pl) == 0;
-    if (have_sink)
-        pl_poll_loop(pl);
-    else {
-        fprintf(stderr, "reclass run: cannot start threads\n");
-        pl->q.fatal = 1;
+    pl->q.writers_running = pl->sk.n_writers;
+    int started = 0;
+    while (have_enc && started < pl->sk.n_writers) {
+        pl_sink_writer_t *w = &pl->sk.writers[started];
+        if (pthread_create(&w->th, NULL, pl_sink_main, w) != 0) break;
+        w->started = 1;
+        started++;
     }
-    if (!have_sink) { /* the encoder alone cannot finish: let it leave */
+    if (have_enc && started == pl->sk.n_writers) {
+        pl_poll_loop(pl);
+    } else {
+        fprintf(stderr, "reclass run: cannot start threads\n");
         pthread_mutex_lock(&pl->q.mu);
-        pl->q.sink_done = 1;
+        pl->q.fatal = 1;
+        /* the writers started leave on fatal, the last of them says done; with none, here */
+        pl->q.writers_running -= pl->sk.n_writers - started;
+        if (started == 0) pl->q.sink_done = 1;
+        pthread_cond_broadcast(&pl->q.cv_sink);
         pthread_mutex_unlock(&pl->q.mu);
     }
     pl_drain(pl);
     if (have_enc) pthread_join(enc_th, NULL);
-    if (have_sink) pthread_join(sink_th, NULL);
+    for (int i = 0; i < pl->sk.n_writers; i++)
+        if (pl->sk.writers[i].started) pthread_join(pl->sk.writers[i].th, NULL);
     rc = pl->q.fatal ? 1 : 0;
     if (!pl->q.fatal && final_commit(pl, err, sizeof(err))) {
         fprintf(stderr, "reclass run: %s\n", err);

@@ -1,12 +1,15 @@
 /* `reclass run`: the job pipeline, Kafka in, PostgreSQL out, nothing lost, nothing twice.
  *
- * Three threads share one lock:
- *   poll (the caller's thread): consumes, decodes, tokenizes, pushes into the length-sorting
- *     accumulator; undecodable records go to the dead-letter topic; pauses the partitions when
- *     the accumulator is full or PostgreSQL is down, while it keeps polling;
+ * The poll, encoder and sink threads share one lock; a pool of --threads threads
+ * (worker/pipeline/pool.h) tokenizes and scores for them:
+ *   poll (the caller's thread): consumes, decodes, has each burst tokenized on the pool, pushes
+ *     into the length-sorting accumulator; undecodable records go to the dead-letter topic;
+ *     pauses the partitions when the accumulator is full or PostgreSQL is down, while it keeps
+ *     polling;
  *   encoder: pops token-budgeted batches (when ready or at the oldest item's deadline), runs
- *     the backend, turns logits into label, confidence and top-k;
- *   sink: writes the results of one or more batches per transaction; only after COMMIT are
+ *     the backend, has the logits turned into label, confidence and top-k on the pool;
+ *   sink (--sink-connections threads, a connection each): writes the results of one or more
+ *     batches per transaction, in any order between writers; only after COMMIT are
  *     their offsets marked committed and the contiguous committed prefix stored to Kafka.
  *     A lost connection pauses consumption and retries the same rows after reconnecting
  *     with exponential backoff.
@@ -46,6 +49,7 @@ typedef struct {
     int drain_db_wait_s;      /* RECLASS_DRAIN_DB_WAIT: after a signal, how long the sink retries a
                                  PostgreSQL that is down before stopping without those rows */
     int sink_rows;            /* RECLASS_SINK_ROWS, most rows per PostgreSQL transaction */
+    int sink_connections;     /* RECLASS_SINK_CONNECTIONS, result writers, 0 = by threads */
     int log_every;            /* RECLASS_LOG_EVERY, a progress line every N batches (0 = never) */
     int top_k;                /* RECLASS_TOP_K, labels kept in top_k */
     const char *stats_json;   /* RECLASS_STATS_JSON, also write the exit stats line to this file */

@@ -18,6 +18,7 @@
 #include "sink/sink.h"
 #include "sink/telemetry.h"
 #include "worker/pipeline/accum.h"
+#include "worker/pipeline/pool.h"
 #include "worker/classify/session.h"
 #include "worker/pipeline/pipeline.h"
 #include "worker/observe/drift.h"
@@ -72,8 +73,9 @@ typedef struct {
                                     * thread's) */
     int draining;                  /* no more pushes: flush the accumulator */
     int enc_done, sink_done;
-    int sink_down; /* PostgreSQL unreachable: consumption pauses */
-    int fatal;     /* a thread failed: stop without storing anything more */
+    int writers_running; /* sink threads not yet finished */
+    int sink_down;       /* PostgreSQL unreachable: consumption pauses */
+    int fatal;           /* a thread failed: stop without storing anything more */
 } pl_queue_t;
 
 /* Counters for the exit statistics and progress lines: written by the thread that did the
@@ -104,11 +106,32 @@ typedef struct {
     long ovf_n;
     long pauses; /* times consumption was paused (backpressure) */
     long holds;  /* backlogs waited out without a pause */
+    /* Records decoded, their texts waiting to be tokenized together on the pool, in arrival
+     * order (worker/pipeline/poll.c) */
+    consumers_record_t **tok_rec; /* (PL_BURST) each item's record, kept for a dead letter */
+    pl_item_t **tok_items;        /* (PL_BURST) */
+    int tok_n;
+    worker_ids_t *tok_scratch; /* (pl_pool_slots) one id vector per tokenizing thread */
 } pl_poll_t;
 
-/* The sink thread's own: no lock (set up and torn down while no sink thread runs). */
+#define PL_BURST 256 /* records decoded before they are tokenized together */
+
+/* One result writer: a sink thread and its connection. */
 typedef struct {
+    struct pl *pl;
     sink_t *sink;
+    pthread_t th;
+    int started;
+} pl_sink_writer_t;
+
+/* The sink threads' own (set up and torn down while no sink thread runs): the writers; the
+ * first writer's thread alone writes telemetry, on its connection, except the drift counts
+ * every writer adds under drift_mu. */
+typedef struct {
+    sink_t *sink;              /* the first writer's connection: results and telemetry */
+    pl_sink_writer_t *writers; /* (n_writers) */
+    int n_writers;
+    pthread_mutex_t drift_mu;     /* drift, between the writers */
     worker_drift_t *drift;        /* drift windows (worker/pipeline/telemetry.c) */
     sink_drift_row_t *drift_rows; /* (drift_max_tenants + 1) rows of a flush */
     double next_gpu_row_s;        /* monotonic time of the next gpu_memory row */
@@ -116,14 +139,16 @@ typedef struct {
     int telemetry_off;            /* tables missing, stop trying */
 } pl_sink_own_t;
 
-typedef struct {
+typedef struct pl {
     /* Set up before the threads start and read-only while they run: no lock. */
     const worker_run_cfg_t *cfg;
     /* model, tokenizer, the backend (ses.eng: the encoder thread's while it runs), what it
      * runs (ses.props) and the accumulator's config (ses.acc) */
     cls_session_t ses;
-    worker_http_t *http; /* /healthz /readyz /metrics; NULL when --http-port 0 */
-    char worker_id[320]; /* hostname:pid */
+    worker_http_t *http;                    /* /healthz /readyz /metrics; NULL when --http-port 0 */
+    char worker_id[320];                    /* hostname:pid */
+    pl_pool_t *pool;                        /* tokenizing and scoring threads (--threads) */
+    long long stage_ns0[WORKER_STAGE_N][2]; /* worker_metrics' stage times at start */
 
     pl_queue_t q;     /* under q.mu */
     pl_stats_t st;    /* under q.mu */
@@ -195,6 +220,9 @@ void pl_drain(pl_t *pl);
 void pl_on_assign(void *ctx, const int32_t *parts, int n);
 void pl_on_revoke(void *ctx, const int32_t *parts, int n, int lost);
 void pl_dlq_done(void *ctx, int32_t partition, int64_t offset, int64_t epoch);
+/* worker/pipeline/tokenize.c: tokenizes poll.tok_items[0, tok_n) on the pool; an item whose
+ * ids stay NULL ran out of memory (poll thread). */
+void pl_tokenize_decoded(pl_t *pl);
 /* Sends the dead letters of the rows the sink left on q.refused (poll thread). */
 void pl_send_refused(pl_t *pl);
 

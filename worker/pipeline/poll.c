@@ -108,9 +108,9 @@ void pl_on_revoke(void *ctx, const int32_t *parts, int n, int lost) {
                 dropped);
 }
 
-/* Decodes and tokenizes one record into an item; returns NULL with err for a dead letter. */
-static pl_item_t *make_item(pl_t *pl, const consumers_record_t *m, worker_ids_t *ids, char *err,
-                            size_t errlen) {
+/* Decodes one record into an item (tokenized later, on the pool); returns NULL with err for a
+ * dead letter. */
+static pl_item_t *make_item(pl_t *pl, const consumers_record_t *m, char *err, size_t errlen) {
     pl_item_t *it = calloc(1, sizeof(*it));
     if (!it) {
         snprintf(err, errlen, "out of memory");
@@ -140,23 +140,6 @@ static pl_item_t *make_item(pl_t *pl, const consumers_record_t *m, worker_ids_t 
     }
     it->t.partition = consumers_record_partition(m);
     it->t.offset = consumers_record_offset(m);
-    if (worker_tok_encode(pl->ses.tok, it->t.text, it->t.text_len, pl->ses.props.max_len, ids)) {
-        snprintf(err, errlen, "out of memory tokenizing");
-        pl_item_free(it);
-        return NULL;
-    }
-    it->ids = malloc(sizeof(*it->ids) * (size_t)ids->n); /* (n_ids) */
-    if (!it->ids) {
-        snprintf(err, errlen, "out of memory");
-        pl_item_free(it);
-        return NULL;
-    }
-    memcpy(it->ids, ids->v, sizeof(*it->ids) * (size_t)ids->n);
-    it->n_ids = ids->n;
-    it->truncated = ids->truncated; /* over-long texts are cut and flagged, never rejected */
-    free(it->t.text);               /* tokenized: from here on the record itself stands for it */
-    it->t.text = NULL;
-    it->t.text_len = 0;
     size_t key_len;
     const void *key = consumers_record_key(m, &key_len);
     it->value = malloc(len);
@@ -200,7 +183,55 @@ static void set_fatal(pl_t *pl) {
     pthread_mutex_unlock(&pl->q.mu);
 }
 
-static void handle_decodable(pl_t *pl, consumers_record_t *m, worker_ids_t *ids) {
+static void send_dead_letter(pl_t *pl, consumers_record_t *m, const char *err, int64_t epoch) {
+    /* the producer keeps the letter until Kafka has it, retrying as needed (dlq.h) */
+    if (consumers_dlq_send(pl->poll.dlq, m, err, epoch)) {
+        fprintf(stderr,
+                "reclass run: out of memory keeping the dead letter of partition %" PRId32
+                " offset %" PRId64 "; stopping (its offset stays unstored)\n",
+                consumers_record_partition(m), consumers_record_offset(m));
+        set_fatal(pl);
+    }
+}
+
+/* Tokenizes the decoded items on the pool, then queues them in arrival order (the accumulator
+ * sorts them anyway; the overflow keeps the order records came in). */
+static void flush_decoded(pl_t *pl) {
+    pl_poll_t *pp = &pl->poll;
+    if (pp->tok_n == 0) return;
+    pl_tokenize_decoded(pl);
+    worker_stage_clock_t clk;
+    worker_stage_begin(&clk);
+    long truncated = 0;
+    for (int i = 0; i < pp->tok_n; i++) {
+        pl_item_t *it = pp->tok_items[i];
+        if (!it->ids) {
+            send_dead_letter(pl, pp->tok_rec[i], "out of memory tokenizing", it->epoch);
+            pl_item_free(it);
+            it = NULL;
+        }
+        consumers_record_free(pp->tok_rec[i]);
+        if (!it) continue;
+        truncated += it->truncated;
+        if (pp->ovf_tail)
+            pp->ovf_tail->next = it;
+        else
+            pp->ovf_head = it;
+        pp->ovf_tail = it;
+        pp->ovf_n++;
+    }
+    pp->tok_n = 0;
+    if (truncated) {
+        pthread_mutex_lock(&pl->q.mu);
+        pl->st.truncated += truncated;
+        pthread_mutex_unlock(&pl->q.mu);
+        worker_metrics_add(&worker_metrics.truncated, truncated);
+    }
+    drain_overflow(pl);
+    worker_stage_end(&clk, WORKER_STAGE_ACCUM);
+}
+
+static void handle_decodable(pl_t *pl, consumers_record_t *m) {
     const int32_t part = consumers_record_partition(m);
     const int64_t offset = consumers_record_offset(m);
     pthread_mutex_lock(&pl->q.mu);
@@ -214,43 +245,25 @@ static void handle_decodable(pl_t *pl, consumers_record_t *m, worker_ids_t *ids)
     }
     worker_metrics_add(&worker_metrics.tickets_consumed, 1);
     char err[512];
-    pl_item_t *it = make_item(pl, m, ids, err, sizeof(err));
+    pl_item_t *it = make_item(pl, m, err, sizeof(err));
     if (!it) {
-        /* the producer keeps the letter until Kafka has it, retrying as needed (dlq.h) */
-        if (consumers_dlq_send(pl->poll.dlq, m, err, epoch)) {
-            fprintf(stderr,
-                    "reclass run: out of memory keeping the dead letter of partition %" PRId32
-                    " offset %" PRId64 "; stopping (its offset stays unstored)\n",
-                    part, offset);
-            pthread_mutex_lock(&pl->q.mu);
-            pl->q.fatal = 1;
-            pthread_mutex_unlock(&pl->q.mu);
-        }
+        send_dead_letter(pl, m, err, epoch);
         consumers_record_free(m);
         return;
     }
     it->epoch = epoch;
-    consumers_record_free(m);
-    pthread_mutex_lock(&pl->q.mu);
-    if (it->truncated) pl->st.truncated++;
-    pthread_mutex_unlock(&pl->q.mu);
-    if (it->truncated) worker_metrics_add(&worker_metrics.truncated, 1);
-    /* order matters only within the tracker; the overflow keeps arrival order anyway */
-    if (pl->poll.ovf_tail)
-        pl->poll.ovf_tail->next = it;
-    else
-        pl->poll.ovf_head = it;
-    pl->poll.ovf_tail = it;
-    pl->poll.ovf_n++;
-    drain_overflow(pl);
+    pl_poll_t *pp = &pl->poll;
+    pp->tok_items[pp->tok_n] = it;
+    pp->tok_rec[pp->tok_n++] = m; /* freed once its item is tokenized */
+    if (pp->tok_n == PL_BURST) flush_decoded(pl);
 }
 
 /* A record waits behind held ones, or for its own writer schema, or goes on now. */
-static void handle_record(pl_t *pl, consumers_record_t *m, worker_ids_t *ids) {
+static void handle_record(pl_t *pl, consumers_record_t *m) {
     char err[512];
     int s = pl->poll.held_n ? PL_SCHEMA_WAIT : pl_schema_check(pl, m, err, sizeof(err));
     if (s == PL_SCHEMA_READY) {
-        handle_decodable(pl, m, ids);
+        handle_decodable(pl, m);
         return;
     }
     if (s == PL_SCHEMA_FATAL) {
@@ -272,12 +285,13 @@ static void handle_record(pl_t *pl, consumers_record_t *m, worker_ids_t *ids) {
 }
 
 /* Feeds held records whose writer schema came, in order. */
-static void release_held(pl_t *pl, worker_ids_t *ids) {
+static void release_held(pl_t *pl) {
     char err[512];
     int fatal = 0;
     consumers_record_t *m;
     while ((m = pl_held_next(pl, &fatal, err, sizeof(err))) != NULL)
-        handle_decodable(pl, m, ids);
+        handle_decodable(pl, m);
+    flush_decoded(pl);
     if (fatal) {
         fprintf(stderr, "reclass run: %s; stopping (fix the registry settings)\n", err);
         set_fatal(pl);
@@ -303,7 +317,6 @@ static void log_progress(pl_t *pl, double t0) {
 /* The poll loop: returns when a stop was asked (signal, idle, fatal). */
 void pl_poll_loop(pl_t *pl) {
     const worker_run_cfg_t *cfg = pl->cfg;
-    worker_ids_t ids = {0};
     double t0 = common_now_s(), last_activity = t0;
     long logged_batches = 0, seen_rebalances = 0;
     int64_t hold_since = 0; /* when the accumulator became full without a pause; 0 = not */
@@ -344,7 +357,7 @@ void pl_poll_loop(pl_t *pl) {
         if (fatal) break;
         /* dead letters the dead-letter topic does not take yet count as a full accumulator:
          * reading on would only pile them up in memory */
-        release_held(pl, &ids);
+        release_held(pl);
         int full = drain_overflow(pl) || consumers_dlq_waiting(pl->poll.dlq) > PL_DLQ_WAITING_MAX ||
                    pl->poll.held_n > 0;
         /* Backpressure. A short backlog (the encoder takes a batch soon) is waited out without
@@ -383,8 +396,21 @@ void pl_poll_loop(pl_t *pl) {
             consumers_consumer_resume(pl->poll.consumer);
         atomic_store_explicit(&worker_metrics.consumer_paused,
                               consumers_consumer_paused(pl->poll.consumer), memory_order_relaxed);
+        worker_stage_clock_t clk;
+        worker_stage_begin(&clk);
+        /* a burst: the first record waits, the rest are what librdkafka holds already; each is
+         * tracked and decoded as it comes, their texts tokenized together */
         consumers_record_t *m =
             consumers_consumer_poll(pl->poll.consumer, full ? PL_POLL_FULL_MS : PL_POLL_MS);
+        int got = m != NULL;
+        for (int k = 1; m; k++) {
+            handle_record(pl, m);
+            m = k < PL_BURST && !full ? consumers_consumer_poll(pl->poll.consumer, 0) : NULL;
+        }
+        if (got) {
+            worker_stage_end(&clk, WORKER_STAGE_POLL);
+            flush_decoded(pl);
+        }
         pl_send_refused(pl);
         consumers_dlq_poll(pl->poll.dlq, 0);
         double now = common_now_s();
@@ -394,9 +420,8 @@ void pl_poll_loop(pl_t *pl) {
             last_activity = now;
             atomic_store(&worker_metrics.group_joined, 1);
         }
-        if (m) {
+        if (got) {
             last_activity = now;
-            handle_record(pl, m, &ids);
         } else if (uncommitted > 0 || pl->poll.ovf_head || pl->poll.held_n ||
                    consumers_dlq_outstanding(pl->poll.dlq) > 0) {
             last_activity = now;
@@ -428,11 +453,15 @@ void pl_poll_loop(pl_t *pl) {
             break;
         }
     }
-    worker_ids_free(&ids);
 }
 
 /* Stop fetching, let encoder and sink finish what was accepted, then hand offsets back. */
 void pl_drain(pl_t *pl) {
+    for (int i = 0; i < pl->poll.tok_n; i++) { /* decoded, never accepted: unstored too */
+        pl_item_free(pl->poll.tok_items[i]);
+        consumers_record_free(pl->poll.tok_rec[i]);
+    }
+    pl->poll.tok_n = 0;
     consumers_consumer_pause(pl->poll.consumer);
     pl_held_revoke(pl, NULL, -1); /* held records were never accepted either */
     /* overflow items were never accepted: unstored, so redelivered to whoever comes next */

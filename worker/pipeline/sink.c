@@ -1,5 +1,8 @@
-/* The sink thread: results -> PostgreSQL (one transaction per group of batches) -> offsets; rows
- * the database refuses -> back to the poll thread, for their dead letters. */
+/* The sink threads: results -> PostgreSQL (one transaction per group of batches) -> offsets;
+ * rows the database refuses -> back to the poll thread, for their dead letters. Each writer has
+ * its own connection and takes whole batches off the one queue; commits of different writers
+ * may land in any order, which the offset tracker allows (an offset is stored only once every
+ * earlier one of its partition is committed). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,13 +18,13 @@ static void sleep_ms(int ms) {
 
 /* Writes until committed. SINK_RETRY: pause consumption, reconnect with exponential backoff,
  * retry the same rows. Returns SINK_OK or SINK_FATAL. */
-static int write_committed(pl_t *pl, const sink_result_t *rows, int n_rows, const sink_batch_t *bat,
-                           int n_bat) {
+static int write_committed(pl_t *pl, sink_t *sk, const sink_result_t *rows, int n_rows,
+                           const sink_batch_t *bat, int n_bat) {
     char err[1024];
     int backoff = PL_RETRY_FIRST_MS;
     time_t stop_at = 0; /* after a signal: when to give up on a database that is down */
     for (;;) {
-        int rc = sink_write(pl->sk.sink, rows, n_rows, bat, n_bat, err, sizeof(err));
+        int rc = sink_write(sk, rows, n_rows, bat, n_bat, err, sizeof(err));
         if (rc == SINK_OK) break;
         if (rc != SINK_RETRY) {
             fprintf(stderr, "reclass run: database write failed for good: %s\n", err);
@@ -57,7 +60,7 @@ static int write_committed(pl_t *pl, const sink_result_t *rows, int n_rows, cons
             sleep_ms(backoff);
             backoff = backoff * 2 > PL_RETRY_MAX_MS ? PL_RETRY_MAX_MS : backoff * 2;
             if (stop_at && backoff > 1000) backoff = 1000; /* keep to the stop deadline */
-            if (sink_reconnect(pl->sk.sink, err, sizeof(err)) == 0) break;
+            if (sink_reconnect(sk, err, sizeof(err)) == 0) break;
         }
     }
     pthread_mutex_lock(&pl->q.mu);
@@ -72,9 +75,9 @@ static int write_committed(pl_t *pl, const sink_result_t *rows, int n_rows, cons
 /* The rows the database refused for their data leave its[] for *refused, each with the reason
  * for its dead letter: their offsets count as committed only once that is in Kafka. Returns
  * how many rows stay. */
-static int take_refused(pl_t *pl, pl_item_t **its, int r, pl_item_t **refused) {
+static int take_refused(sink_t *sk, pl_item_t **its, int r, pl_item_t **refused) {
     const sink_reject_t *rj;
-    int n = sink_rejected(pl->sk.sink, &rj);
+    int n = sink_rejected(sk, &rj);
     if (n == 0) return r;
     int32_t first_part = its[rj[0].row]->t.partition;
     int64_t first_off = its[rj[0].row]->t.offset;
@@ -102,11 +105,14 @@ static int take_refused(pl_t *pl, pl_item_t **its, int r, pl_item_t **refused) {
 
 /* Writes r rows (+ b batches' telemetry) until committed, then marks their offsets committed
  * and stores each touched partition's committed prefix. parts: (r) scratch. */
-static int commit_rows(pl_t *pl, const sink_result_t *rows, pl_item_t **its, int r,
+static int commit_rows(pl_t *pl, sink_t *sk, const sink_result_t *rows, pl_item_t **its, int r,
                        const sink_batch_t *bat, int b, int32_t *parts, pl_item_t **refused) {
-    int rc = write_committed(pl, rows, r, bat, b);
+    worker_stage_clock_t clk;
+    worker_stage_begin(&clk);
+    int rc = write_committed(pl, sk, rows, r, bat, b);
+    worker_stage_end(&clk, WORKER_STAGE_COPY);
     if (rc != SINK_OK) return rc;
-    r = take_refused(pl, its, r, refused);
+    r = take_refused(sk, its, r, refused);
     /* committed: now, and only now, these offsets may be stored */
     pthread_mutex_lock(&pl->q.mu);
     int n_parts = 0;
@@ -130,11 +136,15 @@ static int commit_rows(pl_t *pl, const sink_result_t *rows, pl_item_t **its, int
     pthread_mutex_unlock(&pl->q.mu);
     worker_metrics_add(&worker_metrics.tickets_classified, r);
     pl_telemetry_drift_add(pl, its, r); /* committed rows only */
+    worker_stage_end(&clk, WORKER_STAGE_ROWS);
     return SINK_OK;
 }
 
 void *pl_sink_main(void *arg) {
-    pl_t *pl = arg;
+    pl_sink_writer_t *w = arg;
+    pl_t *pl = w->pl;
+    sink_t *sk = w->sink;
+    const int first = w == &pl->sk.writers[0]; /* the one that also writes telemetry */
     int cap_rows = pl->cfg->sink_rows;
     int cap_bat = cap_rows; /* a batch holds at least one row */
     sink_result_t *rows = malloc(sizeof(*rows) * (size_t)cap_rows); /* (sink_rows) */
@@ -142,7 +152,7 @@ void *pl_sink_main(void *arg) {
     pl_item_t **its = malloc(sizeof(*its) * (size_t)cap_rows);      /* (sink_rows) */
     int32_t *parts = malloc(sizeof(*parts) * (size_t)cap_rows);     /* (sink_rows) touched */
     const gpu_model_config_t *mc = &pl->ses.model->cfg;
-    pl_telemetry_tick(pl, 0); /* the start-up gpu_memory row */
+    if (first) pl_telemetry_tick(pl, 0); /* the start-up gpu_memory row */
     pthread_mutex_lock(&pl->q.mu);
     if (!rows || !bat || !its || !parts) {
         fprintf(stderr, "reclass run: sink: out of memory\n");
@@ -152,7 +162,7 @@ void *pl_sink_main(void *arg) {
         while (!pl->q.out_head && !pl->q.enc_done && !pl->q.fatal) {
             /* wake up now and then: a quiet drift window must still close and be written */
             pl_timedwait_ms(&pl->q.cv_sink, &pl->q.mu, PL_SINK_IDLE_MS);
-            if (pl->q.out_head || pl->q.enc_done || pl->q.fatal) break;
+            if (pl->q.out_head || pl->q.enc_done || pl->q.fatal || !first) continue;
             pthread_mutex_unlock(&pl->q.mu);
             pl_telemetry_tick(pl, 0);
             pthread_mutex_lock(&pl->q.mu);
@@ -197,6 +207,8 @@ void *pl_sink_main(void *arg) {
         pl_item_t *refused = NULL; /* out of taken, for the poll thread to dead-letter */
         double t0 = common_now_s();
         int r = 0, b = 0;
+        worker_stage_clock_t clk;
+        worker_stage_begin(&clk);
         for (pl_out_t *o = taken; o && rc == SINK_OK; o = o->next) {
             bat[b++] = o->tel;
             for (int i = 0; i < o->n && rc == SINK_OK; i++) {
@@ -216,14 +228,17 @@ void *pl_sink_main(void *arg) {
                                           .enqueued_at_ms = it->t.enqueued_at_ms};
                 its[r++] = it;
                 if (r == cap_rows) {
-                    rc = commit_rows(pl, rows, its, r, bat, b, parts, &refused);
+                    worker_stage_end(&clk, WORKER_STAGE_ROWS);
+                    rc = commit_rows(pl, sk, rows, its, r, bat, b, parts, &refused);
+                    worker_stage_begin(&clk);
                     r = b = 0;
                 }
             }
         }
-        if (rc == SINK_OK && r > 0) rc = commit_rows(pl, rows, its, r, bat, b, parts, &refused);
+        worker_stage_end(&clk, WORKER_STAGE_ROWS);
+        if (rc == SINK_OK && r > 0) rc = commit_rows(pl, sk, rows, its, r, bat, b, parts, &refused);
         double dt = common_now_s() - t0;
-        if (rc == SINK_OK) pl_telemetry_tick(pl, 0);
+        if (rc == SINK_OK && first) pl_telemetry_tick(pl, 0);
         while (taken) {
             pl_out_t *o = taken;
             taken = o->next;
@@ -242,8 +257,18 @@ void *pl_sink_main(void *arg) {
         pl->st.sink_s += dt;
         if (rc != SINK_OK) pl->q.fatal = 1; /* stop; nothing unwritten is ever stored */
     }
+    /* the last writer out finishes: everything accepted is written (or the run failed), so the
+     * last drift window and the exit row go out (on the first writer's connection) */
+    int last = --pl->q.writers_running == 0;
+    pthread_cond_broadcast(&pl->q.cv_sink);
     pthread_mutex_unlock(&pl->q.mu);
-    /* everything accepted is written (or the run failed): last drift window, exit row */
+    if (!last) {
+        free(rows);
+        free(bat);
+        free(its);
+        free(parts);
+        return NULL;
+    }
     pl_telemetry_tick(pl, 1);
     pthread_mutex_lock(&pl->q.mu);
     pl->q.sink_done = 1;

@@ -81,9 +81,11 @@ void pl_telemetry_free(pl_t *pl) {
 
 void pl_telemetry_drift_add(pl_t *pl, pl_item_t *const *its, int n) {
     int64_t now = wall_s();
+    pthread_mutex_lock(&pl->sk.drift_mu);
     for (int i = 0; i < n; i++)
         worker_drift_add(pl->sk.drift, now, its[i]->t.tenant, its[i]->label_id, its[i]->confidence,
                          its[i]->truncated, its[i]->n_ids);
+    pthread_mutex_unlock(&pl->sk.drift_mu);
 }
 
 /* Seconds between gpu_memory rows, and between reconnection attempts of an idle worker
@@ -194,13 +196,16 @@ static void write_gpu_row(pl_t *pl) {
 
 void pl_telemetry_tick(pl_t *pl, int final) {
     if (!pl->sk.drift || !pl->sk.sink) return;
+    pthread_mutex_lock(&pl->sk.drift_mu); /* other writers count into the open window */
     int waiting = worker_drift_tick(pl->sk.drift, wall_s(), final);
     if (pl->sk.telemetry_off) {
         while (worker_drift_oldest(pl->sk.drift)) /* nowhere to write them: keep the slots free */
             worker_drift_pop(pl->sk.drift);
+        pthread_mutex_unlock(&pl->sk.drift_mu);
         return;
     }
     if (waiting) flush_drift(pl);
+    pthread_mutex_unlock(&pl->sk.drift_mu);
     double now = common_now_s();
     if (pl->sk.telemetry_off || (!final && now < pl->sk.next_gpu_row_s)) return;
     pl->sk.next_gpu_row_s = now + telemetry_every_s(pl);

@@ -1,0 +1,99 @@
+/* Job progress (migrations/006_progress.sql): a write's new tickets counted in its writer's
+ * own job_progress row, and after COMMIT the completion stamp. */
+#include <stdio.h>
+
+#include <libpq-fe.h>
+
+#include "sink/copybin.h"
+#include "sink/pgutil.h"
+#include "sink/sink_int.h"
+
+/* $1 job ids (sorted), $2 tenants, $3 totals, $4 new tickets per job, $5 writer. The job_info
+ * row is created once and changed only when a record says something new about it (an UPDATE
+ * whose condition is false locks nothing); the count goes to this writer's own row, unless it
+ * would take the job past its total (job_progress_guard, migrations/006_progress.sql). A total
+ * <= 0 means unknown. */
+const char sink_sql_jobs[] =
+    "WITH u AS (SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::integer[])"
+    "   AS u(job_id, tenant, total, n)"
+    "), ins AS (INSERT INTO job_info (job_id, tenant, total)"
+    "   SELECT job_id, tenant, total FROM u ORDER BY job_id ON CONFLICT (job_id) DO NOTHING"
+    "), upd AS (UPDATE job_info j SET total = u.total, tenant = COALESCE(j.tenant, u.tenant),"
+    "   updated_at = now() FROM u WHERE j.job_id = u.job_id"
+    "   AND (j.total <> u.total OR (j.tenant IS NULL AND u.tenant IS NOT NULL)))"
+    " INSERT INTO job_progress AS p (job_id, writer, done)"
+    " SELECT job_id, $5::text, n FROM u WHERE n > 0"
+    "   AND job_progress_guard(job_id, (n + coalesce((SELECT sum(q.done) FROM job_progress q"
+    "     WHERE q.job_id = u.job_id), 0))::bigint, total)"
+    " ORDER BY job_id"
+    " ON CONFLICT (job_id, writer) DO UPDATE SET done = p.done + excluded.done,"
+    "   updated_at = now()";
+
+/* $1 job ids, after COMMIT: completed_at is set once, by whichever writer first sees the
+ * summed progress reach total (the row lock re-checks completed_at IS NULL). */
+const char sink_sql_complete[] =
+    "UPDATE job_info j SET completed_at = now(), updated_at = now()"
+    " FROM (SELECT job_id, sum(done) AS done FROM job_progress"
+    "   WHERE job_id = ANY($1::text[]) GROUP BY job_id) p"
+    " WHERE j.job_id = p.job_id AND j.completed_at IS NULL AND j.total > 0"
+    "   AND p.done >= j.total";
+
+/* The jobs statement's four arrays, built in one buffer (offsets first: it may move); the
+ * first of them is the completion statement's too. */
+int sink_progress_add(sink_t *s, char *err, size_t errlen) {
+    const sink_tally_t *t = &s->tally;
+    sink_copybuf_t *b = &s->params;
+    sink_copybuf_reset(b);
+    size_t off[5];
+    int has_null_tenant = 0;
+    for (int i = 0; i < t->n_jobs; i++)
+        has_null_tenant |= t->jobs[i].tenant == NULL;
+    off[0] = b->len;
+    sink_copybin_array(b, SINK_OID_TEXT, t->n_jobs, 0);
+    for (int i = 0; i < t->n_jobs; i++)
+        sink_copybin_text(b, t->jobs[i].job_id);
+    off[1] = b->len;
+    sink_copybin_array(b, SINK_OID_TEXT, t->n_jobs, has_null_tenant);
+    for (int i = 0; i < t->n_jobs; i++)
+        sink_copybin_text(b, t->jobs[i].tenant);
+    off[2] = b->len;
+    sink_copybin_array(b, SINK_OID_INT4, t->n_jobs, 0);
+    for (int i = 0; i < t->n_jobs; i++)
+        sink_copybin_int4(b, t->jobs[i].total);
+    off[3] = b->len;
+    sink_copybin_array(b, SINK_OID_INT4, t->n_jobs, 0);
+    for (int i = 0; i < t->n_jobs; i++)
+        sink_copybin_int4(b, t->jobs[i].fresh);
+    off[4] = b->len;
+    s->params_ids_len = off[1] - off[0];
+    if (b->oom) {
+        snprintf(err, errlen, "jobs: out of memory for %d jobs", t->n_jobs);
+        return SINK_RETRY;
+    }
+    /* Each element is length-prefixed, so the values themselves are never written into the
+     * SQL text. */
+    const char *vals[5];
+    int lens[5], fmts[5] = {1, 1, 1, 1, 0};
+    for (int i = 0; i < 4; i++) {
+        vals[i] = b->data + off[i];
+        lens[i] = (int)(off[i + 1] - off[i]);
+    }
+    vals[4] = s->writer, lens[4] = 0;
+    PGresult *res = PQexecPrepared(s->conn, SINK_STMT_JOBS, 5, vals, lens, fmts, 0);
+    if (res && PQresultStatus(res) == PGRES_COMMAND_OK) {
+        PQclear(res);
+        return SINK_OK;
+    }
+    return sink_fail(s, res, "update jobs", err, errlen);
+}
+
+int sink_progress_complete(sink_t *s, char *err, size_t errlen) {
+    const char *vals[1] = {s->params.data}; /* its first array: the write's job ids */
+    int lens[1] = {(int)s->params_ids_len}, fmts[1] = {1};
+    PGresult *res = PQexecPrepared(s->conn, SINK_STMT_COMPLETE, 1, vals, lens, fmts, 0);
+    if (res && PQresultStatus(res) == PGRES_COMMAND_OK) {
+        PQclear(res);
+        return SINK_OK;
+    }
+    return sink_pg_fail(s->conn, res, "mark complete jobs", err, errlen);
+}
