@@ -7,10 +7,11 @@
 #include <stdio.h>
 
 #define WORKER_RUN_MAX_KAFKA_PROPS 32
+#define WORKER_RUN_MAX_TOPICS      8 /* CONSUMERS_MAX_TOPICS */
 
 typedef struct {
     const char *brokers;    /* RECLASS_BROKERS, default 127.0.0.1:9092 */
-    const char *topic;      /* RECLASS_TOPIC, default tickets */
+    const char *topic;      /* RECLASS_TOPIC, default tickets: TOPIC[:PRIORITY],... */
     const char *group;      /* RECLASS_GROUP, default reclass */
     const char *db;         /* RECLASS_DB, required (libpq URL or conninfo) */
     const char *model;      /* RECLASS_MODEL, required (Hugging Face checkpoint directory) */
@@ -35,9 +36,17 @@ typedef struct {
     const char *http_addr;  /* RECLASS_HTTP_ADDR, bind address, default 0.0.0.0 */
     int drift_window_s;     /* RECLASS_DRIFT_WINDOW_S, drift window length, default 60 */
     int drift_max_tenants;  /* RECLASS_DRIFT_MAX_TENANTS, tenants per window, default 64 */
-    int telemetry_interval_s; /* RECLASS_TELEMETRY_INTERVAL_S, gpu_memory rows, default 10 */
+    int telemetry_interval_s;   /* RECLASS_TELEMETRY_INTERVAL_S, gpu_memory rows, default 10 */
+    const char *tenant_weights; /* RECLASS_TENANT_WEIGHTS, T=W,... (worker/pipeline/fair.h) */
+    int tenant_max_tokens;      /* RECLASS_TENANT_MAX_TOKENS, 0 = half the pending tokens */
     const char *kafka_props[WORKER_RUN_MAX_KAFKA_PROPS + 1]; /* --kafka K=V, NULL-ended */
-    char dlq_buf[256];                                       /* backs the default dlq_topic */
+    /* --topic parsed: names (into topic_buf) and priorities, lower = more urgent; n_topics 0
+     * (a caller that sets topic itself): the one topic named by topic */
+    const char *topics[WORKER_RUN_MAX_TOPICS];
+    int topic_prio[WORKER_RUN_MAX_TOPICS];
+    int n_topics;
+    char topic_buf[1024];
+    char dlq_buf[256]; /* backs the default dlq_topic */
 } worker_run_cfg_t;
 
 /* Fills cfg from the environment and argv (argv[0] is "run"). Returns 0; 2 with err saying

@@ -42,6 +42,9 @@ typedef struct {
     atomic_llong arena_bytes;
     atomic_llong allocations_after_init; /* must stay 0: the GPU cannot OOM by construction */
     atomic_int token_budget;
+    /* tickets of each lane (worker/pipeline/fair.h) taken from Kafka and not yet written or
+     * dropped: while a lane has some, the less urgent lanes' topics are held */
+    atomic_long lane_live[8];
 } worker_metrics_t;
 
 extern worker_metrics_t worker_metrics;

@@ -139,7 +139,6 @@ static int setup_compute(pl_t *pl, char *err, size_t errlen) {
             cfg->max_pending_tokens > 0 ? cfg->max_pending_tokens : 8L * pl->token_budget,
         .max_len = max_len,
     };
-    if (worker_accum_init(&pl->acc_cfg, &pl->q.acc, err, errlen)) return 2;
     pl->q.max_out_items = 2L * cfg->sink_rows;
     return 0;
 }
@@ -157,10 +156,10 @@ static void teardown(pl_t *pl) {
     if (pl->q.acc) { /* only after a failure: drain() empties it otherwise */
         void *items[256];
         int n;
-        while ((n = worker_accum_pop(pl->q.acc, INT64_MAX / 2, 1, items, NULL, 256)) > 0)
+        while ((n = worker_fair_pop(pl->q.acc, INT64_MAX / 2, 1, items, NULL, 256)) > 0)
             for (int i = 0; i < n; i++)
                 pl_item_free(items[i]);
-        worker_accum_free(pl->q.acc);
+        worker_fair_free(pl->q.acc);
     }
     while (pl->poll.ovf_head) {
         pl_item_t *it = pl->poll.ovf_head;
@@ -209,10 +208,20 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
     if (!rc) {
         consumers_consumer_cfg_t ccfg = {.brokers = cfg->brokers,
                                          .topic = cfg->topic,
+                                         .topics = cfg->topics,
+                                         .priorities = cfg->topic_prio,
+                                         .n_topics = cfg->n_topics,
                                          .group = cfg->group,
                                          .extra = cfg->kafka_props};
         consumers_rebalance_t rb = {pl_on_assign, pl_on_revoke, pl};
         if (consumers_consumer_init(&ccfg, &rb, &pl->poll.consumer, err, sizeof(err))) rc = 2;
+    }
+    if (!rc) { /* one class per lane and tenant (worker/pipeline/fair.h) */
+        worker_fair_cfg_t fc = {.acc = pl->acc_cfg,
+                                .n_lanes = consumers_consumer_n_lanes(pl->poll.consumer),
+                                .tenant_max_tokens = cfg->tenant_max_tokens,
+                                .weights = cfg->tenant_weights};
+        if (worker_fair_init(&fc, &pl->q.acc, err, sizeof(err))) rc = 2;
     }
     if (!rc && consumers_dlq_init(cfg->brokers, cfg->dlq_topic, cfg->kafka_props, pl_dlq_done, pl,
                                   &pl->poll.dlq, err, sizeof(err)))

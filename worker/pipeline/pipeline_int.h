@@ -16,6 +16,7 @@
 #include "sink/sink.h"
 #include "sink/telemetry.h"
 #include "worker/pipeline/accum.h"
+#include "worker/pipeline/fair.h"
 #include "worker/classify/engine.h"
 #include "worker/cli/config.h"
 #include "worker/observe/drift.h"
@@ -30,6 +31,9 @@ typedef struct pl_item {
     int n_ids;
     int truncated;
     int64_t epoch; /* the partition's ownership epoch at consumption (consumers/offsets.h) */
+    int32_t track; /* the partition in the offset tracker (consumers/consumer.h: tracks) */
+    int lane;      /* its topic's lane, 0 = the most urgent */
+    int live;      /* counted in worker_metrics.lane_live until freed */
     int64_t arrived_ms;
     int label_id; /* filled by the encoder */
     float confidence;
@@ -54,7 +58,7 @@ typedef struct {
     pthread_cond_t cv_sink;  /* sink: results queued, encoder finished */
     pthread_cond_t cv_room;  /* encoder: the sink queue has room again */
     pthread_cond_t cv_accum; /* consumer: the encoder took a batch (accumulator room) */
-    worker_accum_t *acc;     /* poll thread pushes, encoder pops */
+    worker_fair_t *acc;      /* poll thread pushes, encoder pops */
     consumers_offsets_t *offsets;
     pl_out_t *out_head, *out_tail; /* encoder -> sink queue */
     long out_items;                /* tickets in that queue */

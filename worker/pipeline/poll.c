@@ -1,6 +1,7 @@
 /* The poll thread: Kafka records -> tickets -> the accumulator, rebalances, dead letters, and
  * the drain at shutdown (see worker/pipeline/pipeline.h). */
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +9,7 @@
 
 #include "worker/pipeline/pipeline_int.h"
 
-void pl_store(pl_t *pl, int32_t partition, int64_t next_offset) {
+void pl_store(pl_t *pl, int32_t partition, int64_t next_offset) { /* partition: a track */
     if (consumers_consumer_store(pl->poll.consumer, partition, next_offset)) return;
     if (partition >= pl->st.n_stored) {
         int n = partition + 1;
@@ -26,10 +27,13 @@ void pl_store(pl_t *pl, int32_t partition, int64_t next_offset) {
  * partition's assignment it was read in). */
 void pl_dlq_done(void *ctx, int32_t partition, int64_t offset, int64_t epoch) {
     pl_t *pl = ctx;
+    (void)partition; /* the topic's: the epoch names the track */
     pthread_mutex_lock(&pl->q.mu);
-    consumers_offsets_committed(pl->q.offsets, partition, epoch, offset);
-    int64_t s = consumers_offsets_storable(pl->q.offsets, partition);
-    if (s >= 0) pl_store(pl, partition, s);
+    int32_t track = consumers_offsets_partition_of_epoch(pl->q.offsets, epoch);
+    if (track >= 0 && consumers_offsets_committed(pl->q.offsets, track, epoch, offset)) {
+        int64_t s = consumers_offsets_storable(pl->q.offsets, track);
+        if (s >= 0) pl_store(pl, track, s);
+    }
     pl->st.dead_letters++;
     pthread_mutex_unlock(&pl->q.mu);
     worker_metrics_add(&worker_metrics.dead_lettered, 1);
@@ -65,7 +69,7 @@ void pl_on_revoke(void *ctx, const int32_t *parts, int n, int lost) {
         pl_item_t *it = *pp;
         int revoked = 0;
         for (int i = 0; i < n; i++)
-            revoked |= it->t.partition == parts[i];
+            revoked |= it->track == parts[i];
         if (revoked) {
             *pp = it->next;
             pl_item_free(it);
@@ -139,7 +143,9 @@ static int drain_overflow(pl_t *pl) {
     while (pl->poll.ovf_head) {
         pl_item_t *it = pl->poll.ovf_head;
         it->arrived_ms = now;
-        if (worker_accum_push(pl->q.acc, it, it->n_ids, now) != WORKER_ACCUM_OK) break;
+        if (worker_fair_push(pl->q.acc, it, it->n_ids, it->lane, it->t.tenant, now) !=
+            WORKER_ACCUM_OK)
+            break;
         pl->poll.ovf_head = it->next;
         it->next = NULL;
         pl->poll.ovf_n--;
@@ -152,10 +158,11 @@ static int drain_overflow(pl_t *pl) {
 }
 
 static void handle_record(pl_t *pl, rd_kafka_message_t *m, worker_ids_t *ids) {
+    int32_t track = consumers_consumer_track(pl->poll.consumer, m);
     pthread_mutex_lock(&pl->q.mu);
-    int64_t epoch = consumers_offsets_epoch(pl->q.offsets, m->partition);
+    int64_t epoch = track < 0 ? 0 : consumers_offsets_epoch(pl->q.offsets, track);
     int tracked =
-        epoch > 0 && consumers_offsets_consumed(pl->q.offsets, m->partition, epoch, m->offset) == 0;
+        epoch > 0 && consumers_offsets_consumed(pl->q.offsets, track, epoch, m->offset) == 0;
     if (pl->st.first_record_s == 0) pl->st.first_record_s = pl_now_s();
     pthread_mutex_unlock(&pl->q.mu);
     if (!tracked) { /* not ours (any more), or a redelivery below what we track */
@@ -180,6 +187,11 @@ static void handle_record(pl_t *pl, rd_kafka_message_t *m, worker_ids_t *ids) {
         return;
     }
     it->epoch = epoch;
+    it->track = track;
+    it->lane = consumers_consumer_topic_lane(
+        pl->poll.consumer, consumers_consumer_track_topic(pl->poll.consumer, track));
+    it->live = 1;
+    atomic_fetch_add_explicit(&worker_metrics.lane_live[it->lane], 1, memory_order_relaxed);
     rd_kafka_message_destroy(m);
     pthread_mutex_lock(&pl->q.mu);
     if (it->truncated) pl->st.truncated++;
@@ -195,6 +207,19 @@ static void handle_record(pl_t *pl, rd_kafka_message_t *m, worker_ids_t *ids) {
     drain_overflow(pl);
 }
 
+/* Lanes: while tickets of a lane wait or are in flight, the less urgent lanes' topics are held
+ * (consumers_consumer_hold_above); released as soon as the lane has none. */
+static void hold_lanes(pl_t *pl) {
+    int n = consumers_consumer_n_lanes(pl->poll.consumer);
+    if (n < 2) return;
+    int prio = INT_MAX;
+    for (int l = 0; l < n && prio == INT_MAX; l++)
+        if (atomic_load_explicit(&worker_metrics.lane_live[l], memory_order_relaxed) > 0)
+            prio = consumers_consumer_lane_priority(pl->poll.consumer, l);
+    if (consumers_consumer_hold_above(pl->poll.consumer, prio) < 0)
+        fprintf(stderr, "reclass run: could not hold or release the less urgent lanes\n");
+}
+
 static void log_progress(pl_t *pl, double t0) {
     pthread_mutex_lock(&pl->q.mu);
     double el = pl_now_s() - (pl->st.first_record_s ? pl->st.first_record_s : t0);
@@ -202,7 +227,7 @@ static void log_progress(pl_t *pl, double t0) {
             "reclass run: tickets=%ld batches=%ld tickets/s=%.0f pending=%d uncommitted=%ld "
             "dead_letters=%ld encoder_s=%.1f%s\n",
             pl->st.tickets_done, pl->st.batches_done, el > 0 ? pl->st.tickets_done / el : 0.0,
-            worker_accum_pending_items(pl->q.acc), consumers_offsets_pending(pl->q.offsets, -1),
+            worker_fair_pending_items(pl->q.acc), consumers_offsets_pending(pl->q.offsets, -1),
             pl->st.dead_letters, pl->st.encoder_s, pl->q.sink_down ? " (database down)" : "");
     pthread_mutex_unlock(&pl->q.mu);
 }
@@ -234,8 +259,8 @@ void pl_poll_loop(pl_t *pl) {
         }
         pthread_mutex_lock(&pl->q.mu);
         int fatal = pl->q.fatal, sink_down = pl->q.sink_down;
-        int pending = worker_accum_pending_items(pl->q.acc);
-        long pending_tokens = worker_accum_pending_tokens(pl->q.acc);
+        int pending = worker_fair_pending_items(pl->q.acc);
+        long pending_tokens = worker_fair_pending_tokens(pl->q.acc);
         long uncommitted = consumers_offsets_pending(pl->q.offsets, -1);
         long batches = pl->st.batches_done;
         pthread_mutex_unlock(&pl->q.mu);
@@ -245,6 +270,7 @@ void pl_poll_loop(pl_t *pl) {
         atomic_store_explicit(&worker_metrics.pending_items, pending, memory_order_relaxed);
         atomic_store_explicit(&worker_metrics.pending_tokens, pending_tokens, memory_order_relaxed);
         if (fatal) break;
+        hold_lanes(pl);
         /* dead letters the dead-letter topic does not take yet count as a full accumulator:
          * reading on would only pile them up in memory */
         int full = drain_overflow(pl) || consumers_dlq_waiting(pl->poll.dlq) > PL_DLQ_WAITING_MAX;

@@ -60,11 +60,11 @@ static int commit_rows(pl_t *pl, const sink_result_t *rows, pl_item_t **its, int
     int n_parts = 0;
     for (int q = 0; q < r; q++) {
         pl_item_t *x = its[q];
-        if (consumers_offsets_committed(pl->q.offsets, x->t.partition, x->epoch, x->t.offset)) {
+        if (consumers_offsets_committed(pl->q.offsets, x->track, x->epoch, x->t.offset)) {
             int seen = 0;
             for (int p = 0; p < n_parts && !seen; p++)
-                seen = parts[p] == x->t.partition;
-            if (!seen) parts[n_parts++] = x->t.partition;
+                seen = parts[p] == x->track;
+            if (!seen) parts[n_parts++] = x->track;
         }
     }
     for (int p = 0; p < n_parts; p++) {
@@ -128,7 +128,7 @@ void *pl_sink_main(void *arg) {
             int k = 0;
             for (int i = 0; i < o->n; i++) {
                 pl_item_t *it = o->items[i];
-                if (consumers_offsets_epoch(pl->q.offsets, it->t.partition) == it->epoch)
+                if (consumers_offsets_epoch(pl->q.offsets, it->track) == it->epoch)
                     o->items[k++] = it;
                 else
                     pl_item_free(it);
