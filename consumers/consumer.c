@@ -415,3 +415,23 @@ long consumers_consumer_rebalances(const consumers_consumer_t *c) {
 const char *consumers_consumer_topic(const consumers_consumer_t *c) {
     return c->topic;
 }
+
+long consumers_consumer_lag(consumers_consumer_t *c) {
+    rd_kafka_topic_partition_list_t *a = NULL;
+    if (rd_kafka_assignment(c->rk, &a)) return -1;
+    long lag = 0;
+    if (a->cnt > 0 && rd_kafka_position(c->rk, a) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        for (int i = 0; i < a->cnt; i++) {
+            int64_t lo = 0, hi = 0;
+            /* cached from fetch responses: no broker round trip on the poll thread */
+            if (rd_kafka_get_watermark_offsets(c->rk, a->elems[i].topic, a->elems[i].partition, &lo,
+                                               &hi) ||
+                hi < 0)
+                continue;
+            int64_t pos = a->elems[i].offset >= 0 ? a->elems[i].offset : lo;
+            if (hi > pos) lag += (long)(hi - pos);
+        }
+    }
+    rd_kafka_topic_partition_list_destroy(a);
+    return lag;
+}

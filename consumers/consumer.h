@@ -109,4 +109,9 @@ long consumers_consumer_rebalances(const consumers_consumer_t *c);
 
 const char *consumers_consumer_topic(const consumers_consumer_t *c);
 
+/* Records in the assigned partitions past this member's fetch position, from the high
+ * watermarks of the last fetch responses (no broker round trip); -1 when the assignment
+ * cannot be read. What the worker has fetched but not yet committed is not in it. */
+long consumers_consumer_lag(consumers_consumer_t *c);
+
 #endif

@@ -146,3 +146,31 @@ int sink_write_gpu_memory(sink_t *sink, const sink_gpu_memory_t *g, char *err, s
                            num[5]};
     return exec_params(sink, SQL_GPU, 9, vals, "write gpu_memory", err, errlen);
 }
+
+/* $1 model, $2 unix seconds: each tenant's newest window since then, as drift_scores judges it
+ * (migrations/004_drift.sql), ranked as reclass_drift_status exports it. */
+static const char SQL_DRIFT_STATUS[] =
+    "SELECT tenant, CASE status WHEN 'drift' THEN 3 WHEN 'watch' THEN 2 WHEN 'ok' THEN 1"
+    " ELSE 0 END FROM (SELECT DISTINCT ON (tenant) tenant, status"
+    " FROM drift_scores('window', to_timestamp($2::bigint), NULL, $1::text)"
+    " ORDER BY tenant, bucket_start DESC) s ORDER BY tenant LIMIT $3::integer";
+
+int sink_drift_status(sink_t *sink, const char *model, int64_t since_s, int max_rows,
+                      sink_drift_status_fn fn, void *ctx, char *err, size_t errlen) {
+    PGconn *conn = sink_conn(sink);
+    if (!conn || PQstatus(conn) != CONNECTION_OK) {
+        snprintf(err, errlen, "read drift status: not connected to PostgreSQL");
+        return SINK_RETRY;
+    }
+    char since[24], lim[16];
+    snprintf(since, sizeof(since), "%" PRId64, since_s);
+    snprintf(lim, sizeof(lim), "%d", max_rows);
+    const char *vals[3] = {model, since, lim};
+    PGresult *res = PQexecParams(conn, SQL_DRIFT_STATUS, 3, NULL, vals, NULL, NULL, 0);
+    if (!res || PQresultStatus(res) != PGRES_TUPLES_OK)
+        return sink_pg_fail(conn, res, "read drift status", err, errlen);
+    for (int i = 0; i < PQntuples(res); i++)
+        fn(ctx, PQgetvalue(res, i, 0), atoi(PQgetvalue(res, i, 1)));
+    PQclear(res);
+    return SINK_OK;
+}

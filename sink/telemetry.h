@@ -54,4 +54,11 @@ typedef struct {
 /* Inserts one gpu_memory row stamped now(). */
 int sink_write_gpu_memory(sink_t *sink, const sink_gpu_memory_t *row, char *err, size_t errlen);
 
+/* Each tenant's newest drift window of model since since_s (unix seconds), as drift_scores()
+ * judges it: fn gets the tenant and its level (3 drift, 2 watch, 1 ok, 0 not judged: sparse or
+ * no baseline), tenants in order, at most max_rows of them. */
+typedef void (*sink_drift_status_fn)(void *ctx, const char *tenant, int level);
+int sink_drift_status(sink_t *sink, const char *model, int64_t since_s, int max_rows,
+                      sink_drift_status_fn fn, void *ctx, char *err, size_t errlen);
+
 #endif

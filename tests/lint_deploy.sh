@@ -26,8 +26,10 @@ echo "== hadolint deploy/Dockerfile"
 echo "== kubernetes-validate --strict deploy/k8s/*.yaml"
 out=$("$venv/bin/kubernetes-validate" --strict "$root"/deploy/k8s/*.yaml 2>&1) || fail=1
 echo "$out"
-# The only acceptable warning is the missing schema for the KEDA CRD.
-if echo "$out" | grep -E "WARN|ERROR" | grep -v "kind ScaledObject with api version keda.sh" | grep -q .; then
+# The only acceptable warnings are the missing schemas of the CRDs (KEDA, Prometheus Operator).
+if echo "$out" | grep -E "WARN|ERROR" |
+    grep -v -E "kind (ScaledObject|PrometheusRule|PodMonitor) with api version (keda.sh|monitoring.coreos.com)" |
+    grep -q .; then
     echo "unexpected warnings above"
     fail=1
 fi
@@ -50,6 +52,7 @@ dep = k8s[("Deployment", "reclass-worker")]
 job = k8s[("Job", "reclass-migrate")]
 so = k8s[("ScaledObject", "reclass-worker")]
 pod = dep["spec"]["template"]["spec"]
+pod_labels = dep["spec"]["template"]["metadata"]["labels"]
 c = pod["containers"][0]
 need(c["resources"]["limits"].get("nvidia.com/gpu") == 1, "worker must limit nvidia.com/gpu to 1")
 need(c["args"] == ["run"], "worker must run `reclass run`")
@@ -75,7 +78,27 @@ need(md["bootstrapServers"] == cm["RECLASS_BROKERS"], "trigger brokers == RECLAS
 need(md["consumerGroup"] == cm["RECLASS_GROUP"], "trigger group == RECLASS_GROUP")
 need(md["topic"] == cm["RECLASS_TOPIC"], "trigger topic == RECLASS_TOPIC")
 need(int(md["lagThreshold"]) > 0, "lagThreshold > 0")
+ann = so["metadata"].get("annotations", {})
+rate = int(ann.get("reclass.io/tickets-per-second-per-worker", "0"))
+drain = int(ann.get("reclass.io/target-drain-seconds", "0"))
+threshold_ok = rate > 0 and drain > 0 and int(md["lagThreshold"]) == rate * drain
 need(md["offsetResetPolicy"] == "earliest", "worker resets to earliest; KEDA must count the same")
+
+# The PrometheusRule carries deploy/prometheus/alerts.yml's groups unchanged.
+rule = k8s[("PrometheusRule", "reclass")]
+alerts = yaml.safe_load((root / "deploy/prometheus/alerts.yml").read_text())
+need(rule["spec"]["groups"] == alerts["groups"],
+     "prometheus-rule.yaml spec.groups differ from deploy/prometheus/alerts.yml: copy them over")
+pm = k8s[("PodMonitor", "reclass")]
+need(pm["spec"]["selector"]["matchLabels"].items() <= pod_labels.items(),
+     "PodMonitor must select the worker pods")
+need(any(p.get("name") == pm["spec"]["podMetricsEndpoints"][0]["port"] for p in c["ports"]),
+     "PodMonitor port must be a named port of the worker")
+cj = k8s[("CronJob", "reclass-drift-report")]
+cjc = cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+need(cjc["image"] == c["image"], "drift report CronJob uses the worker's image")
+need(cjc["args"][:2] == ["drift", "report"], "CronJob runs `reclass drift report`")
+need(threshold_ok, "lagThreshold must be the manifest's stated rate x drain time")
 
 compose = yaml.safe_load((root / "deploy/local/docker-compose.yml").read_text())
 svc = compose["services"]

@@ -16,3 +16,6 @@ reclass_add_test(NAME test_dlq SOURCES ${CMAKE_SOURCE_DIR}/tests/test_dlq.c LABE
 set_tests_properties(test_dlq PROPERTIES TIMEOUT 120)
 add_test(NAME it_run_drift_cli COMMAND bash ${CMAKE_SOURCE_DIR}/tests/integration/run_drift_cli.sh $<TARGET_FILE:reclass>)
 set_tests_properties(it_run_drift_cli PROPERTIES LABELS unit TIMEOUT 60)
+# reclass jobs: the list, show, --json and a terminal capture of --watch during a job.
+add_test(NAME it_run_jobs COMMAND bash ${CMAKE_SOURCE_DIR}/tests/integration/run_jobs.sh $<TARGET_FILE:reclass>)
+set_tests_properties(it_run_jobs PROPERTIES LABELS integration TIMEOUT 300)

@@ -12,7 +12,8 @@ pkgs=(build-essential cmake pkg-config git python3 patch libssl-dev zlib1g-dev l
       libavro-dev libpq-dev libopenblas-dev libjansson-dev libutf8proc-dev libmicrohttpd-dev
       libcmocka-dev python3-pip postgresql postgresql-client
       python3-numpy python3-scipy chromium # drift score reference, report rendering test
-      clang libclang-rt-14-dev clang-format) # clang + its runtimes: the fuzz stage (libFuzzer)
+      clang libclang-rt-14-dev clang-format # clang + its runtimes: the fuzz stage (libFuzzer)
+      prometheus) # promtool and a real server: the alert rules and the scrape test
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -105,6 +105,43 @@ static void test_render(void **state) {
     free(text);
 }
 
+/* reclass_drift_status: one labelled sample per tenant of the last complete set; a set being
+ * built never shows, and a new set replaces the old one whole. */
+static void test_drift_status(void **state) {
+    (void)state;
+    worker_metrics_reset(&m);
+    worker_metrics_info_t info = {"cpu", "fp32", "demo", "host:1"};
+    worker_metrics_drift_begin();
+    worker_metrics_drift_put("acme", 3);
+    worker_metrics_drift_put("glo\"bex", 1);
+    worker_metrics_drift_end();
+    worker_metrics_drift_begin();
+    worker_metrics_drift_put("staged", 2); /* not ended: must not show */
+    char *text = worker_metrics_render(&m, &info, 1000);
+    int n = 0;
+    check_exposition(text, &n);
+    assert_non_null(strstr(text, "reclass_drift_status{tenant=\"acme\",model=\"demo\"} 3\n"));
+    assert_non_null(strstr(text, "reclass_drift_status{tenant=\"glo\\\"bex\",model=\"demo\"} 1\n"));
+    assert_null(strstr(text, "staged"));
+    free(text);
+    worker_metrics_drift_end();
+    text = worker_metrics_render(&m, &info, 1000);
+    assert_non_null(strstr(text, "reclass_drift_status{tenant=\"staged\",model=\"demo\"} 2\n"));
+    assert_null(strstr(text, "acme"));
+    free(text);
+    for (int i = 0; i < WORKER_METRICS_DRIFT_TENANTS + 5; i++) /* capped, never overflows */
+        worker_metrics_drift_put("t", 1);
+    worker_metrics_drift_end();
+    text = worker_metrics_render(&m, &info, 1000);
+    int k = 0;
+    for (const char *p = text; (p = strstr(p, "reclass_drift_status{")) != NULL; p++)
+        k++;
+    assert_int_equal(k, WORKER_METRICS_DRIFT_TENANTS);
+    free(text);
+    worker_metrics_drift_begin();
+    worker_metrics_drift_end();
+}
+
 static void test_health_ready_rules(void **state) {
     (void)state;
     worker_metrics_reset(&m);
@@ -233,6 +270,7 @@ static void test_http_bad_address(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_render),
+        cmocka_unit_test(test_drift_status),
         cmocka_unit_test(test_health_ready_rules),
         cmocka_unit_test(test_http_endpoints),
         cmocka_unit_test(test_http_bad_address),

@@ -23,6 +23,7 @@ int worker_cmd_migrate(int argc, char **argv);
 /* drift: exit 3 from "drift report" when some window reads drift */
 int worker_cmd_drift(int argc, char **argv);
 int worker_cmd_report(int argc, char **argv);
+int worker_cmd_jobs(int argc, char **argv);
 
 /* True when argv holds -h or --help. */
 int worker_cli_wants_help(int argc, char **argv);

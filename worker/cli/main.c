@@ -23,6 +23,7 @@ static const worker_cmd_t cmds[] = {
     {"plan-memory", "print the device memory plan without touching a GPU", worker_cmd_plan_memory},
     {"drift", "pin a drift baseline; report the worst-drifting tenants", worker_cmd_drift},
     {"report", "write a finished job's report as one self-contained HTML file", worker_cmd_report},
+    {"jobs", "list bulk jobs and their progress (show J: one job; --watch)", worker_cmd_jobs},
 };
 #define N_CMDS (int)(sizeof(cmds) / sizeof(cmds[0]))
 

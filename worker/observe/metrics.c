@@ -1,6 +1,7 @@
 /* Counters of `reclass run` and their Prometheus rendering (see worker/observe/metrics.h). */
 #include "worker/observe/metrics.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,8 @@ void worker_metrics_reset(worker_metrics_t *m) {
                             &m->pauses,           &m->holds,
                             &m->drift_windows,    &m->drift_dropped,
                             &m->telemetry_rows,   &m->telemetry_failures,
-                            &m->pending_items,    &m->pending_tokens};
+                            &m->pending_items,    &m->pending_tokens,
+                            &m->consumer_lag};
     for (size_t i = 0; i < sizeof(longs) / sizeof(longs[0]); i++)
         atomic_store(longs[i], 0);
     atomic_llong *llongs[] = {
@@ -103,6 +105,48 @@ static void metric(buf_t *b, const char *name, const char *type, const char *hel
     buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, v);
 }
 
+/* The drift levels shown (the set being built is staged apart, so a scrape never sees half). */
+static struct {
+    pthread_mutex_t mu;
+    int n, staged_n;
+    char tenant[2][WORKER_METRICS_DRIFT_TENANTS][128];
+    int level[2][WORKER_METRICS_DRIFT_TENANTS];
+} drift_levels = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+void worker_metrics_drift_begin(void) {
+    drift_levels.staged_n = 0; /* only the sink thread writes the staging half */
+}
+
+void worker_metrics_drift_put(const char *tenant, int level) {
+    int i = drift_levels.staged_n;
+    if (i >= WORKER_METRICS_DRIFT_TENANTS) return;
+    snprintf(drift_levels.tenant[1][i], sizeof(drift_levels.tenant[1][i]), "%s", tenant);
+    drift_levels.level[1][i] = level;
+    drift_levels.staged_n = i + 1;
+}
+
+void worker_metrics_drift_end(void) {
+    pthread_mutex_lock(&drift_levels.mu);
+    memcpy(drift_levels.tenant[0], drift_levels.tenant[1], sizeof(drift_levels.tenant[0]));
+    memcpy(drift_levels.level[0], drift_levels.level[1], sizeof(drift_levels.level[0]));
+    drift_levels.n = drift_levels.staged_n;
+    pthread_mutex_unlock(&drift_levels.mu);
+}
+
+static void render_drift(buf_t *b, const char *model) {
+    buf_printf(b, "# HELP reclass_drift_status Newest judged drift window per tenant: 3 drift, 2 "
+                  "watch, 1 ok, 0 not judged (sparse, no baseline).\n"
+                  "# TYPE reclass_drift_status gauge\n");
+    pthread_mutex_lock(&drift_levels.mu);
+    for (int i = 0; i < drift_levels.n; i++) {
+        buf_printf(b, "reclass_drift_status{");
+        buf_label(b, "tenant", drift_levels.tenant[0][i], 1);
+        buf_label(b, "model", model, 0);
+        buf_printf(b, "} %d\n", drift_levels.level[0][i]);
+    }
+    pthread_mutex_unlock(&drift_levels.mu);
+}
+
 #define LD(x) ((double)atomic_load_explicit(&m->x, memory_order_relaxed))
 
 char *worker_metrics_render(const worker_metrics_t *m, const worker_metrics_info_t *info,
@@ -153,6 +197,14 @@ char *worker_metrics_render(const worker_metrics_t *m, const worker_metrics_info
            LD(group_joined));
     metric(&b, "reclass_sink_connected", "gauge", "1 while PostgreSQL accepts writes.",
            LD(sink_connected));
+    metric(&b, "reclass_consumer_lag_records", "gauge",
+           "Records in this member's partitions not yet fetched (from the last fetch's high "
+           "watermarks).",
+           LD(consumer_lag));
+    metric(&b, "reclass_ready", "gauge", "1 while /readyz answers ready.",
+           (double)worker_metrics_ready(m));
+    metric(&b, "reclass_healthy", "gauge", "1 while /healthz answers ok.",
+           (double)worker_metrics_healthy(m, now_ms));
     int64_t last = atomic_load_explicit(&m->last_poll_ms, memory_order_relaxed);
     metric(&b, "reclass_last_poll_age_seconds", "gauge",
            "Seconds since the poll loop last turned (-1 before it started).",
@@ -170,6 +222,7 @@ char *worker_metrics_render(const worker_metrics_t *m, const worker_metrics_info
            LD(allocations_after_init));
     metric(&b, "reclass_token_budget", "gauge", "Tokens per encoder batch.", LD(token_budget));
     if (info) {
+        render_drift(&b, info->model);
         buf_printf(&b, "# HELP reclass_info Constant 1, labelled with this worker's set-up.\n"
                        "# TYPE reclass_info gauge\nreclass_info{");
         buf_label(&b, "backend", info->backend, 1);

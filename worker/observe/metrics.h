@@ -31,6 +31,7 @@ typedef struct {
     /* gauges */
     atomic_long pending_items;      /* tickets waiting in the accumulator */
     atomic_long pending_tokens;     /* their tokens */
+    atomic_long consumer_lag;       /* records past the fetch position in owned partitions */
     atomic_int consumer_paused;     /* 1 while fetching is paused */
     atomic_int partitions_assigned; /* partitions this member owns now */
     atomic_int group_joined;        /* 1 once the first rebalance was served */
@@ -58,6 +59,14 @@ int64_t worker_metrics_now_ms(void);
 static inline void worker_metrics_add(atomic_long *c, long n) {
     atomic_fetch_add_explicit(c, n, memory_order_relaxed);
 }
+
+/* reclass_drift_status{tenant,model}: each tenant's newest judged drift window (3 drift, 2
+ * watch, 1 ok, 0 not judged), replaced as a whole each time the worker reads it back from
+ * PostgreSQL after writing a window. At most WORKER_METRICS_DRIFT_TENANTS tenants are kept. */
+#define WORKER_METRICS_DRIFT_TENANTS 64
+void worker_metrics_drift_begin(void); /* starts a new set; the old one shows until _end */
+void worker_metrics_drift_put(const char *tenant, int level);
+void worker_metrics_drift_end(void);
 
 /* Strings shown as labels of reclass_info; copied by worker_http_start. */
 typedef struct {

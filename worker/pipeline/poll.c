@@ -234,6 +234,7 @@ static void log_progress(pl_t *pl, double t0) {
 
 #define PL_HOLD_MS         1000 /* longest backlog waited out without pausing the partitions */
 #define PL_DLQ_WAITING_MAX 1000 /* dead letters waiting for a retry before reading stops */
+#define PL_LAG_EVERY_S     1.0  /* how often reclass_consumer_lag_records is refreshed */
 
 /* The poll loop: returns when a stop was asked (signal, idle, fatal). */
 void pl_poll_loop(pl_t *pl) {
@@ -242,7 +243,14 @@ void pl_poll_loop(pl_t *pl) {
     double t0 = pl_now_s(), last_activity = t0;
     long logged_batches = 0, seen_rebalances = 0;
     int64_t hold_since = 0; /* when the accumulator became full without a pause; 0 = not */
+    double next_lag_s = t0;
     for (;;) {
+        if (pl_now_s() >= next_lag_s) {
+            next_lag_s = pl_now_s() + PL_LAG_EVERY_S;
+            long lag = consumers_consumer_lag(pl->poll.consumer);
+            if (lag >= 0)
+                atomic_store_explicit(&worker_metrics.consumer_lag, lag, memory_order_relaxed);
+        }
         if (pl_stop_signal) {
             fprintf(stderr, "reclass run: signal %d: finishing in-flight work\n",
                     (int)pl_stop_signal);

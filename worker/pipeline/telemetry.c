@@ -116,8 +116,28 @@ static int telemetry_failed(pl_t *pl, int rc, const char *err) {
     return 0;
 }
 
+static void put_level(void *ctx, const char *tenant, int level) {
+    (void)ctx;
+    worker_metrics_drift_put(tenant, level);
+}
+
+/* After a window is written: read back how drift_scores() judges each tenant's newest window
+ * (over every worker's rows), for reclass_drift_status and its alert. Two windows back covers
+ * the one just written whatever the clock skew between workers. */
+static void read_drift_levels(pl_t *pl, int window_s) {
+    char err[1024];
+    worker_metrics_drift_begin();
+    int rc = sink_drift_status(pl->sk.sink, pl->model->name, wall_s() - 2 * (int64_t)window_s,
+                               WORKER_METRICS_DRIFT_TENANTS, put_level, NULL, err, sizeof(err));
+    if (rc == SINK_OK)
+        worker_metrics_drift_end();
+    else
+        telemetry_failed(pl, rc, err);
+}
+
 static void flush_drift(pl_t *pl) {
     const worker_drift_window_t *w;
+    int written = 0, window_s = 0;
     while (!pl->sk.telemetry_off && (w = worker_drift_oldest(pl->sk.drift)) != NULL) {
         for (int i = 0; i < w->n_rows; i++) {
             const worker_drift_row_t *r = &w->rows[i];
@@ -142,12 +162,15 @@ static void flush_drift(pl_t *pl) {
         int rc = sink_write_drift(pl->sk.sink, &d, err, sizeof(err));
         if (rc == SINK_OK) {
             worker_metrics_add(&worker_metrics.drift_windows, 1);
+            written = 1;
+            window_s = w->window_s;
             worker_drift_pop(pl->sk.drift);
         } else if (telemetry_failed(pl, rc, err)) {
             break; /* kept (bounded by WORKER_DRIFT_SLOTS) and retried on a later tick */
         }
     }
     atomic_store(&worker_metrics.drift_dropped, worker_drift_dropped(pl->sk.drift));
+    if (written && !pl->sk.telemetry_off) read_drift_levels(pl, window_s);
 }
 
 static void write_gpu_row(pl_t *pl) {
