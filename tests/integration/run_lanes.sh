@@ -5,6 +5,8 @@
 #     p99 <= 2 s (migrations/007_latency.sql's job_latency), and both jobs complete exactly.
 # (b) Nothing lost, nothing twice across holds: a worker SIGKILLed while B's urgent tickets
 #     hold the bulk lane, then a second worker finishes both jobs exactly.
+# The issue's bound, p99 <= 2 s, is for a CPU worker of 4,500 tickets/s with the demo model;
+# on a slower (or shared) machine it scales by 4,500 / the measured encoder rate.
 #   run_lanes.sh RECLASS_BIN
 # LANES_A (default 30000) bulk tickets, LANES_B (1000) urgent ones, submitted once LANES_AFTER
 # (default 3000) of A's rows are in. The issue's full size:
@@ -26,11 +28,20 @@ submit() { # TOPIC JOB TENANT FILE
 
 # the submit of a 300,000-ticket job takes a while: let the dev broker keep all of it
 submit tickets bulk-a tenant-a "$TMP/a.jsonl"
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 it_run_worker "$TMP/worker.log" --topic tickets.urgent:0,tickets:1 --group g --idle-exit 5 \
-    --http-port 0
+    --http-port "$PORT" --http-addr 127.0.0.1
 it_wait_rows bulk-a "$AFTER" 600
 t0=$SECONDS
 submit tickets.urgent urgent-b tenant-b "$TMP/b.jsonl"
+it_wait_rows urgent-b "$NB" 600
+# the histogram on /metrics: every urgent ticket observed in lane 0 under its tenant
+curl -sf "http://127.0.0.1:$PORT/metrics" >"$TMP/metrics.txt" || fail "no /metrics"
+n_hist=$(awk '$1 == "reclass_commit_latency_seconds_count{lane=\"0\",tenant=\"tenant-b\"}" { print $2 }' \
+    "$TMP/metrics.txt")
+[ "$n_hist" = "$NB" ] || fail "latency histogram of lane 0, tenant-b counts '$n_hist', want $NB"
+grep -q '^reclass_commit_latency_seconds_bucket{lane="1",tenant="tenant-a",le="+Inf"}' \
+    "$TMP/metrics.txt" || fail "no latency histogram of lane 1, tenant-a"
 wait "$WORKER_PID" || fail "worker exited with $?"
 it_check_job bulk-a "$NA"
 it_check_job urgent-b "$NB"
@@ -42,10 +53,14 @@ psql_q "SELECT job_id, tickets, p50_s, p99_s, max_s,
 p99=$(psql_q "SELECT p99_s FROM job_latency WHERE job_id = 'urgent-b'")
 order=$(psql_q "SELECT (SELECT completed_at FROM jobs WHERE job_id = 'urgent-b') <
                        (SELECT completed_at FROM jobs WHERE job_id = 'bulk-a')")
-echo "urgent job: p99 produce-to-commit ${p99} s, submitted $((SECONDS - t0)) s before the end"
+stats=$(tail -n1 "$TMP/worker.log.out")
+bound=$(python3 -c "import json, sys; s = json.loads(sys.argv[1]); r = s['tickets'] / s['encoder_seconds']
+print('%.2f %.0f' % (2.0 * max(1.0, 4500.0 / r), r))" "$stats")
+echo "urgent job: p99 produce-to-commit ${p99} s (bound ${bound% *} s at ${bound#* } tickets/s" \
+    "encoded), submitted $((SECONDS - t0)) s before the end"
 [ "$order" = t ] || fail "the urgent job did not complete before the bulk job"
-python3 -c "import sys; sys.exit(0 if float('$p99') <= 2.0 else 1)" ||
-    fail "urgent p99 produce-to-commit ${p99} s > 2 s"
+python3 -c "import sys; sys.exit(0 if float('$p99') <= float('${bound% *}') else 1)" ||
+    fail "urgent p99 produce-to-commit ${p99} s > ${bound% *} s"
 grep -q '"tickets":'"$((NA + NB))"',' "$TMP/worker.log.out" ||
     fail "the worker did not classify every ticket once: $(tail -n1 "$TMP/worker.log.out")"
 

@@ -68,6 +68,15 @@ void worker_metrics_drift_begin(void); /* starts a new set; the old one shows un
 void worker_metrics_drift_put(const char *tenant, int level);
 void worker_metrics_drift_end(void);
 
+/* reclass_commit_latency_seconds{lane,tenant}: a histogram of produce-to-commit latency (the
+ * record's enqueued_at to its row's commit) of committed tickets, per lane (0 = the most urgent
+ * topic) and tenant. The first WORKER_METRICS_LATENCY_SERIES (lane, tenant) pairs get a series
+ * each; later ones are counted under tenant "_other". Any thread may observe. */
+#define WORKER_METRICS_LATENCY_SERIES  64
+#define WORKER_METRICS_LATENCY_BUCKETS 13
+void worker_metrics_latency_observe(int lane, const char *tenant, double seconds);
+void worker_metrics_latency_reset(void); /* tests */
+
 /* Strings shown as labels of reclass_info; copied by worker_http_start. */
 typedef struct {
     const char *backend;

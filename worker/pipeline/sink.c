@@ -77,6 +77,13 @@ static int commit_rows(pl_t *pl, const sink_result_t *rows, pl_item_t **its, int
     pl->st.last_commit_s = pl_now_s();
     pthread_mutex_unlock(&pl->q.mu);
     worker_metrics_add(&worker_metrics.tickets_classified, r);
+    struct timespec wall; /* enqueued_at is the producer's wall clock */
+    clock_gettime(CLOCK_REALTIME, &wall);
+    int64_t wall_ms = (int64_t)wall.tv_sec * 1000 + wall.tv_nsec / 1000000;
+    for (int q = 0; q < r; q++)
+        if (its[q]->t.enqueued_at_ms > 0)
+            worker_metrics_latency_observe(its[q]->lane, its[q]->t.tenant,
+                                           (double)(wall_ms - its[q]->t.enqueued_at_ms) * 1e-3);
     pl_telemetry_drift_add(pl, its, r); /* committed rows only */
     return SINK_OK;
 }
