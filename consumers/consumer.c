@@ -230,11 +230,17 @@ int consumers_consumer_init(const consumers_consumer_cfg_t *cfg, const consumers
 rd_kafka_message_t *consumers_consumer_poll(consumers_consumer_t *c, int timeout_ms) {
     if (c->closed) return NULL;
     rd_kafka_message_t *m = NULL;
-    for (int l = 0; c->n_lanes > 1 && !m && l < c->n_lanes; l++)
-        m = rd_kafka_consume_queue(c->lane_q[l], 0);
-    /* the consumer queue serves rebalances and errors; with lanes, wait on it briefly: a
-     * record arriving on a lane queue meanwhile waits at most that long */
-    if (!m) m = rd_kafka_consumer_poll(c->rk, c->n_lanes > 1 && timeout_ms > 10 ? 10 : timeout_ms);
+    if (c->n_lanes > 1) {
+        /* the consumer queue first, without waiting: it serves rebalances and errors, which
+         * a steady stream on the lane queues must not starve */
+        m = rd_kafka_consumer_poll(c->rk, 0);
+        for (int l = 0; !m && l < c->n_lanes; l++)
+            m = rd_kafka_consume_queue(c->lane_q[l], 0);
+        /* then wait on it briefly: a record arriving on a lane queue meanwhile waits that long */
+        if (!m) m = rd_kafka_consumer_poll(c->rk, timeout_ms > 10 ? 10 : timeout_ms);
+    } else {
+        m = rd_kafka_consumer_poll(c->rk, timeout_ms);
+    }
     if (!m) return NULL;
     if (!m->err) return m;
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
