@@ -19,3 +19,7 @@ set_tests_properties(it_run_drift_cli PROPERTIES LABELS unit TIMEOUT 60)
 # reclass jobs: the list, show, --json and a terminal capture of --watch during a job.
 add_test(NAME it_run_jobs COMMAND bash ${CMAKE_SOURCE_DIR}/tests/integration/run_jobs.sh $<TARGET_FILE:reclass>)
 set_tests_properties(it_run_jobs PROPERTIES LABELS integration TIMEOUT 300)
+# The consumer's lanes (holds, tracks, lane queues) against the mock cluster.
+reclass_add_test(NAME test_consumer_lanes SOURCES ${CMAKE_SOURCE_DIR}/tests/test_consumer_lanes.c
+                 LABELS unit)
+set_tests_properties(test_consumer_lanes PROPERTIES TIMEOUT 120)
