@@ -227,6 +227,8 @@ int consumers_consumer_init(const consumers_consumer_cfg_t *cfg, const consumers
     return 0;
 }
 
+static rd_kafka_message_t *checked(consumers_consumer_t *c, rd_kafka_message_t *m);
+
 rd_kafka_message_t *consumers_consumer_poll(consumers_consumer_t *c, int timeout_ms) {
     if (c->closed) return NULL;
     rd_kafka_message_t *m = NULL;
@@ -241,6 +243,16 @@ rd_kafka_message_t *consumers_consumer_poll(consumers_consumer_t *c, int timeout
     } else {
         m = rd_kafka_consumer_poll(c->rk, timeout_ms);
     }
+    return checked(c, m);
+}
+
+rd_kafka_message_t *consumers_consumer_poll_lane(consumers_consumer_t *c, int lane) {
+    if (c->closed || c->n_lanes < 2 || lane < 0 || lane >= c->n_lanes) return NULL;
+    return checked(c, rd_kafka_consume_queue(c->lane_q[lane], 0));
+}
+
+/* A record, or NULL for none or an error event (logged; a fatal one remembered). */
+static rd_kafka_message_t *checked(consumers_consumer_t *c, rd_kafka_message_t *m) {
     if (!m) return NULL;
     if (!m->err) return m;
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {

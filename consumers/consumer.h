@@ -80,6 +80,10 @@ int consumers_consumer_paused(const consumers_consumer_t *c);
  * assigned while it lasts. Returns the number of topics whose state changed, or -1. */
 int consumers_consumer_hold_above(consumers_consumer_t *c, int priority);
 
+/* A record of one lane's queue, without waiting (NULL: none, or a single lane): lets a caller
+ * that stopped reading for a less urgent lane's backlog still take urgent records. */
+rd_kafka_message_t *consumers_consumer_poll_lane(consumers_consumer_t *c, int lane);
+
 int consumers_consumer_n_topics(const consumers_consumer_t *c);
 /* Lanes: the distinct priorities, 0 = the most urgent; a topic's lane; a lane's priority. */
 int consumers_consumer_n_lanes(const consumers_consumer_t *c);

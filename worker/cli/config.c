@@ -83,7 +83,8 @@ static void run_opts(worker_run_cfg_t *c, cli_list_t *kafka, cli_opt_t out[RUN_N
         {"tenant-max-tokens", CLI_INT, &c->tenant_max_tokens, 0, 1 << 30,
          "RECLASS_TENANT_MAX_TOKENS", NULL,
          "tokens one tenant may hold in the accumulator (default 0 = half of\n"
-         "      --max-pending-tokens); its next record then waits, and reading stops"},
+         "      --max-pending-tokens); its next record then waits, and reading stops (but\n"
+         "      for the most urgent lane) until its queued tickets make room"},
         {"kafka", CLI_KV, kafka, 0, 0, NULL, "K=V",
          "extra librdkafka property (repeatable), e.g. security.protocol=ssl"},
         {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL},

@@ -134,24 +134,30 @@ static pl_item_t *make_item(pl_t *pl, const rd_kafka_message_t *m, worker_ids_t 
     return it;
 }
 
-/* Pushes overflow items while the accumulator takes them. Returns 1 when some remain. */
+/* Pushes the overflow items the accumulator takes, in order; one refused (its tenant at its
+ * cap) does not keep those of other tenants or lanes behind it waiting. Returns 1 when some
+ * remain. */
 static int drain_overflow(pl_t *pl) {
     if (!pl->poll.ovf_head) return 0;
     int64_t now = pl_now_ms();
     int pushed = 0;
     pthread_mutex_lock(&pl->q.mu);
-    while (pl->poll.ovf_head) {
-        pl_item_t *it = pl->poll.ovf_head;
+    pl_item_t **pp = &pl->poll.ovf_head, *last = NULL;
+    while (*pp) {
+        pl_item_t *it = *pp;
         it->arrived_ms = now;
         if (worker_fair_push(pl->q.acc, it, it->n_ids, it->lane, it->t.tenant, now) !=
-            WORKER_ACCUM_OK)
-            break;
-        pl->poll.ovf_head = it->next;
+            WORKER_ACCUM_OK) {
+            last = it;
+            pp = &it->next;
+            continue;
+        }
+        *pp = it->next;
         it->next = NULL;
         pl->poll.ovf_n--;
         pushed = 1;
     }
-    if (!pl->poll.ovf_head) pl->poll.ovf_tail = NULL;
+    pl->poll.ovf_tail = last;
     if (pushed) pthread_cond_signal(&pl->q.cv_enc);
     pthread_mutex_unlock(&pl->q.mu);
     return pl->poll.ovf_head != NULL;
@@ -232,9 +238,10 @@ static void log_progress(pl_t *pl, double t0) {
     pthread_mutex_unlock(&pl->q.mu);
 }
 
-#define PL_HOLD_MS         1000 /* longest backlog waited out without pausing the partitions */
-#define PL_DLQ_WAITING_MAX 1000 /* dead letters waiting for a retry before reading stops */
-#define PL_LAG_EVERY_S     1.0  /* how often reclass_consumer_lag_records is refreshed */
+#define PL_HOLD_MS             1000 /* longest backlog waited out without pausing the partitions */
+#define PL_DLQ_WAITING_MAX     1000 /* dead letters waiting for a retry before reading stops */
+#define PL_OVERFLOW_URGENT_MAX 4096 /* urgent records read while a less urgent lane holds back */
+#define PL_LAG_EVERY_S         1.0  /* how often reclass_consumer_lag_records is refreshed */
 
 /* The poll loop: returns when a stop was asked (signal, idle, fatal). */
 void pl_poll_loop(pl_t *pl) {
@@ -301,6 +308,16 @@ void pl_poll_loop(pl_t *pl) {
                 worker_metrics_add(&worker_metrics.holds, 1);
             }
             if (now_ms - hold_since < PL_HOLD_MS) {
+                /* a backlog of less urgent lanes keeps the most urgent one's records readable
+                 * (they stay in the accumulator's room of their own tenants) */
+                rd_kafka_message_t *um = pl->poll.ovf_n < PL_OVERFLOW_URGENT_MAX
+                                             ? consumers_consumer_poll_lane(pl->poll.consumer, 0)
+                                             : NULL;
+                if (um) {
+                    last_activity = pl_now_s();
+                    handle_record(pl, um, &ids);
+                    continue;
+                }
                 pthread_mutex_lock(&pl->q.mu);
                 pl_wait_until_ms(&pl->q.cv_accum, &pl->q.mu, now_ms + 10);
                 pthread_mutex_unlock(&pl->q.mu);
