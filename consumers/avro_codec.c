@@ -36,7 +36,10 @@ typedef struct {
     avro_value_t resolved;          /* resolver instance wrapping proj_val */
     int ready;                      /* 0: bad says why this id cannot be read */
     char bad[256];
+    uint64_t used; /* remote schemas: the codec's tick of the last use (least recent goes) */
 } codec_schema_t;
+
+#define CODEC_MAX_REMOTE 256 /* writer schemas from a registry kept at once */
 
 struct consumers_codec {
     codec_schema_t *schemas; /* sorted by id; the last one is the current (reader) schema */
@@ -45,7 +48,12 @@ struct consumers_codec {
     avro_schema_t reader;          /* current schema (borrowed from schemas[n-1].writer) */
     avro_value_iface_t *enc_iface; /* generic class of reader, for encoding */
     avro_value_t enc_val;
-    avro_reader_t in; /* memory reader, re-pointed per message */
+    avro_reader_t in;       /* memory reader, re-pointed per message */
+    codec_schema_t *remote; /* (CODEC_MAX_REMOTE) writer schemas a registry gave, unsorted */
+    size_t n_remote;
+    uint64_t tick;
+    int registry_ids;  /* 1: a framed record's id is a registry's, never a local file's */
+    int64_t encode_id; /* the id framed records are written with; < 0: the current file's */
 };
 
 /* ---- schema loading ---- */
@@ -68,7 +76,7 @@ static int cmp_schema(const void *a, const void *b) {
 
 /* Builds the projection of the reader onto sch->writer and the resolver into it. A schema
  * that cannot be read is kept with ready = 0 so its messages get a precise error. */
-static void schema_prepare(consumers_codec_t *c, codec_schema_t *sch) {
+static void schema_prepare(const consumers_codec_t *c, codec_schema_t *sch) {
     json_t *proj = json_deep_copy(c->reader_json);
     json_t *fields = json_object_get(proj, "fields");
     json_t *kept = json_array();
@@ -144,6 +152,9 @@ void consumers_codec_free(consumers_codec_t *c) {
     for (size_t i = 0; i < c->n; i++)
         schema_release(&c->schemas[i]);
     free(c->schemas);
+    for (size_t i = 0; i < c->n_remote; i++)
+        schema_release(&c->remote[i]);
+    free(c->remote);
     if (c->enc_iface) {
         avro_value_decref(&c->enc_val);
         avro_value_iface_decref(c->enc_iface);
@@ -161,6 +172,7 @@ int consumers_codec_init(const char *schema_dir, consumers_codec_t **out, char *
         return common_errf(-1, err, errlen, "cannot open schema dir %s: %s", schema_dir,
                            strerror(errno));
     consumers_codec_t *c = calloc(1, sizeof(*c));
+    if (c) c->encode_id = -1;
     size_t cap = 0;
     int rc = c ? 0 : common_errf(-1, err, errlen, "out of memory");
     char *reader_txt = NULL;
@@ -237,10 +249,67 @@ int consumers_codec_init(const char *schema_dir, consumers_codec_t **out, char *
 
 /* ---- decode ---- */
 
-static const codec_schema_t *find_schema(const consumers_codec_t *c, int32_t id) {
-    for (size_t i = 0; i < c->n; i++)
+static const codec_schema_t *find_schema(consumers_codec_t *c, int32_t id) {
+    for (size_t i = 0; !c->registry_ids && i < c->n; i++)
         if (c->schemas[i].id == id) return &c->schemas[i];
+    for (size_t i = 0; i < c->n_remote; i++)
+        if (c->remote[i].id == id) {
+            c->remote[i].used = ++c->tick;
+            return &c->remote[i];
+        }
     return NULL;
+}
+
+int consumers_codec_schema_id(const void *buf, size_t len, int32_t *id) {
+    const uint8_t *p = buf;
+    if (!buf || len < 5 || p[0] != 0) return 0;
+    uint32_t v = (uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4];
+    if (v > INT32_MAX) return 0;
+    *id = (int32_t)v;
+    return 1;
+}
+
+void consumers_codec_set_encode_id(consumers_codec_t *c, int32_t id) {
+    c->encode_id = id;
+}
+
+char *consumers_codec_reader_text(const consumers_codec_t *c) {
+    return json_dumps(c->reader_json, JSON_COMPACT);
+}
+
+void consumers_codec_registry_ids(consumers_codec_t *c) {
+    c->registry_ids = 1;
+}
+
+int consumers_codec_knows(consumers_codec_t *c, int32_t id) {
+    return find_schema(c, id) != NULL;
+}
+
+int consumers_codec_add_schema(consumers_codec_t *c, int32_t id, const char *json, char *err,
+                               size_t errlen) {
+    if (find_schema(c, id)) return 0;
+    if (!c->remote && !(c->remote = calloc(CODEC_MAX_REMOTE, sizeof(*c->remote))))
+        return common_errf(-1, err, errlen, "out of memory");
+    avro_schema_t w;
+    if (avro_schema_from_json_length(json, strlen(json), &w))
+        return common_errf(-1, err, errlen, "schema id %d is not a valid Avro schema: %s", (int)id,
+                           avro_strerror());
+    size_t slot = c->n_remote;
+    if (slot == CODEC_MAX_REMOTE) { /* full: the least recently used one goes */
+        slot = 0;
+        for (size_t i = 1; i < c->n_remote; i++)
+            if (c->remote[i].used < c->remote[slot].used) slot = i;
+        schema_release(&c->remote[slot]);
+    } else {
+        c->n_remote++;
+    }
+    codec_schema_t *sch = &c->remote[slot];
+    memset(sch, 0, sizeof(*sch));
+    sch->id = id;
+    sch->writer = w;
+    sch->used = ++c->tick;
+    schema_prepare(c, sch); /* one that cannot be read stays, so its records say why */
+    return 0;
 }
 
 /* Copies a string field. Identifiers must pass consumers_ticket_check_id; text may hold any
@@ -304,7 +373,8 @@ static int take_priority(const consumers_codec_t *c, avro_value_t *rec, consumer
     json_array_foreach(json_object_get(c->reader_json, "fields"), i, fd) {
         if (strcmp(json_string_value(json_object_get(fd, "name")) ?: "", "priority") != 0) continue;
         json_t *def = json_object_get(fd, "default");
-        if (json_is_integer(def)) {
+        if (json_is_integer(def) && json_integer_value(def) >= INT32_MIN &&
+            json_integer_value(def) <= INT32_MAX) {
             t->priority = (int32_t)json_integer_value(def);
             t->has_priority = 1;
         }
@@ -329,7 +399,9 @@ int consumers_codec_decode(consumers_codec_t *c, const void *buf, size_t len,
             return common_errf(-1, err, errlen, "Confluent header truncated (%zu bytes)", len);
         uint32_t id = (uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4];
         sch = id <= INT32_MAX ? find_schema(c, (int32_t)id) : NULL;
-        if (!sch) return common_errf(-1, err, errlen, "unknown schema id %u", id);
+        if (!sch)
+            return common_errf(-1, err, errlen, "unknown schema id %u%s", id,
+                               c->registry_ids ? " (the schema registry does not know it)" : "");
         off = 5;
     }
     if (!sch->ready) return common_errf(-1, err, errlen, "%s", sch->bad);
@@ -355,10 +427,13 @@ int consumers_codec_decode(consumers_codec_t *c, const void *buf, size_t len,
         take_long(rec, "enqueued_at", &out->enqueued_at_ms, err, errlen) ||
         take_priority(c, rec, out, err, errlen))
         goto bad;
+    /* every field against what its column accepts (the text is not stored) */
     if (total < 1 || total > INT32_MAX) {
-        common_errf(-1, err, errlen, "job_total is %lld; it must be >= 1", (long long)total);
+        common_errf(-1, err, errlen, "job_total is %lld; it must be from 1 to %d", (long long)total,
+                    INT32_MAX);
         goto bad;
     }
+    if (consumers_ticket_check_enqueued(out->enqueued_at_ms, err, errlen)) goto bad;
     out->job_total = (int32_t)total;
     return 0;
 bad:
@@ -388,6 +463,7 @@ int consumers_codec_encode(consumers_codec_t *c, const consumers_ticket_t *t, in
                                       ids[i][1] ? strlen(ids[i][1]) : 0, err, errlen))
             return -1;
     if (t->job_total < 1) return common_errf(-1, err, errlen, "job_total must be >= 1");
+    if (consumers_ticket_check_enqueued(t->enqueued_at_ms, err, errlen)) return -1;
     const char *text = t->text ? t->text : "";
     size_t text_len = t->text ? t->text_len : 0;
     if (t->text && text[text_len] != '\0') text_len = strlen(text);
@@ -420,7 +496,7 @@ int consumers_codec_encode(consumers_codec_t *c, const consumers_ticket_t *t, in
     uint8_t *b = malloc(hdr + body);
     if (!b) return common_errf(-1, err, errlen, "out of memory");
     if (confluent) {
-        uint32_t id = (uint32_t)c->schemas[c->n - 1].id;
+        uint32_t id = (uint32_t)(c->encode_id >= 0 ? c->encode_id : c->schemas[c->n - 1].id);
         b[0] = 0;
         b[1] = (uint8_t)(id >> 24);
         b[2] = (uint8_t)(id >> 16);

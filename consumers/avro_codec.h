@@ -6,6 +6,7 @@
 #define RECLASS_CONSUMERS_AVRO_CODEC_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "consumers/ticket.h"
 
@@ -19,6 +20,30 @@ void consumers_codec_free(consumers_codec_t *codec);
  * (the caller sends the record to the dead-letter topic). out's strings are owned by out. */
 int consumers_codec_decode(consumers_codec_t *codec, const void *buf, size_t len,
                            consumers_ticket_t *out, char *err, size_t errlen);
+
+/* A Confluent-framed value's schema id: 1 and *id set, or 0 for a plain record. */
+int consumers_codec_schema_id(const void *buf, size_t len, int32_t *id);
+
+/* From now on a framed record's schema id is a Schema Registry's: the local files
+ * ticket-v<ID>.avsc still give the reader schema (and the writer of plain records) but no
+ * longer answer for ids, which come from consumers_codec_add_schema alone. */
+void consumers_codec_registry_ids(consumers_codec_t *codec);
+
+/* Framed records are encoded with id (a registry's) instead of the current file's. */
+void consumers_codec_set_encode_id(consumers_codec_t *codec, int32_t id);
+
+/* The current (reader) schema as compact JSON text, malloc'd; NULL when out of memory. */
+char *consumers_codec_reader_text(const consumers_codec_t *codec);
+
+/* 1 when records of schema id can be decoded (a local file or one added below). */
+int consumers_codec_knows(consumers_codec_t *codec, int32_t id);
+
+/* Adds the writer schema of id (JSON text, e.g. from a Schema Registry), resolved into the
+ * current reader schema; at most 256 such schemas are kept, the least recently used one
+ * making room. A schema that parses but cannot be read into the reader is kept too, so that
+ * its records are dead-lettered with the reason. -1 with err when the text is no schema. */
+int consumers_codec_add_schema(consumers_codec_t *codec, int32_t id, const char *json, char *err,
+                               size_t errlen);
 
 /* Encodes with the current schema; confluent != 0 prepends magic byte + schema id.
  * *buf is malloc'd, owned by the caller. */

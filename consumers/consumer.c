@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <librdkafka/rdkafka.h>
+
 #include "consumers/kafka_props.h"
 
 struct consumers_consumer {
@@ -227,9 +229,40 @@ int consumers_consumer_init(const consumers_consumer_cfg_t *cfg, const consumers
     return 0;
 }
 
-static rd_kafka_message_t *checked(consumers_consumer_t *c, rd_kafka_message_t *m);
+/* A record is librdkafka's message itself, behind the opaque type. */
+static const rd_kafka_message_t *msg_of(const consumers_record_t *r) {
+    return (const rd_kafka_message_t *)r;
+}
 
-rd_kafka_message_t *consumers_consumer_poll(consumers_consumer_t *c, int timeout_ms) {
+const void *consumers_record_value(const consumers_record_t *r, size_t *len) {
+    *len = msg_of(r)->len;
+    return msg_of(r)->payload;
+}
+
+const void *consumers_record_key(const consumers_record_t *r, size_t *len) {
+    *len = msg_of(r)->key_len;
+    return msg_of(r)->key;
+}
+
+int32_t consumers_record_partition(const consumers_record_t *r) {
+    return msg_of(r)->partition;
+}
+
+int64_t consumers_record_offset(const consumers_record_t *r) {
+    return msg_of(r)->offset;
+}
+
+const char *consumers_record_topic(const consumers_record_t *r) {
+    return msg_of(r)->rkt ? rd_kafka_topic_name(msg_of(r)->rkt) : "";
+}
+
+void consumers_record_free(consumers_record_t *r) {
+    if (r) rd_kafka_message_destroy((rd_kafka_message_t *)r);
+}
+
+static consumers_record_t *checked(consumers_consumer_t *c, rd_kafka_message_t *m);
+
+consumers_record_t *consumers_consumer_poll(consumers_consumer_t *c, int timeout_ms) {
     if (c->closed) return NULL;
     rd_kafka_message_t *m = NULL;
     if (c->n_lanes > 1) {
@@ -246,15 +279,15 @@ rd_kafka_message_t *consumers_consumer_poll(consumers_consumer_t *c, int timeout
     return checked(c, m);
 }
 
-rd_kafka_message_t *consumers_consumer_poll_lane(consumers_consumer_t *c, int lane) {
+consumers_record_t *consumers_consumer_poll_lane(consumers_consumer_t *c, int lane) {
     if (c->closed || c->n_lanes < 2 || lane < 0 || lane >= c->n_lanes) return NULL;
     return checked(c, rd_kafka_consume_queue(c->lane_q[lane], 0));
 }
 
 /* A record, or NULL for none or an error event (logged; a fatal one remembered). */
-static rd_kafka_message_t *checked(consumers_consumer_t *c, rd_kafka_message_t *m) {
+static consumers_record_t *checked(consumers_consumer_t *c, rd_kafka_message_t *m) {
     if (!m) return NULL;
-    if (!m->err) return m;
+    if (!m->err) return (consumers_record_t *)m;
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
         rd_kafka_message_destroy(m);
         return NULL;
@@ -340,7 +373,8 @@ int consumers_consumer_lane_priority(const consumers_consumer_t *c, int lane) {
     return INT_MAX;
 }
 
-int32_t consumers_consumer_track(const consumers_consumer_t *c, const rd_kafka_message_t *m) {
+int32_t consumers_consumer_track(const consumers_consumer_t *c, const consumers_record_t *r) {
+    const rd_kafka_message_t *m = msg_of(r);
     if (c->n_topics == 1) return m->partition;
     int t = m->rkt ? topic_index(c, rd_kafka_topic_name(m->rkt)) : -1;
     return t < 0 ? -1 : m->partition * c->n_topics + t;

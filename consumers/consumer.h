@@ -22,9 +22,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <librdkafka/rdkafka.h>
-
 typedef struct consumers_consumer consumers_consumer_t;
+
+/* One consumed record, owned by the caller from consumers_consumer_poll until
+ * consumers_record_free; opaque, so that only consumers/ sees librdkafka. */
+typedef struct consumers_record consumers_record_t;
+
+/* The record's value (NULL when it has none) and its length in *len. */
+const void *consumers_record_value(const consumers_record_t *r, size_t *len);
+/* Its key (NULL when it has none) and the key's length in *len. */
+const void *consumers_record_key(const consumers_record_t *r, size_t *len);
+int32_t consumers_record_partition(const consumers_record_t *r);
+int64_t consumers_record_offset(const consumers_record_t *r);
+/* The topic it was read from ("" when unknown); valid while the record is. */
+const char *consumers_record_topic(const consumers_record_t *r);
+void consumers_record_free(consumers_record_t *r);
 
 /* Lanes. With several topics a partition is named by its track: partition * n_topics + the
  * topic's index in the configuration (one topic: the track is the partition), so the caller's
@@ -63,8 +75,8 @@ int consumers_consumer_init(const consumers_consumer_cfg_t *cfg, const consumers
                             consumers_consumer_t **out, char *err, size_t errlen);
 
 /* Next record, or NULL on timeout. Errors are logged to stderr and swallowed, except fatal
- * ones (consumers_consumer_fatal). The caller frees the record with rd_kafka_message_destroy. */
-rd_kafka_message_t *consumers_consumer_poll(consumers_consumer_t *c, int timeout_ms);
+ * ones (consumers_consumer_fatal). The caller frees the record with consumers_record_free. */
+consumers_record_t *consumers_consumer_poll(consumers_consumer_t *c, int timeout_ms);
 
 /* Non-zero once the client hit a fatal error (err gets its text): stop, do not store. */
 int consumers_consumer_fatal(consumers_consumer_t *c, char *err, size_t errlen);
@@ -82,7 +94,7 @@ int consumers_consumer_hold_above(consumers_consumer_t *c, int priority);
 
 /* A record of one lane's queue, without waiting (NULL: none, or a single lane): lets a caller
  * that stopped reading for a less urgent lane's backlog still take urgent records. */
-rd_kafka_message_t *consumers_consumer_poll_lane(consumers_consumer_t *c, int lane);
+consumers_record_t *consumers_consumer_poll_lane(consumers_consumer_t *c, int lane);
 
 int consumers_consumer_n_topics(const consumers_consumer_t *c);
 /* Lanes: the distinct priorities, 0 = the most urgent; a topic's lane; a lane's priority. */
@@ -90,7 +102,7 @@ int consumers_consumer_n_lanes(const consumers_consumer_t *c);
 int consumers_consumer_topic_lane(const consumers_consumer_t *c, int topic_index);
 int consumers_consumer_lane_priority(const consumers_consumer_t *c, int lane);
 /* The track of a record returned by poll; its topic's index; a topic's priority. */
-int32_t consumers_consumer_track(const consumers_consumer_t *c, const rd_kafka_message_t *m);
+int32_t consumers_consumer_track(const consumers_consumer_t *c, const consumers_record_t *r);
 int consumers_consumer_track_topic(const consumers_consumer_t *c, int32_t track);
 int consumers_consumer_topic_priority(const consumers_consumer_t *c, int topic_index);
 const char *consumers_consumer_topic_name(const consumers_consumer_t *c, int topic_index);

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <librdkafka/rdkafka.h>
+
 #include "consumers/kafka_props.h"
 
 #define DLQ_BACKOFF_FIRST_MS 100
@@ -189,40 +191,48 @@ fail:
     return -1;
 }
 
-int consumers_dlq_send(consumers_dlq_t *d, const rd_kafka_message_t *src, const char *error,
-                       int64_t tag) {
+int consumers_dlq_send_copy(consumers_dlq_t *d, const char *topic, int32_t partition,
+                            int64_t offset, const void *key, size_t key_len, const void *value,
+                            size_t len, const char *error, int64_t tag) {
     dlq_letter_t *l = calloc(1, sizeof(*l));
     if (!l) return -1;
-    *l = (dlq_letter_t){.partition = src->partition,
-                        .offset = src->offset,
+    *l = (dlq_letter_t){.partition = partition,
+                        .offset = offset,
                         .tag = tag,
-                        .len = src->len,
-                        .orig_len = src->len,
-                        .key_len = src->key ? src->key_len : 0};
+                        .len = len,
+                        .orig_len = len,
+                        .key_len = key ? key_len : 0};
     l->hdrs = rd_kafka_headers_new(6);
-    l->value = malloc(src->len ? src->len : 1);
+    l->value = malloc(len ? len : 1);
     l->key = malloc(l->key_len ? l->key_len : 1);
     if (!l->hdrs || !l->value || !l->key) {
         letter_free(l);
         return -1;
     }
-    if (src->len) memcpy(l->value, src->payload, src->len);
-    if (l->key_len) memcpy(l->key, src->key, l->key_len);
-    if (!src->key) {
+    if (len) memcpy(l->value, value, len);
+    if (l->key_len) memcpy(l->key, key, l->key_len);
+    if (!key) {
         free(l->key);
         l->key = NULL;
     }
     char part[16], off[24];
-    snprintf(part, sizeof(part), "%" PRId32, src->partition);
-    snprintf(off, sizeof(off), "%" PRId64, src->offset);
-    const char *src_topic = src->rkt ? rd_kafka_topic_name(src->rkt) : "";
+    snprintf(part, sizeof(part), "%" PRId32, partition);
+    snprintf(off, sizeof(off), "%" PRId64, offset);
     rd_kafka_header_add(l->hdrs, "reclass.error", -1, error, -1);
-    rd_kafka_header_add(l->hdrs, "reclass.source.topic", -1, src_topic, -1);
+    rd_kafka_header_add(l->hdrs, "reclass.source.topic", -1, topic ? topic : "", -1);
     rd_kafka_header_add(l->hdrs, "reclass.source.partition", -1, part, -1);
     rd_kafka_header_add(l->hdrs, "reclass.source.offset", -1, off, -1);
     d->outstanding++;
     letter_produce(d, l);
     return 0;
+}
+
+int consumers_dlq_send(consumers_dlq_t *d, const consumers_record_t *rec, const char *error,
+                       int64_t tag) {
+    const rd_kafka_message_t *src = (const rd_kafka_message_t *)rec; /* consumer.c's record */
+    return consumers_dlq_send_copy(d, src->rkt ? rd_kafka_topic_name(src->rkt) : "", src->partition,
+                                   src->offset, src->key, src->key_len, src->payload, src->len,
+                                   error, tag);
 }
 
 int consumers_dlq_poll(consumers_dlq_t *d, int timeout_ms) {

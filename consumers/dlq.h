@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <librdkafka/rdkafka.h>
+#include "consumers/consumer.h" /* consumers_record_t */
 
 #define CONSUMERS_DLQ_FULL_ATTEMPTS   5
 #define CONSUMERS_DLQ_TRUNCATED_BYTES 65536
@@ -41,8 +41,14 @@ int consumers_dlq_init(const char *brokers, const char *topic, const char *const
 /* Takes src (a consumed record; copied, the caller keeps it) as a dead letter. Never waits: a
  * full local queue or a failed produce call keeps the letter for a later poll. Returns 0, or -1
  * only when out of memory. */
-int consumers_dlq_send(consumers_dlq_t *d, const rd_kafka_message_t *src, const char *error,
+int consumers_dlq_send(consumers_dlq_t *d, const consumers_record_t *src, const char *error,
                        int64_t tag);
+
+/* The same for a record kept as its parts after it was consumed (a row the database refused
+ * later): topic, partition, offset, key (may be NULL) and value, copied. */
+int consumers_dlq_send_copy(consumers_dlq_t *d, const char *topic, int32_t partition,
+                            int64_t offset, const void *key, size_t key_len, const void *value,
+                            size_t len, const char *error, int64_t tag);
 
 /* Serves delivery reports and sends the letters whose retry is due; returns the number of
  * delivery reports served. */

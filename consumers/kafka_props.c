@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <librdkafka/rdkafka.h>
+
 /* The worker passes one --kafka list to its consumer and its producer: skip what only a
  * consumer understands rather than have librdkafka warn about it. */
 static int kafka_props_consumer_only(const char *kv) {

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include <librdkafka/rdkafka.h>
+typedef struct rd_kafka_conf_s rd_kafka_conf_t; /* as librdkafka/rdkafka.h declares it */
 
 typedef enum {
     CONSUMERS_PROPS_ALL,      /* a consumer: every property */

@@ -78,3 +78,12 @@ int consumers_ticket_check_id(const char *field, const char *s, size_t n, char *
     }
     return 0;
 }
+
+int consumers_ticket_check_enqueued(int64_t ms, char *err, size_t errlen) {
+    if (ms >= 0 && ms <= CONSUMERS_TICKET_MAX_ENQUEUED_MS) return 0;
+    snprintf(err, errlen,
+             "field enqueued_at is %lld: it must be Unix milliseconds from 0 (1970-01-01, or 0 "
+             "for unknown) to %lld (294276-12-31, the end of PostgreSQL's timestamptz range)",
+             (long long)ms, (long long)CONSUMERS_TICKET_MAX_ENQUEUED_MS);
+    return -1;
+}

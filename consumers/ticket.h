@@ -34,6 +34,12 @@ void consumers_ticket_free(consumers_ticket_t *t); /* frees the strings, not t *
  * naming field and, for bad UTF-8, the offset and bytes of the first bad sequence. */
 int consumers_ticket_check_id(const char *field, const char *s, size_t n, char *err, size_t errlen);
 
+/* enqueued_at, Unix milliseconds, as the sink can store it: 0 (unknown, stored as NULL) up to
+ * the last millisecond of PostgreSQL's timestamptz (294276-12-31 23:59:59.999 UTC). */
+#define CONSUMERS_TICKET_MAX_ENQUEUED_MS 9224318015999999LL
+/* 0, or -1 with err saying what the field must hold. */
+int consumers_ticket_check_enqueued(int64_t ms, char *err, size_t errlen);
+
 /* Length of the longest prefix of s[0..n) that is strict UTF-8 (n when all of it is). */
 size_t consumers_utf8_valid_prefix(const char *s, size_t n);
 

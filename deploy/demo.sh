@@ -23,7 +23,7 @@ model=${RECLASS_DEMO_MODEL:-$root/deploy/models/clinc150-bert-mini}
 
 # 1. packages (only what is missing; apt-get update once)
 pkgs=(libavro-dev libpq-dev libopenblas-dev libjansson-dev libutf8proc-dev
-      libmicrohttpd-dev libcmocka-dev postgresql postgresql-client cmake gcc make
+      libcmocka-dev libcurl4-openssl-dev postgresql postgresql-client cmake gcc make
       build-essential patch libssl-dev zlib1g-dev libzstd-dev
       pkg-config python3)
 missing=()

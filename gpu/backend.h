@@ -24,9 +24,9 @@ typedef struct {
 typedef struct {
     int token_budget;      /* tokens per batch the backend must hold (its arena is sized by it) */
     int max_len;           /* longest sequence, <= cfg.max_pos; 0 = cfg.max_pos */
-    int max_seqs;          /* sequences per batch; 0 = token_budget / 2 (the shortest item is 2) */
+    int max_seqs;          /* sequences per batch; 0 = gpu_backend_max_seqs(token_budget) */
     int threads;           /* CPU threads; 0 = one per core */
-    const char *precision; /* "fp32" (cpu), "fp16" or "bf16" (cuda); NULL = backend default */
+    const char *precision; /* one of the backend's precisions; NULL = its first (default) */
     int device;            /* CUDA device ordinal */
 } gpu_backend_opts_t;
 
@@ -38,11 +38,20 @@ typedef struct {
     long allocations_after_init; /* must stay 0 */
 } gpu_mem_stats_t;
 
+/* What an instance actually runs, as it settled its options at init: callers size their
+ * batches and report telemetry from this, never from what they asked for. */
+typedef struct {
+    const char *precision; /* "fp32", "fp16", "bf16", ...: valid while the instance lives */
+    int token_budget;      /* tokens per batch it holds */
+    int max_seqs;          /* sequences per batch it holds */
+    int max_len;           /* longest sequence it takes */
+    int padded;            /* 1: a batch costs n_seqs * its longest; 0: its real tokens */
+} gpu_backend_props_t;
+
 typedef struct gpu_backend gpu_backend_t; /* one backend instance; opaque */
 
 typedef struct {
     const char *name;
-    int padding_free; /* 1: a batch costs its real tokens; 0: n_seqs * max_len */
     /* The model stays owned by the caller and must outlive the instance. */
     int (*init)(const gpu_model_t *model, const gpu_backend_opts_t *opts, gpu_backend_t **out,
                 char *err, size_t errlen);
@@ -64,7 +73,30 @@ typedef struct {
      * in flight. */
     int (*submit)(gpu_backend_t *be, const gpu_batch_t *batch, char *err, size_t errlen);
     int (*collect)(gpu_backend_t *be, float *logits, char *err, size_t errlen);
+    /* What the instance runs (see gpu_backend_props_t). */
+    void (*get_props)(const gpu_backend_t *be, gpu_backend_props_t *props);
+    /* The precisions it runs, its default first, NULL-ended ({"fp16", "bf16", NULL}): init
+     * refuses any other. */
+    const char *const *precisions;
+    /* The board's energy over a stretch of work (NVML): energy_start opens a window (0, or -1
+     * where there is no meter); energy_stop closes it and returns its joules (-1 unknown),
+     * with *seconds of wall time and *sm_mhz the median SM clock (-1 unknown). NULL where
+     * there is no device (cpu). */
+    int (*energy_start)(gpu_backend_t *be);
+    double (*energy_stop)(gpu_backend_t *be, double *seconds, int *sm_mhz);
+    /* The matrix unit's ceiling for the model's four layer GEMMs at M = tokens in precision,
+     * FLOP-weighted, measured with the vendor's library on random data: TFLOP/s, -1 unknown.
+     * NULL where there is no such measure (cpu). */
+    double (*gemm_ceiling)(gpu_backend_t *be, int tokens, const char *precision);
 } gpu_backend_ops_t;
+
+/* The one rule for sequences per batch: max_seqs when positive, else token_budget / 2 (the
+ * shortest sequence, [CLS] [SEP], is 2 tokens), at least 1. */
+int gpu_backend_max_seqs(int token_budget, int max_seqs);
+
+/* precision (NULL: the default) as ops names it: its entry of ops->precisions, or NULL when
+ * ops does not run it. */
+const char *gpu_backend_precision(const gpu_backend_ops_t *ops, const char *precision);
 
 /* The batches a backend holds between submit and collect (at most two, oldest first): each
  * backend keeps its staging per slot, this keeps the order. Zeroed = none in flight. */
@@ -89,6 +121,28 @@ const gpu_backend_ops_t *gpu_backend_find(const char *name, char *err, size_t er
  * cublas 13.0.2, driver 12.9" (driver "none" without an NVIDIA driver), or "none" when built
  * without CUDA. Needs no GPU. The text is the calling thread's, valid until its next call. */
 const char *gpu_backend_cuda_versions(void);
+
+/* A backend's device memory, planned without a device (`reclass plan-memory`). */
+#define GPU_MEM_PLAN_SLICES 32
+typedef struct {
+    const char *name;  /* component, as printed */
+    const char *shape; /* human shape, as printed */
+    size_t bytes;
+    int weights; /* 1: part of the weights, 0: of the activation arena */
+} gpu_mem_slice_t;
+typedef struct {
+    const char *precision;
+    int token_budget, max_len, max_seqs; /* as the backend would settle them */
+    int n;                               /* slices, weights first */
+    gpu_mem_slice_t slice[GPU_MEM_PLAN_SLICES];
+    size_t weights_bytes, arena_bytes, total_bytes; /* total: the one allocation */
+} gpu_mem_plan_t;
+
+/* The memory plan of backend `name` for a model of config cfg with opts. 0, or -1 with err
+ * (a backend that plans no device memory, or options it refuses). */
+int gpu_backend_plan_memory(const char *name, const gpu_model_config_t *cfg,
+                            const gpu_backend_opts_t *opts, gpu_mem_plan_t *plan, char *err,
+                            size_t errlen);
 
 /* Validates a batch against the opts it must fit; shared by every backend. 0 = fits. */
 int gpu_batch_check(const gpu_batch_t *batch, const gpu_model_config_t *cfg,

@@ -86,9 +86,24 @@ void sink_copybin_bool(sink_copybuf_t *b, int v) {
     p[4] = v ? 1 : 0;
 }
 
+/* PostgreSQL's timestamptz range in its binary form, microseconds since 2000-01-01 UTC:
+ * [MIN_TIMESTAMP, END_TIMESTAMP) of its datatype/timestamp.h (4714-11-24 BC to 294277 AD). */
+#define PG_TIMESTAMP_MIN_US (-211813488000000000LL)
+#define PG_TIMESTAMP_END_US 9223371331200000000LL
+
 void sink_copybin_timestamptz_ms(sink_copybuf_t *b, int64_t unix_ms) {
     const int64_t pg_epoch_ms = 946684800000LL; /* 2000-01-01T00:00:00Z in Unix ms */
-    sink_copybin_int8(b, (unix_ms - pg_epoch_ms) * 1000);
+    int64_t ms, us;
+    /* Out of range, overflowing included, goes as the first value past the range: the server
+     * refuses it (SQLSTATE 22008) and the sink isolates the row. Never a wrapped-around date,
+     * never +-infinity (INT64_MAX/MIN, which the server would take). */
+    if (__builtin_sub_overflow(unix_ms, pg_epoch_ms, &ms) || __builtin_mul_overflow(ms, 1000, &us))
+        us = unix_ms < 0 ? PG_TIMESTAMP_MIN_US - 1 : PG_TIMESTAMP_END_US;
+    else if (us < PG_TIMESTAMP_MIN_US)
+        us = PG_TIMESTAMP_MIN_US - 1;
+    else if (us >= PG_TIMESTAMP_END_US)
+        us = PG_TIMESTAMP_END_US;
+    sink_copybin_int8(b, us);
 }
 
 void sink_copybin_array(sink_copybuf_t *b, uint32_t elem_oid, int n, int has_null) {

@@ -21,7 +21,8 @@ void sink_copybin_int8(sink_copybuf_t *b, int64_t v);
 void sink_copybin_float4(sink_copybuf_t *b, float v);
 void sink_copybin_bool(sink_copybuf_t *b, int v);
 void sink_copybin_null(sink_copybuf_t *b);
-/* timestamptz from Unix milliseconds (binary form: microseconds since 2000-01-01 UTC) */
+/* timestamptz from Unix milliseconds (binary form: microseconds since 2000-01-01 UTC); a
+ * value outside PostgreSQL's range is written so that the server refuses it (22008) */
 void sink_copybin_timestamptz_ms(sink_copybuf_t *b, int64_t unix_ms);
 
 /* A one-dimensional array in binary parameter form: the header, then n elements written with

@@ -89,6 +89,16 @@ int sink_pg_classify(PGconn *conn, const PGresult *res) {
     return SINK_FATAL;
 }
 
+int sink_pg_data_error(const char *st) {
+    return st &&
+           (strncmp(st, "22", 2) == 0 || strncmp(st, "23", 2) == 0 || strncmp(st, "54", 2) == 0);
+}
+
+int sink_pg_unmigrated(const PGresult *res) {
+    const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    return st && (!strcmp(st, "42P01") || !strcmp(st, "42703") || !strcmp(st, "42883"));
+}
+
 /* Appends s with line breaks and tabs folded to spaces: the message stays on one line. */
 static void errmsg_append(char *err, size_t errlen, size_t *at, const char *s) {
     for (; *s && *at + 1 < errlen; s++)

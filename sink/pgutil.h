@@ -16,6 +16,15 @@ PGconn *sink_pg_connect(const char *conninfo, int *rc, char *err, size_t errlen)
  * SINK_FATAL otherwise. res may be NULL (libpq could not even build a result). */
 int sink_pg_classify(PGconn *conn, const PGresult *res);
 
+/* 1 when sqlstate says the statement failed on the data it was given, so the same rows fail
+ * again however often they are retried and other rows need not: class 22 (data exception),
+ * 23 (integrity constraint violation), 54 (program limit exceeded, e.g. an index row too big). */
+int sink_pg_data_error(const char *sqlstate);
+
+/* 1 when res failed because the database lacks a migration: an undefined table (SQLSTATE
+ * 42P01), column (42703) or function (42883). */
+int sink_pg_unmigrated(const PGresult *res);
+
 /* "<step>: <server message> (SQLSTATE xxxxx) <detail/hint>" on one line. */
 void sink_pg_errmsg(char *err, size_t errlen, const char *step, PGconn *conn, const PGresult *res);
 

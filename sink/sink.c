@@ -28,24 +28,10 @@
 #include "sink/copybin.h"
 #include "sink/copybuf.h"
 #include "sink/sink_conn.h"
+#include "sink/sink_int.h"
 #include "sink/pgutil.h"
 #include "sink/sink_stats.h"
 #include "sink/tally.h"
-
-struct sink {
-    PGconn *conn;
-    char *conninfo;              /* owned copy: reconnect after a failed PQreset starts from it */
-    char *model;                 /* owned; recorded in every result row */
-    sink_copybuf_t copy;         /* one chunk of binary COPY data; reused across writes */
-    sink_copybuf_t params;       /* the jobs statement's array parameters; reused */
-    sink_tally_t tally;          /* the write's jobs */
-    const sink_result_t *rows;   /* the write in progress (the caller's) */
-    const sink_batch_t *batches; /* idem */
-    long last_inserted;
-    long last_rows;
-    int upsert_mode; /* 1 after a redelivery: skip the fast path (see the top comment) */
-    long fallbacks;  /* writes whose fast path met an already-stored ticket */
-};
 
 /* Binary COPY: the field order and types of sink_fmt_results / sink_fmt_staging /
  * sink_fmt_batches must match these column lists exactly. */
@@ -141,6 +127,17 @@ static int sink_session_setup(sink_t *s, char *err, size_t errlen) {
     return rc;
 }
 
+/* The model name goes into every row: one PostgreSQL cannot store would refuse them all. */
+static int sink_check_model(sink_t *s, char *err, size_t errlen) {
+    const char *params[1] = {s->model};
+    PGresult *res = PQexecParams(s->conn, "SELECT $1::text", 1, NULL, params, NULL, NULL, 0);
+    if (res && PQresultStatus(res) == PGRES_TUPLES_OK) {
+        PQclear(res);
+        return SINK_OK;
+    }
+    return sink_pg_fail(s->conn, res, "model name (recorded in every row)", err, errlen);
+}
+
 int sink_init(const char *conninfo, const char *model, sink_t **out, char *err, size_t errlen) {
     *out = NULL;
     sink_t *s = calloc(1, sizeof(*s));
@@ -152,6 +149,7 @@ int sink_init(const char *conninfo, const char *model, sink_t **out, char *err, 
     }
     int rc;
     s->conn = sink_pg_connect(s->conninfo, &rc, err, errlen);
+    if (rc == SINK_OK) rc = sink_check_model(s, err, errlen);
     if (rc == SINK_OK) rc = sink_session_setup(s, err, errlen);
     if (rc != SINK_OK) {
         sink_free(s);
@@ -186,6 +184,9 @@ void sink_free(sink_t *s) {
     sink_copybuf_free(&s->copy);
     sink_copybuf_free(&s->params);
     sink_tally_free(&s->tally);
+    free(s->rejects);
+    free(s->work);
+    free(s->work_row);
     free(s->conninfo);
     free(s->model);
     free(s);
@@ -260,6 +261,19 @@ static void sink_fmt_batches(const sink_t *s, sink_copybuf_t *b, int from, int t
     }
 }
 
+/* Remembers why a statement of the write failed (sink_write_once tells data errors apart). */
+static void sink_note_failure(sink_t *s, const PGresult *res) {
+    const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    const char *con = res ? PQresultErrorField(res, PG_DIAG_CONSTRAINT_NAME) : NULL;
+    snprintf(s->fail_state, sizeof(s->fail_state), "%s", st ? st : "");
+    snprintf(s->fail_constraint, sizeof(s->fail_constraint), "%s", con ? con : "");
+}
+
+static int sink_fail(sink_t *s, PGresult *res, const char *step, char *err, size_t errlen) {
+    sink_note_failure(s, res);
+    return sink_pg_fail(s->conn, res, step, err, errlen);
+}
+
 /* Rows per chunk: the server parses one chunk while the next one is formatted. */
 #define SINK_COPY_CHUNK 1024
 
@@ -306,6 +320,7 @@ static int sink_copy_in(sink_t *s, const char *sql, sink_fmt_fn fmt, int n, cons
         if (st != PGRES_COMMAND_OK && rc == SINK_OK) {
             const char *code = PQresultErrorField(res, PG_DIAG_SQLSTATE);
             if (code) snprintf(sqlstate, 6, "%s", code);
+            sink_note_failure(s, res);
             rc = sink_pg_classify(conn, res);
             sink_pg_errmsg(err, errlen, step, conn, res);
         }
@@ -327,8 +342,7 @@ static int sink_upsert_rows(sink_t *s, int n_rows, char *err, size_t errlen) {
     const char *params[1] = {s->model};
     PGresult *res = PQexecPrepared(s->conn, STMT_UPSERT, 1, params, NULL, NULL, 0);
     if (!res || PQresultStatus(res) != PGRES_TUPLES_OK) {
-        rc = sink_pg_fail(s->conn, res, "upsert results", err, errlen);
-        return rc;
+        return sink_fail(s, res, "upsert results", err, errlen);
     }
     s->last_inserted = s->last_rows = 0;
     for (int i = 0; i < PQntuples(res); i++) {
@@ -414,7 +428,7 @@ static int sink_update_jobs(sink_t *s, char *err, size_t errlen) {
         PQclear(res);
         return SINK_OK;
     }
-    return sink_pg_fail(s->conn, res, "update jobs", err, errlen);
+    return sink_fail(s, res, "update jobs", err, errlen);
 }
 
 static int sink_write_tx(sink_t *s, int n_rows, int n_batches, char *err, size_t errlen) {
@@ -429,41 +443,25 @@ static int sink_write_tx(sink_t *s, int n_rows, int n_batches, char *err, size_t
         char st[6];
         rc = sink_copy_in(s, SQL_COPY_BATCHES, sink_fmt_batches, n_batches, "copy batches", st, err,
                           errlen);
+        /* telemetry is ours, not the records': a refused batches row is a bug */
+        s->fail_state[0] = 0;
         if (rc != SINK_OK) return rc;
     }
-    return sink_pg_exec(s->conn, "COMMIT", PGRES_COMMAND_OK, "commit", err, errlen);
+    /* deferred constraints (a job's owner) are checked here */
+    PGresult *res = PQexec(s->conn, "COMMIT");
+    if (res && PQresultStatus(res) == PGRES_COMMAND_OK) {
+        PQclear(res);
+        return SINK_OK;
+    }
+    return sink_fail(s, res, "commit", err, errlen);
 }
 
-static int sink_validate(const sink_result_t *rows, int n_rows, const sink_batch_t *batches,
-                         int n_batches, char *err, size_t errlen) {
-    if (n_rows < 0 || n_batches < 0 || (n_rows > 0 && !rows) || (n_batches > 0 && !batches)) {
-        snprintf(err, errlen, "sink_write: invalid arguments (n_rows %d, n_batches %d)", n_rows,
-                 n_batches);
-        return SINK_FATAL;
-    }
-    for (int i = 0; i < n_rows; i++) {
-        const char *missing = !rows[i].job_id      ? "job_id"
-                              : !rows[i].ticket_id ? "ticket_id"
-                              : !rows[i].label     ? "label"
-                                                   : NULL;
-        if (missing) {
-            snprintf(err, errlen, "sink_write: row %d has no %s", i, missing);
-            return SINK_FATAL;
-        }
-    }
-    return SINK_OK;
-}
-
-int sink_write(sink_t *s, const sink_result_t *rows, int n_rows, const sink_batch_t *batches,
-               int n_batches, char *err, size_t errlen) {
-    if (!s) {
-        snprintf(err, errlen, "sink_write: no sink");
-        return SINK_FATAL;
-    }
-    int rc = sink_validate(rows, n_rows, batches, n_batches, err, errlen);
-    if (rc != SINK_OK) return rc;
+int sink_write_once(sink_t *s, const sink_result_t *rows, int n_rows, const sink_batch_t *batches,
+                    int n_batches, char *err, size_t errlen) {
     s->last_inserted = 0;
     s->last_rows = 0;
+    s->fail_state[0] = 0;
+    s->fail_constraint[0] = 0;
     if (n_rows == 0 && n_batches == 0) return SINK_OK;
     if (!s->conn || PQstatus(s->conn) != CONNECTION_OK) {
         snprintf(err, errlen, "sink_write: connection to PostgreSQL is down (reconnect first)");
@@ -475,13 +473,14 @@ int sink_write(sink_t *s, const sink_result_t *rows, int n_rows, const sink_batc
     }
     s->rows = rows;
     s->batches = batches;
-    rc = sink_write_tx(s, n_rows, n_batches, err, errlen);
+    int rc = sink_write_tx(s, n_rows, n_batches, err, errlen);
     s->rows = NULL; /* the caller's, valid for this call only */
     s->batches = NULL;
     if (rc != SINK_OK) {
         sink_pg_rollback(s->conn);
         s->last_inserted = 0;
         s->last_rows = 0;
+        if (rc == SINK_FATAL && sink_pg_data_error(s->fail_state)) rc = SINK_DATA;
     }
     return rc;
 }

@@ -1,7 +1,8 @@
 /* PostgreSQL sink (libpq). One transaction per write: results COPYed into a staging table and
  * upserted into ticket_results (ON CONFLICT (job_id, ticket_id) DO UPDATE), job progress
  * counted only for rows new to the table (redelivery never double-counts), one batches row per
- * encoder batch. The caller stores Kafka offsets only after sink_write returned SINK_OK. */
+ * encoder batch. The caller stores Kafka offsets only after sink_write returned SINK_OK, and of
+ * the rows sink_rejected lists only once their dead letters are in Kafka. */
 #ifndef RECLASS_SINK_H
 #define RECLASS_SINK_H
 
@@ -46,9 +47,23 @@ typedef struct {
  * model: recorded in every result row. */
 int sink_init(const char *conninfo, const char *model, sink_t **out, char *err, size_t errlen);
 
-/* Writes rows and batch telemetry in one transaction. Returns SINK_OK once committed. */
+/* Writes rows and batch telemetry in one transaction. Returns SINK_OK once committed.
+ * A row PostgreSQL refuses for its data (SQLSTATE class 22 data exception, 23 integrity
+ * constraint violation, e.g. a job owned by another tenant or more tickets than job_total, 54
+ * program limit exceeded) never fails the write: the write is split until the refused rows are
+ * found, every other row is stored, and SINK_OK comes back with the refused ones listed by
+ * sink_rejected. Only connection and server failures answer SINK_RETRY. */
 int sink_write(sink_t *sink, const sink_result_t *rows, int n_rows, const sink_batch_t *batches,
                int n_batches, char *err, size_t errlen);
+
+/* A row of the last sink_write that is not stored, and why (what to fix, with the SQLSTATE). */
+typedef struct {
+    int row; /* index into that write's rows */
+    char error[480];
+} sink_reject_t;
+
+/* The rows the last sink_write left out (in row order); *out is valid until the next write. */
+int sink_rejected(const sink_t *sink, const sink_reject_t **out);
 
 /* Re-establishes the connection (one attempt; the caller backs off between attempts). */
 int sink_reconnect(sink_t *sink, char *err, size_t errlen);

@@ -109,9 +109,12 @@ rows = []
 for i in range(3000):
     lab = LABELS[rng.choice(20, p=BASE_P)]
     conf = float(rng.choice(10, p=BASE_CONF) / 10 + rng.uniform(0, 0.1))
-    rows.append("('j1','t%05d','%s',0,%.6f,10,'%s')" % (i, lab, min(conf, 1.0), MODEL))
-psql("INSERT INTO ticket_results (job_id, ticket_id, label, label_id, confidence, tokens, model)"
-     " VALUES " + ",".join(rows))
+    rows.append("('t%05d','%s',%.6f)" % (i, lab, min(conf, 1.0)))
+# a result row names its job's owner (migrations/005_tenant.sql)
+psql("INSERT INTO jobs (job_id, tenant, total, done) VALUES ('j1', 'jobt', 3000, 3000)")
+psql("INSERT INTO ticket_results (job_id, tenant, ticket_id, label, label_id, confidence, tokens,"
+     " model) SELECT 'j1', 'jobt', v.t, v.l, 0, v.c, 10, '%s' FROM (VALUES %s) v(t, l, c)"
+     % (MODEL, ",".join(rows)))
 bid = psql("SELECT id FROM drift_baseline_pin_job('jobt', '%s', 'j1')" % MODEL).strip()
 for i in range(3):
     lc, h = window(BASE_P, BASE_CONF, 5000)

@@ -2,6 +2,9 @@
 # endpoints + telemetry tables end to end (integration).
 reclass_add_test(NAME test_drift SOURCES ${CMAKE_SOURCE_DIR}/tests/test_drift.c LABELS unit)
 reclass_add_test(NAME test_metrics SOURCES ${CMAKE_SOURCE_DIR}/tests/test_metrics.c LABELS unit)
+# /healthz and /readyz within 100 ms while 2,000 connections are held against the port
+reclass_add_test(NAME test_http_starve SOURCES ${CMAKE_SOURCE_DIR}/tests/test_http_starve.c LABELS unit)
+set_tests_properties(test_http_starve PROPERTIES TIMEOUT 60)
 add_test(NAME it_run_observability
          COMMAND bash ${CMAKE_SOURCE_DIR}/tests/integration/run_observability.sh $<TARGET_FILE:reclass>)
 set_tests_properties(it_run_observability PROPERTIES LABELS integration TIMEOUT 300)

@@ -9,8 +9,8 @@ build=${RECLASS_BUILD_DIR:-$root/build}
 
 # librdkafka is built from third_party/ (it needs patch and the OpenSSL, zlib, zstd headers).
 pkgs=(build-essential cmake pkg-config git python3 patch libssl-dev zlib1g-dev libzstd-dev
-      libavro-dev libpq-dev libopenblas-dev libjansson-dev libutf8proc-dev libmicrohttpd-dev
-      libcmocka-dev python3-pip postgresql postgresql-client
+      libavro-dev libpq-dev libopenblas-dev libjansson-dev libutf8proc-dev
+      libcmocka-dev libcurl4-openssl-dev python3-pip postgresql postgresql-client
       python3-numpy python3-scipy chromium # drift score reference, report rendering test
       clang libclang-rt-14-dev clang-format # clang + its runtimes: the fuzz stage (libFuzzer)
       prometheus) # promtool and a real server: the alert rules and the scrape test
@@ -23,6 +23,14 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 # The Debian postgresql package starts a cluster on 5432 we don't use; the tests run their own.
+# confluent-kafka's own AvroSerializer and Schema Registry client produce the records of the
+# Schema Registry test (tests/integration/run_schema_registry.sh).
+if ! python3 -c 'import confluent_kafka.schema_registry.avro, fastavro' 2>/dev/null; then
+    pip_args=(-q --disable-pip-version-check "confluent-kafka[avro,schemaregistry]>=2.6" fastavro)
+    python3 -m pip install "${pip_args[@]}" 2>/dev/null ||
+        python3 -m pip install --break-system-packages "${pip_args[@]}" ||
+        echo "tests/run.sh: confluent-kafka could not be installed: the Schema Registry test skips" >&2
+fi
 
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DRECLASS_WERROR=ON >/dev/null
 cmake --build "$build" -j"$(nproc)" || { echo "tests/run.sh: FAIL: the build failed (above)"; exit 1; }

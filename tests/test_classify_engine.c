@@ -49,6 +49,11 @@ static int fake_collect(gpu_backend_t *be, float *logits, char *err, size_t errl
     return 0;
 }
 
+static void fake_props(const gpu_backend_t *be, gpu_backend_props_t *p) {
+    *p = (gpu_backend_props_t){
+        .precision = "fp32", .token_budget = 16, .max_seqs = 4, .max_len = 16};
+}
+
 static void nap_ms(int ms) {
     struct timespec ts = {0, ms * 1000000L};
     nanosleep(&ts, NULL);
@@ -61,11 +66,11 @@ int main(void) {
     model.cfg.num_labels = 2;
     model.cfg.max_pos = 16;
     model.cfg.id2label = labels;
-    gpu_backend_ops_t ops = {.name = "fake", .submit = fake_submit, .collect = fake_collect};
-    gpu_backend_opts_t opts = {.token_budget = 16, .max_len = 16, .max_seqs = 4};
+    gpu_backend_ops_t ops = {
+        .name = "fake", .submit = fake_submit, .collect = fake_collect, .get_props = fake_props};
     cls_engine_t e;
     char err[256];
-    CHECK(cls_engine_attach(&e, &model, &ops, (gpu_backend_t *)&fake, &opts, err, sizeof err) == 0,
+    CHECK(cls_engine_attach(&e, &model, &ops, (gpu_backend_t *)&fake, err, sizeof err) == 0,
           "attach: %s", err);
 
     const int32_t a[] = {101, 7, 102}, b[] = {101, 102}, c[] = {101, 5, 6, 7, 102};

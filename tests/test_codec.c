@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "common/file.h"
 #include "consumers/avro_codec.h"
 
 #define SCHEMAS   RECLASS_SOURCE_DIR "/consumers/schemas"
@@ -129,12 +130,12 @@ static void test_handmade_v2(void **state) {
     consumers_codec_t *c = open_codec(SCHEMAS);
     wbuf_t w = {.n = 0};
     w_confluent(&w, 2);
-    w_v2(&w, "j", "t", "42", "hello", 3, -5, 9);
+    w_v2(&w, "j", "t", "42", "hello", 3, 5, 9);
     consumers_ticket_t d;
     char err[256];
     assert_int_equal(consumers_codec_decode(c, w.b, w.n, &d, err, sizeof(err)), 0);
     assert_string_equal(d.text, "hello");
-    assert_true(d.enqueued_at_ms == -5);
+    assert_true(d.enqueued_at_ms == 5);
     assert_int_equal(d.priority, 9);
     consumers_ticket_free(&d);
     consumers_codec_free(c);
@@ -168,6 +169,62 @@ static void test_v1_writer(void **state) {
     w.b[4] = 2;
     assert_int_equal(consumers_codec_decode(c, w.b, w.n, &d, err, sizeof(err)), -1);
     assert_null(d.job_id);
+    consumers_codec_free(c);
+}
+
+/* With a Schema Registry the ids are the registry's: a local file no longer answers for id 1;
+ * a schema added at run time (ticket-v1's text under 100002) decodes into the v2 reader; the
+ * encoder frames with the registry's id; the cache keeps 256 and drops the least recent. */
+static void test_registry_schemas(void **state) {
+    consumers_codec_t *c = open_codec(SCHEMAS);
+    size_t len;
+    char err[256] = "";
+    char *v1 = common_file_read(SCHEMAS "/ticket-v1.avsc", 1 << 20, &len, err, sizeof(err));
+    assert_non_null(v1);
+    wbuf_t w = {.n = 0};
+    w_confluent(&w, 1);
+    w_str(&w, "job-r");
+    w_str(&w, "acme");
+    w_str(&w, "1");
+    w_str(&w, "text");
+    w_long(&w, 2);
+    w_long(&w, 1600000000000LL);
+    consumers_ticket_t d;
+    assert_int_equal(consumers_codec_decode(c, w.b, w.n, &d, err, sizeof(err)), 0);
+    consumers_ticket_free(&d);
+    consumers_codec_registry_ids(c);
+    assert_int_equal(consumers_codec_knows(c, 1), 0);
+    assert_int_equal(consumers_codec_decode(c, w.b, w.n, &d, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "unknown schema id 1 (the schema registry does not know it)"));
+    assert_int_equal(consumers_codec_add_schema(c, 100002, v1, err, sizeof(err)), 0);
+    w.b[1] = 0, w.b[2] = 0x01, w.b[3] = 0x86, w.b[4] = 0xa2; /* 100002 */
+    int32_t id = 0;
+    assert_int_equal(consumers_codec_schema_id(w.b, w.n, &id), 1);
+    assert_int_equal(id, 100002);
+    assert_int_equal(consumers_codec_decode(c, w.b, w.n, &d, err, sizeof(err)), 0);
+    assert_string_equal(d.job_id, "job-r");
+    assert_int_equal(d.has_priority, 0);
+    consumers_ticket_free(&d);
+    assert_int_equal(consumers_codec_add_schema(c, 7, "{not json", err, sizeof(err)), -1);
+    /* fill the cache: 100002 was used last before the others, so it goes first */
+    for (int i = 0; i < 256; i++)
+        assert_int_equal(consumers_codec_add_schema(c, 200000 + i, v1, err, sizeof(err)), 0);
+    assert_int_equal(consumers_codec_knows(c, 100002), 0);
+    assert_int_equal(consumers_codec_knows(c, 200000), 1);
+    assert_int_equal(consumers_codec_knows(c, 200255), 1);
+    /* the encoder frames with the registry's id */
+    consumers_codec_set_encode_id(c, 100001);
+    consumers_ticket_t t = {
+        .job_id = "j", .tenant = "t", .ticket_id = "1", .text = "x", .text_len = 1, .job_total = 1};
+    void *buf;
+    assert_int_equal(consumers_codec_encode(c, &t, 1, &buf, &len, err, sizeof(err)), 0);
+    assert_int_equal(consumers_codec_schema_id(buf, len, &id), 1);
+    assert_int_equal(id, 100001);
+    free(buf);
+    char *txt = consumers_codec_reader_text(c);
+    assert_non_null(strstr(txt, "\"priority\""));
+    free(txt);
+    free(v1);
     consumers_codec_free(c);
 }
 
@@ -242,6 +299,25 @@ static void test_errors(void **state) {
     w_confluent(&w, 2);
     w_v2(&w, "j", "", "1", "x", 3, 0, -1);
     expect_error(c, &w, "tenant is empty");
+
+    /* enqueued_at must fit PostgreSQL's timestamptz (9.3e15 ms once crash-looped the worker;
+     * INT64_MAX must not wrap to 1969) and not be negative */
+    const int64_t bad_enq[] = {-1, INT64_MIN, CONSUMERS_TICKET_MAX_ENQUEUED_MS + 1,
+                               9300000000000000LL, INT64_MAX};
+    for (size_t i = 0; i < sizeof(bad_enq) / sizeof(bad_enq[0]); i++) {
+        w.n = 0;
+        w_confluent(&w, 2);
+        w_v2(&w, "j", "t", "1", "x", 3, bad_enq[i], -1);
+        expect_error(c, &w, "field enqueued_at is");
+    }
+    w.n = 0;
+    w_confluent(&w, 2);
+    w_v2(&w, "j", "t", "1", "x", 3, CONSUMERS_TICKET_MAX_ENQUEUED_MS, -1);
+    consumers_ticket_t last;
+    char e2[256];
+    assert_int_equal(consumers_codec_decode(c, w.b, w.n, &last, e2, sizeof(e2)), 0);
+    assert_true(last.enqueued_at_ms == CONSUMERS_TICKET_MAX_ENQUEUED_MS);
+    consumers_ticket_free(&last);
 
     w.n = 0;
     w_v2(&w, "j", "t", "", "x", 3, 0, -1);
@@ -432,13 +508,10 @@ static void test_fuzz(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_roundtrip_confluent),
-        cmocka_unit_test(test_roundtrip_plain),
-        cmocka_unit_test(test_handmade_v2),
-        cmocka_unit_test(test_v1_writer),
-        cmocka_unit_test(test_evolution),
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_fuzz),
+        cmocka_unit_test(test_roundtrip_confluent), cmocka_unit_test(test_roundtrip_plain),
+        cmocka_unit_test(test_handmade_v2),         cmocka_unit_test(test_v1_writer),
+        cmocka_unit_test(test_evolution),           cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_registry_schemas),    cmocka_unit_test(test_fuzz),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,6 +22,17 @@
 #define N_URGENT 50
 
 static consumers_mock_t *mock;
+
+/* A record's value as a NUL-terminated string (the test's values are short). */
+static const char *value_of(const consumers_record_t *m) {
+    static char buf[64];
+    size_t n;
+    const void *v = consumers_record_value(m, &n);
+    if (n >= sizeof(buf)) n = sizeof(buf) - 1;
+    memcpy(buf, v, n);
+    buf[n] = 0;
+    return buf;
+}
 static const char *bootstrap;
 
 static void produce(const char *topic, int n, int partitions) {
@@ -106,25 +117,26 @@ static void test_hold_release_exactly_once(void **state) {
     int n_bulk = 0, n_urgent = 0;
     double until = now_s() + 30;
     while (n_urgent < N_URGENT && now_s() < until) {
-        rd_kafka_message_t *m = consumers_consumer_poll(c, 100);
+        consumers_record_t *m = consumers_consumer_poll(c, 100);
         if (!m) continue;
         int32_t tr = consumers_consumer_track(c, m);
         int t = consumers_consumer_track_topic(c, tr);
-        assert_int_equal(tr / 2, m->partition); /* two topics: track = partition * 2 + topic */
-        assert_string_equal(consumers_consumer_topic_name(c, t), rd_kafka_topic_name(m->rkt));
+        assert_int_equal(
+            tr / 2, consumers_record_partition(m)); /* two topics: track = partition * 2 + topic */
+        assert_string_equal(consumers_consumer_topic_name(c, t), consumers_record_topic(m));
         assert_int_equal(t, 1); /* held: no bulk record */
-        int i = atoi((const char *)m->payload + strlen("lane.urgent-"));
+        int i = atoi(value_of(m) + strlen("lane.urgent-"));
         assert_int_equal(seen_urgent[i]++, 0);
         n_urgent++;
-        assert_int_equal(consumers_consumer_store(c, tr, m->offset + 1), 0);
-        rd_kafka_message_destroy(m);
+        assert_int_equal(consumers_consumer_store(c, tr, consumers_record_offset(m) + 1), 0);
+        consumers_record_free(m);
     }
     assert_int_equal(n_urgent, N_URGENT);
     assert_int_equal(assigned, 2 * 2); /* tracks of both topics */
     /* a while longer: still nothing of the held lane */
     until = now_s() + 1.0;
     while (now_s() < until) {
-        rd_kafka_message_t *m = consumers_consumer_poll(c, 50);
+        consumers_record_t *m = consumers_consumer_poll(c, 50);
         if (m) fail_msg("a record of a held lane arrived");
     }
     /* released: every bulk record once, from offset 0 of each partition */
@@ -132,14 +144,14 @@ static void test_hold_release_exactly_once(void **state) {
     int64_t next[2] = {0, 0};
     until = now_s() + 30;
     while (n_bulk < N_BULK && now_s() < until) {
-        rd_kafka_message_t *m = consumers_consumer_poll(c, 100);
+        consumers_record_t *m = consumers_consumer_poll(c, 100);
         if (!m) continue;
-        assert_string_equal(rd_kafka_topic_name(m->rkt), "lane.bulk");
-        assert_int_equal(m->offset, next[m->partition]++);
-        int i = atoi((const char *)m->payload + strlen("lane.bulk-"));
+        assert_string_equal(consumers_record_topic(m), "lane.bulk");
+        assert_int_equal(consumers_record_offset(m), next[consumers_record_partition(m)]++);
+        int i = atoi(value_of(m) + strlen("lane.bulk-"));
         assert_int_equal(seen_bulk[i]++, 0);
         n_bulk++;
-        rd_kafka_message_destroy(m);
+        consumers_record_free(m);
     }
     assert_int_equal(n_bulk, N_BULK);
     /* offsets stored by track went to lane.urgent, none to lane.bulk */
@@ -199,13 +211,13 @@ static void test_urgent_first(void **state) {
     int n = 0, urgent_before_bulk = 0, bulk_seen = 0;
     until = now_s() + 30;
     while (n < N_URGENT + N_BULK && now_s() < until) {
-        rd_kafka_message_t *m = consumers_consumer_poll(c, 100);
+        consumers_record_t *m = consumers_consumer_poll(c, 100);
         if (!m) continue;
-        int urgent = !strcmp(rd_kafka_topic_name(m->rkt), "lane.urgent");
+        int urgent = !strcmp(consumers_record_topic(m), "lane.urgent");
         if (urgent && !bulk_seen) urgent_before_bulk++;
         if (!urgent) bulk_seen = 1;
         n++;
-        rd_kafka_message_destroy(m);
+        consumers_record_free(m);
     }
     assert_int_equal(n, N_URGENT + N_BULK);
     assert_int_equal(urgent_before_bulk, N_URGENT);

@@ -97,9 +97,15 @@ static void classify_all_as(int budget, int threads, int n, float *logits, int a
     gpu_backend_opts_t o = {.token_budget = budget, .threads = threads};
     const gpu_backend_ops_t *ops = cpu_table ? cpu_table : gpu_backend_find("cpu", err, sizeof err);
     assert_non_null(ops);
-    assert_int_equal(ops->padding_free, 1);
     gpu_backend_t *be;
     assert_int_equal(ops->init(model, &o, &be, err, sizeof err), 0);
+    gpu_backend_props_t props; /* what it settled: fp32, packed, budget / 2 sequences */
+    ops->get_props(be, &props);
+    assert_string_equal(props.precision, "fp32");
+    assert_int_equal(props.padded, 0);
+    assert_int_equal(props.token_budget, budget);
+    assert_int_equal(props.max_seqs, budget / 2);
+    assert_int_equal(props.max_len, model->cfg.max_pos);
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)budget);
     int32_t *cu = malloc(sizeof(int32_t) * (size_t)(budget + 1));
     int i = 0, batches = 0, prev_first = -1;

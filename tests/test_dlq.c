@@ -52,7 +52,8 @@ static int teardown(void **state) {
     return 0;
 }
 
-/* A consumed-looking record of len bytes (value byte i = i % 251) from tickets[3] @ offset. */
+/* A consumed-looking record of len bytes (value byte i = i % 251) from tickets[3] @ offset
+ * (consumer.c hands librdkafka's message out as the opaque consumers_record_t). */
 static rd_kafka_message_t fake_record(size_t len, int64_t offset) {
     unsigned char *v = malloc(len);
     for (size_t i = 0; i < len; i++)
@@ -64,7 +65,7 @@ static rd_kafka_message_t fake_record(size_t len, int64_t offset) {
 /* Sends one letter and waits until it is acknowledged; returns how many done calls came. */
 static int send_and_wait(consumers_dlq_t *d, done_t *dn, size_t len, int64_t offset) {
     rd_kafka_message_t m = fake_record(len, offset);
-    assert_int_equal(consumers_dlq_send(d, &m, "bad record", 42), 0);
+    assert_int_equal(consumers_dlq_send(d, (const consumers_record_t *)&m, "bad record", 42), 0);
     free(m.payload); /* the producer keeps its own copy */
     assert_int_equal(consumers_dlq_flush(d, 20000), 0);
     assert_int_equal(consumers_dlq_outstanding(d), 0);

@@ -182,8 +182,8 @@ static void cfg_for(worker_run_cfg_t *cfg, const char *topic, const char *group,
     snprintf(cfg->dlq_buf, sizeof(cfg->dlq_buf), "%s.dlq", topic);
     cfg->dlq_topic = cfg->dlq_buf;
     cfg->idle_exit_s = idle;
-    cfg->token_budget = 2048;
-    cfg->max_wait_ms = 50;
+    cfg->cls.token_budget = 2048;
+    cfg->cls.max_wait_ms = 50;
     cfg->log_every = 20;
     /* the mock broker delays a rebalance by the session timeout: keep it short */
     static const char *props[] = {"session.timeout.ms=3000", "heartbeat.interval.ms=300", NULL};
@@ -232,7 +232,7 @@ static void test_two_workers_rebalance(void **state) {
     static worker_t a, b;
     cfg_for(&a.cfg, "t2", "g2", 8);
     cfg_for(&b.cfg, "t2", "g2", 15);
-    a.cfg.threads = b.cfg.threads = 1;
+    a.cfg.cls.threads = b.cfg.cls.threads = 1;
     pthread_t ta, tb;
     assert_int_equal(pthread_create(&ta, NULL, run_thread, &a), 0);
     /* let the first worker own every partition and get going, then join a second one */

@@ -208,10 +208,12 @@ static void test_text_survives_copy(void **state) {
         " lead trail ", "mixed\t\\n\n\\t", "semi;colon,comma", "\\\\double\\\\"};
     const int n = (int)(sizeof(nasty) / sizeof(nasty[0]));
     sink_result_t r[16];
-    char tids[16][64];
+    char tids[16][64], jobs[16][32];
     for (int i = 0; i < n; i++) {
         snprintf(tids[i], sizeof tids[i], "%s#%d", nasty[i], i);
-        r[i] = make_row("job\ttext\\é", i, n, nasty[i]);
+        /* a job belongs to one tenant: one job per tenant */
+        snprintf(jobs[i], sizeof jobs[i], "job\ttext\\é#%d", i);
+        r[i] = make_row(jobs[i], i, 1, nasty[i]);
         r[i].ticket_id = tids[i];
         r[i].tenant = nasty[(i + 1) % n];
         r[i].top_k_json = "[{\"label\":\"a\\tb\\\\c\\n\\\"d\\\" é\",\"p\":0.25}]";
@@ -223,7 +225,7 @@ static void test_text_survives_copy(void **state) {
     int rc = sink_write(s, r, n, NULL, 0, err, sizeof err);
     if (rc != SINK_OK) fail_msg("sink_write: %s", err);
     for (int i = 0; i < n; i++) {
-        const char *p[2] = {"job\ttext\\é", tids[i]};
+        const char *p[2] = {jobs[i], tids[i]};
         PGresult *res = q("SELECT label, tenant, confidence::text, top_k->0->>'label',"
                           " (enqueued_at IS NULL)::int,"
                           " extract(epoch FROM enqueued_at) * 1000"
@@ -237,9 +239,9 @@ static void test_text_survives_copy(void **state) {
         assert_int_equal(atoi(PQgetvalue(res, 0, 4)), i == 0);
         if (i > 0) assert_int_equal(atoll(PQgetvalue(res, 0, 5)), 1234567890123LL);
         PQclear(res);
+        assert_int_equal(done_of(jobs[i]), 1);
+        assert_int_equal(completed(jobs[i]), 1);
     }
-    assert_int_equal(done_of("job\ttext\\é"), n);
-    assert_int_equal(completed("job\ttext\\é"), 1);
     sink_free(s);
 }
 
@@ -247,22 +249,28 @@ static void test_failed_write_leaves_nothing(void **state) {
     sink_t *s = open_sink();
     long b0 = n_batches();
     char err[512] = "";
-    /* (1) the COPY itself fails: bad JSON in the last row */
-    fill("job-fail", 0, 100, 100, "x");
+    /* (1) the COPY refuses a row (bad JSON in the last one): that row alone is left out */
+    fill("job-json", 0, 100, 99, "x");
     rows[99].top_k_json = "[{not json";
     int rc = sink_write(s, rows, 100, two_batches, 2, err, sizeof err);
-    assert_int_equal(rc, SINK_FATAL);
-    assert_non_null(strstr(err, "json"));
-    assert_int_equal(rows_of("job-fail"), 0);
-    assert_int_equal(done_of("job-fail"), -1); /* no jobs row */
-    assert_int_equal(n_batches(), b0);
+    assert_int_equal(rc, SINK_OK);
+    const sink_reject_t *rj;
+    assert_int_equal(sink_rejected(s, &rj), 1);
+    assert_int_equal(rj[0].row, 99);
+    assert_non_null(strstr(rj[0].error, "SQLSTATE 22P02"));
+    assert_non_null(strstr(rj[0].error, "json"));
+    assert_int_equal(rows_of("job-json"), 99);
+    assert_int_equal(done_of("job-json"), 99);
+    assert_int_equal(completed("job-json"), 1);
+    assert_int_equal(n_batches(), b0 + 2);
+    b0 += 2;
     /* (2) the upsert ran, then the batches COPY violates a CHECK: all of it rolls back */
     fill("job-fail", 0, 100, 100, "x");
     sink_batch_t bad = two_batches[0];
     bad.tickets = -1;
     err[0] = 0;
     rc = sink_write(s, rows, 100, &bad, 1, err, sizeof err);
-    assert_int_equal(rc, SINK_FATAL);
+    assert_int_equal(rc, SINK_FATAL); /* telemetry is ours: a refused batches row is a bug */
     assert_non_null(strstr(err, "batches"));
     assert_int_equal(rows_of("job-fail"), 0);
     assert_int_equal(done_of("job-fail"), -1);
@@ -279,6 +287,158 @@ static void test_failed_write_leaves_nothing(void **state) {
     assert_int_equal(done_of("job-fail"), 100);
     assert_int_equal(n_batches(), b0 + 2);
     sink_free(s);
+}
+
+/* The poison table: for every column of ticket_results and jobs a value PostgreSQL refuses,
+ * each in one write between good rows. Every refused row is listed with its SQLSTATE (or the
+ * reason the sink names), every good row is stored and counted once, redelivered or not.
+ * Columns no value of the sink's row can make invalid: truncated (a C int becomes a boolean),
+ * model (checked once, at sink_init), classified_at and jobs' done, first_seen, completed_at,
+ * updated_at (the server's own). */
+static char long_id[4001];
+static const struct {
+    const char *column, *want;
+} poison_cases[] = {
+    {"job_id", "SQLSTATE 22021"}, /* invalid UTF-8 */
+    {"job_id", "SQLSTATE 54000"}, /* 4000 random bytes: over the btree index row limit */
+    {"ticket_id", "SQLSTATE 22021"},
+    {"tenant", "SQLSTATE 22021"},
+    {"label", "SQLSTATE 22021"},
+    {"label_id", "SQLSTATE 23514"},   /* -1 */
+    {"confidence", "SQLSTATE 23514"}, /* NaN */
+    {"confidence", "SQLSTATE 23514"}, /* 1.5 */
+    {"top_k", "SQLSTATE 22P02"},      /* not JSON */
+    {"top_k", "SQLSTATE 22P02"},      /* NaN is not JSON */
+    {"tokens", "SQLSTATE 23514"},
+    {"partition", "SQLSTATE 23514"},
+    {"offset", "SQLSTATE 23514"},
+    {"enqueued_at", "SQLSTATE 22008"}, /* 9,300,000,000,000,000 ms */
+    {"enqueued_at", "SQLSTATE 22008"}, /* INT64_MAX ms: never 1969 */
+    {"jobs.tenant", "belongs to another tenant"},
+    {"jobs.total", "job_total"},
+};
+#define N_POISON ((int)(sizeof(poison_cases) / sizeof(poison_cases[0])))
+
+static void poison_row(sink_result_t *r, int c) {
+    switch (c) {
+    case 0:
+        r->job_id = "job-\xff";
+        break;
+    case 1:
+        r->job_id = long_id;
+        break;
+    case 2:
+        r->ticket_id = "t\xc3\x28";
+        break;
+    case 3:
+        r->tenant = "ac\xc3\x28me";
+        break;
+    case 4:
+        r->label = "l\xed\xa0\x80";
+        break;
+    case 5:
+        r->label_id = -1;
+        break;
+    case 6:
+        r->confidence = __builtin_nanf("");
+        break;
+    case 7:
+        r->confidence = 1.5f;
+        break;
+    case 8:
+        r->top_k_json = "[{not json";
+        break;
+    case 9:
+        r->top_k_json = "[{\"label\":\"x\",\"p\":NaN}]";
+        break;
+    case 10:
+        r->tokens = -1;
+        break;
+    case 11:
+        r->partition = -1;
+        break;
+    case 12:
+        r->offset = -1;
+        break;
+    case 13:
+        r->enqueued_at_ms = 9300000000000000LL;
+        break;
+    case 14:
+        r->enqueued_at_ms = INT64_MAX;
+        break;
+    case 15:
+        r->job_id = "job-owned";
+        r->ticket_id = "t0";
+        break; /* another tenant's job */
+    case 16:
+        r->job_id = "job-small";
+        r->ticket_id = "t9";
+        r->job_total = 2;
+        break; /* a 3rd */
+    }
+}
+
+static void test_poison_table(void **state) {
+    unsigned x = 12345;
+    for (int i = 0; i < 4000; i++) { /* incompressible printable bytes */
+        x = x * 1103515245u + 12345u;
+        long_id[i] = (char)('!' + (x >> 16) % 90);
+    }
+    sink_t *s = open_sink();
+    /* another tenant's job, and a job already at its total */
+    sink_result_t pre[3];
+    char pre_ids[3][8];
+    for (int i = 0; i < 3; i++) {
+        snprintf(pre_ids[i], sizeof pre_ids[i], "t%d", i);
+        pre[i] = make_row(i == 0 ? "job-owned" : "job-small", i, i == 0 ? 1 : 2, "theirs");
+        pre[i].ticket_id = pre_ids[i];
+        if (i == 0) pre[i].tenant = "other";
+    }
+    char err[512] = "";
+    assert_int_equal(sink_write(s, pre, 3, NULL, 0, err, sizeof err), SINK_OK);
+    /* good, poison, good, good, poison, ...: ticket ids "t<i>" of job-poison */
+    const int n = 3 * N_POISON + 1, good = n - N_POISON;
+    for (int i = 0; i < n; i++) {
+        rows[i] = make_row("job-poison", i, good, "ok");
+        if (i % 3 == 1) poison_row(&rows[i], i / 3);
+    }
+    long b0 = n_batches();
+    for (int pass = 0; pass < 2; pass++) { /* the second: all of it redelivered */
+        int rc = sink_write(s, rows, n, two_batches, 1, err, sizeof err);
+        if (rc != SINK_OK) fail_msg("sink_write rc %d: %s", rc, err);
+        const sink_reject_t *rj;
+        int nr = sink_rejected(s, &rj);
+        for (int k = 0; k < nr && k < N_POISON; k++) {
+            int c = (rj[k].row - 1) / 3;
+            if (rj[k].row % 3 != 1 || !strstr(rj[k].error, poison_cases[c].want))
+                fail_msg("pass %d: row %d (%s) refused with: %s", pass, rj[k].row,
+                         rj[k].row % 3 == 1 ? poison_cases[c].column : "a good row", rj[k].error);
+        }
+        assert_int_equal(nr, N_POISON);
+        assert_int_equal(rows_of("job-poison"), good);
+        assert_int_equal(done_of("job-poison"), good);
+        assert_int_equal(completed("job-poison"), 1);
+        assert_int_equal(n_batches(), b0 + pass + 1); /* telemetry written once a write */
+    }
+    /* the other tenant's job and row are untouched; the full job got nothing more */
+    assert_int_equal(q_long("SELECT count(*) FROM ticket_results WHERE job_id = 'job-owned' AND"
+                            " tenant = 'other' AND label = 'theirs'",
+                            NULL),
+                     1);
+    assert_int_equal(done_of("job-owned"), 1);
+    assert_int_equal(rows_of("job-small"), 2);
+    assert_int_equal(done_of("job-small"), 2);
+    assert_int_equal(q_long("SELECT count(*) FROM jobs WHERE length(job_id) > 1000", NULL), 0);
+    sink_free(s);
+}
+
+/* A model name PostgreSQL cannot store would refuse every row: refused at start instead. */
+static void test_init_refuses_bad_model(void **state) {
+    sink_t *s = NULL;
+    char err[512] = "";
+    assert_int_equal(sink_init(db_url, "model-\xff", &s, err, sizeof err), SINK_FATAL);
+    assert_null(s);
+    assert_non_null(strstr(err, "model"));
 }
 
 static void test_init_errors(void **state) {
@@ -459,6 +619,8 @@ int main(void) {
         cmocka_unit_test(test_redelivery_never_double_counts),
         cmocka_unit_test(test_text_survives_copy),
         cmocka_unit_test(test_failed_write_leaves_nothing),
+        cmocka_unit_test(test_poison_table),
+        cmocka_unit_test(test_init_refuses_bad_model),
         cmocka_unit_test(test_init_errors),
         cmocka_unit_test(test_terminated_backend_retries),
         cmocka_unit_test(test_concurrent_writers_count_once),

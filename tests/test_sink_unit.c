@@ -56,6 +56,34 @@ static void test_copybin_time_and_arrays(void **state) {
     sink_copybin_timestamptz_ms(&b, 946684801500LL);
     static const unsigned char ts[] = {0, 0, 0, 8, 0, 0, 0, 0, 0, 0x16, 0xe3, 0x60};
     expect_bytes(&b, ts, sizeof ts);
+    /* Past PostgreSQL's range, overflowing or not: the first value outside it (the server
+     * refuses it with 22008), never a wrapped-around date (INT64_MAX once became 1969) and
+     * never +-infinity. Checked arithmetic: UBSan (tests/sanitize.sh) sees no overflow. */
+    static const struct {
+        int64_t ms, us;
+    } out[] = {
+        {INT64_MAX, 9223371331200000000LL},          /* END_TIMESTAMP */
+        {9300000000000000LL, 9223371331200000000LL}, /* overflows the multiplication */
+        {9224318016000000LL, 9223371331200000000LL}, /* the first millisecond past the end */
+        {INT64_MIN, -211813488000000001LL},          /* MIN_TIMESTAMP - 1 */
+        {-300000000000000LL, -211813488000000001LL}, /* before 4714 BC */
+    };
+    for (size_t i = 0; i < sizeof(out) / sizeof(out[0]); i++) {
+        sink_copybuf_reset(&b);
+        sink_copybin_timestamptz_ms(&b, out[i].ms);
+        assert_int_equal(b.len, 12);
+        int64_t got = 0;
+        for (int k = 4; k < 12; k++)
+            got = (int64_t)((uint64_t)got << 8 | (unsigned char)b.data[k]);
+        assert_true(got == out[i].us);
+    }
+    /* the last millisecond PostgreSQL holds goes through as itself */
+    sink_copybuf_reset(&b);
+    sink_copybin_timestamptz_ms(&b, 9224318015999999LL);
+    int64_t last = 0;
+    for (int k = 4; k < 12; k++)
+        last = (int64_t)((uint64_t)last << 8 | (unsigned char)b.data[k]);
+    assert_true(last == (9224318015999999LL - 946684800000LL) * 1000);
     sink_copybuf_reset(&b);
     sink_copybin_array(&b, SINK_OID_INT4, 2, 0);
     sink_copybin_int4(&b, 1);

@@ -26,6 +26,8 @@
  * (flat within ~5% from 512 to 2048); wider models get proportionally fewer tokens. */
 #define CPU_CHUNK_TOKENS_X_H (1024 * 256)
 
+extern const gpu_backend_ops_t gpu_cpu_backend_ops; /* below; gpu/backend.c finds it by name */
+
 /* OpenBLAS's own threads would compete with ours for the same cores. */
 extern void openblas_set_num_threads(int num_threads);
 
@@ -276,7 +278,7 @@ static int cpu_init_as(const gpu_model_t *m, const gpu_backend_opts_t *opts, int
                        gpu_backend_t **out, char *err, size_t errlen) {
     *out = NULL;
     const gpu_model_config_t *c = &m->cfg;
-    if (opts->precision && strcmp(opts->precision, "fp32") != 0) {
+    if (!gpu_backend_precision(&gpu_cpu_backend_ops, opts->precision)) {
         snprintf(err, errlen, "the cpu backend runs fp32 only, not '%s'", opts->precision);
         return -1;
     }
@@ -304,8 +306,7 @@ static int cpu_init_as(const gpu_model_t *m, const gpu_backend_opts_t *opts, int
     be->m = m;
     be->opts = *opts;
     be->max_len = opts->max_len > 0 ? opts->max_len : c->max_pos;
-    be->max_seqs = opts->max_seqs > 0 ? opts->max_seqs : opts->token_budget / 2;
-    if (be->max_seqs < 1) be->max_seqs = 1;
+    be->max_seqs = gpu_backend_max_seqs(opts->token_budget, opts->max_seqs);
     be->chunk = CPU_CHUNK_TOKENS_X_H / c->hidden;
     if (be->chunk < 64) be->chunk = 64;
     be->blas_only = blas_only;
@@ -365,24 +366,37 @@ static int cpu_init_blas(const gpu_model_t *m, const gpu_backend_opts_t *opts, g
     return cpu_init_as(m, opts, 1, out, err, errlen);
 }
 
+static void cpu_get_props(const gpu_backend_t *be, gpu_backend_props_t *p) {
+    *p = (gpu_backend_props_t){.precision =
+                                   gpu_backend_precision(&gpu_cpu_backend_ops, be->opts.precision),
+                               .token_budget = be->opts.token_budget,
+                               .max_seqs = be->max_seqs,
+                               .max_len = be->max_len,
+                               .padded = 0};
+}
+
+static const char *const cpu_precisions[] = {"fp32", NULL};
+
 const gpu_backend_ops_t gpu_cpu_blas_backend_ops = {
     .name = "cpu",
-    .padding_free = 1,
     .init = cpu_init_blas,
     .forward = cpu_forward,
     .mem_stats = cpu_mem_stats,
     .free = cpu_free,
     .submit = cpu_submit,
     .collect = cpu_collect,
+    .get_props = cpu_get_props,
+    .precisions = cpu_precisions,
 };
 
 const gpu_backend_ops_t gpu_cpu_backend_ops = {
     .name = "cpu",
-    .padding_free = 1,
     .init = cpu_init,
     .forward = cpu_forward,
     .mem_stats = cpu_mem_stats,
     .free = cpu_free,
     .submit = cpu_submit,
     .collect = cpu_collect,
+    .get_props = cpu_get_props,
+    .precisions = cpu_precisions,
 };

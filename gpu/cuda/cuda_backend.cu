@@ -19,8 +19,16 @@
 #include "gpu/cuda/cuda_gemm.cuh"
 #include "gpu/cuda/plan.h"
 
+extern "C" const gpu_backend_ops_t gpu_cuda_backend_ops; // the table, at the end of this file
+
 static void cuda_be_free(gpu_backend_t *be) {
     if (!be) return;
+    if (be->win) {
+        double s;
+        int mhz;
+        cuda_be_energy_stop(be, &s, &mhz); // its sampler thread reads nv
+    }
+    gpu_nvml_free(be->nv);
     if (be->device >= 0) cudaSetDevice(be->device);
     if (be->stream) cudaStreamSynchronize(be->stream); // a batch may still be in flight
     cuda_gemm_free(&be->gemm);
@@ -55,7 +63,13 @@ static int cuda_be_init(const gpu_model_t *model, const gpu_backend_opts_t *opts
                         gpu_backend_t **out, char *err, size_t errlen) {
     *out = NULL;
     const gpu_model_config_t *c = &model->cfg;
-    const char *prec = opts->precision ? opts->precision : "fp16";
+    const char *prec = gpu_backend_precision(&gpu_cuda_backend_ops, opts->precision);
+    if (!prec) {
+        snprintf(err, errlen,
+                 "precision '%s' is not supported by the cuda backend: use fp16 or bf16",
+                 opts->precision);
+        return -1;
+    }
     char *img = NULL;
     struct gpu_backend *be = (struct gpu_backend *)calloc(1, sizeof(*be));
     if (!be) {
@@ -465,9 +479,18 @@ static double cuda_be_device_seconds(gpu_backend_t *be) {
     return be->device_s;
 }
 
+static void cuda_be_get_props(const gpu_backend_t *be, gpu_backend_props_t *p) {
+    p->precision = be->prec;
+    p->token_budget = be->plan.token_budget;
+    p->max_seqs = be->plan.max_seqs;
+    p->max_len = be->plan.max_len;
+    p->padded = 0; // packed tokens (cu_seqlens)
+}
+
+static const char *const cuda_precisions[] = {"fp16", "bf16", NULL};
+
 extern "C" const gpu_backend_ops_t gpu_cuda_backend_ops = {
     "cuda",
-    1,
     cuda_be_init,
     cuda_be_forward,
     cuda_be_mem_stats,
@@ -475,4 +498,9 @@ extern "C" const gpu_backend_ops_t gpu_cuda_backend_ops = {
     cuda_be_device_seconds,
     cuda_be_submit,
     cuda_be_collect,
+    cuda_be_get_props,
+    cuda_precisions,
+    cuda_be_energy_start,
+    cuda_be_energy_stop,
+    cuda_be_gemm_ceiling,
 };

@@ -31,6 +31,36 @@ extern "C" int gpu_cuda_pci_bus_id(int device, char *buf, int len) {
     return 0;
 }
 
+int cuda_be_energy_start(gpu_backend_t *be) {
+    char pci[32];
+    if (be->win) return -1; // one window at a time
+    if (!be->nv &&
+        (gpu_cuda_pci_bus_id(be->device, pci, sizeof pci) != 0 || gpu_nvml_init(pci, &be->nv) != 0))
+        return -1;
+    be->win = (gpu_nvml_window_t *)calloc(1, sizeof(*be->win));
+    if (!be->win) return -1;
+    gpu_nvml_window_start(be->win, be->nv);
+    return 0;
+}
+
+double cuda_be_energy_stop(gpu_backend_t *be, double *seconds, int *sm_mhz) {
+    *seconds = 0;
+    *sm_mhz = -1;
+    if (!be->win) return -1;
+    *sm_mhz = gpu_nvml_window_stop(be->win);
+    double joules = be->win->joules;
+    *seconds = be->win->seconds;
+    free(be->win);
+    be->win = NULL;
+    return joules;
+}
+
+double cuda_be_gemm_ceiling(gpu_backend_t *be, int tokens, const char *precision) {
+    const gpu_model_config_t *c = &be->model->cfg;
+    return gpu_cuda_layer_gemm_ceiling(be->device, tokens, c->hidden, c->intermediate, precision,
+                                       NULL);
+}
+
 // Host-side conversion of fp32 weights into the arena's weight region image.
 template <typename T> static void put_t(char *img, size_t off, const float *src, size_t n) {
     T *d = (T *)(img + off);

@@ -10,6 +10,9 @@
 #include "gpu/cuda/cuda_backend.h"
 #include "gpu/cuda/cuda_gemm.cuh"
 #include "gpu/cuda/plan.h"
+extern "C" {
+#include "gpu/cuda/nvml.h" /* plain C, without its own extern "C" */
+}
 
 #define BE_PROF_EVENTS     256
 #define BE_TUNE_CANDIDATES 8 /* cuBLASLt candidates timed per GEMM shape bucket at init */
@@ -42,7 +45,16 @@ struct gpu_backend {
     cudaEvent_t ev[BE_PROF_EVENTS];
     int ev_cat[BE_PROF_EVENTS];
     double prof_ms[GPU_CUDA_PROF_N];
+    // The board's energy meter (NVML), opened by the first energy_start; the window it has
+    // open until energy_stop, or NULL.
+    gpu_nvml_t *nv;
+    gpu_nvml_window_t *win;
 };
+
+// The backend table's energy_start / energy_stop / gemm_ceiling (cuda_backend_host.cu).
+int cuda_be_energy_start(gpu_backend_t *be);
+double cuda_be_energy_stop(gpu_backend_t *be, double *seconds, int *sm_mhz);
+double cuda_be_gemm_ceiling(gpu_backend_t *be, int tokens, const char *precision);
 
 // The only path to device memory. After init it refuses and counts the attempt.
 static inline cudaError_t be_device_alloc(struct gpu_backend *be, void **p, size_t bytes) {

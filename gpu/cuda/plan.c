@@ -1,5 +1,7 @@
 #include "gpu/cuda/plan.h"
 
+#include "gpu/backend.h" /* gpu_backend_max_seqs */
+
 #include <stdio.h>
 #include <string.h>
 
@@ -57,7 +59,7 @@ int gpu_plan_compute(const gpu_model_config_t *cfg, int token_budget, int max_le
     }
     p->token_budget = token_budget;
     p->max_len = max_len > 0 ? max_len : cfg->max_pos;
-    p->max_seqs = max_seqs > 0 ? max_seqs : (token_budget / 2 > 0 ? token_budget / 2 : 1);
+    p->max_seqs = gpu_backend_max_seqs(token_budget, max_seqs);
     p->elem_bytes = 2;
     p->bf16 = precision && strcmp(precision, "bf16") == 0;
 

@@ -77,7 +77,7 @@ typedef struct {
     size_t inputs_ids_off, inputs_pos_off, inputs_cu_off; /* inside GPU_PLAN_INPUTS */
 } gpu_plan_t;
 
-/* Fills *plan. max_len 0 = cfg->max_pos; max_seqs 0 = token_budget / 2 (as gpu/backend.h).
+/* Fills *plan. max_len 0 = cfg->max_pos; max_seqs 0 = gpu_backend_max_seqs's rule.
  * precision: "fp16", "bf16" or NULL (fp16). Returns 0, or -1 with a one-line err. */
 int gpu_plan_compute(const gpu_model_config_t *cfg, int token_budget, int max_len, int max_seqs,
                      const char *precision, gpu_plan_t *plan, char *err, size_t errlen);

@@ -2,7 +2,7 @@
  * reclass itself links (so it speaks to every broker reclass speaks to). Test-only, not part
  * of the reclass binary.
  *
- *   kafka_tool create-topic -b BROKERS -t TOPIC -p N
+ *   kafka_tool create-topic -b BROKERS -t TOPIC -p N [-H CONFIG=VALUE]...
  *   kafka_tool produce -b BROKERS -t TOPIC [-p PARTITION] [-k KEY] [-H NAME=VALUE]... FILE...
  *   kafka_tool consume -b BROKERS -t TOPIC [-f FORMAT] [-T SECONDS]
  *   kafka_tool watermarks -b BROKERS -t TOPIC
@@ -40,8 +40,9 @@ typedef struct {
 static void tool_usage(FILE *f) {
     fprintf(
         f, "usage: kafka_tool COMMAND -b BROKERS -t TOPIC [options]\n\n"
-           "  create-topic -p N          create TOPIC with N partitions (replication 1) and\n"
-           "                             wait until the metadata shows them\n"
+           "  create-topic -p N [-H CONFIG=VALUE]...\n"
+           "                             create TOPIC with N partitions (replication 1) and the\n"
+           "                             -H topic configs, and wait until the metadata shows them\n"
            "  produce [-p P] [-k KEY] [-H NAME=VALUE]... FILE...\n"
            "                             one record per FILE, its bytes the value, to\n"
            "                             partition P (default: the partitioner's choice), with\n"
@@ -198,6 +199,15 @@ static int tool_create_topic(const tool_opts_t *o) {
     if (!nt) {
         fprintf(stderr, "kafka_tool create-topic: %s\n", e);
         goto out;
+    }
+    for (int i = 0; i < o->n_headers; i++) {
+        char name[256];
+        const char *eq = strchr(o->headers[i], '=');
+        snprintf(name, sizeof(name), "%.*s", (int)(eq - o->headers[i]), o->headers[i]);
+        if (rd_kafka_NewTopic_set_config(nt, name, eq + 1)) {
+            fprintf(stderr, "kafka_tool create-topic: -H %s: not accepted\n", o->headers[i]);
+            goto out;
+        }
     }
     rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
     ev = rd_kafka_queue_poll(q, 3 * TOOL_TIMEOUT_MS);

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
+
 /* splitmix64: tiny, seeded, identical everywhere */
 static uint64_t mix_next(uint64_t *s) {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
@@ -32,8 +34,8 @@ int worker_workload_tickets_mix(long n, uint64_t seed, int max_len, int vocab_si
     *out = NULL;
     int id_hi = vocab_size < 30000 ? vocab_size : 30000;
     if (id_hi <= 1000 || max_len < 2) {
-        snprintf(err, errlen, "tickets-mix needs a vocabulary above 1000 ids and max length >= 2");
-        return 2;
+        return common_errf(2, err, errlen,
+                           "tickets-mix needs a vocabulary above 1000 ids and max length >= 2");
     }
     worker_workload_t *w = calloc(1, sizeof(*w));
     if (!w || !(w->off = malloc((size_t)(n + 1) * sizeof(long)))) goto oom;
@@ -67,8 +69,7 @@ int worker_workload_tickets_mix(long n, uint64_t seed, int max_len, int vocab_si
     return 0;
 oom:
     worker_workload_free(w);
-    snprintf(err, errlen, "out of memory for %ld tickets", n);
-    return 1;
+    return common_errf(1, err, errlen, "out of memory for %ld tickets", n);
 }
 
 /* Appends to a growable array; returns 0 or -1. */
@@ -89,8 +90,8 @@ int worker_workload_load(const char *path, int max_len, int vocab_size, worker_w
     *out = NULL;
     FILE *f = fopen(path, "r");
     if (!f) {
-        snprintf(err, errlen, "cannot open workload %s: use a JSONL file or tickets-mix", path);
-        return 2;
+        return common_errf(2, err, errlen,
+                           "cannot open workload %s: use a JSONL file or tickets-mix", path);
     }
     worker_workload_t *w = calloc(1, sizeof(*w));
     char *line = NULL;

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/err.h"
+
 double cls_now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -17,10 +19,10 @@ int64_t cls_now_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Buffers for opts (already completed); 0 or 1 with err set. */
+/* Buffers for what the backend holds (e->props); 0 or 1 with err set. */
 static int engine_alloc(cls_engine_t *e, char *err, size_t errlen) {
     e->num_labels = e->model->cfg.num_labels;
-    e->ids = malloc((size_t)e->opts.token_budget * sizeof(int32_t));
+    e->ids = malloc((size_t)e->props.token_budget * sizeof(int32_t));
     e->cu = malloc((size_t)(e->max_seqs + 1) * sizeof(int32_t));
     int ok = e->ids && e->cu;
     for (int i = 0; i < 2; i++) {
@@ -28,9 +30,8 @@ static int engine_alloc(cls_engine_t *e, char *err, size_t errlen) {
         ok = ok && e->slot[i].logits;
     }
     if (!ok) {
-        snprintf(err, errlen, "out of memory for batch buffers (token budget %d)",
-                 e->opts.token_budget);
-        return 1;
+        return common_errf(1, err, errlen, "out of memory for batch buffers (token budget %d)",
+                           e->props.token_budget);
     }
     return 0;
 }
@@ -43,15 +44,14 @@ static void engine_free_buffers(cls_engine_t *e) {
 }
 
 int cls_engine_attach(cls_engine_t *e, const gpu_model_t *model, const gpu_backend_ops_t *ops,
-                      gpu_backend_t *be, const gpu_backend_opts_t *opts, char *err, size_t errlen) {
+                      gpu_backend_t *be, char *err, size_t errlen) {
     memset(e, 0, sizeof(*e));
-    e->model = model, e->ops = ops, e->be = be, e->opts = *opts;
-    e->max_seqs = opts->max_seqs > 0 ? opts->max_seqs : opts->token_budget / 2;
-    if (e->max_seqs < 1) e->max_seqs = 1;
-    if (!ops->submit || !ops->collect) {
-        snprintf(err, errlen, "backend %s has no submit/collect", ops->name);
-        return 1;
-    }
+    e->model = model, e->ops = ops, e->be = be;
+    if (!ops->submit || !ops->collect || !ops->get_props)
+        return common_errf(COMMON_BUG, err, errlen, "backend %s has no submit/collect/get_props",
+                           ops->name);
+    ops->get_props(be, &e->props);
+    e->max_seqs = e->props.max_seqs;
     if (engine_alloc(e, err, errlen)) {
         engine_free_buffers(e);
         memset(e, 0, sizeof(*e));
@@ -64,15 +64,15 @@ int cls_engine_open(cls_engine_t *e, const gpu_model_t *model, const char *backe
                     const gpu_backend_opts_t *opts, char *err, size_t errlen) {
     memset(e, 0, sizeof(*e));
     const gpu_backend_ops_t *ops = gpu_backend_find(backend, err, errlen);
-    if (!ops) return 2;
-    gpu_backend_opts_t o = *opts;
-    if (o.max_len <= 0 || o.max_len > model->cfg.max_pos) o.max_len = model->cfg.max_pos;
-    if (o.max_seqs <= 0) o.max_seqs = o.token_budget / 2 > 0 ? o.token_budget / 2 : 1;
+    if (!ops) return COMMON_USAGE;
+    if (!gpu_backend_precision(ops, opts->precision))
+        return common_errf(COMMON_USAGE, err, errlen, "the %s backend does not run %s", ops->name,
+                           opts->precision);
     gpu_backend_t *be = NULL;
-    if (ops->init(model, &o, &be, err, errlen) != 0) return 1;
-    if (cls_engine_attach(e, model, ops, be, &o, err, errlen) != 0) {
+    if (ops->init(model, opts, &be, err, errlen) != 0) return COMMON_FATAL;
+    if (cls_engine_attach(e, model, ops, be, err, errlen) != 0) {
         ops->free(be);
-        return 1;
+        return COMMON_FATAL;
     }
     e->own_be = 1;
     return 0;
@@ -96,19 +96,18 @@ void cls_engine_close(cls_engine_t *e) {
 int cls_engine_submit(cls_engine_t *e, const int32_t *const *seq, const int *lens, int n, char *err,
                       size_t errlen) {
     if (e->in_flight >= 2) {
-        snprintf(err, errlen, "two batches in flight already");
-        return 2;
+        return common_errf(2, err, errlen, "two batches in flight already");
     }
     if (n > e->max_seqs) {
-        snprintf(err, errlen, "batch of %d sequences exceeds capacity %d", n, e->max_seqs);
-        return -1;
+        return common_errf(-1, err, errlen, "batch of %d sequences exceeds capacity %d", n,
+                           e->max_seqs);
     }
     int t = 0, longest = 0;
     e->cu[0] = 0;
     for (int i = 0; i < n; i++) {
-        if (t + lens[i] > e->opts.token_budget) {
-            snprintf(err, errlen, "batch exceeds the token budget %d", e->opts.token_budget);
-            return -1;
+        if (t + lens[i] > e->props.token_budget) {
+            return common_errf(-1, err, errlen, "batch exceeds the token budget %d",
+                               e->props.token_budget);
         }
         memcpy(e->ids + t, seq[i], (size_t)lens[i] * sizeof(int32_t));
         t += lens[i];
@@ -126,8 +125,7 @@ int cls_engine_submit(cls_engine_t *e, const int32_t *const *seq, const int *len
 
 int cls_engine_collect(cls_engine_t *e, const cls_batch_t **out, char *err, size_t errlen) {
     if (e->in_flight == 0) {
-        snprintf(err, errlen, "no batch in flight");
-        return 2;
+        return common_errf(2, err, errlen, "no batch in flight");
     }
     cls_batch_t *b = &e->slot[e->head];
     int rc = e->ops->collect(e->be, b->logits, err, errlen);
@@ -144,8 +142,7 @@ int cls_engine_collect(cls_engine_t *e, const cls_batch_t **out, char *err, size
 int cls_engine_forward(cls_engine_t *e, const int32_t *const *seq, const int *lens, int n,
                        const cls_batch_t **out, char *err, size_t errlen) {
     if (e->in_flight) {
-        snprintf(err, errlen, "forward with batches in flight");
-        return 2;
+        return common_errf(2, err, errlen, "forward with batches in flight");
     }
     int rc = cls_engine_submit(e, seq, lens, n, err, errlen);
     return rc ? rc : cls_engine_collect(e, out, err, errlen);

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/status.h"
 #include "gpu/backend.h" /* and the model header it includes */
 #include "worker/classify/result.h"
 
@@ -27,25 +28,26 @@ typedef struct {
     const gpu_model_t *model; /* not owned */
     const gpu_backend_ops_t *ops;
     gpu_backend_t *be;
-    int own_be; /* cls_engine_close frees be */
-    gpu_backend_opts_t opts;
-    int max_seqs;      /* sequences per batch */
-    int num_labels;    /* of the model */
-    int32_t *ids, *cu; /* (token_budget), (max_seqs + 1): packing scratch */
+    int own_be;                /* cls_engine_close frees be */
+    gpu_backend_props_t props; /* what the backend runs (its get_props) */
+    int max_seqs;              /* sequences per batch: props.max_seqs */
+    int num_labels;            /* of the model */
+    int32_t *ids, *cu;         /* (token_budget), (max_seqs + 1): packing scratch */
     cls_batch_t slot[2];
     int in_flight, head; /* batches submitted and not collected; the oldest's slot */
     double last_ready;   /* when the previous batch's logits were in */
 } cls_engine_t;
 
 /* Starts backend `backend` ("cpu", "cuda") on model (which must outlive the engine) with
- * opts (max_len 0 = the model's; max_seqs 0 = token_budget / 2). Returns 0, 1 (runtime
- * failure) or 2 (bad option: unknown backend or precision), with err set. */
+ * opts (the backend settles what opts leave at 0; e->props says what it settled). Returns
+ * COMMON_OK, COMMON_FATAL (the backend did not start) or COMMON_USAGE (unknown backend, or a
+ * precision it does not run), with err set. Worker code opens engines through
+ * worker/classify/session.h, which decides the options first. */
 int cls_engine_open(cls_engine_t *e, const gpu_model_t *model, const char *backend,
                     const gpu_backend_opts_t *opts, char *err, size_t errlen);
-/* The same on a backend instance made elsewhere (opts: what it was made with); the engine
- * does not free it. */
+/* The same on a backend instance made elsewhere; the engine does not free it. */
 int cls_engine_attach(cls_engine_t *e, const gpu_model_t *model, const gpu_backend_ops_t *ops,
-                      gpu_backend_t *be, const gpu_backend_opts_t *opts, char *err, size_t errlen);
+                      gpu_backend_t *be, char *err, size_t errlen);
 /* Collects what is still in flight (results dropped): the backend idles. */
 void cls_engine_drain(cls_engine_t *e);
 /* cls_engine_drain, then frees the buffers and an owned backend. A zeroed engine (never

@@ -24,22 +24,23 @@ int worker_cli_long(const char *s, long lo, long hi, long *out) {
 
 /* Sets o's variable from val; from names where val came from (--flag or the variable). 0, or
  * 2 with err. */
-static int cli_set(const cli_opt_t *o, const char *val, const char *from, char *err,
-                   size_t errlen) {
+static common_status_t cli_set(const cli_opt_t *o, const char *val, const char *from, char *err,
+                               size_t errlen) {
     long v;
     switch (o->kind) {
     case CLI_FLAG:
         *(int *)o->dst = 1;
         return 0;
     case CLI_STR:
-        if (!*val) return common_errf(2, err, errlen, "%s is empty: give it a value", from);
+        if (!*val)
+            return common_errf(COMMON_USAGE, err, errlen, "%s is empty: give it a value", from);
         *(const char **)o->dst = val;
         return 0;
     case CLI_INT:
     case CLI_LONG:
         if (worker_cli_long(val, o->lo, o->hi, &v) != 0)
-            return common_errf(2, err, errlen, "%s: '%s' is not an integer in %ld..%ld", from, val,
-                               o->lo, o->hi);
+            return common_errf(COMMON_USAGE, err, errlen, "%s: '%s' is not an integer in %ld..%ld",
+                               from, val, o->lo, o->hi);
         if (o->kind == CLI_INT)
             *(int *)o->dst = (int)v;
         else
@@ -49,10 +50,11 @@ static int cli_set(const cli_opt_t *o, const char *val, const char *from, char *
     case CLI_KV: {
         cli_list_t *l = (cli_list_t *)o->dst;
         if (o->kind == CLI_KV && !strchr(val, '='))
-            return common_errf(2, err, errlen, "%s needs KEY=VALUE", from);
-        if (!*val) return common_errf(2, err, errlen, "%s is empty: give it a value", from);
+            return common_errf(COMMON_USAGE, err, errlen, "%s needs KEY=VALUE", from);
+        if (!*val)
+            return common_errf(COMMON_USAGE, err, errlen, "%s is empty: give it a value", from);
         if (l->n == l->cap)
-            return common_errf(2, err, errlen, "at most %d %s values", l->cap, from);
+            return common_errf(COMMON_USAGE, err, errlen, "at most %d %s values", l->cap, from);
         l->items[l->n++] = val;
         return 0;
     }
@@ -61,24 +63,25 @@ static int cli_set(const cli_opt_t *o, const char *val, const char *from, char *
 }
 
 /* The environment's defaults: non-empty variables of the rows that name one. */
-static int cli_env(const cli_opt_t *opts, char *err, size_t errlen) {
+static common_status_t cli_env(const cli_opt_t *opts, char *err, size_t errlen) {
     for (const cli_opt_t *o = opts; o->name; o++) {
         const char *v = o->env ? getenv(o->env) : NULL;
         if (!v || !*v) continue;
-        int rc = o->kind == CLI_FLAG ? 0 : cli_set(o, v, o->env, err, errlen);
+        common_status_t rc = o->kind == CLI_FLAG ? COMMON_OK : cli_set(o, v, o->env, err, errlen);
         if (rc) return rc;
         if (o->kind == CLI_FLAG) *(int *)o->dst = strcmp(v, "0") != 0;
     }
     return 0;
 }
 
-int worker_cli_parse_err(const char *cmd, int argc, char **argv, const cli_opt_t *opts,
-                         void (*usage)(FILE *), int *first_arg, char *err, size_t errlen) {
+common_status_t worker_cli_parse_err(const char *cmd, int argc, char **argv, const cli_opt_t *opts,
+                                     void (*usage)(FILE *), int *first_arg, char *err,
+                                     size_t errlen) {
     struct option lo[CLI_MAX_OPTS + 2];
     int n = 0;
     for (; opts[n].name; n++) {
         if (n == CLI_MAX_OPTS)
-            return common_errf(2, err, errlen, "too many options for the parser");
+            return common_errf(COMMON_BUG, err, errlen, "too many options for the parser");
         lo[n] = (struct option){opts[n].name,
                                 opts[n].kind == CLI_FLAG ? no_argument : required_argument, NULL,
                                 256 + n};
@@ -88,9 +91,9 @@ int worker_cli_parse_err(const char *cmd, int argc, char **argv, const cli_opt_t
     for (int i = 1; i < argc; i++) /* --help wins over any error, the environment's included */
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
-            return 0;
+            return COMMON_DONE;
         }
-    int rc = cli_env(opts, err, errlen);
+    common_status_t rc = cli_env(opts, err, errlen);
     if (rc) return rc;
     optind = 0; /* glibc: a full re-initialisation (argv[0] is the subcommand) */
     opterr = 0;
@@ -98,13 +101,15 @@ int worker_cli_parse_err(const char *cmd, int argc, char **argv, const cli_opt_t
     while ((ch = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
         if (ch == 'h') {
             usage(stdout);
-            return 0;
+            return COMMON_DONE;
         }
         if (ch == ':')
-            return common_errf(2, err, errlen, "%s needs a value (see --help)", argv[optind - 1]);
+            return common_errf(COMMON_USAGE, err, errlen, "%s needs a value (see --help)",
+                               argv[optind - 1]);
         if (ch < 256 || ch >= 256 + n)
-            return common_errf(2, err, errlen, "unknown option '%s' (see reclass %s --help)",
-                               argv[optind - 1], cmd);
+            return common_errf(COMMON_USAGE, err, errlen,
+                               "unknown option '%s' (see reclass %s --help)", argv[optind - 1],
+                               cmd);
         const cli_opt_t *o = &opts[ch - 256];
         char from[64];
         snprintf(from, sizeof(from), "--%s", o->name);
@@ -113,15 +118,17 @@ int worker_cli_parse_err(const char *cmd, int argc, char **argv, const cli_opt_t
     if (first_arg)
         *first_arg = optind;
     else if (optind < argc)
-        return common_errf(2, err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
-    return -1;
+        return common_errf(COMMON_USAGE, err, errlen, "unexpected argument '%s' (see --help)",
+                           argv[optind]);
+    return COMMON_OK;
 }
 
-int worker_cli_parse(const char *cmd, int argc, char **argv, const cli_opt_t *opts,
-                     void (*usage)(FILE *), int *first_arg) {
+common_status_t worker_cli_parse(const char *cmd, int argc, char **argv, const cli_opt_t *opts,
+                                 void (*usage)(FILE *), int *first_arg) {
     char err[512];
-    int rc = worker_cli_parse_err(cmd, argc, argv, opts, usage, first_arg, err, sizeof(err));
-    if (rc == 2) fprintf(stderr, "reclass %s: %s\n", cmd, err);
+    common_status_t rc =
+        worker_cli_parse_err(cmd, argc, argv, opts, usage, first_arg, err, sizeof(err));
+    if (rc != COMMON_OK && rc != COMMON_DONE) fprintf(stderr, "reclass %s: %s\n", cmd, err);
     return rc;
 }
 

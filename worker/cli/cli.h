@@ -1,29 +1,32 @@
-/* Subcommands of the reclass executable (git style). Each returns the process exit code:
- * 0 ok, 1 runtime failure, 2 usage or input error (the message says what to fix). */
+/* Subcommands of the reclass executable (git style). Each returns a common_status_t
+ * (common/status.h), which worker/cli/main.c alone turns into the process exit code. */
 #ifndef RECLASS_WORKER_CLI_H
 #define RECLASS_WORKER_CLI_H
 
 #include <stddef.h>
 #include <stdio.h>
 
+#include "common/status.h"
+#include "worker/classify/settings.h"
+
 typedef struct {
     const char *name;
     const char *summary;
-    int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
+    common_status_t (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
 } worker_cmd_t;
 
-int worker_cmd_tokenize(int argc, char **argv);
-int worker_cmd_classify(int argc, char **argv);
-int worker_cmd_bench(int argc, char **argv);
-int worker_cmd_plan_memory(int argc, char **argv);
-int worker_cmd_run(int argc, char **argv);
-int worker_cmd_submit(int argc, char **argv);
-int worker_cmd_dev_broker(int argc, char **argv);
-int worker_cmd_migrate(int argc, char **argv);
-/* drift: exit 3 from "drift report" when some window reads drift */
-int worker_cmd_drift(int argc, char **argv);
-int worker_cmd_report(int argc, char **argv);
-int worker_cmd_jobs(int argc, char **argv);
+common_status_t worker_cmd_tokenize(int argc, char **argv);
+common_status_t worker_cmd_classify(int argc, char **argv);
+common_status_t worker_cmd_bench(int argc, char **argv);
+common_status_t worker_cmd_plan_memory(int argc, char **argv);
+common_status_t worker_cmd_run(int argc, char **argv);
+common_status_t worker_cmd_submit(int argc, char **argv);
+common_status_t worker_cmd_dev_broker(int argc, char **argv);
+common_status_t worker_cmd_migrate(int argc, char **argv);
+/* drift: COMMON_FOUND from "drift report" when some window reads drift */
+common_status_t worker_cmd_drift(int argc, char **argv);
+common_status_t worker_cmd_report(int argc, char **argv);
+common_status_t worker_cmd_jobs(int argc, char **argv);
 
 /* True when argv holds -h or --help. */
 int worker_cli_wants_help(int argc, char **argv);
@@ -58,16 +61,34 @@ typedef struct {
 int worker_cli_long(const char *s, long lo, long hi, long *out);
 
 /* Parses the environment (rows with env) then argv[1..argc). --help / -h prints usage to
- * stdout: returns 0. A usage error prints "reclass CMD: ..." to stderr: returns 2. Otherwise
- * returns -1 (go on) with *first_arg the index of the first positional argument; with
- * first_arg NULL, positional arguments are an error. */
-int worker_cli_parse(const char *cmd, int argc, char **argv, const cli_opt_t *opts,
-                     void (*usage)(FILE *), int *first_arg);
+ * stdout: returns COMMON_DONE. A usage error prints "reclass CMD: ..." to stderr: returns
+ * COMMON_USAGE. Otherwise returns COMMON_OK (go on) with *first_arg the index of the first
+ * positional argument; with first_arg NULL, positional arguments are an error. */
+common_status_t worker_cli_parse(const char *cmd, int argc, char **argv, const cli_opt_t *opts,
+                                 void (*usage)(FILE *), int *first_arg);
 
 /* worker_cli_parse with the usage error's message (without "reclass CMD: ") left in err
  * instead of printed. */
-int worker_cli_parse_err(const char *cmd, int argc, char **argv, const cli_opt_t *opts,
-                         void (*usage)(FILE *), int *first_arg, char *err, size_t errlen);
+common_status_t worker_cli_parse_err(const char *cmd, int argc, char **argv, const cli_opt_t *opts,
+                                     void (*usage)(FILE *), int *first_arg, char *err,
+                                     size_t errlen);
+
+/* The rows of the shared classification settings (worker/cli/settings_opts.c), in this order;
+ * rows: a mask of them. */
+enum {
+    CLI_SET_BACKEND = 1 << 0,
+    CLI_SET_PRECISION = 1 << 1,
+    CLI_SET_TOKEN_BUDGET = 1 << 2,
+    CLI_SET_MAX_LEN = 1 << 3,
+    CLI_SET_THREADS = 1 << 4,
+    CLI_SET_DEVICE = 1 << 5,
+    CLI_SET_MAX_PENDING = 1 << 6,
+    CLI_SET_MAX_PENDING_TOKENS = 1 << 7,
+    CLI_SET_ALL = (1 << 8) - 1,
+};
+/* Writes the rows of mask rows, set into s, to out (room for 8); env: with their RECLASS_*
+ * variables (`run`), else none. Returns how many it wrote. */
+int worker_cli_settings_opts(cls_settings_t *s, unsigned rows, int env, cli_opt_t *out);
 
 /* The option list of --help: a row per listed option, its variable beside it, its help
  * below. */

@@ -13,46 +13,37 @@
 #include <string.h>
 #include <time.h>
 
-#include "gpu/backend.h"
-#include "gpu/model/model.h"
-#include "gpu/cuda/nvml.h"
-#include "worker/pipeline/accum.h"
-#include "worker/classify/engine.h"
-#include "worker/cli/cli.h"
-#include "worker/text/tokenizer.h"
+#include "common/err.h"
 #include "worker/bench/workload.h"
-#ifdef RECLASS_HAVE_CUDA
-#include "gpu/cuda/cuda_backend.h"
-#endif
+#include "worker/classify/driver.h"
+#include "worker/classify/session.h"
+#include "worker/cli/cli.h"
 
 typedef struct {
-    const char *model_dir, *geometry, *backend, *precision, *workload;
-    int labels, token_budget, threads, warmup, repeat;
+    cls_settings_t set;
+    const char *workload;
+    int warmup, repeat;
     long tickets;
-    uint64_t seed;
 } bench_opts_t;
 
-/* The options, set into o (the seed: into *seed). */
-#define BENCH_N_OPTS 12
+/* The options, set into o (the seed: into *seed): its own rows, then the shared
+ * classification settings. */
+#define BENCH_N_OWN  8
+#define BENCH_SET    (CLI_SET_BACKEND | CLI_SET_PRECISION | CLI_SET_TOKEN_BUDGET | CLI_SET_THREADS)
+#define BENCH_N_OPTS (BENCH_N_OWN + 4)
 static void bench_opts(bench_opts_t *o, long *seed, cli_opt_t out[BENCH_N_OPTS + 1]) {
     const cli_opt_t t[] = {
-        {"model", CLI_STR, &o->model_dir, 0, 0, NULL, "DIR", "Hugging Face checkpoint directory"},
-        {"geometry", CLI_STR, &o->geometry, 0, 0, NULL, "NAME",
+        {"model", CLI_STR, &o->set.model_dir, 0, 0, NULL, "DIR",
+         "Hugging Face checkpoint directory"},
+        {"geometry", CLI_STR, &o->set.geometry, 0, 0, NULL, "NAME",
          "random weights of a named geometry: bert-tiny .. bert-large, distilbert-base,\n"
          "      roberta-base, xlmr-base, electra-small, electra-base"},
-        {"labels", CLI_INT, &o->labels, 1, 100000, NULL, NULL,
+        {"labels", CLI_INT, &o->set.labels, 1, 100000, NULL, NULL,
          "classifier labels of a --geometry model (default 2)"},
-        {"backend", CLI_STR, &o->backend, 0, 0, NULL, "B", "cpu or cuda (default cpu)"},
         {"workload", CLI_STR, &o->workload, 0, 0, NULL, "W",
          "tickets-mix (synthetic tickets, seeded), or a JSONL file of {\"ids\": [...]}\n"
          "      lines or of {\"text\": ...} lines (texts are tokenized inside every timed\n"
          "      pass) (required)"},
-        {"token-budget", CLI_INT, &o->token_budget, 1, 1 << 24, NULL, NULL,
-         "tokens per batch (default 8192 cpu, 32768 cuda)"},
-        {"precision", CLI_STR, &o->precision, 0, 0, NULL, "P",
-         "fp32 (cpu), fp16 or bf16 (cuda; default fp16)"},
-        {"threads", CLI_INT, &o->threads, 0, 1024, NULL, NULL,
-         "CPU threads (default: one per core)"},
         {"seed", CLI_LONG, seed, 0, INT32_MAX, NULL, "S",
          "seed of tickets-mix and of random weights (default 1)"},
         {"warmup", CLI_INT, &o->warmup, 0, 1000, NULL, NULL, "untimed passes first (default 1)"},
@@ -60,10 +51,11 @@ static void bench_opts(bench_opts_t *o, long *seed, cli_opt_t out[BENCH_N_OPTS +
          "timed passes; the median is reported (default 3)"},
         {"tickets", CLI_LONG, &o->tickets, 1, 10000000, NULL, NULL,
          "tickets in tickets-mix (default 20000)"},
-        {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL},
     };
-    _Static_assert(sizeof(t) / sizeof(t[0]) == BENCH_N_OPTS + 1, "BENCH_N_OPTS");
+    _Static_assert(sizeof(t) / sizeof(t[0]) == BENCH_N_OWN, "BENCH_N_OWN");
     memcpy(out, t, sizeof(t));
+    int n = BENCH_N_OWN + worker_cli_settings_opts(&o->set, BENCH_SET, 0, out + BENCH_N_OWN);
+    out[n] = (cli_opt_t){NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL};
 }
 
 static void usage(FILE *f) {
@@ -80,91 +72,87 @@ static void usage(FILE *f) {
     worker_cli_print_opts(f, opts);
 }
 
-static int parse_opts(int argc, char **argv, bench_opts_t *o) {
-    *o = (bench_opts_t){NULL, NULL, "cpu", NULL, NULL, 2, 0, 0, 1, 3, 20000, 1};
+static common_status_t parse_opts(int argc, char **argv, bench_opts_t *o) {
+    *o = (bench_opts_t){
+        .set = {.backend = "cpu", .labels = 2}, .warmup = 1, .repeat = 3, .tickets = 20000};
     long seed = 1;
     cli_opt_t opts[BENCH_N_OPTS + 1];
     bench_opts(o, &seed, opts);
-    int rc = worker_cli_parse("bench", argc, argv, opts, usage, NULL);
-    if (rc >= 0) return rc;
-    o->seed = (uint64_t)seed;
-    if (!o->model_dir == !o->geometry) {
+    common_status_t rc = worker_cli_parse("bench", argc, argv, opts, usage, NULL);
+    if (rc) return rc;
+    o->set.seed = (uint64_t)seed;
+    if (!o->set.model_dir == !o->set.geometry) {
         fprintf(stderr, "reclass bench: give exactly one of --model DIR or --geometry NAME\n");
-        return 2;
+        return COMMON_USAGE;
     }
     if (!o->workload) {
         fprintf(stderr, "reclass bench: --workload FILE.jsonl or --workload tickets-mix is "
                         "required\n");
-        return 2;
+        return COMMON_USAGE;
     }
-    int cuda = strcmp(o->backend, "cuda") == 0;
-    if (!o->precision) o->precision = cuda ? "fp16" : "fp32";
-    if (!o->token_budget) o->token_budget = cuda ? 32768 : 8192;
-    return -1;
+    return COMMON_OK;
 }
 
 typedef struct {
-    cls_engine_t *eng;
+    cls_session_t *ses;
     worker_workload_t *w;
-    const worker_tok_t *tok; /* text workloads */
     worker_ids_t scratch;
     worker_accum_cfg_t acfg;
     worker_accum_t *acc;
-    void **items;         /* (max_seqs) popped ticket indices + 1 */
-    int *lens;            /* (max_seqs) */
-    const int32_t **seqp; /* (max_seqs) */
+    cls_driver_t drv;
     long batches, tokens; /* of the last pass */
     double flops;         /* of the last pass */
     double tok_seconds;   /* tokenization time of the last pass */
 } bench_t;
 
+static const int32_t *bench_ids(void *ctx, void *item) {
+    const worker_workload_t *w = ((bench_t *)ctx)->w;
+    return w->ids + w->off[(intptr_t)item - 1];
+}
+
+/* Counts a collected batch's tokens and attention FLOPs (its logits are dropped). */
+static int bench_done(void *ctx, void *const *items, const int *lens, int n, const cls_batch_t *bt,
+                      char *err, size_t errlen) {
+    bench_t *b = ctx;
+    const gpu_model_config_t *cfg = &b->ses->model->cfg;
+    double attn = 4.0 * cfg->hidden * cfg->layers;
+    for (int i = 0; i < n; i++) {
+        b->tokens += lens[i];
+        b->flops += attn * (double)lens[i] * lens[i];
+    }
+    b->batches++;
+    return 0;
+}
+
 /* One pass over the whole workload. Returns 0, or 1 with err set. */
 static int bench_pass(bench_t *b, char *err, size_t errlen) {
     worker_workload_t *w = b->w;
-    const gpu_model_config_t *cfg = &b->eng->model->cfg;
+    const gpu_model_config_t *cfg = &b->ses->model->cfg;
     double t0 = cls_now_s();
     if (w->is_text) {
-        if (worker_workload_tokenize(w, b->tok, b->acfg.max_len, &b->scratch) != 0) {
-            snprintf(err, errlen, "out of memory tokenizing the workload");
-            return 1;
-        }
+        if (worker_workload_tokenize(w, b->ses->tok, b->acfg.max_len, &b->scratch) != 0)
+            return common_errf(1, err, errlen, "out of memory tokenizing the workload");
     }
     b->tok_seconds = cls_now_s() - t0;
-    if (!b->acc) { /* sized by the real token count, known after the first
-                      tokenization */
+    if (!b->acc) { /* sized by the real token count, known after the first tokenization */
         b->acfg.max_pending_items = (int)w->n;
         b->acfg.max_pending_tokens =
             w->off[w->n] > b->acfg.token_budget ? w->off[w->n] : b->acfg.token_budget;
         if (worker_accum_init(&b->acfg, &b->acc, err, errlen) != 0) return 1;
     }
-    /* all tickets are present at once: the accumulator's long-end runs = sorted
-     * batches */
+    /* all tickets are present at once: the accumulator's long-end runs = sorted batches */
     for (long i = 0; i < w->n; i++) {
         int len = (int)(w->off[i + 1] - w->off[i]);
-        if (worker_accum_push(b->acc, (void *)(intptr_t)(i + 1), len, 0) != WORKER_ACCUM_OK) {
-            snprintf(err, errlen, "ticket %ld (%d tokens) could not be batched", i + 1, len);
-            return 1;
-        }
+        if (worker_accum_push(b->acc, (void *)(intptr_t)(i + 1), len, 0) != WORKER_ACCUM_OK)
+            return common_errf(1, err, errlen, "ticket %ld (%d tokens) could not be batched", i + 1,
+                               len);
     }
     b->batches = b->tokens = 0;
     b->flops = 0;
     int n;
-    double attn = 4.0 * cfg->hidden * cfg->layers;
-    while ((n = worker_accum_pop(b->acc, 0, 1, b->items, b->lens, b->eng->max_seqs)) > 0) {
-        for (int i = 0; i < n; i++) {
-            long t = (long)(intptr_t)b->items[i] - 1;
-            b->seqp[i] = w->ids + w->off[t];
-            b->tokens += b->lens[i];
-            b->flops += attn * (double)b->lens[i] * b->lens[i];
-        }
-        /* as the worker does: this batch queued before the previous one's logits are taken */
-        const cls_batch_t *done;
-        if (cls_engine_submit(b->eng, b->seqp, b->lens, n, err, errlen) != 0) return 1;
-        if (b->batches > 0 && cls_engine_collect(b->eng, &done, err, errlen) != 0) return 1;
-        b->batches++;
-    }
-    const cls_batch_t *last;
-    if (b->batches > 0 && cls_engine_collect(b->eng, &last, err, errlen) != 0) return 1;
+    while ((n = cls_driver_step(&b->drv, b->acc, 0, 1, err, errlen)) > 0)
+        ;
+    if (n < 0 || cls_driver_finish(&b->drv, err, errlen) != 0) return 1;
     size_t params = gpu_model_param_count(cfg);
     /* table lookups cost no FLOPs; ELECTRA's projection (in the count) does */
     size_t emb = ((size_t)cfg->vocab_size + cfg->pos_rows + cfg->type_vocab + 2) * cfg->emb_size;
@@ -192,98 +180,49 @@ static double bench_cpu_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-int worker_cmd_bench(int argc, char **argv) {
+common_status_t worker_cmd_bench(int argc, char **argv) {
     bench_opts_t o;
-    int prc = parse_opts(argc, argv, &o);
-    if (prc >= 0) return prc;
+    common_status_t rc = parse_opts(argc, argv, &o);
+    if (rc) return rc;
     char err[512];
-    gpu_model_t *model = NULL;
-    if (o.model_dir) {
-        if (gpu_model_load(o.model_dir, &model, err, sizeof err) != 0) {
-            fprintf(stderr, "reclass bench: %s\n", err);
-            return 2;
-        }
-    } else if (gpu_model_init_random(o.geometry, o.labels, o.seed, &model, err, sizeof err)) {
-        fprintf(stderr, "reclass bench: --geometry: %s\n", err);
-        return 2;
+    cls_session_t ses;
+    if ((rc = cls_session_open(&ses, &o.set, 0, err, sizeof err))) {
+        fprintf(stderr, "reclass bench: %s\n", err);
+        return rc;
     }
-    gpu_model_config_t cfg = model->cfg;
-    int max_len = cfg.max_pos;
-    int rc = 1;
+    const gpu_model_t *model = ses.model;
+    const gpu_model_config_t cfg = model->cfg;
+    const int max_len = ses.props.max_len;
+    cls_engine_t *const e = &ses.eng;
     bench_t b;
     memset(&b, 0, sizeof b);
     worker_workload_t *w = NULL;
-    worker_tok_t *tok = NULL;
     double *secs = NULL;
-    gpu_nvml_t *nv = NULL; /* the board's energy counter, when there is one */
-    gpu_nvml_window_t win; /* over the timed passes while win_on (its thread reads nv) */
-    int win_on = 0;
-    cls_engine_t eng;
-    memset(&eng, 0, sizeof eng);
+    int win_on = 0; /* the backend's energy window is open (energy_start) */
 
-    if (strcmp(o.workload, "tickets-mix") == 0) {
-        rc = worker_workload_tickets_mix(o.tickets, o.seed, max_len, cfg.vocab_size, &w, err,
+    if (strcmp(o.workload, "tickets-mix") == 0)
+        rc = worker_workload_tickets_mix(o.tickets, o.set.seed, max_len, cfg.vocab_size, &w, err,
                                          sizeof err);
-    } else {
+    else
         rc = worker_workload_load(o.workload, max_len, cfg.vocab_size, &w, err, sizeof err);
-    }
-    if (rc != 0) {
+    if (!rc && w->is_text) rc = cls_session_load_tokenizer(&ses, err, sizeof err);
+    if (rc) {
         fprintf(stderr, "reclass bench: %s\n", err);
-        gpu_model_free(model);
-        return rc;
-    }
-    rc = 1;
-    if (w->is_text) {
-        if (!model->dir) {
-            fprintf(stderr, "reclass bench: a {\"text\"} workload needs --model DIR (its "
-                            "tokenizer); --geometry models have none: use {\"ids\"} lines\n");
-            gpu_model_free(model);
-            worker_workload_free(w);
-            return 2;
-        }
-        if (worker_tok_load_dir(model->dir, cfg.vocab_size, &tok, err, sizeof err)) {
-            fprintf(stderr, "reclass bench: %s\n", err);
-            gpu_model_free(model);
-            worker_workload_free(w);
-            return 2;
-        }
-    }
-    if (o.token_budget < max_len) {
-        fprintf(stderr,
-                "reclass bench: --token-budget %d is below the model's max length "
-                "%d: raise "
-                "it to at least %d\n",
-                o.token_budget, max_len, max_len);
-        rc = 2;
         goto out;
     }
-    gpu_backend_opts_t bopts = {.token_budget = o.token_budget,
-                                .max_len = max_len,
-                                .threads = o.threads,
-                                .precision = o.precision};
-    int src = cls_engine_open(&eng, model, o.backend, &bopts, err, sizeof err);
-    if (src != 0) {
-        fprintf(stderr, "reclass bench: %s\n", err);
-        rc = src;
-        goto out;
-    }
-    b.eng = &eng;
+    rc = COMMON_FATAL;
+    b.ses = &ses;
     b.w = w;
-    b.tok = tok;
-    b.acfg = (worker_accum_cfg_t){.token_budget = o.token_budget,
-                                  .padded = !eng.ops->padding_free,
-                                  .max_wait_ms = 1 << 30, /* never overdue: pure length order */
-                                  .max_len = max_len};
-    b.items = malloc((size_t)eng.max_seqs * sizeof(void *));
-    b.lens = malloc((size_t)eng.max_seqs * sizeof(int));
-    b.seqp = malloc((size_t)eng.max_seqs * sizeof(*b.seqp));
+    b.acfg = ses.acc;
+    b.acfg.max_wait_ms = 1 << 30; /* never overdue: pure length order */
     /* (3, repeat): wall, CPU, device (events) seconds per timed pass */
     secs = malloc(3 * (size_t)o.repeat * sizeof(double));
-    if (!b.items || !b.lens || !b.seqp || !secs) {
+    if (!secs || cls_driver_init(&b.drv, e, bench_ids, bench_done, &b, err, sizeof err)) {
         fprintf(stderr, "reclass bench: out of memory\n");
         goto out;
     }
-    int is_cuda = strcmp(eng.ops->name, "cuda") == 0;
+    const char *precision = ses.props.precision;
+    const int budget = ses.props.token_budget;
     size_t peak = 0;
     gpu_mem_stats_t ms = {0};
     for (int i = 0; i < o.warmup; i++) {
@@ -292,55 +231,44 @@ int worker_cmd_bench(int argc, char **argv) {
     /* The board's joules over the timed passes (NVML): at its power cap, tickets/s follow
      * joules per ticket, so the figure says how a speed compares with another program's. */
     int win_mhz = -1;
-#ifdef RECLASS_HAVE_CUDA
-    char pci[32];
-    if (is_cuda && gpu_cuda_pci_bus_id(bopts.device, pci, sizeof pci) == 0 &&
-        gpu_nvml_init(pci, &nv) == 0) {
-        gpu_nvml_window_start(&win, nv);
-        win_on = 1;
-    }
-#endif
+    double win_j = -1, win_s = 0;
+    win_on = e->ops->energy_start && e->ops->energy_start(e->be) == 0;
     double tok_secs_sum = 0;
     for (int i = 0; i < o.repeat; i++) {
-        double d0 = eng.ops->device_seconds ? eng.ops->device_seconds(eng.be) : 0;
+        double d0 = e->ops->device_seconds ? e->ops->device_seconds(e->be) : 0;
         double t0 = cls_now_s(), c0 = bench_cpu_s();
         if (bench_pass(&b, err, sizeof err) != 0) goto fail_pass;
         secs[i] = cls_now_s() - t0;
         secs[o.repeat + i] = bench_cpu_s() - c0;
-        secs[2 * o.repeat + i] = eng.ops->device_seconds ? eng.ops->device_seconds(eng.be) - d0 : 0;
+        secs[2 * o.repeat + i] = e->ops->device_seconds ? e->ops->device_seconds(e->be) - d0 : 0;
         tok_secs_sum += b.tok_seconds;
-        if (is_cuda && eng.ops->mem_stats && eng.ops->mem_stats(eng.be, &ms) == 0 &&
-            ms.device_used > peak)
+        if (e->ops->mem_stats && e->ops->mem_stats(e->be, &ms) == 0 && ms.device_used > peak)
             peak = ms.device_used;
     }
-    if (win_on) win_mhz = gpu_nvml_window_stop(&win), win_on = 0;
-    double j_pass = nv && win.joules >= 0 ? win.joules / o.repeat : -1;
+    if (win_on) win_j = e->ops->energy_stop(e->be, &win_s, &win_mhz), win_on = 0;
+    double j_pass = win_j >= 0 ? win_j / o.repeat : -1;
     double first = secs[0];
     double sec = median(secs, o.repeat);
     double cpu_sec = median(secs + o.repeat, o.repeat); /* sorts: secs[0] is the minimum */
-    double dev_sec = eng.ops->device_seconds ? median(secs + 2 * o.repeat, o.repeat) : -1;
+    double dev_sec = e->ops->device_seconds ? median(secs + 2 * o.repeat, o.repeat) : -1;
     double tflops = b.flops / sec / 1e12;
     /* The ceiling the issue defines: cuBLAS on the four layer GEMMs at M = budget in bf16,
      * FLOP-weighted (the matrix unit's best case for these shapes); and the same in the run's
      * precision. */
     double ceiling = -1, ceiling_run = -1;
-#ifdef RECLASS_HAVE_CUDA
-    if (is_cuda) {
-        ceiling = gpu_cuda_layer_gemm_ceiling(bopts.device, o.token_budget, cfg.hidden,
-                                              cfg.intermediate, "bf16", NULL);
-        ceiling_run = strcmp(o.precision, "bf16") == 0
+    if (e->ops->gemm_ceiling) {
+        ceiling = e->ops->gemm_ceiling(e->be, budget, "bf16");
+        ceiling_run = strcmp(precision, "bf16") == 0
                           ? ceiling
-                          : gpu_cuda_layer_gemm_ceiling(bopts.device, o.token_budget, cfg.hidden,
-                                                        cfg.intermediate, o.precision, NULL);
+                          : e->ops->gemm_ceiling(e->be, budget, precision);
     }
-#endif
     const char *mname = model->name ? model->name : "model";
     printf("reclass bench: model %s (%d layers, hidden %d, %d labels), backend "
            "%s, precision %s\n",
-           mname, cfg.layers, cfg.hidden, cfg.num_labels, eng.ops->name, o.precision);
+           mname, cfg.layers, cfg.hidden, cfg.num_labels, e->ops->name, precision);
     printf("workload %s: %ld tickets, %ld tokens (%ld truncated), %ld batches of "
            "<= %d tokens\n",
-           o.workload, w->n, b.tokens, w->truncated, b.batches, o.token_budget);
+           o.workload, w->n, b.tokens, w->truncated, b.batches, budget);
     printf("passes: %d warm-up, %d timed; seconds min %.4f median %.4f max %.4f "
            "(first %.4f)\n",
            o.warmup, o.repeat, secs[0], sec, secs[o.repeat - 1], first);
@@ -361,13 +289,13 @@ int worker_cmd_bench(int argc, char **argv) {
         printf("GEMM ceiling (cuBLAS, the four layer GEMMs at M = %d, FLOP-weighted): bf16 %.1f "
                "TFLOP/s, %s %.1f; achieved %.1f TFLOP/s (2 x params per token + attention) = "
                "%.1f%% of the bf16 ceiling, %.1f%% of the %s one\n",
-               o.token_budget, ceiling, o.precision, ceiling_run, tflops, 100.0 * tflops / ceiling,
-               100.0 * tflops / ceiling_run, o.precision);
+               budget, ceiling, precision, ceiling_run, tflops, 100.0 * tflops / ceiling,
+               100.0 * tflops / ceiling_run, precision);
     if (j_pass >= 0)
         printf("energy (NVML, the whole board): %.1f J per pass, %.2f mJ per ticket, %.0f W over "
                "the timed passes, SM clock median %d MHz\n",
-               j_pass, 1e3 * j_pass / w->n, win.joules / win.seconds, win_mhz);
-    printf("{\"backend\": \"%s\", \"precision\": \"%s\", \"model\": ", eng.ops->name, o.precision);
+               j_pass, 1e3 * j_pass / w->n, win_j / win_s, win_mhz);
+    printf("{\"backend\": \"%s\", \"precision\": \"%s\", \"model\": ", e->ops->name, precision);
     cls_buf_t js = {0};
     cls_json_string(&js, mname);
     fputs(js.oom ? "null" : js.s, stdout);
@@ -384,7 +312,7 @@ int worker_cmd_bench(int argc, char **argv) {
                ceiling, tflops / ceiling, ceiling_run, tflops / ceiling_run);
     else
         printf(", \"gemm_ceiling_tflops\": null, \"share_of_ceiling\": null");
-    if (is_cuda && eng.ops->mem_stats)
+    if (ms.device_total > 0) /* a device that reports its memory */
         /* peak: cudaMemGetInfo's used bytes (context, libraries, other processes included);
          * weights + arena: the one allocation reclass made */
         printf(", \"peak_device_bytes\": %zu, \"weights_bytes\": %zu, \"arena_bytes\": %zu", peak,
@@ -393,7 +321,7 @@ int worker_cmd_bench(int argc, char **argv) {
         printf(", \"peak_device_bytes\": null");
     if (j_pass >= 0)
         printf(", \"joules_per_pass\": %.2f, \"watts\": %.1f, \"sm_mhz_median\": %d", j_pass,
-               win.joules / win.seconds, win_mhz);
+               win_j / win_s, win_mhz);
     else
         printf(", \"joules_per_pass\": null");
     if (dev_sec > 0)
@@ -402,25 +330,20 @@ int worker_cmd_bench(int argc, char **argv) {
     else
         printf(", \"device_seconds\": null");
     printf(", \"cpu_seconds\": %.6f", cpu_sec);
-    printf(", \"token_budget\": %d, \"tokenize_seconds\": %.6f, \"repeat\": %d}\n", o.token_budget,
+    printf(", \"token_budget\": %d, \"tokenize_seconds\": %.6f, \"repeat\": %d}\n", budget,
            tok_secs_sum / o.repeat, o.repeat);
     rc = fflush(stdout) == 0 ? 0 : 1;
     goto out;
 fail_pass:
-    fprintf(stderr, "reclass bench: backend %s failed: %s\n", eng.ops->name, err);
-    rc = 1;
+    fprintf(stderr, "reclass bench: backend %s failed: %s\n", e->ops->name, err);
+    rc = COMMON_FATAL;
 out:
-    if (win_on) gpu_nvml_window_stop(&win); /* a failed pass: the sampler stops before nv goes */
-    gpu_nvml_free(nv);
+    if (win_on) e->ops->energy_stop(e->be, &win_s, &win_mhz); /* a failed pass */
     free(secs);
-    free(b.items);
-    free(b.lens);
-    free((void *)b.seqp);
     worker_ids_free(&b.scratch);
+    cls_driver_free(&b.drv);
     worker_accum_free(b.acc);
-    cls_engine_close(&eng);
-    if (model) gpu_model_free(model);
-    if (tok) worker_tok_free(tok);
+    cls_session_close(&ses);
     worker_workload_free(w);
     return rc;
 }

@@ -17,15 +17,15 @@
 #include <string.h>
 #include <time.h>
 
-#include "gpu/backend.h"
-#include "gpu/model/model.h"
-#include "worker/pipeline/accum.h"
-#include "worker/classify/engine.h"
+#include "worker/classify/driver.h"
+#include "worker/classify/session.h"
 #include "worker/cli/cli.h"
 #include "worker/text/input.h"
 #include "worker/text/tokenizer.h"
 
 enum { SLOT_FREE = 0, SLOT_READ, SLOT_ERROR, SLOT_DONE };
+
+#define CLS_OUTBUF_BYTES (1 << 20)
 
 typedef struct {
     long seq;
@@ -41,7 +41,8 @@ typedef struct {
     worker_input_t *in;
     FILE *f; /* the stream in reads, for ferror */
     const worker_tok_t *tok;
-    int max_len; /* model max_pos: longer inputs are truncated */
+    int max_len;    /* the backend's: longer inputs are truncated */
+    int num_labels; /* of the model */
     long ring;
     cls_slot_t *slot;  /* (ring) */
     int32_t *ids_all;  /* (ring, max_len) */
@@ -56,6 +57,7 @@ typedef struct {
     int fatal;                /* reader could not go on: fatal_msg (guarded by mu) */
     char fatal_msg[256];
     cls_buf_t line; /* the output line being written (main thread) */
+    char *outbuf;   /* (CLS_OUTBUF_BYTES) stdout's buffer: results go out in large writes */
 } cls_ctx_t;
 
 static void *reader_main(void *arg) {
@@ -111,37 +113,32 @@ static void *reader_main(void *arg) {
 }
 
 typedef struct {
-    const char *model_dir, *backend, *precision;
-    int jsonl, top_k, logits, token_budget, max_wait_ms, threads, max_pending;
+    cls_settings_t set;
+    int jsonl, top_k, logits;
 } cls_opts_t;
 
-/* The options, set into o. */
-#define CLS_N_OPTS 10
+/* The options, set into o: its own rows, then the shared classification settings. */
+#define CLS_N_OWN 5
+#define CLS_SET                                                                                    \
+    (CLI_SET_BACKEND | CLI_SET_PRECISION | CLI_SET_TOKEN_BUDGET | CLI_SET_THREADS |                \
+     CLI_SET_MAX_PENDING | CLI_SET_MAX_PENDING_TOKENS)
+#define CLS_N_OPTS (CLS_N_OWN + 6)
 static void cls_opts(cls_opts_t *o, cli_opt_t out[CLS_N_OPTS + 1]) {
     const cli_opt_t t[] = {
-        {"model", CLI_STR, &o->model_dir, 0, 0, NULL, "DIR",
+        {"model", CLI_STR, &o->set.model_dir, 0, 0, NULL, "DIR",
          "Hugging Face sequence-classification checkpoint (BERT, DistilBERT, RoBERTa,\n"
          "      XLM-RoBERTa, ELECTRA) (required)"},
         {"jsonl", CLI_FLAG, &o->jsonl, 0, 0, NULL, NULL,
          "input lines are JSON objects with a \"text\" field"},
-        {"backend", CLI_STR, &o->backend, 0, 0, NULL, "B", "cpu (default) or cuda"},
         {"top-k", CLI_INT, &o->top_k, 0, 64, NULL, "K", "labels listed in top_k (default 3)"},
         {"logits", CLI_FLAG, &o->logits, 0, 0, NULL, NULL, "add the raw logits"},
-        {"token-budget", CLI_INT, &o->token_budget, 1, 1 << 24, NULL, NULL,
-         "tokens per batch (default 8192; >= the model's max length)"},
-        {"max-wait-ms", CLI_INT, &o->max_wait_ms, 0, 3600000, NULL, NULL,
+        {"max-wait-ms", CLI_INT, &o->set.max_wait_ms, 0, 3600000, NULL, NULL,
          "longest an input waits for a fuller batch (default 20)"},
-        {"precision", CLI_STR, &o->precision, 0, 0, NULL, "P",
-         "fp32 (cpu), fp16 or bf16 (cuda) (default: the backend's)"},
-        {"threads", CLI_INT, &o->threads, 0, 1024, NULL, NULL,
-         "CPU threads (default: one per core)"},
-        {"max-pending", CLI_INT, &o->max_pending, 1, 65536, NULL, NULL,
-         "inputs waiting for a batch (default 4096); twice as many may be in flight\n"
-         "      (read, queued, or awaiting in-order output)"},
-        {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL},
     };
-    _Static_assert(sizeof(t) / sizeof(t[0]) == CLS_N_OPTS + 1, "CLS_N_OPTS");
+    _Static_assert(sizeof(t) / sizeof(t[0]) == CLS_N_OWN, "CLS_N_OWN");
     memcpy(out, t, sizeof(t));
+    int n = CLS_N_OWN + worker_cli_settings_opts(&o->set, CLS_SET, 0, out + CLS_N_OWN);
+    out[n] = (cli_opt_t){NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL};
 }
 
 static void usage(FILE *f) {
@@ -150,7 +147,9 @@ static void usage(FILE *f) {
                "prints one JSON object per input line, in input order:\n"
                "  {\"label\", \"confidence\", \"top_k\": [{\"label\", \"p\"}..], \"tokens\", "
                "\"truncated\"[, \"logits\"]}\n"
-               "A line that cannot be read prints {\"error\": \"...\"} and the exit code is 2.\n\n"
+               "A line that cannot be read prints {\"error\": \"...\"} and the exit code is 2.\n"
+               "Twice --max-pending inputs may be in flight (read, queued, or awaiting in-order\n"
+               "output).\n\n"
                "options:\n");
     cls_opts_t o;
     cli_opt_t opts[CLS_N_OPTS + 1];
@@ -158,23 +157,24 @@ static void usage(FILE *f) {
     worker_cli_print_opts(f, opts);
 }
 
-static int parse_opts(int argc, char **argv, cls_opts_t *o) {
-    *o = (cls_opts_t){NULL, "cpu", NULL, 0, 3, 0, 8192, 20, 0, 4096};
+static common_status_t parse_opts(int argc, char **argv, cls_opts_t *o) {
+    *o = (cls_opts_t){.set = {.backend = "cpu", .max_wait_ms = 20}, .top_k = 3};
     cli_opt_t opts[CLS_N_OPTS + 1];
     cls_opts(o, opts);
-    int first = 0, rc = worker_cli_parse("classify", argc, argv, opts, usage, &first);
-    if (rc >= 0) return rc;
+    int first = 0;
+    common_status_t rc = worker_cli_parse("classify", argc, argv, opts, usage, &first);
+    if (rc) return rc;
     if (first < argc) {
         fprintf(stderr, "reclass classify: unexpected argument '%s' (texts come on stdin)\n",
                 argv[first]);
-        return 2;
+        return COMMON_USAGE;
     }
-    if (!o->model_dir) {
+    if (!o->set.model_dir) {
         fprintf(stderr, "reclass classify: --model DIR is required (a Hugging Face checkpoint "
                         "directory)\n");
-        return 2;
+        return COMMON_USAGE;
     }
-    return -1;
+    return COMMON_OK;
 }
 
 /* Prints every finished slot at the front of the ring (in input order) and
@@ -223,23 +223,34 @@ static struct timespec ts_of_ms(int64_t ms) {
     return ts;
 }
 
-/* The main thread's loop; returns the exit code. */
-static int classify_loop(cls_ctx_t *c, cls_engine_t *eng, worker_accum_t *acc,
-                         const cls_opts_t *o) {
-    int cap = eng->max_seqs;
-    void **items = malloc((size_t)cap * sizeof(void *));        /* (max_seqs) popped slots */
-    int *lens = malloc((size_t)cap * sizeof(int));              /* (max_seqs) */
-    const int32_t **seqp = malloc((size_t)cap * sizeof(*seqp)); /* (max_seqs) ids per item */
-    if (!items || !lens || !seqp) {
-        free(items);
-        free(lens);
-        free(seqp);
-        fprintf(stderr, "reclass classify: out of memory\n");
-        return 1;
+static const int32_t *slot_ids(void *ctx, void *item) {
+    return ((cls_slot_t *)item)->ids;
+}
+
+/* The driver's done: a batch's logits into its slots, for print_ready. */
+static int slot_done(void *ctx, void *const *items, const int *lens, int n, const cls_batch_t *b,
+                     char *err, size_t errlen) {
+    const int L = ((cls_ctx_t *)ctx)->num_labels;
+    for (int i = 0; i < n; i++) {
+        cls_slot_t *s = items[i];
+        memcpy(s->logits, b->logits + (size_t)i * L, (size_t)L * sizeof(float));
+        s->state = SLOT_DONE;
+    }
+    return 0;
+}
+
+/* The main thread's loop; returns the status to exit with. */
+static common_status_t classify_loop(cls_ctx_t *c, cls_engine_t *eng, worker_accum_t *acc,
+                                     const cls_opts_t *o) {
+    cls_driver_t drv;
+    char err[256];
+    if (cls_driver_init(&drv, eng, slot_ids, slot_done, c, err, sizeof err)) {
+        fprintf(stderr, "reclass classify: %s\n", err);
+        return COMMON_FATAL;
     }
     long next_push = 0, next_out = 0, known = 0, errors = 0;
-    int eof = 0, full = 0, dirty = 0, rc = 0;
-    char err[256];
+    int eof = 0, full = 0, dirty = 0;
+    common_status_t rc = COMMON_OK;
     for (;;) {
         /* 1. learn what the reader published; sleep only with nothing to do */
         pthread_mutex_lock(&c->mu);
@@ -297,34 +308,21 @@ static int classify_loop(cls_ctx_t *c, cls_engine_t *eng, worker_accum_t *acc,
                 int64_t dl = worker_accum_next_deadline(acc);
                 t = dl > now ? dl : now;
             }
-            int n = worker_accum_pop(acc, t, drained, items, lens, cap);
+            int n = cls_driver_step(&drv, acc, t, drained, err, sizeof err);
             if (n == 0) break;
+            if (n < 0) goto fail;
             full = 0;
-            for (int i = 0; i < n; i++)
-                seqp[i] = ((cls_slot_t *)items[i])->ids;
-            const cls_batch_t *b;
-            if (cls_engine_forward(eng, seqp, lens, n, &b, err, sizeof err) != 0) {
-                fflush(stdout);
-                fprintf(stderr, "reclass classify: backend %s failed: %s\n", eng->ops->name, err);
-                rc = 1;
-                goto out;
-            }
-            int L = eng->num_labels;
-            for (int i = 0; i < n; i++) {
-                cls_slot_t *s = items[i];
-                memcpy(s->logits, b->logits + (size_t)i * L, (size_t)L * sizeof(float));
-                s->state = SLOT_DONE;
-            }
             errors += print_ready(c, known, &next_out, eng, o);
             dirty = 1;
             if (next_push < known) break; /* room again: push the rest first */
         }
+        if (cls_driver_finish(&drv, err, sizeof err)) goto fail;
         long e = print_ready(c, known, &next_out, eng, o);
         if (e) dirty = 1;
         errors += e;
         if (full) { /* FULL implies ready, so a pop must have happened */
             fprintf(stderr, "reclass classify: internal error: accumulator full but no batch\n");
-            rc = 1;
+            rc = COMMON_BUG;
             goto out;
         }
         if (drained && worker_accum_pending_items(acc) == 0 && next_out == known) break;
@@ -335,108 +333,62 @@ static int classify_loop(cls_ctx_t *c, cls_engine_t *eng, worker_accum_t *acc,
     if (fatal) {
         fflush(stdout);
         fprintf(stderr, "reclass classify: reading stdin failed: %s\n", c->fatal_msg);
-        rc = 1;
+        rc = COMMON_FATAL;
     } else if (errors) {
         fflush(stdout);
         fprintf(stderr,
                 "reclass classify: %ld input line(s) could not be read (see their "
                 "{\"error\"} lines)\n",
                 errors);
-        rc = 2;
+        rc = COMMON_USAGE;
     }
+    goto out;
+fail:
+    fflush(stdout);
+    fprintf(stderr, "reclass classify: backend %s failed: %s\n", eng->ops->name, err);
+    rc = COMMON_FATAL;
 out:
-    if (fflush(stdout) != 0 && rc == 0) {
+    if (fflush(stdout) != 0 && rc == COMMON_OK) {
         fprintf(stderr, "reclass classify: writing stdout failed\n");
-        rc = 1;
+        rc = COMMON_FATAL;
     }
-    free(items);
-    free(lens);
-    free(seqp);
+    cls_driver_free(&drv);
     return rc;
 }
 
-int worker_cmd_classify(int argc, char **argv) {
+common_status_t worker_cmd_classify(int argc, char **argv) {
     cls_opts_t o;
-    int prc = parse_opts(argc, argv, &o);
-    if (prc >= 0) return prc;
+    common_status_t rc = parse_opts(argc, argv, &o);
+    if (rc) return rc;
 
     char err[512];
-    gpu_model_t *model = NULL;
-    if (gpu_model_load(o.model_dir, &model, err, sizeof err) != 0) {
+    cls_session_t ses;
+    if ((rc = cls_session_open(&ses, &o.set, 1, err, sizeof err))) {
         fprintf(stderr, "reclass classify: %s\n", err);
-        return 2;
+        return rc;
     }
-    worker_tok_t *tok = NULL;
-    if (worker_tok_load_dir(o.model_dir, model->cfg.vocab_size, &tok, err, sizeof err)) {
-        fprintf(stderr, "reclass classify: %s\n", err);
-        gpu_model_free(model);
-        return 2;
-    }
-    int max_len = model->cfg.max_pos;
-    worker_accum_cfg_t acfg = {.token_budget = o.token_budget,
-                               .padded = 0,
-                               .max_wait_ms = o.max_wait_ms,
-                               .max_pending_items = o.max_pending,
-                               .max_pending_tokens = 4L * o.token_budget,
-                               .max_len = max_len};
     worker_accum_t *acc = NULL;
-    if (worker_accum_init(&acfg, &acc, err, sizeof err) != 0) {
-        fprintf(stderr, "reclass classify: --token-budget: %s\n", err);
-        worker_tok_free(tok);
-        gpu_model_free(model);
-        return 2;
-    }
-    gpu_backend_opts_t bopts = {.token_budget = o.token_budget,
-                                .max_len = max_len,
-                                .max_seqs = 0,
-                                .threads = o.threads,
-                                .precision = o.precision,
-                                .device = 0};
-    cls_engine_t eng;
-    int src = cls_engine_open(&eng, model, o.backend, &bopts, err, sizeof err);
-    if (src != 0) {
-        fprintf(stderr, "reclass classify: %s\n", err);
-        worker_accum_free(acc);
-        worker_tok_free(tok);
-        gpu_model_free(model);
-        return src;
-    }
-    if (!eng.ops->padding_free) { /* re-create the accumulator counting padded cost
-                                   */
-        worker_accum_free(acc);
-        acfg.padded = 1;
-        if (worker_accum_init(&acfg, &acc, err, sizeof err) != 0) {
-            fprintf(stderr, "reclass classify: %s\n", err);
-            cls_engine_close(&eng);
-            gpu_model_free(model);
-            worker_tok_free(tok);
-            return 1;
-        }
-    }
-
     worker_input_t *in = NULL;
-    if (worker_input_open(stdin, o.jsonl, &in, err, sizeof err) != 0) {
-        fprintf(stderr, "reclass classify: %s\n", err);
-        cls_engine_close(&eng);
-        gpu_model_free(model);
-        worker_accum_free(acc);
-        worker_tok_free(tok);
-        return 1;
-    }
-
     cls_ctx_t c;
     memset(&c, 0, sizeof c);
+    rc = COMMON_FATAL;
+    if (worker_accum_init(&ses.acc, &acc, err, sizeof err) != 0 ||
+        worker_input_open(stdin, o.jsonl, &in, err, sizeof err) != 0) {
+        fprintf(stderr, "reclass classify: %s\n", err);
+        goto done;
+    }
+    const int max_len = ses.props.max_len, L = ses.eng.num_labels;
     c.in = in;
     c.f = stdin;
-    c.tok = tok;
+    c.tok = ses.tok;
     c.max_len = max_len;
-    c.ring = 2L * acfg.max_pending_items;
-    int L = eng.num_labels;
+    c.num_labels = L;
+    c.ring = 2L * ses.acc.max_pending_items;
     c.slot = calloc((size_t)c.ring, sizeof(cls_slot_t));
     c.ids_all = malloc((size_t)c.ring * (size_t)max_len * sizeof(int32_t));
     c.logits_all = malloc((size_t)c.ring * (size_t)L * sizeof(float));
-    int rc = 1;
-    if (!c.slot || !c.ids_all || !c.logits_all) {
+    c.outbuf = malloc(CLS_OUTBUF_BYTES);
+    if (!c.slot || !c.ids_all || !c.logits_all || !c.outbuf) {
         fprintf(stderr, "reclass classify: out of memory for %ld input slots\n", c.ring);
         goto done;
     }
@@ -451,19 +403,18 @@ int worker_cmd_classify(int argc, char **argv) {
     pthread_cond_init(&c.cv_main, &ca);
     pthread_cond_init(&c.cv_reader, NULL);
     pthread_condattr_destroy(&ca);
-    static char outbuf[1 << 20];
-    setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
+    setvbuf(stdout, c.outbuf, _IOFBF, CLS_OUTBUF_BYTES);
 
     pthread_t th;
     if (pthread_create(&th, NULL, reader_main, &c) != 0) {
         fprintf(stderr, "reclass classify: cannot start the reader thread\n");
         goto done_sync;
     }
-    rc = classify_loop(&c, &eng, acc, &o);
-    if (rc == 1 && !c.eof) {
+    rc = classify_loop(&c, &ses.eng, acc, &o);
+    if (rc != COMMON_OK && rc != COMMON_USAGE && !c.eof) {
         /* a runtime failure while the reader may still block on stdin: the process
-         * exits now, so the ring it writes into is left to the OS rather than freed
-         * under it */
+         * exits now, so the ring it writes into (and stdout's buffer) are left to the OS
+         * rather than freed under it */
         fflush(stdout);
         return rc;
     }
@@ -473,14 +424,15 @@ done_sync:
     pthread_cond_destroy(&c.cv_reader);
     pthread_mutex_destroy(&c.mu);
 done:
+    fflush(stdout);
+    setvbuf(stdout, NULL, _IOLBF, 0); /* before outbuf goes */
+    free(c.outbuf);
     free(c.slot);
     free(c.ids_all);
     free(c.logits_all);
     worker_input_free(in);
     cls_buf_free(&c.line);
-    cls_engine_close(&eng);
-    gpu_model_free(model);
     worker_accum_free(acc);
-    worker_tok_free(tok);
+    cls_session_close(&ses);
     return rc;
 }

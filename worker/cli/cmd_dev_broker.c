@@ -68,7 +68,7 @@ static void usage(FILE *f) {
     worker_cli_print_opts(f, opts);
 }
 
-int worker_cmd_dev_broker(int argc, char **argv) {
+common_status_t worker_cmd_dev_broker(int argc, char **argv) {
     int port = 0, partitions = 4;
     long log_mb = 0, log_batches = 0; /* 0 = not given */
     const char *topics[DEV_BROKER_MAX_TOPICS];
@@ -76,7 +76,7 @@ int worker_cmd_dev_broker(int argc, char **argv) {
     const cli_opt_t opts[] =
         DEV_BROKER_OPTS(&port, &partitions, &topic_list, &log_mb, &log_batches, NULL, NULL);
     int rc = worker_cli_parse("dev-broker", argc, argv, opts, usage, NULL);
-    if (rc >= 0) return rc;
+    if (rc != COMMON_OK) return rc;
     int n_topics = topic_list.n;
     if ((log_mb || log_batches) && !consumers_mock_log_limits_settable()) {
         fprintf(stderr,

@@ -10,9 +10,6 @@
 #include "worker/cli/cli.h"
 #include "worker/cli/db.h"
 
-/* Exit status of drift report when some window reads drift (0 ok, 1 failure, 2 usage). */
-#define DRIFT_EXIT_DRIFT 3
-
 typedef struct {
     const char *db, *tenant, *model, *from, *to, *job, *since, *bucket;
     int limit;
@@ -73,7 +70,7 @@ static int drift_baseline(int argc, char **argv) {
     drift_a = a;
     int prc = worker_cli_parse("drift baseline", argc, argv, drift_baseline_opts,
                                drift_baseline_usage, NULL);
-    if (prc >= 0) return prc;
+    if (prc != COMMON_OK) return prc;
     a = drift_a;
     const char *why = !a.tenant                   ? "--tenant T is required"
                       : !a.model                  ? "--model M is required"
@@ -157,7 +154,7 @@ static int drift_report(int argc, char **argv) {
     drift_a = a;
     int prc =
         worker_cli_parse("drift report", argc, argv, drift_report_opts, drift_report_usage, NULL);
-    if (prc >= 0) return prc;
+    if (prc != COMMON_OK) return prc;
     a = drift_a;
     if (strcmp(a.bucket, "window") && strcmp(a.bucket, "hour") && strcmp(a.bucket, "day")) {
         fprintf(stderr, "reclass drift report: --bucket %s: use window, hour or day\n", a.bucket);
@@ -207,10 +204,10 @@ static int drift_report(int argc, char **argv) {
     PQclear(t);
     PQclear(w);
     PQfinish(conn);
-    return drifting ? DRIFT_EXIT_DRIFT : 0;
+    return drifting ? COMMON_FOUND : COMMON_OK;
 }
 
-int worker_cmd_drift(int argc, char **argv) {
+common_status_t worker_cmd_drift(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "baseline")) return drift_baseline(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "report")) return drift_report(argc - 1, argv + 1);
     FILE *f = argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) ? stdout : stderr;

@@ -251,7 +251,7 @@ static int draw(PGconn *conn, const char *job, int tty) {
     return rc;
 }
 
-int worker_cmd_jobs(int argc, char **argv) {
+common_status_t worker_cmd_jobs(int argc, char **argv) {
     memset(&jobs_a, 0, sizeof jobs_a);
     int first = 0, rc = worker_cli_parse("jobs", argc, argv, jobs_opts, jobs_usage, &first);
     if (rc >= 0) return rc;

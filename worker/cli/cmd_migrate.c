@@ -40,12 +40,12 @@ static void migrate_usage(FILE *f) {
     worker_cli_print_opts(f, opts);
 }
 
-int worker_cmd_migrate(int argc, char **argv) {
+common_status_t worker_cmd_migrate(int argc, char **argv) {
     const char *db = NULL, *dir = NULL;
     int dry_run = 0;
     const cli_opt_t cli[] = MIGRATE_OPTS(&db, &dir, &dry_run);
     int prc = worker_cli_parse("migrate", argc, argv, cli, migrate_usage, NULL);
-    if (prc >= 0) return prc;
+    if (prc != COMMON_OK) return prc;
     if (!db || !*db) {
         fprintf(stderr, "reclass migrate: no database: pass --db URL or set RECLASS_DB\n");
         return 2;

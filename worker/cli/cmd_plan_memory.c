@@ -1,11 +1,11 @@
-/* reclass plan-memory: the CUDA backend's device memory plan (gpu/plan.c), printed without
- * touching a GPU, so an operator can size the token budget before renting one. */
+/* reclass plan-memory: the CUDA backend's device memory plan (gpu_backend_plan_memory),
+ * printed without touching a GPU, so an operator can size the token budget before renting
+ * one. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu/model/model.h"
-#include "gpu/cuda/plan.h"
+#include "gpu/backend.h"
 #include "worker/cli/cli.h"
 
 #define PLAN_OPTS(model_dir, geometry, labels, budget, precision, max_len, max_seqs)               \
@@ -19,7 +19,7 @@
              1000000000, NULL,    "N",    "labels of --geometry (default 2)"},                     \
             {"token-budget", CLI_INT, budget, 1,                                                   \
              1000000000,     NULL,    "N",    "tokens per encoder batch (required)"},              \
-            {"precision", CLI_STR, precision, 0, 0, NULL, "fp16|bf16", "default fp16"},            \
+            {"precision", CLI_STR, precision, 0, 0, NULL, "fp16|bf16", "default: cuda's, fp16"},   \
             {"max-len",  CLI_INT, max_len, 1,                                                      \
              1000000000, NULL,    "N",     "tokens per sequence (default: the model's)"},          \
             {"max-seqs", CLI_INT, max_seqs, 1,                                                     \
@@ -28,6 +28,20 @@
             NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL                                           \
         }                                                                                          \
     }
+
+/* bytes as "1.23 GiB", "4.5 MiB", ... into buf */
+static const char *human(size_t bytes, char *buf, size_t len) {
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB"};
+    double v = (double)bytes;
+    int u = 0;
+    while (u < 3 && v >= 1024.0)
+        v /= 1024.0, u++;
+    if (u == 0)
+        snprintf(buf, len, "%zu B", bytes);
+    else
+        snprintf(buf, len, u == 3 ? "%.2f %s" : "%.1f %s", v, unit[u]);
+    return buf;
+}
 
 static void plan_usage(FILE *f) {
     fprintf(f,
@@ -43,13 +57,13 @@ static void plan_usage(FILE *f) {
     worker_cli_print_opts(f, opts);
 }
 
-int worker_cmd_plan_memory(int argc, char **argv) {
-    const char *model_dir = NULL, *geometry = NULL, *precision = "fp16";
+common_status_t worker_cmd_plan_memory(int argc, char **argv) {
+    const char *model_dir = NULL, *geometry = NULL, *precision = NULL;
     int labels = 2, budget = 0, max_len = 0, max_seqs = 0;
     const cli_opt_t opts[] =
         PLAN_OPTS(&model_dir, &geometry, &labels, &budget, &precision, &max_len, &max_seqs);
     int prc = worker_cli_parse("plan-memory", argc, argv, opts, plan_usage, NULL);
-    if (prc >= 0) return prc;
+    if (prc != COMMON_OK) return prc;
     if (!model_dir == !geometry) {
         fprintf(stderr,
                 "reclass plan-memory: give exactly one of --model DIR or --geometry NAME\n");
@@ -77,8 +91,10 @@ int worker_cmd_plan_memory(int argc, char **argv) {
         return 2;
     }
 
-    gpu_plan_t plan;
-    int rc = gpu_plan_compute(&cfg, budget, max_len, max_seqs, precision, &plan, err, sizeof(err));
+    gpu_mem_plan_t plan;
+    gpu_backend_opts_t bo = {
+        .token_budget = budget, .max_len = max_len, .max_seqs = max_seqs, .precision = precision};
+    int rc = gpu_backend_plan_memory("cuda", &cfg, &bo, &plan, err, sizeof(err));
     if (rc != 0) {
         fprintf(stderr, "reclass plan-memory: %s\n", err);
         gpu_model_free(model);
@@ -88,25 +104,25 @@ int worker_cmd_plan_memory(int argc, char **argv) {
     printf("device memory plan: %s (%s, %d layers, H %d, E %d, I %d, %s, %d labels), %s, token "
            "budget %d, max len %d, max seqs %d\n",
            name, gpu_model_family_name(cfg.family), cfg.layers, cfg.hidden, cfg.emb_size,
-           cfg.intermediate, gpu_model_act_name(cfg.act), cfg.num_labels, precision, budget,
+           cfg.intermediate, gpu_model_act_name(cfg.act), cfg.num_labels, plan.precision, budget,
            plan.max_len, plan.max_seqs);
-    for (int i = 0; i < GPU_PLAN_N; i++) {
-        if (i == GPU_PLAN_X)
+    for (int i = 0; i < plan.n; i++) {
+        if (i > 0 && plan.slice[i - 1].weights && !plan.slice[i].weights)
             printf("  %-30s %14zu  %s\n", "= weights", plan.weights_bytes,
-                   gpu_plan_human(plan.weights_bytes, h, sizeof(h)));
+                   human(plan.weights_bytes, h, sizeof(h)));
         printf("  %-30s %14zu  %-10s %s\n", plan.slice[i].name, plan.slice[i].bytes,
-               gpu_plan_human(plan.slice[i].bytes, h, sizeof(h)), plan.slice[i].shape);
+               human(plan.slice[i].bytes, h, sizeof(h)), plan.slice[i].shape);
     }
     printf("  %-30s %14zu  %s\n", "= arena (activations+workspace)", plan.arena_bytes,
-           gpu_plan_human(plan.arena_bytes, h, sizeof(h)));
+           human(plan.arena_bytes, h, sizeof(h)));
     printf("  %-30s %14zu  %s\n", "= total (one allocation)", plan.total_bytes,
-           gpu_plan_human(plan.total_bytes, h, sizeof(h)));
+           human(plan.total_bytes, h, sizeof(h)));
     printf("{\"model\":\"%s\",\"precision\":\"%s\",\"token_budget\":%d,\"max_len\":%d,"
            "\"max_seqs\":%d,\"weights_bytes\":%zu,\"arena_bytes\":%zu,\"total_bytes\":%zu,"
            "\"components\":{",
-           name, precision, budget, plan.max_len, plan.max_seqs, plan.weights_bytes,
+           name, plan.precision, budget, plan.max_len, plan.max_seqs, plan.weights_bytes,
            plan.arena_bytes, plan.total_bytes);
-    for (int i = 0; i < GPU_PLAN_N; i++)
+    for (int i = 0; i < plan.n; i++)
         printf("%s\"%s\":%zu", i ? "," : "", plan.slice[i].name, plan.slice[i].bytes);
     printf("}}\n");
     gpu_model_free(model);

@@ -33,10 +33,10 @@ static void report_usage(FILE *f) {
     worker_cli_print_opts(f, report_opts);
 }
 
-int worker_cmd_report(int argc, char **argv) {
+common_status_t worker_cmd_report(int argc, char **argv) {
     report_a = (report_args_t){0};
     int prc = worker_cli_parse("report", argc, argv, report_opts, report_usage, NULL);
-    if (prc >= 0) return prc;
+    if (prc != COMMON_OK) return prc;
     report_args_t a = report_a;
     if (!a.job) {
         fprintf(stderr, "reclass report: --job J is required (see --help)\n");

@@ -6,14 +6,14 @@
 #include "worker/cli/config.h"
 #include "worker/pipeline/pipeline.h"
 
-int worker_cmd_run(int argc, char **argv) {
+common_status_t worker_cmd_run(int argc, char **argv) {
     worker_run_cfg_t cfg;
     char err[512];
-    int rc = worker_run_cfg_parse(&cfg, argc, argv, err, sizeof(err));
-    if (rc == 1) return 0; /* --help */
+    common_status_t rc = worker_run_cfg_parse(&cfg, argc, argv, err, sizeof(err));
+    if (rc == COMMON_DONE) return rc; /* --help */
     if (rc) {
         fprintf(stderr, "reclass run: %s\n", err);
-        return 2;
+        return rc;
     }
     if ((rc = consumers_kafka_require_version("run"))) return rc;
     return worker_pipeline_run(&cfg);

@@ -1,9 +1,9 @@
 /* reclass submit: sends a CSV/JSONL file of tickets to Kafka as one bulk job.
  *
  * Two passes over the file: the first counts the job (every message carries job_total, which
- * is how the workers know a job is complete) and rejects bad input before anything is sent;
- * the second produces. The producer is idempotent with acks=all, so librdkafka's retries
- * neither lose nor duplicate a ticket, and the command waits for every delivery report. */
+ * is how the workers know a job is complete) and rejects bad input before anything is sent,
+ * its largest record held against the largest the topic takes; the second produces
+ * (consumers/producer.c), and the command waits for every delivery report. */
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,37 +12,26 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <librdkafka/rdkafka.h>
-
 #include "consumers/avro_codec.h"
-#include "consumers/kafka_props.h"
-#include "consumers/ticket.h"
 #include "consumers/kafka_version.h"
+#include "consumers/producer.h"
+#include "consumers/schema_registry.h"
+#include "consumers/ticket.h"
+#include "sink/owner.h"
+#include "sink/sink.h"
 #include "worker/cli/cli.h"
 #include "worker/text/submit_input.h"
 
 #define SUBMIT_MAX_PROPS 32
 
 typedef struct {
-    const char *brokers, *topic, *job_id, *tenant, *text_col, *id_col, *schemas, *file;
+    const char *brokers, *topic, *job_id, *tenant, *text_col, *id_col, *schemas, *file, *db;
+    const char *registry, *registry_auth, *registry_ca;
     const char *lane;     /* urgent | bulk: the topic is <topic>.urgent or <topic> */
     char lane_topic[256]; /* backs topic for --lane urgent */
     int plain, priority, has_priority, progress;
     const char *props[SUBMIT_MAX_PROPS + 1]; /* --kafka K=V, NULL-ended */
 } submit_opts_t;
-
-typedef struct {
-    int64_t first_offset; /* lowest offset delivered to the partition */
-    long count;           /* tickets delivered there */
-} submit_part_t;
-
-typedef struct {
-    long delivered, failed, total;
-    char first_error[256];
-    submit_part_t *parts; /* (n_parts), checked against the low watermarks at the end */
-    int32_t n_parts;
-    int out_of_memory;
-} submit_stats_t;
 
 static volatile sig_atomic_t submit_stop;
 static void on_signal(int sig) {
@@ -51,7 +40,7 @@ static void on_signal(int sig) {
 }
 
 /* The options, set into o (priority: into *priority, LONG_MIN when not given). */
-#define SUBMIT_N_OPTS 12
+#define SUBMIT_N_OPTS 16
 static void submit_opts(submit_opts_t *o, long *priority, cli_list_t *props, int *no_progress,
                         cli_opt_t out[SUBMIT_N_OPTS + 1]) {
     const cli_opt_t t[] = {
@@ -74,8 +63,18 @@ static void submit_opts(submit_opts_t *o, long *priority, cli_list_t *props, int
          "plain Avro binary instead of the Confluent framing"},
         {"schemas", CLI_STR, &o->schemas, 0, 0, "RECLASS_SCHEMAS", "DIR",
          "ticket-v<ID>.avsc directory (default: the source tree's consumers/schemas)"},
+        {"schema-registry", CLI_STR, &o->registry, 0, 0, "RECLASS_SCHEMA_REGISTRY", "URL",
+         "register the schema under <topic>-value in this Confluent Schema Registry and\n"
+         "      frame the records with its id (credentials as for reclass run)"},
+        {"schema-registry-auth-file", CLI_STR, &o->registry_auth, 0, 0,
+         "RECLASS_SCHEMA_REGISTRY_AUTH_FILE", "FILE",
+         "one line \"basic user:password\" or \"bearer TOKEN\" for the registry"},
+        {"schema-registry-ca", CLI_STR, &o->registry_ca, 0, 0, "RECLASS_SCHEMA_REGISTRY_CA", "FILE",
+         "CA certificates (PEM) the registry's TLS certificate is verified against"},
         {"kafka", CLI_KV, props, 0, 0, NULL, "K=V",
          "extra librdkafka property (repeatable), e.g. security.protocol=SSL"},
+        {"db", CLI_STR, &o->db, 0, 0, "RECLASS_DB", "URL",
+         "PostgreSQL URL or conninfo: refuse, before sending, a job id another tenant owns"},
         {"no-progress", CLI_FLAG, no_progress, 0, 0, NULL, NULL,
          "no progress bar (it is only drawn when stderr is a terminal)"},
         {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL},
@@ -99,7 +98,7 @@ static void usage(FILE *f) {
     worker_cli_print_opts(f, opts);
 }
 
-/* 0, 1 after --help, or 2 with the usage error printed. */
+/* COMMON_OK, COMMON_DONE after --help, or COMMON_USAGE with the usage error printed. */
 static int parse_opts(int argc, char **argv, submit_opts_t *o) {
     memset(o, 0, sizeof(*o));
     o->brokers = "127.0.0.1:9092";
@@ -111,9 +110,8 @@ static int parse_opts(int argc, char **argv, submit_opts_t *o) {
     cli_list_t props = {o->props, 0, SUBMIT_MAX_PROPS};
     cli_opt_t opts[SUBMIT_N_OPTS + 1];
     submit_opts(o, &priority, &props, &no_progress, opts);
-    int rc = worker_cli_parse("submit", argc, argv, opts, usage, &first);
-    if (rc == 0) return 1;
-    if (rc == 2) return 2;
+    common_status_t rc = worker_cli_parse("submit", argc, argv, opts, usage, &first);
+    if (rc != COMMON_OK) return rc;
     o->progress = !no_progress && isatty(STDERR_FILENO);
     if (priority != LONG_MIN) {
         o->priority = (int)priority;
@@ -148,131 +146,23 @@ static int parse_opts(int argc, char **argv, submit_opts_t *o) {
 
 /* ---- pass 2: produce ---- */
 
-static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
-    submit_stats_t *st = opaque;
-    if (m->err) {
-        if (st->failed++ == 0)
-            snprintf(st->first_error, sizeof(st->first_error), "%s", rd_kafka_err2str(m->err));
-    } else {
-        st->delivered++;
-        int32_t p = m->partition;
-        if (p >= st->n_parts) {
-            submit_part_t *grown = realloc(st->parts, sizeof(*grown) * (size_t)(p + 1));
-            if (!grown) {
-                st->out_of_memory = 1;
-                return;
-            }
-            memset(grown + st->n_parts, 0, sizeof(*grown) * (size_t)(p + 1 - st->n_parts));
-            st->parts = grown;
-            st->n_parts = p + 1;
-        }
-        submit_part_t *sp = &st->parts[p];
-        if (!sp->count++ || m->offset < sp->first_offset) sp->first_offset = m->offset;
-    }
-}
-
-/* A broker deletes a partition's oldest records once it holds more than its retention allows
- * (or, for reclass dev-broker, --partition-mb): tickets delivered and already gone would never
- * be classified, so say so instead of reporting success. Returns 0, or 1 with the loss printed. */
-static int check_retained(rd_kafka_t *rk, const submit_opts_t *o, const submit_stats_t *st) {
-    int lost = st->out_of_memory;
-    if (lost) fprintf(stderr, "reclass submit: out of memory tracking the delivered offsets\n");
-    for (int32_t p = 0; p < st->n_parts; p++) {
-        const submit_part_t *sp = &st->parts[p];
-        if (!sp->count) continue;
-        int64_t low = 0, high = 0;
-        rd_kafka_resp_err_t e =
-            rd_kafka_query_watermark_offsets(rk, o->topic, p, &low, &high, 10000);
-        if (e) {
-            fprintf(stderr, "reclass submit: cannot check partition %d of %s is intact: %s\n", p,
-                    o->topic, rd_kafka_err2str(e));
-            lost = 1;
-        } else if (low > sp->first_offset) {
-            fprintf(stderr,
-                    "reclass submit: partition %d no longer holds the records at offsets %lld to "
-                    "%lld (its earliest is now %lld): the broker deleted up to %lld of the %ld "
-                    "tickets just delivered there (retention or size limit; reclass dev-broker: "
-                    "--partition-mb)\n",
-                    p, (long long)sp->first_offset, (long long)low - 1, (long long)low,
-                    (long long)(low - sp->first_offset), sp->count);
-            lost = 1;
-        }
-    }
-    return lost;
-}
-
-static void draw_progress(const submit_stats_t *st, int final) {
+static void draw_progress(const consumers_producer_t *p, long total, int final) {
     static struct timespec last;
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     long ms = (now.tv_sec - last.tv_sec) * 1000 + (now.tv_nsec - last.tv_nsec) / 1000000;
     if (!final && ms < 100) return;
     last = now;
-    int width = 30, done = st->total ? (int)(width * st->delivered / st->total) : width;
+    const consumers_producer_stats_t *st = consumers_producer_stats(p);
+    int width = 30, done = total ? (int)(width * st->delivered / total) : width;
     char bar[64];
     for (int i = 0; i < width; i++)
         bar[i] = i < done ? '#' : '-';
     bar[width] = '\0';
-    fprintf(stderr, "\r[%s] %ld/%ld delivered", bar, st->delivered, st->total);
+    fprintf(stderr, "\r[%s] %ld/%ld delivered", bar, st->delivered, total);
     if (st->failed) fprintf(stderr, ", %ld failed", st->failed);
     if (final) fputc('\n', stderr);
     fflush(stderr);
-}
-
-static rd_kafka_t *make_producer(const submit_opts_t *o, submit_stats_t *st) {
-    char errstr[512];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    const char *props[][2] = {
-        {"bootstrap.servers", o->brokers},
-        {"enable.idempotence", "true"},
-        {"acks", "all"},
-        {"linger.ms", "20"}, /* fill batches: thousands of small records */
-        {"batch.num.messages", "10000"},
-        {"compression.type", "lz4"}, /* ticket text compresses well */
-        {"message.timeout.ms", "120000"},
-        {"log_level", "4"},
-    };
-    for (size_t i = 0; i < sizeof(props) / sizeof(props[0]); i++)
-        if (rd_kafka_conf_set(conf, props[i][0], props[i][1], errstr, sizeof(errstr))) {
-            fprintf(stderr, "reclass submit: %s\n", errstr);
-            rd_kafka_conf_destroy(conf);
-            return NULL;
-        }
-    if (consumers_kafka_props_apply(conf, o->props, CONSUMERS_PROPS_ALL, errstr, sizeof(errstr))) {
-        fprintf(stderr, "reclass submit: --kafka: %s\n", errstr);
-        rd_kafka_conf_destroy(conf);
-        return NULL;
-    }
-    rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
-    rd_kafka_conf_set_opaque(conf, st);
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
-    if (!rk) {
-        fprintf(stderr, "reclass submit: %s\n", errstr);
-        rd_kafka_conf_destroy(conf);
-    }
-    return rk;
-}
-
-/* Fails fast on an unreachable cluster or a missing topic instead of after message.timeout. */
-static int check_topic(rd_kafka_t *rk, const submit_opts_t *o) {
-    rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, o->topic, NULL);
-    rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
-    for (int attempt = 0; attempt < 5; attempt++) {
-        const struct rd_kafka_metadata *md;
-        err = rd_kafka_metadata(rk, 0, rkt, &md, 10000);
-        if (err) break; /* transport trouble: retrying the same request is not faster */
-        err = md->topic_cnt ? md->topics[0].err : RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
-        rd_kafka_metadata_destroy(md);
-        if (!err || err != RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE) break;
-        usleep(200 * 1000); /* a just auto-created topic has no leader for a moment */
-    }
-    rd_kafka_topic_destroy(rkt);
-    if (err) {
-        fprintf(stderr, "reclass submit: topic %s on %s: %s\n", o->topic, o->brokers,
-                rd_kafka_err2str(err));
-        return 1;
-    }
-    return 0;
 }
 
 static int64_t now_ms(void) {
@@ -281,8 +171,41 @@ static int64_t now_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int produce_all(rd_kafka_t *rk, consumers_codec_t *codec, const submit_opts_t *o,
-                       submit_stats_t *st, long *sent) {
+/* Registers the current schema under <topic>-value (Confluent's TopicNameStrategy, what its
+ * serializers and consumers expect) and frames the records with the registry's id. */
+static int register_schema(const submit_opts_t *o, consumers_codec_t *codec) {
+    char err[512], subject[512];
+    if (o->plain) {
+        fprintf(stderr, "reclass submit: --schema-registry needs the Confluent framing (drop "
+                        "--plain-avro)\n");
+        return 2;
+    }
+    consumers_registry_cfg_t rc = {
+        .url = o->registry, .ca_file = o->registry_ca, .auth_file = o->registry_auth};
+    consumers_registry_t *r;
+    if (consumers_registry_open(&rc, &r, err, sizeof(err))) {
+        fprintf(stderr, "reclass submit: %s\n", err);
+        return 2;
+    }
+    snprintf(subject, sizeof(subject), "%s-value", o->topic);
+    char *txt = consumers_codec_reader_text(codec);
+    int32_t id = -1;
+    int res = txt ? consumers_registry_register(r, subject, txt, &id, err, sizeof(err))
+                  : CONSUMERS_REGISTRY_RETRY;
+    if (!txt) snprintf(err, sizeof(err), "out of memory");
+    free(txt);
+    consumers_registry_free(r);
+    if (res != CONSUMERS_REGISTRY_OK) {
+        fprintf(stderr, "reclass submit: %s; nothing was sent\n", err);
+        return 1;
+    }
+    consumers_codec_set_encode_id(codec, id);
+    fprintf(stderr, "reclass submit: schema id %d under subject %s\n", (int)id, subject);
+    return 0;
+}
+
+static int produce_all(consumers_producer_t *p, consumers_codec_t *codec, const submit_opts_t *o,
+                       long total, long *sent) {
     worker_submit_input_t *in;
     char err[512];
     *sent = 0;
@@ -299,7 +222,7 @@ static int produce_all(rd_kafka_t *rk, consumers_codec_t *codec, const submit_op
                                 .ticket_id = (char *)r.id,
                                 .text = (char *)r.text,
                                 .text_len = r.text_len,
-                                .job_total = (int32_t)st->total,
+                                .job_total = (int32_t)total,
                                 .enqueued_at_ms = now_ms(),
                                 .priority = o->priority,
                                 .has_priority = o->has_priority};
@@ -310,25 +233,13 @@ static int produce_all(rd_kafka_t *rk, consumers_codec_t *codec, const submit_op
             rc = 1;
             break;
         }
-        rd_kafka_resp_err_t e;
-        /* F_FREE: librdkafka frees buf (malloc'd by the codec) once the message is done. */
-        while ((e = rd_kafka_producev(
-                    rk, RD_KAFKA_V_TOPIC(o->topic), RD_KAFKA_V_KEY(r.id, strlen(r.id)),
-                    RD_KAFKA_V_VALUE(buf, len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE),
-                    RD_KAFKA_V_END)) == RD_KAFKA_RESP_ERR__QUEUE_FULL &&
-               !submit_stop)
-            rd_kafka_poll(rk, 50);
-        if (e) {
-            free(buf);
-            if (!submit_stop)
-                fprintf(stderr, "reclass submit: cannot queue ticket %s: %s\n", r.id,
-                        rd_kafka_err2str(e));
+        if (consumers_producer_send(p, r.id, buf, len, &submit_stop, err, sizeof(err))) {
+            if (!submit_stop) fprintf(stderr, "reclass submit: %s\n", err);
             rc = 1;
             break;
         }
         ++*sent;
-        rd_kafka_poll(rk, 0);
-        if (o->progress) draw_progress(st, 0);
+        if (o->progress) draw_progress(p, total, 0);
     }
     if (submit_stop)
         rc = 1;
@@ -338,53 +249,97 @@ static int produce_all(rd_kafka_t *rk, consumers_codec_t *codec, const submit_op
     return rc;
 }
 
-int worker_cmd_submit(int argc, char **argv) {
+/* All or nothing: the largest record of the file against what the producer and the topic take,
+ * before the first is sent. 0, or 2 with the first line over the limit printed (one more read
+ * of the file, only then). */
+static int check_record_limit(consumers_producer_t *p, const submit_opts_t *o,
+                              const worker_submit_count_t *c) {
+    char source[512];
+    int reported;
+    size_t limit = consumers_producer_record_limit(p, &reported, source, sizeof(source));
+    if (!reported) fprintf(stderr, "reclass submit: records up to %zu bytes, %s\n", limit, source);
+    size_t job = strlen(o->job_id), tenant = strlen(o->tenant);
+    if (consumers_producer_ticket_bytes(c->largest_text, c->largest_id, job, tenant) <= limit)
+        return 0;
+    long first = c->largest_line, over = 0;
+    size_t need = 0;
+    worker_submit_input_t *in;
+    worker_submit_rec_t r;
+    char err[512];
+    if (worker_submit_input_open(o->file, o->text_col, o->id_col, &in, err, sizeof(err)) == 0) {
+        while (worker_submit_input_next(in, &r, err, sizeof(err)) == 1) {
+            size_t b = consumers_producer_ticket_bytes(r.text_len, strlen(r.id), job, tenant);
+            if (r.text_len == 0 || b <= limit) continue;
+            if (over++ == 0) first = r.line, need = b;
+        }
+        worker_submit_input_free(in);
+    }
+    fprintf(stderr,
+            "reclass submit: %s: line %ld: the ticket's record takes up to %zu bytes, over the "
+            "%zu bytes of %s (%ld such records); nothing was sent: shorten the texts or raise the "
+            "topic's max.message.bytes\n",
+            o->file, first, need, limit, source, over);
+    return 2;
+}
+
+common_status_t worker_cmd_submit(int argc, char **argv) {
     submit_opts_t o;
     int rc = parse_opts(argc, argv, &o);
-    if (rc) return rc == 1 ? 0 : rc;
+    if (rc) return rc;
     if ((rc = consumers_kafka_require_version("submit"))) return rc;
-
-    long total, empty;
-    char cerr[512];
-    if ((rc = worker_submit_input_count(o.file, o.text_col, o.id_col, &total, &empty, cerr,
-                                        sizeof(cerr)))) {
-        fprintf(stderr, "reclass submit: %s\n", cerr);
-        return rc;
+    char oerr[512];
+    if (o.db && (rc = sink_job_owner_check(o.db, o.job_id, o.tenant, oerr, sizeof(oerr)))) {
+        fprintf(stderr, "reclass submit: %s\n", oerr);
+        return rc == SINK_RETRY ? 1 : 2;
     }
 
-    consumers_codec_t *codec;
+    worker_submit_count_t cnt;
     char err[512];
+    if ((rc = worker_submit_input_count(o.file, o.text_col, o.id_col, &cnt, err, sizeof(err)))) {
+        fprintf(stderr, "reclass submit: %s\n", err);
+        return rc;
+    }
+    long total = cnt.count;
+
+    consumers_codec_t *codec;
     if (consumers_codec_init(o.schemas, &codec, err, sizeof(err))) {
         fprintf(stderr, "reclass submit: %s (set --schemas or RECLASS_SCHEMAS)\n", err);
         return 1;
     }
-    submit_stats_t st = {.total = total};
-    rd_kafka_t *rk = make_producer(&o, &st);
-    if (!rk) {
+    if (o.registry && (rc = register_schema(&o, codec)) != 0) {
         consumers_codec_free(codec);
-        return 2;
+        return rc;
+    }
+    consumers_producer_t *p;
+    if ((rc = consumers_producer_new(o.brokers, o.topic, o.props, &p, err, sizeof(err)))) {
+        fprintf(stderr, "reclass submit: %s\n", err);
+        consumers_codec_free(codec);
+        return rc;
     }
     struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
 
     long sent = 0;
-    rc = check_topic(rk, &o);
-    if (rc == 0) rc = produce_all(rk, codec, &o, &st, &sent);
+    if ((rc = consumers_producer_check_topic(p, err, sizeof(err))))
+        fprintf(stderr, "reclass submit: %s\n", err);
+    if (rc == 0) rc = check_record_limit(p, &o, &cnt);
+    if (rc == 0) rc = produce_all(p, codec, &o, total, &sent);
     /* Wait for every delivery report, even after a failure, so the counts are true. */
-    while (rd_kafka_outq_len(rk) > 0) {
-        rd_kafka_flush(rk, 100);
-        if (o.progress) draw_progress(&st, 0);
-    }
-    if (o.progress) draw_progress(&st, 1);
-    int lost = rc == 0 && !st.failed && check_retained(rk, &o, &st);
-    free(st.parts);
-    rd_kafka_destroy(rk);
+    while (consumers_producer_wait(p, 100) > 0)
+        if (o.progress) draw_progress(p, total, 0);
+    if (o.progress && rc != 2) draw_progress(p, total, 1);
+    const consumers_producer_stats_t st = *consumers_producer_stats(p);
+    int lost = rc == 0 && !st.failed && consumers_producer_check_retained(p, err, sizeof(err));
+    if (lost) fprintf(stderr, "reclass submit: %s\n", err);
+    consumers_producer_free(p);
     consumers_codec_free(codec);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
+    if (rc == 2 && sent == 0) return 2; /* refused before sending: the message says why */
 
-    if (empty) fprintf(stderr, "reclass submit: skipped %ld records with empty text\n", empty);
+    if (cnt.empty)
+        fprintf(stderr, "reclass submit: skipped %ld records with empty text\n", cnt.empty);
     if (st.failed) {
         fprintf(stderr, "reclass submit: %ld of %ld deliveries failed (first: %s)\n", st.failed,
                 sent, st.first_error);

@@ -78,13 +78,13 @@ static void write_ids(FILE *f, const worker_ids_t *ids) {
     putc_unlocked('\n', f);
 }
 
-int worker_cmd_tokenize(int argc, char **argv) {
+common_status_t worker_cmd_tokenize(int argc, char **argv) {
     const char *model = NULL;
     int jsonl = 0;
     long max_len = 0;
     const cli_opt_t opts[] = TOKENIZE_OPTS(&model, &jsonl, &max_len);
     int first = 0, prc = worker_cli_parse("tokenize", argc, argv, opts, tokenize_usage, &first);
-    if (prc >= 0) return prc;
+    if (prc != COMMON_OK) return prc;
     if (first < argc) {
         fprintf(stderr, "reclass tokenize: unexpected argument '%s' (texts come on stdin)\n",
                 argv[first]);

@@ -5,12 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "consumers/kafka_props.h"
 #include "worker/cli/cli.h"
 #include "worker/pipeline/fair.h"
 
-/* The options of `reclass run`, each with its variable, set into c (kafka: c->kafka_props). */
-#define RUN_N_OPTS 30
+/* The options of `reclass run`, each with its variable, set into c (kafka: c->kafka_props):
+ * its own rows, then the shared classification settings (worker/cli/settings_opts.c). */
+#define RUN_N_OWN  25
+#define RUN_N_OPTS (RUN_N_OWN + 8)
 static void run_opts(worker_run_cfg_t *c, cli_list_t *kafka, cli_opt_t out[RUN_N_OPTS + 1]) {
     const cli_opt_t t[] = {
         {"brokers", CLI_STR, &c->brokers, 0, 0, "RECLASS_BROKERS", NULL,
@@ -22,18 +25,10 @@ static void run_opts(worker_run_cfg_t *c, cli_list_t *kafka, cli_opt_t out[RUN_N
         {"group", CLI_STR, &c->group, 0, 0, "RECLASS_GROUP", NULL,
          "consumer group id (default reclass)"},
         {"db", CLI_STR, &c->db, 0, 0, "RECLASS_DB", NULL, "PostgreSQL URL or conninfo (required)"},
-        {"model", CLI_STR, &c->model, 0, 0, "RECLASS_MODEL", NULL,
+        {"model", CLI_STR, &c->cls.model_dir, 0, 0, "RECLASS_MODEL", NULL,
          "Hugging Face checkpoint directory (required)"},
-        {"backend", CLI_STR, &c->backend, 0, 0, "RECLASS_BACKEND", NULL,
-         "cpu or cuda (default cpu)"},
-        {"precision", CLI_STR, &c->precision, 0, 0, "RECLASS_PRECISION", NULL,
-         "fp32 (cpu), fp16 or bf16 (cuda); default: the backend's"},
-        {"token-budget", CLI_INT, &c->token_budget, 0, 1 << 24, "RECLASS_TOKEN_BUDGET", NULL,
-         "tokens per encoder batch (default 0 = 4096 on the cpu backend, 16384 on cuda)"},
-        {"max-wait-ms", CLI_INT, &c->max_wait_ms, 0, 3600000, "RECLASS_MAX_WAIT_MS", NULL,
+        {"max-wait-ms", CLI_INT, &c->cls.max_wait_ms, 0, 3600000, "RECLASS_MAX_WAIT_MS", NULL,
          "longest a ticket waits for its batch to fill (default 200)"},
-        {"max-len", CLI_INT, &c->max_len, 0, 1 << 20, "RECLASS_MAX_LEN", NULL,
-         "truncate texts to this many tokens (default: the model's maximum)"},
         {"idle-exit", CLI_INT, &c->idle_exit_s, 0, INT_MAX, "RECLASS_IDLE_EXIT", NULL,
          "exit 0 after N seconds with nothing to do, everything committed (default 0 =\n"
          "      never); counted from the first assignment (joining a group can take a while)"},
@@ -43,19 +38,17 @@ static void run_opts(worker_run_cfg_t *c, cli_list_t *kafka, cli_opt_t out[RUN_N
          "      re-assigns a killed member's partitions only once its session expired"},
         {"dlq-topic", CLI_STR, &c->dlq_topic, 0, 0, "RECLASS_DLQ_TOPIC", NULL,
          "dead-letter topic for undecodable records (default <topic>.dlq)"},
-        {"threads", CLI_INT, &c->threads, 0, 1024, "RECLASS_THREADS", NULL,
-         "CPU backend threads (default 0 = one per core)"},
-        {"device", CLI_INT, &c->device, 0, 1024, "RECLASS_DEVICE", NULL,
-         "CUDA device ordinal (default 0)"},
         {"schemas", CLI_STR, &c->schemas, 0, 0, "RECLASS_SCHEMAS", NULL,
          "directory of ticket-v<ID>.avsc schemas (default: the source tree's consumers/schemas)"},
-        {"max-pending", CLI_INT, &c->max_pending, 0, 1 << 24, "RECLASS_MAX_PENDING", NULL,
-         "tickets waiting for a batch before consumption pauses (default 0 = 2048 on the\n"
-         "      cpu backend, 32768 on cuda); also bounds the work a shutdown finishes"},
-        {"max-pending-tokens", CLI_INT, &c->max_pending_tokens, 0, 1 << 30,
-         "RECLASS_MAX_PENDING_TOKENS", NULL,
-         "tokens of the tickets waiting in the accumulator before consumption pauses\n"
-         "      (default 0 = 8 token budgets)"},
+        {"schema-registry", CLI_STR, &c->schema_registry, 0, 0, "RECLASS_SCHEMA_REGISTRY", "URL",
+         "Confluent Schema Registry: framed records' schema ids are the registry's, writer\n"
+         "      schemas fetched by id on first sight (cached); credentials from\n"
+         "      RECLASS_SCHEMA_REGISTRY_USER_INFO / _TOKEN or --schema-registry-auth-file"},
+        {"schema-registry-auth-file", CLI_STR, &c->schema_registry_auth, 0, 0,
+         "RECLASS_SCHEMA_REGISTRY_AUTH_FILE", "FILE",
+         "one line \"basic user:password\" or \"bearer TOKEN\" for the registry"},
+        {"schema-registry-ca", CLI_STR, &c->schema_registry_ca, 0, 0, "RECLASS_SCHEMA_REGISTRY_CA",
+         "FILE", "CA certificates (PEM) the registry's TLS certificate is verified against"},
         {"sink-rows", CLI_INT, &c->sink_rows, 1, 1 << 20, "RECLASS_SINK_ROWS", NULL,
          "most rows per PostgreSQL transaction (default 8192)"},
         {"log-every", CLI_INT, &c->log_every, 0, INT_MAX, "RECLASS_LOG_EVERY", NULL,
@@ -87,10 +80,11 @@ static void run_opts(worker_run_cfg_t *c, cli_list_t *kafka, cli_opt_t out[RUN_N
          "      for the most urgent lane) until its queued tickets make room"},
         {"kafka", CLI_KV, kafka, 0, 0, NULL, "K=V",
          "extra librdkafka property (repeatable), e.g. security.protocol=ssl"},
-        {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL},
     };
-    _Static_assert(sizeof(t) / sizeof(t[0]) == RUN_N_OPTS + 1, "RUN_N_OPTS");
+    _Static_assert(sizeof(t) / sizeof(t[0]) == RUN_N_OWN, "RUN_N_OWN");
     memcpy(out, t, sizeof(t));
+    int n = RUN_N_OWN + worker_cli_settings_opts(&c->cls, CLI_SET_ALL, 1, out + RUN_N_OWN);
+    out[n] = (cli_opt_t){NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL};
 }
 
 void worker_run_cfg_usage(FILE *f) {
@@ -116,54 +110,55 @@ void worker_run_cfg_usage(FILE *f) {
             "gpu_memory (migrations/003_telemetry.sql).\n");
 }
 
-/* --topic T[:P],...: names and priorities into cfg->topics / topic_prio. 0, or 2 with err. */
-static int parse_topics(worker_run_cfg_t *cfg, char *err, size_t errlen) {
+/* --topic T[:P],...: names and priorities into cfg->topics / topic_prio. COMMON_OK, or COMMON_USAGE
+ * with err. */
+static common_status_t parse_topics(worker_run_cfg_t *cfg, char *err, size_t errlen) {
     size_t n = strlen(cfg->topic);
     if (n >= sizeof(cfg->topic_buf)) {
-        snprintf(err, errlen, "--topic: over %zu bytes", sizeof(cfg->topic_buf) - 1);
-        return 2;
+        return common_errf(COMMON_USAGE, err, errlen, "--topic: over %zu bytes",
+                           sizeof(cfg->topic_buf) - 1);
     }
     memcpy(cfg->topic_buf, cfg->topic, n + 1);
     cfg->n_topics = 0;
     char *save = NULL;
     for (char *t = strtok_r(cfg->topic_buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         if (cfg->n_topics == WORKER_RUN_MAX_TOPICS) {
-            snprintf(err, errlen, "--topic: at most %d topics", WORKER_RUN_MAX_TOPICS);
-            return 2;
+            return common_errf(COMMON_USAGE, err, errlen, "--topic: at most %d topics",
+                               WORKER_RUN_MAX_TOPICS);
         }
         long prio = 0;
         char *colon = strchr(t, ':');
         if (colon) {
             *colon = 0;
             if (worker_cli_long(colon + 1, -1000000, 1000000, &prio)) {
-                snprintf(err, errlen,
-                         "--topic %s: priority '%s' is not an integer (lower = more urgent)", t,
-                         colon + 1);
-                return 2;
+                return common_errf(
+                    COMMON_USAGE, err, errlen,
+                    "--topic %s: priority '%s' is not an integer (lower = more urgent)", t,
+                    colon + 1);
             }
         }
         if (!*t) {
-            snprintf(err, errlen, "--topic '%s': an empty topic name", cfg->topic);
-            return 2;
+            return common_errf(COMMON_USAGE, err, errlen, "--topic '%s': an empty topic name",
+                               cfg->topic);
         }
         cfg->topics[cfg->n_topics] = t;
         cfg->topic_prio[cfg->n_topics++] = (int)prio;
     }
     if (!cfg->n_topics) {
-        snprintf(err, errlen, "--topic '%s': no topic in it", cfg->topic);
-        return 2;
+        return common_errf(COMMON_USAGE, err, errlen, "--topic '%s': no topic in it", cfg->topic);
     }
-    return 0;
+    return COMMON_OK;
 }
 
-int worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **argv, char *err, size_t errlen) {
+common_status_t worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **argv, char *err,
+                                     size_t errlen) {
     memset(cfg, 0, sizeof(*cfg));
     cfg->brokers = "127.0.0.1:9092";
     cfg->topic = "tickets";
     cfg->group = "reclass";
-    cfg->backend = "cpu";
+    cfg->cls.backend = "cpu";
     cfg->schemas = RECLASS_SOURCE_DIR "/consumers/schemas";
-    cfg->max_wait_ms = 200;
+    cfg->cls.max_wait_ms = 200;
     cfg->sink_rows = 8192;
     cfg->log_every = 50;
     cfg->top_k = 3;
@@ -175,48 +170,42 @@ int worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **argv, char *err
     cli_list_t kafka = {cfg->kafka_props, 0, WORKER_RUN_MAX_KAFKA_PROPS};
     cli_opt_t opts[RUN_N_OPTS + 1];
     run_opts(cfg, &kafka, opts);
-    int rc = worker_cli_parse_err("run", argc, argv, opts, worker_run_cfg_usage, NULL, err, errlen);
-    if (rc == 0) return 1; /* --help */
-    if (rc == 2) return 2;
-    if (!cfg->db) {
-        snprintf(err, errlen, "no database: give --db URL or set RECLASS_DB");
-        return 2;
-    }
-    if (!cfg->model) {
-        snprintf(err, errlen, "no model: give --model DIR or set RECLASS_MODEL");
-        return 2;
-    }
-    if (strcmp(cfg->backend, "cpu") && strcmp(cfg->backend, "cuda")) {
-        snprintf(err, errlen, "--backend '%s': use cpu or cuda", cfg->backend);
-        return 2;
-    }
-    if (parse_topics(cfg, err, errlen)) return 2;
+    common_status_t rc =
+        worker_cli_parse_err("run", argc, argv, opts, worker_run_cfg_usage, NULL, err, errlen);
+    if (rc) return rc;
+    if (!cfg->db)
+        return common_errf(COMMON_USAGE, err, errlen,
+                           "no database: give --db URL or set RECLASS_DB");
+    if (!cfg->cls.model_dir)
+        return common_errf(COMMON_USAGE, err, errlen,
+                           "no model: give --model DIR or set RECLASS_MODEL");
+    if (strcmp(cfg->cls.backend, "cpu") && strcmp(cfg->cls.backend, "cuda"))
+        return common_errf(COMMON_USAGE, err, errlen, "--backend '%s': use cpu or cuda",
+                           cfg->cls.backend);
+    if ((rc = parse_topics(cfg, err, errlen))) return rc;
     if (cfg->tenant_weights && worker_fair_weights_parse(cfg->tenant_weights, NULL, err, errlen))
-        return 2;
+        return COMMON_USAGE;
     if (!cfg->dlq_topic) {
         snprintf(cfg->dlq_buf, sizeof(cfg->dlq_buf), "%s.dlq", cfg->topics[0]);
         cfg->dlq_topic = cfg->dlq_buf;
     }
     unsigned char addr[sizeof(struct in6_addr)];
     if (inet_pton(AF_INET, cfg->http_addr, addr) != 1 &&
-        inet_pton(AF_INET6, cfg->http_addr, addr) != 1) {
-        snprintf(err, errlen, "--http-addr '%s': give an IPv4 or IPv6 address (e.g. 0.0.0.0)",
-                 cfg->http_addr);
-        return 2;
-    }
+        inet_pton(AF_INET6, cfg->http_addr, addr) != 1)
+        return common_errf(COMMON_USAGE, err, errlen,
+                           "--http-addr '%s': give an IPv4 or IPv6 address (e.g. 0.0.0.0)",
+                           cfg->http_addr);
     long session_ms = /* librdkafka's default: 45000 */
         consumers_kafka_props_long(cfg->kafka_props, "session.timeout.ms", 45000);
-    if (cfg->join_timeout_s > 0 && cfg->join_timeout_s * 1000L < 2 * session_ms) {
-        snprintf(err, errlen,
-                 "--join-timeout %d s is under twice session.timeout.ms (%ld ms): the group may "
-                 "still be waiting for a dead member's session to expire; raise it or set 0",
-                 cfg->join_timeout_s, session_ms);
-        return 2;
-    }
+    if (cfg->join_timeout_s > 0 && cfg->join_timeout_s * 1000L < 2 * session_ms)
+        return common_errf(COMMON_USAGE, err, errlen,
+                           "--join-timeout %d s is under twice session.timeout.ms (%ld ms): the "
+                           "group may still be waiting for a dead member's session to expire; "
+                           "raise it or set 0",
+                           cfg->join_timeout_s, session_ms);
     for (int i = 0; i < cfg->n_topics; i++)
-        if (!strcmp(cfg->dlq_topic, cfg->topics[i])) {
-            snprintf(err, errlen, "--dlq-topic must differ from --topic (%s)", cfg->topics[i]);
-            return 2;
-        }
-    return 0;
+        if (!strcmp(cfg->dlq_topic, cfg->topics[i]))
+            return common_errf(COMMON_USAGE, err, errlen,
+                               "--dlq-topic must differ from --topic (%s)", cfg->topics[i]);
+    return COMMON_OK;
 }

@@ -25,14 +25,11 @@ PGresult *worker_cli_db_query(const char *cmd, PGconn *conn, const char *sql, in
     if (sqlstate) sqlstate[0] = 0;
     PGresult *r = PQexecParams(conn, sql, n, NULL, params, NULL, NULL, 0);
     if (r && PQresultStatus(r) == PGRES_TUPLES_OK) return r;
-    if (sqlstate) {
-        const char *s = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
-        snprintf(sqlstate, 6, "%s", s ? s : "");
-    }
+    const char *st = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    if (sqlstate) snprintf(sqlstate, 6, "%s", st ? st : "");
     char err[1024];
     sink_pg_errmsg(err, sizeof err, "query", conn, r);
-    /* a database without migration 004 answers "function drift_scores(...) does not exist" */
-    const char *hint = strstr(err, "does not exist") ? " (run reclass migrate --db URL)" : "";
+    const char *hint = sink_pg_unmigrated(r) ? " (run reclass migrate --db URL)" : "";
     fprintf(stderr, "reclass %s: %s%s\n", cmd, err, hint);
     PQclear(r);
     return NULL;

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
+
 typedef struct {
     worker_drift_window_t w;
     int32_t *index; /* (idx_cap) row of each hash slot, -1 = empty */
@@ -32,13 +34,12 @@ int worker_drift_init(const worker_drift_cfg_t *cfg, worker_drift_t **out, char 
                       size_t errlen) {
     *out = NULL;
     if (cfg->window_s < 1 || cfg->max_tenants < 1 || cfg->num_labels < 1) {
-        snprintf(err, errlen, "drift: window_s, max_tenants and num_labels must be >= 1");
-        return -1;
+        return common_errf(-1, err, errlen,
+                           "drift: window_s, max_tenants and num_labels must be >= 1");
     }
     worker_drift_t *d = calloc(1, sizeof(*d));
     if (!d) {
-        snprintf(err, errlen, "drift: out of memory");
-        return -1;
+        return common_errf(-1, err, errlen, "drift: out of memory");
     }
     d->cfg = *cfg;
     d->open = -1;

@@ -1,5 +1,6 @@
 /* Process-wide counters and gauges of `reclass run`, and the HTTP endpoints that expose them
- * (libmicrohttpd, its own threads): /healthz, /readyz, /metrics (Prometheus text 0.0.4).
+ * (their own thread, worker/observe/metrics_http.c): /healthz, /readyz, /metrics (Prometheus
+ * text 0.0.4).
  *
  * The pipeline's threads update worker_metrics with relaxed C11 atomics (no lock on the hot
  * path); the HTTP thread reads them. Values are process-wide: two pipelines in one process
@@ -99,7 +100,7 @@ int worker_metrics_ready(const worker_metrics_t *m);
 typedef struct worker_http worker_http_t;
 
 /* Serves m on addr:port (addr an IPv4 or IPv6 literal; port 0 = any free port) from
- * libmicrohttpd's internal thread. Returns 0, 2 with err for a bad address, 1 with err when
+ * a thread of its own. Returns 0, 2 with err for a bad address, 1 with err when
  * the socket cannot be bound. */
 int worker_http_start(const char *addr, int port, const worker_metrics_t *m,
                       const worker_metrics_info_t *info, worker_http_t **out, char *err,

@@ -38,5 +38,8 @@ void pl_item_free(pl_item_t *it) {
     consumers_ticket_free(&it->t);
     free(it->ids);
     free(it->top_k_json);
+    free(it->key);
+    free(it->value);
+    free(it->dlq_error);
     free(it);
 }

@@ -62,7 +62,7 @@ static int enc_publish(pl_t *pl, cls_engine_t *eng, enc_slot_t *sl, char *err, s
     o->n = n;
     sl->n = 0; /* the sink owns the items now */
     gpu_mem_stats_t ms = {0};
-    if (pl->eng.ops->mem_stats) pl->eng.ops->mem_stats(pl->eng.be, &ms);
+    if (pl->ses.eng.ops->mem_stats) pl->ses.eng.ops->mem_stats(pl->ses.eng.be, &ms);
     worker_metrics_add(&worker_metrics.batches, 1);
     worker_metrics_add(&worker_metrics.tokens, b->n_tokens);
     atomic_fetch_add_explicit(&worker_metrics.encoder_ns, (long long)(b->compute_s * 1e9),
@@ -73,7 +73,7 @@ static int enc_publish(pl_t *pl, cls_engine_t *eng, enc_slot_t *sl, char *err, s
                             .padded_tokens = (long)n * b->longest,
                             .wait_ms = (double)(sl->popped_ms - sl->oldest_ms),
                             .compute_ms = b->compute_s * 1000.0,
-                            .backend = pl->eng.ops->name,
+                            .backend = pl->ses.eng.ops->name,
                             .device_used_bytes = (int64_t)ms.device_used,
                             .arena_bytes = (int64_t)ms.arena_bytes};
     pthread_mutex_lock(&pl->q.mu);
@@ -105,9 +105,9 @@ static int enc_submit(cls_engine_t *eng, enc_slot_t *sl, const int32_t **seqp, i
 
 void *pl_encoder_main(void *arg) {
     pl_t *pl = arg;
-    int cap = pl->max_seqs;
+    int cap = pl->ses.props.max_seqs;
     char err[512];
-    cls_engine_t *eng = &pl->eng;
+    cls_engine_t *eng = &pl->ses.eng;
     enc_slot_t slot[2] = {{0}};
     for (int i = 0; i < 2; i++)
         slot[i].items = malloc(sizeof(void *) * (size_t)cap);   /* (max_seqs) */

@@ -29,8 +29,7 @@ static int final_commit(pl_t *pl, char *err, size_t errlen) {
         if (consumers_consumer_commit(pl->poll.consumer, err, errlen) == 0) return 0;
         if (pl_now_s() > until) return -1;
         for (int i = 0; i < 10; i++) {
-            rd_kafka_message_t *m = consumers_consumer_poll(pl->poll.consumer, 50);
-            if (m) rd_kafka_message_destroy(m);
+            consumers_record_free(consumers_consumer_poll(pl->poll.consumer, 50));
         }
     }
 }
@@ -51,7 +50,7 @@ static void print_stats(pl_t *pl, double t_start, worker_pipeline_stats_t *st) {
              "\"backend\":\"%s\"}",
              pl->st.tickets_done, pl->st.dead_letters, pl->st.truncated, pl->st.batches_done,
              pl->poll.pauses, pl->poll.holds, span, span > 0 ? pl->st.tickets_done / span : 0.0,
-             pl->st.encoder_s, share, pl->st.sink_s, wall, pl->eng.ops->name);
+             pl->st.encoder_s, share, pl->st.sink_s, wall, pl->ses.eng.ops->name);
     /* offsets this worker stored (and committed) last, per partition: tests compare them with
      * the rows in the database */
     size_t len = strlen(line) - 1; /* drop the closing brace */
@@ -86,61 +85,13 @@ static void print_stats(pl_t *pl, double t_start, worker_pipeline_stats_t *st) {
     }
 }
 
-/* Loads model, tokenizer, backend and accumulator. 0, or the exit code with a message. */
+/* The classification session (model, tokenizer, backend) and the accumulator. 0, or the exit
+ * code with a message. */
 static int setup_compute(pl_t *pl, char *err, size_t errlen) {
-    const worker_run_cfg_t *cfg = pl->cfg;
-    if (gpu_model_load(cfg->model, &pl->model, err, errlen)) return 2;
-    if (worker_tok_load_dir(cfg->model, pl->model->cfg.vocab_size, &pl->tok, err, errlen)) return 2;
-    const gpu_backend_ops_t *ops = gpu_backend_find(cfg->backend, err, errlen);
-    if (!ops) return 2;
-    int max_len = pl->model->cfg.max_pos;
-    if (cfg->max_len > 0 && cfg->max_len < max_len) max_len = cfg->max_len;
-    if (max_len < 2) {
-        snprintf(err, errlen, "--max-len %d: must be at least 2 ([CLS] and [SEP])", max_len);
-        return 2;
-    }
-    /* 0 = by backend. The GPU's matrix units want big batches (bert-base on the H200,
-     * `reclass bench`: 19,001 tickets/s at 4096 tokens, 21,716 at 8192, 22,322 at 16384,
-     * 23,290 at 65536; tests/bench/RESULTS-gpu.md), and 16384 keeps weights + arena at
-     * 0.38 GiB; the CPU gains nothing past a few thousand. */
-    int gpu = strcmp(ops->name, "cpu") != 0;
-    pl->token_budget = cfg->token_budget > 0 ? cfg->token_budget : gpu ? 16384 : 4096;
-    if (pl->token_budget < max_len) {
-        snprintf(err, errlen,
-                 "--token-budget %d is below the longest sequence (%d tokens): raise it or "
-                 "lower --max-len",
-                 pl->token_budget, max_len);
-        return 2;
-    }
-    pl->max_len = max_len;
-    pl->max_seqs = pl->token_budget / 2;
-    gpu_backend_opts_t bo = {.token_budget = pl->token_budget,
-                             .max_len = max_len,
-                             .max_seqs = pl->max_seqs,
-                             .threads = cfg->threads,
-                             .precision = cfg->precision,
-                             .device = cfg->device};
-    int rc = cls_engine_open(&pl->eng, pl->model, cfg->backend, &bo, err, errlen);
+    common_status_t rc = cls_session_open(&pl->ses, &pl->cfg->cls, 1, err, errlen);
     if (rc) return rc;
-    /* Backpressure bounds (0 = by backend). A GPU encoder drains a batch in milliseconds, so
-     * on the GPU the accumulator may hold many short tickets: on the H200 (bert-base, 60,345
-     * real tickets, fetch.wait.max.ms 100) a 2048-ticket cap paused consumption so often that
-     * the job took 20.3 s, 32768 tickets took 0.97 s (62,193 tickets/s, encoder 0.86 s).
-     * Tokens stay at 8 budgets: a few batches to sort by length, and little for a shutdown
-     * to finish. */
-    pl->acc_cfg = (worker_accum_cfg_t){
-        .token_budget = pl->token_budget,
-        .padded = !ops->padding_free,
-        .max_wait_ms = cfg->max_wait_ms,
-        .max_pending_items = cfg->max_pending > 0 ? cfg->max_pending
-                             : gpu                ? 32768
-                                                  : 2048,
-        .max_pending_tokens =
-            cfg->max_pending_tokens > 0 ? cfg->max_pending_tokens : 8L * pl->token_budget,
-        .max_len = max_len,
-    };
-    pl->q.max_out_items = 2L * cfg->sink_rows;
-    return 0;
+    pl->q.max_out_items = 2L * pl->cfg->sink_rows;
+    return COMMON_OK;
 }
 
 static void teardown(pl_t *pl) {
@@ -166,15 +117,19 @@ static void teardown(pl_t *pl) {
         pl->poll.ovf_head = it->next;
         pl_item_free(it);
     }
+    while (pl->q.refused) { /* only after a failure: the drain sends them otherwise */
+        pl_item_t *it = pl->q.refused;
+        pl->q.refused = it->next;
+        pl_item_free(it);
+    }
+    pl_held_free(pl); /* first: librdkafka waits for every message before it closes */
     consumers_consumer_free(pl->poll.consumer);
     consumers_dlq_free(pl->poll.dlq);
     consumers_codec_free(pl->poll.codec);
     consumers_offsets_free(pl->q.offsets);
     free(pl->st.stored);
     sink_free(pl->sk.sink);
-    cls_engine_close(&pl->eng);
-    worker_tok_free(pl->tok);
-    gpu_model_free(pl->model);
+    cls_session_close(&pl->ses);
     pthread_mutex_destroy(&pl->q.mu);
     pthread_cond_destroy(&pl->q.cv_enc);
     pthread_cond_destroy(&pl->q.cv_sink);
@@ -199,11 +154,12 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
     int rc = setup_compute(pl, err, sizeof(err));
     if (!rc) rc = pl_telemetry_init(pl, err, sizeof(err));
     if (!rc && consumers_codec_init(cfg->schemas, &pl->poll.codec, err, sizeof(err))) rc = 2;
+    if (!rc && pl_held_open(pl, err, sizeof(err))) rc = 2;
     if (!rc && consumers_offsets_init(&pl->q.offsets)) {
         snprintf(err, sizeof(err), "out of memory");
         rc = 1;
     }
-    if (!rc && sink_init(cfg->db, pl->model->name, &pl->sk.sink, err, sizeof(err))) rc = 1;
+    if (!rc && sink_init(cfg->db, pl->ses.model->name, &pl->sk.sink, err, sizeof(err))) rc = 1;
     if (!rc) atomic_store(&worker_metrics.sink_connected, 1);
     if (!rc) {
         consumers_consumer_cfg_t ccfg = {.brokers = cfg->brokers,
@@ -217,7 +173,7 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
         if (consumers_consumer_init(&ccfg, &rb, &pl->poll.consumer, err, sizeof(err))) rc = 2;
     }
     if (!rc) { /* one class per lane and tenant (worker/pipeline/fair.h) */
-        worker_fair_cfg_t fc = {.acc = pl->acc_cfg,
+        worker_fair_cfg_t fc = {.acc = pl->ses.acc,
                                 .n_lanes = consumers_consumer_n_lanes(pl->poll.consumer),
                                 .tenant_max_tokens = cfg->tenant_max_tokens,
                                 .weights = cfg->tenant_weights};
@@ -232,10 +188,11 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
         return rc;
     }
     fprintf(stderr,
-            "reclass run: model %s (%d labels), backend %s, token budget %d, max len %d, "
-            "topic %s, group %s, dead letters to %s\n",
-            pl->model->name, pl->model->cfg.num_labels, pl->eng.ops->name, pl->token_budget,
-            pl->max_len, cfg->topic, cfg->group, cfg->dlq_topic);
+            "reclass run: model %s (%d labels), backend %s, precision %s, token budget %d, "
+            "max len %d, topic %s, group %s, dead letters to %s\n",
+            pl->ses.model->name, pl->ses.model->cfg.num_labels, pl->ses.eng.ops->name,
+            pl->ses.props.precision, pl->ses.props.token_budget, pl->ses.props.max_len, cfg->topic,
+            cfg->group, cfg->dlq_topic);
 
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;

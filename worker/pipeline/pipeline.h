@@ -21,7 +21,48 @@
 #ifndef RECLASS_WORKER_PIPELINE_H
 #define RECLASS_WORKER_PIPELINE_H
 
-#include "worker/cli/config.h"
+#include "worker/classify/settings.h"
+
+/* The settings of `reclass run` (parsed by worker/cli/config.c). */
+#define WORKER_RUN_MAX_KAFKA_PROPS 32
+#define WORKER_RUN_MAX_TOPICS      8 /* CONSUMERS_MAX_TOPICS */
+
+typedef struct {
+    const char *brokers; /* RECLASS_BROKERS, default 127.0.0.1:9092 */
+    const char *topic;   /* RECLASS_TOPIC, default tickets: TOPIC[:PRIORITY],... */
+    const char *group;   /* RECLASS_GROUP, default reclass */
+    const char *db;      /* RECLASS_DB, required (libpq URL or conninfo) */
+    /* the classification settings: --model (RECLASS_MODEL, required), --backend,
+     * --precision, --token-budget, --max-wait-ms, --max-len, --threads, --device,
+     * --max-pending, --max-pending-tokens (their RECLASS_* variables) */
+    cls_settings_t cls;
+    const char *dlq_topic;            /* RECLASS_DLQ_TOPIC, default <topic>.dlq */
+    const char *schemas;              /* RECLASS_SCHEMAS, directory of ticket-v<ID>.avsc */
+    const char *schema_registry;      /* RECLASS_SCHEMA_REGISTRY URL, NULL = local ids */
+    const char *schema_registry_auth; /* RECLASS_SCHEMA_REGISTRY_AUTH_FILE */
+    const char *schema_registry_ca;   /* RECLASS_SCHEMA_REGISTRY_CA */
+    int idle_exit_s;                  /* RECLASS_IDLE_EXIT, 0 = run until signalled */
+    int join_timeout_s;       /* RECLASS_JOIN_TIMEOUT: no assignment by then = exit 1; 0 = wait */
+    int sink_rows;            /* RECLASS_SINK_ROWS, most rows per PostgreSQL transaction */
+    int log_every;            /* RECLASS_LOG_EVERY, a progress line every N batches (0 = never) */
+    int top_k;                /* RECLASS_TOP_K, labels kept in top_k */
+    const char *stats_json;   /* RECLASS_STATS_JSON, also write the exit stats line to this file */
+    int http_port;            /* RECLASS_HTTP_PORT, /healthz /readyz /metrics; 0 = off */
+    const char *http_addr;    /* RECLASS_HTTP_ADDR, bind address, default 0.0.0.0 */
+    int drift_window_s;       /* RECLASS_DRIFT_WINDOW_S, drift window length, default 60 */
+    int drift_max_tenants;    /* RECLASS_DRIFT_MAX_TENANTS, tenants per window, default 64 */
+    int telemetry_interval_s; /* RECLASS_TELEMETRY_INTERVAL_S, gpu_memory rows, default 10 */
+    const char *tenant_weights; /* RECLASS_TENANT_WEIGHTS, T=W,... (worker/pipeline/fair.h) */
+    int tenant_max_tokens;      /* RECLASS_TENANT_MAX_TOKENS, 0 = half the pending tokens */
+    const char *kafka_props[WORKER_RUN_MAX_KAFKA_PROPS + 1]; /* --kafka K=V, NULL-ended */
+    /* --topic parsed: names (into topic_buf) and priorities, lower = more urgent; n_topics 0
+     * (a caller that sets topic itself): the one topic named by topic */
+    const char *topics[WORKER_RUN_MAX_TOPICS];
+    int topic_prio[WORKER_RUN_MAX_TOPICS];
+    int n_topics;
+    char topic_buf[1024];
+    char dlq_buf[256]; /* backs the default dlq_topic */
+} worker_run_cfg_t;
 
 /* Runs until signalled, idle (cfg->idle_exit_s) or a fatal error. Returns the exit code:
  * 0 clean, 1 runtime failure, 2 configuration error (message on stderr). */

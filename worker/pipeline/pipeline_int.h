@@ -11,14 +11,15 @@
 #include "consumers/consumer.h"
 #include "consumers/dlq.h"
 #include "consumers/offsets.h"
+#include "consumers/schema_registry.h"
 #include "consumers/ticket.h"
 #include "gpu/backend.h"
 #include "sink/sink.h"
 #include "sink/telemetry.h"
 #include "worker/pipeline/accum.h"
 #include "worker/pipeline/fair.h"
-#include "worker/classify/engine.h"
-#include "worker/cli/config.h"
+#include "worker/classify/session.h"
+#include "worker/pipeline/pipeline.h"
 #include "worker/observe/drift.h"
 #include "worker/observe/metrics.h"
 #include "worker/text/tokenizer.h"
@@ -37,8 +38,14 @@ typedef struct pl_item {
     int64_t arrived_ms;
     int label_id; /* filled by the encoder */
     float confidence;
-    char *top_k_json;     /* owned */
-    struct pl_item *next; /* overflow list (poll thread only) */
+    char *top_k_json; /* owned */
+    /* The record as consumed (key, value; owned), for its dead letter should the database
+     * refuse its row. It takes the place of the text, freed once tokenized. */
+    void *key, *value;
+    size_t key_len, value_len;
+    int refused;          /* the database refused its row: on q.refused, no longer the sink's */
+    char *dlq_error;      /* owned: why (NULL when out of memory) */
+    struct pl_item *next; /* overflow list (poll thread), then the refused list */
 } pl_item_t;
 
 /* Results of one encoder batch, queued for the sink thread (which owns it once queued). */
@@ -63,6 +70,9 @@ typedef struct {
     pl_out_t *out_head, *out_tail; /* encoder -> sink queue */
     long out_items;                /* tickets in that queue */
     long max_out_items;            /* bound before the encoder waits */
+    pl_item_t *refused;            /* sink -> poll thread: rows the database refused, to be
+                                    * dead-lettered (the dead-letter producer is the poll
+                                    * thread's) */
     int draining;                  /* no more pushes: flush the accumulator */
     int enc_done, sink_done;
     int sink_down; /* PostgreSQL unreachable: consumption pauses */
@@ -87,6 +97,12 @@ typedef struct {
     consumers_consumer_t *consumer;
     consumers_dlq_t *dlq;
     consumers_codec_t *codec;
+    consumers_registry_t *registry; /* NULL: framed ids name local schema files */
+    /* records whose writer schema the registry could not give yet, in arrival order; while
+     * any wait, every later record waits behind them (held.c) */
+    consumers_record_t **held; /* (held_cap) */
+    int held_n, held_cap;
+    double held_retry_s, held_backoff_s;
     pl_item_t *ovf_head, *ovf_tail; /* consumed, waiting for accumulator room */
     long ovf_n;
     long pauses; /* times consumption was paused (backpressure) */
@@ -106,16 +122,11 @@ typedef struct {
 typedef struct {
     /* Set up before the threads start and read-only while they run: no lock. */
     const worker_run_cfg_t *cfg;
-    gpu_model_t *model;
-    worker_tok_t *tok;
-    cls_engine_t eng; /* the backend instance: the encoder thread's while it runs */
-    worker_accum_cfg_t acc_cfg;
-    int max_seqs;          /* sequences per batch the backend holds */
-    int token_budget;      /* tokens per batch: the flag's, or the backend's default */
-    int max_len;           /* tokens per text after truncation */
-    worker_http_t *http;   /* /healthz /readyz /metrics; NULL when --http-port 0 */
-    char worker_id[320];   /* hostname:pid */
-    const char *precision; /* what the backend runs */
+    /* model, tokenizer, the backend (ses.eng: the encoder thread's while it runs), what it
+     * runs (ses.props) and the accumulator's config (ses.acc) */
+    cls_session_t ses;
+    worker_http_t *http; /* /healthz /readyz /metrics; NULL when --http-port 0 */
+    char worker_id[320]; /* hostname:pid */
 
     pl_queue_t q;     /* under q.mu */
     pl_stats_t st;    /* under q.mu */
@@ -156,11 +167,28 @@ void pl_metrics_store_mem(const gpu_mem_stats_t *ms);
 /* worker/pipeline/poll.c: the poll thread's loop (returns on a stop signal, idle exit or a
  * fatal error), the drain that finishes the work in flight, and the callbacks it registers
  * with the consumer (rebalances) and the dead-letter producer (deliveries). */
+/* worker/pipeline/held.c: writer schemas from a Schema Registry, and the records waiting for
+ * one while the registry cannot answer. */
+enum { PL_SCHEMA_READY, PL_SCHEMA_WAIT, PL_SCHEMA_FATAL };
+int pl_held_open(pl_t *pl, char *err, size_t errlen); /* no-op without --schema-registry */
+void pl_held_free(pl_t *pl);
+/* Whether m can be decoded now (READY: its schema is known, or the registry said it does
+ * not exist and the codec will dead-letter it), must WAIT, or the registry refuses us
+ * (FATAL, err says why). Looks the id up in the registry on first sight. */
+int pl_schema_check(pl_t *pl, const consumers_record_t *m, char *err, size_t errlen);
+int pl_held_push(pl_t *pl, consumers_record_t *m); /* 0, or -1 out of memory */
+/* The first held record once its schema is known (popped), or NULL: nothing held, not yet
+ * time to ask again, still waiting, or *fatal set with err. */
+consumers_record_t *pl_held_next(pl_t *pl, int *fatal, char *err, size_t errlen);
+void pl_held_revoke(pl_t *pl, const int32_t *parts, int n); /* n < 0: every partition */
+
 void pl_poll_loop(pl_t *pl);
 void pl_drain(pl_t *pl);
 void pl_on_assign(void *ctx, const int32_t *parts, int n);
 void pl_on_revoke(void *ctx, const int32_t *parts, int n, int lost);
 void pl_dlq_done(void *ctx, int32_t partition, int64_t offset, int64_t epoch);
+/* Sends the dead letters of the rows the sink left on q.refused (poll thread). */
+void pl_send_refused(pl_t *pl);
 
 void *pl_encoder_main(void *arg);
 void *pl_sink_main(void *arg);

@@ -39,6 +39,32 @@ void pl_dlq_done(void *ctx, int32_t partition, int64_t offset, int64_t epoch) {
     worker_metrics_add(&worker_metrics.dead_lettered, 1);
 }
 
+void pl_send_refused(pl_t *pl) {
+    pthread_mutex_lock(&pl->q.mu);
+    pl_item_t *it = pl->q.refused;
+    pl->q.refused = NULL;
+    pthread_mutex_unlock(&pl->q.mu);
+    while (it) {
+        pl_item_t *next = it->next;
+        const char *topic = consumers_consumer_topic_name(
+            pl->poll.consumer, consumers_consumer_track_topic(pl->poll.consumer, it->track));
+        if (consumers_dlq_send_copy(pl->poll.dlq, topic, it->t.partition, it->t.offset, it->key,
+                                    it->key_len, it->value, it->value_len,
+                                    it->dlq_error ? it->dlq_error : "the database refused the row",
+                                    it->epoch)) {
+            fprintf(stderr,
+                    "reclass run: out of memory keeping the dead letter of partition %" PRId32
+                    " offset %" PRId64 "; stopping (its offset stays unstored)\n",
+                    it->t.partition, it->t.offset);
+            pthread_mutex_lock(&pl->q.mu);
+            pl->q.fatal = 1;
+            pthread_mutex_unlock(&pl->q.mu);
+        }
+        pl_item_free(it);
+        it = next;
+    }
+}
+
 void pl_on_assign(void *ctx, const int32_t *parts, int n) {
     pl_t *pl = ctx;
     pthread_mutex_lock(&pl->q.mu);
@@ -63,6 +89,7 @@ void pl_on_revoke(void *ctx, const int32_t *parts, int n, int lost) {
     pl->st.dropped_in_flight += dropped;
     pthread_mutex_unlock(&pl->q.mu);
     atomic_fetch_sub(&worker_metrics.partitions_assigned, n);
+    pl_held_revoke(pl, parts, n);
     /* overflow items of those partitions will never be stored: drop them now */
     pl_item_t **pp = &pl->poll.ovf_head, *last = NULL;
     while (*pp) {
@@ -88,19 +115,21 @@ void pl_on_revoke(void *ctx, const int32_t *parts, int n, int lost) {
 }
 
 /* Decodes and tokenizes one record into an item; returns NULL with err for a dead letter. */
-static pl_item_t *make_item(pl_t *pl, const rd_kafka_message_t *m, worker_ids_t *ids, char *err,
+static pl_item_t *make_item(pl_t *pl, const consumers_record_t *m, worker_ids_t *ids, char *err,
                             size_t errlen) {
     pl_item_t *it = calloc(1, sizeof(*it));
     if (!it) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    if (!m->payload || m->len == 0) {
+    size_t len;
+    const void *value = consumers_record_value(m, &len);
+    if (!value || len == 0) {
         snprintf(err, errlen, "empty record value");
         free(it);
         return NULL;
     }
-    if (consumers_codec_decode(pl->poll.codec, m->payload, m->len, &it->t, err, errlen)) {
+    if (consumers_codec_decode(pl->poll.codec, value, len, &it->t, err, errlen)) {
         free(it);
         return NULL;
     }
@@ -115,9 +144,9 @@ static pl_item_t *make_item(pl_t *pl, const rd_kafka_message_t *m, worker_ids_t 
         pl_item_free(it);
         return NULL;
     }
-    it->t.partition = m->partition;
-    it->t.offset = m->offset;
-    if (worker_tok_encode(pl->tok, it->t.text, it->t.text_len, pl->max_len, ids)) {
+    it->t.partition = consumers_record_partition(m);
+    it->t.offset = consumers_record_offset(m);
+    if (worker_tok_encode(pl->ses.tok, it->t.text, it->t.text_len, pl->ses.props.max_len, ids)) {
         snprintf(err, errlen, "out of memory tokenizing");
         pl_item_free(it);
         return NULL;
@@ -131,6 +160,22 @@ static pl_item_t *make_item(pl_t *pl, const rd_kafka_message_t *m, worker_ids_t 
     memcpy(it->ids, ids->v, sizeof(*it->ids) * (size_t)ids->n);
     it->n_ids = ids->n;
     it->truncated = ids->truncated; /* over-long texts are cut and flagged, never rejected */
+    free(it->t.text);               /* tokenized: from here on the record itself stands for it */
+    it->t.text = NULL;
+    it->t.text_len = 0;
+    size_t key_len;
+    const void *key = consumers_record_key(m, &key_len);
+    it->value = malloc(len);
+    it->key = key && key_len ? malloc(key_len) : NULL;
+    if (!it->value || (key && key_len && !it->key)) {
+        snprintf(err, errlen, "out of memory");
+        pl_item_free(it);
+        return NULL;
+    }
+    memcpy(it->value, value, len);
+    it->value_len = len;
+    if (it->key) memcpy(it->key, key, key_len);
+    it->key_len = it->key ? key_len : 0;
     return it;
 }
 
@@ -163,16 +208,22 @@ static int drain_overflow(pl_t *pl) {
     return pl->poll.ovf_head != NULL;
 }
 
-static void handle_record(pl_t *pl, rd_kafka_message_t *m, worker_ids_t *ids) {
-    int32_t track = consumers_consumer_track(pl->poll.consumer, m);
+static void set_fatal(pl_t *pl) {
+    pthread_mutex_lock(&pl->q.mu);
+    pl->q.fatal = 1;
+    pthread_mutex_unlock(&pl->q.mu);
+}
+
+static void handle_decodable(pl_t *pl, consumers_record_t *m, worker_ids_t *ids) {
+    const int32_t track = consumers_consumer_track(pl->poll.consumer, m);
+    const int64_t offset = consumers_record_offset(m);
     pthread_mutex_lock(&pl->q.mu);
     int64_t epoch = track < 0 ? 0 : consumers_offsets_epoch(pl->q.offsets, track);
-    int tracked =
-        epoch > 0 && consumers_offsets_consumed(pl->q.offsets, track, epoch, m->offset) == 0;
+    int tracked = epoch > 0 && consumers_offsets_consumed(pl->q.offsets, track, epoch, offset) == 0;
     if (pl->st.first_record_s == 0) pl->st.first_record_s = pl_now_s();
     pthread_mutex_unlock(&pl->q.mu);
     if (!tracked) { /* not ours (any more), or a redelivery below what we track */
-        rd_kafka_message_destroy(m);
+        consumers_record_free(m);
         return;
     }
     worker_metrics_add(&worker_metrics.tickets_consumed, 1);
@@ -184,12 +235,12 @@ static void handle_record(pl_t *pl, rd_kafka_message_t *m, worker_ids_t *ids) {
             fprintf(stderr,
                     "reclass run: out of memory keeping the dead letter of partition %" PRId32
                     " offset %" PRId64 "; stopping (its offset stays unstored)\n",
-                    m->partition, m->offset);
+                    consumers_record_partition(m), offset);
             pthread_mutex_lock(&pl->q.mu);
             pl->q.fatal = 1;
             pthread_mutex_unlock(&pl->q.mu);
         }
-        rd_kafka_message_destroy(m);
+        consumers_record_free(m);
         return;
     }
     it->epoch = epoch;
@@ -198,7 +249,7 @@ static void handle_record(pl_t *pl, rd_kafka_message_t *m, worker_ids_t *ids) {
         pl->poll.consumer, consumers_consumer_track_topic(pl->poll.consumer, track));
     it->live = 1;
     atomic_fetch_add_explicit(&worker_metrics.lane_live[it->lane], 1, memory_order_relaxed);
-    rd_kafka_message_destroy(m);
+    consumers_record_free(m);
     pthread_mutex_lock(&pl->q.mu);
     if (it->truncated) pl->st.truncated++;
     pthread_mutex_unlock(&pl->q.mu);
@@ -224,6 +275,45 @@ static void hold_lanes(pl_t *pl) {
             prio = consumers_consumer_lane_priority(pl->poll.consumer, l);
     if (consumers_consumer_hold_above(pl->poll.consumer, prio) < 0)
         fprintf(stderr, "reclass run: could not hold or release the less urgent lanes\n");
+}
+
+/* A record waits behind held ones, or for its own writer schema, or goes on now. */
+static void handle_record(pl_t *pl, consumers_record_t *m, worker_ids_t *ids) {
+    char err[512];
+    int s = pl->poll.held_n ? PL_SCHEMA_WAIT : pl_schema_check(pl, m, err, sizeof(err));
+    if (s == PL_SCHEMA_READY) {
+        handle_decodable(pl, m, ids);
+        return;
+    }
+    if (s == PL_SCHEMA_FATAL) {
+        fprintf(stderr, "reclass run: %s; stopping (fix the registry settings)\n", err);
+        consumers_record_free(m);
+        set_fatal(pl);
+        return;
+    }
+    if (!pl->poll.held_n)
+        fprintf(stderr,
+                "reclass run: %s; holding the records from here on (nothing is "
+                "dead-lettered)\n",
+                err);
+    if (pl_held_push(pl, m)) {
+        fprintf(stderr, "reclass run: out of memory holding records for the schema registry\n");
+        consumers_record_free(m);
+        set_fatal(pl);
+    }
+}
+
+/* Feeds held records whose writer schema came, in order. */
+static void release_held(pl_t *pl, worker_ids_t *ids) {
+    char err[512];
+    int fatal = 0;
+    consumers_record_t *m;
+    while ((m = pl_held_next(pl, &fatal, err, sizeof(err))) != NULL)
+        handle_decodable(pl, m, ids);
+    if (fatal) {
+        fprintf(stderr, "reclass run: %s; stopping (fix the registry settings)\n", err);
+        set_fatal(pl);
+    }
 }
 
 static void log_progress(pl_t *pl, double t0) {
@@ -288,7 +378,9 @@ void pl_poll_loop(pl_t *pl) {
         hold_lanes(pl);
         /* dead letters the dead-letter topic does not take yet count as a full accumulator:
          * reading on would only pile them up in memory */
-        int full = drain_overflow(pl) || consumers_dlq_waiting(pl->poll.dlq) > PL_DLQ_WAITING_MAX;
+        release_held(pl, &ids);
+        int full = drain_overflow(pl) || consumers_dlq_waiting(pl->poll.dlq) > PL_DLQ_WAITING_MAX ||
+                   pl->poll.held_n > 0;
         /* Backpressure. A short backlog (the encoder takes a batch soon) is waited out without
          * polling: the fetched records stay in librdkafka's local queue, whose own limit
          * (queued.max.messages.kbytes) then stops the fetcher, and heartbeats go on in the
@@ -310,7 +402,7 @@ void pl_poll_loop(pl_t *pl) {
             if (now_ms - hold_since < PL_HOLD_MS) {
                 /* a backlog of less urgent lanes keeps the most urgent one's records readable
                  * (they stay in the accumulator's room of their own tenants) */
-                rd_kafka_message_t *um = pl->poll.ovf_n < PL_OVERFLOW_URGENT_MAX
+                consumers_record_t *um = pl->poll.ovf_n < PL_OVERFLOW_URGENT_MAX
                                              ? consumers_consumer_poll_lane(pl->poll.consumer, 0)
                                              : NULL;
                 if (um) {
@@ -331,11 +423,12 @@ void pl_poll_loop(pl_t *pl) {
                 worker_metrics_add(&worker_metrics.pauses, 1);
             }
         } else if (consumers_consumer_paused(pl->poll.consumer) &&
-                   pending < pl->acc_cfg.max_pending_items / 2)
+                   pending < pl->ses.acc.max_pending_items / 2)
             consumers_consumer_resume(pl->poll.consumer);
         atomic_store_explicit(&worker_metrics.consumer_paused,
                               consumers_consumer_paused(pl->poll.consumer), memory_order_relaxed);
-        rd_kafka_message_t *m = consumers_consumer_poll(pl->poll.consumer, full ? 20 : 100);
+        consumers_record_t *m = consumers_consumer_poll(pl->poll.consumer, full ? 20 : 100);
+        pl_send_refused(pl);
         consumers_dlq_poll(pl->poll.dlq, 0);
         double now = pl_now_s();
         long rebalances = consumers_consumer_rebalances(pl->poll.consumer);
@@ -347,7 +440,7 @@ void pl_poll_loop(pl_t *pl) {
         if (m) {
             last_activity = now;
             handle_record(pl, m, &ids);
-        } else if (uncommitted > 0 || pl->poll.ovf_head ||
+        } else if (uncommitted > 0 || pl->poll.ovf_head || pl->poll.held_n ||
                    consumers_dlq_outstanding(pl->poll.dlq) > 0) {
             last_activity = now;
         }
@@ -384,6 +477,7 @@ void pl_poll_loop(pl_t *pl) {
 /* Stop fetching, let encoder and sink finish what was accepted, then hand offsets back. */
 void pl_drain(pl_t *pl) {
     consumers_consumer_pause(pl->poll.consumer);
+    pl_held_revoke(pl, NULL, -1); /* held records were never accepted either */
     /* overflow items were never accepted: unstored, so redelivered to whoever comes next */
     while (pl->poll.ovf_head) {
         pl_item_t *it = pl->poll.ovf_head;
@@ -404,10 +498,12 @@ void pl_drain(pl_t *pl) {
         if (done) break;
         atomic_store_explicit(&worker_metrics.last_poll_ms, (long long)worker_metrics_now_ms(),
                               memory_order_relaxed);
-        rd_kafka_message_t *m = consumers_consumer_poll(pl->poll.consumer, 50);
-        if (m) rd_kafka_message_destroy(m); /* fetched before the pause: not tracked */
+        consumers_record_t *m = consumers_consumer_poll(pl->poll.consumer, 50);
+        if (m) consumers_record_free(m); /* fetched before the pause: not tracked */
+        pl_send_refused(pl);
         consumers_dlq_poll(pl->poll.dlq, 0);
     }
+    pl_send_refused(pl); /* the sink's last write */
     if (consumers_dlq_flush(pl->poll.dlq, 30000))
         fprintf(stderr,
                 "reclass run: %ld dead letter(s) not acknowledged; their offsets stay "

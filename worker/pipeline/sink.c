@@ -1,6 +1,8 @@
 /* The sink thread: results -> PostgreSQL (one transaction per group of batches) -> offsets. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "worker/pipeline/pipeline_int.h"
@@ -49,12 +51,39 @@ static int write_committed(pl_t *pl, const sink_result_t *rows, int n_rows, cons
     return SINK_OK;
 }
 
+/* The rows the database refused for their data leave its[] for *refused, each with the reason
+ * for its dead letter: their offsets count as committed only once that is in Kafka. Returns
+ * how many rows stay. */
+static int take_refused(pl_t *pl, pl_item_t **its, int r, pl_item_t **refused) {
+    const sink_reject_t *rj;
+    int n = sink_rejected(pl->sk.sink, &rj);
+    if (n == 0) return r;
+    int k = 0, kept = 0;
+    for (int q = 0; q < r; q++) {
+        if (k < n && rj[k].row == q) {
+            pl_item_t *x = its[q];
+            x->refused = 1;
+            x->dlq_error = strdup(rj[k].error); /* NULL: a generic reason is sent */
+            fprintf(stderr,
+                    "reclass run: partition %" PRId32 " offset %" PRId64 " dead-lettered: %s\n",
+                    x->t.partition, x->t.offset, rj[k].error);
+            x->next = *refused;
+            *refused = x;
+            k++;
+            continue;
+        }
+        its[kept++] = its[q];
+    }
+    return kept;
+}
+
 /* Writes r rows (+ b batches' telemetry) until committed, then marks their offsets committed
  * and stores each touched partition's committed prefix. parts: (r) scratch. */
 static int commit_rows(pl_t *pl, const sink_result_t *rows, pl_item_t **its, int r,
-                       const sink_batch_t *bat, int b, int32_t *parts) {
+                       const sink_batch_t *bat, int b, int32_t *parts, pl_item_t **refused) {
     int rc = write_committed(pl, rows, r, bat, b);
     if (rc != SINK_OK) return rc;
+    r = take_refused(pl, its, r, refused);
     /* committed: now, and only now, these offsets may be stored */
     pthread_mutex_lock(&pl->q.mu);
     int n_parts = 0;
@@ -96,7 +125,7 @@ void *pl_sink_main(void *arg) {
     sink_batch_t *bat = malloc(sizeof(*bat) * (size_t)cap_bat);     /* (sink_rows) */
     pl_item_t **its = malloc(sizeof(*its) * (size_t)cap_rows);      /* (sink_rows) */
     int32_t *parts = malloc(sizeof(*parts) * (size_t)cap_rows);     /* (sink_rows) touched */
-    const gpu_model_config_t *mc = &pl->model->cfg;
+    const gpu_model_config_t *mc = &pl->ses.model->cfg;
     pl_telemetry_tick(pl, 0); /* the start-up gpu_memory row */
     pthread_mutex_lock(&pl->q.mu);
     if (!rows || !bat || !its || !parts) {
@@ -149,6 +178,7 @@ void *pl_sink_main(void *arg) {
 
         /* flatten into rows; a batch bigger than cap_rows is written in slices */
         int rc = SINK_OK;
+        pl_item_t *refused = NULL; /* out of taken, for the poll thread to dead-letter */
         double t0 = pl_now_s();
         int r = 0, b = 0;
         for (pl_out_t *o = taken; o && rc == SINK_OK; o = o->next) {
@@ -170,23 +200,29 @@ void *pl_sink_main(void *arg) {
                                           .enqueued_at_ms = it->t.enqueued_at_ms};
                 its[r++] = it;
                 if (r == cap_rows) {
-                    rc = commit_rows(pl, rows, its, r, bat, b, parts);
+                    rc = commit_rows(pl, rows, its, r, bat, b, parts, &refused);
                     r = b = 0;
                 }
             }
         }
-        if (rc == SINK_OK && r > 0) rc = commit_rows(pl, rows, its, r, bat, b, parts);
+        if (rc == SINK_OK && r > 0) rc = commit_rows(pl, rows, its, r, bat, b, parts, &refused);
         double dt = pl_now_s() - t0;
         if (rc == SINK_OK) pl_telemetry_tick(pl, 0);
         while (taken) {
             pl_out_t *o = taken;
             taken = o->next;
             for (int i = 0; i < o->n; i++)
-                pl_item_free(o->items[i]);
+                if (!o->items[i]->refused) pl_item_free(o->items[i]);
             free(o->items);
             free(o);
         }
         pthread_mutex_lock(&pl->q.mu);
+        while (refused) {
+            pl_item_t *x = refused;
+            refused = x->next;
+            x->next = pl->q.refused;
+            pl->q.refused = x;
+        }
         pl->st.sink_s += dt;
         if (rc != SINK_OK) pl->q.fatal = 1; /* stop; nothing unwritten is ever stored */
     }

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/err.h"
 #include "worker/pipeline/pipeline_int.h"
 
 /* flush_drift hands worker/observe/drift.c's histograms to the sink as they are. */
@@ -33,7 +34,7 @@ void pl_metrics_store_mem(const gpu_mem_stats_t *ms) {
 
 void pl_telemetry_mem(pl_t *pl) {
     gpu_mem_stats_t ms = {0};
-    if (!pl->eng.ops->mem_stats || pl->eng.ops->mem_stats(pl->eng.be, &ms)) return;
+    if (!pl->ses.eng.ops->mem_stats || pl->ses.eng.ops->mem_stats(pl->ses.eng.be, &ms)) return;
     pl_metrics_store_mem(&ms);
 }
 
@@ -43,27 +44,23 @@ int pl_telemetry_init(pl_t *pl, char *err, size_t errlen) {
     if (gethostname(host, sizeof(host)) != 0) snprintf(host, sizeof(host), "unknown");
     host[sizeof(host) - 1] = '\0';
     snprintf(pl->worker_id, sizeof(pl->worker_id), "%s:%d", host, (int)getpid());
-    pl->precision = cfg->precision                      ? cfg->precision
-                    : !strcmp(pl->eng.ops->name, "cpu") ? "fp32"
-                                                        : "fp16";
-    atomic_store(&worker_metrics.token_budget, pl->token_budget);
+    atomic_store(&worker_metrics.token_budget, pl->ses.props.token_budget);
     pl_telemetry_mem(pl);
     /* zero-initialised configs (tests that skip the parser) get the documented defaults */
     worker_drift_cfg_t dc = {.window_s = cfg->drift_window_s > 0 ? cfg->drift_window_s : 60,
                              .max_tenants =
                                  cfg->drift_max_tenants > 0 ? cfg->drift_max_tenants : 64,
-                             .num_labels = pl->model->cfg.num_labels};
+                             .num_labels = pl->ses.model->cfg.num_labels};
     if (worker_drift_init(&dc, &pl->sk.drift, err, errlen)) return 1;
     pl->sk.drift_rows = calloc((size_t)dc.max_tenants + 1, sizeof(*pl->sk.drift_rows));
     if (!pl->sk.drift_rows) {
-        snprintf(err, errlen, "out of memory");
-        return 1;
+        return common_errf(1, err, errlen, "out of memory");
     }
     /* alive from here on: the poll loop takes over the heartbeat once it runs */
     atomic_store(&worker_metrics.last_poll_ms, (long long)worker_metrics_now_ms());
     if (cfg->http_port > 0) {
-        worker_metrics_info_t info = {pl->eng.ops->name, pl->precision, pl->model->name,
-                                      pl->worker_id};
+        worker_metrics_info_t info = {pl->ses.eng.ops->name, pl->ses.props.precision,
+                                      pl->ses.model->name, pl->worker_id};
         int rc = worker_http_start(cfg->http_addr, cfg->http_port, &worker_metrics, &info,
                                    &pl->http, err, errlen);
         if (rc) return rc;
@@ -127,7 +124,7 @@ static void put_level(void *ctx, const char *tenant, int level) {
 static void read_drift_levels(pl_t *pl, int window_s) {
     char err[1024];
     worker_metrics_drift_begin();
-    int rc = sink_drift_status(pl->sk.sink, pl->model->name, wall_s() - 2 * (int64_t)window_s,
+    int rc = sink_drift_status(pl->sk.sink, pl->ses.model->name, wall_s() - 2 * (int64_t)window_s,
                                WORKER_METRICS_DRIFT_TENANTS, put_level, NULL, err, sizeof(err));
     if (rc == SINK_OK)
         worker_metrics_drift_end();
@@ -152,10 +149,10 @@ static void flush_drift(pl_t *pl) {
         }
         sink_drift_t d = {.window_start_s = w->start_s,
                           .window_s = w->window_s,
-                          .model = pl->model->name,
+                          .model = pl->ses.model->name,
                           .worker = pl->worker_id,
-                          .labels = (const char *const *)pl->model->cfg.id2label,
-                          .n_labels = pl->model->cfg.num_labels,
+                          .labels = (const char *const *)pl->ses.model->cfg.id2label,
+                          .n_labels = pl->ses.model->cfg.num_labels,
                           .rows = pl->sk.drift_rows,
                           .n_rows = w->n_rows};
         char err[1024];
@@ -176,8 +173,8 @@ static void flush_drift(pl_t *pl) {
 static void write_gpu_row(pl_t *pl) {
     sink_gpu_memory_t g = {
         .worker = pl->worker_id,
-        .backend = pl->eng.ops->name,
-        .precision = pl->precision,
+        .backend = pl->ses.eng.ops->name,
+        .precision = pl->ses.props.precision,
         .device_total_bytes = atomic_load(&worker_metrics.device_total_bytes) > 0
                                   ? atomic_load(&worker_metrics.device_total_bytes)
                                   : -1, /* unknown (cpu): NULL */
@@ -185,7 +182,7 @@ static void write_gpu_row(pl_t *pl) {
         .weights_bytes = atomic_load(&worker_metrics.weights_bytes),
         .arena_bytes = atomic_load(&worker_metrics.arena_bytes),
         .allocations_after_init = atomic_load(&worker_metrics.allocations_after_init),
-        .token_budget = pl->token_budget,
+        .token_budget = pl->ses.props.token_budget,
     };
     char err[1024];
     int rc = sink_write_gpu_memory(pl->sk.sink, &g, err, sizeof(err));

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "sink/pgutil.h"
 #include "worker/report/html.h"
 
 /* One query with the job id as $1; NULL (err set) on failure. */
@@ -12,9 +13,11 @@ static PGresult *report_q(PGconn *conn, const char *sql, const char *job, char *
     const char *p[] = {job};
     PGresult *r = PQexecParams(conn, sql, 1, NULL, p, NULL, NULL, 0);
     if (r && PQresultStatus(r) == PGRES_TUPLES_OK) return r;
-    snprintf(err, errlen, "%s", r ? PQresultErrorMessage(r) : PQerrorMessage(conn));
-    char *nl = strchr(err, '\n');
-    if (nl) *nl = 0;
+    sink_pg_errmsg(err, errlen, "query", conn, r);
+    if (sink_pg_unmigrated(r)) {
+        size_t n = strlen(err);
+        snprintf(err + n, errlen - n, " (run reclass migrate --db URL)");
+    }
     PQclear(r);
     return NULL;
 }

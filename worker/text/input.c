@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
+
 struct worker_input {
     FILE *f; /* borrowed */
     int jsonl;
@@ -20,8 +22,7 @@ int worker_input_open(FILE *f, int jsonl, worker_input_t **out, char *err, size_
     *out = NULL;
     worker_input_t *in = calloc(1, sizeof(*in));
     if (!in) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
+        return common_errf(-1, err, errlen, "out of memory");
     }
     in->f = f;
     in->jsonl = jsonl;
@@ -42,9 +43,8 @@ int worker_input_next(worker_input_t *in, const char **text, size_t *len, char *
         ssize_t got = getline(&in->buf, &in->cap, in->f);
         if (got < 0) {
             if (ferror(in->f)) {
-                snprintf(err, errlen, "line %ld: read error: %s", in->line + 1,
-                         errno ? strerror(errno) : "I/O error");
-                return -1;
+                return common_errf(-1, err, errlen, "line %ld: read error: %s", in->line + 1,
+                                   errno ? strerror(errno) : "I/O error");
             }
             return 0;
         }
@@ -64,23 +64,21 @@ int worker_input_next(worker_input_t *in, const char **text, size_t *len, char *
         /* JSON_ALLOW_NUL: a "\u0000" inside the text is data, not an error. */
         json_t *root = json_loadb(in->buf, n, JSON_ALLOW_NUL | JSON_DECODE_ANY, &jerr);
         if (!root) {
-            snprintf(err, errlen, "line %ld: invalid JSON: %s", in->line, jerr.text);
-            return -1;
+            return common_errf(-1, err, errlen, "line %ld: invalid JSON: %s", in->line, jerr.text);
         }
         json_t *t = json_object_get(root, "text");
         if (!json_is_object(root) || !json_is_string(t)) {
             json_decref(root);
-            snprintf(err, errlen, "line %ld: not a JSON object with a string \"text\" field",
-                     in->line);
-            return -1;
+            return common_errf(-1, err, errlen,
+                               "line %ld: not a JSON object with a string \"text\" field",
+                               in->line);
         }
         size_t tn = json_string_length(t);
         if (tn + 1 > in->text_cap) {
             char *nt = realloc(in->text, tn + 1);
             if (!nt) {
                 json_decref(root);
-                snprintf(err, errlen, "line %ld: out of memory", in->line);
-                return -1;
+                return common_errf(-1, err, errlen, "line %ld: out of memory", in->line);
             }
             in->text = nt;
             in->text_cap = tn + 1;

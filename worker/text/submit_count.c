@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "consumers/ticket.h"
 #include "worker/text/submit_input.h"
 
@@ -53,9 +54,10 @@ static void idset_free(idset_t *s) {
 }
 
 int worker_submit_input_count(const char *path, const char *text_key, const char *id_key,
-                              long *count, long *empty, char *err, size_t errlen) {
+                              worker_submit_count_t *out, char *err, size_t errlen) {
     worker_submit_input_t *in;
-    *count = *empty = 0;
+    *out = (worker_submit_count_t){0};
+    long *count = &out->count, *empty = &out->empty;
     if (worker_submit_input_open(path, text_key, id_key, &in, err, errlen)) return 2;
     idset_t ids = {0};
     worker_submit_rec_t r;
@@ -87,18 +89,22 @@ int worker_submit_input_count(const char *path, const char *text_key, const char
             rc = 2;
             break;
         }
+        size_t id_len = strlen(r.id);
+        if (r.text_len + 2 * id_len > out->largest_text + 2 * out->largest_id) {
+            out->largest_text = r.text_len;
+            out->largest_id = id_len;
+            out->largest_line = r.line;
+        }
         ++*count;
     }
     idset_free(&ids);
     worker_submit_input_free(in);
     if (rc != 0) return 2;
     if (*count == 0) {
-        snprintf(err, errlen, "%s has no ticket with non-empty text", path);
-        return 2;
+        return common_errf(2, err, errlen, "%s has no ticket with non-empty text", path);
     }
     if (*count > 2147483647L) {
-        snprintf(err, errlen, "%ld tickets; one job holds at most 2^31-1", *count);
-        return 2;
+        return common_errf(2, err, errlen, "%ld tickets; one job holds at most 2^31-1", *count);
     }
     return 0;
 }

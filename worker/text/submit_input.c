@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 
+#include "common/err.h"
 #include "consumers/csv.h"
 
 struct worker_submit_input {
@@ -34,13 +35,11 @@ int worker_submit_input_open(const char *path, const char *text_key, const char 
     *out = NULL;
     int jsonl = ends_with(path, ".jsonl") || ends_with(path, ".ndjson");
     if (!jsonl && !ends_with(path, ".csv")) {
-        snprintf(err, errlen, "%s: the file name must end in .csv or .jsonl", path);
-        return 2;
+        return common_errf(2, err, errlen, "%s: the file name must end in .csv or .jsonl", path);
     }
     worker_submit_input_t *in = calloc(1, sizeof(*in));
     if (!in) {
-        snprintf(err, errlen, "out of memory");
-        return 2;
+        return common_errf(2, err, errlen, "out of memory");
     }
     in->jsonl = jsonl;
     in->path = path;
@@ -89,15 +88,14 @@ static int next_csv(worker_submit_input_t *in, worker_submit_rec_t *rec, char *e
     int rc = consumers_csv_next(in->csv, &row, cerr, sizeof(cerr));
     if (rc == 0) return 0;
     if (rc < 0) {
-        snprintf(err, errlen, "%s: %s", in->path, cerr);
-        return 2;
+        return common_errf(2, err, errlen, "%s: %s", in->path, cerr);
     }
     in->recno++;
     size_t need = (size_t)(in->text_col > in->id_col ? in->text_col : in->id_col) + 1;
     if (row.n < need) {
-        snprintf(err, errlen, "%s: line %ld has %zu fields; the header promised at least %zu",
-                 in->path, row.line, row.n, need);
-        return 2;
+        return common_errf(2, err, errlen,
+                           "%s: line %ld has %zu fields; the header promised at least %zu",
+                           in->path, row.line, row.n, need);
     }
     rec->text = row.field[in->text_col];
     rec->text_len = row.len[in->text_col];
@@ -130,24 +128,22 @@ static int next_jsonl(worker_submit_input_t *in, worker_submit_rec_t *rec, char 
         json_error_t je;
         in->obj = json_loadb(in->line, k, JSON_ALLOW_NUL, &je);
         if (!json_is_object(in->obj)) {
-            snprintf(err, errlen, "%s: line %ld is not a JSON object%s%s", in->path, in->lineno,
-                     in->obj ? "" : ": ", in->obj ? "" : je.text);
-            return 2;
+            return common_errf(2, err, errlen, "%s: line %ld is not a JSON object%s%s", in->path,
+                               in->lineno, in->obj ? "" : ": ", in->obj ? "" : je.text);
         }
         break;
     }
     in->recno++;
     json_t *t = json_object_get(in->obj, in->text_key);
     if (!json_is_string(t)) {
-        snprintf(err, errlen, "%s: line %ld has no string \"%s\" (pick the key with --text-column)",
-                 in->path, in->lineno, in->text_key);
-        return 2;
+        return common_errf(2, err, errlen,
+                           "%s: line %ld has no string \"%s\" (pick the key with --text-column)",
+                           in->path, in->lineno, in->text_key);
     }
     size_t tl = json_string_length(t);
     in->text_copy = malloc(tl + 1);
     if (!in->text_copy) {
-        snprintf(err, errlen, "out of memory");
-        return 2;
+        return common_errf(2, err, errlen, "out of memory");
     }
     memcpy(in->text_copy, json_string_value(t), tl);
     in->text_copy[tl] = '\0';
@@ -162,9 +158,8 @@ static int next_jsonl(worker_submit_input_t *in, worker_submit_rec_t *rec, char 
         snprintf(in->idbuf, sizeof(in->idbuf), "%lld", (long long)json_integer_value(id));
         rec->id = in->idbuf;
     } else if (in->id_key) {
-        snprintf(err, errlen, "%s: line %ld has no string or integer \"%s\"", in->path, in->lineno,
-                 in->id_key);
-        return 2;
+        return common_errf(2, err, errlen, "%s: line %ld has no string or integer \"%s\"", in->path,
+                           in->lineno, in->id_key);
     } else {
         snprintf(in->idbuf, sizeof(in->idbuf), "%ld", in->recno);
         rec->id = in->idbuf;

@@ -26,11 +26,19 @@ int worker_submit_input_next(worker_submit_input_t *in, worker_submit_rec_t *rec
 
 void worker_submit_input_free(worker_submit_input_t *in);
 
-/* Reads the whole file once: *count tickets with text (*empty records without are skipped).
- * Returns 0, or 2 with err naming the line of the first refused record (a ticket id that is
- * invalid or appears twice, a text over CONSUMERS_TICKET_MAX_TEXT_BYTES), a file without
- * tickets, or one over 2^31-1. */
+/* What the counting pass learns of a file. */
+typedef struct {
+    long count, empty; /* tickets with text; records without (skipped) */
+    /* the ticket with the most text + id bytes (the id goes out twice: key and value), which
+     * the caller holds against the broker's record size limit before sending anything */
+    size_t largest_text, largest_id;
+    long largest_line;
+} worker_submit_count_t;
+
+/* Reads the whole file once into *out. Returns 0, or 2 with err naming the line of the first
+ * refused record (a ticket id that is invalid or appears twice, a text over
+ * CONSUMERS_TICKET_MAX_TEXT_BYTES), a file without tickets, or one over 2^31-1. */
 int worker_submit_input_count(const char *path, const char *text_key, const char *id_key,
-                              long *count, long *empty, char *err, size_t errlen);
+                              worker_submit_count_t *out, char *err, size_t errlen);
 
 #endif

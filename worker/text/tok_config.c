@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/err.h"
+
 static const worker_tok_config_t uncased = {.lower = 1, .strip_accents = 1, .chinese_chars = 1};
 
 /* tokenizer_config.json's object -> tok (already holding the defaults). */
@@ -16,16 +18,15 @@ static int tok_config_from_json(json_t *root, const char *path, worker_tok_confi
     json_t *sa = json_object_get(root, "strip_accents");
     json_t *cjk = json_object_get(root, "tokenize_chinese_chars");
     if (v && !json_is_boolean(v)) {
-        snprintf(err, errlen, "%s: \"do_lower_case\" must be true or false", path);
-        return -1;
+        return common_errf(-1, err, errlen, "%s: \"do_lower_case\" must be true or false", path);
     }
     if (sa && !json_is_null(sa) && !json_is_boolean(sa)) {
-        snprintf(err, errlen, "%s: \"strip_accents\" must be true, false or null", path);
-        return -1;
+        return common_errf(-1, err, errlen, "%s: \"strip_accents\" must be true, false or null",
+                           path);
     }
     if (cjk && !json_is_boolean(cjk)) {
-        snprintf(err, errlen, "%s: \"tokenize_chinese_chars\" must be true or false", path);
-        return -1;
+        return common_errf(-1, err, errlen, "%s: \"tokenize_chinese_chars\" must be true or false",
+                           path);
     }
     if (v) tok->lower = json_is_true(v);
     tok->strip_accents = sa && !json_is_null(sa) ? json_is_true(sa) : tok->lower;
@@ -38,8 +39,7 @@ int worker_tok_config_read(const char *dir, worker_tok_config_t *tok, char *err,
     size_t n = strlen(dir) + sizeof "/tokenizer_config.json";
     char *path = malloc(n);
     if (!path) {
-        snprintf(err, errlen, "%s: out of memory", dir);
-        return -1;
+        return common_errf(-1, err, errlen, "%s: out of memory", dir);
     }
     snprintf(path, n, "%s/tokenizer_config.json", dir);
     int rc = 0;
@@ -64,8 +64,8 @@ int worker_tok_config_parse(const char *json, size_t len, const char *name,
     json_error_t jerr;
     json_t *root = json_loadb(json, len, 0, &jerr);
     if (!root) {
-        snprintf(err, errlen, "%s: invalid JSON at line %d: %s", name, jerr.line, jerr.text);
-        return -1;
+        return common_errf(-1, err, errlen, "%s: invalid JSON at line %d: %s", name, jerr.line,
+                           jerr.text);
     }
     int rc = tok_config_from_json(root, name, tok, err, errlen);
     json_decref(root);

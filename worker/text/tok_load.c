@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/err.h"
 #include "worker/text/hf/hf.h"
 #include "worker/text/tokenizer_int.h"
 
@@ -92,8 +93,7 @@ int worker_tok_load_dir(const char *dir, int vocab_size, worker_tok_t **out, cha
     *out = NULL;
     char *json = join(dir, "tokenizer.json");
     if (!json) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
+        return common_errf(-1, err, errlen, "out of memory");
     }
     if (access(json, F_OK) != 0) { /* an old BERT checkpoint: vocab.txt + tokenizer_config.json */
         free(json);
@@ -102,8 +102,7 @@ int worker_tok_load_dir(const char *dir, int vocab_size, worker_tok_t **out, cha
         tc.vocab_size = vocab_size;
         char *vocab = join(dir, "vocab.txt");
         if (!vocab) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
+            return common_errf(-1, err, errlen, "out of memory");
         }
         int rc = worker_tok_init(vocab, &tc, out, err, errlen);
         free(vocab);

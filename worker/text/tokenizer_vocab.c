@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "common/file.h"
 #include "worker/text/hf/hf.h"
 #include "worker/text/tokenizer_int.h"
@@ -31,10 +32,9 @@ int worker_tok_init(const char *vocab_path, const worker_tok_config_t *opts, wor
                     char *err, size_t errlen) {
     *out = NULL;
     if (!vocab_path) { /* a checkpoint whose vocabulary is in tokenizer.json alone */
-        snprintf(err, errlen,
-                 "the checkpoint has no vocab.txt (only tokenizer.json), which the "
-                 "WordPiece tokenizer needs");
-        return -1;
+        return common_errf(-1, err, errlen,
+                           "the checkpoint has no vocab.txt (only tokenizer.json), which the "
+                           "WordPiece tokenizer needs");
     }
     size_t len = 0;
     char *pool = common_file_read(vocab_path, 0, &len, err, errlen);
@@ -51,8 +51,7 @@ int tok_init_pool(char *pool, size_t len, const char *vocab_path, const worker_t
     worker_tok_t *t = calloc(1, sizeof(*t));
     if (!t) {
         free(pool);
-        snprintf(err, errlen, "out of memory");
-        return -1;
+        return common_errf(-1, err, errlen, "out of memory");
     }
     t->pool = pool;
     int lines = 0;

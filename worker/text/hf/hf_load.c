@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "worker/text/hf/hf_load.h"
 
 static int fail(hf_load_t *L, const char *what) {
@@ -389,8 +390,8 @@ int hf_tok_load_json(const char *text, size_t len, const char *name, hf_tok_t **
     json_error_t jerr;
     json_t *root = json_loadb(text, len, 0, &jerr);
     if (!root) {
-        snprintf(err, errlen, "%s: invalid JSON at line %d: %s", name, jerr.line, jerr.text);
-        return -1;
+        return common_errf(-1, err, errlen, "%s: invalid JSON at line %d: %s", name, jerr.line,
+                           jerr.text);
     }
     return from_root(root, name, out, err, errlen);
 }
@@ -400,8 +401,8 @@ int hf_tok_load_file(const char *path, hf_tok_t **out, char *err, size_t errlen)
     json_error_t jerr;
     json_t *root = json_load_file(path, 0, &jerr);
     if (!root) {
-        snprintf(err, errlen, "%s: invalid JSON at line %d: %s", path, jerr.line, jerr.text);
-        return -1;
+        return common_errf(-1, err, errlen, "%s: invalid JSON at line %d: %s", path, jerr.line,
+                           jerr.text);
     }
     return from_root(root, path, out, err, errlen);
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "worker/text/hf/hf_load.h"
 
 static int b64_val(int c) {
@@ -91,12 +92,12 @@ static int replace_pattern(json_t *pat, hf_norm_t *nm, const char *name, char *e
             nm->rep_min = min;
             return 0;
         }
-        snprintf(err, errlen, "%s: normalizer Replace with the regex \"%.60s\" is not supported",
-                 name, r);
-        return -1;
+        return common_errf(-1, err, errlen,
+                           "%s: normalizer Replace with the regex \"%.60s\" is not supported", name,
+                           r);
     }
-    snprintf(err, errlen, "%s: normalizer Replace: pattern must be String or Regex", name);
-    return -1;
+    return common_errf(-1, err, errlen, "%s: normalizer Replace: pattern must be String or Regex",
+                       name);
 }
 
 static int add_norm(hf_load_t *L, hf_norm_t *nm) {

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <utf8proc.h>
 
+#include "common/err.h"
 #include "worker/text/hf/hf.h"
 #include "worker/text/tokenizer_unicode.h"
 

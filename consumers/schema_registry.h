@@ -1,0 +1,52 @@
+/* A client of the Confluent Schema Registry REST API (what Confluent, Apicurio's ccompat,
+ * Karapace and Redpanda serve): writer schemas by id, and registration under a subject.
+ *
+ * Credentials never come from argv: RECLASS_SCHEMA_REGISTRY_USER_INFO ("user:password", basic
+ * auth, as Confluent clients' basic.auth.user.info), RECLASS_SCHEMA_REGISTRY_TOKEN (a bearer
+ * token), or a file (cfg.auth_file) holding "basic user:password" or "bearer TOKEN". TLS
+ * verifies the server against the system's CAs or cfg.ca_file. Not thread-safe: one per
+ * thread. */
+#ifndef RECLASS_CONSUMERS_SCHEMA_REGISTRY_H
+#define RECLASS_CONSUMERS_SCHEMA_REGISTRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct consumers_registry consumers_registry_t;
+
+typedef struct {
+    const char *url;       /* http(s)://host:port[/prefix] */
+    const char *ca_file;   /* NULL: the system's CA store */
+    const char *auth_file; /* NULL: the environment, or none */
+    int timeout_ms;        /* 0: CONSUMERS_REGISTRY_TIMEOUT_MS */
+} consumers_registry_cfg_t;
+
+#define CONSUMERS_REGISTRY_TIMEOUT_MS 5000
+
+/* What a lookup came to. */
+enum {
+    CONSUMERS_REGISTRY_OK = 0,
+    CONSUMERS_REGISTRY_UNKNOWN = 1, /* the registry answered: no such schema id (40403) */
+    CONSUMERS_REGISTRY_RETRY = -1,  /* unreachable, timed out, 5xx, 429: ask again later */
+    CONSUMERS_REGISTRY_FATAL = -2,  /* refused us (401/403), TLS, a bad URL: fix the setup */
+};
+
+/* 0, or -1 with err (an unreadable auth file, a URL that is no http(s) URL). */
+int consumers_registry_open(const consumers_registry_cfg_t *cfg, consumers_registry_t **out,
+                            char *err, size_t errlen);
+void consumers_registry_free(consumers_registry_t *r);
+
+/* The writer schema of id, as JSON text (*schema malloc'd, the caller frees). A schema of
+ * another type than AVRO is UNKNOWN with a message saying so. */
+int consumers_registry_schema(consumers_registry_t *r, int32_t id, char **schema, char *err,
+                              size_t errlen);
+
+/* Registers schema (JSON text) under subject (Confluent's TopicNameStrategy names it
+ * "<topic>-value") or finds it there; *id is the registry's id. */
+int consumers_registry_register(consumers_registry_t *r, const char *subject, const char *schema,
+                                int32_t *id, char *err, size_t errlen);
+
+/* The URL without user:password@, for messages. */
+const char *consumers_registry_url(const consumers_registry_t *r);
+
+#endif

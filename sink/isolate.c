@@ -1,0 +1,211 @@
+/* sink_write: the arguments checked, one transaction, and when PostgreSQL refuses rows for
+ * their data, those rows found without giving up the others.
+ * A write refused as a whole (sink_write_once: SINK_DATA) is first cleared of the rows whose
+ * job another tenant owns (one query: the usual way a well-formed record is refused, and the
+ * reason can then be said plainly); what is left is written again and, while refused, split in
+ * halves, each its own transaction, until each refused row stands alone: k refused rows among n
+ * cost about 2k log2(n/k) transactions, once. Classification is by SQLSTATE and constraint
+ * name, never by message text. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sink/copybin.h"
+#include "sink/pgutil.h"
+#include "sink/sink_int.h"
+
+/* the constraints of migrations/005_tenant.sql */
+#define CON_OWNER "ticket_results_job_owner"
+#define CON_TOTAL "jobs_done_within_total"
+
+static const char SQL_OWNERS[] = "SELECT job_id, tenant FROM jobs"
+                                 " WHERE job_id = ANY($1::text[]) AND tenant IS NOT NULL";
+
+static int reject_add(sink_t *s, int row, const char *fmt, ...) {
+    if (s->n_rejects == s->rejects_cap) {
+        int cap = s->rejects_cap ? 2 * s->rejects_cap : 16;
+        sink_reject_t *r = realloc(s->rejects, (size_t)cap * sizeof(*r));
+        if (!r) return -1;
+        s->rejects = r;
+        s->rejects_cap = cap;
+    }
+    sink_reject_t *r = &s->rejects[s->n_rejects++];
+    r->row = row;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->error, sizeof(r->error), fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+static int reject_owner(sink_t *s, int row, const sink_result_t *r) {
+    return reject_add(s, row,
+                      "job %s belongs to another tenant (a job id is owned by the tenant that "
+                      "first stored it): send tenant %s's tickets under a job id of its own "
+                      "(SQLSTATE 23503)",
+                      r->job_id, r->tenant ? r->tenant : "(none)");
+}
+
+/* The reason for a row refused alone; err: the refusal in PostgreSQL's words. */
+static int reject_row(sink_t *s, int row, const sink_result_t *r, const char *err) {
+    if (strcmp(s->fail_constraint, CON_OWNER) == 0) return reject_owner(s, row, r);
+    if (strcmp(s->fail_constraint, CON_TOTAL) == 0)
+        return reject_add(s, row,
+                          "job %s would hold more distinct tickets than its job_total (%d): "
+                          "every ticket of a job must carry the job's full count (SQLSTATE %s)",
+                          r->job_id, (int)r->job_total, s->fail_state);
+    return reject_add(s, row, "PostgreSQL refused the row: %s", err); /* err has the SQLSTATE */
+}
+
+/* Rows of work[] whose job is owned by another tenant go to the rejects; the others are moved
+ * to the front. Returns the number kept, or -1 with rc set. */
+static int drop_foreign(sink_t *s, int n, int *rc, char *err, size_t errlen) {
+    const sink_tally_t *t = &s->tally; /* of the whole write: sink_write_once built it */
+    sink_copybuf_t *b = &s->params;
+    sink_copybuf_reset(b);
+    sink_copybin_array(b, SINK_OID_TEXT, t->n_jobs, 0);
+    for (int i = 0; i < t->n_jobs; i++)
+        sink_copybin_text(b, t->jobs[i].job_id);
+    if (b->oom) {
+        snprintf(err, errlen, "sink: out of memory for %d jobs", t->n_jobs);
+        *rc = SINK_RETRY;
+        return -1;
+    }
+    const char *vals[1] = {b->data};
+    int lens[1] = {(int)b->len}, fmts[1] = {1};
+    PGresult *res = PQexecParams(s->conn, SQL_OWNERS, 1, NULL, vals, lens, fmts, 0);
+    if (!res || PQresultStatus(res) != PGRES_TUPLES_OK) {
+        /* a job id PostgreSQL cannot even compare (bad UTF-8): the split finds those rows */
+        if (res && sink_pg_data_error(PQresultErrorField(res, PG_DIAG_SQLSTATE))) {
+            PQclear(res);
+            return n;
+        }
+        *rc = sink_pg_fail(s->conn, res, "read job owners", err, errlen);
+        return -1;
+    }
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+        const sink_result_t *r = &s->work[i];
+        const char *owner = NULL;
+        for (int k = 0; k < PQntuples(res) && !owner; k++) /* a write holds a few jobs */
+            if (strcmp(PQgetvalue(res, k, 0), r->job_id) == 0) owner = PQgetvalue(res, k, 1);
+        if (owner && (!r->tenant || strcmp(owner, r->tenant) != 0)) {
+            if (reject_owner(s, s->work_row[i], r)) {
+                PQclear(res);
+                snprintf(err, errlen, "sink: out of memory listing refused rows");
+                *rc = SINK_RETRY;
+                return -1;
+            }
+            continue;
+        }
+        s->work_row[kept] = s->work_row[i];
+        s->work[kept++] = *r;
+    }
+    PQclear(res);
+    return kept;
+}
+
+static int cmp_reject(const void *a, const void *b) {
+    const sink_reject_t *x = a, *y = b;
+    return (x->row > y->row) - (x->row < y->row);
+}
+
+/* work[from, to) was refused (refused = 1) or is still to be tried. */
+static int split(sink_t *s, int from, int to, int refused, long *inserted, long *stored, char *err,
+                 size_t errlen) {
+    int n = to - from;
+    if (!refused) {
+        int rc = sink_write_once(s, s->work + from, n, NULL, 0, err, errlen);
+        if (rc == SINK_OK) {
+            *inserted += s->last_inserted;
+            *stored += s->last_rows;
+        }
+        if (rc != SINK_DATA) return rc;
+    }
+    if (n == 1) {
+        if (reject_row(s, s->work_row[from], &s->work[from], err) == 0) return SINK_OK;
+        snprintf(err, errlen, "sink: out of memory listing refused rows");
+        return SINK_RETRY;
+    }
+    int mid = from + n / 2;
+    int rc = split(s, from, mid, 0, inserted, stored, err, errlen);
+    return rc == SINK_OK ? split(s, mid, to, 0, inserted, stored, err, errlen) : rc;
+}
+
+int sink_isolate(sink_t *s, const sink_result_t *rows, int n, char *err, size_t errlen) {
+    if (n > s->work_cap) {
+        sink_result_t *w = realloc(s->work, (size_t)n * sizeof(*w));
+        int *wr = w ? realloc(s->work_row, (size_t)n * sizeof(*wr)) : NULL;
+        if (w) s->work = w;
+        if (wr) s->work_row = wr;
+        if (!w || !wr) {
+            snprintf(err, errlen, "sink: out of memory for %d rows", n);
+            return SINK_RETRY;
+        }
+        s->work_cap = n;
+    }
+    for (int i = 0; i < n; i++) {
+        s->work[i] = rows[i];
+        s->work_row[i] = i;
+    }
+    s->n_rejects = 0;
+    int rc = SINK_OK;
+    int kept = drop_foreign(s, n, &rc, err, errlen);
+    if (kept < 0) return rc;
+    long inserted = 0, stored = 0;
+    rc = kept == 0 ? SINK_OK : split(s, 0, kept, kept == n, &inserted, &stored, err, errlen);
+    s->last_inserted = inserted;
+    s->last_rows = stored;
+    /* rows in row order, as sink_rejected promises (the owner pass came first) */
+    if (s->n_rejects > 1) qsort(s->rejects, (size_t)s->n_rejects, sizeof(*s->rejects), cmp_reject);
+    return rc;
+}
+
+static int sink_validate(const sink_result_t *rows, int n_rows, const sink_batch_t *batches,
+                         int n_batches, char *err, size_t errlen) {
+    if (n_rows < 0 || n_batches < 0 || (n_rows > 0 && !rows) || (n_batches > 0 && !batches)) {
+        snprintf(err, errlen, "sink_write: invalid arguments (n_rows %d, n_batches %d)", n_rows,
+                 n_batches);
+        return SINK_FATAL;
+    }
+    for (int i = 0; i < n_rows; i++) {
+        /* a job belongs to one tenant (migrations/005_tenant.sql): a row names its own */
+        const char *missing = !rows[i].job_id      ? "job_id"
+                              : !rows[i].ticket_id ? "ticket_id"
+                              : !rows[i].tenant    ? "tenant"
+                              : !rows[i].label     ? "label"
+                                                   : NULL;
+        if (missing) {
+            snprintf(err, errlen, "sink_write: row %d has no %s", i, missing);
+            return SINK_FATAL;
+        }
+    }
+    return SINK_OK;
+}
+
+int sink_write(sink_t *s, const sink_result_t *rows, int n_rows, const sink_batch_t *batches,
+               int n_batches, char *err, size_t errlen) {
+    if (!s) {
+        snprintf(err, errlen, "sink_write: no sink");
+        return SINK_FATAL;
+    }
+    s->n_rejects = 0;
+    int rc = sink_validate(rows, n_rows, batches, n_batches, err, errlen);
+    if (rc != SINK_OK) return rc;
+    rc = sink_write_once(s, rows, n_rows, batches, n_batches, err, errlen);
+    if (rc != SINK_DATA) return rc;
+    rc = sink_isolate(s, rows, n_rows, err, errlen);
+    if (rc == SINK_OK && n_batches > 0) {
+        long inserted = s->last_inserted, stored = s->last_rows;
+        rc = sink_write_once(s, NULL, 0, batches, n_batches, err, errlen);
+        s->last_inserted = inserted;
+        s->last_rows = stored;
+    }
+    return rc == SINK_DATA ? SINK_FATAL : rc;
+}
+
+int sink_rejected(const sink_t *s, const sink_reject_t **out) {
+    *out = s ? s->rejects : NULL;
+    return s ? s->n_rejects : 0;
+}

@@ -1,0 +1,42 @@
+#include "sink/owner.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+#include "sink/pgutil.h"
+#include "sink/sink.h"
+
+int sink_job_owner_check(const char *conninfo, const char *job_id, const char *tenant, char *err,
+                         size_t errlen) {
+    int rc;
+    PGconn *conn = sink_pg_connect(conninfo, &rc, err, errlen);
+    if (!conn) return rc;
+    const char *params[1] = {job_id};
+    PGresult *res = PQexecParams(conn, "SELECT tenant FROM jobs WHERE job_id = $1", 1, NULL, params,
+                                 NULL, NULL, 0);
+    if (!res || PQresultStatus(res) != PGRES_TUPLES_OK) {
+        const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+        rc = sink_pg_fail(conn, res,
+                          st && strcmp(st, "42P01") == 0
+                              ? "job owner: schema missing (run 'reclass migrate')"
+                              : "job owner",
+                          err, errlen);
+        PQfinish(conn);
+        return rc;
+    }
+    /* a job stored before tenants owned jobs (no tenant) goes to the first one that writes */
+    rc = SINK_OK;
+    if (PQntuples(res) == 1 && !PQgetisnull(res, 0, 0) &&
+        strcmp(PQgetvalue(res, 0, 0), tenant) != 0) {
+        snprintf(err, errlen,
+                 "job id %s belongs to another tenant (a job id is owned by the tenant that first "
+                 "stored it): submit under a job id of your own",
+                 job_id);
+        rc = SINK_FATAL;
+    }
+    PQclear(res);
+    PQfinish(conn);
+    return rc;
+}

@@ -1,0 +1,16 @@
+/* Who owns a job (migrations/005_tenant.sql): the tenant whose ticket first stored it. */
+#ifndef RECLASS_SINK_OWNER_H
+#define RECLASS_SINK_OWNER_H
+
+#include <stddef.h>
+
+/* Whether tenant may send tickets for job_id, asked before anything is sent (`reclass submit
+ * --db`): SINK_OK for a job not stored yet, or the tenant's own; SINK_FATAL with err when
+ * another tenant owns it (err names neither that tenant nor its data) or the database cannot
+ * answer for good (malformed conninfo, schema missing); SINK_RETRY when it cannot be reached.
+ * Advice, not the guarantee: a job claimed between this check and the worker's write is still
+ * refused there, row by row (the ownership constraint). */
+int sink_job_owner_check(const char *conninfo, const char *job_id, const char *tenant, char *err,
+                         size_t errlen);
+
+#endif

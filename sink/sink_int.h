@@ -1,0 +1,52 @@
+/* Internal to sink/: the sink's state, shared by sink/sink.c (one write = one transaction) and
+ * sink/isolate.c (the rows PostgreSQL refuses for their data, found by splitting a write). */
+#ifndef RECLASS_SINK_INT_H
+#define RECLASS_SINK_INT_H
+
+#include <libpq-fe.h>
+
+#include "sink/copybuf.h"
+#include "sink/sink.h"
+#include "sink/tally.h"
+
+/* sink_write_once's answer when the rows (not the connection, not the server) were refused:
+ * SQLSTATE class 22 (data exception), 23 (integrity constraint violation) or 54 (program limit
+ * exceeded), in the rows, jobs or COMMIT step. Never returned by the public functions. */
+#define SINK_DATA 2
+
+struct sink {
+    PGconn *conn;
+    char *conninfo;              /* owned copy: reconnect after a failed PQreset starts from it */
+    char *model;                 /* owned; recorded in every result row */
+    sink_copybuf_t copy;         /* one chunk of binary COPY data; reused across writes */
+    sink_copybuf_t params;       /* the jobs statement's array parameters; reused */
+    sink_tally_t tally;          /* the write's jobs */
+    const sink_result_t *rows;   /* the write in progress (the caller's) */
+    const sink_batch_t *batches; /* idem */
+    long last_inserted;
+    long last_rows;
+    int upsert_mode; /* 1 after a redelivery: skip the fast path (see the top comment) */
+    long fallbacks;  /* writes whose fast path met an already-stored ticket */
+    /* the failed statement of the last write_once: its SQLSTATE and constraint ("" if none) */
+    char fail_state[6];
+    char fail_constraint[64];
+    sink_reject_t *rejects; /* (n_rejects) rows of the last sink_write left out; cap grows */
+    int n_rejects, rejects_cap;
+    sink_result_t *work; /* (work_cap) sink/isolate.c: the rows still to be tried */
+    int *work_row;       /* (work_cap) each one's index in the caller's rows */
+    int work_cap;
+};
+
+/* One transaction: rows [0, n_rows) and the batches. SINK_OK once committed, SINK_DATA when
+ * the rows were refused (fail_state says why, err says it in words; nothing is stored), else
+ * SINK_RETRY / SINK_FATAL. The transaction is rolled back on any failure. */
+int sink_write_once(sink_t *s, const sink_result_t *rows, int n_rows, const sink_batch_t *batches,
+                    int n_batches, char *err, size_t errlen);
+
+/* After sink_write_once answered SINK_DATA for rows [0, n): stores every row PostgreSQL takes
+ * (in transactions of their own) and lists the others in s->rejects. SINK_OK, or the first
+ * SINK_RETRY / SINK_FATAL (the caller retries the whole write: stored rows are upserted
+ * again, never counted twice). */
+int sink_isolate(sink_t *s, const sink_result_t *rows, int n, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The exit code of every status class (common/status.h, mapped in worker/cli/main.c): 0 done
+# (a result, --help, version), 1 runtime failure, 2 usage error with a one-line message that
+# says what to fix, for every command that classifies. 3 (`drift report` found drift) needs
+# a database: tests/integration/run_drift.sh checks it.
+#   test_cli_status.sh RECLASS_BIN
+set -uo pipefail
+bin=${1:?usage: test_cli_status.sh RECLASS_BIN}
+root=$(cd "$(dirname "$0")/.." && pwd)
+model=$root/deploy/models/clinc150-bert-mini
+pass=0
+fail=0
+# expect RC NEEDLE CMD...: CMD exits RC; with a NEEDLE, stderr is one line that contains it
+expect() {
+    local want=$1 needle=$2 rc=0 err
+    shift 2
+    err=$("$@" 2>&1 >/dev/null </dev/null) || rc=$?
+    if [ "$rc" != "$want" ]; then
+        fail=$((fail + 1)); echo "FAIL - '$*' exited $rc, want $want: $err"
+    elif [ -n "$needle" ] && { [ "$(wc -l <<<"$err")" != 1 ] || ! grep -qF -- "$needle" <<<"$err"; }; then
+        fail=$((fail + 1)); echo "FAIL - '$*': want one line with '$needle', got: $err"
+    else
+        pass=$((pass + 1)); echo "ok - exit $want: $*"
+    fi
+}
+
+# 0: done
+expect 0 "" "$bin" version
+expect 0 "" "$bin" help
+for cmd in run classify bench tokenize submit migrate dev-broker plan-memory report; do
+    expect 0 "" "$bin" "$cmd" --help
+done
+expect 0 "" "$bin" help classify
+expect 0 "" bash -c 'echo "what is my balance" | "$0" classify --model "$1" --threads 1' "$bin" "$model"
+
+# 1: runtime failure (the results cannot be written)
+if [ -w /dev/full ]; then
+    expect 1 "writing stdout failed" bash -c \
+        'echo "what is my balance" | "$0" classify --model "$1" --threads 1 >/dev/full' "$bin" "$model"
+fi
+expect 1 "" "$bin" run --db "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2" --model "$model"
+
+# 2: usage errors, the same for each command that classifies
+expect 2 "" "$bin"
+expect 2 "unknown command 'nope'" "$bin" nope
+expect 2 "unknown option '--bogus'" "$bin" classify --bogus
+expect 2 "the cpu backend runs fp32" "$bin" run --db x --model "$model" --backend cpu --precision fp16
+expect 2 "the cpu backend runs fp32" "$bin" classify --model "$model" --backend cpu --precision fp16
+expect 2 "the cpu backend runs fp32" "$bin" bench --model "$model" --workload tickets-mix --precision fp16
+expect 2 "below the longest sequence" "$bin" run --db x --model "$model" --token-budget 100
+expect 2 "below the longest sequence" "$bin" classify --model "$model" --token-budget 100
+expect 2 "below the longest sequence" "$bin" bench --model "$model" --workload tickets-mix --token-budget 100
+expect 2 "unknown backend 'tpu'" "$bin" classify --model "$model" --backend tpu
+expect 2 "config.json" "$bin" classify --model /nonexistent
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,58 @@
+#include "worker/classify/session.h"
+
+#include <string.h>
+
+#include "common/err.h"
+
+common_status_t cls_session_load_tokenizer(cls_session_t *s, char *err, size_t errlen) {
+    if (s->tok) return COMMON_OK;
+    if (!s->model->dir)
+        return common_errf(COMMON_USAGE, err, errlen,
+                           "texts need a --model DIR with a tokenizer; a --geometry model has "
+                           "none (give token ids instead)");
+    if (worker_tok_load_dir(s->model->dir, s->model->cfg.vocab_size, &s->tok, err, errlen))
+        return COMMON_USAGE;
+    return COMMON_OK;
+}
+
+static common_status_t session_open(cls_session_t *s, int tokenizer, char *err, size_t errlen) {
+    cls_settings_t *set = &s->set;
+    const gpu_backend_ops_t *ops = gpu_backend_find(set->backend, err, errlen);
+    if (!ops) return COMMON_USAGE;
+    if (set->model_dir) {
+        if (gpu_model_load(set->model_dir, &s->model, err, errlen)) return COMMON_USAGE;
+    } else if (gpu_model_init_random(set->geometry, set->labels, set->seed, &s->model, err,
+                                     errlen)) {
+        return COMMON_USAGE;
+    }
+    if (tokenizer && cls_session_load_tokenizer(s, err, errlen)) return COMMON_USAGE;
+    common_status_t st = cls_settings_resolve(set, ops, &s->model->cfg, err, errlen);
+    if (st) return st;
+    gpu_backend_opts_t bo = cls_settings_backend_opts(set);
+    int rc = cls_engine_open(&s->eng, s->model, ops->name, &bo, err, errlen);
+    if (rc) return rc == COMMON_USAGE ? COMMON_USAGE : COMMON_FATAL;
+    s->props = s->eng.props;
+    s->acc = (worker_accum_cfg_t){.token_budget = s->props.token_budget,
+                                  .padded = s->props.padded,
+                                  .max_wait_ms = set->max_wait_ms,
+                                  .max_pending_items = set->max_pending,
+                                  .max_pending_tokens = set->max_pending_tokens,
+                                  .max_len = s->props.max_len};
+    return COMMON_OK;
+}
+
+common_status_t cls_session_open(cls_session_t *s, const cls_settings_t *set, int tokenizer,
+                                 char *err, size_t errlen) {
+    memset(s, 0, sizeof(*s));
+    s->set = *set;
+    common_status_t st = session_open(s, tokenizer, err, errlen);
+    if (st) cls_session_close(s);
+    return st;
+}
+
+void cls_session_close(cls_session_t *s) {
+    cls_engine_close(&s->eng);
+    worker_tok_free(s->tok);
+    gpu_model_free(s->model);
+    memset(s, 0, sizeof(*s));
+}
