@@ -183,6 +183,9 @@ consumers_record_t *pl_held_next(pl_t *pl, int *fatal, char *err, size_t errlen)
 void pl_held_revoke(pl_t *pl, const int32_t *parts, int n); /* n < 0: every partition */
 
 void pl_poll_loop(pl_t *pl);
+/* worker/pipeline/lanes.c: while tickets of a lane wait or are in flight, the less urgent
+ * lanes' topics are held; released once it has none (poll thread, each turn). */
+void pl_hold_lanes(pl_t *pl);
 void pl_drain(pl_t *pl);
 void pl_on_assign(void *ctx, const int32_t *parts, int n);
 void pl_on_revoke(void *ctx, const int32_t *parts, int n, int lost);

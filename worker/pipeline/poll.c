@@ -1,7 +1,6 @@
 /* The poll thread: Kafka records -> tickets -> the accumulator, rebalances, dead letters, and
  * the drain at shutdown (see worker/pipeline/pipeline.h). */
 #include <inttypes.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,19 +263,6 @@ static void handle_decodable(pl_t *pl, consumers_record_t *m, worker_ids_t *ids)
     drain_overflow(pl);
 }
 
-/* Lanes: while tickets of a lane wait or are in flight, the less urgent lanes' topics are held
- * (consumers_consumer_hold_above); released as soon as the lane has none. */
-static void hold_lanes(pl_t *pl) {
-    int n = consumers_consumer_n_lanes(pl->poll.consumer);
-    if (n < 2) return;
-    int prio = INT_MAX;
-    for (int l = 0; l < n && prio == INT_MAX; l++)
-        if (atomic_load_explicit(&worker_metrics.lane_live[l], memory_order_relaxed) > 0)
-            prio = consumers_consumer_lane_priority(pl->poll.consumer, l);
-    if (consumers_consumer_hold_above(pl->poll.consumer, prio) < 0)
-        fprintf(stderr, "reclass run: could not hold or release the less urgent lanes\n");
-}
-
 /* A record waits behind held ones, or for its own writer schema, or goes on now. */
 static void handle_record(pl_t *pl, consumers_record_t *m, worker_ids_t *ids) {
     char err[512];
@@ -375,7 +361,7 @@ void pl_poll_loop(pl_t *pl) {
         atomic_store_explicit(&worker_metrics.pending_items, pending, memory_order_relaxed);
         atomic_store_explicit(&worker_metrics.pending_tokens, pending_tokens, memory_order_relaxed);
         if (fatal) break;
-        hold_lanes(pl);
+        pl_hold_lanes(pl);
         /* dead letters the dead-letter topic does not take yet count as a full accumulator:
          * reading on would only pile them up in memory */
         release_held(pl, &ids);
