@@ -43,7 +43,7 @@ static int reject_owner(sink_t *s, int row, const sink_result_t *r) {
     return reject_add(s, row,
                       "job %s belongs to another tenant (a job id is owned by the tenant that "
                       "first stored it): send tenant %s's tickets under a job id of its own "
-                      "(SQLSTATE 23503)",
+                      "(SQLSTATE 23000, " CON_OWNER ")",
                       r->job_id, r->tenant ? r->tenant : "(none)");
 }
 

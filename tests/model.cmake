@@ -13,3 +13,11 @@ target_compile_definitions(cpu_micro PRIVATE RECLASS_FIXTURES="${RECLASS_FIXTURE
 # Every other family's fixture classifier against its Hugging Face goldens (tests/lib/).
 reclass_add_test(NAME test_cpu_families SOURCES ${CMAKE_SOURCE_DIR}/tests/test_cpu_families.c
   ${CMAKE_SOURCE_DIR}/tests/lib/family_golden.c LABELS unit)
+
+# ModernBERT and DeBERTa-v3 fixtures against their Hugging Face goldens, configs and buckets.
+reclass_add_test(NAME test_cpu_modern SOURCES ${CMAKE_SOURCE_DIR}/tests/test_cpu_modern.c
+  ${CMAKE_SOURCE_DIR}/tests/lib/family_golden.c LABELS unit)
+
+# The reduced-precision agreement gate (agreement, max |delta logit|, flips on thin margins only).
+reclass_add_test(NAME test_golden_gate SOURCES ${CMAKE_SOURCE_DIR}/tests/test_golden_gate.c
+  ${CMAKE_SOURCE_DIR}/tests/lib/family_golden.c LABELS unit)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # reclass migrate against a throwaway PostgreSQL (started here, always stopped):
 # idempotence, concurrent migrators, checksum guard, failing migration rollback, directory
-# lookup (flag, env, build tree, installed layout) and CLI errors.
+# lookup (flag, env, build tree, installed layout), 005_tenant carrying old data over, CLI
+# errors.
 #   test_migrate.sh RECLASS_BIN
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -118,7 +119,38 @@ out=$("$bin" migrate --db "$db" 2>&1); rc=$?
 check "no --migrations from the build tree exits 0" 0 $rc
 has "build tree finds the repo's migrations" "$n_files applied" "$out"
 
-# 7. CLI errors: input errors exit 2 with what to fix, an unreachable server exits 1
+# 7. 005_tenant carries a database of the old schema over, in the state one tenant's records
+# could leave another's job in (rows overwritten, "done 100, total 50"), and from then on
+# refuses that
+mkdir -p "$tmp/upto4" && cp "$src"/migrations/00[1-4]_*.sql "$tmp/upto4/"
+db=$(newdb legacy)
+"$bin" migrate --db "$db" --migrations "$tmp/upto4" >/dev/null 2>&1
+row="label, label_id, confidence, tokens, model) SELECT"
+sql "$db" "INSERT INTO jobs (job_id, tenant, total, done) VALUES ('shared', 'tenantX', 50, 100),
+             ('unowned', NULL, 3, 3), ('mixed', NULL, 2, 2);
+           INSERT INTO ticket_results (job_id, tenant, ticket_id, $row 'shared',
+             CASE WHEN i <= 50 THEN 'tenantY' ELSE 'tenantX' END, 't' || i, 'l', 0, 0.5, 1, 'm'
+             FROM generate_series(1, 100) i;
+           INSERT INTO ticket_results (job_id, tenant, ticket_id, $row 'unowned', 'acme', 't' || i,
+             'l', 0, 0.5, 1, 'm' FROM generate_series(1, 3) i;
+           INSERT INTO ticket_results (job_id, tenant, ticket_id, $row 'mixed', 'a' || i, 't' || i,
+             'l', 0, 0.5, 1, 'm' FROM generate_series(1, 2) i" >/dev/null
+out=$("$bin" migrate --db "$db" --migrations "$src/migrations" 2>&1); rc=$?
+check "005 over old data exits 0" 0 $rc
+check "005: every row kept" 105 "$(sql "$db" "SELECT count(*) FROM ticket_results")"
+check "005: owners kept, taken from agreeing results, left open when they disagree" \
+    "mixed||2|shared|tenantX|100|unowned|acme|3" \
+    "$(sql "$db" "SELECT string_agg(concat_ws('|', job_id, coalesce(tenant, ''), total), '|' ORDER BY job_id) FROM jobs")"
+out=$(sql "$db" "INSERT INTO ticket_results (job_id, tenant, ticket_id, $row 'shared', 'tenantY', 'new', 'l', 0, 0.5, 1, 'm'")
+has "005: another tenant's row for an owned job is refused" "job shared belongs to another tenant" "$out"
+out=$(sql "$db" "UPDATE ticket_results SET tenant = 'tenantY' WHERE job_id = 'shared' AND ticket_id = 't99'")
+has "005: and so is taking over a row" "job shared belongs to another tenant" "$out"
+out=$(sql "$db" "UPDATE jobs SET done = 101 WHERE job_id = 'shared'")
+has "005: done past total is refused" "jobs_done_within_total" "$out"
+out=$(sql "$db" "INSERT INTO ticket_results (job_id, tenant, ticket_id, $row 'unowned', 'acme', 'new', 'l', 0, 1.5, 1, 'm'")
+has "005: a confidence above 1 is refused" "ticket_results_confidence" "$out"
+
+# 8. CLI errors: input errors exit 2 with what to fix, an unreachable server exits 1
 out=$("$bin" migrate 2>&1); rc=$?
 check "no database exits 2" 2 $rc
 has "no database says what to pass" "--db URL or set RECLASS_DB" "$out"

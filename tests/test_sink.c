@@ -590,6 +590,62 @@ static void test_concurrent_writers_count_once(void **state) {
     assert_int_equal(completed("job-conc"), 1);
 }
 
+/* Two tenants' writers create the same new job at once (disjoint ticket ids): one owns it,
+ * every row of the other is refused, none of them stored or counted. */
+typedef struct {
+    const char *tenant;
+    sink_result_t rows[300];
+    char ids[300][16];
+    int rc, refused;
+    char err[512];
+} race_arg_t;
+
+static void *race_writer(void *p) {
+    race_arg_t *a = p;
+    sink_t *s = NULL;
+    a->rc = sink_init(db_url, "m", &s, a->err, sizeof a->err);
+    for (int tries = 0; a->rc == SINK_OK && tries < 20; tries++) {
+        a->rc = sink_write(s, a->rows, 300, NULL, 0, a->err, sizeof a->err);
+        if (a->rc != SINK_RETRY) break;
+        sink_reconnect(s, a->err, sizeof a->err);
+    }
+    const sink_reject_t *rj;
+    a->refused = sink_rejected(s, &rj);
+    sink_free(s);
+    return NULL;
+}
+
+static void test_two_tenants_race_for_a_job(void **state) {
+    static race_arg_t a = {.tenant = "red"}, b = {.tenant = "blue"};
+    race_arg_t *w[2] = {&a, &b};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 300; i++) {
+            snprintf(w[k]->ids[i], sizeof w[k]->ids[i], "%s%d", w[k]->tenant, i);
+            w[k]->rows[i] = make_row("job-race", 0, 300, "r");
+            w[k]->rows[i].ticket_id = w[k]->ids[i];
+            w[k]->rows[i].tenant = w[k]->tenant;
+        }
+    pthread_t ta, tb;
+    assert_int_equal(pthread_create(&ta, NULL, race_writer, &a), 0);
+    assert_int_equal(pthread_create(&tb, NULL, race_writer, &b), 0);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    if (a.rc != SINK_OK) fail_msg("writer red: %s", a.err);
+    if (b.rc != SINK_OK) fail_msg("writer blue: %s", b.err);
+    PGresult *r = q("SELECT tenant FROM jobs WHERE job_id = 'job-race'", 0, NULL);
+    assert_int_equal(PQntuples(r), 1);
+    int red = strcmp(PQgetvalue(r, 0, 0), "red") == 0;
+    PQclear(r);
+    assert_int_equal(red ? a.refused : b.refused, 0);
+    assert_int_equal(red ? b.refused : a.refused, 300);
+    assert_int_equal(rows_of("job-race"), 300);
+    assert_int_equal(done_of("job-race"), 300);
+    assert_int_equal(q_long("SELECT count(DISTINCT tenant) FROM ticket_results WHERE job_id ="
+                            " 'job-race'",
+                            NULL),
+                     1);
+}
+
 static int group_setup(void **state) {
     db_url = getenv("RECLASS_TEST_DB");
     if (!db_url || !getenv("RECLASS_TEST_PGDIR") || !getenv("RECLASS_TEST_PGTMP")) {
@@ -624,6 +680,7 @@ int main(void) {
         cmocka_unit_test(test_init_errors),
         cmocka_unit_test(test_terminated_backend_retries),
         cmocka_unit_test(test_concurrent_writers_count_once),
+        cmocka_unit_test(test_two_tenants_race_for_a_job),
         cmocka_unit_test(test_server_restart_between_writes),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -136,6 +136,13 @@ static void test_xlmr_unigram(void **state) {
     check_golden("", "xlmr-unigram", "texts.jsonl", 11000, 1);
 }
 
+/* DeBERTa-v3's pipeline: Strip + Precompiled + Replace(" {2,}"), Metaspace in a Sequence,
+ * Unigram with [UNK] at 3, [CLS] $A [SEP]. */
+static void test_deberta_unigram(void **state) {
+    (void)state;
+    check_golden("", "deberta-unigram", "texts.jsonl", 11000, 1);
+}
+
 /* The same vocabularies under the other pipeline pieces (tests/fixtures/tokenizers/README.md):
  * NFC/NFKC/NFKD, Lowercase, StripAccents, Strip, Prepend, Replace; WhitespaceSplit, Whitespace,
  * Split, Punctuation, Digits, Metaspace "first", ByteLevel with a prefix space; BertProcessing;
@@ -244,9 +251,13 @@ static void test_fallback_and_vocab_size(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bert_wordpiece), cmocka_unit_test(test_roberta_bpe),
-        cmocka_unit_test(test_xlmr_unigram),   cmocka_unit_test(test_variants),
-        cmocka_unit_test(test_load_errors),    cmocka_unit_test(test_fallback_and_vocab_size),
+        cmocka_unit_test(test_bert_wordpiece),
+        cmocka_unit_test(test_roberta_bpe),
+        cmocka_unit_test(test_xlmr_unigram),
+        cmocka_unit_test(test_deberta_unigram),
+        cmocka_unit_test(test_variants),
+        cmocka_unit_test(test_load_errors),
+        cmocka_unit_test(test_fallback_and_vocab_size),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

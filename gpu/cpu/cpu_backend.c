@@ -174,6 +174,7 @@ static void cpu_free(gpu_backend_t *be) {
     free(be->ctx);
     free(be->tmp);
     free(be->ff);
+    free(be->rel_kq);
     free(be->flight_logits[0]);
     free(be->flight_logits[1]);
     free(be);
@@ -204,6 +205,7 @@ static int prepare_weights(gpu_backend_t *be) {
     const gpu_model_t *m = be->m;
     const gpu_model_config_t *c = &m->cfg;
     size_t H = (size_t)c->hidden, In = (size_t)c->intermediate, Ls = (size_t)c->layers;
+    size_t F = (size_t)gpu_model_ff1_rows(c);
     int contiguous = 1;
     for (size_t l = 0; l < Ls; l++) {
         const gpu_layer_weights_t *y = &m->w.layer[l];
@@ -233,7 +235,7 @@ static int prepare_weights(gpu_backend_t *be) {
         p->q = proj_of(w, b, (int)H, (int)H);
         p->kv = proj_of(w + H * H, b + H, (int)(2 * H), (int)H);
         p->ao = proj_of(y->ao_w, y->ao_b, (int)H, (int)H);
-        p->ff1 = proj_of(y->ff1_w, y->ff1_b, (int)In, (int)H);
+        p->ff1 = proj_of(y->ff1_w, y->ff1_b, (int)F, (int)H);
         p->ff2 = proj_of(y->ff2_w, y->ff2_b, (int)H, (int)In);
     }
     const int E = c->emb_size;
@@ -244,7 +246,7 @@ static int prepare_weights(gpu_backend_t *be) {
     if (!gpu_cpu_gemm_available() || H % GPU_CPU_GEMM_NR != 0 || be->blas_only) return 0;
     size_t per_layer = gpu_cpu_gemm_packed_floats((int)(3 * H), (int)H) +
                        gpu_cpu_gemm_packed_floats((int)H, (int)H) +
-                       gpu_cpu_gemm_packed_floats((int)In, (int)H) +
+                       gpu_cpu_gemm_packed_floats((int)F, (int)H) +
                        gpu_cpu_gemm_packed_floats((int)H, (int)In);
     be->packed_floats = Ls * per_layer + gpu_cpu_gemm_packed_floats((int)H, (int)H) +
                         gpu_cpu_gemm_packed_floats(c->num_labels, (int)H) +
@@ -317,14 +319,15 @@ static int cpu_init_as(const gpu_model_t *m, const gpu_backend_opts_t *opts, int
     be->qkv = alloc_rows(B, 3 * H, &be->arena_bytes);
     be->ctx = alloc_rows(B, H, &be->arena_bytes);
     be->tmp = alloc_rows(B, H, &be->arena_bytes);
-    be->ff = alloc_rows(B, (size_t)c->intermediate, &be->arena_bytes);
+    be->ff = alloc_rows(B, (size_t)gpu_model_ff1_rows(c), &be->arena_bytes);
     for (int i = 0; i < 2; i++)
         be->flight_logits[i] =
             alloc_rows((size_t)be->max_seqs, (size_t)c->num_labels, &be->arena_bytes);
     be->w = calloc((size_t)be->n_threads, sizeof *be->w);
     be->chunk_at = calloc((size_t)be->max_seqs + 1, sizeof *be->chunk_at);
     if (!be->x || !be->qkv || !be->ctx || !be->tmp || !be->ff || !be->flight_logits[0] ||
-        !be->flight_logits[1] || !be->w || !be->chunk_at || prepare_weights(be) != 0) {
+        !be->flight_logits[1] || !be->w || !be->chunk_at || prepare_weights(be) != 0 ||
+        (c->rel_span > 0 && gpu_cpu_deberta_prepare(be) != 0)) {
         snprintf(err, errlen, "out of memory for a %d-token arena (%zu MiB)", opts->token_budget,
                  be->arena_bytes >> 20);
         cpu_free(be);
@@ -333,9 +336,12 @@ static int cpu_init_as(const gpu_model_t *m, const gpu_backend_opts_t *opts, int
     for (int i = 0; i < be->n_threads; i++) {
         be->w[i].be = be;
         be->w[i].id = i;
-        be->w[i].scratch =
-            alloc_rows(gpu_cpu_attention_scratch_floats(be->max_len, c->hidden / c->heads), 1,
-                       &be->arena_bytes);
+        size_t sf = c->family == GPU_FAMILY_MODERNBERT
+                        ? gpu_cpu_modernbert_scratch_floats(c, be->max_len)
+                    : c->family == GPU_FAMILY_DEBERTA_V2
+                        ? gpu_cpu_deberta_scratch_floats(c, be->max_len)
+                        : gpu_cpu_attention_scratch_floats(be->max_len, c->hidden / c->heads);
+        be->w[i].scratch = alloc_rows(sf, 1, &be->arena_bytes);
         if (!be->w[i].scratch) {
             snprintf(err, errlen, "out of memory");
             cpu_free(be);

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 
 #include "gpu/backend.h"
+#include "gpu/cpu/cpu_gemm.h"
 
 /* One projection y = x W^T + b, run by gpu_cpu_gemm on packed weights or else by OpenBLAS. */
 typedef struct {
@@ -45,11 +46,13 @@ struct gpu_backend {
     size_t packed_floats;
     /* Activations, (token_budget) rows each. In the last layer only the first token of each
      * sequence is carried past attention, in compact rows inside the chunk's own range. */
-    float *x;   /* (B, H) hidden states */
-    float *qkv; /* (B, 3H) */
-    float *ctx; /* (B, H) attention output */
-    float *tmp; /* (B, H) last layer: first-token queries, then pooler outputs */
-    float *ff;  /* (B, I) */
+    float *x;      /* (B, H) hidden states */
+    float *qkv;    /* (B, 3H) */
+    float *ctx;    /* (B, H) attention output */
+    float *tmp;    /* (B, H) last layer: first-token queries, then pooler outputs */
+    float *ff;     /* (B, F) F = gpu_model_ff1_rows: I, or 2I for ModernBERT's GeGLU */
+    float *rel_kq; /* DeBERTa: (layers, 2, 2 span, H) the relative embeddings (after their
+                    * LayerNorm) through each layer's pos K, then pos Q projection; else NULL */
     /* submit runs a batch at once (the cores are the device) and keeps its logits here until
      * collect: two slots, as many batches as the interface lets be in flight. */
     float *flight_logits[2]; /* (max_seqs, L) each */
@@ -74,5 +77,24 @@ struct gpu_backend {
  * s0..s1-1; scratch is the calling thread's attention scratch. */
 void gpu_cpu_encode_range(gpu_backend_t *be, const gpu_batch_t *bt, int s0, int s1, float *logits,
                           float *scratch);
+
+/* y (n, N), rows ldy apart, = epilogue(x (n, K) W^T + b) on p (cpu_forward.c). */
+void gpu_cpu_project(const cpu_proj_t *p, const float *x, int ldx, int n, gpu_cpu_epi_t epi,
+                     float *y, int ldy);
+/* y = act(x W^T + b). */
+void gpu_cpu_project_act(const cpu_proj_t *p, const float *x, int ldx, int n, gpu_act_t act,
+                         float *y, int ldy);
+
+/* The two families with their own layers (cpu_modernbert.c, cpu_deberta.c): the encoder over
+ * sequences [s0, s1) as gpu_cpu_encode_range, and the attention scratch one thread needs
+ * for sequences up to max_len. */
+void gpu_cpu_modernbert_range(gpu_backend_t *be, const gpu_batch_t *bt, int s0, int s1,
+                              float *logits, float *scratch);
+size_t gpu_cpu_modernbert_scratch_floats(const gpu_model_config_t *c, int max_len);
+void gpu_cpu_deberta_range(gpu_backend_t *be, const gpu_batch_t *bt, int s0, int s1, float *logits,
+                           float *scratch);
+size_t gpu_cpu_deberta_scratch_floats(const gpu_model_config_t *c, int max_len);
+/* Fills be->rel_kq (allocated here); 0 or -1 (out of memory). */
+int gpu_cpu_deberta_prepare(gpu_backend_t *be);
 
 #endif

@@ -10,8 +10,8 @@
 
 /* y (n, N), rows ldy apart, = epilogue(x (n, K) W^T + b). With OpenBLAS the epilogue is
  * a pass of its own: the residual add rides on beta 1, the bias starts in C. */
-static void project(const cpu_proj_t *p, const float *x, int ldx, int n, gpu_cpu_epi_t epi,
-                    float *y, int ldy) {
+void gpu_cpu_project(const cpu_proj_t *p, const float *x, int ldx, int n, gpu_cpu_epi_t epi,
+                     float *y, int ldy) {
     if (p->packed) {
         gpu_cpu_gemm(x, ldx, n, p->packed, p->N, p->K, p->b, epi, y, ldy);
         return;
@@ -29,13 +29,14 @@ static void project(const cpu_proj_t *p, const float *x, int ldx, int n, gpu_cpu
 }
 
 /* y = act(x W^T + b): erf GELU and ReLU ride in the GEMM's epilogue, the others take a pass. */
-static void project_act(const cpu_proj_t *p, const float *x, int ldx, int n, gpu_act_t act,
-                        float *y, int ldy) {
+void gpu_cpu_project_act(const cpu_proj_t *p, const float *x, int ldx, int n, gpu_act_t act,
+                         float *y, int ldy) {
     if (act == GPU_ACT_GELU || act == GPU_ACT_RELU) {
-        project(p, x, ldx, n, act == GPU_ACT_GELU ? GPU_CPU_EPI_GELU : GPU_CPU_EPI_RELU, y, ldy);
+        gpu_cpu_project(p, x, ldx, n, act == GPU_ACT_GELU ? GPU_CPU_EPI_GELU : GPU_CPU_EPI_RELU, y,
+                        ldy);
         return;
     }
-    project(p, x, ldx, n, GPU_CPU_EPI_STORE, y, ldy);
+    gpu_cpu_project(p, x, ldx, n, GPU_CPU_EPI_STORE, y, ldy);
     gpu_cpu_act(y, ldy, n, p->N, act);
 }
 
@@ -49,7 +50,7 @@ static void embed(gpu_backend_t *be, const gpu_batch_t *bt, int s0, int s1, floa
     float *e = E == H ? x : spare; /* (n, E) */
     for (int s = s0; s < s1; s++)
         gpu_cpu_embed_ln(m, bt->ids + cu[s], cu[s + 1] - cu[s], e + (size_t)(cu[s] - t0) * E);
-    if (E != H) project(&be->emb_proj, e, E, n, GPU_CPU_EPI_STORE, x, H);
+    if (E != H) gpu_cpu_project(&be->emb_proj, e, E, n, GPU_CPU_EPI_STORE, x, H);
 }
 
 void gpu_cpu_encode_range(gpu_backend_t *be, const gpu_batch_t *bt, int s0, int s1, float *logits,
@@ -60,6 +61,14 @@ void gpu_cpu_encode_range(gpu_backend_t *be, const gpu_batch_t *bt, int s0, int 
     const int *cu = bt->cu_seqlens;
     const int t0 = cu[s0], n = cu[s1] - t0, ns = s1 - s0;
     if (ns <= 0) return;
+    if (c->family == GPU_FAMILY_MODERNBERT) {
+        gpu_cpu_modernbert_range(be, bt, s0, s1, logits, scratch);
+        return;
+    }
+    if (c->family == GPU_FAMILY_DEBERTA_V2) {
+        gpu_cpu_deberta_range(be, bt, s0, s1, logits, scratch);
+        return;
+    }
     float *x = be->x + (size_t)t0 * H;         /* (n, H) */
     float *qkv = be->qkv + (size_t)t0 * 3 * H; /* (n, 3H) */
     float *ctx = be->ctx + (size_t)t0 * H;     /* (n, H) */
@@ -70,43 +79,43 @@ void gpu_cpu_encode_range(gpu_backend_t *be, const gpu_batch_t *bt, int s0, int 
         const gpu_layer_weights_t *y = &m->w.layer[l];
         const cpu_layer_proj_t *p = &be->proj[l];
         if (l + 1 < c->layers) {
-            project(&p->qkv, x, H, n, GPU_CPU_EPI_STORE, qkv, 3 * H);
+            gpu_cpu_project(&p->qkv, x, H, n, GPU_CPU_EPI_STORE, qkv, 3 * H);
             for (int s = s0; s < s1; s++) {
                 const float *sq = be->qkv + (size_t)cu[s] * 3 * H;
                 int len = cu[s + 1] - cu[s];
                 gpu_cpu_attention_seq(sq, 3 * H, len, sq + H, sq + 2 * H, 3 * H, len, c->heads, hd,
                                       be->ctx + (size_t)cu[s] * H, H, scratch);
             }
-            project(&p->ao, ctx, H, n, GPU_CPU_EPI_ACCUM, x, H);
+            gpu_cpu_project(&p->ao, ctx, H, n, GPU_CPU_EPI_ACCUM, x, H);
             gpu_cpu_ln(x, y->ln1_g, y->ln1_b, n, H, c->ln_eps);
-            project_act(&p->ff1, x, H, n, c->act, ff, In);
-            project(&p->ff2, ff, In, n, GPU_CPU_EPI_ACCUM, x, H);
+            gpu_cpu_project_act(&p->ff1, x, H, n, c->act, ff, In);
+            gpu_cpu_project(&p->ff2, ff, In, n, GPU_CPU_EPI_ACCUM, x, H);
             gpu_cpu_ln(x, y->ln2_g, y->ln2_b, n, H, c->ln_eps);
             continue;
         }
         /* Last layer: the classifier reads only each sequence's first token, so K and V
          * are needed for every token but everything after attention for one row per
          * sequence. Compact rows (ns <= n) reuse the chunk's own rows of dead buffers. */
-        project(&p->kv, x, H, n, GPU_CPU_EPI_STORE, qkv + H, 3 * H);
+        gpu_cpu_project(&p->kv, x, H, n, GPU_CPU_EPI_STORE, qkv + H, 3 * H);
         float *xc = ctx; /* (ns, H) first-token hidden states */
         float *qc = tmp; /* (ns, H) their queries, later the head's dense output */
         float *cc = x;   /* (ns, H) their attention outputs (x is dead past the KV gemm) */
         for (int s = s0; s < s1; s++)
             memcpy(xc + (size_t)(s - s0) * H, be->x + (size_t)cu[s] * H, sizeof(float) * H);
-        project(&p->q, xc, H, ns, GPU_CPU_EPI_STORE, qc, H);
+        gpu_cpu_project(&p->q, xc, H, ns, GPU_CPU_EPI_STORE, qc, H);
         for (int s = s0; s < s1; s++) {
             const float *sq = be->qkv + (size_t)cu[s] * 3 * H;
             gpu_cpu_attention_seq(qc + (size_t)(s - s0) * H, H, 1, sq + H, sq + 2 * H, 3 * H,
                                   cu[s + 1] - cu[s], c->heads, hd, cc + (size_t)(s - s0) * H, H,
                                   scratch);
         }
-        project(&p->ao, cc, H, ns, GPU_CPU_EPI_ACCUM, xc, H);
+        gpu_cpu_project(&p->ao, cc, H, ns, GPU_CPU_EPI_ACCUM, xc, H);
         gpu_cpu_ln(xc, y->ln1_g, y->ln1_b, ns, H, c->ln_eps);
-        project_act(&p->ff1, xc, H, ns, c->act, ff, In);
-        project(&p->ff2, ff, In, ns, GPU_CPU_EPI_ACCUM, xc, H);
+        gpu_cpu_project_act(&p->ff1, xc, H, ns, c->act, ff, In);
+        gpu_cpu_project(&p->ff2, ff, In, ns, GPU_CPU_EPI_ACCUM, xc, H);
         gpu_cpu_ln(xc, y->ln2_g, y->ln2_b, ns, H, c->ln_eps);
         /* The head on the compact rows: dense + the family's activation, then the output. */
-        project_act(&be->pool, xc, H, ns, c->head_act, qc, H);
-        project(&be->cls, qc, H, ns, GPU_CPU_EPI_STORE, logits + (size_t)s0 * L, L);
+        gpu_cpu_project_act(&be->pool, xc, H, ns, c->head_act, qc, H);
+        gpu_cpu_project(&be->cls, qc, H, ns, GPU_CPU_EPI_STORE, logits + (size_t)s0 * L, L);
     }
 }

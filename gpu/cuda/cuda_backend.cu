@@ -87,6 +87,13 @@ static int cuda_be_init(const gpu_model_t *model, const gpu_backend_opts_t *opts
         goto fail_quiet;
     be->opts.max_len = be->plan.max_len;
     be->opts.max_seqs = be->plan.max_seqs;
+    if (c->family == GPU_FAMILY_MODERNBERT || c->family == GPU_FAMILY_DEBERTA_V2) {
+        snprintf(err, errlen,
+                 "the cuda backend does not run %s models yet (RoPE / sliding-window and "
+                 "disentangled attention are CPU-only): use --backend cpu",
+                 gpu_model_family_name(c->family));
+        goto fail_quiet;
+    }
     if (c->hidden / c->heads != 64 || c->hidden % 8 != 0 || c->hidden > 1024 ||
         c->emb_size % 8 != 0 || c->intermediate % 8 != 0) {
         snprintf(err, errlen,

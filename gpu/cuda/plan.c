@@ -70,13 +70,15 @@ int gpu_plan_compute(const gpu_model_config_t *cfg, int token_budget, int max_le
     }
     size_t e = (size_t)p->elem_bytes, H = (size_t)cfg->hidden, I = (size_t)cfg->intermediate;
     size_t E = (size_t)cfg->emb_size, proj = E != H; /* ELECTRA's projection */
+    size_t F = (size_t)gpu_model_ff1_rows(cfg), P = cfg->pos_rows ? (size_t)cfg->max_pos : 0;
+    size_t R = 2 * (size_t)cfg->rel_span, NL = (size_t)cfg->layers;
     size_t L = (size_t)cfg->num_labels, T = (size_t)token_budget, S = (size_t)p->max_seqs;
     size_t f4 = sizeof(float);
 
     /* One layer's block, each piece aligned so every pointer suits vector loads. */
     size_t lb = 0;
     size_t lsz[GPU_PLAN_L_N] = {3 * H * H * e, 3 * H * e, H * H * e, H * e, 2 * H * f4,
-                                I * H * e,     I * e,     H * I * e, H * e, 2 * H * f4};
+                                F * H * e,     F * e,     H * I * e, H * e, 2 * H * f4};
     for (int i = 0; i < GPU_PLAN_L_N; i++) {
         p->layer_off[i] = lb;
         lb += plan_align(lsz[i]);
@@ -86,8 +88,8 @@ int gpu_plan_compute(const gpu_model_config_t *cfg, int token_budget, int max_le
     size_t cur = 0;
     plan_put(p, GPU_PLAN_WORD_EMB, "word embeddings", "(vocab, E)", (size_t)cfg->vocab_size * E * e,
              &cur);
-    plan_put(p, GPU_PLAN_POS_EMB, "position embeddings", "(max_pos, E)",
-             (size_t)cfg->max_pos * E * e, &cur);
+    plan_put(p, GPU_PLAN_POS_EMB, "position embeddings", "(max_pos, E), 0 rows for RoPE / relative",
+             P * E * e, &cur);
     plan_put(p, GPU_PLAN_TYPE_EMB, "token type 0 embedding", "(E)", E * e, &cur);
     plan_put(p, GPU_PLAN_EMB_LN, "embedding LayerNorm", "(2, E) fp32", 2 * E * f4, &cur);
     plan_put(p, GPU_PLAN_EMB_PROJ_W, "embedding projection", "(H, E), ELECTRA only",
@@ -100,15 +102,18 @@ int gpu_plan_compute(const gpu_model_config_t *cfg, int token_budget, int max_le
     plan_put(p, GPU_PLAN_POOL_B, "pooler bias", "(H) fp32", H * f4, &cur);
     plan_put(p, GPU_PLAN_CLS_W, "classifier weight", "(L, H) fp32", L * H * f4, &cur);
     plan_put(p, GPU_PLAN_CLS_B, "classifier bias", "(L) fp32", L * f4, &cur);
+    size_t fam = cfg->family == GPU_FAMILY_MODERNBERT ? 4 * H * f4 : NL * 2 * R * H * e;
+    plan_put(p, GPU_PLAN_FAMILY_W, "family weights",
+             "ModernBERT (4, H) fp32 norms; DeBERTa (layers, 2, 2 span, H)", fam, &cur);
     p->weights_bytes = cur;
 
     /* BIG holds, in turn, the fused QKV (T, 3H), the attention output (T, H) and the FFN
      * inner activations (T, I); in the last layer, which runs on the [CLS] rows only, the
      * parts gpu_plan_last_layer lays out for S = max_seqs. */
-    p->big_ld = (int)(3 * H > I ? 3 * H : I);
+    p->big_ld = (int)(3 * H > F ? 3 * H : F);
     size_t big = T * (size_t)p->big_ld * e;
     gpu_plan_last_t last;
-    gpu_plan_last_layer(p->bf16, S, H, I, &last);
+    gpu_plan_last_layer(p->bf16, S, H, F, &last);
     if (last.end > big) big = last.end;
     size_t ctx = (T > S ? T : S) * H;
     plan_put(p, GPU_PLAN_X, "hidden state", "(tokens, H)", T * H * e, &cur);
@@ -117,6 +122,8 @@ int gpu_plan_compute(const gpu_model_config_t *cfg, int token_budget, int max_le
     plan_put(p, GPU_PLAN_CTX, "attention context / FFN out", "(tokens, H)", ctx * e, &cur);
     plan_put(p, GPU_PLAN_BIG, "QKV / attn-out / FFN inner",
              "max((tokens, max(3H, I)), last layer's (seqs, ...))", big, &cur);
+    plan_put(p, GPU_PLAN_REL, "DeBERTa c2p / p2c products", "(tokens, 2, heads, 2 span)",
+             T * 2 * (size_t)cfg->heads * R * e, &cur);
     p->inputs_ids_off = 0;
     p->inputs_pos_off = plan_align(T * 4);
     p->inputs_cu_off = 2 * plan_align(T * 4);

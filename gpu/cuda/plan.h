@@ -30,11 +30,16 @@ typedef enum {
     GPU_PLAN_POOL_B,     /* (H) fp32 */
     GPU_PLAN_CLS_W,      /* (L, H) fp32 */
     GPU_PLAN_CLS_B,      /* (L) fp32 */
+    GPU_PLAN_FAMILY_W,   /* ModernBERT: final and head norms (4, H) fp32; DeBERTa: the relative
+                          * embeddings through each layer's K and Q, (layers, 2, 2 span, H)
+                          * storage type; 0 bytes for the BERT families */
     GPU_PLAN_X,          /* (token_budget, H) hidden state, updated in place by each layer */
     GPU_PLAN_XR,         /* (token_budget, H) fp32 residual stream: bf16 only (0 bytes in fp16) */
     GPU_PLAN_CTX,        /* (token_budget, H) attention context, then the FFN output */
     GPU_PLAN_BIG,        /* QKV / attn-out / FFN inner; the last layer: gpu_plan_last_layer;
                           * before layer 0, ELECTRA's (tokens, E) embeddings (E <= H) */
+    GPU_PLAN_REL,        /* DeBERTa: c2p and p2c products, (tokens, 2, heads, 2 span) storage
+                          * type, gathered by the attention kernel; 0 bytes elsewhere */
     GPU_PLAN_INPUTS,     /* int32: ids (budget), positions (budget), cu_seqlens (max_seqs + 1) */
     GPU_PLAN_LOGITS,     /* (max_seqs, L) fp32 */
     GPU_PLAN_WORKSPACE,  /* cuBLASLt workspace */
@@ -48,8 +53,8 @@ typedef enum {
     GPU_PLAN_L_AO_W,  /* (H, H) */
     GPU_PLAN_L_AO_B,  /* (H) */
     GPU_PLAN_L_LN1,   /* (2, H) fp32 */
-    GPU_PLAN_L_FF1_W, /* (I, H) */
-    GPU_PLAN_L_FF1_B, /* (I) */
+    GPU_PLAN_L_FF1_W, /* (F, H), F = gpu_model_ff1_rows (2I for ModernBERT's GeGLU) */
+    GPU_PLAN_L_FF1_B, /* (F) */
     GPU_PLAN_L_FF2_W, /* (H, I) */
     GPU_PLAN_L_FF2_B, /* (H) */
     GPU_PLAN_L_LN2,   /* (2, H) fp32 */
@@ -66,12 +71,12 @@ typedef struct {
 typedef struct {
     int token_budget, max_len, max_seqs;
     int elem_bytes; /* 2 for fp16 and bf16 */
-    int big_ld;     /* elements between rows of GPU_PLAN_BIG: max(3H, I) */
+    int big_ld;     /* elements between rows of GPU_PLAN_BIG: max(3H, F) */
     int bf16;       /* 1: bf16 storage, whose residual stream is kept in fp32 */
     gpu_plan_slice_t slice[GPU_PLAN_N];
     size_t layer_off[GPU_PLAN_L_N];
     size_t layer_bytes;   /* stride between layers inside GPU_PLAN_LAYERS */
-    size_t weights_bytes; /* slices WORD_EMB..CLS_B, aligned */
+    size_t weights_bytes; /* slices WORD_EMB..FAMILY_W, aligned */
     size_t arena_bytes;   /* slices X..WORKSPACE, aligned */
     size_t total_bytes;   /* the one device allocation */
     size_t inputs_ids_off, inputs_pos_off, inputs_cu_off; /* inside GPU_PLAN_INPUTS */

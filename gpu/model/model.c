@@ -19,7 +19,7 @@
 static size_t blob_layout(gpu_model_t *m, float *base) {
     const gpu_model_config_t *c = &m->cfg;
     size_t H = (size_t)c->hidden, I = (size_t)c->intermediate, L = (size_t)c->num_labels;
-    size_t E = (size_t)c->emb_size;
+    size_t E = (size_t)c->emb_size, F = (size_t)gpu_model_ff1_rows(c);
     size_t at = 0;
 #define SLICE(ptr, n)                                                                              \
     do {                                                                                           \
@@ -30,7 +30,7 @@ static size_t blob_layout(gpu_model_t *m, float *base) {
     SLICE(w->word_emb, (size_t)c->vocab_size * E);
     /* The whole checkpoint table; the model's positions start pos_offset rows in. */
     SLICE(w->pos_emb, (size_t)c->pos_rows * E);
-    if (base) w->pos_emb += (size_t)c->pos_offset * E;
+    if (base) w->pos_emb = c->pos_rows ? w->pos_emb + (size_t)c->pos_offset * E : NULL;
     SLICE(w->type_emb, (size_t)c->type_vocab * E);
     SLICE(w->emb_ln_g, E);
     SLICE(w->emb_ln_b, E);
@@ -55,17 +55,37 @@ static size_t blob_layout(gpu_model_t *m, float *base) {
         SLICE(y->ao_b, H);
         SLICE(y->ln1_g, H);
         SLICE(y->ln1_b, H);
-        SLICE(y->ff1_w, I * H);
-        SLICE(y->ff1_b, I);
+        SLICE(y->ff1_w, F * H);
+        SLICE(y->ff1_b, F);
         SLICE(y->ff2_w, H * I);
         SLICE(y->ff2_b, H);
         SLICE(y->ln2_g, H);
         SLICE(y->ln2_b, H);
+        if (c->rel_span > 0 && !c->share_att_key) {
+            SLICE(y->pos_k_w, H * H);
+            SLICE(y->pos_k_b, H);
+            SLICE(y->pos_q_w, H * H);
+            SLICE(y->pos_q_b, H);
+        } else if (c->rel_span > 0 && base) {
+            y->pos_k_w = y->k_w, y->pos_k_b = y->k_b;
+            y->pos_q_w = y->q_w, y->pos_q_b = y->q_b;
+        }
     }
     SLICE(w->pool_w, H * H);
     SLICE(w->pool_b, H);
     SLICE(w->cls_w, L * H);
     SLICE(w->cls_b, L);
+    if (c->family == GPU_FAMILY_MODERNBERT) {
+        SLICE(w->final_ln_g, H);
+        SLICE(w->final_ln_b, H);
+        SLICE(w->head_ln_g, H);
+        SLICE(w->head_ln_b, H);
+    }
+    if (c->rel_span > 0) SLICE(w->rel_emb, 2 * (size_t)c->rel_span * H);
+    if (c->rel_span > 0 && c->rel_ln) {
+        SLICE(w->rel_ln_g, H);
+        SLICE(w->rel_ln_b, H);
+    }
 #undef SLICE
     return at;
 }
@@ -96,13 +116,20 @@ void gpu_model_free(gpu_model_t *m) {
     free(m);
 }
 
+int gpu_model_ff1_rows(const gpu_model_config_t *c) {
+    return c->glu ? 2 * c->intermediate : c->intermediate;
+}
+
 size_t gpu_model_param_count(const gpu_model_config_t *c) {
     size_t H = (size_t)c->hidden, I = (size_t)c->intermediate, L = (size_t)c->num_labels;
-    size_t E = (size_t)c->emb_size;
+    size_t E = (size_t)c->emb_size, F = (size_t)gpu_model_ff1_rows(c);
     size_t emb = ((size_t)c->vocab_size + (size_t)c->pos_rows + (size_t)c->type_vocab) * E + 2 * E;
     if (E != H) emb += H * E + H;
-    size_t layer = 4 * H * H + 4 * H + 2 * H * I + I + H + 4 * H;
-    return emb + (size_t)c->layers * layer + H * H + H + L * H + L;
+    size_t layer = 4 * H * H + 4 * H + F * H + F + H * I + H + 4 * H;
+    if (c->rel_span > 0 && !c->share_att_key) layer += 2 * H * H + 2 * H;
+    size_t extra = c->family == GPU_FAMILY_MODERNBERT ? 4 * H : 0;
+    if (c->rel_span > 0) extra += 2 * (size_t)c->rel_span * H + (c->rel_ln ? 2 * H : 0);
+    return emb + (size_t)c->layers * layer + H * H + H + L * H + L + extra;
 }
 
 /* ---- checkpoint loading ---- */

@@ -1,11 +1,14 @@
-/* A BERT-family sequence classifier (BERT, DistilBERT, RoBERTa, XLM-RoBERTa, ELECTRA) as read
+/* A BERT-family sequence classifier (BERT, DistilBERT, RoBERTa, XLM-RoBERTa, ELECTRA; ModernBERT
+ * and DeBERTa-v2/v3 on the CPU backend) as read
  * from a Hugging Face checkpoint directory (config.json, model.safetensors, vocab.txt or
  * tokenizer.json; tokenizer_config.json is the tokenizer's: worker/text/tok_config.h), or made
  * up with random weights in a named geometry for benchmarks. Shared by every backend: the
  * loader converts F32/F16/BF16 tensors to fp32 once; each backend then converts to what it
  * runs. The families differ only in what the loader can normalise away (weight names, the
  * position offset, a missing token-type table) and in three knobs every backend honours:
- * the FFN activation, the head's activation and ELECTRA's embedding projection. */
+ * the FFN activation, the head's activation and ELECTRA's embedding projection. ModernBERT
+ * (pre-norm, RoPE, GeGLU, local/global attention, mean pooling) and DeBERTa (disentangled
+ * relative attention) reuse the same layout and add the fields marked with their names. */
 #ifndef RECLASS_GPU_MODEL_H
 #define RECLASS_GPU_MODEL_H
 
@@ -22,6 +25,8 @@ typedef enum {
     GPU_FAMILY_ROBERTA,     /* RobertaForSequenceClassification */
     GPU_FAMILY_XLM_ROBERTA, /* XLMRobertaForSequenceClassification */
     GPU_FAMILY_ELECTRA,     /* ElectraForSequenceClassification */
+    GPU_FAMILY_MODERNBERT,  /* ModernBertForSequenceClassification */
+    GPU_FAMILY_DEBERTA_V2,  /* DebertaV2ForSequenceClassification (DeBERTa-v3) */
     GPU_FAMILY_COUNT
 } gpu_model_family_t;
 
@@ -51,6 +56,22 @@ typedef struct {
     int num_labels;   /* L */
     float ln_eps;
     char **id2label; /* (num_labels) owned; "LABEL_i" when config has none */
+    /* ModernBERT (0 elsewhere). Its positions are RoPE only: pos_rows 0, max_pos is
+     * max_position_embeddings. */
+    int glu;       /* 1: ff1 is (2I, H); the FFN is W2 (act(first I) * last I) (GeGLU) */
+    int mean_pool; /* classifier_pooling "mean": the head reads the tokens' mean, not the first */
+    int global_every; /* layer l attends globally when l % global_every == 0, else locally */
+    int local_window; /* local_attention / 2: a local layer's token i sees |i - j| <= this */
+    float rope_theta_global, rope_theta_local;
+    /* DeBERTa (0 elsewhere). */
+    int rel_span;    /* relative embedding rows / 2 (position_buckets, else max_relative_positions);
+                      * 0: no relative attention */
+    int rel_buckets; /* position_buckets, 0 for plain clamped distances */
+    int rel_max_pos; /* max_relative_positions */
+    int c2p, p2c;    /* pos_att_type has "c2p" / "p2c" */
+    int att_scale_factor; /* 1 + c2p + p2c: scores are divided by sqrt(head_dim * this) */
+    int share_att_key;    /* the relative embeddings go through the layer's own K and Q */
+    int rel_ln;           /* norm_rel_ebd has "layer_norm" */
 } gpu_model_config_t;
 
 /* HF nn.Linear layout everywhere: weight (out, in) row-major, y = x W^T + b. */
@@ -65,6 +86,10 @@ typedef struct {
     float *ff2_w;           /* (H, I) output.dense */
     float *ff2_b;           /* (H) */
     float *ln2_g, *ln2_b;   /* (H) LayerNorm after FFN + residual */
+    /* ModernBERT: ln1 is attn_norm (before attention; layer 0 has none), ln2 mlp_norm (before
+     * the FFN), ff1 (2I, H) with ff1_b (2I). DeBERTa: the projections of the relative
+     * embeddings, c2p's keys and p2c's queries: k_* / q_* themselves under share_att_key. */
+    float *pos_k_w, *pos_k_b, *pos_q_w, *pos_q_b; /* (H, H), (H) */
 } gpu_layer_weights_t;
 
 /* Every backend embeds token t of a sequence as LN(word[id] + pos_emb[t] + type_emb[0]),
@@ -73,17 +98,21 @@ typedef struct {
  * families: BERT's pooler + tanh, DistilBERT's pre_classifier + ReLU, RoBERTa's and
  * ELECTRA's classifier.dense + tanh / GELU, then classifier (.out_proj). */
 typedef struct {
-    float *word_emb;            /* (vocab_size, E) */
-    float *pos_emb;             /* (max_pos, E): rows pos_offset.. of the checkpoint's table */
-    float *type_emb;            /* (type_vocab, E); type id is always 0 */
-    float *emb_ln_g, *emb_ln_b; /* (E) */
-    float *emb_proj_w;          /* (H, E) ELECTRA's embeddings_project, NULL when E == H */
-    float *emb_proj_b;          /* (H) or NULL */
-    gpu_layer_weights_t *layer; /* (layers) */
-    float *pool_w;              /* (H, H) pooler / pre_classifier / classifier.dense */
-    float *pool_b;              /* (H) */
-    float *cls_w;               /* (L, H) classifier / classifier.out_proj */
-    float *cls_b;               /* (L) */
+    float *word_emb;                /* (vocab_size, E) */
+    float *pos_emb;                 /* (max_pos, E): rows pos_offset.. of the checkpoint's table */
+    float *type_emb;                /* (type_vocab, E); type id is always 0 */
+    float *emb_ln_g, *emb_ln_b;     /* (E) */
+    float *emb_proj_w;              /* (H, E) ELECTRA's embeddings_project, NULL when E == H */
+    float *emb_proj_b;              /* (H) or NULL */
+    gpu_layer_weights_t *layer;     /* (layers) */
+    float *pool_w;                  /* (H, H) pooler / pre_classifier / classifier.dense */
+    float *pool_b;                  /* (H) */
+    float *cls_w;                   /* (L, H) classifier / classifier.out_proj */
+    float *cls_b;                   /* (L) */
+    float *final_ln_g, *final_ln_b; /* (H) ModernBERT's final_norm, NULL elsewhere */
+    float *head_ln_g, *head_ln_b;   /* (H) ModernBERT's head.norm (after dense + act) */
+    float *rel_emb;                 /* (2 rel_span, H) DeBERTa's rel_embeddings, NULL elsewhere */
+    float *rel_ln_g, *rel_ln_b;     /* (H) its LayerNorm (norm_rel_ebd), NULL without one */
 } gpu_model_weights_t;
 
 typedef struct {
@@ -130,6 +159,15 @@ const char *gpu_model_geometries(void);
 /* A model of that geometry with seeded random weights (N(0, 0.02), LN gamma ~1). */
 int gpu_model_init_random(const char *geometry, int num_labels, uint64_t seed, gpu_model_t **out,
                           char *err, size_t errlen);
+
+/* Rows of ff1 (intermediate.dense / ModernBERT's Wi): 2I for a GLU FFN, else I. */
+int gpu_model_ff1_rows(const gpu_model_config_t *cfg);
+
+/* DeBERTa's relative position of query i to key j (rel = i - j) as Hugging Face's
+ * make_log_bucket_position computes it in fp32 (the distance itself when there are no
+ * buckets), then the row of the relative embeddings it reads: clamp(bucket + span, 0,
+ * 2 span - 1). */
+int gpu_model_rel_row(const gpu_model_config_t *cfg, int rel);
 
 /* Total parameter count of a geometry (for FLOP accounting). */
 size_t gpu_model_param_count(const gpu_model_config_t *cfg);

@@ -22,12 +22,17 @@ static const struct {
     [GPU_FAMILY_XLM_ROBERTA] = {"XLMRobertaForSequenceClassification", "xlm-roberta", GPU_ACT_TANH},
     /* ElectraClassificationHead applies get_activation("gelu") whatever hidden_act says. */
     [GPU_FAMILY_ELECTRA] = {"ElectraForSequenceClassification", "electra", GPU_ACT_GELU},
+    /* The last two take the head's activation from config.json (classifier_activation,
+     * pooler_hidden_act); GELU is its default. */
+    [GPU_FAMILY_MODERNBERT] = {"ModernBertForSequenceClassification", "modernbert", GPU_ACT_GELU},
+    [GPU_FAMILY_DEBERTA_V2] = {"DebertaV2ForSequenceClassification", "deberta-v2", GPU_ACT_GELU},
 };
 
 const char *gpu_model_architectures(void) {
     return "BertForSequenceClassification, DistilBertForSequenceClassification, "
            "RobertaForSequenceClassification, XLMRobertaForSequenceClassification, "
-           "ElectraForSequenceClassification";
+           "ElectraForSequenceClassification, ModernBertForSequenceClassification, "
+           "DebertaV2ForSequenceClassification";
 }
 
 const char *gpu_model_family_name(gpu_model_family_t f) {
@@ -78,9 +83,8 @@ char **gpu_model_labels_default(int n) {
     return lab;
 }
 
-/* root[key], an integer in [lo, 2^30]. */
-static int cfg_int_min(json_t *root, const char *path, const char *key, int lo, int *out, char *err,
-                       size_t errlen) {
+int gpu_model_cfg_int_min(json_t *root, const char *path, const char *key, int lo, int *out,
+                          char *err, size_t errlen) {
     json_t *v = json_object_get(root, key);
     if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > 1 << 30) {
         snprintf(err, errlen, "%s: '%s' is %s (need %s integer)", path, key,
@@ -93,7 +97,37 @@ static int cfg_int_min(json_t *root, const char *path, const char *key, int lo, 
 
 static int cfg_int(json_t *root, const char *path, const char *key, int *out, char *err,
                    size_t errlen) {
-    return cfg_int_min(root, path, key, 1, out, err, errlen);
+    return gpu_model_cfg_int_min(root, path, key, 1, out, err, errlen);
+}
+
+int gpu_model_cfg_bool(json_t *root, const char *path, const char *key, int dflt, int *out,
+                       char *err, size_t errlen) {
+    json_t *v = json_object_get(root, key);
+    if (!v) {
+        *out = dflt;
+        return 0;
+    }
+    if (!json_is_boolean(v)) {
+        snprintf(err, errlen, "%s: '%s' is not true or false", path, key);
+        return -1;
+    }
+    *out = json_is_true(v);
+    return 0;
+}
+
+int gpu_model_cfg_eps(json_t *root, const char *path, const char *key, double dflt, float *out,
+                      char *err, size_t errlen) {
+    json_t *eps = json_object_get(root, key);
+    /* The backends add it in fp32: a value that rounds to 0 (or overflows) there would divide
+     * by zero on a constant row, so it must be a normal float. */
+    double e = eps ? json_number_value(eps) : dflt;
+    if ((eps && !json_is_number(eps)) || !(e >= FLT_MIN && e <= FLT_MAX)) {
+        snprintf(err, errlen, "%s: '%s' is %s (need a positive number in fp32 range)", path, key,
+                 eps || dflt > 0 ? "out of range" : "missing");
+        return -1;
+    }
+    *out = (float)e;
+    return 0;
 }
 
 /* Each dimension may be up to 2^30, so a config can describe a model whose weight count
@@ -109,10 +143,11 @@ static int config_check_size(const gpu_model_config_t *c, const char *path, char
         return -1;
     }
     double H = c->hidden, I = c->intermediate, L = c->num_labels, E = c->emb_size;
-    double layer = 4 * H * H + 4 * H + 2 * H * I + I + H + 4 * H;
+    double F = c->glu ? 2 * I : I;
+    double layer = 4 * H * H + 4 * H + F * H + F + H * I + H + 4 * H + 2 * H * H + 2 * H;
     double n = ((double)c->vocab_size + c->pos_rows + c->type_vocab) * E + 2 * E +
                (c->emb_size != c->hidden ? H * E + H : 0) + c->layers * layer + H * H + H + L * H +
-               L;
+               L + 2.0 * c->rel_span * H + 6 * H;
     if (n > MODEL_MAX_PARAMS) {
         snprintf(err, errlen, "%s: the geometry has %.3g parameters (at most %.3g)", path, n,
                  MODEL_MAX_PARAMS);
@@ -140,24 +175,36 @@ static int config_family(json_t *root, const char *path, char *err, size_t errle
     return -1;
 }
 
-/* The FFN activation under key ("hidden_act", DistilBERT's "activation"). */
-static int config_act(json_t *root, const char *path, const char *key, gpu_act_t *out, char *err,
-                      size_t errlen) {
-    json_t *act = json_object_get(root, key);
+int gpu_model_cfg_act(json_t *root, const char *path, const char *key, const char *dflt,
+                      gpu_act_t *out, char *err, size_t errlen) {
+    json_t *act = json_object_get(root, key), *dj = NULL;
+    if (!act && dflt) act = dj = json_string(dflt);
     for (size_t i = 0; json_is_string(act) && i < sizeof acts / sizeof acts[0]; i++)
         if (strcmp(json_string_value(act), acts[i].name) == 0) {
             *out = acts[i].act;
+            json_decref(dj);
             return 0;
         }
     snprintf(err, errlen,
              "%s: unsupported %s '%s' (gelu (erf), gelu_new / gelu_pytorch_tanh (tanh), relu)",
              path, key, json_is_string(act) ? json_string_value(act) : "(missing)");
+    json_decref(dj);
     return -1;
+}
+
+/* The FFN activation under key ("hidden_act", DistilBERT's "activation"). */
+static int config_act(json_t *root, const char *path, const char *key, gpu_act_t *out, char *err,
+                      size_t errlen) {
+    return gpu_model_cfg_act(root, path, key, NULL, out, err, errlen);
 }
 
 /* The dimensions of one family under its own key names. */
 static int config_dims(json_t *root, const char *path, gpu_model_config_t *c, char *err,
                        size_t errlen) {
+    if (c->family == GPU_FAMILY_MODERNBERT)
+        return gpu_model_modernbert_config(root, path, c, err, errlen);
+    if (c->family == GPU_FAMILY_DEBERTA_V2)
+        return gpu_model_deberta_config(root, path, c, err, errlen);
     if (c->family == GPU_FAMILY_DISTILBERT) {
         /* DistilBertConfig: no token types, no position offset, LayerNorm eps fixed. */
         if (cfg_int(root, path, "vocab_size", &c->vocab_size, err, errlen) ||
@@ -194,7 +241,7 @@ static int config_dims(json_t *root, const char *path, gpu_model_config_t *c, ch
     if (c->family == GPU_FAMILY_ROBERTA || c->family == GPU_FAMILY_XLM_ROBERTA) {
         /* HF numbers non-pad tokens from padding_idx + 1; batches here hold no padding. */
         int pad;
-        if (cfg_int_min(root, path, "pad_token_id", 0, &pad, err, errlen)) return -1;
+        if (gpu_model_cfg_int_min(root, path, "pad_token_id", 0, &pad, err, errlen)) return -1;
         c->pos_offset = pad + 1;
     }
     json_t *pet = json_object_get(root, "position_embedding_type");
@@ -203,17 +250,7 @@ static int config_dims(json_t *root, const char *path, gpu_model_config_t *c, ch
                  path, json_is_string(pet) ? json_string_value(pet) : "(not a string)");
         return -1;
     }
-    json_t *eps = json_object_get(root, "layer_norm_eps");
-    /* The backends add it in fp32: a value that rounds to 0 (or overflows) there would divide
-     * by zero on a constant row, so it must be a normal float. */
-    double e = json_number_value(eps);
-    if (!json_is_number(eps) || !(e >= FLT_MIN && e <= FLT_MAX)) {
-        snprintf(err, errlen, "%s: 'layer_norm_eps' is %s (need a positive number in fp32 range)",
-                 path, eps ? "out of range" : "missing");
-        return -1;
-    }
-    c->ln_eps = (float)e;
-    return 0;
+    return gpu_model_cfg_eps(root, path, "layer_norm_eps", 0, &c->ln_eps, err, errlen);
 }
 
 /* id2label (or num_labels) -> c->num_labels, c->id2label. On failure c->id2label may hold
@@ -270,12 +307,15 @@ static int config_from_json(json_t *root, const char *path, gpu_model_config_t *
                  path, c->hidden, c->heads);
         return -1;
     }
-    if (c->pos_rows <= c->pos_offset) {
+    if (c->pos_rows == 0 && c->max_pos > 0) {
+        /* no position table (RoPE, relative positions): max_pos is the config's own */
+    } else if (c->pos_rows <= c->pos_offset) {
         snprintf(err, errlen, "%s: max_position_embeddings %d leaves no position after offset %d",
                  path, c->pos_rows, c->pos_offset);
         return -1;
+    } else {
+        c->max_pos = c->pos_rows - c->pos_offset;
     }
-    c->max_pos = c->pos_rows - c->pos_offset;
     return config_labels(root, path, c, err, errlen);
 }
 

@@ -32,12 +32,17 @@ static const geometry_t geometries[] = {
     {"xlmr-base", GPU_FAMILY_XLM_ROBERTA, 12, 768, 12, 3072, 250002, 0, 514, 2, 1, 1e-5f},
     {"electra-small", GPU_FAMILY_ELECTRA, 12, 256, 4, 1024, 30522, 128, 512, 0, 2, 1e-12f},
     {"electra-base", GPU_FAMILY_ELECTRA, 12, 768, 12, 3072, 30522, 0, 512, 0, 2, 1e-12f},
+    /* answerdotai/ModernBERT-base: 8,192 RoPE positions (no table), GeGLU to 2 x 1152; and
+     * microsoft/deberta-v3-base: 512 positions, 256 buckets, no table, no types. */
+    {"modernbert-base", GPU_FAMILY_MODERNBERT, 22, 768, 12, 1152, 50368, 0, 8192, 0, 0, 1e-5f},
+    {"deberta-v3-base", GPU_FAMILY_DEBERTA_V2, 12, 768, 12, 3072, 128100, 0, 512, 0, 0, 1e-7f},
 };
 #undef BERT
 
 const char *gpu_model_geometries(void) {
     return "bert-tiny, bert-mini, bert-small, bert-medium, bert-base, bert-large, "
-           "distilbert-base, roberta-base, xlmr-base, electra-small, electra-base";
+           "distilbert-base, roberta-base, xlmr-base, electra-small, electra-base, "
+           "modernbert-base, deberta-v3-base";
 }
 
 int gpu_model_geometry(const char *name, int num_labels, gpu_model_config_t *cfg) {
@@ -62,6 +67,15 @@ int gpu_model_geometry(const char *name, int num_labels, gpu_model_config_t *cfg
         cfg->num_labels = num_labels;
         cfg->ln_eps = g->eps;
         cfg->id2label = NULL; /* gpu_model_init_random names the labels */
+        if (g->family == GPU_FAMILY_MODERNBERT) {
+            gpu_model_modernbert_defaults(cfg);
+            cfg->max_pos = g->pos_rows;
+            cfg->mean_pool = 1; /* the published config's classifier_pooling */
+        }
+        if (g->family == GPU_FAMILY_DEBERTA_V2) {
+            gpu_model_deberta_defaults(cfg);
+            cfg->pos_rows = 0; /* position_biased_input false */
+        }
         return 0;
     }
     return -1;
@@ -116,7 +130,7 @@ int gpu_model_init_random(const char *geometry, int num_labels, uint64_t seed, g
     }
     /* Everything N(0, 0.02) first, then biases 0 and LayerNorms (1, 0), as HF initialises. */
     const gpu_model_config_t *c = &m->cfg;
-    size_t H = (size_t)c->hidden, I = (size_t)c->intermediate, E = (size_t)c->emb_size;
+    size_t H = (size_t)c->hidden, E = (size_t)c->emb_size;
     uint64_t s = seed;
     fill_normal(m->blob, m->blob_floats, 0.02f, &s);
     gpu_model_weights_t *w = &m->w;
@@ -128,7 +142,7 @@ int gpu_model_init_random(const char *geometry, int num_labels, uint64_t seed, g
         gpu_layer_weights_t *y = &w->layer[l];
         fill_const(y->q_b, 3 * H, 0.0f);
         fill_const(y->ao_b, H, 0.0f);
-        fill_const(y->ff1_b, I, 0.0f);
+        fill_const(y->ff1_b, (size_t)gpu_model_ff1_rows(c), 0.0f);
         fill_const(y->ff2_b, H, 0.0f);
         fill_const(y->ln1_g, H, 1.0f);
         fill_const(y->ln1_b, H, 0.0f);
@@ -137,6 +151,12 @@ int gpu_model_init_random(const char *geometry, int num_labels, uint64_t seed, g
     }
     fill_const(w->pool_b, H, 0.0f);
     fill_const(w->cls_b, (size_t)c->num_labels, 0.0f);
+    float *ones[] = {w->final_ln_g, w->head_ln_g, w->rel_ln_g},
+          *zeros[] = {w->final_ln_b, w->head_ln_b, w->rel_ln_b};
+    for (int i = 0; i < 3; i++) {
+        if (ones[i]) fill_const(ones[i], H, 1.0f);
+        if (zeros[i]) fill_const(zeros[i], H, 0.0f);
+    }
     *out = m;
     return 0;
 }

@@ -2,6 +2,7 @@
 #ifndef RECLASS_GPU_MODEL_INT_H
 #define RECLASS_GPU_MODEL_INT_H
 
+#include <jansson.h>
 #include <stddef.h>
 
 #include "gpu/model/model.h"
@@ -23,5 +24,51 @@ gpu_act_t gpu_model_family_head_act(gpu_model_family_t f);
 /* Reads every weight of m's family from f into m's blob (model_weights.c). 0, or -1 with
  * err naming the tensor. */
 int gpu_model_bind_weights(gpu_model_t *m, const gpu_st_file_t *f, char *err, size_t errlen);
+
+/* ---- config.json helpers (model_config.c) ---- */
+
+/* root[key], an integer in [lo, 2^30]. */
+int gpu_model_cfg_int_min(json_t *root, const char *path, const char *key, int lo, int *out,
+                          char *err, size_t errlen);
+/* root[key] as an activation name ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu"); a
+ * missing key is dflt when dflt is non-NULL. */
+int gpu_model_cfg_act(json_t *root, const char *path, const char *key, const char *dflt,
+                      gpu_act_t *out, char *err, size_t errlen);
+/* root[key], a normal fp32 number (an LN epsilon), or dflt when missing and dflt > 0. */
+int gpu_model_cfg_eps(json_t *root, const char *path, const char *key, double dflt, float *out,
+                      char *err, size_t errlen);
+/* root[key] as a boolean (true/false), dflt when missing. */
+int gpu_model_cfg_bool(json_t *root, const char *path, const char *key, int dflt, int *out,
+                       char *err, size_t errlen);
+
+/* The dimensions and knobs of ModernBERT (model_modernbert.c) and DeBERTa (model_deberta.c)
+ * from config.json; 0 or -1 with err. */
+int gpu_model_modernbert_config(json_t *root, const char *path, gpu_model_config_t *c, char *err,
+                                size_t errlen);
+int gpu_model_deberta_config(json_t *root, const char *path, gpu_model_config_t *c, char *err,
+                             size_t errlen);
+
+/* ---- checkpoint tensors (model_weights.c) ---- */
+
+/* name (or alias) of shape (d0) or (d0, d1) into dst; 0 or -1 with err. */
+int gpu_model_load_tensor(const gpu_st_file_t *f, const char *name, const char *alias, float *dst,
+                          int64_t d0, int64_t d1, char *err, size_t errlen);
+/* name into dst as above when the tensor is there, else dst (d0 x max(d1, 1)) = fill. */
+int gpu_model_load_optional(const gpu_st_file_t *f, const char *name, float *dst, int64_t d0,
+                            int64_t d1, float fill, char *err, size_t errlen);
+/* prefix.{weight,bias} (or .gamma/.beta) of a LayerNorm of n. */
+int gpu_model_load_ln(const gpu_st_file_t *f, const char *prefix, float *g, float *b, int n,
+                      char *err, size_t errlen);
+/* prefix.{weight,bias} of an nn.Linear (out, in). */
+int gpu_model_load_linear(const gpu_st_file_t *f, const char *prefix, float *w, float *b, int out,
+                          int in, char *err, size_t errlen);
+
+/* Every weight of a ModernBERT / DeBERTa checkpoint into m's blob. */
+int gpu_model_modernbert_bind(gpu_model_t *m, const gpu_st_file_t *f, char *err, size_t errlen);
+int gpu_model_deberta_bind(gpu_model_t *m, const gpu_st_file_t *f, char *err, size_t errlen);
+
+/* The published defaults of the two families, for the named geometries (model_geometry.c). */
+void gpu_model_modernbert_defaults(gpu_model_config_t *c);
+void gpu_model_deberta_defaults(gpu_model_config_t *c);
 
 #endif

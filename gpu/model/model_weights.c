@@ -95,33 +95,41 @@ static const gpu_st_tensor_t *find_tensor(const gpu_st_file_t *f, const char *na
     return t;
 }
 
-static int load_tensor(const gpu_st_file_t *f, const char *name, const char *alias, float *dst,
-                       int64_t d0, int64_t d1, char *err, size_t errlen) {
+int gpu_model_load_tensor(const gpu_st_file_t *f, const char *name, const char *alias, float *dst,
+                          int64_t d0, int64_t d1, char *err, size_t errlen) {
     const gpu_st_tensor_t *t = find_tensor(f, name, alias, d0, d1, err, errlen);
     if (!t) return -1;
     gpu_st_read_f32(f, t, dst);
     return 0;
 }
 
+int gpu_model_load_optional(const gpu_st_file_t *f, const char *name, float *dst, int64_t d0,
+                            int64_t d1, float fill, char *err, size_t errlen) {
+    if (gpu_st_find(f, name)) return gpu_model_load_tensor(f, name, NULL, dst, d0, d1, err, errlen);
+    for (int64_t i = 0; i < d0 * (d1 > 0 ? d1 : 1); i++)
+        dst[i] = fill;
+    return 0;
+}
+
 /* LayerNorm prefix.{weight,bias}, or the TF-era prefix.{gamma,beta}. */
-static int load_ln(const gpu_st_file_t *f, const char *prefix, float *g, float *b, int n, char *err,
-                   size_t errlen) {
+int gpu_model_load_ln(const gpu_st_file_t *f, const char *prefix, float *g, float *b, int n,
+                      char *err, size_t errlen) {
     char n1[256], a1[256], n2[256], a2[256];
     snprintf(n1, sizeof n1, "%s.weight", prefix);
     snprintf(a1, sizeof a1, "%s.gamma", prefix);
     snprintf(n2, sizeof n2, "%s.bias", prefix);
     snprintf(a2, sizeof a2, "%s.beta", prefix);
-    if (load_tensor(f, n1, a1, g, n, 0, err, errlen)) return -1;
-    return load_tensor(f, n2, a2, b, n, 0, err, errlen);
+    if (gpu_model_load_tensor(f, n1, a1, g, n, 0, err, errlen)) return -1;
+    return gpu_model_load_tensor(f, n2, a2, b, n, 0, err, errlen);
 }
 
-static int load_linear(const gpu_st_file_t *f, const char *prefix, float *w, float *b, int out,
-                       int in, char *err, size_t errlen) {
+int gpu_model_load_linear(const gpu_st_file_t *f, const char *prefix, float *w, float *b, int out,
+                          int in, char *err, size_t errlen) {
     char nw[256], nb[256];
     snprintf(nw, sizeof nw, "%s.weight", prefix);
     snprintf(nb, sizeof nb, "%s.bias", prefix);
-    if (load_tensor(f, nw, NULL, w, out, in, err, errlen)) return -1;
-    return load_tensor(f, nb, NULL, b, out, 0, err, errlen);
+    if (gpu_model_load_tensor(f, nw, NULL, w, out, in, err, errlen)) return -1;
+    return gpu_model_load_tensor(f, nb, NULL, b, out, 0, err, errlen);
 }
 
 /* Word, position (all pos_rows rows: the blob's table starts pos_offset rows before
@@ -133,25 +141,27 @@ static int bind_embeddings(gpu_model_t *m, const family_names_t *nm, const gpu_s
     const int E = c->emb_size;
     char q[256];
     snprintf(q, sizeof q, "%s.word_embeddings.weight", nm->emb);
-    if (load_tensor(f, q, NULL, w->word_emb, c->vocab_size, E, err, errlen)) return -1;
+    if (gpu_model_load_tensor(f, q, NULL, w->word_emb, c->vocab_size, E, err, errlen)) return -1;
     snprintf(q, sizeof q, "%s.position_embeddings.weight", nm->emb);
     float *pos_table = w->pos_emb - (size_t)c->pos_offset * E;
-    if (load_tensor(f, q, NULL, pos_table, c->pos_rows, E, err, errlen)) return -1;
+    if (gpu_model_load_tensor(f, q, NULL, pos_table, c->pos_rows, E, err, errlen)) return -1;
     if (nm->type) {
         snprintf(q, sizeof q, "%s.weight", nm->type);
-        if (load_tensor(f, q, NULL, w->type_emb, c->type_vocab, E, err, errlen)) return -1;
+        if (gpu_model_load_tensor(f, q, NULL, w->type_emb, c->type_vocab, E, err, errlen))
+            return -1;
     } else {
         memset(w->type_emb, 0, sizeof(float) * (size_t)c->type_vocab * E);
     }
     snprintf(q, sizeof q, "%s.LayerNorm", nm->emb);
-    if (load_ln(f, q, w->emb_ln_g, w->emb_ln_b, E, err, errlen)) return -1;
+    if (gpu_model_load_ln(f, q, w->emb_ln_g, w->emb_ln_b, E, err, errlen)) return -1;
     if (c->emb_size == c->hidden) return 0;
     if (!nm->proj) {
         snprintf(err, errlen, "%s: embedding size %d != hidden %d without a projection",
                  gpu_st_path(f), c->emb_size, c->hidden);
         return -1;
     }
-    return load_linear(f, nm->proj, w->emb_proj_w, w->emb_proj_b, c->hidden, E, err, errlen);
+    return gpu_model_load_linear(f, nm->proj, w->emb_proj_w, w->emb_proj_b, c->hidden, E, err,
+                                 errlen);
 }
 
 int gpu_model_bind_weights(gpu_model_t *m, const gpu_st_file_t *f, char *err, size_t errlen) {
@@ -159,14 +169,17 @@ int gpu_model_bind_weights(gpu_model_t *m, const gpu_st_file_t *f, char *err, si
     const family_names_t *nm = &names[c->family];
     gpu_model_weights_t *w = &m->w;
     const int H = c->hidden, I = c->intermediate;
+    if (c->family == GPU_FAMILY_MODERNBERT) return gpu_model_modernbert_bind(m, f, err, errlen);
+    if (c->family == GPU_FAMILY_DEBERTA_V2) return gpu_model_deberta_bind(m, f, err, errlen);
     if (bind_embeddings(m, nm, f, err, errlen)) return -1;
     for (int l = 0; l < c->layers; l++) {
         gpu_layer_weights_t *y = &w->layer[l];
         char p[128], q[192];
         snprintf(p, sizeof p, nm->layer, l);
 #define LIN(sub, W, B, O, IN)                                                                      \
-    (snprintf(q, sizeof q, "%s.%s", p, sub), load_linear(f, q, W, B, O, IN, err, errlen))
-#define LN(sub, G, B) (snprintf(q, sizeof q, "%s.%s", p, sub), load_ln(f, q, G, B, H, err, errlen))
+    (snprintf(q, sizeof q, "%s.%s", p, sub), gpu_model_load_linear(f, q, W, B, O, IN, err, errlen))
+#define LN(sub, G, B)                                                                              \
+    (snprintf(q, sizeof q, "%s.%s", p, sub), gpu_model_load_ln(f, q, G, B, H, err, errlen))
         if (LIN(nm->q, y->q_w, y->q_b, H, H) || LIN(nm->k, y->k_w, y->k_b, H, H) ||
             LIN(nm->v, y->v_w, y->v_b, H, H) || LIN(nm->ao, y->ao_w, y->ao_b, H, H) ||
             LN(nm->ln1, y->ln1_g, y->ln1_b) || LIN(nm->ff1, y->ff1_w, y->ff1_b, I, H) ||
@@ -175,8 +188,8 @@ int gpu_model_bind_weights(gpu_model_t *m, const gpu_st_file_t *f, char *err, si
 #undef LIN
 #undef LN
     }
-    if (load_linear(f, nm->pool, w->pool_w, w->pool_b, H, H, err, errlen) ||
-        load_linear(f, nm->cls, w->cls_w, w->cls_b, c->num_labels, H, err, errlen))
+    if (gpu_model_load_linear(f, nm->pool, w->pool_w, w->pool_b, H, H, err, errlen) ||
+        gpu_model_load_linear(f, nm->cls, w->cls_w, w->cls_b, c->num_labels, H, err, errlen))
         return -1;
     return 0;
 }

@@ -31,6 +31,12 @@
 #       families reclass bench --backend cuda on the bert-base, roberta-base and distilbert-base
 #                geometries (fp16, 16384 and 65536), interleaved, then torch.compile on each
 #                family's peer (torch_gpu_peer.py --geometry) on the same workload
+#       newpeers the PyTorch side of ModernBERT and DeBERTa-v3 (issue 26; the CUDA backend refuses
+#                both until its kernels land): torch_gpu_peer.py --geometry modernbert-base
+#                (sdpa eager, torch.compile, HF's unpadded flash-attention path where flash-attn
+#                is installed) and deberta-v3-base (eager, compile), fp16, 16384 and 65536,
+#                on the tickets-mix workload; then test_gpu_golden, whose gate (flips on thin
+#                fp32 margins only) now covers the five families
 #       torch    tests/bench/torch_gpu_peer.py eager + torch.compile on the same workload
 #       bound    tests/bench/bound.py on this call's bench and torch lines: how fast attention
 #                would have to run for 1.6x the best PyTorch variant (needs bench, torch)
@@ -293,6 +299,17 @@ if has families; then # per-layer speed of each family against BERT's, and its P
             /tmp/tickets_mix.jsonl --geometry $g --variants compile --budgets 16384,65536 --repeat 3 2>&1 |
             tee -a "$OUT/families-torch.log" | grep -E '^\{|skip|Error' | tee -a "$summary"
     done
+fi
+if has newpeers; then
+    [ -f /tmp/tickets_mix.jsonl ] || $B/tests/gpu_bench --budgets 16384 --repeat 1 --workload-out /tmp/tickets_mix.jsonl >/dev/null
+    for g in modernbert-base:eager,compile,unpadded deberta-v3-base:eager,compile; do
+        note "torch ${g%%:*} ($(elapsed)s)"
+        PYTHONUNBUFFERED=1 timeout ${TORCH_COMPILE_TIMEOUT:-300} python3 tests/bench/torch_gpu_peer.py \
+            /tmp/tickets_mix.jsonl --geometry "${g%%:*}" --variants "${g#*:}" --budgets 16384,65536 --repeat 3 2>&1 |
+            tee -a "$OUT/newpeers-torch.log" | grep -E '^\{|skip|Error' | tee -a "$summary"
+    done
+    note "golden gate ($(elapsed)s)"
+    $B/tests/test_gpu_golden 2>&1 | tee "$OUT/newpeers-golden.log" | grep -E 'FAIL|PASSED|FAILED' | tee -a "$summary"
 fi
 if has torch; then
     [ -f /tmp/tickets_mix.jsonl ] || $B/tests/gpu_bench --budgets 16384 --repeat 1 --workload-out /tmp/tickets_mix.jsonl >/dev/null

@@ -2,10 +2,15 @@
 """PyTorch peer of the CUDA encoder: the Hugging Face sequence classifier of the same family
 in the same geometry as `reclass bench --geometry` (bert-base: BertForSequenceClassification
 12 x 768, 12 heads, 3072; roberta-base: RobertaForSequenceClassification, vocabulary 50265,
-514 positions; distilbert-base: DistilBertForSequenceClassification, 6 layers; 140 labels,
-random init), fp16 weights,
-attn_implementation="sdpa", torch.inference_mode, on the very same tickets (the JSONL that
-gpu_bench --workload-out writes: {"ids": [...]} lines).
+514 positions; distilbert-base: DistilBertForSequenceClassification, 6 layers;
+modernbert-base: ModernBertForSequenceClassification, 22 layers, GeGLU 1152, 8,192 positions,
+global attention every 3rd layer, a 128-token window elsewhere, mean pooling; deberta-v3-base:
+DebertaV2ForSequenceClassification, vocabulary 128100, 256 position buckets, c2p + p2c;
+140 labels, random init), fp16 weights,
+attn_implementation="sdpa" (DeBERTa has only its eager attention), torch.inference_mode, on
+the very same tickets (the JSONL that gpu_bench --workload-out writes: {"ids": [...]} lines).
+For ModernBERT the variant "unpadded" is HF's own padding-free path (flash_attention_2: the
+batch is unpadded to one packed sequence with cu_seqlens); it needs the flash-attn package.
 
 Batches: length-sorted (longest first), padded to the batch's longest with an attention
 mask, filled while n_seqs * padded_len <= token budget (a padded backend pays for padding).
@@ -16,7 +21,8 @@ with the board's joules per timed pass (NVML's energy counter) beside the time.
 
 usage: torch_gpu_peer.py WORKLOAD.jsonl [--budgets 8192,16384,32768] [--repeat 3]
                          [--variants eager,compile] [--dtype fp16|bf16] [--labels 140]
-                         [--geometry bert-base|roberta-base|distilbert-base] [--device cuda]
+                         [--geometry bert-base|roberta-base|distilbert-base|modernbert-base|
+                                     deberta-v3-base] [--device cuda]
 """
 import argparse
 import json
@@ -40,7 +46,39 @@ GEOMETRIES = {
     "distilbert-base": ("DistilBertConfig", dict(vocab_size=30522, dim=768, n_layers=6,
                                                  n_heads=12, hidden_dim=3072,
                                                  max_position_embeddings=512)),
+    "modernbert-base": ("ModernBertConfig", dict(vocab_size=50368, hidden_size=768,
+                                                 num_hidden_layers=22, num_attention_heads=12,
+                                                 intermediate_size=1152,
+                                                 max_position_embeddings=8192,
+                                                 global_attn_every_n_layers=3,
+                                                 local_attention=128, global_rope_theta=160000.0,
+                                                 local_rope_theta=10000.0,
+                                                 classifier_pooling="mean")),
+    "deberta-v3-base": ("DebertaV2Config", dict(vocab_size=128100, hidden_size=768,
+                                                num_hidden_layers=12, num_attention_heads=12,
+                                                intermediate_size=3072,
+                                                max_position_embeddings=512, type_vocab_size=0,
+                                                relative_attention=True, position_buckets=256,
+                                                max_relative_positions=-1,
+                                                pos_att_type=["p2c", "c2p"], share_att_key=True,
+                                                norm_rel_ebd="layer_norm",
+                                                position_biased_input=False,
+                                                layer_norm_eps=1e-7)),
 }
+
+
+def build(kind, kw, labels, attn):
+    """The model with attention attn, or its eager one where the family has no other."""
+    import transformers
+    from transformers import AutoModelForSequenceClassification
+    cfg = getattr(transformers, kind)(num_labels=labels, **kw)
+    try:
+        return AutoModelForSequenceClassification.from_config(cfg, attn_implementation=attn)
+    except (ValueError, ImportError) as e:
+        if attn == "flash_attention_2":
+            raise
+        print(f"{kind}: no {attn} ({str(e).splitlines()[0]}); eager attention", flush=True)
+        return AutoModelForSequenceClassification.from_config(cfg, attn_implementation="eager")
 
 
 def load(path):
@@ -132,15 +170,10 @@ def main():
     ap.add_argument("--compile-budget-s", type=float, default=240.0,
                     help="skip further compiled budgets once compiling took this long")
     a = ap.parse_args()
-    import transformers
-    from transformers import AutoModelForSequenceClassification
-
     torch.manual_seed(1)
     dtype = torch.float16 if a.dtype == "fp16" else torch.bfloat16
     kind, kw = GEOMETRIES[a.geometry]
-    cfg = getattr(transformers, kind)(num_labels=a.labels, **kw)
-    model = AutoModelForSequenceClassification.from_config(cfg, attn_implementation="sdpa")
-    model = model.to(dtype).to(a.device).eval()
+    model = build(kind, kw, a.labels, "sdpa").to(dtype).to(a.device).eval()
     where = torch.cuda.get_device_name() if a.device == "cuda" else a.device
     print(f"torch {torch.__version__}, {a.geometry} ({type(model).__name__}), "
           f"attn {model.config._attn_implementation}, {where}", flush=True)
@@ -153,6 +186,13 @@ def main():
         m = model
         if variant == "compile":
             m = torch.compile(model, dynamic=True)
+        if variant == "unpadded":
+            try:
+                torch.manual_seed(1)
+                m = build(kind, kw, a.labels, "flash_attention_2").to(dtype).to(a.device).eval()
+            except (ValueError, ImportError) as e:
+                print(f"skip unpadded: {str(e).splitlines()[0]}", flush=True)
+                continue
         for budget in [int(x) for x in a.budgets.split(",")]:
             if variant == "compile" and compile_spent > a.compile_budget_s:
                 print(f"skip compile budget {budget}: compiling already took "

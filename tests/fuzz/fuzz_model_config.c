@@ -11,9 +11,20 @@
 
 static void check_config(const gpu_model_config_t *c) {
     FUZZ_CHECK(c->vocab_size > 0 && c->hidden > 0 && c->layers > 0 && c->heads > 0);
-    FUZZ_CHECK(c->intermediate > 0 && c->max_pos > 0 && c->type_vocab > 0);
+    const int own = c->family == GPU_FAMILY_MODERNBERT || c->family == GPU_FAMILY_DEBERTA_V2;
+    FUZZ_CHECK(c->intermediate > 0 && c->max_pos > 0 && c->type_vocab >= (own ? 0 : 1));
     FUZZ_CHECK(c->emb_size > 0 && c->emb_size <= c->hidden);
-    FUZZ_CHECK(c->pos_offset >= 0 && c->max_pos == c->pos_rows - c->pos_offset);
+    /* RoPE (ModernBERT) and relative-only DeBERTa have no position table */
+    FUZZ_CHECK(c->pos_offset >= 0 &&
+               (c->max_pos == c->pos_rows - c->pos_offset || (own && c->pos_rows == 0)));
+    FUZZ_CHECK(c->family != GPU_FAMILY_MODERNBERT ||
+               (c->glu == 1 && c->global_every >= 1 && c->local_window >= 0 &&
+                c->rope_theta_global > 0 && c->rope_theta_local > 0));
+    if (c->rel_span > 0) /* every distance reads a row of the table */
+        for (int d = -3 * c->rel_span; d <= 3 * c->rel_span; d += c->rel_span / 4 + 1) {
+            const int r = gpu_model_rel_row(c, d);
+            FUZZ_CHECK(r >= 0 && r < 2 * c->rel_span);
+        }
     FUZZ_CHECK((unsigned)c->family < GPU_FAMILY_COUNT);
     FUZZ_CHECK(c->hidden % c->heads == 0);
     FUZZ_CHECK(c->num_labels > 0 && c->id2label);
@@ -23,12 +34,16 @@ static void check_config(const gpu_model_config_t *c) {
     /* The loader sizes its weight blob from the parameter count: it must not wrap. */
     unsigned __int128 H = (unsigned)c->hidden, I = (unsigned)c->intermediate;
     unsigned __int128 L = (unsigned)c->num_labels, E = (unsigned)c->emb_size;
+    unsigned __int128 F = c->glu ? 2 * I : I, R = 2 * (unsigned __int128)(unsigned)c->rel_span;
     unsigned __int128 emb = ((unsigned __int128)(unsigned)c->vocab_size + (unsigned)c->pos_rows +
                              (unsigned)c->type_vocab) *
                                 E +
                             2 * E + (E != H ? H * E + H : 0);
-    unsigned __int128 layer = 4 * H * H + 4 * H + 2 * H * I + I + H + 4 * H;
-    unsigned __int128 total = emb + (unsigned)c->layers * layer + H * H + H + L * H + L;
+    unsigned __int128 layer = 4 * H * H + 4 * H + F * H + F + H * I + H + 4 * H;
+    if (R > 0 && !c->share_att_key) layer += 2 * H * H + 2 * H;
+    unsigned __int128 extra = c->family == GPU_FAMILY_MODERNBERT ? 4 * H : 0;
+    if (R > 0) extra += R * H + (c->rel_ln ? 2 * H : 0);
+    unsigned __int128 total = emb + (unsigned)c->layers * layer + H * H + H + L * H + L + extra;
     FUZZ_CHECK(total == gpu_model_param_count(c));
 }
 

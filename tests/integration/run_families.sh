@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every model family end to end on the CPU, tokenizer included: for each fixture checkpoint in
-# tests/fixtures/models/ (DistilBERT and ELECTRA on WordPiece, RoBERTa on byte-level BPE,
-# XLM-R on SentencePiece Unigram, each from its tokenizer.json), 400 CLINC150 test texts and
+# tests/fixtures/models/ (DistilBERT and ELECTRA on WordPiece, RoBERTa and ModernBERT on
+# byte-level BPE, XLM-R and DeBERTa-v3 on SentencePiece Unigram, each from its
+# tokenizer.json), 400 CLINC150 test texts and
 # 400 multilingual lines go through
 #  - `reclass classify`: the label of every text is Hugging Face's (the goldens' "pred", made
 #    by `tokenizers` + `transformers` in fp32) and its token count the goldens' ids;
@@ -13,7 +14,8 @@ FIX=$it_root/tests/fixtures/models
 it_start_pg
 it_start_broker tickets
 n_total=0
-for fam in distilbert roberta xlmr electra; do
+families="distilbert roberta xlmr electra modernbert deberta"
+for fam in $families; do
     dir=$FIX/$fam-clinc150
     in=$TMP/$fam.jsonl
     python3 - "$dir" "$in" "$fam" <<'PY' || fail "$fam: input"
@@ -70,4 +72,4 @@ print("%s: %d texts; differ from Hugging Face: labels %d, token counts %d; run v
 sys.exit(1 if any(bad.values()) else 0)
 PY
 done
-echo "PASS: $n_total texts over 4 families"
+echo "PASS: $n_total texts over $(wc -w <<<"$families") families"

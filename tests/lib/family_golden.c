@@ -148,3 +148,50 @@ fg_score_t fg_compare(const gpu_model_t *m, const fg_set_t *s, const float *logi
     }
     return sc;
 }
+
+static double top2_margin(const float *v, int L) {
+    int a = 0;
+    for (int j = 1; j < L; j++)
+        if (v[j] > v[a]) a = j;
+    double second = -INFINITY;
+    for (int j = 0; j < L; j++)
+        if (j != a && v[j] > second) second = v[j];
+    return L > 1 ? (double)v[a] - second : INFINITY;
+}
+
+fg_flips_t fg_flips(const gpu_model_t *m, const fg_set_t *s, const float *logits, const float *fp32,
+                    double delta_max) {
+    const int L = m->cfg.num_labels;
+    fg_flips_t fl = {.bound = FG_MARGIN_FACTOR * delta_max, .first_thick = -1};
+    for (int r = 0; r < s->n; r++) {
+        const float *v = logits + (size_t)r * L;
+        int b = 0;
+        for (int j = 1; j < L; j++)
+            if (v[j] > v[b]) b = j;
+        if (strcmp(m->cfg.id2label[b], s->rows[r].pred) == 0) continue;
+        fl.flips++;
+        const double margin = top2_margin(fp32 + (size_t)r * L, L);
+        if (margin > fl.widest) fl.widest = margin;
+        if (!(margin < fl.bound)) {
+            if (fl.thick++ == 0) fl.first_thick = r;
+        }
+    }
+    return fl;
+}
+
+int fg_gate(const fg_score_t *sc, const fg_flips_t *fl, double agree_min, double delta_max,
+            char *why, size_t whylen) {
+    const double agreement = sc->rows ? (double)sc->agree / sc->rows : 0.0;
+    why[0] = '\0';
+    if (agreement < agree_min)
+        snprintf(why, whylen, "agreement %.4f%% below %.2f%%", 100.0 * agreement,
+                 100.0 * agree_min);
+    else if (!(sc->max_delta <= delta_max))
+        snprintf(why, whylen, "max |delta logit| %.4f above %.4f", sc->max_delta, delta_max);
+    else if (fl->thick > 0)
+        snprintf(why, whylen,
+                 "%d of %d flips on an fp32 margin >= %.3f (the widest %.3f, first at row %d): "
+                 "not rounding",
+                 fl->thick, fl->flips, fl->bound, fl->widest, fl->first_thick);
+    return why[0] == '\0';
+}

@@ -46,4 +46,30 @@ typedef struct {
 
 fg_score_t fg_compare(const gpu_model_t *m, const fg_set_t *s, const float *logits);
 
+/* The agreement gate of a reduced precision against fp32. A fixed percentage alone fails on a
+ * few flips whatever their cause, and passes many that are real errors; so beside it every
+ * flip (a row whose argmax is not HF's) must sit on a thin fp32 margin: top-1 minus top-2
+ * below FG_MARGIN_FACTOR x the precision's max |delta logit| bound. A flip needs the errors
+ * of two logits to close the margin, so with every |delta| <= d no margin above 2d can flip;
+ * 4d leaves room for the rows whose logits the goldens do not store. */
+#define FG_MARGIN_FACTOR 4.0
+
+typedef struct {
+    int flips;       /* rows whose argmax is not HF's */
+    int thick;       /* of them, those whose fp32 margin is at or above the bound */
+    double widest;   /* the widest fp32 margin among the flips (0 without flips) */
+    double bound;    /* FG_MARGIN_FACTOR x delta_max */
+    int first_thick; /* the first thick flip's row, or -1 */
+} fg_flips_t;
+
+/* Flips of logits (n, L) against HF's argmax, each with its fp32 margin from fp32 (n, L): the
+ * CPU backend's logits, equal to HF's within 2.1e-5 (test_cpu_families, test_cpu_modern). */
+fg_flips_t fg_flips(const gpu_model_t *m, const fg_set_t *s, const float *logits, const float *fp32,
+                    double delta_max);
+
+/* 1 when sc and fl pass: agreement >= agree_min, max |delta| <= delta_max, no thick flip.
+ * why (a line) says what failed, or "" on a pass. */
+int fg_gate(const fg_score_t *sc, const fg_flips_t *fl, double agree_min, double delta_max,
+            char *why, size_t whylen);
+
 #endif

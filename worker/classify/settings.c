@@ -42,7 +42,10 @@ common_status_t cls_settings_resolve(cls_settings_t *s, const gpu_backend_ops_t 
     if (s->max_len < 2)
         return common_errf(COMMON_USAGE, err, errlen,
                            "--max-len %d: must be at least 2 ([CLS] and [SEP])", s->max_len);
-    if (s->token_budget <= 0) s->token_budget = a->token_budget;
+    /* automatic: never below the longest sequence (ModernBERT's 8,192 positions), or the
+     * default would refuse the model's own inputs */
+    if (s->token_budget <= 0)
+        s->token_budget = a->token_budget < s->max_len ? s->max_len : a->token_budget;
     if (s->token_budget < s->max_len)
         return common_errf(COMMON_USAGE, err, errlen,
                            "--token-budget %d is below the longest sequence (%d tokens): raise "

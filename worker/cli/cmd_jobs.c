@@ -253,19 +253,22 @@ static int draw(PGconn *conn, const char *job, int tty) {
 
 common_status_t worker_cmd_jobs(int argc, char **argv) {
     memset(&jobs_a, 0, sizeof jobs_a);
-    int first = 0, rc = worker_cli_parse("jobs", argc, argv, jobs_opts, jobs_usage, &first);
-    if (rc >= 0) return rc;
+    int first = 0;
+    common_status_t st = worker_cli_parse("jobs", argc, argv, jobs_opts, jobs_usage, &first);
+    if (st != COMMON_OK) return st;
+    int rc;
     const char *job = NULL;
     if (first < argc) {
         if (strcmp(argv[first], "show") || first + 2 != argc) {
             fprintf(stderr, "reclass jobs: expected no argument or `show JOB` (reclass jobs "
                             "--help)\n");
-            return 2;
+            return COMMON_USAGE;
         }
         job = argv[first + 1];
     }
     PGconn *conn = NULL;
-    if ((rc = worker_cli_db_connect("jobs", jobs_a.db, &conn)) != 0) return rc;
+    if ((rc = worker_cli_db_connect("jobs", jobs_a.db, &conn)) != 0)
+        return rc == 2 ? COMMON_USAGE : COMMON_FATAL;
     int tty = isatty(STDOUT_FILENO);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
@@ -279,5 +282,5 @@ common_status_t worker_cmd_jobs(int argc, char **argv) {
         if (PQstatus(conn) != CONNECTION_OK) PQreset(conn); /* a restarted server: go on */
     }
     PQfinish(conn);
-    return rc == 3 ? 0 : rc;
+    return rc == 0 || rc == 3 ? COMMON_OK : COMMON_FATAL; /* 3: the shown job completed */
 }

@@ -245,7 +245,8 @@ char *worker_metrics_render(const worker_metrics_t *m, const worker_metrics_info
     metric(&b, "reclass_tickets_classified_total", "counter",
            "Tickets classified and committed to PostgreSQL.", LD(tickets_classified));
     metric(&b, "reclass_tickets_dead_lettered_total", "counter",
-           "Undecodable records acknowledged by the dead-letter topic.", LD(dead_lettered));
+           "Records dead-lettered (undecodable, or refused by the database) and acknowledged.",
+           LD(dead_lettered));
     metric(&b, "reclass_tickets_truncated_total", "counter",
            "Texts cut to the model's maximum length.", LD(truncated));
     metric(&b, "reclass_batches_total", "counter", "Encoder batches run.", LD(batches));

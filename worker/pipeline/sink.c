@@ -1,4 +1,5 @@
-/* The sink thread: results -> PostgreSQL (one transaction per group of batches) -> offsets. */
+/* The sink thread: results -> PostgreSQL (one transaction per group of batches) -> offsets; rows
+ * the database refuses -> back to the poll thread, for their dead letters. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,15 +59,14 @@ static int take_refused(pl_t *pl, pl_item_t **its, int r, pl_item_t **refused) {
     const sink_reject_t *rj;
     int n = sink_rejected(pl->sk.sink, &rj);
     if (n == 0) return r;
+    int32_t first_part = its[rj[0].row]->t.partition;
+    int64_t first_off = its[rj[0].row]->t.offset;
     int k = 0, kept = 0;
     for (int q = 0; q < r; q++) {
         if (k < n && rj[k].row == q) {
             pl_item_t *x = its[q];
             x->refused = 1;
             x->dlq_error = strdup(rj[k].error); /* NULL: a generic reason is sent */
-            fprintf(stderr,
-                    "reclass run: partition %" PRId32 " offset %" PRId64 " dead-lettered: %s\n",
-                    x->t.partition, x->t.offset, rj[k].error);
             x->next = *refused;
             *refused = x;
             k++;
@@ -74,6 +74,12 @@ static int take_refused(pl_t *pl, pl_item_t **its, int r, pl_item_t **refused) {
         }
         its[kept++] = its[q];
     }
+    /* one line a write: the dead letters carry each reason */
+    fprintf(
+        stderr,
+        "reclass run: %d row(s) refused by the database, dead-lettered (first: partition %" PRId32
+        " offset %" PRId64 ": %s)\n",
+        n, first_part, first_off, rj[0].error);
     return kept;
 }
 

@@ -1,0 +1,288 @@
+/* ModernBERT and DeBERTa-v3 on the CPU backend: their fixture classifiers
+ * (tests/fixtures/models/{modernbert,deberta}-clinc150, made by make_models.py) against
+ * Hugging Face's fp32 logits on CLINC150, the multilingual set and long inputs (ModernBERT up
+ * to 4,096 tokens, DeBERTa to its 512): every argmax agrees, every stored logit within 2e-3.
+ * Also: both config.json shapes of ModernBERT read alike, DeBERTa's relative rows are HF's
+ * make_log_bucket_position to the bucket, and the CUDA backend refuses both with a message. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/backend.h"
+#include "gpu/cpu/cpu_backend.h"
+#include "gpu/model/model.h"
+#include "tests/lib/family_golden.h"
+
+static const char *models_dir = RECLASS_FIXTURES "/models";
+static const char *const models[] = {"modernbert-clinc150", "deberta-clinc150"};
+static const char *const sets[] = {"clinc150_test", "multilingual", "long"};
+
+static gpu_model_t *load(const char *name) {
+    char dir[512], err[512];
+    gpu_model_t *m = NULL;
+    snprintf(dir, sizeof dir, "%s/%s", models_dir, name);
+    if (gpu_model_load(dir, &m, err, sizeof err) != 0) fprintf(stderr, "load: %s\n", err);
+    assert_non_null(m);
+    return m;
+}
+
+static void test_configs(void **state) {
+    (void)state;
+    gpu_model_t *m = load("modernbert-clinc150");
+    const gpu_model_config_t *c = &m->cfg;
+    assert_int_equal(c->family, GPU_FAMILY_MODERNBERT);
+    assert_int_equal(c->glu, 1);
+    assert_int_equal(c->mean_pool, 1);
+    assert_int_equal(c->global_every, 2);
+    assert_int_equal(c->local_window, 8);
+    assert_int_equal(c->max_pos, 8192);
+    assert_int_equal(c->pos_rows, 0);
+    assert_true(c->rope_theta_global == 160000.0f && c->rope_theta_local == 10000.0f);
+    assert_int_equal(c->act, GPU_ACT_GELU);
+    assert_int_equal(c->head_act, GPU_ACT_GELU);
+    assert_int_equal(c->num_labels, 151);
+    gpu_model_free(m);
+    m = load("deberta-clinc150");
+    c = &m->cfg;
+    assert_int_equal(c->family, GPU_FAMILY_DEBERTA_V2);
+    assert_int_equal(c->rel_span, 16);
+    assert_int_equal(c->rel_buckets, 16);
+    assert_int_equal(c->rel_max_pos, 64);
+    assert_true(c->c2p && c->p2c && c->share_att_key && c->rel_ln);
+    assert_int_equal(c->att_scale_factor, 3);
+    assert_int_equal(c->max_pos, 512);
+    assert_int_equal(c->pos_rows, 0);
+    assert_int_equal(c->type_vocab, 0);
+    assert_true(m->w.layer[0].pos_k_w == m->w.layer[0].k_w); /* share_att_key */
+    gpu_model_free(m);
+}
+
+static int parse(const char *json, gpu_model_config_t *c, char *err, size_t errlen) {
+    return gpu_model_parse_config(json, strlen(json), "config.json", c, err, errlen);
+}
+
+#define MB_HEAD                                                                                    \
+    "{\"architectures\": [\"ModernBertForSequenceClassification\"], \"vocab_size\": 100, "         \
+    "\"hidden_size\": 64, \"num_hidden_layers\": 4, \"num_attention_heads\": 2, "                  \
+    "\"intermediate_size\": 96, \"max_position_embeddings\": 8192, \"num_labels\": 3, "
+
+/* The published shape and transformers 5's describe the same model. */
+static void test_config_shapes(void **state) {
+    (void)state;
+    char err[512];
+    gpu_model_config_t a, b, d;
+    assert_int_equal(parse(MB_HEAD "\"global_rope_theta\": 160000.0, \"local_rope_theta\": 10000.0,"
+                                   " \"global_attn_every_n_layers\": 3, \"local_attention\": 128,"
+                                   " \"classifier_pooling\": \"mean\"}",
+                           &a, err, sizeof err),
+                     0);
+    assert_int_equal(
+        parse(MB_HEAD
+              "\"layer_types\": [\"full_attention\", \"sliding_attention\", "
+              "\"sliding_attention\", \"full_attention\"], \"rope_parameters\": "
+              "{\"full_attention\": {\"rope_type\": \"default\", \"rope_theta\": 160000.0}, "
+              "\"sliding_attention\": {\"rope_type\": \"default\", \"rope_theta\": "
+              "10000.0}}, \"local_attention\": 128, \"classifier_pooling\": \"mean\"}",
+              &b, err, sizeof err),
+        0);
+    assert_int_equal(parse(MB_HEAD "\"classifier_pooling\": \"cls\"}", &d, err, sizeof err), 0);
+    const gpu_model_config_t *cs[3] = {&a, &b, &d};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(cs[i]->global_every, 3);
+        assert_int_equal(cs[i]->local_window, 64);
+        assert_true(cs[i]->rope_theta_global == 160000.0f);
+        assert_true(cs[i]->rope_theta_local == 10000.0f);
+        assert_int_equal(cs[i]->mean_pool, i < 2);
+        assert_int_equal(cs[i]->max_pos, 8192);
+    }
+    for (int i = 0; i < 3; i++) {
+        for (int j = 0; j < cs[i]->num_labels; j++)
+            free(cs[i]->id2label[j]);
+        free(cs[i]->id2label);
+    }
+    assert_int_not_equal(parse(MB_HEAD
+                               "\"layer_types\": [\"sliding_attention\", \"full_attention\", "
+                               "\"full_attention\", \"full_attention\"]}",
+                               &a, err, sizeof err),
+                         0);
+    printf("  refused: %s\n", err);
+    assert_non_null(strstr(err, "layer_types"));
+    assert_int_not_equal(
+        parse(MB_HEAD "\"rope_scaling\": {\"rope_type\": \"yarn\"}}", &a, err, sizeof err), 0);
+    assert_non_null(strstr(err, "rope_scaling"));
+    assert_int_not_equal(parse(MB_HEAD "\"classifier_pooling\": \"max\"}", &a, err, sizeof err), 0);
+    /* DeBERTa's older "p2c|c2p" string and a model without relative attention */
+    assert_int_equal(parse("{\"architectures\": [\"DebertaV2ForSequenceClassification\"], "
+                           "\"vocab_size\": 100, \"hidden_size\": 64, \"num_hidden_layers\": 1, "
+                           "\"num_attention_heads\": 1, \"intermediate_size\": 64, "
+                           "\"max_position_embeddings\": 512, \"type_vocab_size\": 0, "
+                           "\"relative_attention\": true, \"pos_att_type\": \"p2c|c2p\", "
+                           "\"position_buckets\": 256, \"num_labels\": 2}",
+                           &a, err, sizeof err),
+                     0);
+    assert_true(a.c2p && a.p2c && a.rel_span == 256 && a.rel_max_pos == 512);
+    assert_true(!a.share_att_key && !a.rel_ln && a.pos_rows == 512);
+    for (int j = 0; j < a.num_labels; j++)
+        free(a.id2label[j]);
+    free(a.id2label);
+}
+
+/* golden_rel_rows.json: HF's rows for every distance of the fixture's buckets and of
+ * deberta-v3-base's (256 buckets over 512). */
+static void test_rel_rows(void **state) {
+    (void)state;
+    char path[512];
+    snprintf(path, sizeof path, "%s/deberta-clinc150/golden_rel_rows.json", models_dir);
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    assert_non_null(root);
+    size_t i;
+    json_t *e;
+    int checked = 0;
+    json_array_foreach(root, i, e) {
+        gpu_model_config_t c = {0};
+        c.rel_buckets = (int)json_integer_value(json_object_get(e, "position_buckets"));
+        c.rel_max_pos = (int)json_integer_value(json_object_get(e, "max_relative_positions"));
+        c.rel_span = c.rel_buckets > 0 ? c.rel_buckets : c.rel_max_pos;
+        const int from = (int)json_integer_value(json_object_get(e, "from"));
+        json_t *rows = json_object_get(e, "rows");
+        for (size_t k = 0; k < json_array_size(rows); k++) {
+            const int want = (int)json_integer_value(json_array_get(rows, k));
+            const int got = gpu_model_rel_row(&c, from + (int)k);
+            if (got != want)
+                fail_msg("buckets %d / %d, distance %d: row %d, HF %d", c.rel_buckets,
+                         c.rel_max_pos, from + (int)k, got, want);
+            checked++;
+        }
+    }
+    printf("  %d distances: every relative row is HF's\n", checked);
+    assert_true(checked > 30000);
+    json_decref(root);
+}
+
+static void run_goldens(const gpu_backend_ops_t *ops, int budget) {
+    char err[512];
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        gpu_model_t *m = load(models[i]);
+        char dir[512];
+        snprintf(dir, sizeof dir, "%s/%s", models_dir, models[i]);
+        for (size_t s = 0; s < sizeof sets / sizeof sets[0]; s++) {
+            fg_set_t set;
+            if (fg_load(dir, sets[s], &set, err, sizeof err)) fprintf(stderr, "%s\n", err);
+            assert_true(set.n > 0);
+            float *lg = malloc(sizeof(float) * (size_t)set.n * (size_t)m->cfg.num_labels);
+            assert_non_null(lg);
+            gpu_backend_opts_t o = {.token_budget = budget, .threads = 0};
+            if (fg_run(ops, m, &o, &set, lg, err, sizeof err)) fail_msg("run: %s", err);
+            fg_score_t sc = fg_compare(m, &set, lg);
+            printf("  %-20s %-14s rows %5d, argmax agreement %5d/%d (%.2f%%), logit rows %4d, "
+                   "max |delta| %.3g\n",
+                   models[i], sets[s], sc.rows, sc.agree, sc.rows, 100.0 * sc.agree / sc.rows,
+                   sc.logit_rows, sc.max_delta);
+            assert_int_equal(sc.agree, sc.rows);
+            assert_true(sc.logit_rows > 0);
+            assert_true(sc.max_delta <= 2e-3);
+            free(lg);
+            fg_free(&set);
+        }
+        gpu_model_free(m);
+    }
+}
+
+static const gpu_backend_ops_t *cpu_ops(void) {
+    char err[256];
+    const gpu_backend_ops_t *ops = gpu_backend_find("cpu", err, sizeof err);
+    assert_non_null(ops);
+    return ops;
+}
+
+static void test_goldens(void **state) {
+    (void)state;
+    run_goldens(cpu_ops(), 8192);
+}
+
+static void test_goldens_blas(void **state) {
+    (void)state;
+    run_goldens(&gpu_cpu_blas_backend_ops, 4096);
+}
+
+/* ModernBERT's other pooling, cls: the same weights, HF's logits with classifier_pooling
+ * "cls" (golden_cls_pooling.jsonl). */
+static void test_cls_pooling(void **state) {
+    (void)state;
+    char dir[512], err[512];
+    gpu_model_t *m = load("modernbert-clinc150");
+    m->cfg.mean_pool = 0;
+    snprintf(dir, sizeof dir, "%s/modernbert-clinc150", models_dir);
+    fg_set_t set;
+    assert_int_equal(fg_load(dir, "cls_pooling", &set, err, sizeof err), 0);
+    float *lg = malloc(sizeof(float) * (size_t)set.n * (size_t)m->cfg.num_labels);
+    assert_non_null(lg);
+    gpu_backend_opts_t o = {.token_budget = 8192, .threads = 0};
+    assert_int_equal(fg_run(cpu_ops(), m, &o, &set, lg, err, sizeof err), 0);
+    fg_score_t sc = fg_compare(m, &set, lg);
+    printf("  cls pooling: %d/%d argmax agreement, max |delta| %.3g over %d rows\n", sc.agree,
+           sc.rows, sc.max_delta, sc.logit_rows);
+    assert_int_equal(sc.agree, sc.rows);
+    assert_int_equal(sc.logit_rows, sc.rows);
+    assert_true(sc.max_delta <= 2e-3);
+    free(lg);
+    fg_free(&set);
+    gpu_model_free(m);
+}
+
+/* The named geometries of both families carry the published configs. */
+static void test_geometries(void **state) {
+    (void)state;
+    gpu_model_config_t c;
+    assert_int_equal(gpu_model_geometry("modernbert-base", 4, &c), 0);
+    assert_true(c.family == GPU_FAMILY_MODERNBERT && c.layers == 22 && c.max_pos == 8192 && c.glu &&
+                c.global_every == 3 && c.local_window == 64 && c.pos_rows == 0);
+    assert_int_equal(gpu_model_ff1_rows(&c), 2304);
+    assert_int_equal(gpu_model_geometry("deberta-v3-base", 4, &c), 0);
+    assert_true(c.family == GPU_FAMILY_DEBERTA_V2 && c.rel_span == 256 && c.rel_max_pos == 512 &&
+                c.att_scale_factor == 3 && c.share_att_key && c.rel_ln && c.pos_rows == 0 &&
+                c.max_pos == 512 && c.vocab_size == 128100);
+    printf("  deberta-v3-base: %zu parameters\n", gpu_model_param_count(&c));
+}
+
+/* The CUDA backend refuses both families at init with a message that says what runs them
+ * (before it looks for a device, so this holds on a machine without one). */
+static void test_cuda_refuses(void **state) {
+    (void)state;
+    char err[512];
+    const gpu_backend_ops_t *cuda = gpu_backend_find("cuda", err, sizeof err);
+    if (!cuda) {
+        printf("  built without CUDA: %s\n", err);
+        return;
+    }
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        gpu_model_t *m = load(models[i]);
+        gpu_backend_opts_t o = {.token_budget = 8192, .precision = "fp16"};
+        gpu_backend_t *be = NULL;
+        assert_int_not_equal(cuda->init(m, &o, &be, err, sizeof err), 0);
+        assert_null(be);
+        printf("  %s on cuda: %s\n", models[i], err);
+        assert_non_null(strstr(err, "--backend cpu"));
+        gpu_model_free(m);
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1) models_dir = argv[1];
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_configs),      cmocka_unit_test(test_config_shapes),
+        cmocka_unit_test(test_rel_rows),     cmocka_unit_test(test_goldens),
+        cmocka_unit_test(test_goldens_blas), cmocka_unit_test(test_geometries),
+        cmocka_unit_test(test_cls_pooling),  cmocka_unit_test(test_cuda_refuses),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
