@@ -54,6 +54,12 @@ struct consumers_codec {
     uint64_t tick;
     int registry_ids;  /* 1: a framed record's id is a registry's, never a local file's */
     int64_t encode_id; /* the id framed records are written with; < 0: the current file's */
+    /* the one writer schema of plain records (no id to tell): --plain-schema, else the oldest
+     * local schema the reader reads, so that a newer schema never changes how they read */
+    codec_schema_t plain;
+    char plain_name[64];
+    avro_value_iface_t *plain_iface; /* generic class of plain.writer, for encoding */
+    avro_value_t plain_val;
 };
 
 /* ---- schema loading ---- */
@@ -147,6 +153,16 @@ static void schema_release(codec_schema_t *sch) {
     if (sch->writer) avro_schema_decref(sch->writer);
 }
 
+static void plain_release(consumers_codec_t *c) {
+    if (c->plain_iface) {
+        avro_value_decref(&c->plain_val);
+        avro_value_iface_decref(c->plain_iface);
+        c->plain_iface = NULL;
+    }
+    schema_release(&c->plain);
+    memset(&c->plain, 0, sizeof(c->plain));
+}
+
 void consumers_codec_free(consumers_codec_t *c) {
     if (!c) return;
     for (size_t i = 0; i < c->n; i++)
@@ -160,8 +176,43 @@ void consumers_codec_free(consumers_codec_t *c) {
         avro_value_iface_decref(c->enc_iface);
     }
     if (c->in) avro_reader_free(c->in);
+    plain_release(c);
     json_decref(c->reader_json);
     free(c);
+}
+
+int consumers_codec_set_plain_schema(consumers_codec_t *c, const char *path, char *err,
+                                     size_t errlen) {
+    size_t len;
+    char *txt = common_file_read(path, CODEC_MAX_SCHEMA, &len, err, errlen);
+    if (!txt) return -1;
+    codec_schema_t sch = {.id = -1};
+    int bad = avro_schema_from_json_length(txt, len, &sch.writer);
+    free(txt);
+    if (bad)
+        return common_errf(-1, err, errlen, "%s: not a valid Avro schema: %s", path,
+                           avro_strerror());
+    schema_prepare(c, &sch);
+    avro_value_iface_t *iface = sch.ready ? avro_generic_class_from_schema(sch.writer) : NULL;
+    avro_value_t val;
+    if (!sch.ready || !iface || avro_generic_value_new(iface, &val)) {
+        if (iface) avro_value_iface_decref(iface);
+        int rc = common_errf(-1, err, errlen, "plain writer schema %s: %s", path,
+                             sch.ready ? avro_strerror() : sch.bad);
+        schema_release(&sch);
+        return rc;
+    }
+    plain_release(c);
+    c->plain = sch;
+    c->plain_iface = iface;
+    c->plain_val = val;
+    const char *base = strrchr(path, '/');
+    snprintf(c->plain_name, sizeof(c->plain_name), "%s", base ? base + 1 : path);
+    return 0;
+}
+
+const char *consumers_codec_plain_schema(const consumers_codec_t *c) {
+    return c->plain_name;
 }
 
 int consumers_codec_init(const char *schema_dir, consumers_codec_t **out, char *err,
@@ -222,12 +273,28 @@ int consumers_codec_init(const char *schema_dir, consumers_codec_t **out, char *
         if (!c->reader_json || avro_typeof(c->reader) != AVRO_RECORD)
             rc =
                 common_errf(-1, err, errlen, "%s: the current schema must be an Avro record", path);
+        /* what decode takes from every record: a reader without one would dead-letter all */
+        static const char *const required[] = {"job_id", "tenant",    "ticket_id",
+                                               "text",   "job_total", "enqueued_at"};
+        for (size_t i = 0; rc == 0 && i < sizeof(required) / sizeof(required[0]); i++)
+            if (avro_schema_record_field_get_index(c->reader, required[i]) < 0)
+                rc = common_errf(-1, err, errlen,
+                                 "%s: the current schema lacks field %s, which every ticket "
+                                 "needs (a worker would dead-letter every record)",
+                                 path, required[i]);
     }
     if (rc == 0) {
         for (size_t i = 0; i < c->n; i++)
             schema_prepare(c, &c->schemas[i]);
         if (!c->schemas[c->n - 1].ready)
             rc = common_errf(-1, err, errlen, "current schema: %s", c->schemas[c->n - 1].bad);
+    }
+    for (size_t i = 0; rc == 0 && i < c->n; i++) { /* sorted by id: the first ready one */
+        if (!c->schemas[i].ready) continue;
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/ticket-v%d.avsc", schema_dir, c->schemas[i].id);
+        rc = consumers_codec_set_plain_schema(c, path, err, errlen);
+        break;
     }
     if (rc == 0) {
         c->enc_iface = avro_generic_class_from_schema(c->reader);
@@ -392,7 +459,7 @@ int consumers_codec_decode(consumers_codec_t *c, const void *buf, size_t len,
 
     /* A plain record starts with job_id's length; 0 would be an empty job_id, which is
      * invalid anyway, so a leading 0 byte always means the Confluent framing. */
-    const codec_schema_t *sch = &c->schemas[c->n - 1];
+    const codec_schema_t *sch = &c->plain;
     size_t off = 0;
     if (p[0] == 0) {
         if (len < 5)
@@ -472,8 +539,13 @@ int consumers_codec_encode(consumers_codec_t *c, const consumers_ticket_t *t, in
         return common_errf(-1, err, errlen, "field text is %zu bytes (limit %d)", text_len,
                            CONSUMERS_TICKET_MAX_TEXT_BYTES);
 
-    avro_value_t *rec = &c->enc_val, f, branch;
+    avro_value_t *rec = confluent ? &c->enc_val : &c->plain_val, f, branch;
     avro_value_reset(rec);
+    if (t->has_priority && avro_value_get_by_name(rec, "priority", &f, NULL))
+        return common_errf(-1, err, errlen,
+                           "the plain writer schema %s has no priority: use the Confluent "
+                           "framing, or --plain-schema with a schema that has one",
+                           c->plain_name);
     int rc = put_string(rec, "job_id", t->job_id, strlen(t->job_id)) ||
              put_string(rec, "tenant", t->tenant, strlen(t->tenant)) ||
              put_string(rec, "ticket_id", t->ticket_id, strlen(t->ticket_id)) ||

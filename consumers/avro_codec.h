@@ -1,7 +1,7 @@
 /* Avro encoding of tickets (avro-c). Accepts the Confluent wire format (magic 0 + 4-byte
- * big-endian schema id, mapped to a local schema file) and plain Avro binary (the current
- * schema). Decoding goes through avro-c's resolver, so a record written with an older
- * writer schema still reads into the current reader schema. */
+ * big-endian schema id, mapped to a local schema file) and plain Avro binary (the plain
+ * writer schema, consumers_codec_set_plain_schema). Decoding goes through avro-c's resolver, so a
+ * record written with an older writer schema still reads into the current reader schema. */
 #ifndef RECLASS_CONSUMERS_AVRO_CODEC_H
 #define RECLASS_CONSUMERS_AVRO_CODEC_H
 
@@ -45,7 +45,18 @@ int consumers_codec_knows(consumers_codec_t *codec, int32_t id);
 int consumers_codec_add_schema(consumers_codec_t *codec, int32_t id, const char *json, char *err,
                                size_t errlen);
 
-/* Encodes with the current schema; confluent != 0 prepends magic byte + schema id.
+/* The writer schema of plain (unframed) records, which carry no id: the file at path, which the
+ * current schema must be able to read. Set at init to the oldest such local schema, by design:
+ * adding a schema never changes how plain records read, and their producers move to a newer
+ * one only when told (--plain-schema). -1 with err when path cannot be read into the reader. */
+int consumers_codec_set_plain_schema(consumers_codec_t *codec, const char *path, char *err,
+                                     size_t errlen);
+
+/* The plain writer schema's file name, for messages. */
+const char *consumers_codec_plain_schema(const consumers_codec_t *codec);
+
+/* Encodes with the current schema (confluent != 0: prepends magic byte + schema id) or, plain,
+ * with the plain writer schema (a ticket with a priority it lacks is refused).
  * *buf is malloc'd, owned by the caller. */
 int consumers_codec_encode(consumers_codec_t *codec, const consumers_ticket_t *t, int confluent,
                            void **buf, size_t *len, char *err, size_t errlen);

@@ -127,6 +127,31 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     free(p);
 }
 
+/* librdkafka's client-wide errors. A failed authentication or TLS handshake does not heal by
+ * retrying (a wrong password, CA or protocol), so it stops the worker at once with what to
+ * check, instead of the join timeout's guess at reachability; the rest are logged once per
+ * kind and 30 s, and librdkafka goes on retrying them. */
+static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
+    consumers_consumer_t *c = opaque;
+    const char *hint = consumers_kafka_unrecoverable(err);
+    if (hint) {
+        if (!c->fatal) snprintf(c->fatal_msg, sizeof(c->fatal_msg), "%s: %s", hint, reason);
+        c->fatal = 1;
+        return;
+    }
+    char fe[512];
+    if (rd_kafka_fatal_error(rk, fe, sizeof(fe))) {
+        c->fatal = 1;
+        snprintf(c->fatal_msg, sizeof(c->fatal_msg), "%s", fe);
+    }
+    time_t now = time(NULL);
+    if (err != (int)c->last_err || now - c->last_err_at >= 30) {
+        fprintf(stderr, "reclass run: kafka: %s\n", reason);
+        c->last_err = err;
+        c->last_err_at = now;
+    }
+}
+
 int consumers_consumer_init(const consumers_consumer_cfg_t *cfg, const consumers_rebalance_t *rb,
                             consumers_consumer_t **out, char *err, size_t errlen) {
     *out = NULL;
@@ -200,6 +225,7 @@ int consumers_consumer_init(const consumers_consumer_cfg_t *cfg, const consumers
     }
     rd_kafka_conf_set_opaque(conf, c);
     rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
+    rd_kafka_conf_set_error_cb(conf, error_cb);
     char e[512];
     c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, e, sizeof(e)); /* takes conf on success */
     if (!c->rk) {

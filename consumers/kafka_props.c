@@ -7,6 +7,31 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "common/redact.h"
+
+/* What the guarantees rest on (at-least-once: an offset is stored only after its row is
+ * committed; one group, one protocol), so a --kafka list may not change it. enable.partition.eof,
+ * auto.commit.interval.ms, group.instance.id, session and poll timeouts, TLS and SASL stay the
+ * user's. */
+static const struct {
+    const char *key, *why;
+} kafka_props_reserved[] = {
+    {"bootstrap.servers", "set it with --brokers"},
+    {"group.id", "set it with --group (the log and the metrics name that group)"},
+    {"enable.auto.offset.store",
+     "reclass stores an offset only after its row is committed (at-least-once)"},
+    {"enable.auto.commit", "reclass commits the offsets it stored; without, none would be"},
+    {"auto.offset.reset",
+     "a new group reads from the earliest record: any other start skips or refuses tickets"},
+    {"isolation.level", "only committed records are read (read_committed)"},
+    {"partition.assignment.strategy",
+     "every member of the group must use cooperative-sticky, or the group cannot form"},
+    {"group.protocol", "the rebalance handling is written for the classic protocol"},
+    {"enable.idempotence", "the producers are idempotent, so retries neither lose nor repeat"},
+    {"acks", "a record counts as sent only once all in-sync replicas have it (acks=all)"},
+    {"transactional.id", "reclass's producers are not transactional"},
+};
+
 /* The worker passes one --kafka list to its consumer and its producer: skip what only a
  * consumer understands rather than have librdkafka warn about it. */
 static int kafka_props_consumer_only(const char *kv) {
@@ -28,8 +53,24 @@ static int kafka_props_consumer_only(const char *kv) {
     return 0;
 }
 
+int consumers_kafka_props_check(const char *const *props, char *err, size_t errlen) {
+    for (const char *const *p = props; p && *p; p++) {
+        const char *eq = strchr(*p, '=');
+        size_t klen = eq ? (size_t)(eq - *p) : strlen(*p);
+        for (size_t i = 0; i < sizeof(kafka_props_reserved) / sizeof(kafka_props_reserved[0]); i++)
+            if (strlen(kafka_props_reserved[i].key) == klen &&
+                !strncmp(*p, kafka_props_reserved[i].key, klen)) {
+                snprintf(err, errlen, "--kafka %s: reclass sets this itself: %s",
+                         kafka_props_reserved[i].key, kafka_props_reserved[i].why);
+                return -1;
+            }
+    }
+    return 0;
+}
+
 int consumers_kafka_props_apply(rd_kafka_conf_t *conf, const char *const *props,
                                 consumers_props_for_t who, char *err, size_t errlen) {
+    if (consumers_kafka_props_check(props, err, errlen)) return -1;
     for (const char *const *p = props; p && *p; p++) {
         if (who == CONSUMERS_PROPS_PRODUCER && kafka_props_consumer_only(*p)) continue;
         const char *eq = strchr(*p, '=');
@@ -40,7 +81,7 @@ int consumers_kafka_props_apply(rd_kafka_conf_t *conf, const char *const *props,
         char key[256], e[256];
         snprintf(key, sizeof(key), "%.*s", (int)(eq - *p), *p);
         if (rd_kafka_conf_set(conf, key, eq + 1, e, sizeof(e)) != RD_KAFKA_CONF_OK) {
-            snprintf(err, errlen, "Kafka property %s: %s", key, e);
+            snprintf(err, errlen, "Kafka property %s: %s", key, common_redact(e, e, sizeof(e)));
             return -1;
         }
     }
@@ -58,4 +99,14 @@ long consumers_kafka_props_long(const char *const *props, const char *key, long 
         if (!errno && end != *p + klen + 1 && *end == '\0') v = x;
     }
     return v;
+}
+
+const char *consumers_kafka_unrecoverable(int err) {
+    if (err == RD_KAFKA_RESP_ERR__SSL)
+        return "TLS with the broker failed (check --kafka security.protocol, ssl.ca.location "
+               "and the broker's certificate)";
+    if (err == RD_KAFKA_RESP_ERR__AUTHENTICATION)
+        return "Kafka authentication failed (check --kafka sasl.mechanism, sasl.username and "
+               "sasl.password)";
+    return NULL;
 }

@@ -6,20 +6,34 @@
 
 #include <stddef.h>
 
-typedef struct rd_kafka_conf_s rd_kafka_conf_t; /* as librdkafka/rdkafka.h declares it */
+/* librdkafka's configuration object, declared (as librdkafka does) rather than included, so that
+ * worker/ can check a --kafka list without including a librdkafka header */
+typedef struct rd_kafka_conf_s rd_kafka_conf_t;
 
 typedef enum {
     CONSUMERS_PROPS_ALL,      /* a consumer: every property */
     CONSUMERS_PROPS_PRODUCER, /* a producer: the consumer-only ones are skipped */
 } consumers_props_for_t;
 
+/* Refuses a key reclass sets itself because a guarantee rests on it (group.id,
+ * enable.auto.commit, enable.auto.offset.store, auto.offset.reset, isolation.level,
+ * partition.assignment.strategy, acks, enable.idempotence, ...): 0, or -1 with err naming the
+ * key and why (the commands exit 2). */
+int consumers_kafka_props_check(const char *const *props, char *err, size_t errlen);
+
 /* Sets each KEY=VALUE of props (NULL-ended, may be NULL) on conf, in order (a later one
- * wins, as on the command line). Returns 0, or -1 with one line in err naming the property. */
+ * wins, as on the command line), refusing what consumers_kafka_props_check refuses. Returns 0,
+ * or -1 with one line in err naming the property. */
 int consumers_kafka_props_apply(rd_kafka_conf_t *conf, const char *const *props,
                                 consumers_props_for_t who, char *err, size_t errlen);
 
 /* The value of the last KEY=... in props as a whole number, or dflt when absent or not a
  * number (librdkafka refuses such a value when the list is applied). */
 long consumers_kafka_props_long(const char *const *props, const char *key, long dflt);
+
+/* For a client-wide error code from librdkafka's error callback: what to check when it is a
+ * failed TLS handshake or authentication, which retrying does not heal (a wrong CA, password,
+ * mechanism or protocol: the command stops at once, exit 1); NULL for any other error. */
+const char *consumers_kafka_unrecoverable(int err);
 
 #endif

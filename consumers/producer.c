@@ -34,11 +34,24 @@ struct consumers_producer {
     producer_part_t *parts; /* (n_parts), checked against the low watermarks at the end */
     int32_t n_parts;
     int out_of_memory;
+    int fatal; /* a TLS or authentication failure: fatal_msg says which */
+    char fatal_msg[512];
 };
 
 size_t consumers_producer_ticket_bytes(size_t text_len, size_t id_len, size_t job_len,
                                        size_t tenant_len) {
     return text_len + 2 * id_len + job_len + tenant_len + PRODUCER_RECORD_OVERHEAD;
+}
+
+/* A failed TLS handshake or login does not heal by retrying: remembered for check_topic. */
+/* A failed TLS handshake or login does not heal by retrying: remembered for check_topic. */
+static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
+    (void)rk;
+    consumers_producer_t *p = opaque;
+    const char *hint = consumers_kafka_unrecoverable(err);
+    if (!hint || p->fatal) return;
+    p->fatal = 1;
+    snprintf(p->fatal_msg, sizeof(p->fatal_msg), "%s: %s", hint, reason);
 }
 
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
@@ -108,6 +121,7 @@ int consumers_producer_new(const char *brokers, const char *topic, const char *c
     }
     p->max_msg = consumers_kafka_props_long(props, "message.max.bytes", PRODUCER_MAX_MSG);
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+    rd_kafka_conf_set_error_cb(conf, on_error);
     rd_kafka_conf_set_opaque(conf, p);
     if (!(p->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, e, sizeof(e)))) {
         snprintf(err, errlen, "%s", e);
@@ -124,16 +138,24 @@ fail:
 int consumers_producer_check_topic(consumers_producer_t *p, char *err, size_t errlen) {
     rd_kafka_topic_t *rkt = rd_kafka_topic_new(p->rk, p->topic, NULL);
     rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR_NO_ERROR;
-    for (int attempt = 0; attempt < 5; attempt++) {
+    /* 1 s requests for up to 10 s, serving the error callback between them: a failed TLS
+     * handshake or login shows there at once, while a request only times out */
+    for (int attempt = 0; attempt < 10 && !p->fatal; attempt++) {
         const struct rd_kafka_metadata *md;
-        e = rd_kafka_metadata(p->rk, 0, rkt, &md, 10000);
-        if (e) break; /* transport trouble: retrying the same request is not faster */
+        e = rd_kafka_metadata(p->rk, 0, rkt, &md, 1000);
+        rd_kafka_poll(p->rk, 0);
+        if (e == RD_KAFKA_RESP_ERR__TIMED_OUT || e == RD_KAFKA_RESP_ERR__TRANSPORT) continue;
+        if (e) break;
         e = md->topic_cnt ? md->topics[0].err : RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
         rd_kafka_metadata_destroy(md);
         if (e != RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE) break;
         usleep(200 * 1000); /* a just auto-created topic has no leader for a moment */
     }
     rd_kafka_topic_destroy(rkt);
+    if (p->fatal) {
+        snprintf(err, errlen, "%s", p->fatal_msg);
+        return 1;
+    }
     if (!e) return 0;
     snprintf(err, errlen, "topic %s on %s: %s", p->topic, p->brokers, rd_kafka_err2str(e));
     return 1;

@@ -88,6 +88,10 @@ typedef struct {
      * FLOP-weighted, measured with the vendor's library on random data: TFLOP/s, -1 unknown.
      * NULL where there is no such measure (cpu). */
     double (*gemm_ceiling)(gpu_backend_t *be, int tokens, const char *precision);
+    /* Which kernels run precision (NULL: the default) on this machine, in words for start-up
+     * lines and plan-memory (the cpu backend picks them by CPU features, and says why not the
+     * fastest), written to buf. Needs no instance. NULL where there is nothing to add. */
+    void (*kernels)(const char *precision, char *buf, size_t n);
 } gpu_backend_ops_t;
 
 /* The one rule for sequences per batch: max_seqs when positive, else token_budget / 2 (the

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/redact.h"
 #include "sink/sink.h"
 
 static void pg_quiet(void *arg, const char *message) {
@@ -26,6 +27,7 @@ PGconn *sink_pg_connect(const char *conninfo, int *rc, char *err, size_t errlen)
                 if (nl) *nl = 0;
                 PQfreemem(perr);
             }
+            common_redact(err, err, errlen); /* libpq quotes the string, password and all */
             *rc = SINK_FATAL;
             return NULL;
         }
@@ -54,6 +56,7 @@ PGconn *sink_pg_connect(const char *conninfo, int *rc, char *err, size_t errlen)
     }
     if (PQstatus(conn) != CONNECTION_OK) {
         sink_pg_errmsg(err, errlen, "cannot connect to PostgreSQL", conn, NULL);
+        common_redact(err, err, errlen);
         PQfinish(conn);
         *rc = SINK_RETRY;
         return NULL;

@@ -1,6 +1,8 @@
 # Ticket codec, CSV reader, submit and dev-broker.
 reclass_add_test(NAME test_codec SOURCES ${CMAKE_SOURCE_DIR}/tests/test_codec.c LABELS unit)
 reclass_add_test(NAME test_csv SOURCES ${CMAKE_SOURCE_DIR}/tests/test_csv.c LABELS unit)
+# secrets in messages (common/redact.c)
+reclass_add_test(NAME test_redact SOURCES ${CMAKE_SOURCE_DIR}/tests/test_redact.c LABELS unit)
 reclass_add_test(NAME test_codec_submit SOURCES ${CMAKE_SOURCE_DIR}/tests/test_codec_submit.c LABELS integration)
 set_tests_properties(test_codec_submit PROPERTIES TIMEOUT 120)
 # dev-broker's partition log bound (needs the vendored librdkafka's mock patch; a system

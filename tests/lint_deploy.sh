@@ -108,6 +108,20 @@ cjc = cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
 need(cjc["image"] == c["image"], "drift report CronJob uses the worker's image")
 need(cjc["args"][:2] == ["drift", "report"], "CronJob runs `reclass drift report`")
 need(threshold_ok, "lagThreshold must be the manifest's stated rate x drain time")
+# the container runs as non-root on a read-only root file system; what it writes is an emptyDir
+for name, spec in (("worker", pod), ("migrate job", job["spec"]["template"]["spec"])):
+    need(spec["securityContext"].get("runAsNonRoot") is True, f"{name}: runAsNonRoot")
+    need(spec["securityContext"].get("runAsUser", 0) != 0, f"{name}: a non-zero runAsUser")
+    vols = {v["name"] for v in spec.get("volumes", []) if "emptyDir" in v}
+    for ct in spec["containers"]:
+        sc = ct.get("securityContext", {})
+        need(sc.get("readOnlyRootFilesystem") is True, f"{name}: readOnlyRootFilesystem")
+        need(sc.get("allowPrivilegeEscalation") is False, f"{name}: allowPrivilegeEscalation")
+        need(sc.get("capabilities", {}).get("drop") == ["ALL"], f"{name}: drop ALL capabilities")
+        for m in ct.get("volumeMounts", []):
+            need(m["name"] in vols or m.get("readOnly"), f"{name}: {m['mountPath']} writable, not an emptyDir")
+users = [l.split()[1] for l in (root / "deploy/Dockerfile").read_text().splitlines() if l.startswith("USER ")]
+need(users and users[-1].isdigit() and users[-1] != "0", "the image's last USER is a non-zero uid")
 
 compose = yaml.safe_load((root / "deploy/local/docker-compose.yml").read_text())
 svc = compose["services"]

@@ -14,6 +14,27 @@ target_compile_definitions(cpu_micro PRIVATE RECLASS_FIXTURES="${RECLASS_FIXTURE
 reclass_add_test(NAME test_cpu_families SOURCES ${CMAKE_SOURCE_DIR}/tests/test_cpu_families.c
   ${CMAKE_SOURCE_DIR}/tests/lib/family_golden.c LABELS unit)
 
+# The bf16 GEMM kernels this CPU has against the fp32 references; then `reclass classify
+# --precision bf16` against the Hugging Face fp32 goldens (CLINC150 >= 99.7%, the long CFPB
+# narratives >= 99.5%; max |delta logit| printed).
+reclass_add_test(NAME test_cpu_bf16 SOURCES ${CMAKE_SOURCE_DIR}/tests/test_cpu_bf16.c LABELS unit)
+add_test(NAME test_cpu_bf16_agreement
+  COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/bf16_agreement.py $<TARGET_FILE:reclass>)
+set_tests_properties(test_cpu_bf16_agreement PROPERTIES LABELS unit TIMEOUT 600)
+
+# GEMM microbench of both precisions (not a test): build/tests/cpu_bf16_bench [m] [seconds].
+# It also times oneDNN's bf16 matmul where libdnnl is installed (Debian: libdnnl-dev); only
+# the bench links it, never the product.
+add_executable(cpu_bf16_bench ${CMAKE_SOURCE_DIR}/tests/bench/cpu_bf16_bench.c)
+target_link_libraries(cpu_bf16_bench PRIVATE reclass_core)
+find_library(RECLASS_DNNL_LIB dnnl)
+find_path(RECLASS_DNNL_INCLUDE dnnl.h)
+if(RECLASS_DNNL_LIB AND RECLASS_DNNL_INCLUDE)
+  target_compile_definitions(cpu_bf16_bench PRIVATE RECLASS_BENCH_DNNL=1)
+  target_include_directories(cpu_bf16_bench PRIVATE ${RECLASS_DNNL_INCLUDE})
+  target_link_libraries(cpu_bf16_bench PRIVATE ${RECLASS_DNNL_LIB})
+endif()
+
 # ModernBERT and DeBERTa-v3 fixtures against their Hugging Face goldens, configs and buckets.
 reclass_add_test(NAME test_cpu_modern SOURCES ${CMAKE_SOURCE_DIR}/tests/test_cpu_modern.c
   ${CMAKE_SOURCE_DIR}/tests/lib/family_golden.c LABELS unit)

@@ -71,8 +71,17 @@ static consumers_codec_t *open_codec(const char *dir) {
     return c;
 }
 
+/* Sets the plain writer schema to file, asserting it is accepted. */
+static void plain_schema(consumers_codec_t *c, const char *file) {
+    char err[256] = "";
+    int rc = consumers_codec_set_plain_schema(c, file, err, sizeof(err));
+    if (rc) fprintf(stderr, "plain schema %s: %s\n", file, err);
+    assert_int_equal(rc, 0);
+}
+
 static void check_roundtrip(int confluent, int has_priority) {
     consumers_codec_t *c = open_codec(SCHEMAS);
+    if (!confluent) plain_schema(c, SCHEMAS "/ticket-v2.avsc"); /* the one with priority */
     static const char text[] = "My card \"arrived\"\r\nbroken, café ☕ — please help";
     consumers_ticket_t t = {.job_id = "job-7",
                             .tenant = "acme",
@@ -123,6 +132,45 @@ static void test_roundtrip_confluent(void **state) {
 static void test_roundtrip_plain(void **state) {
     check_roundtrip(0, 1);
     check_roundtrip(0, 0);
+}
+
+/* Plain records have one stated writer schema: by default the oldest the reader reads (v1),
+ * so that adding a schema never changes how they decode; v1 has no priority to encode. */
+static void test_plain_default_oldest(void **state) {
+    consumers_codec_t *c = open_codec(SCHEMAS);
+    assert_string_equal(consumers_codec_plain_schema(c), "ticket-v1.avsc");
+    consumers_ticket_t t = {.job_id = "j",
+                            .tenant = "t",
+                            .ticket_id = "1",
+                            .text = "x",
+                            .text_len = 1,
+                            .job_total = 1,
+                            .enqueued_at_ms = 5};
+    void *buf;
+    size_t len;
+    char err[256] = "";
+    assert_int_equal(consumers_codec_encode(c, &t, 0, &buf, &len, err, sizeof(err)), 0);
+    wbuf_t v1 = {.n = 0}; /* the same record written by hand in v1's layout */
+    w_str(&v1, "j");
+    w_str(&v1, "t");
+    w_str(&v1, "1");
+    w_str(&v1, "x");
+    w_long(&v1, 1);
+    w_long(&v1, 5);
+    assert_int_equal(len, v1.n);
+    assert_memory_equal(buf, v1.b, len);
+    free(buf);
+    consumers_ticket_t d;
+    assert_int_equal(consumers_codec_decode(c, v1.b, v1.n, &d, err, sizeof(err)), 0);
+    assert_int_equal(d.has_priority, 0);
+    consumers_ticket_free(&d);
+    t.has_priority = 1;
+    assert_int_equal(consumers_codec_encode(c, &t, 0, &buf, &len, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "no priority"));
+    /* a file the reader cannot read is refused */
+    assert_int_equal(consumers_codec_set_plain_schema(c, SCHEMAS "/missing.avsc", err, sizeof(err)),
+                     -1);
+    consumers_codec_free(c);
 }
 
 /* Plain bytes made by hand (not by our encoder) decode the same: the format is real Avro. */
@@ -265,9 +313,11 @@ static void test_evolution(void **state) {
     assert_int_equal(consumers_codec_decode(c, b.b, b.n, &d, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "tenant"));
 
-    /* Plain Avro goes to the current schema (v9 here). */
+    /* Plain Avro reads with the oldest schema (v1 here, not the current v9) unless told */
     wbuf_t p = {.n = 0};
     w_v2(&p, "J", "T", "1", "x", 1, 0, -1);
+    assert_int_equal(consumers_codec_decode(c, p.b, p.n, &d, err, sizeof(err)), -1);
+    plain_schema(c, EVOLUTION "/ticket-v9.avsc");
     assert_int_equal(consumers_codec_decode(c, p.b, p.n, &d, err, sizeof(err)), 0);
     consumers_ticket_free(&d);
     consumers_codec_free(c);
@@ -285,6 +335,7 @@ static void expect_error(consumers_codec_t *c, const wbuf_t *w, const char *need
 
 static void test_errors(void **state) {
     consumers_codec_t *c = open_codec(SCHEMAS);
+    plain_schema(c, SCHEMAS "/ticket-v2.avsc"); /* the plain records below are v2's */
     wbuf_t w = {.n = 0};
     w_confluent(&w, 42);
     w_v2(&w, "j", "t", "1", "x", 1, 0, -1);
@@ -508,10 +559,15 @@ static void test_fuzz(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_roundtrip_confluent), cmocka_unit_test(test_roundtrip_plain),
-        cmocka_unit_test(test_handmade_v2),         cmocka_unit_test(test_v1_writer),
-        cmocka_unit_test(test_evolution),           cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_registry_schemas),    cmocka_unit_test(test_fuzz),
+        cmocka_unit_test(test_roundtrip_confluent),
+        cmocka_unit_test(test_roundtrip_plain),
+        cmocka_unit_test(test_plain_default_oldest),
+        cmocka_unit_test(test_handmade_v2),
+        cmocka_unit_test(test_v1_writer),
+        cmocka_unit_test(test_evolution),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_registry_schemas),
+        cmocka_unit_test(test_fuzz),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,6 +18,7 @@
 #include "gpu/cpu/cpu_backend.h"
 #include "gpu/cpu/cpu_backend_int.h"
 #include "gpu/cpu/cpu_gemm.h"
+#include "gpu/cpu/cpu_gemm_bf16.h"
 #include "gpu/cpu/cpu_kernels.h"
 #include "gpu/cpu/ref_ops.h"
 
@@ -143,6 +144,7 @@ static int cpu_mem_stats(gpu_backend_t *be, gpu_mem_stats_t *st) {
     if (be->own_qkv)
         st->weights_bytes += (size_t)be->m->cfg.layers * (3 * H * H + 3 * H) * sizeof(float);
     st->weights_bytes += be->packed_floats * sizeof(float);
+    st->weights_bytes += be->packed16_elems * sizeof(uint16_t);
     st->arena_bytes = be->arena_bytes;
     st->device_used = 0;
     st->allocations_after_init = 0; /* forward never allocates */
@@ -169,6 +171,7 @@ static void cpu_free(gpu_backend_t *be) {
     free(be->chunk_at);
     free(be->proj);
     free(be->packed);
+    free(be->packed16);
     free(be->x);
     free(be->qkv);
     free(be->ctx);
@@ -194,8 +197,39 @@ static float *alloc_rows(size_t rows, size_t cols, size_t *total) {
 }
 
 static cpu_proj_t proj_of(const float *w, const float *b, int N, int K) {
-    cpu_proj_t p = {.w = w, .b = b, .packed = NULL, .N = N, .K = K};
+    cpu_proj_t p = {.w = w, .b = b, .packed = NULL, .packed16 = NULL, .N = N, .K = K};
     return p;
+}
+
+/* The encoder's projections in bf16 panels (precision bf16); the head stays fp32. */
+static int pack_bf16(gpu_backend_t *be) {
+    const gpu_model_config_t *c = &be->m->cfg;
+    const int H = c->hidden, In = c->intermediate, E = c->emb_size, F = gpu_model_ff1_rows(c);
+    be->packed16_elems =
+        (size_t)c->layers * (gpu_cpu_bf16_packed_elems(3 * H, H) + gpu_cpu_bf16_packed_elems(H, H) +
+                             gpu_cpu_bf16_packed_elems(F, H) + gpu_cpu_bf16_packed_elems(H, In)) +
+        (E != H ? gpu_cpu_bf16_packed_elems(H, E) : 0);
+    be->packed16 = aligned_alloc(64, (be->packed16_elems * sizeof(uint16_t) + 63) / 64 * 64);
+    if (!be->packed16) return -1;
+    uint16_t *at = be->packed16;
+#define PACK16(P)                                                                                  \
+    do {                                                                                           \
+        gpu_cpu_bf16_pack((P).w, (P).K, (P).N, (P).K, at);                                         \
+        (P).packed16 = at;                                                                         \
+        at += gpu_cpu_bf16_packed_elems((P).N, (P).K);                                             \
+    } while (0)
+    for (int l = 0; l < c->layers; l++) {
+        cpu_layer_proj_t *p = &be->proj[l];
+        PACK16(p->qkv);
+        p->q.packed16 = p->qkv.packed16; /* Q's panels come first, as in fp32 */
+        p->kv.packed16 = p->qkv.packed16 + gpu_cpu_bf16_packed_elems(H, H);
+        PACK16(p->ao);
+        PACK16(p->ff1);
+        PACK16(p->ff2);
+    }
+    if (E != H) PACK16(be->emb_proj);
+#undef PACK16
+    return 0;
 }
 
 /* Sets up every projection: Q|K|V fused (the model's own weights when they are laid out back
@@ -244,13 +278,17 @@ static int prepare_weights(gpu_backend_t *be) {
     be->cls = proj_of(m->w.cls_w, m->w.cls_b, c->num_labels, (int)H);
     /* Q, K and V panels must tile 3H exactly for the last layer's q / kv views. */
     if (!gpu_cpu_gemm_available() || H % GPU_CPU_GEMM_NR != 0 || be->blas_only) return 0;
+    /* bf16 packs the encoder's projections in pack_bf16; the head stays fp32 here */
+    const int layers32 = !be->bf16;
     size_t per_layer = gpu_cpu_gemm_packed_floats((int)(3 * H), (int)H) +
                        gpu_cpu_gemm_packed_floats((int)H, (int)H) +
                        gpu_cpu_gemm_packed_floats((int)F, (int)H) +
                        gpu_cpu_gemm_packed_floats((int)H, (int)In);
-    be->packed_floats = Ls * per_layer + gpu_cpu_gemm_packed_floats((int)H, (int)H) +
-                        gpu_cpu_gemm_packed_floats(c->num_labels, (int)H) +
-                        (E != (int)H ? gpu_cpu_gemm_packed_floats((int)H, E) : 0);
+    be->packed_floats =
+        (layers32 ? Ls * per_layer + (E != (int)H ? gpu_cpu_gemm_packed_floats((int)H, E) : 0)
+                  : 0) +
+        gpu_cpu_gemm_packed_floats((int)H, (int)H) +
+        gpu_cpu_gemm_packed_floats(c->num_labels, (int)H);
     be->packed = aligned_alloc(64, (be->packed_floats * sizeof(float) + 63) / 64 * 64);
     if (!be->packed) return -1;
     float *at = be->packed;
@@ -260,7 +298,7 @@ static int prepare_weights(gpu_backend_t *be) {
         (P).packed = at;                                                                           \
         at += gpu_cpu_gemm_packed_floats((P).N, (P).K);                                            \
     } while (0)
-    for (size_t l = 0; l < Ls; l++) {
+    for (size_t l = 0; layers32 && l < Ls; l++) {
         cpu_layer_proj_t *p = &be->proj[l];
         PACK(p->qkv);
         p->q.packed = p->qkv.packed; /* panels are k-major per 32 outputs: Q's come first */
@@ -269,11 +307,29 @@ static int prepare_weights(gpu_backend_t *be) {
         PACK(p->ff1);
         PACK(p->ff2);
     }
-    if (E != (int)H) PACK(be->emb_proj);
+    if (layers32 && E != (int)H) PACK(be->emb_proj);
     PACK(be->pool);
     PACK(be->cls);
 #undef PACK
-    return 0;
+    return be->bf16 ? pack_bf16(be) : 0;
+}
+
+/* Why precision bf16 cannot run this model here (err set, 1), or 0. */
+static int bf16_unfit(const gpu_model_config_t *c, int blas_only, char *err, size_t errlen) {
+    int longest = c->intermediate > c->hidden ? c->intermediate : c->hidden;
+    if (c->emb_size > longest) longest = c->emb_size;
+    if (gpu_cpu_bf16_best() == GPU_CPU_BF16_NONE)
+        snprintf(err, errlen, "precision bf16 on the cpu backend needs AVX2 and FMA: use fp32");
+    else if (blas_only)
+        snprintf(err, errlen, "precision bf16 runs on the packed kernels, not OpenBLAS");
+    else if (c->hidden % GPU_CPU_GEMM_NR != 0 || longest > GPU_CPU_BF16_MAX_K)
+        snprintf(err, errlen,
+                 "precision bf16 on the cpu backend needs hidden a multiple of %d and widths "
+                 "<= %d (this model: hidden %d, intermediate %d): use fp32",
+                 GPU_CPU_GEMM_NR, GPU_CPU_BF16_MAX_K, c->hidden, c->intermediate);
+    else
+        return 0;
+    return 1;
 }
 
 static int cpu_init_as(const gpu_model_t *m, const gpu_backend_opts_t *opts, int blas_only,
@@ -281,9 +337,11 @@ static int cpu_init_as(const gpu_model_t *m, const gpu_backend_opts_t *opts, int
     *out = NULL;
     const gpu_model_config_t *c = &m->cfg;
     if (!gpu_backend_precision(&gpu_cpu_backend_ops, opts->precision)) {
-        snprintf(err, errlen, "the cpu backend runs fp32 only, not '%s'", opts->precision);
+        snprintf(err, errlen, "the cpu backend runs fp32 or bf16, not '%s'", opts->precision);
         return -1;
     }
+    const int bf16 = opts->precision && strcmp(opts->precision, "bf16") == 0;
+    if (bf16 && bf16_unfit(c, blas_only, err, errlen)) return -1;
     if (opts->token_budget <= 0) {
         snprintf(err, errlen, "token budget %d must be positive", opts->token_budget);
         return -1;
@@ -312,6 +370,7 @@ static int cpu_init_as(const gpu_model_t *m, const gpu_backend_opts_t *opts, int
     be->chunk = CPU_CHUNK_TOKENS_X_H / c->hidden;
     if (be->chunk < 64) be->chunk = 64;
     be->blas_only = blas_only;
+    be->bf16 = bf16;
     be->n_threads = opts->threads > 0 ? opts->threads : online_cores();
     if (be->n_threads > CPU_MAX_THREADS) be->n_threads = CPU_MAX_THREADS;
     size_t B = (size_t)opts->token_budget, H = (size_t)c->hidden;
@@ -363,6 +422,26 @@ static int cpu_init_as(const gpu_model_t *m, const gpu_backend_opts_t *opts, int
     return 0;
 }
 
+/* The table's kernels entry: which kernels run the projections at precision on this CPU, e.g.
+ * "bf16 projections on amx-bf16 tiles, fp32 accumulation"; where bf16 is not on AMX, why not. */
+static void cpu_kernels(const char *precision, char *buf, size_t n) {
+    if (!precision || strcmp(precision, "bf16") != 0) {
+        const char *k = gpu_cpu_gemm_kernel_name();
+        snprintf(buf, n, "fp32 projections on %s", strcmp(k, "none") ? k : "OpenBLAS sgemm");
+        return;
+    }
+    gpu_cpu_bf16_isa_t isa = gpu_cpu_bf16_best();
+    if (isa == GPU_CPU_BF16_NONE) {
+        snprintf(buf, n, "bf16 unavailable (no AVX2 + FMA)");
+        return;
+    }
+    snprintf(
+        buf, n,
+        "bf16 projections on %s%s, fp32 accumulation (LayerNorm, softmax, GELU, head in fp32)%s%s",
+        gpu_cpu_bf16_isa_name(isa), isa == GPU_CPU_BF16_AMX ? " tiles" : "",
+        isa == GPU_CPU_BF16_AMX ? "" : "; not AMX: ", gpu_cpu_bf16_why_not_amx());
+}
+
 static int cpu_init(const gpu_model_t *m, const gpu_backend_opts_t *opts, gpu_backend_t **out,
                     char *err, size_t errlen) {
     return cpu_init_as(m, opts, 0, out, err, errlen);
@@ -381,7 +460,7 @@ static void cpu_get_props(const gpu_backend_t *be, gpu_backend_props_t *p) {
                                .padded = 0};
 }
 
-static const char *const cpu_precisions[] = {"fp32", NULL};
+static const char *const cpu_precisions[] = {"fp32", "bf16", NULL};
 
 const gpu_backend_ops_t gpu_cpu_blas_backend_ops = {
     .name = "cpu",
@@ -393,6 +472,7 @@ const gpu_backend_ops_t gpu_cpu_blas_backend_ops = {
     .collect = cpu_collect,
     .get_props = cpu_get_props,
     .precisions = cpu_precisions,
+    .kernels = cpu_kernels,
 };
 
 const gpu_backend_ops_t gpu_cpu_backend_ops = {
@@ -405,4 +485,5 @@ const gpu_backend_ops_t gpu_cpu_backend_ops = {
     .collect = cpu_collect,
     .get_props = cpu_get_props,
     .precisions = cpu_precisions,
+    .kernels = cpu_kernels,
 };

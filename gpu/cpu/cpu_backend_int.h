@@ -5,15 +5,18 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 
 #include "gpu/backend.h"
 #include "gpu/cpu/cpu_gemm.h"
 
-/* One projection y = x W^T + b, run by gpu_cpu_gemm on packed weights or else by OpenBLAS. */
+/* One projection y = x W^T + b, run by gpu_cpu_gemm_bf16 (precision bf16), gpu_cpu_gemm on
+ * packed weights or else by OpenBLAS. */
 typedef struct {
-    const float *w;      /* (N, K) nn.Linear layout, for OpenBLAS */
-    const float *b;      /* (N) */
-    const float *packed; /* gpu_cpu_gemm panels of w, or NULL */
+    const float *w;           /* (N, K) nn.Linear layout, for OpenBLAS */
+    const float *b;           /* (N) */
+    const float *packed;      /* gpu_cpu_gemm panels of w, or NULL */
+    const uint16_t *packed16; /* gpu_cpu_bf16_pack panels of w (precision bf16), or NULL */
     int N, K;
 } cpu_proj_t;
 
@@ -44,6 +47,9 @@ struct gpu_backend {
     float *own_qkv; /* (layers, 3H*H + 3H) Q|K|V copied together when the model's are not */
     float *packed;  /* the projections' weights in gpu_cpu_gemm panels, or NULL (OpenBLAS) */
     size_t packed_floats;
+    int bf16;           /* precision bf16: projections on packed16 (gpu_cpu_gemm_bf16) */
+    uint16_t *packed16; /* the projections' weights in bf16 panels, or NULL */
+    size_t packed16_elems;
     /* Activations, (token_budget) rows each. In the last layer only the first token of each
      * sequence is carried past attention, in compact rows inside the chunk's own range. */
     float *x;      /* (B, H) hidden states */

@@ -6,12 +6,17 @@
 
 #include "gpu/cpu/cpu_backend_int.h"
 #include "gpu/cpu/cpu_gemm.h"
+#include "gpu/cpu/cpu_gemm_bf16.h"
 #include "gpu/cpu/cpu_kernels.h"
 
 /* y (n, N), rows ldy apart, = epilogue(x (n, K) W^T + b). With OpenBLAS the epilogue is
  * a pass of its own: the residual add rides on beta 1, the bias starts in C. */
 void gpu_cpu_project(const cpu_proj_t *p, const float *x, int ldx, int n, gpu_cpu_epi_t epi,
                      float *y, int ldy) {
+    if (p->packed16) {
+        gpu_cpu_gemm_bf16(x, ldx, n, p->packed16, p->N, p->K, p->b, epi, y, ldy);
+        return;
+    }
     if (p->packed) {
         gpu_cpu_gemm(x, ldx, n, p->packed, p->N, p->K, p->b, epi, y, ldy);
         return;

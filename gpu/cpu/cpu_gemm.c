@@ -44,11 +44,7 @@ void gpu_cpu_gemm_pack_kn(const float *b, int ldb, int K, int N, float *bp) {
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
-/* The register blocks are left out of sanitized builds' instrumentation: checked, they made
- * about half the time of the sanitized test suite's CPU encoder (where OpenBLAS, never
- * instrumented, used to run). The packing and the callers' buffers stay checked, and
- * test_cpu_kernels checks the kernels' bounds (columns past N are never written). */
-#define GEMM_NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
+#include "gpu/cpu/cpu_simd.h"
 
 /* Which kernel this CPU runs: the AVX-512 one, else the AVX2 one. Both give each output the
  * same sequence of fused multiply-adds over k whatever the rows around it, so a ticket's
@@ -64,28 +60,8 @@ int gpu_cpu_gemm_available(void) {
     return gemm_has_avx512() || (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
 }
 
-/* The same rational erf GELU as gpu/cpu/cpu_kernels.c (max error 7e-8 against erff). */
-GEMM_NO_SANITIZE __attribute__((target("avx512f"))) static inline __m512 gelu512(__m512 v) {
-    __m512 x = _mm512_mul_ps(v, _mm512_set1_ps(0.70710678118654752f));
-    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-4.0f)), _mm512_set1_ps(4.0f));
-    __m512 x2 = _mm512_mul_ps(x, x);
-    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(-2.72614225801306e-10f), x2,
-                               _mm512_set1_ps(2.77068142495902e-08f));
-    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-2.10102402082508e-06f));
-    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-5.69250639462346e-05f));
-    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-7.34990630326855e-04f));
-    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-2.95459980854025e-03f));
-    p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-1.60960333262415e-02f));
-    __m512 q = _mm512_fmadd_ps(_mm512_set1_ps(-1.45660718464996e-05f), x2,
-                               _mm512_set1_ps(-2.13374055278905e-04f));
-    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(-1.68282697438203e-03f));
-    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(-7.37332916720468e-03f));
-    q = _mm512_fmadd_ps(q, x2, _mm512_set1_ps(-1.42647390514189e-02f));
-    __m512 r = _mm512_rcp14_ps(q);
-    r = _mm512_mul_ps(r, _mm512_fnmadd_ps(q, r, _mm512_set1_ps(2.0f)));
-    __m512 e = _mm512_mul_ps(_mm512_mul_ps(x, p), r);
-    return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), v),
-                         _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+const char *gpu_cpu_gemm_kernel_name(void) {
+    return gemm_has_avx512() ? "avx512f" : gpu_cpu_gemm_available() ? "avx2-fma" : "none";
 }
 
 /* One rows x 32 block over the whole K: rows is a compile-time constant at each call
@@ -114,19 +90,8 @@ block(const float *x, int ldx, const float *b, int K, const float *bias, gpu_cpu
 #pragma GCC unroll 12
     for (int r = 0; r < rows; r++) {
         float *yr = y + (size_t)r * ldy;
-        __m512 v0 = _mm512_add_ps(acc[r][0], bias0), v1 = _mm512_add_ps(acc[r][1], bias1);
-        if (epi == GPU_CPU_EPI_ACCUM) {
-            v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, yr));
-            v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, yr + 16));
-        } else if (epi == GPU_CPU_EPI_GELU) {
-            v0 = gelu512(v0);
-            v1 = gelu512(v1);
-        } else if (epi == GPU_CPU_EPI_RELU) {
-            v0 = _mm512_max_ps(v0, _mm512_setzero_ps());
-            v1 = _mm512_max_ps(v1, _mm512_setzero_ps());
-        }
-        _mm512_mask_storeu_ps(yr, m0, v0);
-        _mm512_mask_storeu_ps(yr + 16, m1, v1);
+        epi512_store(acc[r][0], bias0, epi, yr, m0);
+        epi512_store(acc[r][1], bias1, epi, yr + 16, m1);
     }
 }
 
@@ -186,35 +151,6 @@ void gpu_cpu_gemm(const float *x, int ldx, int m, const float *bp, int N, int K,
 
 #define MR2 6
 
-/* gelu512's rational erf on 8 lanes (one Newton step on the 12-bit reciprocal). */
-GEMM_NO_SANITIZE __attribute__((target("avx2,fma"))) static inline __m256 gelu256(__m256 v) {
-    __m256 x = _mm256_mul_ps(v, _mm256_set1_ps(0.70710678118654752f));
-    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-4.0f)), _mm256_set1_ps(4.0f));
-    __m256 x2 = _mm256_mul_ps(x, x);
-    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(-2.72614225801306e-10f), x2,
-                               _mm256_set1_ps(2.77068142495902e-08f));
-    p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-2.10102402082508e-06f));
-    p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-5.69250639462346e-05f));
-    p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-7.34990630326855e-04f));
-    p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-2.95459980854025e-03f));
-    p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-1.60960333262415e-02f));
-    __m256 q = _mm256_fmadd_ps(_mm256_set1_ps(-1.45660718464996e-05f), x2,
-                               _mm256_set1_ps(-2.13374055278905e-04f));
-    q = _mm256_fmadd_ps(q, x2, _mm256_set1_ps(-1.68282697438203e-03f));
-    q = _mm256_fmadd_ps(q, x2, _mm256_set1_ps(-7.37332916720468e-03f));
-    q = _mm256_fmadd_ps(q, x2, _mm256_set1_ps(-1.42647390514189e-02f));
-    __m256 r = _mm256_rcp_ps(q);
-    r = _mm256_mul_ps(r, _mm256_fnmadd_ps(q, r, _mm256_set1_ps(2.0f)));
-    __m256 e = _mm256_mul_ps(_mm256_mul_ps(x, p), r);
-    return _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), v),
-                         _mm256_add_ps(_mm256_set1_ps(1.0f), e));
-}
-
-/* Lane mask of the first n (0..8) lanes, for maskload/maskstore. */
-GEMM_NO_SANITIZE __attribute__((target("avx2,fma"))) static inline __m256i lanes256(int n) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 /* rows x 16 over the whole K from the half panel at b (rows of NR floats); c0/c1 mask the
  * columns past N. rows is a compile-time constant at each call site. */
 GEMM_NO_SANITIZE __attribute__((target("avx2,fma"), always_inline)) static inline void
@@ -235,8 +171,6 @@ block2(const float *x, int ldx, const float *b, int K, const float *bias, gpu_cp
             acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
         }
     }
-    /* Masked moves only on the last panel's tail: they are slow on some CPUs (AMD Zen
-     * microcodes a masked store), and `full` is a constant at each call site. */
     __m256 bias0 = !bias  ? _mm256_setzero_ps()
                    : full ? _mm256_loadu_ps(bias)
                           : _mm256_maskload_ps(bias, c0);
@@ -246,24 +180,8 @@ block2(const float *x, int ldx, const float *b, int K, const float *bias, gpu_cp
 #pragma GCC unroll 6
     for (int r = 0; r < rows; r++) {
         float *yr = y + (size_t)r * ldy;
-        __m256 v0 = _mm256_add_ps(acc[r][0], bias0), v1 = _mm256_add_ps(acc[r][1], bias1);
-        if (epi == GPU_CPU_EPI_ACCUM) {
-            v0 = _mm256_add_ps(v0, full ? _mm256_loadu_ps(yr) : _mm256_maskload_ps(yr, c0));
-            v1 = _mm256_add_ps(v1, full ? _mm256_loadu_ps(yr + 8) : _mm256_maskload_ps(yr + 8, c1));
-        } else if (epi == GPU_CPU_EPI_GELU) {
-            v0 = gelu256(v0);
-            v1 = gelu256(v1);
-        } else if (epi == GPU_CPU_EPI_RELU) {
-            v0 = _mm256_max_ps(v0, _mm256_setzero_ps());
-            v1 = _mm256_max_ps(v1, _mm256_setzero_ps());
-        }
-        if (full) {
-            _mm256_storeu_ps(yr, v0);
-            _mm256_storeu_ps(yr + 8, v1);
-        } else {
-            _mm256_maskstore_ps(yr, c0, v0);
-            _mm256_maskstore_ps(yr + 8, c1, v1);
-        }
+        epi256_store(acc[r][0], bias0, epi, yr, full, c0);
+        epi256_store(acc[r][1], bias1, epi, yr + 8, full, c1);
     }
 }
 
@@ -318,6 +236,10 @@ static void gemm_avx2(const float *x, int ldx, int m, const float *bp, int N, in
 #else
 int gpu_cpu_gemm_available(void) {
     return 0;
+}
+
+const char *gpu_cpu_gemm_kernel_name(void) {
+    return "none";
 }
 
 void gpu_cpu_gemm(const float *x, int ldx, int m, const float *bp, int N, int K, const float *bias,

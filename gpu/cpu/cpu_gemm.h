@@ -24,6 +24,9 @@ typedef enum {
 /* 1 when this CPU runs a kernel (AVX-512F, or AVX2 and FMA). */
 int gpu_cpu_gemm_available(void);
 
+/* The kernel gpu_cpu_gemm runs here: "avx512f", "avx2-fma" or "none". */
+const char *gpu_cpu_gemm_kernel_name(void);
+
 /* Floats a packed (N, K) weight takes: N rounded up to a panel, times K. */
 size_t gpu_cpu_gemm_packed_floats(int N, int K);
 

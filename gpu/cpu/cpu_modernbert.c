@@ -7,18 +7,63 @@
 #include <string.h>
 
 #include "gpu/cpu/cpu_backend_int.h"
+#include "gpu/cpu/cpu_gemm.h"
 #include "gpu/cpu/cpu_kernels.h"
 
 /* Sequences up to this long run global attention as one GEMM-shaped pass (its scratch is
- * len x len); longer ones query in row blocks, so 8,192-token inputs need a row of scratch,
- * not 256 MiB. */
+ * len x len); longer ones query in blocks of MB_ROWS rows, each block's scores a GEMM against
+ * the head's packed K and its output one against packed V, so 8,192-token inputs need
+ * MB_ROWS rows of scores, not 256 MiB. */
 #define MB_FULL_LEN 512
-#define MB_ROWS     64 /* query rows per block past MB_FULL_LEN */
+#define MB_ROWS     64
+
+static size_t up16(size_t n) {
+    return (n + 15) / 16 * 16;
+}
 
 size_t gpu_cpu_modernbert_scratch_floats(const gpu_model_config_t *c, int max_len) {
-    const int full = max_len < MB_FULL_LEN ? max_len : MB_FULL_LEN;
-    return gpu_cpu_attention_scratch_floats(full, c->hidden / c->heads) +
-           (((size_t)max_len + 15) / 16 * 16);
+    const int full = max_len < MB_FULL_LEN ? max_len : MB_FULL_LEN, hd = c->hidden / c->heads;
+    size_t blocked = up16(gpu_cpu_gemm_packed_floats(max_len, hd)) +
+                     up16(gpu_cpu_gemm_packed_floats(hd, max_len)) +
+                     (size_t)MB_ROWS * up16((size_t)max_len);
+    size_t small = gpu_cpu_attention_scratch_floats(full, hd) + up16((size_t)max_len);
+    return blocked > small ? blocked : small;
+}
+
+/* Global attention of one long sequence, head by head: K and V packed once, then per block
+ * of query rows S = Q K^T, row softmax of S / sqrt(d), O = S V (the GEMM path of
+ * gpu_cpu_attention_seq, a block of rows at a time). */
+static void attend_blocked(const gpu_model_config_t *c, const float *qkv, int len, float *ctx,
+                           float *scratch) {
+    const int H = c->hidden, hd = H / c->heads, ld = 3 * H, ls = (int)up16((size_t)len);
+    const float scale = 1.0f / sqrtf((float)hd);
+    float *kp = scratch;                                        /* K_h: N = len, K = hd */
+    float *vp = kp + up16(gpu_cpu_gemm_packed_floats(len, hd)); /* V_h: N = hd, K = len */
+    float *S = vp + up16(gpu_cpu_gemm_packed_floats(hd, len));  /* (MB_ROWS, ls) */
+    for (int h = 0; h < c->heads; h++) {
+        const int c0 = h * hd;
+        gpu_cpu_gemm_pack_strided(qkv + H + c0, ld, len, hd, kp);
+        gpu_cpu_gemm_pack_kn(qkv + 2 * H + c0, ld, len, hd, vp);
+        for (int i0 = 0; i0 < len; i0 += MB_ROWS) {
+            const int nq = len - i0 < MB_ROWS ? len - i0 : MB_ROWS;
+            gpu_cpu_gemm(qkv + (size_t)i0 * ld + c0, ld, nq, kp, len, hd, NULL, GPU_CPU_EPI_STORE,
+                         S, ls);
+            for (int i = 0; i < nq; i++) {
+                float *row = S + (size_t)i * ls, mx = -INFINITY, sum = 0.0f;
+                for (int j = 0; j < len; j++) {
+                    row[j] *= scale;
+                    mx = row[j] > mx ? row[j] : mx;
+                }
+                for (int j = 0; j < len; j++)
+                    sum += row[j] = expf(row[j] - mx);
+                const float inv = 1.0f / sum;
+                for (int j = 0; j < len; j++)
+                    row[j] *= inv;
+            }
+            gpu_cpu_gemm(S, ls, nq, vp, hd, len, NULL, GPU_CPU_EPI_STORE, ctx + (size_t)i0 * H + c0,
+                         H);
+        }
+    }
 }
 
 /* RoPE as HF's ModernBertRotaryEmbedding: inv_freq_j = 1 / theta^(2j / d) and angle
@@ -53,6 +98,10 @@ static void attend(const gpu_model_config_t *c, const float *qkv, int len, int l
     if (!local || c->local_window >= len - 1) {
         if (len <= MB_FULL_LEN) {
             gpu_cpu_attention_seq(q, ld, len, k, v, ld, len, c->heads, hd, ctx, H, scratch);
+            return;
+        }
+        if (gpu_cpu_gemm_available()) {
+            attend_blocked(c, qkv, len, ctx, scratch);
             return;
         }
         for (int i = 0; i < len; i += MB_ROWS) {

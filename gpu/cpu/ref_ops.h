@@ -44,7 +44,8 @@ void gpu_ref_pool_classify(const gpu_model_t *m, const float *hidden, const int3
                            int n_seqs, float *logits);
 
 /* The whole classifier, composed of the ops above (the slow, obvious reference the fast
- * backends are tested against). logits (n_seqs, L). Returns 0, or -1 when out of memory. */
+ * backends are tested against). logits (n_seqs, L). Returns 0, or -1 when out of memory or
+ * for ModernBERT and DeBERTa, whose layers it does not compose. */
 int gpu_ref_forward(const gpu_model_t *m, const int32_t *ids, const int32_t *cu_seqlens, int n_seqs,
                     float *logits);
 

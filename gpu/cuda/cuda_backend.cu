@@ -510,4 +510,5 @@ extern "C" const gpu_backend_ops_t gpu_cuda_backend_ops = {
     cuda_be_energy_start,
     cuda_be_energy_stop,
     cuda_be_gemm_ceiling,
+    NULL, // kernels: cuBLASLt's choice, nothing to add at start-up
 };

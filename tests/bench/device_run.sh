@@ -42,6 +42,13 @@
 #                would have to run for 1.6x the best PyTorch variant (needs bench, torch)
 #       e2e      deploy/demo.sh with RECLASS_BACKEND=cuda: the whole job (dev broker, worker,
 #                PostgreSQL) on the GPU; needs .devlibs/pg.tar.xz (pack-pg here)
+#       cpubf16  the CPU backend at bf16 on the host's CPU (no GPU used): lscpu and its bf16
+#                flags, test_cpu_bf16 (parity and batch invariance of each bf16 kernel the CPU
+#                has: AMX, AVX512-BF16, AVX2), cpu_bf16_bench (BERT GEMM shapes: fp32, each
+#                bf16 kernel, oneDNN), agreement with Hugging Face fp32 (CLINC150, CFPB), then
+#                CPUBF16_ROUNDS (5) interleaved rounds of reclass classify fp32 / bf16 against
+#                PyTorch bf16 eager and torch.compile bf16 (cpu_bf16_peers.py); JSON lines in
+#                $OUT/cpubf16.jsonl; about 5-6 minutes (its steps time out after 10 in all)
 # Logs and JSON lines go to $OUT (or ./device-out) so they come back.
 # Paths are relative to the repository root, found from this script's location.
 set -u
@@ -55,12 +62,15 @@ pack)
     # The build's CTest files (and the binaries' compiled-in defaults) hold this checkout's
     # absolute path: recorded so that `run` can make it lead to the device's checkout.
     pwd -P >.devlibs/build-root
-    ldd $B/reclass $B/tests/test_gpu_kernels | awk '/=>/ {print $3}' | sort -u |
+    ldd $B/reclass $B/tests/test_gpu_kernels $B/tests/test_cpu_bf16 $B/tests/cpu_bf16_bench | awk '/=>/ {print $3}' | sort -u |
         grep -v -E 'libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libresolv|ld-linux|libgcc_s|libstdc\+\+|libcublas|libcudart' |
         while read -r lib; do cp -L "$lib" .devlibs/lib/; done
-    tar -cf - .devlibs/lib .devlibs/build-root $B/reclass $B/tests/test_gpu_* $B/tests/gpu_bench \
+    # the long CFPB narratives for the cpubf16 stage (../shared does not travel)
+    mkdir -p .devlibs/cfpb && cp ../shared/data/cfpb_complaints/complaints_sample.csv .devlibs/cfpb/
+    tar -cf - .devlibs/lib .devlibs/build-root .devlibs/cfpb $B/reclass $B/tests/test_gpu_* \
+        $B/tests/gpu_bench $B/tests/test_cpu_bf16 $B/tests/cpu_bf16_bench \
         $B/CTestTestfile.cmake $B/tests/CTestTestfile.cmake | xz -T2 -6 >.devlibs/bundle.tar.xz
-    rm -rf .devlibs/lib
+    rm -rf .devlibs/lib .devlibs/cfpb
     ls -la .devlibs
     exit 0
     ;;
@@ -380,6 +390,42 @@ if has e2e; then
     else
         echo "no .devlibs/pg.tar.xz (tests/bench/device_run.sh pack-pg)" | tee -a "$summary"
     fi
+fi
+if has cpubf16; then # the CPU backend's bf16 kernels and peers on this host's CPU
+    J=$RESULT_OUT/cpubf16.jsonl
+    CFPB=.devlibs/cfpb/complaints_sample.csv
+    note "cpubf16: the CPU ($(elapsed)s)"
+    lscpu >"$OUT/lscpu.txt" 2>&1
+    grep -E "^(Model name|CPU\(s\)|Thread|Core|Socket|L1d|L2|L3)" "$OUT/lscpu.txt" | tee -a "$summary"
+    echo "bf16 flags: $(grep -m1 -o -w -E 'amx_[a-z0-9]+|avx512_bf16|avx512f|avx512_vnni|avx2|fma' /proc/cpuinfo | sort -u | tr '\n' ' ')" | tee -a "$summary"
+    python3 -c 'import json, sys; print(json.dumps({"bench": "cpubf16_lscpu", "lscpu": open(sys.argv[1]).read()}))' "$OUT/lscpu.txt" >>"$J"
+    $B/reclass plan-memory --geometry bert-base --token-budget 4096 | grep "cpu backend" | tee -a "$summary"
+    note "cpubf16: kernel parity, test_cpu_bf16 ($(elapsed)s)"
+    timeout 60 $B/tests/test_cpu_bf16 >"$OUT/cpubf16-kernels.log" 2>&1
+    echo "exit $?" | tee -a "$OUT/cpubf16-kernels.log" | tee -a "$summary"
+    grep -E "kernel|invariance|PASSED|FAILED|FAIL" "$OUT/cpubf16-kernels.log" | tee -a "$summary"
+    note "cpubf16: GEMM microbench, one thread ($(elapsed)s)"
+    OMP_NUM_THREADS=1 timeout 60 $B/tests/cpu_bf16_bench 512 0.3 2>"$OUT/cpubf16-gemm.err" | tee "$OUT/cpubf16-gemm.log" >>"$J"
+    cat "$OUT/cpubf16-gemm.err" | tee -a "$summary"
+    python3 - "$OUT/cpubf16-gemm.log" <<'PY' | tee -a "$summary"
+import json, sys
+for l in open(sys.argv[1]):
+    o = json.loads(l)
+    if "gflops" in o:
+        print(f"  {o['shape']:14s} m {o['m']}: {o['engine']:48s} {o['gflops']:8.1f} GFLOP/s")
+PY
+    note "cpubf16: agreement with Hugging Face fp32 ($(elapsed)s)"
+    for p in bf16 fp32; do
+        timeout 60 python3 tests/bf16_agreement.py $B/reclass --precision $p --threads "$(nproc)" \
+            --cfpb "$CFPB" --json-out "$J" 2>&1 | grep -E "^(ok|FAIL)|rror" | tee -a "$summary"
+    done
+    note "cpubf16: ${CPUBF16_ROUNDS:-5} interleaved rounds against PyTorch bf16 ($(elapsed)s)"
+    PYTHONUNBUFFERED=1 timeout ${CPUBF16_PEERS_TIMEOUT:-360} python3 tests/bench/cpu_bf16_peers.py \
+        --reclass $B/reclass --threads "$(nproc)" --rounds "${CPUBF16_ROUNDS:-5}" --cfpb "$CFPB" \
+        --engines "${CPUBF16_ENGINES:-reclass-fp32,reclass-bf16,torch-bf16,compile-bf16}" \
+        --compile-timeout 100 --json-out "$J" >"$OUT/cpubf16-peers.log" 2>&1
+    echo "peers exit $?" | tee -a "$summary"
+    grep -v -E '^\{"bench": "cpu_bf16_peers", "round"' "$OUT/cpubf16-peers.log" | tail -24 | tee -a "$summary"
 fi
 note "done in $(elapsed)s"
 cp "$summary" "$RESULT_OUT/summary.txt"

@@ -56,3 +56,9 @@ void cls_session_close(cls_session_t *s) {
     gpu_model_free(s->model);
     memset(s, 0, sizeof(*s));
 }
+
+const char *cls_session_kernels(const cls_session_t *s, char *buf, size_t n) {
+    if (n) buf[0] = '\0';
+    if (s->eng.ops && s->eng.ops->kernels) s->eng.ops->kernels(s->props.precision, buf, n);
+    return buf;
+}

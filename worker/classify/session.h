@@ -31,6 +31,9 @@ common_status_t cls_session_open(cls_session_t *s, const cls_settings_t *set, in
 /* Loads the checkpoint's tokenizer into s->tok when it is not yet there. COMMON_OK, or
  * COMMON_USAGE (no checkpoint directory, or its tokenizer does not load). */
 common_status_t cls_session_load_tokenizer(cls_session_t *s, char *err, size_t errlen);
+/* Which kernels the backend runs at the session's precision, in words for start-up lines
+ * (the cpu backend's choice by CPU features, never silent); "" where it has nothing to add. */
+const char *cls_session_kernels(const cls_session_t *s, char *buf, size_t n);
 /* Frees what the session holds; a zeroed session is left as it is. */
 void cls_session_close(cls_session_t *s);
 

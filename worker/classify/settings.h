@@ -36,7 +36,8 @@ typedef struct {
     uint64_t seed;           /* of the random weights */
     const char *backend;     /* "cpu" or "cuda"; NULL = cpu */
     const char *precision;   /* NULL = the backend's default (its first precision) */
-    int token_budget;        /* tokens per batch; 0 = CLS_AUTO_TOKEN_BUDGET_<backend> */
+    int token_budget;        /* tokens per batch; 0 = CLS_AUTO_TOKEN_BUDGET_<backend>, or
+                              * max_len where that is longer */
     int max_len;             /* tokens per text after truncation; 0 = the model's positions */
     int threads;             /* CPU backend threads; 0 = one per core */
     int device;              /* CUDA device ordinal */

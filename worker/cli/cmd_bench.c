@@ -263,9 +263,11 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
                           : e->ops->gemm_ceiling(e->be, budget, precision);
     }
     const char *mname = model->name ? model->name : "model";
+    char kern[256];
     printf("reclass bench: model %s (%d layers, hidden %d, %d labels), backend "
-           "%s, precision %s\n",
-           mname, cfg.layers, cfg.hidden, cfg.num_labels, e->ops->name, precision);
+           "%s, precision %s%s%s\n",
+           mname, cfg.layers, cfg.hidden, cfg.num_labels, e->ops->name, precision,
+           *cls_session_kernels(&ses, kern, sizeof kern) ? ": " : "", kern);
     printf("workload %s: %ld tickets, %ld tokens (%ld truncated), %ld batches of "
            "<= %d tokens\n",
            o.workload, w->n, b.tokens, w->truncated, b.batches, budget);

@@ -367,6 +367,11 @@ common_status_t worker_cmd_classify(int argc, char **argv) {
         fprintf(stderr, "reclass classify: %s\n", err);
         return rc;
     }
+    /* asked for a precision: say which kernels run it (bf16 by the CPU's features) */
+    char kern[256];
+    if (o.set.precision && *cls_session_kernels(&ses, kern, sizeof kern))
+        fprintf(stderr, "reclass classify: backend %s, precision %s: %s\n", ses.eng.ops->name,
+                ses.props.precision, kern);
     worker_accum_t *acc = NULL;
     worker_input_t *in = NULL;
     cls_ctx_t c;

@@ -6,6 +6,7 @@
 
 #include <libpq-fe.h>
 
+#include "common/redact.h"
 #include "sink/migrate.h"
 #include "sink/sink.h"
 #include "worker/cli/cli.h"
@@ -56,8 +57,9 @@ common_status_t worker_cmd_migrate(int argc, char **argv) {
         if (!o) {
             char *nl = perr ? strchr(perr, '\n') : NULL;
             if (nl) *nl = 0;
+            char msg[512];
             fprintf(stderr, "reclass migrate: bad --db connection string: %s\n",
-                    perr ? perr : "out of memory");
+                    common_redact(perr ? perr : "out of memory", msg, sizeof(msg)));
             PQfreemem(perr);
             return 2;
         }

@@ -44,12 +44,13 @@ static const char *human(size_t bytes, char *buf, size_t len) {
 }
 
 static void plan_usage(FILE *f) {
-    fprintf(f,
-            "usage: reclass plan-memory (--model DIR | --geometry bert-mini|bert-base|bert-large\n"
-            "                            [--labels N]) --token-budget N\n"
-            "                            [--precision fp16|bf16] [--max-len N] [--max-seqs N]\n"
-            "Prints the CUDA backend's device memory plan (bytes per component, total), JSON "
-            "last.\n\n");
+    fprintf(
+        f,
+        "usage: reclass plan-memory (--model DIR | --geometry bert-mini|bert-base|bert-large\n"
+        "                            [--labels N]) --token-budget N\n"
+        "                            [--precision fp16|bf16] [--max-len N] [--max-seqs N]\n"
+        "Prints the CUDA backend's device memory plan (bytes per component, total) and the\n"
+        "kernels the cpu backend runs on this machine at each of its precisions, JSON last.\n\n");
     const char *model_dir, *geometry, *precision;
     int labels, budget, max_len, max_seqs;
     const cli_opt_t opts[] =
@@ -117,6 +118,13 @@ common_status_t worker_cmd_plan_memory(int argc, char **argv) {
            human(plan.arena_bytes, h, sizeof(h)));
     printf("  %-30s %14zu  %s\n", "= total (one allocation)", plan.total_bytes,
            human(plan.total_bytes, h, sizeof(h)));
+    /* the cpu backend's kernels by this CPU's features: never a silent fallback */
+    const gpu_backend_ops_t *cpu = gpu_backend_find("cpu", err, sizeof err);
+    for (int i = 0; cpu && cpu->kernels && cpu->precisions[i]; i++) {
+        char k[256];
+        cpu->kernels(cpu->precisions[i], k, sizeof k);
+        printf("cpu backend on this machine, %s: %s\n", cpu->precisions[i], k);
+    }
     printf("{\"model\":\"%s\",\"precision\":\"%s\",\"token_budget\":%d,\"max_len\":%d,"
            "\"max_seqs\":%d,\"weights_bytes\":%zu,\"arena_bytes\":%zu,\"total_bytes\":%zu,"
            "\"components\":{",

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "consumers/avro_codec.h"
+#include "consumers/kafka_props.h"
 #include "consumers/kafka_version.h"
 #include "consumers/producer.h"
 #include "consumers/schema_registry.h"
@@ -26,7 +27,7 @@
 
 typedef struct {
     const char *brokers, *topic, *job_id, *tenant, *text_col, *id_col, *schemas, *file, *db;
-    const char *registry, *registry_auth, *registry_ca;
+    const char *registry, *registry_auth, *registry_ca, *plain_schema;
     const char *lane;     /* urgent | bulk: the topic is <topic>.urgent or <topic> */
     char lane_topic[256]; /* backs topic for --lane urgent */
     int plain, priority, has_priority, progress;
@@ -40,7 +41,7 @@ static void on_signal(int sig) {
 }
 
 /* The options, set into o (priority: into *priority, LONG_MIN when not given). */
-#define SUBMIT_N_OPTS 16
+#define SUBMIT_N_OPTS 17
 static void submit_opts(submit_opts_t *o, long *priority, cli_list_t *props, int *no_progress,
                         cli_opt_t out[SUBMIT_N_OPTS + 1]) {
     const cli_opt_t t[] = {
@@ -61,6 +62,9 @@ static void submit_opts(submit_opts_t *o, long *priority, cli_list_t *props, int
          "priority field of every ticket (default: none)"},
         {"plain-avro", CLI_FLAG, &o->plain, 0, 0, NULL, NULL,
          "plain Avro binary instead of the Confluent framing"},
+        {"plain-schema", CLI_STR, &o->plain_schema, 0, 0, "RECLASS_PLAIN_SCHEMA", "FILE",
+         "writer schema of --plain-avro records (default: the oldest in --schemas that the\n"
+         "      current one reads; the workers must be given the same)"},
         {"schemas", CLI_STR, &o->schemas, 0, 0, "RECLASS_SCHEMAS", "DIR",
          "ticket-v<ID>.avsc directory (default: the source tree's consumers/schemas)"},
         {"schema-registry", CLI_STR, &o->registry, 0, 0, "RECLASS_SCHEMA_REGISTRY", "URL",
@@ -135,6 +139,10 @@ static int parse_opts(int argc, char **argv, submit_opts_t *o) {
         return 2;
     }
     char err[256];
+    if (consumers_kafka_props_check(o->props, err, sizeof(err))) {
+        fprintf(stderr, "reclass submit: %s\n", err);
+        return 2;
+    }
     if (consumers_ticket_check_id("job_id", o->job_id, strlen(o->job_id), err, sizeof(err)) ||
         consumers_ticket_check_id("tenant", o->tenant, strlen(o->tenant), err, sizeof(err))) {
         fprintf(stderr, "reclass submit: %s: %s\n", strstr(err, "job_id") ? "--job-id" : "--tenant",
@@ -305,6 +313,12 @@ common_status_t worker_cmd_submit(int argc, char **argv) {
     if (consumers_codec_init(o.schemas, &codec, err, sizeof(err))) {
         fprintf(stderr, "reclass submit: %s (set --schemas or RECLASS_SCHEMAS)\n", err);
         return 1;
+    }
+    if (o.plain_schema &&
+        consumers_codec_set_plain_schema(codec, o.plain_schema, err, sizeof(err))) {
+        fprintf(stderr, "reclass submit: --plain-schema: %s\n", err);
+        consumers_codec_free(codec);
+        return 2;
     }
     if (o.registry && (rc = register_schema(&o, codec)) != 0) {
         consumers_codec_free(codec);

@@ -12,7 +12,7 @@
 
 /* The options of `reclass run`, each with its variable, set into c (kafka: c->kafka_props):
  * its own rows, then the shared classification settings (worker/cli/settings_opts.c). */
-#define RUN_N_OWN  25
+#define RUN_N_OWN  27
 #define RUN_N_OPTS (RUN_N_OWN + 8)
 static void run_opts(worker_run_cfg_t *c, cli_list_t *kafka, cli_opt_t out[RUN_N_OPTS + 1]) {
     const cli_opt_t t[] = {
@@ -36,10 +36,16 @@ static void run_opts(worker_run_cfg_t *c, cli_list_t *kafka, cli_opt_t out[RUN_N
          "exit 1 when no partition assignment came within N seconds of start (default\n"
          "      120, 0 = wait forever); at least twice session.timeout.ms, since a group\n"
          "      re-assigns a killed member's partitions only once its session expired"},
+        {"drain-db-wait", CLI_INT, &c->drain_db_wait_s, 0, 3600, "RECLASS_DRAIN_DB_WAIT", "S",
+         "on SIGTERM with PostgreSQL down, retry it for S seconds (default 30), then stop\n"
+         "      without those results: their offsets stay uncommitted, the next owner re-reads"},
         {"dlq-topic", CLI_STR, &c->dlq_topic, 0, 0, "RECLASS_DLQ_TOPIC", NULL,
          "dead-letter topic for undecodable records (default <topic>.dlq)"},
         {"schemas", CLI_STR, &c->schemas, 0, 0, "RECLASS_SCHEMAS", NULL,
          "directory of ticket-v<ID>.avsc schemas (default: the source tree's consumers/schemas)"},
+        {"plain-schema", CLI_STR, &c->plain_schema, 0, 0, "RECLASS_PLAIN_SCHEMA", "FILE",
+         "writer schema of plain (unframed) Avro records (default: the oldest in --schemas\n"
+         "      that the current one reads, so that a new schema never changes how they read)"},
         {"schema-registry", CLI_STR, &c->schema_registry, 0, 0, "RECLASS_SCHEMA_REGISTRY", "URL",
          "Confluent Schema Registry: framed records' schema ids are the registry's, writer\n"
          "      schemas fetched by id on first sight (cached); credentials from\n"
@@ -167,6 +173,7 @@ common_status_t worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **arg
     cfg->drift_max_tenants = 64;
     cfg->telemetry_interval_s = 10;
     cfg->join_timeout_s = 120;
+    cfg->drain_db_wait_s = 30;
     cli_list_t kafka = {cfg->kafka_props, 0, WORKER_RUN_MAX_KAFKA_PROPS};
     cli_opt_t opts[RUN_N_OPTS + 1];
     run_opts(cfg, &kafka, opts);
@@ -195,6 +202,7 @@ common_status_t worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **arg
         return common_errf(COMMON_USAGE, err, errlen,
                            "--http-addr '%s': give an IPv4 or IPv6 address (e.g. 0.0.0.0)",
                            cfg->http_addr);
+    if (consumers_kafka_props_check(cfg->kafka_props, err, errlen)) return COMMON_USAGE;
     long session_ms = /* librdkafka's default: 45000 */
         consumers_kafka_props_long(cfg->kafka_props, "session.timeout.ms", 45000);
     if (cfg->join_timeout_s > 0 && cfg->join_timeout_s * 1000L < 2 * session_ms)

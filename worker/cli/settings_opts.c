@@ -13,11 +13,12 @@ int worker_cli_settings_opts(cls_settings_t *s, unsigned rows, int env, cli_opt_
         {"backend", CLI_STR, &s->backend, 0, 0, "RECLASS_BACKEND", NULL,
          "cpu or cuda (default cpu)"},
         {"precision", CLI_STR, &s->precision, 0, 0, "RECLASS_PRECISION", NULL,
-         "what the encoder computes in: fp32 on the cpu backend; fp16 or bf16 on cuda\n"
-         "      (default: the backend's first)"},
+         "what the encoder computes in: fp32 or bf16 on the cpu backend; fp16 or bf16 on\n"
+         "      cuda (default: the backend's first, fp32 / fp16)"},
         {"token-budget", CLI_INT, &s->token_budget, 0, 1 << 24, "RECLASS_TOKEN_BUDGET", NULL,
-         "tokens per encoder batch, at least --max-len" AUTO_BY_BACKEND(
-             CLS_AUTO_TOKEN_BUDGET_CPU, CLS_AUTO_TOKEN_BUDGET_CUDA)},
+         "tokens per encoder batch, at least --max-len; auto is raised to --max-len\n"
+         "      where that is longer" AUTO_BY_BACKEND(CLS_AUTO_TOKEN_BUDGET_CPU,
+                                                      CLS_AUTO_TOKEN_BUDGET_CUDA)},
         {"max-len", CLI_INT, &s->max_len, 0, 1 << 20, "RECLASS_MAX_LEN", NULL,
          "truncate texts to this many tokens (default 0 = the model's maximum)"},
         {"threads", CLI_INT, &s->threads, 0, 1024, "RECLASS_THREADS", NULL,

@@ -154,6 +154,9 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
     int rc = setup_compute(pl, err, sizeof(err));
     if (!rc) rc = pl_telemetry_init(pl, err, sizeof(err));
     if (!rc && consumers_codec_init(cfg->schemas, &pl->poll.codec, err, sizeof(err))) rc = 2;
+    if (!rc && cfg->plain_schema &&
+        consumers_codec_set_plain_schema(pl->poll.codec, cfg->plain_schema, err, sizeof(err)))
+        rc = 2;
     if (!rc && pl_held_open(pl, err, sizeof(err))) rc = 2;
     if (!rc && consumers_offsets_init(&pl->q.offsets)) {
         snprintf(err, sizeof(err), "out of memory");
@@ -187,12 +190,14 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
         teardown(pl);
         return rc;
     }
+    char kern[256];
     fprintf(stderr,
             "reclass run: model %s (%d labels), backend %s, precision %s, token budget %d, "
-            "max len %d, topic %s, group %s, dead letters to %s\n",
+            "max len %d, topic %s, group %s, dead letters to %s%s%s\n",
             pl->ses.model->name, pl->ses.model->cfg.num_labels, pl->ses.eng.ops->name,
             pl->ses.props.precision, pl->ses.props.token_budget, pl->ses.props.max_len, cfg->topic,
-            cfg->group, cfg->dlq_topic);
+            cfg->group, cfg->dlq_topic,
+            *cls_session_kernels(&pl->ses, kern, sizeof kern) ? "; " : "", kern);
 
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;

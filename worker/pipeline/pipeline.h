@@ -36,13 +36,16 @@ typedef struct {
      * --precision, --token-budget, --max-wait-ms, --max-len, --threads, --device,
      * --max-pending, --max-pending-tokens (their RECLASS_* variables) */
     cls_settings_t cls;
-    const char *dlq_topic;            /* RECLASS_DLQ_TOPIC, default <topic>.dlq */
-    const char *schemas;              /* RECLASS_SCHEMAS, directory of ticket-v<ID>.avsc */
-    const char *schema_registry;      /* RECLASS_SCHEMA_REGISTRY URL, NULL = local ids */
+    const char *dlq_topic;       /* RECLASS_DLQ_TOPIC, default <topic>.dlq */
+    const char *schemas;         /* RECLASS_SCHEMAS, directory of ticket-v<ID>.avsc */
+    const char *plain_schema;    /* RECLASS_PLAIN_SCHEMA: plain records' writer; NULL = oldest */
+    const char *schema_registry; /* RECLASS_SCHEMA_REGISTRY URL, NULL = local ids */
     const char *schema_registry_auth; /* RECLASS_SCHEMA_REGISTRY_AUTH_FILE */
     const char *schema_registry_ca;   /* RECLASS_SCHEMA_REGISTRY_CA */
     int idle_exit_s;                  /* RECLASS_IDLE_EXIT, 0 = run until signalled */
     int join_timeout_s;       /* RECLASS_JOIN_TIMEOUT: no assignment by then = exit 1; 0 = wait */
+    int drain_db_wait_s;      /* RECLASS_DRAIN_DB_WAIT: after a signal, how long the sink retries a
+                                 PostgreSQL that is down before stopping without those rows */
     int sink_rows;            /* RECLASS_SINK_ROWS, most rows per PostgreSQL transaction */
     int log_every;            /* RECLASS_LOG_EVERY, a progress line every N batches (0 = never) */
     int top_k;                /* RECLASS_TOP_K, labels kept in top_k */

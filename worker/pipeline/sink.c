@@ -19,6 +19,7 @@ static int write_committed(pl_t *pl, const sink_result_t *rows, int n_rows, cons
                            int n_bat) {
     char err[1024];
     int backoff = 100;
+    time_t stop_at = 0; /* after a signal: when to give up on a database that is down */
     for (;;) {
         int rc = sink_write(pl->sk.sink, rows, n_rows, bat, n_bat, err, sizeof(err));
         if (rc == SINK_OK) break;
@@ -38,8 +39,24 @@ static int write_committed(pl_t *pl, const sink_result_t *rows, int n_rows, cons
         pl->q.sink_down = 1;
         pthread_mutex_unlock(&pl->q.mu);
         for (;;) {
+            if (pl_stop_signal && !stop_at) {
+                stop_at = time(NULL) + pl->cfg->drain_db_wait_s;
+                fprintf(stderr,
+                        "reclass run: stopping: waiting up to %d s (--drain-db-wait) for "
+                        "PostgreSQL to take the last %d result(s) (%s)\n",
+                        pl->cfg->drain_db_wait_s, n_rows, err);
+            }
+            if (stop_at && time(NULL) >= stop_at) {
+                fprintf(stderr,
+                        "reclass run: PostgreSQL still unavailable: stopping without %d "
+                        "result(s); their offsets stay uncommitted, so the next owner re-reads "
+                        "them\n",
+                        n_rows);
+                return SINK_FATAL;
+            }
             sleep_ms(backoff);
             backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
+            if (stop_at && backoff > 1000) backoff = 1000; /* keep to the stop deadline */
             if (sink_reconnect(pl->sk.sink, err, sizeof(err)) == 0) break;
         }
     }
