@@ -8,6 +8,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "common/clock.h"
 #include "consumers/kafka_props.h"
 
 #define DLQ_BACKOFF_FIRST_MS 100
@@ -42,12 +43,6 @@ struct consumers_dlq {
     long outstanding, waiting, delivered, truncated;
     int closing; /* in consumers_dlq_free: purged letters are not failures to report */
 };
-
-static int64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void letter_free(dlq_letter_t *l) {
     if (!l) return;
@@ -97,7 +92,7 @@ static void letter_failed(consumers_dlq_t *d, dlq_letter_t *l, rd_kafka_resp_err
                 l->partition, l->offset, l->orig_len, d->topic, l->last_err, l->attempts,
                 CONSUMERS_DLQ_TRUNCATED_BYTES);
         letter_truncate(l);
-        retry_push(d, l, now_ms());
+        retry_push(d, l, common_now_ms());
         return;
     }
     fprintf(stderr,
@@ -105,7 +100,7 @@ static void letter_failed(consumers_dlq_t *d, dlq_letter_t *l, rd_kafka_resp_err
             " (%zu bytes%s) not accepted by %s: %s (attempt %d); retrying in %.1f s\n",
             l->partition, l->offset, l->len, l->truncated ? ", truncated" : "", d->topic,
             l->last_err, l->attempts, backoff / 1000.0);
-    retry_push(d, l, now_ms() + backoff);
+    retry_push(d, l, common_now_ms() + backoff);
 }
 
 /* Hands the letter to librdkafka, or back to the retry list when it cannot take it now. */
@@ -118,7 +113,8 @@ static void letter_produce(consumers_dlq_t *d, dlq_letter_t *l) {
     if (!e) return;
     rd_kafka_headers_destroy(h); /* producev takes the headers on success only */
     if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL)
-        retry_push(d, l, now_ms() + DLQ_BACKOFF_FIRST_MS); /* not an attempt: nothing was sent */
+        retry_push(d, l,
+                   common_now_ms() + DLQ_BACKOFF_FIRST_MS); /* not an attempt: nothing was sent */
     else
         letter_failed(d, l, e);
 }
@@ -238,7 +234,7 @@ int consumers_dlq_send(consumers_dlq_t *d, const consumers_record_t *rec, const 
 int consumers_dlq_poll(consumers_dlq_t *d, int timeout_ms) {
     int served = rd_kafka_poll(d->rk, d->retry ? 0 : timeout_ms);
     if (!d->retry) return served;
-    int64_t now = now_ms();
+    int64_t now = common_now_ms();
     dlq_letter_t *due = NULL, **pp = &d->retry;
     while (*pp) { /* take the due ones out first: producing may put letters back */
         dlq_letter_t *l = *pp;
@@ -285,8 +281,8 @@ int consumers_dlq_fatal(consumers_dlq_t *d, char *err, size_t errlen) {
 }
 
 int consumers_dlq_flush(consumers_dlq_t *d, int timeout_ms) {
-    int64_t until = now_ms() + timeout_ms;
-    while (d->outstanding > 0 && now_ms() < until)
+    int64_t until = common_now_ms() + timeout_ms;
+    while (d->outstanding > 0 && common_now_ms() < until)
         consumers_dlq_poll(d, 50);
     return d->outstanding > 0 ? -1 : 0;
 }

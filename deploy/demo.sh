@@ -41,9 +41,11 @@ fi
 
 # 2. build (the CUDA backend too when nvcc is there)
 if [ "$prebuilt" != 1 ]; then
-    say "building in $build"
-    cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-    cmake --build "$build" -j"$(nproc)" --target reclass >/dev/null
+    say "building in $build (output in $build/build.log)"
+    # shellcheck source=tests/lib/build.sh
+    source "$root/tests/lib/build.sh"
+    reclass_build "$build/build.log" "$root" "$build" -DCMAKE_BUILD_TYPE=Release -- --target reclass \
+        || exit 1
 fi
 reclass=$build/reclass
 

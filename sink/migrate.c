@@ -13,6 +13,7 @@
 #include <libpq-fe.h>
 
 #include "common/file.h"
+#include "common/paths.h"
 #include "sink/pgutil.h"
 #include "sink/sink.h"
 
@@ -284,44 +285,11 @@ int sink_migrate_ex(const char *conninfo, const char *dir, const sink_migrate_op
     return rc;
 }
 
-int sink_migrate(const char *conninfo, const char *dir, int *applied, char *err, size_t errlen) {
-    return sink_migrate_ex(conninfo, dir, NULL, applied, err, errlen);
-}
-
-/* Also canonicalises p in place (".." gone) so messages show a plain path. */
-static int is_dir(char *p, size_t plen) {
-    struct stat st;
-    if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
-    char *real = realpath(p, NULL);
-    if (real && strlen(real) < plen) strcpy(p, real);
-    free(real);
-    return 1;
-}
-
 int sink_migrations_dir_default(char *out, size_t outlen) {
     const char *env = getenv("RECLASS_MIGRATIONS");
     if (env && *env) {
         snprintf(out, outlen, "%s", env);
-        return is_dir(out, outlen) ? 0 : -1;
+        return common_is_dir(out, outlen) ? 0 : -1;
     }
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = 0;
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = 0;
-            static const char *const rel[] = {"/../migrations", "/../share/reclass/migrations"};
-            for (int i = 0; i < 2; i++) {
-                snprintf(out, outlen, "%s%s", exe, rel[i]);
-                if (is_dir(out, outlen)) return 0;
-            }
-        }
-    }
-#ifdef RECLASS_SOURCE_DIR
-    snprintf(out, outlen, "%s/migrations", RECLASS_SOURCE_DIR);
-    if (is_dir(out, outlen)) return 0;
-#endif
-    snprintf(out, outlen, "/usr/share/reclass/migrations");
-    return is_dir(out, outlen) ? 0 : -1;
+    return common_data_dir("migrations", "migrations", out, outlen);
 }

@@ -1,7 +1,7 @@
 /* Schema migrations: NNN_name.sql files applied in number order, each in its own transaction,
  * under a session advisory lock so concurrent migrators (several workers starting at once)
  * apply each file exactly once; recorded with an md5 checksum in schema_migrations, and an
- * applied file that changed since is refused. sink_migrate (sink/sink.h) is the quiet form. */
+ * applied file that changed since is refused. */
 #ifndef RECLASS_SINK_MIGRATE_H
 #define RECLASS_SINK_MIGRATE_H
 
@@ -24,8 +24,8 @@ int sink_migrate_ex(const char *conninfo, const char *dir, const sink_migrate_op
 
 /* The default migrations directory: $RECLASS_MIGRATIONS, else <exe>/../migrations (build dir
  * inside the source tree), else <exe>/../share/reclass/migrations (installed layout, e.g.
- * /usr/bin + /usr/share), else the source tree's. Returns 0 with out filled, -1 when none of
- * them is a directory (out then holds the last candidate). */
+ * /usr/bin + /usr/share), else /usr/share/reclass/migrations (common_data_dir). Returns 0
+ * with out filled, -1 when none of them is a directory (out then lists what was tried). */
 int sink_migrations_dir_default(char *out, size_t outlen);
 
 #endif

@@ -30,7 +30,6 @@
 #include "sink/sink_conn.h"
 #include "sink/sink_int.h"
 #include "sink/pgutil.h"
-#include "sink/sink_stats.h"
 #include "sink/tally.h"
 
 /* Binary COPY: the field order and types of sink_fmt_results / sink_fmt_staging /
@@ -192,20 +191,8 @@ void sink_free(sink_t *s) {
     free(s);
 }
 
-long sink_last_inserted(const sink_t *s) {
-    return s ? s->last_inserted : 0;
-}
-
-long sink_last_rows(const sink_t *s) {
-    return s ? s->last_rows : 0;
-}
-
 PGconn *sink_conn(sink_t *s) {
     return s ? s->conn : NULL;
-}
-
-long sink_fallbacks(const sink_t *s) {
-    return s ? s->fallbacks : 0;
 }
 
 typedef void (*sink_fmt_fn)(const sink_t *s, sink_copybuf_t *b, int from, int to);

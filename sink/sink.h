@@ -70,8 +70,4 @@ int sink_reconnect(sink_t *sink, char *err, size_t errlen);
 
 void sink_free(sink_t *sink);
 
-/* Applies pending migrations from dir (NNN_name.sql, in order) under an advisory lock, each
- * in a transaction, recorded in schema_migrations. *applied gets how many ran. */
-int sink_migrate(const char *conninfo, const char *dir, int *applied, char *err, size_t errlen);
-
 #endif

@@ -6,7 +6,7 @@ reclass_add_test(NAME test_gpu_plan SOURCES ${CMAKE_SOURCE_DIR}/tests/test_gpu_p
 # gpu_bench only: the product (reclass, reclass_core) does not contain it.
 if(RECLASS_HAVE_CUDA)
   add_library(reclass_cuda_test STATIC ${CMAKE_SOURCE_DIR}/tests/lib/cuda_test_api.cu)
-  target_link_libraries(reclass_cuda_test PUBLIC reclass_core)
+  target_link_libraries(reclass_cuda_test PUBLIC reclass_test_lib reclass_core)
   set_target_properties(reclass_cuda_test PROPERTIES CUDA_SEPARABLE_COMPILATION OFF)
   target_compile_options(reclass_cuda_test PRIVATE
     $<$<COMPILE_LANGUAGE:CUDA>:-O3 --use_fast_math -lineinfo>)

@@ -32,8 +32,11 @@ if ! python3 -c 'import confluent_kafka.schema_registry.avro, fastavro' 2>/dev/n
         echo "tests/run.sh: confluent-kafka could not be installed: the Schema Registry test skips" >&2
 fi
 
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DRECLASS_WERROR=ON >/dev/null
-cmake --build "$build" -j"$(nproc)" || { echo "tests/run.sh: FAIL: the build failed (above)"; exit 1; }
+# shellcheck source=tests/lib/build.sh
+source "$root/tests/lib/build.sh"
+echo "tests/run.sh: building in $build (output in $build/build.log)" >&2
+reclass_build "$build/build.log" "$root" "$build" -DCMAKE_BUILD_TYPE=Release -DRECLASS_WERROR=ON \
+    || { echo "tests/run.sh: FAIL: the build failed (above)"; exit 1; }
 
 # The tests; then the unit and integration tests again, built with ASan + UBSan
 # (tests/sanitize.sh), and every fuzz target for RECLASS_FUZZ_SECONDS (default 30) each

@@ -3,14 +3,14 @@
 reclass_add_test(NAME test_sink_unit SOURCES ${CMAKE_SOURCE_DIR}/tests/test_sink_unit.c
                  LABELS unit)
 add_executable(test_sink ${CMAKE_SOURCE_DIR}/tests/test_sink.c)
-target_link_libraries(test_sink PRIVATE reclass_core PkgConfig::CMOCKA)
+target_link_libraries(test_sink PRIVATE reclass_test_lib reclass_core PkgConfig::CMOCKA)
 add_test(NAME test_sink COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_sink.sh $<TARGET_FILE:test_sink>)
 set_tests_properties(test_sink PROPERTIES LABELS integration TIMEOUT 300)
 
 # Sink throughput benchmark: not a test (it writes 500k rows); run by hand, see
 # tests/bench/RESULTS-sink.md.
 add_executable(sink_bench ${CMAKE_SOURCE_DIR}/tests/bench/sink_bench.c)
-target_link_libraries(sink_bench PRIVATE reclass_core)
+target_link_libraries(sink_bench PRIVATE reclass_test_lib reclass_core)
 
 add_test(NAME test_migrate COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_migrate.sh $<TARGET_FILE:reclass>)
 set_tests_properties(test_migrate PROPERTIES LABELS integration TIMEOUT 300)

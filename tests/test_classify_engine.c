@@ -1,21 +1,23 @@
-/* worker/classify/engine.c on a fake backend: packing (ids, cu_seqlens, max_len), two batches
- * in flight and no third, collect order, the logits of each batch, compute time per batch
+/* worker/classify/engine.c and driver.c on a fake backend: packing (ids, cu_seqlens, max_len), two
+ * batches in flight and no third, collect order, the logits of each batch, compute time per batch
  * counted from the later of its submit and the previous batch's logits. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
+#include <cmocka.h>
+
+#include "worker/classify/driver.h"
 #include "worker/classify/engine.h"
 
-static int failures;
+/* cmocka's fail_msg with what was seen, where a bare assert_true would say less. */
 #define CHECK(cond, ...)                                                                           \
     do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                            \
-            printf(__VA_ARGS__);                                                                   \
-            printf("\n");                                                                          \
-            failures++;                                                                            \
-        }                                                                                          \
+        if (!(cond)) fail_msg(__VA_ARGS__);                                                        \
     } while (0)
 
 /* The fake holds up to two batches; a sequence's logits are (first id, length). */
@@ -59,7 +61,8 @@ static void nap_ms(int ms) {
     nanosleep(&ts, NULL);
 }
 
-int main(void) {
+static void test_engine_on_fake_backend(void **state) {
+    (void)state;
     static char *labels[2] = {"first-id", "length"};
     gpu_model_t model;
     memset(&model, 0, sizeof model);
@@ -123,10 +126,84 @@ int main(void) {
     CHECK(cls_engine_submit(&e, seq2, lens2, 1, err, sizeof err) == 0, "submit before close");
     cls_engine_close(&e); /* collects what is in flight */
     CHECK(fake.in_flight == 0, "close left %d batches on the backend", fake.in_flight);
-    if (failures) {
-        printf("%d failure(s)\n", failures);
-        return 1;
+}
+
+/* The driver (worker/classify/driver.c): batches go to the backend one ahead of their results,
+ * every item comes back exactly once with its own logits, finish hands over the last batch. */
+typedef struct {
+    int32_t ids[6][4]; /* item i: {101, i, 102} (length 3) */
+    int seen[6], batches, in_flight_at_done;
+} drv_ctx_t;
+
+static const int32_t *drv_ids(void *ctx, void *item) {
+    return ((drv_ctx_t *)ctx)->ids[(intptr_t)item - 1];
+}
+
+static int drv_done(void *ctx, void *const *items, const int *lens, int n, const cls_batch_t *b,
+                    char *err, size_t errlen) {
+    drv_ctx_t *c = ctx;
+    for (int i = 0; i < n; i++) {
+        int it = (int)(intptr_t)items[i] - 1;
+        assert_int_equal(lens[i], 3);
+        assert_int_equal((int)b->logits[2 * i], 101); /* the fake: (first id, length) */
+        assert_int_equal((int)b->logits[2 * i + 1], 3);
+        c->seen[it]++;
     }
-    printf("PASS\n");
+    c->batches++;
+    c->in_flight_at_done = fake.in_flight;
     return 0;
+}
+
+static void test_driver_hands_back_every_item(void **state) {
+    (void)state;
+    static char *labels[2] = {"first-id", "length"};
+    gpu_model_t model;
+    memset(&model, 0, sizeof model);
+    model.cfg.num_labels = 2;
+    model.cfg.max_pos = 16;
+    model.cfg.id2label = labels;
+    memset(&fake, 0, sizeof fake);
+    gpu_backend_ops_t ops = {
+        .name = "fake", .submit = fake_submit, .collect = fake_collect, .get_props = fake_props};
+    cls_engine_t e;
+    char err[256];
+    assert_int_equal(cls_engine_attach(&e, &model, &ops, (gpu_backend_t *)&fake, err, sizeof err),
+                     0);
+    worker_accum_cfg_t acfg = {.token_budget = 6, /* two items of 3 tokens per batch */
+                               .max_wait_ms = 0,
+                               .max_pending_items = 8,
+                               .max_pending_tokens = 64,
+                               .max_len = 3};
+    worker_accum_t *acc;
+    assert_int_equal(worker_accum_init(&acfg, &acc, err, sizeof err), 0);
+    drv_ctx_t c;
+    memset(&c, 0, sizeof c);
+    for (int i = 0; i < 6; i++) {
+        c.ids[i][0] = 101, c.ids[i][1] = i, c.ids[i][2] = 102;
+        assert_int_equal(worker_accum_push(acc, (void *)(intptr_t)(i + 1), 3, 0), WORKER_ACCUM_OK);
+    }
+    cls_driver_t d;
+    assert_int_equal(cls_driver_init(&d, &e, drv_ids, drv_done, &c, err, sizeof err), 0);
+    assert_int_equal(cls_driver_step(&d, acc, 1, 1, err, sizeof err), 2);
+    assert_int_equal(c.batches, 0); /* the first batch stays on the device */
+    assert_int_equal(cls_driver_step(&d, acc, 1, 1, err, sizeof err), 2);
+    assert_int_equal(c.batches, 1);
+    assert_int_equal(c.in_flight_at_done, 1); /* the next batch was queued before */
+    assert_int_equal(cls_driver_step(&d, acc, 1, 1, err, sizeof err), 2);
+    assert_int_equal(cls_driver_step(&d, acc, 1, 1, err, sizeof err), 0); /* nothing left */
+    assert_int_equal(c.batches, 2);
+    assert_int_equal(cls_driver_finish(&d, err, sizeof err), 0);
+    assert_int_equal(c.batches, 3);
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(c.seen[i], 1);
+    assert_int_equal(fake.in_flight, 0);
+    cls_driver_free(&d);
+    worker_accum_free(acc);
+    cls_engine_close(&e);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_engine_on_fake_backend),
+                                       cmocka_unit_test(test_driver_hands_back_every_item)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -53,5 +53,14 @@ expect 2 "below the longest sequence" "$bin" bench --model "$model" --workload t
 expect 2 "unknown backend 'tpu'" "$bin" classify --model "$model" --backend tpu
 expect 2 "config.json" "$bin" classify --model /nonexistent
 
+# The installed layout: data directories are found next to the executable, none is compiled in
+inst=$(mktemp -d)
+trap 'rm -rf "$inst"' EXIT
+mkdir -p "$inst/bin" && cp "$bin" "$inst/bin/reclass"
+expect 2 "no schemas directory found" env -u RECLASS_SCHEMAS "$inst/bin/reclass" run --db x --model "$model"
+mkdir -p "$inst/share/reclass" && cp -r "$root/consumers/schemas" "$inst/share/reclass/schemas"
+expect 1 "" env -u RECLASS_SCHEMAS "$inst/bin/reclass" run \
+    --db "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2" --model "$model"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

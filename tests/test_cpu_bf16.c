@@ -21,7 +21,7 @@
 
 #include "gpu/backend.h"
 #include "gpu/cpu/cpu_gemm_bf16.h"
-#include "gpu/cpu/ref_ops.h"
+#include "tests/lib/ref_ops.h"
 #include "gpu/model/model.h"
 
 static const gpu_cpu_bf16_isa_t isas[] = {GPU_CPU_BF16_AVX2, GPU_CPU_BF16_AVX512, GPU_CPU_BF16_AMX};

@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "gpu/backend.h"
-#include "gpu/cpu/cpu_backend.h"
-#include "gpu/cpu/ref_ops.h"
+#include "tests/lib/cpu_blas_backend.h"
+#include "tests/lib/ref_ops.h"
 #include "gpu/model/model.h"
 #include "tests/lib/family_golden.h"
 
@@ -116,7 +116,7 @@ static void test_goldens(void **state) {
 /* The OpenBLAS path (what a CPU without AVX-512 runs) on the same goldens. */
 static void test_goldens_blas(void **state) {
     (void)state;
-    run_goldens(&gpu_cpu_blas_backend_ops, 2048);
+    run_goldens(test_cpu_blas_backend(), 2048);
 }
 
 /* The fused backend against the plain reference ops on the first rows of each family. */

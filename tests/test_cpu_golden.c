@@ -15,8 +15,8 @@
 
 #include "gpu/backend.h"
 #include "gpu/model/model.h"
-#include "gpu/cpu/cpu_backend.h"
-#include "gpu/cpu/ref_ops.h"
+#include "tests/lib/cpu_blas_backend.h"
+#include "tests/lib/ref_ops.h"
 #include "tests/lib/backend_flight.h"
 
 typedef struct {
@@ -207,7 +207,7 @@ static void test_blas_path(void **state) {
     int L = model->cfg.num_labels, n = 1200;
     float *a = malloc(sizeof(float) * (size_t)n * L), *b = malloc(sizeof(float) * (size_t)n * L);
     classify_all(2048, 2, n, a);
-    cpu_table = &gpu_cpu_blas_backend_ops;
+    cpu_table = test_cpu_blas_backend();
     classify_all(2048, 2, n, b);
     cpu_table = NULL;
     double maxd = max_delta(a, b, (size_t)n * L);

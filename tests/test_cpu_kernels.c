@@ -13,7 +13,7 @@
 
 #include "gpu/cpu/cpu_gemm.h"
 #include "gpu/cpu/cpu_kernels.h"
-#include "gpu/cpu/ref_ops.h"
+#include "tests/lib/ref_ops.h"
 
 static uint64_t rng = 12345;
 static float frand(float scale) {

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "gpu/backend.h"
-#include "gpu/cpu/cpu_backend.h"
+#include "tests/lib/cpu_blas_backend.h"
 #include "gpu/model/model.h"
 #include "tests/lib/family_golden.h"
 
@@ -211,7 +211,7 @@ static void test_goldens(void **state) {
 
 static void test_goldens_blas(void **state) {
     (void)state;
-    run_goldens(&gpu_cpu_blas_backend_ops, 4096);
+    run_goldens(test_cpu_blas_backend(), 4096);
 }
 
 /* ModernBERT's other pooling, cls: the same weights, HF's logits with classifier_pooling

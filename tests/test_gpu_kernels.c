@@ -1,4 +1,4 @@
-/* Parity of each CUDA kernel against the fp32 CPU reference ops (gpu/cpu/ref_ops.h), fp16 and
+/* Parity of each CUDA kernel against the fp32 CPU reference ops (tests/lib/ref_ops.h), fp16 and
  * bf16, on random inputs and random packed lengths. Outputs are NaN-poisoned before each
  * kernel run (tests/lib/cuda_test_api.h), so an element the kernel forgets fails the check.
  * Without a GPU (or without CUDA in the build) the test reports SKIPPED (exit 77). */
@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "gpu/model/model.h"
-#include "gpu/cpu/ref_ops.h"
+#include "gpu/cpu/cpu_backend.h"
+#include "tests/lib/ref_ops.h"
 
 #ifndef RECLASS_HAVE_CUDA
 int main(void) {
@@ -242,8 +243,8 @@ int main(int argc, char **argv) {
     /* "wgmma": the Hopper attention kernels alone (descriptor debugging on the device) */
     int wg_only = argc > 1 && strcmp(argv[1], "wgmma") == 0;
     setvbuf(stdout, NULL, _IONBF, 0); /* every line out before a crash, if one comes */
-    gpu_ref_blas_init();              /* OpenBLAS's core choice fixed up, as the CPU backend does */
-    printf("OpenBLAS core: %s\n", gpu_ref_blas_core());
+    gpu_cpu_blas_init();              /* OpenBLAS's core choice fixed up, as the CPU backend does */
+    printf("OpenBLAS core: %s\n", gpu_cpu_blas_core());
     if (gpu_cuda_device_count() == 0) {
         printf("SKIP: no CUDA device\n");
         return 77;

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "worker/observe/metrics.h"
 
 #define HELD      2000
@@ -122,7 +123,7 @@ static void test_health_under_held_sockets(void **state) {
 
     worker_metrics_t m;
     worker_metrics_reset(&m);
-    atomic_store(&m.last_poll_ms, worker_metrics_now_ms());
+    atomic_store(&m.last_poll_ms, common_now_ms());
     atomic_store(&m.group_joined, 1);
     atomic_store(&m.sink_connected, 1);
     worker_http_t *h = NULL;
@@ -139,7 +140,7 @@ static void test_health_under_held_sockets(void **state) {
     int64_t worst = 0;
     for (int i = 0; i < PROBES; i++) {
         if (i % 4 == 0) rehold(port, fds); /* each round re-opens ~1,750: a few suffice */
-        atomic_store(&m.last_poll_ms, worker_metrics_now_ms());
+        atomic_store(&m.last_poll_ms, common_now_ms());
         int status;
         const char *path = i % 2 ? "/readyz" : "/healthz";
         int64_t ms = probe(port, path, &status);

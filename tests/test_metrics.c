@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "common/clock.h"
 #include "worker/observe/metrics.h"
 
 static worker_metrics_t m; /* a private instance: the process-wide one stays untouched */
@@ -259,12 +260,11 @@ static void test_http_endpoints(void **state) {
     char *r = http(port, "GET", "/healthz");
     assert_int_equal(status_of(r), 503); /* no heartbeat yet */
     free(r);
-    atomic_store(&m.last_poll_ms, (long long)worker_metrics_now_ms());
+    atomic_store(&m.last_poll_ms, (long long)common_now_ms());
     r = http(port, "GET", "/healthz");
     assert_int_equal(status_of(r), 200);
     free(r);
-    atomic_store(&m.last_poll_ms,
-                 (long long)(worker_metrics_now_ms() - WORKER_METRICS_STALE_MS - 1000));
+    atomic_store(&m.last_poll_ms, (long long)(common_now_ms() - WORKER_METRICS_STALE_MS - 1000));
     r = http(port, "GET", "/healthz");
     assert_int_equal(status_of(r), 503); /* stalled poll loop */
     free(r);

@@ -22,6 +22,7 @@
 #include "consumers/mock_broker.h"
 #include "worker/cli/config.h"
 #include "worker/pipeline/pipeline.h"
+#include "sink/migrate.h"
 #include "sink/sink.h"
 
 #define PARTS 4
@@ -68,7 +69,8 @@ static int setup(void **state) {
     if (pclose(p)) return -1;
     db_url[strcspn(db_url, "\n")] = 0;
     int applied = 0;
-    if (sink_migrate(db_url, RECLASS_SOURCE_DIR "/migrations", &applied, err, sizeof(err))) {
+    if (sink_migrate_ex(db_url, RECLASS_SOURCE_DIR "/migrations", NULL, &applied, err,
+                        sizeof(err))) {
         fprintf(stderr, "migrate: %s\n", err);
         return -1;
     }
@@ -173,8 +175,15 @@ static long group_lag(const char *topic, const char *group) {
 
 static void cfg_for(worker_run_cfg_t *cfg, const char *topic, const char *group, int idle) {
     char err[256];
-    char *argv[] = {"run", "--db", db_url, "--model", RECLASS_DEMO_MODEL, NULL};
-    assert_int_equal(worker_run_cfg_parse(cfg, 5, argv, err, sizeof(err)), 0);
+    char *argv[] = {"run",
+                    "--db",
+                    db_url,
+                    "--model",
+                    RECLASS_DEMO_MODEL,
+                    "--schemas",
+                    RECLASS_SOURCE_DIR "/consumers/schemas",
+                    NULL};
+    assert_int_equal(worker_run_cfg_parse(cfg, 7, argv, err, sizeof(err)), 0);
     cfg->brokers = bootstrap;
     cfg->topic = topic;
     cfg->n_topics = 0; /* the one topic above, not the parsed list */

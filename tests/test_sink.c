@@ -13,8 +13,9 @@
 #include <libpq-fe.h>
 #include <pthread.h>
 
+#include "sink/migrate.h"
 #include "sink/sink.h"
-#include "sink/sink_stats.h"
+#include "tests/lib/sink_stats.h"
 
 static const char *db_url;
 static PGconn *check; /* the test's own connection for reading tables back */
@@ -654,8 +655,8 @@ static int group_setup(void **state) {
     }
     int applied = -1;
     char err[512];
-    if (sink_migrate(db_url, RECLASS_SOURCE_DIR "/migrations", &applied, err, sizeof err) !=
-            SINK_OK ||
+    if (sink_migrate_ex(db_url, RECLASS_SOURCE_DIR "/migrations", NULL, &applied, err,
+                        sizeof err) != SINK_OK ||
         applied < 1) {
         fprintf(stderr, "test_sink: migrate: %s\n", err);
         return -1;

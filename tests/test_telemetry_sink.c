@@ -11,6 +11,7 @@
 #include <cmocka.h>
 #include <libpq-fe.h>
 
+#include "sink/migrate.h"
 #include "sink/sink.h"
 #include "sink/telemetry.h"
 
@@ -38,7 +39,8 @@ static int setup(void **state) {
     (void)state;
     char err[1024];
     int applied = 0;
-    if (sink_migrate(db_url, RECLASS_SOURCE_DIR "/migrations", &applied, err, sizeof(err))) {
+    if (sink_migrate_ex(db_url, RECLASS_SOURCE_DIR "/migrations", NULL, &applied, err,
+                        sizeof(err))) {
         fprintf(stderr, "migrate: %s\n", err);
         return -1;
     }

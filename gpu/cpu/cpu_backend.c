@@ -6,7 +6,7 @@
  * AVX-512 or AVX2 + FMA (a sequence's logits then do not depend on its batch), else on
  * OpenBLAS sgemm. After the last layer's K/V projection only each
  * sequence's first token is carried on (the classifier reads nothing else). Tests run the
- * OpenBLAS path on any CPU through gpu_cpu_blas_backend_ops (gpu/cpu/cpu_backend.h). This
+ * OpenBLAS path on any CPU through gpu_cpu_init_as (tests/lib/cpu_blas_backend.c). This
  * file sets up weights, buffers and threads; the forward pass itself is cpu_forward.c. */
 #include <sched.h>
 #include <stdio.h>
@@ -20,7 +20,6 @@
 #include "gpu/cpu/cpu_gemm.h"
 #include "gpu/cpu/cpu_gemm_bf16.h"
 #include "gpu/cpu/cpu_kernels.h"
-#include "gpu/cpu/ref_ops.h"
 
 #define CPU_MAX_THREADS 256
 /* Tokens per chunk x hidden: 1024 tokens at H = 256 measured best on a 2 MiB-L2 Xeon
@@ -234,7 +233,8 @@ static int pack_bf16(gpu_backend_t *be) {
 
 /* Sets up every projection: Q|K|V fused (the model's own weights when they are laid out back
  * to back, as gpu_model_load does, else a copy), and, where the CPU runs gpu_cpu_gemm, all
- * weights packed once into its panels (not for gpu_cpu_blas_backend_ops). */
+ * weights packed once into its panels (not for the OpenBLAS-only init of
+ * tests/lib/cpu_blas_backend.c). */
 static int prepare_weights(gpu_backend_t *be) {
     const gpu_model_t *m = be->m;
     const gpu_model_config_t *c = &m->cfg;
@@ -332,8 +332,8 @@ static int bf16_unfit(const gpu_model_config_t *c, int blas_only, char *err, siz
     return 1;
 }
 
-static int cpu_init_as(const gpu_model_t *m, const gpu_backend_opts_t *opts, int blas_only,
-                       gpu_backend_t **out, char *err, size_t errlen) {
+int gpu_cpu_init_as(const gpu_model_t *m, const gpu_backend_opts_t *opts, int blas_only,
+                    gpu_backend_t **out, char *err, size_t errlen) {
     *out = NULL;
     const gpu_model_config_t *c = &m->cfg;
     if (!gpu_backend_precision(&gpu_cpu_backend_ops, opts->precision)) {
@@ -408,7 +408,7 @@ static int cpu_init_as(const gpu_model_t *m, const gpu_backend_opts_t *opts, int
         }
     }
     /* Our threads split the batch; OpenBLAS's own would only fight them for the cores. */
-    gpu_ref_blas_init();
+    gpu_cpu_blas_init();
     openblas_set_num_threads(1);
     for (int i = 1; i < be->n_threads; i++) {
         if (pthread_create(&be->w[i].th, NULL, worker_main, &be->w[i]) != 0) {
@@ -444,11 +444,7 @@ static void cpu_kernels(const char *precision, char *buf, size_t n) {
 
 static int cpu_init(const gpu_model_t *m, const gpu_backend_opts_t *opts, gpu_backend_t **out,
                     char *err, size_t errlen) {
-    return cpu_init_as(m, opts, 0, out, err, errlen);
-}
-static int cpu_init_blas(const gpu_model_t *m, const gpu_backend_opts_t *opts, gpu_backend_t **out,
-                         char *err, size_t errlen) {
-    return cpu_init_as(m, opts, 1, out, err, errlen);
+    return gpu_cpu_init_as(m, opts, 0, out, err, errlen);
 }
 
 static void cpu_get_props(const gpu_backend_t *be, gpu_backend_props_t *p) {
@@ -461,19 +457,6 @@ static void cpu_get_props(const gpu_backend_t *be, gpu_backend_props_t *p) {
 }
 
 static const char *const cpu_precisions[] = {"fp32", "bf16", NULL};
-
-const gpu_backend_ops_t gpu_cpu_blas_backend_ops = {
-    .name = "cpu",
-    .init = cpu_init_blas,
-    .forward = cpu_forward,
-    .mem_stats = cpu_mem_stats,
-    .free = cpu_free,
-    .submit = cpu_submit,
-    .collect = cpu_collect,
-    .get_props = cpu_get_props,
-    .precisions = cpu_precisions,
-    .kernels = cpu_kernels,
-};
 
 const gpu_backend_ops_t gpu_cpu_backend_ops = {
     .name = "cpu",

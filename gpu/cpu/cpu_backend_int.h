@@ -103,4 +103,9 @@ size_t gpu_cpu_deberta_scratch_floats(const gpu_model_config_t *c, int max_len);
 /* Fills be->rel_kq (allocated here); 0 or -1 (out of memory). */
 int gpu_cpu_deberta_prepare(gpu_backend_t *be);
 
+/* The "cpu" backend's init; blas_only: every projection through OpenBLAS, as CPUs without
+ * AVX2 run it (tests compare the two GEMM paths on one machine with it). */
+int gpu_cpu_init_as(const gpu_model_t *m, const gpu_backend_opts_t *opts, int blas_only,
+                    gpu_backend_t **out, char *err, size_t errlen);
+
 #endif

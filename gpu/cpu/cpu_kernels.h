@@ -1,5 +1,5 @@
 /* The fused fp32 kernels of the CPU backend: each does in one pass over a row what the
- * reference ops (gpu/cpu/ref_ops.h) do in several, and must agree with them to float rounding.
+ * reference ops (tests/lib/ref_ops.h) do in several, and must agree with them to float rounding.
  * Loops are shaped so the compiler vectorises them without -ffast-math (reductions go
  * through explicit lane arrays). Single-threaded: the backend splits work by rows. */
 #ifndef RECLASS_GPU_CPU_KERNELS_H

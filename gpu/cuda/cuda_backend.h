@@ -28,21 +28,7 @@ double gpu_cuda_gemm_tflops(int device, int m, int n, int k, const char *precisi
 double gpu_cuda_layer_gemm_ceiling(int device, int m, int hidden, int intermediate,
                                    const char *precision, double shape_tflops[4]);
 
-/* Introspection of one "cuda" backend instance (the bench and the GPU tests use them). */
-
-/* An allocation attempt through the backend's allocator: 0 = it succeeded, -1 = refused (it
- * refuses every attempt after init). */
-int gpu_cuda_backend_try_alloc(gpu_backend_t *be, size_t bytes);
-/* cuBLASLt heuristic queries made so far (stays small over a long run). */
-long gpu_cuda_backend_heuristic_queries(gpu_backend_t *be);
-/* The init sweep's GEMM autotuning: shape buckets tuned, how many picked another algorithm
- * than the heuristic's first, and the summed single-run ms of the first and of the picks. */
-void gpu_cuda_backend_tune_stats(gpu_backend_t *be, long *tuned, long *changed, double *ms_top1,
-                                 double *ms_best);
-
-/* Per-phase GPU time of forwards (bench breakdown), from events between phases. on = 1
- * starts (resets) profiling, 0 stops, -1 leaves it; ms (GPU_CUDA_PROF_N) gets the totals so
- * far in milliseconds when not NULL. Profiling adds an event per phase: time apart. */
+/* The phases of a forward that tests time apart (tests/lib/cuda_test_api.h). */
 enum {
     GPU_CUDA_PROF_EMBED,     /* input copy + embedding LayerNorm */
     GPU_CUDA_PROF_GEMM,      /* cuBLASLt projections (bias/GELU epilogues included) */
@@ -51,7 +37,6 @@ enum {
     GPU_CUDA_PROF_HEAD,      /* pooler + classifier + logits copy */
     GPU_CUDA_PROF_N
 };
-int gpu_cuda_backend_profile(gpu_backend_t *be, int on, double *ms);
 
 #ifdef __cplusplus
 }

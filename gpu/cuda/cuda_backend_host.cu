@@ -1,5 +1,6 @@
-// The CUDA backend's host-side parts: device queries, the weight image uploaded at init, and
-// the introspection calls of gpu/cuda/cuda_backend.h.
+// The CUDA backend's host-side parts: device queries, the weight image uploaded at init, the
+// energy meter and GEMM ceiling of the backend table. (The tests' introspection of an
+// instance is tests/lib/cuda_test_api.cu.)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -121,43 +122,6 @@ void cuda_be_weights_image(struct gpu_backend *be, char *img) {
 
 // Introspection (gpu/cuda/cuda_backend.h). Asks the backend's allocator for device memory after
 // init (must be refused).
-extern "C" int gpu_cuda_backend_try_alloc(gpu_backend_t *be, size_t bytes) {
-    void *p = NULL;
-    cudaError_t e = be_device_alloc(be, &p, bytes);
-    if (e == cudaSuccess) {
-        cudaFree(p);
-        return 0;
-    }
-    return -1;
-}
-
-extern "C" int gpu_cuda_backend_profile(gpu_backend_t *be, int on, double *ms) {
-    if (ms)
-        for (int i = 0; i < GPU_CUDA_PROF_N; i++)
-            ms[i] = be->prof_ms[i];
-    if (on >= 0) {
-        if (on && !be->ev[0])
-            for (int i = 0; i < BE_PROF_EVENTS; i++)
-                if (cudaEventCreate(&be->ev[i]) != cudaSuccess) return -1;
-        be->prof = on;
-        memset(be->prof_ms, 0, sizeof(be->prof_ms));
-    }
-    return 0;
-}
-
-// Heuristic queries so far (stays small over a long run).
-extern "C" long gpu_cuda_backend_heuristic_queries(gpu_backend_t *be) {
-    return be->gemm.heuristic_queries + be->gemm32.heuristic_queries;
-}
-
-extern "C" void gpu_cuda_backend_tune_stats(gpu_backend_t *be, long *tuned, long *changed,
-                                            double *ms_top1, double *ms_best) {
-    *tuned = be->gemm.tuned;
-    *changed = be->gemm.tuned_changed;
-    *ms_top1 = be->gemm.tuned_ms_top1;
-    *ms_best = be->gemm.tuned_ms_best;
-}
-
 extern "C" const char *gpu_backend_cuda_versions(void) {
     static thread_local char buf[96]; // the caller's thread's copy
     int rt = 0, drv = 0;

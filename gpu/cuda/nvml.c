@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "common/clock.h"
+
 /* NVML's own declarations, the few used (nvml.h is not needed: these are stable ABI). */
 typedef void *nvml_dev_t;
 struct gpu_nvml {
@@ -56,12 +58,6 @@ int gpu_nvml_sm_mhz(gpu_nvml_t *nv) {
     return nv && nv->clock(nv->dev, 1, &mhz) == 0 ? (int)mhz : -1;
 }
 
-static double nvml_now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void *nvml_window_sample(void *arg) {
     gpu_nvml_window_t *w = arg;
     while (!w->stop) {
@@ -76,7 +72,7 @@ static void *nvml_window_sample(void *arg) {
 void gpu_nvml_window_start(gpu_nvml_window_t *w, gpu_nvml_t *nv) {
     w->nv = nv, w->stop = 0, w->n = 0;
     if (pthread_create(&w->th, NULL, nvml_window_sample, w) != 0) w->stop = -1; /* no clocks */
-    w->j0 = gpu_nvml_joules(nv), w->t0 = nvml_now_s();
+    w->j0 = gpu_nvml_joules(nv), w->t0 = common_now_s();
 }
 
 static int nvml_int_cmp(const void *a, const void *b) {
@@ -86,7 +82,7 @@ static int nvml_int_cmp(const void *a, const void *b) {
 int gpu_nvml_window_stop(gpu_nvml_window_t *w) {
     double j1 = gpu_nvml_joules(w->nv);
     w->joules = j1 >= 0 && w->j0 >= 0 ? j1 - w->j0 : -1;
-    w->seconds = nvml_now_s() - w->t0;
+    w->seconds = common_now_s() - w->t0;
     if (w->stop == 0) {
         w->stop = 1;
         pthread_join(w->th, NULL);

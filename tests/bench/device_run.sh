@@ -292,6 +292,11 @@ if has rbench; then
         $B/reclass bench --geometry bert-base --labels 140 --backend cuda --workload tickets-mix \
             --token-budget $tb --precision fp16 --repeat 3 2>&1 | tail -6 | tee -a "$OUT/rbench.log" | tee -a "$summary"
     done
+    # what bench reads through the backend table (get_props, gemm_ceiling, energy_start/stop)
+    grep -q '"precision": "fp16"' "$OUT/rbench.log" || note "RBENCH FAIL: precision not fp16"
+    grep -q '"gemm_ceiling_tflops": [0-9]' "$OUT/rbench.log" || note "RBENCH FAIL: no GEMM ceiling"
+    grep -q '"joules_per_pass": [0-9]' "$OUT/rbench.log" || note "RBENCH: no energy (NVML missing?)"
+    grep -q '"peak_device_bytes": [0-9]' "$OUT/rbench.log" || note "RBENCH FAIL: no device memory"
 fi
 if has families; then # per-layer speed of each family against BERT's, and its PyTorch ratio
     for tb in 16384 65536; do

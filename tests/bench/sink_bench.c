@@ -17,8 +17,9 @@
 
 #include <libpq-fe.h>
 
+#include "sink/migrate.h"
 #include "sink/sink.h"
-#include "sink/sink_stats.h"
+#include "tests/lib/sink_stats.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -201,7 +202,8 @@ int main(int argc, char **argv) {
     }
     char err[1024];
     int applied = 0;
-    if (sink_migrate(db, RECLASS_SOURCE_DIR "/migrations", &applied, err, sizeof err) != SINK_OK) {
+    if (sink_migrate_ex(db, RECLASS_SOURCE_DIR "/migrations", NULL, &applied, err, sizeof err) !=
+        SINK_OK) {
         fprintf(stderr, "sink_bench: migrate: %s\n", err);
         return 1;
     }

@@ -10,7 +10,7 @@
 #include "consumers/avro_codec.h"
 #include "consumers/ticket.h"
 #include "tests/fuzz/fuzz_util.h"
-#include "worker/text/submit_input.h"
+#include "worker/submit/input.h"
 
 static consumers_codec_t *fuzz_submit_codec;
 

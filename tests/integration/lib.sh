@@ -11,6 +11,10 @@ it_root=$(cd "$it_here/../.." && pwd)
 RECLASS=${1:?path of the reclass executable}
 MODEL=${IT_MODEL:-$it_root/deploy/models/clinc150-bert-mini}
 GOLDEN=$it_root/tests/fixtures/golden_clinc150_test.jsonl
+# the source tree's schemas and migrations, wherever the build directory is (the binary looks
+# next to itself otherwise)
+export RECLASS_SCHEMAS=${RECLASS_SCHEMAS:-$it_root/consumers/schemas}
+export RECLASS_MIGRATIONS=${RECLASS_MIGRATIONS:-$it_root/migrations}
 TMP=$(mktemp -d /tmp/reclass-it.XXXXXX)
 # shellcheck source=tests/lib/services.sh
 source "$it_root/tests/lib/services.sh"

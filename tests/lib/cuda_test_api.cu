@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "gpu/cuda/cuda_backend.h"
+#include "gpu/cuda/cuda_backend_int.cuh"
 #include "gpu/cuda/cuda_common.cuh"
 #include "gpu/cuda/cuda_gemm.cuh"
 #include "tests/lib/cuda_test_api.h"
@@ -431,4 +432,42 @@ extern "C" double gpu_cuda_test_attention_bench(const char *precision, int kerne
     if (wgmma < 0) return -1;
     return is_bf16(precision) ? ta_att_bench<__nv_bfloat16>(wgmma, n_seqs, len, heads, iters)
                               : ta_att_bench<__half>(wgmma, n_seqs, len, heads, iters);
+}
+
+// Introspection of one "cuda" backend instance (tests/lib/cuda_test_api.h).
+extern "C" int gpu_cuda_backend_try_alloc(gpu_backend_t *be, size_t bytes) {
+    void *p = NULL;
+    cudaError_t e = be_device_alloc(be, &p, bytes);
+    if (e == cudaSuccess) {
+        cudaFree(p);
+        return 0;
+    }
+    return -1;
+}
+
+extern "C" int gpu_cuda_backend_profile(gpu_backend_t *be, int on, double *ms) {
+    if (ms)
+        for (int i = 0; i < GPU_CUDA_PROF_N; i++)
+            ms[i] = be->prof_ms[i];
+    if (on >= 0) {
+        if (on && !be->ev[0])
+            for (int i = 0; i < BE_PROF_EVENTS; i++)
+                if (cudaEventCreate(&be->ev[i]) != cudaSuccess) return -1;
+        be->prof = on;
+        memset(be->prof_ms, 0, sizeof(be->prof_ms));
+    }
+    return 0;
+}
+
+// Heuristic queries so far (stays small over a long run).
+extern "C" long gpu_cuda_backend_heuristic_queries(gpu_backend_t *be) {
+    return be->gemm.heuristic_queries + be->gemm32.heuristic_queries;
+}
+
+extern "C" void gpu_cuda_backend_tune_stats(gpu_backend_t *be, long *tuned, long *changed,
+                                            double *ms_top1, double *ms_best) {
+    *tuned = be->gemm.tuned;
+    *changed = be->gemm.tuned_changed;
+    *ms_top1 = be->gemm.tuned_ms_top1;
+    *ms_best = be->gemm.tuned_ms_best;
 }

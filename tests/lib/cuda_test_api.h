@@ -17,6 +17,25 @@
 extern "C" {
 #endif
 
+/* Introspection of one "cuda" backend instance (the bench and the GPU tests use them; the product
+ * has none of them). */
+
+/* An allocation attempt through the backend's allocator: 0 = it succeeded, -1 = refused (it
+ * refuses every attempt after init). */
+int gpu_cuda_backend_try_alloc(gpu_backend_t *be, size_t bytes);
+/* cuBLASLt heuristic queries made so far (stays small over a long run). */
+long gpu_cuda_backend_heuristic_queries(gpu_backend_t *be);
+/* The init sweep's GEMM autotuning: shape buckets tuned, how many picked another algorithm
+ * than the heuristic's first, and the summed single-run ms of the first and of the picks. */
+void gpu_cuda_backend_tune_stats(gpu_backend_t *be, long *tuned, long *changed, double *ms_top1,
+                                 double *ms_best);
+
+/* Per-phase GPU time of forwards (bench breakdown), from events between phases. on = 1
+ * starts (resets) profiling, 0 stops, -1 leaves it; ms (GPU_CUDA_PROF_N) gets the totals so
+ * far in milliseconds when not NULL (phases: gpu/cuda/cuda_backend.h). Profiling adds an
+ * event per phase: time apart. */
+int gpu_cuda_backend_profile(gpu_backend_t *be, int on, double *ms);
+
 /* out (n_tokens, H) as gpu_ref_embed_ln. */
 int gpu_cuda_test_embed_ln(const gpu_model_t *m, const char *precision, const int32_t *ids,
                            const int32_t *cu_seqlens, int n_seqs, float *out);

@@ -7,17 +7,7 @@
 
 #include "common/err.h"
 
-double cls_now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-int64_t cls_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "common/clock.h"
 
 /* Buffers for what the backend holds (e->props); 0 or 1 with err set. */
 static int engine_alloc(cls_engine_t *e, char *err, size_t errlen) {
@@ -116,7 +106,7 @@ int cls_engine_submit(cls_engine_t *e, const int32_t *const *seq, const int *len
     }
     cls_batch_t *b = &e->slot[(e->head + e->in_flight) % 2];
     b->n = n, b->n_tokens = t, b->longest = longest;
-    b->t_submit = cls_now_s();
+    b->t_submit = common_now_s();
     gpu_batch_t gb = {e->ids, e->cu, n, t, longest};
     int rc = e->ops->submit(e->be, &gb, err, errlen); /* copies the inputs */
     if (rc == 0) e->in_flight++;
@@ -131,7 +121,7 @@ int cls_engine_collect(cls_engine_t *e, const cls_batch_t **out, char *err, size
     int rc = e->ops->collect(e->be, b->logits, err, errlen);
     e->head ^= 1;
     e->in_flight--;
-    b->t_ready = cls_now_s();
+    b->t_ready = common_now_s();
     double start = b->t_submit > e->last_ready ? b->t_submit : e->last_ready;
     b->compute_s = b->t_ready - start;
     e->last_ready = b->t_ready;

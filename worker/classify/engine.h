@@ -16,7 +16,7 @@
 /* A batch from submit to collect. Valid from collect until the next submit. */
 typedef struct {
     int n, n_tokens, longest; /* sequences, real tokens, longest sequence */
-    double t_submit;          /* monotonic seconds at submit */
+    double t_submit;          /* common_now_s() at submit */
     double t_ready;           /* monotonic seconds when its logits were in (collect) */
     /* seconds from the later of its submit and the previous batch's logits to its own
      * logits: batches that overlap on the device are not counted twice */
@@ -70,9 +70,5 @@ void cls_engine_score(const cls_engine_t *e, const cls_batch_t *b, int i, int to
                       cls_result_t *r);
 /* The model's label names, by id. */
 const char *const *cls_engine_labels(const cls_engine_t *e);
-
-/* Monotonic seconds (the engine's clock) and milliseconds. */
-double cls_now_s(void);
-int64_t cls_now_ms(void);
 
 #endif

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "common/err.h"
+#include "common/clock.h"
 #include "worker/bench/workload.h"
 #include "worker/classify/driver.h"
 #include "worker/classify/session.h"
@@ -128,12 +129,12 @@ static int bench_done(void *ctx, void *const *items, const int *lens, int n, con
 static int bench_pass(bench_t *b, char *err, size_t errlen) {
     worker_workload_t *w = b->w;
     const gpu_model_config_t *cfg = &b->ses->model->cfg;
-    double t0 = cls_now_s();
+    double t0 = common_now_s();
     if (w->is_text) {
         if (worker_workload_tokenize(w, b->ses->tok, b->acfg.max_len, &b->scratch) != 0)
             return common_errf(1, err, errlen, "out of memory tokenizing the workload");
     }
-    b->tok_seconds = cls_now_s() - t0;
+    b->tok_seconds = common_now_s() - t0;
     if (!b->acc) { /* sized by the real token count, known after the first tokenization */
         b->acfg.max_pending_items = (int)w->n;
         b->acfg.max_pending_tokens =
@@ -236,9 +237,9 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
     double tok_secs_sum = 0;
     for (int i = 0; i < o.repeat; i++) {
         double d0 = e->ops->device_seconds ? e->ops->device_seconds(e->be) : 0;
-        double t0 = cls_now_s(), c0 = bench_cpu_s();
+        double t0 = common_now_s(), c0 = bench_cpu_s();
         if (bench_pass(&b, err, sizeof err) != 0) goto fail_pass;
-        secs[i] = cls_now_s() - t0;
+        secs[i] = common_now_s() - t0;
         secs[o.repeat + i] = bench_cpu_s() - c0;
         secs[2 * o.repeat + i] = e->ops->device_seconds ? e->ops->device_seconds(e->be) - d0 : 0;
         tok_secs_sum += b.tok_seconds;

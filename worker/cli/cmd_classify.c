@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "worker/classify/driver.h"
 #include "worker/classify/session.h"
 #include "worker/cli/cli.h"
@@ -259,7 +260,7 @@ static common_status_t classify_loop(cls_ctx_t *c, cls_engine_t *eng, worker_acc
             eof = c->eof;
             if (full || eof || known > next_push || known - next_out >= c->ring) break;
             int64_t dl = worker_accum_next_deadline(acc);
-            if (dl != INT64_MAX && cls_now_ms() >= dl) break;
+            if (dl != INT64_MAX && common_now_ms() >= dl) break;
             if (dirty) { /* results appear before we sleep (interactive use) */
                 pthread_mutex_unlock(&c->mu);
                 fflush(stdout);
@@ -277,7 +278,7 @@ static common_status_t classify_loop(cls_ctx_t *c, cls_engine_t *eng, worker_acc
         pthread_mutex_unlock(&c->mu);
 
         /* 2. move read slots into the accumulator, in input order, until full */
-        int64_t now = cls_now_ms();
+        int64_t now = common_now_ms();
         full = 0;
         while (next_push < known) {
             cls_slot_t *s = &c->slot[next_push % c->ring];
@@ -299,7 +300,7 @@ static common_status_t classify_loop(cls_ctx_t *c, cls_engine_t *eng, worker_acc
         /* 3. form and run batches while any is due */
         int drained = eof && next_push == known;
         for (;;) {
-            now = cls_now_ms();
+            now = common_now_ms();
             int64_t t = now;
             if (!drained && !worker_accum_ready(acc, now)) {
                 /* the reader waits for the oldest unprinted input, which is pending here:

@@ -15,32 +15,40 @@ typedef struct {
     int limit;
 } drift_args_t;
 
-/* The parsed options (one command per process) and the two tables that fill them. */
-static drift_args_t drift_a;
+/* The options of the two subcommands, set into a. */
+#define DRIFT_BASELINE_N 6
+static void drift_baseline_opts(drift_args_t *a, cli_opt_t out[DRIFT_BASELINE_N + 1]) {
+    const cli_opt_t t[] = {
+        {"db", CLI_STR, &a->db, 0, 0, "RECLASS_DB", "URL", "PostgreSQL URL or conninfo"},
+        {"tenant", CLI_STR, &a->tenant, 0, 0, NULL, "T", "whose baseline (required)"},
+        {"model", CLI_STR, &a->model, 0, 0, NULL, "M",
+         "the model, as drift_windows.model and ticket_results.model name it (required)"},
+        {"from", CLI_STR, &a->from, 0, 0, NULL, "TS", "start of a range of stored drift windows"},
+        {"to", CLI_STR, &a->to, 0, 0, NULL, "TS", "its end (exclusive)"},
+        {"job", CLI_STR, &a->job, 0, 0, NULL, "J",
+         "a finished job whose own tickets are the reference (instead of --from/--to)"},
+        {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL},
+    };
+    _Static_assert(sizeof(t) / sizeof(t[0]) == DRIFT_BASELINE_N + 1, "DRIFT_BASELINE_N");
+    memcpy(out, t, sizeof(t));
+}
 
-static const cli_opt_t drift_baseline_opts[] = {
-    {"db", CLI_STR, &drift_a.db, 0, 0, "RECLASS_DB", "URL", "PostgreSQL URL or conninfo"},
-    {"tenant", CLI_STR, &drift_a.tenant, 0, 0, NULL, "T", "whose baseline (required)"},
-    {"model", CLI_STR, &drift_a.model, 0, 0, NULL, "M",
-     "the model, as drift_windows.model and ticket_results.model name it (required)"},
-    {"from", CLI_STR, &drift_a.from, 0, 0, NULL, "TS", "start of a range of stored drift windows"},
-    {"to", CLI_STR, &drift_a.to, 0, 0, NULL, "TS", "its end (exclusive)"},
-    {"job", CLI_STR, &drift_a.job, 0, 0, NULL, "J",
-     "a finished job whose own tickets are the reference (instead of --from/--to)"},
-    {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL},
-};
-
-static const cli_opt_t drift_report_opts[] = {
-    {"db", CLI_STR, &drift_a.db, 0, 0, "RECLASS_DB", "URL", "PostgreSQL URL or conninfo"},
-    {"tenant", CLI_STR, &drift_a.tenant, 0, 0, NULL, "T", "only this tenant"},
-    {"model", CLI_STR, &drift_a.model, 0, 0, NULL, "M", "only this model"},
-    {"since", CLI_STR, &drift_a.since, 0, 0, NULL, "S",
-     "an interval back from now ('24 hours') or a timestamp (default 7 days)"},
-    {"bucket", CLI_STR, &drift_a.bucket, 0, 0, NULL, "B",
-     "window (default), hour or day: roll windows up"},
-    {"limit", CLI_INT, &drift_a.limit, 1, 100000, NULL, NULL, "windows listed (default 20)"},
-    {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL},
-};
+#define DRIFT_REPORT_N 6
+static void drift_report_opts(drift_args_t *a, cli_opt_t out[DRIFT_REPORT_N + 1]) {
+    const cli_opt_t t[] = {
+        {"db", CLI_STR, &a->db, 0, 0, "RECLASS_DB", "URL", "PostgreSQL URL or conninfo"},
+        {"tenant", CLI_STR, &a->tenant, 0, 0, NULL, "T", "only this tenant"},
+        {"model", CLI_STR, &a->model, 0, 0, NULL, "M", "only this model"},
+        {"since", CLI_STR, &a->since, 0, 0, NULL, "S",
+         "an interval back from now ('24 hours') or a timestamp (default 7 days)"},
+        {"bucket", CLI_STR, &a->bucket, 0, 0, NULL, "B",
+         "window (default), hour or day: roll windows up"},
+        {"limit", CLI_INT, &a->limit, 1, 100000, NULL, NULL, "windows listed (default 20)"},
+        {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL},
+    };
+    _Static_assert(sizeof(t) / sizeof(t[0]) == DRIFT_REPORT_N + 1, "DRIFT_REPORT_N");
+    memcpy(out, t, sizeof(t));
+}
 
 static void drift_baseline_usage(FILE *f) {
     fprintf(f, "usage: reclass drift baseline --db URL --tenant T --model M\n"
@@ -50,7 +58,10 @@ static void drift_baseline_usage(FILE *f) {
                "confidence histogram of the drift windows in [--from, --to), or of job J's own\n"
                "tickets (ticket_results, exact). Without a pinned baseline the scores compare\n"
                "with the trailing 7 days. Prints the new baseline's id and size.\n\n");
-    worker_cli_print_opts(f, drift_baseline_opts);
+    drift_args_t a;
+    cli_opt_t opts[DRIFT_BASELINE_N + 1];
+    drift_baseline_opts(&a, opts);
+    worker_cli_print_opts(f, opts);
 }
 
 static void drift_report_usage(FILE *f) {
@@ -62,16 +73,18 @@ static void drift_report_usage(FILE *f) {
                "Statuses: drift (a PSI >= 0.25), watch (>= 0.1), ok, sparse (too few tickets\n"
                "to judge), no_baseline. Exit status 3 when any window reads drift (for cron\n"
                "alerts), 0 otherwise.\n\n");
-    worker_cli_print_opts(f, drift_report_opts);
+    drift_args_t a;
+    cli_opt_t opts[DRIFT_REPORT_N + 1];
+    drift_report_opts(&a, opts);
+    worker_cli_print_opts(f, opts);
 }
 
 static int drift_baseline(int argc, char **argv) {
     drift_args_t a = {0};
-    drift_a = a;
-    int prc = worker_cli_parse("drift baseline", argc, argv, drift_baseline_opts,
-                               drift_baseline_usage, NULL);
+    cli_opt_t opts[DRIFT_BASELINE_N + 1];
+    drift_baseline_opts(&a, opts);
+    int prc = worker_cli_parse("drift baseline", argc, argv, opts, drift_baseline_usage, NULL);
     if (prc != COMMON_OK) return prc;
-    a = drift_a;
     const char *why = !a.tenant                   ? "--tenant T is required"
                       : !a.model                  ? "--model M is required"
                       : a.job && (a.from || a.to) ? "pass --job or --from/--to, not both"
@@ -151,11 +164,10 @@ static const char drift_windows_sql[] =
 
 static int drift_report(int argc, char **argv) {
     drift_args_t a = {.since = "7 days", .bucket = "window", .limit = 20};
-    drift_a = a;
-    int prc =
-        worker_cli_parse("drift report", argc, argv, drift_report_opts, drift_report_usage, NULL);
+    cli_opt_t opts[DRIFT_REPORT_N + 1];
+    drift_report_opts(&a, opts);
+    int prc = worker_cli_parse("drift report", argc, argv, opts, drift_report_usage, NULL);
     if (prc != COMMON_OK) return prc;
-    a = drift_a;
     if (strcmp(a.bucket, "window") && strcmp(a.bucket, "hour") && strcmp(a.bucket, "day")) {
         fprintf(stderr, "reclass drift report: --bucket %s: use window, hour or day\n", a.bucket);
         return 2;

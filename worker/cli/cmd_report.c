@@ -14,15 +14,19 @@ typedef struct {
     const char *db, *job, *out;
 } report_args_t;
 
-static report_args_t report_a;
-
-static const cli_opt_t report_opts[] = {
-    {"db", CLI_STR, &report_a.db, 0, 0, "RECLASS_DB", "URL", "PostgreSQL URL or conninfo"},
-    {"job", CLI_STR, &report_a.job, 0, 0, NULL, "J", "the job (required)"},
-    {"out", CLI_STR, &report_a.out, 0, 0, NULL, "FILE",
-     "write the HTML there (default: standard output)"},
-    {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL},
-};
+/* The options, set into a. */
+#define REPORT_N_OPTS 3
+static void report_opts(report_args_t *a, cli_opt_t out[REPORT_N_OPTS + 1]) {
+    const cli_opt_t t[] = {
+        {"db", CLI_STR, &a->db, 0, 0, "RECLASS_DB", "URL", "PostgreSQL URL or conninfo"},
+        {"job", CLI_STR, &a->job, 0, 0, NULL, "J", "the job (required)"},
+        {"out", CLI_STR, &a->out, 0, 0, NULL, "FILE",
+         "write the HTML there (default: standard output)"},
+        {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL},
+    };
+    _Static_assert(sizeof(t) / sizeof(t[0]) == REPORT_N_OPTS + 1, "REPORT_N_OPTS");
+    memcpy(out, t, sizeof(t));
+}
 
 static void report_usage(FILE *f) {
     fprintf(f, "usage: reclass report --db URL --job J [--out report.html]\n\n"
@@ -30,14 +34,18 @@ static void report_usage(FILE *f) {
                "script, no network): summary, drift scores of the job and of its tenant's\n"
                "windows against the pinned baseline, label distribution, confidence histogram,\n"
                "least-confident tickets, throughput and device memory over time.\n\n");
-    worker_cli_print_opts(f, report_opts);
+    report_args_t a;
+    cli_opt_t opts[REPORT_N_OPTS + 1];
+    report_opts(&a, opts);
+    worker_cli_print_opts(f, opts);
 }
 
 common_status_t worker_cmd_report(int argc, char **argv) {
-    report_a = (report_args_t){0};
-    int prc = worker_cli_parse("report", argc, argv, report_opts, report_usage, NULL);
+    report_args_t a = {0};
+    cli_opt_t opts[REPORT_N_OPTS + 1];
+    report_opts(&a, opts);
+    int prc = worker_cli_parse("report", argc, argv, opts, report_usage, NULL);
     if (prc != COMMON_OK) return prc;
-    report_args_t a = report_a;
     if (!a.job) {
         fprintf(stderr, "reclass report: --job J is required (see --help)\n");
         return 2;

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/paths.h"
 #include "consumers/avro_codec.h"
 #include "consumers/kafka_props.h"
 #include "consumers/kafka_version.h"
@@ -21,7 +22,7 @@
 #include "sink/owner.h"
 #include "sink/sink.h"
 #include "worker/cli/cli.h"
-#include "worker/text/submit_input.h"
+#include "worker/submit/input.h"
 
 #define SUBMIT_MAX_PROPS 32
 
@@ -32,6 +33,7 @@ typedef struct {
     char lane_topic[256]; /* backs topic for --lane urgent */
     int plain, priority, has_priority, progress;
     const char *props[SUBMIT_MAX_PROPS + 1]; /* --kafka K=V, NULL-ended */
+    char schemas_buf[4096];                  /* backs the default schemas */
 } submit_opts_t;
 
 static volatile sig_atomic_t submit_stop;
@@ -66,7 +68,8 @@ static void submit_opts(submit_opts_t *o, long *priority, cli_list_t *props, int
          "writer schema of --plain-avro records (default: the oldest in --schemas that the\n"
          "      current one reads; the workers must be given the same)"},
         {"schemas", CLI_STR, &o->schemas, 0, 0, "RECLASS_SCHEMAS", "DIR",
-         "ticket-v<ID>.avsc directory (default: the source tree's consumers/schemas)"},
+         "ticket-v<ID>.avsc directory (default: <exe>/../consumers/schemas, else\n"
+         "      <exe>/../share/reclass/schemas, else /usr/share/reclass/schemas)"},
         {"schema-registry", CLI_STR, &o->registry, 0, 0, "RECLASS_SCHEMA_REGISTRY", "URL",
          "register the schema under <topic>-value in this Confluent Schema Registry and\n"
          "      frame the records with its id (credentials as for reclass run)"},
@@ -107,7 +110,6 @@ static int parse_opts(int argc, char **argv, submit_opts_t *o) {
     memset(o, 0, sizeof(*o));
     o->brokers = "127.0.0.1:9092";
     o->topic = "tickets";
-    o->schemas = RECLASS_SOURCE_DIR "/consumers/schemas";
     o->text_col = "text";
     long priority = LONG_MIN;
     int no_progress = 0, first = 0;
@@ -131,7 +133,18 @@ static int parse_opts(int argc, char **argv, submit_opts_t *o) {
         o->topic = o->lane_topic;
     } else if (o->lane && strcmp(o->lane, "bulk")) {
         fprintf(stderr, "reclass submit: --lane '%s': use urgent or bulk\n", o->lane);
-        return 2;
+        return COMMON_USAGE;
+    }
+    if (!o->schemas) {
+        if (common_data_dir("consumers/schemas", "schemas", o->schemas_buf,
+                            sizeof(o->schemas_buf))) {
+            fprintf(stderr,
+                    "reclass submit: no schemas directory found (tried %s): give --schemas DIR "
+                    "or set RECLASS_SCHEMAS\n",
+                    o->schemas_buf);
+            return COMMON_USAGE;
+        }
+        o->schemas = o->schemas_buf;
     }
     const char *miss = !o->job_id ? "--job-id" : !o->tenant ? "--tenant" : NULL;
     if (miss) {

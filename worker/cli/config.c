@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "common/paths.h"
 #include "consumers/kafka_props.h"
 #include "worker/cli/cli.h"
 #include "worker/pipeline/fair.h"
@@ -42,7 +43,8 @@ static void run_opts(worker_run_cfg_t *c, cli_list_t *kafka, cli_opt_t out[RUN_N
         {"dlq-topic", CLI_STR, &c->dlq_topic, 0, 0, "RECLASS_DLQ_TOPIC", NULL,
          "dead-letter topic for undecodable records (default <topic>.dlq)"},
         {"schemas", CLI_STR, &c->schemas, 0, 0, "RECLASS_SCHEMAS", NULL,
-         "directory of ticket-v<ID>.avsc schemas (default: the source tree's consumers/schemas)"},
+         "directory of ticket-v<ID>.avsc schemas (default: <exe>/../consumers/schemas, else\n"
+         "      <exe>/../share/reclass/schemas, else /usr/share/reclass/schemas)"},
         {"plain-schema", CLI_STR, &c->plain_schema, 0, 0, "RECLASS_PLAIN_SCHEMA", "FILE",
          "writer schema of plain (unframed) Avro records (default: the oldest in --schemas\n"
          "      that the current one reads, so that a new schema never changes how they read)"},
@@ -163,7 +165,6 @@ common_status_t worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **arg
     cfg->topic = "tickets";
     cfg->group = "reclass";
     cfg->cls.backend = "cpu";
-    cfg->schemas = RECLASS_SOURCE_DIR "/consumers/schemas";
     cfg->cls.max_wait_ms = 200;
     cfg->sink_rows = 8192;
     cfg->log_every = 50;
@@ -192,6 +193,15 @@ common_status_t worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **arg
     if ((rc = parse_topics(cfg, err, errlen))) return rc;
     if (cfg->tenant_weights && worker_fair_weights_parse(cfg->tenant_weights, NULL, err, errlen))
         return COMMON_USAGE;
+    if (!cfg->schemas) {
+        if (common_data_dir("consumers/schemas", "schemas", cfg->schemas_buf,
+                            sizeof(cfg->schemas_buf)))
+            return common_errf(COMMON_USAGE, err, errlen,
+                               "no schemas directory found (tried %s): give --schemas DIR or set "
+                               "RECLASS_SCHEMAS",
+                               cfg->schemas_buf);
+        cfg->schemas = cfg->schemas_buf;
+    }
     if (!cfg->dlq_topic) {
         snprintf(cfg->dlq_buf, sizeof(cfg->dlq_buf), "%s.dlq", cfg->topics[0]);
         cfg->dlq_topic = cfg->dlq_buf;

@@ -35,12 +35,6 @@ void worker_metrics_reset(worker_metrics_t *m) {
     atomic_store(&m->token_budget, 0);
 }
 
-int64_t worker_metrics_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int worker_metrics_healthy(const worker_metrics_t *m, int64_t now_ms) {
     int64_t last = atomic_load_explicit(&m->last_poll_ms, memory_order_relaxed);
     return last > 0 && now_ms - last < WORKER_METRICS_STALE_MS;

@@ -37,7 +37,7 @@ typedef struct {
     atomic_int partitions_assigned; /* partitions this member owns now */
     atomic_int group_joined;        /* 1 once the first rebalance was served */
     atomic_int sink_connected;      /* 1 while PostgreSQL takes writes */
-    atomic_llong last_poll_ms;      /* CLOCK_MONOTONIC ms of the poll loop's last turn; 0 = none */
+    atomic_llong last_poll_ms;      /* common_now_ms() of the poll loop's last turn; 0 = none */
     atomic_llong device_used_bytes; /* backend mem_stats, as of the last batch */
     atomic_llong device_total_bytes;
     atomic_llong weights_bytes;
@@ -53,9 +53,6 @@ extern worker_metrics_t worker_metrics;
 
 /* Zeroes every counter and gauge (tests). */
 void worker_metrics_reset(worker_metrics_t *m);
-
-/* CLOCK_MONOTONIC in milliseconds: the clock of last_poll_ms. */
-int64_t worker_metrics_now_ms(void);
 
 static inline void worker_metrics_add(atomic_long *c, long n) {
     atomic_fetch_add_explicit(c, n, memory_order_relaxed);

@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "worker/observe/metrics.h"
 
 #define HTTP_MAX_CONNS  256  /* far below a process's file limit, far above probes + scrapers */
@@ -30,7 +31,7 @@
 
 typedef struct {
     int fd;            /* -1 = free */
-    int64_t opened_ms; /* accept time (worker_metrics_now_ms) */
+    int64_t opened_ms; /* accept time (common_now_ms) */
     char *head;        /* (HTTP_HEAD_BYTES) the request head so far; a slice of one block */
     size_t head_len;
     char *out; /* malloc'd answer (status line, headers, body) once the head is in; else NULL */
@@ -102,7 +103,7 @@ static void route(worker_http_t *h, http_conn_t *c) {
         answer_text(c, 405, "GET only\n", 0);
         return;
     }
-    int64_t now = worker_metrics_now_ms();
+    int64_t now = common_now_ms();
     if (!strcmp(path, "/healthz")) {
         if (worker_metrics_healthy(h->m, now))
             answer_text(c, 200, "ok\n", head_only);
@@ -199,7 +200,7 @@ static void accept_all(worker_http_t *h) {
             continue;
         }
         c->fd = fd;
-        c->opened_ms = worker_metrics_now_ms();
+        c->opened_ms = common_now_ms();
         c->head_len = 0;
         conn_read(h, c); /* a probe's request is usually there already */
     }
@@ -236,7 +237,7 @@ static void *serve(void *arg) {
             else
                 conn_read(h, c);
         }
-        int64_t now = worker_metrics_now_ms();
+        int64_t now = common_now_ms();
         if (now - last_expire >= HTTP_TICK_MS) {
             expire(h, now);
             last_expire = now;

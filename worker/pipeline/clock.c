@@ -1,19 +1,9 @@
-/* The clock, timed waits and item destructor that every pipeline thread uses
+/* The timed waits and item destructor that every pipeline thread uses
  * (worker/pipeline/pipeline_int.h). */
 #include <stdlib.h>
 #include <time.h>
 
 #include "worker/pipeline/pipeline_int.h"
-
-double pl_now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-int64_t pl_now_ms(void) {
-    return (int64_t)(pl_now_s() * 1000.0);
-}
 
 void pl_timedwait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int ms) {
     struct timespec ts;
@@ -25,8 +15,8 @@ void pl_timedwait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int ms) {
 }
 
 void pl_wait_until_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t wake_ms) {
-    int64_t dt = wake_ms - pl_now_ms();
-    if (dt > 100) dt = 100; /* re-check flags regularly */
+    int64_t dt = wake_ms - common_now_ms();
+    if (dt > PL_RECHECK_MS) dt = PL_RECHECK_MS; /* re-check flags regularly */
     if (dt < 1) dt = 1;
     pl_timedwait_ms(cv, mu, (int)dt);
 }

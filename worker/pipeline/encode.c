@@ -120,7 +120,7 @@ void *pl_encoder_main(void *arg) {
     int cur = 0;
     pthread_mutex_lock(&pl->q.mu);
     while (!failed && !pl->q.fatal) {
-        int64_t now = pl_now_ms();
+        int64_t now = common_now_ms();
         int pending = worker_fair_pending_items(pl->q.acc);
         if (pl->q.draining && pending == 0 && !prev) break;
         int room = pl->q.out_items < pl->q.max_out_items; /* else the sink is behind (or db down) */
@@ -130,7 +130,7 @@ void *pl_encoder_main(void *arg) {
                     : 0;
         if (n <= 0) {
             if (!room) { /* even a batch in flight waits: its rows would overfill the queue */
-                pl_wait_until_ms(&pl->q.cv_room, &pl->q.mu, now + 100);
+                pl_wait_until_ms(&pl->q.cv_room, &pl->q.mu, now + PL_RECHECK_MS);
             } else if (prev) { /* nothing to submit: finish the batch in flight */
                 pthread_mutex_unlock(&pl->q.mu);
                 int rc = enc_publish(pl, eng, prev, err, sizeof(err));
@@ -142,7 +142,8 @@ void *pl_encoder_main(void *arg) {
                 }
             } else {
                 pl_wait_until_ms(&pl->q.cv_enc, &pl->q.mu,
-                                 ready ? now + 5 : worker_fair_next_deadline(pl->q.acc));
+                                 ready ? now + PL_READY_POLL_MS
+                                       : worker_fair_next_deadline(pl->q.acc));
             }
             continue;
         }

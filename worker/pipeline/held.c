@@ -70,7 +70,7 @@ int pl_held_push(pl_t *pl, consumers_record_t *m) {
     }
     if (p->held_n == 0) {
         p->held_backoff_s = HELD_BACKOFF_MIN_S;
-        p->held_retry_s = pl_now_s() + p->held_backoff_s;
+        p->held_retry_s = common_now_s() + p->held_backoff_s;
     }
     p->held[p->held_n++] = m;
     return 0;
@@ -79,12 +79,12 @@ int pl_held_push(pl_t *pl, consumers_record_t *m) {
 consumers_record_t *pl_held_next(pl_t *pl, int *fatal, char *err, size_t errlen) {
     pl_poll_t *p = &pl->poll;
     *fatal = 0;
-    if (!p->held_n || pl_now_s() < p->held_retry_s) return NULL;
+    if (!p->held_n || common_now_s() < p->held_retry_s) return NULL;
     int s = pl_schema_check(pl, p->held[0], err, errlen);
     if (s == PL_SCHEMA_WAIT) {
         p->held_backoff_s *= 2;
         if (p->held_backoff_s > HELD_BACKOFF_MAX_S) p->held_backoff_s = HELD_BACKOFF_MAX_S;
-        p->held_retry_s = pl_now_s() + p->held_backoff_s;
+        p->held_retry_s = common_now_s() + p->held_backoff_s;
         fprintf(stderr,
                 "reclass run: %s; %d record(s) wait for it (nothing is dead-lettered), next try "
                 "in %.1f s\n",

@@ -24,18 +24,18 @@ static void on_signal(int sig) {
 /* The last explicit commit. A rebalance in progress makes the broker refuse it for a moment:
  * keep serving the group (paused, so nothing is fetched) and try again. */
 static int final_commit(pl_t *pl, char *err, size_t errlen) {
-    double until = pl_now_s() + 20.0;
+    double until = common_now_s() + PL_FINAL_COMMIT_S;
     for (;;) {
         if (consumers_consumer_commit(pl->poll.consumer, err, errlen) == 0) return 0;
-        if (pl_now_s() > until) return -1;
+        if (common_now_s() > until) return -1;
         for (int i = 0; i < 10; i++) {
-            consumers_record_free(consumers_consumer_poll(pl->poll.consumer, 50));
+            consumers_record_free(consumers_consumer_poll(pl->poll.consumer, PL_DRAIN_POLL_MS));
         }
     }
 }
 
 static void print_stats(pl_t *pl, double t_start, worker_pipeline_stats_t *st) {
-    double wall = pl_now_s() - t_start;
+    double wall = common_now_s() - t_start;
     double span = pl->st.last_commit_s > pl->st.first_record_s
                       ? pl->st.last_commit_s - pl->st.first_record_s
                       : 0.0;
@@ -149,7 +149,7 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
     pthread_cond_init(&pl->q.cv_sink, NULL);
     pthread_cond_init(&pl->q.cv_room, NULL);
     pthread_cond_init(&pl->q.cv_accum, NULL);
-    double t_start = pl_now_s();
+    double t_start = common_now_s();
     char err[1024] = "";
     int rc = setup_compute(pl, err, sizeof(err));
     if (!rc) rc = pl_telemetry_init(pl, err, sizeof(err));

@@ -64,7 +64,8 @@ typedef struct {
     int topic_prio[WORKER_RUN_MAX_TOPICS];
     int n_topics;
     char topic_buf[1024];
-    char dlq_buf[256]; /* backs the default dlq_topic */
+    char dlq_buf[256];      /* backs the default dlq_topic */
+    char schemas_buf[4096]; /* backs the default schemas */
 } worker_run_cfg_t;
 
 /* Runs until signalled, idle (cfg->idle_exit_s) or a fatal error. Returns the exit code:

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdint.h>
 
+#include "common/clock.h"
 #include "consumers/avro_codec.h"
 #include "consumers/consumer.h"
 #include "consumers/dlq.h"
@@ -134,11 +135,22 @@ typedef struct {
     pl_sink_own_t sk; /* sink thread */
 } pl_t;
 
-/* worker/pipeline/clock.c: the clock, the timed waits and the item destructor every
- * pipeline thread uses. */
-double pl_now_s(void); /* monotonic seconds */
-int64_t pl_now_ms(void);
-/* pthread_cond_timedwait on cv (mu held) until wake_ms (pl_now_ms clock), at most 100 ms. */
+/* How long the threads wait, in milliseconds: short enough that a flag (stop, fatal, drain)
+ * is seen within one, long enough that an idle worker does not spin. */
+#define PL_RECHECK_MS     100  /* longest timed wait: flags are re-checked this often */
+#define PL_READY_POLL_MS  5    /* encoder: the accumulator is ready but formed no batch yet */
+#define PL_HOLD_POLL_MS   10   /* poll thread: waiting out a short backlog */
+#define PL_POLL_FULL_MS   20   /* poll thread: consumer poll while the accumulator is full */
+#define PL_POLL_MS        100  /* poll thread: consumer poll otherwise */
+#define PL_DRAIN_POLL_MS  50   /* consumer polls while draining and at the final commit */
+#define PL_SINK_IDLE_MS   250  /* sink: wake-ups of an idle sink (drift windows still close) */
+#define PL_RETRY_FIRST_MS 100  /* sink: first reconnection delay, doubling */
+#define PL_RETRY_MAX_MS   5000 /* sink: longest reconnection delay */
+#define PL_FINAL_COMMIT_S 20.0 /* the last commit's retries during a rebalance */
+
+/* worker/pipeline/clock.c: the timed waits and the item destructor every pipeline thread
+ * uses (the clock is common/clock.h). */
+/* pthread_cond_timedwait on cv (mu held) until wake_ms (common_now_ms clock), at most 100 ms. */
 void pl_wait_until_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t wake_ms);
 /* pthread_cond_timedwait on cv (mu held) for ms milliseconds. */
 void pl_timedwait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int ms);

@@ -183,7 +183,7 @@ static pl_item_t *make_item(pl_t *pl, const consumers_record_t *m, worker_ids_t 
  * remain. */
 static int drain_overflow(pl_t *pl) {
     if (!pl->poll.ovf_head) return 0;
-    int64_t now = pl_now_ms();
+    int64_t now = common_now_ms();
     int pushed = 0;
     pthread_mutex_lock(&pl->q.mu);
     pl_item_t **pp = &pl->poll.ovf_head, *last = NULL;
@@ -219,7 +219,7 @@ static void handle_decodable(pl_t *pl, consumers_record_t *m, worker_ids_t *ids)
     pthread_mutex_lock(&pl->q.mu);
     int64_t epoch = track < 0 ? 0 : consumers_offsets_epoch(pl->q.offsets, track);
     int tracked = epoch > 0 && consumers_offsets_consumed(pl->q.offsets, track, epoch, offset) == 0;
-    if (pl->st.first_record_s == 0) pl->st.first_record_s = pl_now_s();
+    if (pl->st.first_record_s == 0) pl->st.first_record_s = common_now_s();
     pthread_mutex_unlock(&pl->q.mu);
     if (!tracked) { /* not ours (any more), or a redelivery below what we track */
         consumers_record_free(m);
@@ -304,7 +304,7 @@ static void release_held(pl_t *pl, worker_ids_t *ids) {
 
 static void log_progress(pl_t *pl, double t0) {
     pthread_mutex_lock(&pl->q.mu);
-    double el = pl_now_s() - (pl->st.first_record_s ? pl->st.first_record_s : t0);
+    double el = common_now_s() - (pl->st.first_record_s ? pl->st.first_record_s : t0);
     fprintf(stderr,
             "reclass run: tickets=%ld batches=%ld tickets/s=%.0f pending=%d uncommitted=%ld "
             "dead_letters=%ld encoder_s=%.1f%s\n",
@@ -323,13 +323,13 @@ static void log_progress(pl_t *pl, double t0) {
 void pl_poll_loop(pl_t *pl) {
     const worker_run_cfg_t *cfg = pl->cfg;
     worker_ids_t ids = {0};
-    double t0 = pl_now_s(), last_activity = t0;
+    double t0 = common_now_s(), last_activity = t0;
     long logged_batches = 0, seen_rebalances = 0;
     int64_t hold_since = 0; /* when the accumulator became full without a pause; 0 = not */
     double next_lag_s = t0;
     for (;;) {
-        if (pl_now_s() >= next_lag_s) {
-            next_lag_s = pl_now_s() + PL_LAG_EVERY_S;
+        if (common_now_s() >= next_lag_s) {
+            next_lag_s = common_now_s() + PL_LAG_EVERY_S;
             long lag = consumers_consumer_lag(pl->poll.consumer);
             if (lag >= 0)
                 atomic_store_explicit(&worker_metrics.consumer_lag, lag, memory_order_relaxed);
@@ -356,7 +356,7 @@ void pl_poll_loop(pl_t *pl) {
         long batches = pl->st.batches_done;
         pthread_mutex_unlock(&pl->q.mu);
         /* the liveness heartbeat: /healthz fails once this loop stops turning */
-        atomic_store_explicit(&worker_metrics.last_poll_ms, (long long)worker_metrics_now_ms(),
+        atomic_store_explicit(&worker_metrics.last_poll_ms, (long long)common_now_ms(),
                               memory_order_relaxed);
         atomic_store_explicit(&worker_metrics.pending_items, pending, memory_order_relaxed);
         atomic_store_explicit(&worker_metrics.pending_tokens, pending_tokens, memory_order_relaxed);
@@ -379,7 +379,7 @@ void pl_poll_loop(pl_t *pl) {
         if (!full) {
             hold_since = 0;
         } else if (!sink_down && !consumers_consumer_paused(pl->poll.consumer)) {
-            int64_t now_ms = pl_now_ms();
+            int64_t now_ms = common_now_ms();
             if (!hold_since) {
                 hold_since = now_ms;
                 pl->poll.holds++;
@@ -392,12 +392,12 @@ void pl_poll_loop(pl_t *pl) {
                                              ? consumers_consumer_poll_lane(pl->poll.consumer, 0)
                                              : NULL;
                 if (um) {
-                    last_activity = pl_now_s();
+                    last_activity = common_now_s();
                     handle_record(pl, um, &ids);
                     continue;
                 }
                 pthread_mutex_lock(&pl->q.mu);
-                pl_wait_until_ms(&pl->q.cv_accum, &pl->q.mu, now_ms + 10);
+                pl_wait_until_ms(&pl->q.cv_accum, &pl->q.mu, now_ms + PL_HOLD_POLL_MS);
                 pthread_mutex_unlock(&pl->q.mu);
                 continue;
             }
@@ -413,10 +413,11 @@ void pl_poll_loop(pl_t *pl) {
             consumers_consumer_resume(pl->poll.consumer);
         atomic_store_explicit(&worker_metrics.consumer_paused,
                               consumers_consumer_paused(pl->poll.consumer), memory_order_relaxed);
-        consumers_record_t *m = consumers_consumer_poll(pl->poll.consumer, full ? 20 : 100);
+        consumers_record_t *m =
+            consumers_consumer_poll(pl->poll.consumer, full ? PL_POLL_FULL_MS : PL_POLL_MS);
         pl_send_refused(pl);
         consumers_dlq_poll(pl->poll.dlq, 0);
-        double now = pl_now_s();
+        double now = common_now_s();
         long rebalances = consumers_consumer_rebalances(pl->poll.consumer);
         if (rebalances != seen_rebalances) { /* joining or rebalancing is not idleness */
             seen_rebalances = rebalances;
@@ -482,9 +483,9 @@ void pl_drain(pl_t *pl) {
         int done = pl->q.sink_done;
         pthread_mutex_unlock(&pl->q.mu);
         if (done) break;
-        atomic_store_explicit(&worker_metrics.last_poll_ms, (long long)worker_metrics_now_ms(),
+        atomic_store_explicit(&worker_metrics.last_poll_ms, (long long)common_now_ms(),
                               memory_order_relaxed);
-        consumers_record_t *m = consumers_consumer_poll(pl->poll.consumer, 50);
+        consumers_record_t *m = consumers_consumer_poll(pl->poll.consumer, PL_DRAIN_POLL_MS);
         if (m) consumers_record_free(m); /* fetched before the pause: not tracked */
         pl_send_refused(pl);
         consumers_dlq_poll(pl->poll.dlq, 0);

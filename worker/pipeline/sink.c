@@ -18,7 +18,7 @@ static void sleep_ms(int ms) {
 static int write_committed(pl_t *pl, const sink_result_t *rows, int n_rows, const sink_batch_t *bat,
                            int n_bat) {
     char err[1024];
-    int backoff = 100;
+    int backoff = PL_RETRY_FIRST_MS;
     time_t stop_at = 0; /* after a signal: when to give up on a database that is down */
     for (;;) {
         int rc = sink_write(pl->sk.sink, rows, n_rows, bat, n_bat, err, sizeof(err));
@@ -55,7 +55,7 @@ static int write_committed(pl_t *pl, const sink_result_t *rows, int n_rows, cons
                 return SINK_FATAL;
             }
             sleep_ms(backoff);
-            backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
+            backoff = backoff * 2 > PL_RETRY_MAX_MS ? PL_RETRY_MAX_MS : backoff * 2;
             if (stop_at && backoff > 1000) backoff = 1000; /* keep to the stop deadline */
             if (sink_reconnect(pl->sk.sink, err, sizeof(err)) == 0) break;
         }
@@ -126,7 +126,7 @@ static int commit_rows(pl_t *pl, const sink_result_t *rows, pl_item_t **its, int
     pl->st.tickets_done += r;
     pl->st.rows_written += r;
     pl->st.batches_done += b;
-    pl->st.last_commit_s = pl_now_s();
+    pl->st.last_commit_s = common_now_s();
     pthread_mutex_unlock(&pl->q.mu);
     worker_metrics_add(&worker_metrics.tickets_classified, r);
     struct timespec wall; /* enqueued_at is the producer's wall clock */
@@ -158,7 +158,7 @@ void *pl_sink_main(void *arg) {
     while (!pl->q.fatal) {
         while (!pl->q.out_head && !pl->q.enc_done && !pl->q.fatal) {
             /* wake up now and then: a quiet drift window must still close and be written */
-            pl_timedwait_ms(&pl->q.cv_sink, &pl->q.mu, 250);
+            pl_timedwait_ms(&pl->q.cv_sink, &pl->q.mu, PL_SINK_IDLE_MS);
             if (pl->q.out_head || pl->q.enc_done || pl->q.fatal) break;
             pthread_mutex_unlock(&pl->q.mu);
             pl_telemetry_tick(pl, 0);
@@ -202,7 +202,7 @@ void *pl_sink_main(void *arg) {
         /* flatten into rows; a batch bigger than cap_rows is written in slices */
         int rc = SINK_OK;
         pl_item_t *refused = NULL; /* out of taken, for the poll thread to dead-letter */
-        double t0 = pl_now_s();
+        double t0 = common_now_s();
         int r = 0, b = 0;
         for (pl_out_t *o = taken; o && rc == SINK_OK; o = o->next) {
             bat[b++] = o->tel;
@@ -229,7 +229,7 @@ void *pl_sink_main(void *arg) {
             }
         }
         if (rc == SINK_OK && r > 0) rc = commit_rows(pl, rows, its, r, bat, b, parts, &refused);
-        double dt = pl_now_s() - t0;
+        double dt = common_now_s() - t0;
         if (rc == SINK_OK) pl_telemetry_tick(pl, 0);
         while (taken) {
             pl_out_t *o = taken;

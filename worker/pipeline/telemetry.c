@@ -57,7 +57,7 @@ int pl_telemetry_init(pl_t *pl, char *err, size_t errlen) {
         return common_errf(1, err, errlen, "out of memory");
     }
     /* alive from here on: the poll loop takes over the heartbeat once it runs */
-    atomic_store(&worker_metrics.last_poll_ms, (long long)worker_metrics_now_ms());
+    atomic_store(&worker_metrics.last_poll_ms, (long long)common_now_ms());
     if (cfg->http_port > 0) {
         worker_metrics_info_t info = {pl->ses.eng.ops->name, pl->ses.props.precision,
                                       pl->ses.model->name, pl->worker_id};
@@ -99,7 +99,7 @@ static int telemetry_failed(pl_t *pl, int rc, const char *err) {
     if (rc == SINK_RETRY) {
         atomic_store(&worker_metrics.sink_connected, 0);
         /* the result path reconnects when it writes; an idle worker must do it here */
-        double now = pl_now_s();
+        double now = common_now_s();
         if (now >= pl->sk.next_reconnect_s) {
             pl->sk.next_reconnect_s = now + telemetry_every_s(pl);
             char e2[512];
@@ -201,7 +201,7 @@ void pl_telemetry_tick(pl_t *pl, int final) {
         return;
     }
     if (waiting) flush_drift(pl);
-    double now = pl_now_s();
+    double now = common_now_s();
     if (pl->sk.telemetry_off || (!final && now < pl->sk.next_gpu_row_s)) return;
     pl->sk.next_gpu_row_s = now + telemetry_every_s(pl);
     write_gpu_row(pl);

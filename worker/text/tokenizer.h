@@ -1,25 +1,18 @@
-/* BERT basic tokenizer + WordPiece, identical to Hugging Face's BertTokenizerFast:
- * clean text, CJK spacing, NFD accent stripping, lower-casing (each as tokenizer_config.json
- * sets it), punctuation split, greedy longest-match-first WordPiece with "##", [UNK] for words
- * over 100 chars. */
+/* A checkpoint's tokenizer, as Hugging Face runs it: its tokenizer.json pipeline
+ * (worker/text/hf/), or BERT WordPiece from vocab.txt (worker/text/wordpiece.c, identical to
+ * BertTokenizerFast: clean text, CJK spacing, NFD accent stripping, lower-casing as
+ * tokenizer_config.json sets them, punctuation split, greedy longest-match-first WordPiece
+ * with "##", [UNK] for words over 100 chars). */
 #ifndef RECLASS_WORKER_TOKENIZER_H
 #define RECLASS_WORKER_TOKENIZER_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "worker/text/ids.h"
 #include "worker/text/tok_config.h"
 
 typedef struct worker_tok worker_tok_t; /* immutable after init: share it across threads */
-
-/* A growable id vector; reuse it across calls to avoid allocation. */
-typedef struct {
-    int32_t *v; /* (cap) */
-    int n;      /* ids written, [CLS] and [SEP] included */
-    int cap;
-    int n_full;    /* length before truncation */
-    int truncated; /* 1 when n < n_full */
-} worker_ids_t;
 
 /* The tokenizer of a checkpoint directory: dir/tokenizer.json when it exists (the Hugging Face
  * tokenizers format: worker/text/hf/), else dir/vocab.txt with dir/tokenizer_config.json's
@@ -41,9 +34,6 @@ int worker_tok_vocab_size(const worker_tok_t *tok);
  * [CLS] first and [SEP] last. Returns 0, or -1 when out of memory. */
 int worker_tok_encode(const worker_tok_t *tok, const char *text, size_t len, int max_len,
                       worker_ids_t *out);
-void worker_ids_free(worker_ids_t *ids);
-/* Grows ids->v to hold at least need ids. 0, or -1 when out of memory. */
-int worker_ids_reserve(worker_ids_t *ids, size_t need);
 
 /* worker_tok_encode with a switch for tests: force_general 1 skips the printable-ASCII fast
  * path so that the general (Unicode) path can be checked on the same texts. */

@@ -1,6 +1,6 @@
-/* Internals the tokenizer's files share (worker/text/tokenizer.c encodes,
- * worker/text/tokenizer_vocab.c loads the vocabulary): the vocabulary's hash table and the
- * special tokens. */
+/* Internals the tokenizer's files share (worker/text/tokenizer.c the facade,
+ * worker/text/wordpiece.c encodes, worker/text/tokenizer_vocab.c loads the vocabulary): the
+ * vocabulary's hash table and the special tokens. */
 #ifndef RECLASS_WORKER_TOKENIZER_INT_H
 #define RECLASS_WORKER_TOKENIZER_INT_H
 
@@ -60,6 +60,10 @@ static inline int32_t tok_lookup(const worker_tok_t *t, int cont, const char *s,
  * tokenizer owns it from here, on failure too). name stands for the file in err. */
 int tok_init_pool(char *pool, size_t len, const char *name, const worker_tok_config_t *opts,
                   worker_tok_t **out, char *err, size_t errlen);
+
+/* BERT WordPiece of a vocab.txt tokenizer: worker_tok_encode_path's vocab.txt half. */
+int tok_wordpiece_encode(const worker_tok_t *t, const char *text, size_t len, int max_len,
+                         worker_ids_t *out, int force_general);
 
 /* Fills the byte classes of the ASCII path once per process (worker_tok_init calls it). */
 void tok_ascii_init(void);

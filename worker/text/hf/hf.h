@@ -1,15 +1,17 @@
 /* Hugging Face tokenizer.json tokenizers (the `tokenizers` 0.23 pipeline), internal to
  * worker/text: added tokens split off the raw text, normalizers, pre-tokenizers, one model
- * (WordPiece, BPE, Unigram), post-processor. Files by concern: hf_load.c (JSON -> hf_tok_t),
- * hf_norm.c, hf_precompiled.c, hf_pretok.c, hf_wordpiece.c, hf_bpe.c, hf_unigram.c,
- * hf_encode.c (the pipeline, added tokens, truncation and special tokens), hf_map.c. */
+ * (WordPiece, BPE, Unigram), post-processor. Files by concern: hf_load.c and
+ * hf_load_parts.c (tokenizer.json -> hf_tok_t), hf_norm.c (normalizers), hf_precompiled.c
+ * (the Precompiled charsmap), hf_pretok.c (pre-tokenizers), hf_models.c (WordPiece, BPE,
+ * Unigram), hf_encode.c (the pipeline, added tokens, truncation and special tokens),
+ * hf_util.c (byte strings, piece lists, the string table). */
 #ifndef RECLASS_WORKER_TEXT_HF_H
 #define RECLASS_WORKER_TEXT_HF_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "worker/text/tokenizer.h"
+#include "worker/text/ids.h"
 
 /* A growable byte string. */
 typedef struct {

@@ -3,10 +3,10 @@
  * remaining piece normalized, added tokens split off the normalized pieces (normalized true),
  * pre-tokenizers, the model per word; then the post-processor's special tokens, truncation
  * keeping them. Per-thread scratch buffers keep the tokenizer itself immutable. */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/tls.h"
 #include "worker/text/hf/hf.h"
 #include "worker/text/tokenizer_unicode.h"
 
@@ -15,35 +15,16 @@ typedef struct {
     hf_pieces_t p1, p2;
 } scratch_t;
 
-static pthread_key_t scratch_key;
-static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
-
-static void scratch_destroy(void *v) {
+static void scratch_release(void *v) {
     scratch_t *s = v;
     hf_buf_free(&s->clean);
     hf_buf_free(&s->n1);
     hf_buf_free(&s->n2);
     hf_pieces_free(&s->p1);
     hf_pieces_free(&s->p2);
-    free(s);
 }
 
-static void scratch_key_init(void) {
-    pthread_key_create(&scratch_key, scratch_destroy);
-}
-
-static scratch_t *scratch_get(void) {
-    pthread_once(&scratch_once, scratch_key_init);
-    scratch_t *s = pthread_getspecific(scratch_key);
-    if (!s) {
-        s = calloc(1, sizeof(*s));
-        if (!s || pthread_setspecific(scratch_key, s) != 0) {
-            free(s);
-            return NULL;
-        }
-    }
-    return s;
-}
+static common_tls_t scratch_tls = COMMON_TLS_INIT(scratch_t, scratch_release);
 
 /* Code point before s + i (i > 0) and after s + i (i < n). */
 static uint32_t cp_before(const char *s, size_t i) {
@@ -193,7 +174,7 @@ static int sanitize(const char *text, size_t len, hf_buf_t *o, const char **s) {
 
 int hf_tok_encode(const hf_tok_t *t, const char *text, size_t len, int max_len, worker_ids_t *out) {
     out->n = out->n_full = out->truncated = 0;
-    scratch_t *sc = scratch_get();
+    scratch_t *sc = common_tls_get(&scratch_tls);
     const char *s;
     if (!sc || sanitize(text, len, &sc->clean, &s) != 0) return -1;
     if (worker_ids_reserve(out, (size_t)(t->n_prefix + t->n_suffix) + 16) != 0) return -1;

@@ -1,6 +1,6 @@
 /* The obvious fp32 encoder: one op at a time, no fusion, loops written for clarity. The
- * fast backends must agree with it; it is not used on the hot path. */
-#include "gpu/cpu/ref_ops.h"
+ * fast backends' tests compare them against it; the product does not link it. */
+#include "tests/lib/ref_ops.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -8,53 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* OpenBLAS's DYNAMIC_ARCH entry points; weak, so a BLAS without them still links. */
-extern char *gotoblas_corename(void) __attribute__((weak));
-extern void gotoblas_dynamic_init(void) __attribute__((weak));
-extern void gotoblas_dynamic_quit(void) __attribute__((weak));
-
-static int core_is(const char *core, const char *const *names) {
-    for (; *names; names++)
-        if (strcmp(core, *names) == 0) return 1;
-    return 0;
-}
-
-static void blas_init_once(void) {
-    if (!gotoblas_corename || !gotoblas_dynamic_init || !gotoblas_dynamic_quit) return;
-    if (getenv("OPENBLAS_CORETYPE")) return; /* the user chose */
-    static const char *const avx512[] = {"SkylakeX", "Cooperlake", "SapphireRapids", NULL};
-    static const char *const avx2[] = {"Haswell",        "SkylakeX", "Cooperlake",
-                                       "SapphireRapids", "Zen",      NULL};
-    const char *core = gotoblas_corename(), *want = NULL;
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
-        if (!core_is(core, avx512)) want = "SkylakeX";
-    } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        if (!core_is(core, avx2)) want = "Haswell";
-    }
-    if (!want) return;
-    /* dynamic_init reads the choice from the environment only; put it there for the call. */
-    setenv("OPENBLAS_CORETYPE", want, 1);
-    gotoblas_dynamic_quit();
-    gotoblas_dynamic_init();
-    unsetenv("OPENBLAS_CORETYPE");
-}
-
-void gpu_ref_blas_init(void) {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, blas_init_once);
-}
-
-/* Also at program start, while the process has one thread: the switch goes through the
- * environment (setenv), which must not race another thread's getenv. */
-__attribute__((constructor)) static void blas_init_at_start(void) {
-    gpu_ref_blas_init();
-}
-
-const char *gpu_ref_blas_core(void) {
-    return gotoblas_corename ? gotoblas_corename() : "unknown";
-}
+#include "gpu/cpu/cpu_backend.h" /* gpu_cpu_blas_init */
 
 /* LayerNorm of one row in place; mean and variance in double so the reference is not the
  * one that rounds. */
@@ -90,7 +44,7 @@ void gpu_ref_embed_ln(const gpu_model_t *m, const int32_t *ids, const int32_t *c
 
 void gpu_ref_linear(const float *x, const float *w, const float *b, int n, int in, int out,
                     float *y) {
-    gpu_ref_blas_init();
+    gpu_cpu_blas_init();
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, in, w, in, 0.0f, y,
                 out);
     if (!b) return;

@@ -1,4 +1,4 @@
-#include "worker/text/submit_input.h"
+#include "worker/submit/input.h"
 
 #include <errno.h>
 #include <stdio.h>

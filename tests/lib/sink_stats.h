@@ -1,6 +1,7 @@
-/* Extras on top of sink/sink.h (kept apart so that contract stays as agreed). */
-#ifndef RECLASS_SINK_STATS_H
-#define RECLASS_SINK_STATS_H
+/* What the sink tests and sink_bench read of a sink beyond sink/sink.h (tests/lib/sink_stats.c,
+ * on the sink's internals): the product has none of it. */
+#ifndef RECLASS_TESTS_LIB_SINK_STATS_H
+#define RECLASS_TESTS_LIB_SINK_STATS_H
 
 #include "sink/sink.h"
 

@@ -8,7 +8,7 @@
 
 #include "common/err.h"
 #include "consumers/ticket.h"
-#include "worker/text/submit_input.h"
+#include "worker/submit/input.h"
 
 typedef struct {
     char **slot; /* open addressing, NULL = empty */

@@ -1,9 +1,9 @@
-/* fp32 building blocks of the BERT encoder, run on the CPU. The CPU backend is made of
- * them (or of fused versions that must agree with them), and the CUDA backend's tests
- * compare each kernel against them. All matrices are row-major; a batch is packed,
+/* fp32 building blocks of the BERT encoder, run on the CPU, for tests: the CPU backend's
+ * fused kernels must agree with them, and the CUDA backend's tests compare each kernel
+ * against them. All matrices are row-major; a batch is packed,
  * padding-free, with prefix offsets cu_seqlens (n_seqs + 1) as in gpu/backend.h. */
-#ifndef RECLASS_GPU_REF_OPS_H
-#define RECLASS_GPU_REF_OPS_H
+#ifndef RECLASS_TESTS_LIB_REF_OPS_H
+#define RECLASS_TESTS_LIB_REF_OPS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -48,16 +48,6 @@ void gpu_ref_pool_classify(const gpu_model_t *m, const float *hidden, const int3
  * for ModernBERT and DeBERTa, whose layers it does not compose. */
 int gpu_ref_forward(const gpu_model_t *m, const int32_t *ids, const int32_t *cu_seqlens, int n_seqs,
                     float *logits);
-
-/* Makes OpenBLAS use the best sgemm kernel this CPU runs. OpenBLAS 0.3.21 (Debian 12) does
- * not recognise recent Xeons (e.g. family 6 model 207) and falls back to its SSE3
- * "Prescott" kernels, 3-4x slower; unless OPENBLAS_CORETYPE is set, this re-selects
- * SkylakeX (AVX-512) or Haswell (AVX2) by the CPU's features. Idempotent and thread-safe;
- * must run before BLAS is in use on another thread (backends call it from init). */
-void gpu_ref_blas_init(void);
-
-/* The OpenBLAS kernel family in use ("SkylakeX", "Haswell", ...), or "unknown". */
-const char *gpu_ref_blas_core(void);
 
 #ifdef __cplusplus
 }
