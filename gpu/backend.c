@@ -52,7 +52,7 @@ int gpu_backend_plan_memory(const char *name, const gpu_model_config_t *cfg,
                          &p, err, errlen) != 0)
         return -1;
     _Static_assert(GPU_PLAN_N <= GPU_MEM_PLAN_SLICES, "GPU_MEM_PLAN_SLICES");
-    plan->precision = p.bf16 ? "bf16" : "fp16";
+    plan->precision = p.fp8 ? "fp8" : p.bf16 ? "bf16" : "fp16";
     plan->token_budget = p.token_budget, plan->max_len = p.max_len, plan->max_seqs = p.max_seqs;
     plan->n = GPU_PLAN_N;
     for (int i = 0; i < GPU_PLAN_N; i++)

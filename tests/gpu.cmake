@@ -5,7 +5,8 @@ reclass_add_test(NAME test_gpu_plan SOURCES ${CMAKE_SOURCE_DIR}/tests/test_gpu_p
 # Single kernels behind plain C calls (tests/lib/cuda_test_api.h), for the GPU tests and
 # gpu_bench only: the product (reclass, reclass_core) does not contain it.
 if(RECLASS_HAVE_CUDA)
-  add_library(reclass_cuda_test STATIC ${CMAKE_SOURCE_DIR}/tests/lib/cuda_test_api.cu)
+  add_library(reclass_cuda_test STATIC ${CMAKE_SOURCE_DIR}/tests/lib/cuda_test_api.cu
+    ${CMAKE_SOURCE_DIR}/tests/lib/cuda_test_fp8.cu)
   target_link_libraries(reclass_cuda_test PUBLIC reclass_test_lib reclass_core)
   set_target_properties(reclass_cuda_test PROPERTIES CUDA_SEPARABLE_COMPILATION OFF)
   target_compile_options(reclass_cuda_test PRIVATE
@@ -13,7 +14,8 @@ if(RECLASS_HAVE_CUDA)
   set(RECLASS_CUDA_TEST_LIB reclass_cuda_test)
 endif()
 
-foreach(t test_gpu_kernels test_gpu_golden test_gpu_memory)
+# test_gpu_fp8: the FP8 kernels against the CPU FP8 reference (gpu/model/fp8.h).
+foreach(t test_gpu_kernels test_gpu_golden test_gpu_memory test_gpu_fp8)
   reclass_add_test(NAME ${t} SOURCES ${CMAKE_SOURCE_DIR}/tests/${t}.c LABELS gpu)
   target_link_libraries(${t} PRIVATE ${RECLASS_CUDA_TEST_LIB})
   set_tests_properties(${t} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)

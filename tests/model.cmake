@@ -42,3 +42,8 @@ reclass_add_test(NAME test_cpu_modern SOURCES ${CMAKE_SOURCE_DIR}/tests/test_cpu
 # The reduced-precision agreement gate (agreement, max |delta logit|, flips on thin margins only).
 reclass_add_test(NAME test_golden_gate SOURCES ${CMAKE_SOURCE_DIR}/tests/test_golden_gate.c
   ${CMAKE_SOURCE_DIR}/tests/lib/family_golden.c LABELS unit)
+
+# The FP8 reference (--precision fp8 on the CPU backend): E4M3 conversion (against CUDA's own
+# where its headers are) and the agreement gates on the demo model against HF fp32.
+reclass_add_test(NAME test_cpu_fp8 SOURCES ${CMAKE_SOURCE_DIR}/tests/test_cpu_fp8.c
+  ${CMAKE_SOURCE_DIR}/tests/lib/family_golden.c LABELS unit)

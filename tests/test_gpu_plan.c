@@ -2,7 +2,8 @@
  * aligned, in order and disjoint; the shared buffer holds every use the backend makes of
  * it; bad input is refused with a message; and `reclass plan-memory` prints the same
  * total on its JSON line. Also gpu/cuda/nvml.c: without a driver it says so; with one (the
- * device) a window over 0.3 s of idle reads a plausible energy and clock. */
+ * device) a window over 0.3 s of idle reads a plausible energy and clock. fp8 adds to the fp16
+ * plan exactly the scales and the E4M3 input buffer its projections need. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "gpu/model/model.h"
 #include "gpu/cuda/nvml.h"
 #include "gpu/cuda/plan.h"
+#include "gpu/model/fp8.h"
 
 static int fails = 0;
 #define CHECK(cond, ...)                                                                           \
@@ -75,6 +77,30 @@ int main(void) {
     check_layout(&base, 100, 100);
     check_layout(&mini, 8192, 0);
     check_layout(&large, 32768, 500);
+
+    /* fp8: the fp16 plan plus, for each projection gpu_fp8_runs names in some layer, its
+     * per-channel scales in every layer's block (its codes in its 16-bit slot unless every
+     * layer runs it in FP8), and the E4M3 input with its per-token scales. */
+    gpu_plan_t f8;
+    CHECK(gpu_plan_compute(&base, 16384, 512, 0, "fp8", &f8, err, sizeof(err)) == 0, "%s", err);
+    size_t extra = 0, codes_saved = 0, per_layer[GPU_FP8_POINTS] = {3 * 768, 768, 3072, 768};
+    size_t wsz[GPU_FP8_POINTS] = {3 * 768 * 768, 768 * 768, 3072 * 768, 768 * 3072};
+    for (int q = 0; q < GPU_FP8_POINTS; q++) {
+        int any = 0, all = 1;
+        for (int l = 0; l < base.layers; l++) {
+            any |= gpu_fp8_runs(&base, l, (gpu_fp8_point_t)q);
+            all &= gpu_fp8_runs(&base, l, (gpu_fp8_point_t)q);
+        }
+        if (any) extra += (per_layer[q] * 4 + GPU_PLAN_ALIGN - 1) / GPU_PLAN_ALIGN * GPU_PLAN_ALIGN;
+        if (all) codes_saved += wsz[q];
+    }
+    CHECK(f8.layer_bytes == p.layer_bytes + extra - codes_saved, "fp8 layer block %zu vs %zu",
+          f8.layer_bytes, p.layer_bytes + extra - codes_saved);
+    CHECK(f8.slice[GPU_PLAN_XQ].bytes == (extra ? 16384u * 3072 : 0) &&
+              f8.slice[GPU_PLAN_XS].bytes == (extra ? 16384u * 4 : 0) &&
+              p.slice[GPU_PLAN_XQ].bytes == 0 && p.slice[GPU_PLAN_XS].bytes == 0,
+          "fp8 input buffers");
+    CHECK(f8.fp8 && !p.fp8 && f8.total_bytes <= (size_t)3 << 28, "fp8 total %zu", f8.total_bytes);
 
     gpu_plan_t q;
     CHECK(gpu_plan_compute(&base, 32768, 512, 0, "fp16", &q, err, sizeof(err)) == 0, "%s", err);

@@ -142,7 +142,7 @@ static int cpu_mem_stats(gpu_backend_t *be, gpu_mem_stats_t *st) {
     st->weights_bytes = be->m->blob_floats * sizeof(float);
     if (be->own_qkv)
         st->weights_bytes += (size_t)be->m->cfg.layers * (3 * H * H + 3 * H) * sizeof(float);
-    st->weights_bytes += be->packed_floats * sizeof(float);
+    st->weights_bytes += (be->packed_floats + be->fp8_w_floats) * sizeof(float);
     st->weights_bytes += be->packed16_elems * sizeof(uint16_t);
     st->arena_bytes = be->arena_bytes;
     st->device_used = 0;
@@ -167,6 +167,8 @@ static void cpu_free(gpu_backend_t *be) {
     pthread_cond_destroy(&be->cv_go);
     pthread_cond_destroy(&be->cv_done);
     free(be->own_qkv);
+    free(be->fp8_w);
+    free(be->fp8_on);
     free(be->chunk_at);
     free(be->proj);
     free(be->packed);
@@ -276,6 +278,7 @@ static int prepare_weights(gpu_backend_t *be) {
     if (E != (int)H) be->emb_proj = proj_of(m->w.emb_proj_w, m->w.emb_proj_b, (int)H, E);
     be->pool = proj_of(m->w.pool_w, m->w.pool_b, (int)H, (int)H);
     be->cls = proj_of(m->w.cls_w, m->w.cls_b, c->num_labels, (int)H);
+    if (be->fp8 && gpu_cpu_fp8_weights(be) != 0) return -1;
     /* Q, K and V panels must tile 3H exactly for the last layer's q / kv views. */
     if (!gpu_cpu_gemm_available() || H % GPU_CPU_GEMM_NR != 0 || be->blas_only) return 0;
     /* bf16 packs the encoder's projections in pack_bf16; the head stays fp32 here */
@@ -337,7 +340,17 @@ int gpu_cpu_init_as(const gpu_model_t *m, const gpu_backend_opts_t *opts, int bl
     *out = NULL;
     const gpu_model_config_t *c = &m->cfg;
     if (!gpu_backend_precision(&gpu_cpu_backend_ops, opts->precision)) {
-        snprintf(err, errlen, "the cpu backend runs fp32 or bf16, not '%s'", opts->precision);
+        snprintf(err, errlen,
+                 "the cpu backend runs fp32, bf16 or fp8 (its FP8 reference), not '%s'",
+                 opts->precision);
+        return -1;
+    }
+    if (opts->precision && strcmp(opts->precision, "fp8") == 0 &&
+        (c->family == GPU_FAMILY_MODERNBERT || c->family == GPU_FAMILY_DEBERTA_V2)) {
+        snprintf(err, errlen,
+                 "the FP8 reference covers BERT, DistilBERT, RoBERTa, XLM-R and "
+                 "ELECTRA, not %s: use fp32",
+                 gpu_model_family_name(c->family));
         return -1;
     }
     const int bf16 = opts->precision && strcmp(opts->precision, "bf16") == 0;
@@ -371,6 +384,7 @@ int gpu_cpu_init_as(const gpu_model_t *m, const gpu_backend_opts_t *opts, int bl
     if (be->chunk < 64) be->chunk = 64;
     be->blas_only = blas_only;
     be->bf16 = bf16;
+    be->fp8 = opts->precision && strcmp(opts->precision, "fp8") == 0;
     be->n_threads = opts->threads > 0 ? opts->threads : online_cores();
     if (be->n_threads > CPU_MAX_THREADS) be->n_threads = CPU_MAX_THREADS;
     size_t B = (size_t)opts->token_budget, H = (size_t)c->hidden;
@@ -427,7 +441,10 @@ int gpu_cpu_init_as(const gpu_model_t *m, const gpu_backend_opts_t *opts, int bl
 static void cpu_kernels(const char *precision, char *buf, size_t n) {
     if (!precision || strcmp(precision, "bf16") != 0) {
         const char *k = gpu_cpu_gemm_kernel_name();
-        snprintf(buf, n, "fp32 projections on %s", strcmp(k, "none") ? k : "OpenBLAS sgemm");
+        const int fp8 = precision && strcmp(precision, "fp8") == 0;
+        snprintf(buf, n, "%sfp32 projections on %s",
+                 fp8 ? "E4M3-rounded inputs and weights (the FP8 reference) on " : "",
+                 strcmp(k, "none") ? k : "OpenBLAS sgemm");
         return;
     }
     gpu_cpu_bf16_isa_t isa = gpu_cpu_bf16_best();
@@ -456,7 +473,7 @@ static void cpu_get_props(const gpu_backend_t *be, gpu_backend_props_t *p) {
                                .padded = 0};
 }
 
-static const char *const cpu_precisions[] = {"fp32", "bf16", NULL};
+static const char *const cpu_precisions[] = {"fp32", "bf16", "fp8", NULL};
 
 const gpu_backend_ops_t gpu_cpu_backend_ops = {
     .name = "cpu",

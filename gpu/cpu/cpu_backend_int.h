@@ -9,6 +9,7 @@
 
 #include "gpu/backend.h"
 #include "gpu/cpu/cpu_gemm.h"
+#include "gpu/model/fp8.h"
 
 /* One projection y = x W^T + b, run by gpu_cpu_gemm_bf16 (precision bf16), gpu_cpu_gemm on
  * packed weights or else by OpenBLAS. */
@@ -39,8 +40,12 @@ struct gpu_backend {
     const gpu_model_t *m; /* borrowed; outlives the backend */
     gpu_backend_opts_t opts;
     int max_len, max_seqs;
-    int chunk;              /* tokens run through all layers at a time (cache blocking) */
-    int blas_only;          /* projections through OpenBLAS even where gpu_cpu_gemm runs */
+    int chunk;        /* tokens run through all layers at a time (cache blocking) */
+    int blas_only;    /* projections through OpenBLAS even where gpu_cpu_gemm runs */
+    int fp8;          /* precision fp8: the FP8 reference (cpu_fp8.c) */
+    unsigned *fp8_on; /* (layers) bit p set: point p runs in FP8 (gpu_fp8_runs) */
+    float *fp8_w;     /* the FP8 projections' weights, rounded to E4M3 x scale */
+    size_t fp8_w_floats;
     cpu_layer_proj_t *proj; /* (layers) */
     cpu_proj_t emb_proj;    /* (H, E) ELECTRA's embedding projection; N = 0 when E == H */
     cpu_proj_t pool, cls;
@@ -83,6 +88,14 @@ struct gpu_backend {
  * s0..s1-1; scratch is the calling thread's attention scratch. */
 void gpu_cpu_encode_range(gpu_backend_t *be, const gpu_batch_t *bt, int s0, int s1, float *logits,
                           float *scratch);
+
+/* precision fp8 (cpu_fp8.c): rounds the weights of every FP8 projection into be->fp8_w and
+ * points the projections at them; before packing. 0, or -1 out of memory. */
+int gpu_cpu_fp8_weights(gpu_backend_t *be);
+/* The input projection p of layer `layer` reads: x itself where it runs in 16/32 bits, else y
+ * (n, K), rows ldy apart (may be x), holding x's rows rounded to E4M3 per token. */
+const float *gpu_cpu_fp8_input(const gpu_backend_t *be, int layer, gpu_fp8_point_t p,
+                               const float *x, int ldx, int n, int K, float *y, int ldy);
 
 /* y (n, N), rows ldy apart, = epilogue(x (n, K) W^T + b) on p (cpu_forward.c). */
 void gpu_cpu_project(const cpu_proj_t *p, const float *x, int ldx, int n, gpu_cpu_epi_t epi,

@@ -58,6 +58,10 @@ static void embed(gpu_backend_t *be, const gpu_batch_t *bt, int s0, int s1, floa
     if (E != H) gpu_cpu_project(&be->emb_proj, e, E, n, GPU_CPU_EPI_STORE, x, H);
 }
 
+/* What projection P of layer l reads: X itself, or with precision fp8 its rows rounded
+ * into the free rows Y. */
+#define FP8_IN(P, X, LDX, N, K, Y, LDY) gpu_cpu_fp8_input(be, l, P, X, LDX, N, K, Y, LDY)
+
 void gpu_cpu_encode_range(gpu_backend_t *be, const gpu_batch_t *bt, int s0, int s1, float *logits,
                           float *scratch) {
     const gpu_model_t *m = be->m;
@@ -84,40 +88,51 @@ void gpu_cpu_encode_range(gpu_backend_t *be, const gpu_batch_t *bt, int s0, int 
         const gpu_layer_weights_t *y = &m->w.layer[l];
         const cpu_layer_proj_t *p = &be->proj[l];
         if (l + 1 < c->layers) {
-            gpu_cpu_project(&p->qkv, x, H, n, GPU_CPU_EPI_STORE, qkv, 3 * H);
+            /* fp8: each projection's input rounded where it is free (ctx before attention
+             * writes it, qkv once attention has read it; ctx and ff in place). */
+            gpu_cpu_project(&p->qkv, FP8_IN(GPU_FP8_QKV, x, H, n, H, ctx, H), H, n,
+                            GPU_CPU_EPI_STORE, qkv, 3 * H);
             for (int s = s0; s < s1; s++) {
                 const float *sq = be->qkv + (size_t)cu[s] * 3 * H;
                 int len = cu[s + 1] - cu[s];
                 gpu_cpu_attention_seq(sq, 3 * H, len, sq + H, sq + 2 * H, 3 * H, len, c->heads, hd,
                                       be->ctx + (size_t)cu[s] * H, H, scratch);
             }
-            gpu_cpu_project(&p->ao, ctx, H, n, GPU_CPU_EPI_ACCUM, x, H);
+            gpu_cpu_project(&p->ao, FP8_IN(GPU_FP8_AO, ctx, H, n, H, ctx, H), H, n,
+                            GPU_CPU_EPI_ACCUM, x, H);
             gpu_cpu_ln(x, y->ln1_g, y->ln1_b, n, H, c->ln_eps);
-            gpu_cpu_project_act(&p->ff1, x, H, n, c->act, ff, In);
-            gpu_cpu_project(&p->ff2, ff, In, n, GPU_CPU_EPI_ACCUM, x, H);
+            gpu_cpu_project_act(&p->ff1, FP8_IN(GPU_FP8_FF1, x, H, n, H, qkv, H), H, n, c->act, ff,
+                                In);
+            gpu_cpu_project(&p->ff2, FP8_IN(GPU_FP8_FF2, ff, In, n, In, ff, In), In, n,
+                            GPU_CPU_EPI_ACCUM, x, H);
             gpu_cpu_ln(x, y->ln2_g, y->ln2_b, n, H, c->ln_eps);
             continue;
         }
         /* Last layer: the classifier reads only each sequence's first token, so K and V
          * are needed for every token but everything after attention for one row per
          * sequence. Compact rows (ns <= n) reuse the chunk's own rows of dead buffers. */
-        gpu_cpu_project(&p->kv, x, H, n, GPU_CPU_EPI_STORE, qkv + H, 3 * H);
+        gpu_cpu_project(&p->kv, FP8_IN(GPU_FP8_QKV, x, H, n, H, tmp, H), H, n, GPU_CPU_EPI_STORE,
+                        qkv + H, 3 * H);
         float *xc = ctx; /* (ns, H) first-token hidden states */
         float *qc = tmp; /* (ns, H) their queries, later the head's dense output */
         float *cc = x;   /* (ns, H) their attention outputs (x is dead past the KV gemm) */
         for (int s = s0; s < s1; s++)
             memcpy(xc + (size_t)(s - s0) * H, be->x + (size_t)cu[s] * H, sizeof(float) * H);
-        gpu_cpu_project(&p->q, xc, H, ns, GPU_CPU_EPI_STORE, qc, H);
+        gpu_cpu_project(&p->q, FP8_IN(GPU_FP8_QKV, xc, H, ns, H, cc, H), H, ns, GPU_CPU_EPI_STORE,
+                        qc, H);
         for (int s = s0; s < s1; s++) {
             const float *sq = be->qkv + (size_t)cu[s] * 3 * H;
             gpu_cpu_attention_seq(qc + (size_t)(s - s0) * H, H, 1, sq + H, sq + 2 * H, 3 * H,
                                   cu[s + 1] - cu[s], c->heads, hd, cc + (size_t)(s - s0) * H, H,
                                   scratch);
         }
-        gpu_cpu_project(&p->ao, cc, H, ns, GPU_CPU_EPI_ACCUM, xc, H);
+        gpu_cpu_project(&p->ao, FP8_IN(GPU_FP8_AO, cc, H, ns, H, cc, H), H, ns, GPU_CPU_EPI_ACCUM,
+                        xc, H);
         gpu_cpu_ln(xc, y->ln1_g, y->ln1_b, ns, H, c->ln_eps);
-        gpu_cpu_project_act(&p->ff1, xc, H, ns, c->act, ff, In);
-        gpu_cpu_project(&p->ff2, ff, In, ns, GPU_CPU_EPI_ACCUM, xc, H);
+        gpu_cpu_project_act(&p->ff1, FP8_IN(GPU_FP8_FF1, xc, H, ns, H, cc, H), H, ns, c->act, ff,
+                            In);
+        gpu_cpu_project(&p->ff2, FP8_IN(GPU_FP8_FF2, ff, In, ns, In, ff, In), In, ns,
+                        GPU_CPU_EPI_ACCUM, xc, H);
         gpu_cpu_ln(xc, y->ln2_g, y->ln2_b, ns, H, c->ln_eps);
         /* The head on the compact rows: dense + the family's activation, then the output. */
         gpu_cpu_project_act(&be->pool, xc, H, ns, c->head_act, qc, H);

@@ -64,9 +64,10 @@ static int cuda_be_init(const gpu_model_t *model, const gpu_backend_opts_t *opts
     *out = NULL;
     const gpu_model_config_t *c = &model->cfg;
     const char *prec = gpu_backend_precision(&gpu_cuda_backend_ops, opts->precision);
-    if (!prec) {
+    if (!prec) { /* fp8: plan and kernels exist (cuda_fp8.cu), the layers do not call them yet */
         snprintf(err, errlen,
-                 "precision '%s' is not supported by the cuda backend: use fp16 or bf16",
+                 "precision '%s' is not supported by the cuda backend: use fp16 or bf16 (fp8 "
+                 "runs as the FP8 reference on --backend cpu)",
                  opts->precision);
         return -1;
     }

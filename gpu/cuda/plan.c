@@ -1,6 +1,7 @@
 #include "gpu/cuda/plan.h"
 
 #include "gpu/backend.h" /* gpu_backend_max_seqs */
+#include "gpu/model/fp8.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -32,9 +33,10 @@ void gpu_plan_last_layer(int bf16, size_t S, size_t H, size_t I, gpu_plan_last_t
 int gpu_plan_compute(const gpu_model_config_t *cfg, int token_budget, int max_len, int max_seqs,
                      const char *precision, gpu_plan_t *p, char *err, size_t errlen) {
     memset(p, 0, sizeof(*p));
-    if (precision && strcmp(precision, "fp16") != 0 && strcmp(precision, "bf16") != 0) {
+    if (precision && strcmp(precision, "fp16") != 0 && strcmp(precision, "bf16") != 0 &&
+        strcmp(precision, "fp8") != 0) {
         snprintf(err, errlen,
-                 "precision '%s' is not supported by the cuda backend: use fp16 or bf16",
+                 "precision '%s' is not supported by the cuda backend: use fp16, bf16 or fp8",
                  precision);
         return -1;
     }
@@ -62,6 +64,7 @@ int gpu_plan_compute(const gpu_model_config_t *cfg, int token_budget, int max_le
     p->max_seqs = gpu_backend_max_seqs(token_budget, max_seqs);
     p->elem_bytes = 2;
     p->bf16 = precision && strcmp(precision, "bf16") == 0;
+    p->fp8 = precision && strcmp(precision, "fp8") == 0;
 
     if (cfg->emb_size <= 0 || cfg->emb_size > cfg->hidden) {
         snprintf(err, errlen, "embedding size %d is outside 1..hidden %d", cfg->emb_size,
@@ -77,8 +80,35 @@ int gpu_plan_compute(const gpu_model_config_t *cfg, int token_budget, int max_le
 
     /* One layer's block, each piece aligned so every pointer suits vector loads. */
     size_t lb = 0;
-    size_t lsz[GPU_PLAN_L_N] = {3 * H * H * e, 3 * H * e, H * H * e, H * e, 2 * H * f4,
-                                F * H * e,     F * e,     H * I * e, H * e, 2 * H * f4};
+    /* fp8: a point's weight in 1-byte codes where every layer runs it in FP8, its scales
+     * wherever one does. */
+    int any[GPU_FP8_POINTS] = {0}, all[GPU_FP8_POINTS] = {0};
+    for (int q = 0; p->fp8 && q < GPU_FP8_POINTS; q++) {
+        all[q] = 1;
+        for (int l = 0; l < cfg->layers; l++) {
+            int on = gpu_fp8_runs(cfg, l, (gpu_fp8_point_t)q);
+            any[q] |= on;
+            all[q] &= on;
+        }
+    }
+#define WB(q)    (all[q] ? 1 : e)
+#define SB(q, n) (any[q] ? (n)*f4 : 0)
+    size_t lsz[GPU_PLAN_L_N] = {3 * H * H * WB(GPU_FP8_QKV),
+                                3 * H * e,
+                                H * H * WB(GPU_FP8_AO),
+                                H * e,
+                                2 * H * f4,
+                                F * H * WB(GPU_FP8_FF1),
+                                F * e,
+                                H * I * WB(GPU_FP8_FF2),
+                                H * e,
+                                2 * H * f4,
+                                SB(GPU_FP8_QKV, 3 * H),
+                                SB(GPU_FP8_AO, H),
+                                SB(GPU_FP8_FF1, F),
+                                SB(GPU_FP8_FF2, H)};
+#undef WB
+#undef SB
     for (int i = 0; i < GPU_PLAN_L_N; i++) {
         p->layer_off[i] = lb;
         lb += plan_align(lsz[i]);
@@ -131,6 +161,11 @@ int gpu_plan_compute(const gpu_model_config_t *cfg, int token_budget, int max_le
              p->inputs_cu_off + (S + 1) * 4, &cur);
     plan_put(p, GPU_PLAN_LOGITS, "logits", "(seqs, L) fp32", S * L * f4, &cur);
     plan_put(p, GPU_PLAN_WORKSPACE, "cuBLASLt workspace", "bytes", GPU_PLAN_WORKSPACE_BYTES, &cur);
+    int any_fp8 = any[0] | any[1] | any[2] | any[3];
+    plan_put(p, GPU_PLAN_XQ, "fp8 projection input", "(tokens, max(H, I)) E4M3, fp8 only",
+             any_fp8 ? T * (H > I ? H : I) : 0, &cur);
+    plan_put(p, GPU_PLAN_XS, "fp8 per-token scales", "(tokens) fp32, fp8 only",
+             any_fp8 ? T * f4 : 0, &cur);
     p->total_bytes = cur;
     p->arena_bytes = cur - p->weights_bytes;
     return 0;

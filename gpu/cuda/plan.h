@@ -43,6 +43,9 @@ typedef enum {
     GPU_PLAN_INPUTS,     /* int32: ids (budget), positions (budget), cu_seqlens (max_seqs + 1) */
     GPU_PLAN_LOGITS,     /* (max_seqs, L) fp32 */
     GPU_PLAN_WORKSPACE,  /* cuBLASLt workspace */
+    GPU_PLAN_XQ,         /* (token_budget, max(H, I)) E4M3: an FP8 projection's input, written by
+                          * the kernel before it (LayerNorm, GELU epilogue); fp8 only */
+    GPU_PLAN_XS,         /* (token_budget) fp32 per-token scales of XQ; fp8 only */
     GPU_PLAN_N
 } gpu_plan_slice_id_t;
 
@@ -58,6 +61,13 @@ typedef enum {
     GPU_PLAN_L_FF2_W, /* (H, I) */
     GPU_PLAN_L_FF2_B, /* (H) */
     GPU_PLAN_L_LN2,   /* (2, H) fp32 */
+    /* fp8 (gpu/model/fp8.h): the per-output-channel fp32 scales of each projection that runs in
+     * FP8 in some layer, 0 bytes otherwise. Its weight slot above then holds E4M3 codes: 1 byte
+     * an element where every layer runs it in FP8, else the 16-bit size (a layer's codes fit). */
+    GPU_PLAN_L_QKV_S, /* (3H) */
+    GPU_PLAN_L_AO_S,  /* (H) */
+    GPU_PLAN_L_FF1_S, /* (I) */
+    GPU_PLAN_L_FF2_S, /* (H) */
     GPU_PLAN_L_N
 } gpu_plan_layer_id_t;
 
@@ -73,6 +83,7 @@ typedef struct {
     int elem_bytes; /* 2 for fp16 and bf16 */
     int big_ld;     /* elements between rows of GPU_PLAN_BIG: max(3H, F) */
     int bf16;       /* 1: bf16 storage, whose residual stream is kept in fp32 */
+    int fp8;        /* 1: fp16 storage with the projections of gpu_fp8_runs in E4M3 */
     gpu_plan_slice_t slice[GPU_PLAN_N];
     size_t layer_off[GPU_PLAN_L_N];
     size_t layer_bytes;   /* stride between layers inside GPU_PLAN_LAYERS */
@@ -83,7 +94,7 @@ typedef struct {
 } gpu_plan_t;
 
 /* Fills *plan. max_len 0 = cfg->max_pos; max_seqs 0 = gpu_backend_max_seqs's rule.
- * precision: "fp16", "bf16" or NULL (fp16). Returns 0, or -1 with a one-line err. */
+ * precision: "fp16", "bf16", "fp8" or NULL (fp16). Returns 0, or -1 with a one-line err. */
 int gpu_plan_compute(const gpu_model_config_t *cfg, int token_budget, int max_len, int max_seqs,
                      const char *precision, gpu_plan_t *plan, char *err, size_t errlen);
 

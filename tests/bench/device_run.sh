@@ -40,6 +40,15 @@
 #       torch    tests/bench/torch_gpu_peer.py eager + torch.compile on the same workload
 #       bound    tests/bench/bound.py on this call's bench and torch lines: how fast attention
 #                would have to run for 1.6x the best PyTorch variant (needs bench, torch)
+#       fp8      FP8: test_gpu_fp8 (kernels against the CPU reference), its FP8 vs fp16 GEMM
+#                bench, a BERT-base-geometry CLINC150 classifier trained here
+#                (fp8_agreement.py; needs FP8_DATA, default .devdata, holding clinc150/ and
+#                cfpb_complaints/ of the shared data folder: here `mkdir -p .devdata && cp -r
+#                ../shared/data/clinc150 ../shared/data/cfpb_complaints .devdata/`, ignored in
+#                .git/info/exclude, carried), agreement with HF fp32 of
+#                reclass cuda fp16/bf16, the CPU FP8 reference, torch fp16/bf16 and torchao
+#                FP8 on CLINC150 test and long CFPB narratives; then gpu_bench fp16 and
+#                torch.compile bf16 / torchao FP8 (carried .whl) interleaved at 16384, 65536
 #       e2e      deploy/demo.sh with RECLASS_BACKEND=cuda: the whole job (dev broker, worker,
 #                PostgreSQL) on the GPU; needs .devlibs/pg.tar.xz (pack-pg here)
 #       cpubf16  the CPU backend at bf16 on the host's CPU (no GPU used): lscpu and its bf16
@@ -338,6 +347,41 @@ if has torch; then
     PYTHONUNBUFFERED=1 timeout ${TORCH_COMPILE_TIMEOUT:-300} python3 tests/bench/torch_gpu_peer.py /tmp/tickets_mix.jsonl \
         --variants compile --budgets ${TORCH_COMPILE_BUDGETS:-16384,32768,65536} --repeat 3 2>&1 | tee "$OUT/torch-compile.log" | grep -E '^\{|skip|Error' | tee -a "$summary"
     clocks_stop torch-compile
+fi
+if has fp8; then
+    note "test_gpu_fp8 ($(elapsed)s)"
+    timeout 120 $B/tests/test_gpu_fp8 2>&1 | tee "$OUT/test_gpu_fp8.log" | tee -a "$summary"
+    timeout 120 $B/tests/test_gpu_fp8 bench 2>&1 | tee -a "$OUT/test_gpu_fp8.log" | grep -E 'TFLOP|FAIL' | tee -a "$summary"
+    D=/tmp/fp8run
+    note "fp8: train BERT-base CLINC150 classifier ($(elapsed)s)"
+    PYTHONUNBUFFERED=1 timeout 300 python3 tests/bench/fp8_agreement.py train $D --data "${FP8_DATA:-.devdata}" \
+        --epochs ${FP8_EPOCHS:-6} 2>&1 | tee "$OUT/fp8-train.log" | grep -v -E 'Warning|warn' | tail -12 | tee -a "$summary"
+    outs=()
+    for s in clinc_test cfpb_long; do
+        for p in fp16 bf16; do
+            $B/reclass classify --model $D/model --jsonl --backend cuda --precision $p --token-budget 16384 \
+                <$D/$s.jsonl >$D/cuda-$p-$s.out 2>>"$OUT/fp8-classify.err"
+            outs+=("reclass cuda $p=$D/cuda-$p-$s.out")
+        done
+        timeout 240 $B/reclass classify --model $D/model --jsonl --backend cpu --precision fp8 \
+            <$D/$s.jsonl >$D/cpu-fp8-$s.out 2>>"$OUT/fp8-classify.err"
+        outs+=("reclass cpu fp8 (reference)=$D/cpu-fp8-$s.out")
+    done
+    note "fp8 agreement with HF fp32 ($(elapsed)s)"
+    python3 tests/bench/fp8_agreement.py compare $D "${outs[@]}" 2>&1 | tee "$OUT/fp8-agreement.log" | tee -a "$summary"
+    grep -m1 "fp8 plan" "$OUT/fp8-classify.err" | tee -a "$summary"
+    if [ -z "${FP8_NO_SPEED:-}" ]; then
+        [ -f /tmp/tickets_mix.jsonl ] || $B/tests/gpu_bench --budgets 16384 --repeat 1 --workload-out /tmp/tickets_mix.jsonl >/dev/null
+        for round in 1 2; do
+            note "fp8 speed round $round: gpu_bench fp16, torch.compile bf16, torchao fp8 ($(elapsed)s)"
+            $B/tests/gpu_bench --precision fp16 --budgets 16384,65536 --repeat 3 2>&1 |
+                tee -a "$OUT/fp8-speed.log" | grep -E 'tickets/s' | tee -a "$summary"
+            [ $round = 1 ] || continue # the peers compile once: their second round is in their repeats
+            PYTHONUNBUFFERED=1 timeout ${TORCH_COMPILE_TIMEOUT:-300} python3 tests/bench/torch_gpu_peer.py /tmp/tickets_mix.jsonl \
+                --dtype bf16 --variants compile,torchao-fp8 --budgets 16384,65536 --repeat 3 2>&1 |
+                tee -a "$OUT/fp8-speed.log" | grep -E '^\{|skip|Error' | tee -a "$summary"
+        done
+    fi
 fi
 if has bound; then
     note "bound ($(elapsed)s)"

@@ -15,12 +15,13 @@ batch is unpadded to one packed sequence with cu_seqlens); it needs the flash-at
 Batches: length-sorted (longest first), padded to the batch's longest with an attention
 mask, filled while n_seqs * padded_len <= token budget (a padded backend pays for padding).
 Variants: eager, and torch.compile (dynamic shapes marked; one untimed pass over every batch
-first, so compilation and autotuning stay out of the figure). Each timed pass copies the ids
+first, so compilation and autotuning stay out of the figure), and torchao-fp8 (torchao's FP8
+recipe on the encoder's Linears, then torch.compile; --dtype bf16; needs torchao). Each timed pass copies the ids
 to the GPU and the logits back per batch, as reclass does. Prints one JSON line per run,
 with the board's joules per timed pass (NVML's energy counter) beside the time.
 
 usage: torch_gpu_peer.py WORKLOAD.jsonl [--budgets 8192,16384,32768] [--repeat 3]
-                         [--variants eager,compile] [--dtype fp16|bf16] [--labels 140]
+                         [--variants eager,compile,torchao-fp8] [--dtype fp16|bf16] [--labels 140]
                          [--geometry bert-base|roberta-base|distilbert-base|modernbert-base|
                                      deberta-v3-base] [--device cuda]
 """
@@ -157,6 +158,19 @@ def run_pass(model, batches):
     return time.perf_counter() - t0
 
 
+def torchao_fp8(model):
+    """A copy of model with torchao's FP8 recipe on the encoder's Linears (dynamic per-row
+    activation and per-channel weight scales, E4M3); the head stays as it is, as in reclass.
+    Needs the torchao wheel (carried, see the device README) and a bf16 model."""
+    import copy
+    from torchao.quantization import Float8DynamicActivationFloat8WeightConfig, PerRow, quantize_
+    m = copy.deepcopy(model)
+    quantize_(m, Float8DynamicActivationFloat8WeightConfig(granularity=PerRow()),
+              filter_fn=lambda mod, fqn: isinstance(mod, torch.nn.Linear) and "encoder" in fqn
+              or isinstance(mod, torch.nn.Linear) and "transformer" in fqn)
+    return m
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("workload")
@@ -186,6 +200,8 @@ def main():
         m = model
         if variant == "compile":
             m = torch.compile(model, dynamic=True)
+        if variant == "torchao-fp8":  # torchao's FP8 inference recipe, then torch.compile
+            m = torch.compile(torchao_fp8(model), dynamic=True)
         if variant == "unpadded":
             try:
                 torch.manual_seed(1)
@@ -194,7 +210,7 @@ def main():
                 print(f"skip unpadded: {str(e).splitlines()[0]}", flush=True)
                 continue
         for budget in [int(x) for x in a.budgets.split(",")]:
-            if variant == "compile" and compile_spent > a.compile_budget_s:
+            if variant in ("compile", "torchao-fp8") and compile_spent > a.compile_budget_s:
                 print(f"skip compile budget {budget}: compiling already took "
                       f"{compile_spent:.0f} s", flush=True)
                 continue
@@ -203,7 +219,7 @@ def main():
             with torch.inference_mode():
                 t0 = time.perf_counter()
                 warm = run_pass(m, batches)  # untimed: every batch shape once
-                if variant == "compile":
+                if variant in ("compile", "torchao-fp8"):
                     compile_spent += time.perf_counter() - t0
                 j0 = energy.joules()
                 secs = [run_pass(m, batches) for _ in range(a.repeat)]

@@ -1,5 +1,7 @@
 #include "worker/classify/engine.h"
 
+#include "gpu/model/fp8.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +62,10 @@ int cls_engine_open(cls_engine_t *e, const gpu_model_t *model, const char *backe
                            opts->precision);
     gpu_backend_t *be = NULL;
     if (ops->init(model, opts, &be, err, errlen) != 0) return COMMON_FATAL;
+    if (opts->precision && strcmp(opts->precision, "fp8") == 0) {
+        char plan[1024];
+        fprintf(stderr, "reclass: %s\n", gpu_fp8_plan_text(&model->cfg, plan, sizeof plan));
+    }
     if (cls_engine_attach(e, model, ops, be, err, errlen) != 0) {
         ops->free(be);
         return COMMON_FATAL;

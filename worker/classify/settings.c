@@ -33,8 +33,8 @@ common_status_t cls_settings_resolve(cls_settings_t *s, const gpu_backend_ops_t 
         for (const char *const *p = ops->precisions; *p && at < sizeof(list); p++)
             at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%s", at ? " or " : "", *p);
         return common_errf(COMMON_USAGE, err, errlen,
-                           "--precision %s: the %s backend runs %s; give that or leave "
-                           "--precision out",
+                           "--precision %s: the %s backend runs %s; give one of them or "
+                           "leave --precision out",
                            s->precision, ops->name, list);
     }
     s->precision = prec;

@@ -6,27 +6,28 @@
 #include <string.h>
 
 #include "gpu/backend.h"
+#include "gpu/model/fp8.h"
 #include "worker/cli/cli.h"
 
-#define PLAN_OPTS(model_dir, geometry, labels, budget, precision, max_len, max_seqs)               \
-    {                                                                                              \
-        {"model", CLI_STR, model_dir, 0, 0, NULL, "DIR", "Hugging Face checkpoint directory"},     \
-            {"geometry", CLI_STR,                                                                  \
-             geometry,   0,                                                                        \
-             0,          NULL,                                                                     \
-             "NAME",     "bert-mini, bert-base or bert-large instead of a checkpoint"},            \
-            {"labels",   CLI_INT, labels, 1,                                                       \
-             1000000000, NULL,    "N",    "labels of --geometry (default 2)"},                     \
-            {"token-budget", CLI_INT, budget, 1,                                                   \
-             1000000000,     NULL,    "N",    "tokens per encoder batch (required)"},              \
-            {"precision", CLI_STR, precision, 0, 0, NULL, "fp16|bf16", "default: cuda's, fp16"},   \
-            {"max-len",  CLI_INT, max_len, 1,                                                      \
-             1000000000, NULL,    "N",     "tokens per sequence (default: the model's)"},          \
-            {"max-seqs", CLI_INT, max_seqs, 1,                                                     \
-             1000000000, NULL,    "N",      "sequences per batch (default: by the token budget)"}, \
-        {                                                                                          \
-            NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL                                           \
-        }                                                                                          \
+#define PLAN_OPTS(model_dir, geometry, labels, budget, precision, max_len, max_seqs)                 \
+    {                                                                                                \
+        {"model", CLI_STR, model_dir, 0, 0, NULL, "DIR", "Hugging Face checkpoint directory"},       \
+            {"geometry", CLI_STR,                                                                    \
+             geometry,   0,                                                                          \
+             0,          NULL,                                                                       \
+             "NAME",     "bert-mini, bert-base or bert-large instead of a checkpoint"},              \
+            {"labels",   CLI_INT, labels, 1,                                                         \
+             1000000000, NULL,    "N",    "labels of --geometry (default 2)"},                       \
+            {"token-budget", CLI_INT, budget, 1,                                                     \
+             1000000000,     NULL,    "N",    "tokens per encoder batch (required)"},                \
+            {"precision", CLI_STR, precision, 0, 0, NULL, "fp16|bf16|fp8", "default: cuda's, fp16"}, \
+            {"max-len",  CLI_INT, max_len, 1,                                                        \
+             1000000000, NULL,    "N",     "tokens per sequence (default: the model's)"},            \
+            {"max-seqs", CLI_INT, max_seqs, 1,                                                       \
+             1000000000, NULL,    "N",      "sequences per batch (default: by the token budget)"},   \
+        {                                                                                            \
+            NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL                                             \
+        }                                                                                            \
     }
 
 /* bytes as "1.23 GiB", "4.5 MiB", ... into buf */
@@ -48,7 +49,7 @@ static void plan_usage(FILE *f) {
         f,
         "usage: reclass plan-memory (--model DIR | --geometry bert-mini|bert-base|bert-large\n"
         "                            [--labels N]) --token-budget N\n"
-        "                            [--precision fp16|bf16] [--max-len N] [--max-seqs N]\n"
+        "                            [--precision fp16|bf16|fp8] [--max-len N] [--max-seqs N]\n"
         "Prints the CUDA backend's device memory plan (bytes per component, total) and the\n"
         "kernels the cpu backend runs on this machine at each of its precisions, JSON last.\n\n");
     const char *model_dir, *geometry, *precision;
@@ -107,6 +108,10 @@ common_status_t worker_cmd_plan_memory(int argc, char **argv) {
            name, gpu_model_family_name(cfg.family), cfg.layers, cfg.hidden, cfg.emb_size,
            cfg.intermediate, gpu_model_act_name(cfg.act), cfg.num_labels, plan.precision, budget,
            plan.max_len, plan.max_seqs);
+    if (strcmp(plan.precision, "fp8") == 0) {
+        char fp8[1024];
+        printf("  %s\n", gpu_fp8_plan_text(&cfg, fp8, sizeof fp8));
+    }
     for (int i = 0; i < plan.n; i++) {
         if (i > 0 && plan.slice[i - 1].weights && !plan.slice[i].weights)
             printf("  %-30s %14zu  %s\n", "= weights", plan.weights_bytes,

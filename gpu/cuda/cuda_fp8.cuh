@@ -1,0 +1,47 @@
+// The CUDA side of FP8 (gpu/model/fp8.h): E4M3 weights with per-output-channel scales,
+// quantized at load from the checkpoint's values; the LayerNorm that writes its 16-bit row
+// (the residual stream) and, from the same fp32 values, the row's E4M3 codes and per-token
+// scale (no separate pass over memory); and the cuBLASLt FP8 GEMM Y = (Xq Wq^T) s_x s_w + b
+// with fp32 accumulation, 16-bit C/D, both scales as cuBLASLt's outer vectors
+// (CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F: s_w along op(A)'s M = the output features,
+// s_x along N = the tokens). Every scale and code follows gpu_fp8_scale / gpu_fp8_e4m3 bit
+// for bit (cvt.rn.satfinite, __fdiv_rn), so test_gpu_kernels can compare codes exactly.
+#ifndef RECLASS_GPU_CUDA_FP8_CUH
+#define RECLASS_GPU_CUDA_FP8_CUH
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+// q (n, k) E4M3 and scale (n) of the rows of w (n, k), w of cuda type CUDA_GEMM_FP16 / BF16 /
+// FP32 (cuda_gemm.cuh): one block per row (the weights' one-time conversion at init).
+cudaError_t cuda_fp8_quantize_rows(const void *w, int type, int n, int k, uint8_t *q, float *scale,
+                                   cudaStream_t s);
+
+// out_t (n, H) = LayerNorm(a + res) in storage type T (fp16: a and out_t may alias; res may be
+// NULL), and the same fp32 values as E4M3 q (n, H) with per-row scale (n). H % 8 == 0.
+template <typename T>
+cudaError_t cuda_fp8_add_ln(const T *a, const T *res, const float *gamma, const float *beta, int n,
+                            int H, float eps, T *out_t, uint8_t *q, float *scale, cudaStream_t s);
+
+typedef struct {
+    cublasLtHandle_t lt;
+    cudaDataType_t dt; // C, D and the bias: CUDA_R_16F or CUDA_R_16BF
+    void *workspace;
+    size_t workspace_bytes;
+} cuda_fp8_gemm_t;
+
+// type: CUDA_GEMM_FP16 or CUDA_GEMM_BF16 (the 16-bit outputs). 0 or -1 (err set).
+int cuda_fp8_gemm_init(cuda_fp8_gemm_t *g, int type, void *workspace, size_t workspace_bytes,
+                       char *err, size_t errlen);
+void cuda_fp8_gemm_free(cuda_fp8_gemm_t *g);
+
+// Y (m, n), rows ldy apart, = (Xq (m, k) Wq (n, k)^T) * x_scale[row] * w_scale[col] + bias
+// (n), through epi (CUDA_GEMM_BIAS / GELU_BIAS / RELU_BIAS), plus res (m, n, may be y) when
+// not NULL. k % 16 == 0, pointers 16-byte aligned. 0 or -1 (err says what cuBLASLt refused).
+int cuda_fp8_gemm_run(cuda_fp8_gemm_t *g, const uint8_t *wq, const float *w_scale,
+                      const uint8_t *xq, const float *x_scale, void *y, int ldy, const void *bias,
+                      const void *res, int m, int n, int k, int epi, cudaStream_t st, char *err,
+                      size_t errlen);
+
+#endif

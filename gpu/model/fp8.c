@@ -1,0 +1,144 @@
+#include "gpu/model/fp8.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Mirrors the E4M3 rules of __nv_cvt_double_to_fp8 on a float's bits: below 2^-10 (half the
+ * smallest subnormal) 0, above 448 + half an ulp (464) the saturated 0x7E, a tie rounds to
+ * the even code. */
+uint8_t gpu_fp8_e4m3(float x) {
+    uint32_t b;
+    memcpy(&b, &x, sizeof b);
+    const uint8_t sign = (uint8_t)((b >> 24) & 0x80u);
+    const uint32_t a = b & 0x7FFFFFFFu;
+    if (a > 0x7F800000u) return 0x7F;         /* NaN (canonical, positive) */
+    if (a > 0x43E80000u) return sign | 0x7Eu; /* > 464: saturate (inf too) */
+    if (a <= 0x3A800000u) return sign;        /* <= 2^-10: zero */
+    const uint32_t e = a >> 23;               /* float exponent, biased by 127 */
+    const uint32_t m = (a & 0x7FFFFFu) | 0x800000u;
+    uint32_t res, rem, half;
+    if (a >= 0x3C800000u) { /* >= 2^-6: normal; keep 3 of 23 mantissa bits */
+        res = ((e - 127u + 7u) << 3) | ((a >> 20) & 7u);
+        rem = a & 0xFFFFFu;
+        half = 0x80000u;
+    } else {                             /* subnormal: units of 2^-9, value = m * 2^(e - 150) */
+        const uint32_t shift = 141u - e; /* 21..24 */
+        res = m >> shift;
+        rem = m & ((1u << shift) - 1u);
+        half = 1u << (shift - 1u);
+    }
+    if (rem > half || (rem == half && (res & 1u))) res++;
+    return (uint8_t)(sign | res);
+}
+
+float gpu_fp8_e4m3_float(uint8_t q) {
+    const int e = (q >> 3) & 0xF, m = q & 7;
+    float v;
+    if ((q & 0x7F) == 0x7F)
+        v = NAN;
+    else if (e == 0)
+        v = ldexpf((float)m, -9);
+    else
+        v = ldexpf(1.0f + (float)m / 8.0f, e - 7);
+    return (q & 0x80) ? -v : v;
+}
+
+float gpu_fp8_scale(float amax) {
+    return amax > 0.0f ? amax / GPU_FP8_E4M3_MAX : 1.0f;
+}
+
+float gpu_fp8_inv_scale(float amax) {
+    return amax > 0.0f ? GPU_FP8_E4M3_MAX / amax : 1.0f;
+}
+
+static float row_amax(const float *x, int n) {
+    float a = 0.0f;
+    for (int i = 0; i < n; i++)
+        a = fmaxf(a, fabsf(x[i]));
+    return a;
+}
+
+float gpu_fp8_quantize_row(const float *x, int n, uint8_t *q) {
+    const float amax = row_amax(x, n), inv = gpu_fp8_inv_scale(amax);
+    for (int i = 0; i < n; i++)
+        q[i] = gpu_fp8_e4m3(x[i] * inv);
+    return gpu_fp8_scale(amax);
+}
+
+void gpu_fp8_fake_row(const float *x, int n, float *y) {
+    const float amax = row_amax(x, n), inv = gpu_fp8_inv_scale(amax), s = gpu_fp8_scale(amax);
+    for (int i = 0; i < n; i++)
+        y[i] = gpu_fp8_e4m3_float(gpu_fp8_e4m3(x[i] * inv)) * s;
+}
+
+/* Measured on the demo checkpoint (4 x 256) against HF fp32 with the CPU reference
+ * (tests/bench/fp8_recipes.py, test_cpu_fp8; gpu/NOTES-cuda.md "FP8"): every projection of
+ * every layer in FP8 keeps 98.98% top-1 on CLINC150 and 95.09% on long complaints; any one
+ * whole layer in FP8 already falls under 99.0% on the complaints; the attention-out
+ * projections of the first and the last layer cost the most. So only the attention-out
+ * projections of the inner layers run in FP8 (99.64% / 99.24%); the rest stays 16-bit. */
+int gpu_fp8_runs(const gpu_model_config_t *cfg, int layer, gpu_fp8_point_t p) {
+    return p == GPU_FP8_AO && layer > 0 && layer + 1 < cfg->layers;
+}
+
+static const char *const point_names[GPU_FP8_POINTS] = {"qkv", "ao", "ff1", "ff2"};
+
+/* Projection FLOPs per token of one point, in units of H^2 (I / H for the FFN). */
+static double point_flops(const gpu_model_config_t *c, gpu_fp8_point_t p) {
+    const double H = c->hidden, I = c->intermediate;
+    return p == GPU_FP8_QKV ? 3 * H * H : p == GPU_FP8_AO ? H * H : I * H;
+}
+
+int gpu_fp8_count(const gpu_model_config_t *cfg, double *flop_share) {
+    int n = 0;
+    double on = 0, all = 0;
+    for (int l = 0; l < cfg->layers; l++)
+        for (int p = 0; p < GPU_FP8_POINTS; p++) {
+            all += point_flops(cfg, (gpu_fp8_point_t)p);
+            if (gpu_fp8_runs(cfg, l, (gpu_fp8_point_t)p)) {
+                n++;
+                on += point_flops(cfg, (gpu_fp8_point_t)p);
+            }
+        }
+    if (flop_share) *flop_share = all > 0 ? on / all : 0;
+    return n;
+}
+
+/* The points of layer l in FP8, as "qkv ao ff1 ff2" or "none". */
+static void layer_points(const gpu_model_config_t *cfg, int l, char *buf, size_t len) {
+    buf[0] = '\0';
+    size_t at = 0;
+    for (int p = 0; p < GPU_FP8_POINTS; p++)
+        if (gpu_fp8_runs(cfg, l, (gpu_fp8_point_t)p) && at < len)
+            at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? " " : "", point_names[p]);
+    if (!at) snprintf(buf, len, "none");
+}
+
+const char *gpu_fp8_plan_text(const gpu_model_config_t *cfg, char *buf, size_t len) {
+    double share;
+    const int n = gpu_fp8_count(cfg, &share);
+    size_t at = (size_t)snprintf(buf, len,
+                                 "fp8 plan: E4M3, per-token activation and per-channel weight "
+                                 "scales, fp32 accumulation; in fp8:");
+    /* Runs of layers with the same points, "layers 1-10: qkv ao ff1 ff2". */
+    for (int l = 0; l < cfg->layers && at < len;) {
+        char pts[64], next[64];
+        layer_points(cfg, l, pts, sizeof pts);
+        int e = l + 1;
+        for (; e < cfg->layers; e++) {
+            layer_points(cfg, e, next, sizeof next);
+            if (strcmp(pts, next) != 0) break;
+        }
+        if (e - l == 1)
+            at += (size_t)snprintf(buf + at, len - at, " layer %d: %s;", l, pts);
+        else
+            at += (size_t)snprintf(buf + at, len - at, " layers %d-%d: %s;", l, e - 1, pts);
+        l = e;
+    }
+    if (at < len)
+        snprintf(buf + at, len - at,
+                 " the rest 16-bit, head fp32 (%d of %d projections, %.0f%% of their FLOPs)", n,
+                 cfg->layers * GPU_FP8_POINTS, 100.0 * share);
+    return buf;
+}

@@ -1,0 +1,68 @@
+/* FP8 (E4M3) numerics shared by every backend: the conversion, the scales and the per-layer
+ * plan of which projections run in FP8. One definition, so the CPU reference
+ * (`--precision fp8` on the cpu backend) and the CUDA path quantize the same values at the
+ * same places with the same scales.
+ *
+ * The recipe (chosen by measurement, tests/bench/fp8_recipes.py; gpu/NOTES-cuda.md "FP8"):
+ * weights per output channel, activations per token (each row's amax, computed by the kernel
+ * that writes the row), both mapped so the amax lands on E4M3's 448; products accumulated in
+ * fp32 and scaled back by s_x[row] * s_w[col]. E4M3's error is relative (3 mantissa bits)
+ * whatever the scale, so finer scale blocks gain little; per-token scales are chosen because
+ * they never saturate, need no calibration data and keep a ticket's logits independent of
+ * the batch it rides in. Which projections stay 16-bit is gpu_fp8_runs. */
+#ifndef RECLASS_GPU_MODEL_FP8_H
+#define RECLASS_GPU_MODEL_FP8_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu/model/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GPU_FP8_E4M3_MAX 448.0f
+
+/* float -> E4M3 bits: round to nearest even, saturated to +-448 (infinities too), NaN ->
+ * 0x7F; bit for bit what CUDA's __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3) and the
+ * cvt.rn.satfinite.e4m3x2.f32 instruction give. */
+uint8_t gpu_fp8_e4m3(float x);
+/* E4M3 bits -> float (0x7F / 0xFF: NaN). */
+float gpu_fp8_e4m3_float(uint8_t q);
+
+/* The scale of a row (or weight channel) whose largest |value| is amax: amax / 448 (1 for
+ * an all-zero row); the values are quantized as e4m3(v * (448 / amax)), in these two fp32
+ * operations, which the CUDA kernels repeat with the same rounding (__fdiv_rn). */
+float gpu_fp8_scale(float amax);
+float gpu_fp8_inv_scale(float amax);
+
+/* q (n) = E4M3 of x (n) under its own amax; returns the scale. */
+float gpu_fp8_quantize_row(const float *x, int n, uint8_t *q);
+/* y (n) = the values gpu_fp8_quantize_row represents (q * scale), in fp32; y may be x. */
+void gpu_fp8_fake_row(const float *x, int n, float *y);
+
+/* The projections whose inputs can be quantized, in layer order. */
+typedef enum {
+    GPU_FP8_QKV, /* input: the previous LayerNorm (embedding LayerNorm for layer 0) */
+    GPU_FP8_AO,  /* input: the attention context */
+    GPU_FP8_FF1, /* input: LayerNorm 1 */
+    GPU_FP8_FF2, /* input: the FFN activation (the FF1 epilogue) */
+    GPU_FP8_POINTS
+} gpu_fp8_point_t;
+
+/* 1 when projection p of layer l runs in FP8 (E4M3 inputs and weights), 0 when it stays in
+ * the backend's 16-bit type. The one place the recipe's per-layer choice is made. */
+int gpu_fp8_runs(const gpu_model_config_t *cfg, int layer, gpu_fp8_point_t p);
+/* Projections in FP8 and their share of the encoder's projection FLOPs (0..1). */
+int gpu_fp8_count(const gpu_model_config_t *cfg, double *flop_share);
+
+/* The plan as one line, for start-up logs and `reclass plan-memory`: e.g. "fp8 plan: E4M3,
+ * per-token activations, per-channel weights, fp32 accumulate; layers 0-11: qkv ao ff1 ff2
+ * fp8; head fp32 (24 of 48 projections, 50% of their FLOPs)". Returns buf. */
+const char *gpu_fp8_plan_text(const gpu_model_config_t *cfg, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
