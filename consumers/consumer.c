@@ -1,5 +1,6 @@
 #include "consumers/consumer.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,15 @@
 
 struct consumers_consumer {
     rd_kafka_t *rk;
-    char *topic;
+    char *topic;                        /* the first topic (messages, the dead-letter default) */
+    char *topics[CONSUMERS_MAX_TOPICS]; /* (n_topics) owned */
+    int prio[CONSUMERS_MAX_TOPICS];     /* each topic's priority */
+    int lane[CONSUMERS_MAX_TOPICS];     /* each topic's lane: rank of its priority, 0 = urgent */
+    int held[CONSUMERS_MAX_TOPICS];     /* 1 while a priority hold stops the topic */
+    int n_topics, n_lanes;
+    /* (n_lanes) with several lanes: each lane's partitions are forwarded here, read most
+     * urgent first; NULL with one lane (the consumer queue serves it) */
+    rd_kafka_queue_t *lane_q[CONSUMERS_MAX_TOPICS];
     consumers_rebalance_t rb;
     int paused;
     int closed;
@@ -32,13 +41,48 @@ static int conf_set(rd_kafka_conf_t *conf, const char *k, const char *v, char *e
     return 0;
 }
 
-static int32_t *parts_of(const rd_kafka_topic_partition_list_t *l, int *n) {
-    int32_t *p = malloc(sizeof(*p) * (size_t)(l->cnt > 0 ? l->cnt : 1)); /* (cnt) */
+static int topic_index(const consumers_consumer_t *c, const char *name) {
+    for (int i = 0; i < c->n_topics; i++)
+        if (!strcmp(c->topics[i], name)) return i;
+    return -1;
+}
+
+static int32_t *parts_of(const consumers_consumer_t *c, const rd_kafka_topic_partition_list_t *l,
+                         int *n) {
+    int32_t *p = malloc(sizeof(*p) * (size_t)(l->cnt > 0 ? l->cnt : 1)); /* (cnt) tracks */
     *n = 0;
     if (!p) return NULL;
-    for (int i = 0; i < l->cnt; i++)
-        p[(*n)++] = l->elems[i].partition;
+    for (int i = 0; i < l->cnt; i++) {
+        int t = topic_index(c, l->elems[i].topic);
+        if (t >= 0) p[(*n)++] = l->elems[i].partition * c->n_topics + t;
+    }
     return p;
+}
+
+/* The partitions of l that must not fetch now (paused, or their topic held). */
+static rd_kafka_topic_partition_list_t *stopped_of(const consumers_consumer_t *c,
+                                                   const rd_kafka_topic_partition_list_t *l) {
+    rd_kafka_topic_partition_list_t *s = rd_kafka_topic_partition_list_new(l->cnt > 0 ? l->cnt : 1);
+    for (int i = 0; i < l->cnt; i++) {
+        int t = topic_index(c, l->elems[i].topic);
+        if (c->paused || (t >= 0 && c->held[t]))
+            rd_kafka_topic_partition_list_add(s, l->elems[i].topic, l->elems[i].partition);
+    }
+    return s;
+}
+
+/* Several lanes: each newly assigned partition reads into its lane's queue. */
+static void forward_lanes(consumers_consumer_t *c, const rd_kafka_topic_partition_list_t *l) {
+    if (c->n_lanes < 2) return;
+    for (int i = 0; i < l->cnt; i++) {
+        int t = topic_index(c, l->elems[i].topic);
+        if (t < 0) continue;
+        rd_kafka_queue_t *pq =
+            rd_kafka_queue_get_partition(c->rk, l->elems[i].topic, l->elems[i].partition);
+        if (!pq) continue;
+        rd_kafka_queue_forward(pq, c->lane_q[c->lane[t]]);
+        rd_kafka_queue_destroy(pq);
+    }
 }
 
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
@@ -46,7 +90,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     consumers_consumer_t *c = opaque;
     int cooperative = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
     int n;
-    int32_t *p = parts_of(parts, &n);
+    int32_t *p = parts_of(c, parts, &n);
     rd_kafka_error_t *e = NULL;
     rd_kafka_resp_err_t re = RD_KAFKA_RESP_ERR_NO_ERROR;
     c->rebalances++;
@@ -57,9 +101,13 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             e = rd_kafka_incremental_assign(rk, parts);
         else
             re = rd_kafka_assign(rk, parts);
-        /* a paused member stays paused for what it just got */
-        if (c->paused) rd_kafka_pause_partitions(rk, parts);
-        fprintf(stderr, "reclass run: assigned %d partition(s) of %s\n", n, c->topic);
+        forward_lanes(c, parts);
+        /* a paused member stays paused, a held topic held, for what it just got */
+        rd_kafka_topic_partition_list_t *st = stopped_of(c, parts);
+        if (st->cnt > 0) rd_kafka_pause_partitions(rk, st);
+        rd_kafka_topic_partition_list_destroy(st);
+        fprintf(stderr, "reclass run: assigned %d partition(s) of %s%s\n", n, c->topic,
+                c->n_topics > 1 ? " and the other lanes" : "");
     } else {
         int lost = rd_kafka_assignment_lost(rk);
         if (c->rb.on_revoke && p) c->rb.on_revoke(c->rb.ctx, p, n, lost);
@@ -67,8 +115,8 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             e = rd_kafka_incremental_unassign(rk, parts);
         else
             re = rd_kafka_assign(rk, NULL);
-        fprintf(stderr, "reclass run: %s %d partition(s) of %s\n", lost ? "lost" : "revoked", n,
-                c->topic);
+        fprintf(stderr, "reclass run: %s %d partition(s) of %s%s\n", lost ? "lost" : "revoked", n,
+                c->topic, c->n_topics > 1 ? " and the other lanes" : "");
     }
     if (e) {
         fprintf(stderr, "reclass run: rebalance: %s\n", rd_kafka_error_string(e));
@@ -108,10 +156,41 @@ int consumers_consumer_init(const consumers_consumer_cfg_t *cfg, const consumers
                             consumers_consumer_t **out, char *err, size_t errlen) {
     *out = NULL;
     consumers_consumer_t *c = calloc(1, sizeof(*c));
-    if (!c || !(c->topic = strdup(cfg->topic))) {
-        free(c);
+    if (!c) {
         snprintf(err, errlen, "out of memory");
         return -1;
+    }
+    if (cfg->n_topics < 0 || cfg->n_topics > CONSUMERS_MAX_TOPICS) {
+        snprintf(err, errlen, "%d topics: give 1 to %d", cfg->n_topics, CONSUMERS_MAX_TOPICS);
+        free(c);
+        return -1;
+    }
+    c->n_topics = cfg->n_topics > 0 ? cfg->n_topics : 1;
+    for (int i = 0; i < c->n_topics; i++) {
+        c->topics[i] = strdup(cfg->n_topics > 0 ? cfg->topics[i] : cfg->topic);
+        c->prio[i] = cfg->n_topics > 0 && cfg->priorities ? cfg->priorities[i] : 0;
+        if (!c->topics[i]) {
+            snprintf(err, errlen, "out of memory");
+            consumers_consumer_free(c);
+            return -1;
+        }
+        for (int j = 0; j < i; j++)
+            if (!strcmp(c->topics[i], c->topics[j])) {
+                snprintf(err, errlen, "topic %s given twice", c->topics[i]);
+                consumers_consumer_free(c);
+                return -1;
+            }
+    }
+    c->topic = c->topics[0];
+    for (int i = 0; i < c->n_topics; i++) { /* lane = rank among the distinct priorities */
+        c->lane[i] = 0;
+        for (int j = 0; j < c->n_topics; j++) {
+            int earlier = 0; /* a distinct smaller priority counts once */
+            for (int k = 0; k < j; k++)
+                earlier |= c->prio[k] == c->prio[j];
+            if (c->prio[j] < c->prio[i] && !earlier) c->lane[i]++;
+        }
+        if (c->lane[i] + 1 > c->n_lanes) c->n_lanes = c->lane[i] + 1;
     }
     if (rb) c->rb = *rb;
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
@@ -156,12 +235,19 @@ int consumers_consumer_init(const consumers_consumer_cfg_t *cfg, const consumers
         return -1;
     }
     rd_kafka_poll_set_consumer(c->rk);
-    rd_kafka_topic_partition_list_t *sub = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(sub, cfg->topic, RD_KAFKA_PARTITION_UA);
+    for (int l = 0; c->n_lanes > 1 && l < c->n_lanes; l++)
+        if (!(c->lane_q[l] = rd_kafka_queue_new(c->rk))) {
+            snprintf(err, errlen, "out of memory");
+            consumers_consumer_free(c);
+            return -1;
+        }
+    rd_kafka_topic_partition_list_t *sub = rd_kafka_topic_partition_list_new(c->n_topics);
+    for (int i = 0; i < c->n_topics; i++)
+        rd_kafka_topic_partition_list_add(sub, c->topics[i], RD_KAFKA_PARTITION_UA);
     rd_kafka_resp_err_t re = rd_kafka_subscribe(c->rk, sub);
     rd_kafka_topic_partition_list_destroy(sub);
     if (re) {
-        snprintf(err, errlen, "subscribe to %s: %s", cfg->topic, rd_kafka_err2str(re));
+        snprintf(err, errlen, "subscribe to %s: %s", c->topic, rd_kafka_err2str(re));
         consumers_consumer_free(c);
         return -1;
     }
@@ -200,9 +286,32 @@ void consumers_record_free(consumers_record_t *r) {
     if (r) rd_kafka_message_destroy((rd_kafka_message_t *)r);
 }
 
+static consumers_record_t *checked(consumers_consumer_t *c, rd_kafka_message_t *m);
+
 consumers_record_t *consumers_consumer_poll(consumers_consumer_t *c, int timeout_ms) {
     if (c->closed) return NULL;
-    rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, timeout_ms);
+    rd_kafka_message_t *m = NULL;
+    if (c->n_lanes > 1) {
+        /* the consumer queue first, without waiting: it serves rebalances and errors, which
+         * a steady stream on the lane queues must not starve */
+        m = rd_kafka_consumer_poll(c->rk, 0);
+        for (int l = 0; !m && l < c->n_lanes; l++)
+            m = rd_kafka_consume_queue(c->lane_q[l], 0);
+        /* then wait on it briefly: a record arriving on a lane queue meanwhile waits that long */
+        if (!m) m = rd_kafka_consumer_poll(c->rk, timeout_ms > 10 ? 10 : timeout_ms);
+    } else {
+        m = rd_kafka_consumer_poll(c->rk, timeout_ms);
+    }
+    return checked(c, m);
+}
+
+consumers_record_t *consumers_consumer_poll_lane(consumers_consumer_t *c, int lane) {
+    if (c->closed || c->n_lanes < 2 || lane < 0 || lane >= c->n_lanes) return NULL;
+    return checked(c, rd_kafka_consume_queue(c->lane_q[lane], 0));
+}
+
+/* A record, or NULL for none or an error event (logged; a fatal one remembered). */
+static consumers_record_t *checked(consumers_consumer_t *c, rd_kafka_message_t *m) {
     if (!m) return NULL;
     if (!m->err) return (consumers_record_t *)m;
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
@@ -229,16 +338,84 @@ int consumers_consumer_fatal(consumers_consumer_t *c, char *err, size_t errlen) 
     return c->fatal;
 }
 
-static int pause_resume(consumers_consumer_t *c, int pause) {
+/* Pauses (or resumes) the assigned partitions of the topics for which sel[t] is set. */
+static int pause_topics(consumers_consumer_t *c, const int *sel, int pause) {
     rd_kafka_topic_partition_list_t *a = NULL;
     if (rd_kafka_assignment(c->rk, &a)) return -1;
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(a->cnt > 0 ? a->cnt : 1);
+    for (int i = 0; i < a->cnt; i++) {
+        int t = topic_index(c, a->elems[i].topic);
+        if (t >= 0 && sel[t])
+            rd_kafka_topic_partition_list_add(l, a->elems[i].topic, a->elems[i].partition);
+    }
     rd_kafka_resp_err_t re = RD_KAFKA_RESP_ERR_NO_ERROR;
-    if (a->cnt > 0)
-        re = pause ? rd_kafka_pause_partitions(c->rk, a) : rd_kafka_resume_partitions(c->rk, a);
+    if (l->cnt > 0)
+        re = pause ? rd_kafka_pause_partitions(c->rk, l) : rd_kafka_resume_partitions(c->rk, l);
+    rd_kafka_topic_partition_list_destroy(l);
     rd_kafka_topic_partition_list_destroy(a);
-    if (re) return -1;
+    return re ? -1 : 0;
+}
+
+static int pause_resume(consumers_consumer_t *c, int pause) {
+    int sel[CONSUMERS_MAX_TOPICS];
+    for (int t = 0; t < c->n_topics; t++)
+        sel[t] = pause || !c->held[t]; /* a resume leaves held topics stopped */
+    if (pause_topics(c, sel, pause)) return -1;
     c->paused = pause;
     return 0;
+}
+
+int consumers_consumer_hold_above(consumers_consumer_t *c, int priority) {
+    int on[CONSUMERS_MAX_TOPICS], off[CONSUMERS_MAX_TOPICS], changed = 0;
+    for (int t = 0; t < c->n_topics; t++) {
+        int want = c->prio[t] > priority;
+        on[t] = want && !c->held[t];
+        off[t] = !want && c->held[t];
+        changed += on[t] + off[t];
+    }
+    if (!changed) return 0;
+    /* a paused member's partitions stay paused: only the flags move */
+    if (!c->paused && (pause_topics(c, on, 1) || pause_topics(c, off, 0))) return -1;
+    for (int t = 0; t < c->n_topics; t++)
+        c->held[t] = c->prio[t] > priority;
+    return changed;
+}
+
+int consumers_consumer_n_topics(const consumers_consumer_t *c) {
+    return c->n_topics;
+}
+
+int consumers_consumer_n_lanes(const consumers_consumer_t *c) {
+    return c->n_lanes;
+}
+
+int consumers_consumer_topic_lane(const consumers_consumer_t *c, int topic_index) {
+    return c->lane[topic_index];
+}
+
+int consumers_consumer_lane_priority(const consumers_consumer_t *c, int lane) {
+    for (int t = 0; t < c->n_topics; t++)
+        if (c->lane[t] == lane) return c->prio[t];
+    return INT_MAX;
+}
+
+int32_t consumers_consumer_track(const consumers_consumer_t *c, const consumers_record_t *r) {
+    const rd_kafka_message_t *m = msg_of(r);
+    if (c->n_topics == 1) return m->partition;
+    int t = m->rkt ? topic_index(c, rd_kafka_topic_name(m->rkt)) : -1;
+    return t < 0 ? -1 : m->partition * c->n_topics + t;
+}
+
+int consumers_consumer_track_topic(const consumers_consumer_t *c, int32_t track) {
+    return track < 0 ? -1 : track % c->n_topics;
+}
+
+int consumers_consumer_topic_priority(const consumers_consumer_t *c, int topic_index) {
+    return c->prio[topic_index];
+}
+
+const char *consumers_consumer_topic_name(const consumers_consumer_t *c, int topic_index) {
+    return c->topics[topic_index];
 }
 
 int consumers_consumer_pause(consumers_consumer_t *c) {
@@ -253,9 +430,11 @@ int consumers_consumer_paused(const consumers_consumer_t *c) {
     return c->paused;
 }
 
-int consumers_consumer_store(consumers_consumer_t *c, int32_t partition, int64_t next_offset) {
+int consumers_consumer_store(consumers_consumer_t *c, int32_t track, int64_t next_offset) {
+    if (track < 0) return -1;
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
-    rd_kafka_topic_partition_list_add(l, c->topic, partition)->offset = next_offset;
+    rd_kafka_topic_partition_list_add(l, c->topics[track % c->n_topics], track / c->n_topics)
+        ->offset = next_offset;
     rd_kafka_resp_err_t re = rd_kafka_offsets_store(c->rk, l);
     rd_kafka_topic_partition_list_destroy(l);
     return re ? -1 : 0;
@@ -298,9 +477,12 @@ void consumers_consumer_free(consumers_consumer_t *c) {
     if (c->rk) {
         int unsafe = close_is_unsafe(c);
         consumers_consumer_close(c);
+        for (int l = 0; l < c->n_lanes; l++)
+            if (c->lane_q[l]) rd_kafka_queue_destroy(c->lane_q[l]);
         if (!unsafe) rd_kafka_destroy(c->rk); /* else left to process exit, see above */
     }
-    free(c->topic);
+    for (int i = 0; i < c->n_topics; i++)
+        free(c->topics[i]);
     free(c);
 }
 

@@ -1,4 +1,5 @@
-/* A member of a Kafka consumer group (librdkafka high-level consumer) that reads one topic.
+/* A member of a Kafka consumer group (librdkafka high-level consumer) that reads one topic, or
+ * several topics each with a priority (lanes).
  *
  * Offsets: enable.auto.offset.store=false, so nothing is committed until the caller stores an
  * offset (consumers_consumer_store, after the rows are in PostgreSQL); enable.auto.commit=true
@@ -37,6 +38,15 @@ int64_t consumers_record_offset(const consumers_record_t *r);
 const char *consumers_record_topic(const consumers_record_t *r);
 void consumers_record_free(consumers_record_t *r);
 
+/* Lanes. With several topics a partition is named by its track: partition * n_topics + the
+ * topic's index in the configuration (one topic: the track is the partition), so the caller's
+ * per-partition state (consumers/offsets.h) needs no topic. Each topic's partitions are read
+ * from their lane's own queue, and poll returns a record of the most urgent lane that has one
+ * (librdkafka's single consumer queue would hand over every prefetched bulk record before an
+ * urgent one). */
+#define CONSUMERS_MAX_TOPICS 8
+
+/* parts: tracks (see above) */
 typedef struct {
     void (*on_assign)(void *ctx, const int32_t *parts, int n);
     /* lost != 0: the partitions were taken away (session timeout), storing is pointless */
@@ -46,7 +56,11 @@ typedef struct {
 
 typedef struct {
     const char *brokers;
-    const char *topic;
+    const char *topic; /* used when n_topics is 0 */
+    /* several topics: names and priorities (lower = more urgent; equal = one lane) */
+    const char *const *topics;
+    const int *priorities;
+    int n_topics; /* 0..CONSUMERS_MAX_TOPICS */
     const char *group;
     int max_poll_interval_ms;    /* 0 = librdkafka's default (300000) */
     int session_timeout_ms;      /* 0 = default (45000) */
@@ -71,8 +85,30 @@ int consumers_consumer_pause(consumers_consumer_t *c);
 int consumers_consumer_resume(consumers_consumer_t *c);
 int consumers_consumer_paused(const consumers_consumer_t *c);
 
-/* Stores next_offset (last committed + 1) for partition; thread-safe. Returns 0 or -1. */
-int consumers_consumer_store(consumers_consumer_t *c, int32_t partition, int64_t next_offset);
+/* Priority holds, independent of pause/resume (a partition fetches only when neither stops
+ * it): topics whose priority is above `priority` stop fetching (librdkafka pause: fetched,
+ * unread records are dropped and fetched again from the position on release; offsets are
+ * untouched), the others fetch. INT_MAX releases every topic. A hold stays on partitions
+ * assigned while it lasts. Returns the number of topics whose state changed, or -1. */
+int consumers_consumer_hold_above(consumers_consumer_t *c, int priority);
+
+/* A record of one lane's queue, without waiting (NULL: none, or a single lane): lets a caller
+ * that stopped reading for a less urgent lane's backlog still take urgent records. */
+consumers_record_t *consumers_consumer_poll_lane(consumers_consumer_t *c, int lane);
+
+int consumers_consumer_n_topics(const consumers_consumer_t *c);
+/* Lanes: the distinct priorities, 0 = the most urgent; a topic's lane; a lane's priority. */
+int consumers_consumer_n_lanes(const consumers_consumer_t *c);
+int consumers_consumer_topic_lane(const consumers_consumer_t *c, int topic_index);
+int consumers_consumer_lane_priority(const consumers_consumer_t *c, int lane);
+/* The track of a record returned by poll; its topic's index; a topic's priority. */
+int32_t consumers_consumer_track(const consumers_consumer_t *c, const consumers_record_t *r);
+int consumers_consumer_track_topic(const consumers_consumer_t *c, int32_t track);
+int consumers_consumer_topic_priority(const consumers_consumer_t *c, int topic_index);
+const char *consumers_consumer_topic_name(const consumers_consumer_t *c, int topic_index);
+
+/* Stores next_offset (last committed + 1) for a track; thread-safe. Returns 0 or -1. */
+int consumers_consumer_store(consumers_consumer_t *c, int32_t track, int64_t next_offset);
 
 /* Synchronously commits the stored offsets. 0, or -1 with err (nothing stored is not an
  * error). */

@@ -143,6 +143,12 @@ int64_t consumers_offsets_storable(consumers_offsets_t *t, int32_t partition) {
     return p->prefix_end;
 }
 
+int32_t consumers_offsets_partition_of_epoch(const consumers_offsets_t *t, int64_t epoch) {
+    for (int32_t i = 0; epoch > 0 && i < t->n_parts; i++)
+        if (t->parts[i].epoch == epoch) return i;
+    return -1;
+}
+
 long consumers_offsets_pending(const consumers_offsets_t *t, int32_t partition) {
     if (partition >= 0) {
         part_t *p = part_get(t, partition);

@@ -48,6 +48,10 @@ int consumers_offsets_committed(consumers_offsets_t *t, int32_t partition, int64
  * Calling it releases the prefix's memory. */
 int64_t consumers_offsets_storable(consumers_offsets_t *t, int32_t partition);
 
+/* The partition whose current epoch is epoch (epochs are unique), or -1 when none is: a
+ * late answer for work of a revoked partition. */
+int32_t consumers_offsets_partition_of_epoch(const consumers_offsets_t *t, int64_t epoch);
+
 /* Consumed but not yet committed offsets: of one partition, or of all when partition < 0. */
 long consumers_offsets_pending(const consumers_offsets_t *t, int32_t partition);
 

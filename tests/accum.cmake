@@ -7,3 +7,5 @@ set_tests_properties(test_classify_cli PROPERTIES LABELS unit TIMEOUT 600)
 reclass_add_test(NAME test_classify_result SOURCES ${CMAKE_SOURCE_DIR}/tests/test_classify_result.c LABELS unit)
 reclass_add_test(NAME test_classify_engine SOURCES ${CMAKE_SOURCE_DIR}/tests/test_classify_engine.c LABELS unit)
 reclass_add_test(NAME test_accum_workload SOURCES ${CMAKE_SOURCE_DIR}/tests/test_accum_workload.c LABELS unit)
+# Lanes and tenants' fair shares over the accumulator (worker/pipeline/fair.c).
+reclass_add_test(NAME test_fair SOURCES ${CMAKE_SOURCE_DIR}/tests/test_fair.c LABELS unit)

@@ -15,7 +15,7 @@ add_test(NAME it_run_rebalance
 set_tests_properties(it_run_rebalance PROPERTIES LABELS integration TIMEOUT 300
                      ENVIRONMENT "${RECLASS_IT_ENV}")
 foreach(t run_exactly_n run_crash run_poison run_rebalance run_schema_registry run_submit_limit
-          run_kafka_tls)
+          run_kafka_tls run_lanes)
   add_test(NAME it_${t}_tansu
            COMMAND bash ${CMAKE_SOURCE_DIR}/tests/integration/${t}.sh $<TARGET_FILE:reclass>)
   set_tests_properties(it_${t}_tansu PROPERTIES LABELS "integration;tansu" TIMEOUT 300

@@ -71,18 +71,27 @@ spec = so["spec"]
 need(spec["scaleTargetRef"]["name"] == dep["metadata"]["name"], "ScaledObject targets the worker")
 need(0 <= spec["minReplicaCount"] <= spec["maxReplicaCount"], "min <= max replicas")
 trig = spec["triggers"]
-need(len(trig) == 1 and trig[0]["type"] == "kafka", "one kafka trigger")
-md = trig[0]["metadata"]
-need(all(isinstance(v, str) for v in md.values()), "KEDA trigger metadata values must be strings")
-need(md["bootstrapServers"] == cm["RECLASS_BROKERS"], "trigger brokers == RECLASS_BROKERS")
-need(md["consumerGroup"] == cm["RECLASS_GROUP"], "trigger group == RECLASS_GROUP")
-need(md["topic"] == cm["RECLASS_TOPIC"], "trigger topic == RECLASS_TOPIC")
-need(int(md["lagThreshold"]) > 0, "lagThreshold > 0")
+# one kafka trigger per lane: the topics of RECLASS_TOPIC (T[:PRIORITY],...)
+lanes = [t.split(":")[0] for t in cm["RECLASS_TOPIC"].split(",")]
+need(all(t["type"] == "kafka" for t in trig), "kafka triggers only")
+need(sorted(t["metadata"]["topic"] for t in trig) == sorted(lanes),
+     "one kafka trigger per topic of RECLASS_TOPIC")
 ann = so["metadata"].get("annotations", {})
 rate = int(ann.get("reclass.io/tickets-per-second-per-worker", "0"))
-drain = int(ann.get("reclass.io/target-drain-seconds", "0"))
-threshold_ok = rate > 0 and drain > 0 and int(md["lagThreshold"]) == rate * drain
-need(md["offsetResetPolicy"] == "earliest", "worker resets to earliest; KEDA must count the same")
+threshold_ok = True
+for t in trig:
+    md = t["metadata"]
+    need(all(isinstance(v, str) for v in md.values()),
+         "KEDA trigger metadata values must be strings")
+    need(md["bootstrapServers"] == cm["RECLASS_BROKERS"], "trigger brokers == RECLASS_BROKERS")
+    need(md["consumerGroup"] == cm["RECLASS_GROUP"], "trigger group == RECLASS_GROUP")
+    need(int(md["lagThreshold"]) > 0, "lagThreshold > 0")
+    # a lane's own drain time (reclass.io/target-drain-seconds.TOPIC), else the default
+    drain = int(ann.get("reclass.io/target-drain-seconds." + md["topic"],
+                        ann.get("reclass.io/target-drain-seconds", "0")))
+    threshold_ok &= rate > 0 and drain > 0 and int(md["lagThreshold"]) == rate * drain
+    need(md["offsetResetPolicy"] == "earliest",
+         "worker resets to earliest; KEDA must count the same")
 
 # The PrometheusRule carries deploy/prometheus/alerts.yml's groups unchanged.
 rule = k8s[("PrometheusRule", "reclass")]

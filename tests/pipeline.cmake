@@ -7,7 +7,8 @@ reclass_add_test(NAME test_pipeline_mock SOURCES ${CMAKE_SOURCE_DIR}/tests/test_
 set_tests_properties(test_pipeline_mock PROPERTIES TIMEOUT 300)
 # Shell-driven end-to-end tests: reclass dev-broker + submit + migrate + run, own PostgreSQL.
 foreach(t run_exactly_n run_crash run_pg_restart run_poison run_join_timeout
-          run_submit_retention run_submit_limit run_kafka_guard run_pg_tls run_stop_db_down run_vs_classify run_drift run_families)
+          run_submit_retention run_submit_limit run_kafka_guard run_pg_tls run_stop_db_down run_vs_classify run_drift run_families run_lanes
+          run_fair)
   add_test(NAME it_${t} COMMAND bash ${CMAKE_SOURCE_DIR}/tests/integration/${t}.sh $<TARGET_FILE:reclass>)
   set_tests_properties(it_${t} PROPERTIES LABELS integration TIMEOUT 300)
 endforeach()
@@ -27,3 +28,7 @@ add_test(NAME it_run_schema_registry
          COMMAND bash ${CMAKE_SOURCE_DIR}/tests/integration/run_schema_registry.sh $<TARGET_FILE:reclass>)
 set_tests_properties(it_run_schema_registry PROPERTIES LABELS integration TIMEOUT 300
                      SKIP_RETURN_CODE 77)
+# The consumer's lanes (holds, tracks, lane queues) against the mock cluster.
+reclass_add_test(NAME test_consumer_lanes SOURCES ${CMAKE_SOURCE_DIR}/tests/test_consumer_lanes.c
+                 LABELS unit)
+set_tests_properties(test_consumer_lanes PROPERTIES TIMEOUT 120)

@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +51,8 @@ static void check_exposition(const char *text, int *n_samples) {
         }
         if (!strncmp(line, "# TYPE ", 7)) {
             assert_int_equal(sscanf(line + 7, "%63s %15s", typed[n_typed], types[n_typed]), 2);
-            assert_true(!strcmp(types[n_typed], "counter") || !strcmp(types[n_typed], "gauge"));
+            assert_true(!strcmp(types[n_typed], "counter") || !strcmp(types[n_typed], "gauge") ||
+                        !strcmp(types[n_typed], "histogram"));
             size_t len = strlen(typed[n_typed]);
             int total = len > 6 && !strcmp(typed[n_typed] + len - 6, "_total");
             assert_int_equal(total, !strcmp(types[n_typed], "counter"));
@@ -62,9 +64,18 @@ static void check_exposition(const char *text, int *n_samples) {
         if (regexec(&sample_re, line, 2, g, 0) != 0) fail_msg("not exposition format: %s", line);
         int len = (int)(g[1].rm_eo - g[1].rm_so);
         assert_true(n_typed > 0);
-        /* the sample belongs to the metric typed just before it */
-        assert_int_equal((int)strlen(typed[n_typed - 1]), len);
-        assert_memory_equal(typed[n_typed - 1], line, (size_t)len);
+        /* the sample belongs to the metric typed just before it (a histogram's: its _bucket,
+         * _sum and _count) */
+        size_t tl = strlen(typed[n_typed - 1]);
+        const char *suffix = line + tl;
+        int histogram = !strcmp(types[n_typed - 1], "histogram");
+        assert_true((size_t)len >= tl);
+        assert_memory_equal(typed[n_typed - 1], line, tl);
+        if (histogram)
+            assert_true(!strncmp(suffix, "_bucket{", 8) || !strncmp(suffix, "_sum{", 5) ||
+                        !strncmp(suffix, "_count{", 7));
+        else
+            assert_int_equal((int)tl, len);
         samples++;
     }
     free(copy);
@@ -136,6 +147,54 @@ static void test_stage_clock(void **state) {
     assert_string_equal(worker_stage_name(WORKER_STAGE_TOKENIZE), "tokenize");
     assert_string_equal(worker_stage_name(WORKER_STAGE_N), "unknown");
     worker_metrics_reset(&worker_metrics);
+}
+
+/* reclass_commit_latency_seconds: cumulative buckets per (lane, tenant), +Inf = _count, _sum;
+ * pairs past the series bound are counted under tenant "_other" of their lane. */
+static void test_latency_histogram(void **state) {
+    (void)state;
+    worker_metrics_reset(&m);
+    worker_metrics_latency_reset();
+    worker_metrics_latency_observe(0, "acme", 0.04);
+    worker_metrics_latency_observe(0, "acme", 0.3);
+    worker_metrics_latency_observe(0, "acme", 1.5);
+    worker_metrics_latency_observe(1, "acme", 45);
+    worker_metrics_latency_observe(1, "bulk\"co", -1); /* a clock ahead of ours: 0 */
+    for (int i = 0; i < 2 * WORKER_METRICS_LATENCY_SERIES; i++) {
+        char t[32];
+        snprintf(t, sizeof(t), "t%d", i);
+        worker_metrics_latency_observe(1, t, 0.2);
+    }
+    char *text = worker_metrics_render(&m, NULL, 1000);
+    int n = 0;
+    check_exposition(text, &n);
+    const char *want[] = {
+        "reclass_commit_latency_seconds_bucket{lane=\"0\",tenant=\"acme\",le=\"0.05\"} 1\n",
+        "reclass_commit_latency_seconds_bucket{lane=\"0\",tenant=\"acme\",le=\"0.25\"} 1\n",
+        "reclass_commit_latency_seconds_bucket{lane=\"0\",tenant=\"acme\",le=\"0.5\"} 2\n",
+        "reclass_commit_latency_seconds_bucket{lane=\"0\",tenant=\"acme\",le=\"2\"} 3\n",
+        "reclass_commit_latency_seconds_bucket{lane=\"0\",tenant=\"acme\",le=\"+Inf\"} 3\n",
+        "reclass_commit_latency_seconds_count{lane=\"0\",tenant=\"acme\"} 3\n",
+        "reclass_commit_latency_seconds_bucket{lane=\"1\",tenant=\"acme\",le=\"30\"} 0\n",
+        "reclass_commit_latency_seconds_bucket{lane=\"1\",tenant=\"acme\",le=\"60\"} 1\n",
+        "reclass_commit_latency_seconds_bucket{lane=\"1\",tenant=\"bulk\\\"co\",le=\"0.05\"} 1\n",
+        NULL};
+    for (int i = 0; want[i]; i++)
+        if (!strstr(text, want[i])) fail_msg("missing: %s", want[i]);
+    const char *sum =
+        strstr(text, "reclass_commit_latency_seconds_sum{lane=\"0\",tenant=\"acme\"} ");
+    assert_non_null(sum);
+    assert_true(fabs(strtod(strchr(sum, '}') + 2, NULL) - 1.84) < 1e-9);
+    /* 56 own series, then "_other" of lane 1 takes the remaining tenants */
+    double other = -1;
+    const char *o =
+        strstr(text, "reclass_commit_latency_seconds_count{lane=\"1\",tenant=\"_other\"} ");
+    assert_non_null(o);
+    other = strtod(strchr(o, '}') + 2, NULL);
+    assert_true(other ==
+                2 * WORKER_METRICS_LATENCY_SERIES + 3 - (WORKER_METRICS_LATENCY_SERIES - 8));
+    free(text);
+    worker_metrics_latency_reset();
 }
 
 /* reclass_drift_status: one labelled sample per tenant of the last complete set; a set being
@@ -301,9 +360,13 @@ static void test_http_bad_address(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_render),         cmocka_unit_test(test_stage_clock),
-        cmocka_unit_test(test_drift_status),   cmocka_unit_test(test_health_ready_rules),
-        cmocka_unit_test(test_http_endpoints), cmocka_unit_test(test_http_bad_address),
+        cmocka_unit_test(test_render),
+        cmocka_unit_test(test_stage_clock),
+        cmocka_unit_test(test_latency_histogram),
+        cmocka_unit_test(test_drift_status),
+        cmocka_unit_test(test_health_ready_rules),
+        cmocka_unit_test(test_http_endpoints),
+        cmocka_unit_test(test_http_bad_address),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

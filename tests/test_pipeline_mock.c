@@ -186,6 +186,7 @@ static void cfg_for(worker_run_cfg_t *cfg, const char *topic, const char *group,
     assert_int_equal(worker_run_cfg_parse(cfg, 7, argv, err, sizeof(err)), 0);
     cfg->brokers = bootstrap;
     cfg->topic = topic;
+    cfg->n_topics = 0; /* the one topic above, not the parsed list */
     cfg->group = group;
     snprintf(cfg->dlq_buf, sizeof(cfg->dlq_buf), "%s.dlq", topic);
     cfg->dlq_topic = cfg->dlq_buf;

@@ -43,10 +43,11 @@ it_start_pg() {
     DB=$SVC_DB
 }
 
-# Starts the broker ($IT_BROKER: dev or tansu) with topic $1 (4 partitions); sets BROKERS.
+# Starts the broker ($IT_BROKER: dev or tansu) with topic $1 and any further topics given
+# (4 partitions each); sets BROKERS.
 it_start_broker() {
     local rc=0
-    svc_start_broker "$RECLASS" "$TMP" 4 "$1" || rc=$?
+    svc_start_broker "$RECLASS" "$TMP" 4 "$@" || rc=$?
     if [ "$rc" = 77 ]; then
         echo "SKIP: Tansu cannot be had (see above)" >&2
         exit 77

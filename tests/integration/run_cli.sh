@@ -35,6 +35,13 @@ expect_usage_error "below the longest sequence" "$bin" run --db x --model "$mode
 expect_usage_error "config.json" "$bin" run --db x --model /nonexistent
 expect_usage_error "must differ from --topic" "$bin" run --db x --model "$model" --dlq-topic tickets
 expect_usage_error "--kafka needs KEY=VALUE" "$bin" run --db x --model "$model" --kafka nonsense
+# lanes and tenants' weights
+expect_usage_error "priority 'x' is not an integer" "$bin" run --db x --model "$model" --topic a:x,b:1
+expect_usage_error "an empty topic name" "$bin" run --db x --model "$model" --topic a:0,:1
+expect_usage_error "must differ from --topic (b)" "$bin" run --db x --model "$model" --topic a:0,b:1 --dlq-topic b
+expect_usage_error "give TENANT=WEIGHT" env RECLASS_TENANT_WEIGHTS=acme "$bin" run --db x --model "$model"
+expect_usage_error "weight must be an integer in 1..1000" "$bin" run --db x --model "$model" --tenant-weight a=2,b=0
+expect_usage_error "--lane 'fast': use urgent or bulk" "$bin" submit --lane fast --job-id j --tenant t /dev/null
 # a flag beats its variable: the bad variable is overridden, so the flag's error shows
 expect_usage_error "--backend 'gpu'" env RECLASS_BACKEND=tpu "$bin" run --db x --model "$model" --backend gpu
 # an unreachable database is a runtime failure (exit 1), not a usage error

@@ -29,8 +29,8 @@ svc_start_pg() {
     "$1" migrate --db "$SVC_DB" >"$2/migrate.log" 2>&1
 }
 
-# svc_start_broker RECLASS DIR PARTITIONS TOPIC: a Kafka broker in the background with topic
-# TOPIC of PARTITIONS partitions; sets SVC_BROKERS. $IT_BROKER picks it: dev (default), reclass
+# svc_start_broker RECLASS DIR PARTITIONS TOPIC [TOPIC2...]: a Kafka broker in the background
+# with topic TOPIC (and any further ones, e.g. lanes) of PARTITIONS partitions; sets SVC_BROKERS. $IT_BROKER picks it: dev (default), reclass
 # dev-broker (its output in DIR/broker.out and DIR/broker.log; clients create other topics on
 # first use), or tansu (svc_start_tansu). Returns 1 when it does not start within 30 s, 77 when
 # Tansu cannot be had (the reason on stderr).
@@ -46,7 +46,10 @@ svc_start_broker() {
         return 1
         ;;
     esac
-    "$1" dev-broker --partitions "$3" --topic "$4" >"$2/broker.out" 2>"$2/broker.log" &
+    local more=() t
+    for t in "${@:5}"; do more+=(--topic "$t"); done
+    "$1" dev-broker --partitions "$3" --topic "$4" "${more[@]}" >"$2/broker.out" \
+        2>"$2/broker.log" &
     svc_pids+=($!)
     local _
     for _ in $(seq 300); do
@@ -107,7 +110,7 @@ svc_kafka_tool() {
 # would create a topic a producer asks for with a partition count of its own); sets
 # SVC_BROKERS. Returns 1 when it does not start, 77 when it cannot be had.
 svc_start_tansu() {
-    local bin tool port try _ pid
+    local bin tool port try _ pid t
     bin=$(svc_tansu_fetch "${RECLASS_TANSU_DIR:-$(dirname "$1")/tansu}") || return
     tool=$(svc_kafka_tool "$1")
     [ -x "$tool" ] || { echo "services: no kafka_tool at $tool (build its target)" >&2; return 1; }
@@ -123,7 +126,12 @@ svc_start_tansu() {
             if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
                 SVC_BROKERS=127.0.0.1:$port
                 "$tool" create-topic -b "$SVC_BROKERS" -t "$4" -p "$3" 2>>"$2/tansu.log" &&
-                    "$tool" create-topic -b "$SVC_BROKERS" -t "$4.dlq" -p "$3" 2>>"$2/tansu.log"
+                    "$tool" create-topic -b "$SVC_BROKERS" -t "$4.dlq" -p "$3" 2>>"$2/tansu.log" ||
+                    return
+                for t in "${@:5}"; do
+                    "$tool" create-topic -b "$SVC_BROKERS" -t "$t" -p "$3" 2>>"$2/tansu.log" ||
+                        return
+                done
                 return
             fi
             sleep 0.1

@@ -29,6 +29,8 @@
 typedef struct {
     const char *brokers, *topic, *job_id, *tenant, *text_col, *id_col, *schemas, *file, *db;
     const char *registry, *registry_auth, *registry_ca, *plain_schema;
+    const char *lane;     /* urgent | bulk: the topic is <topic>.urgent or <topic> */
+    char lane_topic[256]; /* backs topic for --lane urgent */
     int plain, priority, has_priority, progress;
     const char *props[SUBMIT_MAX_PROPS + 1]; /* --kafka K=V, NULL-ended */
     char schemas_buf[4096];                  /* backs the default schemas */
@@ -41,13 +43,16 @@ static void on_signal(int sig) {
 }
 
 /* The options, set into o (priority: into *priority, LONG_MIN when not given). */
-#define SUBMIT_N_OPTS 16
+#define SUBMIT_N_OPTS 17
 static void submit_opts(submit_opts_t *o, long *priority, cli_list_t *props, int *no_progress,
                         cli_opt_t out[SUBMIT_N_OPTS + 1]) {
     const cli_opt_t t[] = {
         {"brokers", CLI_STR, &o->brokers, 0, 0, "RECLASS_BROKERS", "B",
          "bootstrap servers (default 127.0.0.1:9092)"},
         {"topic", CLI_STR, &o->topic, 0, 0, "RECLASS_TOPIC", "T", "topic (default tickets)"},
+        {"lane", CLI_STR, &o->lane, 0, 0, NULL, "urgent|bulk",
+         "send to the urgent lane, topic <T>.urgent, or the bulk lane, topic T (default:\n"
+         "      T); a worker run with --topic T.urgent:0,T:1 serves urgent tickets first"},
         {"job-id", CLI_STR, &o->job_id, 0, 0, "RECLASS_JOB_ID", "J", "job id (required)"},
         {"tenant", CLI_STR, &o->tenant, 0, 0, "RECLASS_TENANT", "X", "tenant (required)"},
         {"text-column", CLI_STR, &o->text_col, 0, 0, NULL, "NAME",
@@ -123,6 +128,13 @@ static int parse_opts(int argc, char **argv, submit_opts_t *o) {
         return 2;
     }
     o->file = argv[first];
+    if (o->lane && !strcmp(o->lane, "urgent")) {
+        snprintf(o->lane_topic, sizeof(o->lane_topic), "%s.urgent", o->topic);
+        o->topic = o->lane_topic;
+    } else if (o->lane && strcmp(o->lane, "bulk")) {
+        fprintf(stderr, "reclass submit: --lane '%s': use urgent or bulk\n", o->lane);
+        return COMMON_USAGE;
+    }
     if (!o->schemas) {
         if (common_data_dir("consumers/schemas", "schemas", o->schemas_buf,
                             sizeof(o->schemas_buf))) {

@@ -9,17 +9,20 @@
 #include "common/paths.h"
 #include "consumers/kafka_props.h"
 #include "worker/cli/cli.h"
+#include "worker/pipeline/fair.h"
 
 /* The options of `reclass run`, each with its variable, set into c (kafka: c->kafka_props):
  * its own rows, then the shared classification settings (worker/cli/settings_opts.c). */
-#define RUN_N_OWN  26
+#define RUN_N_OWN  28
 #define RUN_N_OPTS (RUN_N_OWN + 8)
 static void run_opts(worker_run_cfg_t *c, cli_list_t *kafka, cli_opt_t out[RUN_N_OPTS + 1]) {
     const cli_opt_t t[] = {
         {"brokers", CLI_STR, &c->brokers, 0, 0, "RECLASS_BROKERS", NULL,
          "Kafka bootstrap servers (default 127.0.0.1:9092)"},
-        {"topic", CLI_STR, &c->topic, 0, 0, "RECLASS_TOPIC", NULL,
-         "topic the tickets arrive on (default tickets)"},
+        {"topic", CLI_STR, &c->topic, 0, 0, "RECLASS_TOPIC", "T[:P],...",
+         "topic(s) the tickets arrive on (default tickets); several, each with a priority\n"
+         "      (lower = more urgent, default 0), are lanes: e.g. tickets.urgent:0,tickets:1\n"
+         "      reads tickets only while no urgent ticket waits or is in flight"},
         {"group", CLI_STR, &c->group, 0, 0, "RECLASS_GROUP", NULL,
          "consumer group id (default reclass)"},
         {"db", CLI_STR, &c->db, 0, 0, "RECLASS_DB", NULL, "PostgreSQL URL or conninfo (required)"},
@@ -78,6 +81,14 @@ static void run_opts(worker_run_cfg_t *c, cli_list_t *kafka, cli_opt_t out[RUN_N
         {"telemetry-interval-s", CLI_INT, &c->telemetry_interval_s, 1, 86400,
          "RECLASS_TELEMETRY_INTERVAL_S", NULL,
          "seconds between gpu_memory rows (also written at start and exit; default 10)"},
+        {"tenant-weight", CLI_STR, &c->tenant_weights, 0, 0, "RECLASS_TENANT_WEIGHTS", "T=W,...",
+         "tenants' weights (1..1000, default 1) in the deficit round robin that fills\n"
+         "      batches: a tenant with records queued gets W/sum(W) of the encoded tokens"},
+        {"tenant-max-tokens", CLI_INT, &c->tenant_max_tokens, 0, 1 << 30,
+         "RECLASS_TENANT_MAX_TOKENS", NULL,
+         "tokens one tenant may hold in the accumulator (default 0 = half of\n"
+         "      --max-pending-tokens); its next record then waits, and reading stops (but\n"
+         "      for the most urgent lane) until its queued tickets make room"},
         {"kafka", CLI_KV, kafka, 0, 0, NULL, "K=V",
          "extra librdkafka property (repeatable), e.g. security.protocol=ssl"},
     };
@@ -108,6 +119,46 @@ void worker_run_cfg_usage(FILE *f) {
             "once the group is joined and PostgreSQL is connected), /metrics (Prometheus).\n"
             "Drift statistics per window go to drift_windows, device memory samples to\n"
             "gpu_memory (migrations/003_telemetry.sql).\n");
+}
+
+/* --topic T[:P],...: names and priorities into cfg->topics / topic_prio. COMMON_OK, or COMMON_USAGE
+ * with err. */
+static common_status_t parse_topics(worker_run_cfg_t *cfg, char *err, size_t errlen) {
+    size_t n = strlen(cfg->topic);
+    if (n >= sizeof(cfg->topic_buf)) {
+        return common_errf(COMMON_USAGE, err, errlen, "--topic: over %zu bytes",
+                           sizeof(cfg->topic_buf) - 1);
+    }
+    memcpy(cfg->topic_buf, cfg->topic, n + 1);
+    cfg->n_topics = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(cfg->topic_buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (cfg->n_topics == WORKER_RUN_MAX_TOPICS) {
+            return common_errf(COMMON_USAGE, err, errlen, "--topic: at most %d topics",
+                               WORKER_RUN_MAX_TOPICS);
+        }
+        long prio = 0;
+        char *colon = strchr(t, ':');
+        if (colon) {
+            *colon = 0;
+            if (worker_cli_long(colon + 1, -1000000, 1000000, &prio)) {
+                return common_errf(
+                    COMMON_USAGE, err, errlen,
+                    "--topic %s: priority '%s' is not an integer (lower = more urgent)", t,
+                    colon + 1);
+            }
+        }
+        if (!*t) {
+            return common_errf(COMMON_USAGE, err, errlen, "--topic '%s': an empty topic name",
+                               cfg->topic);
+        }
+        cfg->topics[cfg->n_topics] = t;
+        cfg->topic_prio[cfg->n_topics++] = (int)prio;
+    }
+    if (!cfg->n_topics) {
+        return common_errf(COMMON_USAGE, err, errlen, "--topic '%s': no topic in it", cfg->topic);
+    }
+    return COMMON_OK;
 }
 
 common_status_t worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **argv, char *err,
@@ -142,6 +193,9 @@ common_status_t worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **arg
     if (strcmp(cfg->cls.backend, "cpu") && strcmp(cfg->cls.backend, "cuda"))
         return common_errf(COMMON_USAGE, err, errlen, "--backend '%s': use cpu or cuda",
                            cfg->cls.backend);
+    if ((rc = parse_topics(cfg, err, errlen))) return rc;
+    if (cfg->tenant_weights && worker_fair_weights_parse(cfg->tenant_weights, NULL, err, errlen))
+        return COMMON_USAGE;
     if (!cfg->schemas) {
         if (common_data_dir("consumers/schemas", "schemas", cfg->schemas_buf,
                             sizeof(cfg->schemas_buf)))
@@ -152,7 +206,7 @@ common_status_t worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **arg
         cfg->schemas = cfg->schemas_buf;
     }
     if (!cfg->dlq_topic) {
-        snprintf(cfg->dlq_buf, sizeof(cfg->dlq_buf), "%s.dlq", cfg->topic);
+        snprintf(cfg->dlq_buf, sizeof(cfg->dlq_buf), "%s.dlq", cfg->topics[0]);
         cfg->dlq_topic = cfg->dlq_buf;
     }
     unsigned char addr[sizeof(struct in6_addr)];
@@ -170,8 +224,9 @@ common_status_t worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **arg
                            "group may still be waiting for a dead member's session to expire; "
                            "raise it or set 0",
                            cfg->join_timeout_s, session_ms);
-    if (!strcmp(cfg->dlq_topic, cfg->topic))
-        return common_errf(COMMON_USAGE, err, errlen, "--dlq-topic must differ from --topic (%s)",
-                           cfg->topic);
+    for (int i = 0; i < cfg->n_topics; i++)
+        if (!strcmp(cfg->dlq_topic, cfg->topics[i]))
+            return common_errf(COMMON_USAGE, err, errlen,
+                               "--dlq-topic must differ from --topic (%s)", cfg->topics[i]);
     return COMMON_OK;
 }

@@ -176,6 +176,92 @@ static void render_drift(buf_t *b, const char *model) {
     pthread_mutex_unlock(&drift_levels.mu);
 }
 
+/* Upper bounds of the latency buckets, seconds (+Inf follows). */
+static const double latency_le[WORKER_METRICS_LATENCY_BUCKETS] = {
+    0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 1800, 7200};
+
+static struct {
+    pthread_mutex_t mu;
+    int n;
+    int lane[WORKER_METRICS_LATENCY_SERIES];
+    char tenant[WORKER_METRICS_LATENCY_SERIES][128];
+    long bucket[WORKER_METRICS_LATENCY_SERIES][WORKER_METRICS_LATENCY_BUCKETS + 1];
+    double sum[WORKER_METRICS_LATENCY_SERIES];
+    long count[WORKER_METRICS_LATENCY_SERIES];
+} latency = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+void worker_metrics_latency_reset(void) {
+    pthread_mutex_lock(&latency.mu);
+    latency.n = 0;
+    pthread_mutex_unlock(&latency.mu);
+}
+
+/* The series of (lane, tenant), new when there is room, else -1. mu held. */
+static int latency_series(int lane, const char *tenant) {
+    for (int i = 0; i < latency.n; i++)
+        if (latency.lane[i] == lane && !strcmp(latency.tenant[i], tenant)) return i;
+    if (latency.n >= WORKER_METRICS_LATENCY_SERIES) return -1;
+    int i = latency.n++;
+    latency.lane[i] = lane;
+    snprintf(latency.tenant[i], sizeof(latency.tenant[i]), "%s", tenant);
+    memset(latency.bucket[i], 0, sizeof(latency.bucket[i]));
+    latency.sum[i] = 0;
+    latency.count[i] = 0;
+    return i;
+}
+
+void worker_metrics_latency_observe(int lane, const char *tenant, double seconds) {
+    if (seconds < 0) seconds = 0; /* the producer's clock ahead of ours */
+    pthread_mutex_lock(&latency.mu);
+    /* 8 series stay for the lanes' "_other" */
+    int own = tenant && latency.n < WORKER_METRICS_LATENCY_SERIES - 8 && strlen(tenant) < 128;
+    int i = -1;
+    for (int k = 0; k < latency.n && i < 0; k++)
+        if (latency.lane[k] == lane && !strcmp(latency.tenant[k], tenant ? tenant : "")) i = k;
+    if (i < 0) i = latency_series(lane, own ? tenant : "_other");
+    if (i >= 0) {
+        int b = 0;
+        while (b < WORKER_METRICS_LATENCY_BUCKETS && seconds > latency_le[b])
+            b++;
+        latency.bucket[i][b]++;
+        latency.sum[i] += seconds;
+        latency.count[i]++;
+    }
+    pthread_mutex_unlock(&latency.mu);
+}
+
+static void render_latency(buf_t *b) {
+    buf_printf(b, "# HELP reclass_commit_latency_seconds Produce-to-commit latency of committed "
+                  "tickets (enqueued_at to row commit), per lane and tenant.\n"
+                  "# TYPE reclass_commit_latency_seconds histogram\n");
+    pthread_mutex_lock(&latency.mu);
+    for (int i = 0; i < latency.n; i++) {
+        char lane[16];
+        snprintf(lane, sizeof(lane), "%d", latency.lane[i]);
+        long cum = 0;
+        for (int k = 0; k <= WORKER_METRICS_LATENCY_BUCKETS; k++) {
+            cum += latency.bucket[i][k];
+            buf_printf(b, "reclass_commit_latency_seconds_bucket{");
+            buf_label(b, "lane", lane, 1);
+            buf_label(b, "tenant", latency.tenant[i], 0);
+            if (k < WORKER_METRICS_LATENCY_BUCKETS)
+                buf_printf(b, ",le=\"%g\"} %ld\n", latency_le[k], cum);
+            else
+                buf_printf(b, ",le=\"+Inf\"} %ld\n", cum);
+        }
+        for (int k = 0; k < 2; k++) {
+            buf_printf(b, "reclass_commit_latency_seconds_%s{", k ? "count" : "sum");
+            buf_label(b, "lane", lane, 1);
+            buf_label(b, "tenant", latency.tenant[i], 0);
+            if (k)
+                buf_printf(b, "} %ld\n", latency.count[i]);
+            else
+                buf_printf(b, "} %.17g\n", latency.sum[i]);
+        }
+    }
+    pthread_mutex_unlock(&latency.mu);
+}
+
 #define LD(x) ((double)atomic_load_explicit(&m->x, memory_order_relaxed))
 
 char *worker_metrics_render(const worker_metrics_t *m, const worker_metrics_info_t *info,
@@ -260,6 +346,7 @@ char *worker_metrics_render(const worker_metrics_t *m, const worker_metrics_info
                        stage_names[i], k ? "cpu" : "wall",
                        (double)atomic_load_explicit(&m->stage_ns[i][k], memory_order_relaxed) *
                            1e-9);
+    render_latency(&b);
     if (info) {
         render_drift(&b, info->model);
         buf_printf(&b, "# HELP reclass_info Constant 1, labelled with this worker's set-up.\n"

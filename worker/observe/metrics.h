@@ -65,6 +65,9 @@ typedef struct {
     atomic_int token_budget;
     /* per stage, nanoseconds: [stage][0] wall, [stage][1] CPU of the threads that ran it */
     atomic_llong stage_ns[WORKER_STAGE_N][2];
+    /* tickets of each lane (worker/pipeline/fair.h) taken from Kafka and not yet written or
+     * dropped: while a lane has some, the less urgent lanes' topics are held */
+    atomic_long lane_live[8];
 } worker_metrics_t;
 
 extern worker_metrics_t worker_metrics;
@@ -92,6 +95,15 @@ void worker_stage_end(worker_stage_clock_t *c, int stage);
 void worker_metrics_drift_begin(void); /* starts a new set; the old one shows until _end */
 void worker_metrics_drift_put(const char *tenant, int level);
 void worker_metrics_drift_end(void);
+
+/* reclass_commit_latency_seconds{lane,tenant}: a histogram of produce-to-commit latency (the
+ * record's enqueued_at to its row's commit) of committed tickets, per lane (0 = the most urgent
+ * topic) and tenant. The first WORKER_METRICS_LATENCY_SERIES (lane, tenant) pairs get a series
+ * each; later ones are counted under tenant "_other". Any thread may observe. */
+#define WORKER_METRICS_LATENCY_SERIES  64
+#define WORKER_METRICS_LATENCY_BUCKETS 13
+void worker_metrics_latency_observe(int lane, const char *tenant, double seconds);
+void worker_metrics_latency_reset(void); /* tests */
 
 /* Strings shown as labels of reclass_info; copied by worker_http_start. */
 typedef struct {

@@ -276,15 +276,16 @@ typedef struct {
     int n;
     long sum;
     int longest;
+    long budget; /* tokens this batch may cost */
 } batch_t;
 
 static int batch_fits(const worker_accum_t *a, const batch_t *b, int len) {
     if (b->n >= b->cap) return 0;
     if (a->cfg.padded) {
         int longest = len > b->longest ? len : b->longest;
-        return (long)(b->n + 1) * longest <= a->cfg.token_budget;
+        return (long)(b->n + 1) * longest <= b->budget;
     }
-    return b->sum + len <= a->cfg.token_budget;
+    return b->sum + len <= b->budget;
 }
 
 static void batch_take(worker_accum_t *a, batch_t *b, int s) {
@@ -341,17 +342,26 @@ static void batch_grow(worker_accum_t *a, batch_t *b, int anchor_len, int overdu
 
 int worker_accum_pop(worker_accum_t *acc, int64_t now_ms, int flush, void **items, int *lens,
                      int cap) {
+    return worker_accum_pop_budget(acc, now_ms, flush, acc->cfg.token_budget, items, lens, cap);
+}
+
+int worker_accum_pop_budget(worker_accum_t *acc, int64_t now_ms, int flush, long budget,
+                            void **items, int *lens, int cap) {
     if (cap <= 0 || acc->n_items == 0) return 0;
     if (!flush && !worker_accum_ready(acc, now_ms)) return 0;
-    batch_t b = {items, lens, cap, 0, 0, 0};
+    if (budget > acc->cfg.token_budget) budget = acc->cfg.token_budget;
+    batch_t b = {items, lens, cap, 0, 0, 0, budget};
     int oldest = acc->all.head;
-    if (acc->slot[oldest].deadline <= now_ms) {
+    if (acc->slot[oldest].deadline <= now_ms && batch_fits(acc, &b, acc->slot[oldest].len)) {
         int anchor_len = acc->slot[oldest].len;
         batch_take(acc, &b, oldest);
         batch_grow(acc, &b, anchor_len, 1, now_ms);
         batch_grow(acc, &b, anchor_len, 0, now_ms);
     } else {
-        int anchor_len = len_prev_le(acc, acc->cfg.max_len);
+        /* the longest item that fits (the whole budget fits any item: init checks it) */
+        int anchor_len =
+            len_prev_le(acc, budget < acc->cfg.max_len ? (int)budget : acc->cfg.max_len);
+        if (anchor_len == 0) return 0;
         batch_take(acc, &b, acc->bucket[anchor_len].head);
         batch_grow(acc, &b, anchor_len, 0, now_ms);
     }

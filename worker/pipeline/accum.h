@@ -47,6 +47,13 @@ int64_t worker_accum_next_deadline(const worker_accum_t *acc);
 int worker_accum_pop(worker_accum_t *acc, int64_t now_ms, int flush, void **items, int *lens,
                      int cap);
 
+/* worker_accum_pop within budget tokens (at most the configured budget) instead of the
+ * configured budget, as a batch shared with other accumulators needs (worker/pipeline/fair.h);
+ * an overdue oldest item that does not fit leaves the batch to the longest items that do.
+ * Returns 0 when no pending item fits. */
+int worker_accum_pop_budget(worker_accum_t *acc, int64_t now_ms, int flush, long budget,
+                            void **items, int *lens, int cap);
+
 int worker_accum_pending_items(const worker_accum_t *acc);
 long worker_accum_pending_tokens(const worker_accum_t *acc);
 

@@ -23,6 +23,8 @@ void pl_wait_until_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t wake_ms) 
 
 void pl_item_free(pl_item_t *it) {
     if (!it) return;
+    if (it->live)
+        atomic_fetch_sub_explicit(&worker_metrics.lane_live[it->lane], 1, memory_order_relaxed);
     consumers_ticket_free(&it->t);
     free(it->ids);
     free(it->top_k_json);

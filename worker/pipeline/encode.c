@@ -163,15 +163,15 @@ void *pl_encoder_main(void *arg) {
     pthread_mutex_lock(&pl->q.mu);
     while (!failed && !pl->q.fatal) {
         int64_t now = common_now_ms();
-        int pending = worker_accum_pending_items(pl->q.acc);
+        int pending = worker_fair_pending_items(pl->q.acc);
         if (pl->q.draining && pending == 0 && !prev) break;
         int room = pl->q.out_items < pl->q.max_out_items; /* else the sink is behind (or db down) */
-        int ready = pending > 0 && (pl->q.draining || worker_accum_ready(pl->q.acc, now));
+        int ready = pending > 0 && (pl->q.draining || worker_fair_ready(pl->q.acc, now));
         int n = 0;
         if (room && ready) {
             worker_stage_clock_t clk;
             worker_stage_begin(&clk);
-            n = worker_accum_pop(pl->q.acc, now, pl->q.draining, slot[cur].items, lens, cap);
+            n = worker_fair_pop(pl->q.acc, now, pl->q.draining, slot[cur].items, lens, cap);
             worker_stage_end(&clk, WORKER_STAGE_ACCUM);
         }
         if (n <= 0) {
@@ -189,7 +189,7 @@ void *pl_encoder_main(void *arg) {
             } else {
                 pl_wait_until_ms(&pl->q.cv_enc, &pl->q.mu,
                                  ready ? now + PL_READY_POLL_MS
-                                       : worker_accum_next_deadline(pl->q.acc));
+                                       : worker_fair_next_deadline(pl->q.acc));
             }
             continue;
         }

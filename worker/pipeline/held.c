@@ -109,7 +109,7 @@ void pl_held_revoke(pl_t *pl, const int32_t *parts, int n) {
     for (int i = 0; i < p->held_n; i++) {
         int revoked = n < 0; /* n < 0: all of them */
         for (int j = 0; j < n; j++)
-            revoked |= consumers_record_partition(p->held[i]) == parts[j];
+            revoked |= consumers_consumer_track(p->consumer, p->held[i]) == parts[j]; /* tracks */
         if (revoked)
             consumers_record_free(p->held[i]); /* the next owner reads it again */
         else

@@ -106,7 +106,7 @@ static void print_stats(pl_t *pl, double t_start, worker_pipeline_stats_t *st) {
 static int setup_compute(pl_t *pl, char *err, size_t errlen) {
     common_status_t rc = cls_session_open(&pl->ses, &pl->cfg->cls, 1, err, errlen);
     if (rc) return rc;
-    if (worker_accum_init(&pl->ses.acc, &pl->q.acc, err, errlen)) return COMMON_USAGE;
+    pl->q.max_out_items = 2L * pl->cfg->sink_rows;
     int threads = pl->cfg->cls.threads > 0 ? pl->cfg->cls.threads : pl_pool_cores();
     if (pl_pool_init(threads, &pl->pool))
         return common_errf(COMMON_FATAL, err, errlen, "cannot start %d pipeline threads", threads);
@@ -161,10 +161,10 @@ static void teardown(pl_t *pl) {
     if (pl->q.acc) { /* only after a failure: drain() empties it otherwise */
         void *items[256];
         int n;
-        while ((n = worker_accum_pop(pl->q.acc, INT64_MAX / 2, 1, items, NULL, 256)) > 0)
+        while ((n = worker_fair_pop(pl->q.acc, INT64_MAX / 2, 1, items, NULL, 256)) > 0)
             for (int i = 0; i < n; i++)
                 pl_item_free(items[i]);
-        worker_accum_free(pl->q.acc);
+        worker_fair_free(pl->q.acc);
     }
     while (pl->poll.ovf_head) {
         pl_item_t *it = pl->poll.ovf_head;
@@ -228,10 +228,20 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
     if (!rc) {
         consumers_consumer_cfg_t ccfg = {.brokers = cfg->brokers,
                                          .topic = cfg->topic,
+                                         .topics = cfg->topics,
+                                         .priorities = cfg->topic_prio,
+                                         .n_topics = cfg->n_topics,
                                          .group = cfg->group,
                                          .extra = cfg->kafka_props};
         consumers_rebalance_t rb = {pl_on_assign, pl_on_revoke, pl};
         if (consumers_consumer_init(&ccfg, &rb, &pl->poll.consumer, err, sizeof(err))) rc = 2;
+    }
+    if (!rc) { /* one class per lane and tenant (worker/pipeline/fair.h) */
+        worker_fair_cfg_t fc = {.acc = pl->ses.acc,
+                                .n_lanes = consumers_consumer_n_lanes(pl->poll.consumer),
+                                .tenant_max_tokens = cfg->tenant_max_tokens,
+                                .weights = cfg->tenant_weights};
+        if (worker_fair_init(&fc, &pl->q.acc, err, sizeof(err))) rc = 2;
     }
     if (!rc && consumers_dlq_init(cfg->brokers, cfg->dlq_topic, cfg->kafka_props, pl_dlq_done, pl,
                                   &pl->poll.dlq, err, sizeof(err)))

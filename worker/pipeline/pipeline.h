@@ -28,10 +28,11 @@
 
 /* The settings of `reclass run` (parsed by worker/cli/config.c). */
 #define WORKER_RUN_MAX_KAFKA_PROPS 32
+#define WORKER_RUN_MAX_TOPICS      8 /* CONSUMERS_MAX_TOPICS */
 
 typedef struct {
     const char *brokers; /* RECLASS_BROKERS, default 127.0.0.1:9092 */
-    const char *topic;   /* RECLASS_TOPIC, default tickets */
+    const char *topic;   /* RECLASS_TOPIC, default tickets: TOPIC[:PRIORITY],... */
     const char *group;   /* RECLASS_GROUP, default reclass */
     const char *db;      /* RECLASS_DB, required (libpq URL or conninfo) */
     /* the classification settings: --model (RECLASS_MODEL, required), --backend,
@@ -58,9 +59,17 @@ typedef struct {
     int drift_window_s;       /* RECLASS_DRIFT_WINDOW_S, drift window length, default 60 */
     int drift_max_tenants;    /* RECLASS_DRIFT_MAX_TENANTS, tenants per window, default 64 */
     int telemetry_interval_s; /* RECLASS_TELEMETRY_INTERVAL_S, gpu_memory rows, default 10 */
+    const char *tenant_weights; /* RECLASS_TENANT_WEIGHTS, T=W,... (worker/pipeline/fair.h) */
+    int tenant_max_tokens;      /* RECLASS_TENANT_MAX_TOKENS, 0 = half the pending tokens */
     const char *kafka_props[WORKER_RUN_MAX_KAFKA_PROPS + 1]; /* --kafka K=V, NULL-ended */
-    char dlq_buf[256];                                       /* backs the default dlq_topic */
-    char schemas_buf[4096];                                  /* backs the default schemas */
+    /* --topic parsed: names (into topic_buf) and priorities, lower = more urgent; n_topics 0
+     * (a caller that sets topic itself): the one topic named by topic */
+    const char *topics[WORKER_RUN_MAX_TOPICS];
+    int topic_prio[WORKER_RUN_MAX_TOPICS];
+    int n_topics;
+    char topic_buf[1024];
+    char dlq_buf[256];      /* backs the default dlq_topic */
+    char schemas_buf[4096]; /* backs the default schemas */
 } worker_run_cfg_t;
 
 /* Runs until signalled, idle (cfg->idle_exit_s) or a fatal error. Returns the exit code:

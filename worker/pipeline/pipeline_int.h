@@ -19,6 +19,7 @@
 #include "sink/telemetry.h"
 #include "worker/pipeline/accum.h"
 #include "worker/pipeline/pool.h"
+#include "worker/pipeline/fair.h"
 #include "worker/classify/session.h"
 #include "worker/pipeline/pipeline.h"
 #include "worker/observe/drift.h"
@@ -33,6 +34,9 @@ typedef struct pl_item {
     int n_ids;
     int truncated;
     int64_t epoch; /* the partition's ownership epoch at consumption (consumers/offsets.h) */
+    int32_t track; /* the partition in the offset tracker (consumers/consumer.h: tracks) */
+    int lane;      /* its topic's lane, 0 = the most urgent */
+    int live;      /* counted in worker_metrics.lane_live until freed */
     int64_t arrived_ms;
     int label_id; /* filled by the encoder */
     float confidence;
@@ -63,7 +67,7 @@ typedef struct {
     pthread_cond_t cv_sink;  /* sink: results queued, encoder finished */
     pthread_cond_t cv_room;  /* encoder: the sink queue has room again */
     pthread_cond_t cv_accum; /* consumer: the encoder took a batch (accumulator room) */
-    worker_accum_t *acc;     /* poll thread pushes, encoder pops */
+    worker_fair_t *acc;      /* poll thread pushes, encoder pops */
     consumers_offsets_t *offsets;
     pl_out_t *out_head, *out_tail; /* encoder -> sink queue */
     long out_items;                /* tickets in that queue */
@@ -216,6 +220,9 @@ consumers_record_t *pl_held_next(pl_t *pl, int *fatal, char *err, size_t errlen)
 void pl_held_revoke(pl_t *pl, const int32_t *parts, int n); /* n < 0: every partition */
 
 void pl_poll_loop(pl_t *pl);
+/* worker/pipeline/lanes.c: while tickets of a lane wait or are in flight, the less urgent
+ * lanes' topics are held; released once it has none (poll thread, each turn). */
+void pl_hold_lanes(pl_t *pl);
 void pl_drain(pl_t *pl);
 void pl_on_assign(void *ctx, const int32_t *parts, int n);
 void pl_on_revoke(void *ctx, const int32_t *parts, int n, int lost);

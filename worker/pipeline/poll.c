@@ -8,7 +8,7 @@
 
 #include "worker/pipeline/pipeline_int.h"
 
-void pl_store(pl_t *pl, int32_t partition, int64_t next_offset) {
+void pl_store(pl_t *pl, int32_t partition, int64_t next_offset) { /* partition: a track */
     if (consumers_consumer_store(pl->poll.consumer, partition, next_offset)) return;
     if (partition >= pl->st.n_stored) {
         int n = partition + 1;
@@ -26,10 +26,13 @@ void pl_store(pl_t *pl, int32_t partition, int64_t next_offset) {
  * partition's assignment it was read in). */
 void pl_dlq_done(void *ctx, int32_t partition, int64_t offset, int64_t epoch) {
     pl_t *pl = ctx;
+    (void)partition; /* the topic's: the epoch names the track */
     pthread_mutex_lock(&pl->q.mu);
-    consumers_offsets_committed(pl->q.offsets, partition, epoch, offset);
-    int64_t s = consumers_offsets_storable(pl->q.offsets, partition);
-    if (s >= 0) pl_store(pl, partition, s);
+    int32_t track = consumers_offsets_partition_of_epoch(pl->q.offsets, epoch);
+    if (track >= 0 && consumers_offsets_committed(pl->q.offsets, track, epoch, offset)) {
+        int64_t s = consumers_offsets_storable(pl->q.offsets, track);
+        if (s >= 0) pl_store(pl, track, s);
+    }
     pl->st.dead_letters++;
     pthread_mutex_unlock(&pl->q.mu);
     worker_metrics_add(&worker_metrics.dead_lettered, 1);
@@ -42,8 +45,10 @@ void pl_send_refused(pl_t *pl) {
     pthread_mutex_unlock(&pl->q.mu);
     while (it) {
         pl_item_t *next = it->next;
-        if (consumers_dlq_send_copy(pl->poll.dlq, pl->cfg->topic, it->t.partition, it->t.offset,
-                                    it->key, it->key_len, it->value, it->value_len,
+        const char *topic = consumers_consumer_topic_name(
+            pl->poll.consumer, consumers_consumer_track_topic(pl->poll.consumer, it->track));
+        if (consumers_dlq_send_copy(pl->poll.dlq, topic, it->t.partition, it->t.offset, it->key,
+                                    it->key_len, it->value, it->value_len,
                                     it->dlq_error ? it->dlq_error : "the database refused the row",
                                     it->epoch)) {
             fprintf(stderr,
@@ -90,7 +95,7 @@ void pl_on_revoke(void *ctx, const int32_t *parts, int n, int lost) {
         pl_item_t *it = *pp;
         int revoked = 0;
         for (int i = 0; i < n; i++)
-            revoked |= it->t.partition == parts[i];
+            revoked |= it->track == parts[i];
         if (revoked) {
             *pp = it->next;
             pl_item_free(it);
@@ -156,22 +161,30 @@ static pl_item_t *make_item(pl_t *pl, const consumers_record_t *m, char *err, si
     return it;
 }
 
-/* Pushes overflow items while the accumulator takes them. Returns 1 when some remain. */
+/* Pushes the overflow items the accumulator takes, in order; one refused (its tenant at its
+ * cap) does not keep those of other tenants or lanes behind it waiting. Returns 1 when some
+ * remain. */
 static int drain_overflow(pl_t *pl) {
     if (!pl->poll.ovf_head) return 0;
     int64_t now = common_now_ms();
     int pushed = 0;
     pthread_mutex_lock(&pl->q.mu);
-    while (pl->poll.ovf_head) {
-        pl_item_t *it = pl->poll.ovf_head;
+    pl_item_t **pp = &pl->poll.ovf_head, *last = NULL;
+    while (*pp) {
+        pl_item_t *it = *pp;
         it->arrived_ms = now;
-        if (worker_accum_push(pl->q.acc, it, it->n_ids, now) != WORKER_ACCUM_OK) break;
-        pl->poll.ovf_head = it->next;
+        if (worker_fair_push(pl->q.acc, it, it->n_ids, it->lane, it->t.tenant, now) !=
+            WORKER_ACCUM_OK) {
+            last = it;
+            pp = &it->next;
+            continue;
+        }
+        *pp = it->next;
         it->next = NULL;
         pl->poll.ovf_n--;
         pushed = 1;
     }
-    if (!pl->poll.ovf_head) pl->poll.ovf_tail = NULL;
+    pl->poll.ovf_tail = last;
     if (pushed) pthread_cond_signal(&pl->q.cv_enc);
     pthread_mutex_unlock(&pl->q.mu);
     return pl->poll.ovf_head != NULL;
@@ -232,11 +245,11 @@ static void flush_decoded(pl_t *pl) {
 }
 
 static void handle_decodable(pl_t *pl, consumers_record_t *m) {
-    const int32_t part = consumers_record_partition(m);
+    const int32_t track = consumers_consumer_track(pl->poll.consumer, m);
     const int64_t offset = consumers_record_offset(m);
     pthread_mutex_lock(&pl->q.mu);
-    int64_t epoch = consumers_offsets_epoch(pl->q.offsets, part);
-    int tracked = epoch > 0 && consumers_offsets_consumed(pl->q.offsets, part, epoch, offset) == 0;
+    int64_t epoch = track < 0 ? 0 : consumers_offsets_epoch(pl->q.offsets, track);
+    int tracked = epoch > 0 && consumers_offsets_consumed(pl->q.offsets, track, epoch, offset) == 0;
     if (pl->st.first_record_s == 0) pl->st.first_record_s = common_now_s();
     pthread_mutex_unlock(&pl->q.mu);
     if (!tracked) { /* not ours (any more), or a redelivery below what we track */
@@ -252,6 +265,11 @@ static void handle_decodable(pl_t *pl, consumers_record_t *m) {
         return;
     }
     it->epoch = epoch;
+    it->track = track;
+    it->lane = consumers_consumer_topic_lane(
+        pl->poll.consumer, consumers_consumer_track_topic(pl->poll.consumer, track));
+    it->live = 1;
+    atomic_fetch_add_explicit(&worker_metrics.lane_live[it->lane], 1, memory_order_relaxed);
     pl_poll_t *pp = &pl->poll;
     pp->tok_items[pp->tok_n] = it;
     pp->tok_rec[pp->tok_n++] = m; /* freed once its item is tokenized */
@@ -305,14 +323,15 @@ static void log_progress(pl_t *pl, double t0) {
             "reclass run: tickets=%ld batches=%ld tickets/s=%.0f pending=%d uncommitted=%ld "
             "dead_letters=%ld encoder_s=%.1f%s\n",
             pl->st.tickets_done, pl->st.batches_done, el > 0 ? pl->st.tickets_done / el : 0.0,
-            worker_accum_pending_items(pl->q.acc), consumers_offsets_pending(pl->q.offsets, -1),
+            worker_fair_pending_items(pl->q.acc), consumers_offsets_pending(pl->q.offsets, -1),
             pl->st.dead_letters, pl->st.encoder_s, pl->q.sink_down ? " (database down)" : "");
     pthread_mutex_unlock(&pl->q.mu);
 }
 
-#define PL_HOLD_MS         1000 /* longest backlog waited out without pausing the partitions */
-#define PL_DLQ_WAITING_MAX 1000 /* dead letters waiting for a retry before reading stops */
-#define PL_LAG_EVERY_S     1.0  /* how often reclass_consumer_lag_records is refreshed */
+#define PL_HOLD_MS             1000 /* longest backlog waited out without pausing the partitions */
+#define PL_DLQ_WAITING_MAX     1000 /* dead letters waiting for a retry before reading stops */
+#define PL_OVERFLOW_URGENT_MAX 4096 /* urgent records read while a less urgent lane holds back */
+#define PL_LAG_EVERY_S         1.0  /* how often reclass_consumer_lag_records is refreshed */
 
 /* The poll loop: returns when a stop was asked (signal, idle, fatal). */
 void pl_poll_loop(pl_t *pl) {
@@ -344,8 +363,8 @@ void pl_poll_loop(pl_t *pl) {
         }
         pthread_mutex_lock(&pl->q.mu);
         int fatal = pl->q.fatal, sink_down = pl->q.sink_down;
-        int pending = worker_accum_pending_items(pl->q.acc);
-        long pending_tokens = worker_accum_pending_tokens(pl->q.acc);
+        int pending = worker_fair_pending_items(pl->q.acc);
+        long pending_tokens = worker_fair_pending_tokens(pl->q.acc);
         long uncommitted = consumers_offsets_pending(pl->q.offsets, -1);
         long batches = pl->st.batches_done;
         pthread_mutex_unlock(&pl->q.mu);
@@ -355,6 +374,7 @@ void pl_poll_loop(pl_t *pl) {
         atomic_store_explicit(&worker_metrics.pending_items, pending, memory_order_relaxed);
         atomic_store_explicit(&worker_metrics.pending_tokens, pending_tokens, memory_order_relaxed);
         if (fatal) break;
+        pl_hold_lanes(pl);
         /* dead letters the dead-letter topic does not take yet count as a full accumulator:
          * reading on would only pile them up in memory */
         release_held(pl);
@@ -379,6 +399,17 @@ void pl_poll_loop(pl_t *pl) {
                 worker_metrics_add(&worker_metrics.holds, 1);
             }
             if (now_ms - hold_since < PL_HOLD_MS) {
+                /* a backlog of less urgent lanes keeps the most urgent one's records readable
+                 * (they stay in the accumulator's room of their own tenants) */
+                consumers_record_t *um = pl->poll.ovf_n < PL_OVERFLOW_URGENT_MAX
+                                             ? consumers_consumer_poll_lane(pl->poll.consumer, 0)
+                                             : NULL;
+                if (um) {
+                    last_activity = common_now_s();
+                    handle_record(pl, um);
+                    flush_decoded(pl); /* urgent: into the accumulator now, not with a burst */
+                    continue;
+                }
                 pthread_mutex_lock(&pl->q.mu);
                 pl_wait_until_ms(&pl->q.cv_accum, &pl->q.mu, now_ms + PL_HOLD_POLL_MS);
                 pthread_mutex_unlock(&pl->q.mu);

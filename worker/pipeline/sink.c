@@ -118,11 +118,11 @@ static int commit_rows(pl_t *pl, sink_t *sk, const sink_result_t *rows, pl_item_
     int n_parts = 0;
     for (int q = 0; q < r; q++) {
         pl_item_t *x = its[q];
-        if (consumers_offsets_committed(pl->q.offsets, x->t.partition, x->epoch, x->t.offset)) {
+        if (consumers_offsets_committed(pl->q.offsets, x->track, x->epoch, x->t.offset)) {
             int seen = 0;
             for (int p = 0; p < n_parts && !seen; p++)
-                seen = parts[p] == x->t.partition;
-            if (!seen) parts[n_parts++] = x->t.partition;
+                seen = parts[p] == x->track;
+            if (!seen) parts[n_parts++] = x->track;
         }
     }
     for (int p = 0; p < n_parts; p++) {
@@ -135,6 +135,13 @@ static int commit_rows(pl_t *pl, sink_t *sk, const sink_result_t *rows, pl_item_
     pl->st.last_commit_s = common_now_s();
     pthread_mutex_unlock(&pl->q.mu);
     worker_metrics_add(&worker_metrics.tickets_classified, r);
+    struct timespec wall; /* enqueued_at is the producer's wall clock */
+    clock_gettime(CLOCK_REALTIME, &wall);
+    int64_t wall_ms = (int64_t)wall.tv_sec * 1000 + wall.tv_nsec / 1000000;
+    for (int q = 0; q < r; q++)
+        if (its[q]->t.enqueued_at_ms > 0)
+            worker_metrics_latency_observe(its[q]->lane, its[q]->t.tenant,
+                                           (double)(wall_ms - its[q]->t.enqueued_at_ms) * 1e-3);
     pl_telemetry_drift_add(pl, its, r); /* committed rows only */
     worker_stage_end(&clk, WORKER_STAGE_ROWS);
     return SINK_OK;
@@ -190,7 +197,7 @@ void *pl_sink_main(void *arg) {
             int k = 0;
             for (int i = 0; i < o->n; i++) {
                 pl_item_t *it = o->items[i];
-                if (consumers_offsets_epoch(pl->q.offsets, it->t.partition) == it->epoch)
+                if (consumers_offsets_epoch(pl->q.offsets, it->track) == it->epoch)
                     o->items[k++] = it;
                 else
                     pl_item_free(it);

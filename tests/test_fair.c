@@ -1,0 +1,243 @@
+/* Lanes and fair shares (worker/pipeline/fair.c): the most urgent lane first, tenants' shares
+ * of encoded tokens by their weights while both are queued (one tenant 10x the other), the
+ * per-tenant cap, and random push/pop runs in which every item comes out exactly once within
+ * the budget. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "worker/pipeline/fair.h"
+
+static uint64_t rng_state;
+
+static uint64_t rng_next(void) {
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static int rng_int(int lo, int hi) {
+    return lo + (int)(rng_next() % (uint64_t)(hi - lo + 1));
+}
+
+typedef struct {
+    int id, len, lane, tenant;
+} it_t;
+
+static const char *tenant_name(int t) {
+    static char names[32][16];
+    snprintf(names[t], sizeof(names[t]), "tenant-%d", t);
+    return names[t];
+}
+
+static worker_fair_cfg_t cfg_of(int n_lanes, int items, long tokens, const char *weights) {
+    worker_fair_cfg_t c = {.acc = {.token_budget = 1024,
+                                   .padded = 0,
+                                   .max_wait_ms = 50,
+                                   .max_pending_items = items,
+                                   .max_pending_tokens = tokens,
+                                   .max_len = 128},
+                           .n_lanes = n_lanes,
+                           .tenant_max_tokens = tokens,
+                           .weights = weights};
+    return c;
+}
+
+static void test_urgent_lane_first(void **state) {
+    (void)state;
+    worker_fair_cfg_t c = cfg_of(2, 1000, 100000, NULL);
+    worker_fair_t *f;
+    char err[256];
+    assert_int_equal(worker_fair_init(&c, &f, err, sizeof(err)), 0);
+    static it_t its[300];
+    for (int i = 0; i < 200; i++) { /* bulk first, long */
+        its[i] = (it_t){i, 100, 1, 0};
+        assert_int_equal(worker_fair_push(f, &its[i], 100, 1, "bulk", 0), WORKER_ACCUM_OK);
+    }
+    for (int i = 200; i < 205; i++) { /* then a few short urgent ones */
+        its[i] = (it_t){i, 20, 0, 1};
+        assert_int_equal(worker_fair_push(f, &its[i], 20, 0, "urgent", 10), WORKER_ACCUM_OK);
+    }
+    assert_int_equal(worker_fair_pending_lane(f, 0), 5);
+    assert_int_equal(worker_fair_pending_lane(f, 1), 200);
+    void *out[512];
+    int lens[512];
+    int n = worker_fair_pop(f, 11, 0, out, lens, 512);
+    assert_true(n > 5);
+    long sum = 0;
+    for (int i = 0; i < n; i++) {
+        if (i < 5) assert_int_equal(((it_t *)out[i])->lane, 0); /* urgent ones lead */
+        sum += lens[i];
+    }
+    assert_true(sum <= 1024);
+    assert_int_equal(worker_fair_pending_lane(f, 0), 0);
+    assert_int_equal(worker_fair_push(f, &its[205], 10, 2, "x", 0), WORKER_ACCUM_INVALID);
+    worker_fair_free(f);
+}
+
+/* Tenant 0 has ten times tenant 1's items, interleaved as they would arrive; while both are
+ * queued, tenant 1's share of the tokens popped must be within 10% of its weight share. */
+static void share_case(const char *weights, double want) {
+    worker_fair_cfg_t c = cfg_of(1, 20000, 2000000, weights);
+    worker_fair_t *f;
+    char err[256];
+    assert_int_equal(worker_fair_init(&c, &f, err, sizeof(err)), 0);
+    static it_t its[11000];
+    int n_items = 0, left[2] = {0, 0};
+    for (int i = 0; i < 11000; i++) {
+        int t = i % 11 == 10 ? 1 : 0;
+        int len = rng_int(4, 128);
+        its[n_items] = (it_t){n_items, len, 0, t};
+        assert_int_equal(worker_fair_push(f, &its[n_items], len, 0, tenant_name(t), 0),
+                         WORKER_ACCUM_OK);
+        left[t]++;
+        n_items++;
+    }
+    long tok[2] = {0, 0};
+    void *out[1024];
+    int lens[1024];
+    while (left[0] > 0 && left[1] > 0) {
+        int n = worker_fair_pop(f, 1, 1, out, lens, 1024);
+        assert_true(n > 0);
+        long b[2] = {0, 0}, sum = 0;
+        for (int i = 0; i < n; i++) {
+            it_t *x = out[i];
+            b[x->tenant] += x->len;
+            left[x->tenant]--;
+            sum += lens[i];
+        }
+        assert_true(sum <= 1024);
+        if (left[1] > 0) { /* both still queued after this batch */
+            tok[0] += b[0];
+            tok[1] += b[1];
+        }
+    }
+    double share = (double)tok[1] / (double)(tok[0] + tok[1]);
+    printf("weights %s: smaller tenant's share %.4f (weight share %.4f), %ld tokens\n",
+           weights ? weights : "(none)", share, want, tok[0] + tok[1]);
+    assert_true(tok[1] > 10000);
+    assert_true(share >= want * 0.9 && share <= want * 1.1);
+    worker_fair_free(f);
+}
+
+static void test_shares_by_weight(void **state) {
+    (void)state;
+    rng_state = 7;
+    share_case(NULL, 0.5);
+    share_case("tenant-0=1,tenant-1=3", 0.75);
+    share_case("tenant-0=3,tenant-1=1", 0.25);
+}
+
+static void test_tenant_cap(void **state) {
+    (void)state;
+    worker_fair_cfg_t c = cfg_of(1, 1000, 100000, NULL);
+    c.tenant_max_tokens = 2048;
+    worker_fair_t *f;
+    char err[256];
+    assert_int_equal(worker_fair_init(&c, &f, err, sizeof(err)), 0);
+    assert_int_equal(worker_fair_tenant_cap(f), 2048);
+    static it_t its[100];
+    int i = 0;
+    while (worker_fair_push(f, &its[i], 100, 0, "giant", 0) == WORKER_ACCUM_OK)
+        i++;
+    assert_int_equal(i, 20); /* 20 * 100 <= 2048 < 21 * 100 */
+    /* another tenant still gets in, and a refused producer can always pop */
+    assert_int_equal(worker_fair_push(f, &its[i], 100, 0, "small", 0), WORKER_ACCUM_OK);
+    assert_true(worker_fair_ready(f, 0));
+    void *out[64];
+    assert_true(worker_fair_pop(f, 0, 0, out, NULL, 64) > 0);
+    assert_int_equal(worker_fair_push(f, &its[i + 1], 100, 0, "giant", 0), WORKER_ACCUM_OK);
+    worker_fair_free(f);
+    /* below one budget the cap is raised to it: a tenant can always fill a batch */
+    c.tenant_max_tokens = 10;
+    assert_int_equal(worker_fair_init(&c, &f, err, sizeof(err)), 0);
+    assert_int_equal(worker_fair_tenant_cap(f), 1024);
+    worker_fair_free(f);
+}
+
+/* Random pushes, pops and clock steps over 3 lanes and 12 tenants (more than have a class of
+ * their own): every item comes out exactly once, batches within budget, lanes in order. */
+static void test_random_exactly_once(void **state) {
+    (void)state;
+    rng_state = 42;
+    for (int round = 0; round < 20; round++) {
+        worker_fair_cfg_t c = cfg_of(3, 400, 20000, "tenant-1=5,tenant-3=2");
+        c.tenant_max_tokens = rng_int(1024, 8000);
+        worker_fair_t *f;
+        char err[256];
+        assert_int_equal(worker_fair_init(&c, &f, err, sizeof(err)), 0);
+        enum { N = 3000 };
+        static it_t its[N];
+        static int seen[N];
+        memset(seen, 0, sizeof(seen));
+        int pushed = 0, popped = 0;
+        int64_t now = 0;
+        void *out[1024];
+        int lens[1024];
+        while (popped < N) {
+            int op = rng_int(0, 9);
+            if (op < 6 && pushed < N) {
+                int len = rng_int(1, 128), lane = rng_int(0, 2), t = rng_int(0, 11);
+                its[pushed] = (it_t){pushed, len, lane, t};
+                int rc = worker_fair_push(f, &its[pushed], len, lane, tenant_name(t), now);
+                if (rc == WORKER_ACCUM_OK)
+                    pushed++;
+                else
+                    assert_int_equal(rc, WORKER_ACCUM_FULL);
+            } else if (op < 9 || pushed == N) {
+                int flush = pushed == N;
+                int n = worker_fair_pop(f, now, flush, out, lens, rng_int(1, 1024));
+                long sum = 0;
+                int lane = 0;
+                for (int i = 0; i < n; i++) {
+                    it_t *x = out[i];
+                    assert_int_equal(seen[x->id], 0);
+                    seen[x->id] = 1;
+                    assert_int_equal(lens[i], x->len);
+                    assert_true(x->lane >= lane); /* a batch goes from urgent to bulk */
+                    lane = x->lane;
+                    sum += x->len;
+                }
+                assert_true(sum <= 1024);
+                popped += n;
+                if (flush) assert_true(n > 0 || popped == N);
+            } else {
+                now += rng_int(0, 60);
+            }
+        }
+        assert_int_equal(worker_fair_pending_items(f), 0);
+        assert_int_equal(worker_fair_pending_tokens(f), 0);
+        worker_fair_free(f);
+    }
+}
+
+static void test_weights_parse(void **state) {
+    (void)state;
+    worker_fair_weights_t w;
+    char err[256];
+    assert_int_equal(worker_fair_weights_parse("a=1,b=1000", &w, err, sizeof(err)), 0);
+    assert_int_equal(w.n, 2);
+    assert_string_equal(w.name[1], "b");
+    assert_int_equal(w.weight[1], 1000);
+    const char *bad[] = {"a", "=3", "a=0", "a=1001", "a=x", "a=1,b", NULL};
+    for (int i = 0; bad[i]; i++) {
+        assert_int_equal(worker_fair_weights_parse(bad[i], NULL, err, sizeof(err)), -1);
+        assert_non_null(strstr(err, "--tenant-weight"));
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_urgent_lane_first), cmocka_unit_test(test_shares_by_weight),
+        cmocka_unit_test(test_tenant_cap),        cmocka_unit_test(test_random_exactly_once),
+        cmocka_unit_test(test_weights_parse),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

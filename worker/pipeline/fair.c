@@ -1,0 +1,253 @@
+/* Lanes and fair shares over per-class accumulators (worker/pipeline/fair.h). */
+#include "worker/pipeline/fair.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker/cli/cli.h"
+
+#define SLOTS (WORKER_FAIR_TENANTS + 1) /* the last one is "_other" */
+#define OTHER WORKER_FAIR_TENANTS
+
+typedef struct {
+    char name[257]; /* the tenant bound to the slot; "" = free */
+    int weight;
+    long tokens; /* held in every lane */
+    int items;
+} slot_t;
+
+struct worker_fair {
+    worker_fair_cfg_t cfg;
+    worker_fair_weights_t w;
+    long tenant_cap;
+    worker_accum_t *sub[WORKER_FAIR_MAX_LANES][SLOTS];
+    long deficit[WORKER_FAIR_MAX_LANES][SLOTS];
+    int credited[WORKER_FAIR_MAX_LANES][SLOTS]; /* this turn's quantum is added */
+    int rr[WORKER_FAIR_MAX_LANES];              /* whose turn it is */
+    int lane_items[WORKER_FAIR_MAX_LANES];
+    slot_t slot[SLOTS];
+    int n_items;
+    long n_tokens;
+};
+
+int worker_fair_weights_parse(const char *s, worker_fair_weights_t *out, char *err, size_t errlen) {
+    worker_fair_weights_t tmp, *w = out ? out : &tmp;
+    w->n = 0;
+    const char *p = s;
+    while (*p) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', n);
+        if (!eq || eq == p) {
+            snprintf(err, errlen, "--tenant-weight '%.*s': give TENANT=WEIGHT", (int)n, p);
+            return -1;
+        }
+        size_t tn = (size_t)(eq - p);
+        char num[32];
+        size_t vn = n - tn - 1;
+        long v = 0;
+        if (tn > 256 || vn == 0 || vn >= sizeof(num)) {
+            snprintf(err, errlen, "--tenant-weight '%.*s': tenant up to 256 bytes, then =WEIGHT",
+                     (int)n, p);
+            return -1;
+        }
+        memcpy(num, eq + 1, vn);
+        num[vn] = 0;
+        if (worker_cli_long(num, 1, WORKER_FAIR_MAX_WEIGHT, &v)) {
+            snprintf(err, errlen, "--tenant-weight '%.*s': the weight must be an integer in 1..%d",
+                     (int)n, p, WORKER_FAIR_MAX_WEIGHT);
+            return -1;
+        }
+        if (w->n == WORKER_FAIR_MAX_WEIGHTS) {
+            snprintf(err, errlen, "--tenant-weight: at most %d tenants", WORKER_FAIR_MAX_WEIGHTS);
+            return -1;
+        }
+        memcpy(w->name[w->n], p, tn);
+        w->name[w->n][tn] = 0;
+        w->weight[w->n++] = (int)v;
+        p += n;
+        if (*p == ',') p++;
+    }
+    return 0;
+}
+
+int worker_fair_init(const worker_fair_cfg_t *cfg, worker_fair_t **out, char *err, size_t errlen) {
+    *out = NULL;
+    if (cfg->n_lanes < 1 || cfg->n_lanes > WORKER_FAIR_MAX_LANES) {
+        snprintf(err, errlen, "%d lanes: give 1 to %d", cfg->n_lanes, WORKER_FAIR_MAX_LANES);
+        return -1;
+    }
+    worker_fair_t *f = calloc(1, sizeof(*f));
+    if (!f) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    f->cfg = *cfg;
+    if (cfg->weights && worker_fair_weights_parse(cfg->weights, &f->w, err, errlen)) {
+        free(f);
+        return -1;
+    }
+    f->tenant_cap =
+        cfg->tenant_max_tokens > 0 ? cfg->tenant_max_tokens : cfg->acc.max_pending_tokens / 2;
+    /* below one longest item the tenant could never be served; below a budget, never fill one */
+    if (f->tenant_cap < cfg->acc.token_budget) f->tenant_cap = cfg->acc.token_budget;
+    for (int l = 0; l < cfg->n_lanes; l++)
+        for (int s = 0; s < SLOTS; s++)
+            if (worker_accum_init(&cfg->acc, &f->sub[l][s], err, errlen)) {
+                worker_fair_free(f);
+                return -1;
+            }
+    snprintf(f->slot[OTHER].name, sizeof(f->slot[OTHER].name), "_other");
+    f->slot[OTHER].weight = 1;
+    *out = f;
+    return 0;
+}
+
+void worker_fair_free(worker_fair_t *f) {
+    if (!f) return;
+    for (int l = 0; l < WORKER_FAIR_MAX_LANES; l++)
+        for (int s = 0; s < SLOTS; s++)
+            worker_accum_free(f->sub[l][s]);
+    free(f);
+}
+
+static int weight_of(const worker_fair_t *f, const char *tenant) {
+    for (int i = 0; i < f->w.n; i++)
+        if (!strcmp(f->w.name[i], tenant)) return f->w.weight[i];
+    return 1;
+}
+
+/* The tenant's slot: its own, a free one (bound now), or "_other". */
+static int slot_for(worker_fair_t *f, const char *tenant) {
+    int free_s = -1;
+    for (int s = 0; s < WORKER_FAIR_TENANTS; s++) {
+        if (f->slot[s].items > 0 && !strcmp(f->slot[s].name, tenant)) return s;
+        if (f->slot[s].items == 0 && free_s < 0) free_s = s;
+    }
+    if (free_s < 0 || strlen(tenant) >= sizeof(f->slot[0].name)) return OTHER;
+    slot_t *sl = &f->slot[free_s];
+    snprintf(sl->name, sizeof(sl->name), "%s", tenant);
+    sl->weight = weight_of(f, tenant);
+    for (int l = 0; l < f->cfg.n_lanes; l++) { /* a new tenant starts with a clean turn */
+        f->deficit[l][free_s] = 0;
+        f->credited[l][free_s] = 0;
+    }
+    return free_s;
+}
+
+int worker_fair_push(worker_fair_t *f, void *item, int len, int lane, const char *tenant,
+                     int64_t now_ms) {
+    if (len <= 0 || len > f->cfg.acc.max_len || lane < 0 || lane >= f->cfg.n_lanes)
+        return WORKER_ACCUM_INVALID;
+    if (f->n_items >= f->cfg.acc.max_pending_items ||
+        f->n_tokens + len > f->cfg.acc.max_pending_tokens)
+        return WORKER_ACCUM_FULL;
+    int s = slot_for(f, tenant ? tenant : "");
+    if (f->slot[s].tokens + len > f->tenant_cap) return WORKER_ACCUM_FULL;
+    int rc = worker_accum_push(f->sub[lane][s], item, len, now_ms);
+    if (rc != WORKER_ACCUM_OK) return rc;
+    f->slot[s].tokens += len;
+    f->slot[s].items++;
+    f->lane_items[lane]++;
+    f->n_items++;
+    f->n_tokens += len;
+    return WORKER_ACCUM_OK;
+}
+
+int64_t worker_fair_next_deadline(const worker_fair_t *f) {
+    int64_t d = INT64_MAX;
+    for (int l = 0; l < f->cfg.n_lanes; l++)
+        for (int s = 0; s < SLOTS; s++) {
+            int64_t x = worker_accum_next_deadline(f->sub[l][s]);
+            if (x < d) d = x;
+        }
+    return d;
+}
+
+int worker_fair_ready(const worker_fair_t *f, int64_t now_ms) {
+    const worker_accum_cfg_t *c = &f->cfg.acc;
+    if (f->n_items == 0) return 0;
+    if (f->n_tokens >= c->token_budget) return 1;
+    if (f->n_items >= c->max_pending_items) return 1;
+    if (f->n_tokens + c->max_len > c->max_pending_tokens) return 1;
+    for (int s = 0; s < SLOTS; s++)
+        if (f->slot[s].items > 0 && f->slot[s].tokens + c->max_len > f->tenant_cap) return 1;
+    return worker_fair_next_deadline(f) <= now_ms;
+}
+
+/* Takes up to allow tokens of class (lane, s) into items[n..cap); returns the tokens taken and
+ * adds the count to *n. */
+static long take(worker_fair_t *f, int lane, int s, int64_t now_ms, long allow, void **items,
+                 int *lens, int *n, int cap) {
+    worker_accum_t *a = f->sub[lane][s];
+    long before = worker_accum_pending_tokens(a);
+    int k =
+        worker_accum_pop_budget(a, now_ms, 1, allow, items + *n, lens ? lens + *n : NULL, cap - *n);
+    long tok = before - worker_accum_pending_tokens(a);
+    *n += k;
+    f->slot[s].tokens -= tok;
+    f->slot[s].items -= k;
+    f->lane_items[lane] -= k;
+    f->n_items -= k;
+    f->n_tokens -= tok;
+    return tok;
+}
+
+int worker_fair_pop(worker_fair_t *f, int64_t now_ms, int flush, void **items, int *lens, int cap) {
+    if (cap <= 0 || f->n_items == 0) return 0;
+    if (!flush && !worker_fair_ready(f, now_ms)) return 0;
+    const long quantum = f->cfg.acc.max_len;
+    const int padded = f->cfg.acc.padded;
+    long remaining = f->cfg.acc.token_budget;
+    int n = 0;
+    for (int l = 0; l < f->cfg.n_lanes && remaining > 0 && n < cap; l++) {
+        int idle = 0; /* turns in a row that took nothing: a whole round of them ends the lane */
+        while (f->lane_items[l] > 0 && remaining > 0 && n < cap && idle <= SLOTS) {
+            int s = f->rr[l];
+            if (worker_accum_pending_items(f->sub[l][s]) == 0) {
+                f->deficit[l][s] = 0;
+                f->credited[l][s] = 0;
+                f->rr[l] = (s + 1) % SLOTS;
+                idle++;
+                continue;
+            }
+            if (!f->credited[l][s]) {
+                long cap_d = 2 * quantum * f->slot[s].weight; /* no hoarding across batches */
+                f->deficit[l][s] += quantum * f->slot[s].weight;
+                if (f->deficit[l][s] > cap_d) f->deficit[l][s] = cap_d;
+                f->credited[l][s] = 1;
+            }
+            long allow = remaining < f->deficit[l][s] ? remaining : f->deficit[l][s];
+            int n0 = n;
+            long tok = take(f, l, s, now_ms, allow, items, lens, &n, cap);
+            f->deficit[l][s] -= tok;
+            if (!padded) remaining -= tok;
+            if (padded && n > n0) return n; /* one class per padded batch */
+            idle = n > n0 ? 0 : idle + 1;
+            int emptied = worker_accum_pending_items(f->sub[l][s]) == 0;
+            if (emptied) f->deficit[l][s] = 0;
+            if (!emptied && n > n0 && (remaining < f->deficit[l][s] || n == cap))
+                break; /* the batch, not the deficit, ended this turn: it goes on next batch */
+            f->credited[l][s] = 0;
+            f->rr[l] = (s + 1) % SLOTS;
+        }
+    }
+    return n;
+}
+
+int worker_fair_pending_items(const worker_fair_t *f) {
+    return f->n_items;
+}
+
+long worker_fair_pending_tokens(const worker_fair_t *f) {
+    return f->n_tokens;
+}
+
+int worker_fair_pending_lane(const worker_fair_t *f, int lane) {
+    return lane >= 0 && lane < f->cfg.n_lanes ? f->lane_items[lane] : 0;
+}
+
+long worker_fair_tenant_cap(const worker_fair_t *f) {
+    return f->tenant_cap;
+}

@@ -1,0 +1,71 @@
+/* Lanes and fair shares: the accumulator of `reclass run` as one length-sorting accumulator
+ * (worker/pipeline/accum.h) per class, a class being a lane (a topic priority, 0 = the most
+ * urgent) and a tenant. Bounds (items, tokens) are the whole's, plus a cap on the tokens one
+ * tenant holds, so a giant job cannot take the whole window.
+ *
+ * A batch is filled from the most urgent lane that has items, then, while it has room, from
+ * the next lanes. Within a lane, tenants take turns by deficit round robin weighted in tokens:
+ * each turn adds quantum * weight tokens (quantum = the longest item) to a tenant's deficit,
+ * and the tenant's longest (or overdue) items are taken while they fit both its deficit and
+ * the batch. So among tenants that have items queued, each gets weight / sum(weights) of the
+ * encoded tokens. When the batch ends a turn, the turn goes on in the next batch.
+ *
+ * The first WORKER_FAIR_TENANTS tenants with items queued get a class of their own; further
+ * tenants share the class "_other" (weight 1) until a class is empty again. On a padded
+ * backend (cost = items * longest) a batch holds one class. Not thread-safe: the caller holds
+ * its own lock; time is passed in, as for accum.h. */
+#ifndef RECLASS_WORKER_FAIR_H
+#define RECLASS_WORKER_FAIR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "worker/pipeline/accum.h"
+
+#define WORKER_FAIR_MAX_LANES   8
+#define WORKER_FAIR_TENANTS     8  /* classes of their own; then "_other" */
+#define WORKER_FAIR_MAX_WEIGHTS 64 /* entries of --tenant-weight */
+#define WORKER_FAIR_MAX_WEIGHT  1000
+
+typedef struct {
+    int n;
+    char name[WORKER_FAIR_MAX_WEIGHTS][257];
+    int weight[WORKER_FAIR_MAX_WEIGHTS];
+} worker_fair_weights_t;
+
+/* Parses "T=W,T=W" (W in 1..WORKER_FAIR_MAX_WEIGHT) into out (NULL: only check it). 0, or -1
+ * with err saying what to fix. */
+int worker_fair_weights_parse(const char *s, worker_fair_weights_t *out, char *err, size_t errlen);
+
+typedef struct {
+    worker_accum_cfg_t acc; /* budget, waits and the whole's bounds */
+    int n_lanes;            /* 1..WORKER_FAIR_MAX_LANES */
+    long tenant_max_tokens; /* tokens one tenant may hold; 0 = half of max_pending_tokens */
+    const char *weights;    /* "T=W,..." or NULL: every tenant weighs 1 */
+} worker_fair_cfg_t;
+
+typedef struct worker_fair worker_fair_t;
+
+int worker_fair_init(const worker_fair_cfg_t *cfg, worker_fair_t **out, char *err, size_t errlen);
+void worker_fair_free(worker_fair_t *f);
+
+/* WORKER_ACCUM_OK, _FULL (the whole, or this tenant at its cap: pop, then try again) or
+ * _INVALID (len out of range, or lane outside 0..n_lanes-1). */
+int worker_fair_push(worker_fair_t *f, void *item, int len, int lane, const char *tenant,
+                     int64_t now_ms);
+
+/* As worker_accum_ready, over everything held; also 1 when a push could be refused for a
+ * tenant's cap (a producer told FULL can always pop a non-empty batch). */
+int worker_fair_ready(const worker_fair_t *f, int64_t now_ms);
+int64_t worker_fair_next_deadline(const worker_fair_t *f);
+
+/* Forms the next batch as described above (flush: even when not ready). Returns the count. */
+int worker_fair_pop(worker_fair_t *f, int64_t now_ms, int flush, void **items, int *lens, int cap);
+
+int worker_fair_pending_items(const worker_fair_t *f);
+long worker_fair_pending_tokens(const worker_fair_t *f);
+int worker_fair_pending_lane(const worker_fair_t *f, int lane);
+/* The cap in tokens per tenant as configured (0 resolved). */
+long worker_fair_tenant_cap(const worker_fair_t *f);
+
+#endif
