@@ -91,8 +91,11 @@ for line in open(sys.argv[1]):
     m = re.fullmatch(r"(%s)(\{.*\})? (\S+)" % name_re, line)
     assert m, line
     n = m.group(1); float(m.group(3))
+    base = re.sub(r"_(bucket|sum|count)$", "", n)
+    if base != n and typed.get(base) == "histogram":
+        n = base  # a histogram's samples carry its name plus _bucket, _sum, _count
     assert n.startswith("reclass_") and n in typed and n in helped, line
-    assert (typed[n] == "counter") == n.endswith("_total"), line
+    assert typed[n] == "histogram" or (typed[n] == "counter") == n.endswith("_total"), line
 print("exposition ok:", len(typed), "metrics")
 PY
 wait "$WORKER_PID" || fail "worker exited with $?"
