@@ -36,6 +36,12 @@ AMX_TARGET void gpu_cpu_bf16_amx_end(void) {
     _tile_release();
 }
 
+AMX_TARGET void gpu_cpu_bf16_amx_probe(void) {
+    gpu_cpu_bf16_amx_begin();
+    _tile_zero(0);
+    gpu_cpu_bf16_amx_end();
+}
+
 GEMM_NO_SANITIZE AMX_TARGET void gpu_cpu_bf16_amx_rows(const uint16_t *xa, int lda, int Kp,
                                                        int rows, const uint16_t *bp, int panels,
                                                        int N, const float *bias, gpu_cpu_epi_t epi,

@@ -25,6 +25,8 @@ void gpu_cpu_bf16_avx512_rows(const uint16_t *xa, int lda, int Kp, int rows, con
  * thread and released by end (once per GEMM call, not per block). */
 void gpu_cpu_bf16_amx_begin(void);
 void gpu_cpu_bf16_amx_end(void);
+/* begin, one tile zeroed, end: what the detection's child process runs */
+void gpu_cpu_bf16_amx_probe(void);
 void gpu_cpu_bf16_amx_rows(const uint16_t *xa, int lda, int Kp, int rows, const uint16_t *bp,
                            int panels, int N, const float *bias, gpu_cpu_epi_t epi, float *y,
                            int ldy);

@@ -4,7 +4,9 @@
  * cpu_bf16_amx.c), each compiled for its ISA by target attributes only. */
 #include "gpu/cpu/cpu_gemm_bf16.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <sys/wait.h>
 #include <string.h>
 
 #include "gpu/cpu/cpu_bf16_int.h"
@@ -76,6 +78,23 @@ static uint64_t xcr0(void) {
     return ((uint64_t)d << 32) | a;
 }
 
+/* Whether the tile instructions really run: a child process configures the tiles, zeroes
+ * one and releases them. On some virtual machines that advertise AMX, LDTILECFG faults
+ * (SIGILL or SIGSEGV) although everything above says yes; the child takes that blow, not the
+ * worker. */
+static int amx_runs(void) {
+    pid_t pid = fork();
+    if (pid < 0) return 0;
+    if (pid == 0) {
+        gpu_cpu_bf16_amx_probe();
+        _exit(0);
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return 0;
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
 static void detect(void) {
     __builtin_cpu_init();
     feat.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -98,6 +117,10 @@ static void detect(void) {
     else if (syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0)
         feat.why_not_amx = "Linux refused AMX tile data (arch_prctl ARCH_REQ_XCOMP_PERM): a "
                            "kernel before 5.16, or a seccomp/sigaltstack limit";
+    else if (!amx_runs())
+        feat.why_not_amx = "AMX instructions fault on this machine although CPUID, XCR0 and Linux "
+                           "grant them (seen in virtual machines): a child process that "
+                           "configured the tiles was killed by a signal";
     else
         feat.amx = 1;
 }
