@@ -28,6 +28,10 @@ add_test(NAME it_run_schema_registry
          COMMAND bash ${CMAKE_SOURCE_DIR}/tests/integration/run_schema_registry.sh $<TARGET_FILE:reclass>)
 set_tests_properties(it_run_schema_registry PROPERTIES LABELS integration TIMEOUT 300
                      SKIP_RETURN_CODE 77)
+# the registry over TLS (stunnel, a throwaway CA): the right CA works, another one is refused
+add_test(NAME it_run_registry_tls
+         COMMAND bash ${CMAKE_SOURCE_DIR}/tests/integration/run_registry_tls.sh $<TARGET_FILE:reclass>)
+set_tests_properties(it_run_registry_tls PROPERTIES LABELS integration TIMEOUT 120)
 # The consumer's lanes (holds, tracks, lane queues) against the mock cluster.
 reclass_add_test(NAME test_consumer_lanes SOURCES ${CMAKE_SOURCE_DIR}/tests/test_consumer_lanes.c
                  LABELS unit)
