@@ -140,3 +140,37 @@ it_run_worker() {
     WORKER_PID=$!
     svc_pids+=("$WORKER_PID")
 }
+
+# it_tls_ca NAME: a throwaway CA, $TMP/NAME.pem and $TMP/NAME.key.
+it_tls_ca() {
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=$1" -keyout "$TMP/$1.key" \
+        -out "$TMP/$1.pem" 2>/dev/null || fail "openssl: CA $1"
+}
+
+# it_tls_cert CA CERT KEY: a certificate for 127.0.0.1 (CN and SAN), signed by CA, into the
+# files CERT and KEY.
+it_tls_cert() {
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -keyout "$3" -out "$TMP/$1.csr" \
+        2>/dev/null || fail "openssl: request for $2"
+    printf 'subjectAltName=IP:127.0.0.1\n' >"$TMP/san.ext"
+    openssl x509 -req -in "$TMP/$1.csr" -CA "$TMP/$1.pem" -CAkey "$TMP/$1.key" -CAcreateserial \
+        -days 2 -extfile "$TMP/san.ext" -out "$2" 2>/dev/null || fail "openssl: sign $2"
+}
+
+# it_stunnel NAME ACCEPT_PORT CONNECT_PORT CERT KEY: TLS on 127.0.0.1:ACCEPT_PORT in front of
+# the plaintext 127.0.0.1:CONNECT_PORT (stunnel4 from Debian), stopped with the test.
+it_stunnel() {
+    command -v stunnel4 >/dev/null || fail "stunnel4 is not installed (apt-get install stunnel4)"
+    cat >"$TMP/stunnel-$1.conf" <<CONF
+foreground = yes
+pid =
+output = $TMP/stunnel-$1.log
+[$1]
+accept = 127.0.0.1:$2
+connect = 127.0.0.1:$3
+cert = $4
+key = $5
+CONF
+    stunnel4 "$TMP/stunnel-$1.conf" 2>>"$TMP/stunnel-$1.log" &
+    svc_pids+=($!)
+}

@@ -12,14 +12,8 @@ tansu=$(svc_tansu_fetch "${RECLASS_TANSU_DIR:-$(dirname "$RECLASS")/tansu}") || 
 it_start_pg
 
 # the CA, the broker's certificate (SAN 127.0.0.1), and a CA that did not sign it
-ca() { openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=$1" -keyout "$TMP/$1.key" \
-    -out "$TMP/$1.pem" 2>/dev/null; }
-ca test-ca && ca other-ca
-openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -keyout "$TMP/broker.key" \
-    -out "$TMP/broker.csr" 2>/dev/null
-printf 'subjectAltName=IP:127.0.0.1\n' >"$TMP/san.ext"
-openssl x509 -req -in "$TMP/broker.csr" -CA "$TMP/test-ca.pem" -CAkey "$TMP/test-ca.key" \
-    -CAcreateserial -days 2 -extfile "$TMP/san.ext" -out "$TMP/broker.pem" 2>/dev/null
+it_tls_ca test-ca && it_tls_ca other-ca
+it_tls_cert test-ca "$TMP/broker.pem" "$TMP/broker.key"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 plain=$(free_port)
@@ -28,18 +22,7 @@ tls=$(free_port)
     --advertised-listener-url "tcp://127.0.0.1:$tls" --storage-engine memory://tansu/ \
     >"$TMP/tansu.out" 2>"$TMP/tansu.log" &
 svc_pids+=($!)
-cat >"$TMP/stunnel.conf" <<CONF
-foreground = yes
-pid =
-output = $TMP/stunnel.log
-[kafka]
-accept = 127.0.0.1:$tls
-connect = 127.0.0.1:$plain
-cert = $TMP/broker.pem
-key = $TMP/broker.key
-CONF
-stunnel4 "$TMP/stunnel.conf" 2>>"$TMP/stunnel.log" &
-svc_pids+=($!)
+it_stunnel kafka "$tls" "$plain" "$TMP/broker.pem" "$TMP/broker.key"
 BROKERS=127.0.0.1:$tls
 good=(--kafka security.protocol=ssl --kafka "ssl.ca.location=$TMP/test-ca.pem")
 wrong=(--kafka security.protocol=ssl --kafka "ssl.ca.location=$TMP/other-ca.pem")

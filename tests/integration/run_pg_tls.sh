@@ -7,14 +7,8 @@
 source "$(dirname "$0")/lib.sh" "$1"
 it_start_pg
 pgdata=$TMP/pg/data
-ca() { openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=$1" -keyout "$TMP/$1.key" \
-    -out "$TMP/$1.pem" 2>/dev/null; }
-ca pg-ca && ca other-ca
-openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -keyout "$pgdata/server.key" \
-    -out "$TMP/server.csr" 2>/dev/null
-printf 'subjectAltName=IP:127.0.0.1\n' >"$TMP/san.ext"
-openssl x509 -req -in "$TMP/server.csr" -CA "$TMP/pg-ca.pem" -CAkey "$TMP/pg-ca.key" \
-    -CAcreateserial -days 2 -extfile "$TMP/san.ext" -out "$pgdata/server.crt" 2>/dev/null
+it_tls_ca pg-ca && it_tls_ca other-ca
+it_tls_cert pg-ca "$pgdata/server.crt" "$pgdata/server.key"
 chmod 600 "$pgdata/server.key"
 [ "$(id -u)" = 0 ] && chown postgres "$pgdata/server.key" "$pgdata/server.crt"
 psql_q "ALTER SYSTEM SET ssl = on" >/dev/null
