@@ -76,7 +76,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int confluent = 0; confluent <= 1; confluent++) {
         void *buf;
         size_t len;
-        FUZZ_CHECK(consumers_codec_encode(codec, &t, confluent, &buf, &len, err, sizeof(err)) == 0);
+        int enc = consumers_codec_encode(codec, &t, confluent, &buf, &len, err, sizeof(err));
+        /* plain records are written with the stated plain writer schema (the oldest, by
+         * default: no priority), so a ticket with a priority has no plain encoding */
+        if (enc != 0 && !confluent && t.has_priority) continue;
+        FUZZ_CHECK(enc == 0);
         consumers_ticket_t u;
         int rc = consumers_codec_decode(codec, buf, len, &u, err, sizeof(err));
         if (rc != 0) fprintf(stderr, "fuzz_codec: re-encoded ticket refused: %s\n", err);
