@@ -253,9 +253,10 @@ LANGUAGE sql STABLE AS $$
     FROM parts
 $$;
 
--- 004's scores, the current distributions of 'hour' and 'day' buckets read from drift_hourly.
-CREATE OR REPLACE FUNCTION drift_scores(p_bucket text DEFAULT 'window', p_since timestamptz DEFAULT '-infinity',
-                                        p_tenant text DEFAULT NULL, p_model text DEFAULT NULL)
+-- 004's scores of the buckets starting in [p_since, p_until); the current distributions of
+-- 'hour' and 'day' buckets read from drift_hourly. drift_scores is this with no end.
+CREATE FUNCTION drift_scores_between(p_bucket text, p_since timestamptz, p_until timestamptz,
+                                     p_tenant text DEFAULT NULL, p_model text DEFAULT NULL)
 RETURNS TABLE (bucket_start timestamptz, bucket_s integer, tenant text, model text, tickets bigint,
                label_psi double precision, label_js double precision,
                confidence_psi double precision, confidence_js double precision,
@@ -274,7 +275,7 @@ BEGIN
                nullif(drift_labels_sum(d.label_counts), '{}'::jsonb) AS lc,
                drift_hist_sum(d.confidence_hist::bigint[]) AS h
         FROM drift_windows d
-        WHERE p_bucket = 'window' AND d.window_start >= p_since
+        WHERE p_bucket = 'window' AND d.window_start >= p_since AND d.window_start < p_until
           AND (p_tenant IS NULL OR d.tenant = p_tenant) AND (p_model IS NULL OR d.model = p_model)
         GROUP BY 1, 2, 3, 4
         UNION ALL
@@ -282,12 +283,14 @@ BEGIN
                d.confidence_hist
         FROM drift_hourly d
         WHERE p_bucket = 'hour' AND d.tickets > 0 AND d.bucket_start >= date_trunc('hour', p_since, 'UTC')
+          AND d.bucket_start < p_until
           AND (p_tenant IS NULL OR d.tenant = p_tenant) AND (p_model IS NULL OR d.model = p_model)
         UNION ALL
         SELECT date_trunc('day', d.bucket_start), 86400, d.tenant, d.model, sum(d.tickets)::bigint,
                nullif(drift_labels_sum(d.label_counts), '{}'::jsonb), drift_hist_sum(d.confidence_hist)
         FROM drift_hourly d
         WHERE p_bucket = 'day' AND d.tickets > 0 AND d.bucket_start >= date_trunc('day', p_since)
+          AND d.bucket_start < p_until
           AND (p_tenant IS NULL OR d.tenant = p_tenant) AND (p_model IS NULL OR d.model = p_model)
         GROUP BY 1, 2, 3, 4)
     SELECT cur.b, cur.bs, cur.t::text, cur.m::text, cur.n,
@@ -310,6 +313,29 @@ BEGIN
                                      coalesce(pin.confidence_hist, tr.confidence_hist),
                                      coalesce(pin.tickets, tr.tickets)) sc;
 END $$;
+
+CREATE OR REPLACE FUNCTION drift_scores(p_bucket text DEFAULT 'window', p_since timestamptz DEFAULT '-infinity',
+                                        p_tenant text DEFAULT NULL, p_model text DEFAULT NULL)
+RETURNS TABLE (bucket_start timestamptz, bucket_s integer, tenant text, model text, tickets bigint,
+               label_psi double precision, label_js double precision,
+               confidence_psi double precision, confidence_js double precision,
+               low_confidence_share double precision, low_confidence_share_ref double precision,
+               low_confidence_change double precision, labels_new text[], labels_gone text[],
+               status text, reference text, ref_tickets bigint)
+LANGUAGE sql STABLE AS $$
+    SELECT * FROM drift_scores_between(p_bucket, p_since, 'infinity', p_tenant, p_model)
+$$;
+
+-- Every window's scores, for psql and dashboards: a filter on tenant, model or bucket_start
+-- reaches the index of drift_windows (and prunes partitions), each window scored alone.
+DROP VIEW drift_window_scores;
+CREATE VIEW drift_window_scores AS
+SELECT w.bucket_start, s.bucket_s, w.tenant, w.model, s.tickets, s.label_psi, s.label_js,
+       s.confidence_psi, s.confidence_js, s.low_confidence_share, s.low_confidence_share_ref,
+       s.low_confidence_change, s.labels_new, s.labels_gone, s.status, s.reference, s.ref_tickets
+FROM (SELECT DISTINCT window_start AS bucket_start, tenant, model FROM drift_windows) w
+CROSS JOIN LATERAL drift_scores_between('window', w.bucket_start, w.bucket_start + interval '1 microsecond',
+                                        w.tenant, w.model) s;
 
 -- ---------------------------------------------------------------------------------------
 -- Each tenant and model's newest judged window: what `reclass jobs`, reclass_drift_status and
@@ -353,8 +379,8 @@ BEGIN
     FROM (SELECT d.tenant, max(d.window_start) AS newest, bool_or(d.overflow) AS overflow
           FROM drift_windows d WHERE d.model = p_model AND d.window_start >= p_since
           GROUP BY d.tenant) w
-    CROSS JOIN LATERAL drift_scores('window', w.newest, w.tenant, p_model) sc
-    WHERE sc.bucket_start = w.newest
+    CROSS JOIN LATERAL drift_scores_between('window', w.newest, w.newest + interval '1 microsecond',
+                                            w.tenant, p_model) sc
     ORDER BY w.tenant
     ON CONFLICT (tenant, model) DO UPDATE SET
         window_start = excluded.window_start, window_s = excluded.window_s,
