@@ -216,6 +216,13 @@ FROM drift_windows
 GROUP BY window_start, window_s, tenant, model;
 
 -- ---------------------------------------------------------------------------------------
+-- The first whole UTC hour at or after t.
+CREATE FUNCTION drift_hour_ceil(t timestamptz) RETURNS timestamptz
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT date_trunc('hour', t, 'UTC') + CASE WHEN date_trunc('hour', t, 'UTC') < t
+                                               THEN interval '1 hour' ELSE interval '0' END
+$$;
+
 -- Range sums from the roll-ups: whole UTC days from drift_daily, whole hours from
 -- drift_hourly, the edges from drift_windows. Same result as 004's sum over raw windows.
 CREATE OR REPLACE FUNCTION drift_windows_sum(p_tenant text, p_model text, from_ts timestamptz, to_ts timestamptz,
@@ -242,12 +249,20 @@ LANGUAGE sql STABLE AS $$
               AND ((r.has_days AND ((d.bucket_start >= r.h0 AND d.bucket_start < r.d0)
                                     OR (d.bucket_start >= r.d1 AND d.bucket_start < r.h1)))
                    OR (NOT r.has_days AND d.bucket_start >= r.h0 AND d.bucket_start < r.h1))
+            -- the raw edges [from_ts, h0) and [h1, to_ts) (all of it without whole hours), as
+            -- expressions of the parameters: partitions outside them are pruned at start
             UNION ALL
             SELECT w.label_counts, w.confidence_hist::bigint[], w.tickets
-            FROM r, drift_windows w
+            FROM drift_windows w
+            WHERE w.tenant = p_tenant AND w.model = p_model AND w.window_start >= from_ts
+              AND w.window_start < CASE WHEN drift_hour_ceil(from_ts) < date_trunc('hour', to_ts, 'UTC')
+                                        THEN drift_hour_ceil(from_ts) ELSE to_ts END
+            UNION ALL
+            SELECT w.label_counts, w.confidence_hist::bigint[], w.tickets
+            FROM drift_windows w
             WHERE w.tenant = p_tenant AND w.model = p_model
-              AND w.window_start >= r.f AND w.window_start < r.t
-              AND (NOT r.has_hours OR w.window_start < r.h0 OR w.window_start >= r.h1))
+              AND drift_hour_ceil(from_ts) < date_trunc('hour', to_ts, 'UTC')
+              AND w.window_start >= date_trunc('hour', to_ts, 'UTC') AND w.window_start < to_ts)
     -- one pass over the parts (as 004 summed windows), not a pairwise merge per part
     SELECT (SELECT jsonb_object_agg(l.key, l.n) FROM
               (SELECT e.key, sum(e.value::bigint) AS n FROM parts, jsonb_each_text(parts.lc) e
