@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpu/graph.h"
 #include "gpu/model/model.h"
 
 #ifdef __cplusplus
@@ -92,6 +93,9 @@ typedef struct {
      * lines and plan-memory (the cpu backend picks them by CPU features, and says why not the
      * fastest), written to buf. Needs no instance. NULL where there is nothing to add. */
     void (*kernels)(const char *precision, char *buf, size_t n);
+    /* 1 when the backend runs op (of graph g) at op->prec, 0 when it lacks it: init refuses a
+     * model whose graph has such an op, naming it (gpu_graph_check). NULL: runs every op. */
+    int (*supports_op)(const gpu_graph_t *g, const gpu_op_t *op);
 } gpu_backend_ops_t;
 
 /* The one rule for sequences per batch: max_seqs when positive, else token_budget / 2 (the
