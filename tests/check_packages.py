@@ -312,6 +312,11 @@ def main():
             for m in imports_of(b):
                 if "py:" + m not in provides:
                     missing.setdefault("py:" + m, set()).add(str(p.relative_to(ROOT)))
+    # CTest's own commands (add_test(... COMMAND python3 ...))
+    for p in sorted((ROOT / "tests").glob("*.cmake")) + [ROOT / "tests/CMakeLists.txt"]:
+        for c in re.findall(r"\bCOMMAND\s+([A-Za-z][\w.+-]*)(?=[\s)])", p.read_text()):
+            if c not in provides and c not in OWN:
+                missing.setdefault(c, set()).add(str(p.relative_to(ROOT)))
     local = {p.stem: p for d in PYTHON_DIRS for p in (ROOT / d).glob("*.py")}
     named = "\n".join(p.read_text() for p in scripts + sorted((ROOT / "tests").glob("*.cmake")))
     todo = [p for name, p in local.items() if name + ".py" in named]
@@ -327,7 +332,8 @@ def main():
                 todo.append(local[m])
             elif "py:" + m not in provides:
                 missing.setdefault("py:" + m, set()).add(str(p.relative_to(ROOT)))
-    print(f"check_packages: {len(scripts)} scripts, {len(pkgs)} packages in tests/packages.txt")
+    print(f"check_packages: {len(scripts)} scripts, {len(seen)} Python files, "
+          f"{len(pkgs)} rows of tests/packages.txt")
     for c in sorted(missing):
         print(f"FAIL: {c} (called by {', '.join(sorted(missing[c]))}) is on no row of "
               "tests/packages.txt: add its package (or, when the base image has it, its base row)")
