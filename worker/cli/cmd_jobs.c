@@ -1,5 +1,5 @@
 /* reclass jobs [show J]: how the bulk jobs are going, read from PostgreSQL (jobs, the
- * results' label counts, drift_scores of migration 004). Plain text when stdout is not a
+ * results' label counts, drift_status of migration 009). Plain text when stdout is not a
  * terminal, a progress bar when it is, --json for scripts; --watch S redraws every S seconds
  * (`jobs show J --watch` stops once the job completes). */
 #include <jansson.h>
@@ -51,18 +51,19 @@ static void jobs_usage(FILE *f) {
 
 /* $1 tenant or NULL, $2 limit, $3 'true' to include old completed jobs, $4 job id or NULL.
  * Columns: job, tenant, total, done, elapsed s (first record to last write), idle s (since
- * the last write), completed, first seen (UTC text), drift status, failed and state
+ * the last write), completed, first seen (UTC text), drift status (drift_status of migration
+ * 009, the worst model's, by its primary key), failed and state
  * (migrations/008_job_failures.sql; NULL before it: read through to_jsonb so that either
  * schema answers). */
 static const char SQL_JOBS[] =
-    "WITH d AS (SELECT DISTINCT ON (tenant) tenant, status"
-    "  FROM drift_scores('window', now() - interval '1 day') ORDER BY tenant, bucket_start DESC)"
-    " SELECT j.job_id, coalesce(j.tenant, ''), j.total, j.done,"
+    "SELECT j.job_id, coalesce(j.tenant, ''), j.total, j.done,"
     "  extract(epoch FROM j.updated_at - j.first_seen)::float8,"
     "  extract(epoch FROM now() - j.updated_at)::float8, j.completed_at IS NOT NULL,"
     "  to_char(j.first_seen AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS'),"
     "  coalesce(d.status, '-'), (to_jsonb(j) ->> 'failed')::bigint, to_jsonb(j) ->> 'state'"
-    " FROM jobs j LEFT JOIN d ON d.tenant = j.tenant"
+    " FROM jobs j LEFT JOIN LATERAL (SELECT z.status FROM drift_status z"
+    "  WHERE z.tenant = j.tenant AND z.window_start > now() - interval '1 day'"
+    "  ORDER BY z.level DESC LIMIT 1) d ON true"
     " WHERE ($1::text IS NULL OR j.tenant = $1) AND ($4::text IS NULL OR j.job_id = $4)"
     "  AND ($3::boolean OR j.completed_at IS NULL OR j.completed_at > now() - interval '1 day')"
     " ORDER BY j.updated_at DESC, j.job_id LIMIT $2::integer";
