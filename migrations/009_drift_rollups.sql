@@ -1,7 +1,7 @@
 -- Drift that stays fast with months of windows and thousands of tenants.
 --
 -- (1) drift_windows is partitioned by day (window_start), so a query over a time range reads
---     only that range's partitions and retention drops whole days (drift_retention below).
+--     only that range's partitions and retention drops whole days (drift_partitions_maintain below).
 -- (2) Hour and day roll-ups (drift_hourly, drift_daily) are kept as windows are written: a
 --     statement trigger on drift_windows adds what each INSERT, upsert or DELETE changed. The
 --     roll-ups outlive the raw windows' retention.
@@ -17,8 +17,8 @@
 -- Hour and day buckets are UTC hours and days (the same as local ones in any whole-hour time
 -- zone); the 'hour' and 'day' buckets of drift_scores are whole, the one holding p_since too.
 -- ticket_results stays one table: the sink's exactly-once upsert needs the global unique key
--- (job_id, ticket_id), which a time-partitioned table cannot enforce (ARCHITECTURE.md, "One
--- billion rows"). It gets the index of "this tenant's results, last 24 h".
+-- (job_id, ticket_id), which a time-partitioned table cannot enforce (ARCHITECTURE.md, "Data
+-- over time"). It gets the index of "this tenant's results, last 24 h".
 
 -- Settings: retention of raw windows (days). reclass_settings is the one home of such numbers.
 CREATE TABLE reclass_settings (
