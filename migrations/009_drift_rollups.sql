@@ -432,16 +432,36 @@ LANGUAGE plpgsql AS $$
 DECLARE n integer;
 BEGIN
     PERFORM drift_partitions_maintain();
+    -- drift_scores_between('window') of each tenant's newest window, in one statement planned
+    -- once (a call per tenant would plan its query per tenant)
     INSERT INTO drift_status AS s (tenant, model, window_start, window_s, tickets, status, level,
                                    label_psi, confidence_psi, reference, overflow)
-    SELECT w.tenant, p_model, sc.bucket_start, sc.bucket_s, sc.tickets, sc.status,
-           drift_level(sc.status), sc.label_psi, sc.confidence_psi, sc.reference, w.overflow
-    FROM (SELECT d.tenant, max(d.window_start) AS newest, bool_or(d.overflow) AS overflow
-          FROM drift_windows d WHERE d.model = p_model AND d.window_start >= p_since
-          GROUP BY d.tenant) w
-    CROSS JOIN LATERAL drift_scores_between('window', w.newest, w.newest + interval '1 microsecond',
-                                            w.tenant, p_model) sc
-    ORDER BY w.tenant
+    SELECT cur.t, p_model, cur.b, cur.bs, cur.n, sc.status, drift_level(sc.status), sc.label_psi,
+           sc.confidence_psi,
+           CASE WHEN pin.id IS NOT NULL THEN format('baseline %s (%s%s)', pin.id, pin.source,
+                                                   coalesce(' ' || pin.source_job, ''))
+                WHEN tr.tickets IS NOT NULL THEN format('trailing %s', (SELECT trailing_span FROM drift_settings()))
+                ELSE 'none' END,
+           cur.o
+    FROM (SELECT d.window_start AS b, d.window_s AS bs, d.tenant AS t, sum(d.tickets)::bigint AS n,
+                 nullif(drift_labels_sum(d.label_counts), '{}'::jsonb) AS lc,
+                 drift_hist_sum(d.confidence_hist::bigint[]) AS h, bool_or(w.overflow) AS o
+          FROM (SELECT x.tenant, max(x.window_start) AS newest, bool_or(x.overflow) AS overflow
+                FROM drift_windows x WHERE x.model = p_model AND x.window_start >= p_since
+                GROUP BY x.tenant) w
+          JOIN drift_windows d ON d.tenant = w.tenant AND d.model = p_model AND d.window_start = w.newest
+          WHERE d.window_start >= p_since
+          GROUP BY 1, 2, 3) cur
+    LEFT JOIN LATERAL (SELECT * FROM drift_baselines z WHERE z.tenant = cur.t AND z.model = p_model
+                       ORDER BY z.created_at DESC, z.id DESC LIMIT 1) pin ON true
+    LEFT JOIN LATERAL (SELECT * FROM drift_windows_sum(cur.t, p_model,
+                                     cur.b - (SELECT trailing_span FROM drift_settings()), cur.b) r
+                       WHERE pin.id IS NULL) tr ON true
+    CROSS JOIN LATERAL drift_compare(cur.lc, cur.h, cur.n,
+                                     coalesce(pin.label_counts, tr.label_counts),
+                                     coalesce(pin.confidence_hist, tr.confidence_hist),
+                                     coalesce(pin.tickets, tr.tickets)) sc
+    ORDER BY cur.t
     ON CONFLICT (tenant, model) DO UPDATE SET
         window_start = excluded.window_start, window_s = excluded.window_s,
         tickets = excluded.tickets, status = excluded.status, level = excluded.level,
