@@ -2,7 +2,8 @@
 # Migration 009 at scale, in a throwaway PostgreSQL (started here, always stopped); not timed.
 # (1) Upgrade: a database at today's schema (every migration before 009) holding rows of every
 #     table is migrated; nothing is lost (row-for-row digests before and after), the roll-ups
-#     equal sums of the raw windows, every tenant gets a drift_status row.
+#     equal sums of the raw windows, every tenant gets a drift_status row; 010's judging (stored
+#     references moved a window at a time) gives 004's scores.
 # (2) Plans: with enough rows that the planner would scan (2,000 tenants, 6 hours of 5-minute
 #     windows, 150k results), the user-facing and per-window queries, and the statements the
 #     drift functions run inside (auto_explain), use indexes or partition pruning: no
@@ -105,6 +106,38 @@ check "range sums from roll-ups equal raw sums (200 ragged ranges)" "0" "$(sql "
                          sum(tickets)::bigint n FROM drift_windows
                   WHERE tenant = 'tenant1' AND model = 'm' AND window_start >= x.f AND window_start < x.t) b
     WHERE a.label_counts IS DISTINCT FROM b.lc OR a.confidence_hist IS DISTINCT FROM b.h OR a.tickets IS DISTINCT FROM b.n")"
+# 010: drift_status (stored references, scores over bins grouped by tenant) equals 004's scores
+# (drift_scores_between) of each tenant's newest window: references summed afresh, then moved
+# one window on, then after a late write and a delete inside the references
+judged_vs_scores() {
+    sql "SELECT count(*) FILTER (WHERE s.status IS DISTINCT FROM x.status OR s.tickets <> x.tickets
+             OR s.reference IS DISTINCT FROM x.reference
+             OR round(s.label_psi::numeric, 9) IS DISTINCT FROM round(x.label_psi::numeric, 9)
+             OR round(s.confidence_psi::numeric, 9) IS DISTINCT FROM round(x.confidence_psi::numeric, 9))
+             || ' of ' || count(*)
+         FROM drift_status s CROSS JOIN LATERAL drift_scores_between('window', s.window_start,
+              s.window_start + interval '1 microsecond', s.tenant, s.model) x"
+}
+next_window() {
+    sql "INSERT INTO drift_windows (window_start, window_s, tenant, model, worker, tickets, label_counts, confidence_hist)
+         SELECT (SELECT max(window_start) FROM drift_windows) + interval '1 minute', 60, 'tenant' || k, 'm', 'w0',
+                150 + 10 * k, jsonb_build_object('l0', 100, 'l' || k, 50 + 10 * k), ARRAY[0, 0, 0, 0, 10, 10, 20, 30, 40, 40 + 10 * k]
+         FROM generate_series(0, 7) k" >/dev/null
+}
+n_judged=$(sql "SELECT count(*) FROM drift_status")
+next_window; sql "SELECT drift_status_refresh('m', now() - interval '1 day')" >/dev/null
+check "judged = drift_scores, references summed afresh" "0 of $((n_judged + 1))" "$(judged_vs_scores)"
+next_window; sql "SELECT drift_status_refresh('m', now() - interval '1 day')" >/dev/null
+check "judged = drift_scores, references moved a window on" "0 of $((n_judged + 1))" "$(judged_vs_scores)"
+sql "UPDATE drift_windows SET tickets = tickets + 40, label_counts = label_counts || '{\"l9\": 40}'
+     WHERE tenant IN ('tenant2', 'tenant3') AND window_start BETWEEN now() - interval '3 days' AND now() - interval '2 days'" >/dev/null
+sql "DELETE FROM drift_windows WHERE tenant = 'tenant4' AND window_start BETWEEN now() - interval '5 hours' AND now() - interval '4 hours'" >/dev/null
+next_window; sql "SELECT drift_status_refresh('m', now() - interval '1 day')" >/dev/null
+check "judged = drift_scores after writes inside the references" "0 of $((n_judged + 1))" "$(judged_vs_scores)"
+check "stored references = range sums" "0" "$(sql "SELECT count(*) FROM drift_reference r,
+    drift_windows_sum(r.tenant, r.model, r.ref_end - interval '7 days', r.ref_end) f
+    WHERE f.tickets IS DISTINCT FROM r.tickets OR f.confidence_hist IS DISTINCT FROM r.confidence_hist
+       OR coalesce(f.label_counts, '{}') <> r.label_counts")"
 # retention: a window older than the setting goes with its day (one partition), its roll-ups stay
 sql "SELECT drift_partitions_ensure(now() - interval '60 days', now() - interval '60 days')" >/dev/null
 sql "INSERT INTO drift_windows (window_start, window_s, tenant, model, worker, tickets, label_counts, confidence_hist)
@@ -130,6 +163,8 @@ plan() {
     psql -X -qtA "$url" 2>&1 <<EOF
 LOAD 'auto_explain';
 SET auto_explain.log_min_duration = 0;
+SET auto_explain.log_analyze = on;
+SET auto_explain.log_timing = off;
 SET auto_explain.log_nested_statements = on;
 SET client_min_messages = log;
 EXPLAIN $2;
@@ -159,10 +194,17 @@ scanless "one tenant's label mix, 24 h" \
     "SELECT label, count(*) FROM ticket_results WHERE tenant = 't0042' AND classified_at > now() - interval '24 hours' GROUP BY label"
 scanless "reclass_drift_status: the worst tenants" \
     "SELECT tenant, level FROM drift_status WHERE model = 'm' AND window_start >= now() - interval '10 minutes' ORDER BY level DESC, window_start DESC, tenant LIMIT 64"
+# the next window of every tenant: judging it moves each stored reference on (010)
+sql "INSERT INTO drift_windows (window_start, window_s, tenant, model, worker, tickets, label_counts, confidence_hist)
+     SELECT (SELECT max(window_start) FROM drift_windows WHERE tenant = 't0000') + interval '5 minutes', 300,
+            format('t%s', lpad(k::text, 4, '0')), 'm', 'w1', 12, jsonb_build_object('l0', 7, 'l' || (1 + k % 9), 5),
+            '{0,0,0,0,0,1,2,3,4,2}'
+     FROM generate_series(0, 1999) k" >/dev/null
 p=$(plan "judge a window" "SELECT drift_status_refresh('m', now() - interval '10 minutes')")
-# partitions holding rows that the statements read (empty future days cost nothing)
+# partitions holding rows that the statements read (empty future days cost nothing; a join's
+# partitions pruned as it runs show as never executed)
 full=$(sql "SELECT string_agg(relname, ' ') FROM pg_class WHERE relname ~ '^drift_windows_[0-9]{8}$' AND reltuples > 0")
-n=$(grep -oE 'on drift_windows_[0-9]{8}' <<<"$p" | sort -u | cut -c4- | grep -cxF -f <(tr ' ' '\n' <<<"$full"))
+n=$(grep -v 'never executed' <<<"$p" | grep -oE 'on drift_windows_[0-9]{8}' | sort -u | cut -c4- | grep -cxF -f <(tr ' ' '\n' <<<"$full"))
 all=$(wc -w <<<"$full")
 if [ "$n" -le 4 ] && [ "$all" -ge 8 ]; then ok "judge a window: $n of the $all partitions holding rows read"; else bad "judge a window reads $n of the $all partitions holding rows"; fi
 grep -Eq "Seq Scan on $big" <<<"$p" && bad "judge a window: a sequential scan" "$(grep -E "Seq Scan on $big" <<<"$p" | sort | uniq -c)" || ok "judge a window: no sequential scan"

@@ -50,6 +50,8 @@ t1=$(now_s)
 # drift windows, one statement per day (the roll-up trigger sums each statement): tenant k's
 # label mix and confidences vary with the window, tenant0007 shifts in its last day
 per_day=$((86400 / WINDOW_S))
+# a partition per loaded day, as drift_partitions_maintain keeps them for a running worker
+sql "SELECT drift_partitions_ensure(now() - interval '$((DAYS + 1)) days', now())" >/dev/null
 for ((d = DAYS; d >= 1; d--)); do
     sql "INSERT INTO drift_windows (window_start, window_s, tenant, model, worker, tickets,
                                     label_counts, confidence_hist, confidence_sum, tokens)
@@ -70,11 +72,13 @@ t2=$(now_s)
 # ---- queries ------------------------------------------------------------------------------
 tenant=tenant0007 job=job-000008 model=m
 median3() { sort -g | sed -n 2p; }
-# time_sql NAME SQL: median of 3 server round trips (psql \timing), ms
+# time_sql NAME [SETUP] SQL: median of 3 server round trips of SQL (psql \timing), ms, each
+# after SETUP when given
 time_sql() {
-    local name=$1 q=$2 runs
+    local name=$1 setup=() q=$2 runs
+    [ $# -gt 2 ] && { setup=(-c "$2"); q=$3; }
     runs=$(for _ in 1 2 3; do
-        PGOPTIONS="-c statement_timeout=120s" psql -X -q "$url" -c '\timing on' -c "$q" 2>/dev/null | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | tail -1
+        PGOPTIONS="-c statement_timeout=120s" psql -X -q "$url" "${setup[@]}" -c '\timing on' -c "$q" 2>/dev/null | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | tail -1
     done | median3)
     printf '| %s | %s ms |\n' "$name" "$runs"
 }
@@ -113,8 +117,16 @@ time_sql '`drift_window_scores`, one tenant, last hour' \
     "SELECT count(*) FROM drift_window_scores WHERE tenant = '$tenant' AND bucket_start > now() - interval '1 hour'"
 time_cmd '`reclass report` for one job' "$bin" report --db "$url" --job "$job" --out "$tmp/report.html"
 time_sql 'worker: write one window of every tenant' "$window_write"
-time_sql 'worker: judge the window (`drift_status_refresh`)' \
-    "SELECT drift_status_refresh('$model', now() - interval '$((2 * WINDOW_S)) s')"
+# the worker judges each window after writing it: the first judging sums every tenant's
+# reference from the roll-ups (untimed); each timed run writes the next window (untimed: the
+# window_write above) and judges it, moving every reference one window on
+judge="SELECT drift_status_refresh('$model', now() - interval '$((2 * WINDOW_S)) s')"
+sql "$judge" >/dev/null
+next_window="INSERT INTO drift_windows (window_start, window_s, tenant, model, worker, tickets, label_counts, confidence_hist)
+    SELECT (SELECT max(window_start) FROM drift_windows WHERE tenant = 'tenant0000' AND model = 'm') + interval '$WINDOW_S s',
+           $WINDOW_S, format('tenant%s', lpad(k::text, 4, '0')), 'm', 'bench:2', 10, '{\"l0\": 6, \"l1\": 4}', '{0,0,0,0,0,1,2,3,4,0}'
+    FROM generate_series(0, $TENANTS - 1) k"
+time_sql 'worker: judge the window (`drift_status_refresh`, every tenant)' "$next_window" "$judge"
 time_sql 'worker: read the worst tenants (`reclass_drift_status`)' \
     "SELECT tenant, level FROM drift_status WHERE model = '$model' AND window_start >= now() - interval '$((2 * WINDOW_S)) s' ORDER BY level DESC, window_start DESC, tenant LIMIT 64"
 time_sql 'worker: count tenants per status' \
