@@ -23,8 +23,9 @@ const gpu_family_t *gpu_family_find(gpu_model_family_t f) {
     return NULL;
 }
 
-/* Room enough for any builder: a layer has fewer than 16 tensors and 16 ops. */
-#define PER_LAYER 16
+/* Room enough for any builder: a layer has at most 24 tensors and ops (DeBERTa's: BERT's 16
+ * tensors, its position K and Q weights and biases, their two consts). */
+#define PER_LAYER 24
 #define FIXED     32
 
 int gpu_graph_build(const gpu_model_config_t *cfg, const gpu_model_weights_t *w,
