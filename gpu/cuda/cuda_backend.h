@@ -36,7 +36,7 @@ int gpu_cuda_backend_init_graph(const gpu_model_t *model, const gpu_backend_opts
 
 /* The graph path's device memory for a model of config cfg, without a device or weights:
  * the graph built, every op checked against the CUDA launchers (err names the first one
- * missing), the one allocation laid out. 0, or -1 with err. */
+ * missing), the one allocation laid out. max_len 0: cfg's max_pos. 0, or -1 with err. */
 int gpu_cuda_graph_plan(const gpu_model_config_t *cfg, const char *precision, int token_budget,
                         int max_seqs, int max_len, size_t *weights_bytes, size_t *total_bytes,
                         char *err, size_t errlen);

@@ -114,6 +114,7 @@ extern "C" int gpu_cuda_graph_plan(const gpu_model_config_t *cfg, const char *pr
         snprintf(err, errlen, "precision '%s' is not one of the cuda backend's", precision);
         return -1;
     }
+    if (max_len <= 0 || max_len > cfg->max_pos) max_len = cfg->max_pos; // as plan.c settles it
     gpu_graph_t *g = NULL;
     cuda_graph_t cg;
     memset(&cg, 0, sizeof cg);

@@ -50,7 +50,10 @@ extern "C" int cuda_graph_supports_op(const gpu_graph_t *g, const gpu_op_t *op) 
         if (op->head_dim != 64 || (op->w[0] >= 0) != (op->w[1] >= 0)) return 0;
         if (cols_of(g, op->src[1]) != cols_of(g, op->src[2]) || cols_of(g, op->src[1]) % 8)
             return 0;
-        return g->tensor[op->out.t].rows_kind == GPU_ROWS_SEQS || cols_of(g, op->src[0]) % 8 == 0;
+        if (g->tensor[op->out.t].rows_kind == GPU_ROWS_SEQS) // whole rows, scattered / gathered
+            return contiguous(g, op->src[0], op->heads * 64) &&
+                   contiguous(g, op->out, op->heads * 64);
+        return cols_of(g, op->src[0]) % 8 == 0;
     case GPU_OP_POOL:
         return op->n % 8 == 0 && contiguous(g, op->src[0], op->n) && contiguous(g, op->out, op->n);
     default:
