@@ -94,7 +94,7 @@ static int cpu_run(gpu_backend_t *be, const gpu_batch_t *batch, float *logits, c
     o.max_seqs = be->max_seqs;
     if (gpu_batch_check(batch, &be->m->cfg, &o, err, errlen) != 0) return -1;
     be->batch = batch;
-    be->tp[be->g->logits] = logits; /* the logits op writes the caller's rows */
+    if (be->g->logits >= 0) be->tp[be->g->logits] = logits; /* written in the caller's rows */
     plan_chunks(be, batch);
     if (be->n_threads > 1) {
         pthread_mutex_lock(&be->mu);
@@ -205,6 +205,11 @@ static int bf16_unfit(const gpu_model_config_t *c, int blas_only, char *err, siz
 
 int gpu_cpu_init_as(const gpu_model_t *m, const gpu_backend_opts_t *opts, int blas_only,
                     gpu_backend_t **out, char *err, size_t errlen) {
+    return gpu_cpu_init_graph_as(m, NULL, opts, blas_only, out, err, errlen);
+}
+
+int gpu_cpu_init_graph_as(const gpu_model_t *m, gpu_graph_t *g, const gpu_backend_opts_t *opts,
+                          int blas_only, gpu_backend_t **out, char *err, size_t errlen) {
     *out = NULL;
     const gpu_model_config_t *c = &m->cfg;
     gpu_precision_t prec;
@@ -214,27 +219,36 @@ int gpu_cpu_init_as(const gpu_model_t *m, const gpu_backend_opts_t *opts, int bl
         snprintf(err, errlen,
                  "the cpu backend runs fp32, bf16 or fp8 (its FP8 reference), not '%s'",
                  opts->precision);
+        gpu_graph_free(g);
         return -1;
     }
-    if (prec == GPU_PREC_BF16 && bf16_unfit(c, blas_only, err, errlen)) return -1;
+    if (prec == GPU_PREC_BF16 && bf16_unfit(c, blas_only, err, errlen)) {
+        gpu_graph_free(g);
+        return -1;
+    }
     if (opts->token_budget <= 0) {
         snprintf(err, errlen, "token budget %d must be positive", opts->token_budget);
+        gpu_graph_free(g);
         return -1;
     }
     if (opts->max_len > c->max_pos) {
         snprintf(err, errlen, "max_len %d exceeds the model's %d positions", opts->max_len,
                  c->max_pos);
+        gpu_graph_free(g);
         return -1;
     }
     if (opts->threads < 0 || opts->threads > CPU_MAX_THREADS) {
         snprintf(err, errlen, "threads %d outside 0..%d", opts->threads, CPU_MAX_THREADS);
+        gpu_graph_free(g);
         return -1;
     }
     gpu_backend_t *be = calloc(1, sizeof *be);
     if (!be) {
+        gpu_graph_free(g);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    be->g = g;
     pthread_mutex_init(&be->mu, NULL);
     pthread_cond_init(&be->cv_go, NULL);
     pthread_cond_init(&be->cv_done, NULL);
@@ -316,6 +330,22 @@ static int cpu_init(const gpu_model_t *m, const gpu_backend_opts_t *opts, gpu_ba
     return gpu_cpu_init_as(m, opts, 0, out, err, errlen);
 }
 
+static int cpu_init_graph(const gpu_model_t *m, gpu_graph_t *g, const gpu_backend_opts_t *opts,
+                          gpu_backend_t **out, char *err, size_t errlen) {
+    return gpu_cpu_init_graph_as(m, g, opts, 0, out, err, errlen);
+}
+
+static int cpu_read_tensor(gpu_backend_t *be, int t, size_t rows, float *out, char *err,
+                           size_t errlen) {
+    if (t < 0 || t >= be->g->n_tensors ||
+        rows > gpu_graph_rows(be->g, t, be->opts.token_budget, be->max_seqs)) {
+        snprintf(err, errlen, "no tensor %d of %zu rows in this graph", t, rows);
+        return -1;
+    }
+    memcpy(out, be->tp[t], sizeof(float) * rows * (size_t)be->g->tensor[t].cols);
+    return 0;
+}
+
 static void cpu_get_props(const gpu_backend_t *be, gpu_backend_props_t *p) {
     *p = (gpu_backend_props_t){.precision =
                                    gpu_backend_precision(&gpu_cpu_backend_ops, be->opts.precision),
@@ -339,4 +369,6 @@ const gpu_backend_ops_t gpu_cpu_backend_ops = {
     .precisions = cpu_precisions,
     .kernels = cpu_kernels,
     .supports_op = gpu_cpu_supports_op,
+    .init_graph = cpu_init_graph,
+    .read_tensor = cpu_read_tensor,
 };

@@ -82,7 +82,7 @@ void gpu_cpu_run_op(const gpu_backend_t *be, int i, const gpu_op_t *op, const gp
 void gpu_cpu_project(const cpu_proj_t *p, const float *x, int ldx, int n, gpu_cpu_epi_t epi,
                      float *y, int ldy);
 
-/* Builds the graph of be->m at be->prec, checks the backend runs every op, lays out the
+/* Builds the graph of be->m at be->prec (unless be->g is given), checks the backend runs every op, lays out the
  * arena, prepares every projection's weights (fp8 rounding, packing) and runs the prelude
  * (cpu_weights.c). 0, or -1 with err. */
 int gpu_cpu_graph_setup(gpu_backend_t *be, char *err, size_t errlen);
@@ -100,5 +100,8 @@ const float *gpu_cpu_fp8_input(const float *x, int ldx, int n, int K, float *y);
  * AVX2 run it (tests compare the two GEMM paths on one machine with it). */
 int gpu_cpu_init_as(const gpu_model_t *m, const gpu_backend_opts_t *opts, int blas_only,
                     gpu_backend_t **out, char *err, size_t errlen);
+/* The same on graph g (owned from the call on), or on m's family's graph when g is NULL. */
+int gpu_cpu_init_graph_as(const gpu_model_t *m, gpu_graph_t *g, const gpu_backend_opts_t *opts,
+                          int blas_only, gpu_backend_t **out, char *err, size_t errlen);
 
 #endif

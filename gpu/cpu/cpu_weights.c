@@ -76,7 +76,8 @@ static void scratch_sizes(gpu_backend_t *be) {
 
 int gpu_cpu_graph_setup(gpu_backend_t *be, char *err, size_t errlen) {
     const gpu_model_t *m = be->m;
-    if (gpu_graph_build(&m->cfg, &m->w, be->prec, GPU_PREC_FP32, &be->g, err, errlen) != 0)
+    if (!be->g &&
+        gpu_graph_build(&m->cfg, &m->w, be->prec, GPU_PREC_FP32, &be->g, err, errlen) != 0)
         return -1;
     gpu_graph_t *g = be->g;
     if (gpu_graph_check(g, "cpu", gpu_cpu_supports_op, err, errlen) != 0) return -1;

@@ -23,10 +23,28 @@ const gpu_family_t *gpu_family_find(gpu_model_family_t f) {
     return NULL;
 }
 
-/* Room enough for any builder: a layer has at most 24 tensors and ops (DeBERTa's: BERT's 16
- * tensors, its position K and Q weights and biases, their two consts). */
-#define PER_LAYER 24
+/* Room enough for any builder: a layer has fewer than 32 tensors and 32 ops (DeBERTa: 22
+ * tensors). */
+#define PER_LAYER 32
 #define FIXED     32
+
+gpu_graph_t *gpu_graph_new(const gpu_model_config_t *cfg, gpu_precision_t prec, int capacity) {
+    gpu_graph_t *g = calloc(1, sizeof *g);
+    if (!g) return NULL;
+    g->cfg = *cfg;
+    g->cfg.id2label = NULL;
+    g->prec = prec;
+    g->cap_tensors = g->cap_ops = g->cap_prelude = capacity;
+    g->tensor = calloc((size_t)capacity, sizeof *g->tensor);
+    g->op = calloc((size_t)capacity, sizeof *g->op);
+    g->prelude = calloc((size_t)capacity, sizeof *g->prelude);
+    g->logits = -1;
+    if (!g->tensor || !g->op || !g->prelude) {
+        gpu_graph_free(g);
+        return NULL;
+    }
+    return g;
+}
 
 int gpu_graph_build(const gpu_model_config_t *cfg, const gpu_model_weights_t *w,
                     gpu_precision_t prec, gpu_precision_t storage, gpu_graph_t **out, char *err,
@@ -37,25 +55,15 @@ int gpu_graph_build(const gpu_model_config_t *cfg, const gpu_model_weights_t *w,
         snprintf(err, errlen, "no graph builder for family %s", gpu_model_family_name(cfg->family));
         return -1;
     }
-    gpu_graph_t *g = calloc(1, sizeof *g);
-    if (!g) goto oom;
-    g->cfg = *cfg;
-    g->cfg.id2label = NULL;
-    g->prec = prec;
-    g->cap_tensors = g->cap_ops = g->cap_prelude = FIXED + PER_LAYER * cfg->layers;
-    g->tensor = calloc((size_t)g->cap_tensors, sizeof *g->tensor);
-    g->op = calloc((size_t)g->cap_ops, sizeof *g->op);
-    g->prelude = calloc((size_t)g->cap_prelude, sizeof *g->prelude);
-    if (!g->tensor || !g->op || !g->prelude) goto oom;
-    g->logits = -1;
+    gpu_graph_t *g = gpu_graph_new(cfg, prec, FIXED + PER_LAYER * cfg->layers);
+    if (!g) {
+        snprintf(err, errlen, "out of memory for the graph of a %d-layer model", cfg->layers);
+        return -1;
+    }
     gpu_gb_t b = {.g = g, .w = w, .prec = prec, .storage = storage};
     fam->build(&b);
     *out = g;
     return 0;
-oom:
-    gpu_graph_free(g);
-    snprintf(err, errlen, "out of memory for the graph of a %d-layer model", cfg->layers);
-    return -1;
 }
 
 static int add_tensor(gpu_gb_t *b, const char *name, gpu_tensor_class_t cls, gpu_rows_kind_t kind,

@@ -29,6 +29,10 @@ void gpu_family_bert_build(gpu_gb_t *b);
 void gpu_family_modernbert_build(gpu_gb_t *b);
 void gpu_family_deberta_build(gpu_gb_t *b);
 
+/* An empty graph of cfg with room for capacity tensors, ops and prelude ops; NULL out of
+ * memory. gpu_graph_build starts from one; so does a test that builds a graph by hand. */
+gpu_graph_t *gpu_graph_new(const gpu_model_config_t *cfg, gpu_precision_t prec, int capacity);
+
 /* ---- helpers (families.c); capacity is reserved from the layer count, so they cannot fail:
  * running past it is a builder bug and aborts ---- */
 
