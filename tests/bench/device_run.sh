@@ -413,7 +413,7 @@ if has fp8; then
         --epochs ${FP8_EPOCHS:-6} 2>&1 | tee "$OUT/fp8-train.log" | grep -v -E 'Warning|warn' | tail -12 | tee -a "$summary"
     outs=()
     for s in clinc_test cfpb_long; do
-        for p in fp16 bf16; do
+        for p in fp16 bf16 fp8; do # fp8: the encoder graph's FP8 linears (gpu_fp8_runs)
             $B/reclass classify --model $D/model --jsonl --backend cuda --precision $p --token-budget 16384 \
                 <$D/$s.jsonl >$D/cuda-$p-$s.out 2>>"$OUT/fp8-classify.err"
             outs+=("reclass cuda $p=$D/cuda-$p-$s.out")
