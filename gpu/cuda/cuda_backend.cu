@@ -61,8 +61,9 @@ static int cuda_be_forward(gpu_backend_t *be, const gpu_batch_t *batch, float *l
 
 // graph: 1 runs the model through the encoder graph whatever its family (the GPU tests), 0 as
 // cuda_be_wants_graph says.
+// given: a graph to run instead of the family's (init_graph), owned from the call on.
 static int cuda_be_init_path(const gpu_model_t *model, const gpu_backend_opts_t *opts, int graph,
-                             gpu_backend_t **out, char *err, size_t errlen) {
+                             gpu_graph_t *given, gpu_backend_t **out, char *err, size_t errlen) {
     *out = NULL;
     const gpu_model_config_t *c = &model->cfg;
     const char *prec = gpu_backend_precision(&gpu_cuda_backend_ops, opts->precision);
@@ -71,14 +72,18 @@ static int cuda_be_init_path(const gpu_model_t *model, const gpu_backend_opts_t 
                  "precision '%s' is not supported by the cuda backend: use fp16, "
                  "bf16 or fp8",
                  opts->precision);
+        gpu_graph_free(given);
         return -1;
     }
     char *img = NULL;
     struct gpu_backend *be = (struct gpu_backend *)calloc(1, sizeof(*be));
     if (!be) {
         snprintf(err, errlen, "out of host memory");
+        gpu_graph_free(given);
         return -1;
     }
+    be->gg = given; // freed with the instance
+    graph = graph || given;
     be->device = -1;
     be->model = model;
     be->opts = *opts;
@@ -456,11 +461,16 @@ static void cuda_be_get_props(const gpu_backend_t *be, gpu_backend_props_t *p) {
 
 static int cuda_be_init(const gpu_model_t *model, const gpu_backend_opts_t *opts,
                         gpu_backend_t **out, char *err, size_t errlen) {
-    return cuda_be_init_path(model, opts, 0, out, err, errlen);
+    return cuda_be_init_path(model, opts, 0, NULL, out, err, errlen);
+}
+static int cuda_be_init_given(const gpu_model_t *model, gpu_graph_t *g,
+                              const gpu_backend_opts_t *opts, gpu_backend_t **out, char *err,
+                              size_t errlen) {
+    return cuda_be_init_path(model, opts, 1, g, out, err, errlen);
 }
 extern "C" int gpu_cuda_backend_init_graph(const gpu_model_t *model, const gpu_backend_opts_t *opts,
                                            gpu_backend_t **out, char *err, size_t errlen) {
-    return cuda_be_init_path(model, opts, 1, out, err, errlen);
+    return cuda_be_init_path(model, opts, 1, NULL, out, err, errlen);
 }
 
 static const char *const cuda_precisions[] = {"fp16", "bf16", "fp8", NULL};
@@ -481,4 +491,6 @@ extern "C" const gpu_backend_ops_t gpu_cuda_backend_ops = {
     cuda_be_gemm_ceiling,
     NULL, // kernels: cuBLASLt's choice, nothing to add at start-up
     cuda_be_supports_op,
+    cuda_be_init_given,
+    cuda_be_read_tensor,
 };

@@ -66,6 +66,9 @@ void cuda_be_graph_tune(struct gpu_backend *be, int candidates);
 size_t cuda_be_graph_weights_bytes(const struct gpu_backend *be);
 size_t cuda_be_graph_arena_bytes(const struct gpu_backend *be);
 extern "C" int cuda_be_supports_op(const gpu_graph_t *g, const gpu_op_t *op);
+// The first rows of graph tensor t after a forward, as fp32 (the table's read_tensor).
+extern "C" int cuda_be_read_tensor(gpu_backend_t *be, int t, size_t rows, float *out, char *err,
+                                   size_t errlen);
 // The warm-up sweep at init (cuda_backend_host.cu), through forward.
 int cuda_be_warmup(struct gpu_backend *be, char *err, size_t errlen);
 

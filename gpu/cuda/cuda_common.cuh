@@ -156,10 +156,16 @@ cudaError_t cuda_scatter_rows(const T *src, const int32_t *cu, int n_seqs, int H
 // GeGLU in place on rows (n, 2I): x[:, :I] = act(x[:, :I]) * x[:, I:], act a gpu_act_t; the
 // next GEMM reads the first I columns with leading dimension 2I (cuda_geglu.cu). I % 8 == 0.
 template <typename T> cudaError_t cuda_geglu(T *x, int n, int I, int act, cudaStream_t st);
-// out (n_seqs, H) fp32 = mean over each sequence's rows of x (tokens, H) (cuda_pool.cu).
+// out (n_seqs, H) fp32 = mean over each sequence's rows of x (tokens, H; rows ld apart)
+// (cuda_pool.cu).
 template <typename E>
-cudaError_t cuda_mean_pool(const E *x, const int32_t *cu, int n_seqs, int H, float *out,
+cudaError_t cuda_mean_pool(const E *x, int ld, const int32_t *cu, int n_seqs, int H, float *out,
                            cudaStream_t st);
+// dst (n_seqs, n) = the first n columns of src rows cu[s] (rows lds apart): each sequence's
+// first token (cuda_pool.cu).
+template <typename E>
+cudaError_t cuda_first_rows(const E *src, int lds, const int32_t *cu, int n_seqs, int n, E *dst,
+                            cudaStream_t st);
 // DeBERTa's c2p / p2c products of one layer: out (n, heads, R) = x_h (n, d) . rel_h (R, d)
 // for every head h, x rows of stride ldx (Q or K of the QKV rows), rel (R, heads * d) the
 // layer's projected relative keys or queries; one strided-batched GEMM (cuda_rel.cu).

@@ -36,8 +36,10 @@ typedef struct cuda_graph {
     size_t o_rrow;   // int32 (2 max_len - 1): DeBERTa's relative row of i - j, at i - j + mid
     size_t o_zero;   // zero fp32/16-bit row (zero_bytes): absent biases and norm betas
     size_t zero_bytes;
-    size_t o_f32; // fp32 (f32_floats): an fp32 op's 16-bit input, converted
+    size_t o_f32; // fp32 (f32_floats): an fp32 op's 16-bit input, converted; mean rows
     size_t f32_floats;
+    size_t o_f32o; // fp32 (f32o_floats): fp32 results bound for a 16-bit tensor
+    size_t f32o_floats;
     size_t o_att; // 16-bit (tokens, att_cols): first-token attention's full-kernel rows
     size_t att_cols;
     size_t o_rel;      // 16-bit 2 x (tokens, heads, R): c2p and p2c products of one layer

@@ -5,6 +5,8 @@
 // DeBERTa-v3 and FP8 run here; the BERT families too where init is asked for the graph
 // (gpu_cuda_backend_init_graph: the GPU tests compare both paths until the hand-written one
 // goes).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +28,8 @@ int cuda_be_graph_init(struct gpu_backend *be, char *err, size_t errlen) {
     const gpu_model_t *m = be->model;
     const int fp8 = strcmp(be->prec, "fp8") == 0;
     gpu_precision_t prec = fp8 ? GPU_PREC_FP8 : be->bf16 ? GPU_PREC_BF16 : GPU_PREC_FP16;
-    if (gpu_graph_build(&m->cfg, &m->w, prec, GPU_PREC_FP16, &be->gg, err, errlen) != 0) return -1;
+    if (!be->gg && gpu_graph_build(&m->cfg, &m->w, prec, GPU_PREC_FP16, &be->gg, err, errlen) != 0)
+        return -1; // (a graph given to init_graph is run as it is)
     if (gpu_graph_check(be->gg, "cuda", cuda_graph_supports_op, err, errlen) != 0) return -1;
     be->graph = (cuda_graph_t *)calloc(1, sizeof(cuda_graph_t));
     if (!be->graph) {
@@ -77,12 +80,40 @@ int cuda_be_graph_submit(struct gpu_backend *be, const gpu_batch_t *b, int slot,
         return 1;
     }
     if (cuda_graph_run(cg, Tn, S, b->max_len, err, errlen) != 0) return 1;
-    e = cudaMemcpyAsync(be->h_logits[slot], cg_ptr(cg, cg->g->logits), (size_t)S * L * 4,
-                        cudaMemcpyDeviceToHost, s);
+    if (cg->g->logits >= 0) // (a one-op graph of the parity test has none)
+        e = cudaMemcpyAsync(be->h_logits[slot], cg_ptr(cg, cg->g->logits), (size_t)S * L * 4,
+                            cudaMemcpyDeviceToHost, s);
     if (e == cudaSuccess) e = cudaEventRecord(be->t_last[slot], s);
     if (e != cudaSuccess) {
         snprintf(err, errlen, "CUDA error after the graph: %s", cudaGetErrorString(e));
         return 1;
+    }
+    return 0;
+}
+
+extern "C" int cuda_be_read_tensor(gpu_backend_t *be, int t, size_t rows, float *out, char *err,
+                                   size_t errlen) {
+    const cuda_graph_t *cg = be->graph;
+    if (!cg || t < 0 || t >= cg->g->n_tensors || cg->t[t].dt == CG_E4M3) {
+        snprintf(err, errlen, "no tensor %d to read on this instance", t);
+        return -1;
+    }
+    const int dt = cg->t[t].dt;
+    const size_t n = rows * (size_t)cg->g->tensor[t].cols, bytes = n * cg_dt_bytes(dt);
+    if (bytes > cg->t[t].bytes) {
+        snprintf(err, errlen, "tensor %s has fewer than %zu rows", cg->g->tensor[t].name, rows);
+        return -1;
+    }
+    void *h = dt == CG_F32 ? (void *)out : malloc(bytes); // host memory: tests only
+    cudaError_t e = h ? cudaStreamSynchronize(be->stream) : cudaErrorMemoryAllocation;
+    if (e == cudaSuccess) e = cudaMemcpy(h, cg_ptr(cg, t), bytes, cudaMemcpyDeviceToHost);
+    for (size_t i = 0; e == cudaSuccess && dt != CG_F32 && i < n; i++)
+        out[i] = dt == CG_F16 ? __half2float(((const __half *)h)[i])
+                              : __bfloat162float(((const __nv_bfloat16 *)h)[i]);
+    if (h != (void *)out) free(h);
+    if (e != cudaSuccess) {
+        snprintf(err, errlen, "CUDA read of tensor %d failed: %s", t, cudaGetErrorString(e));
+        return -1;
     }
     return 0;
 }

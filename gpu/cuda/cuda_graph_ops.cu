@@ -55,7 +55,7 @@ extern "C" int cuda_graph_supports_op(const gpu_graph_t *g, const gpu_op_t *op) 
                    contiguous(g, op->out, op->heads * 64);
         return cols_of(g, op->src[0]) % 8 == 0;
     case GPU_OP_POOL:
-        return op->n % 8 == 0 && contiguous(g, op->src[0], op->n) && contiguous(g, op->out, op->n);
+        return contiguous(g, op->out, op->n);
     default:
         return 0;
     }
@@ -101,33 +101,35 @@ template <typename T>
 static int op_norm(cuda_graph_t *cg, const gpu_op_t *op, int m, char *err, size_t errlen) {
     const int sdt = cg->t[op->src[0].t].dt, odt = cg->t[op->out.t].dt;
     char *src = vptr(cg, op->src[0]), *out = vptr(cg, op->out);
-    if (op->w[0] < 0) { // a copy (ModernBERT's layer 0 attn_norm is the identity)
-        if (sdt != odt) goto types;
-        if (src != out)
-            OP_CUDA(cudaMemcpyAsync(out, src, (size_t)m * op->n * cg_dt_bytes(sdt),
-                                    cudaMemcpyDeviceToDevice, cg->st));
-        return 0;
-    }
-    {
-        const float *ga = (const float *)wptr(cg, op->w[0]),
-                    *be = (const float *)wptr(cg, op->w[1]);
-        if (sdt == CG_F32 && odt == CG_F32)
-            OP_CUDA((cuda_add_ln<float, float>((const float *)src, (const float *)NULL, ga, be, m,
-                                               op->n, op->eps, (float *)NULL, (float *)out, cg->sms,
-                                               cg->st)));
+    const size_t e = (size_t)m * op->n;
+    if (op->w[0] < 0) { // a copy (ModernBERT's layer 0 attn_norm is the identity), converted
+        if (sdt == odt && src != out)
+            OP_CUDA(
+                cudaMemcpyAsync(out, src, e * cg_dt_bytes(sdt), cudaMemcpyDeviceToDevice, cg->st));
+        else if (sdt == CG_F32 && odt != CG_F32)
+            OP_CUDA(cuda_convert<T>((const float *)src, e, (T *)out, cg->st));
         else if (sdt != CG_F32 && odt == CG_F32)
-            OP_CUDA((cuda_add_ln<T, float>((const T *)src, (const float *)NULL, ga, be, m, op->n,
-                                           op->eps, (float *)out, (T *)NULL, cg->sms, cg->st)));
-        else if (sdt != CG_F32 && odt != CG_F32)
-            OP_CUDA((cuda_add_ln<T, T>((const T *)src, (const T *)NULL, ga, be, m, op->n, op->eps,
-                                       (T *)NULL, (T *)out, cg->sms, cg->st)));
-        else
-            goto types;
+            OP_CUDA(cuda_to_float<T>((const T *)src, e, (float *)out, cg->st));
         return 0;
     }
-types:
-    snprintf(err, errlen, "%s: the cuda backend has no norm from fp32 into 16-bit rows", op->name);
-    return -1;
+    const float *ga = (const float *)wptr(cg, op->w[0]), *be = (const float *)wptr(cg, op->w[1]);
+    if (sdt == CG_F32 && odt == CG_F32)
+        OP_CUDA(
+            (cuda_add_ln<float, float>((const float *)src, (const float *)NULL, ga, be, m, op->n,
+                                       op->eps, (float *)NULL, (float *)out, cg->sms, cg->st)));
+    else if (sdt != CG_F32 && odt == CG_F32)
+        OP_CUDA((cuda_add_ln<T, float>((const T *)src, (const float *)NULL, ga, be, m, op->n,
+                                       op->eps, (float *)out, (T *)NULL, cg->sms, cg->st)));
+    else if (sdt != CG_F32)
+        OP_CUDA((cuda_add_ln<T, T>((const T *)src, (const T *)NULL, ga, be, m, op->n, op->eps,
+                                   (T *)NULL, (T *)out, cg->sms, cg->st)));
+    else { // fp32 rows normalised into 16-bit ones (DeBERTa's relative embeddings)
+        float *f = (float *)(cg->dev + cg->o_f32o);
+        OP_CUDA((cuda_add_ln<float, float>((const float *)src, (const float *)NULL, ga, be, m,
+                                           op->n, op->eps, (float *)NULL, f, cg->sms, cg->st)));
+        OP_CUDA(cuda_convert<T>(f, e, (T *)out, cg->st));
+    }
+    return 0;
 }
 
 // The cuBLASLt epilogue of op, and the activation left for a pass of its own (-1 none).
@@ -155,17 +157,17 @@ static int op_linear(cuda_graph_t *cg, const gpu_op_t *op, int m, char *err, siz
         snprintf(err, errlen, "%s: a 16-bit projection between fp32 rows", op->name);
         return -1;
     }
-    if (fp32) { // 16-bit rows in or out go through the fp32 scratch (one side at most)
-        float *f = (float *)(cg->dev + cg->o_f32);
-        if (in16 && (out16 || res)) {
-            snprintf(err, errlen, "%s: fp32 projection between 16-bit rows", op->name);
+    if (fp32) { // 16-bit rows in or out go through the fp32 scratch
+        float *f = (float *)(cg->dev + cg->o_f32), *fo = (float *)(cg->dev + cg->o_f32o);
+        if (out16 && res) {
+            snprintf(err, errlen, "%s: fp32 residual into 16-bit rows", op->name);
             return -1;
         }
         if (in16) {
             OP_CUDA(cuda_to_float<T>((const T *)x, (size_t)m * k, f, cg->st));
             x = f;
         }
-        void *yf = out16 ? (void *)f : y;
+        void *yf = out16 ? (void *)fo : y;
         if (cuda_gemm_run_ldx(&cg->gemm32, cg_ptr(cg, op->w[0]), x, cols_of(g, op->src[0]), yf,
                               out16 ? n : ldy, bias, res, m, n, k, epi, cg->st, err, errlen) != 0)
             return -1;
@@ -175,7 +177,7 @@ static int op_linear(cuda_graph_t *cg, const gpu_op_t *op, int m, char *err, siz
                 snprintf(err, errlen, "%s: 16-bit output of an fp32 projection", op->name);
                 return -1;
             }
-            OP_CUDA(cuda_convert<T>(f, (size_t)m * n, (T *)y, cg->st));
+            OP_CUDA(cuda_convert<T>(fo, (size_t)m * n, (T *)y, cg->st));
         }
         return 0;
     }
@@ -259,29 +261,33 @@ static int op_attention(cuda_graph_t *cg, const gpu_op_t *op, int nt, int ns, in
 template <typename T>
 static int op_pool(cuda_graph_t *cg, const gpu_op_t *op, int ns, char *err, size_t errlen) {
     const int sdt = cg->t[op->src[0].t].dt, odt = cg->t[op->out.t].dt;
+    const int lds = cols_of(cg->g, op->src[0]), n = op->n;
     const char *src = vptr(cg, op->src[0]);
     char *out = vptr(cg, op->out);
-    if (op->pool == GPU_POOL_CLS) {
-        if (sdt != odt) goto types;
-        if (sdt == CG_F32)
-            OP_CUDA(cuda_gather_rows<float>((const float *)src, in_cu(cg), ns, op->n, (float *)out,
-                                            cg->st));
-        else
-            OP_CUDA(cuda_gather_rows<T>((const T *)src, in_cu(cg), ns, op->n, (T *)out, cg->st));
+    float *f = (float *)(cg->dev + cg->o_f32);
+    if (op->pool == GPU_POOL_CLS) { // first rows, converted where the storage types differ
+        if (sdt == odt && sdt == CG_F32)
+            OP_CUDA(cuda_first_rows<float>((const float *)src, lds, in_cu(cg), ns, n, (float *)out,
+                                           cg->st));
+        else if (sdt == odt)
+            OP_CUDA(cuda_first_rows<T>((const T *)src, lds, in_cu(cg), ns, n, (T *)out, cg->st));
+        else if (sdt == CG_F32) {
+            OP_CUDA(cuda_first_rows<float>((const float *)src, lds, in_cu(cg), ns, n, f, cg->st));
+            OP_CUDA(cuda_convert<T>(f, (size_t)ns * n, (T *)out, cg->st));
+        } else {
+            T *o16 = (T *)(cg->dev + cg->o_f32); // (seqs, n) 16-bit fits the fp32 scratch
+            OP_CUDA(cuda_first_rows<T>((const T *)src, lds, in_cu(cg), ns, n, o16, cg->st));
+            OP_CUDA(cuda_to_float<T>(o16, (size_t)ns * n, (float *)out, cg->st));
+        }
         return 0;
     }
-    {
-        float *mean = odt == CG_F32 ? (float *)out : (float *)(cg->dev + cg->o_f32);
-        if (sdt == CG_F32)
-            OP_CUDA(cuda_mean_pool<float>((const float *)src, in_cu(cg), ns, op->n, mean, cg->st));
-        else
-            OP_CUDA(cuda_mean_pool<T>((const T *)src, in_cu(cg), ns, op->n, mean, cg->st));
-        if (odt != CG_F32) OP_CUDA(cuda_convert<T>(mean, (size_t)ns * op->n, (T *)out, cg->st));
-        return 0;
-    }
-types:
-    snprintf(err, errlen, "%s: first-token pool between storage types", op->name);
-    return -1;
+    float *mean = odt == CG_F32 ? (float *)out : f;
+    if (sdt == CG_F32)
+        OP_CUDA(cuda_mean_pool<float>((const float *)src, lds, in_cu(cg), ns, n, mean, cg->st));
+    else
+        OP_CUDA(cuda_mean_pool<T>((const T *)src, lds, in_cu(cg), ns, n, mean, cg->st));
+    if (odt != CG_F32) OP_CUDA(cuda_convert<T>(mean, (size_t)ns * n, (T *)out, cg->st));
+    return 0;
 }
 
 template <typename T>

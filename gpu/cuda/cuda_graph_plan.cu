@@ -25,7 +25,8 @@ static void set_dt(cuda_graph_t *cg, int t, int dt) {
     if (t >= 0) cg->t[t].dt = dt;
 }
 
-// The storage type of every tensor (see the file comment).
+// The storage type of every tensor (see the file comment): fp32 where the graph says so, the
+// logits, and what an fp32 linear (the head) writes; the rest 16-bit.
 static void decide_types(cuda_graph_t *cg, const gpu_graph_t *g, int t16) {
     for (int i = 0; i < g->n_tensors; i++)
         cg->t[i].dt = g->tensor[i].fp32 || g->tensor[i].cls == GPU_TENSOR_LOGITS ? CG_F32 : t16;
@@ -34,7 +35,7 @@ static void decide_types(cuda_graph_t *cg, const gpu_graph_t *g, int t16) {
         const int n = pass ? g->n_ops : g->n_prelude;
         for (int i = 0; i < n; i++) {
             const gpu_op_t *o = &ops[i];
-            if (o->prec == GPU_PREC_FP32 && o->out.t >= 0) set_dt(cg, o->out.t, CG_F32);
+            if (o->kind == GPU_OP_LINEAR && o->prec == GPU_PREC_FP32) set_dt(cg, o->out.t, CG_F32);
             if (o->prec == GPU_PREC_FP32 && o->src[0].t >= 0 &&
                 g->tensor[o->src[0].t].cls == GPU_TENSOR_WEIGHT)
                 set_dt(cg, o->src[0].t, CG_F32); // DeBERTa's relative embeddings
@@ -92,7 +93,7 @@ int cuda_graph_layout(cuda_graph_t *cg, const gpu_graph_t *g, int t16, int token
         }
     // Scratch, sized by the ops that need it.
     const size_t T = (size_t)token_budget, ta = (T + 3) & ~(size_t)3;
-    size_t f32 = 0, att = 0, rel = 0, xq = 0, R = 0;
+    size_t f32 = 0, f32o = 0, att = 0, rel = 0, xq = 0, R = 0;
     int need_rrow = 0;
     for (int pass = 0; pass < 2; pass++) {
         const gpu_op_t *ops = pass ? g->op : g->prelude;
@@ -105,9 +106,12 @@ int cuda_graph_layout(cuda_graph_t *cg, const gpu_graph_t *g, int t16, int token
                 cg->t[o->src[0].t].dt != CG_F32 && rows * o->k > f32)
                 f32 = rows * o->k;
             if (o->kind == GPU_OP_LINEAR && o->prec == GPU_PREC_FP32 &&
-                cg->t[o->out.t].dt != CG_F32 && rows * o->n > f32)
-                f32 = rows * o->n;
-            if (o->kind == GPU_OP_POOL && cg->t[o->out.t].dt != CG_F32 && rows * o->n > f32)
+                cg->t[o->out.t].dt != CG_F32 && rows * o->n > f32o)
+                f32o = rows * o->n;
+            if (o->kind == GPU_OP_NORM && cg->t[o->src[0].t].dt == CG_F32 &&
+                cg->t[o->out.t].dt != CG_F32 && rows * o->n > f32o)
+                f32o = rows * o->n;
+            if (o->kind == GPU_OP_POOL && rows * o->n > f32) // means, first rows converted
                 f32 = rows * o->n;
             if (o->kind == GPU_OP_LINEAR && o->prec == GPU_PREC_FP8 && (size_t)o->k > xq)
                 xq = (size_t)o->k;
@@ -127,6 +131,7 @@ int cuda_graph_layout(cuda_graph_t *cg, const gpu_graph_t *g, int t16, int token
     cg->o_rrow = at, at += need_rrow ? up((size_t)(2 * max_len - 1) * 4) : 0;
     cg->o_zero = at, cg->zero_bytes = max_cols * 4, at += up(cg->zero_bytes);
     cg->o_f32 = at, cg->f32_floats = f32, at += up(f32 * 4);
+    cg->o_f32o = at, cg->f32o_floats = f32o, at += up(f32o * 4);
     cg->o_att = at, cg->att_cols = att, at += 2 * up(T * att * 2); // queries, outputs
     cg->o_rel = at, cg->rel_elems = rel, at += 2 * up(rel * 2);    // c2p, p2c
     cg->o_xq = at, cg->xq_cols = xq, at += up(T * xq);

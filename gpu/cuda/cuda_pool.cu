@@ -12,30 +12,30 @@ template <> __device__ __forceinline__ float pool_f<float>(float x) {
 }
 
 template <typename E>
-__global__ void mean_pool_kernel(const E *__restrict__ x, const int32_t *__restrict__ cu, int H,
-                                 float *__restrict__ out) {
+__global__ void mean_pool_kernel(const E *__restrict__ x, int ld, const int32_t *__restrict__ cu,
+                                 int H, float *__restrict__ out) {
     const int s = blockIdx.x, t0 = cu[s], len = cu[s + 1] - t0;
     for (int c = threadIdx.x; c < H; c += blockDim.x) {
         float sum = 0.f;
         for (int t = 0; t < len; t++)
-            sum += pool_f<E>(x[(size_t)(t0 + t) * H + c]);
+            sum += pool_f<E>(x[(size_t)(t0 + t) * ld + c]);
         out[(size_t)s * H + c] = sum / (float)len;
     }
 }
 
 template <typename E>
-cudaError_t cuda_mean_pool(const E *x, const int32_t *cu, int n_seqs, int H, float *out,
+cudaError_t cuda_mean_pool(const E *x, int ld, const int32_t *cu, int n_seqs, int H, float *out,
                            cudaStream_t st) {
     if (n_seqs <= 0) return cudaSuccess;
-    mean_pool_kernel<E><<<n_seqs, 256, 0, st>>>(x, cu, H, out);
+    mean_pool_kernel<E><<<n_seqs, 256, 0, st>>>(x, ld, cu, H, out);
     return cudaGetLastError();
 }
 
-template cudaError_t cuda_mean_pool<__half>(const __half *, const int32_t *, int, int, float *,
+template cudaError_t cuda_mean_pool<__half>(const __half *, int, const int32_t *, int, int, float *,
                                             cudaStream_t);
-template cudaError_t cuda_mean_pool<__nv_bfloat16>(const __nv_bfloat16 *, const int32_t *, int, int,
-                                                   float *, cudaStream_t);
-template cudaError_t cuda_mean_pool<float>(const float *, const int32_t *, int, int, float *,
+template cudaError_t cuda_mean_pool<__nv_bfloat16>(const __nv_bfloat16 *, int, const int32_t *, int,
+                                                   int, float *, cudaStream_t);
+template cudaError_t cuda_mean_pool<float>(const float *, int, const int32_t *, int, int, float *,
                                            cudaStream_t);
 
 template <typename T>
@@ -58,3 +58,26 @@ template cudaError_t cuda_scatter_rows<__half>(const __half *, const int32_t *, 
                                                int, cudaStream_t);
 template cudaError_t cuda_scatter_rows<__nv_bfloat16>(const __nv_bfloat16 *, const int32_t *, int,
                                                       int, __nv_bfloat16 *, int, cudaStream_t);
+
+template <typename E>
+__global__ void first_rows_kernel(const E *__restrict__ src, int lds,
+                                  const int32_t *__restrict__ cu, int n, E *__restrict__ dst) {
+    const int s = blockIdx.x;
+    for (int c = threadIdx.x; c < n; c += blockDim.x)
+        dst[(size_t)s * n + c] = src[(size_t)cu[s] * lds + c];
+}
+
+template <typename E>
+cudaError_t cuda_first_rows(const E *src, int lds, const int32_t *cu, int n_seqs, int n, E *dst,
+                            cudaStream_t st) {
+    if (n_seqs <= 0) return cudaSuccess;
+    first_rows_kernel<E><<<n_seqs, 256, 0, st>>>(src, lds, cu, n, dst);
+    return cudaGetLastError();
+}
+
+template cudaError_t cuda_first_rows<__half>(const __half *, int, const int32_t *, int, int,
+                                             __half *, cudaStream_t);
+template cudaError_t cuda_first_rows<__nv_bfloat16>(const __nv_bfloat16 *, int, const int32_t *,
+                                                    int, int, __nv_bfloat16 *, cudaStream_t);
+template cudaError_t cuda_first_rows<float>(const float *, int, const int32_t *, int, int, float *,
+                                            cudaStream_t);

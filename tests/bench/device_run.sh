@@ -37,7 +37,9 @@
 #                is installed) and deberta-v3-base (eager, compile), fp16, 16384 and 65536,
 #                on the tickets-mix workload; then test_gpu_golden, whose gate (flips on thin
 #                fp32 margins only) now covers the five families
-#       graph    issue 32, the encoder graph on CUDA in one call (< 9 minutes): test_gpu_kernels
+#       graph    issue 32, the encoder graph on CUDA in one call (< 9 minutes): test_graph_ops
+#                (every op variant x precision on cpu and cuda against tests/lib's references),
+#                test_gpu_kernels
 #                (every kernel against its fp32 reference: RoPE, sliding window, c2p + p2c,
 #                GeGLU, mean pool beside BERT's), test_gpu_golden as the worker gets the backend
 #                (BERT families hand-written, ModernBERT and DeBERTa-v3 on the graph) and with
@@ -86,13 +88,13 @@ pack)
     # The build's CTest files (and the binaries' compiled-in defaults) hold this checkout's
     # absolute path: recorded so that `run` can make it lead to the device's checkout.
     pwd -P >.devlibs/build-root
-    ldd $B/reclass $B/tests/test_gpu_kernels $B/tests/test_cpu_bf16 $B/tests/cpu_bf16_bench | awk '/=>/ {print $3}' | sort -u |
+    ldd $B/reclass $B/tests/test_gpu_kernels $B/tests/test_cpu_bf16 $B/tests/cpu_bf16_bench $B/tests/test_graph_ops | awk '/=>/ {print $3}' | sort -u |
         grep -v -E 'libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libresolv|ld-linux|libgcc_s|libstdc\+\+|libcublas|libcudart' |
         while read -r lib; do cp -L "$lib" .devlibs/lib/; done
     # the long CFPB narratives for the cpubf16 stage (../shared does not travel)
     mkdir -p .devlibs/cfpb && cp ../shared/data/cfpb_complaints/complaints_sample.csv .devlibs/cfpb/
     tar -cf - .devlibs/lib .devlibs/build-root .devlibs/cfpb $B/reclass $B/tests/test_gpu_* \
-        $B/tests/gpu_bench $B/tests/test_cpu_bf16 $B/tests/cpu_bf16_bench \
+        $B/tests/gpu_bench $B/tests/test_cpu_bf16 $B/tests/cpu_bf16_bench $B/tests/test_graph_ops \
         $B/CTestTestfile.cmake $B/tests/CTestTestfile.cmake | xz -T2 -6 >.devlibs/bundle.tar.xz
     rm -rf .devlibs/lib .devlibs/cfpb
     ls -la .devlibs
@@ -368,6 +370,9 @@ if has graph; then
         timeout "$t" "$@" >"$log" 2>&1
         echo "exit $? (limit ${t}s)" | tee -a "$log" | tee -a "$summary"
     }
+    note "graph: test_graph_ops, op x precision x backend ($(elapsed)s)"
+    step 60 "$OUT/graph-ops.log" $B/tests/test_graph_ops
+    grep -E " cuda +|rows run|FAIL" "$OUT/graph-ops.log" | tail -45 | tee -a "$summary"
     note "graph: test_gpu_kernels ($(elapsed)s)"
     step 150 "$OUT/graph-kernels.log" $B/tests/test_gpu_kernels
     grep -E "^FAIL|PASSED|FAILED|rope|window|c2p|geglu|mean pool|rel scores" "$OUT/graph-kernels.log" |

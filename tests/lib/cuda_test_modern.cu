@@ -98,7 +98,7 @@ static int tm_mean_pool(const float *x, const int32_t *cu, int n_seqs, int H, fl
         goto done;
     }
     TA_CHECK(cudaMemset(dout, 0xFF, (size_t)n_seqs * H * 4));
-    TA_CHECK(cuda_mean_pool<T>(dx, dcu, n_seqs, H, dout, 0));
+    TA_CHECK(cuda_mean_pool<T>(dx, H, dcu, n_seqs, H, dout, 0));
     TA_CHECK(cudaMemcpy(out, dout, (size_t)n_seqs * H * 4, cudaMemcpyDeviceToHost));
 done:
     cudaFree(dx), cudaFree(dcu), cudaFree(dout);
