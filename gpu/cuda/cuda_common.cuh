@@ -187,6 +187,8 @@ template <typename T>
 cudaError_t cuda_attention_first(const T *q, int ldq, const T *k, const T *v, int ld,
                                  const int32_t *cu, int n_seqs, int heads, T *out, int ldo,
                                  cudaStream_t st);
+// y (n) += a (n), fp32 += storage type (cuda_kernels.cu).
+template <typename T> cudaError_t cuda_add_f32(const T *a, float *y, size_t n, cudaStream_t st);
 // dst = (T) src, n elements, on the device.
 template <typename T> cudaError_t cuda_convert(const float *src, size_t n, T *dst, cudaStream_t st);
 template <typename T>

@@ -40,6 +40,9 @@ typedef struct cuda_graph {
     size_t f32_floats;
     size_t o_f32o; // fp32 (f32o_floats): fp32 results bound for a 16-bit tensor
     size_t f32o_floats;
+    size_t o_x16;     // 16-bit (x16_elems) + (y16_elems): a 16-bit linear's fp32 input rounded,
+    size_t x16_elems; // and its output bound for fp32 rows (bf16's residual stream)
+    size_t y16_elems;
     size_t o_att; // 16-bit (tokens, att_cols): first-token attention's full-kernel rows
     size_t att_cols;
     size_t o_rel;      // 16-bit 2 x (tokens, heads, R): c2p and p2c products of one layer

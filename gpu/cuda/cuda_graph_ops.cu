@@ -153,10 +153,7 @@ static int op_linear(cuda_graph_t *cg, const gpu_op_t *op, int m, char *err, siz
     int post_act, epi = lin_epi(op, fp32, &post_act);
     if (m <= 0) return 0;
     const int in16 = cg->t[op->src[0].t].dt != CG_F32, out16 = cg->t[op->out.t].dt != CG_F32;
-    if (!fp32 && (in16 == 0 || out16 == 0)) {
-        snprintf(err, errlen, "%s: a 16-bit projection between fp32 rows", op->name);
-        return -1;
-    }
+
     if (fp32) { // 16-bit rows in or out go through the fp32 scratch
         float *f = (float *)(cg->dev + cg->o_f32), *fo = (float *)(cg->dev + cg->o_f32o);
         if (out16 && res) {
@@ -181,19 +178,47 @@ static int op_linear(cuda_graph_t *cg, const gpu_op_t *op, int m, char *err, siz
         }
         return 0;
     }
+    // bf16's fp32 residual stream (cuda_graph_plan.cu): a 16-bit linear reads it rounded to
+    // bf16 (FP8 quantizes the fp32 rows themselves) and adds into it from a 16-bit result.
+    int ldx = cols_of(g, op->src[0]), type = cg->t16 == CG_BF16 ? CUDA_GEMM_BF16 : CUDA_GEMM_FP16;
+    T *x16 = (T *)(cg->dev + cg->o_x16), *y16 = x16 + cg->x16_elems;
+    void *yg = y;
+    int ldyg = ldy;
+    if ((!in16 || !out16) && (ldx != k || ldy != n)) {
+        snprintf(err, errlen, "%s: fp32 rows of a 16-bit linear must be whole", op->name);
+        return -1;
+    }
+    if (!in16 && op->prec == GPU_PREC_FP8) {
+        type = CUDA_GEMM_FP32;
+    } else if (!in16) {
+        OP_CUDA(cuda_convert<T>((const float *)x, (size_t)m * k, x16, cg->st));
+        x = x16;
+    }
+    if (!out16) // the product into 16-bit scratch, then into the fp32 rows
+        yg = y16, ldyg = n, res = NULL;
     if (op->prec == GPU_PREC_FP8) {
-        const int type = cg->t16 == CG_BF16 ? CUDA_GEMM_BF16 : CUDA_GEMM_FP16;
         uint8_t *xq = (uint8_t *)(cg->dev + cg->o_xq);
         float *xs = (float *)(cg->dev + cg->o_xs);
         const cg_tensor_t *w = &cg->t[op->w[0]];
         OP_CUDA(cuda_fp8_quantize_rows(x, type, m, k, xq, xs, cg->st));
         if (cuda_fp8_gemm_run(&cg->gemm8, (const uint8_t *)cg_ptr(cg, op->w[0]),
-                              (const float *)(cg->dev + w->scale_at), xq, xs, y, ldy, bias, res, m,
-                              n, k, epi, cg->st, err, errlen) != 0)
+                              (const float *)(cg->dev + w->scale_at), xq, xs, yg, ldyg, bias, res,
+                              m, n, k, epi, cg->st, err, errlen) != 0)
             return -1;
-    } else if (cuda_gemm_run_ldx(&cg->gemm, cg_ptr(cg, op->w[0]), x, cols_of(g, op->src[0]), y, ldy,
-                                 bias, res, m, n, k, epi, cg->st, err, errlen) != 0) {
+    } else if (cuda_gemm_run_ldx(&cg->gemm, cg_ptr(cg, op->w[0]), x, in16 ? ldx : k, yg, ldyg, bias,
+                                 res, m, n, k, epi, cg->st, err, errlen) != 0) {
         return -1;
+    }
+    if (!out16) {
+        if (post_act >= 0 || op->epi == GPU_EPI_GLU) {
+            snprintf(err, errlen, "%s: an activation into fp32 rows", op->name);
+            return -1;
+        }
+        if (op->epi == GPU_EPI_RESIDUAL)
+            OP_CUDA(cuda_add_f32<T>(y16, (float *)y, (size_t)m * n, cg->st));
+        else
+            OP_CUDA(cuda_to_float<T>(y16, (size_t)m * n, (float *)y, cg->st));
+        return 0;
     }
     if (post_act >= 0) OP_CUDA(cuda_bias_act<T>((T *)y, (const T *)NULL, m, n, post_act, cg->st));
     if (op->epi == GPU_EPI_GLU) OP_CUDA(cuda_geglu<T>((T *)y, m, n / 2, op->act, cg->st));

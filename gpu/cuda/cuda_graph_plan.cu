@@ -36,6 +36,10 @@ static void decide_types(cuda_graph_t *cg, const gpu_graph_t *g, int t16) {
         for (int i = 0; i < n; i++) {
             const gpu_op_t *o = &ops[i];
             if (o->kind == GPU_OP_LINEAR && o->prec == GPU_PREC_FP32) set_dt(cg, o->out.t, CG_F32);
+            // bf16 keeps the residual stream in fp32 (bf16's 8-bit mantissa would round the
+            // residual sum every layer), as the hand-written path does
+            if (o->kind == GPU_OP_LINEAR && o->epi == GPU_EPI_RESIDUAL && t16 == CG_BF16)
+                set_dt(cg, o->out.t, CG_F32);
             if (o->prec == GPU_PREC_FP32 && o->src[0].t >= 0 &&
                 g->tensor[o->src[0].t].cls == GPU_TENSOR_WEIGHT)
                 set_dt(cg, o->src[0].t, CG_F32); // DeBERTa's relative embeddings
@@ -93,7 +97,7 @@ int cuda_graph_layout(cuda_graph_t *cg, const gpu_graph_t *g, int t16, int token
         }
     // Scratch, sized by the ops that need it.
     const size_t T = (size_t)token_budget, ta = (T + 3) & ~(size_t)3;
-    size_t f32 = 0, f32o = 0, att = 0, rel = 0, xq = 0, R = 0;
+    size_t f32 = 0, f32o = 0, x16 = 0, y16 = 0, att = 0, rel = 0, xq = 0, R = 0;
     int need_rrow = 0;
     for (int pass = 0; pass < 2; pass++) {
         const gpu_op_t *ops = pass ? g->op : g->prelude;
@@ -115,6 +119,10 @@ int cuda_graph_layout(cuda_graph_t *cg, const gpu_graph_t *g, int t16, int token
                 f32 = rows * o->n;
             if (o->kind == GPU_OP_LINEAR && o->prec == GPU_PREC_FP8 && (size_t)o->k > xq)
                 xq = (size_t)o->k;
+            if (o->kind == GPU_OP_LINEAR && o->prec != GPU_PREC_FP32) {
+                if (cg->t[o->src[0].t].dt == CG_F32 && rows * o->k > x16) x16 = rows * o->k;
+                if (cg->t[o->out.t].dt == CG_F32 && rows * o->n > y16) y16 = rows * o->n;
+            }
             if (o->kind != GPU_OP_ATTENTION) continue;
             const size_t cols = (size_t)o->heads * o->head_dim;
             if (g->tensor[o->out.t].rows_kind == GPU_ROWS_SEQS && cols > att) att = cols;
@@ -132,6 +140,7 @@ int cuda_graph_layout(cuda_graph_t *cg, const gpu_graph_t *g, int t16, int token
     cg->o_zero = at, cg->zero_bytes = max_cols * 4, at += up(cg->zero_bytes);
     cg->o_f32 = at, cg->f32_floats = f32, at += up(f32 * 4);
     cg->o_f32o = at, cg->f32o_floats = f32o, at += up(f32o * 4);
+    cg->o_x16 = at, cg->x16_elems = up(x16), cg->y16_elems = y16, at += up(up(x16) * 2 + y16 * 2);
     cg->o_att = at, cg->att_cols = att, at += 2 * up(T * att * 2); // queries, outputs
     cg->o_rel = at, cg->rel_elems = rel, at += 2 * up(rel * 2);    // c2p, p2c
     cg->o_xq = at, cg->xq_cols = xq, at += up(T * xq);

@@ -308,3 +308,17 @@ template cudaError_t cuda_gather_rows<float>(const float *, const int32_t *, int
 template cudaError_t cuda_add_ln<float, float>(const float *, const float *, const float *,
                                                const float *, int, int, float, float *, float *,
                                                int, cudaStream_t);
+
+// y += a, fp32 rows plus 16-bit ones (the graph's bf16 residual stream, kept in fp32).
+template <typename T> __global__ void add_f32_kernel(const T *a, float *y, size_t n) {
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i < n) y[i] += st<T>::to_f(a[i]);
+}
+template <typename T> cudaError_t cuda_add_f32(const T *a, float *y, size_t n, cudaStream_t s) {
+    if (n == 0) return cudaSuccess;
+    add_f32_kernel<T><<<(unsigned)((n + 255) / 256), 256, 0, s>>>(a, y, n);
+    return cudaGetLastError();
+}
+template cudaError_t cuda_add_f32<__half>(const __half *, float *, size_t, cudaStream_t);
+template cudaError_t cuda_add_f32<__nv_bfloat16>(const __nv_bfloat16 *, float *, size_t,
+                                                 cudaStream_t);
