@@ -81,7 +81,10 @@ static int config_check_size(const gpu_model_config_t *c, const char *path, char
  * values (tests/fuzz/fuzz_model_config.c states the same rules as its oracle). */
 static int config_validate(const gpu_model_config_t *c, const char *path, char *err,
                            size_t errlen) {
-    const int own = c->family == GPU_FAMILY_MODERNBERT || c->family == GPU_FAMILY_DEBERTA_V2;
+    /* a family with config rules of its own (ModernBERT, DeBERTa) may have no position
+     * table (RoPE, relative positions) and no token types */
+    const gpu_model_family_rules_t *rules = gpu_model_family_of(c->family);
+    const int own = rules && rules->config;
     const char *bad = NULL;
     if ((unsigned)c->family >= GPU_FAMILY_COUNT)
         bad = "architectures";
