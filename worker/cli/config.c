@@ -14,7 +14,7 @@
 
 /* The options of `reclass run`, each with its variable, set into c (kafka: c->kafka_props):
  * its own rows, then the shared classification settings (worker/cli/settings_opts.c). */
-#define RUN_N_OWN  28
+#define RUN_N_OWN  29
 #define RUN_N_OPTS (RUN_N_OWN + 8)
 static void run_opts(worker_run_cfg_t *c, cli_list_t *kafka, cli_opt_t out[RUN_N_OPTS + 1]) {
     const cli_opt_t t[] = {
@@ -95,6 +95,13 @@ static void run_opts(worker_run_cfg_t *c, cli_list_t *kafka, cli_opt_t out[RUN_N
          "      --max-pending-tokens); its next record then waits, and reading stops (but\n"
          "      for the most urgent lane) until its queued tickets make room",
          "0"},
+        {"priority-step-ms", CLI_INT, &c->priority_step_ms, 0, 3600000, "RECLASS_PRIORITY_STEP_MS",
+         NULL,
+         "within a lane and tenant, a ticket of priority p (its record's priority field,\n"
+         "      0..9, higher first) is due p steps earlier: it goes before lower priorities\n"
+         "      that arrived less than that lead before it, never before older ones, so\n"
+         "      none starves (0 = priority ignored)",
+         "500"},
         worker_cli_opt_kafka(kafka),
     };
     _Static_assert(sizeof(t) / sizeof(t[0]) == RUN_N_OWN, "RUN_N_OWN");

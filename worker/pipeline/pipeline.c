@@ -249,6 +249,7 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
                                 .n_lanes = consumers_consumer_n_lanes(pl->poll.consumer),
                                 .tenant_max_tokens = cfg->tenant_max_tokens,
                                 .weights = cfg->tenant_weights};
+        fc.acc.priority_step_ms = cfg->priority_step_ms;
         if (worker_fair_init(&fc, &pl->q.acc, err, sizeof(err))) rc = 2;
     }
     if (!rc && consumers_dlq_init(cfg->brokers, cfg->dlq_topic, cfg->kafka_props, pl_dlq_done, pl,

@@ -61,6 +61,7 @@ typedef struct {
     int telemetry_interval_s; /* RECLASS_TELEMETRY_INTERVAL_S, gpu_memory rows, default 10 */
     const char *tenant_weights; /* RECLASS_TENANT_WEIGHTS, T=W,... (worker/pipeline/fair.h) */
     int tenant_max_tokens;      /* RECLASS_TENANT_MAX_TOKENS, 0 = half the pending tokens */
+    int priority_step_ms;       /* RECLASS_PRIORITY_STEP_MS (worker/pipeline/accum.h) */
     const char *kafka_props[WORKER_RUN_MAX_KAFKA_PROPS + 1]; /* --kafka K=V, NULL-ended */
     /* --topic parsed: names (into topic_buf) and priorities, lower = more urgent; n_topics 0
      * (a caller that sets topic itself): the one topic named by topic */

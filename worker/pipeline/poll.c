@@ -173,7 +173,8 @@ static int drain_overflow(pl_t *pl) {
     while (*pp) {
         pl_item_t *it = *pp;
         it->arrived_ms = now;
-        if (worker_fair_push(pl->q.acc, it, it->n_ids, it->lane, it->t.tenant, now) !=
+        int prio = it->t.has_priority ? it->t.priority : 0;
+        if (worker_fair_push(pl->q.acc, it, it->n_ids, it->lane, it->t.tenant, prio, now) !=
             WORKER_ACCUM_OK) {
             last = it;
             pp = &it->next;
