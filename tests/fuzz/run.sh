@@ -29,8 +29,9 @@ jobs=${RECLASS_FUZZ_JOBS:-$((ncpu < 4 ? ncpu : 4))}
 # slow the search down.
 declare -A max_len=([codec]=4096 [submit_csv]=8192 [submit_jsonl]=8192 [tokenizer]=2048 [tokenizer_json]=4096
                     [model_config]=16384 [safetensors]=16384)
-# CI's inputs per target after the replay: about 20 s of CPU each (2 cores: the stage about 75 s). A count,
-# not a time, so that a slower or busier machine runs the same inputs, only for longer.
+# CI's inputs per target after the replay: about 20 s of CPU each (on 2 cores the stage takes
+# about 75 s). A count, not a time, so that a slower or busier machine runs the same inputs,
+# only for longer.
 declare -A runs=([codec]=3000000 [submit_csv]=80000 [submit_jsonl]=100000
                  [tokenizer]=200000 [tokenizer_json]=80000
                  [model_config]=250000 [safetensors]=600000)
