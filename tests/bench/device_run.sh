@@ -56,7 +56,7 @@
 #                bert-base fp16 and distilbert-base, each next to `reclass bench` on 200,000
 #                of the same tickets; 4 workers of 4 threads on the tiny model, then 4 with one
 #                SIGKILLed mid-job (JOB_RUNS: a comma list of scaling, bert, distil, workers,
-#                kill; default all). The ceiling alone, against a baseline build (another
+#                kill, and sinks: 16 threads with 8 result writers; default all but sinks). The ceiling alone, against a baseline build (another
 #                checkout's build-sm90/reclass copied to .devlibs/base/reclass before `pack`),
 #                interleaved: JOB_RUNS=scaling tests/bench/device_run.sh run job
 #       cpubf16  the CPU backend at bf16 on the host's CPU (no GPU used): lscpu and its bf16
@@ -488,6 +488,9 @@ if has job; then
                 job_bench "$log" "tiny-h64, 1 worker, --threads $t" /tmp/model-tiny-h64 1 --threads $t
             done
         fi
+        # is the result writers' PostgreSQL side next? twice the default writers at 16 threads
+        [[ $runs == *,sinks,* ]] && job_bench "$log" "tiny-h64, 1 worker, --threads 16, 8 writers" \
+            /tmp/model-tiny-h64 1 --threads 16 --sink-connections 8
         for g in bert-base distilbert-base; do
             k=bert
             [ $g = distilbert-base ] && k=distil

@@ -1,7 +1,7 @@
 /* The pipeline's worker pool: a fixed set of threads that help run parallel-for jobs. A job is
  * n tasks; the thread that runs it works on its own tasks too and returns when every task is
  * done, so results land in the caller's arrays in the caller's order. Several threads (the
- * poll thread tokenizing, the encoder scoring) may run jobs at once: idle workers take tasks
+ * poll thread's decoding, the encoder scoring) may run jobs at once: idle workers take tasks
  * from the oldest job first. */
 #ifndef RECLASS_WORKER_PIPELINE_POOL_H
 #define RECLASS_WORKER_PIPELINE_POOL_H
