@@ -104,8 +104,7 @@ typedef struct {
                       gpu_backend_t **out, char *err, size_t errlen);
     /* After a forward, the first rows of tensor t (of the instance's graph) to host fp32 out
      * (rows, cols). 0, or -1 with err. NULL where init_graph is. */
-    int (*read_tensor)(gpu_backend_t *be, int t, size_t rows, float *out, char *err,
-                       size_t errlen);
+    int (*read_tensor)(gpu_backend_t *be, int t, size_t rows, float *out, char *err, size_t errlen);
 } gpu_backend_ops_t;
 
 /* The one rule for sequences per batch: max_seqs when positive, else token_budget / 2 (the

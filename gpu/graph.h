@@ -128,9 +128,11 @@ typedef struct {
     gpu_pool_t pool;            /* POOL */
     /* ATTENTION: scores = q k^T / scale (+ c2p + p2c, each / scale), scale = sqrt(head_dim *
      * scale_factor); keys |i - j| <= window only when window > 0; RoPE on q and k (positions
-     * from 0 in each sequence) when rope_theta > 0. Disentangled (w[0] / w[1] set): c2p adds
-     * q_i . pk[rel_row(i - j)], p2c k_j . pq[rel_row(j - i)... as gpu_model_rel_row of the
-     * model config (rel_span, rel_buckets, rel_max_pos). */
+     * from 0 in each sequence) when rope_theta > 0. Disentangled (w[0] / w[1] set): with
+     * r = gpu_model_rel_row(graph cfg, i - j) (rel_span, rel_buckets, rel_max_pos below, as
+     * the graph's cfg has them), c2p adds q_i . pk[r] / scale and p2c adds k_j . pq[r] / scale
+     * (HF's two gathers come to this; RoPE and window are 0 then). The reference:
+     * gpu/cpu/cpu_attention.c, tests/lib/ref_attention.c. */
     int heads, head_dim;
     int window;
     float rope_theta;

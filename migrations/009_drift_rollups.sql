@@ -1,7 +1,7 @@
 -- Drift that stays fast with months of windows and thousands of tenants.
 --
 -- (1) drift_windows is partitioned by day (window_start), so a query over a time range reads
---     only that range's partitions and retention drops whole days (drift_retention below).
+--     only that range's partitions and retention drops whole days (drift_partitions_maintain below).
 -- (2) Hour and day roll-ups (drift_hourly, drift_daily) are kept as windows are written: a
 --     statement trigger on drift_windows adds what each INSERT, upsert or DELETE changed. The
 --     roll-ups outlive the raw windows' retention.
@@ -17,8 +17,8 @@
 -- Hour and day buckets are UTC hours and days (the same as local ones in any whole-hour time
 -- zone); the 'hour' and 'day' buckets of drift_scores are whole, the one holding p_since too.
 -- ticket_results stays one table: the sink's exactly-once upsert needs the global unique key
--- (job_id, ticket_id), which a time-partitioned table cannot enforce (ARCHITECTURE.md, "One
--- billion rows"). It gets the index of "this tenant's results, last 24 h".
+-- (job_id, ticket_id), which a time-partitioned table cannot enforce (ARCHITECTURE.md, "Data
+-- over time"). It gets the index of "this tenant's results, last 24 h".
 
 -- Settings: retention of raw windows (days). reclass_settings is the one home of such numbers.
 CREATE TABLE reclass_settings (
@@ -216,6 +216,13 @@ FROM drift_windows
 GROUP BY window_start, window_s, tenant, model;
 
 -- ---------------------------------------------------------------------------------------
+-- The first whole UTC hour at or after t.
+CREATE FUNCTION drift_hour_ceil(t timestamptz) RETURNS timestamptz
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT date_trunc('hour', t, 'UTC') + CASE WHEN date_trunc('hour', t, 'UTC') < t
+                                               THEN interval '1 hour' ELSE interval '0' END
+$$;
+
 -- Range sums from the roll-ups: whole UTC days from drift_daily, whole hours from
 -- drift_hourly, the edges from drift_windows. Same result as 004's sum over raw windows.
 CREATE OR REPLACE FUNCTION drift_windows_sum(p_tenant text, p_model text, from_ts timestamptz, to_ts timestamptz,
@@ -242,12 +249,20 @@ LANGUAGE sql STABLE AS $$
               AND ((r.has_days AND ((d.bucket_start >= r.h0 AND d.bucket_start < r.d0)
                                     OR (d.bucket_start >= r.d1 AND d.bucket_start < r.h1)))
                    OR (NOT r.has_days AND d.bucket_start >= r.h0 AND d.bucket_start < r.h1))
+            -- the raw edges [from_ts, h0) and [h1, to_ts) (all of it without whole hours), as
+            -- expressions of the parameters: partitions outside them are pruned at start
             UNION ALL
             SELECT w.label_counts, w.confidence_hist::bigint[], w.tickets
-            FROM r, drift_windows w
+            FROM drift_windows w
+            WHERE w.tenant = p_tenant AND w.model = p_model AND w.window_start >= from_ts
+              AND w.window_start < CASE WHEN drift_hour_ceil(from_ts) < date_trunc('hour', to_ts, 'UTC')
+                                        THEN drift_hour_ceil(from_ts) ELSE to_ts END
+            UNION ALL
+            SELECT w.label_counts, w.confidence_hist::bigint[], w.tickets
+            FROM drift_windows w
             WHERE w.tenant = p_tenant AND w.model = p_model
-              AND w.window_start >= r.f AND w.window_start < r.t
-              AND (NOT r.has_hours OR w.window_start < r.h0 OR w.window_start >= r.h1))
+              AND drift_hour_ceil(from_ts) < date_trunc('hour', to_ts, 'UTC')
+              AND w.window_start >= date_trunc('hour', to_ts, 'UTC') AND w.window_start < to_ts)
     -- one pass over the parts (as 004 summed windows), not a pairwise merge per part
     SELECT (SELECT jsonb_object_agg(l.key, l.n) FROM
               (SELECT e.key, sum(e.value::bigint) AS n FROM parts, jsonb_each_text(parts.lc) e
@@ -417,16 +432,36 @@ LANGUAGE plpgsql AS $$
 DECLARE n integer;
 BEGIN
     PERFORM drift_partitions_maintain();
+    -- drift_scores_between('window') of each tenant's newest window, in one statement planned
+    -- once (a call per tenant would plan its query per tenant)
     INSERT INTO drift_status AS s (tenant, model, window_start, window_s, tickets, status, level,
                                    label_psi, confidence_psi, reference, overflow)
-    SELECT w.tenant, p_model, sc.bucket_start, sc.bucket_s, sc.tickets, sc.status,
-           drift_level(sc.status), sc.label_psi, sc.confidence_psi, sc.reference, w.overflow
-    FROM (SELECT d.tenant, max(d.window_start) AS newest, bool_or(d.overflow) AS overflow
-          FROM drift_windows d WHERE d.model = p_model AND d.window_start >= p_since
-          GROUP BY d.tenant) w
-    CROSS JOIN LATERAL drift_scores_between('window', w.newest, w.newest + interval '1 microsecond',
-                                            w.tenant, p_model) sc
-    ORDER BY w.tenant
+    SELECT cur.t, p_model, cur.b, cur.bs, cur.n, sc.status, drift_level(sc.status), sc.label_psi,
+           sc.confidence_psi,
+           CASE WHEN pin.id IS NOT NULL THEN format('baseline %s (%s%s)', pin.id, pin.source,
+                                                   coalesce(' ' || pin.source_job, ''))
+                WHEN tr.tickets IS NOT NULL THEN format('trailing %s', (SELECT trailing_span FROM drift_settings()))
+                ELSE 'none' END,
+           cur.o
+    FROM (SELECT d.window_start AS b, d.window_s AS bs, d.tenant AS t, sum(d.tickets)::bigint AS n,
+                 nullif(drift_labels_sum(d.label_counts), '{}'::jsonb) AS lc,
+                 drift_hist_sum(d.confidence_hist::bigint[]) AS h, bool_or(w.overflow) AS o
+          FROM (SELECT x.tenant, max(x.window_start) AS newest, bool_or(x.overflow) AS overflow
+                FROM drift_windows x WHERE x.model = p_model AND x.window_start >= p_since
+                GROUP BY x.tenant) w
+          JOIN drift_windows d ON d.tenant = w.tenant AND d.model = p_model AND d.window_start = w.newest
+          WHERE d.window_start >= p_since
+          GROUP BY 1, 2, 3) cur
+    LEFT JOIN LATERAL (SELECT * FROM drift_baselines z WHERE z.tenant = cur.t AND z.model = p_model
+                       ORDER BY z.created_at DESC, z.id DESC LIMIT 1) pin ON true
+    LEFT JOIN LATERAL (SELECT * FROM drift_windows_sum(cur.t, p_model,
+                                     cur.b - (SELECT trailing_span FROM drift_settings()), cur.b) r
+                       WHERE pin.id IS NULL) tr ON true
+    CROSS JOIN LATERAL drift_compare(cur.lc, cur.h, cur.n,
+                                     coalesce(pin.label_counts, tr.label_counts),
+                                     coalesce(pin.confidence_hist, tr.confidence_hist),
+                                     coalesce(pin.tickets, tr.tickets)) sc
+    ORDER BY cur.t
     ON CONFLICT (tenant, model) DO UPDATE SET
         window_start = excluded.window_start, window_s = excluded.window_s,
         tickets = excluded.tickets, status = excluded.status, level = excluded.level,

@@ -316,10 +316,100 @@ static void test_parity(void **state) {
     assert_true(runs >= N_CASES);
 }
 
+/* Every family's graph, at every precision, planned without weights: each op's views fit
+ * their tensors (a linear's input k and output n columns, its weight (n, k) and bias (n)),
+ * activations are written before they are read, and the plan sizes the arena. */
+static void view_fits(const gpu_graph_t *g, const gpu_op_t *op, gpu_view_t v, int width) {
+    if (v.t < 0 || v.t >= g->n_tensors || v.col < 0 || v.col + width > g->tensor[v.t].cols)
+        fail_msg("%s: a view of %d columns from %d overruns tensor %d", op->name, width, v.col,
+                 v.t);
+}
+
+static void test_every_family_plans(void **state) {
+    (void)state;
+    const char *const geoms[] = {"bert-mini",       "bert-large",     "distilbert-base",
+                                 "roberta-base",    "xlmr-base",      "electra-small",
+                                 "modernbert-base", "deberta-v3-base"};
+    const gpu_precision_t precs[] = {GPU_PREC_FP32, GPU_PREC_FP16, GPU_PREC_BF16, GPU_PREC_FP8};
+    char err[256];
+    for (size_t gi = 0; gi < sizeof geoms / sizeof geoms[0]; gi++)
+        for (size_t pi = 0; pi < sizeof precs / sizeof precs[0]; pi++) {
+            gpu_model_config_t cfg;
+            assert_int_equal(gpu_model_geometry(geoms[gi], 3, &cfg), 0);
+            gpu_graph_t *g = NULL;
+            assert_int_equal(
+                gpu_graph_build(&cfg, NULL, precs[pi], GPU_PREC_FP16, &g, err, sizeof err), 0);
+            char *written = calloc((size_t)g->n_tensors, 1);
+            for (int t = 0; t < g->n_tensors; t++)
+                written[t] = g->tensor[t].cls == GPU_TENSOR_WEIGHT;
+            for (int i = 0; i < g->n_prelude + g->n_ops; i++) {
+                const gpu_op_t *op = i < g->n_prelude ? &g->prelude[i] : &g->op[i - g->n_prelude];
+                if (op->kind == GPU_OP_LINEAR) {
+                    view_fits(g, op, op->src[0], op->k);
+                    view_fits(g, op, op->out, op->n);
+                    assert_int_equal(g->tensor[op->w[0]].rows, op->n);
+                    assert_int_equal(g->tensor[op->w[0]].cols, op->k);
+                    if (op->w[1] >= 0) assert_int_equal(g->tensor[op->w[1]].cols, op->n);
+                } else if (op->kind == GPU_OP_ATTENTION) {
+                    for (int k = 0; k < 3; k++)
+                        view_fits(g, op, op->src[k], op->heads * op->head_dim);
+                    view_fits(g, op, op->out, op->heads * op->head_dim);
+                } else if (op->kind != GPU_OP_EMBED) {
+                    view_fits(g, op, op->src[0], op->n);
+                    view_fits(g, op, op->out, op->n);
+                } else {
+                    view_fits(g, op, op->out, op->n);
+                }
+                for (int k = 0; k < 3; k++)
+                    if (op->src[k].t >= 0 && !written[op->src[k].t])
+                        fail_msg("%s %s: %s reads %s before any op writes it", geoms[gi],
+                                 gpu_precision_name(precs[pi]), op->name,
+                                 g->tensor[op->src[k].t].name);
+                written[op->out.t] = 1;
+            }
+            assert_true(g->logits >= 0 && written[g->logits]);
+            gpu_graph_plan_opts_t po = {.act_bytes = 2, .token_budget = 4096, .max_seqs = 256};
+            gpu_graph_plan_t p;
+            assert_int_equal(gpu_graph_plan(g, &po, &p), 0);
+            assert_true(p.arena_bytes > (size_t)4096 * cfg.hidden * 2);
+            assert_true(p.weights_bytes > 0);
+            gpu_graph_plan_free(&p);
+            free(written);
+            gpu_graph_free(g);
+        }
+}
+
+/* A backend that lacks an op says which, by name, at init: the cpu runs fp8 only as a linear
+ * op's precision, so an attention op at fp8 is refused naming it. */
+static void test_lacking_op_named(void **state) {
+    (void)state;
+    gpu_model_t *m = NULL;
+    char err[512] = "";
+    assert_int_equal(gpu_model_init_random("bert-mini", 3, 7, &m, err, sizeof err), 0);
+    unsigned seed = 99;
+    built_t o;
+    build(m, ATT_FULL, GPU_PREC_FP32, &o, seed);
+    for (int i = 0; i < o.g->n_ops; i++)
+        if (o.g->op[i].kind == GPU_OP_ATTENTION) o.g->op[i].prec = GPU_PREC_FP8;
+    const gpu_backend_ops_t *cpu = gpu_backend_find("cpu", err, sizeof err);
+    gpu_backend_opts_t bo = {
+        .token_budget = BUDGET, .max_seqs = 8, .threads = 1, .precision = "fp8"};
+    gpu_backend_t *be = NULL;
+    assert_int_not_equal(cpu->init_graph(m, o.g, &bo, &be, err, sizeof err), 0);
+    assert_null(be);
+    printf("%s\n", err);
+    assert_non_null(strstr(err, "the cpu backend lacks attn: attention"));
+    assert_non_null(strstr(err, "fp8"));
+    free(o.ref);
+    gpu_model_free(m);
+}
+
 int main(void) {
     /* the bf16 kernel is picked once per process, by a probe that must not run under cmocka's
      * signal handlers */
     (void)gpu_cpu_bf16_best();
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_parity)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_parity),
+                                       cmocka_unit_test(test_lacking_op_named),
+                                       cmocka_unit_test(test_every_family_plans)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -82,9 +82,9 @@ void gpu_cpu_run_op(const gpu_backend_t *be, int i, const gpu_op_t *op, const gp
 void gpu_cpu_project(const cpu_proj_t *p, const float *x, int ldx, int n, gpu_cpu_epi_t epi,
                      float *y, int ldy);
 
-/* Builds the graph of be->m at be->prec (unless be->g is given), checks the backend runs every op, lays out the
- * arena, prepares every projection's weights (fp8 rounding, packing) and runs the prelude
- * (cpu_weights.c). 0, or -1 with err. */
+/* Builds the graph of be->m at be->prec (unless be->g is given), checks the backend runs every op,
+ * lays out the arena, prepares every projection's weights (fp8 rounding, packing) and runs the
+ * prelude (cpu_weights.c). 0, or -1 with err. */
 int gpu_cpu_graph_setup(gpu_backend_t *be, char *err, size_t errlen);
 void gpu_cpu_graph_free(gpu_backend_t *be);
 /* The table's supports_op: every op at fp32 and bf16, the linear op at fp8 too. */

@@ -1,9 +1,11 @@
 /* BERT and the families that share its layers and differ only in what the loader normalises
- * away (names, the position offset, DistilBERT's missing token types): embeddings (ELECTRA:
- * projected from E to H), post-norm layers, the head on the first token. */
+ * away with BERT's generic rules (their config keys in gpu/model/model_config.c, their tensor
+ * names as rows of gpu/model/model_weights.c: names, the position offset, DistilBERT's missing
+ * token types): embeddings (ELECTRA: projected from E to H), post-norm layers, the head on the
+ * first token. */
 #include "gpu/families/family.h"
 
-void gpu_family_bert_build(gpu_gb_t *b) {
+static void build(gpu_gb_t *b) {
     const gpu_model_config_t *c = &b->g->cfg;
     const gpu_model_weights_t *w = b->w;
     const int H = c->hidden, E = c->emb_size;
@@ -19,3 +21,17 @@ void gpu_family_bert_build(gpu_gb_t *b) {
     const int first = gpu_gb_postnorm_layers(b, x, NULL, NULL);
     gpu_gb_head(b, first, -1, -1, c->head_act);
 }
+
+/* The head's activation is the family's: ElectraClassificationHead applies
+ * get_activation("gelu") whatever hidden_act says. */
+#define BERT_ROW(sym, fam, arch, name, act)                                                        \
+    const gpu_family_t sym = {{fam, arch, name, act, NULL, NULL, NULL}, build}
+BERT_ROW(gpu_family_bert, GPU_FAMILY_BERT, "BertForSequenceClassification", "bert", GPU_ACT_TANH);
+BERT_ROW(gpu_family_distilbert, GPU_FAMILY_DISTILBERT, "DistilBertForSequenceClassification",
+         "distilbert", GPU_ACT_RELU);
+BERT_ROW(gpu_family_roberta, GPU_FAMILY_ROBERTA, "RobertaForSequenceClassification", "roberta",
+         GPU_ACT_TANH);
+BERT_ROW(gpu_family_xlm_roberta, GPU_FAMILY_XLM_ROBERTA, "XLMRobertaForSequenceClassification",
+         "xlm-roberta", GPU_ACT_TANH);
+BERT_ROW(gpu_family_electra, GPU_FAMILY_ELECTRA, "ElectraForSequenceClassification", "electra",
+         GPU_ACT_GELU);

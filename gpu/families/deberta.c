@@ -1,15 +1,209 @@
-/* DeBERTa-v2/v3: embeddings (a position table only where the checkpoint has one), BERT's
- * post-norm layers with disentangled attention, the pooler on the first token. The relative
- * embeddings (after their LayerNorm) go through each layer's position K and Q projections
- * once, in the prelude: c2p reads the keys, p2c the queries, at each pair's relative row
- * (gpu_model_rel_row). */
+/* DebertaV2ForSequenceClassification (DeBERTa-v2 and -v3), the whole family: config.json,
+ * the tensors, the relative position rule every backend shares, and the forward pass:
+ * embeddings (a position table only where the checkpoint has one), BERT's post-norm layers
+ * with disentangled attention (scores q.k plus c2p, the query against the keys of the
+ * relative embeddings, and p2c, the key against their queries, read at the bucketed
+ * distance), the pooler on the first token. The relative embeddings (after their LayerNorm)
+ * go through each layer's position K and Q projections once, in the graph's prelude. */
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "gpu/families/family.h"
 
+static void defaults(gpu_model_config_t *c) {
+    c->emb_size = c->hidden;
+    c->rel_buckets = 256;
+    c->rel_max_pos = 512;
+    c->rel_span = 256;
+    c->c2p = c->p2c = 1;
+    c->att_scale_factor = 3;
+    c->share_att_key = 1;
+    c->rel_ln = 1;
+}
+
+/* pos_att_type: a list ["p2c", "c2p"] or the older "p2c|c2p" string. */
+static int att_types(json_t *root, const char *path, gpu_model_config_t *c, char *err,
+                     size_t errlen) {
+    json_t *v = json_object_get(root, "pos_att_type");
+    c->c2p = c->p2c = 0;
+    if (!v || json_is_null(v)) return 0;
+    char buf[128] = "";
+    if (json_is_string(v)) {
+        snprintf(buf, sizeof buf, "%s", json_string_value(v));
+    } else if (json_is_array(v)) {
+        size_t i;
+        json_t *t;
+        json_array_foreach(v, i, t) {
+            if (!json_is_string(t)) break;
+            size_t n = strlen(buf);
+            snprintf(buf + n, sizeof buf - n, "%s%s", n ? "|" : "", json_string_value(t));
+        }
+    }
+    for (char *save = NULL, *t = strtok_r(buf, "|", &save); t; t = strtok_r(NULL, "|", &save)) {
+        while (*t == ' ')
+            t++;
+        if (strncmp(t, "c2p", 3) == 0)
+            c->c2p = 1;
+        else if (strncmp(t, "p2c", 3) == 0)
+            c->p2c = 1;
+        else {
+            snprintf(err, errlen, "%s: pos_att_type '%s' is not supported (c2p, p2c)", path, t);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int config(json_t *root, const char *path, gpu_model_config_t *c, char *err, size_t errlen) {
+    int pos_rows = 0;
+    if (gpu_model_cfg_int_min(root, path, "vocab_size", 1, &c->vocab_size, err, errlen) ||
+        gpu_model_cfg_int_min(root, path, "hidden_size", 1, &c->hidden, err, errlen) ||
+        gpu_model_cfg_int_min(root, path, "num_hidden_layers", 1, &c->layers, err, errlen) ||
+        gpu_model_cfg_int_min(root, path, "num_attention_heads", 1, &c->heads, err, errlen) ||
+        gpu_model_cfg_int_min(root, path, "intermediate_size", 1, &c->intermediate, err, errlen) ||
+        gpu_model_cfg_int_min(root, path, "max_position_embeddings", 1, &pos_rows, err, errlen) ||
+        gpu_model_cfg_int_min(root, path, "type_vocab_size", 0, &c->type_vocab, err, errlen) ||
+        gpu_model_cfg_act(root, path, "hidden_act", "gelu", &c->act, err, errlen) ||
+        gpu_model_cfg_act(root, path, "pooler_hidden_act", "gelu", &c->head_act, err, errlen) ||
+        gpu_model_cfg_eps(root, path, "layer_norm_eps", 1e-7, &c->ln_eps, err, errlen))
+        return -1;
+    c->emb_size = c->hidden;
+    int e = c->hidden, pooler = c->hidden, conv = 0, head = 0, biased = 1, rel = 0, share = 0;
+    if ((json_object_get(root, "embedding_size") &&
+         gpu_model_cfg_int_min(root, path, "embedding_size", 1, &e, err, errlen)) ||
+        (json_object_get(root, "pooler_hidden_size") &&
+         gpu_model_cfg_int_min(root, path, "pooler_hidden_size", 1, &pooler, err, errlen)) ||
+        (json_object_get(root, "conv_kernel_size") &&
+         gpu_model_cfg_int_min(root, path, "conv_kernel_size", 0, &conv, err, errlen)) ||
+        (json_object_get(root, "attention_head_size") &&
+         gpu_model_cfg_int_min(root, path, "attention_head_size", 1, &head, err, errlen)) ||
+        gpu_model_cfg_bool(root, path, "position_biased_input", 1, &biased, err, errlen) ||
+        gpu_model_cfg_bool(root, path, "relative_attention", 0, &rel, err, errlen) ||
+        gpu_model_cfg_bool(root, path, "share_att_key", 0, &share, err, errlen) ||
+        att_types(root, path, c, err, errlen))
+        return -1;
+    if (e != c->hidden || pooler != c->hidden || conv > 0 ||
+        (head && c->hidden != head * c->heads)) {
+        snprintf(err, errlen,
+                 "%s: embedding_size, pooler_hidden_size and attention_head_size x heads must "
+                 "equal hidden_size, and conv_kernel_size 0 (DeBERTa-v2 xlarge's conv layer is not "
+                 "supported)",
+                 path);
+        return -1;
+    }
+    /* HF numbers positions from 0 and, without position_biased_input, has no table. */
+    c->pos_rows = biased ? pos_rows : 0;
+    c->max_pos = pos_rows;
+    c->share_att_key = share;
+    /* HF divides by sqrt(head_dim * (1 + terms)) whether or not relative attention is on. */
+    c->att_scale_factor = 1 + c->c2p + c->p2c;
+    if (!rel) {
+        c->c2p = c->p2c = 0;
+        return 0;
+    }
+    int buckets = -1, max_rel = -1;
+    json_t *b = json_object_get(root, "position_buckets");
+    json_t *mr = json_object_get(root, "max_relative_positions");
+    if (json_is_integer(b)) buckets = (int)json_integer_value(b);
+    if (json_is_integer(mr)) max_rel = (int)json_integer_value(mr);
+    if ((b && !json_is_integer(b)) || (mr && !json_is_integer(mr)) || buckets > 1 << 20 ||
+        max_rel > 1 << 20) {
+        snprintf(err, errlen,
+                 "%s: position_buckets / max_relative_positions are not integers "
+                 "up to 2^20",
+                 path);
+        return -1;
+    }
+    if (max_rel < 1) max_rel = pos_rows;
+    c->rel_max_pos = max_rel;
+    c->rel_buckets = buckets > 0 ? buckets : 0;
+    c->rel_span = buckets > 0 ? buckets : max_rel;
+    if (c->rel_buckets == 1 || (c->rel_buckets > 0 && max_rel <= c->rel_buckets / 2 + 1)) {
+        snprintf(err, errlen, "%s: position_buckets %d needs max_relative_positions above %d", path,
+                 c->rel_buckets, c->rel_buckets / 2 + 1);
+        return -1;
+    }
+    json_t *n = json_object_get(root, "norm_rel_ebd");
+    c->rel_ln = json_is_string(n) && strstr(json_string_value(n), "layer_norm") != NULL;
+    return 0;
+}
+
+int gpu_model_rel_row(const gpu_model_config_t *c, int rel) {
+    int bucket = rel;
+    if (c->rel_buckets > 0 && c->rel_max_pos > 0) {
+        /* make_log_bucket_position, in fp32 as torch evaluates it */
+        const int mid = c->rel_buckets / 2, sign = (rel > 0) - (rel < 0);
+        const int abs_pos = rel < mid && rel > -mid ? mid - 1 : abs(rel);
+        if (abs_pos > mid) {
+            const float den = logf((float)((double)(c->rel_max_pos - 1) / mid));
+            const float lp =
+                ceilf(logf((float)abs_pos / (float)mid) / den * (float)(mid - 1)) + (float)mid;
+            bucket = (int)lp * sign;
+        }
+    }
+    const int row = bucket + c->rel_span;
+    return row < 0 ? 0 : row > 2 * c->rel_span - 1 ? 2 * c->rel_span - 1 : row;
+}
+
+static int bind(gpu_model_t *m, const gpu_st_file_t *f, char *err, size_t errlen) {
+    const gpu_model_config_t *c = &m->cfg;
+    gpu_model_weights_t *w = &m->w;
+    const int H = c->hidden, I = c->intermediate;
+    if (gpu_model_load_tensor(f, "deberta.embeddings.word_embeddings.weight", NULL, w->word_emb,
+                              c->vocab_size, H, err, errlen) ||
+        (c->pos_rows && gpu_model_load_tensor(f, "deberta.embeddings.position_embeddings.weight",
+                                              NULL, w->pos_emb, c->pos_rows, H, err, errlen)) ||
+        (c->type_vocab &&
+         gpu_model_load_tensor(f, "deberta.embeddings.token_type_embeddings.weight", NULL,
+                               w->type_emb, c->type_vocab, H, err, errlen)) ||
+        gpu_model_load_ln(f, "deberta.embeddings.LayerNorm", w->emb_ln_g, w->emb_ln_b, H, err,
+                          errlen))
+        return -1;
+    for (int l = 0; l < c->layers; l++) {
+        gpu_layer_weights_t *y = &w->layer[l];
+        char p[192];
+#define LIN(sub, W, B, O, IN)                                                                      \
+    (snprintf(p, sizeof p, "deberta.encoder.layer.%d.%s", l, sub),                                 \
+     gpu_model_load_linear(f, p, W, B, O, IN, err, errlen))
+#define LN(sub, G, B)                                                                              \
+    (snprintf(p, sizeof p, "deberta.encoder.layer.%d.%s", l, sub),                                 \
+     gpu_model_load_ln(f, p, G, B, H, err, errlen))
+        if (LIN("attention.self.query_proj", y->q_w, y->q_b, H, H) ||
+            LIN("attention.self.key_proj", y->k_w, y->k_b, H, H) ||
+            LIN("attention.self.value_proj", y->v_w, y->v_b, H, H) ||
+            LIN("attention.output.dense", y->ao_w, y->ao_b, H, H) ||
+            LN("attention.output.LayerNorm", y->ln1_g, y->ln1_b) ||
+            LIN("intermediate.dense", y->ff1_w, y->ff1_b, I, H) ||
+            LIN("output.dense", y->ff2_w, y->ff2_b, H, I) ||
+            LN("output.LayerNorm", y->ln2_g, y->ln2_b))
+            return -1;
+        if (c->rel_span > 0 && !c->share_att_key &&
+            ((c->c2p && LIN("attention.self.pos_key_proj", y->pos_k_w, y->pos_k_b, H, H)) ||
+             (c->p2c && LIN("attention.self.pos_query_proj", y->pos_q_w, y->pos_q_b, H, H))))
+            return -1;
+#undef LIN
+#undef LN
+    }
+    if (c->rel_span > 0 &&
+        (gpu_model_load_tensor(f, "deberta.encoder.rel_embeddings.weight", NULL, w->rel_emb,
+                               2 * (int64_t)c->rel_span, H, err, errlen) ||
+         (c->rel_ln && gpu_model_load_ln(f, "deberta.encoder.LayerNorm", w->rel_ln_g, w->rel_ln_b,
+                                         H, err, errlen))))
+        return -1;
+    return gpu_model_load_linear(f, "pooler.dense", w->pool_w, w->pool_b, H, H, err, errlen) ||
+                   gpu_model_load_linear(f, "classifier", w->cls_w, w->cls_b, c->num_labels, H, err,
+                                         errlen)
+               ? -1
+               : 0;
+}
+
+/* ---- the forward pass ---- */
+
 #define V(t, c) gpu_gb_view(t, c)
 
-void gpu_family_deberta_build(gpu_gb_t *b) {
+static void build(gpu_gb_t *b) {
     const gpu_model_config_t *c = &b->g->cfg;
     const gpu_model_weights_t *w = b->w;
     const int H = c->hidden, R = 2 * c->rel_span;
@@ -53,3 +247,8 @@ void gpu_family_deberta_build(gpu_gb_t *b) {
                                              c->rel_span > 0 && c->p2c ? rq : NULL);
     gpu_gb_head(b, first, -1, -1, c->head_act);
 }
+
+const gpu_family_t gpu_family_deberta = {{GPU_FAMILY_DEBERTA_V2,
+                                          "DebertaV2ForSequenceClassification", "deberta-v2",
+                                          GPU_ACT_GELU, defaults, config, bind},
+                                         build};

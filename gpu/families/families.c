@@ -7,20 +7,23 @@
 
 #include "gpu/families/family.h"
 
-static const gpu_family_t registry[] = {
-    {GPU_FAMILY_BERT, gpu_family_bert_build},
-    {GPU_FAMILY_DISTILBERT, gpu_family_bert_build},
-    {GPU_FAMILY_ROBERTA, gpu_family_bert_build},
-    {GPU_FAMILY_XLM_ROBERTA, gpu_family_bert_build},
-    {GPU_FAMILY_ELECTRA, gpu_family_bert_build},
-    {GPU_FAMILY_MODERNBERT, gpu_family_modernbert_build},
-    {GPU_FAMILY_DEBERTA_V2, gpu_family_deberta_build},
-};
+/* The registry: one entry a family, each row defined by its file. */
+#define FAMILIES(X)                                                                                \
+    X(bert) X(distilbert) X(roberta) X(xlm_roberta) X(electra) X(modernbert) X(deberta)
+#define DECLARE(n) extern const gpu_family_t gpu_family_##n;
+#define ROW(n)     &gpu_family_##n,
+FAMILIES(DECLARE)
+static const gpu_family_t *const registry[] = {FAMILIES(ROW)};
+#define N_FAMILIES (int)(sizeof registry / sizeof registry[0])
 
 const gpu_family_t *gpu_family_find(gpu_model_family_t f) {
-    for (size_t i = 0; i < sizeof registry / sizeof registry[0]; i++)
-        if (registry[i].family == f) return &registry[i];
+    for (int i = 0; i < N_FAMILIES; i++)
+        if (registry[i]->rules.family == f) return registry[i];
     return NULL;
+}
+
+const gpu_model_family_rules_t *gpu_model_family_rules(int i) {
+    return i >= 0 && i < N_FAMILIES ? &registry[i]->rules : NULL;
 }
 
 /* Room enough for any builder: a layer has fewer than 32 tensors and 32 ops (DeBERTa: 22

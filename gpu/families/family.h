@@ -1,12 +1,13 @@
 /* What the family files of gpu/families share: the registry row and the builder's helpers.
- * A family is one file: its builder turns a config and its weights into the graph's ops
- * (gpu/graph.h); its row in families.c names it. */
+ * A family is one file: its config.json keys, its tensor names and its forward pass as the
+ * graph's ops (gpu/graph.h); one line of families.c lists it. */
 #ifndef RECLASS_GPU_FAMILIES_FAMILY_H
 #define RECLASS_GPU_FAMILIES_FAMILY_H
 
 #include "gpu/graph.h"
 #include "gpu/model/fp8.h"
 #include "gpu/model/model.h"
+#include "gpu/model/model_int.h"
 
 /* A graph under construction. */
 typedef struct {
@@ -15,19 +16,16 @@ typedef struct {
     gpu_precision_t prec, storage; /* as gpu_graph_build's */
 } gpu_gb_t;
 
+/* A family: what the loader asks of it (gpu/model/model_int.h) and its graph builder, which
+ * appends its tensors and ops to b->g (b->g->cfg is the config). Each family file defines
+ * its row (const gpu_family_t gpu_family_<name>); families.c lists them. */
 typedef struct {
-    gpu_model_family_t family;
-    /* Appends the family's tensors and ops to b->g (b->g->cfg is the config). */
+    gpu_model_family_rules_t rules;
     void (*build)(gpu_gb_t *b);
 } gpu_family_t;
 
 /* The registry row of f, or NULL. */
 const gpu_family_t *gpu_family_find(gpu_model_family_t f);
-
-/* The builders (one per family file). */
-void gpu_family_bert_build(gpu_gb_t *b);
-void gpu_family_modernbert_build(gpu_gb_t *b);
-void gpu_family_deberta_build(gpu_gb_t *b);
 
 /* An empty graph of cfg with room for capacity tensors, ops and prelude ops; NULL out of
  * memory. gpu_graph_build starts from one; so does a test that builds a graph by hand. */
