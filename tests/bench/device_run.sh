@@ -67,8 +67,9 @@
 #                bert-base fp16 and distilbert-base, each next to `reclass bench` on 200,000
 #                of the same tickets; 4 workers of 4 threads on the tiny model, then 4 with one
 #                SIGKILLed mid-job (JOB_RUNS: a comma list of scaling, bert, distil, workers,
-#                kill, and sinks: 16 threads with 8 result writers; default all but sinks). The ceiling alone, against a baseline build (another
-#                checkout's build-sm90/reclass copied to .devlibs/base/reclass before `pack`),
+#                kill, and sinks: 16 threads with 8 result writers; default all but sinks).
+#                The ceiling alone, against a baseline build (another checkout's
+#                build-sm90/reclass copied to .devlibs/base/reclass before `pack`),
 #                interleaved: JOB_RUNS=scaling tests/bench/device_run.sh run job
 #       cpubf16  the CPU backend at bf16 on the host's CPU (no GPU used): lscpu and its bf16
 #                flags, test_cpu_bf16 (parity and batch invariance of each bf16 kernel the CPU
