@@ -67,7 +67,10 @@
 #                bert-base fp16 and distilbert-base, each next to `reclass bench` on 200,000
 #                of the same tickets; 4 workers of 4 threads on the tiny model, then 4 with one
 #                SIGKILLed mid-job (JOB_RUNS: a comma list of scaling, bert, distil, workers,
-#                kill; default all)
+#                kill, and sinks: 16 threads with 8 result writers; default all but sinks).
+#                The ceiling alone, against a baseline build (another checkout's
+#                build-sm90/reclass copied to .devlibs/base/reclass before `pack`),
+#                interleaved: JOB_RUNS=scaling tests/bench/device_run.sh run job
 #       cpubf16  the CPU backend at bf16 on the host's CPU (no GPU used): lscpu and its bf16
 #                flags, test_cpu_bf16 (parity and batch invariance of each bf16 kernel the CPU
 #                has: AMX, AVX512-BF16, AVX2), cpu_bf16_bench (BERT GEMM shapes: fp32, each
@@ -93,7 +96,9 @@ pack)
         while read -r lib; do cp -L "$lib" .devlibs/lib/; done
     # the long CFPB narratives for the cpubf16 stage (../shared does not travel)
     mkdir -p .devlibs/cfpb && cp ../shared/data/cfpb_complaints/complaints_sample.csv .devlibs/cfpb/
-    tar -cf - .devlibs/lib .devlibs/build-root .devlibs/cfpb $B/reclass $B/tests/test_gpu_* \
+    base=()
+    [ -x .devlibs/base/reclass ] && base=(.devlibs/base/reclass) # the job stage's baseline
+    tar -cf - .devlibs/lib .devlibs/build-root .devlibs/cfpb "${base[@]}" $B/reclass $B/tests/test_gpu_* \
         $B/tests/gpu_bench $B/tests/test_cpu_bf16 $B/tests/cpu_bf16_bench $B/tests/test_graph_ops \
         $B/CTestTestfile.cmake $B/tests/CTestTestfile.cmake | xz -T2 -6 >.devlibs/bundle.tar.xz
     rm -rf .devlibs/lib .devlibs/cfpb
@@ -512,7 +517,7 @@ job_bench() {
     shift 4
     echo "== $name" >>"$log"
     (export LD_LIBRARY_PATH=/opt/reclass-pglib:$LD_LIBRARY_PATH PATH=/usr/lib/postgresql/15/bin:$PATH
-     RECLASS_BUILD_DIR=$PWD/$B RECLASS_BACKEND=cuda timeout "${JOB_TIMEOUT:-240}" \
+     RECLASS_BUILD_DIR=${JOB_BUILD:-$PWD/$B} RECLASS_BACKEND=cuda timeout "${JOB_TIMEOUT:-240}" \
          bash tests/bench/job_bench.sh /tmp/real_texts.jsonl "$model" "$workers" -- "$@") >>"$log" 2>&1
     echo "$name: exit $?" | tee -a "$summary"
     awk -v n="== $name" '$0 == n {on = 1; next} /^== / {on = 0} on && !/^(reclass run|%[0-9]|submitted)/' \
@@ -530,10 +535,17 @@ if has job; then
                 --geometry $g >>"$log" 2>&1
         done
         if [[ $runs == *,scaling,* ]]; then
+            # the pipeline's ceiling; with a baseline binary in .devlibs/base/reclass (`pack`
+            # takes it along), each thread count runs it first, then this build, back to back
             for t in 2 4 8 16; do
+                [ -x .devlibs/base/reclass ] && JOB_BUILD=$PWD/.devlibs/base job_bench "$log" \
+                    "baseline: tiny-h64, 1 worker, --threads $t" /tmp/model-tiny-h64 1 --threads $t
                 job_bench "$log" "tiny-h64, 1 worker, --threads $t" /tmp/model-tiny-h64 1 --threads $t
             done
         fi
+        # is the result writers' PostgreSQL side next? twice the default writers at 16 threads
+        [[ $runs == *,sinks,* ]] && job_bench "$log" "tiny-h64, 1 worker, --threads 16, 8 writers" \
+            /tmp/model-tiny-h64 1 --threads 16 --sink-connections 8
         for g in bert-base distilbert-base; do
             k=bert
             [ $g = distilbert-base ] && k=distil

@@ -2,8 +2,9 @@
  *
  * The poll, encoder and sink threads share one lock; a pool of --threads threads
  * (worker/pipeline/pool.h) tokenizes and scores for them:
- *   poll (the caller's thread): consumes, decodes, has each burst tokenized on the pool, pushes
- *     into the length-sorting accumulator; undecodable records go to the dead-letter topic;
+ *   poll (the caller's thread): consumes and tracks bursts of records, each decoded,
+ *     validated and tokenized on the pool while the next is polled, then pushed in arrival
+ *     order into the length-sorting accumulator; undecodable records go to the dead-letter topic;
  *     pauses the partitions when the accumulator is full or PostgreSQL is down, while it keeps
  *     polling;
  *   encoder: pops token-budgeted batches (when ready or at the oldest item's deadline), runs

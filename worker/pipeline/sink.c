@@ -192,6 +192,11 @@ static int record_failures(pl_t *pl, sink_t *sk, pl_item_t *list) {
         fprintf(stderr, "reclass run: sink: out of memory recording %d dead letter(s)\n", n);
     }
     pthread_mutex_lock(&pl->q.mu);
+    /* appended in the list's order: records that failed before the encoder keep the order they
+     * were read in, so their dead letters leave in each partition's order */
+    pl_item_t **end = &pl->q.refused;
+    while (*end)
+        end = &(*end)->next;
     while (list) {
         pl_item_t *x = list;
         list = x->next;
@@ -199,8 +204,9 @@ static int record_failures(pl_t *pl, sink_t *sk, pl_item_t *list) {
             pl_item_free(x);
             continue;
         }
-        x->next = pl->q.refused;
-        pl->q.refused = x;
+        x->next = NULL;
+        *end = x;
+        end = &x->next;
     }
     pthread_mutex_unlock(&pl->q.mu);
     return rc;
@@ -235,7 +241,8 @@ void *pl_sink_main(void *arg) {
             pthread_mutex_lock(&pl->q.mu);
         }
         if (!pl->q.out_head && !pl->q.failed) break; /* the encoder is done, all written */
-        /* records that failed before the encoder, of partitions still ours */
+        /* records that failed before the encoder, of partitions still ours (q.failed is
+         * newest first: taken in reverse, refused holds them in the order they were read) */
         pl_item_t *refused = NULL; /* for the poll thread to dead-letter, once recorded */
         while (pl->q.failed) {
             pl_item_t *x = pl->q.failed;
