@@ -87,6 +87,64 @@ static int take_priority(const consumers_codec_t *c, avro_value_t *rec, consumer
     return 0;
 }
 
+/* The writer schema of the record in p[0, len) (Confluent framing or plain) and where its
+ * Avro body starts. */
+static const codec_schema_t *codec_frame(consumers_codec_t *c, const uint8_t *p, size_t len,
+                                         size_t *off, char *err, size_t errlen) {
+    /* A plain record starts with job_id's length; 0 would be an empty job_id, which is
+     * invalid anyway, so a leading 0 byte always means the Confluent framing. */
+    const codec_schema_t *sch = &c->plain;
+    *off = 0;
+    if (p[0] == 0) {
+        if (len < 5) {
+            common_errf(-1, err, errlen, "Confluent header truncated (%zu bytes)", len);
+            return NULL;
+        }
+        uint32_t id = (uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4];
+        sch = id <= INT32_MAX ? codec_find_schema(c, (int32_t)id) : NULL;
+        if (!sch) {
+            common_errf(-1, err, errlen, "unknown schema id %u%s", id,
+                        c->registry_ids ? " (the schema registry does not know it)" : "");
+            return NULL;
+        }
+        *off = 5;
+    }
+    if (!sch->ready) {
+        common_errf(-1, err, errlen, "%s", sch->bad);
+        return NULL;
+    }
+    return sch;
+}
+
+int consumers_codec_identity(consumers_codec_t *c, const void *buf, size_t len,
+                             consumers_ticket_t *out) {
+    const uint8_t *p = buf;
+    memset(out, 0, sizeof(*out));
+    out->partition = -1;
+    out->offset = -1;
+    char err[256];
+    size_t off, pos;
+    const codec_schema_t *sch = buf && len ? codec_frame(c, p, len, &off, err, sizeof err) : NULL;
+    if (!sch) return -1;
+    pos = off;
+    if (consumers_avro_scan(sch->writer, p, len, &pos, err, sizeof err)) return -1;
+    codec_schema_t *m = (codec_schema_t *)sch;
+    avro_value_reset(&m->proj_val);
+    /* the record alone: trailing bytes are one of the errors this reads through */
+    avro_reader_memory_set_source(c->in, (const char *)p + off, (int64_t)(pos - off));
+    if (avro_value_read(c->in, &m->resolved)) return -1;
+    avro_value_t *rec = &m->proj_val;
+    int64_t total = 0;
+    if (take_string(rec, "job_id", 1, &out->job_id, NULL, err, sizeof err) ||
+        take_string(rec, "tenant", 1, &out->tenant, NULL, err, sizeof err) ||
+        take_string(rec, "ticket_id", 1, &out->ticket_id, NULL, err, sizeof err))
+        return out->job_id ? 0 : -1;
+    if (take_long(rec, "job_total", &total, err, sizeof err) == 0 && total >= 1 &&
+        total <= INT32_MAX)
+        out->job_total = (int32_t)total;
+    return 0;
+}
+
 int consumers_codec_decode(consumers_codec_t *c, const void *buf, size_t len,
                            consumers_ticket_t *out, char *err, size_t errlen) {
     const uint8_t *p = buf;
@@ -94,22 +152,9 @@ int consumers_codec_decode(consumers_codec_t *c, const void *buf, size_t len,
     out->partition = -1;
     out->offset = -1;
     if (!buf || len == 0) return common_errf(-1, err, errlen, "empty message");
-
-    /* A plain record starts with job_id's length; 0 would be an empty job_id, which is
-     * invalid anyway, so a leading 0 byte always means the Confluent framing. */
-    const codec_schema_t *sch = &c->plain;
-    size_t off = 0;
-    if (p[0] == 0) {
-        if (len < 5)
-            return common_errf(-1, err, errlen, "Confluent header truncated (%zu bytes)", len);
-        uint32_t id = (uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4];
-        sch = id <= INT32_MAX ? codec_find_schema(c, (int32_t)id) : NULL;
-        if (!sch)
-            return common_errf(-1, err, errlen, "unknown schema id %u%s", id,
-                               c->registry_ids ? " (the schema registry does not know it)" : "");
-        off = 5;
-    }
-    if (!sch->ready) return common_errf(-1, err, errlen, "%s", sch->bad);
+    size_t off;
+    const codec_schema_t *sch = codec_frame(c, p, len, &off, err, errlen);
+    if (!sch) return -1;
 
     size_t pos = off;
     if (consumers_avro_scan(sch->writer, p, len, &pos, err, errlen)) return -1;

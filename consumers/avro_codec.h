@@ -21,6 +21,13 @@ void consumers_codec_free(consumers_codec_t *codec);
 int consumers_codec_decode(consumers_codec_t *codec, const void *buf, size_t len,
                            consumers_ticket_t *out, char *err, size_t errlen);
 
+/* For a record consumers_codec_decode refused: what it says of itself, as far as it can be
+ * read (job_id, then tenant, ticket_id, job_total when in range; the rest zero), so that its
+ * dead letter counts against its job. 0 when job_id was read (free out with
+ * consumers_ticket_free), -1 when not even that. */
+int consumers_codec_identity(consumers_codec_t *codec, const void *buf, size_t len,
+                             consumers_ticket_t *out);
+
 /* A Confluent-framed value's schema id: 1 and *id set, or 0 for a plain record. */
 int consumers_codec_schema_id(const void *buf, size_t len, int32_t *id);
 

@@ -440,12 +440,21 @@ int consumers_consumer_store(consumers_consumer_t *c, int32_t track, int64_t nex
     return re ? -1 : 0;
 }
 
+/* The group's own refusals: this member's generation or membership is being replaced (a
+ * rebalance, or a member leaving). The partitions' next owner commits what it stores. */
+static int refused_by_group(rd_kafka_resp_err_t re) {
+    return re == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS ||
+           re == RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION ||
+           re == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID || re == RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID ||
+           re == RD_KAFKA_RESP_ERR__ASSIGNMENT_LOST || re == RD_KAFKA_RESP_ERR__STATE;
+}
+
 int consumers_consumer_commit(consumers_consumer_t *c, char *err, size_t errlen) {
     if (c->closed) return 0;
     rd_kafka_resp_err_t re = rd_kafka_commit(c->rk, NULL, 0);
     if (re && re != RD_KAFKA_RESP_ERR__NO_OFFSET) {
         snprintf(err, errlen, "offset commit: %s", rd_kafka_err2str(re));
-        return -1;
+        return refused_by_group(re) ? 1 : -1;
     }
     return 0;
 }

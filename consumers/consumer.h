@@ -110,8 +110,9 @@ const char *consumers_consumer_topic_name(const consumers_consumer_t *c, int top
 /* Stores next_offset (last committed + 1) for a track; thread-safe. Returns 0 or -1. */
 int consumers_consumer_store(consumers_consumer_t *c, int32_t track, int64_t next_offset);
 
-/* Synchronously commits the stored offsets. 0, or -1 with err (nothing stored is not an
- * error). */
+/* Synchronously commits the stored offsets. 0 (nothing stored is not an error); 1 with err
+ * when the group refused it for a rebalance (this member's generation is being replaced: the
+ * partitions' next owner commits); -1 with err for any other failure. */
 int consumers_consumer_commit(consumers_consumer_t *c, char *err, size_t errlen);
 
 /* Commits stored offsets and leaves the group (its partitions move to other members at

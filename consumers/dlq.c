@@ -189,7 +189,8 @@ fail:
 
 int consumers_dlq_send_copy(consumers_dlq_t *d, const char *topic, int32_t partition,
                             int64_t offset, const void *key, size_t key_len, const void *value,
-                            size_t len, const char *error, int64_t tag) {
+                            size_t len, const char *error, const char *job_id,
+                            const char *tenant, int64_t tag) {
     dlq_letter_t *l = calloc(1, sizeof(*l));
     if (!l) return -1;
     *l = (dlq_letter_t){.partition = partition,
@@ -198,7 +199,7 @@ int consumers_dlq_send_copy(consumers_dlq_t *d, const char *topic, int32_t parti
                         .len = len,
                         .orig_len = len,
                         .key_len = key ? key_len : 0};
-    l->hdrs = rd_kafka_headers_new(6);
+    l->hdrs = rd_kafka_headers_new(8);
     l->value = malloc(len ? len : 1);
     l->key = malloc(l->key_len ? l->key_len : 1);
     if (!l->hdrs || !l->value || !l->key) {
@@ -218,6 +219,8 @@ int consumers_dlq_send_copy(consumers_dlq_t *d, const char *topic, int32_t parti
     rd_kafka_header_add(l->hdrs, "reclass.source.topic", -1, topic ? topic : "", -1);
     rd_kafka_header_add(l->hdrs, "reclass.source.partition", -1, part, -1);
     rd_kafka_header_add(l->hdrs, "reclass.source.offset", -1, off, -1);
+    if (job_id) rd_kafka_header_add(l->hdrs, "reclass.job_id", -1, job_id, -1);
+    if (tenant) rd_kafka_header_add(l->hdrs, "reclass.tenant", -1, tenant, -1);
     d->outstanding++;
     letter_produce(d, l);
     return 0;
@@ -228,7 +231,7 @@ int consumers_dlq_send(consumers_dlq_t *d, const consumers_record_t *rec, const 
     const rd_kafka_message_t *src = (const rd_kafka_message_t *)rec; /* consumer.c's record */
     return consumers_dlq_send_copy(d, src->rkt ? rd_kafka_topic_name(src->rkt) : "", src->partition,
                                    src->offset, src->key, src->key_len, src->payload, src->len,
-                                   error, tag);
+                                   error, NULL, NULL, tag);
 }
 
 int consumers_dlq_poll(consumers_dlq_t *d, int timeout_ms) {

@@ -1,6 +1,8 @@
 /* Dead-letter producer: records that fail decoding or validation are copied, unchanged (key
  * and value), to a dead-letter topic with headers naming the error and where they came from:
- *   reclass.error, reclass.source.topic, reclass.source.partition, reclass.source.offset.
+ *   reclass.error, reclass.source.topic, reclass.source.partition, reclass.source.offset,
+ * and reclass.job_id, reclass.tenant when the record said them (its job counts it as failed:
+ * migrations/008_job_failures.sql).
  * A dead letter counts as handled (its source offset may be stored) only once Kafka
  * acknowledged it. Nothing is ever dropped:
  *  - the producer's message.max.bytes is at least what the consumer can fetch
@@ -44,11 +46,12 @@ int consumers_dlq_init(const char *brokers, const char *topic, const char *const
 int consumers_dlq_send(consumers_dlq_t *d, const consumers_record_t *src, const char *error,
                        int64_t tag);
 
-/* The same for a record kept as its parts after it was consumed (a row the database refused
- * later): topic, partition, offset, key (may be NULL) and value, copied. */
+/* The same for a record kept as its parts after it was consumed: topic, partition, offset, key
+ * (may be NULL) and value, copied; job_id and tenant (NULL: not known) become headers. */
 int consumers_dlq_send_copy(consumers_dlq_t *d, const char *topic, int32_t partition,
                             int64_t offset, const void *key, size_t key_len, const void *value,
-                            size_t len, const char *error, int64_t tag);
+                            size_t len, const char *error, const char *job_id,
+                            const char *tenant, int64_t tag);
 
 /* Serves delivery reports and sends the letters whose retry is due; returns the number of
  * delivery reports served. */

@@ -22,21 +22,11 @@ input=${RECLASS_DEMO_INPUT:-}        # a JSONL of {"id", "text"} instead of CLIN
 model=${RECLASS_DEMO_MODEL:-$root/deploy/models/clinc150-bert-mini}
 
 # 1. packages (only what is missing; apt-get update once)
-pkgs=(libavro-dev libpq-dev libopenblas-dev libjansson-dev libutf8proc-dev
-      libcmocka-dev libcurl4-openssl-dev postgresql postgresql-client cmake gcc make
-      build-essential patch libssl-dev zlib1g-dev libzstd-dev
-      pkg-config python3)
-missing=()
-[ "$prebuilt" = 1 ] || for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-if [ ${#missing[@]} -gt 0 ]; then
-    sudo=
-    if [ "$(id -u)" != 0 ]; then
-        command -v sudo >/dev/null || { echo "demo: need root or sudo to install ${missing[*]}" >&2; exit 1; }
-        sudo=sudo
-    fi
-    say "installing ${missing[*]}"
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ "$prebuilt" != 1 ]; then
+    say "packages (tests/packages.txt, the demo rows)"
+    # shellcheck source=tests/lib/packages.sh
+    source "$root/tests/lib/packages.sh"
+    pkg_install demo || exit 1
 fi
 
 # 2. build (the CUDA backend too when nvcc is there)

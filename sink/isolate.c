@@ -15,12 +15,13 @@
 #include "sink/pgutil.h"
 #include "sink/sink_int.h"
 
-/* the constraints of migrations/005_tenant.sql */
+/* the constraints of migrations/005_tenant.sql and 008_job_failures.sql */
 #define CON_OWNER "ticket_results_job_owner"
 #define CON_TOTAL "jobs_done_within_total"
+#define CON_FIXED "job_total_fixed"
 
-static const char SQL_OWNERS[] = "SELECT job_id, tenant FROM jobs"
-                                 " WHERE job_id = ANY($1::text[]) AND tenant IS NOT NULL";
+static const char SQL_OWNERS[] = "SELECT job_id, tenant, total FROM job_info"
+                                 " WHERE job_id = ANY($1::text[])";
 
 static int reject_add(sink_t *s, int row, const char *fmt, ...) {
     if (s->n_rejects == s->rejects_cap) {
@@ -47,6 +48,38 @@ static int reject_owner(sink_t *s, int row, const sink_result_t *r) {
                       r->job_id, r->tenant ? r->tenant : "(none)");
 }
 
+/* fixed < 0: another writer fixed it meanwhile, to a value this write did not read */
+static int reject_total(sink_t *s, int row, const sink_result_t *r, int32_t fixed) {
+    if (fixed < 0)
+        return reject_add(s, row,
+                          "job %s has another total (fixed by its first stored ticket) than this "
+                          "ticket's job_total %d: every ticket of a job must carry the same "
+                          "job_total; nothing of the job was changed (SQLSTATE 23514, " CON_FIXED
+                          ")",
+                          r->job_id, (int)r->job_total);
+    return reject_add(s, row,
+                      "job %s has the total %d (fixed by its first stored ticket) and this ticket "
+                      "says job_total %d: every ticket of a job must carry the same job_total; "
+                      "nothing of the job was changed (SQLSTATE 23514, " CON_FIXED ")",
+                      r->job_id, (int)fixed, (int)r->job_total);
+}
+
+/* The total a job not stored yet takes from this write: the one most of its rows say (ties:
+ * the smaller), so one odd ticket cannot fix it. */
+static int32_t write_total(const sink_t *s, int n, const char *job) {
+    int32_t best = 0;
+    int best_n = 0;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(s->work[i].job_id, job) != 0) continue;
+        int32_t t = s->work[i].job_total;
+        int c = 0;
+        for (int k = 0; k < n; k++)
+            c += strcmp(s->work[k].job_id, job) == 0 && s->work[k].job_total == t;
+        if (c > best_n || (c == best_n && t < best)) best = t, best_n = c;
+    }
+    return best;
+}
+
 /* The reason for a row refused alone; err: the refusal in PostgreSQL's words. */
 static int reject_row(sink_t *s, int row, const sink_result_t *r, const char *err) {
     if (strcmp(s->fail_constraint, CON_OWNER) == 0) return reject_owner(s, row, r);
@@ -55,11 +88,13 @@ static int reject_row(sink_t *s, int row, const sink_result_t *r, const char *er
                           "job %s would hold more distinct tickets than its job_total (%d): "
                           "every ticket of a job must carry the job's full count (SQLSTATE %s)",
                           r->job_id, (int)r->job_total, s->fail_state);
+    if (strcmp(s->fail_constraint, CON_FIXED) == 0) return reject_total(s, row, r, -1);
     return reject_add(s, row, "PostgreSQL refused the row: %s", err); /* err has the SQLSTATE */
 }
 
-/* Rows of work[] whose job is owned by another tenant go to the rejects; the others are moved
- * to the front. Returns the number kept, or -1 with rc set. */
+/* Rows of work[] whose job is owned by another tenant, or whose job_total is not the job's
+ * (job_total_check), go to the rejects; the others are moved to the front. Returns the number
+ * kept, or -1 with rc set. */
 static int drop_foreign(sink_t *s, int n, int *rc, char *err, size_t errlen) {
     const sink_tally_t *t = &s->tally; /* of the whole write: sink_write_once built it */
     sink_copybuf_t *b = &s->params;
@@ -88,17 +123,29 @@ static int drop_foreign(sink_t *s, int n, int *rc, char *err, size_t errlen) {
     for (int i = 0; i < n; i++) {
         const sink_result_t *r = &s->work[i];
         const char *owner = NULL;
-        for (int k = 0; k < PQntuples(res) && !owner; k++) /* a write holds a few jobs */
-            if (strcmp(PQgetvalue(res, k, 0), r->job_id) == 0) owner = PQgetvalue(res, k, 1);
-        if (owner && (!r->tenant || strcmp(owner, r->tenant) != 0)) {
-            if (reject_owner(s, s->work_row[i], r)) {
-                PQclear(res);
-                snprintf(err, errlen, "sink: out of memory listing refused rows");
-                *rc = SINK_RETRY;
-                return -1;
+        int32_t fixed = 0;
+        for (int k = 0; k < PQntuples(res); k++) /* a write holds a few jobs */
+            if (strcmp(PQgetvalue(res, k, 0), r->job_id) == 0) {
+                owner = PQgetisnull(res, k, 1) ? NULL : PQgetvalue(res, k, 1);
+                fixed = (int32_t)atol(PQgetvalue(res, k, 2));
+                break;
             }
-            continue;
+        if (fixed <= 0) {
+            const sink_job_t *j = sink_tally_find(t, r->job_id);
+            if (j && j->total < 0) fixed = write_total(s, n, r->job_id);
         }
+        int bad = 0;
+        if (owner && (!r->tenant || strcmp(owner, r->tenant) != 0))
+            bad = reject_owner(s, s->work_row[i], r) ? -1 : 1;
+        else if (fixed > 0 && r->job_total != fixed)
+            bad = reject_total(s, s->work_row[i], r, fixed) ? -1 : 1;
+        if (bad < 0) {
+            PQclear(res);
+            snprintf(err, errlen, "sink: out of memory listing refused rows");
+            *rc = SINK_RETRY;
+            return -1;
+        }
+        if (bad) continue;
         s->work_row[kept] = s->work_row[i];
         s->work[kept++] = *r;
     }

@@ -8,35 +8,33 @@
 #include "sink/pgutil.h"
 #include "sink/sink_int.h"
 
-/* $1 job ids (sorted), $2 tenants, $3 totals, $4 new tickets per job, $5 writer. The job_info
- * row is created once and changed only when a record says something new about it (an UPDATE
- * whose condition is false locks nothing); the count goes to this writer's own row, unless it
- * would take the job past its total (job_progress_guard, migrations/006_progress.sql). A total
- * <= 0 means unknown. */
+/* $1 job ids (sorted), $2 tenants, $3 totals (-1: the write's tickets disagree), $4 new
+ * tickets per job, $5 writer. The job_info row is created once and its total set once, by the
+ * first ticket stored (job_total_check refuses a ticket that says another: it runs over every
+ * job of the write before anything else, an InitPlan of ins); the count goes to this writer's
+ * own row, unless it would take the job past its total (job_progress_guard). A total <= 0
+ * means unknown (migrations/006_progress.sql, 008_job_failures.sql). */
 const char sink_sql_jobs[] =
     "WITH u AS (SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::integer[])"
     "   AS u(job_id, tenant, total, n)"
+    "), chk AS (SELECT bool_and(job_total_check(job_id, total)) AS ok FROM u"
     "), ins AS (INSERT INTO job_info (job_id, tenant, total)"
-    "   SELECT job_id, tenant, total FROM u ORDER BY job_id ON CONFLICT (job_id) DO NOTHING"
-    "), upd AS (UPDATE job_info j SET total = u.total, tenant = COALESCE(j.tenant, u.tenant),"
-    "   updated_at = now() FROM u WHERE j.job_id = u.job_id"
-    "   AND (j.total <> u.total OR (j.tenant IS NULL AND u.tenant IS NOT NULL)))"
+    "   SELECT job_id, tenant, total FROM u WHERE (SELECT ok FROM chk)"
+    "   ORDER BY job_id ON CONFLICT (job_id) DO NOTHING"
+    "), upd AS (UPDATE job_info j SET total = greatest(j.total, u.total),"
+    "   tenant = COALESCE(j.tenant, u.tenant), updated_at = now() FROM u"
+    "   WHERE j.job_id = u.job_id AND (SELECT ok FROM chk)"
+    "   AND ((j.total <= 0 AND u.total > 0) OR (j.tenant IS NULL AND u.tenant IS NOT NULL)))"
     " INSERT INTO job_progress AS p (job_id, writer, done)"
     " SELECT job_id, $5::text, n FROM u WHERE n > 0"
-    "   AND job_progress_guard(job_id, (n + coalesce((SELECT sum(q.done) FROM job_progress q"
-    "     WHERE q.job_id = u.job_id), 0))::bigint, total)"
+    "   AND job_progress_guard(job_id, (n + job_done(u.job_id))::bigint, total)"
     " ORDER BY job_id"
     " ON CONFLICT (job_id, writer) DO UPDATE SET done = p.done + excluded.done,"
     "   updated_at = now()";
 
-/* $1 job ids, after COMMIT: completed_at is set once, by whichever writer first sees the
- * summed progress reach total (the row lock re-checks completed_at IS NULL). */
-const char sink_sql_complete[] =
-    "UPDATE job_info j SET completed_at = now(), updated_at = now()"
-    " FROM (SELECT job_id, sum(done) AS done FROM job_progress"
-    "   WHERE job_id = ANY($1::text[]) GROUP BY job_id) p"
-    " WHERE j.job_id = p.job_id AND j.completed_at IS NULL AND j.total > 0"
-    "   AND p.done >= j.total";
+/* $1 job ids, after COMMIT: completed_at is set once, by whichever writer first sees done +
+ * failed reach total (the row lock re-checks completed_at IS NULL). */
+const char sink_sql_complete[] = "SELECT job_complete($1::text[])";
 
 /* The jobs statement's four arrays, built in one buffer (offsets first: it may move); the
  * first of them is the completion statement's too. */
@@ -91,7 +89,7 @@ int sink_progress_complete(sink_t *s, char *err, size_t errlen) {
     const char *vals[1] = {s->params.data}; /* its first array: the write's job ids */
     int lens[1] = {(int)s->params_ids_len}, fmts[1] = {1};
     PGresult *res = PQexecPrepared(s->conn, SINK_STMT_COMPLETE, 1, vals, lens, fmts, 0);
-    if (res && PQresultStatus(res) == PGRES_COMMAND_OK) {
+    if (res && PQresultStatus(res) == PGRES_TUPLES_OK) {
         PQclear(res);
         return SINK_OK;
     }

@@ -91,7 +91,7 @@ static int sink_prepare(sink_t *s, const char *name, const char *sql, int n_para
     }
     int rc = sink_pg_classify(s->conn, res);
     const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-    if (st && (strcmp(st, "42P01") == 0 || strcmp(st, "42703") == 0))
+    if (st && (strcmp(st, "42P01") == 0 || strcmp(st, "42703") == 0 || strcmp(st, "42883") == 0))
         sink_pg_errmsg(err, errlen, "schema missing or outdated (run 'reclass migrate')", s->conn,
                        res);
     else
@@ -116,6 +116,7 @@ static int sink_session_setup(sink_t *s, char *err, size_t errlen) {
     if (rc == SINK_OK) rc = sink_prepare(s, STMT_UPSERT, SQL_UPSERT, 1, err, errlen);
     if (rc == SINK_OK) rc = sink_prepare(s, SINK_STMT_JOBS, sink_sql_jobs, 5, err, errlen);
     if (rc == SINK_OK) rc = sink_prepare(s, SINK_STMT_COMPLETE, sink_sql_complete, 1, err, errlen);
+    if (rc == SINK_OK) rc = sink_prepare(s, SINK_STMT_FAILURE, sink_sql_failure, 8, err, errlen);
     return rc;
 }
 

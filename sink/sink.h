@@ -65,6 +65,23 @@ typedef struct {
 /* The rows the last sink_write left out (in row order); *out is valid until the next write. */
 int sink_rejected(const sink_t *sink, const sink_reject_t **out);
 
+/* A ticket that ends as a dead letter instead of a result row (migrations/008_job_failures.sql):
+ * where its record is, what it said of itself (NULL / 0 where it could not be read) and why. */
+typedef struct {
+    const char *topic;
+    int32_t partition;
+    int64_t offset;
+    const char *job_id, *tenant, *ticket_id;
+    int32_t job_total;
+    const char *reason; /* the dead letter's reclass.error */
+} sink_failure_t;
+
+/* Records the failures (each one idempotent on its record: a re-read counts once), then stamps
+ * completed_at on their jobs where done + failed reached the total. Identifiers PostgreSQL
+ * cannot store (bad UTF-8, NUL) are recorded as unknown. SINK_OK, SINK_RETRY (connection:
+ * reconnect and call again) or SINK_FATAL. */
+int sink_write_failures(sink_t *sink, const sink_failure_t *f, int n, char *err, size_t errlen);
+
 /* Re-establishes the connection (one attempt; the caller backs off between attempts). */
 int sink_reconnect(sink_t *sink, char *err, size_t errlen);
 

@@ -46,7 +46,9 @@ int sink_fail(sink_t *s, PGresult *res, const char *step, char *err, size_t errl
 /* sink/progress.c: the statements, prepared per session by sink.c under these names */
 #define SINK_STMT_JOBS     "reclass_jobs"
 #define SINK_STMT_COMPLETE "reclass_complete"
+#define SINK_STMT_FAILURE  "reclass_failure"
 extern const char sink_sql_jobs[], sink_sql_complete[];
+extern const char sink_sql_failure[]; /* sink/failures.c */
 /* Adds the tally's new tickets per job to this writer's progress (inside the write's
  * transaction; the job ids stay in s->params for the next call). */
 int sink_progress_add(sink_t *s, char *err, size_t errlen);

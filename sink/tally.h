@@ -11,7 +11,7 @@
 typedef struct {
     const char *job_id; /* borrowed from the caller's rows */
     const char *tenant; /* first non-NULL tenant among the job's rows */
-    int32_t total;      /* largest job_total among the job's rows */
+    int32_t total;      /* the job_total its rows say; -1 when they disagree */
     int32_t rows;       /* rows of this job in the write */
     int32_t fresh;      /* of those, tickets new to ticket_results (set by the writer) */
 } sink_job_t;

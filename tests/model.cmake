@@ -50,3 +50,8 @@ reclass_add_test(NAME test_golden_gate SOURCES ${CMAKE_SOURCE_DIR}/tests/test_go
 # where its headers are) and the agreement gates on the demo model against HF fp32.
 reclass_add_test(NAME test_cpu_fp8 SOURCES ${CMAKE_SOURCE_DIR}/tests/test_cpu_fp8.c
   ${CMAKE_SOURCE_DIR}/tests/lib/family_golden.c LABELS unit)
+
+# The graph's ops x precisions x backends against the reference ops (ggml's test-backend-ops):
+# a backend not built or without a device prints its rows as skipped.
+reclass_add_test(NAME test_graph_ops SOURCES ${CMAKE_SOURCE_DIR}/tests/test_graph_ops.c
+  LABELS unit)

@@ -7,30 +7,10 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${RECLASS_BUILD_DIR:-$root/build}
 
-# librdkafka is built from third_party/ (it needs patch and the OpenSSL, zlib, zstd headers).
-pkgs=(build-essential cmake pkg-config git python3 patch libssl-dev zlib1g-dev libzstd-dev
-      libavro-dev libpq-dev libopenblas-dev libjansson-dev libutf8proc-dev
-      libcmocka-dev libcurl4-openssl-dev python3-pip postgresql postgresql-client
-      python3-numpy python3-scipy chromium # drift score reference, report rendering test
-      clang libclang-rt-14-dev clang-format # clang + its runtimes: the fuzz stage (libFuzzer)
-      prometheus) # promtool and a real server: the alert rules and the scrape test
-missing=()
-for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-if [ ${#missing[@]} -gt 0 ]; then
-    echo "tests/run.sh: installing ${missing[*]}" >&2
-    sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
-# The Debian postgresql package starts a cluster on 5432 we don't use; the tests run their own.
-# confluent-kafka's own AvroSerializer and Schema Registry client produce the records of the
-# Schema Registry test (tests/integration/run_schema_registry.sh).
-if ! python3 -c 'import confluent_kafka.schema_registry.avro, fastavro' 2>/dev/null; then
-    pip_args=(-q --disable-pip-version-check "confluent-kafka[avro,schemaregistry]>=2.6" fastavro)
-    python3 -m pip install "${pip_args[@]}" 2>/dev/null ||
-        python3 -m pip install --break-system-packages "${pip_args[@]}" ||
-        echo "tests/run.sh: confluent-kafka could not be installed: the Schema Registry test skips" >&2
-fi
+# The packages of the one list, tests/packages.txt, that are missing (apt-get, pip).
+# shellcheck source=tests/lib/packages.sh
+source "$root/tests/lib/packages.sh"
+pkg_install demo test || { echo "tests/run.sh: FAIL: the packages could not be installed (above)"; exit 1; }
 
 # shellcheck source=tests/lib/build.sh
 source "$root/tests/lib/build.sh"

@@ -6,6 +6,11 @@ add_executable(test_sink ${CMAKE_SOURCE_DIR}/tests/test_sink.c)
 target_link_libraries(test_sink PRIVATE reclass_test_lib reclass_core PkgConfig::CMOCKA)
 add_test(NAME test_sink COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_sink.sh $<TARGET_FILE:test_sink>)
 set_tests_properties(test_sink PROPERTIES LABELS integration TIMEOUT 300)
+# A job's total fixed once, its dead letters counted (migrations/008_job_failures.sql).
+add_executable(test_sink_jobs ${CMAKE_SOURCE_DIR}/tests/test_sink_jobs.c)
+target_link_libraries(test_sink_jobs PRIVATE reclass_test_lib reclass_core PkgConfig::CMOCKA)
+add_test(NAME test_sink_jobs COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_sink.sh $<TARGET_FILE:test_sink_jobs>)
+set_tests_properties(test_sink_jobs PROPERTIES LABELS integration TIMEOUT 120)
 
 # Sink throughput benchmark: not a test (it writes 500k rows); run by hand, see
 # tests/bench/RESULTS-sink.md.

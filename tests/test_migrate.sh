@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # reclass migrate against a throwaway PostgreSQL (started here, always stopped):
 # idempotence, concurrent migrators, checksum guard, failing migration rollback, directory
-# lookup (flag, env, build tree, installed layout), 005_tenant carrying old data over, CLI
-# errors.
+# lookup (flag, env, build tree, installed layout), 005_tenant and 008_job_failures carrying
+# old data over, CLI errors.
 #   test_migrate.sh RECLASS_BIN
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -151,6 +151,42 @@ out=$(sql "$db" "SELECT job_progress_guard('shared', 101, 100)")
 has "006: done past total is refused" "would exceed its total" "$out"
 out=$(sql "$db" "INSERT INTO ticket_results (job_id, tenant, ticket_id, $row 'unowned', 'acme', 'new', 'l', 0, 1.5, 1, 'm'")
 has "005: a confidence above 1 is refused" "ticket_results_confidence" "$out"
+
+# 7b. 008_job_failures over a database of schema 007 with rows as the sink of 007 wrote them
+# (job_info, a job_progress counter per writer, ticket_results): nothing lost, counts as they
+# were, failed 0; from then on a failure counts once and completes its job, a total is fixed
+mkdir -p "$tmp/upto7" && cp "$src"/migrations/00[1-7]_*.sql "$tmp/upto7/"
+db=$(newdb before008)
+"$bin" migrate --db "$db" --migrations "$tmp/upto7" >/dev/null 2>&1
+sql "$db" "INSERT INTO ticket_results (job_id, tenant, ticket_id, $row 'j1', 'acme', 't' || i,
+             'l', 0, 0.5, 1, 'm' FROM generate_series(1, 10) i;
+           INSERT INTO ticket_results (job_id, tenant, ticket_id, $row 'j2', 'acme', 't' || i,
+             'l', 0, 0.5, 1, 'm' FROM generate_series(1, 5) i;
+           UPDATE job_info SET total = 10, completed_at = now() WHERE job_id = 'j1';
+           UPDATE job_info SET total = 6 WHERE job_id = 'j2';
+           INSERT INTO job_progress (job_id, writer, done) VALUES ('j1', 'h:1:0', 7), ('j1', 'h:2:0', 3),
+             ('j2', 'h:1:0', 5)" >/dev/null
+before=$(sql "$db" "SELECT string_agg(job_id || ':' || tenant || ':' || total || ':' || done || ':' || (completed_at IS NOT NULL), ',' ORDER BY job_id) FROM jobs")
+out=$("$bin" migrate --db "$db" --migrations "$src/migrations" 2>&1); rc=$?
+check "008 over rows of 007 exits 0" 0 $rc
+check "008: every row kept" 15 "$(sql "$db" "SELECT count(*) FROM ticket_results")"
+check "008: the jobs' columns as they were" "$before" \
+    "$(sql "$db" "SELECT string_agg(job_id || ':' || tenant || ':' || total || ':' || done || ':' || (completed_at IS NOT NULL), ',' ORDER BY job_id) FROM jobs")"
+check "008: failed and state" "j1:0:complete,j2:0:running" \
+    "$(sql "$db" "SELECT string_agg(job_id || ':' || failed || ':' || state, ',' ORDER BY job_id) FROM jobs")"
+fail1="SELECT job_failure_record('tickets', 1, 42, 'j2', 'acme', 't6', 6, 'trailing bytes')"
+sql "$db" "$fail1" >/dev/null
+sql "$db" "$fail1" >/dev/null # the same record read again
+sql "$db" "SELECT job_complete(ARRAY['j2'])" >/dev/null
+check "008: a failure counts once and completes its job" "5|1|complete with failures|t" \
+    "$(sql "$db" "SELECT done, failed, state, completed_at IS NOT NULL FROM jobs WHERE job_id = 'j2'")"
+sql "$db" "SELECT job_failure_record('tickets', 2, 7, 'j2', 'acme', 't1', 6, 'dead-lettered')" >/dev/null
+check "008: a ticket with a result row does not count as failed too" 1 \
+    "$(sql "$db" "SELECT failed FROM jobs WHERE job_id = 'j2'")"
+sql "$db" "SELECT job_failure_record('tickets', 2, 8, 'j1', 'other', 'x', 10, 'another tenant')" >/dev/null
+check "008: another tenant's failure does not count" 0 "$(sql "$db" "SELECT failed FROM jobs WHERE job_id = 'j1'")"
+out=$(sql "$db" "SELECT job_total_check('j1', 2147483647)")
+has "008: a total is fixed once" "its total is 10, a ticket says 2147483647" "$out"
 
 # 8. CLI errors: input errors exit 2 with what to fix, an unreachable server exits 1
 out=$("$bin" migrate 2>&1); rc=$?

@@ -297,6 +297,52 @@ static void test_bad_config(void **state) {
     expect_tok_refused(dir, "tokenize_chinese_chars");
 }
 
+/* A config.json that breaks a rule a later stage relies on is refused by the parser, naming
+ * the field: here RoPE thetas that are positive in JSON but round to 0 (or a subnormal) in the
+ * backends' fp32, among them the fuzzer's find (kept in tests/fuzz/regressions/). */
+static void expect_config(const char *json, const char *want) {
+    gpu_model_config_t c;
+    char err[512] = "";
+    int rc = gpu_model_parse_config(json, strlen(json), "config.json", &c, err, sizeof err);
+    if (!want) {
+        assert_int_equal(rc, 0);
+        for (int i = 0; i < c.num_labels; i++)
+            free(c.id2label[i]);
+        free(c.id2label);
+        return;
+    }
+    if (rc == 0 || !strstr(err, want))
+        fail_msg("config refused? rc %d, err '%s' (want '%s')", rc, err, want);
+}
+
+static void test_config_invariants(void **state) {
+    char json[1024];
+    static const char mb[] =
+        "{\"architectures\": [\"ModernBertForSequenceClassification\"], \"vocab_size\": 100, "
+        "\"hidden_size\": 8, \"num_hidden_layers\": 1, \"num_attention_heads\": 2, "
+        "\"intermediate_size\": 16, \"max_position_embeddings\": 64, \"num_labels\": 2%s}";
+    snprintf(json, sizeof json, mb, "");
+    expect_config(json, NULL);
+    snprintf(json, sizeof json, mb, ", \"global_rope_theta\": 10000, \"local_rope_theta\": 1e-50");
+    expect_config(json, "'local_rope_theta'");
+    snprintf(json, sizeof json, mb, ", \"global_rope_theta\": 1e-40");
+    expect_config(json, "'global_rope_theta'");
+    snprintf(json, sizeof json, mb,
+             ", \"rope_parameters\": {\"full_attention\": {\"rope_theta\": 1e5}, "
+             "\"sliding_attention\": {\"rope_theta\": 101e-50}}");
+    expect_config(json, "'rope_parameters.sliding_attention.rope_theta'");
+
+    FILE *f = fopen(RECLASS_SOURCE_DIR
+                    "/tests/fuzz/regressions/model_config/rope_theta_rounds_to_zero.json",
+                    "rb");
+    assert_non_null(f);
+    char crash[4096];
+    size_t n = fread(crash, 1, sizeof crash - 1, f);
+    fclose(f);
+    crash[n] = '\0';
+    expect_config(crash, "'rope_parameters.sliding_attention.rope_theta'");
+}
+
 static void test_bad_tensors(void **state) {
     char dir[300];
     new_case(dir, sizeof dir, NULL);
@@ -443,10 +489,10 @@ static void test_dtypes(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_demo_loads), cmocka_unit_test(test_missing_files),
-        cmocka_unit_test(test_bad_config), cmocka_unit_test(test_bad_tensors),
-        cmocka_unit_test(test_truncated),  cmocka_unit_test(test_variants),
-        cmocka_unit_test(test_dtypes),
+        cmocka_unit_test(test_demo_loads),  cmocka_unit_test(test_missing_files),
+        cmocka_unit_test(test_bad_config),  cmocka_unit_test(test_config_invariants),
+        cmocka_unit_test(test_bad_tensors), cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_variants),    cmocka_unit_test(test_dtypes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -145,7 +145,7 @@ static void test_write_counts_and_completion(void **state) {
 
 static void test_redelivery_never_double_counts(void **state) {
     sink_t *s = open_sink();
-    fill("job-redo", 0, 800, 800, "first");
+    fill("job-redo", 0, 800, 1200, "first"); /* 800 of a 1200-ticket job */
     expect_write(s, 0, 800, NULL, 0);
     PGresult *r0 = q("SELECT completed_at::text FROM jobs WHERE job_id = 'job-redo'", 0, NULL);
     char first_completed[64];
@@ -153,7 +153,7 @@ static void test_redelivery_never_double_counts(void **state) {
     PQclear(r0);
     assert_int_equal(sink_fallbacks(s), 0);
     /* the same tickets again (a redelivery after a rebalance), re-labelled */
-    fill("job-redo", 0, 800, 800, "second");
+    fill("job-redo", 0, 800, 1200, "second");
     expect_write(s, 0, 800, NULL, 0);
     assert_int_equal(sink_fallbacks(s), 1); /* the fast insert met stored rows */
     assert_int_equal(sink_last_inserted(s), 0);

@@ -156,6 +156,57 @@ static int config_check_size(const gpu_model_config_t *c, const char *path, char
     return 0;
 }
 
+/* Every rule a later stage takes for granted (the backends' layout and arithmetic, the
+ * position and relative-position rows, the label names, RoPE), checked once on the parsed
+ * config: a config.json that breaks one is refused naming the field, never run with nonsense
+ * values (tests/fuzz/fuzz_model_config.c states the same rules as its oracle). */
+static int config_validate(const gpu_model_config_t *c, const char *path, char *err,
+                           size_t errlen) {
+    const int own = c->family == GPU_FAMILY_MODERNBERT || c->family == GPU_FAMILY_DEBERTA_V2;
+    const char *bad = NULL;
+    if ((unsigned)c->family >= GPU_FAMILY_COUNT)
+        bad = "architectures";
+    else if (c->vocab_size <= 0)
+        bad = "vocab_size";
+    else if (c->hidden <= 0 || c->heads <= 0 || c->hidden % c->heads != 0)
+        bad = "hidden_size / num_attention_heads";
+    else if (c->layers <= 0)
+        bad = "num_hidden_layers";
+    else if (c->intermediate <= 0)
+        bad = "intermediate_size";
+    else if (c->max_pos <= 0 || c->pos_offset < 0 ||
+             (c->max_pos != c->pos_rows - c->pos_offset && !(own && c->pos_rows == 0)))
+        bad = "max_position_embeddings";
+    else if (c->type_vocab < (own ? 0 : 1))
+        bad = "type_vocab_size";
+    else if (c->emb_size <= 0 || c->emb_size > c->hidden)
+        bad = "embedding_size";
+    else if (!(c->ln_eps >= FLT_MIN && c->ln_eps <= FLT_MAX))
+        bad = "layer_norm_eps";
+    else if (c->family == GPU_FAMILY_MODERNBERT && c->glu != 1)
+        bad = "architectures (GLU)";
+    else if (c->family == GPU_FAMILY_MODERNBERT && c->global_every < 1)
+        bad = "global_attn_every_n_layers";
+    else if (c->family == GPU_FAMILY_MODERNBERT && c->local_window < 0)
+        bad = "local_attention";
+    else if (c->family == GPU_FAMILY_MODERNBERT &&
+             !(c->rope_theta_global >= FLT_MIN && c->rope_theta_global <= FLT_MAX))
+        bad = "global_rope_theta";
+    else if (c->family == GPU_FAMILY_MODERNBERT &&
+             !(c->rope_theta_local >= FLT_MIN && c->rope_theta_local <= FLT_MAX))
+        bad = "local_rope_theta";
+    else if (c->rel_span < 0 || (c->rel_span > 0 && c->rel_buckets == 1))
+        bad = "position_buckets / max_relative_positions";
+    else if (c->num_labels <= 0 || !c->id2label)
+        bad = "id2label / num_labels";
+    for (int i = 0; !bad && i < c->num_labels; i++)
+        if (!c->id2label[i]) bad = "id2label";
+    if (!bad) return 0;
+    snprintf(err, errlen, "%s: '%s' describes a model the loader cannot run (out of range)", path,
+             bad);
+    return -1;
+}
+
 /* The family named first in "architectures" that is supported, or -1 (err says why). */
 static int config_family(json_t *root, const char *path, char *err, size_t errlen) {
     json_t *arch = json_object_get(root, "architectures");
@@ -316,7 +367,8 @@ static int config_from_json(json_t *root, const char *path, gpu_model_config_t *
     } else {
         c->max_pos = c->pos_rows - c->pos_offset;
     }
-    return config_labels(root, path, c, err, errlen);
+    if (config_labels(root, path, c, err, errlen)) return -1;
+    return config_validate(c, path, err, errlen);
 }
 
 static void config_free_labels(gpu_model_config_t *c) {

@@ -3,6 +3,7 @@
  * transformers 5 writes it: layer_types, rope_parameters) and its tensors. Biases are read
  * where the checkpoint has them (attention_bias, mlp_bias, norm_bias, classifier_bias) and
  * are zeros where it has none, so the backends run one formula. */
+#include <float.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,13 +27,16 @@ void gpu_model_modernbert_defaults(gpu_model_config_t *c) {
     c->rope_theta_local = (float)MB_THETA_LOCAL;
 }
 
-/* A theta: a positive number, dflt when the key is missing or null. */
-static int cfg_theta(json_t *obj, const char *path, const char *key, double dflt, float *out,
-                     char *err, size_t errlen) {
+/* A theta: a positive number, dflt when the key is missing or null; name is the key as the
+ * message shows it. The backends raise it to a power in fp32: it must be a normal float there
+ * (a value that rounds to 0 would make every frequency infinite). */
+static int cfg_theta(json_t *obj, const char *path, const char *key, const char *name, double dflt,
+                     float *out, char *err, size_t errlen) {
     json_t *v = obj ? json_object_get(obj, key) : NULL;
     double t = v && !json_is_null(v) ? json_number_value(v) : dflt;
-    if ((v && !json_is_null(v) && !json_is_number(v)) || !(t > 0 && t < 1e30)) {
-        snprintf(err, errlen, "%s: '%s' is not a positive number", path, key);
+    if ((v && !json_is_null(v) && !json_is_number(v)) || !(t >= FLT_MIN && t < 1e30)) {
+        snprintf(err, errlen, "%s: '%s' is not a positive number in fp32 range (below 1e30)", path,
+                 name);
         return -1;
     }
     *out = (float)t;
@@ -54,7 +58,9 @@ static int rope_kind(json_t *rp, const char *path, const char *kind, double dflt
                  kind, json_is_string(ty) ? json_string_value(ty) : "?");
         return -1;
     }
-    return cfg_theta(k, path, "rope_theta", dflt, out, err, errlen);
+    char name[64];
+    snprintf(name, sizeof name, "rope_parameters.%s.rope_theta", kind);
+    return cfg_theta(k, path, "rope_theta", name, dflt, out, err, errlen);
 }
 
 /* The global/local pattern: layer_types must be "global every n" (what HF derives from
@@ -148,10 +154,10 @@ int gpu_model_modernbert_config(json_t *root, const char *path, gpu_model_config
                    ? -1
                    : 0;
     }
-    if (cfg_theta(root, path, "global_rope_theta", MB_THETA_GLOBAL, &c->rope_theta_global, err,
-                  errlen) ||
-        cfg_theta(root, path, "local_rope_theta", MB_THETA_LOCAL, &c->rope_theta_local, err,
-                  errlen))
+    if (cfg_theta(root, path, "global_rope_theta", "global_rope_theta", MB_THETA_GLOBAL,
+                  &c->rope_theta_global, err, errlen) ||
+        cfg_theta(root, path, "local_rope_theta", "local_rope_theta", MB_THETA_LOCAL,
+                  &c->rope_theta_local, err, errlen))
         return -1;
     return 0;
 }

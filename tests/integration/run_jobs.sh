@@ -28,20 +28,20 @@ it_check_job job-b $NB
 "$RECLASS" jobs --db "$DB" >"$TMP/list.txt" || fail "jobs exited $?"
 cat "$TMP/list.txt"
 grep -q '\[' "$TMP/list.txt" && fail "a bar in plain (non-terminal) output"
-grep -q "^job-a  *acme  *$NA/$NA .* done " "$TMP/list.txt" || fail "job-a not listed as done $NA/$NA"
-grep -q "^job-b  *globex  *$NB/$NB .* done " "$TMP/list.txt" || fail "job-b not listed as done"
+grep -q "^job-a  *acme  *$NA/$NA .* complete " "$TMP/list.txt" || fail "job-a not listed as complete $NA/$NA"
+grep -q "^job-b  *globex  *$NB/$NB .* complete " "$TMP/list.txt" || fail "job-b not listed as complete"
 "$RECLASS" jobs --db "$DB" --json --tenant globex >"$TMP/list.json" || fail "jobs --json"
 python3 - "$TMP/list.json" "$NB" <<'PY' || fail "jobs --json"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 assert len(rows) == 1 and rows[0]["job_id"] == "job-b", rows
 r = rows[0]
-assert r["done"] == r["total"] == int(sys.argv[2]) and r["state"] == "done" and r["eta_s"] is None, r
+assert r["done"] == r["total"] == int(sys.argv[2]) and r["state"] == "complete" and r["eta_s"] is None, r
 assert r["tenant"] == "globex" and r["rate"] > 0, r
 PY
 "$RECLASS" jobs show job-a --db "$DB" >"$TMP/show.txt" || fail "jobs show"
 cat "$TMP/show.txt"
-grep -q "^progress: *$NA/$NA (done)" "$TMP/show.txt" || fail "show: progress"
+grep -q "^progress: *$NA/$NA (complete)" "$TMP/show.txt" || fail "show: progress"
 top=$(psql_q "SELECT label || ' ' || count(*) FROM ticket_results WHERE job_id = 'job-a' GROUP BY label ORDER BY count(*) DESC, label LIMIT 1")
 grep -q "^  ${top% *} *${top#* } " "$TMP/show.txt" || fail "show: top label '$top' missing"
 "$RECLASS" jobs show job-a --db "$DB" --json | python3 -c '

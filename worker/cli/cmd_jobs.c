@@ -1,5 +1,5 @@
 /* reclass jobs [show J]: how the bulk jobs are going, read from PostgreSQL (jobs, the
- * results' label counts, drift_scores of migration 004). Plain text when stdout is not a
+ * results' label counts, drift_status of migration 009). Plain text when stdout is not a
  * terminal, a progress bar when it is, --json for scripts; --watch S redraws every S seconds
  * (`jobs show J --watch` stops once the job completes). */
 #include <jansson.h>
@@ -38,9 +38,11 @@ static void jobs_usage(FILE *f) {
             "usage: reclass jobs --db URL [--tenant T] [--limit N] [--all] [--json] [--watch S]\n"
             "       reclass jobs show J --db URL [--json] [--watch S]\n\n"
             "Lists bulk jobs, newest activity first: tenant, done/total, rate, ETA, state\n"
-            "(waiting, running, stalled: no progress for 5 minutes, done), dead letters\n"
-            "where the schema counts them, and the tenant's newest drift status. `show J`\n"
-            "adds the job's times, its label mix and mean confidence. Exit 1 when J does\n"
+            "(waiting, running, stalled: no progress for 5 minutes, complete, complete with\n"
+            "failures: done + failed = total), failed (dead-lettered) tickets, and the\n"
+            "tenant's newest drift status. `show J`\n"
+            "adds the job's times, its label mix, mean confidence and the first failures'\n"
+            "reasons with their records (topic/partition/offset). Exit 1 when J does\n"
             "not exist.\n\n");
     worker_cli_print_opts(f, jobs_opts);
 }
@@ -49,17 +51,19 @@ static void jobs_usage(FILE *f) {
 
 /* $1 tenant or NULL, $2 limit, $3 'true' to include old completed jobs, $4 job id or NULL.
  * Columns: job, tenant, total, done, elapsed s (first record to last write), idle s (since
- * the last write), completed, first seen (UTC text), drift status, dead letters (NULL when
- * the schema keeps no count: read through to_jsonb so that either schema answers). */
+ * the last write), completed, first seen (UTC text), drift status (drift_status of migration
+ * 009, the worst model's, by its primary key), failed and state
+ * (migrations/008_job_failures.sql; NULL before it: read through to_jsonb so that either
+ * schema answers). */
 static const char SQL_JOBS[] =
-    "WITH d AS (SELECT DISTINCT ON (tenant) tenant, status"
-    "  FROM drift_scores('window', now() - interval '1 day') ORDER BY tenant, bucket_start DESC)"
-    " SELECT j.job_id, coalesce(j.tenant, ''), j.total, j.done,"
+    "SELECT j.job_id, coalesce(j.tenant, ''), j.total, j.done,"
     "  extract(epoch FROM j.updated_at - j.first_seen)::float8,"
     "  extract(epoch FROM now() - j.updated_at)::float8, j.completed_at IS NOT NULL,"
     "  to_char(j.first_seen AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS'),"
-    "  coalesce(d.status, '-'), (to_jsonb(j) ->> 'dead_letters')::bigint"
-    " FROM jobs j LEFT JOIN d ON d.tenant = j.tenant"
+    "  coalesce(d.status, '-'), (to_jsonb(j) ->> 'failed')::bigint, to_jsonb(j) ->> 'state'"
+    " FROM jobs j LEFT JOIN LATERAL (SELECT z.status FROM drift_status z"
+    "  WHERE z.tenant = j.tenant AND z.window_start > now() - interval '1 day'"
+    "  ORDER BY z.level DESC LIMIT 1) d ON true"
     " WHERE ($1::text IS NULL OR j.tenant = $1) AND ($4::text IS NULL OR j.job_id = $4)"
     "  AND ($3::boolean OR j.completed_at IS NULL OR j.completed_at > now() - interval '1 day')"
     " ORDER BY j.updated_at DESC, j.job_id LIMIT $2::integer";
@@ -72,9 +76,15 @@ static const char SQL_DETAIL[] =
     " to_char(max(classified_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS'),"
     " string_agg(DISTINCT model, ',') FROM ticket_results WHERE job_id = $1";
 
+/* $1 job: its first failures (migrations/008_job_failures.sql), where their records are. */
+static const char SQL_FAILURES[] =
+    "SELECT topic, \"partition\", \"offset\", coalesce(ticket_id, '-'), reason, counted"
+    " FROM job_failures WHERE job_id = $1"
+    " ORDER BY failed_at, topic, \"partition\", \"offset\" LIMIT 5";
+
 typedef struct {
     const char *id, *tenant, *first_seen, *drift;
-    long total, done, dead; /* dead < 0: not counted by this schema */
+    long total, done, dead; /* dead: failed tickets; < 0: not counted by this schema */
     double elapsed_s, idle_s, rate, eta_s;
     int completed;
     const char *state;
@@ -92,10 +102,14 @@ static job_row_t row_of(const PGresult *r, int i) {
     j.first_seen = PQgetvalue(r, i, 7);
     j.drift = PQgetvalue(r, i, 8);
     j.dead = PQgetisnull(r, i, 9) ? -1 : atol(PQgetvalue(r, i, 9));
+    const char *state = PQgetisnull(r, i, 10) ? NULL : PQgetvalue(r, i, 10);
     j.rate = j.elapsed_s > 0 ? j.done / j.elapsed_s : 0;
     j.eta_s = !j.completed && j.rate > 0 ? (j.total - j.done) / j.rate : -1;
-    j.state = j.completed                 ? "done"
-              : j.done == 0               ? "waiting"
+    int ended = j.completed || (state && strncmp(state, "complete", 8) == 0);
+    if (ended) j.completed = 1;
+    j.eta_s = ended ? -1 : j.eta_s;
+    j.state = ended                       ? (state ? state : "complete")
+              : j.done + (j.dead > 0 ? j.dead : 0) == 0 ? "waiting"
               : j.idle_s > JOBS_STALLED_S ? "stalled"
                                           : "running";
     return j;
@@ -131,7 +145,7 @@ static json_t *row_json(const job_row_t *j) {
                   "total", (json_int_t)j->total, "done", (json_int_t)j->done, "state", j->state,
                   "rate", j->rate, "first_seen", j->first_seen, "drift", j->drift);
     json_object_set_new(o, "eta_s", j->eta_s >= 0 ? json_real(j->eta_s) : json_null());
-    json_object_set_new(o, "dead_letters", j->dead >= 0 ? json_integer(j->dead) : json_null());
+    json_object_set_new(o, "failed", j->dead >= 0 ? json_integer(j->dead) : json_null());
     return o;
 }
 
@@ -143,8 +157,8 @@ static void print_list(FILE *f, const PGresult *r, int tty) {
     }
     fprintf(f, "%-24s %-12s ", "JOB", "TENANT");
     if (tty) fprintf(f, "%-28s ", "PROGRESS");
-    fprintf(f, "%-17s %10s %9s %-8s %6s %s\n", "DONE/TOTAL", "TICKETS/S", "ETA", "STATE", "DEAD",
-            "DRIFT");
+    fprintf(f, "%-17s %10s %9s %-22s %6s %s\n", "DONE/TOTAL", "TICKETS/S", "ETA", "STATE",
+            "FAILED", "DRIFT");
     for (int i = 0; i < n; i++) {
         job_row_t j = row_of(r, i);
         char eta[32], dead[24], dt[40];
@@ -155,7 +169,7 @@ static void print_list(FILE *f, const PGresult *r, int tty) {
             print_bar(f, j.done, j.total);
             fprintf(f, " ");
         }
-        fprintf(f, "%-17s %10.0f %9s %-8s %6s %s\n", dt, j.rate, fmt_dur(eta, sizeof eta, j.eta_s),
+        fprintf(f, "%-17s %10.0f %9s %-22s %6s %s\n", dt, j.rate, fmt_dur(eta, sizeof eta, j.eta_s),
                 j.state, dead, j.drift);
     }
 }
@@ -166,10 +180,15 @@ static int print_show(FILE *f, PGconn *conn, const PGresult *r, int tty) {
     const char *p[1] = {j.id};
     PGresult *labels = worker_cli_db_query("jobs", conn, SQL_LABELS, 1, p, NULL);
     PGresult *det = labels ? worker_cli_db_query("jobs", conn, SQL_DETAIL, 1, p, NULL) : NULL;
-    if (!det) {
+    PGresult *fails = det && j.dead >= 0
+                          ? worker_cli_db_query("jobs", conn, SQL_FAILURES, 1, p, NULL)
+                          : NULL;
+    if (!det || (j.dead >= 0 && !fails)) {
         PQclear(labels);
+        PQclear(det);
         return 1;
     }
+    int n_fails = fails ? PQntuples(fails) : 0;
     if (jobs_a.json) {
         json_t *o = row_json(&j), *ls = json_array();
         for (int i = 0; i < PQntuples(labels); i++)
@@ -179,6 +198,15 @@ static int print_show(FILE *f, PGconn *conn, const PGresult *r, int tty) {
                                             "mean_confidence", atof(PQgetvalue(labels, i, 2))));
         json_object_set_new(o, "labels", ls);
         json_object_set_new(o, "truncated", json_integer(atol(PQgetvalue(det, 0, 0))));
+        json_t *fs = json_array();
+        for (int i = 0; i < n_fails; i++)
+            json_array_append_new(
+                fs, json_pack("{s:s, s:I, s:I, s:s, s:s, s:b}", "topic", PQgetvalue(fails, i, 0),
+                              "partition", (json_int_t)atol(PQgetvalue(fails, i, 1)), "offset",
+                              (json_int_t)atoll(PQgetvalue(fails, i, 2)), "ticket_id",
+                              PQgetvalue(fails, i, 3), "reason", PQgetvalue(fails, i, 4),
+                              "counted", PQgetvalue(fails, i, 5)[0] == 't'));
+        json_object_set_new(o, "failures", fs);
         json_dumpf(o, f, JSON_COMPACT);
         fputc('\n', f);
         json_decref(o);
@@ -197,7 +225,7 @@ static int print_show(FILE *f, PGconn *conn, const PGresult *r, int tty) {
                 worker_cli_db_str(det, 0, 2, "-"));
         fprintf(f, "model:        %s\n", worker_cli_db_str(det, 0, 3, "-"));
         fprintf(f, "truncated:    %s\n", PQgetvalue(det, 0, 0));
-        if (j.dead >= 0) fprintf(f, "dead letters: %ld\n", j.dead);
+        if (j.dead >= 0) fprintf(f, "failed:       %ld (dead-lettered)\n", j.dead);
         fprintf(f, "drift:        %s (tenant's newest window)\n", j.drift);
         if (!PQgetisnull(det, 0, 1))
             fprintf(f, "confidence:   %.3f mean\n", atof(PQgetvalue(det, 0, 1)));
@@ -205,7 +233,13 @@ static int print_show(FILE *f, PGconn *conn, const PGresult *r, int tty) {
         for (int i = 0; i < PQntuples(labels); i++)
             fprintf(f, "  %-32s %8s  %.3f\n", PQgetvalue(labels, i, 0), PQgetvalue(labels, i, 1),
                     atof(PQgetvalue(labels, i, 2)));
+        if (n_fails) fprintf(f, "failures (first %d; topic/partition/offset ticket: reason):\n", n_fails);
+        for (int i = 0; i < n_fails; i++)
+            fprintf(f, "  %s/%s/%s %s: %s%s\n", PQgetvalue(fails, i, 0), PQgetvalue(fails, i, 1),
+                    PQgetvalue(fails, i, 2), PQgetvalue(fails, i, 3), PQgetvalue(fails, i, 4),
+                    PQgetvalue(fails, i, 5)[0] == 't' ? "" : " (not counted: another tenant's, or past the total)");
     }
+    PQclear(fails);
     PQclear(labels);
     PQclear(det);
     return 0;

@@ -9,6 +9,7 @@
 #include "common/paths.h"
 #include "consumers/kafka_props.h"
 #include "worker/cli/cli.h"
+#include "worker/observe/drift.h"
 #include "worker/pipeline/fair.h"
 
 /* The options of `reclass run`, each with its variable, set into c (kafka: c->kafka_props):
@@ -74,10 +75,13 @@ static void run_opts(worker_run_cfg_t *c, cli_list_t *kafka, cli_opt_t out[RUN_N
          "address the HTTP endpoints bind to (default 0.0.0.0; 127.0.0.1 = local only)"},
         {"drift-window-s", CLI_INT, &c->drift_window_s, 1, 86400, "RECLASS_DRIFT_WINDOW_S", NULL,
          "length of a drift window (table drift_windows) in seconds (default 60)"},
-        {"drift-max-tenants", CLI_INT, &c->drift_max_tenants, 1, 4096, "RECLASS_DRIFT_MAX_TENANTS",
-         NULL,
-         "tenants tracked per drift window; further tenants are counted as _other\n"
-         "      (default 64)"},
+        {"drift-max-tenants", CLI_INT, &c->drift_max_tenants, 1, 1048576,
+         "RECLASS_DRIFT_MAX_TENANTS", NULL,
+         "tenants tracked per drift window (default 4096); further ones are folded into\n"
+         "      _other (counted, logged, rows flagged overflow). Memory, fixed at start:\n"
+         "      at most 4 x (288 + 8 x labels) bytes per tenant (counted as 4096 when\n"
+         "      fewer), 7.3 MB at 4096 tenants and 20 labels; logged at start and\n"
+         "      exported as reclass_drift_memory_bytes"},
         {"telemetry-interval-s", CLI_INT, &c->telemetry_interval_s, 1, 86400,
          "RECLASS_TELEMETRY_INTERVAL_S", NULL,
          "seconds between gpu_memory rows (also written at start and exit; default 10)"},
@@ -174,7 +178,7 @@ common_status_t worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **arg
     cfg->top_k = 3;
     cfg->http_addr = "0.0.0.0";
     cfg->drift_window_s = 60;
-    cfg->drift_max_tenants = 64;
+    cfg->drift_max_tenants = WORKER_DRIFT_MAX_TENANTS;
     cfg->telemetry_interval_s = 10;
     cfg->join_timeout_s = 120;
     cfg->drain_db_wait_s = 30;

@@ -23,12 +23,15 @@ static void on_signal(int sig) {
 }
 
 /* The last explicit commit. A rebalance in progress makes the broker refuse it for a moment:
- * keep serving the group (paused, so nothing is fetched) and try again. */
+ * keep serving the group (paused, so nothing is fetched) and try again. Returns 0 once
+ * committed, 1 when the group still refuses it for a rebalance (every row is stored by then:
+ * the partitions' next owner re-reads past the last commit and stores nothing twice, so this
+ * is a clean end), -1 when it failed otherwise. */
 static int final_commit(pl_t *pl, char *err, size_t errlen) {
     double until = common_now_s() + PL_FINAL_COMMIT_S;
     for (;;) {
-        if (consumers_consumer_commit(pl->poll.consumer, err, errlen) == 0) return 0;
-        if (common_now_s() > until) return -1;
+        int rc = consumers_consumer_commit(pl->poll.consumer, err, errlen);
+        if (rc == 0 || common_now_s() > until) return rc;
         for (int i = 0; i < 10; i++) {
             consumers_record_free(consumers_consumer_poll(pl->poll.consumer, PL_DRAIN_POLL_MS));
         }
@@ -176,6 +179,11 @@ static void teardown(pl_t *pl) {
         pl->q.refused = it->next;
         pl_item_free(it);
     }
+    while (pl->q.failed) { /* idem: the sink records them otherwise */
+        pl_item_t *it = pl->q.failed;
+        pl->q.failed = it->next;
+        pl_item_free(it);
+    }
     pl_held_free(pl); /* first: librdkafka waits for every message before it closes */
     consumers_consumer_free(pl->poll.consumer);
     consumers_dlq_free(pl->poll.dlq);
@@ -293,8 +301,15 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
     if (have_enc) pthread_join(enc_th, NULL);
     for (int i = 0; i < pl->sk.n_writers; i++)
         if (pl->sk.writers[i].started) pthread_join(pl->sk.writers[i].th, NULL);
+    /* exit codes: README, "Exit codes" */
     rc = pl->q.fatal ? 1 : 0;
-    if (!pl->q.fatal && final_commit(pl, err, sizeof(err))) {
+    int fc = pl->q.fatal ? 0 : final_commit(pl, err, sizeof(err));
+    if (fc > 0)
+        fprintf(stderr,
+                "reclass run: %s: the group is rebalancing; every row is stored, so the "
+                "partitions' next owner re-reads from the last commit and stores nothing twice\n",
+                err);
+    if (fc < 0) {
         fprintf(stderr, "reclass run: %s\n", err);
         rc = 1;
     }

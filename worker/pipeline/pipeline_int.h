@@ -45,9 +45,9 @@ typedef struct pl_item {
      * refuse its row. It takes the place of the text, freed once tokenized. */
     void *key, *value;
     size_t key_len, value_len;
-    int refused;          /* the database refused its row: on q.refused, no longer the sink's */
+    int refused;          /* it ends as a dead letter: on q.failed or q.refused */
     char *dlq_error;      /* owned: why (NULL when out of memory) */
-    struct pl_item *next; /* overflow list (poll thread), then the refused list */
+    struct pl_item *next; /* overflow list (poll thread), then the failed or refused list */
 } pl_item_t;
 
 /* Results of one encoder batch, queued for the sink thread (which owns it once queued). */
@@ -72,7 +72,10 @@ typedef struct {
     pl_out_t *out_head, *out_tail; /* encoder -> sink queue */
     long out_items;                /* tickets in that queue */
     long max_out_items;            /* bound before the encoder waits */
-    pl_item_t *refused;            /* sink -> poll thread: rows the database refused, to be
+    pl_item_t *failed;             /* poll thread -> sink: records that end as dead letters,
+                                    * to be counted against their jobs first */
+    pl_item_t *refused;            /* sink -> poll thread: tickets recorded as failed (rows the
+                                    * database refused, records on failed), to be
                                     * dead-lettered (the dead-letter producer is the poll
                                     * thread's) */
     int draining;                  /* no more pushes: flush the accumulator */

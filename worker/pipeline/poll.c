@@ -50,7 +50,7 @@ void pl_send_refused(pl_t *pl) {
         if (consumers_dlq_send_copy(pl->poll.dlq, topic, it->t.partition, it->t.offset, it->key,
                                     it->key_len, it->value, it->value_len,
                                     it->dlq_error ? it->dlq_error : "the database refused the row",
-                                    it->epoch)) {
+                                    it->t.job_id, it->t.tenant, it->epoch)) {
             fprintf(stderr,
                     "reclass run: out of memory keeping the dead letter of partition %" PRId32
                     " offset %" PRId64 "; stopping (its offset stays unstored)\n",
@@ -196,15 +196,53 @@ static void set_fatal(pl_t *pl) {
     pthread_mutex_unlock(&pl->q.mu);
 }
 
-static void send_dead_letter(pl_t *pl, consumers_record_t *m, const char *err, int64_t epoch) {
-    /* the producer keeps the letter until Kafka has it, retrying as needed (dlq.h) */
-    if (consumers_dlq_send(pl->poll.dlq, m, err, epoch)) {
+/* A record that ends as a dead letter: counted against its job in PostgreSQL first (the sink
+ * takes q.failed), then sent, from q.refused, by pl_send_refused; its offset is committed once
+ * Kafka has the letter. it: the record's item when it was decoded (taken over), else NULL: what
+ * the record says of itself is read as far as it can be. */
+static void send_dead_letter(pl_t *pl, consumers_record_t *m, pl_item_t *it, const char *err,
+                             int64_t epoch, int32_t track) {
+    if (!it && (it = calloc(1, sizeof(*it))) != NULL) {
+        size_t len = 0, key_len = 0;
+        const void *value = consumers_record_value(m, &len);
+        const void *key = consumers_record_key(m, &key_len);
+        consumers_codec_identity(pl->poll.codec, value, len, &it->t);
+        it->value = malloc(len ? len : 1);
+        it->key = key && key_len ? malloc(key_len) : NULL;
+        if (it->value && len) memcpy(it->value, value, len);
+        if (it->key) memcpy(it->key, key, key_len);
+        it->value_len = len;
+        it->key_len = it->key ? key_len : 0;
+        if (!it->value || (key && key_len && !it->key)) {
+            pl_item_free(it);
+            it = NULL;
+        }
+    }
+    if (it) {
+        free(it->ids);
+        it->ids = NULL;
+        it->t.partition = consumers_record_partition(m);
+        it->t.offset = consumers_record_offset(m);
+        it->epoch = epoch;
+        it->track = track;
+        it->refused = 1;
+        free(it->dlq_error);
+        it->dlq_error = strdup(err);
+    }
+    if (!it || !it->dlq_error) {
         fprintf(stderr,
                 "reclass run: out of memory keeping the dead letter of partition %" PRId32
                 " offset %" PRId64 "; stopping (its offset stays unstored)\n",
                 consumers_record_partition(m), consumers_record_offset(m));
+        pl_item_free(it);
         set_fatal(pl);
+        return;
     }
+    pthread_mutex_lock(&pl->q.mu);
+    it->next = pl->q.failed;
+    pl->q.failed = it;
+    pthread_cond_signal(&pl->q.cv_sink);
+    pthread_mutex_unlock(&pl->q.mu);
 }
 
 /* Tokenizes the decoded items on the pool, then queues them in arrival order (the accumulator
@@ -219,8 +257,8 @@ static void flush_decoded(pl_t *pl) {
     for (int i = 0; i < pp->tok_n; i++) {
         pl_item_t *it = pp->tok_items[i];
         if (!it->ids) {
-            send_dead_letter(pl, pp->tok_rec[i], "out of memory tokenizing", it->epoch);
-            pl_item_free(it);
+            send_dead_letter(pl, pp->tok_rec[i], it, "out of memory tokenizing", it->epoch,
+                             it->track);
             it = NULL;
         }
         consumers_record_free(pp->tok_rec[i]);
@@ -260,7 +298,7 @@ static void handle_decodable(pl_t *pl, consumers_record_t *m) {
     char err[512];
     pl_item_t *it = make_item(pl, m, err, sizeof(err));
     if (!it) {
-        send_dead_letter(pl, m, err, epoch);
+        send_dead_letter(pl, m, NULL, err, epoch, track);
         consumers_record_free(m);
         return;
     }

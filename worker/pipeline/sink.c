@@ -16,15 +16,30 @@ static void sleep_ms(int ms) {
     nanosleep(&ts, NULL);
 }
 
+/* One write the sink retries until committed: results and telemetry, or failures. */
+typedef struct {
+    const sink_result_t *rows;
+    int n_rows;
+    const sink_batch_t *bat;
+    int n_bat;
+    const sink_failure_t *fails;
+    int n_fails;
+} pl_write_t;
+
+static int write_once(sink_t *sk, const pl_write_t *w, char *err, size_t errlen) {
+    if (w->fails) return sink_write_failures(sk, w->fails, w->n_fails, err, errlen);
+    return sink_write(sk, w->rows, w->n_rows, w->bat, w->n_bat, err, errlen);
+}
+
 /* Writes until committed. SINK_RETRY: pause consumption, reconnect with exponential backoff,
  * retry the same rows. Returns SINK_OK or SINK_FATAL. */
-static int write_committed(pl_t *pl, sink_t *sk, const sink_result_t *rows, int n_rows,
-                           const sink_batch_t *bat, int n_bat) {
+static int write_committed(pl_t *pl, sink_t *sk, const pl_write_t *w) {
     char err[1024];
+    int n_rows = w->fails ? w->n_fails : w->n_rows;
     int backoff = PL_RETRY_FIRST_MS;
     time_t stop_at = 0; /* after a signal: when to give up on a database that is down */
     for (;;) {
-        int rc = sink_write(sk, rows, n_rows, bat, n_bat, err, sizeof(err));
+        int rc = write_once(sk, w, err, sizeof(err));
         if (rc == SINK_OK) break;
         if (rc != SINK_RETRY) {
             fprintf(stderr, "reclass run: database write failed for good: %s\n", err);
@@ -73,8 +88,8 @@ static int write_committed(pl_t *pl, sink_t *sk, const sink_result_t *rows, int 
 }
 
 /* The rows the database refused for their data leave its[] for *refused, each with the reason
- * for its dead letter: their offsets count as committed only once that is in Kafka. Returns
- * how many rows stay. */
+ * for its dead letter: their offsets count as committed only once it is recorded against its
+ * job (record_failures) and in Kafka. Returns how many rows stay. */
 static int take_refused(sink_t *sk, pl_item_t **its, int r, pl_item_t **refused) {
     const sink_reject_t *rj;
     int n = sink_rejected(sk, &rj);
@@ -109,7 +124,7 @@ static int commit_rows(pl_t *pl, sink_t *sk, const sink_result_t *rows, pl_item_
                        const sink_batch_t *bat, int b, int32_t *parts, pl_item_t **refused) {
     worker_stage_clock_t clk;
     worker_stage_begin(&clk);
-    int rc = write_committed(pl, sk, rows, r, bat, b);
+    int rc = write_committed(pl, sk, &(pl_write_t){.rows = rows, .n_rows = r, .bat = bat, .n_bat = b});
     worker_stage_end(&clk, WORKER_STAGE_COPY);
     if (rc != SINK_OK) return rc;
     r = take_refused(sk, its, r, refused);
@@ -147,6 +162,50 @@ static int commit_rows(pl_t *pl, sink_t *sk, const sink_result_t *rows, pl_item_
     return SINK_OK;
 }
 
+/* The tickets on list (refused rows, records that failed before) are recorded as failed
+ * against their jobs, then handed to the poll thread for their dead letters. SINK_OK, or
+ * SINK_FATAL (the list is freed: nothing of it is stored, the next owner re-reads it). */
+static int record_failures(pl_t *pl, sink_t *sk, pl_item_t *list) {
+    int n = 0;
+    for (pl_item_t *x = list; x; x = x->next)
+        n++;
+    if (!n) return SINK_OK;
+    sink_failure_t *f = malloc(sizeof(*f) * (size_t)n); /* (n) */
+    int rc = SINK_FATAL;
+    if (f) {
+        int i = 0;
+        for (pl_item_t *x = list; x; x = x->next, i++) {
+            int topic = consumers_consumer_track_topic(pl->poll.consumer, x->track);
+            f[i] = (sink_failure_t){
+                .topic = topic < 0 ? "" : consumers_consumer_topic_name(pl->poll.consumer, topic),
+                .partition = x->t.partition,
+                .offset = x->t.offset,
+                .job_id = x->t.job_id,
+                .tenant = x->t.tenant,
+                .ticket_id = x->t.ticket_id,
+                .job_total = x->t.job_total,
+                .reason = x->dlq_error ? x->dlq_error : "the database refused the row"};
+        }
+        rc = write_committed(pl, sk, &(pl_write_t){.fails = f, .n_fails = n});
+        free(f);
+    } else {
+        fprintf(stderr, "reclass run: sink: out of memory recording %d dead letter(s)\n", n);
+    }
+    pthread_mutex_lock(&pl->q.mu);
+    while (list) {
+        pl_item_t *x = list;
+        list = x->next;
+        if (rc != SINK_OK) {
+            pl_item_free(x);
+            continue;
+        }
+        x->next = pl->q.refused;
+        pl->q.refused = x;
+    }
+    pthread_mutex_unlock(&pl->q.mu);
+    return rc;
+}
+
 void *pl_sink_main(void *arg) {
     pl_sink_writer_t *w = arg;
     pl_t *pl = w->pl;
@@ -166,15 +225,28 @@ void *pl_sink_main(void *arg) {
         pl->q.fatal = 1;
     }
     while (!pl->q.fatal) {
-        while (!pl->q.out_head && !pl->q.enc_done && !pl->q.fatal) {
+        while (!pl->q.out_head && !pl->q.failed && !pl->q.enc_done && !pl->q.fatal) {
             /* wake up now and then: a quiet drift window must still close and be written */
             pl_timedwait_ms(&pl->q.cv_sink, &pl->q.mu, PL_SINK_IDLE_MS);
-            if (pl->q.out_head || pl->q.enc_done || pl->q.fatal || !first) continue;
+            if (pl->q.out_head || pl->q.failed || pl->q.enc_done || pl->q.fatal || !first)
+                continue;
             pthread_mutex_unlock(&pl->q.mu);
             pl_telemetry_tick(pl, 0);
             pthread_mutex_lock(&pl->q.mu);
         }
-        if (!pl->q.out_head) break; /* the encoder is done and everything is written */
+        if (!pl->q.out_head && !pl->q.failed) break; /* the encoder is done, all written */
+        /* records that failed before the encoder, of partitions still ours */
+        pl_item_t *refused = NULL; /* for the poll thread to dead-letter, once recorded */
+        while (pl->q.failed) {
+            pl_item_t *x = pl->q.failed;
+            pl->q.failed = x->next;
+            if (consumers_offsets_epoch(pl->q.offsets, x->track) != x->epoch) {
+                pl_item_free(x);
+                continue;
+            }
+            x->next = refused;
+            refused = x;
+        }
         /* take whole batches while they fit; a batch larger than sink_rows goes alone */
         int n_rows = 0, n_bat = 0;
         pl_out_t *taken = NULL, **tail = &taken;
@@ -211,7 +283,6 @@ void *pl_sink_main(void *arg) {
 
         /* flatten into rows; a batch bigger than cap_rows is written in slices */
         int rc = SINK_OK;
-        pl_item_t *refused = NULL; /* out of taken, for the poll thread to dead-letter */
         double t0 = common_now_s();
         int r = 0, b = 0;
         worker_stage_clock_t clk;
@@ -254,13 +325,15 @@ void *pl_sink_main(void *arg) {
             free(o->items);
             free(o);
         }
+        if (rc == SINK_OK)
+            rc = record_failures(pl, sk, refused);
+        else
+            while (refused) { /* nothing more is stored once a write failed for good */
+                pl_item_t *x = refused;
+                refused = x->next;
+                pl_item_free(x);
+            }
         pthread_mutex_lock(&pl->q.mu);
-        while (refused) {
-            pl_item_t *x = refused;
-            refused = x->next;
-            x->next = pl->q.refused;
-            pl->q.refused = x;
-        }
         pl->st.sink_s += dt;
         if (rc != SINK_OK) pl->q.fatal = 1; /* stop; nothing unwritten is ever stored */
     }

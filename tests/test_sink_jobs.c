@@ -1,0 +1,167 @@
+/* A job's total and its failures against a real server (migrations/008_job_failures.sql): the
+ * total fixed by the first stored ticket (a ticket saying another is refused, changes
+ * nothing; the first write's odd ticket does not fix it), dead letters counted once per ticket
+ * and never for a ticket with a result row, another tenant's not at all, done + failed never
+ * past the total, completion once. Run through tests/test_sink.sh. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <libpq-fe.h>
+
+#include "sink/migrate.h"
+#include "sink/sink.h"
+
+static const char *db_url;
+static PGconn *check; /* the test's own connection for reading tables back */
+
+/* "done|failed|total|state" of a job. */
+static const char *job_line(const char *job) {
+    static char line[256];
+    const char *p[1] = {job};
+    PGresult *res = PQexecParams(check,
+                                 "SELECT done || '|' || failed || '|' || total || '|' || state ||"
+                                 " '|' || (completed_at IS NOT NULL)::int FROM jobs WHERE job_id = $1",
+                                 1, NULL, p, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) fail_msg("%s", PQresultErrorMessage(res));
+    snprintf(line, sizeof line, "%s", PQntuples(res) ? PQgetvalue(res, 0, 0) : "(none)");
+    PQclear(res);
+    return line;
+}
+
+static char ids[64][16];
+static sink_result_t row(const char *job, int i, int total) {
+    snprintf(ids[i], sizeof ids[i], "t%d", i);
+    return (sink_result_t){.job_id = job,
+                           .tenant = "acme",
+                           .ticket_id = ids[i],
+                           .job_total = total,
+                           .label = "l",
+                           .confidence = 0.5f,
+                           .top_k_json = "[]",
+                           .tokens = 3,
+                           .partition = 0,
+                           .offset = i};
+}
+
+static sink_t *open_sink(void) {
+    sink_t *s = NULL;
+    char err[512];
+    if (sink_init(db_url, "test-model", &s, err, sizeof err) != SINK_OK) fail_msg("%s", err);
+    return s;
+}
+
+/* Writes rows; returns how many were refused, each reason checked for want. */
+static int write_rows(sink_t *s, const sink_result_t *r, int n, const char *want) {
+    char err[512];
+    if (sink_write(s, r, n, NULL, 0, err, sizeof err) != SINK_OK) fail_msg("%s", err);
+    const sink_reject_t *rj;
+    int nr = sink_rejected(s, &rj);
+    for (int k = 0; k < nr; k++)
+        if (!want || !strstr(rj[k].error, want)) fail_msg("refused: %s", rj[k].error);
+    return nr;
+}
+
+static void fail_one(sink_t *s, const char *job, const char *tenant, const char *ticket,
+                     int64_t offset, int total, const char *reason) {
+    sink_failure_t f = {.topic = "tickets", /* offsets: each test its own */
+                        .partition = 1,
+                        .offset = offset,
+                        .job_id = job,
+                        .tenant = tenant,
+                        .ticket_id = ticket,
+                        .job_total = total,
+                        .reason = reason};
+    char err[512];
+    if (sink_write_failures(s, &f, 1, err, sizeof err) != SINK_OK) fail_msg("%s", err);
+}
+
+static void test_total_fixed_once(void **state) {
+    (void)state;
+    sink_t *s = open_sink();
+    sink_result_t r[8];
+    /* the first write: six say 8, one odd one says 2147483647: most of them fix it */
+    for (int i = 0; i < 7; i++)
+        r[i] = row("job-fixed", i, i == 3 ? 2147483647 : 8);
+    assert_int_equal(write_rows(s, r, 7, "job job-fixed has the total 8"), 1);
+    assert_string_equal(job_line("job-fixed"), "6|0|8|running|0");
+    /* later: one saying 11 is refused and changes nothing, a redelivery saying 11 too */
+    r[0] = row("job-fixed", 7, 11);
+    r[1] = row("job-fixed", 0, 11);
+    assert_int_equal(write_rows(s, r, 2, "job job-fixed has the total 8"), 2);
+    assert_string_equal(job_line("job-fixed"), "6|0|8|running|0");
+    /* the refused ones end as failures; t3's, recorded twice (re-read), counts once */
+    fail_one(s, "job-fixed", "acme", "t3", 3, 2147483647, "total");
+    fail_one(s, "job-fixed", "acme", "t3", 3, 2147483647, "total");
+    fail_one(s, "job-fixed", "acme", "t0", 10, 11, "total"); /* t0 has a row: not failed */
+    assert_string_equal(job_line("job-fixed"), "6|1|8|running|0");
+    r[0] = row("job-fixed", 7, 8);
+    assert_int_equal(write_rows(s, r, 1, NULL), 0);
+    assert_string_equal(job_line("job-fixed"), "7|1|8|complete with failures|1");
+    sink_free(s);
+}
+
+static void test_failures_within_total(void **state) {
+    (void)state;
+    sink_t *s = open_sink();
+    /* a job first seen through a failure: claimed by its tenant, with its total */
+    fail_one(s, "job-f", "acme", "a", 101, 3, "trailing bytes");
+    assert_string_equal(job_line("job-f"), "0|1|3|running|0");
+    fail_one(s, "job-f", "intruder", "x", 102, 3, "another tenant"); /* not counted */
+    fail_one(s, "job-f", "acme", NULL, 103, 0, "no ticket id");      /* one by itself */
+    assert_string_equal(job_line("job-f"), "0|2|3|running|0");
+    sink_result_t r[2] = {row("job-f", 0, 3), row("job-f", 1, 3)};
+    /* done 1 + failed 2 = 3: complete; the 4th distinct ticket is one too many */
+    assert_int_equal(write_rows(s, r, 1, NULL), 0);
+    assert_string_equal(job_line("job-f"), "1|2|3|complete with failures|1");
+    assert_int_equal(write_rows(s, r + 1, 1, "would hold more distinct tickets"), 1);
+    fail_one(s, "job-f", "acme", "t1", 104, 3, "would hold more distinct tickets");
+    assert_string_equal(job_line("job-f"), "1|2|3|complete with failures|1");
+    /* a failure PostgreSQL cannot store as said (bad UTF-8) is recorded without its ids */
+    fail_one(s, "job-\xff", "acme", "t", 105, 3, "bad");
+    const char *p[1] = {"105"};
+    PGresult *res = PQexecParams(check,
+                                 "SELECT count(*) FROM job_failures WHERE \"offset\" = $1::bigint"
+                                 " AND job_id IS NULL",
+                                 1, NULL, p, NULL, NULL, 0);
+    assert_string_equal(PQgetvalue(res, 0, 0), "1");
+    PQclear(res);
+    sink_free(s);
+}
+
+static int group_setup(void **state) {
+    (void)state;
+    db_url = getenv("RECLASS_TEST_DB");
+    if (!db_url) {
+        fprintf(stderr, "test_sink_jobs: run me through tests/test_sink.sh (needs a server)\n");
+        return -1;
+    }
+    int applied = -1;
+    char err[512];
+    if (sink_migrate_ex(db_url, RECLASS_SOURCE_DIR "/migrations", NULL, &applied, err,
+                        sizeof err) != SINK_OK) {
+        fprintf(stderr, "test_sink_jobs: migrate: %s\n", err);
+        return -1;
+    }
+    check = PQconnectdb(db_url);
+    return PQstatus(check) == CONNECTION_OK ? 0 : -1;
+}
+
+static int group_teardown(void **state) {
+    (void)state;
+    PQfinish(check);
+    return 0;
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_total_fixed_once),
+        cmocka_unit_test(test_failures_within_total),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
