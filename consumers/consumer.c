@@ -445,8 +445,9 @@ int consumers_consumer_store(consumers_consumer_t *c, int32_t track, int64_t nex
 static int refused_by_group(rd_kafka_resp_err_t re) {
     return re == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS ||
            re == RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION ||
-           re == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID || re == RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID ||
-           re == RD_KAFKA_RESP_ERR__ASSIGNMENT_LOST || re == RD_KAFKA_RESP_ERR__STATE;
+           re == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID ||
+           re == RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID || re == RD_KAFKA_RESP_ERR__ASSIGNMENT_LOST ||
+           re == RD_KAFKA_RESP_ERR__STATE;
 }
 
 int consumers_consumer_commit(consumers_consumer_t *c, char *err, size_t errlen) {

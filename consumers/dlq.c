@@ -189,8 +189,8 @@ fail:
 
 int consumers_dlq_send_copy(consumers_dlq_t *d, const char *topic, int32_t partition,
                             int64_t offset, const void *key, size_t key_len, const void *value,
-                            size_t len, const char *error, const char *job_id,
-                            const char *tenant, int64_t tag) {
+                            size_t len, const char *error, const char *job_id, const char *tenant,
+                            int64_t tag) {
     dlq_letter_t *l = calloc(1, sizeof(*l));
     if (!l) return -1;
     *l = (dlq_letter_t){.partition = partition,

@@ -107,10 +107,10 @@ static job_row_t row_of(const PGresult *r, int i) {
     int ended = j.completed || (state && strncmp(state, "complete", 8) == 0);
     if (ended) j.completed = 1;
     j.eta_s = ended ? -1 : j.eta_s;
-    j.state = ended                       ? (state ? state : "complete")
+    j.state = ended                                     ? (state ? state : "complete")
               : j.done + (j.dead > 0 ? j.dead : 0) == 0 ? "waiting"
-              : j.idle_s > JOBS_STALLED_S ? "stalled"
-                                          : "running";
+              : j.idle_s > JOBS_STALLED_S               ? "stalled"
+                                                        : "running";
     return j;
 }
 
@@ -156,8 +156,8 @@ static void print_list(FILE *f, const PGresult *r, int tty) {
     }
     fprintf(f, "%-24s %-12s ", "JOB", "TENANT");
     if (tty) fprintf(f, "%-28s ", "PROGRESS");
-    fprintf(f, "%-17s %10s %9s %-22s %6s %s\n", "DONE/TOTAL", "TICKETS/S", "ETA", "STATE",
-            "FAILED", "DRIFT");
+    fprintf(f, "%-17s %10s %9s %-22s %6s %s\n", "DONE/TOTAL", "TICKETS/S", "ETA", "STATE", "FAILED",
+            "DRIFT");
     for (int i = 0; i < n; i++) {
         job_row_t j = row_of(r, i);
         char eta[32], dead[24], dt[40];
@@ -179,9 +179,8 @@ static int print_show(FILE *f, PGconn *conn, const PGresult *r, int tty) {
     const char *p[1] = {j.id};
     PGresult *labels = worker_cli_db_query("jobs", conn, SQL_LABELS, 1, p, NULL);
     PGresult *det = labels ? worker_cli_db_query("jobs", conn, SQL_DETAIL, 1, p, NULL) : NULL;
-    PGresult *fails = det && j.dead >= 0
-                          ? worker_cli_db_query("jobs", conn, SQL_FAILURES, 1, p, NULL)
-                          : NULL;
+    PGresult *fails =
+        det && j.dead >= 0 ? worker_cli_db_query("jobs", conn, SQL_FAILURES, 1, p, NULL) : NULL;
     if (!det || (j.dead >= 0 && !fails)) {
         PQclear(labels);
         PQclear(det);
@@ -203,8 +202,8 @@ static int print_show(FILE *f, PGconn *conn, const PGresult *r, int tty) {
                 fs, json_pack("{s:s, s:I, s:I, s:s, s:s, s:b}", "topic", PQgetvalue(fails, i, 0),
                               "partition", (json_int_t)atol(PQgetvalue(fails, i, 1)), "offset",
                               (json_int_t)atoll(PQgetvalue(fails, i, 2)), "ticket_id",
-                              PQgetvalue(fails, i, 3), "reason", PQgetvalue(fails, i, 4),
-                              "counted", PQgetvalue(fails, i, 5)[0] == 't'));
+                              PQgetvalue(fails, i, 3), "reason", PQgetvalue(fails, i, 4), "counted",
+                              PQgetvalue(fails, i, 5)[0] == 't'));
         json_object_set_new(o, "failures", fs);
         json_dumpf(o, f, JSON_COMPACT);
         fputc('\n', f);
@@ -232,11 +231,14 @@ static int print_show(FILE *f, PGconn *conn, const PGresult *r, int tty) {
         for (int i = 0; i < PQntuples(labels); i++)
             fprintf(f, "  %-32s %8s  %.3f\n", PQgetvalue(labels, i, 0), PQgetvalue(labels, i, 1),
                     atof(PQgetvalue(labels, i, 2)));
-        if (n_fails) fprintf(f, "failures (first %d; topic/partition/offset ticket: reason):\n", n_fails);
+        if (n_fails)
+            fprintf(f, "failures (first %d; topic/partition/offset ticket: reason):\n", n_fails);
         for (int i = 0; i < n_fails; i++)
             fprintf(f, "  %s/%s/%s %s: %s%s\n", PQgetvalue(fails, i, 0), PQgetvalue(fails, i, 1),
                     PQgetvalue(fails, i, 2), PQgetvalue(fails, i, 3), PQgetvalue(fails, i, 4),
-                    PQgetvalue(fails, i, 5)[0] == 't' ? "" : " (not counted: another tenant's, or past the total)");
+                    PQgetvalue(fails, i, 5)[0] == 't'
+                        ? ""
+                        : " (not counted: another tenant's, or past the total)");
     }
     PQclear(fails);
     PQclear(labels);
