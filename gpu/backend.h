@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpu/graph.h"
 #include "gpu/model/model.h"
 
 #ifdef __cplusplus
@@ -92,6 +93,18 @@ typedef struct {
      * lines and plan-memory (the cpu backend picks them by CPU features, and says why not the
      * fastest), written to buf. Needs no instance. NULL where there is nothing to add. */
     void (*kernels)(const char *precision, char *buf, size_t n);
+    /* 1 when the backend runs op (of graph g) at op->prec, 0 when it lacks it: init refuses a
+     * model whose graph has such an op, naming it (gpu_graph_check). NULL: runs every op. */
+    int (*supports_op)(const gpu_graph_t *g, const gpu_op_t *op);
+    /* init on a graph given whole instead of the one m's family builds (ggml's graph
+     * compute): the instance owns g from the call on, freed with it or on failure; m gives
+     * the config and outlives the instance. The parity test (tests/test_graph_ops.c) runs
+     * one op at a time this way. NULL: the backend runs only its families' graphs. */
+    int (*init_graph)(const gpu_model_t *m, gpu_graph_t *g, const gpu_backend_opts_t *opts,
+                      gpu_backend_t **out, char *err, size_t errlen);
+    /* After a forward, the first rows of tensor t (of the instance's graph) to host fp32 out
+     * (rows, cols). 0, or -1 with err. NULL where init_graph is. */
+    int (*read_tensor)(gpu_backend_t *be, int t, size_t rows, float *out, char *err, size_t errlen);
 } gpu_backend_ops_t;
 
 /* The one rule for sequences per batch: max_seqs when positive, else token_budget / 2 (the

@@ -147,16 +147,21 @@ int sink_write_gpu_memory(sink_t *sink, const sink_gpu_memory_t *g, char *err, s
     return exec_params(sink, SQL_GPU, 9, vals, "write gpu_memory", err, errlen);
 }
 
-/* $1 model, $2 unix seconds: each tenant's newest window since then, as drift_scores judges it
- * (migrations/004_drift.sql), ranked as reclass_drift_status exports it. */
-static const char SQL_DRIFT_STATUS[] =
-    "SELECT tenant, CASE status WHEN 'drift' THEN 3 WHEN 'watch' THEN 2 WHEN 'ok' THEN 1"
-    " ELSE 0 END FROM (SELECT DISTINCT ON (tenant) tenant, status"
-    " FROM drift_scores('window', to_timestamp($2::bigint), NULL, $1::text)"
-    " ORDER BY tenant, bucket_start DESC) s ORDER BY tenant LIMIT $3::integer";
+/* $1 model, $2 unix seconds. Judging stores; the reads are index scans of drift_status. */
+static const char SQL_DRIFT_REFRESH[] =
+    "SELECT drift_status_refresh($1::text, to_timestamp($2::bigint))";
+/* $3 rows: the worst first, whatever the tenant's name (the alert must see any of them) */
+static const char SQL_DRIFT_WORST[] =
+    "SELECT tenant, level FROM drift_status WHERE model = $1::text"
+    " AND window_start >= to_timestamp($2::bigint)"
+    " ORDER BY level DESC, window_start DESC, tenant LIMIT $3::integer";
+static const char SQL_DRIFT_COUNTS[] =
+    "SELECT status, count(*) FROM drift_status WHERE model = $1::text"
+    " AND window_start >= to_timestamp($2::bigint) GROUP BY status ORDER BY status";
 
 int sink_drift_status(sink_t *sink, const char *model, int64_t since_s, int max_rows,
-                      sink_drift_status_fn fn, void *ctx, char *err, size_t errlen) {
+                      sink_drift_status_fn fn, sink_drift_count_fn count_fn, void *ctx, char *err,
+                      size_t errlen) {
     PGconn *conn = sink_conn(sink);
     if (!conn || PQstatus(conn) != CONNECTION_OK) {
         snprintf(err, errlen, "read drift status: not connected to PostgreSQL");
@@ -166,11 +171,25 @@ int sink_drift_status(sink_t *sink, const char *model, int64_t since_s, int max_
     snprintf(since, sizeof(since), "%" PRId64, since_s);
     snprintf(lim, sizeof(lim), "%d", max_rows);
     const char *vals[3] = {model, since, lim};
-    PGresult *res = PQexecParams(conn, SQL_DRIFT_STATUS, 3, NULL, vals, NULL, NULL, 0);
-    if (!res || PQresultStatus(res) != PGRES_TUPLES_OK)
-        return sink_pg_fail(conn, res, "read drift status", err, errlen);
-    for (int i = 0; i < PQntuples(res); i++)
-        fn(ctx, PQgetvalue(res, i, 0), atoi(PQgetvalue(res, i, 1)));
-    PQclear(res);
+    static const char *const sql[3] = {SQL_DRIFT_REFRESH, SQL_DRIFT_WORST, SQL_DRIFT_COUNTS};
+    static const char *const step[3] = {"judge drift status (drift_status_refresh)",
+                                        "read drift status", "count drift status"};
+    for (int q = 0; q < 3; q++) {
+        PGresult *res = PQexecParams(conn, sql[q], q == 1 ? 3 : 2, NULL, vals, NULL, NULL, 0);
+        if (!res || PQresultStatus(res) != PGRES_TUPLES_OK) {
+            const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+            if (st && (strcmp(st, "42883") == 0 || strcmp(st, "42P01") == 0)) /* function, table */
+                return sink_pg_fail(conn, res,
+                                    "drift_status missing (apply migrations/009_drift_rollups.sql "
+                                    "with 'reclass migrate')",
+                                    err, errlen);
+            return sink_pg_fail(conn, res, step[q], err, errlen);
+        }
+        for (int i = 0; i < PQntuples(res); i++) {
+            if (q == 1) fn(ctx, PQgetvalue(res, i, 0), atoi(PQgetvalue(res, i, 1)));
+            if (q == 2) count_fn(ctx, PQgetvalue(res, i, 0), atol(PQgetvalue(res, i, 1)));
+        }
+        PQclear(res);
+    }
     return SINK_OK;
 }

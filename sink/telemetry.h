@@ -54,11 +54,15 @@ typedef struct {
 /* Inserts one gpu_memory row stamped now(). */
 int sink_write_gpu_memory(sink_t *sink, const sink_gpu_memory_t *row, char *err, size_t errlen);
 
-/* Each tenant's newest drift window of model since since_s (unix seconds), as drift_scores()
- * judges it: fn gets the tenant and its level (3 drift, 2 watch, 1 ok, 0 not judged: sparse or
- * no baseline), tenants in order, at most max_rows of them. */
+/* After a window is written: judges each tenant's newest drift window of model since since_s
+ * (unix seconds) into drift_status (drift_status_refresh of migration 009), then reads it back
+ * worst first: fn gets at most max_rows tenants with their level (3 drift, 2 watch, 1 ok, 0 not
+ * judged: sparse or no baseline), highest level first, then count_fn the number of tenants per
+ * status (drift, watch, ok, sparse, no_baseline) over all of them. */
 typedef void (*sink_drift_status_fn)(void *ctx, const char *tenant, int level);
+typedef void (*sink_drift_count_fn)(void *ctx, const char *status, long tenants);
 int sink_drift_status(sink_t *sink, const char *model, int64_t since_s, int max_rows,
-                      sink_drift_status_fn fn, void *ctx, char *err, size_t errlen);
+                      sink_drift_status_fn fn, sink_drift_count_fn count_fn, void *ctx, char *err,
+                      size_t errlen);
 
 #endif

@@ -18,6 +18,9 @@ reclass_add_test(NAME test_cpu_families SOURCES ${CMAKE_SOURCE_DIR}/tests/test_c
 # --precision bf16` against the Hugging Face fp32 goldens (CLINC150 >= 99.7%, the long CFPB
 # narratives >= 99.5%; max |delta logit| printed).
 reclass_add_test(NAME test_cpu_bf16 SOURCES ${CMAKE_SOURCE_DIR}/tests/test_cpu_bf16.c LABELS unit)
+# The AMX kernel where a minimal tile probe runs (else skipped, exit 77, the reason printed).
+reclass_add_test(NAME test_cpu_bf16_amx SOURCES ${CMAKE_SOURCE_DIR}/tests/test_cpu_bf16_amx.c LABELS unit)
+set_tests_properties(test_cpu_bf16_amx PROPERTIES SKIP_RETURN_CODE 77)
 add_test(NAME test_cpu_bf16_agreement
   COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/bf16_agreement.py $<TARGET_FILE:reclass>)
 set_tests_properties(test_cpu_bf16_agreement PROPERTIES LABELS unit TIMEOUT 600)
@@ -47,3 +50,8 @@ reclass_add_test(NAME test_golden_gate SOURCES ${CMAKE_SOURCE_DIR}/tests/test_go
 # where its headers are) and the agreement gates on the demo model against HF fp32.
 reclass_add_test(NAME test_cpu_fp8 SOURCES ${CMAKE_SOURCE_DIR}/tests/test_cpu_fp8.c
   ${CMAKE_SOURCE_DIR}/tests/lib/family_golden.c LABELS unit)
+
+# The graph's ops x precisions x backends against the reference ops (ggml's test-backend-ops):
+# a backend not built or without a device prints its rows as skipped.
+reclass_add_test(NAME test_graph_ops SOURCES ${CMAKE_SOURCE_DIR}/tests/test_graph_ops.c
+  LABELS unit)

@@ -24,3 +24,8 @@ set_tests_properties(test_migrate PROPERTIES LABELS integration TIMEOUT 300)
 # Drift scores (migrations/004_drift.sql) against numpy/scipy on synthetic windows.
 add_test(NAME test_drift_scores COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_drift_scores.sh $<TARGET_FILE:reclass>)
 set_tests_properties(test_drift_scores PROPERTIES LABELS integration TIMEOUT 300)
+
+# Migration 009 at scale: upgrade of a populated database, roll-ups, retention, and plans that
+# use indexes or partition pruning (tests/test_drift_scale.sh; not timed).
+add_test(NAME test_drift_scale COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_drift_scale.sh $<TARGET_FILE:reclass>)
+set_tests_properties(test_drift_scale PROPERTIES LABELS integration TIMEOUT 900)

@@ -38,7 +38,8 @@ static long row_label_sum(const worker_drift_row_t *r) {
 }
 
 /* 1,000 tenants x 100 tickets in one window: the heap in use does not move by one byte, 64
- * tenants get rows, the other 936 land in "_other", nothing is lost. */
+ * tenants get rows, the other 936 land in "_other", nothing is lost; the window says how many
+ * tenants and tickets were folded and flags every row (sums over workers may be partial). */
 static void test_fixed_capacity_1000_tenants(void **state) {
     (void)state;
     worker_drift_t *d = mk(60, 64);
@@ -55,6 +56,8 @@ static void test_fixed_capacity_1000_tenants(void **state) {
     assert_int_equal(after.uordblks, before.uordblks); /* no allocation, no free */
     assert_int_equal(after.hblkhd, before.hblkhd);     /* nor mmapped blocks */
     assert_int_equal(worker_drift_bytes(d), bytes);
+    worker_drift_cfg_t cfg = {.window_s = 60, .max_tenants = 64, .num_labels = L};
+    assert_int_equal(worker_drift_bytes_for(&cfg), bytes);
 
     const worker_drift_window_t *open = worker_drift_open(d);
     assert_non_null(open);
@@ -74,7 +77,7 @@ static void test_fixed_capacity_1000_tenants(void **state) {
         assert_int_equal(row_hist_sum(r), r->tickets);
         assert_int_equal(row_label_sum(r), r->tickets);
         if (i < 64) {
-            assert_int_equal(r->overflow, 0);
+            assert_int_equal(r->overflow, 1);
             assert_string_equal(r->tenant, names[i]); /* first come, first served */
             assert_int_equal(r->tickets, 100);
         }
@@ -83,11 +86,40 @@ static void test_fixed_capacity_1000_tenants(void **state) {
     assert_string_equal(other->tenant, WORKER_DRIFT_OTHER);
     assert_int_equal(other->overflow, 1);
     assert_int_equal(other->tickets, 936 * 100);
+    assert_int_equal(w->folded_tenants, 936);
+    assert_int_equal(w->folded_tickets, 936 * 100);
     assert_int_equal(total, 100000);
     assert_int_equal(truncated, 1000);
     worker_drift_pop(d);
     assert_null(worker_drift_oldest(d));
     assert_int_equal(worker_drift_dropped(d), 0);
+    worker_drift_free(d);
+}
+
+/* The default capacity: 4,096 tenants in one window each get their own row, none is folded or
+ * flagged; the footprint is what the help text states (4 x (sizeof row + 8 x labels + hash
+ * slots) per tenant). */
+static void test_default_capacity_4096(void **state) {
+    (void)state;
+    worker_drift_t *d = mk(60, WORKER_DRIFT_MAX_TENANTS);
+    char name[32];
+    for (int t = 0; t < WORKER_DRIFT_MAX_TENANTS; t++) {
+        snprintf(name, sizeof(name), "tenant%05d", t);
+        worker_drift_add(d, 1200, name, t % L, 0.9f, 0, 10);
+    }
+    assert_int_equal(worker_drift_tick(d, 1260, 0), 1);
+    const worker_drift_window_t *w = worker_drift_oldest(d);
+    assert_int_equal(w->n_rows, WORKER_DRIFT_MAX_TENANTS);
+    assert_int_equal(w->folded_tenants, 0);
+    assert_int_equal(w->folded_tickets, 0);
+    for (int i = 0; i < w->n_rows; i++) {
+        assert_int_equal(w->rows[i].overflow, 0);
+        assert_int_equal(w->rows[i].tickets, 1);
+    }
+    assert_int_equal(sizeof(worker_drift_row_t), 256);
+    size_t per = WORKER_DRIFT_SLOTS * (288 + 8 * (size_t)L);
+    assert_true(worker_drift_bytes(d) <= (size_t)(WORKER_DRIFT_MAX_TENANTS + 1) * per + 4096);
+    assert_true(worker_drift_bytes(d) > (size_t)WORKER_DRIFT_MAX_TENANTS * (per - 64));
     worker_drift_free(d);
 }
 
@@ -213,6 +245,7 @@ static void test_init_errors(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixed_capacity_1000_tenants),
+        cmocka_unit_test(test_default_capacity_4096),
         cmocka_unit_test(test_histogram_bins),
         cmocka_unit_test(test_window_rollover),
         cmocka_unit_test(test_pending_windows_bounded),

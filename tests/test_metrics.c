@@ -206,6 +206,9 @@ static void test_drift_status(void **state) {
     worker_metrics_drift_begin();
     worker_metrics_drift_put("acme", 3);
     worker_metrics_drift_put("glo\"bex", 1);
+    worker_metrics_drift_count("drift", 1);
+    worker_metrics_drift_count("sparse", 4000);
+    worker_metrics_drift_count("bogus", 7); /* not a status: ignored */
     worker_metrics_drift_end();
     worker_metrics_drift_begin();
     worker_metrics_drift_put("staged", 2); /* not ended: must not show */
@@ -215,6 +218,10 @@ static void test_drift_status(void **state) {
     assert_non_null(strstr(text, "reclass_drift_status{tenant=\"acme\",model=\"demo\"} 3\n"));
     assert_non_null(strstr(text, "reclass_drift_status{tenant=\"glo\\\"bex\",model=\"demo\"} 1\n"));
     assert_null(strstr(text, "staged"));
+    assert_non_null(strstr(text, "reclass_drift_tenants{model=\"demo\",status=\"drift\"} 1\n"));
+    assert_non_null(strstr(text, "reclass_drift_tenants{model=\"demo\",status=\"sparse\"} 4000\n"));
+    assert_non_null(strstr(text, "reclass_drift_tenants{model=\"demo\",status=\"ok\"} 0\n"));
+    assert_null(strstr(text, "bogus"));
     free(text);
     worker_metrics_drift_end();
     text = worker_metrics_render(&m, &info, 1000);

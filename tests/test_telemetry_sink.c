@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 #include <libpq-fe.h>
@@ -191,6 +192,77 @@ static void test_disk_full_retried(void **state) {
     assert_int_equal(sink_write_gpu_memory(sink, &g, err, sizeof(err)), SINK_OK);
 }
 
+typedef struct {
+    int n;
+    char first[32];
+    int first_level;
+    long drift, no_baseline;
+} status_seen_t;
+
+static void seen_status(void *ctx, const char *tenant, int level) {
+    status_seen_t *s = ctx;
+    if (s->n++ == 0) {
+        snprintf(s->first, sizeof(s->first), "%s", tenant);
+        s->first_level = level;
+    }
+}
+
+static void seen_count(void *ctx, const char *status, long tenants) {
+    status_seen_t *s = ctx;
+    if (!strcmp(status, "drift")) s->drift = tenants;
+    if (!strcmp(status, "no_baseline")) s->no_baseline = tenants;
+}
+
+/* 500 tenants in one window (each its own row, rolled up by hour and day); the last one by
+ * name drifts from its pinned baseline. drift_status judges all 500; the read-back gives the
+ * drifting tenant first whatever its name (it was cut off alphabetically before migration 009)
+ * and counts every status. */
+static void test_drift_status_worst_first(void **state) {
+    (void)state;
+    enum { T = 500 };
+    static char names[T][16];
+    static sink_drift_row_t rows[T];
+    static int64_t lc[3] = {150, 50, 0}, hist[SINK_DRIFT_BINS] = {0, 0, 0, 0, 0, 0, 0, 0, 100, 100};
+    for (int t = 0; t < T; t++) {
+        snprintf(names[t], sizeof(names[t]), "t%03d", t);
+        rows[t] = (sink_drift_row_t){.tenant = names[t],
+                                     .tickets = 200,
+                                     .label_counts = lc,
+                                     .hist = hist,
+                                     .confidence_sum = 180,
+                                     .tokens = 2000};
+    }
+    int64_t start = (int64_t)time(NULL) / 60 * 60;
+    sink_drift_t d = {.window_start_s = start,
+                      .window_s = 60,
+                      .model = "m2",
+                      .worker = "w1",
+                      .labels = labels,
+                      .n_labels = 3,
+                      .rows = rows,
+                      .n_rows = T};
+    char err[1024] = "";
+    assert_int_equal(sink_write_drift(sink, &d, err, sizeof(err)), SINK_OK);
+    PQclear(PQexec(check,
+                   "INSERT INTO drift_baselines (tenant, model, label_counts, confidence_hist,"
+                   " tickets, source) VALUES ('t499', 'm2', '{\"balance\": 1000}',"
+                   " '{0,0,0,0,0,0,0,0,500,500}', 1000, 'windows')"));
+    status_seen_t seen = {0};
+    assert_int_equal(
+        sink_drift_status(sink, "m2", start, 64, seen_status, seen_count, &seen, err, sizeof(err)),
+        SINK_OK);
+    assert_int_equal(seen.n, 64);
+    assert_string_equal(seen.first, "t499");
+    assert_int_equal(seen.first_level, 3);
+    assert_int_equal(seen.drift, 1);
+    assert_int_equal(seen.no_baseline, T - 1);
+    expect("SELECT count(*) FROM drift_status WHERE model = 'm2'", "500");
+    expect("SELECT count(*) || ' ' || sum(tickets) FROM drift_hourly WHERE model = 'm2'",
+           "500 100000");
+    expect("SELECT count(*) || ' ' || sum(tickets) FROM drift_daily WHERE model = 'm2'",
+           "500 100000");
+}
+
 int main(void) {
     db_url = getenv("RECLASS_TEST_DB");
     if (!db_url) {
@@ -203,6 +275,7 @@ int main(void) {
         cmocka_unit_test(test_gpu_memory_rows),
         cmocka_unit_test(test_missing_tables_fatal),
         cmocka_unit_test(test_disk_full_retried),
+        cmocka_unit_test(test_drift_status_worst_first),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -7,7 +7,8 @@
  * OpenBLAS sgemm. After the last layer's K/V projection only each
  * sequence's first token is carried on (the classifier reads nothing else). Tests run the
  * OpenBLAS path on any CPU through gpu_cpu_init_as (tests/lib/cpu_blas_backend.c). This
- * file sets up weights, buffers and threads; the forward pass itself is cpu_forward.c. */
+ * file sets up buffers and threads; the graph (gpu/graph.h) is set up by cpu_weights.c and
+ * run by cpu_graph.c. */
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,12 +34,11 @@ extern void openblas_set_num_threads(int num_threads);
 
 /* Threads pull chunks off the batch's list until none is left, so a thread that other
  * processes slow down simply takes fewer chunks. */
-static void run_chunks(gpu_backend_t *be, float *scratch) {
+static void run_chunks(gpu_backend_t *be, cpu_worker_t *wk) {
     for (;;) {
         int i = atomic_fetch_add(&be->next_chunk, 1);
         if (i >= be->n_chunks) return;
-        gpu_cpu_encode_range(be, be->batch, be->chunk_at[i], be->chunk_at[i + 1], be->logits,
-                             scratch);
+        gpu_cpu_encode_range(be, be->batch, be->chunk_at[i], be->chunk_at[i + 1], wk);
     }
 }
 
@@ -56,7 +56,7 @@ static void *worker_main(void *arg) {
         }
         seen = be->gen;
         pthread_mutex_unlock(&be->mu);
-        run_chunks(be, wk->scratch);
+        run_chunks(be, wk);
         pthread_mutex_lock(&be->mu);
         if (--be->pending == 0) pthread_cond_signal(&be->cv_done);
         pthread_mutex_unlock(&be->mu);
@@ -94,7 +94,7 @@ static int cpu_run(gpu_backend_t *be, const gpu_batch_t *batch, float *logits, c
     o.max_seqs = be->max_seqs;
     if (gpu_batch_check(batch, &be->m->cfg, &o, err, errlen) != 0) return -1;
     be->batch = batch;
-    be->logits = logits;
+    if (be->g->logits >= 0) be->tp[be->g->logits] = logits; /* written in the caller's rows */
     plan_chunks(be, batch);
     if (be->n_threads > 1) {
         pthread_mutex_lock(&be->mu);
@@ -103,7 +103,7 @@ static int cpu_run(gpu_backend_t *be, const gpu_batch_t *batch, float *logits, c
         pthread_cond_broadcast(&be->cv_go);
         pthread_mutex_unlock(&be->mu);
     }
-    run_chunks(be, be->w[0].scratch);
+    run_chunks(be, &be->w[0]);
     if (be->n_threads > 1) {
         pthread_mutex_lock(&be->mu);
         while (be->pending > 0)
@@ -137,11 +137,8 @@ static int cpu_collect(gpu_backend_t *be, float *logits, char *err, size_t errle
 }
 
 static int cpu_mem_stats(gpu_backend_t *be, gpu_mem_stats_t *st) {
-    size_t H = (size_t)be->m->cfg.hidden;
     memset(st, 0, sizeof *st);
     st->weights_bytes = be->m->blob_floats * sizeof(float);
-    if (be->own_qkv)
-        st->weights_bytes += (size_t)be->m->cfg.layers * (3 * H * H + 3 * H) * sizeof(float);
     st->weights_bytes += (be->packed_floats + be->fp8_w_floats) * sizeof(float);
     st->weights_bytes += be->packed16_elems * sizeof(uint16_t);
     st->arena_bytes = be->arena_bytes;
@@ -159,26 +156,17 @@ static void cpu_free(gpu_backend_t *be) {
         pthread_mutex_unlock(&be->mu);
         for (int i = 1; i <= be->started; i++)
             pthread_join(be->w[i].th, NULL);
-        for (int i = 0; i < be->n_threads; i++)
+        for (int i = 0; i < be->n_threads; i++) {
             free(be->w[i].scratch);
+            free(be->w[i].xq);
+        }
         free(be->w);
     }
     pthread_mutex_destroy(&be->mu);
     pthread_cond_destroy(&be->cv_go);
     pthread_cond_destroy(&be->cv_done);
-    free(be->own_qkv);
-    free(be->fp8_w);
-    free(be->fp8_on);
+    gpu_cpu_graph_free(be);
     free(be->chunk_at);
-    free(be->proj);
-    free(be->packed);
-    free(be->packed16);
-    free(be->x);
-    free(be->qkv);
-    free(be->ctx);
-    free(be->tmp);
-    free(be->ff);
-    free(be->rel_kq);
     free(be->flight_logits[0]);
     free(be->flight_logits[1]);
     free(be);
@@ -191,130 +179,10 @@ static int online_cores(void) {
     return n > 0 ? (int)n : 1;
 }
 
-static float *alloc_rows(size_t rows, size_t cols, size_t *total) {
-    size_t bytes = (rows * cols * sizeof(float) + 63) / 64 * 64;
+static float *alloc_floats(size_t n, size_t *total) {
+    size_t bytes = ((n ? n : 1) * sizeof(float) + 63) / 64 * 64;
     *total += bytes;
     return aligned_alloc(64, bytes);
-}
-
-static cpu_proj_t proj_of(const float *w, const float *b, int N, int K) {
-    cpu_proj_t p = {.w = w, .b = b, .packed = NULL, .packed16 = NULL, .N = N, .K = K};
-    return p;
-}
-
-/* The encoder's projections in bf16 panels (precision bf16); the head stays fp32. */
-static int pack_bf16(gpu_backend_t *be) {
-    const gpu_model_config_t *c = &be->m->cfg;
-    const int H = c->hidden, In = c->intermediate, E = c->emb_size, F = gpu_model_ff1_rows(c);
-    be->packed16_elems =
-        (size_t)c->layers * (gpu_cpu_bf16_packed_elems(3 * H, H) + gpu_cpu_bf16_packed_elems(H, H) +
-                             gpu_cpu_bf16_packed_elems(F, H) + gpu_cpu_bf16_packed_elems(H, In)) +
-        (E != H ? gpu_cpu_bf16_packed_elems(H, E) : 0);
-    be->packed16 = aligned_alloc(64, (be->packed16_elems * sizeof(uint16_t) + 63) / 64 * 64);
-    if (!be->packed16) return -1;
-    uint16_t *at = be->packed16;
-#define PACK16(P)                                                                                  \
-    do {                                                                                           \
-        gpu_cpu_bf16_pack((P).w, (P).K, (P).N, (P).K, at);                                         \
-        (P).packed16 = at;                                                                         \
-        at += gpu_cpu_bf16_packed_elems((P).N, (P).K);                                             \
-    } while (0)
-    for (int l = 0; l < c->layers; l++) {
-        cpu_layer_proj_t *p = &be->proj[l];
-        PACK16(p->qkv);
-        p->q.packed16 = p->qkv.packed16; /* Q's panels come first, as in fp32 */
-        p->kv.packed16 = p->qkv.packed16 + gpu_cpu_bf16_packed_elems(H, H);
-        PACK16(p->ao);
-        PACK16(p->ff1);
-        PACK16(p->ff2);
-    }
-    if (E != H) PACK16(be->emb_proj);
-#undef PACK16
-    return 0;
-}
-
-/* Sets up every projection: Q|K|V fused (the model's own weights when they are laid out back
- * to back, as gpu_model_load does, else a copy), and, where the CPU runs gpu_cpu_gemm, all
- * weights packed once into its panels (not for the OpenBLAS-only init of
- * tests/lib/cpu_blas_backend.c). */
-static int prepare_weights(gpu_backend_t *be) {
-    const gpu_model_t *m = be->m;
-    const gpu_model_config_t *c = &m->cfg;
-    size_t H = (size_t)c->hidden, In = (size_t)c->intermediate, Ls = (size_t)c->layers;
-    size_t F = (size_t)gpu_model_ff1_rows(c);
-    int contiguous = 1;
-    for (size_t l = 0; l < Ls; l++) {
-        const gpu_layer_weights_t *y = &m->w.layer[l];
-        if (y->k_w != y->q_w + H * H || y->v_w != y->q_w + 2 * H * H || y->k_b != y->q_b + H ||
-            y->v_b != y->q_b + 2 * H)
-            contiguous = 0;
-    }
-    be->proj = calloc(Ls, sizeof *be->proj);
-    if (!be->proj) return -1;
-    if (!contiguous && !(be->own_qkv = malloc(sizeof(float) * Ls * (3 * H * H + 3 * H)))) return -1;
-    for (size_t l = 0; l < Ls; l++) {
-        const gpu_layer_weights_t *y = &m->w.layer[l];
-        cpu_layer_proj_t *p = &be->proj[l];
-        const float *w = y->q_w, *b = y->q_b;
-        if (!contiguous) {
-            float *ow = be->own_qkv + l * 3 * H * H, *ob = be->own_qkv + Ls * 3 * H * H + l * 3 * H;
-            memcpy(ow, y->q_w, sizeof(float) * H * H);
-            memcpy(ow + H * H, y->k_w, sizeof(float) * H * H);
-            memcpy(ow + 2 * H * H, y->v_w, sizeof(float) * H * H);
-            memcpy(ob, y->q_b, sizeof(float) * H);
-            memcpy(ob + H, y->k_b, sizeof(float) * H);
-            memcpy(ob + 2 * H, y->v_b, sizeof(float) * H);
-            w = ow;
-            b = ob;
-        }
-        p->qkv = proj_of(w, b, (int)(3 * H), (int)H);
-        p->q = proj_of(w, b, (int)H, (int)H);
-        p->kv = proj_of(w + H * H, b + H, (int)(2 * H), (int)H);
-        p->ao = proj_of(y->ao_w, y->ao_b, (int)H, (int)H);
-        p->ff1 = proj_of(y->ff1_w, y->ff1_b, (int)F, (int)H);
-        p->ff2 = proj_of(y->ff2_w, y->ff2_b, (int)H, (int)In);
-    }
-    const int E = c->emb_size;
-    if (E != (int)H) be->emb_proj = proj_of(m->w.emb_proj_w, m->w.emb_proj_b, (int)H, E);
-    be->pool = proj_of(m->w.pool_w, m->w.pool_b, (int)H, (int)H);
-    be->cls = proj_of(m->w.cls_w, m->w.cls_b, c->num_labels, (int)H);
-    if (be->fp8 && gpu_cpu_fp8_weights(be) != 0) return -1;
-    /* Q, K and V panels must tile 3H exactly for the last layer's q / kv views. */
-    if (!gpu_cpu_gemm_available() || H % GPU_CPU_GEMM_NR != 0 || be->blas_only) return 0;
-    /* bf16 packs the encoder's projections in pack_bf16; the head stays fp32 here */
-    const int layers32 = !be->bf16;
-    size_t per_layer = gpu_cpu_gemm_packed_floats((int)(3 * H), (int)H) +
-                       gpu_cpu_gemm_packed_floats((int)H, (int)H) +
-                       gpu_cpu_gemm_packed_floats((int)F, (int)H) +
-                       gpu_cpu_gemm_packed_floats((int)H, (int)In);
-    be->packed_floats =
-        (layers32 ? Ls * per_layer + (E != (int)H ? gpu_cpu_gemm_packed_floats((int)H, E) : 0)
-                  : 0) +
-        gpu_cpu_gemm_packed_floats((int)H, (int)H) +
-        gpu_cpu_gemm_packed_floats(c->num_labels, (int)H);
-    be->packed = aligned_alloc(64, (be->packed_floats * sizeof(float) + 63) / 64 * 64);
-    if (!be->packed) return -1;
-    float *at = be->packed;
-#define PACK(P)                                                                                    \
-    do {                                                                                           \
-        gpu_cpu_gemm_pack((P).w, (P).N, (P).K, at);                                                \
-        (P).packed = at;                                                                           \
-        at += gpu_cpu_gemm_packed_floats((P).N, (P).K);                                            \
-    } while (0)
-    for (size_t l = 0; layers32 && l < Ls; l++) {
-        cpu_layer_proj_t *p = &be->proj[l];
-        PACK(p->qkv);
-        p->q.packed = p->qkv.packed; /* panels are k-major per 32 outputs: Q's come first */
-        p->kv.packed = p->qkv.packed + H * H;
-        PACK(p->ao);
-        PACK(p->ff1);
-        PACK(p->ff2);
-    }
-    if (layers32 && E != (int)H) PACK(be->emb_proj);
-    PACK(be->pool);
-    PACK(be->cls);
-#undef PACK
-    return be->bf16 ? pack_bf16(be) : 0;
 }
 
 /* Why precision bf16 cannot run this model here (err set, 1), or 0. */
@@ -337,42 +205,50 @@ static int bf16_unfit(const gpu_model_config_t *c, int blas_only, char *err, siz
 
 int gpu_cpu_init_as(const gpu_model_t *m, const gpu_backend_opts_t *opts, int blas_only,
                     gpu_backend_t **out, char *err, size_t errlen) {
+    return gpu_cpu_init_graph_as(m, NULL, opts, blas_only, out, err, errlen);
+}
+
+int gpu_cpu_init_graph_as(const gpu_model_t *m, gpu_graph_t *g, const gpu_backend_opts_t *opts,
+                          int blas_only, gpu_backend_t **out, char *err, size_t errlen) {
     *out = NULL;
     const gpu_model_config_t *c = &m->cfg;
-    if (!gpu_backend_precision(&gpu_cpu_backend_ops, opts->precision)) {
+    gpu_precision_t prec;
+    if (!gpu_backend_precision(&gpu_cpu_backend_ops, opts->precision) ||
+        gpu_precision_parse(gpu_backend_precision(&gpu_cpu_backend_ops, opts->precision), &prec) !=
+            0) {
         snprintf(err, errlen,
                  "the cpu backend runs fp32, bf16 or fp8 (its FP8 reference), not '%s'",
                  opts->precision);
+        gpu_graph_free(g);
         return -1;
     }
-    if (opts->precision && strcmp(opts->precision, "fp8") == 0 &&
-        (c->family == GPU_FAMILY_MODERNBERT || c->family == GPU_FAMILY_DEBERTA_V2)) {
-        snprintf(err, errlen,
-                 "the FP8 reference covers BERT, DistilBERT, RoBERTa, XLM-R and "
-                 "ELECTRA, not %s: use fp32",
-                 gpu_model_family_name(c->family));
+    if (prec == GPU_PREC_BF16 && bf16_unfit(c, blas_only, err, errlen)) {
+        gpu_graph_free(g);
         return -1;
     }
-    const int bf16 = opts->precision && strcmp(opts->precision, "bf16") == 0;
-    if (bf16 && bf16_unfit(c, blas_only, err, errlen)) return -1;
     if (opts->token_budget <= 0) {
         snprintf(err, errlen, "token budget %d must be positive", opts->token_budget);
+        gpu_graph_free(g);
         return -1;
     }
     if (opts->max_len > c->max_pos) {
         snprintf(err, errlen, "max_len %d exceeds the model's %d positions", opts->max_len,
                  c->max_pos);
+        gpu_graph_free(g);
         return -1;
     }
     if (opts->threads < 0 || opts->threads > CPU_MAX_THREADS) {
         snprintf(err, errlen, "threads %d outside 0..%d", opts->threads, CPU_MAX_THREADS);
+        gpu_graph_free(g);
         return -1;
     }
     gpu_backend_t *be = calloc(1, sizeof *be);
     if (!be) {
+        gpu_graph_free(g);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    be->g = g;
     pthread_mutex_init(&be->mu, NULL);
     pthread_cond_init(&be->cv_go, NULL);
     pthread_cond_init(&be->cv_done, NULL);
@@ -383,39 +259,29 @@ int gpu_cpu_init_as(const gpu_model_t *m, const gpu_backend_opts_t *opts, int bl
     be->chunk = CPU_CHUNK_TOKENS_X_H / c->hidden;
     if (be->chunk < 64) be->chunk = 64;
     be->blas_only = blas_only;
-    be->bf16 = bf16;
-    be->fp8 = opts->precision && strcmp(opts->precision, "fp8") == 0;
+    be->prec = prec;
     be->n_threads = opts->threads > 0 ? opts->threads : online_cores();
     if (be->n_threads > CPU_MAX_THREADS) be->n_threads = CPU_MAX_THREADS;
-    size_t B = (size_t)opts->token_budget, H = (size_t)c->hidden;
-    be->x = alloc_rows(B, H, &be->arena_bytes);
-    be->qkv = alloc_rows(B, 3 * H, &be->arena_bytes);
-    be->ctx = alloc_rows(B, H, &be->arena_bytes);
-    be->tmp = alloc_rows(B, H, &be->arena_bytes);
-    be->ff = alloc_rows(B, (size_t)gpu_model_ff1_rows(c), &be->arena_bytes);
     for (int i = 0; i < 2; i++)
-        be->flight_logits[i] =
-            alloc_rows((size_t)be->max_seqs, (size_t)c->num_labels, &be->arena_bytes);
+        be->flight_logits[i] = aligned_alloc(
+            64, ((size_t)be->max_seqs * (size_t)c->num_labels * sizeof(float) + 63) / 64 * 64);
     be->w = calloc((size_t)be->n_threads, sizeof *be->w);
     be->chunk_at = calloc((size_t)be->max_seqs + 1, sizeof *be->chunk_at);
-    if (!be->x || !be->qkv || !be->ctx || !be->tmp || !be->ff || !be->flight_logits[0] ||
-        !be->flight_logits[1] || !be->w || !be->chunk_at || prepare_weights(be) != 0 ||
-        (c->rel_span > 0 && gpu_cpu_deberta_prepare(be) != 0)) {
-        snprintf(err, errlen, "out of memory for a %d-token arena (%zu MiB)", opts->token_budget,
-                 be->arena_bytes >> 20);
+    if (!be->flight_logits[0] || !be->flight_logits[1] || !be->w || !be->chunk_at) {
+        snprintf(err, errlen, "out of memory");
+        cpu_free(be);
+        return -1;
+    }
+    if (gpu_cpu_graph_setup(be, err, errlen) != 0) {
         cpu_free(be);
         return -1;
     }
     for (int i = 0; i < be->n_threads; i++) {
         be->w[i].be = be;
         be->w[i].id = i;
-        size_t sf = c->family == GPU_FAMILY_MODERNBERT
-                        ? gpu_cpu_modernbert_scratch_floats(c, be->max_len)
-                    : c->family == GPU_FAMILY_DEBERTA_V2
-                        ? gpu_cpu_deberta_scratch_floats(c, be->max_len)
-                        : gpu_cpu_attention_scratch_floats(be->max_len, c->hidden / c->heads);
-        be->w[i].scratch = alloc_rows(sf, 1, &be->arena_bytes);
-        if (!be->w[i].scratch) {
+        be->w[i].scratch = alloc_floats(be->scratch_floats, &be->arena_bytes);
+        be->w[i].xq = be->xq_floats ? alloc_floats(be->xq_floats, &be->arena_bytes) : NULL;
+        if (!be->w[i].scratch || (be->xq_floats && !be->w[i].xq)) {
             snprintf(err, errlen, "out of memory");
             cpu_free(be);
             return -1;
@@ -464,6 +330,22 @@ static int cpu_init(const gpu_model_t *m, const gpu_backend_opts_t *opts, gpu_ba
     return gpu_cpu_init_as(m, opts, 0, out, err, errlen);
 }
 
+static int cpu_init_graph(const gpu_model_t *m, gpu_graph_t *g, const gpu_backend_opts_t *opts,
+                          gpu_backend_t **out, char *err, size_t errlen) {
+    return gpu_cpu_init_graph_as(m, g, opts, 0, out, err, errlen);
+}
+
+static int cpu_read_tensor(gpu_backend_t *be, int t, size_t rows, float *out, char *err,
+                           size_t errlen) {
+    if (t < 0 || t >= be->g->n_tensors ||
+        rows > gpu_graph_rows(be->g, t, be->opts.token_budget, be->max_seqs)) {
+        snprintf(err, errlen, "no tensor %d of %zu rows in this graph", t, rows);
+        return -1;
+    }
+    memcpy(out, be->tp[t], sizeof(float) * rows * (size_t)be->g->tensor[t].cols);
+    return 0;
+}
+
 static void cpu_get_props(const gpu_backend_t *be, gpu_backend_props_t *p) {
     *p = (gpu_backend_props_t){.precision =
                                    gpu_backend_precision(&gpu_cpu_backend_ops, be->opts.precision),
@@ -486,4 +368,7 @@ const gpu_backend_ops_t gpu_cpu_backend_ops = {
     .get_props = cpu_get_props,
     .precisions = cpu_precisions,
     .kernels = cpu_kernels,
+    .supports_op = gpu_cpu_supports_op,
+    .init_graph = cpu_init_graph,
+    .read_tensor = cpu_read_tensor,
 };

@@ -1,5 +1,5 @@
-/* The CPU backend's state, shared by its setup and thread pool (cpu_backend.c) and its
- * forward pass (cpu_forward.c). */
+/* The CPU backend's state, shared by its thread pool (cpu_backend.c), its setup
+ * (cpu_weights.c, cpu_fp8.c) and its graph executor (cpu_graph.c, cpu_attention.c). */
 #ifndef RECLASS_GPU_CPU_BACKEND_INT_H
 #define RECLASS_GPU_CPU_BACKEND_INT_H
 
@@ -8,11 +8,12 @@
 #include <stdint.h>
 
 #include "gpu/backend.h"
+#include "gpu/graph.h"
 #include "gpu/cpu/cpu_gemm.h"
 #include "gpu/model/fp8.h"
 
-/* One projection y = x W^T + b, run by gpu_cpu_gemm_bf16 (precision bf16), gpu_cpu_gemm on
- * packed weights or else by OpenBLAS. */
+/* One linear op's projection y = x W^T + b, run by gpu_cpu_gemm_bf16 (precision bf16),
+ * gpu_cpu_gemm on packed weights or else by OpenBLAS. */
 typedef struct {
     const float *w;           /* (N, K) nn.Linear layout, for OpenBLAS */
     const float *b;           /* (N) */
@@ -22,53 +23,38 @@ typedef struct {
 } cpu_proj_t;
 
 typedef struct {
-    cpu_proj_t qkv;   /* (3H, H) Q|K|V fused */
-    cpu_proj_t q, kv; /* its first H and last 2H outputs (the last layer splits them) */
-    cpu_proj_t ao;    /* (H, H) */
-    cpu_proj_t ff1;   /* (I, H) */
-    cpu_proj_t ff2;   /* (H, I) */
-} cpu_layer_proj_t;
-
-typedef struct {
     gpu_backend_t *be;
     int id;
     pthread_t th;
-    float *scratch; /* gpu_cpu_attention_scratch_floats(max_len, head_dim) */
+    float *scratch; /* the attention ops' scratch (gpu_cpu_attn_scratch_floats) */
+    float *xq;      /* precision fp8: (rows, K) an FP8 projection's input rounded to E4M3 */
 } cpu_worker_t;
 
 struct gpu_backend {
     const gpu_model_t *m; /* borrowed; outlives the backend */
     gpu_backend_opts_t opts;
+    gpu_precision_t prec;
+    gpu_graph_t *g; /* the model's forward pass (gpu/graph.h) */
     int max_len, max_seqs;
     int chunk;        /* tokens run through all layers at a time (cache blocking) */
     int blas_only;    /* projections through OpenBLAS even where gpu_cpu_gemm runs */
-    int fp8;          /* precision fp8: the FP8 reference (cpu_fp8.c) */
-    unsigned *fp8_on; /* (layers) bit p set: point p runs in FP8 (gpu_fp8_runs) */
+    float **tp;       /* (n_tensors) each tensor's fp32 rows: the model's weights, else the arena */
+    cpu_proj_t *proj; /* (n_prelude + n_ops) the linear ops' projections, prelude first */
     float *fp8_w;     /* the FP8 projections' weights, rounded to E4M3 x scale */
     size_t fp8_w_floats;
-    cpu_layer_proj_t *proj; /* (layers) */
-    cpu_proj_t emb_proj;    /* (H, E) ELECTRA's embedding projection; N = 0 when E == H */
-    cpu_proj_t pool, cls;
-    float *own_qkv; /* (layers, 3H*H + 3H) Q|K|V copied together when the model's are not */
-    float *packed;  /* the projections' weights in gpu_cpu_gemm panels, or NULL (OpenBLAS) */
+    float *packed; /* the projections' weights in gpu_cpu_gemm panels, or NULL (OpenBLAS) */
     size_t packed_floats;
-    int bf16;           /* precision bf16: projections on packed16 (gpu_cpu_gemm_bf16) */
-    uint16_t *packed16; /* the projections' weights in bf16 panels, or NULL */
+    uint16_t *packed16; /* the bf16 projections' weights in bf16 panels, or NULL */
     size_t packed16_elems;
-    /* Activations, (token_budget) rows each. In the last layer only the first token of each
-     * sequence is carried past attention, in compact rows inside the chunk's own range. */
-    float *x;      /* (B, H) hidden states */
-    float *qkv;    /* (B, 3H) */
-    float *ctx;    /* (B, H) attention output */
-    float *tmp;    /* (B, H) last layer: first-token queries, then pooler outputs */
-    float *ff;     /* (B, F) F = gpu_model_ff1_rows: I, or 2I for ModernBERT's GeGLU */
-    float *rel_kq; /* DeBERTa: (layers, 2, 2 span, H) the relative embeddings (after their
-                    * LayerNorm) through each layer's pos K, then pos Q projection; else NULL */
+    /* The graph's consts and activations (gpu_graph_plan of the token budget, fp32); a
+     * chunk uses only the rows of its own tokens and sequences. */
+    float *arena;
+    size_t arena_bytes;
+    size_t scratch_floats, xq_floats; /* per thread */
     /* submit runs a batch at once (the cores are the device) and keeps its logits here until
      * collect: two slots, as many batches as the interface lets be in flight. */
     float *flight_logits[2]; /* (max_seqs, L) each */
     gpu_flight_t flight;
-    size_t arena_bytes;
     /* Thread pool: worker 0 is the caller of forward. */
     int n_threads;
     int started;     /* worker threads running, joined by free */
@@ -78,47 +64,44 @@ struct gpu_backend {
     unsigned gen;
     int pending, stop;
     const gpu_batch_t *batch;
-    float *logits;
     int *chunk_at; /* (max_seqs + 1) first sequence of each chunk of the batch, then n_seqs */
     int n_chunks;
     atomic_int next_chunk; /* the next chunk a thread may take */
 };
 
-/* The encoder over sequences [s0, s1) of the batch (cpu_forward.c): logits (n_seqs, L) rows
- * s0..s1-1; scratch is the calling thread's attention scratch. */
-void gpu_cpu_encode_range(gpu_backend_t *be, const gpu_batch_t *bt, int s0, int s1, float *logits,
-                          float *scratch);
+/* The graph over sequences [s0, s1) of the batch (cpu_graph.c), on the worker's scratch;
+ * the logits tensor points at the batch's output. */
+void gpu_cpu_encode_range(gpu_backend_t *be, const gpu_batch_t *bt, int s0, int s1,
+                          cpu_worker_t *wk);
+/* Op i of the projections' numbering (prelude first) on sequences [s0, s1) of bt; bt NULL: a
+ * prelude op on its whole fixed rows. */
+void gpu_cpu_run_op(const gpu_backend_t *be, int i, const gpu_op_t *op, const gpu_batch_t *bt,
+                    int s0, int s1, cpu_worker_t *wk);
 
-/* precision fp8 (cpu_fp8.c): rounds the weights of every FP8 projection into be->fp8_w and
- * points the projections at them; before packing. 0, or -1 out of memory. */
-int gpu_cpu_fp8_weights(gpu_backend_t *be);
-/* The input projection p of layer `layer` reads: x itself where it runs in 16/32 bits, else y
- * (n, K), rows ldy apart (may be x), holding x's rows rounded to E4M3 per token. */
-const float *gpu_cpu_fp8_input(const gpu_backend_t *be, int layer, gpu_fp8_point_t p,
-                               const float *x, int ldx, int n, int K, float *y, int ldy);
-
-/* y (n, N), rows ldy apart, = epilogue(x (n, K) W^T + b) on p (cpu_forward.c). */
+/* y (n, N), rows ldy apart, = epilogue(x (n, K) W^T + b) on p (cpu_graph.c). */
 void gpu_cpu_project(const cpu_proj_t *p, const float *x, int ldx, int n, gpu_cpu_epi_t epi,
                      float *y, int ldy);
-/* y = act(x W^T + b). */
-void gpu_cpu_project_act(const cpu_proj_t *p, const float *x, int ldx, int n, gpu_act_t act,
-                         float *y, int ldy);
 
-/* The two families with their own layers (cpu_modernbert.c, cpu_deberta.c): the encoder over
- * sequences [s0, s1) as gpu_cpu_encode_range, and the attention scratch one thread needs
- * for sequences up to max_len. */
-void gpu_cpu_modernbert_range(gpu_backend_t *be, const gpu_batch_t *bt, int s0, int s1,
-                              float *logits, float *scratch);
-size_t gpu_cpu_modernbert_scratch_floats(const gpu_model_config_t *c, int max_len);
-void gpu_cpu_deberta_range(gpu_backend_t *be, const gpu_batch_t *bt, int s0, int s1, float *logits,
-                           float *scratch);
-size_t gpu_cpu_deberta_scratch_floats(const gpu_model_config_t *c, int max_len);
-/* Fills be->rel_kq (allocated here); 0 or -1 (out of memory). */
-int gpu_cpu_deberta_prepare(gpu_backend_t *be);
+/* Builds the graph of be->m at be->prec (unless be->g is given), checks the backend runs every op,
+ * lays out the arena, prepares every projection's weights (fp8 rounding, packing) and runs the
+ * prelude (cpu_weights.c). 0, or -1 with err. */
+int gpu_cpu_graph_setup(gpu_backend_t *be, char *err, size_t errlen);
+void gpu_cpu_graph_free(gpu_backend_t *be);
+/* The table's supports_op: every op at fp32 and bf16, the linear op at fp8 too. */
+int gpu_cpu_supports_op(const gpu_graph_t *g, const gpu_op_t *op);
+
+/* precision fp8 (cpu_fp8.c): rounds the weights of every FP8 linear op into be->fp8_w and
+ * points its projection at them; before packing. 0, or -1 out of memory. */
+int gpu_cpu_fp8_weights(gpu_backend_t *be);
+/* y (n, K) = x's rows (ldx apart) rounded to E4M3 per token; returns y. */
+const float *gpu_cpu_fp8_input(const float *x, int ldx, int n, int K, float *y);
 
 /* The "cpu" backend's init; blas_only: every projection through OpenBLAS, as CPUs without
  * AVX2 run it (tests compare the two GEMM paths on one machine with it). */
 int gpu_cpu_init_as(const gpu_model_t *m, const gpu_backend_opts_t *opts, int blas_only,
                     gpu_backend_t **out, char *err, size_t errlen);
+/* The same on graph g (owned from the call on), or on m's family's graph when g is NULL. */
+int gpu_cpu_init_graph_as(const gpu_model_t *m, gpu_graph_t *g, const gpu_backend_opts_t *opts,
+                          int blas_only, gpu_backend_t **out, char *err, size_t errlen);
 
 #endif

@@ -29,7 +29,10 @@ AMX_TARGET void gpu_cpu_bf16_amx_begin(void) {
         cfg.rows[t] = 16;
         cfg.colsb[t] = 64;
     }
-    _tile_loadconfig(&cfg);
+    /* Not _tile_loadconfig: GCC 12's declares only the operand's first 8 bytes as read, so
+     * the stores of rows and colsb above were dropped as dead and LDTILECFG loaded a palette
+     * with every tile unconfigured; the first tile instruction then raised #UD (SIGILL). */
+    __asm__ volatile("ldtilecfg %0" ::"m"(cfg));
 }
 
 AMX_TARGET void gpu_cpu_bf16_amx_end(void) {

@@ -45,16 +45,26 @@ static inline void ln_row(const float *v, const float *g, const float *b, int H,
         out[i] = (v[i] - mean) * rstd * g[i] + b[i];
 }
 
-void gpu_cpu_embed_ln(const gpu_model_t *m, const int32_t *ids, int len, float *out) {
-    int H = m->cfg.emb_size;
-    const gpu_model_weights_t *w = &m->w;
+void gpu_cpu_embed_rows(const float *word, const float *pos, const float *type, const float *g,
+                        const float *b, int E, float eps, const int32_t *ids, int len, float *out,
+                        int ldo) {
     for (int t = 0; t < len; t++) {
-        float *o = out + (size_t)t * H;
-        const float *we = w->word_emb + (size_t)ids[t] * H, *pe = w->pos_emb + (size_t)t * H;
-        for (int i = 0; i < H; i++)
-            o[i] = we[i] + pe[i] + w->type_emb[i];
-        ln_row(o, w->emb_ln_g, w->emb_ln_b, H, m->cfg.ln_eps, o);
+        float *o = out + (size_t)t * ldo;
+        const float *we = word + (size_t)ids[t] * E, *pe = pos ? pos + (size_t)t * E : NULL;
+        if (pe && type)
+            for (int i = 0; i < E; i++)
+                o[i] = we[i] + pe[i] + type[i];
+        else
+            for (int i = 0; i < E; i++)
+                o[i] = we[i] + (pe ? pe[i] : 0.0f) + (type ? type[i] : 0.0f);
+        ln_row(o, g, b, E, eps, o);
     }
+}
+
+void gpu_cpu_embed_ln(const gpu_model_t *m, const int32_t *ids, int len, float *out) {
+    const gpu_model_weights_t *w = &m->w;
+    gpu_cpu_embed_rows(w->word_emb, w->pos_emb, w->type_emb, w->emb_ln_g, w->emb_ln_b,
+                       m->cfg.emb_size, m->cfg.ln_eps, ids, len, out, m->cfg.emb_size);
 }
 
 void gpu_cpu_ln(float *x, const float *g, const float *b, int n, int H, float eps) {

@@ -14,6 +14,12 @@
  * model's emb_size: H but for ELECTRA, whose projection to H the caller runs). */
 void gpu_cpu_embed_ln(const gpu_model_t *m, const int32_t *ids, int len, float *out);
 
+/* out (len, E), rows ldo apart, = LayerNorm(word[ids] + pos[0..] + type) * g + b for one
+ * sequence's tokens; pos and type may be NULL (no position table, no token types). */
+void gpu_cpu_embed_rows(const float *word, const float *pos, const float *type, const float *g,
+                        const float *b, int E, float eps, const int32_t *ids, int len, float *out,
+                        int ldo);
+
 /* x (n, H) = LayerNorm(x) in place: the projection before it already added its bias and the
  * residual in its epilogue (gpu_cpu_gemm, GPU_CPU_EPI_ACCUM). */
 void gpu_cpu_ln(float *x, const float *g, const float *b, int n, int H, float eps);

@@ -1,14 +1,12 @@
-/* A BERT-family sequence classifier (BERT, DistilBERT, RoBERTa, XLM-RoBERTa, ELECTRA; ModernBERT
- * and DeBERTa-v2/v3 on the CPU backend) as read
- * from a Hugging Face checkpoint directory (config.json, model.safetensors, vocab.txt or
- * tokenizer.json; tokenizer_config.json is the tokenizer's: worker/text/tok_config.h), or made
- * up with random weights in a named geometry for benchmarks. Shared by every backend: the
- * loader converts F32/F16/BF16 tensors to fp32 once; each backend then converts to what it
- * runs. The families differ only in what the loader can normalise away (weight names, the
- * position offset, a missing token-type table) and in three knobs every backend honours:
- * the FFN activation, the head's activation and ELECTRA's embedding projection. ModernBERT
- * (pre-norm, RoPE, GeGLU, local/global attention, mean pooling) and DeBERTa (disentangled
- * relative attention) reuse the same layout and add the fields marked with their names. */
+/* A BERT-family sequence classifier (BERT, DistilBERT, RoBERTa, XLM-RoBERTa, ELECTRA,
+ * ModernBERT, DeBERTa-v2/v3) as read from a Hugging Face checkpoint directory (config.json,
+ * model.safetensors, vocab.txt or tokenizer.json; tokenizer_config.json is the tokenizer's:
+ * worker/text/tok_config.h), or made up with random weights in a named geometry for
+ * benchmarks. Shared by every backend: the loader converts F32/F16/BF16 tensors to fp32 once;
+ * what runs on them is the family's graph (gpu/graph.h, built by gpu/families/<family>.c,
+ * which also holds the family's config keys and tensor names where BERT's generic ones do not
+ * serve). The families share one layout: the fields marked ModernBERT and DeBERTa are 0 / NULL
+ * elsewhere. */
 #ifndef RECLASS_GPU_MODEL_H
 #define RECLASS_GPU_MODEL_H
 
@@ -140,7 +138,7 @@ int gpu_model_parse_config(const char *json, size_t len, const char *name, gpu_m
  * architecture gpu_model_load takes, for messages. */
 const char *gpu_model_architectures(void);
 
-/* The family's name ("bert", "distilbert", "roberta", "xlm-roberta", "electra") and an
+/* The family's name as its registry row gives it ("bert", ..., "modernbert", "deberta-v2") and an
  * activation's ("gelu", "gelu_new", "relu", "tanh"). */
 const char *gpu_model_family_name(gpu_model_family_t f);
 const char *gpu_model_act_name(gpu_act_t a);

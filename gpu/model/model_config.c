@@ -3,6 +3,7 @@
  * offset, embedding size). */
 #include <float.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,123 +12,41 @@
 #include "gpu/model/model.h"
 #include "gpu/model/model_int.h"
 
-static const struct {
-    const char *arch;
-    const char *name;
-    gpu_act_t head_act;
-} families[GPU_FAMILY_COUNT] = {
-    [GPU_FAMILY_BERT] = {"BertForSequenceClassification", "bert", GPU_ACT_TANH},
-    [GPU_FAMILY_DISTILBERT] = {"DistilBertForSequenceClassification", "distilbert", GPU_ACT_RELU},
-    [GPU_FAMILY_ROBERTA] = {"RobertaForSequenceClassification", "roberta", GPU_ACT_TANH},
-    [GPU_FAMILY_XLM_ROBERTA] = {"XLMRobertaForSequenceClassification", "xlm-roberta", GPU_ACT_TANH},
-    /* ElectraClassificationHead applies get_activation("gelu") whatever hidden_act says. */
-    [GPU_FAMILY_ELECTRA] = {"ElectraForSequenceClassification", "electra", GPU_ACT_GELU},
-    /* The last two take the head's activation from config.json (classifier_activation,
-     * pooler_hidden_act); GELU is its default. */
-    [GPU_FAMILY_MODERNBERT] = {"ModernBertForSequenceClassification", "modernbert", GPU_ACT_GELU},
-    [GPU_FAMILY_DEBERTA_V2] = {"DebertaV2ForSequenceClassification", "deberta-v2", GPU_ACT_GELU},
-};
+/* Registry rows are static: the list is written once, the first time it is asked for. */
+static char arch_list[1024];
+static pthread_once_t arch_once = PTHREAD_ONCE_INIT;
+
+static void arch_fill(void) {
+    size_t n = 0;
+    for (int i = 0; gpu_model_family_rules(i) && n < sizeof arch_list; i++)
+        n += (size_t)snprintf(arch_list + n, sizeof arch_list - n, "%s%s", i ? ", " : "",
+                              gpu_model_family_rules(i)->arch);
+}
 
 const char *gpu_model_architectures(void) {
-    return "BertForSequenceClassification, DistilBertForSequenceClassification, "
-           "RobertaForSequenceClassification, XLMRobertaForSequenceClassification, "
-           "ElectraForSequenceClassification, ModernBertForSequenceClassification, "
-           "DebertaV2ForSequenceClassification";
+    pthread_once(&arch_once, arch_fill);
+    return arch_list;
+}
+
+const gpu_model_family_rules_t *gpu_model_family_of(gpu_model_family_t f) {
+    for (int i = 0; gpu_model_family_rules(i); i++)
+        if (gpu_model_family_rules(i)->family == f) return gpu_model_family_rules(i);
+    return NULL;
 }
 
 const char *gpu_model_family_name(gpu_model_family_t f) {
-    return (unsigned)f < GPU_FAMILY_COUNT ? families[f].name : "?";
+    const gpu_model_family_rules_t *r = gpu_model_family_of(f);
+    return r ? r->name : "?";
 }
 
 gpu_act_t gpu_model_family_head_act(gpu_model_family_t f) {
-    return (unsigned)f < GPU_FAMILY_COUNT ? families[f].head_act : GPU_ACT_TANH;
-}
-
-static const struct {
-    const char *name;
-    gpu_act_t act;
-} acts[] = {
-    {"gelu", GPU_ACT_GELU},
-    {"gelu_new", GPU_ACT_GELU_TANH},
-    {"gelu_pytorch_tanh", GPU_ACT_GELU_TANH},
-    {"relu", GPU_ACT_RELU},
-};
-
-const char *gpu_model_act_name(gpu_act_t a) {
-    switch (a) {
-    case GPU_ACT_GELU:
-        return "gelu";
-    case GPU_ACT_GELU_TANH:
-        return "gelu_new";
-    case GPU_ACT_RELU:
-        return "relu";
-    case GPU_ACT_TANH:
-        return "tanh";
-    }
-    return "?";
-}
-
-char **gpu_model_labels_default(int n) {
-    char **lab = calloc((size_t)n, sizeof *lab);
-    if (!lab) return NULL;
-    for (int i = 0; i < n; i++) {
-        char buf[32];
-        snprintf(buf, sizeof buf, "LABEL_%d", i);
-        if (!(lab[i] = strdup(buf))) {
-            for (int j = 0; j < i; j++)
-                free(lab[j]);
-            free(lab);
-            return NULL;
-        }
-    }
-    return lab;
-}
-
-int gpu_model_cfg_int_min(json_t *root, const char *path, const char *key, int lo, int *out,
-                          char *err, size_t errlen) {
-    json_t *v = json_object_get(root, key);
-    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > 1 << 30) {
-        snprintf(err, errlen, "%s: '%s' is %s (need %s integer)", path, key,
-                 v ? "out of range" : "missing", lo > 0 ? "a positive" : "a non-negative");
-        return -1;
-    }
-    *out = (int)json_integer_value(v);
-    return 0;
+    const gpu_model_family_rules_t *r = gpu_model_family_of(f);
+    return r ? r->head_act : GPU_ACT_TANH;
 }
 
 static int cfg_int(json_t *root, const char *path, const char *key, int *out, char *err,
                    size_t errlen) {
     return gpu_model_cfg_int_min(root, path, key, 1, out, err, errlen);
-}
-
-int gpu_model_cfg_bool(json_t *root, const char *path, const char *key, int dflt, int *out,
-                       char *err, size_t errlen) {
-    json_t *v = json_object_get(root, key);
-    if (!v) {
-        *out = dflt;
-        return 0;
-    }
-    if (!json_is_boolean(v)) {
-        snprintf(err, errlen, "%s: '%s' is not true or false", path, key);
-        return -1;
-    }
-    *out = json_is_true(v);
-    return 0;
-}
-
-int gpu_model_cfg_eps(json_t *root, const char *path, const char *key, double dflt, float *out,
-                      char *err, size_t errlen) {
-    json_t *eps = json_object_get(root, key);
-    /* The backends add it in fp32: a value that rounds to 0 (or overflows) there would divide
-     * by zero on a constant row, so it must be a normal float. */
-    double e = eps ? json_number_value(eps) : dflt;
-    if ((eps && !json_is_number(eps)) || !(e >= FLT_MIN && e <= FLT_MAX)) {
-        snprintf(err, errlen, "%s: '%s' is %s (need a positive number in fp32 range)", path, key,
-                 eps || dflt > 0 ? "out of range" : "missing");
-        return -1;
-    }
-    *out = (float)e;
-    return 0;
 }
 
 /* Each dimension may be up to 2^30, so a config can describe a model whose weight count
@@ -162,7 +81,10 @@ static int config_check_size(const gpu_model_config_t *c, const char *path, char
  * values (tests/fuzz/fuzz_model_config.c states the same rules as its oracle). */
 static int config_validate(const gpu_model_config_t *c, const char *path, char *err,
                            size_t errlen) {
-    const int own = c->family == GPU_FAMILY_MODERNBERT || c->family == GPU_FAMILY_DEBERTA_V2;
+    /* a family with config rules of its own (ModernBERT, DeBERTa) may have no position
+     * table (RoPE, relative positions) and no token types */
+    const gpu_model_family_rules_t *rules = gpu_model_family_of(c->family);
+    const int own = rules && rules->config;
     const char *bad = NULL;
     if ((unsigned)c->family >= GPU_FAMILY_COUNT)
         bad = "architectures";
@@ -214,8 +136,9 @@ static int config_family(json_t *root, const char *path, char *err, size_t errle
         size_t i;
         json_t *a;
         json_array_foreach(arch, i, a) {
-            for (int f = 0; f < GPU_FAMILY_COUNT && json_is_string(a); f++)
-                if (strcmp(json_string_value(a), families[f].arch) == 0) return f;
+            for (int i = 0; gpu_model_family_rules(i) && json_is_string(a); i++)
+                if (strcmp(json_string_value(a), gpu_model_family_rules(i)->arch) == 0)
+                    return (int)gpu_model_family_rules(i)->family;
         }
     }
     const char *first = json_is_array(arch) && json_is_string(json_array_get(arch, 0))
@@ -223,23 +146,6 @@ static int config_family(json_t *root, const char *path, char *err, size_t errle
                             : "(none)";
     snprintf(err, errlen, "%s: unsupported architecture '%s' (supported: %s)", path, first,
              gpu_model_architectures());
-    return -1;
-}
-
-int gpu_model_cfg_act(json_t *root, const char *path, const char *key, const char *dflt,
-                      gpu_act_t *out, char *err, size_t errlen) {
-    json_t *act = json_object_get(root, key), *dj = NULL;
-    if (!act && dflt) act = dj = json_string(dflt);
-    for (size_t i = 0; json_is_string(act) && i < sizeof acts / sizeof acts[0]; i++)
-        if (strcmp(json_string_value(act), acts[i].name) == 0) {
-            *out = acts[i].act;
-            json_decref(dj);
-            return 0;
-        }
-    snprintf(err, errlen,
-             "%s: unsupported %s '%s' (gelu (erf), gelu_new / gelu_pytorch_tanh (tanh), relu)",
-             path, key, json_is_string(act) ? json_string_value(act) : "(missing)");
-    json_decref(dj);
     return -1;
 }
 
@@ -252,10 +158,8 @@ static int config_act(json_t *root, const char *path, const char *key, gpu_act_t
 /* The dimensions of one family under its own key names. */
 static int config_dims(json_t *root, const char *path, gpu_model_config_t *c, char *err,
                        size_t errlen) {
-    if (c->family == GPU_FAMILY_MODERNBERT)
-        return gpu_model_modernbert_config(root, path, c, err, errlen);
-    if (c->family == GPU_FAMILY_DEBERTA_V2)
-        return gpu_model_deberta_config(root, path, c, err, errlen);
+    const gpu_model_family_rules_t *r = gpu_model_family_of(c->family);
+    if (r && r->config) return r->config(root, path, c, err, errlen);
     if (c->family == GPU_FAMILY_DISTILBERT) {
         /* DistilBertConfig: no token types, no position offset, LayerNorm eps fixed. */
         if (cfg_int(root, path, "vocab_size", &c->vocab_size, err, errlen) ||
@@ -351,7 +255,7 @@ static int config_from_json(json_t *root, const char *path, gpu_model_config_t *
     int f = config_family(root, path, err, errlen);
     if (f < 0) return -1;
     c->family = (gpu_model_family_t)f;
-    c->head_act = families[f].head_act;
+    c->head_act = gpu_model_family_head_act(c->family);
     if (config_dims(root, path, c, err, errlen)) return -1;
     if (c->hidden % c->heads != 0) {
         snprintf(err, errlen, "%s: hidden_size %d is not a multiple of num_attention_heads %d",

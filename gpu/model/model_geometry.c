@@ -67,15 +67,13 @@ int gpu_model_geometry(const char *name, int num_labels, gpu_model_config_t *cfg
         cfg->num_labels = num_labels;
         cfg->ln_eps = g->eps;
         cfg->id2label = NULL; /* gpu_model_init_random names the labels */
+        const gpu_model_family_rules_t *r = gpu_model_family_of(g->family);
+        if (r && r->defaults) r->defaults(cfg);
         if (g->family == GPU_FAMILY_MODERNBERT) {
-            gpu_model_modernbert_defaults(cfg);
             cfg->max_pos = g->pos_rows;
             cfg->mean_pool = 1; /* the published config's classifier_pooling */
         }
-        if (g->family == GPU_FAMILY_DEBERTA_V2) {
-            gpu_model_deberta_defaults(cfg);
-            cfg->pos_rows = 0; /* position_biased_input false */
-        }
+        if (g->family == GPU_FAMILY_DEBERTA_V2) cfg->pos_rows = 0; /* position_biased_input false */
         return 0;
     }
     return -1;

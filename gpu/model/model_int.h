@@ -12,7 +12,7 @@
  * 0 or -1 (out of memory). */
 int gpu_model_alloc_weights(gpu_model_t *m);
 
-/* n labels "LABEL_0".. (model_config.c), or NULL when out of memory. */
+/* n labels "LABEL_0".. (model_json.c), or NULL when out of memory. */
 char **gpu_model_labels_default(int n);
 
 /* config.json at path -> cfg (model_config.c); on failure nothing is left allocated. */
@@ -25,7 +25,7 @@ gpu_act_t gpu_model_family_head_act(gpu_model_family_t f);
  * err naming the tensor. */
 int gpu_model_bind_weights(gpu_model_t *m, const gpu_st_file_t *f, char *err, size_t errlen);
 
-/* ---- config.json helpers (model_config.c) ---- */
+/* ---- config.json helpers (model_json.c) ---- */
 
 /* root[key], an integer in [lo, 2^30]. */
 int gpu_model_cfg_int_min(json_t *root, const char *path, const char *key, int lo, int *out,
@@ -41,14 +41,7 @@ int gpu_model_cfg_eps(json_t *root, const char *path, const char *key, double df
 int gpu_model_cfg_bool(json_t *root, const char *path, const char *key, int dflt, int *out,
                        char *err, size_t errlen);
 
-/* The dimensions and knobs of ModernBERT (model_modernbert.c) and DeBERTa (model_deberta.c)
- * from config.json; 0 or -1 with err. */
-int gpu_model_modernbert_config(json_t *root, const char *path, gpu_model_config_t *c, char *err,
-                                size_t errlen);
-int gpu_model_deberta_config(json_t *root, const char *path, gpu_model_config_t *c, char *err,
-                             size_t errlen);
-
-/* ---- checkpoint tensors (model_weights.c) ---- */
+/* ---- checkpoint tensors (model_tensors.c) ---- */
 
 /* name (or alias) of shape (d0) or (d0, d1) into dst; 0 or -1 with err. */
 int gpu_model_load_tensor(const gpu_st_file_t *f, const char *name, const char *alias, float *dst,
@@ -63,12 +56,28 @@ int gpu_model_load_ln(const gpu_st_file_t *f, const char *prefix, float *g, floa
 int gpu_model_load_linear(const gpu_st_file_t *f, const char *prefix, float *w, float *b, int out,
                           int in, char *err, size_t errlen);
 
-/* Every weight of a ModernBERT / DeBERTa checkpoint into m's blob. */
-int gpu_model_modernbert_bind(gpu_model_t *m, const gpu_st_file_t *f, char *err, size_t errlen);
-int gpu_model_deberta_bind(gpu_model_t *m, const gpu_st_file_t *f, char *err, size_t errlen);
+/* ---- the families (the registry: gpu/families/families.c) ---- */
 
-/* The published defaults of the two families, for the named geometries (model_geometry.c). */
-void gpu_model_modernbert_defaults(gpu_model_config_t *c);
-void gpu_model_deberta_defaults(gpu_model_config_t *c);
+/* What the loader asks of a family: its architecture name in config.json, its name, the
+ * activation of its head, and its own rules where BERT's generic ones do not serve. */
+typedef struct {
+    gpu_model_family_t family;
+    const char *arch;   /* "BertForSequenceClassification" */
+    const char *name;   /* "bert" */
+    gpu_act_t head_act; /* its default; a family's config may override it */
+    /* The family's published defaults before its config.json is read (and for its named
+     * geometries); NULL: none. */
+    void (*defaults)(gpu_model_config_t *c);
+    /* Its dimensions and knobs from config.json; NULL: BERT's keys (model_config.c). */
+    int (*config)(json_t *root, const char *path, gpu_model_config_t *c, char *err, size_t errlen);
+    /* Every weight of its checkpoint into m's blob; NULL: BERT's names (model_weights.c). */
+    int (*bind)(gpu_model_t *m, const gpu_st_file_t *f, char *err, size_t errlen);
+} gpu_model_family_rules_t;
+
+/* Row i of the registry, NULL past its end (defined by gpu/families/families.c: the loader
+ * finds the families the way gpu/backend.c finds the backends, by a symbol, not a header). */
+const gpu_model_family_rules_t *gpu_model_family_rules(int i);
+/* The row of family f, or NULL (model_config.c). */
+const gpu_model_family_rules_t *gpu_model_family_of(gpu_model_family_t f);
 
 #endif

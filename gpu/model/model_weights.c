@@ -62,78 +62,6 @@ static const family_names_t names[GPU_FAMILY_COUNT] = {
                             .cls = "classifier.out_proj"},
 };
 
-/* The tensor name (or its legacy alias, for LayerNorm gamma/beta), checked for the expected
- * shape (d0) or (d0, d1), or NULL with err set. */
-static const gpu_st_tensor_t *find_tensor(const gpu_st_file_t *f, const char *name,
-                                          const char *alias, int64_t d0, int64_t d1, char *err,
-                                          size_t errlen) {
-    const gpu_st_tensor_t *t = gpu_st_find(f, name);
-    if (!t && alias) t = gpu_st_find(f, alias);
-    if (!t) {
-        snprintf(err, errlen, "%s: missing tensor '%s'", gpu_st_path(f), name);
-        return NULL;
-    }
-    if (!gpu_st_is_float(t)) {
-        snprintf(err, errlen, "%s: tensor '%s' has unsupported dtype '%s' (F32, F16, BF16 only)",
-                 gpu_st_path(f), t->name, t->dtype_name);
-        return NULL;
-    }
-    int nd = d1 > 0 ? 2 : 1;
-    if (t->ndim != nd || t->shape[0] != d0 || (nd == 2 && t->shape[1] != d1)) {
-        char got[96] = "[", *p = got + 1;
-        for (int i = 0; i < t->ndim && p < got + sizeof got - 24; i++)
-            p += sprintf(p, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
-        strcpy(p, "]");
-        if (nd == 2)
-            snprintf(err, errlen, "%s: tensor '%s' has shape %s, expected [%lld, %lld]",
-                     gpu_st_path(f), t->name, got, (long long)d0, (long long)d1);
-        else
-            snprintf(err, errlen, "%s: tensor '%s' has shape %s, expected [%lld]", gpu_st_path(f),
-                     t->name, got, (long long)d0);
-        return NULL;
-    }
-    return t;
-}
-
-int gpu_model_load_tensor(const gpu_st_file_t *f, const char *name, const char *alias, float *dst,
-                          int64_t d0, int64_t d1, char *err, size_t errlen) {
-    const gpu_st_tensor_t *t = find_tensor(f, name, alias, d0, d1, err, errlen);
-    if (!t) return -1;
-    gpu_st_read_f32(f, t, dst);
-    return 0;
-}
-
-int gpu_model_load_optional(const gpu_st_file_t *f, const char *name, float *dst, int64_t d0,
-                            int64_t d1, float fill, char *err, size_t errlen) {
-    if (gpu_st_find(f, name)) return gpu_model_load_tensor(f, name, NULL, dst, d0, d1, err, errlen);
-    for (int64_t i = 0; i < d0 * (d1 > 0 ? d1 : 1); i++)
-        dst[i] = fill;
-    return 0;
-}
-
-/* LayerNorm prefix.{weight,bias}, or the TF-era prefix.{gamma,beta}. */
-int gpu_model_load_ln(const gpu_st_file_t *f, const char *prefix, float *g, float *b, int n,
-                      char *err, size_t errlen) {
-    char n1[256], a1[256], n2[256], a2[256];
-    snprintf(n1, sizeof n1, "%s.weight", prefix);
-    snprintf(a1, sizeof a1, "%s.gamma", prefix);
-    snprintf(n2, sizeof n2, "%s.bias", prefix);
-    snprintf(a2, sizeof a2, "%s.beta", prefix);
-    if (gpu_model_load_tensor(f, n1, a1, g, n, 0, err, errlen)) return -1;
-    return gpu_model_load_tensor(f, n2, a2, b, n, 0, err, errlen);
-}
-
-int gpu_model_load_linear(const gpu_st_file_t *f, const char *prefix, float *w, float *b, int out,
-                          int in, char *err, size_t errlen) {
-    char nw[256], nb[256];
-    snprintf(nw, sizeof nw, "%s.weight", prefix);
-    snprintf(nb, sizeof nb, "%s.bias", prefix);
-    if (gpu_model_load_tensor(f, nw, NULL, w, out, in, err, errlen)) return -1;
-    return gpu_model_load_tensor(f, nb, NULL, b, out, 0, err, errlen);
-}
-
-/* Word, position (all pos_rows rows: the blob's table starts pos_offset rows before
- * w->pos_emb), type (or the zero row), LayerNorm and ELECTRA's projection. */
 static int bind_embeddings(gpu_model_t *m, const family_names_t *nm, const gpu_st_file_t *f,
                            char *err, size_t errlen) {
     const gpu_model_config_t *c = &m->cfg;
@@ -169,8 +97,8 @@ int gpu_model_bind_weights(gpu_model_t *m, const gpu_st_file_t *f, char *err, si
     const family_names_t *nm = &names[c->family];
     gpu_model_weights_t *w = &m->w;
     const int H = c->hidden, I = c->intermediate;
-    if (c->family == GPU_FAMILY_MODERNBERT) return gpu_model_modernbert_bind(m, f, err, errlen);
-    if (c->family == GPU_FAMILY_DEBERTA_V2) return gpu_model_deberta_bind(m, f, err, errlen);
+    const gpu_model_family_rules_t *r = gpu_model_family_of(c->family);
+    if (r && r->bind) return r->bind(m, f, err, errlen);
     if (bind_embeddings(m, nm, f, err, errlen)) return -1;
     for (int l = 0; l < c->layers; l++) {
         gpu_layer_weights_t *y = &w->layer[l];

@@ -39,6 +39,19 @@ void gpu_ref_add_ln(float *x, const float *res, const float *g, const float *b, 
 void gpu_ref_attention(const float *q, const float *k, const float *v, int ld,
                        const int32_t *cu_seqlens, int n_seqs, int heads, int head_dim, float *out);
 
+/* The graph's attention op (ref_attention.c) for one sequence: q rows nq (len, or 1: the
+ * first token), k, v rows len; RoPE when rope_theta > 0, keys |i - j| <= window when window
+ * > 0, DeBERTa's c2p (pk) / p2c (pq) at gpu_model_rel_row(cfg, i - j) when given, scores /
+ * sqrt(head_dim * scale_factor). out (nq, heads * head_dim) rows ldo apart. */
+typedef struct {
+    int heads, head_dim, window, scale_factor;
+    float rope_theta;
+    const float *pk, *pq;          /* (2 span, H) or NULL */
+    const gpu_model_config_t *cfg; /* the relative rows' config, with pk / pq */
+} gpu_ref_attn_t;
+void gpu_ref_attention_op(const gpu_ref_attn_t *a, const float *q, int ldq, int nq, const float *k,
+                          const float *v, int ldkv, int len, float *out, int ldo);
+
 /* logits (n_seqs, L) = cls(head_act(pool(hidden[first token of each sequence]))). */
 void gpu_ref_pool_classify(const gpu_model_t *m, const float *hidden, const int32_t *cu_seqlens,
                            int n_seqs, float *logits);

@@ -1,5 +1,5 @@
 /* reclass jobs [show J]: how the bulk jobs are going, read from PostgreSQL (jobs, the
- * results' label counts, drift_scores of migration 004). Plain text when stdout is not a
+ * results' label counts, drift_status of migration 009). Plain text when stdout is not a
  * terminal, a progress bar when it is, --json for scripts; --watch S redraws every S seconds
  * (`jobs show J --watch` stops once the job completes). */
 #include <jansson.h>
@@ -21,17 +21,25 @@ typedef struct {
 
 static jobs_args_t jobs_a;
 
-static const cli_opt_t jobs_opts[] = {
-    {"db", CLI_STR, &jobs_a.db, 0, 0, "RECLASS_DB", "URL", "PostgreSQL URL or conninfo"},
-    {"tenant", CLI_STR, &jobs_a.tenant, 0, 0, NULL, "T", "only this tenant's jobs"},
-    {"limit", CLI_INT, &jobs_a.limit, 1, 100000, NULL, NULL, "jobs listed (default 20)"},
-    {"all", CLI_FLAG, &jobs_a.all, 0, 0, NULL, NULL,
-     "also jobs completed more than a day ago (default: running ones and the last day's)"},
-    {"json", CLI_FLAG, &jobs_a.json, 0, 0, NULL, NULL, "one JSON object per job, a line each"},
-    {"watch", CLI_INT, &jobs_a.watch_s, 1, 3600, NULL, "S",
-     "redraw every S seconds until interrupted (show: until the job completes)"},
-    {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL},
-};
+/* The options, set into jobs_a. */
+#define JOBS_N_OPTS 6
+static void jobs_opts(cli_opt_t out[JOBS_N_OPTS + 1]) {
+    const cli_opt_t t[] = {
+        worker_cli_opt_db(&jobs_a.db, NULL),
+        {"tenant", CLI_STR, &jobs_a.tenant, 0, 0, NULL, "T", "only this tenant's jobs", NULL},
+        {"limit", CLI_INT, &jobs_a.limit, 1, 100000, NULL, NULL, "jobs listed", "20"},
+        {"all", CLI_FLAG, &jobs_a.all, 0, 0, NULL, NULL,
+         "also jobs completed more than a day ago (default: running ones and the last day's)",
+         NULL},
+        {"json", CLI_FLAG, &jobs_a.json, 0, 0, NULL, NULL, "one JSON object per job, a line each",
+         NULL},
+        {"watch", CLI_INT, &jobs_a.watch_s, 1, 3600, NULL, "S",
+         "redraw every S seconds until interrupted (show: until the job completes)", NULL},
+        {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL, NULL},
+    };
+    _Static_assert(sizeof(t) / sizeof(t[0]) == JOBS_N_OPTS + 1, "JOBS_N_OPTS");
+    memcpy(out, t, sizeof(t));
+}
 
 static void jobs_usage(FILE *f) {
     fprintf(f,
@@ -44,25 +52,28 @@ static void jobs_usage(FILE *f) {
             "adds the job's times, its label mix, mean confidence and the first failures'\n"
             "reasons with their records (topic/partition/offset). Exit 1 when J does\n"
             "not exist.\n\n");
-    worker_cli_print_opts(f, jobs_opts);
+    cli_opt_t opts[JOBS_N_OPTS + 1];
+    jobs_opts(opts);
+    worker_cli_print_opts(f, opts);
 }
 
 #define JOBS_STALLED_S 300 /* no progress for this long reads "stalled" */
 
 /* $1 tenant or NULL, $2 limit, $3 'true' to include old completed jobs, $4 job id or NULL.
  * Columns: job, tenant, total, done, elapsed s (first record to last write), idle s (since
- * the last write), completed, first seen (UTC text), drift status, failed and state
+ * the last write), completed, first seen (UTC text), drift status (drift_status of migration
+ * 009, the worst model's, by its primary key), failed and state
  * (migrations/008_job_failures.sql; NULL before it: read through to_jsonb so that either
  * schema answers). */
 static const char SQL_JOBS[] =
-    "WITH d AS (SELECT DISTINCT ON (tenant) tenant, status"
-    "  FROM drift_scores('window', now() - interval '1 day') ORDER BY tenant, bucket_start DESC)"
-    " SELECT j.job_id, coalesce(j.tenant, ''), j.total, j.done,"
+    "SELECT j.job_id, coalesce(j.tenant, ''), j.total, j.done,"
     "  extract(epoch FROM j.updated_at - j.first_seen)::float8,"
     "  extract(epoch FROM now() - j.updated_at)::float8, j.completed_at IS NOT NULL,"
     "  to_char(j.first_seen AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS'),"
     "  coalesce(d.status, '-'), (to_jsonb(j) ->> 'failed')::bigint, to_jsonb(j) ->> 'state'"
-    " FROM jobs j LEFT JOIN d ON d.tenant = j.tenant"
+    " FROM jobs j LEFT JOIN LATERAL (SELECT z.status FROM drift_status z"
+    "  WHERE z.tenant = j.tenant AND z.window_start > now() - interval '1 day'"
+    "  ORDER BY z.level DESC LIMIT 1) d ON true"
     " WHERE ($1::text IS NULL OR j.tenant = $1) AND ($4::text IS NULL OR j.job_id = $4)"
     "  AND ($3::boolean OR j.completed_at IS NULL OR j.completed_at > now() - interval '1 day')"
     " ORDER BY j.updated_at DESC, j.job_id LIMIT $2::integer";
@@ -256,7 +267,7 @@ static void on_signal(int sig) {
  * job completed (the watch ends). */
 static int draw(PGconn *conn, const char *job, int tty) {
     char lim[16];
-    snprintf(lim, sizeof lim, "%d", job ? 1 : (jobs_a.limit > 0 ? jobs_a.limit : 20));
+    snprintf(lim, sizeof lim, "%d", job ? 1 : jobs_a.limit);
     const char *p[4] = {jobs_a.tenant, lim, (jobs_a.all || job) ? "true" : "false", job};
     PGresult *r = worker_cli_db_query("jobs", conn, SQL_JOBS, 4, p, NULL);
     if (!r) return 1;
@@ -289,7 +300,9 @@ static int draw(PGconn *conn, const char *job, int tty) {
 common_status_t worker_cmd_jobs(int argc, char **argv) {
     memset(&jobs_a, 0, sizeof jobs_a);
     int first = 0;
-    common_status_t st = worker_cli_parse("jobs", argc, argv, jobs_opts, jobs_usage, &first);
+    cli_opt_t opts[JOBS_N_OPTS + 1];
+    jobs_opts(opts);
+    common_status_t st = worker_cli_parse("jobs", argc, argv, opts, jobs_usage, &first);
     if (st != COMMON_OK) return st;
     int rc;
     const char *job = NULL;

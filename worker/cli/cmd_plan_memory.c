@@ -6,28 +6,41 @@
 #include <string.h>
 
 #include "gpu/backend.h"
+#include "gpu/graph.h"
 #include "gpu/model/fp8.h"
 #include "worker/cli/cli.h"
 
-#define PLAN_OPTS(model_dir, geometry, labels, budget, precision, max_len, max_seqs)                 \
-    {                                                                                                \
-        {"model", CLI_STR, model_dir, 0, 0, NULL, "DIR", "Hugging Face checkpoint directory"},       \
-            {"geometry", CLI_STR,                                                                    \
-             geometry,   0,                                                                          \
-             0,          NULL,                                                                       \
-             "NAME",     "bert-mini, bert-base or bert-large instead of a checkpoint"},              \
-            {"labels",   CLI_INT, labels, 1,                                                         \
-             1000000000, NULL,    "N",    "labels of --geometry (default 2)"},                       \
-            {"token-budget", CLI_INT, budget, 1,                                                     \
-             1000000000,     NULL,    "N",    "tokens per encoder batch (required)"},                \
-            {"precision", CLI_STR, precision, 0, 0, NULL, "fp16|bf16|fp8", "default: cuda's, fp16"}, \
-            {"max-len",  CLI_INT, max_len, 1,                                                        \
-             1000000000, NULL,    "N",     "tokens per sequence (default: the model's)"},            \
-            {"max-seqs", CLI_INT, max_seqs, 1,                                                       \
-             1000000000, NULL,    "N",      "sequences per batch (default: by the token budget)"},   \
-        {                                                                                            \
-            NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL                                             \
-        }                                                                                            \
+#define PLAN_OPTS(model_dir, geometry, labels, budget, precision, max_len, max_seqs)                \
+    {                                                                                               \
+        {                                                                                           \
+            "model", CLI_STR, model_dir, 0, 0, NULL, "DIR", "Hugging Face checkpoint directory",    \
+            NULL},                                                                                  \
+            {"geometry", CLI_STR,                                                                   \
+             geometry,   0,                                                                         \
+             0,          NULL,                                                                      \
+             "NAME",     "bert-mini, bert-base or bert-large instead of a checkpoint",              \
+             NULL},                                                                                 \
+            {"labels", CLI_INT, labels, 1, 1000000000, NULL, "N", "labels of --geometry", "2"},     \
+            {"token-budget",                                                                        \
+             CLI_INT,                                                                               \
+             budget,                                                                                \
+             1,                                                                                     \
+             1000000000,                                                                            \
+             NULL,                                                                                  \
+             "N",                                                                                   \
+             "tokens per encoder batch (required)",                                                 \
+             NULL},                                                                                 \
+            {"precision", CLI_STR, precision, 0, 0, NULL, "fp16|bf16|fp8", "default: cuda's, fp16", \
+             NULL},                                                                                 \
+            {"max-len",  CLI_INT, max_len, 1,                                                       \
+             1000000000, NULL,    "N",     "tokens per sequence (default: the model's)",            \
+             NULL},                                                                                 \
+            {"max-seqs", CLI_INT, max_seqs, 1,                                                      \
+             1000000000, NULL,    "N",      "sequences per batch (default: by the token budget)",   \
+             NULL},                                                                                 \
+        {                                                                                           \
+            NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL, NULL                                      \
+        }                                                                                           \
     }
 
 /* bytes as "1.23 GiB", "4.5 MiB", ... into buf */
@@ -42,6 +55,44 @@ static const char *human(size_t bytes, char *buf, size_t len) {
     else
         snprintf(buf, len, u == 3 ? "%.2f %s" : "%.1f %s", v, unit[u]);
     return buf;
+}
+
+/* The graph's own plan (gpu/graph.h), op by op: what each op runs and the bytes of the
+ * tensors it writes first, at 16-bit storage (fp32 for precision fp32). */
+static int print_graph_plan(const gpu_model_config_t *cfg, const char *precision, int budget,
+                            int max_seqs) {
+    gpu_precision_t prec = GPU_PREC_FP16;
+    char err[256], h[32], d[160];
+    if (precision && gpu_precision_parse(precision, &prec) != 0) return 0; /* cuda said why */
+    gpu_graph_t *g;
+    if (gpu_graph_build(cfg, NULL, prec, GPU_PREC_FP16, &g, err, sizeof err) != 0) {
+        fprintf(stderr, "reclass plan-memory: %s\n", err);
+        return -1;
+    }
+    gpu_graph_plan_opts_t po = {.act_bytes = prec == GPU_PREC_FP32 ? 4 : 2,
+                                .token_budget = budget,
+                                .max_seqs = gpu_backend_max_seqs(budget, max_seqs)};
+    gpu_graph_plan_t p;
+    if (gpu_graph_plan(g, &po, &p) != 0) {
+        gpu_graph_free(g);
+        fprintf(stderr, "reclass plan-memory: out of memory\n");
+        return -1;
+    }
+    printf("graph: %d ops (%d at init), %d tensors; activations by the op that writes them "
+           "first:\n",
+           g->n_ops, g->n_prelude, g->n_tensors);
+    for (int i = 0; i < g->n_ops; i++) {
+        const gpu_op_t *op = &g->op[i];
+        printf("  %-64s -> %-10s %12zu  %s\n", gpu_op_describe(op, d, sizeof d),
+               g->tensor[op->out.t].name, p.op_bytes[i], human(p.op_bytes[i], h, sizeof h));
+    }
+    printf("  %-64s    %-10s %12zu  %s\n", "= graph weights", "", p.weights_bytes,
+           human(p.weights_bytes, h, sizeof h));
+    printf("  %-64s    %-10s %12zu  %s\n", "= graph arena (consts, activations, logits)", "",
+           p.arena_bytes, human(p.arena_bytes, h, sizeof h));
+    gpu_graph_plan_free(&p);
+    gpu_graph_free(g);
+    return 0;
 }
 
 static void plan_usage(FILE *f) {
@@ -61,7 +112,7 @@ static void plan_usage(FILE *f) {
 
 common_status_t worker_cmd_plan_memory(int argc, char **argv) {
     const char *model_dir = NULL, *geometry = NULL, *precision = NULL;
-    int labels = 2, budget = 0, max_len = 0, max_seqs = 0;
+    int labels, budget = 0, max_len = 0, max_seqs = 0;
     const cli_opt_t opts[] =
         PLAN_OPTS(&model_dir, &geometry, &labels, &budget, &precision, &max_len, &max_seqs);
     int prc = worker_cli_parse("plan-memory", argc, argv, opts, plan_usage, NULL);
@@ -123,6 +174,10 @@ common_status_t worker_cmd_plan_memory(int argc, char **argv) {
            human(plan.arena_bytes, h, sizeof(h)));
     printf("  %-30s %14zu  %s\n", "= total (one allocation)", plan.total_bytes,
            human(plan.total_bytes, h, sizeof(h)));
+    if (print_graph_plan(&cfg, plan.precision, budget, max_seqs) != 0) {
+        gpu_model_free(model);
+        return 2;
+    }
     /* the cpu backend's kernels by this CPU's features: never a silent fallback */
     const gpu_backend_ops_t *cpu = gpu_backend_find("cpu", err, sizeof err);
     for (int i = 0; cpu && cpu->kernels && cpu->precisions[i]; i++) {

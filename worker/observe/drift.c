@@ -13,13 +13,15 @@
 
 typedef struct {
     worker_drift_window_t w;
-    int32_t *index; /* (idx_cap) row of each hash slot, -1 = empty */
+    int32_t *index;   /* (idx_cap) row of each hash slot, -1 = empty */
+    uint32_t *folded; /* (fold_cap) hashes of tenants folded into "_other", 0 = empty */
 } slot_t;
 
 struct worker_drift {
     worker_drift_cfg_t cfg;
     slot_t slots[WORKER_DRIFT_SLOTS];
     int idx_cap;                    /* power of two >= 2 * (max_tenants + 1) */
+    int fold_cap;                   /* power of two >= 2 * max(max_tenants + 1, 4096) */
     int open;                       /* slot of the open window, -1 = none */
     int closed[WORKER_DRIFT_SLOTS]; /* FIFO of closed slots, oldest at closed_head */
     int closed_head, n_closed;
@@ -28,7 +30,30 @@ struct worker_drift {
     worker_drift_row_t *rows_mem; /* (SLOTS, max_tenants + 1) */
     int64_t *counts_mem;          /* (SLOTS, max_tenants + 1, num_labels) */
     int32_t *index_mem;           /* (SLOTS, idx_cap) */
+    uint32_t *folded_mem;         /* (SLOTS, fold_cap) */
 };
+
+/* the folded tenants are counted exactly up to this many (or max_tenants + 1 when more) */
+#define FOLD_COUNT_MIN 4096
+
+static int idx_cap_for(int max_tenants) {
+    int cap = 16;
+    while ((size_t)cap < 2 * ((size_t)max_tenants + 1))
+        cap *= 2;
+    return cap;
+}
+
+static int fold_cap_for(int max_tenants) {
+    return idx_cap_for(max_tenants < FOLD_COUNT_MIN ? FOLD_COUNT_MIN : max_tenants);
+}
+
+size_t worker_drift_bytes_for(const worker_drift_cfg_t *cfg) {
+    size_t rows = (size_t)cfg->max_tenants + 1;
+    return sizeof(struct worker_drift) + WORKER_DRIFT_SLOTS * rows * sizeof(worker_drift_row_t) +
+           WORKER_DRIFT_SLOTS * rows * (size_t)cfg->num_labels * sizeof(int64_t) +
+           WORKER_DRIFT_SLOTS * (size_t)idx_cap_for(cfg->max_tenants) * sizeof(int32_t) +
+           WORKER_DRIFT_SLOTS * (size_t)fold_cap_for(cfg->max_tenants) * sizeof(uint32_t);
+}
 
 int worker_drift_init(const worker_drift_cfg_t *cfg, worker_drift_t **out, char *err,
                       size_t errlen) {
@@ -44,27 +69,26 @@ int worker_drift_init(const worker_drift_cfg_t *cfg, worker_drift_t **out, char 
     d->cfg = *cfg;
     d->open = -1;
     size_t rows = (size_t)cfg->max_tenants + 1;
-    d->idx_cap = 16;
-    while ((size_t)d->idx_cap < 2 * rows)
-        d->idx_cap *= 2;
+    d->idx_cap = idx_cap_for(cfg->max_tenants);
+    d->fold_cap = fold_cap_for(cfg->max_tenants);
     d->rows_mem = calloc(WORKER_DRIFT_SLOTS * rows, sizeof(*d->rows_mem));
     d->counts_mem =
         calloc(WORKER_DRIFT_SLOTS * rows * (size_t)cfg->num_labels, sizeof(*d->counts_mem));
     d->index_mem = malloc(WORKER_DRIFT_SLOTS * (size_t)d->idx_cap * sizeof(*d->index_mem));
-    if (!d->rows_mem || !d->counts_mem || !d->index_mem) {
+    d->folded_mem = malloc(WORKER_DRIFT_SLOTS * (size_t)d->fold_cap * sizeof(*d->folded_mem));
+    if (!d->rows_mem || !d->counts_mem || !d->index_mem || !d->folded_mem) {
         snprintf(err, errlen, "drift: out of memory for %d tenants x %d labels", cfg->max_tenants,
                  cfg->num_labels);
         worker_drift_free(d);
         return -1;
     }
-    d->bytes = sizeof(*d) + WORKER_DRIFT_SLOTS * rows * sizeof(*d->rows_mem) +
-               WORKER_DRIFT_SLOTS * rows * (size_t)cfg->num_labels * sizeof(*d->counts_mem) +
-               WORKER_DRIFT_SLOTS * (size_t)d->idx_cap * sizeof(*d->index_mem);
+    d->bytes = worker_drift_bytes_for(cfg);
     for (int s = 0; s < WORKER_DRIFT_SLOTS; s++) {
         slot_t *sl = &d->slots[s];
         sl->w.rows = d->rows_mem + (size_t)s * rows;
         sl->w.window_s = cfg->window_s;
         sl->index = d->index_mem + (size_t)s * (size_t)d->idx_cap;
+        sl->folded = d->folded_mem + (size_t)s * (size_t)d->fold_cap;
         for (size_t r = 0; r < rows; r++)
             sl->w.rows[r].label_counts =
                 d->counts_mem + ((size_t)s * rows + r) * (size_t)cfg->num_labels;
@@ -78,6 +102,7 @@ void worker_drift_free(worker_drift_t *d) {
     free(d->rows_mem);
     free(d->counts_mem);
     free(d->index_mem);
+    free(d->folded_mem);
     free(d);
 }
 
@@ -108,24 +133,45 @@ static void slot_reset(worker_drift_t *d, slot_t *sl, int64_t start_s) {
     sl->w.rows[T].overflow = 1;
     for (int i = 0; i < d->idx_cap; i++)
         sl->index[i] = -1;
+    memset(sl->folded, 0, sizeof(*sl->folded) * (size_t)d->fold_cap);
     sl->w.n_rows = 0;
+    sl->w.folded_tenants = 0;
+    sl->w.folded_tickets = 0;
     sl->w.start_s = start_s;
+}
+
+/* Counts tenant (by its 32-bit hash) among the window's folded ones, once; the set holds
+ * fold_cap / 2 hashes, past that the count stops growing (the log says "at least"). */
+static void count_folded(worker_drift_t *d, slot_t *sl, uint32_t h) {
+    if (h == 0) h = 1;
+    uint32_t mask = (uint32_t)d->fold_cap - 1, i = h & mask;
+    for (; sl->folded[i]; i = (i + 1) & mask)
+        if (sl->folded[i] == h) return;
+    if (2 * sl->w.folded_tenants >= d->fold_cap) return;
+    sl->folded[i] = h;
+    sl->w.folded_tenants++;
 }
 
 /* The row of tenant in the open slot: its own, a new one, or "_other" when full. */
 static worker_drift_row_t *find_row(worker_drift_t *d, slot_t *sl, const char *tenant) {
     int T = d->cfg.max_tenants;
     size_t len = strlen(tenant);
+    uint32_t h = fnv1a(tenant);
     /* a real tenant called "_other" shares the overflow row; so do names too long to keep */
-    if (len >= WORKER_DRIFT_TENANT_MAX || !strcmp(tenant, WORKER_DRIFT_OTHER))
+    if (len >= WORKER_DRIFT_TENANT_MAX || !strcmp(tenant, WORKER_DRIFT_OTHER)) {
+        count_folded(d, sl, h);
         return &sl->w.rows[T];
-    uint32_t mask = (uint32_t)d->idx_cap - 1, i = fnv1a(tenant) & mask;
+    }
+    uint32_t mask = (uint32_t)d->idx_cap - 1, i = h & mask;
     for (;; i = (i + 1) & mask) {
         int32_t r = sl->index[i];
         if (r < 0) break;
         if (!strcmp(sl->w.rows[r].tenant, tenant)) return &sl->w.rows[r];
     }
-    if (sl->w.n_rows >= T) return &sl->w.rows[T];
+    if (sl->w.n_rows >= T) {
+        count_folded(d, sl, h);
+        return &sl->w.rows[T];
+    }
     int32_t r = sl->w.n_rows++;
     memcpy(sl->w.rows[r].tenant, tenant, len + 1);
     sl->index[i] = r;
@@ -139,6 +185,10 @@ static void close_open(worker_drift_t *d) {
     slot_t *sl = &d->slots[d->open];
     int T = d->cfg.max_tenants;
     if (sl->w.rows[T].tickets > 0) {
+        sl->w.folded_tickets = sl->w.rows[T].tickets;
+        /* every sum of this window may be partial over workers: flag them all */
+        for (int r = 0; r < sl->w.n_rows; r++)
+            sl->w.rows[r].overflow = 1;
         if (sl->w.n_rows < T) { /* swap the structs: label_counts pointers travel along */
             worker_drift_row_t tmp = sl->w.rows[sl->w.n_rows];
             sl->w.rows[sl->w.n_rows] = sl->w.rows[T];

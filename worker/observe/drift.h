@@ -6,7 +6,14 @@
  * window plus one "_other" row that aggregates every further tenant (and tenant names longer
  * than WORKER_DRIFT_TENANT_MAX - 1 bytes); WORKER_DRIFT_SLOTS windows (the open one and the
  * closed ones waiting for the database). When every slot holds a closed window that could not
- * be written, the oldest is dropped (counted) rather than memory growing.
+ * be written, the oldest is dropped (counted) rather than memory growing. The whole footprint
+ * is worker_drift_bytes_for(): at most WORKER_DRIFT_SLOTS * (288 + 8 * num_labels) bytes per
+ * tenant (a 256-byte row, its label counts, <= 32 bytes of hash slots; the slots of the folded
+ * set are sized for at least 4,096 tenants), 7.3 MB for the default 4,096 tenants, 20 labels.
+ *
+ * A window whose tenants did not all fit says so: folded_tenants (distinct 32-bit name hashes,
+ * counted up to max(4096, max_tenants + 1)) and folded_tickets, and every row of it is flagged
+ * overflow (a tenant folded here and named on another worker sums partially over workers).
  *
  * Drift is approximate statistics: a ticket redelivered after a crash is counted again. Exact
  * per-ticket results are in ticket_results.
@@ -18,10 +25,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define WORKER_DRIFT_BINS       10
-#define WORKER_DRIFT_TENANT_MAX 128 /* bytes with the NUL */
-#define WORKER_DRIFT_SLOTS      4
-#define WORKER_DRIFT_OTHER      "_other"
+#define WORKER_DRIFT_BINS        10
+#define WORKER_DRIFT_TENANT_MAX  128 /* bytes with the NUL */
+#define WORKER_DRIFT_SLOTS       4
+#define WORKER_DRIFT_OTHER       "_other"
+#define WORKER_DRIFT_MAX_TENANTS 4096 /* default tenants per window (--drift-max-tenants) */
 
 typedef struct {
     char tenant[WORKER_DRIFT_TENANT_MAX];
@@ -37,7 +45,9 @@ typedef struct {
 typedef struct {
     int64_t start_s; /* unix seconds, a multiple of window_s */
     int window_s;
-    int n_rows; /* named rows in use; once closed, also the "_other" row (last) when used */
+    int n_rows;         /* named rows in use; once closed, also the "_other" row (last) when used */
+    int folded_tenants; /* distinct tenants counted in "_other" */
+    long folded_tickets;      /* their tickets */
     worker_drift_row_t *rows; /* (max_tenants + 1) */
 } worker_drift_window_t;
 
@@ -71,6 +81,8 @@ void worker_drift_pop(worker_drift_t *d);
 
 /* Closed windows dropped because every slot was taken. */
 long worker_drift_dropped(const worker_drift_t *d);
+/* Bytes init allocates for cfg (the structure's whole footprint), for the help text and log. */
+size_t worker_drift_bytes_for(const worker_drift_cfg_t *cfg);
 /* Bytes allocated by init (the structure's whole footprint). */
 size_t worker_drift_bytes(const worker_drift_t *d);
 /* The open window (tests, /metrics); NULL when nothing was counted since the last close. */

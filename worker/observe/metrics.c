@@ -12,14 +12,25 @@ worker_metrics_t worker_metrics;
 
 void worker_metrics_reset(worker_metrics_t *m) {
     /* atomic stores, not memset: another thread may be reading */
-    atomic_long *longs[] = {&m->tickets_consumed, &m->tickets_classified,
-                            &m->dead_lettered,    &m->truncated,
-                            &m->batches,          &m->tokens,
-                            &m->sink_commits,     &m->sink_retries,
-                            &m->pauses,           &m->holds,
-                            &m->drift_windows,    &m->drift_dropped,
-                            &m->telemetry_rows,   &m->telemetry_failures,
-                            &m->pending_items,    &m->pending_tokens,
+    atomic_long *longs[] = {&m->tickets_consumed,
+                            &m->tickets_classified,
+                            &m->dead_lettered,
+                            &m->truncated,
+                            &m->batches,
+                            &m->tokens,
+                            &m->sink_commits,
+                            &m->sink_retries,
+                            &m->pauses,
+                            &m->holds,
+                            &m->drift_windows,
+                            &m->drift_dropped,
+                            &m->drift_folded_tickets,
+                            &m->drift_folded_tenants,
+                            &m->drift_memory_bytes,
+                            &m->telemetry_rows,
+                            &m->telemetry_failures,
+                            &m->pending_items,
+                            &m->pending_tokens,
                             &m->consumer_lag};
     for (size_t i = 0; i < sizeof(longs) / sizeof(longs[0]); i++)
         atomic_store(longs[i], 0);
@@ -140,10 +151,20 @@ static struct {
     int n, staged_n;
     char tenant[2][WORKER_METRICS_DRIFT_TENANTS][128];
     int level[2][WORKER_METRICS_DRIFT_TENANTS];
+    long count[2][5]; /* tenants per drift_status_names[] */
 } drift_levels = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* drift_compare's statuses (migrations/004_drift.sql) */
+static const char *const drift_status_names[5] = {"drift", "watch", "ok", "sparse", "no_baseline"};
 
 void worker_metrics_drift_begin(void) {
     drift_levels.staged_n = 0; /* only the sink thread writes the staging half */
+    memset(drift_levels.count[1], 0, sizeof(drift_levels.count[1]));
+}
+
+void worker_metrics_drift_count(const char *status, long tenants) {
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(status, drift_status_names[i])) drift_levels.count[1][i] = tenants;
 }
 
 void worker_metrics_drift_put(const char *tenant, int level) {
@@ -158,13 +179,14 @@ void worker_metrics_drift_end(void) {
     pthread_mutex_lock(&drift_levels.mu);
     memcpy(drift_levels.tenant[0], drift_levels.tenant[1], sizeof(drift_levels.tenant[0]));
     memcpy(drift_levels.level[0], drift_levels.level[1], sizeof(drift_levels.level[0]));
+    memcpy(drift_levels.count[0], drift_levels.count[1], sizeof(drift_levels.count[0]));
     drift_levels.n = drift_levels.staged_n;
     pthread_mutex_unlock(&drift_levels.mu);
 }
 
 static void render_drift(buf_t *b, const char *model) {
-    buf_printf(b, "# HELP reclass_drift_status Newest judged drift window per tenant: 3 drift, 2 "
-                  "watch, 1 ok, 0 not judged (sparse, no baseline).\n"
+    buf_printf(b, "# HELP reclass_drift_status Newest judged drift window per tenant, the worst "
+                  "tenants first: 3 drift, 2 watch, 1 ok, 0 not judged (sparse, no baseline).\n"
                   "# TYPE reclass_drift_status gauge\n");
     pthread_mutex_lock(&drift_levels.mu);
     for (int i = 0; i < drift_levels.n; i++) {
@@ -172,6 +194,14 @@ static void render_drift(buf_t *b, const char *model) {
         buf_label(b, "tenant", drift_levels.tenant[0][i], 1);
         buf_label(b, "model", model, 0);
         buf_printf(b, "} %d\n", drift_levels.level[0][i]);
+    }
+    buf_printf(b, "# HELP reclass_drift_tenants Tenants per drift status of their newest judged "
+                  "window, all of them.\n# TYPE reclass_drift_tenants gauge\n");
+    for (int i = 0; i < 5; i++) {
+        buf_printf(b, "reclass_drift_tenants{");
+        buf_label(b, "model", model, 1);
+        buf_label(b, "status", drift_status_names[i], 0);
+        buf_printf(b, "} %ld\n", drift_levels.count[0][i]);
     }
     pthread_mutex_unlock(&drift_levels.mu);
 }
@@ -297,6 +327,17 @@ char *worker_metrics_render(const worker_metrics_t *m, const worker_metrics_info
     metric(&b, "reclass_drift_windows_dropped_total", "counter",
            "Closed drift windows dropped unwritten (database unavailable too long).",
            LD(drift_dropped));
+    metric(&b, "reclass_drift_folded_tickets_total", "counter",
+           "Tickets counted under tenant _other because the window already held "
+           "--drift-max-tenants tenants.",
+           LD(drift_folded_tickets));
+    metric(&b, "reclass_drift_folded_tenants", "gauge",
+           "Tenants folded into _other in the last closed drift window (0: every tenant has its "
+           "own row).",
+           LD(drift_folded_tenants));
+    metric(&b, "reclass_drift_memory_bytes", "gauge",
+           "Bytes of the drift statistics (fixed at start by --drift-max-tenants).",
+           LD(drift_memory_bytes));
     metric(&b, "reclass_gpu_memory_rows_total", "counter", "Rows written to gpu_memory.",
            LD(telemetry_rows));
     metric(&b, "reclass_telemetry_write_failures_total", "counter",

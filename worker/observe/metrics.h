@@ -33,21 +33,24 @@ const char *worker_stage_name(int stage);
 
 typedef struct {
     /* counters (only ever grow) */
-    atomic_long tickets_consumed;   /* records taken from Kafka for this worker to handle */
-    atomic_long tickets_classified; /* rows committed to PostgreSQL */
-    atomic_long dead_lettered;      /* records acknowledged by the dead-letter topic */
-    atomic_long truncated;          /* texts cut to the model's maximum length */
-    atomic_long batches;            /* encoder batches run */
-    atomic_long tokens;             /* real tokens encoded */
-    atomic_llong encoder_ns;        /* time inside the backend's forward */
-    atomic_long sink_commits;       /* PostgreSQL transactions of results committed */
-    atomic_long sink_retries;       /* writes refused by a lost connection and retried */
-    atomic_long pauses;             /* times consumption was paused (backpressure) */
-    atomic_long holds;              /* backlogs waited out without a pause (backpressure) */
-    atomic_long drift_windows;      /* drift windows written to drift_windows */
-    atomic_long drift_dropped;      /* closed windows dropped unwritten (database down) */
-    atomic_long telemetry_rows;     /* gpu_memory rows written */
-    atomic_long telemetry_failures; /* drift/gpu_memory writes that failed */
+    atomic_long tickets_consumed;     /* records taken from Kafka for this worker to handle */
+    atomic_long tickets_classified;   /* rows committed to PostgreSQL */
+    atomic_long dead_lettered;        /* records acknowledged by the dead-letter topic */
+    atomic_long truncated;            /* texts cut to the model's maximum length */
+    atomic_long batches;              /* encoder batches run */
+    atomic_long tokens;               /* real tokens encoded */
+    atomic_llong encoder_ns;          /* time inside the backend's forward */
+    atomic_long sink_commits;         /* PostgreSQL transactions of results committed */
+    atomic_long sink_retries;         /* writes refused by a lost connection and retried */
+    atomic_long pauses;               /* times consumption was paused (backpressure) */
+    atomic_long holds;                /* backlogs waited out without a pause (backpressure) */
+    atomic_long drift_windows;        /* drift windows written to drift_windows */
+    atomic_long drift_dropped;        /* closed windows dropped unwritten (database down) */
+    atomic_long drift_folded_tickets; /* tickets counted in "_other": past --drift-max-tenants */
+    atomic_long drift_folded_tenants; /* gauge: tenants folded into "_other" in the last window */
+    atomic_long drift_memory_bytes;   /* gauge: the drift statistics' whole allocation */
+    atomic_long telemetry_rows;       /* gpu_memory rows written */
+    atomic_long telemetry_failures;   /* drift/gpu_memory writes that failed */
     /* gauges */
     atomic_long pending_items;      /* tickets waiting in the accumulator */
     atomic_long pending_tokens;     /* their tokens */
@@ -88,12 +91,16 @@ typedef struct {
 void worker_stage_begin(worker_stage_clock_t *c);
 void worker_stage_end(worker_stage_clock_t *c, int stage);
 
-/* reclass_drift_status{tenant,model}: each tenant's newest judged drift window (3 drift, 2
- * watch, 1 ok, 0 not judged), replaced as a whole each time the worker reads it back from
- * PostgreSQL after writing a window. At most WORKER_METRICS_DRIFT_TENANTS tenants are kept. */
+/* reclass_drift_status{tenant,model}: tenants' newest judged drift window (3 drift, 2 watch, 1
+ * ok, 0 not judged), the worst first as drift_status (migration 009) ranks them, and
+ * reclass_drift_tenants{model,status}: how many tenants have each status, over all of them.
+ * Replaced as a whole each time the worker reads drift_status after writing a window. At
+ * most WORKER_METRICS_DRIFT_TENANTS tenants are kept (put them worst first). */
 #define WORKER_METRICS_DRIFT_TENANTS 64
 void worker_metrics_drift_begin(void); /* starts a new set; the old one shows until _end */
 void worker_metrics_drift_put(const char *tenant, int level);
+/* status: drift, watch, ok, sparse or no_baseline (others are ignored) */
+void worker_metrics_drift_count(const char *status, long tenants);
 void worker_metrics_drift_end(void);
 
 /* reclass_commit_latency_seconds{lane,tenant}: a histogram of produce-to-commit latency (the

@@ -57,7 +57,7 @@ typedef struct {
     int http_port;            /* RECLASS_HTTP_PORT, /healthz /readyz /metrics; 0 = off */
     const char *http_addr;    /* RECLASS_HTTP_ADDR, bind address, default 0.0.0.0 */
     int drift_window_s;       /* RECLASS_DRIFT_WINDOW_S, drift window length, default 60 */
-    int drift_max_tenants;    /* RECLASS_DRIFT_MAX_TENANTS, tenants per window, default 64 */
+    int drift_max_tenants;    /* RECLASS_DRIFT_MAX_TENANTS, tenants per window, default 4096 */
     int telemetry_interval_s; /* RECLASS_TELEMETRY_INTERVAL_S, gpu_memory rows, default 10 */
     const char *tenant_weights; /* RECLASS_TENANT_WEIGHTS, T=W,... (worker/pipeline/fair.h) */
     int tenant_max_tokens;      /* RECLASS_TENANT_MAX_TOKENS, 0 = half the pending tokens */

@@ -48,10 +48,13 @@ int pl_telemetry_init(pl_t *pl, char *err, size_t errlen) {
     pl_telemetry_mem(pl);
     /* zero-initialised configs (tests that skip the parser) get the documented defaults */
     worker_drift_cfg_t dc = {.window_s = cfg->drift_window_s > 0 ? cfg->drift_window_s : 60,
-                             .max_tenants =
-                                 cfg->drift_max_tenants > 0 ? cfg->drift_max_tenants : 64,
+                             .max_tenants = cfg->drift_max_tenants > 0 ? cfg->drift_max_tenants
+                                                                       : WORKER_DRIFT_MAX_TENANTS,
                              .num_labels = pl->ses.model->cfg.num_labels};
     if (worker_drift_init(&dc, &pl->sk.drift, err, errlen)) return 1;
+    atomic_store(&worker_metrics.drift_memory_bytes, (long)worker_drift_bytes(pl->sk.drift));
+    fprintf(stderr, "reclass run: drift statistics: %d tenants per %d s window, %zu bytes\n",
+            dc.max_tenants, dc.window_s, worker_drift_bytes(pl->sk.drift));
     pl->sk.drift_rows = calloc((size_t)dc.max_tenants + 1, sizeof(*pl->sk.drift_rows));
     if (!pl->sk.drift_rows) {
         return common_errf(1, err, errlen, "out of memory");
@@ -120,14 +123,20 @@ static void put_level(void *ctx, const char *tenant, int level) {
     worker_metrics_drift_put(tenant, level);
 }
 
-/* After a window is written: read back how drift_scores() judges each tenant's newest window
- * (over every worker's rows), for reclass_drift_status and its alert. Two windows back covers
- * the one just written whatever the clock skew between workers. */
+static void put_count(void *ctx, const char *status, long tenants) {
+    (void)ctx;
+    worker_metrics_drift_count(status, tenants);
+}
+
+/* After a window is written: judge each tenant's newest window (over every worker's rows) into
+ * drift_status and read it back worst first, for reclass_drift_status and its alert. Two windows
+ * back covers the one just written whatever the clock skew between workers. */
 static void read_drift_levels(pl_t *pl, int window_s) {
     char err[1024];
     worker_metrics_drift_begin();
     int rc = sink_drift_status(pl->sk.sink, pl->ses.model->name, wall_s() - 2 * (int64_t)window_s,
-                               WORKER_METRICS_DRIFT_TENANTS, put_level, NULL, err, sizeof(err));
+                               WORKER_METRICS_DRIFT_TENANTS, put_level, put_count, NULL, err,
+                               sizeof(err));
     if (rc == SINK_OK)
         worker_metrics_drift_end();
     else
@@ -159,7 +168,19 @@ static void flush_drift(pl_t *pl) {
                           .n_rows = w->n_rows};
         char err[1024];
         int rc = sink_write_drift(pl->sk.sink, &d, err, sizeof(err));
-        if (rc == SINK_OK) {
+        if (rc == SINK_OK) { /* once per window: a retried write comes back here */
+            atomic_store(&worker_metrics.drift_folded_tenants, w->folded_tenants);
+            if (w->folded_tenants > 0) {
+                worker_metrics_add(&worker_metrics.drift_folded_tickets, w->folded_tickets);
+                fprintf(stderr,
+                        "reclass run: drift window %lld: %d tenants (%ld tickets) past "
+                        "--drift-max-tenants %d folded into _other, their rows flagged "
+                        "overflow; raise --drift-max-tenants\n",
+                        (long long)w->start_s, w->folded_tenants, w->folded_tickets,
+                        pl->cfg->drift_max_tenants > 0 ? pl->cfg->drift_max_tenants
+                                                       : WORKER_DRIFT_MAX_TENANTS);
+            }
+
             worker_metrics_add(&worker_metrics.drift_windows, 1);
             written = 1;
             window_s = w->window_s;

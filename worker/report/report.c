@@ -168,15 +168,19 @@ static const char q_job_drift[] =
     " FROM lc, h, pin, LATERAL drift_compare(lc.v, h.v, lc.n, pin.label_counts,"
     " pin.confidence_hist, pin.tickets) s";
 
-/* The tenant's drift windows that overlap the job (other traffic of the tenant included). */
+/* The tenant's drift windows that overlap the job (other traffic of the tenant included):
+ * scored from the window holding the job's first record (found by index) to its end. */
 static const char q_windows[] =
-    "WITH j AS (SELECT tenant, first_seen, coalesce(completed_at, now()) AS t1 FROM jobs"
-    " WHERE job_id = $1)"
+    "WITH j0 AS (SELECT tenant, first_seen, coalesce(completed_at, now()) AS t1 FROM jobs"
+    " WHERE job_id = $1),"
+    " j AS (SELECT j0.*, coalesce((SELECT max(d.window_start) FROM drift_windows d"
+    " WHERE d.tenant = j0.tenant AND d.window_start <= j0.first_seen"
+    " AND d.window_start > j0.first_seen - interval '1 day'), j0.first_seen) AS t0 FROM j0)"
     " SELECT to_char(s.bucket_start AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS'), s.bucket_s,"
     " s.status, s.tickets, round(s.label_psi::numeric, 4), round(s.label_js::numeric, 4),"
     " round(s.confidence_psi::numeric, 4), round(s.confidence_js::numeric, 4),"
     " round(s.low_confidence_share::numeric, 3), s.reference, extract(epoch FROM s.bucket_start)"
-    " FROM j, drift_scores('window', j.first_seen - interval '1 day', j.tenant) s"
+    " FROM j, drift_scores_between('window', j.t0, j.t1 + interval '1 microsecond', j.tenant) s"
     " WHERE s.bucket_start + s.bucket_s * interval '1 second' > j.first_seen"
     " AND s.bucket_start <= j.t1 ORDER BY s.bucket_start";
 

@@ -1,13 +1,18 @@
-/* ModernBertForSequenceClassification: config.json in both of its shapes (as the published
- * checkpoints carry it: global_rope_theta, local_rope_theta, global_attn_every_n_layers; as
- * transformers 5 writes it: layer_types, rope_parameters) and its tensors. Biases are read
- * where the checkpoint has them (attention_bias, mlp_bias, norm_bias, classifier_bias) and
- * are zeros where it has none, so the backends run one formula. */
+/* ModernBertForSequenceClassification, the whole family. Its config.json in both of its
+ * shapes (as the published checkpoints carry it: global_rope_theta, local_rope_theta,
+ * global_attn_every_n_layers; as transformers 5 writes it: layer_types, rope_parameters) and
+ * its tensors; biases are read where the checkpoint has them (attention_bias, mlp_bias,
+ * norm_bias, classifier_bias) and are zeros where it has none, so the ops run one formula.
+ * Its forward pass: embeddings without positions, pre-norm layers (layer 0 without its
+ * attention norm) with RoPE on Q and K (the global or the local theta), global attention every
+ * global_every layers and a sliding window of |i - j| <= local_window elsewhere, GeGLU, the
+ * final norm, then the head on the first token or the tokens' mean: dense, act, norm, out.
+ * Every token runs every layer (mean pooling reads them all). */
 #include <float.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "gpu/model/model_int.h"
+#include "gpu/families/family.h"
 
 /* HF's defaults for keys a config may leave out (ModernBertConfig). */
 #define MB_LOCAL_ATTENTION 128
@@ -15,7 +20,7 @@
 #define MB_THETA_GLOBAL    160000.0
 #define MB_THETA_LOCAL     10000.0
 
-void gpu_model_modernbert_defaults(gpu_model_config_t *c) {
+static void defaults(gpu_model_config_t *c) {
     c->glu = 1;
     c->pos_rows = 0;
     c->pos_offset = 0;
@@ -103,8 +108,7 @@ static int layer_pattern(json_t *root, const char *path, gpu_model_config_t *c, 
     return 0;
 }
 
-int gpu_model_modernbert_config(json_t *root, const char *path, gpu_model_config_t *c, char *err,
-                                size_t errlen) {
+static int config(json_t *root, const char *path, gpu_model_config_t *c, char *err, size_t errlen) {
     if (gpu_model_cfg_int_min(root, path, "vocab_size", 1, &c->vocab_size, err, errlen) ||
         gpu_model_cfg_int_min(root, path, "hidden_size", 1, &c->hidden, err, errlen) ||
         gpu_model_cfg_int_min(root, path, "num_hidden_layers", 1, &c->layers, err, errlen) ||
@@ -112,7 +116,7 @@ int gpu_model_modernbert_config(json_t *root, const char *path, gpu_model_config
         gpu_model_cfg_int_min(root, path, "intermediate_size", 1, &c->intermediate, err, errlen) ||
         gpu_model_cfg_int_min(root, path, "max_position_embeddings", 1, &c->max_pos, err, errlen))
         return -1;
-    gpu_model_modernbert_defaults(c);
+    defaults(c);
     if (gpu_model_cfg_act(root, path, "hidden_activation", "gelu", &c->act, err, errlen) ||
         gpu_model_cfg_act(root, path, "classifier_activation", "gelu", &c->head_act, err, errlen) ||
         gpu_model_cfg_eps(root, path, "norm_eps", 1e-5, &c->ln_eps, err, errlen) ||
@@ -178,7 +182,7 @@ static int norm(const gpu_st_file_t *f, const char *prefix, float *g, float *b, 
     return linear(f, prefix, g, b, n, 0, err, errlen);
 }
 
-int gpu_model_modernbert_bind(gpu_model_t *m, const gpu_st_file_t *f, char *err, size_t errlen) {
+static int bind(gpu_model_t *m, const gpu_st_file_t *f, char *err, size_t errlen) {
     const gpu_model_config_t *c = &m->cfg;
     gpu_model_weights_t *w = &m->w;
     const int H = c->hidden, I = c->intermediate;
@@ -211,3 +215,66 @@ int gpu_model_modernbert_bind(gpu_model_t *m, const gpu_st_file_t *f, char *err,
                ? -1
                : 0;
 }
+
+/* ---- the forward pass ---- */
+
+#define V(t, c) gpu_gb_view(t, c)
+
+static void build(gpu_gb_t *b) {
+    const gpu_model_config_t *c = &b->g->cfg;
+    const gpu_model_weights_t *w = b->w;
+    const int H = c->hidden, I = c->intermediate, F = 2 * I;
+    const int x = gpu_gb_embed(b, 0, 0);                          /* (tokens, H) residual */
+    const int h = gpu_gb_act(b, "h", GPU_ROWS_TOKENS, H);         /* (tokens, H) normed input */
+    const int qkv = gpu_gb_act(b, "qkv", GPU_ROWS_TOKENS, 3 * H); /* (tokens, 3H) */
+    const int ctx = gpu_gb_act(b, "ctx", GPU_ROWS_TOKENS, H);     /* (tokens, H) attention out */
+    const int ff = gpu_gb_act(b, "ff", GPU_ROWS_TOKENS, F);       /* (tokens, 2I) Wi, GeGLU */
+    char n[GPU_GRAPH_NAME];
+    for (int l = 0; l < c->layers; l++) {
+        const gpu_layer_weights_t *y = w ? &w->layer[l] : NULL;
+        const int local = l % c->global_every != 0;
+#define W(field, name, rows, cols, fp32)                                                           \
+    (snprintf(n, sizeof n, "l%d.%s", l, name),                                                     \
+     gpu_gb_weight(b, n, y ? y->field : NULL, rows, cols, fp32))
+        int in = x; /* layer 0's attention norm is the identity */
+        if (l > 0) {
+            gpu_gb_norm(b, "attn_norm", l, V(h, 0), V(x, 0), W(ln1_g, "ln1.g", 1, H, 1),
+                        W(ln1_b, "ln1.b", 1, H, 1), H);
+            in = h;
+        }
+        gpu_gb_linear(b, "qkv", l, gpu_gb_proj_prec(b, l, GPU_FP8_QKV), V(qkv, 0), V(in, 0),
+                      W(q_w, "qkv.w", 3 * H, H, 0), W(q_b, "qkv.b", 1, 3 * H, 0), 3 * H, H,
+                      GPU_EPI_BIAS, c->act);
+        gpu_op_t *a = gpu_gb_op(b, 0, GPU_OP_ATTENTION, "attn", l);
+        a->out = V(ctx, 0), a->src[0] = V(qkv, 0), a->src[1] = V(qkv, H), a->src[2] = V(qkv, 2 * H);
+        a->heads = c->heads, a->head_dim = H / c->heads;
+        a->rope_theta = local ? c->rope_theta_local : c->rope_theta_global;
+        a->window = local ? c->local_window : 0;
+        gpu_gb_linear(b, "ao", l, gpu_gb_proj_prec(b, l, GPU_FP8_AO), V(x, 0), V(ctx, 0),
+                      W(ao_w, "ao.w", H, H, 0), W(ao_b, "ao.b", 1, H, 0), H, H, GPU_EPI_RESIDUAL,
+                      c->act);
+        gpu_gb_norm(b, "mlp_norm", l, V(h, 0), V(x, 0), W(ln2_g, "ln2.g", 1, H, 1),
+                    W(ln2_b, "ln2.b", 1, H, 1), H);
+        gpu_gb_linear(b, "ff1", l, gpu_gb_proj_prec(b, l, GPU_FP8_FF1), V(ff, 0), V(h, 0),
+                      W(ff1_w, "ff1.w", F, H, 0), W(ff1_b, "ff1.b", 1, F, 0), F, H, GPU_EPI_GLU,
+                      c->act);
+        gpu_gb_linear(b, "ff2", l, gpu_gb_proj_prec(b, l, GPU_FP8_FF2), V(x, 0), V(ff, 0),
+                      W(ff2_w, "ff2.w", H, I, 0), W(ff2_b, "ff2.b", 1, H, 0), H, I,
+                      GPU_EPI_RESIDUAL, c->act);
+#undef W
+    }
+    gpu_gb_norm(b, "final_norm", -1, V(x, 0), V(x, 0),
+                gpu_gb_weight(b, "final_norm.g", w ? w->final_ln_g : NULL, 1, H, 1),
+                gpu_gb_weight(b, "final_norm.b", w ? w->final_ln_b : NULL, 1, H, 1), H);
+    const int pooled = gpu_gb_act(b, "pooled", GPU_ROWS_SEQS, H); /* (seqs, H) */
+    gpu_op_t *p = gpu_gb_op(b, 0, GPU_OP_POOL, "pool", -1);
+    p->out = V(pooled, 0), p->src[0] = V(x, 0), p->n = H;
+    p->pool = c->mean_pool ? GPU_POOL_MEAN : GPU_POOL_CLS;
+    gpu_gb_head(b, pooled, gpu_gb_weight(b, "head.norm.g", w ? w->head_ln_g : NULL, 1, H, 1),
+                gpu_gb_weight(b, "head.norm.b", w ? w->head_ln_b : NULL, 1, H, 1), c->head_act);
+}
+
+const gpu_family_t gpu_family_modernbert = {{GPU_FAMILY_MODERNBERT,
+                                             "ModernBertForSequenceClassification", "modernbert",
+                                             GPU_ACT_GELU, defaults, config, bind},
+                                            build};

@@ -1,15 +1,18 @@
-/* DebertaV2ForSequenceClassification (DeBERTa-v2 and -v3): config.json, the tensors, and the
- * relative position rule every backend shares. The layers are BERT's (post-norm) with
- * disentangled attention: scores q.k plus c2p (the query against the keys of the relative
- * embeddings) and p2c (the key against their queries), read at the bucketed distance. */
+/* DebertaV2ForSequenceClassification (DeBERTa-v2 and -v3), the whole family: config.json,
+ * the tensors, the relative position rule every backend shares, and the forward pass:
+ * embeddings (a position table only where the checkpoint has one), BERT's post-norm layers
+ * with disentangled attention (scores q.k plus c2p, the query against the keys of the
+ * relative embeddings, and p2c, the key against their queries, read at the bucketed
+ * distance), the pooler on the first token. The relative embeddings (after their LayerNorm)
+ * go through each layer's position K and Q projections once, in the graph's prelude. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu/model/model_int.h"
+#include "gpu/families/family.h"
 
-void gpu_model_deberta_defaults(gpu_model_config_t *c) {
+static void defaults(gpu_model_config_t *c) {
     c->emb_size = c->hidden;
     c->rel_buckets = 256;
     c->rel_max_pos = 512;
@@ -53,8 +56,7 @@ static int att_types(json_t *root, const char *path, gpu_model_config_t *c, char
     return 0;
 }
 
-int gpu_model_deberta_config(json_t *root, const char *path, gpu_model_config_t *c, char *err,
-                             size_t errlen) {
+static int config(json_t *root, const char *path, gpu_model_config_t *c, char *err, size_t errlen) {
     int pos_rows = 0;
     if (gpu_model_cfg_int_min(root, path, "vocab_size", 1, &c->vocab_size, err, errlen) ||
         gpu_model_cfg_int_min(root, path, "hidden_size", 1, &c->hidden, err, errlen) ||
@@ -145,7 +147,7 @@ int gpu_model_rel_row(const gpu_model_config_t *c, int rel) {
     return row < 0 ? 0 : row > 2 * c->rel_span - 1 ? 2 * c->rel_span - 1 : row;
 }
 
-int gpu_model_deberta_bind(gpu_model_t *m, const gpu_st_file_t *f, char *err, size_t errlen) {
+static int bind(gpu_model_t *m, const gpu_st_file_t *f, char *err, size_t errlen) {
     const gpu_model_config_t *c = &m->cfg;
     gpu_model_weights_t *w = &m->w;
     const int H = c->hidden, I = c->intermediate;
@@ -196,3 +198,57 @@ int gpu_model_deberta_bind(gpu_model_t *m, const gpu_st_file_t *f, char *err, si
                ? -1
                : 0;
 }
+
+/* ---- the forward pass ---- */
+
+#define V(t, c) gpu_gb_view(t, c)
+
+static void build(gpu_gb_t *b) {
+    const gpu_model_config_t *c = &b->g->cfg;
+    const gpu_model_weights_t *w = b->w;
+    const int H = c->hidden, R = 2 * c->rel_span;
+    const int x = gpu_gb_embed(b, c->pos_rows > 0, c->type_vocab > 0);
+    int rk[c->layers > 0 ? c->layers : 1], rq[c->layers > 0 ? c->layers : 1];
+    if (c->rel_span > 0) {
+        const int emb = gpu_gb_weight(b, "rel_emb", w ? w->rel_emb : NULL, R, H, 0);
+        const int rel = gpu_gb_const(b, "rel", R, H); /* (2 span, H) after the norm */
+        gpu_op_t *n = gpu_gb_op(b, 1, GPU_OP_NORM, "rel.norm", -1);
+        n->prec = GPU_PREC_FP32;
+        n->out = V(rel, 0), n->src[0] = V(emb, 0), n->n = H;
+        if (c->rel_ln) {
+            n->w[0] = gpu_gb_weight(b, "rel.ln.g", w ? w->rel_ln_g : NULL, 1, H, 1);
+            n->w[1] = gpu_gb_weight(b, "rel.ln.b", w ? w->rel_ln_b : NULL, 1, H, 1);
+        }
+        char nm[GPU_GRAPH_NAME];
+        for (int l = 0; l < c->layers; l++) {
+            const gpu_layer_weights_t *y = w ? &w->layer[l] : NULL;
+            const int want[2] = {c->c2p, c->p2c};
+            int *out[2] = {rk, rq};
+            const char *what[2] = {"pos_k", "pos_q"};
+            for (int k = 0; k < 2; k++) {
+                out[k][l] = -1;
+                if (!want[k]) continue;
+                const float *pw = y ? (k ? y->pos_q_w : y->pos_k_w) : NULL;
+                const float *pb = y ? (k ? y->pos_q_b : y->pos_k_b) : NULL;
+                snprintf(nm, sizeof nm, "l%d.%s", l, what[k]);
+                out[k][l] = gpu_gb_const(b, nm, R, H); /* (2 span, H) */
+                gpu_op_t *p = gpu_gb_op(b, 1, GPU_OP_LINEAR, what[k], l);
+                p->prec = GPU_PREC_FP32;
+                p->out = V(out[k][l], 0), p->src[0] = V(rel, 0);
+                snprintf(nm, sizeof nm, "l%d.%s.w", l, what[k]);
+                p->w[0] = gpu_gb_weight(b, nm, pw, H, H, 1);
+                snprintf(nm, sizeof nm, "l%d.%s.b", l, what[k]);
+                p->w[1] = gpu_gb_weight(b, nm, pb, 1, H, 1);
+                p->n = H, p->k = H, p->epi = GPU_EPI_BIAS;
+            }
+        }
+    }
+    const int first = gpu_gb_postnorm_layers(b, x, c->rel_span > 0 && c->c2p ? rk : NULL,
+                                             c->rel_span > 0 && c->p2c ? rq : NULL);
+    gpu_gb_head(b, first, -1, -1, c->head_act);
+}
+
+const gpu_family_t gpu_family_deberta = {{GPU_FAMILY_DEBERTA_V2,
+                                          "DebertaV2ForSequenceClassification", "deberta-v2",
+                                          GPU_ACT_GELU, defaults, config, bind},
+                                         build};

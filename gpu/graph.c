@@ -1,0 +1,171 @@
+/* The graph's names, its check against a backend and its memory plan (gpu/graph.h). The
+ * builders are the families' (gpu/families). */
+#include "gpu/graph.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const prec_names[GPU_PREC_COUNT] = {[GPU_PREC_FP32] = "fp32",
+                                                       [GPU_PREC_FP16] = "fp16",
+                                                       [GPU_PREC_BF16] = "bf16",
+                                                       [GPU_PREC_FP8] = "fp8"};
+
+const char *gpu_precision_name(gpu_precision_t p) {
+    return (unsigned)p < GPU_PREC_COUNT ? prec_names[p] : "?";
+}
+
+int gpu_precision_parse(const char *name, gpu_precision_t *out) {
+    for (int p = 0; name && p < GPU_PREC_COUNT; p++)
+        if (strcmp(name, prec_names[p]) == 0) {
+            *out = (gpu_precision_t)p;
+            return 0;
+        }
+    return -1;
+}
+
+static const char *const kind_names[GPU_OP_COUNT] = {[GPU_OP_EMBED] = "embed",
+                                                     [GPU_OP_NORM] = "norm",
+                                                     [GPU_OP_LINEAR] = "linear",
+                                                     [GPU_OP_ATTENTION] = "attention",
+                                                     [GPU_OP_POOL] = "pool"};
+
+const char *gpu_op_kind_name(gpu_op_kind_t k) {
+    return (unsigned)k < GPU_OP_COUNT ? kind_names[k] : "?";
+}
+
+const char *gpu_op_describe(const gpu_op_t *op, char *buf, size_t len) {
+    char what[96] = "";
+    switch (op->kind) {
+    case GPU_OP_LINEAR:
+        snprintf(what, sizeof what, " (%d x %d%s%s%s)", op->n, op->k,
+                 op->epi == GPU_EPI_RESIDUAL ? ", +residual"
+                 : op->epi == GPU_EPI_GLU    ? ", glu "
+                 : op->epi == GPU_EPI_ACT    ? ", "
+                                             : "",
+                 op->epi == GPU_EPI_ACT || op->epi == GPU_EPI_GLU ? gpu_model_act_name(op->act)
+                                                                  : "",
+                 "");
+        break;
+    case GPU_OP_ATTENTION: {
+        int n = snprintf(what, sizeof what, " (%d heads x %d", op->heads, op->head_dim);
+        if (op->window > 0)
+            n += snprintf(what + n, sizeof what - (size_t)n, ", window %d", op->window);
+        if (op->rope_theta > 0)
+            n += snprintf(what + n, sizeof what - (size_t)n, ", rope %g", (double)op->rope_theta);
+        if (op->w[0] >= 0 || op->w[1] >= 0)
+            n += snprintf(what + n, sizeof what - (size_t)n, ", disentangled%s%s",
+                          op->w[0] >= 0 ? " c2p" : "", op->w[1] >= 0 ? " p2c" : "");
+        snprintf(what + n, sizeof what - (size_t)n, ")");
+        break;
+    }
+    case GPU_OP_POOL:
+        snprintf(what, sizeof what, " (%s)", op->pool == GPU_POOL_MEAN ? "mean" : "cls");
+        break;
+    case GPU_OP_NORM:
+        if (op->w[0] < 0) snprintf(what, sizeof what, " (copy)");
+        break;
+    default:
+        break;
+    }
+    snprintf(buf, len, "%s: %s%s %s", op->name, gpu_op_kind_name(op->kind), what,
+             gpu_precision_name(op->prec));
+    return buf;
+}
+
+size_t gpu_graph_rows(const gpu_graph_t *g, int t, int token_budget, int max_seqs) {
+    const gpu_tensor_t *x = &g->tensor[t];
+    return x->rows_kind == GPU_ROWS_TOKENS ? (size_t)token_budget
+           : x->rows_kind == GPU_ROWS_SEQS ? (size_t)max_seqs
+                                           : (size_t)x->rows;
+}
+
+int gpu_graph_check(const gpu_graph_t *g, const char *backend,
+                    int (*supports_op)(const gpu_graph_t *g, const gpu_op_t *op), char *err,
+                    size_t errlen) {
+    if (!supports_op) return 0;
+    for (int i = 0; i < g->n_prelude + g->n_ops; i++) {
+        const gpu_op_t *op = i < g->n_prelude ? &g->prelude[i] : &g->op[i - g->n_prelude];
+        if (supports_op(g, op)) continue;
+        char d[160];
+        snprintf(err, errlen, "the %s backend lacks %s (%s): use another precision or backend",
+                 backend, gpu_op_describe(op, d, sizeof d), gpu_model_family_name(g->cfg.family));
+        return -1;
+    }
+    return 0;
+}
+
+void gpu_graph_free(gpu_graph_t *g) {
+    if (!g) return;
+    free(g->tensor);
+    free(g->prelude);
+    free(g->op);
+    free(g);
+}
+
+/* ---- the memory plan ---- */
+
+static size_t align_up(size_t n) {
+    return (n + GPU_GRAPH_ALIGN - 1) / GPU_GRAPH_ALIGN * GPU_GRAPH_ALIGN;
+}
+
+/* Bytes of a weight element as the ops reading tensor t run: the widest of them. */
+static size_t weight_elem(const gpu_graph_t *g, int t) {
+    if (g->tensor[t].fp32) return 4;
+    size_t e = 0;
+    for (int i = 0; i < g->n_prelude + g->n_ops; i++) {
+        const gpu_op_t *op = i < g->n_prelude ? &g->prelude[i] : &g->op[i - g->n_prelude];
+        for (int j = 0; j < GPU_OP_W; j++) {
+            if (op->w[j] != t) continue;
+            size_t b = op->prec == GPU_PREC_FP32 ? 4 : op->prec == GPU_PREC_FP8 ? 1 : 2;
+            /* biases and norm parameters are read beside fp32 math */
+            if (op->kind != GPU_OP_LINEAR || j != 0) b = op->prec == GPU_PREC_FP32 ? 4 : 2;
+            if (b > e) e = b;
+        }
+    }
+    return e;
+}
+
+int gpu_graph_plan(const gpu_graph_t *g, const gpu_graph_plan_opts_t *o, gpu_graph_plan_t *p) {
+    memset(p, 0, sizeof *p);
+    p->offset = calloc((size_t)g->n_tensors, sizeof *p->offset);
+    p->bytes = calloc((size_t)g->n_tensors, sizeof *p->bytes);
+    p->op_bytes = calloc((size_t)(g->n_ops > 0 ? g->n_ops : 1), sizeof *p->op_bytes);
+    if (!p->offset || !p->bytes || !p->op_bytes) {
+        gpu_graph_plan_free(p);
+        return -1;
+    }
+    size_t cur = 0;
+    for (int t = 0; t < g->n_tensors; t++) {
+        const gpu_tensor_t *x = &g->tensor[t];
+        const size_t elems = gpu_graph_rows(g, t, o->token_budget, o->max_seqs) * (size_t)x->cols;
+        if (x->cls == GPU_TENSOR_WEIGHT) {
+            p->weights_bytes += align_up(elems * weight_elem(g, t));
+            continue;
+        }
+        const size_t e = x->fp32 || x->cls == GPU_TENSOR_LOGITS ? 4 : o->act_bytes;
+        p->offset[t] = cur;
+        p->bytes[t] = elems * e;
+        cur += align_up(p->bytes[t]);
+    }
+    p->arena_bytes = cur;
+    /* each tensor's bytes go to the first op that writes it */
+    char *seen = calloc((size_t)g->n_tensors, 1);
+    if (!seen) {
+        gpu_graph_plan_free(p);
+        return -1;
+    }
+    for (int i = 0; i < g->n_ops; i++) {
+        const int t = g->op[i].out.t;
+        if (t >= 0 && !seen[t]) p->op_bytes[i] = align_up(p->bytes[t]), seen[t] = 1;
+    }
+    free(seen);
+    return 0;
+}
+
+void gpu_graph_plan_free(gpu_graph_plan_t *p) {
+    free(p->offset);
+    free(p->bytes);
+    free(p->op_bytes);
+    memset(p, 0, sizeof *p);
+}

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# The user-facing and worker queries of a busy shop, timed on synthetic rows shaped like the
+# sink's, loaded with SQL (generate_series) into a throwaway PostgreSQL (tests/lib/pg_tmp.sh,
+# default settings but fsync off) or into $RECLASS_BENCH_DB (an empty database).
+#   drift_bench.sh RECLASS_BIN [ROWS] [TENANTS] [DAYS] [WINDOW_S]
+# ROWS ticket_results rows (default 10,000,000) in ROWS / 1,000 jobs; TENANTS tenants (1,000)
+# with one drift window each WINDOW_S seconds (60) over DAYS days (30), one model, one worker.
+# Prints a markdown table: each query's median of 3 runs (psql's \timing, or the command's
+# wall time), and the row counts. Not a test: run by hand, results in RESULTS-drift.md.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+bin=${1:?reclass binary}
+ROWS=${2:-10000000} TENANTS=${3:-1000} DAYS=${4:-30} WINDOW_S=${5:-60}
+JOBS=$((ROWS / 1000))
+[ "$JOBS" -ge 1 ] || { echo "ROWS must be >= 1000" >&2; exit 2; }
+tmp=$(mktemp -d /tmp/reclass-drift-bench.XXXXXX)
+cleanup() {
+    [ -n "${RECLASS_BENCH_DB:-}" ] || bash "$here/../lib/pg_tmp.sh" stop "$tmp/pg" || true
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+url=${RECLASS_BENCH_DB:-$(bash "$here/../lib/pg_tmp.sh" start "$tmp/pg")}
+"$bin" migrate --db "$url" --migrations "$here/../../migrations" >/dev/null
+sql() { psql -X -qtA -v ON_ERROR_STOP=1 "$url" -c "$1"; }
+now_s() { date +%s.%N; }
+
+# ---- load --------------------------------------------------------------------------------
+t0=$(now_s)
+# jobs: job j belongs to tenant j % TENANTS, its 1,000 tickets classified over an hour, the
+# jobs spread evenly over the DAYS days (job 1 the newest)
+sql "INSERT INTO job_info (job_id, tenant, total, first_seen, completed_at, updated_at)
+     SELECT format('job-%s', lpad(j::text, 6, '0')), format('tenant%s', lpad((j % $TENANTS)::text, 4, '0')),
+            1000, t, t + interval '1 hour', t + interval '1 hour'
+     FROM generate_series(1, $JOBS) j, LATERAL (SELECT now() - (j - 1) * interval '$DAYS days' / $JOBS
+                                                       - interval '1 hour' AS t) x"
+sql "INSERT INTO job_progress (job_id, writer, done, updated_at)
+     SELECT job_id, 'bench:1:0', total, updated_at FROM job_info"
+chunk=$(( JOBS < 1000 ? JOBS : 1000 ))
+for ((lo = 1; lo <= JOBS; lo += chunk)); do
+    hi=$(( lo + chunk - 1 < JOBS ? lo + chunk - 1 : JOBS ))
+    sql "INSERT INTO ticket_results (job_id, ticket_id, tenant, label, label_id, confidence, tokens,
+                                     model, \"partition\", \"offset\", enqueued_at, classified_at)
+         SELECT j.job_id, 't' || i, j.tenant, 'l' || (h % 20), h % 20, 0.5 + (h % 50) / 100.0,
+                20 + h % 200, 'm', i % 12, i, j.first_seen + i * interval '3.6 s' - interval '1 s',
+                j.first_seen + i * interval '3.6 s'
+         FROM job_info j, generate_series(0, 999) i, LATERAL (SELECT abs(hashtext(j.job_id || i)) AS h) x
+         WHERE j.job_id BETWEEN format('job-%s', lpad('$lo', 6, '0')) AND format('job-%s', lpad('$hi', 6, '0'))"
+done
+t1=$(now_s)
+# drift windows, one statement per day (the roll-up trigger sums each statement): tenant k's
+# label mix and confidences vary with the window, tenant0007 shifts in its last day
+per_day=$((86400 / WINDOW_S))
+for ((d = DAYS; d >= 1; d--)); do
+    sql "INSERT INTO drift_windows (window_start, window_s, tenant, model, worker, tickets,
+                                    label_counts, confidence_hist, confidence_sum, tokens)
+         SELECT w, $WINDOW_S, format('tenant%s', lpad(k::text, 4, '0')), 'm', 'bench:1',
+                a + b + c + e, jsonb_build_object('l0', a, 'l1', b, 'l2', c, 'l' || (3 + k % 17), e),
+                ARRAY[0, 0, 0, 0, 1, 1, 2, c, b, a + e - 4], 0.8 * (a + b + c + e), 25 * (a + b + c + e)
+         FROM generate_series(date_trunc('day', now()) - interval '$d days',
+                              date_trunc('day', now()) - interval '$((d - 1)) days' - interval '1 s',
+                              interval '$WINDOW_S s') w,
+              generate_series(0, $TENANTS - 1) k,
+              LATERAL (SELECT CASE WHEN k = 7 AND w > now() - interval '1 day' THEN 2 ELSE 10 + (k + extract(minute FROM w)::int) % 5 END AS a,
+                              5 + k % 3 AS b, 3 + (k * 7 + extract(hour FROM w)::int) % 4 AS c,
+                              CASE WHEN k = 7 AND w > now() - interval '1 day' THEN 12 ELSE 2 + k % 2 END AS e) x"
+done
+sql "ANALYZE"
+t2=$(now_s)
+
+# ---- queries ------------------------------------------------------------------------------
+tenant=tenant0007 job=job-000008 model=m
+median3() { sort -g | sed -n 2p; }
+# time_sql NAME SQL: median of 3 server round trips (psql \timing), ms
+time_sql() {
+    local name=$1 q=$2 runs
+    runs=$(for _ in 1 2 3; do
+        PGOPTIONS="-c statement_timeout=120s" psql -X -q "$url" -c '\timing on' -c "$q" 2>/dev/null | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | tail -1
+    done | median3)
+    printf '| %s | %s ms |\n' "$name" "$runs"
+}
+# time_cmd NAME CMD...: median of 3 wall times of a reclass command, ms; exit 0 or 3 (drift
+# found) counts, a run past 120 s is stopped (server side too: statement_timeout)
+time_cmd() {
+    local name=$1 runs a b rc
+    shift
+    runs=$(for _ in 1 2 3; do
+        a=$(now_s)
+        rc=0
+        PGOPTIONS="-c statement_timeout=120s" timeout 125 "$@" >/dev/null 2>&1 || rc=$?
+        b=$(now_s)
+        if [ "$rc" = 0 ] || [ "$rc" = 3 ]; then echo "($b - $a) * 1000" | bc -l; else echo 999999999; fi
+    done | median3)
+    if [ "${runs%%.*}" = 999999999 ]; then
+        printf '| %s | > 120 s (stopped) |\n' "$name"
+    else
+        printf '| %s | %.1f ms |\n' "$name" "$runs"
+    fi
+}
+# the worker's write of one window of every tenant, then its drift-status statements
+win="date_trunc('minute', now())"
+window_write="INSERT INTO drift_windows AS d (window_start, window_s, tenant, model, worker, tickets, label_counts, confidence_hist)
+    SELECT $win, $WINDOW_S, format('tenant%s', lpad(k::text, 4, '0')), 'm', 'bench:2', 10, '{\"l0\": 6, \"l1\": 4}', '{0,0,0,0,0,1,2,3,4,0}'
+    FROM generate_series(0, $TENANTS - 1) k
+    ON CONFLICT (window_start, tenant, model, worker) DO UPDATE SET tickets = d.tickets + excluded.tickets"
+
+echo "| query | median of 3 |"
+echo "|---|---:|"
+time_cmd '`reclass jobs`' "$bin" jobs --db "$url"
+time_cmd '`reclass jobs show J`' "$bin" jobs show "$job" --db "$url"
+time_cmd '`reclass drift report` (window buckets, 7 days, all tenants)' "$bin" drift report --db "$url"
+time_cmd '`reclass drift report --bucket hour --since "24 hours"`' "$bin" drift report --db "$url" --bucket hour --since "24 hours"
+time_sql '`drift_window_scores`, one tenant, last hour' \
+    "SELECT count(*) FROM drift_window_scores WHERE tenant = '$tenant' AND bucket_start > now() - interval '1 hour'"
+time_cmd '`reclass report` for one job' "$bin" report --db "$url" --job "$job" --out "$tmp/report.html"
+time_sql 'worker: write one window of every tenant' "$window_write"
+time_sql 'worker: judge the window (`drift_status_refresh`)' \
+    "SELECT drift_status_refresh('$model', now() - interval '$((2 * WINDOW_S)) s')"
+time_sql 'worker: read the worst tenants (`reclass_drift_status`)' \
+    "SELECT tenant, level FROM drift_status WHERE model = '$model' AND window_start >= now() - interval '$((2 * WINDOW_S)) s' ORDER BY level DESC, window_start DESC, tenant LIMIT 64"
+time_sql 'worker: count tenants per status' \
+    "SELECT status, count(*) FROM drift_status WHERE model = '$model' AND window_start >= now() - interval '$((2 * WINDOW_S)) s' GROUP BY status"
+time_sql "README: \`drift_scores('hour', now() - interval '1 day', T)\`" \
+    "SELECT count(*) FROM drift_scores('hour', now() - interval '1 day', '$tenant')"
+time_sql 'one tenant'"'"'s label mix over 24 h (`ticket_results`)' \
+    "SELECT label, count(*) FROM ticket_results WHERE tenant = '$tenant' AND classified_at > now() - interval '24 hours' GROUP BY label"
+time_sql 'jobs listing without the drift column' \
+    "SELECT job_id, tenant, total, done FROM jobs ORDER BY updated_at DESC, job_id LIMIT 50"
+echo
+echo "rows: ticket_results $(sql "SELECT count(*) FROM ticket_results"), jobs $JOBS," \
+     "drift_windows $(sql "SELECT count(*) FROM drift_windows"), drift_hourly $(sql "SELECT count(*) FROM drift_hourly")," \
+     "tenants $TENANTS, window $WINDOW_S s, $DAYS days"
+echo "load: results $(echo "$t1 - $t0" | bc) s, windows and roll-ups $(echo "$t2 - $t1" | bc) s;" \
+     "$(sql "SHOW server_version") ($(nproc) CPUs)"

@@ -1,0 +1,415 @@
+/* Parity of the graph's ops (gpu/graph.h), ggml's test-backend-ops in our terms: a table of
+ * op variants x precisions x backends. Each row is a one-op graph (after a copy op that puts
+ * its random input into an activation tensor) run through the backend's init_graph on a
+ * packed batch of four sequences, its output read back and compared with the fp32 reference
+ * ops of tests/lib on the operands the precision rounds (bf16 / E4M3 for a linear op).
+ * Backends that are not built, or have no device here, print their rows as skipped. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/backend.h"
+#include "gpu/cpu/cpu_gemm_bf16.h"
+#include "gpu/families/family.h"
+#include "gpu/model/fp8.h"
+#include "tests/lib/ref_ops.h"
+
+enum {
+    EMBED,
+    NORM,
+    NORM_COPY,
+    LIN_BIAS,
+    LIN_GELU,
+    LIN_GELU_TANH,
+    LIN_RELU,
+    LIN_TANH,
+    LIN_GLU,
+    LIN_RES,
+    ATT_FULL,
+    ATT_WINDOW,
+    ATT_ROPE,
+    ATT_ROPE_WINDOW,
+    ATT_FIRST,
+    ATT_REL,
+    ATT_REL_FIRST,
+    POOL_CLS,
+    POOL_MEAN,
+    N_CASES
+};
+
+static const char *const case_name[N_CASES] = {"embed",
+                                               "norm",
+                                               "norm (copy)",
+                                               "linear bias",
+                                               "linear gelu",
+                                               "linear gelu_new",
+                                               "linear relu",
+                                               "linear tanh",
+                                               "linear glu gelu",
+                                               "linear residual",
+                                               "attention full",
+                                               "attention window 2",
+                                               "attention rope",
+                                               "attention rope + window 3",
+                                               "attention first token",
+                                               "attention c2p p2c",
+                                               "attention c2p p2c first token",
+                                               "pool cls",
+                                               "pool mean"};
+
+#define NSEQ 4
+static const int32_t cu[NSEQ + 1] = {0, 5, 14, 15, 27}; /* lengths 5, 9, 1, 12 */
+#define NTOK     27
+#define BUDGET   64
+#define NOUT     96 /* a linear op's outputs */
+#define REL_SPAN 8
+static int32_t ids[NTOK]; /* the batch's token ids */
+
+typedef struct {
+    gpu_graph_t *g;
+    int out;           /* the tensor compared */
+    size_t rows, cols; /* its rows read back */
+    float *ref;        /* (rows, cols) expected */
+} built_t;
+
+static float *rnd(size_t n, float scale, unsigned *seed) {
+    float *x = malloc(sizeof(float) * n);
+    for (size_t i = 0; i < n; i++) {
+        *seed = *seed * 1103515245u + 12345u;
+        x[i] = scale * ((float)((*seed >> 8) & 0xFFFF) / 32768.0f - 1.0f);
+    }
+    return x;
+}
+
+/* The operands of a linear op at prec as it multiplies them: rows rounded to bf16 / E4M3. */
+static void round_rows(gpu_precision_t prec, const float *x, int rows, int cols, float *y) {
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * cols;
+        float *yr = y + (size_t)r * cols;
+        if (prec == GPU_PREC_FP8)
+            gpu_fp8_fake_row(xr, cols, yr);
+        else
+            for (int c = 0; c < cols; c++)
+                yr[c] = prec == GPU_PREC_BF16 ? gpu_cpu_bf16_round(xr[c]) : xr[c];
+    }
+}
+
+/* An activation tensor holding data (rows, cols): a weight tensor copied in by a copy op. */
+static int input(gpu_gb_t *b, const char *name, gpu_rows_kind_t kind, const float *data, int rows,
+                 int cols) {
+    const int src = gpu_gb_weight(b, name, data, rows, cols, 1),
+              x = gpu_gb_act(b, name, kind, cols);
+    gpu_gb_norm(b, "copy", -1, gpu_gb_view(x, 0), gpu_gb_view(src, 0), -1, -1, cols)->prec =
+        GPU_PREC_FP32;
+    return x;
+}
+
+static gpu_act_t act_of(int c) {
+    return c == LIN_GELU_TANH ? GPU_ACT_GELU_TANH
+           : c == LIN_RELU    ? GPU_ACT_RELU
+           : c == LIN_TANH    ? GPU_ACT_TANH
+                              : GPU_ACT_GELU;
+}
+
+/* Owned test data lives until the end of the run (small). */
+static void build(const gpu_model_t *m, int c, gpu_precision_t prec, built_t *o, unsigned seed) {
+    gpu_model_config_t cfg = m->cfg;
+    cfg.rel_span = REL_SPAN, cfg.rel_buckets = 8, cfg.rel_max_pos = 16;
+    const int H = cfg.hidden, hd = H / cfg.heads;
+    gpu_gb_t b = {.g = gpu_graph_new(&cfg, prec, 32),
+                  .w = &m->w,
+                  .prec = prec,
+                  .storage = prec == GPU_PREC_FP8 ? GPU_PREC_FP32 : prec};
+    assert_non_null(b.g);
+    o->g = b.g;
+    const float *x = rnd((size_t)NTOK * 3 * H, 1.0f, &seed); /* (tokens, 3H) any op's input */
+    if (c == EMBED) {
+        o->out = gpu_gb_embed(&b, 1, 1);
+        o->rows = NTOK, o->cols = (size_t)cfg.emb_size;
+        o->ref = malloc(sizeof(float) * o->rows * o->cols);
+        gpu_ref_embed_ln(m, ids, cu, NSEQ, o->ref);
+        return;
+    }
+    if (c == NORM || c == NORM_COPY) {
+        const int in = input(&b, "in", GPU_ROWS_TOKENS, x, NTOK, H);
+        const float *g = rnd((size_t)H, 1.0f, &seed), *be = rnd((size_t)H, 0.5f, &seed);
+        o->out = gpu_gb_act(&b, "y", GPU_ROWS_TOKENS, H);
+        gpu_gb_norm(&b, "norm", -1, gpu_gb_view(o->out, 0), gpu_gb_view(in, 0),
+                    c == NORM ? gpu_gb_weight(&b, "g", g, 1, H, 1) : -1,
+                    c == NORM ? gpu_gb_weight(&b, "b", be, 1, H, 1) : -1, H);
+        o->rows = NTOK, o->cols = (size_t)H;
+        o->ref = malloc(sizeof(float) * NTOK * H);
+        memcpy(o->ref, x, sizeof(float) * NTOK * H);
+        float *zero = calloc((size_t)NTOK * H, sizeof(float));
+        if (c == NORM) gpu_ref_add_ln(o->ref, zero, g, be, NTOK, H, cfg.ln_eps);
+        free(zero);
+        return;
+    }
+    if (c >= LIN_BIAS && c <= LIN_RES) {
+        const int K = H, N = NOUT;
+        const int in = input(&b, "in", GPU_ROWS_TOKENS, x, NTOK, K);
+        const float *w = rnd((size_t)N * K, 0.1f, &seed), *bias = rnd((size_t)N, 0.1f, &seed);
+        const float *y0 = rnd((size_t)NTOK * N, 1.0f, &seed);
+        o->out = c == LIN_RES ? input(&b, "y", GPU_ROWS_TOKENS, y0, NTOK, N)
+                              : gpu_gb_act(&b, "y", GPU_ROWS_TOKENS, N);
+        gpu_epi_t epi = c == LIN_BIAS  ? GPU_EPI_BIAS
+                        : c == LIN_GLU ? GPU_EPI_GLU
+                        : c == LIN_RES ? GPU_EPI_RESIDUAL
+                                       : GPU_EPI_ACT;
+        gpu_gb_linear(&b, "linear", -1, prec, gpu_gb_view(o->out, 0), gpu_gb_view(in, 0),
+                      gpu_gb_weight(&b, "w", w, N, K, 0), gpu_gb_weight(&b, "bias", bias, 1, N, 0),
+                      N, K, epi, act_of(c));
+        float *xr = malloc(sizeof(float) * NTOK * K), *wr = malloc(sizeof(float) * N * K);
+        round_rows(prec, x, NTOK, K, xr);
+        round_rows(prec, w, N, K, wr);
+        o->rows = NTOK, o->cols = (size_t)N; /* GLU: its last N/2 columns are scratch */
+        float *z = malloc(sizeof(float) * NTOK * N);
+        gpu_ref_linear(xr, wr, bias, NTOK, K, N, z);
+        o->ref = malloc(sizeof(float) * NTOK * N);
+        for (int t = 0; t < NTOK; t++)
+            for (int j = 0; j < N; j++) {
+                float v = z[(size_t)t * N + j];
+                if (epi == GPU_EPI_GLU && j >= N / 2) v = NAN; /* not compared */
+                if (epi == GPU_EPI_ACT || epi == GPU_EPI_GLU) gpu_ref_act(&v, 1, act_of(c));
+                if (epi == GPU_EPI_GLU && j < N / 2) v *= z[(size_t)t * N + N / 2 + j];
+                if (epi == GPU_EPI_RESIDUAL) v += y0[(size_t)t * N + j];
+                o->ref[(size_t)t * o->cols + j] = v;
+            }
+        free(xr), free(wr), free(z);
+        return;
+    }
+    if (c >= ATT_FULL && c <= ATT_REL_FIRST) {
+        const int first = c == ATT_FIRST || c == ATT_REL_FIRST,
+                  rel = c == ATT_REL || c == ATT_REL_FIRST;
+        const int qkv = input(&b, "qkv", GPU_ROWS_TOKENS, x, NTOK, 3 * H);
+        int q = qkv;
+        if (first) {
+            q = gpu_gb_act(&b, "q.first", GPU_ROWS_SEQS, H);
+            gpu_op_t *p = gpu_gb_op(&b, 0, GPU_OP_POOL, "first", -1);
+            p->out = gpu_gb_view(q, 0), p->src[0] = gpu_gb_view(qkv, 0), p->n = H;
+            p->prec = GPU_PREC_FP32;
+        }
+        o->out = gpu_gb_act(&b, "ctx", first ? GPU_ROWS_SEQS : GPU_ROWS_TOKENS, H);
+        gpu_op_t *a = gpu_gb_op(&b, 0, GPU_OP_ATTENTION, "attn", -1);
+        a->out = gpu_gb_view(o->out, 0), a->src[0] = gpu_gb_view(q, 0);
+        a->src[1] = gpu_gb_view(qkv, H), a->src[2] = gpu_gb_view(qkv, 2 * H);
+        a->heads = cfg.heads, a->head_dim = hd;
+        a->window = c == ATT_WINDOW ? 2 : c == ATT_ROPE_WINDOW ? 3 : 0;
+        a->rope_theta = c == ATT_ROPE || c == ATT_ROPE_WINDOW ? 10000.0f : 0.0f;
+        gpu_ref_attn_t r = {.heads = cfg.heads,
+                            .head_dim = hd,
+                            .window = a->window,
+                            .rope_theta = a->rope_theta,
+                            .scale_factor = 1};
+        if (rel) {
+            const float *pk = rnd((size_t)2 * REL_SPAN * H, 1.0f, &seed);
+            const float *pq = rnd((size_t)2 * REL_SPAN * H, 1.0f, &seed);
+            a->w[0] = gpu_gb_weight(&b, "pk", pk, 2 * REL_SPAN, H, 0);
+            a->w[1] = gpu_gb_weight(&b, "pq", pq, 2 * REL_SPAN, H, 0);
+            a->scale_factor = 3, a->rel_span = REL_SPAN, a->rel_buckets = 8, a->rel_max_pos = 16;
+            r.pk = pk, r.pq = pq, r.cfg = &b.g->cfg, r.scale_factor = 3;
+        }
+        o->rows = first ? NSEQ : NTOK, o->cols = (size_t)H;
+        o->ref = malloc(sizeof(float) * NTOK * H);
+        for (int s = 0; s < NSEQ; s++) {
+            const float *sq = x + (size_t)cu[s] * 3 * H;
+            const int len = cu[s + 1] - cu[s];
+            gpu_ref_attention_op(&r, sq, 3 * H, first ? 1 : len, sq + H, sq + 2 * H, 3 * H, len,
+                                 o->ref + (size_t)(first ? s : cu[s]) * H, H);
+        }
+        return;
+    }
+    /* pool */
+    const int in = input(&b, "in", GPU_ROWS_TOKENS, x, NTOK, H);
+    o->out = gpu_gb_act(&b, "pooled", GPU_ROWS_SEQS, H);
+    gpu_op_t *p = gpu_gb_op(&b, 0, GPU_OP_POOL, "pool", -1);
+    p->out = gpu_gb_view(o->out, 0), p->src[0] = gpu_gb_view(in, 0), p->n = H;
+    p->pool = c == POOL_MEAN ? GPU_POOL_MEAN : GPU_POOL_CLS;
+    o->rows = NSEQ, o->cols = (size_t)H;
+    o->ref = calloc((size_t)NSEQ * H, sizeof(float));
+    for (int s = 0; s < NSEQ; s++)
+        for (int j = 0; j < H; j++) {
+            const int len = cu[s + 1] - cu[s];
+            double sum = 0;
+            for (int t = 0; t < (c == POOL_MEAN ? len : 1); t++)
+                sum += x[(size_t)(cu[s] + t) * H + j];
+            o->ref[(size_t)s * H + j] = (float)(sum / (c == POOL_MEAN ? len : 1));
+        }
+}
+
+/* |got - want| <= tol (1 + |want|): the precision's tolerance, a backend's storage included. */
+static double tolerance(gpu_precision_t p) {
+    return p == GPU_PREC_FP32 ? 1e-4 : p == GPU_PREC_FP8 ? 5e-3 : 2e-2;
+}
+
+static void test_parity(void **state) {
+    (void)state;
+    gpu_model_t *m = NULL;
+    char err[512];
+    assert_int_equal(gpu_model_init_random("bert-mini", 3, 7, &m, err, sizeof err), 0);
+    for (int t = 0; t < NTOK; t++)
+        ids[t] = (t * 7919) % m->cfg.vocab_size;
+    const gpu_batch_t batch = {
+        .ids = ids, .cu_seqlens = cu, .n_seqs = NSEQ, .n_tokens = NTOK, .max_len = 12};
+    const gpu_precision_t precs[] = {GPU_PREC_FP32, GPU_PREC_BF16, GPU_PREC_FP8};
+    const char *const backends[] = {"cpu", "cuda"};
+    int fails = 0, runs = 0;
+    printf("%-32s %-5s %-5s %s\n", "op", "prec", "backend", "max |delta| / result");
+    for (int c = 0; c < N_CASES; c++)
+        for (size_t pi = 0; pi < sizeof precs / sizeof precs[0]; pi++) {
+            const gpu_precision_t prec = precs[pi];
+            const int linear = c >= LIN_BIAS && c <= LIN_RES;
+            if (prec == GPU_PREC_FP8 && !linear) continue; /* fp8 is a linear op's precision */
+            for (size_t bi = 0; bi < 2; bi++) {
+                const gpu_backend_ops_t *ops = gpu_backend_find(backends[bi], err, sizeof err);
+                printf("%-32s %-5s %-7s ", case_name[c], gpu_precision_name(prec), backends[bi]);
+                fflush(stdout);
+                if (!ops || !ops->init_graph) {
+                    printf("skip: %s\n", ops ? "no init_graph" : "not built");
+                    continue;
+                }
+                built_t o;
+                build(m, c, prec, &o, 1234u + (unsigned)c);
+                gpu_backend_opts_t bo = {.token_budget = BUDGET,
+                                         .max_len = 0,
+                                         .max_seqs = 8,
+                                         .threads = 1,
+                                         .precision = gpu_precision_name(prec)};
+                gpu_backend_t *be = NULL;
+                if (ops->init_graph(m, o.g, &bo, &be, err, sizeof err) != 0) {
+                    /* the cpu needs AVX2 for bf16; cuda a device */
+                    const int may_skip = bi == 1 || prec != GPU_PREC_FP32;
+                    printf("%s: %s\n", may_skip ? "skip" : "FAIL", err);
+                    fails += !may_skip;
+                    free(o.ref);
+                    continue;
+                }
+                float *logits = calloc(8 * (size_t)m->cfg.num_labels, sizeof(float));
+                float *got = malloc(sizeof(float) * o.rows * o.cols);
+                int rc = ops->forward(be, &batch, logits, err, sizeof err);
+                if (rc == 0) rc = ops->read_tensor(be, o.out, o.rows, got, err, sizeof err);
+                double worst = 0;
+                int bad = rc != 0;
+                for (size_t i = 0; rc == 0 && i < o.rows * o.cols; i++) {
+                    if (isnan(o.ref[i])) continue;
+                    const double d = fabs((double)got[i] - o.ref[i]);
+                    if (d > worst) worst = d;
+                    if (!(d <= tolerance(prec) * (1 + fabs(o.ref[i])))) bad = 1;
+                }
+                printf("%.3g %s%s\n", worst, bad ? "FAIL" : "ok", rc ? err : "");
+                fails += bad;
+                runs++;
+                ops->free(be);
+                free(logits), free(got), free(o.ref);
+            }
+        }
+    printf("%d rows run, %d failed\n", runs, fails);
+    gpu_model_free(m);
+    assert_int_equal(fails, 0);
+    assert_true(runs >= N_CASES);
+}
+
+/* Every family's graph, at every precision, planned without weights: each op's views fit
+ * their tensors (a linear's input k and output n columns, its weight (n, k) and bias (n)),
+ * activations are written before they are read, and the plan sizes the arena. */
+static void view_fits(const gpu_graph_t *g, const gpu_op_t *op, gpu_view_t v, int width) {
+    if (v.t < 0 || v.t >= g->n_tensors || v.col < 0 || v.col + width > g->tensor[v.t].cols)
+        fail_msg("%s: a view of %d columns from %d overruns tensor %d", op->name, width, v.col,
+                 v.t);
+}
+
+static void test_every_family_plans(void **state) {
+    (void)state;
+    const char *const geoms[] = {"bert-mini",       "bert-large",     "distilbert-base",
+                                 "roberta-base",    "xlmr-base",      "electra-small",
+                                 "modernbert-base", "deberta-v3-base"};
+    const gpu_precision_t precs[] = {GPU_PREC_FP32, GPU_PREC_FP16, GPU_PREC_BF16, GPU_PREC_FP8};
+    char err[256];
+    for (size_t gi = 0; gi < sizeof geoms / sizeof geoms[0]; gi++)
+        for (size_t pi = 0; pi < sizeof precs / sizeof precs[0]; pi++) {
+            gpu_model_config_t cfg;
+            assert_int_equal(gpu_model_geometry(geoms[gi], 3, &cfg), 0);
+            gpu_graph_t *g = NULL;
+            assert_int_equal(
+                gpu_graph_build(&cfg, NULL, precs[pi], GPU_PREC_FP16, &g, err, sizeof err), 0);
+            char *written = calloc((size_t)g->n_tensors, 1);
+            for (int t = 0; t < g->n_tensors; t++)
+                written[t] = g->tensor[t].cls == GPU_TENSOR_WEIGHT;
+            for (int i = 0; i < g->n_prelude + g->n_ops; i++) {
+                const gpu_op_t *op = i < g->n_prelude ? &g->prelude[i] : &g->op[i - g->n_prelude];
+                if (op->kind == GPU_OP_LINEAR) {
+                    view_fits(g, op, op->src[0], op->k);
+                    view_fits(g, op, op->out, op->n);
+                    assert_int_equal(g->tensor[op->w[0]].rows, op->n);
+                    assert_int_equal(g->tensor[op->w[0]].cols, op->k);
+                    if (op->w[1] >= 0) assert_int_equal(g->tensor[op->w[1]].cols, op->n);
+                } else if (op->kind == GPU_OP_ATTENTION) {
+                    for (int k = 0; k < 3; k++)
+                        view_fits(g, op, op->src[k], op->heads * op->head_dim);
+                    view_fits(g, op, op->out, op->heads * op->head_dim);
+                } else if (op->kind != GPU_OP_EMBED) {
+                    view_fits(g, op, op->src[0], op->n);
+                    view_fits(g, op, op->out, op->n);
+                } else {
+                    view_fits(g, op, op->out, op->n);
+                }
+                for (int k = 0; k < 3; k++)
+                    if (op->src[k].t >= 0 && !written[op->src[k].t])
+                        fail_msg("%s %s: %s reads %s before any op writes it", geoms[gi],
+                                 gpu_precision_name(precs[pi]), op->name,
+                                 g->tensor[op->src[k].t].name);
+                written[op->out.t] = 1;
+            }
+            assert_true(g->logits >= 0 && written[g->logits]);
+            gpu_graph_plan_opts_t po = {.act_bytes = 2, .token_budget = 4096, .max_seqs = 256};
+            gpu_graph_plan_t p;
+            assert_int_equal(gpu_graph_plan(g, &po, &p), 0);
+            assert_true(p.arena_bytes > (size_t)4096 * cfg.hidden * 2);
+            assert_true(p.weights_bytes > 0);
+            gpu_graph_plan_free(&p);
+            free(written);
+            gpu_graph_free(g);
+        }
+}
+
+/* A backend that lacks an op says which, by name, at init: the cpu runs fp8 only as a linear
+ * op's precision, so an attention op at fp8 is refused naming it. */
+static void test_lacking_op_named(void **state) {
+    (void)state;
+    gpu_model_t *m = NULL;
+    char err[512] = "";
+    assert_int_equal(gpu_model_init_random("bert-mini", 3, 7, &m, err, sizeof err), 0);
+    unsigned seed = 99;
+    built_t o;
+    build(m, ATT_FULL, GPU_PREC_FP32, &o, seed);
+    for (int i = 0; i < o.g->n_ops; i++)
+        if (o.g->op[i].kind == GPU_OP_ATTENTION) o.g->op[i].prec = GPU_PREC_FP8;
+    const gpu_backend_ops_t *cpu = gpu_backend_find("cpu", err, sizeof err);
+    gpu_backend_opts_t bo = {
+        .token_budget = BUDGET, .max_seqs = 8, .threads = 1, .precision = "fp8"};
+    gpu_backend_t *be = NULL;
+    assert_int_not_equal(cpu->init_graph(m, o.g, &bo, &be, err, sizeof err), 0);
+    assert_null(be);
+    printf("%s\n", err);
+    assert_non_null(strstr(err, "the cpu backend lacks attn: attention"));
+    assert_non_null(strstr(err, "fp8"));
+    free(o.ref);
+    gpu_model_free(m);
+}
+
+int main(void) {
+    /* the bf16 kernel is picked once per process, by a probe that must not run under cmocka's
+     * signal handlers */
+    (void)gpu_cpu_bf16_best();
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_parity),
+                                       cmocka_unit_test(test_lacking_op_named),
+                                       cmocka_unit_test(test_every_family_plans)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
