@@ -124,7 +124,8 @@ static int commit_rows(pl_t *pl, sink_t *sk, const sink_result_t *rows, pl_item_
                        const sink_batch_t *bat, int b, int32_t *parts, pl_item_t **refused) {
     worker_stage_clock_t clk;
     worker_stage_begin(&clk);
-    int rc = write_committed(pl, sk, &(pl_write_t){.rows = rows, .n_rows = r, .bat = bat, .n_bat = b});
+    int rc =
+        write_committed(pl, sk, &(pl_write_t){.rows = rows, .n_rows = r, .bat = bat, .n_bat = b});
     worker_stage_end(&clk, WORKER_STAGE_COPY);
     if (rc != SINK_OK) return rc;
     r = take_refused(sk, its, r, refused);
@@ -234,8 +235,7 @@ void *pl_sink_main(void *arg) {
         while (!pl->q.out_head && !pl->q.failed && !pl->q.enc_done && !pl->q.fatal) {
             /* wake up now and then: a quiet drift window must still close and be written */
             pl_timedwait_ms(&pl->q.cv_sink, &pl->q.mu, PL_SINK_IDLE_MS);
-            if (pl->q.out_head || pl->q.failed || pl->q.enc_done || pl->q.fatal || !first)
-                continue;
+            if (pl->q.out_head || pl->q.failed || pl->q.enc_done || pl->q.fatal || !first) continue;
             pthread_mutex_unlock(&pl->q.mu);
             pl_telemetry_tick(pl, 0);
             pthread_mutex_lock(&pl->q.mu);
