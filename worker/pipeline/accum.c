@@ -13,8 +13,9 @@
  * accumulate into batches of their own until their deadline.
  *
  * Priority moves an item's deadline earlier (accum.h: priority_step_ms), so the lists keep
- * the order in which items are due: an urgent item walks back past the lower priorities that
- * arrived less than its lead before it (O(1) insertion stays for equal priorities). When the
+ * the order in which items are due; an item is linked after the last pending one of its
+ * priority (in its bucket and globally), since a priority's deadlines rise with the clock, so
+ * a burst of urgent items does not walk a backlog of lower ones each (only the first). When the
  * earliest due item has a priority, it anchors the batch at once, and the items of its
  * priority or higher (by their buckets' heads) are taken before any lower one. */
 #include "worker/pipeline/accum.h"
@@ -43,9 +44,14 @@ struct worker_accum {
     slot_t *slot;       /* (max_pending_items) */
     int free_head;      /* free slots chained through anext */
     list_t *bucket;     /* (max_len + 1) by length; index 0 unused */
+    int *blast;         /* (max_len + 1, MAX_PRIORITY + 1): as last, per bucket */
     uint64_t *nonempty; /* (words) bit l set when bucket l holds an item */
     int words;
     list_t all; /* every pending item, earliest deadline first */
+    /* the last item pushed of each priority while pending, else NIL: a priority's deadlines
+     * rise with the clock, so a new one goes at most a few items after it (no walk past a
+     * backlog of lower priorities) */
+    int last[WORKER_ACCUM_MAX_PRIORITY + 1];
     int n_items;
     long n_tokens;
 };
@@ -92,10 +98,19 @@ static int len_prev_le(const worker_accum_t *a, int l) {
 static void link_sorted(worker_accum_t *a, int s) {
     slot_t *S = a->slot;
     list_t *b = &a->bucket[S[s].len];
-    /* bucket: walk back past later deadlines (ties keep arrival order) */
-    int p = b->tail;
-    while (p != NIL && S[p].deadline > S[s].deadline)
-        p = S[p].bprev;
+    /* bucket: after its last of this priority, or back from the tail past later deadlines
+     * (ties keep arrival order) */
+    int *bl = &a->blast[S[s].len * (WORKER_ACCUM_MAX_PRIORITY + 1) + S[s].prio];
+    int p = *bl;
+    if (p != NIL && S[p].deadline <= S[s].deadline) {
+        while (S[p].bnext != NIL && S[S[p].bnext].deadline <= S[s].deadline)
+            p = S[p].bnext;
+    } else {
+        p = b->tail;
+        while (p != NIL && S[p].deadline > S[s].deadline)
+            p = S[p].bprev;
+    }
+    *bl = s;
     S[s].bprev = p;
     S[s].bnext = p == NIL ? b->head : S[p].bnext;
     if (p == NIL)
@@ -108,9 +123,16 @@ static void link_sorted(worker_accum_t *a, int s) {
         S[S[s].bnext].bprev = s;
     bit_set(a, S[s].len);
 
-    p = a->all.tail;
-    while (p != NIL && S[p].deadline > S[s].deadline)
-        p = S[p].aprev;
+    p = a->last[S[s].prio];
+    if (p != NIL && S[p].deadline <= S[s].deadline) {
+        while (S[p].anext != NIL && S[S[p].anext].deadline <= S[s].deadline)
+            p = S[p].anext;
+    } else {
+        p = a->all.tail;
+        while (p != NIL && S[p].deadline > S[s].deadline)
+            p = S[p].aprev;
+    }
+    a->last[S[s].prio] = s;
     S[s].aprev = p;
     S[s].anext = p == NIL ? a->all.head : S[p].anext;
     if (p == NIL)
@@ -136,6 +158,9 @@ static void unlink_slot(worker_accum_t *a, int s) {
         S[S[s].bnext].bprev = S[s].bprev;
     if (b->head == NIL) bit_clear(a, S[s].len);
 
+    if (a->last[S[s].prio] == s) a->last[S[s].prio] = NIL;
+    int *bl = &a->blast[S[s].len * (WORKER_ACCUM_MAX_PRIORITY + 1) + S[s].prio];
+    if (*bl == s) *bl = NIL;
     if (S[s].aprev == NIL)
         a->all.head = S[s].anext;
     else
@@ -202,19 +227,24 @@ int worker_accum_init(const worker_accum_cfg_t *cfg, worker_accum_t **out, char 
     a->words = cfg->max_len / 64 + 1;
     a->slot = malloc((size_t)cfg->max_pending_items * sizeof(slot_t));
     a->bucket = malloc((size_t)(cfg->max_len + 1) * sizeof(list_t));
+    a->blast = malloc((size_t)(cfg->max_len + 1) * (WORKER_ACCUM_MAX_PRIORITY + 1) * sizeof(int));
     a->nonempty = calloc((size_t)a->words, sizeof(uint64_t));
-    if (!a->slot || !a->bucket || !a->nonempty) {
+    if (!a->slot || !a->bucket || !a->blast || !a->nonempty) {
         worker_accum_free(a);
         goto oom;
     }
     for (int l = 0; l <= cfg->max_len; l++)
         a->bucket[l].head = a->bucket[l].tail = NIL;
+    for (int i = 0; i < (cfg->max_len + 1) * (WORKER_ACCUM_MAX_PRIORITY + 1); i++)
+        a->blast[i] = NIL;
     for (int s = 0; s < cfg->max_pending_items; s++) {
         a->slot[s].item = NULL;
         a->slot[s].anext = s + 1 < cfg->max_pending_items ? s + 1 : NIL;
     }
     a->free_head = 0;
     a->all.head = a->all.tail = NIL;
+    for (int p = 0; p <= WORKER_ACCUM_MAX_PRIORITY; p++)
+        a->last[p] = NIL;
     *out = a;
     return 0;
 oom:
@@ -226,6 +256,7 @@ void worker_accum_free(worker_accum_t *acc) {
     if (!acc) return;
     free(acc->slot);
     free(acc->bucket);
+    free(acc->blast);
     free(acc->nonempty);
     free(acc);
 }
