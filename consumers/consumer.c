@@ -445,8 +445,9 @@ int consumers_consumer_store(consumers_consumer_t *c, int32_t track, int64_t nex
 static int refused_by_group(rd_kafka_resp_err_t re) {
     return re == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS ||
            re == RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION ||
-           re == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID || re == RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID ||
-           re == RD_KAFKA_RESP_ERR__ASSIGNMENT_LOST || re == RD_KAFKA_RESP_ERR__STATE;
+           re == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID ||
+           re == RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID || re == RD_KAFKA_RESP_ERR__ASSIGNMENT_LOST ||
+           re == RD_KAFKA_RESP_ERR__STATE;
 }
 
 int consumers_consumer_commit(consumers_consumer_t *c, char *err, size_t errlen) {
@@ -467,6 +468,29 @@ static int close_is_unsafe(const consumers_consumer_t *c) {
     return !c->ever_assigned && rd_kafka_version() < 0x020300ff;
 }
 
+#define CLOSE_UNASSIGN_MS 10000 /* longest wait for the group to take the partitions back */
+
+/* rd_kafka_consumer_close can wait for ever when a cooperative rebalance hands this member
+ * partitions while it closes (seen with 2.15 as the workers of one job leave together:
+ * rebalance_cb's incremental assign never returns; confluentinc/librdkafka#4527, #4884). So
+ * the member first gives its assignment back (unsubscribe; the revocations are served here,
+ * through rebalance_cb, which stores what is committed), then closes with nothing assigned. */
+static void unassign_before_close(consumers_consumer_t *c) {
+    if (rd_kafka_unsubscribe(c->rk)) return;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        rd_kafka_topic_partition_list_t *a = NULL;
+        int left = rd_kafka_assignment(c->rk, &a) ? 1 : a->cnt;
+        if (a) rd_kafka_topic_partition_list_destroy(a);
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        long ms = (t.tv_sec - t0.tv_sec) * 1000L + (t.tv_nsec - t0.tv_nsec) / 1000000L;
+        if (left == 0 || ms >= CLOSE_UNASSIGN_MS) return;
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(c->rk, 100);
+        if (m) rd_kafka_message_destroy(m); /* fetched before: never tracked, re-read */
+    }
+}
+
 void consumers_consumer_close(consumers_consumer_t *c) {
     if (!c || !c->rk || c->closed) return;
     if (close_is_unsafe(c)) {
@@ -476,7 +500,8 @@ void consumers_consumer_close(consumers_consumer_t *c) {
     char e[256];
     if (consumers_consumer_commit(c, e, sizeof(e)))
         fprintf(stderr, "reclass run: %s (retried by the next owner)\n", e);
-    /* close runs the final revoke through rebalance_cb, then leaves the group */
+    unassign_before_close(c);
+    /* close leaves the group (a revoke still assigned goes through rebalance_cb) */
     rd_kafka_consumer_close(c->rk);
     c->closed = 1;
 }

@@ -63,7 +63,7 @@ typedef struct {
     int n_topics; /* 0..CONSUMERS_MAX_TOPICS */
     const char *group;
     int max_poll_interval_ms;    /* 0 = librdkafka's default (300000) */
-    int session_timeout_ms;      /* 0 = default (45000) */
+    int session_timeout_ms;      /* 0 = librdkafka's default */
     int auto_commit_interval_ms; /* 0 = default (5000) */
     /* extra librdkafka properties "key=value" (security.protocol, sasl.*...), NULL-ended */
     const char *const *extra;

@@ -13,9 +13,6 @@
 
 #define DLQ_BACKOFF_FIRST_MS 100
 #define DLQ_BACKOFF_MAX_MS   30000
-/* What the consumer may fetch at most (librdkafka's receive.message.max.bytes default). */
-#define DLQ_DEFAULT_RECEIVE_MAX 100000000L
-#define DLQ_DEFAULT_FETCH_MAX   52428800L
 
 /* One dead letter from send to acknowledgement. It owns its value (librdkafka references it
  * while in flight: produced without F_COPY) and a master copy of its headers. */
@@ -139,9 +136,8 @@ static void dr_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque) {
 
 /* The largest record the consumer configured by extra can fetch. */
 static long fetchable_bytes(const char *const *extra) {
-    long receive =
-        consumers_kafka_props_long(extra, "receive.message.max.bytes", DLQ_DEFAULT_RECEIVE_MAX);
-    long fetch = consumers_kafka_props_long(extra, "fetch.max.bytes", DLQ_DEFAULT_FETCH_MAX);
+    long receive = consumers_kafka_setting_long(extra, "receive.message.max.bytes");
+    long fetch = consumers_kafka_setting_long(extra, "fetch.max.bytes");
     long max = receive > fetch ? receive : fetch;
     return max > 1000000000L ? 1000000000L : max; /* librdkafka's ceiling */
 }
@@ -189,8 +185,8 @@ fail:
 
 int consumers_dlq_send_copy(consumers_dlq_t *d, const char *topic, int32_t partition,
                             int64_t offset, const void *key, size_t key_len, const void *value,
-                            size_t len, const char *error, const char *job_id,
-                            const char *tenant, int64_t tag) {
+                            size_t len, const char *error, const char *job_id, const char *tenant,
+                            int64_t tag) {
     dlq_letter_t *l = calloc(1, sizeof(*l));
     if (!l) return -1;
     *l = (dlq_letter_t){.partition = partition,

@@ -50,8 +50,8 @@ int consumers_dlq_send(consumers_dlq_t *d, const consumers_record_t *src, const 
  * (may be NULL) and value, copied; job_id and tenant (NULL: not known) become headers. */
 int consumers_dlq_send_copy(consumers_dlq_t *d, const char *topic, int32_t partition,
                             int64_t offset, const void *key, size_t key_len, const void *value,
-                            size_t len, const char *error, const char *job_id,
-                            const char *tenant, int64_t tag);
+                            size_t len, const char *error, const char *job_id, const char *tenant,
+                            int64_t tag);
 
 /* Serves delivery reports and sends the letters whose retry is due; returns the number of
  * delivery reports served. */

@@ -101,6 +101,21 @@ long consumers_kafka_props_long(const char *const *props, const char *key, long 
     return v;
 }
 
+long consumers_kafka_setting_long(const char *const *props, const char *key) {
+    long dflt = -1;
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    char buf[64];
+    size_t n = sizeof(buf);
+    if (conf && rd_kafka_conf_get(conf, key, buf, &n) == RD_KAFKA_CONF_OK) {
+        char *end;
+        errno = 0;
+        long x = strtol(buf, &end, 10);
+        if (!errno && end != buf && *end == '\0') dflt = x;
+    }
+    if (conf) rd_kafka_conf_destroy(conf);
+    return consumers_kafka_props_long(props, key, dflt);
+}
+
 const char *consumers_kafka_unrecoverable(int err) {
     if (err == RD_KAFKA_RESP_ERR__SSL)
         return "TLS with the broker failed (check --kafka security.protocol, ssl.ca.location "

@@ -31,6 +31,11 @@ int consumers_kafka_props_apply(rd_kafka_conf_t *conf, const char *const *props,
  * number (librdkafka refuses such a value when the list is applied). */
 long consumers_kafka_props_long(const char *const *props, const char *key, long dflt);
 
+/* The value a client configured by props runs with, as a whole number: the last KEY=... in
+ * props, else librdkafka's own default (read from a fresh configuration, never copied), else
+ * -1 (an unknown key, or not a number). */
+long consumers_kafka_setting_long(const char *const *props, const char *key);
+
 /* For a client-wide error code from librdkafka's error callback: what to check when it is a
  * failed TLS handshake or authentication, which retrying does not heal (a wrong CA, password,
  * mechanism or protocol: the command stops at once, exit 1); NULL for any other error. */

@@ -52,8 +52,8 @@ def read_list():
             continue
         pkg, kind, *what = line
         pkgs.append((pkg, kind))
-        for w in what:
-            provides.setdefault(w, set()).add(kind)
+        for w in what:  # py:a.b.c (the import that proves the install) provides py:a
+            provides.setdefault(w.split(".")[0] if w.startswith("py:") else w, set()).add(kind)
     return provides, pkgs
 
 

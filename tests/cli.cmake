@@ -2,3 +2,9 @@
 add_test(NAME test_cli_status
   COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_cli_status.sh $<TARGET_FILE:reclass>)
 set_tests_properties(test_cli_status PROPERTIES LABELS unit)
+
+# Every option default written once, in its table row, and what --help and README print.
+add_test(NAME test_cli_defaults
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_cli_defaults.sh $<TARGET_FILE:reclass>
+          ${CMAKE_SOURCE_DIR})
+set_tests_properties(test_cli_defaults PROPERTIES LABELS unit)

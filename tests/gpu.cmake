@@ -6,7 +6,8 @@ reclass_add_test(NAME test_gpu_plan SOURCES ${CMAKE_SOURCE_DIR}/tests/test_gpu_p
 # gpu_bench only: the product (reclass, reclass_core) does not contain it.
 if(RECLASS_HAVE_CUDA)
   add_library(reclass_cuda_test STATIC ${CMAKE_SOURCE_DIR}/tests/lib/cuda_test_api.cu
-    ${CMAKE_SOURCE_DIR}/tests/lib/cuda_test_fp8.cu)
+    ${CMAKE_SOURCE_DIR}/tests/lib/cuda_test_fp8.cu
+    ${CMAKE_SOURCE_DIR}/tests/lib/cuda_test_modern.cu)
   target_link_libraries(reclass_cuda_test PUBLIC reclass_test_lib reclass_core)
   set_target_properties(reclass_cuda_test PROPERTIES CUDA_SEPARABLE_COMPILATION OFF)
   target_compile_options(reclass_cuda_test PRIVATE

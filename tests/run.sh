@@ -19,8 +19,9 @@ reclass_build "$build/build.log" "$root" "$build" -DCMAKE_BUILD_TYPE=Release -DR
     || { echo "tests/run.sh: FAIL: the build failed (above)"; exit 1; }
 
 # The tests; then the unit and integration tests again, built with ASan + UBSan
-# (tests/sanitize.sh), and every fuzz target for RECLASS_FUZZ_SECONDS (default 30) each
-# (tests/fuzz/run.sh). RECLASS_QUICK=1 runs the tests alone. Every stage runs even when an earlier one failed;
+# (tests/sanitize.sh), and every fuzz target, deterministic: its seeds and regressions, then
+# a fixed number of inputs from a fixed seed (tests/fuzz/run.sh). RECLASS_QUICK=1 runs the
+# tests alone. Every stage runs even when an earlier one failed;
 # the exit status is non-zero when any did, and the last line sums them up.
 failed=0 summary=()
 stage() {
@@ -39,7 +40,7 @@ if [ "${RECLASS_QUICK:-0}" = 1 ]; then
     summary+=("sanitizers and fuzzing skipped (RECLASS_QUICK=1)")
 else
     stage sanitizers "$root/tests/sanitize.sh"
-    stage fuzzing "$root/tests/fuzz/run.sh" "${RECLASS_FUZZ_SECONDS:-30}"
+    stage fuzzing "$root/tests/fuzz/run.sh" ci
 fi
 line=$(printf '%s, ' "${summary[@]}")
 echo "tests/run.sh: $([ "$failed" = 0 ] && echo PASS || echo FAIL): ${line%, }"

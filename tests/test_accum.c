@@ -229,6 +229,139 @@ static void test_overdue_anchor(void **state) {
     worker_accum_free(a);
 }
 
+/* ---- priority within the accumulator (accum.h: priority_step_ms) ---- */
+
+#define STEP 100 /* ms per priority step */
+
+/* Random lengths, both cost modes: priority 9 tickets that arrived after priority 0 ones go
+ * first; priority 0 tickets only fill the room that no waiting priority 9 one fits. */
+static void test_priority_first(void **state) {
+    (void)state;
+    for (int padded = 0; padded <= 1; padded++)
+        for (uint64_t seed = 1; seed <= 20; seed++) {
+            rng_state = seed;
+            worker_accum_cfg_t c = cfg_default();
+            c.padded = padded;
+            c.priority_step_ms = STEP;
+            c.max_pending_tokens = 1 << 20;
+            worker_accum_t *a;
+            char err[256];
+            assert_int_equal(worker_accum_init(&c, &a, err, sizeof err), 0);
+            int prio[100], len[100], done[100] = {0};
+            for (int i = 0; i < 100; i++) { /* 60 of priority 0, then 40 of priority 9 */
+                prio[i] = i < 60 ? 0 : 9;
+                len[i] = rng_int(1, c.max_len);
+                assert_int_equal(worker_accum_push_prio(a, ptr_of(i), len[i], prio[i], i * 5), 0);
+            }
+            int64_t now = 600; /* everything is overdue: a backlog */
+            int seen0 = 0;
+            void *out[100];
+            int lens[100], n, left9 = 40;
+            while ((n = worker_accum_pop(a, now, 0, out, lens, 100)) > 0) {
+                int l9[101], n9 = 0, has0 = 0;
+                for (int k = 0; k < n; k++) {
+                    int id = id_of(out[k]);
+                    done[id] = 1;
+                    if (prio[id] == 0)
+                        has0 = 1;
+                    else
+                        l9[n9++] = len[id];
+                }
+                left9 -= n9;
+                /* 0s only fill the room the 9s left: no waiting 9 fits beside this batch's 9s */
+                if (has0)
+                    for (int i = 60; i < 100; i++) {
+                        if (done[i]) continue;
+                        l9[n9] = len[i];
+                        assert_true(worker_accum_cost(&c, l9, n9 + 1) > c.token_budget);
+                    }
+                seen0 |= has0;
+                now++;
+            }
+            assert_int_equal(left9, 0);
+            assert_true(seen0);
+            assert_int_equal(worker_accum_pending_items(a), 0);
+            worker_accum_free(a);
+        }
+}
+
+/* Same lengths: the order is exact. 9s first, then 0s in arrival order; a 9 that arrived
+ * more than 9 steps after a 0 (past the age bound) goes after it. */
+static void test_priority_order_and_age_bound(void **state) {
+    (void)state;
+    worker_accum_cfg_t c = cfg_default(); /* budget 1024: 10 items of 100 per batch */
+    c.priority_step_ms = STEP;
+    c.max_pending_tokens = 1 << 20;
+    worker_accum_t *a;
+    char err[256];
+    assert_int_equal(worker_accum_init(&c, &a, err, sizeof err), 0);
+    for (int i = 0; i < 20; i++)
+        assert_int_equal(worker_accum_push_prio(a, ptr_of(i), 100, 0, i), 0);
+    for (int i = 20; i < 30; i++)
+        assert_int_equal(worker_accum_push_prio(a, ptr_of(i), 100, 9, 100 + i), 0);
+    void *out[16];
+    int lens[16];
+    int n = worker_accum_pop(a, 200, 0, out, lens, 16);
+    assert_int_equal(n, 10);
+    for (int k = 0; k < n; k++)
+        assert_int_equal(id_of(out[k]), 20 + k);
+    for (int b = 0; b < 2; b++) {
+        n = worker_accum_pop(a, 200, 0, out, lens, 16);
+        assert_int_equal(n, 10);
+        for (int k = 0; k < n; k++)
+            assert_int_equal(id_of(out[k]), b * 10 + k);
+    }
+    /* a 9 pushed less than 9 steps after a 0 passes it; one pushed later does not */
+    assert_int_equal(worker_accum_push_prio(a, ptr_of(0), 512, 0, 1000), 0);
+    assert_int_equal(worker_accum_push_prio(a, ptr_of(1), 512, 9, 1000 + 9 * STEP - 1), 0);
+    n = worker_accum_pop(a, 5000, 0, out, lens, 1);
+    assert_int_equal(n, 1);
+    assert_int_equal(id_of(out[0]), 1);
+    assert_int_equal(worker_accum_pop(a, 5000, 0, out, lens, 1), 1);
+    assert_int_equal(worker_accum_push_prio(a, ptr_of(0), 512, 0, 6000), 0);
+    assert_int_equal(worker_accum_push_prio(a, ptr_of(1), 512, 9, 6000 + 9 * STEP + 1), 0);
+    n = worker_accum_pop(a, 9000, 0, out, lens, 1);
+    assert_int_equal(n, 1);
+    assert_int_equal(id_of(out[0]), 0);
+    assert_int_equal(worker_accum_pop(a, 9000, 0, out, lens, 1), 1);
+    worker_accum_free(a);
+}
+
+/* A flood of priority 9 tickets, more than a batch each millisecond, does not starve a
+ * priority 0 one: it goes before every 9 that arrived more than 9 steps after it. */
+static void test_priority_no_starvation(void **state) {
+    (void)state;
+    worker_accum_cfg_t c = cfg_default(); /* 10 items of 100 per batch */
+    c.priority_step_ms = STEP;
+    c.max_pending_items = 40000;
+    c.max_pending_tokens = 40000L * 100;
+    worker_accum_t *a;
+    char err[256];
+    assert_int_equal(worker_accum_init(&c, &a, err, sizeof err), 0);
+    assert_int_equal(worker_accum_push_prio(a, ptr_of(0), 100, 0, 0), 0);
+    int id = 1, low_at = -1;
+    static int64_t pushed_at[3000 * 11 + 1];
+    pushed_at[0] = 0;
+    void *out[16];
+    int lens[16];
+    for (int64_t t = 0; t < 3000 && low_at < 0; t++) {
+        for (int k = 0; k < 11; k++, id++) {
+            pushed_at[id] = t;
+            assert_int_equal(worker_accum_push_prio(a, ptr_of(id), 100, 9, t), 0);
+        }
+        int n = worker_accum_pop(a, t, 0, out, lens, 16);
+        for (int k = 0; k < n; k++) {
+            int x = id_of(out[k]);
+            if (x == 0)
+                low_at = (int)t;
+            else
+                assert_true(low_at >= 0 || pushed_at[x] <= 9 * STEP); /* age bound */
+        }
+    }
+    assert_true(low_at >= 0);
+    worker_accum_free(a);
+}
+
 /* ---- property test against a model ---- */
 
 typedef struct {
@@ -479,6 +612,9 @@ int main(void) {
         cmocka_unit_test(test_full_refuses_then_accepts),
         cmocka_unit_test(test_ready_budget_and_deadline),
         cmocka_unit_test(test_overdue_anchor),
+        cmocka_unit_test(test_priority_first),
+        cmocka_unit_test(test_priority_order_and_age_bound),
+        cmocka_unit_test(test_priority_no_starvation),
         cmocka_unit_test(test_property_random),
         cmocka_unit_test(test_length_sorted_batches),
     };

@@ -50,6 +50,41 @@ static worker_fair_cfg_t cfg_of(int n_lanes, int items, long tokens, const char 
     return c;
 }
 
+/* Within one lane and tenant, priority 9 tickets go before priority 0 ones that arrived
+ * earlier (worker/pipeline/accum.h: priority_step_ms); a lane still comes before priority. */
+static void test_priority_within_lane(void **state) {
+    (void)state;
+    worker_fair_cfg_t c = cfg_of(2, 1000, 100000, NULL);
+    c.acc.priority_step_ms = 100;
+    worker_fair_t *f;
+    char err[256];
+    assert_int_equal(worker_fair_init(&c, &f, err, sizeof(err)), 0);
+    static it_t its[40];
+    for (int i = 0; i < 20; i++) { /* 100 tokens each: 10 per batch */
+        its[i] = (it_t){i, 100, 1, 0};
+        assert_int_equal(worker_fair_push(f, &its[i], 100, 1, "t", 0, i), WORKER_ACCUM_OK);
+    }
+    for (int i = 20; i < 30; i++) {
+        its[i] = (it_t){i, 100, 1, 0};
+        assert_int_equal(worker_fair_push(f, &its[i], 100, 1, "t", 9, 100 + i), WORKER_ACCUM_OK);
+    }
+    its[30] = (it_t){30, 100, 0, 0}; /* urgent lane, no priority: still first */
+    assert_int_equal(worker_fair_push(f, &its[30], 100, 0, "t", 0, 150), WORKER_ACCUM_OK);
+    void *out[64];
+    int lens[64];
+    int n = worker_fair_pop(f, 300, 0, out, lens, 64);
+    assert_int_equal(n, 10);
+    assert_int_equal(((it_t *)out[0])->id, 30);
+    for (int k = 1; k < n; k++)
+        assert_int_equal(((it_t *)out[k])->id, 19 + k);
+    n = worker_fair_pop(f, 300, 0, out, lens, 64);
+    assert_int_equal(n, 10);
+    assert_int_equal(((it_t *)out[0])->id, 29); /* the last 9, then the 0s in arrival order */
+    for (int k = 1; k < n; k++)
+        assert_int_equal(((it_t *)out[k])->id, k - 1);
+    worker_fair_free(f);
+}
+
 static void test_urgent_lane_first(void **state) {
     (void)state;
     worker_fair_cfg_t c = cfg_of(2, 1000, 100000, NULL);
@@ -59,11 +94,11 @@ static void test_urgent_lane_first(void **state) {
     static it_t its[300];
     for (int i = 0; i < 200; i++) { /* bulk first, long */
         its[i] = (it_t){i, 100, 1, 0};
-        assert_int_equal(worker_fair_push(f, &its[i], 100, 1, "bulk", 0), WORKER_ACCUM_OK);
+        assert_int_equal(worker_fair_push(f, &its[i], 100, 1, "bulk", 0, 0), WORKER_ACCUM_OK);
     }
     for (int i = 200; i < 205; i++) { /* then a few short urgent ones */
         its[i] = (it_t){i, 20, 0, 1};
-        assert_int_equal(worker_fair_push(f, &its[i], 20, 0, "urgent", 10), WORKER_ACCUM_OK);
+        assert_int_equal(worker_fair_push(f, &its[i], 20, 0, "urgent", 0, 10), WORKER_ACCUM_OK);
     }
     assert_int_equal(worker_fair_pending_lane(f, 0), 5);
     assert_int_equal(worker_fair_pending_lane(f, 1), 200);
@@ -78,7 +113,7 @@ static void test_urgent_lane_first(void **state) {
     }
     assert_true(sum <= 1024);
     assert_int_equal(worker_fair_pending_lane(f, 0), 0);
-    assert_int_equal(worker_fair_push(f, &its[205], 10, 2, "x", 0), WORKER_ACCUM_INVALID);
+    assert_int_equal(worker_fair_push(f, &its[205], 10, 2, "x", 0, 0), WORKER_ACCUM_INVALID);
     worker_fair_free(f);
 }
 
@@ -95,7 +130,7 @@ static void share_case(const char *weights, double want) {
         int t = i % 11 == 10 ? 1 : 0;
         int len = rng_int(4, 128);
         its[n_items] = (it_t){n_items, len, 0, t};
-        assert_int_equal(worker_fair_push(f, &its[n_items], len, 0, tenant_name(t), 0),
+        assert_int_equal(worker_fair_push(f, &its[n_items], len, 0, tenant_name(t), 0, 0),
                          WORKER_ACCUM_OK);
         left[t]++;
         n_items++;
@@ -145,15 +180,15 @@ static void test_tenant_cap(void **state) {
     assert_int_equal(worker_fair_tenant_cap(f), 2048);
     static it_t its[100];
     int i = 0;
-    while (worker_fair_push(f, &its[i], 100, 0, "giant", 0) == WORKER_ACCUM_OK)
+    while (worker_fair_push(f, &its[i], 100, 0, "giant", 0, 0) == WORKER_ACCUM_OK)
         i++;
     assert_int_equal(i, 20); /* 20 * 100 <= 2048 < 21 * 100 */
     /* another tenant still gets in, and a refused producer can always pop */
-    assert_int_equal(worker_fair_push(f, &its[i], 100, 0, "small", 0), WORKER_ACCUM_OK);
+    assert_int_equal(worker_fair_push(f, &its[i], 100, 0, "small", 0, 0), WORKER_ACCUM_OK);
     assert_true(worker_fair_ready(f, 0));
     void *out[64];
     assert_true(worker_fair_pop(f, 0, 0, out, NULL, 64) > 0);
-    assert_int_equal(worker_fair_push(f, &its[i + 1], 100, 0, "giant", 0), WORKER_ACCUM_OK);
+    assert_int_equal(worker_fair_push(f, &its[i + 1], 100, 0, "giant", 0, 0), WORKER_ACCUM_OK);
     worker_fair_free(f);
     /* below one budget the cap is raised to it: a tenant can always fill a batch */
     c.tenant_max_tokens = 10;
@@ -186,7 +221,7 @@ static void test_random_exactly_once(void **state) {
             if (op < 6 && pushed < N) {
                 int len = rng_int(1, 128), lane = rng_int(0, 2), t = rng_int(0, 11);
                 its[pushed] = (it_t){pushed, len, lane, t};
-                int rc = worker_fair_push(f, &its[pushed], len, lane, tenant_name(t), now);
+                int rc = worker_fair_push(f, &its[pushed], len, lane, tenant_name(t), 0, now);
                 if (rc == WORKER_ACCUM_OK)
                     pushed++;
                 else
@@ -237,7 +272,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_urgent_lane_first), cmocka_unit_test(test_shares_by_weight),
         cmocka_unit_test(test_tenant_cap),        cmocka_unit_test(test_random_exactly_once),
-        cmocka_unit_test(test_weights_parse),
+        cmocka_unit_test(test_weights_parse),     cmocka_unit_test(test_priority_within_lane),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,4 +1,5 @@
-/* The whole CUDA classifier (backend table "cuda") on the CLINC150 demo model against the
+/* The whole CUDA classifier (backend table "cuda"; with "graph", every family on the encoder
+ * graph) on the CLINC150 demo model against the
  * Hugging Face fp32 golden file: argmax agreement >= 99.9% in fp16 and bf16, and
  * max |delta logit| <= 0.05 in fp16 (bf16 <= 0.25). Then the fixture
  * classifier of every other family (tests/lib/family_golden.h) on its CLINC150 and
@@ -192,13 +193,22 @@ static int run_precision(const gpu_model_t *m, row_t *rows, int n, const char *p
     return ok ? 0 : 1;
 }
 
+/* The families' fixtures: the BERT-like ones of family_golden.h, then the two that run on
+ * the encoder graph alone. */
+#define N_FAMILY_MODELS (FG_N_MODELS + 2)
+static const char *family_model(int i) {
+    return i < FG_N_MODELS    ? fg_models[i]
+           : i == FG_N_MODELS ? "modernbert-clinc150"
+                              : "deberta-clinc150";
+}
+
 /* Every family's fixture, both golden sets, both precisions. Returns the failures. */
 static int run_families(void) {
     int fails = 0;
     char err[512];
-    for (int i = 0; i < FG_N_MODELS; i++) {
+    for (int i = 0; i < N_FAMILY_MODELS; i++) {
         char dir[512];
-        snprintf(dir, sizeof dir, "%s/models/%s", RECLASS_FIXTURES, fg_models[i]);
+        snprintf(dir, sizeof dir, "%s/models/%s", RECLASS_FIXTURES, family_model(i));
         gpu_model_t *m = NULL;
         if (gpu_model_load(dir, &m, err, sizeof err) != 0) {
             printf("FAIL model: %s\n", err);
@@ -222,7 +232,7 @@ static int run_families(void) {
             for (int p = 0; p < 2 && lg && ref; p++) {
                 gpu_backend_opts_t o = {.token_budget = 4096, .precision = bound[p].prec};
                 if (fg_run(ops, m, &o, &set, lg, err, sizeof err) != 0) {
-                    printf("FAIL %s %s %s: %s\n", fg_models[i], fg_sets[s], bound[p].prec, err);
+                    printf("FAIL %s %s %s: %s\n", family_model(i), fg_sets[s], bound[p].prec, err);
                     fails++;
                     continue;
                 }
@@ -233,7 +243,7 @@ static int run_families(void) {
                 printf("%s %s %s %s: argmax agreement %d/%d = %.4f%% (>= %.1f%%), max |delta "
                        "logit| %.4f over %d rows (<= %.2f), %d flips, widest fp32 margin %.4f "
                        "(< %.2f)%s%s\n",
-                       ok ? "ok  " : "FAIL", fg_models[i], fg_sets[s], bound[p].prec, sc.agree,
+                       ok ? "ok  " : "FAIL", family_model(i), fg_sets[s], bound[p].prec, sc.agree,
                        sc.rows, 100.0 * sc.agree / sc.rows, 100.0 * bound[p].agree, sc.max_delta,
                        sc.logit_rows, bound[p].delta, fl.flips, fl.widest, fl.bound, ok ? "" : ": ",
                        why);
@@ -248,7 +258,9 @@ static int run_families(void) {
     return fails;
 }
 
-int main(void) {
+/* "graph": every family through the encoder graph (gpu_cuda_backend_init_graph), the BERT
+ * families included, else the backend table as the worker gets it. */
+int main(int argc, char **argv) {
     if (gpu_cuda_device_count() == 0) {
         printf("SKIP: no CUDA device\n");
         return 77;
@@ -258,6 +270,13 @@ int main(void) {
     if (!(ops = gpu_backend_find("cuda", err, sizeof(err)))) {
         printf("FAIL: %s\n", err);
         return 1;
+    }
+    static gpu_backend_ops_t graph_ops;
+    if (argc > 1 && strcmp(argv[1], "graph") == 0) {
+        graph_ops = *ops;
+        graph_ops.init = gpu_cuda_backend_init_graph;
+        ops = &graph_ops;
+        printf("every family on the encoder graph\n");
     }
     if (gpu_model_load(RECLASS_DEMO_MODEL, &m, err, sizeof(err)) != 0) {
         printf("FAIL model: %s\n", err);

@@ -20,6 +20,8 @@ int main(void) {
 #else
 #include "gpu/cuda/cuda_backend.h"
 #include "tests/lib/cuda_test_api.h"
+#include "tests/lib/cuda_test_modern.h"
+#include "tests/lib/ref_modern.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static uint32_t rnd_u32(void) {
@@ -237,6 +239,149 @@ static void test_model_ops(const char *prec, const char *geometry, int labels) {
     gpu_model_free(m);
 }
 
+static void report(const char *prec, const char *what, int rc, const float *got, const float *ref,
+                   size_t n, double bound) {
+    if (rc != 0) {
+        printf("FAIL %s %s: CUDA error\n", prec, what);
+        failures++;
+    } else {
+        check(what, prec, got, ref, n, bound);
+    }
+}
+
+/* RoPE on Q and K of (n, 3H) rows at positions up to 8,191, the global and the local theta;
+ * V's columns must come back untouched. */
+static void test_rope(const char *prec, float theta) {
+    const int heads = 12, hd = 64, H = heads * hd, ld = 3 * H, n = 1 + (int)(rnd_u32() % 400);
+    float *x = rnd_array((size_t)n * ld, 1.f), *ref = malloc((size_t)n * ld * 4);
+    int32_t *pos = malloc((size_t)n * 4);
+    for (int t = 0; t < n; t++)
+        pos[t] = t < 8 ? t : (int)(rnd_u32() % 8192u);
+    gpu_cuda_test_round(prec, x, (size_t)n * ld);
+    memcpy(ref, x, (size_t)n * ld * 4);
+    gpu_ref_rope(ref, ld, H, pos, n, heads, hd, theta);
+    char what[96];
+    snprintf(what, sizeof(what), "rope theta %.0f tok%d", theta, n);
+    report(prec, what, gpu_cuda_test_rope(prec, x, ld, H, pos, n, heads, hd, theta), x, ref,
+           (size_t)n * ld, bound_for(prec, 2e-3, 1e-2));
+    free(x), free(ref), free(pos);
+}
+
+/* Sliding-window attention (ModernBERT's local layers: |i - j| <= 64) on packed sequences
+ * whose lengths straddle the tile and window edges. */
+static void test_attention_window(const char *prec, int heads, int n_seqs, int maxlen, int window,
+                                  float scale) {
+    const int H = heads * 64, ld = 3 * H;
+    int n;
+    int32_t *cu = rnd_cu(n_seqs, maxlen, &n);
+    float *qkv = rnd_array((size_t)n * ld, scale), *ref = malloc((size_t)n * H * 4);
+    float *got = malloc((size_t)n * H * 4);
+    gpu_cuda_test_round(prec, qkv, (size_t)n * ld);
+    gpu_ref_attention_opts(qkv, qkv + H, qkv + 2 * H, ld, cu, n_seqs, heads, 64, 0.125f, window,
+                           NULL, NULL, NULL, 0, 0, ref);
+    char what[96];
+    snprintf(what, sizeof(what), "attention window %d h%d seqs%d tok%d", window, heads, n_seqs, n);
+    int rc = gpu_cuda_test_attention_opts(prec, qkv, qkv + H, qkv + 2 * H, ld, cu, n_seqs, heads,
+                                          0.125f, window, NULL, NULL, NULL, 0, 0, got);
+    report(prec, what, rc, got, ref, (size_t)n * H, bound_for(prec, 5e-3, 2.5e-2));
+    free(cu), free(qkv), free(ref), free(got);
+}
+
+/* DeBERTa-v3's disentangled attention: c2p and p2c from the relative-scores GEMM (itself
+ * checked first), log buckets of deberta-v3-base (256 buckets, 512 positions, span 256). */
+static void test_attention_disentangled(const char *prec, int heads, int n_seqs, int maxlen) {
+    const int hd = 64, H = heads * hd, ld = 3 * H, R = 512;
+    gpu_model_config_t c;
+    memset(&c, 0, sizeof(c));
+    c.rel_buckets = 256, c.rel_max_pos = 512, c.rel_span = 256;
+    int n;
+    int32_t *cu = rnd_cu(n_seqs, maxlen, &n);
+    float *qkv = rnd_array((size_t)n * ld, 1.f), *pk = rnd_array((size_t)R * H, 1.f);
+    float *pq = rnd_array((size_t)R * H, 1.f);
+    size_t nb = (size_t)n * heads * R;
+    float *c2p = malloc(nb * 4), *p2c = malloc(nb * 4), *got = malloc(nb * 4);
+    gpu_cuda_test_round(prec, qkv, (size_t)n * ld);
+    gpu_cuda_test_round(prec, pk, (size_t)R * H);
+    gpu_cuda_test_round(prec, pq, (size_t)R * H);
+    gpu_ref_rel_scores(qkv, ld, n, pk, R, heads, hd, c2p);
+    gpu_ref_rel_scores(qkv + H, ld, n, pq, R, heads, hd, p2c);
+    char what[96];
+    snprintf(what, sizeof(what), "rel scores (c2p) h%d tok%d R%d", heads, n, R);
+    report(prec, what, gpu_cuda_test_rel_scores(prec, qkv, ld, n, pk, R, heads, hd, got), got, c2p,
+           nb, bound_for(prec, 4e-3, 2e-2));
+    gpu_cuda_test_round(prec, c2p, nb); /* the kernel reads them in the storage type */
+    gpu_cuda_test_round(prec, p2c, nb);
+    const int mid = maxlen - 1;
+    int32_t *rrow = malloc(sizeof(int32_t) * (size_t)(2 * mid + 1));
+    for (int d = -mid; d <= mid; d++)
+        rrow[d + mid] = gpu_model_rel_row(&c, d);
+    const float scale = 1.0f / sqrtf((float)hd * 3.0f);
+    float *ref = malloc((size_t)n * H * 4), *out = malloc((size_t)n * H * 4);
+    gpu_ref_attention_opts(qkv, qkv + H, qkv + 2 * H, ld, cu, n_seqs, heads, hd, scale, -1, c2p,
+                           p2c, rrow, mid, R, ref);
+    snprintf(what, sizeof(what), "attention c2p+p2c h%d seqs%d tok%d", heads, n_seqs, n);
+    int rc = gpu_cuda_test_attention_opts(prec, qkv, qkv + H, qkv + 2 * H, ld, cu, n_seqs, heads,
+                                          scale, -1, c2p, p2c, rrow, mid, R, out);
+    report(prec, what, rc, out, ref, (size_t)n * H, bound_for(prec, 5e-3, 2.5e-2));
+    free(cu), free(qkv), free(pk), free(pq), free(c2p), free(p2c), free(got), free(rrow);
+    free(ref), free(out);
+}
+
+/* GeGLU over (n, 2I) rows: act(input) * gate in the first I columns. */
+static void test_geglu(const char *prec, int n, int I, gpu_act_t act) {
+    float *x = rnd_array((size_t)n * 2 * I, 1.5f), *ref = malloc((size_t)n * I * 4);
+    float *got = malloc((size_t)n * I * 4);
+    gpu_cuda_test_round(prec, x, (size_t)n * 2 * I);
+    for (int t = 0; t < n; t++)
+        memcpy(ref + (size_t)t * I, x + (size_t)t * 2 * I, (size_t)I * 4);
+    gpu_ref_act(ref, (size_t)n * I, act);
+    for (int t = 0; t < n; t++)
+        for (int i = 0; i < I; i++)
+            ref[(size_t)t * I + i] *= x[(size_t)t * 2 * I + I + i];
+    int rc = gpu_cuda_test_geglu(prec, x, n, I, act);
+    for (int t = 0; t < n; t++)
+        memcpy(got + (size_t)t * I, x + (size_t)t * 2 * I, (size_t)I * 4);
+    char what[96];
+    snprintf(what, sizeof(what), "geglu %s %dx%d", gpu_model_act_name(act), n, I);
+    report(prec, what, rc, got, ref, (size_t)n * I, bound_for(prec, 3e-3, 1.5e-2));
+    free(x), free(ref), free(got);
+}
+
+/* Mean pooling of packed sequences (one of a single token among them). */
+static void test_mean_pool(const char *prec, int n_seqs, int H) {
+    int n;
+    int32_t *cu = rnd_cu(n_seqs, 300, &n);
+    float *x = rnd_array((size_t)n * H, 1.f), *ref = calloc((size_t)n_seqs * H, 4);
+    float *got = malloc((size_t)n_seqs * H * 4);
+    gpu_cuda_test_round(prec, x, (size_t)n * H);
+    for (int s = 0; s < n_seqs; s++) {
+        for (int t = cu[s]; t < cu[s + 1]; t++)
+            for (int i = 0; i < H; i++)
+                ref[(size_t)s * H + i] += x[(size_t)t * H + i];
+        for (int i = 0; i < H; i++)
+            ref[(size_t)s * H + i] /= (float)(cu[s + 1] - cu[s]);
+    }
+    char what[96];
+    snprintf(what, sizeof(what), "mean pool seqs%d tok%d", n_seqs, n);
+    report(prec, what, gpu_cuda_test_mean_pool(prec, x, cu, n_seqs, H, got), got, ref,
+           (size_t)n_seqs * H, 1e-5);
+    free(cu), free(x), free(ref), free(got);
+}
+
+/* Every op ModernBERT and DeBERTa-v3 add, at one precision. */
+static void test_modern_ops(const char *prec, int quick) {
+    test_rope(prec, 160000.f);
+    test_rope(prec, 10000.f);
+    test_attention_window(prec, quick ? 2 : 12, 3 + (int)(rnd_u32() % 20), quick ? 300 : 700, 64,
+                          1.f);
+    test_attention_window(prec, 4, 8, 520, 64, 3.f); /* peaked: rows whose window skips a tile */
+    test_attention_window(prec, 3, 12, 100, 5, 2.f); /* a narrow window inside one key tile */
+    test_attention_disentangled(prec, quick ? 2 : 12, 3 + (int)(rnd_u32() % 10), quick ? 200 : 520);
+    test_geglu(prec, 1 + (int)(rnd_u32() % 300), 1152, GPU_ACT_GELU);
+    test_geglu(prec, 17, 64, GPU_ACT_GELU_TANH);
+    test_mean_pool(prec, 3 + (int)(rnd_u32() % 40), 768);
+}
+
 int main(int argc, char **argv) {
     /* "quick": small shapes only (for compute-sanitizer, which is slow) */
     int quick = argc > 1 && strcmp(argv[1], "quick") == 0;
@@ -281,6 +426,7 @@ int main(int argc, char **argv) {
             test_attention(prec, k, 3, 5 + (int)(rnd_u32() % 30), 40, 2.f);
         }
         if (wg_only) continue;
+        test_modern_ops(prec, quick);
         test_model_ops(prec, "bert-mini", 151);
         if (!quick) test_model_ops(prec, "bert-base", 140);
     }

@@ -15,6 +15,9 @@
 #include "gpu/cuda/nvml.h"
 #include "gpu/cuda/plan.h"
 #include "gpu/model/fp8.h"
+#ifdef RECLASS_HAVE_CUDA
+#include "gpu/cuda/cuda_backend.h"
+#endif
 
 static int fails = 0;
 #define CHECK(cond, ...)                                                                           \
@@ -48,7 +51,36 @@ static void check_layout(const gpu_model_config_t *c, int budget, int max_seqs) 
     CHECK(p.layer_bytes * (size_t)c->layers == p.slice[GPU_PLAN_LAYERS].bytes, "layer stride");
 }
 
+/* The CUDA graph path without a GPU: every family's graph, at every precision, has a launcher
+ * for each of its ops, and its one allocation is laid out (fp8 weights under fp16's). */
+static void check_graph_plans(void) {
+#ifdef RECLASS_HAVE_CUDA
+    static const char *const geos[] = {"bert-base",      "distilbert-base", "roberta-base",
+                                       "xlmr-base",      "electra-small",   "modernbert-base",
+                                       "deberta-v3-base"};
+    static const char *const precs[] = {"fp16", "bf16", "fp8"};
+    for (size_t i = 0; i < sizeof geos / sizeof geos[0]; i++) {
+        gpu_model_config_t c;
+        char err[512];
+        size_t w16 = 0;
+        CHECK(gpu_model_geometry(geos[i], 140, &c) == 0, "%s geometry", geos[i]);
+        for (int p = 0; p < 3; p++) {
+            size_t w = 0, total = 0;
+            int rc = gpu_cuda_graph_plan(&c, precs[p], 16384, 0, 512, &w, &total, err, sizeof err);
+            CHECK(rc == 0, "%s %s graph on cuda: %s", geos[i], precs[p], err);
+            if (rc) continue;
+            printf("cuda graph %-16s %-4s weights %zu B, one allocation %zu B\n", geos[i], precs[p],
+                   w, total);
+            CHECK(w > 0 && total > w, "%s %s: empty layout", geos[i], precs[p]);
+            if (p == 0) w16 = w;
+            if (p == 2) CHECK(w <= w16, "%s: fp8 weights %zu B over fp16's %zu B", geos[i], w, w16);
+        }
+    }
+#endif
+}
+
 int main(void) {
+    check_graph_plans();
     gpu_model_config_t base, mini, large;
     CHECK(gpu_model_geometry("bert-base", 140, &base) == 0, "bert-base geometry");
     CHECK(gpu_model_geometry("bert-mini", 151, &mini) == 0, "bert-mini geometry");

@@ -2,7 +2,8 @@
  * throwaway PostgreSQL (tests/lib/pg_tmp.sh): every ticket becomes exactly one row, the job
  * completes, and the group's committed offsets reach the end of every partition; also with
  * two workers of one group, the second joining mid-job (cooperative rebalance: partitions are
- * revoked from the first while it has work in flight). */
+ * revoked from the first while it has work in flight); and with decode on several pool threads,
+ * poison records between good ones dead-lettered in each partition's order. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -275,10 +276,119 @@ static void test_two_workers_rebalance(void **state) {
     assert_int_equal(group_lag("t2", "g2"), 0);
 }
 
+/* Every partition holds good tickets with a poison record every 7th offset; decoded on four
+ * pool threads, the dead letters still leave in each partition's order (the dead-letter topic
+ * has one partition, so its order is the order they were sent in), every good ticket is one
+ * row and every offset is stored. */
+static void test_decode_order_per_partition(void **state) {
+    const int per_part = 700, every = 7;
+    const int n_good = PARTS * (per_part - per_part / every);
+    char err[512];
+    assert_int_equal(consumers_mock_topic_create(mock, "t3", PARTS, err, sizeof(err)), 0);
+    assert_int_equal(consumers_mock_topic_create(mock, "t3.dlq", 1, err, sizeof(err)), 0);
+    consumers_codec_t *codec;
+    assert_int_equal(
+        consumers_codec_init(RECLASS_SOURCE_DIR "/consumers/schemas", &codec, err, sizeof(err)), 0);
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    assert_int_equal(rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, err, sizeof(err)),
+                     RD_KAFKA_CONF_OK);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+    assert_non_null(rk);
+    int good = 0;
+    for (int p = 0; p < PARTS; p++)
+        for (int o = 0; o < per_part; o++) {
+            char key[32];
+            void *buf;
+            size_t len;
+            if (o % every == every - 1) { /* framed with a schema id no one knows */
+                snprintf(key, sizeof(key), "poison-%d-%d", p, o);
+                static const char bad[] = "\x00\x00\x00\x00\x63 not a ticket";
+                len = sizeof(bad) - 1;
+                buf = malloc(len);
+                memcpy(buf, bad, len);
+            } else {
+                snprintf(key, sizeof(key), "o%06d", good);
+                const char *text = texts[good % n_texts];
+                consumers_ticket_t t = {.job_id = "job-order",
+                                        .tenant = "acme",
+                                        .ticket_id = key,
+                                        .text = (char *)text,
+                                        .text_len = strlen(text),
+                                        .job_total = n_good,
+                                        .enqueued_at_ms = 1700000000000LL + good,
+                                        .partition = -1};
+                assert_int_equal(consumers_codec_encode(codec, &t, 1, &buf, &len, err, sizeof(err)),
+                                 0);
+                good++;
+            }
+            rd_kafka_resp_err_t re;
+            while ((re = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC("t3"), RD_KAFKA_V_PARTITION(p),
+                                           RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE),
+                                           RD_KAFKA_V_KEY(key, strlen(key)),
+                                           RD_KAFKA_V_VALUE(buf, len), RD_KAFKA_V_END)) ==
+                   RD_KAFKA_RESP_ERR__QUEUE_FULL)
+                rd_kafka_poll(rk, 50);
+            assert_int_equal(re, 0);
+            rd_kafka_poll(rk, 0);
+        }
+    assert_int_equal(rd_kafka_flush(rk, 30000), 0);
+    rd_kafka_destroy(rk);
+    consumers_codec_free(codec);
+    assert_int_equal(good, n_good);
+
+    worker_run_cfg_t cfg;
+    cfg_for(&cfg, "t3", "g3", 4);
+    cfg.cls.threads = 4;
+    worker_pipeline_stats_t st;
+    assert_int_equal(worker_pipeline_run_ex(&cfg, &st), 0);
+    assert_int_equal(st.dead_letters, PARTS * (per_part / every));
+    assert_int_equal(db_long("SELECT count(*) FROM ticket_results WHERE job_id=$1", "job-order"),
+                     n_good);
+    assert_int_equal(db_long("SELECT done FROM jobs WHERE job_id=$1", "job-order"), n_good);
+    assert_int_equal(group_lag("t3", "g3"), 0);
+
+    /* the dead-letter topic, in order: each source partition's offsets rise */
+    conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, err, sizeof(err));
+    rd_kafka_conf_set(conf, "group.id", "g3-reader", err, sizeof(err));
+    rd_kafka_conf_set(conf, "auto.offset.reset", "earliest", err, sizeof(err));
+    rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+    assert_non_null(rk);
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(l, "t3.dlq", 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    assert_int_equal(rd_kafka_assign(rk, l), 0);
+    rd_kafka_topic_partition_list_destroy(l);
+    int64_t last[PARTS];
+    for (int p = 0; p < PARTS; p++)
+        last[p] = -1;
+    int seen = 0;
+    for (int tries = 0; seen < PARTS * (per_part / every) && tries < 200;) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+        if (!m) {
+            tries++;
+            continue;
+        }
+        assert_int_equal(m->err, 0);
+        char key[32] = "";
+        if (m->key && m->key_len < sizeof(key)) memcpy(key, m->key, m->key_len);
+        int p = -1, o = -1;
+        assert_int_equal(sscanf(key, "poison-%d-%d", &p, &o), 2);
+        assert_true(p >= 0 && p < PARTS);
+        assert_true(o > last[p]); /* in its partition's order */
+        last[p] = o;
+        seen++;
+        rd_kafka_message_destroy(m);
+    }
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    assert_int_equal(seen, PARTS * (per_part / every));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_worker_exactly_n),
         cmocka_unit_test(test_two_workers_rebalance),
+        cmocka_unit_test(test_decode_order_per_partition),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

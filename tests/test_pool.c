@@ -1,5 +1,6 @@
 /* worker/pipeline/pool.c: every task runs once, a slot is never shared by two tasks running at
- * once, two callers may run jobs at the same time, and a pool of one runs on the caller alone. */
+ * once, two callers may run jobs at the same time, a pool of one runs on the caller alone, and a
+ * job started without waiting runs while its caller runs another one, each task once. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -92,10 +93,37 @@ static void test_two_callers(void **state) {
     assert_true(pl_pool_cores() >= 1);
 }
 
+/* The poll thread's pattern: a job started, another run (or started and waited) meanwhile on
+ * the same pool, then the first waited for; with one thread, everything runs in the wait. */
+static void test_start_then_wait(void **state) {
+    (void)state;
+    for (int threads = 1; threads <= 4; threads += 3) {
+        pl_pool_t *p;
+        assert_int_equal(pl_pool_init(threads, &p), 0);
+        for (int rep = 0; rep < 10; rep++) {
+            job_t *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+            a->slots = b->slots = pl_pool_slots(p);
+            pl_job_t ja;
+            pl_pool_start(p, &ja, N_TASKS, task, a);
+            pl_pool_run(p, N_TASKS, task, b);
+            check(b);
+            pl_pool_wait(p, &ja);
+            check(a);
+            free(a);
+            free(b);
+        }
+        pl_job_t none;
+        pl_pool_start(p, &none, 0, task, NULL); /* nothing to do: the wait returns at once */
+        pl_pool_wait(p, &none);
+        pl_pool_free(p);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_each_task_once),
         cmocka_unit_test(test_two_callers),
+        cmocka_unit_test(test_start_then_wait),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

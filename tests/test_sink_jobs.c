@@ -24,10 +24,11 @@ static PGconn *check; /* the test's own connection for reading tables back */
 static const char *job_line(const char *job) {
     static char line[256];
     const char *p[1] = {job};
-    PGresult *res = PQexecParams(check,
-                                 "SELECT done || '|' || failed || '|' || total || '|' || state ||"
-                                 " '|' || (completed_at IS NOT NULL)::int FROM jobs WHERE job_id = $1",
-                                 1, NULL, p, NULL, NULL, 0);
+    PGresult *res =
+        PQexecParams(check,
+                     "SELECT done || '|' || failed || '|' || total || '|' || state ||"
+                     " '|' || (completed_at IS NOT NULL)::int FROM jobs WHERE job_id = $1",
+                     1, NULL, p, NULL, NULL, 0);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) fail_msg("%s", PQresultErrorMessage(res));
     snprintf(line, sizeof line, "%s", PQntuples(res) ? PQgetvalue(res, 0, 0) : "(none)");
     PQclear(res);

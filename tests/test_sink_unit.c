@@ -128,7 +128,7 @@ static void test_tally(void **state) {
     assert_int_equal(t.jobs[0].total, -1); /* its rows disagree: job_total_check refuses */
     assert_string_equal(t.jobs[1].job_id, "b");
     assert_int_equal(t.jobs[1].total, -1);
-    assert_int_equal(t.jobs[2].total, 0); /* one row: what it says */
+    assert_int_equal(t.jobs[2].total, 0);          /* one row: what it says */
     assert_string_equal(t.jobs[1].tenant, "zeta"); /* first non-NULL */
     assert_null(t.jobs[2].tenant);
     assert_int_equal(t.jobs[2].fresh, 0);

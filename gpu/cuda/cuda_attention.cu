@@ -3,7 +3,10 @@
 // head of one sequence, 4 warps of 16 query rows; keys and values stream through shared
 // memory in tiles of 64 (cp.async, double buffered), the softmax runs online in registers,
 // so no (len x len) score tensor ever reaches device memory and no padding is computed
-// beyond the last 64-row tile of each sequence.
+// beyond the last 64-row tile of each sequence. Two variants by template (MODE): a sliding
+// window (ModernBERT's local layers: a query tile reads only the <= 3 key tiles its window
+// touches, |i - j| > w masked), and DeBERTa's disentangled scores (c2p + p2c gathered at
+// each pair's relative row and added to q . k before the softmax).
 #include <stdlib.h>
 
 #include "gpu/cuda/cuda_common.cuh"
@@ -75,11 +78,24 @@ __device__ __forceinline__ void att_load_tile(T (*ks)[ATT_LDS], T (*vs)[ATT_LDS]
 
 // Four warps of 16 query rows each share every key/value tile; 128 registers, so four
 // blocks (16 warps) fit an SM.
+enum { ATT_PLAIN, ATT_WINDOW, ATT_DISENT };
+
+// The score of query row ri (< len) and key kj (< len) of head h, DeBERTa: raw q . k plus
+// c2p[ri, r] + p2c[kj, r], r = rrow[ri - kj + rrow_mid], rows of c2p/p2c (tokens, heads, R).
 template <typename T>
+__device__ __forceinline__ float att_disent(const cuda_att_opts_t<T> &o, int start, int h, int ri,
+                                            int kj) {
+    const int r = o.rrow[ri - kj + o.rrow_mid];
+    const size_t ldb = (size_t)o.heads * o.R, hr = (size_t)h * o.R + r;
+    return st<T>::to_f(o.c2p[(size_t)(start + ri) * ldb + hr]) +
+           st<T>::to_f(o.p2c[(size_t)(start + kj) * ldb + hr]);
+}
+
+template <typename T, int MODE>
 __global__ void __launch_bounds__(ATT_WARPS * 32, 4)
     attention_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
                      int ld, const int32_t *__restrict__ cu, T *__restrict__ out, int out_ld,
-                     float scale_log2) {
+                     float scale_log2, cuda_att_opts_t<T> opt) {
     constexpr int NT = ATT_WARPS * 32;
     int h = blockIdx.y, s = blockIdx.z;
     int start = cu[s], len = cu[s + 1] - start;
@@ -89,10 +105,16 @@ __global__ void __launch_bounds__(ATT_WARPS * 32, 4)
     __shared__ __align__(16) T vs[2][ATT_BN][ATT_LDS];
     int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
     size_t head = (size_t)start * ld + h * ATT_D;
-    const T *qh = q + head, *kh = k + head, *vh = v + head;
+    const int ldq = MODE != ATT_PLAIN && opt.ldq > 0 ? opt.ldq : ld; // queries' own row stride
+    const T *qh = q + (size_t)start * ldq + h * ATT_D, *kh = k + head, *vh = v + head;
 
-    int n_tiles = (len + ATT_BN - 1) / ATT_BN;
-    att_load_tile<T, NT>(ks[0], vs[0], kh, vh, ld, 0, len, tid);
+    int n_tiles = (len + ATT_BN - 1) / ATT_BN, j_lo = 0;
+    if (MODE == ATT_WINDOW) { // key tiles [j_lo, n_tiles) hold this query tile's windows
+        const int w = opt.window, hi = (q0 + ATT_WARPS * 16 - 1 + w) / ATT_BN + 1;
+        j_lo = (q0 - w > 0 ? q0 - w : 0) / ATT_BN;
+        n_tiles = hi < n_tiles ? hi : n_tiles;
+    }
+    att_load_tile<T, NT>(ks[0], vs[0], kh, vh, ld, j_lo * ATT_BN, len, tid);
     cp_async_commit();
 
     // This warp's 16 query rows as A fragments (4 k-steps of 16 dims); rows past the
@@ -102,12 +124,12 @@ __global__ void __launch_bounds__(ATT_WARPS * 32, 4)
 #pragma unroll
     for (int kk = 0; kk < 4; kk++) {
         int d = kk * 16 + 2 * c;
-        qa[kk][0] = r0 < len ? *reinterpret_cast<const uint32_t *>(qh + (size_t)r0 * ld + d) : 0u;
-        qa[kk][1] = r1 < len ? *reinterpret_cast<const uint32_t *>(qh + (size_t)r1 * ld + d) : 0u;
+        qa[kk][0] = r0 < len ? *reinterpret_cast<const uint32_t *>(qh + (size_t)r0 * ldq + d) : 0u;
+        qa[kk][1] = r1 < len ? *reinterpret_cast<const uint32_t *>(qh + (size_t)r1 * ldq + d) : 0u;
         qa[kk][2] =
-            r0 < len ? *reinterpret_cast<const uint32_t *>(qh + (size_t)r0 * ld + d + 8) : 0u;
+            r0 < len ? *reinterpret_cast<const uint32_t *>(qh + (size_t)r0 * ldq + d + 8) : 0u;
         qa[kk][3] =
-            r1 < len ? *reinterpret_cast<const uint32_t *>(qh + (size_t)r1 * ld + d + 8) : 0u;
+            r1 < len ? *reinterpret_cast<const uint32_t *>(qh + (size_t)r1 * ldq + d + 8) : 0u;
     }
 
     float o[8][4];
@@ -117,18 +139,18 @@ __global__ void __launch_bounds__(ATT_WARPS * 32, 4)
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
     int lr = lane & 7, li = lane >> 3; // ldmatrix: this lane's row within its 8x8 matrix li
 
-    for (int j = 0; j < n_tiles; j++) {
+    for (int j = j_lo; j < n_tiles; j++) {
         if (j + 1 < n_tiles) {
-            att_load_tile<T, NT>(ks[(j + 1) & 1], vs[(j + 1) & 1], kh, vh, ld, (j + 1) * ATT_BN,
-                                 len, tid);
+            att_load_tile<T, NT>(ks[(j + 1 - j_lo) & 1], vs[(j + 1 - j_lo) & 1], kh, vh, ld,
+                                 (j + 1) * ATT_BN, len, tid);
             cp_async_commit();
             cp_async_wait<1>();
         } else {
             cp_async_wait<0>();
         }
         __syncthreads();
-        T(*kt)[ATT_LDS] = ks[j & 1];
-        T(*vt)[ATT_LDS] = vs[j & 1];
+        T(*kt)[ATT_LDS] = ks[(j - j_lo) & 1];
+        T(*vt)[ATT_LDS] = vs[(j - j_lo) & 1];
 
         float sc[8][4];
 #pragma unroll
@@ -148,13 +170,20 @@ __global__ void __launch_bounds__(ATT_WARPS * 32, 4)
         // Online softmax in base 2 on raw scores (the scale is folded into one FFMA per
         // element); a thread holds rows g (e = 0, 1) and g + 8 (e = 2, 3). Only a sequence's
         // last tile has keys to mask.
-        if ((j + 1) * ATT_BN > len) {
+        if (MODE != ATT_PLAIN || (j + 1) * ATT_BN > len) {
             int kbase = j * ATT_BN + 2 * c;
 #pragma unroll
             for (int nt = 0; nt < 8; nt++)
 #pragma unroll
-                for (int e = 0; e < 4; e++)
-                    if (kbase + nt * 8 + (e & 1) >= len) sc[nt][e] = -INFINITY;
+                for (int e = 0; e < 4; e++) {
+                    const int kj = kbase + nt * 8 + (e & 1), ri = e < 2 ? r0 : r1;
+                    if (kj >= len)
+                        sc[nt][e] = -INFINITY;
+                    else if (MODE == ATT_WINDOW && (ri - kj > opt.window || kj - ri > opt.window))
+                        sc[nt][e] = -INFINITY;
+                    else if (MODE == ATT_DISENT && ri < len)
+                        sc[nt][e] += att_disent<T>(opt, start, h, ri, kj);
+                }
         }
         float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
@@ -166,8 +195,14 @@ __global__ void __launch_bounds__(ATT_WARPS * 32, 4)
         mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
         mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
         mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-        // Key j*64 < len, so every row has a finite maximum from the first tile on.
+        // Key j*64 < len, so without a window every row has a finite maximum from the first
+        // tile on; a window may mask a row's whole tile: a -inf maximum then counts as 0, so
+        // that no -inf - -inf makes a NaN (the row's sums stay 0 until its keys come).
         float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+        if (MODE == ATT_WINDOW) {
+            mn0 = mn0 == -INFINITY ? 0.f : mn0;
+            mn1 = mn1 == -INFINITY ? 0.f : mn1;
+        }
         float al0 = exp2f((m0 - mn0) * scale_log2), al1 = exp2f((m1 - mn1) * scale_log2);
         m0 = mn0, m1 = mn1;
         float ms0 = -mn0 * scale_log2, ms1 = -mn1 * scale_log2;
@@ -244,10 +279,37 @@ cudaError_t cuda_attention(const T *q, const T *k, const T *v, int ld, const int
     if (wgmma)
         return cuda_attention_wgmma<T>(q, k, v, ld, cu, n_seqs, heads, q_tiles_max, out, out_ld, s);
     dim3 grid((unsigned)q_tiles_max, (unsigned)heads, (unsigned)n_seqs);
-    attention_kernel<T><<<grid, ATT_WARPS * 32, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2);
+    cuda_att_opts_t<T> none = {};
+    attention_kernel<T, ATT_PLAIN>
+        <<<grid, ATT_WARPS * 32, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2, none);
     return cudaGetLastError();
 }
 
+template <typename T>
+cudaError_t cuda_attention_opts(const T *q, const T *k, const T *v, int ld, const int32_t *cu,
+                                int n_seqs, int heads, int q_tiles_max, T *out, int out_ld,
+                                const cuda_att_opts_t<T> *o, cudaStream_t s) {
+    if (n_seqs <= 0) return cudaSuccess;
+    dim3 grid((unsigned)q_tiles_max, (unsigned)heads, (unsigned)n_seqs);
+    const float scale_log2 = o->scale * 1.4426950408889634f;
+    if (o->c2p && o->p2c && o->rrow)
+        attention_kernel<T, ATT_DISENT>
+            <<<grid, ATT_WARPS * 32, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2, *o);
+    else if (o->window >= 0)
+        attention_kernel<T, ATT_WINDOW>
+            <<<grid, ATT_WARPS * 32, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2, *o);
+    else
+        attention_kernel<T, ATT_PLAIN>
+            <<<grid, ATT_WARPS * 32, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2, *o);
+    return cudaGetLastError();
+}
+
+template cudaError_t cuda_attention_opts<__half>(const __half *, const __half *, const __half *,
+                                                 int, const int32_t *, int, int, int, __half *, int,
+                                                 const cuda_att_opts_t<__half> *, cudaStream_t);
+template cudaError_t cuda_attention_opts<__nv_bfloat16>(
+    const __nv_bfloat16 *, const __nv_bfloat16 *, const __nv_bfloat16 *, int, const int32_t *, int,
+    int, int, __nv_bfloat16 *, int, const cuda_att_opts_t<__nv_bfloat16> *, cudaStream_t);
 template cudaError_t cuda_attention<__half>(const __half *, const __half *, const __half *, int,
                                             const int32_t *, int, int, int, __half *, int, int,
                                             cudaStream_t);

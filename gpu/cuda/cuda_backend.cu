@@ -35,6 +35,7 @@ static void cuda_be_free(gpu_backend_t *be) {
     cuda_gemm_free(&be->gemm32);
     for (int i = 0; i < BE_PROF_EVENTS; i++)
         if (be->ev[i]) cudaEventDestroy(be->ev[i]);
+    cuda_be_graph_free(be);
     if (be->dev) cudaFree(be->dev);
     for (int i = 0; i < 2; i++) {
         if (be->h_inputs[i]) cudaFreeHost(be->h_inputs[i]);
@@ -57,26 +58,32 @@ static void cuda_be_free(gpu_backend_t *be) {
 
 static int cuda_be_forward(gpu_backend_t *be, const gpu_batch_t *batch, float *logits, char *err,
                            size_t errlen);
-static int be_warmup(struct gpu_backend *be, char *err, size_t errlen);
 
-static int cuda_be_init(const gpu_model_t *model, const gpu_backend_opts_t *opts,
-                        gpu_backend_t **out, char *err, size_t errlen) {
+// graph: 1 runs the model through the encoder graph whatever its family (the GPU tests), 0 as
+// cuda_be_wants_graph says.
+// given: a graph to run instead of the family's (init_graph), owned from the call on.
+static int cuda_be_init_path(const gpu_model_t *model, const gpu_backend_opts_t *opts, int graph,
+                             gpu_graph_t *given, gpu_backend_t **out, char *err, size_t errlen) {
     *out = NULL;
     const gpu_model_config_t *c = &model->cfg;
     const char *prec = gpu_backend_precision(&gpu_cuda_backend_ops, opts->precision);
-    if (!prec) { /* fp8: plan and kernels exist (cuda_fp8.cu), the layers do not call them yet */
+    if (!prec) {
         snprintf(err, errlen,
-                 "precision '%s' is not supported by the cuda backend: use fp16 or bf16 (fp8 "
-                 "runs as the FP8 reference on --backend cpu)",
+                 "precision '%s' is not supported by the cuda backend: use fp16, "
+                 "bf16 or fp8",
                  opts->precision);
+        gpu_graph_free(given);
         return -1;
     }
     char *img = NULL;
     struct gpu_backend *be = (struct gpu_backend *)calloc(1, sizeof(*be));
     if (!be) {
         snprintf(err, errlen, "out of host memory");
+        gpu_graph_free(given);
         return -1;
     }
+    be->gg = given; // freed with the instance
+    graph = graph || given;
     be->device = -1;
     be->model = model;
     be->opts = *opts;
@@ -88,15 +95,9 @@ static int cuda_be_init(const gpu_model_t *model, const gpu_backend_opts_t *opts
         goto fail_quiet;
     be->opts.max_len = be->plan.max_len;
     be->opts.max_seqs = be->plan.max_seqs;
-    if (c->family == GPU_FAMILY_MODERNBERT || c->family == GPU_FAMILY_DEBERTA_V2) {
-        snprintf(err, errlen,
-                 "the cuda backend does not run %s models yet (RoPE / sliding-window and "
-                 "disentangled attention are CPU-only): use --backend cpu",
-                 gpu_model_family_name(c->family));
-        goto fail_quiet;
-    }
-    if (c->hidden / c->heads != 64 || c->hidden % 8 != 0 || c->hidden > 1024 ||
-        c->emb_size % 8 != 0 || c->intermediate % 8 != 0) {
+    graph = graph || cuda_be_wants_graph(c, prec);
+    if (!graph && (c->hidden / c->heads != 64 || c->hidden % 8 != 0 || c->hidden > 1024 ||
+                   c->emb_size % 8 != 0 || c->intermediate % 8 != 0)) {
         snprintf(err, errlen,
                  "the cuda backend needs head_dim 64, hidden <= 1024 and embedding and "
                  "intermediate sizes that are multiples of 8 (model has hidden %d, %d heads, "
@@ -119,6 +120,14 @@ static int cuda_be_init(const gpu_model_t *model, const gpu_backend_opts_t *opts
     be->att_wgmma = cuda_attention_has_wgmma(be->device);
     BE_CUDA(cudaDeviceGetAttribute(&be->sms, cudaDevAttrMultiProcessorCount, be->device),
             "device attribute");
+    if (graph) { // the op list: its layout, one allocation, its prelude, then the warm-up
+        if (cuda_be_graph_init(be, err, errlen) != 0) goto fail_quiet;
+        cuda_be_graph_tune(be, BE_TUNE_CANDIDATES);
+        if (cuda_be_warmup(be, err, errlen) != 0) goto fail_quiet;
+        cuda_be_graph_tune(be, 0);
+        *out = be;
+        return 0;
+    }
     BE_CUDA(be_device_alloc(be, (void **)&be->dev, be->plan.total_bytes), "arena allocation");
     be->init_done = 1;
     for (int i = 0; i < 2; i++) {
@@ -150,7 +159,7 @@ static int cuda_be_init(const gpu_model_t *model, const gpu_backend_opts_t *opts
             goto fail_quiet;
     }
     be->gemm.tune = BE_TUNE_CANDIDATES;
-    if (be_warmup(be, err, errlen) != 0) goto fail_quiet;
+    if (cuda_be_warmup(be, err, errlen) != 0) goto fail_quiet;
     be->gemm.tune = 0;
     *out = be;
     return 0;
@@ -387,8 +396,9 @@ static int cuda_be_submit(gpu_backend_t *be, const gpu_batch_t *batch, char *err
         snprintf(err, errlen, "CUDA device %d is gone", be->device);
         return 1;
     }
-    int rc = be->bf16 ? cuda_be_submit_t<__nv_bfloat16, float>(be, batch, slot, err, errlen)
-                      : cuda_be_submit_t<__half, __half>(be, batch, slot, err, errlen);
+    int rc = be->graph  ? cuda_be_graph_submit(be, batch, slot, err, errlen)
+             : be->bf16 ? cuda_be_submit_t<__nv_bfloat16, float>(be, batch, slot, err, errlen)
+                        : cuda_be_submit_t<__half, __half>(be, batch, slot, err, errlen);
     if (rc == 0) gpu_flight_push(&be->flight, slot, batch->n_seqs);
     return rc;
 }
@@ -423,56 +433,10 @@ static int cuda_be_forward(gpu_backend_t *be, const gpu_batch_t *batch, float *l
     return rc ? rc : cuda_be_collect(be, logits, err, errlen);
 }
 
-// The warm-up sweep at init: for every cuBLASLt shape bucket up to the token budget, one
-// batch of long sequences (the long-sequence attention path, few [CLS] rows) and one of the
-// shortest (the short path, the most [CLS] rows), on throw-away data. After it, every kernel
-// a run can launch is loaded (CUDA loads modules lazily and a first launch takes device
-// memory for its code, so device memory in use stays constant from here on) and every GEMM
-// algorithm is chosen, timed among cuBLASLt's top BE_TUNE_CANDIDATES candidates.
-static int be_warmup(struct gpu_backend *be, char *err, size_t errlen) {
-    const gpu_plan_t *p = &be->plan;
-    int budget = p->token_budget, max_len = p->max_len, max_seqs = p->max_seqs;
-    int32_t *ids = (int32_t *)malloc((size_t)budget * 4);
-    int32_t *cu = (int32_t *)malloc((size_t)(budget + 1) * 4);
-    float *logits = (float *)malloc((size_t)max_seqs * be->model->cfg.num_labels * 4);
-    int rc = 0;
-    if (!ids || !cu || !logits) {
-        snprintf(err, errlen, "out of host memory for the warm-up sweep");
-        rc = -1;
-    }
-    uint32_t r = 12345u;
-    for (int i = 0; rc == 0 && i < budget; i++) {
-        r = r * 1664525u + 1013904223u;
-        ids[i] = (int32_t)(1000 + (r >> 8) % 20000u) % be->model->cfg.vocab_size;
-    }
-    for (int m = cuda_gemm_bucket(1); rc == 0; m = cuda_gemm_bucket(m + 1)) { // bucket tops
-        int tok = m < budget ? m : budget;
-        for (int kind = 0; kind < 2 && rc == 0; kind++) {
-            int len = kind == 0 ? max_len : (tok + max_seqs - 1) / max_seqs;
-            if (len < 1) len = 1;
-            gpu_batch_t b;
-            memset(&b, 0, sizeof(b));
-            b.ids = ids, b.cu_seqlens = cu;
-            cu[0] = 0;
-            while (cu[b.n_seqs] < tok && b.n_seqs < max_seqs) {
-                int l = tok - cu[b.n_seqs] > len ? len : tok - cu[b.n_seqs];
-                cu[b.n_seqs + 1] = cu[b.n_seqs] + l;
-                if (l > b.max_len) b.max_len = l;
-                b.n_seqs++;
-            }
-            b.n_tokens = cu[b.n_seqs];
-            if (cuda_be_forward((gpu_backend_t *)be, &b, logits, err, errlen) != 0) rc = -1;
-        }
-        if (tok == budget) break;
-    }
-    free(ids), free(cu), free(logits);
-    return rc;
-}
-
 static int cuda_be_mem_stats(gpu_backend_t *be, gpu_mem_stats_t *st) {
     memset(st, 0, sizeof(*st));
-    st->weights_bytes = be->plan.weights_bytes;
-    st->arena_bytes = be->plan.arena_bytes;
+    st->weights_bytes = be->graph ? cuda_be_graph_weights_bytes(be) : be->plan.weights_bytes;
+    st->arena_bytes = be->graph ? cuda_be_graph_arena_bytes(be) : be->plan.arena_bytes;
     st->allocations_after_init = be->allocs_after_init;
     size_t fr = 0, tot = 0;
     cudaSetDevice(be->device);
@@ -495,7 +459,21 @@ static void cuda_be_get_props(const gpu_backend_t *be, gpu_backend_props_t *p) {
     p->padded = 0; // packed tokens (cu_seqlens)
 }
 
-static const char *const cuda_precisions[] = {"fp16", "bf16", NULL};
+static int cuda_be_init(const gpu_model_t *model, const gpu_backend_opts_t *opts,
+                        gpu_backend_t **out, char *err, size_t errlen) {
+    return cuda_be_init_path(model, opts, 0, NULL, out, err, errlen);
+}
+static int cuda_be_init_given(const gpu_model_t *model, gpu_graph_t *g,
+                              const gpu_backend_opts_t *opts, gpu_backend_t **out, char *err,
+                              size_t errlen) {
+    return cuda_be_init_path(model, opts, 1, g, out, err, errlen);
+}
+extern "C" int gpu_cuda_backend_init_graph(const gpu_model_t *model, const gpu_backend_opts_t *opts,
+                                           gpu_backend_t **out, char *err, size_t errlen) {
+    return cuda_be_init_path(model, opts, 1, NULL, out, err, errlen);
+}
+
+static const char *const cuda_precisions[] = {"fp16", "bf16", "fp8", NULL};
 
 extern "C" const gpu_backend_ops_t gpu_cuda_backend_ops = {
     "cuda",
@@ -512,4 +490,7 @@ extern "C" const gpu_backend_ops_t gpu_cuda_backend_ops = {
     cuda_be_energy_stop,
     cuda_be_gemm_ceiling,
     NULL, // kernels: cuBLASLt's choice, nothing to add at start-up
+    cuda_be_supports_op,
+    cuda_be_init_given,
+    cuda_be_read_tensor,
 };

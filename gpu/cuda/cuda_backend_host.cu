@@ -134,3 +134,51 @@ extern "C" const char *gpu_backend_cuda_versions(void) {
              rt % 1000 / 10, lt / 10000, lt / 100 % 100, lt % 100, d);
     return buf;
 }
+
+extern "C" const gpu_backend_ops_t gpu_cuda_backend_ops; // cuda_backend.cu
+
+// The warm-up sweep at init: for every cuBLASLt shape bucket up to the token budget, one
+// batch of long sequences (the long-sequence attention path, few [CLS] rows) and one of the
+// shortest (the short path, the most [CLS] rows), on throw-away data. After it, every kernel
+// a run can launch is loaded (CUDA loads modules lazily and a first launch takes device
+// memory for its code, so device memory in use stays constant from here on) and every GEMM
+// algorithm is chosen, timed among cuBLASLt's top BE_TUNE_CANDIDATES candidates.
+int cuda_be_warmup(struct gpu_backend *be, char *err, size_t errlen) {
+    const gpu_plan_t *p = &be->plan;
+    int budget = p->token_budget, max_len = p->max_len, max_seqs = p->max_seqs;
+    int32_t *ids = (int32_t *)malloc((size_t)budget * 4);
+    int32_t *cu = (int32_t *)malloc((size_t)(budget + 1) * 4);
+    float *logits = (float *)malloc((size_t)max_seqs * be->model->cfg.num_labels * 4);
+    int rc = 0;
+    if (!ids || !cu || !logits) {
+        snprintf(err, errlen, "out of host memory for the warm-up sweep");
+        rc = -1;
+    }
+    uint32_t r = 12345u;
+    for (int i = 0; rc == 0 && i < budget; i++) {
+        r = r * 1664525u + 1013904223u;
+        ids[i] = (int32_t)(1000 + (r >> 8) % 20000u) % be->model->cfg.vocab_size;
+    }
+    for (int m = cuda_gemm_bucket(1); rc == 0; m = cuda_gemm_bucket(m + 1)) { // bucket tops
+        int tok = m < budget ? m : budget;
+        for (int kind = 0; kind < 2 && rc == 0; kind++) {
+            int len = kind == 0 ? max_len : (tok + max_seqs - 1) / max_seqs;
+            if (len < 1) len = 1;
+            gpu_batch_t b;
+            memset(&b, 0, sizeof(b));
+            b.ids = ids, b.cu_seqlens = cu;
+            cu[0] = 0;
+            while (cu[b.n_seqs] < tok && b.n_seqs < max_seqs) {
+                int l = tok - cu[b.n_seqs] > len ? len : tok - cu[b.n_seqs];
+                cu[b.n_seqs + 1] = cu[b.n_seqs] + l;
+                if (l > b.max_len) b.max_len = l;
+                b.n_seqs++;
+            }
+            b.n_tokens = cu[b.n_seqs];
+            if (gpu_cuda_backend_ops.forward(be, &b, logits, err, errlen) != 0) rc = -1;
+        }
+        if (tok == budget) break;
+    }
+    free(ids), free(cu), free(logits);
+    return rc;
+}

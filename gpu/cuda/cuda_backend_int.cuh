@@ -49,7 +49,28 @@ struct gpu_backend {
     // open until energy_stop, or NULL.
     gpu_nvml_t *nv;
     gpu_nvml_window_t *win;
+    // The graph path (cuda_graph_backend.cu): the model's op list and its executor; NULL on
+    // the hand-written BERT path.
+    gpu_graph_t *gg;
+    struct cuda_graph *graph;
 };
+
+// The graph path (cuda_graph_backend.cu).
+int cuda_be_wants_graph(const gpu_model_config_t *c, const char *prec);
+int cuda_be_graph_init(struct gpu_backend *be, char *err, size_t errlen);
+int cuda_be_graph_submit(struct gpu_backend *be, const gpu_batch_t *b, int slot, char *err,
+                         size_t errlen);
+void cuda_be_graph_free(struct gpu_backend *be);
+// GEMM candidates timed per new shape (the warm-up sweep's autotuning), 0 off.
+void cuda_be_graph_tune(struct gpu_backend *be, int candidates);
+size_t cuda_be_graph_weights_bytes(const struct gpu_backend *be);
+size_t cuda_be_graph_arena_bytes(const struct gpu_backend *be);
+extern "C" int cuda_be_supports_op(const gpu_graph_t *g, const gpu_op_t *op);
+// The first rows of graph tensor t after a forward, as fp32 (the table's read_tensor).
+extern "C" int cuda_be_read_tensor(gpu_backend_t *be, int t, size_t rows, float *out, char *err,
+                                   size_t errlen);
+// The warm-up sweep at init (cuda_backend_host.cu), through forward.
+int cuda_be_warmup(struct gpu_backend *be, char *err, size_t errlen);
 
 // The backend table's energy_start / energy_stop / gemm_ceiling (cuda_backend_host.cu).
 int cuda_be_energy_start(gpu_backend_t *be);

@@ -9,6 +9,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "gpu/model/model.h"
+
 // Conversions between a storage type and fp32; pair packing for 32-bit moves.
 template <typename T> struct st;
 template <> struct st<__half> {
@@ -75,6 +77,16 @@ __device__ __forceinline__ float warp_sum(float v) {
     return v;
 }
 
+// The activations of gpu_act_t (gpu/model/model.h), as HF computes them (in fp32). tanhf and
+// erff, not the fast-math intrinsics: --use_fast_math leaves both at full precision.
+template <int A> __device__ __forceinline__ float act_f(float z) {
+    if (A == GPU_ACT_GELU) return 0.5f * z * (1.f + erff(z * 0.70710678118654752f));
+    if (A == GPU_ACT_GELU_TANH)
+        return 0.5f * z * (1.f + tanhf(0.79788456080286536f * (z + 0.044715f * z * z * z)));
+    if (A == GPU_ACT_RELU) return z > 0.f ? z : 0.f;
+    return tanhf(z);
+}
+
 // Launchers (cuda_kernels.cu, cuda_attention.cu). All take the stream they run on and
 // return cudaGetLastError() of the launch. T is the storage type; R the residual stream's
 // type: T itself (fp16 path), or float (bf16 path, whose residual stays fp32).
@@ -111,6 +123,55 @@ template <typename T>
 cudaError_t cuda_attention(const T *q, const T *k, const T *v, int ld, const int32_t *cu,
                            int n_seqs, int heads, int q_tiles_max, T *out, int out_ld, int wgmma,
                            cudaStream_t st);
+// What an attention layer adds to softmax(q k^T * scale) v (cuda_attention_opts): window >= 0
+// keeps only keys with |i - j| <= window (ModernBERT's local layers); c2p, p2c and rrow, all
+// set, add DeBERTa's c2p[i, r] + p2c[j, r] to q . k, r = rrow[i - j + rrow_mid], c2p and p2c
+// rows (tokens, heads, R). scale multiplies the whole score (1/sqrt(head_dim * factor)).
+// ldq > 0: the queries' row stride when it is not ld (queries in a buffer of their own).
+template <typename T> struct cuda_att_opts_t {
+    float scale;
+    int window;
+    const T *c2p, *p2c;
+    const int32_t *rrow;
+    int rrow_mid, R, heads;
+    int ldq;
+};
+// The mma.sync kernel (every device) with the options above; head_dim 64.
+template <typename T>
+cudaError_t cuda_attention_opts(const T *q, const T *k, const T *v, int ld, const int32_t *cu,
+                                int n_seqs, int heads, int q_tiles_max, T *out, int out_ld,
+                                const cuda_att_opts_t<T> *o, cudaStream_t st);
+// RoPE in place on the heads of the query rows q (n, ldq; NULL: keys only) and key rows k
+// (n, ldk), heads of head_dim, token t at position pos[t]: inv_j = 1 / theta^(2j / d),
+// angle pos inv_j in fp32, x'[j] = x[j] cos - x[j + d/2] sin, x'[j + d/2] = x[j + d/2] cos +
+// x[j] sin (HF's ModernBertRotaryEmbedding; cuda_rope.cu).
+template <typename T>
+cudaError_t cuda_rope(T *q, int ldq, T *k, int ldk, const int32_t *pos, int n, int heads,
+                      int head_dim, float theta, cudaStream_t st);
+// dst rows cu[s] (row stride ld) = src rows s (n_seqs, H): a sequence's first-token row put
+// back among its tokens (cuda_pool.cu).
+template <typename T>
+cudaError_t cuda_scatter_rows(const T *src, const int32_t *cu, int n_seqs, int H, T *dst, int ld,
+                              cudaStream_t st);
+// GeGLU in place on rows (n, 2I): x[:, :I] = act(x[:, :I]) * x[:, I:], act a gpu_act_t; the
+// next GEMM reads the first I columns with leading dimension 2I (cuda_geglu.cu). I % 8 == 0.
+template <typename T> cudaError_t cuda_geglu(T *x, int n, int I, int act, cudaStream_t st);
+// out (n_seqs, H) fp32 = mean over each sequence's rows of x (tokens, H; rows ld apart)
+// (cuda_pool.cu).
+template <typename E>
+cudaError_t cuda_mean_pool(const E *x, int ld, const int32_t *cu, int n_seqs, int H, float *out,
+                           cudaStream_t st);
+// dst (n_seqs, n) = the first n columns of src rows cu[s] (rows lds apart): each sequence's
+// first token (cuda_pool.cu).
+template <typename E>
+cudaError_t cuda_first_rows(const E *src, int lds, const int32_t *cu, int n_seqs, int n, E *dst,
+                            cudaStream_t st);
+// DeBERTa's c2p / p2c products of one layer: out (n, heads, R) = x_h (n, d) . rel_h (R, d)
+// for every head h, x rows of stride ldx (Q or K of the QKV rows), rel (R, heads * d) the
+// layer's projected relative keys or queries; one strided-batched GEMM (cuda_rel.cu).
+template <typename T>
+int cuda_rel_scores(void *cublas, const T *x, int ldx, int n, const T *rel, int R, int heads,
+                    int head_dim, T *out, cudaStream_t st);
 // 1 when device runs the wgmma kernel (compute capability 9.0 exactly: sm_90a code), else 0.
 int cuda_attention_has_wgmma(int device);
 // The same on Hopper's wgmma (cuda_attention_sm90a.cu, compute capability 9.0 only): one
@@ -126,6 +187,8 @@ template <typename T>
 cudaError_t cuda_attention_first(const T *q, int ldq, const T *k, const T *v, int ld,
                                  const int32_t *cu, int n_seqs, int heads, T *out, int ldo,
                                  cudaStream_t st);
+// y (n) += a (n), fp32 += storage type (cuda_kernels.cu).
+template <typename T> cudaError_t cuda_add_f32(const T *a, float *y, size_t n, cudaStream_t st);
 // dst = (T) src, n elements, on the device.
 template <typename T> cudaError_t cuda_convert(const float *src, size_t n, T *dst, cudaStream_t st);
 template <typename T>

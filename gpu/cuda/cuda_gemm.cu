@@ -75,11 +75,11 @@ typedef struct {
     cublasLtMatrixLayout_t a, b, c;
 } gemm_layouts_t;
 
-static int gemm_layouts(cuda_gemm_t *g, gemm_layouts_t *l, int m, int n, int k, int ldy) {
+static int gemm_layouts(cuda_gemm_t *g, gemm_layouts_t *l, int m, int n, int k, int ldx, int ldy) {
     // Column-major view: C (n, m) = op(A) (n, k) x B (k, m) with A = W stored (k, n).
     memset(l, 0, sizeof(*l));
     if (cublasLtMatrixLayoutCreate(&l->a, g->dt, k, n, k) != CUBLAS_STATUS_SUCCESS ||
-        cublasLtMatrixLayoutCreate(&l->b, g->dt, k, m, k) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatrixLayoutCreate(&l->b, g->dt, k, m, ldx) != CUBLAS_STATUS_SUCCESS ||
         cublasLtMatrixLayoutCreate(&l->c, g->dt, n, m, ldy) != CUBLAS_STATUS_SUCCESS)
         return -1;
     return 0;
@@ -93,13 +93,13 @@ static void gemm_layouts_free(gemm_layouts_t *l) {
 // Up to max_algos candidates for the shape, best first by cuBLASLt's heuristic; returns how
 // many (0 on failure).
 // (beta, a run-time scalar, does not enter: the layouts and epilogue decide the candidates.)
-static int gemm_query(cuda_gemm_t *g, int m, int n, int k, int ldy, int epi,
+static int gemm_query(cuda_gemm_t *g, int m, int n, int k, int ldx, int ldy, int epi,
                       cublasLtMatmulHeuristicResult_t *res, int max_algos) {
     gemm_layouts_t l;
     int found = 0;
     cublasLtMatmulPreference_t pref = NULL;
     g->heuristic_queries++;
-    if (gemm_layouts(g, &l, m, n, k, ldy) == 0 &&
+    if (gemm_layouts(g, &l, m, n, k, ldx, ldy) == 0 &&
         cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
         cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                              &g->workspace_bytes,
@@ -114,8 +114,8 @@ static int gemm_query(cuda_gemm_t *g, int m, int n, int k, int ldy, int epi,
 }
 
 static int gemm_exec(cuda_gemm_t *g, const cublasLtMatmulAlgo_t *algo, const void *w, const void *x,
-                     void *y, const void *bias, const void *res, int m, int n, int k, int ldy,
-                     int epi, cudaStream_t st) {
+                     void *y, const void *bias, const void *res, int m, int n, int k, int ldx,
+                     int ldy, int epi, cudaStream_t st) {
     gemm_layouts_t l;
     const float one = 1.f, zero = 0.f;
     const void *c = res ? res : y;
@@ -124,7 +124,7 @@ static int gemm_exec(cuda_gemm_t *g, const cublasLtMatmulAlgo_t *algo, const voi
         cublasLtMatmulDescSetAttribute(g->desc[epi], CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                        sizeof(bias)) != CUBLAS_STATUS_SUCCESS)
         return -1;
-    if (gemm_layouts(g, &l, m, n, k, ldy) == 0 &&
+    if (gemm_layouts(g, &l, m, n, k, ldx, ldy) == 0 &&
         cublasLtMatmul(g->lt, g->desc[epi], &one, w, l.a, x, l.b, res ? &one : &zero, c, l.c, y,
                        l.c, algo, g->workspace, g->workspace_bytes, st) == CUBLAS_STATUS_SUCCESS)
         rc = 0;
@@ -139,16 +139,17 @@ static int gemm_exec(cuda_gemm_t *g, const cublasLtMatmulAlgo_t *algo, const voi
 // the index of the fastest, -1 if none ran.
 static int gemm_tune(cuda_gemm_t *g, const cublasLtMatmulHeuristicResult_t *cand, int n_cand,
                      const void *w, const void *x, void *y, const void *bias, const void *res,
-                     int m, int n, int k, int ldy, int epi, cudaStream_t st) {
+                     int m, int n, int k, int ldx, int ldy, int epi, cudaStream_t st) {
     int best = -1;
     float best_ms = 0, first_ms = -1;
     for (int i = 0; i < n_cand; i++) {
         float ms = 0;
-        if (gemm_exec(g, &cand[i].algo, w, x, y, bias, res, m, n, k, ldy, epi, st) != 0) continue;
+        if (gemm_exec(g, &cand[i].algo, w, x, y, bias, res, m, n, k, ldx, ldy, epi, st) != 0)
+            continue;
         cudaEventRecord(g->ev0, st);
         int ok = 1;
         for (int r = 0; r < GEMM_TUNE_RUNS && ok; r++)
-            ok = gemm_exec(g, &cand[i].algo, w, x, y, bias, res, m, n, k, ldy, epi, st) == 0;
+            ok = gemm_exec(g, &cand[i].algo, w, x, y, bias, res, m, n, k, ldx, ldy, epi, st) == 0;
         cudaEventRecord(g->ev1, st);
         if (!ok || cudaEventSynchronize(g->ev1) != cudaSuccess ||
             cudaEventElapsedTime(&ms, g->ev0, g->ev1) != cudaSuccess)
@@ -177,6 +178,12 @@ int cuda_gemm_run(cuda_gemm_t *g, const void *w, const void *x, void *y, const v
 int cuda_gemm_run_ld(cuda_gemm_t *g, const void *w, const void *x, void *y, int ldy,
                      const void *bias, const void *res, int m, int n, int k, int epi,
                      cudaStream_t st, char *err, size_t errlen) {
+    return cuda_gemm_run_ldx(g, w, x, k, y, ldy, bias, res, m, n, k, epi, st, err, errlen);
+}
+
+int cuda_gemm_run_ldx(cuda_gemm_t *g, const void *w, const void *x, int ldx, void *y, int ldy,
+                      const void *bias, const void *res, int m, int n, int k, int epi,
+                      cudaStream_t st, char *err, size_t errlen) {
     // An activation whose epilogue cuBLASLt refused: the bias epilogue, then an own pass over
     // the output. Never with a residual: activations feed the next GEMM, not the residual
     // stream.
@@ -188,7 +195,8 @@ int cuda_gemm_run_ld(cuda_gemm_t *g, const void *w, const void *x, void *y, int 
             snprintf(err, errlen, "an activation pass needs contiguous rows and no residual");
             return -1;
         }
-        if (cuda_gemm_run(g, w, x, y, bias, NULL, m, n, k, CUDA_GEMM_BIAS, st, err, errlen) != 0)
+        if (cuda_gemm_run_ldx(g, w, x, ldx, y, n, bias, NULL, m, n, k, CUDA_GEMM_BIAS, st, err,
+                              errlen) != 0)
             return -1;
         cudaError_t e =
             g->dt == CUDA_R_16BF
@@ -205,7 +213,7 @@ int cuda_gemm_run_ld(cuda_gemm_t *g, const void *w, const void *x, void *y, int 
     for (int i = 0; i < g->n_cache; i++) {
         cuda_gemm_entry_t *c = &g->cache[i];
         if (c->n == n && c->k == k && c->epi == epi && c->mb == mb && c->beta == (res != NULL) &&
-            c->ldy == ldy) {
+            c->ldy == ldy && c->ldx == ldx) {
             hit = c;
             break;
         }
@@ -214,8 +222,8 @@ int cuda_gemm_run_ld(cuda_gemm_t *g, const void *w, const void *x, void *y, int 
         // Chosen for the bucket's largest M, so it is valid (workspace, split) for all below.
         cublasLtMatmulHeuristicResult_t cand[GEMM_TUNE_MAX];
         int want = g->only > 0 ? g->only : g->tune > 1 ? g->tune : 1;
-        int n_cand =
-            gemm_query(g, mb, n, k, ldy, epi, cand, want < GEMM_TUNE_MAX ? want : GEMM_TUNE_MAX);
+        int n_cand = gemm_query(g, mb, n, k, ldx, ldy, epi, cand,
+                                want < GEMM_TUNE_MAX ? want : GEMM_TUNE_MAX);
         if (g->only > 0 && n_cand < g->only) {
             snprintf(err, errlen, "cuBLASLt has %d candidates for a %dx%dx%d GEMM, not %d", n_cand,
                      m, n, k, g->only);
@@ -225,28 +233,29 @@ int cuda_gemm_run_ld(cuda_gemm_t *g, const void *w, const void *x, void *y, int 
             if (epi == CUDA_GEMM_GELU_BIAS || epi == CUDA_GEMM_RELU_BIAS) {
                 if (epi == CUDA_GEMM_GELU_BIAS) g->gelu_epilogue = 0;
                 if (epi == CUDA_GEMM_RELU_BIAS) g->relu_epilogue = 0;
-                return cuda_gemm_run_ld(g, w, x, y, ldy, bias, res, m, n, k, epi, st, err, errlen);
+                return cuda_gemm_run_ldx(g, w, x, ldx, y, ldy, bias, res, m, n, k, epi, st, err,
+                                         errlen);
             }
             snprintf(err, errlen, "cuBLASLt found no algorithm for a %dx%dx%d GEMM", m, n, k);
             return -1;
         }
         int pick = g->only > 0 ? g->only - 1 : 0;
         if (n_cand > 1 && g->only <= 0) {
-            pick = gemm_tune(g, cand, n_cand, w, x, y, bias, res, m, n, k, ldy, epi, st);
+            pick = gemm_tune(g, cand, n_cand, w, x, y, bias, res, m, n, k, ldx, ldy, epi, st);
             if (pick < 0) pick = 0;
         }
         int slot = g->n_cache < CUDA_GEMM_CACHE ? g->n_cache++
                                                 : (int)(g->heuristic_queries % CUDA_GEMM_CACHE);
         hit = &g->cache[slot];
         hit->n = n, hit->k = k, hit->epi = epi, hit->mb = mb, hit->beta = res != NULL;
-        hit->ldy = ldy;
+        hit->ldy = ldy, hit->ldx = ldx;
         hit->algo = cand[pick].algo;
     }
-    if (gemm_exec(g, &hit->algo, w, x, y, bias, res, m, n, k, ldy, epi, st) == 0) return 0;
+    if (gemm_exec(g, &hit->algo, w, x, y, bias, res, m, n, k, ldx, ldy, epi, st) == 0) return 0;
     // The cached algorithm does not suit this exact M: ask for this one alone.
     cublasLtMatmulHeuristicResult_t one;
-    if (gemm_query(g, m, n, k, ldy, epi, &one, 1) == 1 &&
-        gemm_exec(g, &one.algo, w, x, y, bias, res, m, n, k, ldy, epi, st) == 0)
+    if (gemm_query(g, m, n, k, ldx, ldy, epi, &one, 1) == 1 &&
+        gemm_exec(g, &one.algo, w, x, y, bias, res, m, n, k, ldx, ldy, epi, st) == 0)
         return 0;
     snprintf(err, errlen, "cuBLASLt matmul failed (%dx%dx%d, epilogue %d)", m, n, k, epi);
     return -1;

@@ -27,7 +27,7 @@ int cuda_gemm_act_epi(int act);
 #define CUDA_GEMM_CACHE 256
 
 typedef struct {
-    int n, k, epi, mb, beta, ldy; // key: out/in features, epilogue, M bucket, C used, ldy
+    int n, k, epi, mb, beta, ldy, ldx; // key: out/in features, epilogue, M bucket, C used, lds
     cublasLtMatmulAlgo_t algo;
 } cuda_gemm_entry_t;
 
@@ -70,6 +70,12 @@ int cuda_gemm_run(cuda_gemm_t *g, const void *w, const void *x, void *y, const v
 int cuda_gemm_run_ld(cuda_gemm_t *g, const void *w, const void *x, void *y, int ldy,
                      const void *bias, const void *res, int m, int n, int k, int epi,
                      cudaStream_t st, char *err, size_t errlen);
+
+// As cuda_gemm_run_ld with X's rows ldx elements apart (ldx >= K): a view of the first K
+// columns of a wider tensor (GeGLU's gated half of the (M, 2I) Wi output).
+int cuda_gemm_run_ldx(cuda_gemm_t *g, const void *w, const void *x, int ldx, void *y, int ldy,
+                      const void *bias, const void *res, int m, int n, int k, int epi,
+                      cudaStream_t st, char *err, size_t errlen);
 
 // The classifier head in fp32: logits (S, L) = cls_w act(pool_w x + pool_b) + cls_b for the
 // S compact rows x (S, H) fp32; act (gpu_act_t) the family's head activation (BERT's tanh,

@@ -53,17 +53,18 @@ __global__ void embed_ln_kernel(const int32_t *__restrict__ ids, const int32_t *
                                 int H, float eps, R *out_r, T *out_t) {
     int row = (int)((blockIdx.x * (size_t)blockDim.x + threadIdx.x) >> 5), lane = threadIdx.x & 31;
     if (row >= n_tokens) return;
-    const T *w = word + (size_t)ids[row] * H, *p = posemb + (size_t)pos[row] * H;
+    // posemb and type0 may be NULL (ModernBERT has neither table, DistilBERT no types).
+    const T *w = word + (size_t)ids[row] * H, *p = posemb ? posemb + (size_t)pos[row] * H : NULL;
     int nch = H >> 3;
     float v[LN_CHUNKS][8], sum = 0.f;
 #pragma unroll
     for (int c = 0; c < LN_CHUNKS; c++) {
         int ch = lane + 32 * c;
         if (ch < nch) {
-            float a[8], b[8], t[8];
+            float a[8], b[8] = {0, 0, 0, 0, 0, 0, 0, 0}, t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
             load8(w + ch * 8, a);
-            load8(p + ch * 8, b);
-            load8(type0 + ch * 8, t);
+            if (p) load8(p + ch * 8, b);
+            if (type0) load8(type0 + ch * 8, t);
 #pragma unroll
             for (int i = 0; i < 8; i++) {
                 v[c][i] = a[i] + b[i] + t[i];
@@ -153,16 +154,6 @@ __global__ void __launch_bounds__(256, sizeof(R) == 4 ? 2 : 3)
         ln_finish<T, R, CH>(v, sum, H, sg, sb, eps, out_r ? out_r + off : NULL,
                             out_t ? out_t + off : NULL, lane);
     }
-}
-
-// The activations of gpu_act_t, as HF computes them (in fp32). tanhf and erff, not the
-// fast-math intrinsics: --use_fast_math leaves both at full precision.
-template <int A> __device__ __forceinline__ float act_f(float z) {
-    if (A == GPU_ACT_GELU) return 0.5f * z * (1.f + erff(z * 0.70710678118654752f));
-    if (A == GPU_ACT_GELU_TANH)
-        return 0.5f * z * (1.f + tanhf(0.79788456080286536f * (z + 0.044715f * z * z * z)));
-    if (A == GPU_ACT_RELU) return z > 0.f ? z : 0.f;
-    return tanhf(z);
 }
 
 template <typename T, int A>
@@ -313,3 +304,21 @@ INSTANTIATE(__half)
 INSTANTIATE(__nv_bfloat16)
 template cudaError_t cuda_gather_rows<float>(const float *, const int32_t *, int, int, float *,
                                              cudaStream_t);
+// An fp32 LayerNorm (the graph's fp32 norms: ModernBERT's head norm).
+template cudaError_t cuda_add_ln<float, float>(const float *, const float *, const float *,
+                                               const float *, int, int, float, float *, float *,
+                                               int, cudaStream_t);
+
+// y += a, fp32 rows plus 16-bit ones (the graph's bf16 residual stream, kept in fp32).
+template <typename T> __global__ void add_f32_kernel(const T *a, float *y, size_t n) {
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i < n) y[i] += st<T>::to_f(a[i]);
+}
+template <typename T> cudaError_t cuda_add_f32(const T *a, float *y, size_t n, cudaStream_t s) {
+    if (n == 0) return cudaSuccess;
+    add_f32_kernel<T><<<(unsigned)((n + 255) / 256), 256, 0, s>>>(a, y, n);
+    return cudaGetLastError();
+}
+template cudaError_t cuda_add_f32<__half>(const __half *, float *, size_t, cudaStream_t);
+template cudaError_t cuda_add_f32<__nv_bfloat16>(const __nv_bfloat16 *, float *, size_t,
+                                                 cudaStream_t);

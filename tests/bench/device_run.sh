@@ -37,6 +37,17 @@
 #                is installed) and deberta-v3-base (eager, compile), fp16, 16384 and 65536,
 #                on the tickets-mix workload; then test_gpu_golden, whose gate (flips on thin
 #                fp32 margins only) now covers the five families
+#       graph    issue 32, the encoder graph on CUDA in one call (< 9 minutes): test_graph_ops
+#                (every op variant x precision on cpu and cuda against tests/lib's references),
+#                test_gpu_kernels
+#                (every kernel against its fp32 reference: RoPE, sliding window, c2p + p2c,
+#                GeGLU, mean pool beside BERT's), test_gpu_golden as the worker gets the backend
+#                (BERT families hand-written, ModernBERT and DeBERTa-v3 on the graph) and with
+#                "graph" (all 7 families on the graph), test_gpu_memory over GRAPH_MEM_BATCHES
+#                (100000) random batches for modernbert-base and deberta-v3-base, then reclass
+#                bench on tickets-mix at 16384: bert-base fp16 (hand-written) and fp8 (graph),
+#                modernbert-base and deberta-v3-base fp16; every step's timeout cut to what
+#                is left of GRAPH_BUDGET_S (510 s)
 #       torch    tests/bench/torch_gpu_peer.py eager + torch.compile on the same workload
 #       bound    tests/bench/bound.py on this call's bench and torch lines: how fast attention
 #                would have to run for 1.6x the best PyTorch variant (needs bench, torch)
@@ -56,7 +67,10 @@
 #                bert-base fp16 and distilbert-base, each next to `reclass bench` on 200,000
 #                of the same tickets; 4 workers of 4 threads on the tiny model, then 4 with one
 #                SIGKILLed mid-job (JOB_RUNS: a comma list of scaling, bert, distil, workers,
-#                kill; default all)
+#                kill, and sinks: 16 threads with 8 result writers; default all but sinks).
+#                The ceiling alone, against a baseline build (another checkout's
+#                build-sm90/reclass copied to .devlibs/base/reclass before `pack`),
+#                interleaved: JOB_RUNS=scaling tests/bench/device_run.sh run job
 #       cpubf16  the CPU backend at bf16 on the host's CPU (no GPU used): lscpu and its bf16
 #                flags, test_cpu_bf16 (parity and batch invariance of each bf16 kernel the CPU
 #                has: AMX, AVX512-BF16, AVX2), cpu_bf16_bench (BERT GEMM shapes: fp32, each
@@ -77,13 +91,15 @@ pack)
     # The build's CTest files (and the binaries' compiled-in defaults) hold this checkout's
     # absolute path: recorded so that `run` can make it lead to the device's checkout.
     pwd -P >.devlibs/build-root
-    ldd $B/reclass $B/tests/test_gpu_kernels $B/tests/test_cpu_bf16 $B/tests/cpu_bf16_bench | awk '/=>/ {print $3}' | sort -u |
+    ldd $B/reclass $B/tests/test_gpu_kernels $B/tests/test_cpu_bf16 $B/tests/cpu_bf16_bench $B/tests/test_graph_ops | awk '/=>/ {print $3}' | sort -u |
         grep -v -E 'libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libresolv|ld-linux|libgcc_s|libstdc\+\+|libcublas|libcudart' |
         while read -r lib; do cp -L "$lib" .devlibs/lib/; done
     # the long CFPB narratives for the cpubf16 stage (../shared does not travel)
     mkdir -p .devlibs/cfpb && cp ../shared/data/cfpb_complaints/complaints_sample.csv .devlibs/cfpb/
-    tar -cf - .devlibs/lib .devlibs/build-root .devlibs/cfpb $B/reclass $B/tests/test_gpu_* \
-        $B/tests/gpu_bench $B/tests/test_cpu_bf16 $B/tests/cpu_bf16_bench \
+    base=()
+    [ -x .devlibs/base/reclass ] && base=(.devlibs/base/reclass) # the job stage's baseline
+    tar -cf - .devlibs/lib .devlibs/build-root .devlibs/cfpb "${base[@]}" $B/reclass $B/tests/test_gpu_* \
+        $B/tests/gpu_bench $B/tests/test_cpu_bf16 $B/tests/cpu_bf16_bench $B/tests/test_graph_ops \
         $B/CTestTestfile.cmake $B/tests/CTestTestfile.cmake | xz -T2 -6 >.devlibs/bundle.tar.xz
     rm -rf .devlibs/lib .devlibs/cfpb
     ls -la .devlibs
@@ -341,6 +357,49 @@ if has newpeers; then
     note "golden gate ($(elapsed)s)"
     $B/tests/test_gpu_golden 2>&1 | tee "$OUT/newpeers-golden.log" | grep -E 'FAIL|PASSED|FAILED' | tee -a "$summary"
 fi
+if has graph; then
+    # Each step's timeout is cut to what is left of GRAPH_BUDGET_S (510) seconds, so the whole
+    # stage ends inside one 9-minute device call; a step with under 10 s left is skipped.
+    cap() {
+        local left=$((${GRAPH_BUDGET_S:-510} - $(elapsed)))
+        [ "$left" -lt "$1" ] && echo "$left" || echo "$1"
+    }
+    step() { # step SECONDS LOG CMD...: runs CMD under the capped timeout, its exit in LOG
+        local t log=$2
+        t=$(cap "$1")
+        shift 2
+        if [ "$t" -lt 10 ]; then
+            echo "skipped: out of time" | tee -a "$summary"
+            return
+        fi
+        timeout "$t" "$@" >"$log" 2>&1
+        echo "exit $? (limit ${t}s)" | tee -a "$log" | tee -a "$summary"
+    }
+    note "graph: test_graph_ops, op x precision x backend ($(elapsed)s)"
+    step 60 "$OUT/graph-ops.log" $B/tests/test_graph_ops
+    grep -E " cuda +|rows run|FAIL" "$OUT/graph-ops.log" | tail -45 | tee -a "$summary"
+    note "graph: test_gpu_kernels ($(elapsed)s)"
+    step 150 "$OUT/graph-kernels.log" $B/tests/test_gpu_kernels
+    grep -E "^FAIL|PASSED|FAILED|rope|window|c2p|geglu|mean pool|rel scores" "$OUT/graph-kernels.log" |
+        tail -40 | tee -a "$summary"
+    for mode in table graph; do
+        note "graph: test_gpu_golden $mode ($(elapsed)s)"
+        step 120 "$OUT/graph-golden-$mode.log" $B/tests/test_gpu_golden ${mode/table/}
+        grep -E "^(ok|FAIL)|PASSED|FAILED" "$OUT/graph-golden-$mode.log" | tail -30 | tee -a "$summary"
+    done
+    for g in modernbert-base deberta-v3-base; do
+        note "graph: test_gpu_memory ${GRAPH_MEM_BATCHES:-100000} $g ($(elapsed)s)"
+        step 120 "$OUT/graph-memory-$g.log" $B/tests/test_gpu_memory ${GRAPH_MEM_BATCHES:-100000} $g
+        grep -E "FAIL|PASSED|weights|batches" "$OUT/graph-memory-$g.log" | tail -6 | tee -a "$summary"
+    done
+    for gp in bert-base:fp16 bert-base:fp8 modernbert-base:fp16 deberta-v3-base:fp16; do
+        note "graph: reclass bench ${gp%%:*} ${gp#*:} 16384 ($(elapsed)s)"
+        step 40 "$OUT/graph-bench-${gp%%:*}-${gp#*:}.log" $B/reclass bench --geometry "${gp%%:*}" \
+            --labels 140 --backend cuda --workload tickets-mix --token-budget 16384 \
+            --precision "${gp#*:}" --repeat 2
+        tail -2 "$OUT/graph-bench-${gp%%:*}-${gp#*:}.log" | tee -a "$OUT/graph-bench.log" | tee -a "$summary"
+    done
+fi
 if has torch; then
     [ -f /tmp/tickets_mix.jsonl ] || $B/tests/gpu_bench --budgets 16384 --repeat 1 --workload-out /tmp/tickets_mix.jsonl >/dev/null
     note "torch eager ($(elapsed)s)"
@@ -364,7 +423,7 @@ if has fp8; then
         --epochs ${FP8_EPOCHS:-6} 2>&1 | tee "$OUT/fp8-train.log" | grep -v -E 'Warning|warn' | tail -12 | tee -a "$summary"
     outs=()
     for s in clinc_test cfpb_long; do
-        for p in fp16 bf16; do
+        for p in fp16 bf16 fp8; do # fp8: the encoder graph's FP8 linears (gpu_fp8_runs)
             $B/reclass classify --model $D/model --jsonl --backend cuda --precision $p --token-budget 16384 \
                 <$D/$s.jsonl >$D/cuda-$p-$s.out 2>>"$OUT/fp8-classify.err"
             outs+=("reclass cuda $p=$D/cuda-$p-$s.out")
@@ -458,7 +517,7 @@ job_bench() {
     shift 4
     echo "== $name" >>"$log"
     (export LD_LIBRARY_PATH=/opt/reclass-pglib:$LD_LIBRARY_PATH PATH=/usr/lib/postgresql/15/bin:$PATH
-     RECLASS_BUILD_DIR=$PWD/$B RECLASS_BACKEND=cuda timeout "${JOB_TIMEOUT:-240}" \
+     RECLASS_BUILD_DIR=${JOB_BUILD:-$PWD/$B} RECLASS_BACKEND=cuda timeout "${JOB_TIMEOUT:-240}" \
          bash tests/bench/job_bench.sh /tmp/real_texts.jsonl "$model" "$workers" -- "$@") >>"$log" 2>&1
     echo "$name: exit $?" | tee -a "$summary"
     awk -v n="== $name" '$0 == n {on = 1; next} /^== / {on = 0} on && !/^(reclass run|%[0-9]|submitted)/' \
@@ -476,10 +535,17 @@ if has job; then
                 --geometry $g >>"$log" 2>&1
         done
         if [[ $runs == *,scaling,* ]]; then
+            # the pipeline's ceiling; with a baseline binary in .devlibs/base/reclass (`pack`
+            # takes it along), each thread count runs it first, then this build, back to back
             for t in 2 4 8 16; do
+                [ -x .devlibs/base/reclass ] && JOB_BUILD=$PWD/.devlibs/base job_bench "$log" \
+                    "baseline: tiny-h64, 1 worker, --threads $t" /tmp/model-tiny-h64 1 --threads $t
                 job_bench "$log" "tiny-h64, 1 worker, --threads $t" /tmp/model-tiny-h64 1 --threads $t
             done
         fi
+        # is the result writers' PostgreSQL side next? twice the default writers at 16 threads
+        [[ $runs == *,sinks,* ]] && job_bench "$log" "tiny-h64, 1 worker, --threads 16, 8 writers" \
+            /tmp/model-tiny-h64 1 --threads 16 --sink-connections 8
         for g in bert-base distilbert-base; do
             k=bert
             [ $g = distilbert-base ] && k=distil

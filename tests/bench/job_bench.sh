@@ -81,8 +81,10 @@ while :; do
         kill -KILL "${pids[0]}" 2>/dev/null || true
         echo "job_bench: worker 1 SIGKILLed $kill_after s in; worker r replaces it" >&2
         kill_after=""
-        # it outwaits the dead member's session, after which the group hands its partitions on
-        start_worker r 15
+        # it outwaits the dead member's session (librdkafka's session.timeout.ms, 45 s by
+        # default), after which the group hands its partitions on: the others may all have
+        # left by then
+        start_worker r 60
     fi
     echo "$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN { printf "%.2f", a - b }')$line" >>"$tmp/rss.txt"
     sleep "$every"

@@ -8,7 +8,9 @@ tokenizer_config.json, for timing the whole worker on a production-sized encoder
 The tiny geometries (one layer, hidden 32 or 64) leave the encoder nearly free, so a job on
 them times the host pipeline; distilbert-base is a DistilBertForSequenceClassification.
 
-Needs torch and transformers (the GPU machine has them).
+Needs torch and transformers (the GPU machine has them); --slice-demo needs neither: the demo
+model's own weights cut to a BERT geometry no wider than it (bert-mini, tiny-h32, tiny-h64; its
+labels), for timing the pipeline on a machine without torch.
 """
 import argparse
 import os
@@ -34,7 +36,11 @@ def main():
     ap.add_argument("--geometry", default="bert-base", choices=sorted(GEOMETRIES))
     ap.add_argument("--labels", type=int, default=140)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--slice-demo", action="store_true")
     a = ap.parse_args()
+    if a.slice_demo:
+        slice_demo(a.out, a.geometry)
+        return
     import torch
     from transformers import (BertConfig, BertForSequenceClassification, DistilBertConfig,
                               DistilBertForSequenceClassification)
@@ -56,6 +62,60 @@ def main():
     for name in ("vocab.txt", "tokenizer_config.json"):
         shutil.copy(os.path.join(demo, name), os.path.join(a.out, name))
     print(f"{a.geometry}, {a.labels} labels, random (seed {a.seed}) -> {a.out}")
+
+
+def slice_demo(out, geometry):
+    """The demo checkpoint's first layers, first hidden and intermediate units: the geometry's
+    shapes with trained (not random) values, written as safetensors without torch."""
+    import json
+    import struct
+    demo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "deploy",
+                        "models", "clinc150-bert-mini")
+    g = GEOMETRIES[geometry]
+    with open(os.path.join(demo, "config.json"), encoding="utf-8") as f:
+        cfg = json.load(f)
+    if "hidden_size" not in g or g["hidden_size"] > cfg["hidden_size"] or \
+            g["num_hidden_layers"] > cfg["num_hidden_layers"]:
+        raise SystemExit(f"--slice-demo: {geometry} is not a BERT geometry within the demo model")
+    with open(os.path.join(demo, "model.safetensors"), "rb") as f:
+        data = f.read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    cut = {cfg["hidden_size"]: g["hidden_size"], cfg["intermediate_size"]: g["intermediate_size"]}
+    tensors = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        if ".layer." in name and int(name.split(".layer.")[1].split(".")[0]) >= g["num_hidden_layers"]:
+            continue
+        if t["dtype"] != "F16":
+            raise SystemExit(f"--slice-demo: {name} is {t['dtype']}, not F16")
+        raw = data[8 + n + t["data_offsets"][0]:8 + n + t["data_offsets"][1]]
+        shape = [cut.get(d, d) for d in t["shape"]]
+        if len(shape) == 1:
+            raw = raw[:2 * shape[0]]
+        else:  # row-major: the first rows, each cut to its first columns
+            cols = t["shape"][1]
+            raw = b"".join(raw[2 * cols * r:2 * cols * r + 2 * shape[1]] for r in range(shape[0]))
+        tensors[name] = (shape, raw)
+    meta, off = {}, 0
+    for name in sorted(tensors):
+        shape, raw = tensors[name]
+        meta[name] = {"dtype": "F16", "shape": shape, "data_offsets": [off, off + len(raw)]}
+        off += len(raw)
+    head = json.dumps(meta).encode()
+    head += b" " * (-len(head) % 8)
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "model.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(head)) + head)
+        for name in sorted(tensors):
+            f.write(tensors[name][1])
+    cfg.update(g)
+    with open(os.path.join(out, "config.json"), "w", encoding="utf-8") as f:
+        json.dump(cfg, f, indent=2)
+    for name in ("vocab.txt", "tokenizer_config.json"):
+        shutil.copy(os.path.join(demo, name), os.path.join(out, name))
+    print(f"{geometry}, the demo model's weights cut to it -> {out}")
 
 
 if __name__ == "__main__":

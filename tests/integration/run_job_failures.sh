@@ -41,7 +41,8 @@ for i in range(100):
     open(os.path.join(out, "t%03d.bin" % i), "wb").write(v)
 PY
 produce() { "$KAFKA_TOOL" produce -b "$BROKERS" -t tickets "$@" 2>>"$TMP/produce.log" || fail "produce"; }
-produce $(ls "$TMP"/rec/t0[0-9][0-9].bin | grep -v t099)
+first=("$TMP"/rec/t0[0-8][0-9].bin "$TMP"/rec/t09[0-8].bin) # all but t099
+produce "${first[@]}"
 
 it_run_worker "$TMP/w.log" --topic tickets --group g
 it_wait_rows job-f 96 120

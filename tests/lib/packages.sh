@@ -15,7 +15,7 @@ pkg_install() {
         [[ " $* " == *" $kind "* ]] || continue
         if [[ $pkg == pip:* ]]; then
             pip+=("${pkg#pip:}")
-            mods+=("$(grep -o 'py:[A-Za-z0-9_]*' <<<"${what%%#*}" | head -n 1)")
+            mods+=("$(grep -o 'py:[A-Za-z0-9_.]*' <<<"${what%%#*}" | head -n 1)")
         elif [ -z "${seen[$pkg]:-}" ]; then
             seen[$pkg]=1
             apt+=("$pkg")

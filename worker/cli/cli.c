@@ -62,8 +62,12 @@ static common_status_t cli_set(const cli_opt_t *o, const char *val, const char *
     return 0;
 }
 
-/* The environment's defaults: non-empty variables of the rows that name one. */
+/* The rows' defaults, then the environment's: non-empty variables of the rows that name one. */
 static common_status_t cli_env(const cli_opt_t *opts, char *err, size_t errlen) {
+    char why[256];
+    for (const cli_opt_t *o = opts; o->name; o++)
+        if (o->def && cli_set(o, o->def, o->name, why, sizeof(why)))
+            return common_errf(COMMON_BUG, err, errlen, "the default of --%s: %s", o->name, why);
     for (const cli_opt_t *o = opts; o->name; o++) {
         const char *v = o->env ? getenv(o->env) : NULL;
         if (!v || !*v) continue;
@@ -145,6 +149,9 @@ void worker_cli_print_opts(FILE *f, const cli_opt_t *opts) {
             fprintf(f, "  %-22s $%s\n", head, o->env);
         else
             fprintf(f, "  %s\n", head);
-        fprintf(f, "      %s\n", o->help);
+        if (o->def)
+            fprintf(f, "      %s (default %s)\n", o->help, o->def);
+        else
+            fprintf(f, "      %s\n", o->help);
     }
 }

@@ -39,7 +39,10 @@ int worker_cli_wants_help(int argc, char **argv);
  * of cap entries), for options that may repeat; KV is a LIST whose values are KEY=VALUE.
  * env: a variable whose non-empty value is taken before argv (a flag beats its variable), or
  * NULL. arg: the value's name in --help (NULL: N for numbers, VALUE otherwise). help: the
- * --help text (continuation lines indented by 6), NULL to leave the option unlisted. The
+ * --help text (continuation lines indented by 6), NULL to leave the option unlisted. def: the
+ * default as the option would be written (set before the environment and argv, and printed by
+ * --help as "(default DEF)" after the help text: the one place a default is written), or NULL
+ * when there is none or it is no single value (the help text then says what happens). The
  * table ends with a NULL name; rows may stop after hi (the rest is then NULL). */
 typedef enum { CLI_FLAG, CLI_STR, CLI_INT, CLI_LONG, CLI_LIST, CLI_KV } cli_kind_t;
 typedef struct {
@@ -50,6 +53,7 @@ typedef struct {
     const char *env;
     const char *arg;
     const char *help;
+    const char *def;
 } cli_opt_t;
 typedef struct {
     const char **items;
@@ -89,6 +93,18 @@ enum {
 /* Writes the rows of mask rows, set into s, to out (room for 8); env: with their RECLASS_*
  * variables (`run`), else none. Returns how many it wrote. */
 int worker_cli_settings_opts(cls_settings_t *s, unsigned rows, int env, cli_opt_t *out);
+
+/* The rows several commands share (worker/cli/settings_opts.c), dst their variable: one
+ * wording, one environment variable and one default per option. help: the command's own
+ * wording where it says more, NULL for the shared one. */
+cli_opt_t worker_cli_opt_db(const char **dst, const char *help);
+cli_opt_t worker_cli_opt_brokers(const char **dst);
+cli_opt_t worker_cli_opt_topic(const char **dst, const char *arg, const char *help);
+cli_opt_t worker_cli_opt_schemas(const char **dst);
+cli_opt_t worker_cli_opt_plain_schema(const char **dst, const char *help);
+cli_opt_t worker_cli_opt_registry_auth(const char **dst);
+cli_opt_t worker_cli_opt_registry_ca(const char **dst);
+cli_opt_t worker_cli_opt_kafka(cli_list_t *dst);
 
 /* The option list of --help: a row per listed option, its variable beside it, its help
  * below. */

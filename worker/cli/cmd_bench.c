@@ -35,28 +35,30 @@ typedef struct {
 static void bench_opts(bench_opts_t *o, long *seed, cli_opt_t out[BENCH_N_OPTS + 1]) {
     const cli_opt_t t[] = {
         {"model", CLI_STR, &o->set.model_dir, 0, 0, NULL, "DIR",
-         "Hugging Face checkpoint directory"},
+         "Hugging Face checkpoint directory", NULL},
         {"geometry", CLI_STR, &o->set.geometry, 0, 0, NULL, "NAME",
          "random weights of a named geometry: bert-tiny .. bert-large, distilbert-base,\n"
-         "      roberta-base, xlmr-base, electra-small, electra-base"},
+         "      roberta-base, xlmr-base, electra-small, electra-base",
+         NULL},
         {"labels", CLI_INT, &o->set.labels, 1, 100000, NULL, NULL,
-         "classifier labels of a --geometry model (default 2)"},
+         "classifier labels of a --geometry model", "2"},
         {"workload", CLI_STR, &o->workload, 0, 0, NULL, "W",
          "tickets-mix (synthetic tickets, seeded), or a JSONL file of {\"ids\": [...]}\n"
          "      lines or of {\"text\": ...} lines (texts are tokenized inside every timed\n"
-         "      pass) (required)"},
+         "      pass) (required)",
+         NULL},
         {"seed", CLI_LONG, seed, 0, INT32_MAX, NULL, "S",
-         "seed of tickets-mix and of random weights (default 1)"},
-        {"warmup", CLI_INT, &o->warmup, 0, 1000, NULL, NULL, "untimed passes first (default 1)"},
-        {"repeat", CLI_INT, &o->repeat, 1, 1000, NULL, NULL,
-         "timed passes; the median is reported (default 3)"},
-        {"tickets", CLI_LONG, &o->tickets, 1, 10000000, NULL, NULL,
-         "tickets in tickets-mix (default 20000)"},
+         "seed of tickets-mix and of random weights", "1"},
+        {"warmup", CLI_INT, &o->warmup, 0, 1000, NULL, NULL, "untimed passes first", "1"},
+        {"repeat", CLI_INT, &o->repeat, 1, 1000, NULL, NULL, "timed passes; the median is reported",
+         "3"},
+        {"tickets", CLI_LONG, &o->tickets, 1, 10000000, NULL, NULL, "tickets in tickets-mix",
+         "20000"},
     };
     _Static_assert(sizeof(t) / sizeof(t[0]) == BENCH_N_OWN, "BENCH_N_OWN");
     memcpy(out, t, sizeof(t));
     int n = BENCH_N_OWN + worker_cli_settings_opts(&o->set, BENCH_SET, 0, out + BENCH_N_OWN);
-    out[n] = (cli_opt_t){NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL};
+    out[n] = (cli_opt_t){NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL, NULL};
 }
 
 static void usage(FILE *f) {
@@ -74,9 +76,8 @@ static void usage(FILE *f) {
 }
 
 static common_status_t parse_opts(int argc, char **argv, bench_opts_t *o) {
-    *o = (bench_opts_t){
-        .set = {.backend = "cpu", .labels = 2}, .warmup = 1, .repeat = 3, .tickets = 20000};
-    long seed = 1;
+    *o = (bench_opts_t){0};
+    long seed = 0;
     cli_opt_t opts[BENCH_N_OPTS + 1];
     bench_opts(o, &seed, opts);
     common_status_t rc = worker_cli_parse("bench", argc, argv, opts, usage, NULL);

@@ -128,18 +128,19 @@ static void cls_opts(cls_opts_t *o, cli_opt_t out[CLS_N_OPTS + 1]) {
     const cli_opt_t t[] = {
         {"model", CLI_STR, &o->set.model_dir, 0, 0, NULL, "DIR",
          "Hugging Face sequence-classification checkpoint (BERT, DistilBERT, RoBERTa,\n"
-         "      XLM-RoBERTa, ELECTRA) (required)"},
+         "      XLM-RoBERTa, ELECTRA) (required)",
+         NULL},
         {"jsonl", CLI_FLAG, &o->jsonl, 0, 0, NULL, NULL,
-         "input lines are JSON objects with a \"text\" field"},
-        {"top-k", CLI_INT, &o->top_k, 0, 64, NULL, "K", "labels listed in top_k (default 3)"},
-        {"logits", CLI_FLAG, &o->logits, 0, 0, NULL, NULL, "add the raw logits"},
+         "input lines are JSON objects with a \"text\" field", NULL},
+        {"top-k", CLI_INT, &o->top_k, 0, 64, NULL, "K", "labels listed in top_k", "3"},
+        {"logits", CLI_FLAG, &o->logits, 0, 0, NULL, NULL, "add the raw logits", NULL},
         {"max-wait-ms", CLI_INT, &o->set.max_wait_ms, 0, 3600000, NULL, NULL,
-         "longest an input waits for a fuller batch (default 20)"},
+         "longest an input waits for a fuller batch", "20"},
     };
     _Static_assert(sizeof(t) / sizeof(t[0]) == CLS_N_OWN, "CLS_N_OWN");
     memcpy(out, t, sizeof(t));
     int n = CLS_N_OWN + worker_cli_settings_opts(&o->set, CLS_SET, 0, out + CLS_N_OWN);
-    out[n] = (cli_opt_t){NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL};
+    out[n] = (cli_opt_t){NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL, NULL};
 }
 
 static void usage(FILE *f) {
@@ -159,7 +160,7 @@ static void usage(FILE *f) {
 }
 
 static common_status_t parse_opts(int argc, char **argv, cls_opts_t *o) {
-    *o = (cls_opts_t){.set = {.backend = "cpu", .max_wait_ms = 20}, .top_k = 3};
+    *o = (cls_opts_t){0};
     cli_opt_t opts[CLS_N_OPTS + 1];
     cls_opts(o, opts);
     int first = 0;

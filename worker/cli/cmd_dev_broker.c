@@ -21,26 +21,34 @@ static void on_signal(int sig) {
 }
 
 /* The options, set into the caller's variables. */
-#define DEV_BROKER_OPTS(port, partitions, topics, log_mb, log_batches, mb_help, batches_help)       \
-    {                                                                                               \
-        {                                                                                           \
-            "port", CLI_INT, port, 0,                                                               \
-            65535,  NULL,    "P",  "bootstrap port (default 0 = any free port)"},                   \
-            {"partitions",                                                                          \
-             CLI_INT,                                                                               \
-             partitions,                                                                            \
-             1,                                                                                     \
-             10000,                                                                                 \
-             NULL,                                                                                  \
-             "N",                                                                                   \
-             "partitions of the --topic topics (default 4; topics that clients create on\n"         \
-             "      first use get 4)"},                                                             \
-            {"topic", CLI_LIST, topics, 0, 0, NULL, "T", "create topic T at start (repeatable)"},   \
-            {"partition-mb", CLI_LONG, log_mb, 1, 1L << 20, NULL, "N", mb_help},                    \
-            {"partition-max-batches", CLI_LONG, log_batches, 1, 1L << 40, NULL, "N", batches_help}, \
-        {                                                                                           \
-            NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL                                            \
-        }                                                                                           \
+#define DEV_BROKER_OPTS(port, partitions, topics, log_mb, log_batches, mb_help, batches_help)      \
+    {                                                                                              \
+        {"port", CLI_INT, port, 0, 65535, NULL, "P", "bootstrap port (0 = any free port)", "0"},   \
+            {"partitions",                                                                         \
+             CLI_INT,                                                                              \
+             partitions,                                                                           \
+             1,                                                                                    \
+             10000,                                                                                \
+             NULL,                                                                                 \
+             "N",                                                                                  \
+             "partitions of the --topic topics (topics that clients create on first use\n"         \
+             "      get 4)",                                                                       \
+             "4"},                                                                                 \
+            {"topic", CLI_LIST, topics, 0, 0, NULL, "T", "create topic T at start (repeatable)",   \
+             NULL},                                                                                \
+            {"partition-mb", CLI_LONG, log_mb, 1, 1L << 20, NULL, "N", mb_help, NULL},             \
+            {"partition-max-batches",                                                              \
+             CLI_LONG,                                                                             \
+             log_batches,                                                                          \
+             1,                                                                                    \
+             1L << 40,                                                                             \
+             NULL,                                                                                 \
+             "N",                                                                                  \
+             batches_help,                                                                         \
+             NULL},                                                                                \
+        {                                                                                          \
+            NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL, NULL                                     \
+        }                                                                                          \
     }
 
 static void usage(FILE *f) {
@@ -69,7 +77,7 @@ static void usage(FILE *f) {
 }
 
 common_status_t worker_cmd_dev_broker(int argc, char **argv) {
-    int port = 0, partitions = 4;
+    int port, partitions;
     long log_mb = 0, log_batches = 0; /* 0 = not given */
     const char *topics[DEV_BROKER_MAX_TOPICS];
     cli_list_t topic_list = {topics, 0, DEV_BROKER_MAX_TOPICS};

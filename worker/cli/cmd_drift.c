@@ -19,15 +19,16 @@ typedef struct {
 #define DRIFT_BASELINE_N 6
 static void drift_baseline_opts(drift_args_t *a, cli_opt_t out[DRIFT_BASELINE_N + 1]) {
     const cli_opt_t t[] = {
-        {"db", CLI_STR, &a->db, 0, 0, "RECLASS_DB", "URL", "PostgreSQL URL or conninfo"},
-        {"tenant", CLI_STR, &a->tenant, 0, 0, NULL, "T", "whose baseline (required)"},
+        worker_cli_opt_db(&a->db, NULL),
+        {"tenant", CLI_STR, &a->tenant, 0, 0, NULL, "T", "whose baseline (required)", NULL},
         {"model", CLI_STR, &a->model, 0, 0, NULL, "M",
-         "the model, as drift_windows.model and ticket_results.model name it (required)"},
-        {"from", CLI_STR, &a->from, 0, 0, NULL, "TS", "start of a range of stored drift windows"},
-        {"to", CLI_STR, &a->to, 0, 0, NULL, "TS", "its end (exclusive)"},
+         "the model, as drift_windows.model and ticket_results.model name it (required)", NULL},
+        {"from", CLI_STR, &a->from, 0, 0, NULL, "TS", "start of a range of stored drift windows",
+         NULL},
+        {"to", CLI_STR, &a->to, 0, 0, NULL, "TS", "its end (exclusive)", NULL},
         {"job", CLI_STR, &a->job, 0, 0, NULL, "J",
-         "a finished job whose own tickets are the reference (instead of --from/--to)"},
-        {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL},
+         "a finished job whose own tickets are the reference (instead of --from/--to)", NULL},
+        {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL, NULL},
     };
     _Static_assert(sizeof(t) / sizeof(t[0]) == DRIFT_BASELINE_N + 1, "DRIFT_BASELINE_N");
     memcpy(out, t, sizeof(t));
@@ -36,15 +37,15 @@ static void drift_baseline_opts(drift_args_t *a, cli_opt_t out[DRIFT_BASELINE_N 
 #define DRIFT_REPORT_N 6
 static void drift_report_opts(drift_args_t *a, cli_opt_t out[DRIFT_REPORT_N + 1]) {
     const cli_opt_t t[] = {
-        {"db", CLI_STR, &a->db, 0, 0, "RECLASS_DB", "URL", "PostgreSQL URL or conninfo"},
-        {"tenant", CLI_STR, &a->tenant, 0, 0, NULL, "T", "only this tenant"},
-        {"model", CLI_STR, &a->model, 0, 0, NULL, "M", "only this model"},
+        worker_cli_opt_db(&a->db, NULL),
+        {"tenant", CLI_STR, &a->tenant, 0, 0, NULL, "T", "only this tenant", NULL},
+        {"model", CLI_STR, &a->model, 0, 0, NULL, "M", "only this model", NULL},
         {"since", CLI_STR, &a->since, 0, 0, NULL, "S",
-         "an interval back from now ('24 hours') or a timestamp (default 7 days)"},
-        {"bucket", CLI_STR, &a->bucket, 0, 0, NULL, "B",
-         "window (default), hour or day: roll windows up"},
-        {"limit", CLI_INT, &a->limit, 1, 100000, NULL, NULL, "windows listed (default 20)"},
-        {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL},
+         "an interval back from now ('24 hours') or a timestamp", "7 days"},
+        {"bucket", CLI_STR, &a->bucket, 0, 0, NULL, "B", "window, hour or day: roll windows up",
+         "window"},
+        {"limit", CLI_INT, &a->limit, 1, 100000, NULL, NULL, "windows listed", "20"},
+        {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL, NULL},
     };
     _Static_assert(sizeof(t) / sizeof(t[0]) == DRIFT_REPORT_N + 1, "DRIFT_REPORT_N");
     memcpy(out, t, sizeof(t));
@@ -163,7 +164,7 @@ static const char drift_windows_sql[] =
     " bucket_start DESC LIMIT $5";
 
 static int drift_report(int argc, char **argv) {
-    drift_args_t a = {.since = "7 days", .bucket = "window", .limit = 20};
+    drift_args_t a = {0};
     cli_opt_t opts[DRIFT_REPORT_N + 1];
     drift_report_opts(&a, opts);
     int prc = worker_cli_parse("drift report", argc, argv, opts, drift_report_usage, NULL);

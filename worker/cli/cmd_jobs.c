@@ -21,17 +21,25 @@ typedef struct {
 
 static jobs_args_t jobs_a;
 
-static const cli_opt_t jobs_opts[] = {
-    {"db", CLI_STR, &jobs_a.db, 0, 0, "RECLASS_DB", "URL", "PostgreSQL URL or conninfo"},
-    {"tenant", CLI_STR, &jobs_a.tenant, 0, 0, NULL, "T", "only this tenant's jobs"},
-    {"limit", CLI_INT, &jobs_a.limit, 1, 100000, NULL, NULL, "jobs listed (default 20)"},
-    {"all", CLI_FLAG, &jobs_a.all, 0, 0, NULL, NULL,
-     "also jobs completed more than a day ago (default: running ones and the last day's)"},
-    {"json", CLI_FLAG, &jobs_a.json, 0, 0, NULL, NULL, "one JSON object per job, a line each"},
-    {"watch", CLI_INT, &jobs_a.watch_s, 1, 3600, NULL, "S",
-     "redraw every S seconds until interrupted (show: until the job completes)"},
-    {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL},
-};
+/* The options, set into jobs_a. */
+#define JOBS_N_OPTS 6
+static void jobs_opts(cli_opt_t out[JOBS_N_OPTS + 1]) {
+    const cli_opt_t t[] = {
+        worker_cli_opt_db(&jobs_a.db, NULL),
+        {"tenant", CLI_STR, &jobs_a.tenant, 0, 0, NULL, "T", "only this tenant's jobs", NULL},
+        {"limit", CLI_INT, &jobs_a.limit, 1, 100000, NULL, NULL, "jobs listed", "20"},
+        {"all", CLI_FLAG, &jobs_a.all, 0, 0, NULL, NULL,
+         "also jobs completed more than a day ago (default: running ones and the last day's)",
+         NULL},
+        {"json", CLI_FLAG, &jobs_a.json, 0, 0, NULL, NULL, "one JSON object per job, a line each",
+         NULL},
+        {"watch", CLI_INT, &jobs_a.watch_s, 1, 3600, NULL, "S",
+         "redraw every S seconds until interrupted (show: until the job completes)", NULL},
+        {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL, NULL},
+    };
+    _Static_assert(sizeof(t) / sizeof(t[0]) == JOBS_N_OPTS + 1, "JOBS_N_OPTS");
+    memcpy(out, t, sizeof(t));
+}
 
 static void jobs_usage(FILE *f) {
     fprintf(f,
@@ -44,7 +52,9 @@ static void jobs_usage(FILE *f) {
             "adds the job's times, its label mix, mean confidence and the first failures'\n"
             "reasons with their records (topic/partition/offset). Exit 1 when J does\n"
             "not exist.\n\n");
-    worker_cli_print_opts(f, jobs_opts);
+    cli_opt_t opts[JOBS_N_OPTS + 1];
+    jobs_opts(opts);
+    worker_cli_print_opts(f, opts);
 }
 
 #define JOBS_STALLED_S 300 /* no progress for this long reads "stalled" */
@@ -108,10 +118,10 @@ static job_row_t row_of(const PGresult *r, int i) {
     int ended = j.completed || (state && strncmp(state, "complete", 8) == 0);
     if (ended) j.completed = 1;
     j.eta_s = ended ? -1 : j.eta_s;
-    j.state = ended                       ? (state ? state : "complete")
+    j.state = ended                                     ? (state ? state : "complete")
               : j.done + (j.dead > 0 ? j.dead : 0) == 0 ? "waiting"
-              : j.idle_s > JOBS_STALLED_S ? "stalled"
-                                          : "running";
+              : j.idle_s > JOBS_STALLED_S               ? "stalled"
+                                                        : "running";
     return j;
 }
 
@@ -157,8 +167,8 @@ static void print_list(FILE *f, const PGresult *r, int tty) {
     }
     fprintf(f, "%-24s %-12s ", "JOB", "TENANT");
     if (tty) fprintf(f, "%-28s ", "PROGRESS");
-    fprintf(f, "%-17s %10s %9s %-22s %6s %s\n", "DONE/TOTAL", "TICKETS/S", "ETA", "STATE",
-            "FAILED", "DRIFT");
+    fprintf(f, "%-17s %10s %9s %-22s %6s %s\n", "DONE/TOTAL", "TICKETS/S", "ETA", "STATE", "FAILED",
+            "DRIFT");
     for (int i = 0; i < n; i++) {
         job_row_t j = row_of(r, i);
         char eta[32], dead[24], dt[40];
@@ -180,9 +190,8 @@ static int print_show(FILE *f, PGconn *conn, const PGresult *r, int tty) {
     const char *p[1] = {j.id};
     PGresult *labels = worker_cli_db_query("jobs", conn, SQL_LABELS, 1, p, NULL);
     PGresult *det = labels ? worker_cli_db_query("jobs", conn, SQL_DETAIL, 1, p, NULL) : NULL;
-    PGresult *fails = det && j.dead >= 0
-                          ? worker_cli_db_query("jobs", conn, SQL_FAILURES, 1, p, NULL)
-                          : NULL;
+    PGresult *fails =
+        det && j.dead >= 0 ? worker_cli_db_query("jobs", conn, SQL_FAILURES, 1, p, NULL) : NULL;
     if (!det || (j.dead >= 0 && !fails)) {
         PQclear(labels);
         PQclear(det);
@@ -204,8 +213,8 @@ static int print_show(FILE *f, PGconn *conn, const PGresult *r, int tty) {
                 fs, json_pack("{s:s, s:I, s:I, s:s, s:s, s:b}", "topic", PQgetvalue(fails, i, 0),
                               "partition", (json_int_t)atol(PQgetvalue(fails, i, 1)), "offset",
                               (json_int_t)atoll(PQgetvalue(fails, i, 2)), "ticket_id",
-                              PQgetvalue(fails, i, 3), "reason", PQgetvalue(fails, i, 4),
-                              "counted", PQgetvalue(fails, i, 5)[0] == 't'));
+                              PQgetvalue(fails, i, 3), "reason", PQgetvalue(fails, i, 4), "counted",
+                              PQgetvalue(fails, i, 5)[0] == 't'));
         json_object_set_new(o, "failures", fs);
         json_dumpf(o, f, JSON_COMPACT);
         fputc('\n', f);
@@ -233,11 +242,14 @@ static int print_show(FILE *f, PGconn *conn, const PGresult *r, int tty) {
         for (int i = 0; i < PQntuples(labels); i++)
             fprintf(f, "  %-32s %8s  %.3f\n", PQgetvalue(labels, i, 0), PQgetvalue(labels, i, 1),
                     atof(PQgetvalue(labels, i, 2)));
-        if (n_fails) fprintf(f, "failures (first %d; topic/partition/offset ticket: reason):\n", n_fails);
+        if (n_fails)
+            fprintf(f, "failures (first %d; topic/partition/offset ticket: reason):\n", n_fails);
         for (int i = 0; i < n_fails; i++)
             fprintf(f, "  %s/%s/%s %s: %s%s\n", PQgetvalue(fails, i, 0), PQgetvalue(fails, i, 1),
                     PQgetvalue(fails, i, 2), PQgetvalue(fails, i, 3), PQgetvalue(fails, i, 4),
-                    PQgetvalue(fails, i, 5)[0] == 't' ? "" : " (not counted: another tenant's, or past the total)");
+                    PQgetvalue(fails, i, 5)[0] == 't'
+                        ? ""
+                        : " (not counted: another tenant's, or past the total)");
     }
     PQclear(fails);
     PQclear(labels);
@@ -255,7 +267,7 @@ static void on_signal(int sig) {
  * job completed (the watch ends). */
 static int draw(PGconn *conn, const char *job, int tty) {
     char lim[16];
-    snprintf(lim, sizeof lim, "%d", job ? 1 : (jobs_a.limit > 0 ? jobs_a.limit : 20));
+    snprintf(lim, sizeof lim, "%d", job ? 1 : jobs_a.limit);
     const char *p[4] = {jobs_a.tenant, lim, (jobs_a.all || job) ? "true" : "false", job};
     PGresult *r = worker_cli_db_query("jobs", conn, SQL_JOBS, 4, p, NULL);
     if (!r) return 1;
@@ -288,7 +300,9 @@ static int draw(PGconn *conn, const char *job, int tty) {
 common_status_t worker_cmd_jobs(int argc, char **argv) {
     memset(&jobs_a, 0, sizeof jobs_a);
     int first = 0;
-    common_status_t st = worker_cli_parse("jobs", argc, argv, jobs_opts, jobs_usage, &first);
+    cli_opt_t opts[JOBS_N_OPTS + 1];
+    jobs_opts(opts);
+    common_status_t st = worker_cli_parse("jobs", argc, argv, opts, jobs_usage, &first);
     if (st != COMMON_OK) return st;
     int rc;
     const char *job = NULL;

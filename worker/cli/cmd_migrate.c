@@ -13,7 +13,7 @@
 
 #define MIGRATE_OPTS(db, dir, dry_run)                                                             \
     {                                                                                              \
-        {"db", CLI_STR, db, 0, 0, "RECLASS_DB", "URL", "PostgreSQL URL or conninfo"},              \
+        worker_cli_opt_db(db, NULL),                                                               \
             {"migrations",                                                                         \
              CLI_STR,                                                                              \
              dir,                                                                                  \
@@ -22,11 +22,13 @@
              NULL,                                                                                 \
              "DIR",                                                                                \
              "directory of migrations (default: $RECLASS_MIGRATIONS, else\n"                       \
-             "      <exe>/../migrations, <exe>/../share/reclass/migrations, the source tree's)"},  \
+             "      <exe>/../migrations, <exe>/../share/reclass/migrations, the source tree's)",   \
+             NULL},                                                                                \
             {"dry-run", CLI_FLAG, dry_run, 0,                                                      \
-             0,         NULL,     NULL,    "list pending migrations, apply nothing"},              \
+             0,         NULL,     NULL,    "list pending migrations, apply nothing",               \
+             NULL},                                                                                \
         {                                                                                          \
-            NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL                                           \
+            NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL, NULL                                     \
         }                                                                                          \
     }
 

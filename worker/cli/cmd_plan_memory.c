@@ -10,25 +10,37 @@
 #include "gpu/model/fp8.h"
 #include "worker/cli/cli.h"
 
-#define PLAN_OPTS(model_dir, geometry, labels, budget, precision, max_len, max_seqs)                 \
-    {                                                                                                \
-        {"model", CLI_STR, model_dir, 0, 0, NULL, "DIR", "Hugging Face checkpoint directory"},       \
-            {"geometry", CLI_STR,                                                                    \
-             geometry,   0,                                                                          \
-             0,          NULL,                                                                       \
-             "NAME",     "bert-mini, bert-base or bert-large instead of a checkpoint"},              \
-            {"labels",   CLI_INT, labels, 1,                                                         \
-             1000000000, NULL,    "N",    "labels of --geometry (default 2)"},                       \
-            {"token-budget", CLI_INT, budget, 1,                                                     \
-             1000000000,     NULL,    "N",    "tokens per encoder batch (required)"},                \
-            {"precision", CLI_STR, precision, 0, 0, NULL, "fp16|bf16|fp8", "default: cuda's, fp16"}, \
-            {"max-len",  CLI_INT, max_len, 1,                                                        \
-             1000000000, NULL,    "N",     "tokens per sequence (default: the model's)"},            \
-            {"max-seqs", CLI_INT, max_seqs, 1,                                                       \
-             1000000000, NULL,    "N",      "sequences per batch (default: by the token budget)"},   \
-        {                                                                                            \
-            NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL                                             \
-        }                                                                                            \
+#define PLAN_OPTS(model_dir, geometry, labels, budget, precision, max_len, max_seqs)                \
+    {                                                                                               \
+        {                                                                                           \
+            "model", CLI_STR, model_dir, 0, 0, NULL, "DIR", "Hugging Face checkpoint directory",    \
+            NULL},                                                                                  \
+            {"geometry", CLI_STR,                                                                   \
+             geometry,   0,                                                                         \
+             0,          NULL,                                                                      \
+             "NAME",     "bert-mini, bert-base or bert-large instead of a checkpoint",              \
+             NULL},                                                                                 \
+            {"labels", CLI_INT, labels, 1, 1000000000, NULL, "N", "labels of --geometry", "2"},     \
+            {"token-budget",                                                                        \
+             CLI_INT,                                                                               \
+             budget,                                                                                \
+             1,                                                                                     \
+             1000000000,                                                                            \
+             NULL,                                                                                  \
+             "N",                                                                                   \
+             "tokens per encoder batch (required)",                                                 \
+             NULL},                                                                                 \
+            {"precision", CLI_STR, precision, 0, 0, NULL, "fp16|bf16|fp8", "default: cuda's, fp16", \
+             NULL},                                                                                 \
+            {"max-len",  CLI_INT, max_len, 1,                                                       \
+             1000000000, NULL,    "N",     "tokens per sequence (default: the model's)",            \
+             NULL},                                                                                 \
+            {"max-seqs", CLI_INT, max_seqs, 1,                                                      \
+             1000000000, NULL,    "N",      "sequences per batch (default: by the token budget)",   \
+             NULL},                                                                                 \
+        {                                                                                           \
+            NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL, NULL                                      \
+        }                                                                                           \
     }
 
 /* bytes as "1.23 GiB", "4.5 MiB", ... into buf */
@@ -100,7 +112,7 @@ static void plan_usage(FILE *f) {
 
 common_status_t worker_cmd_plan_memory(int argc, char **argv) {
     const char *model_dir = NULL, *geometry = NULL, *precision = NULL;
-    int labels = 2, budget = 0, max_len = 0, max_seqs = 0;
+    int labels, budget = 0, max_len = 0, max_seqs = 0;
     const cli_opt_t opts[] =
         PLAN_OPTS(&model_dir, &geometry, &labels, &budget, &precision, &max_len, &max_seqs);
     int prc = worker_cli_parse("plan-memory", argc, argv, opts, plan_usage, NULL);

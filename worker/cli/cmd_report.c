@@ -18,11 +18,11 @@ typedef struct {
 #define REPORT_N_OPTS 3
 static void report_opts(report_args_t *a, cli_opt_t out[REPORT_N_OPTS + 1]) {
     const cli_opt_t t[] = {
-        {"db", CLI_STR, &a->db, 0, 0, "RECLASS_DB", "URL", "PostgreSQL URL or conninfo"},
-        {"job", CLI_STR, &a->job, 0, 0, NULL, "J", "the job (required)"},
+        worker_cli_opt_db(&a->db, NULL),
+        {"job", CLI_STR, &a->job, 0, 0, NULL, "J", "the job (required)", NULL},
         {"out", CLI_STR, &a->out, 0, 0, NULL, "FILE",
-         "write the HTML there (default: standard output)"},
-        {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL},
+         "write the HTML there (default: standard output)", NULL},
+        {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL, NULL},
     };
     _Static_assert(sizeof(t) / sizeof(t[0]) == REPORT_N_OPTS + 1, "REPORT_N_OPTS");
     memcpy(out, t, sizeof(t));

@@ -47,44 +47,42 @@ static void on_signal(int sig) {
 static void submit_opts(submit_opts_t *o, long *priority, cli_list_t *props, int *no_progress,
                         cli_opt_t out[SUBMIT_N_OPTS + 1]) {
     const cli_opt_t t[] = {
-        {"brokers", CLI_STR, &o->brokers, 0, 0, "RECLASS_BROKERS", "B",
-         "bootstrap servers (default 127.0.0.1:9092)"},
-        {"topic", CLI_STR, &o->topic, 0, 0, "RECLASS_TOPIC", "T", "topic (default tickets)"},
+        worker_cli_opt_brokers(&o->brokers),
+        worker_cli_opt_topic(&o->topic, "T", "topic"),
         {"lane", CLI_STR, &o->lane, 0, 0, NULL, "urgent|bulk",
          "send to the urgent lane, topic <T>.urgent, or the bulk lane, topic T (default:\n"
-         "      T); a worker run with --topic T.urgent:0,T:1 serves urgent tickets first"},
-        {"job-id", CLI_STR, &o->job_id, 0, 0, "RECLASS_JOB_ID", "J", "job id (required)"},
-        {"tenant", CLI_STR, &o->tenant, 0, 0, "RECLASS_TENANT", "X", "tenant (required)"},
+         "      T); a worker run with --topic T.urgent:0,T:1 serves urgent tickets first",
+         NULL},
+        {"job-id", CLI_STR, &o->job_id, 0, 0, "RECLASS_JOB_ID", "J", "job id (required)", NULL},
+        {"tenant", CLI_STR, &o->tenant, 0, 0, "RECLASS_TENANT", "X", "tenant (required)", NULL},
         {"text-column", CLI_STR, &o->text_col, 0, 0, NULL, "NAME",
-         "CSV column / JSON key of the text (default text)"},
+         "CSV column / JSON key of the text", "text"},
         {"id-column", CLI_STR, &o->id_col, 0, 0, NULL, "NAME",
          "CSV column / JSON key of the ticket id (default: JSON \"id\", else the record\n"
-         "      number)"},
+         "      number)",
+         NULL},
         {"priority", CLI_LONG, priority, -2147483647L, 2147483647L, NULL, "N",
-         "priority field of every ticket (default: none)"},
+         "priority field of every ticket (default: none)", NULL},
         {"plain-avro", CLI_FLAG, &o->plain, 0, 0, NULL, NULL,
-         "plain Avro binary instead of the Confluent framing"},
-        {"plain-schema", CLI_STR, &o->plain_schema, 0, 0, "RECLASS_PLAIN_SCHEMA", "FILE",
-         "writer schema of --plain-avro records (default: the oldest in --schemas that the\n"
-         "      current one reads; the workers must be given the same)"},
-        {"schemas", CLI_STR, &o->schemas, 0, 0, "RECLASS_SCHEMAS", "DIR",
-         "ticket-v<ID>.avsc directory (default: <exe>/../consumers/schemas, else\n"
-         "      <exe>/../share/reclass/schemas, else /usr/share/reclass/schemas)"},
+         "plain Avro binary instead of the Confluent framing", NULL},
+        worker_cli_opt_plain_schema(
+            &o->plain_schema,
+            "writer schema of --plain-avro records (default: the oldest in --schemas that the\n"
+            "      current one reads; the workers must be given the same)"),
+        worker_cli_opt_schemas(&o->schemas),
         {"schema-registry", CLI_STR, &o->registry, 0, 0, "RECLASS_SCHEMA_REGISTRY", "URL",
          "register the schema under <topic>-value in this Confluent Schema Registry and\n"
-         "      frame the records with its id (credentials as for reclass run)"},
-        {"schema-registry-auth-file", CLI_STR, &o->registry_auth, 0, 0,
-         "RECLASS_SCHEMA_REGISTRY_AUTH_FILE", "FILE",
-         "one line \"basic user:password\" or \"bearer TOKEN\" for the registry"},
-        {"schema-registry-ca", CLI_STR, &o->registry_ca, 0, 0, "RECLASS_SCHEMA_REGISTRY_CA", "FILE",
-         "CA certificates (PEM) the registry's TLS certificate is verified against"},
-        {"kafka", CLI_KV, props, 0, 0, NULL, "K=V",
-         "extra librdkafka property (repeatable), e.g. security.protocol=SSL"},
-        {"db", CLI_STR, &o->db, 0, 0, "RECLASS_DB", "URL",
-         "PostgreSQL URL or conninfo: refuse, before sending, a job id another tenant owns"},
+         "      frame the records with its id (credentials as for reclass run)",
+         NULL},
+        worker_cli_opt_registry_auth(&o->registry_auth),
+        worker_cli_opt_registry_ca(&o->registry_ca),
+        worker_cli_opt_kafka(props),
+        worker_cli_opt_db(
+            &o->db, "PostgreSQL URL or conninfo: refuse, before sending, a job id another tenant "
+                    "owns"),
         {"no-progress", CLI_FLAG, no_progress, 0, 0, NULL, NULL,
-         "no progress bar (it is only drawn when stderr is a terminal)"},
-        {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL},
+         "no progress bar (it is only drawn when stderr is a terminal)", NULL},
+        {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL, NULL},
     };
     _Static_assert(sizeof(t) / sizeof(t[0]) == SUBMIT_N_OPTS + 1, "SUBMIT_N_OPTS");
     memcpy(out, t, sizeof(t));
@@ -108,9 +106,6 @@ static void usage(FILE *f) {
 /* COMMON_OK, COMMON_DONE after --help, or COMMON_USAGE with the usage error printed. */
 static int parse_opts(int argc, char **argv, submit_opts_t *o) {
     memset(o, 0, sizeof(*o));
-    o->brokers = "127.0.0.1:9092";
-    o->topic = "tickets";
-    o->text_col = "text";
     long priority = LONG_MIN;
     int no_progress = 0, first = 0;
     cli_list_t props = {o->props, 0, SUBMIT_MAX_PROPS};

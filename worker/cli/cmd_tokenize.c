@@ -22,7 +22,8 @@
          "DIR",                                                                                    \
          "model directory with tokenizer.json (Hugging Face tokenizers), or else vocab.txt\n"      \
          "      and optionally tokenizer_config.json (do_lower_case, strip_accents,\n"             \
-         "      tokenize_chinese_chars; BERT uncased when absent)"},                               \
+         "      tokenize_chinese_chars; BERT uncased when absent)",                                \
+         NULL},                                                                                    \
             {"jsonl",                                                                              \
              CLI_FLAG,                                                                             \
              jsonl,                                                                                \
@@ -31,7 +32,8 @@
              NULL,                                                                                 \
              NULL,                                                                                 \
              "input is JSON lines with a string \"text\" field (other fields are ignored, empty\n" \
-             "      lines skipped); default: one text per line"},                                  \
+             "      lines skipped); default: one text per line",                                   \
+             NULL},                                                                                \
             {"max-len",                                                                            \
              CLI_LONG,                                                                             \
              max_len,                                                                              \
@@ -40,9 +42,10 @@
              NULL,                                                                                 \
              "N",                                                                                  \
              "truncate to N ids (N >= 2), keeping [CLS] first and [SEP] last; default: no\n"       \
-             "      truncation"},                                                                  \
+             "      truncation",                                                                   \
+             NULL},                                                                                \
         {                                                                                          \
-            NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL                                           \
+            NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL, NULL                                     \
         }                                                                                          \
     }
 

@@ -14,92 +14,100 @@
 
 /* The options of `reclass run`, each with its variable, set into c (kafka: c->kafka_props):
  * its own rows, then the shared classification settings (worker/cli/settings_opts.c). */
-#define RUN_N_OWN  28
+#define RUN_N_OWN  29
 #define RUN_N_OPTS (RUN_N_OWN + 8)
 static void run_opts(worker_run_cfg_t *c, cli_list_t *kafka, cli_opt_t out[RUN_N_OPTS + 1]) {
     const cli_opt_t t[] = {
-        {"brokers", CLI_STR, &c->brokers, 0, 0, "RECLASS_BROKERS", NULL,
-         "Kafka bootstrap servers (default 127.0.0.1:9092)"},
-        {"topic", CLI_STR, &c->topic, 0, 0, "RECLASS_TOPIC", "T[:P],...",
-         "topic(s) the tickets arrive on (default tickets); several, each with a priority\n"
-         "      (lower = more urgent, default 0), are lanes: e.g. tickets.urgent:0,tickets:1\n"
-         "      reads tickets only while no urgent ticket waits or is in flight"},
-        {"group", CLI_STR, &c->group, 0, 0, "RECLASS_GROUP", NULL,
-         "consumer group id (default reclass)"},
-        {"db", CLI_STR, &c->db, 0, 0, "RECLASS_DB", NULL, "PostgreSQL URL or conninfo (required)"},
+        worker_cli_opt_brokers(&c->brokers),
+        worker_cli_opt_topic(&c->topic, "T[:P],...",
+                             "topic(s) the tickets arrive on; several, each with a priority\n"
+                             "      (lower = more urgent; 0 when not given), are lanes: e.g.\n"
+                             "      tickets.urgent:0,tickets:1 reads tickets only while no urgent\n"
+                             "      ticket waits or is in flight"),
+        {"group", CLI_STR, &c->group, 0, 0, "RECLASS_GROUP", NULL, "consumer group id", "reclass"},
+        worker_cli_opt_db(&c->db, "PostgreSQL URL or conninfo (required)"),
         {"model", CLI_STR, &c->cls.model_dir, 0, 0, "RECLASS_MODEL", NULL,
-         "Hugging Face checkpoint directory (required)"},
+         "Hugging Face checkpoint directory (required)", NULL},
         {"max-wait-ms", CLI_INT, &c->cls.max_wait_ms, 0, 3600000, "RECLASS_MAX_WAIT_MS", NULL,
-         "longest a ticket waits for its batch to fill (default 200)"},
+         "longest a ticket waits for its batch to fill", "200"},
         {"idle-exit", CLI_INT, &c->idle_exit_s, 0, INT_MAX, "RECLASS_IDLE_EXIT", NULL,
-         "exit 0 after N seconds with nothing to do, everything committed (default 0 =\n"
-         "      never); counted from the first assignment (joining a group can take a while)"},
+         "exit 0 after N seconds with nothing to do, everything committed (0 = never);\n"
+         "      counted from the first assignment (joining a group can take a while)",
+         "0"},
         {"join-timeout", CLI_INT, &c->join_timeout_s, 0, INT_MAX, "RECLASS_JOIN_TIMEOUT", NULL,
-         "exit 1 when no partition assignment came within N seconds of start (default\n"
-         "      120, 0 = wait forever); at least twice session.timeout.ms, since a group\n"
-         "      re-assigns a killed member's partitions only once its session expired"},
+         "exit 1 when no partition assignment came within N seconds of start (0 = wait\n"
+         "      forever); at least twice session.timeout.ms, since a group re-assigns a\n"
+         "      killed member's partitions only once its session expired",
+         "120"},
         {"drain-db-wait", CLI_INT, &c->drain_db_wait_s, 0, 3600, "RECLASS_DRAIN_DB_WAIT", "S",
-         "on SIGTERM with PostgreSQL down, retry it for S seconds (default 30), then stop\n"
-         "      without those results: their offsets stay uncommitted, the next owner re-reads"},
+         "on SIGTERM with PostgreSQL down, retry it for S seconds, then stop without\n"
+         "      those results: their offsets stay uncommitted, the next owner re-reads",
+         "30"},
         {"dlq-topic", CLI_STR, &c->dlq_topic, 0, 0, "RECLASS_DLQ_TOPIC", NULL,
-         "dead-letter topic for undecodable records (default <topic>.dlq)"},
-        {"schemas", CLI_STR, &c->schemas, 0, 0, "RECLASS_SCHEMAS", NULL,
-         "directory of ticket-v<ID>.avsc schemas (default: <exe>/../consumers/schemas, else\n"
-         "      <exe>/../share/reclass/schemas, else /usr/share/reclass/schemas)"},
-        {"plain-schema", CLI_STR, &c->plain_schema, 0, 0, "RECLASS_PLAIN_SCHEMA", "FILE",
-         "writer schema of plain (unframed) Avro records (default: the oldest in --schemas\n"
-         "      that the current one reads, so that a new schema never changes how they read)"},
+         "dead-letter topic for undecodable records (default: <topic>.dlq)", NULL},
+        worker_cli_opt_schemas(&c->schemas),
+        worker_cli_opt_plain_schema(
+            &c->plain_schema,
+            "writer schema of plain (unframed) Avro records (default: the oldest in --schemas\n"
+            "      that the current one reads, so that a new schema never changes how they read)"),
         {"schema-registry", CLI_STR, &c->schema_registry, 0, 0, "RECLASS_SCHEMA_REGISTRY", "URL",
          "Confluent Schema Registry: framed records' schema ids are the registry's, writer\n"
          "      schemas fetched by id on first sight (cached); credentials from\n"
-         "      RECLASS_SCHEMA_REGISTRY_USER_INFO / _TOKEN or --schema-registry-auth-file"},
-        {"schema-registry-auth-file", CLI_STR, &c->schema_registry_auth, 0, 0,
-         "RECLASS_SCHEMA_REGISTRY_AUTH_FILE", "FILE",
-         "one line \"basic user:password\" or \"bearer TOKEN\" for the registry"},
-        {"schema-registry-ca", CLI_STR, &c->schema_registry_ca, 0, 0, "RECLASS_SCHEMA_REGISTRY_CA",
-         "FILE", "CA certificates (PEM) the registry's TLS certificate is verified against"},
+         "      RECLASS_SCHEMA_REGISTRY_USER_INFO / _TOKEN or --schema-registry-auth-file",
+         NULL},
+        worker_cli_opt_registry_auth(&c->schema_registry_auth),
+        worker_cli_opt_registry_ca(&c->schema_registry_ca),
         {"sink-rows", CLI_INT, &c->sink_rows, 1, 1 << 20, "RECLASS_SINK_ROWS", NULL,
-         "most rows per PostgreSQL transaction (default 8192)"},
+         "most rows per PostgreSQL transaction", "8192"},
         {"sink-connections", CLI_INT, &c->sink_connections, 0, 64, "RECLASS_SINK_CONNECTIONS", NULL,
-         "PostgreSQL connections writing results, each its own thread (default 0 = one\n"
-         "      per 4 threads, 1 to 4)"},
+         "PostgreSQL connections writing results, each its own thread (0 = one per 4\n"
+         "      threads, 1 to 4)",
+         "0"},
         {"log-every", CLI_INT, &c->log_every, 0, INT_MAX, "RECLASS_LOG_EVERY", NULL,
-         "a progress line on stderr every N batches (default 50, 0 = none)"},
-        {"top-k", CLI_INT, &c->top_k, 1, 64, "RECLASS_TOP_K", NULL,
-         "labels kept in top_k (default 3)"},
+         "a progress line on stderr every N batches (0 = none)", "50"},
+        {"top-k", CLI_INT, &c->top_k, 1, 64, "RECLASS_TOP_K", NULL, "labels kept in top_k", "3"},
         {"stats-json", CLI_STR, &c->stats_json, 0, 0, "RECLASS_STATS_JSON", NULL,
-         "also write the exit statistics (JSON) to this file"},
+         "also write the exit statistics (JSON) to this file", NULL},
         {"http-port", CLI_INT, &c->http_port, 0, 65535, "RECLASS_HTTP_PORT", NULL,
-         "serve /healthz, /readyz and /metrics (Prometheus) on this port (default 0 = off)"},
+         "serve /healthz, /readyz and /metrics (Prometheus) on this port (0 = off)", "0"},
         {"http-addr", CLI_STR, &c->http_addr, 0, 0, "RECLASS_HTTP_ADDR", NULL,
-         "address the HTTP endpoints bind to (default 0.0.0.0; 127.0.0.1 = local only)"},
+         "address the HTTP endpoints bind to (127.0.0.1 = local only)", "0.0.0.0"},
         {"drift-window-s", CLI_INT, &c->drift_window_s, 1, 86400, "RECLASS_DRIFT_WINDOW_S", NULL,
-         "length of a drift window (table drift_windows) in seconds (default 60)"},
+         "length of a drift window (table drift_windows) in seconds", "60"},
         {"drift-max-tenants", CLI_INT, &c->drift_max_tenants, 1, 1048576,
          "RECLASS_DRIFT_MAX_TENANTS", NULL,
-         "tenants tracked per drift window (default 4096); further ones are folded into\n"
+         "tenants tracked per drift window; further ones are folded into\n"
          "      _other (counted, logged, rows flagged overflow). Memory, fixed at start:\n"
          "      at most 4 x (288 + 8 x labels) bytes per tenant (counted as 4096 when\n"
          "      fewer), 7.3 MB at 4096 tenants and 20 labels; logged at start and\n"
-         "      exported as reclass_drift_memory_bytes"},
+         "      exported as reclass_drift_memory_bytes",
+         CLS_STR(WORKER_DRIFT_MAX_TENANTS)},
         {"telemetry-interval-s", CLI_INT, &c->telemetry_interval_s, 1, 86400,
          "RECLASS_TELEMETRY_INTERVAL_S", NULL,
-         "seconds between gpu_memory rows (also written at start and exit; default 10)"},
+         "seconds between gpu_memory rows (also written at start and exit)", "10"},
         {"tenant-weight", CLI_STR, &c->tenant_weights, 0, 0, "RECLASS_TENANT_WEIGHTS", "T=W,...",
-         "tenants' weights (1..1000, default 1) in the deficit round robin that fills\n"
-         "      batches: a tenant with records queued gets W/sum(W) of the encoded tokens"},
+         "tenants' weights (1..1000; 1 when not given) in the deficit round robin that fills\n"
+         "      batches: a tenant with records queued gets W/sum(W) of the encoded tokens",
+         NULL},
         {"tenant-max-tokens", CLI_INT, &c->tenant_max_tokens, 0, 1 << 30,
          "RECLASS_TENANT_MAX_TOKENS", NULL,
-         "tokens one tenant may hold in the accumulator (default 0 = half of\n"
+         "tokens one tenant may hold in the accumulator (0 = half of\n"
          "      --max-pending-tokens); its next record then waits, and reading stops (but\n"
-         "      for the most urgent lane) until its queued tickets make room"},
-        {"kafka", CLI_KV, kafka, 0, 0, NULL, "K=V",
-         "extra librdkafka property (repeatable), e.g. security.protocol=ssl"},
+         "      for the most urgent lane) until its queued tickets make room",
+         "0"},
+        {"priority-step-ms", CLI_INT, &c->priority_step_ms, 0, 3600000, "RECLASS_PRIORITY_STEP_MS",
+         NULL,
+         "within a lane and tenant, a ticket of priority p (its record's priority field,\n"
+         "      0..9, higher first) is due p steps earlier: it goes before lower priorities\n"
+         "      that arrived less than that lead before it, never before older ones, so\n"
+         "      none starves (0 = priority ignored)",
+         "500"},
+        worker_cli_opt_kafka(kafka),
     };
     _Static_assert(sizeof(t) / sizeof(t[0]) == RUN_N_OWN, "RUN_N_OWN");
     memcpy(out, t, sizeof(t));
     int n = RUN_N_OWN + worker_cli_settings_opts(&c->cls, CLI_SET_ALL, 1, out + RUN_N_OWN);
-    out[n] = (cli_opt_t){NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL};
+    out[n] = (cli_opt_t){NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL, NULL};
 }
 
 void worker_run_cfg_usage(FILE *f) {
@@ -168,20 +176,6 @@ static common_status_t parse_topics(worker_run_cfg_t *cfg, char *err, size_t err
 common_status_t worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **argv, char *err,
                                      size_t errlen) {
     memset(cfg, 0, sizeof(*cfg));
-    cfg->brokers = "127.0.0.1:9092";
-    cfg->topic = "tickets";
-    cfg->group = "reclass";
-    cfg->cls.backend = "cpu";
-    cfg->cls.max_wait_ms = 200;
-    cfg->sink_rows = 8192;
-    cfg->log_every = 50;
-    cfg->top_k = 3;
-    cfg->http_addr = "0.0.0.0";
-    cfg->drift_window_s = 60;
-    cfg->drift_max_tenants = WORKER_DRIFT_MAX_TENANTS;
-    cfg->telemetry_interval_s = 10;
-    cfg->join_timeout_s = 120;
-    cfg->drain_db_wait_s = 30;
     cli_list_t kafka = {cfg->kafka_props, 0, WORKER_RUN_MAX_KAFKA_PROPS};
     cli_opt_t opts[RUN_N_OPTS + 1];
     run_opts(cfg, &kafka, opts);
@@ -220,8 +214,7 @@ common_status_t worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **arg
                            "--http-addr '%s': give an IPv4 or IPv6 address (e.g. 0.0.0.0)",
                            cfg->http_addr);
     if (consumers_kafka_props_check(cfg->kafka_props, err, errlen)) return COMMON_USAGE;
-    long session_ms = /* librdkafka's default: 45000 */
-        consumers_kafka_props_long(cfg->kafka_props, "session.timeout.ms", 45000);
+    long session_ms = consumers_kafka_setting_long(cfg->kafka_props, "session.timeout.ms");
     if (cfg->join_timeout_s > 0 && cfg->join_timeout_s * 1000L < 2 * session_ms)
         return common_errf(COMMON_USAGE, err, errlen,
                            "--join-timeout %d s is under twice session.timeout.ms (%ld ms): the "

@@ -1,38 +1,44 @@
-/* The option rows of the classification settings (worker/classify/settings.h) that `run`,
- * `classify` and `bench` share: one wording, one range and one printed default per setting. */
+/* The option rows that several commands share: the classification settings
+ * (worker/classify/settings.h) of `run`, `classify` and `bench`, and the database, Kafka and
+ * schema rows of `run`, `submit` and the database commands: one wording, one range, one
+ * environment variable and one default per setting. */
 #include <string.h>
 
 #include "worker/cli/cli.h"
 
-/* "(default ...)" of a value chosen by backend, on a line of its own */
+/* what 0 means for a value chosen by backend, on a line of its own */
 #define AUTO_BY_BACKEND(cpu, cuda)                                                                 \
-    "\n      (default 0 = auto: " CLS_STR(cpu) " on the cpu backend, " CLS_STR(cuda) " on cuda)"
+    "\n      (0 = auto: " CLS_STR(cpu) " on the cpu backend, " CLS_STR(cuda) " on cuda)"
 
 int worker_cli_settings_opts(cls_settings_t *s, unsigned rows, int env, cli_opt_t *out) {
     const cli_opt_t t[] = {
-        {"backend", CLI_STR, &s->backend, 0, 0, "RECLASS_BACKEND", NULL,
-         "cpu or cuda (default cpu)"},
+        {"backend", CLI_STR, &s->backend, 0, 0, "RECLASS_BACKEND", NULL, "cpu or cuda", "cpu"},
         {"precision", CLI_STR, &s->precision, 0, 0, "RECLASS_PRECISION", NULL,
          "what the encoder computes in: fp32, bf16 or fp8 (the FP8 reference) on the cpu\n"
-         "      backend; fp16 or bf16 on cuda (default: the backend's first, fp32 / fp16)"},
+         "      backend; fp16 or bf16 on cuda (default: the backend's first, fp32 / fp16)",
+         NULL},
         {"token-budget", CLI_INT, &s->token_budget, 0, 1 << 24, "RECLASS_TOKEN_BUDGET", NULL,
          "tokens per encoder batch, at least --max-len; auto is raised to --max-len\n"
          "      where that is longer" AUTO_BY_BACKEND(CLS_AUTO_TOKEN_BUDGET_CPU,
-                                                      CLS_AUTO_TOKEN_BUDGET_CUDA)},
+                                                      CLS_AUTO_TOKEN_BUDGET_CUDA),
+         "0"},
         {"max-len", CLI_INT, &s->max_len, 0, 1 << 20, "RECLASS_MAX_LEN", NULL,
-         "truncate texts to this many tokens (default 0 = the model's maximum)"},
+         "truncate texts to this many tokens (0 = the model's maximum)", "0"},
         {"threads", CLI_INT, &s->threads, 0, 1024, "RECLASS_THREADS", NULL,
          "CPU threads: the CPU backend's, and `run`'s for decoding, tokenizing and\n"
-         "      scoring (default 0 = the cores this process may run on)"},
-        {"device", CLI_INT, &s->device, 0, 1024, "RECLASS_DEVICE", NULL,
-         "CUDA device ordinal (default 0)"},
+         "      scoring (0 = the cores this process may run on)",
+         "0"},
+        {"device", CLI_INT, &s->device, 0, 1024, "RECLASS_DEVICE", NULL, "CUDA device ordinal",
+         "0"},
         {"max-pending", CLI_INT, &s->max_pending, 0, 1 << 24, "RECLASS_MAX_PENDING", NULL,
          "items waiting for a batch before input pauses; also bounds the work a shutdown\n"
-         "      finishes" AUTO_BY_BACKEND(CLS_AUTO_MAX_PENDING_CPU, CLS_AUTO_MAX_PENDING_CUDA)},
+         "      finishes" AUTO_BY_BACKEND(CLS_AUTO_MAX_PENDING_CPU, CLS_AUTO_MAX_PENDING_CUDA),
+         "0"},
         {"max-pending-tokens", CLI_LONG, &s->max_pending_tokens, 0, 1 << 30,
          "RECLASS_MAX_PENDING_TOKENS", NULL,
-         "tokens of the items waiting before input pauses (default 0 = " CLS_STR(
-             CLS_AUTO_PENDING_BUDGETS) " token budgets)"},
+         "tokens of the items waiting before input pauses (0 = " CLS_STR(
+             CLS_AUTO_PENDING_BUDGETS) " token budgets)",
+         "0"},
     };
     int n = 0;
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
@@ -42,4 +48,72 @@ int worker_cli_settings_opts(cls_settings_t *s, unsigned rows, int env, cli_opt_
         n++;
     }
     return n;
+}
+
+cli_opt_t worker_cli_opt_db(const char **dst, const char *help) {
+    return (cli_opt_t){"db", CLI_STR,      dst,   0,
+                       0,    "RECLASS_DB", "URL", help ? help : "PostgreSQL URL or conninfo",
+                       NULL};
+}
+
+cli_opt_t worker_cli_opt_brokers(const char **dst) {
+    return (cli_opt_t){
+        "brokers",       CLI_STR, dst, 0, 0, "RECLASS_BROKERS", "B", "Kafka bootstrap servers",
+        "127.0.0.1:9092"};
+}
+
+cli_opt_t worker_cli_opt_topic(const char **dst, const char *arg, const char *help) {
+    return (cli_opt_t){"topic", CLI_STR, dst, 0, 0, "RECLASS_TOPIC", arg, help, "tickets"};
+}
+
+cli_opt_t worker_cli_opt_schemas(const char **dst) {
+    return (cli_opt_t){"schemas",
+                       CLI_STR,
+                       dst,
+                       0,
+                       0,
+                       "RECLASS_SCHEMAS",
+                       "DIR",
+                       "directory of ticket-v<ID>.avsc schemas (default: <exe>/../consumers/"
+                       "schemas, else\n      <exe>/../share/reclass/schemas, else "
+                       "/usr/share/reclass/schemas)",
+                       NULL};
+}
+
+cli_opt_t worker_cli_opt_plain_schema(const char **dst, const char *help) {
+    return (cli_opt_t){"plain-schema",         CLI_STR, dst,  0,   0,
+                       "RECLASS_PLAIN_SCHEMA", "FILE",  help, NULL};
+}
+
+cli_opt_t worker_cli_opt_registry_auth(const char **dst) {
+    return (cli_opt_t){"schema-registry-auth-file",
+                       CLI_STR,
+                       dst,
+                       0,
+                       0,
+                       "RECLASS_SCHEMA_REGISTRY_AUTH_FILE",
+                       "FILE",
+                       "one line \"basic user:password\" or \"bearer TOKEN\" for the registry",
+                       NULL};
+}
+
+cli_opt_t worker_cli_opt_registry_ca(const char **dst) {
+    return (cli_opt_t){"schema-registry-ca",
+                       CLI_STR,
+                       dst,
+                       0,
+                       0,
+                       "RECLASS_SCHEMA_REGISTRY_CA",
+                       "FILE",
+                       "CA certificates (PEM) the registry's TLS certificate is verified against",
+                       NULL};
+}
+
+cli_opt_t worker_cli_opt_kafka(cli_list_t *dst) {
+    return (cli_opt_t){
+        "kafka", CLI_KV,
+        dst,     0,
+        0,       NULL,
+        "K=V",   "extra librdkafka property (repeatable), e.g. security.protocol=ssl",
+        NULL};
 }

@@ -49,8 +49,9 @@ void worker_metrics_reset(worker_metrics_t *m) {
             atomic_store(&m->stage_ns[i][k], 0);
 }
 
-static const char *const stage_names[WORKER_STAGE_N] = {
-    "poll", "tokenize", "accumulate", "pack", "submit", "collect", "score", "rows", "copy"};
+static const char *const stage_names[WORKER_STAGE_N] = {"poll", "decode", "tokenize", "accumulate",
+                                                        "pack", "submit", "collect",  "score",
+                                                        "rows", "copy"};
 
 const char *worker_stage_name(int stage) {
     return stage >= 0 && stage < WORKER_STAGE_N ? stage_names[stage] : "unknown";

@@ -16,7 +16,8 @@
  * wall and CPU seconds (CLOCK_THREAD_CPUTIME_ID), summed over those threads (tokenize and
  * score run on the pool): where the host's time goes, next to the backend's. */
 typedef enum {
-    WORKER_STAGE_POLL,     /* Kafka poll, offset tracking, Avro decode, validation, dead letters */
+    WORKER_STAGE_POLL,     /* Kafka poll, offset tracking, queueing, dead letters (poll thread) */
+    WORKER_STAGE_DECODE,   /* Avro decode, validation (on the pool) */
     WORKER_STAGE_TOKENIZE, /* text -> ids (on the pool) */
     WORKER_STAGE_ACCUM,    /* pushes into and batches out of the accumulator */
     WORKER_STAGE_PACK,     /* ids + cu_seqlens into the engine's staging */

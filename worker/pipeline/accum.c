@@ -10,7 +10,14 @@
  * earliest deadline; then other overdue items nearest in length are added while they fit;
  * then any items nearest in length fill the rest of the budget. Not overdue: the anchor is
  * the longest item and the batch is the run of next-longest items that fits: short items
- * accumulate into batches of their own until their deadline. */
+ * accumulate into batches of their own until their deadline.
+ *
+ * Priority moves an item's deadline earlier (accum.h: priority_step_ms), so the lists keep
+ * the order in which items are due; an item is linked after the last pending one of its
+ * priority (in its bucket and globally), since a priority's deadlines rise with the clock, so
+ * a burst of urgent items does not walk a backlog of lower ones each (only the first). When the
+ * earliest due item has a priority, it anchors the batch at once, and the items of its
+ * priority or higher (by their buckets' heads) are taken before any lower one. */
 #include "worker/pipeline/accum.h"
 
 #include <stdio.h>
@@ -22,7 +29,8 @@
 typedef struct {
     void *item;
     int len;
-    int64_t deadline;
+    int prio;         /* 0..WORKER_ACCUM_MAX_PRIORITY */
+    int64_t deadline; /* arrival + max_wait_ms - prio * priority_step_ms */
     int bprev, bnext; /* neighbours in the length bucket, deadline order */
     int aprev, anext; /* neighbours in the global list, deadline order */
 } slot_t;
@@ -36,9 +44,14 @@ struct worker_accum {
     slot_t *slot;       /* (max_pending_items) */
     int free_head;      /* free slots chained through anext */
     list_t *bucket;     /* (max_len + 1) by length; index 0 unused */
+    int *blast;         /* (max_len + 1, MAX_PRIORITY + 1): as last, per bucket */
     uint64_t *nonempty; /* (words) bit l set when bucket l holds an item */
     int words;
     list_t all; /* every pending item, earliest deadline first */
+    /* the last item pushed of each priority while pending, else NIL: a priority's deadlines
+     * rise with the clock, so a new one goes at most a few items after it (no walk past a
+     * backlog of lower priorities) */
+    int last[WORKER_ACCUM_MAX_PRIORITY + 1];
     int n_items;
     long n_tokens;
 };
@@ -85,10 +98,19 @@ static int len_prev_le(const worker_accum_t *a, int l) {
 static void link_sorted(worker_accum_t *a, int s) {
     slot_t *S = a->slot;
     list_t *b = &a->bucket[S[s].len];
-    /* bucket: walk back past later deadlines (ties keep arrival order) */
-    int p = b->tail;
-    while (p != NIL && S[p].deadline > S[s].deadline)
-        p = S[p].bprev;
+    /* bucket: after its last of this priority, or back from the tail past later deadlines
+     * (ties keep arrival order) */
+    int *bl = &a->blast[S[s].len * (WORKER_ACCUM_MAX_PRIORITY + 1) + S[s].prio];
+    int p = *bl;
+    if (p != NIL && S[p].deadline <= S[s].deadline) {
+        while (S[p].bnext != NIL && S[S[p].bnext].deadline <= S[s].deadline)
+            p = S[p].bnext;
+    } else {
+        p = b->tail;
+        while (p != NIL && S[p].deadline > S[s].deadline)
+            p = S[p].bprev;
+    }
+    *bl = s;
     S[s].bprev = p;
     S[s].bnext = p == NIL ? b->head : S[p].bnext;
     if (p == NIL)
@@ -101,9 +123,16 @@ static void link_sorted(worker_accum_t *a, int s) {
         S[S[s].bnext].bprev = s;
     bit_set(a, S[s].len);
 
-    p = a->all.tail;
-    while (p != NIL && S[p].deadline > S[s].deadline)
-        p = S[p].aprev;
+    p = a->last[S[s].prio];
+    if (p != NIL && S[p].deadline <= S[s].deadline) {
+        while (S[p].anext != NIL && S[S[p].anext].deadline <= S[s].deadline)
+            p = S[p].anext;
+    } else {
+        p = a->all.tail;
+        while (p != NIL && S[p].deadline > S[s].deadline)
+            p = S[p].aprev;
+    }
+    a->last[S[s].prio] = s;
     S[s].aprev = p;
     S[s].anext = p == NIL ? a->all.head : S[p].anext;
     if (p == NIL)
@@ -129,6 +158,9 @@ static void unlink_slot(worker_accum_t *a, int s) {
         S[S[s].bnext].bprev = S[s].bprev;
     if (b->head == NIL) bit_clear(a, S[s].len);
 
+    if (a->last[S[s].prio] == s) a->last[S[s].prio] = NIL;
+    int *bl = &a->blast[S[s].len * (WORKER_ACCUM_MAX_PRIORITY + 1) + S[s].prio];
+    if (*bl == s) *bl = NIL;
     if (S[s].aprev == NIL)
         a->all.head = S[s].anext;
     else
@@ -169,6 +201,10 @@ int worker_accum_init(const worker_accum_cfg_t *cfg, worker_accum_t **out, char 
         snprintf(err, errlen, "max wait must be >= 0 ms (got %d)", cfg->max_wait_ms);
         return -1;
     }
+    if (cfg->priority_step_ms < 0) {
+        snprintf(err, errlen, "priority step must be >= 0 ms (got %d)", cfg->priority_step_ms);
+        return -1;
+    }
     if (cfg->max_pending_items <= 0) {
         snprintf(err, errlen, "max pending items must be positive (got %d)",
                  cfg->max_pending_items);
@@ -191,19 +227,24 @@ int worker_accum_init(const worker_accum_cfg_t *cfg, worker_accum_t **out, char 
     a->words = cfg->max_len / 64 + 1;
     a->slot = malloc((size_t)cfg->max_pending_items * sizeof(slot_t));
     a->bucket = malloc((size_t)(cfg->max_len + 1) * sizeof(list_t));
+    a->blast = malloc((size_t)(cfg->max_len + 1) * (WORKER_ACCUM_MAX_PRIORITY + 1) * sizeof(int));
     a->nonempty = calloc((size_t)a->words, sizeof(uint64_t));
-    if (!a->slot || !a->bucket || !a->nonempty) {
+    if (!a->slot || !a->bucket || !a->blast || !a->nonempty) {
         worker_accum_free(a);
         goto oom;
     }
     for (int l = 0; l <= cfg->max_len; l++)
         a->bucket[l].head = a->bucket[l].tail = NIL;
+    for (int i = 0; i < (cfg->max_len + 1) * (WORKER_ACCUM_MAX_PRIORITY + 1); i++)
+        a->blast[i] = NIL;
     for (int s = 0; s < cfg->max_pending_items; s++) {
         a->slot[s].item = NULL;
         a->slot[s].anext = s + 1 < cfg->max_pending_items ? s + 1 : NIL;
     }
     a->free_head = 0;
     a->all.head = a->all.tail = NIL;
+    for (int p = 0; p <= WORKER_ACCUM_MAX_PRIORITY; p++)
+        a->last[p] = NIL;
     *out = a;
     return 0;
 oom:
@@ -215,11 +256,16 @@ void worker_accum_free(worker_accum_t *acc) {
     if (!acc) return;
     free(acc->slot);
     free(acc->bucket);
+    free(acc->blast);
     free(acc->nonempty);
     free(acc);
 }
 
 int worker_accum_push(worker_accum_t *acc, void *item, int len, int64_t now_ms) {
+    return worker_accum_push_prio(acc, item, len, 0, now_ms);
+}
+
+int worker_accum_push_prio(worker_accum_t *acc, void *item, int len, int prio, int64_t now_ms) {
     if (len <= 0 || len > acc->cfg.max_len) return WORKER_ACCUM_INVALID;
     if (acc->n_items >= acc->cfg.max_pending_items ||
         acc->n_tokens + len > acc->cfg.max_pending_tokens)
@@ -228,7 +274,11 @@ int worker_accum_push(worker_accum_t *acc, void *item, int len, int64_t now_ms) 
     acc->free_head = acc->slot[s].anext;
     acc->slot[s].item = item;
     acc->slot[s].len = len;
-    acc->slot[s].deadline = now_ms + acc->cfg.max_wait_ms;
+    if (prio < 0 || acc->cfg.priority_step_ms == 0) prio = 0;
+    if (prio > WORKER_ACCUM_MAX_PRIORITY) prio = WORKER_ACCUM_MAX_PRIORITY;
+    acc->slot[s].prio = prio;
+    acc->slot[s].deadline =
+        now_ms + acc->cfg.max_wait_ms - (int64_t)prio * acc->cfg.priority_step_ms;
     link_sorted(acc, s);
     acc->n_items++;
     acc->n_tokens += len;
@@ -297,28 +347,35 @@ static void batch_take(worker_accum_t *a, batch_t *b, int s) {
     unlink_slot(a, s);
 }
 
+/* Which items a growing batch takes first: those whose deadline is at most cut and whose
+ * priority is at least min_prio (only: 0 = any item). */
+typedef struct {
+    int only;
+    int64_t cut;
+    int min_prio;
+} want_t;
+
 /* The nearest non-empty bucket at or beyond cursor in one direction whose head qualifies
- * (overdue_only: its head's deadline has passed; heads carry a bucket's earliest deadline). */
-static int walk_find(const worker_accum_t *a, int cursor, int up, int overdue_only,
-                     int64_t now_ms) {
+ * (heads carry a bucket's earliest deadline). */
+static int walk_find(const worker_accum_t *a, int cursor, int up, const want_t *w) {
     for (;;) {
         int l = up ? len_next_ge(a, cursor) : len_prev_le(a, cursor);
         if (l == 0) return 0;
-        if (!overdue_only || a->slot[a->bucket[l].head].deadline <= now_ms) return l;
+        const slot_t *h = &a->slot[a->bucket[l].head];
+        if (!w->only || (h->deadline <= w->cut && h->prio >= w->min_prio)) return l;
         cursor = up ? l + 1 : l - 1;
     }
 }
 
 /* Adds items outward in length from anchor_len, nearest length first, while they fit.
- * A direction stops at its first item that does not fit, except (overdue_only, unpadded,
- * downward) where a shorter overdue item may still fit: every overdue item that fits goes. */
-static void batch_grow(worker_accum_t *a, batch_t *b, int anchor_len, int overdue_only,
-                       int64_t now_ms) {
+ * A direction stops at its first item that does not fit, except (w->only, unpadded,
+ * downward) where a shorter wanted item may still fit: every wanted item that fits goes. */
+static void batch_grow(worker_accum_t *a, batch_t *b, int anchor_len, const want_t *w) {
     int down = anchor_len, up = anchor_len + 1;
     int down_on = 1, up_on = 1;
     while (b->n < b->cap && (down_on || up_on)) {
-        int ld = down_on ? walk_find(a, down, 0, overdue_only, now_ms) : 0;
-        int lu = up_on ? walk_find(a, up, 1, overdue_only, now_ms) : 0;
+        int ld = down_on ? walk_find(a, down, 0, w) : 0;
+        int lu = up_on ? walk_find(a, up, 1, w) : 0;
         if (!ld) down_on = 0;
         if (!lu) up_on = 0;
         if (!ld && !lu) break;
@@ -330,7 +387,7 @@ static void batch_grow(worker_accum_t *a, batch_t *b, int anchor_len, int overdu
                 down = l;
             else
                 up = l;
-        } else if (go_down && overdue_only && !a->cfg.padded) {
+        } else if (go_down && w->only && !a->cfg.padded) {
             down = l - 1;
         } else if (go_down) {
             down_on = 0;
@@ -352,18 +409,25 @@ int worker_accum_pop_budget(worker_accum_t *acc, int64_t now_ms, int flush, long
     if (budget > acc->cfg.token_budget) budget = acc->cfg.token_budget;
     batch_t b = {items, lens, cap, 0, 0, 0, budget};
     int oldest = acc->all.head;
-    if (acc->slot[oldest].deadline <= now_ms && batch_fits(acc, &b, acc->slot[oldest].len)) {
-        int anchor_len = acc->slot[oldest].len;
+    const slot_t *o = &acc->slot[oldest];
+    if ((o->deadline <= now_ms || o->prio > 0) && batch_fits(acc, &b, o->len)) {
+        int anchor_len = o->len;
+        /* its priority and higher first (any deadline when it has a priority), then the
+         * overdue, then the nearest in length */
+        want_t first = {1, o->prio > 0 ? INT64_MAX : now_ms, o->prio};
+        want_t overdue = {1, now_ms, 0}, any = {0, 0, 0};
         batch_take(acc, &b, oldest);
-        batch_grow(acc, &b, anchor_len, 1, now_ms);
-        batch_grow(acc, &b, anchor_len, 0, now_ms);
+        batch_grow(acc, &b, anchor_len, &first);
+        if (first.min_prio > 0) batch_grow(acc, &b, anchor_len, &overdue);
+        batch_grow(acc, &b, anchor_len, &any);
     } else {
         /* the longest item that fits (the whole budget fits any item: init checks it) */
         int anchor_len =
             len_prev_le(acc, budget < acc->cfg.max_len ? (int)budget : acc->cfg.max_len);
         if (anchor_len == 0) return 0;
+        want_t any = {0, 0, 0};
         batch_take(acc, &b, acc->bucket[anchor_len].head);
-        batch_grow(acc, &b, anchor_len, 0, now_ms);
+        batch_grow(acc, &b, anchor_len, &any);
     }
     return b.n;
 }

@@ -17,7 +17,13 @@ typedef struct {
     int max_pending_items;
     long max_pending_tokens;
     int max_len; /* longest item accepted; a budget below it is a config error */
+    /* An item of priority p (clamped to 0..WORKER_ACCUM_MAX_PRIORITY) is due p * priority_step_ms
+     * earlier: it goes before lower priorities that arrived less than (p - q) steps before it,
+     * never before those older than that (the age bound: no priority starves). 0 = ignored. */
+    int priority_step_ms;
 } worker_accum_cfg_t;
+
+#define WORKER_ACCUM_MAX_PRIORITY 9
 
 typedef struct worker_accum worker_accum_t;
 
@@ -32,6 +38,8 @@ void worker_accum_free(worker_accum_t *acc);
 
 /* Adds an item; item is the caller's pointer, returned by pop; ownership stays with the caller. */
 int worker_accum_push(worker_accum_t *acc, void *item, int len, int64_t now_ms);
+/* As worker_accum_push for an item of priority prio (higher first; see priority_step_ms). */
+int worker_accum_push_prio(worker_accum_t *acc, void *item, int len, int prio, int64_t now_ms);
 
 /* 1 when a batch should be formed now: a full budget's worth is pending, or the oldest
  * item's deadline has passed. */
@@ -41,7 +49,9 @@ int worker_accum_ready(const worker_accum_t *acc, int64_t now_ms);
 int64_t worker_accum_next_deadline(const worker_accum_t *acc);
 
 /* Forms one batch of similar lengths within budget, including every item whose deadline has
- * passed when they fit, and the overdue oldest one first. With flush != 0 a batch is formed
+ * passed when they fit, and the overdue oldest one first. When the earliest due item has a
+ * priority, it anchors the batch even before its deadline, and the pending items of its
+ * priority or higher go first. With flush != 0 a batch is formed
  * even when not ready (drain at shutdown). Writes up to cap item pointers (and their lengths
  * when lens is non-NULL); returns the count, 0 when nothing is to be emitted. */
 int worker_accum_pop(worker_accum_t *acc, int64_t now_ms, int flush, void **items, int *lens,

@@ -136,7 +136,7 @@ static int slot_for(worker_fair_t *f, const char *tenant) {
     return free_s;
 }
 
-int worker_fair_push(worker_fair_t *f, void *item, int len, int lane, const char *tenant,
+int worker_fair_push(worker_fair_t *f, void *item, int len, int lane, const char *tenant, int prio,
                      int64_t now_ms) {
     if (len <= 0 || len > f->cfg.acc.max_len || lane < 0 || lane >= f->cfg.n_lanes)
         return WORKER_ACCUM_INVALID;
@@ -145,7 +145,7 @@ int worker_fair_push(worker_fair_t *f, void *item, int len, int lane, const char
         return WORKER_ACCUM_FULL;
     int s = slot_for(f, tenant ? tenant : "");
     if (f->slot[s].tokens + len > f->tenant_cap) return WORKER_ACCUM_FULL;
-    int rc = worker_accum_push(f->sub[lane][s], item, len, now_ms);
+    int rc = worker_accum_push_prio(f->sub[lane][s], item, len, prio, now_ms);
     if (rc != WORKER_ACCUM_OK) return rc;
     f->slot[s].tokens += len;
     f->slot[s].items++;

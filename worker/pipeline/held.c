@@ -1,4 +1,5 @@
-/* Writer schemas from a Schema Registry, on the poll thread. A record whose schema id the
+/* Writer schemas from a Schema Registry, on the poll thread (each id looked up once; the pool's
+ * decoders get what the poll thread's codec got). A record whose schema id the
  * codec does not know is looked up once; while the registry cannot answer (down, slow, 5xx)
  * the record waits here, and every later record waits behind it, so that nothing is
  * dead-lettered for the registry's sake and the partitions' order holds. The poll loop
@@ -48,8 +49,11 @@ int pl_schema_check(pl_t *pl, const consumers_record_t *m, char *err, size_t err
     int rc = consumers_registry_schema(pl->poll.registry, id, &schema, err, errlen);
     if (rc == CONSUMERS_REGISTRY_OK) {
         char e2[512];
+        pl_decode_settle(pl); /* the pool's decoders take it while none of them runs */
         if (consumers_codec_add_schema(pl->poll.codec, id, schema, e2, sizeof(e2)))
             fprintf(stderr, "reclass run: schema id %d from the registry: %s\n", (int)id, e2);
+        else
+            pl_decoders_add_schema(pl, id, schema);
         free(schema);
         return PL_SCHEMA_READY;
     }

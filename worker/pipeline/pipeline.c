@@ -113,12 +113,6 @@ static int setup_compute(pl_t *pl, char *err, size_t errlen) {
     int threads = pl->cfg->cls.threads > 0 ? pl->cfg->cls.threads : pl_pool_cores();
     if (pl_pool_init(threads, &pl->pool))
         return common_errf(COMMON_FATAL, err, errlen, "cannot start %d pipeline threads", threads);
-    pl_poll_t *pp = &pl->poll;
-    pp->tok_rec = calloc(PL_BURST, sizeof(*pp->tok_rec));
-    pp->tok_items = calloc(PL_BURST, sizeof(*pp->tok_items));
-    pp->tok_scratch = calloc((size_t)pl_pool_slots(pl->pool), sizeof(*pp->tok_scratch));
-    if (!pp->tok_rec || !pp->tok_items || !pp->tok_scratch)
-        return common_errf(COMMON_FATAL, err, errlen, "out of memory");
     return COMMON_OK;
 }
 
@@ -146,12 +140,7 @@ static int open_writers(pl_t *pl, char *err, size_t errlen) {
 
 static void teardown(pl_t *pl) {
     pl_telemetry_free(pl);
-    if (pl->poll.tok_scratch)
-        for (int i = 0; i < pl_pool_slots(pl->pool); i++)
-            worker_ids_free(&pl->poll.tok_scratch[i]);
-    free(pl->poll.tok_scratch);
-    free(pl->poll.tok_rec);
-    free(pl->poll.tok_items);
+    pl_decoders_free(pl);
     pl_pool_free(pl->pool);
     while (pl->q.out_head) {
         pl_out_t *o = pl->q.out_head;
@@ -227,6 +216,7 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
         consumers_codec_set_plain_schema(pl->poll.codec, cfg->plain_schema, err, sizeof(err)))
         rc = 2;
     if (!rc && pl_held_open(pl, err, sizeof(err))) rc = 2;
+    if (!rc) rc = pl_decoders_open(pl, err, sizeof(err));
     if (!rc && consumers_offsets_init(&pl->q.offsets)) {
         snprintf(err, sizeof(err), "out of memory");
         rc = 1;
@@ -249,6 +239,7 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
                                 .n_lanes = consumers_consumer_n_lanes(pl->poll.consumer),
                                 .tenant_max_tokens = cfg->tenant_max_tokens,
                                 .weights = cfg->tenant_weights};
+        fc.acc.priority_step_ms = cfg->priority_step_ms;
         if (worker_fair_init(&fc, &pl->q.acc, err, sizeof(err))) rc = 2;
     }
     if (!rc && consumers_dlq_init(cfg->brokers, cfg->dlq_topic, cfg->kafka_props, pl_dlq_done, pl,

@@ -2,8 +2,9 @@
  *
  * The poll, encoder and sink threads share one lock; a pool of --threads threads
  * (worker/pipeline/pool.h) tokenizes and scores for them:
- *   poll (the caller's thread): consumes, decodes, has each burst tokenized on the pool, pushes
- *     into the length-sorting accumulator; undecodable records go to the dead-letter topic;
+ *   poll (the caller's thread): consumes and tracks bursts of records, each decoded,
+ *     validated and tokenized on the pool while the next is polled, then pushed in arrival
+ *     order into the length-sorting accumulator; undecodable records go to the dead-letter topic;
  *     pauses the partitions when the accumulator is full or PostgreSQL is down, while it keeps
  *     polling;
  *   encoder: pops token-budgeted batches (when ready or at the oldest item's deadline), runs
@@ -61,6 +62,7 @@ typedef struct {
     int telemetry_interval_s; /* RECLASS_TELEMETRY_INTERVAL_S, gpu_memory rows, default 10 */
     const char *tenant_weights; /* RECLASS_TENANT_WEIGHTS, T=W,... (worker/pipeline/fair.h) */
     int tenant_max_tokens;      /* RECLASS_TENANT_MAX_TOKENS, 0 = half the pending tokens */
+    int priority_step_ms;       /* RECLASS_PRIORITY_STEP_MS (worker/pipeline/accum.h) */
     const char *kafka_props[WORKER_RUN_MAX_KAFKA_PROPS + 1]; /* --kafka K=V, NULL-ended */
     /* --topic parsed: names (into topic_buf) and priorities, lower = more urgent; n_topics 0
      * (a caller that sets topic itself): the one topic named by topic */

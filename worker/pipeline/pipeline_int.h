@@ -97,6 +97,24 @@ typedef struct {
     double sink_s;
 } pl_stats_t;
 
+#define PL_BURST   256 /* records tracked here before they are decoded together on the pool */
+#define PL_ERR_LEN 512 /* a dead letter's reason */
+
+/* One burst of records in arrival order: tracked by the poll thread, decoded, validated and
+ * tokenized on the pool (decode.c), then queued and dead-lettered by the poll thread in the
+ * same order. While running, the pool's tasks write items and err only. */
+typedef struct {
+    consumers_record_t **rec; /* (PL_BURST) the records, kept for a dead letter until queued */
+    int64_t *epoch;           /* (PL_BURST) the partition's ownership epoch at consumption */
+    int32_t *track;           /* (PL_BURST) its track (consumers/consumer.h) */
+    pl_item_t **items;        /* (PL_BURST) decoded; NULL: a dead letter, err[i] says why */
+    char (*err)[PL_ERR_LEN];  /* (PL_BURST) */
+    int n;
+    int running; /* on the pool (job) */
+    pl_job_t job;
+    struct pl *pl; /* the tasks' pipeline */
+} pl_burst_t;
+
 /* The poll thread's own: no lock. Exception: pl_store (any thread, q.mu held) calls
  * consumers_consumer_store on consumer, which librdkafka allows from any thread. */
 typedef struct {
@@ -113,15 +131,15 @@ typedef struct {
     long ovf_n;
     long pauses; /* times consumption was paused (backpressure) */
     long holds;  /* backlogs waited out without a pause */
-    /* Records decoded, their texts waiting to be tokenized together on the pool, in arrival
-     * order (worker/pipeline/poll.c) */
-    consumers_record_t **tok_rec; /* (PL_BURST) each item's record, kept for a dead letter */
-    pl_item_t **tok_items;        /* (PL_BURST) */
-    int tok_n;
-    worker_ids_t *tok_scratch; /* (pl_pool_slots) one id vector per tokenizing thread */
+    /* Two bursts (decode.c): burst[fill] is filled here while burst[!fill], when running, is
+     * decoded on the pool */
+    pl_burst_t burst[2];
+    int fill;
+    consumers_codec_t **decoders; /* (pl_pool_slots) the pool's Avro decoders, one per slot
+                                   * (a codec is one thread's); codec above is the poll
+                                   * thread's, for schema ids and the registry */
+    worker_ids_t *tok_scratch;    /* (pl_pool_slots) one id vector per decoding thread */
 } pl_poll_t;
-
-#define PL_BURST 256 /* records decoded before they are tokenized together */
 
 /* One result writer: a sink thread and its connection. */
 typedef struct {
@@ -230,9 +248,16 @@ void pl_drain(pl_t *pl);
 void pl_on_assign(void *ctx, const int32_t *parts, int n);
 void pl_on_revoke(void *ctx, const int32_t *parts, int n, int lost);
 void pl_dlq_done(void *ctx, int32_t partition, int64_t offset, int64_t epoch);
-/* worker/pipeline/tokenize.c: tokenizes poll.tok_items[0, tok_n) on the pool; an item whose
- * ids stay NULL ran out of memory (poll thread). */
-void pl_tokenize_decoded(pl_t *pl);
+/* worker/pipeline/decode.c: the pool's side of a burst. Start decodes, validates and
+ * tokenizes b's records on the pool without waiting; wait returns once it is done (the caller
+ * helps). Adds a Schema Registry's writer schema to the pool's decoders (none may be running). */
+int pl_decoders_open(pl_t *pl, char *err, size_t errlen);
+void pl_decoders_free(pl_t *pl);
+void pl_decode_start(pl_t *pl, pl_burst_t *b);
+void pl_decode_wait(pl_t *pl, pl_burst_t *b);
+void pl_decoders_add_schema(pl_t *pl, int32_t id, const char *schema);
+/* poll.c: finishes the burst on the pool, if any, and queues it (before a schema is added) */
+void pl_decode_settle(pl_t *pl);
 /* Sends the dead letters of the rows the sink left on q.refused (poll thread). */
 void pl_send_refused(pl_t *pl);
 

@@ -113,54 +113,6 @@ void pl_on_revoke(void *ctx, const int32_t *parts, int n, int lost) {
                 dropped);
 }
 
-/* Decodes one record into an item (tokenized later, on the pool); returns NULL with err for a
- * dead letter. */
-static pl_item_t *make_item(pl_t *pl, const consumers_record_t *m, char *err, size_t errlen) {
-    pl_item_t *it = calloc(1, sizeof(*it));
-    if (!it) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    size_t len;
-    const void *value = consumers_record_value(m, &len);
-    if (!value || len == 0) {
-        snprintf(err, errlen, "empty record value");
-        free(it);
-        return NULL;
-    }
-    if (consumers_codec_decode(pl->poll.codec, value, len, &it->t, err, errlen)) {
-        free(it);
-        return NULL;
-    }
-    /* the sink keys rows by these: a record without them can never be stored */
-    const char *bad = !it->t.job_id || !*it->t.job_id         ? "empty job_id"
-                      : !it->t.ticket_id || !*it->t.ticket_id ? "empty ticket_id"
-                      : it->t.job_total < 1                   ? "job_total < 1"
-                      : !it->t.text                           ? "missing text"
-                                                              : NULL;
-    if (bad) {
-        snprintf(err, errlen, "invalid ticket: %s", bad);
-        pl_item_free(it);
-        return NULL;
-    }
-    it->t.partition = consumers_record_partition(m);
-    it->t.offset = consumers_record_offset(m);
-    size_t key_len;
-    const void *key = consumers_record_key(m, &key_len);
-    it->value = malloc(len);
-    it->key = key && key_len ? malloc(key_len) : NULL;
-    if (!it->value || (key && key_len && !it->key)) {
-        snprintf(err, errlen, "out of memory");
-        pl_item_free(it);
-        return NULL;
-    }
-    memcpy(it->value, value, len);
-    it->value_len = len;
-    if (it->key) memcpy(it->key, key, key_len);
-    it->key_len = it->key ? key_len : 0;
-    return it;
-}
-
 /* Pushes the overflow items the accumulator takes, in order; one refused (its tenant at its
  * cap) does not keep those of other tenants or lanes behind it waiting. Returns 1 when some
  * remain. */
@@ -173,7 +125,8 @@ static int drain_overflow(pl_t *pl) {
     while (*pp) {
         pl_item_t *it = *pp;
         it->arrived_ms = now;
-        if (worker_fair_push(pl->q.acc, it, it->n_ids, it->lane, it->t.tenant, now) !=
+        int prio = it->t.has_priority ? it->t.priority : 0;
+        if (worker_fair_push(pl->q.acc, it, it->n_ids, it->lane, it->t.tenant, prio, now) !=
             WORKER_ACCUM_OK) {
             last = it;
             pp = &it->next;
@@ -245,24 +198,32 @@ static void send_dead_letter(pl_t *pl, consumers_record_t *m, pl_item_t *it, con
     pthread_mutex_unlock(&pl->q.mu);
 }
 
-/* Tokenizes the decoded items on the pool, then queues them in arrival order (the accumulator
- * sorts them anyway; the overflow keeps the order records came in). */
-static void flush_decoded(pl_t *pl) {
+/* Queues a decoded burst in arrival order: its items into the overflow, its dead letters to
+ * the producer; records of partitions revoked meanwhile are dropped (their next owner reads
+ * them again). */
+static void queue_burst(pl_t *pl, pl_burst_t *b) {
     pl_poll_t *pp = &pl->poll;
-    if (pp->tok_n == 0) return;
-    pl_tokenize_decoded(pl);
-    worker_stage_clock_t clk;
-    worker_stage_begin(&clk);
     long truncated = 0;
-    for (int i = 0; i < pp->tok_n; i++) {
-        pl_item_t *it = pp->tok_items[i];
-        if (!it->ids) {
-            send_dead_letter(pl, pp->tok_rec[i], it, "out of memory tokenizing", it->epoch,
-                             it->track);
-            it = NULL;
+    pthread_mutex_lock(&pl->q.mu);
+    for (int i = 0; i < b->n; i++)
+        if (consumers_offsets_epoch(pl->q.offsets, b->track[i]) != b->epoch[i]) b->epoch[i] = 0;
+    pthread_mutex_unlock(&pl->q.mu);
+    for (int i = 0; i < b->n; i++) {
+        int ours = b->epoch[i] != 0;
+        pl_item_t *it = b->items[i];
+        b->items[i] = NULL;
+        if (ours && !it) send_dead_letter(pl, b->rec[i], NULL, b->err[i], b->epoch[i], b->track[i]);
+        consumers_record_free(b->rec[i]);
+        if (!ours || !it) {
+            pl_item_free(it);
+            continue;
         }
-        consumers_record_free(pp->tok_rec[i]);
-        if (!it) continue;
+        it->epoch = b->epoch[i];
+        it->track = b->track[i];
+        it->lane = consumers_consumer_topic_lane(
+            pp->consumer, consumers_consumer_track_topic(pp->consumer, it->track));
+        it->live = 1;
+        atomic_fetch_add_explicit(&worker_metrics.lane_live[it->lane], 1, memory_order_relaxed);
         truncated += it->truncated;
         if (pp->ovf_tail)
             pp->ovf_tail->next = it;
@@ -271,17 +232,41 @@ static void flush_decoded(pl_t *pl) {
         pp->ovf_tail = it;
         pp->ovf_n++;
     }
-    pp->tok_n = 0;
+    b->n = 0;
     if (truncated) {
         pthread_mutex_lock(&pl->q.mu);
         pl->st.truncated += truncated;
         pthread_mutex_unlock(&pl->q.mu);
         worker_metrics_add(&worker_metrics.truncated, truncated);
     }
+}
+
+void pl_decode_settle(pl_t *pl) {
+    pl_burst_t *run = &pl->poll.burst[!pl->poll.fill];
+    if (!run->running) return;
+    pl_decode_wait(pl, run);
+    queue_burst(pl, run);
+}
+
+/* The burst on the pool, if any, is finished (the poll thread helps) and queued; the one filled
+ * since goes to the pool, and unless wait, the poll thread goes on polling meanwhile. wait:
+ * nothing more is at hand, so it is finished and queued now too. */
+static void flush_decoded(pl_t *pl, int wait) {
+    pl_poll_t *pp = &pl->poll;
+    pl_decode_settle(pl);
+    pl_burst_t *b = &pp->burst[pp->fill];
+    if (b->n) {
+        pl_decode_start(pl, b);
+        pp->fill = !pp->fill;
+        if (wait) pl_decode_settle(pl);
+    }
+    worker_stage_clock_t clk;
+    worker_stage_begin(&clk);
     drain_overflow(pl);
     worker_stage_end(&clk, WORKER_STAGE_ACCUM);
 }
 
+/* Tracks a record and puts it into the burst being filled. */
 static void handle_decodable(pl_t *pl, consumers_record_t *m) {
     const int32_t track = consumers_consumer_track(pl->poll.consumer, m);
     const int64_t offset = consumers_record_offset(m);
@@ -295,23 +280,11 @@ static void handle_decodable(pl_t *pl, consumers_record_t *m) {
         return;
     }
     worker_metrics_add(&worker_metrics.tickets_consumed, 1);
-    char err[512];
-    pl_item_t *it = make_item(pl, m, err, sizeof(err));
-    if (!it) {
-        send_dead_letter(pl, m, NULL, err, epoch, track);
-        consumers_record_free(m);
-        return;
-    }
-    it->epoch = epoch;
-    it->track = track;
-    it->lane = consumers_consumer_topic_lane(
-        pl->poll.consumer, consumers_consumer_track_topic(pl->poll.consumer, track));
-    it->live = 1;
-    atomic_fetch_add_explicit(&worker_metrics.lane_live[it->lane], 1, memory_order_relaxed);
-    pl_poll_t *pp = &pl->poll;
-    pp->tok_items[pp->tok_n] = it;
-    pp->tok_rec[pp->tok_n++] = m; /* freed once its item is tokenized */
-    if (pp->tok_n == PL_BURST) flush_decoded(pl);
+    pl_burst_t *b = &pl->poll.burst[pl->poll.fill];
+    b->rec[b->n] = m; /* freed once its item is queued or its dead letter sent */
+    b->epoch[b->n] = epoch;
+    b->track[b->n++] = track;
+    if (b->n == PL_BURST) flush_decoded(pl, 0);
 }
 
 /* A record waits behind held ones, or for its own writer schema, or goes on now. */
@@ -345,9 +318,12 @@ static void release_held(pl_t *pl) {
     char err[512];
     int fatal = 0;
     consumers_record_t *m;
-    while ((m = pl_held_next(pl, &fatal, err, sizeof(err))) != NULL)
+    int any = 0;
+    while ((m = pl_held_next(pl, &fatal, err, sizeof(err))) != NULL) {
         handle_decodable(pl, m);
-    flush_decoded(pl);
+        any = 1;
+    }
+    if (any) flush_decoded(pl, 1);
     if (fatal) {
         fprintf(stderr, "reclass run: %s; stopping (fix the registry settings)\n", err);
         set_fatal(pl);
@@ -445,7 +421,7 @@ void pl_poll_loop(pl_t *pl) {
                 if (um) {
                     last_activity = common_now_s();
                     handle_record(pl, um);
-                    flush_decoded(pl); /* urgent: into the accumulator now, not with a burst */
+                    flush_decoded(pl, 1); /* urgent: into the accumulator now */
                     continue;
                 }
                 pthread_mutex_lock(&pl->q.mu);
@@ -467,19 +443,23 @@ void pl_poll_loop(pl_t *pl) {
                               consumers_consumer_paused(pl->poll.consumer), memory_order_relaxed);
         worker_stage_clock_t clk;
         worker_stage_begin(&clk);
-        /* a burst: the first record waits, the rest are what librdkafka holds already; each is
-         * tracked and decoded as it comes, their texts tokenized together */
-        consumers_record_t *m =
-            consumers_consumer_poll(pl->poll.consumer, full ? PL_POLL_FULL_MS : PL_POLL_MS);
-        int got = m != NULL;
-        for (int k = 1; m; k++) {
+        /* a burst: the first record waits (not while one is on the pool), the rest are what
+         * librdkafka holds already; each is tracked as it comes, then the burst is decoded on
+         * the pool while the next one is polled. A burst cut short (nothing more at hand) is
+         * finished at once. */
+        int running = pl->poll.burst[!pl->poll.fill].running;
+        consumers_record_t *m = consumers_consumer_poll(pl->poll.consumer, running ? 0
+                                                                           : full  ? PL_POLL_FULL_MS
+                                                                                   : PL_POLL_MS);
+        int got = m != NULL, k = 1;
+        for (; m; k++) {
             handle_record(pl, m);
             m = k < PL_BURST && !full ? consumers_consumer_poll(pl->poll.consumer, 0) : NULL;
         }
-        if (got) {
-            worker_stage_end(&clk, WORKER_STAGE_POLL);
-            flush_decoded(pl);
-        }
+        if (got) worker_stage_end(&clk, WORKER_STAGE_POLL);
+        int dry = full || k <= PL_BURST;
+        if (pl->poll.burst[pl->poll.fill].n || (dry && pl->poll.burst[!pl->poll.fill].running))
+            flush_decoded(pl, dry);
         pl_send_refused(pl);
         consumers_dlq_poll(pl->poll.dlq, 0);
         double now = common_now_s();
@@ -526,11 +506,16 @@ void pl_poll_loop(pl_t *pl) {
 
 /* Stop fetching, let encoder and sink finish what was accepted, then hand offsets back. */
 void pl_drain(pl_t *pl) {
-    for (int i = 0; i < pl->poll.tok_n; i++) { /* decoded, never accepted: unstored too */
-        pl_item_free(pl->poll.tok_items[i]);
-        consumers_record_free(pl->poll.tok_rec[i]);
+    for (int k = 0; k < 2; k++) { /* decoded, never accepted: unstored too */
+        pl_burst_t *b = &pl->poll.burst[k];
+        pl_decode_wait(pl, b);
+        for (int i = 0; i < b->n; i++) {
+            pl_item_free(b->items[i]);
+            b->items[i] = NULL;
+            consumers_record_free(b->rec[i]);
+        }
+        b->n = 0;
     }
-    pl->poll.tok_n = 0;
     consumers_consumer_pause(pl->poll.consumer);
     pl_held_revoke(pl, NULL, -1); /* held records were never accepted either */
     /* overflow items were never accepted: unstored, so redelivered to whoever comes next */

@@ -6,15 +6,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-typedef struct pl_job {
-    pl_task_fn fn;
-    void *ctx;
-    int n, next, done; /* tasks; the next to hand out; finished */
-    unsigned slots;    /* bit i: slot i is in use on this job */
-    pthread_cond_t cv_done;
-    struct pl_job *next_job;
-} pl_job_t;
-
 struct pl_pool {
     pthread_mutex_t mu;
     pthread_cond_t cv_work;
@@ -112,6 +103,39 @@ int pl_pool_slots(const pl_pool_t *p) {
     return p->n_workers + 1;
 }
 
+void pl_pool_start(pl_pool_t *p, pl_job_t *j, int n_tasks, pl_task_fn fn, void *ctx) {
+    *j = (pl_job_t){.fn = fn, .ctx = ctx, .n = n_tasks > 0 ? n_tasks : 0};
+    pthread_cond_init(&j->cv_done, NULL);
+    if (j->n == 0 || p->n_workers == 0) return; /* the caller runs them all in pl_pool_wait */
+    pthread_mutex_lock(&p->mu);
+    if (p->tail)
+        p->tail->next_job = j;
+    else
+        p->head = j;
+    p->tail = j;
+    if (j->n >= p->n_workers)
+        pthread_cond_broadcast(&p->cv_work);
+    else
+        for (int i = 0; i < j->n; i++)
+            pthread_cond_signal(&p->cv_work);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void pl_pool_wait(pl_pool_t *p, pl_job_t *j) {
+    if (p->n_workers == 0) { /* never queued: no hand-off worth its wake-ups */
+        for (; j->next < j->n; j->next++)
+            j->fn(j->ctx, j->next, 0);
+    } else {
+        pthread_mutex_lock(&p->mu);
+        while (j->next < j->n)
+            run_one(p, j);
+        while (j->done < j->n)
+            pthread_cond_wait(&j->cv_done, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+    }
+    pthread_cond_destroy(&j->cv_done);
+}
+
 void pl_pool_run(pl_pool_t *p, int n_tasks, pl_task_fn fn, void *ctx) {
     if (n_tasks <= 0) return;
     if (p->n_workers == 0 || n_tasks == 1) { /* no hand-off worth its wake-ups */
@@ -119,23 +143,7 @@ void pl_pool_run(pl_pool_t *p, int n_tasks, pl_task_fn fn, void *ctx) {
             fn(ctx, i, 0);
         return;
     }
-    pl_job_t j = {.fn = fn, .ctx = ctx, .n = n_tasks};
-    pthread_cond_init(&j.cv_done, NULL);
-    pthread_mutex_lock(&p->mu);
-    if (p->tail)
-        p->tail->next_job = &j;
-    else
-        p->head = &j;
-    p->tail = &j;
-    if (n_tasks - 1 >= p->n_workers)
-        pthread_cond_broadcast(&p->cv_work);
-    else
-        for (int i = 0; i < n_tasks - 1; i++)
-            pthread_cond_signal(&p->cv_work);
-    while (j.next < j.n)
-        run_one(p, &j);
-    while (j.done < j.n)
-        pthread_cond_wait(&j.cv_done, &p->mu);
-    pthread_mutex_unlock(&p->mu);
-    pthread_cond_destroy(&j.cv_done);
+    pl_job_t j;
+    pl_pool_start(p, &j, n_tasks, fn, ctx);
+    pl_pool_wait(p, &j);
 }

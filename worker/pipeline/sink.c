@@ -124,7 +124,8 @@ static int commit_rows(pl_t *pl, sink_t *sk, const sink_result_t *rows, pl_item_
                        const sink_batch_t *bat, int b, int32_t *parts, pl_item_t **refused) {
     worker_stage_clock_t clk;
     worker_stage_begin(&clk);
-    int rc = write_committed(pl, sk, &(pl_write_t){.rows = rows, .n_rows = r, .bat = bat, .n_bat = b});
+    int rc =
+        write_committed(pl, sk, &(pl_write_t){.rows = rows, .n_rows = r, .bat = bat, .n_bat = b});
     worker_stage_end(&clk, WORKER_STAGE_COPY);
     if (rc != SINK_OK) return rc;
     r = take_refused(sk, its, r, refused);
@@ -192,6 +193,11 @@ static int record_failures(pl_t *pl, sink_t *sk, pl_item_t *list) {
         fprintf(stderr, "reclass run: sink: out of memory recording %d dead letter(s)\n", n);
     }
     pthread_mutex_lock(&pl->q.mu);
+    /* appended in the list's order: records that failed before the encoder keep the order they
+     * were read in, so their dead letters leave in each partition's order */
+    pl_item_t **end = &pl->q.refused;
+    while (*end)
+        end = &(*end)->next;
     while (list) {
         pl_item_t *x = list;
         list = x->next;
@@ -199,8 +205,9 @@ static int record_failures(pl_t *pl, sink_t *sk, pl_item_t *list) {
             pl_item_free(x);
             continue;
         }
-        x->next = pl->q.refused;
-        pl->q.refused = x;
+        x->next = NULL;
+        *end = x;
+        end = &x->next;
     }
     pthread_mutex_unlock(&pl->q.mu);
     return rc;
@@ -228,14 +235,14 @@ void *pl_sink_main(void *arg) {
         while (!pl->q.out_head && !pl->q.failed && !pl->q.enc_done && !pl->q.fatal) {
             /* wake up now and then: a quiet drift window must still close and be written */
             pl_timedwait_ms(&pl->q.cv_sink, &pl->q.mu, PL_SINK_IDLE_MS);
-            if (pl->q.out_head || pl->q.failed || pl->q.enc_done || pl->q.fatal || !first)
-                continue;
+            if (pl->q.out_head || pl->q.failed || pl->q.enc_done || pl->q.fatal || !first) continue;
             pthread_mutex_unlock(&pl->q.mu);
             pl_telemetry_tick(pl, 0);
             pthread_mutex_lock(&pl->q.mu);
         }
         if (!pl->q.out_head && !pl->q.failed) break; /* the encoder is done, all written */
-        /* records that failed before the encoder, of partitions still ours */
+        /* records that failed before the encoder, of partitions still ours (q.failed is
+         * newest first: taken in reverse, refused holds them in the order they were read) */
         pl_item_t *refused = NULL; /* for the poll thread to dead-letter, once recorded */
         while (pl->q.failed) {
             pl_item_t *x = pl->q.failed;

@@ -1,0 +1,163 @@
+// The CUDA backend on the encoder graph: init builds the model's graph (gpu/graph.h, by its
+// family's builder), refuses it when an op has no launcher here (naming the op), lays it out
+// (one allocation: weights, consts, activations, scratch) and runs its prelude; a batch
+// packs its inputs as the hand-written path does and runs the op list. ModernBERT,
+// DeBERTa-v3 and FP8 run here; the BERT families too where init is asked for the graph
+// (gpu_cuda_backend_init_graph: the GPU tests compare both paths until the hand-written one
+// goes).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/cuda/cuda_backend_int.cuh"
+#include "gpu/cuda/cuda_graph.cuh"
+
+int cuda_be_wants_graph(const gpu_model_config_t *c, const char *prec) {
+    return c->family == GPU_FAMILY_MODERNBERT || c->family == GPU_FAMILY_DEBERTA_V2 ||
+           strcmp(prec, "fp8") == 0;
+}
+
+extern "C" int cuda_be_supports_op(const gpu_graph_t *g, const gpu_op_t *op) {
+    return cuda_graph_supports_op(g, op);
+}
+
+// The graph, its layout and the one allocation; the handles on its workspace; the prelude.
+int cuda_be_graph_init(struct gpu_backend *be, char *err, size_t errlen) {
+    const gpu_model_t *m = be->model;
+    const int fp8 = strcmp(be->prec, "fp8") == 0;
+    gpu_precision_t prec = fp8 ? GPU_PREC_FP8 : be->bf16 ? GPU_PREC_BF16 : GPU_PREC_FP16;
+    if (!be->gg && gpu_graph_build(&m->cfg, &m->w, prec, GPU_PREC_FP16, &be->gg, err, errlen) != 0)
+        return -1; // (a graph given to init_graph is run as it is)
+    if (gpu_graph_check(be->gg, "cuda", cuda_graph_supports_op, err, errlen) != 0) return -1;
+    be->graph = (cuda_graph_t *)calloc(1, sizeof(cuda_graph_t));
+    if (!be->graph) {
+        snprintf(err, errlen, "out of host memory");
+        return -1;
+    }
+    cuda_graph_t *cg = be->graph;
+    if (cuda_graph_layout(cg, be->gg, be->bf16 ? CG_BF16 : CG_F16, be->plan.token_budget,
+                          be->plan.max_seqs, be->plan.max_len, err, errlen) != 0)
+        return -1;
+    cudaError_t e = be_device_alloc(be, (void **)&be->dev, cg->total_bytes);
+    if (e != cudaSuccess) {
+        snprintf(err, errlen, "CUDA arena allocation of %zu bytes failed: %s", cg->total_bytes,
+                 cudaGetErrorString(e));
+        return -1;
+    }
+    be->init_done = 1;
+    for (int i = 0; i < 2; i++)
+        if (cudaMallocHost((void **)&be->h_inputs[i], cg->in_bytes) != cudaSuccess ||
+            cudaMallocHost((void **)&be->h_logits[i], (size_t)cg->max_seqs * m->cfg.num_labels *
+                                                          sizeof(float)) != cudaSuccess) {
+            snprintf(err, errlen, "CUDA pinned staging allocation failed");
+            return -1;
+        }
+    cg->att_wgmma = be->att_wgmma;
+    return cuda_graph_setup(cg, be->dev, be->stream, be->sms, err, errlen);
+}
+
+// One batch through the op list: inputs packed for one copy (ids, positions, cu_seqlens), the
+// ops, the logits copied to the slot's staging.
+int cuda_be_graph_submit(struct gpu_backend *be, const gpu_batch_t *b, int slot, char *err,
+                         size_t errlen) {
+    cuda_graph_t *cg = be->graph;
+    const int Tn = b->n_tokens, S = b->n_seqs, ta = (cg->token_budget + 3) & ~3;
+    const int L = be->model->cfg.num_labels;
+    int32_t *hi = be->h_inputs[slot];
+    memcpy(hi, b->ids, (size_t)Tn * 4);
+    for (int q = 0; q < S; q++)
+        for (int t = b->cu_seqlens[q]; t < b->cu_seqlens[q + 1]; t++)
+            hi[ta + t] = t - b->cu_seqlens[q];
+    memcpy(hi + 2 * ta, b->cu_seqlens, (size_t)(S + 1) * 4);
+    cudaStream_t s = be->stream;
+    cudaError_t e = cudaEventRecord(be->t_first[slot], s);
+    if (e == cudaSuccess)
+        e = cudaMemcpyAsync(be->dev + cg->o_in, hi, cg->in_bytes, cudaMemcpyHostToDevice, s);
+    if (e != cudaSuccess) {
+        snprintf(err, errlen, "CUDA input copy failed: %s", cudaGetErrorString(e));
+        return 1;
+    }
+    if (cuda_graph_run(cg, Tn, S, b->max_len, err, errlen) != 0) return 1;
+    if (cg->g->logits >= 0) // (a one-op graph of the parity test has none)
+        e = cudaMemcpyAsync(be->h_logits[slot], cg_ptr(cg, cg->g->logits), (size_t)S * L * 4,
+                            cudaMemcpyDeviceToHost, s);
+    if (e == cudaSuccess) e = cudaEventRecord(be->t_last[slot], s);
+    if (e != cudaSuccess) {
+        snprintf(err, errlen, "CUDA error after the graph: %s", cudaGetErrorString(e));
+        return 1;
+    }
+    return 0;
+}
+
+extern "C" int cuda_be_read_tensor(gpu_backend_t *be, int t, size_t rows, float *out, char *err,
+                                   size_t errlen) {
+    const cuda_graph_t *cg = be->graph;
+    if (!cg || t < 0 || t >= cg->g->n_tensors || cg->t[t].dt == CG_E4M3) {
+        snprintf(err, errlen, "no tensor %d to read on this instance", t);
+        return -1;
+    }
+    const int dt = cg->t[t].dt;
+    const size_t n = rows * (size_t)cg->g->tensor[t].cols, bytes = n * cg_dt_bytes(dt);
+    if (bytes > cg->t[t].bytes) {
+        snprintf(err, errlen, "tensor %s has fewer than %zu rows", cg->g->tensor[t].name, rows);
+        return -1;
+    }
+    void *h = dt == CG_F32 ? (void *)out : malloc(bytes); // host memory: tests only
+    cudaError_t e = h ? cudaStreamSynchronize(be->stream) : cudaErrorMemoryAllocation;
+    if (e == cudaSuccess) e = cudaMemcpy(h, cg_ptr(cg, t), bytes, cudaMemcpyDeviceToHost);
+    for (size_t i = 0; e == cudaSuccess && dt != CG_F32 && i < n; i++)
+        out[i] = dt == CG_F16 ? __half2float(((const __half *)h)[i])
+                              : __bfloat162float(((const __nv_bfloat16 *)h)[i]);
+    if (h != (void *)out) free(h);
+    if (e != cudaSuccess) {
+        snprintf(err, errlen, "CUDA read of tensor %d failed: %s", t, cudaGetErrorString(e));
+        return -1;
+    }
+    return 0;
+}
+
+void cuda_be_graph_tune(struct gpu_backend *be, int candidates) {
+    be->graph->gemm.tune = candidates;
+}
+
+void cuda_be_graph_free(struct gpu_backend *be) {
+    cuda_graph_free(be->graph);
+    be->graph = NULL;
+    gpu_graph_free(be->gg);
+    be->gg = NULL;
+}
+
+size_t cuda_be_graph_weights_bytes(const struct gpu_backend *be) {
+    return be->graph ? be->graph->weights_bytes : 0;
+}
+size_t cuda_be_graph_arena_bytes(const struct gpu_backend *be) {
+    return be->graph ? be->graph->total_bytes - be->graph->weights_bytes : 0;
+}
+
+extern "C" int gpu_cuda_graph_plan(const gpu_model_config_t *cfg, const char *precision,
+                                   int token_budget, int max_seqs, int max_len,
+                                   size_t *weights_bytes, size_t *total_bytes, char *err,
+                                   size_t errlen) {
+    gpu_precision_t p;
+    if (gpu_precision_parse(precision, &p) != 0 || p == GPU_PREC_FP32) {
+        snprintf(err, errlen, "precision '%s' is not one of the cuda backend's", precision);
+        return -1;
+    }
+    if (max_len <= 0 || max_len > cfg->max_pos) max_len = cfg->max_pos; // as plan.c settles it
+    gpu_graph_t *g = NULL;
+    cuda_graph_t cg;
+    memset(&cg, 0, sizeof cg);
+    int rc = gpu_graph_build(cfg, NULL, p, GPU_PREC_FP16, &g, err, errlen) != 0 ||
+                     gpu_graph_check(g, "cuda", cuda_graph_supports_op, err, errlen) != 0 ||
+                     cuda_graph_layout(&cg, g, p == GPU_PREC_BF16 ? CG_BF16 : CG_F16, token_budget,
+                                       gpu_backend_max_seqs(token_budget, max_seqs), max_len, err,
+                                       errlen) != 0
+                 ? -1
+                 : 0;
+    if (rc == 0) *weights_bytes = cg.weights_bytes, *total_bytes = cg.total_bytes;
+    free(cg.t);
+    gpu_graph_free(g);
+    return rc;
+}

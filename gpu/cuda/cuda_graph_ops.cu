@@ -1,0 +1,343 @@
+// One launcher per op kind of the encoder graph (gpu/graph.h) on the CUDA backend's kernels:
+// embed (+ LayerNorm), norm, linear (cuBLASLt 16-bit or fp32, or FP8 with per-token scales;
+// epilogues bias, activation, GeGLU, residual), attention (full, sliding window, RoPE,
+// disentangled c2p + p2c; first-token queries), pool (first token, mean). supports_op says,
+// for each op, whether these launchers take its shapes; the storage types come from the
+// layout (cuda_graph_plan.cu).
+#include <cublas_v2.h>
+#include <math.h>
+#include <stdio.h>
+
+#include "gpu/cuda/cuda_common.cuh"
+#include "gpu/cuda/cuda_graph.cuh"
+
+#define OP_CUDA(call)                                                                              \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            snprintf(err, errlen, "CUDA error in %s (%s): %s", op->name, #call,                    \
+                     cudaGetErrorString(e_));                                                      \
+            return -1;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+static int cols_of(const gpu_graph_t *g, gpu_view_t v) {
+    return g->tensor[v.t].cols;
+}
+static int contiguous(const gpu_graph_t *g, gpu_view_t v, int n) { // the whole rows of n
+    return v.t >= 0 && v.col == 0 && g->tensor[v.t].cols == n;
+}
+
+extern "C" int cuda_graph_supports_op(const gpu_graph_t *g, const gpu_op_t *op) {
+    if (op->prec == GPU_PREC_FP8 && op->kind != GPU_OP_LINEAR) return 0;
+    switch (op->kind) {
+    case GPU_OP_EMBED:
+        return op->n % 8 == 0 && op->n <= 1024 && op->w[3] >= 0 && contiguous(g, op->out, op->n);
+    case GPU_OP_NORM:
+        return op->n % 8 == 0 && op->n <= 1024 && contiguous(g, op->out, op->n) &&
+               contiguous(g, op->src[0], op->n);
+    case GPU_OP_LINEAR:
+        if (op->k % (op->prec == GPU_PREC_FP8 ? 16 : 8) != 0) return 0;
+        if (op->prec != GPU_PREC_FP32 && op->n % 8 != 0) return 0;
+        if ((op->prec == GPU_PREC_FP32 || op->prec == GPU_PREC_FP8) &&
+            !contiguous(g, op->src[0], op->k))
+            return 0; // converted or quantized as whole rows
+        if (op->epi == GPU_EPI_GLU) return contiguous(g, op->out, op->n) && op->n % 16 == 0;
+        if (op->epi == GPU_EPI_ACT && (op->prec == GPU_PREC_FP32 || op->act == GPU_ACT_TANH))
+            return contiguous(g, op->out, op->n); // a pass of its own over the rows
+        return 1;
+    case GPU_OP_ATTENTION:
+        if (op->head_dim != 64 || (op->w[0] >= 0) != (op->w[1] >= 0)) return 0;
+        if (cols_of(g, op->src[1]) != cols_of(g, op->src[2]) || cols_of(g, op->src[1]) % 8)
+            return 0;
+        if (g->tensor[op->out.t].rows_kind == GPU_ROWS_SEQS) // whole rows, scattered / gathered
+            return contiguous(g, op->src[0], op->heads * 64) &&
+                   contiguous(g, op->out, op->heads * 64);
+        return cols_of(g, op->src[0]) % 8 == 0;
+    case GPU_OP_POOL:
+        return contiguous(g, op->out, op->n);
+    default:
+        return 0;
+    }
+}
+
+// The device view of v: its tensor's place plus col elements.
+static char *vptr(const cuda_graph_t *cg, gpu_view_t v) {
+    return cg_ptr(cg, v.t) + (size_t)v.col * cg_dt_bytes(cg->t[v.t].dt);
+}
+static int rows_of(const cuda_graph_t *cg, int t, int nt, int ns) {
+    const gpu_tensor_t *x = &cg->g->tensor[t];
+    return x->rows_kind == GPU_ROWS_TOKENS ? nt : x->rows_kind == GPU_ROWS_SEQS ? ns : x->rows;
+}
+static const void *wptr(const cuda_graph_t *cg, int t) { // a weight, or the zero row
+    return t >= 0 ? (const void *)cg_ptr(cg, t) : (const void *)(cg->dev + cg->o_zero);
+}
+static const int32_t *in_ids(const cuda_graph_t *cg) {
+    return (const int32_t *)(cg->dev + cg->o_in);
+}
+static const int32_t *in_pos(const cuda_graph_t *cg) {
+    return in_ids(cg) + ((cg->token_budget + 3) & ~3);
+}
+static const int32_t *in_cu(const cuda_graph_t *cg) {
+    return in_ids(cg) + 2 * ((cg->token_budget + 3) & ~3);
+}
+
+template <typename T>
+static int op_embed(cuda_graph_t *cg, const gpu_op_t *op, int nt, char *err, size_t errlen) {
+    const T *word = (const T *)cg_ptr(cg, op->w[0]);
+    const T *pos = op->w[1] >= 0 ? (const T *)cg_ptr(cg, op->w[1]) : NULL;
+    const T *type = op->w[2] >= 0 ? (const T *)cg_ptr(cg, op->w[2]) : NULL;
+    const float *ga = (const float *)wptr(cg, op->w[3]), *be = (const float *)wptr(cg, op->w[4]);
+    if (cg->t[op->out.t].dt == CG_F32)
+        OP_CUDA((cuda_embed_ln<T, float>(in_ids(cg), in_pos(cg), nt, word, pos, type, ga, be, op->n,
+                                         op->eps, (float *)vptr(cg, op->out), (T *)NULL, cg->st)));
+    else
+        OP_CUDA((cuda_embed_ln<T, T>(in_ids(cg), in_pos(cg), nt, word, pos, type, ga, be, op->n,
+                                     op->eps, (T *)NULL, (T *)vptr(cg, op->out), cg->st)));
+    return 0;
+}
+
+template <typename T>
+static int op_norm(cuda_graph_t *cg, const gpu_op_t *op, int m, char *err, size_t errlen) {
+    const int sdt = cg->t[op->src[0].t].dt, odt = cg->t[op->out.t].dt;
+    char *src = vptr(cg, op->src[0]), *out = vptr(cg, op->out);
+    const size_t e = (size_t)m * op->n;
+    if (op->w[0] < 0) { // a copy (ModernBERT's layer 0 attn_norm is the identity), converted
+        if (sdt == odt && src != out)
+            OP_CUDA(
+                cudaMemcpyAsync(out, src, e * cg_dt_bytes(sdt), cudaMemcpyDeviceToDevice, cg->st));
+        else if (sdt == CG_F32 && odt != CG_F32)
+            OP_CUDA(cuda_convert<T>((const float *)src, e, (T *)out, cg->st));
+        else if (sdt != CG_F32 && odt == CG_F32)
+            OP_CUDA(cuda_to_float<T>((const T *)src, e, (float *)out, cg->st));
+        return 0;
+    }
+    const float *ga = (const float *)wptr(cg, op->w[0]), *be = (const float *)wptr(cg, op->w[1]);
+    if (sdt == CG_F32 && odt == CG_F32)
+        OP_CUDA(
+            (cuda_add_ln<float, float>((const float *)src, (const float *)NULL, ga, be, m, op->n,
+                                       op->eps, (float *)NULL, (float *)out, cg->sms, cg->st)));
+    else if (sdt != CG_F32 && odt == CG_F32)
+        OP_CUDA((cuda_add_ln<T, float>((const T *)src, (const float *)NULL, ga, be, m, op->n,
+                                       op->eps, (float *)out, (T *)NULL, cg->sms, cg->st)));
+    else if (sdt != CG_F32)
+        OP_CUDA((cuda_add_ln<T, T>((const T *)src, (const T *)NULL, ga, be, m, op->n, op->eps,
+                                   (T *)NULL, (T *)out, cg->sms, cg->st)));
+    else { // fp32 rows normalised into 16-bit ones (DeBERTa's relative embeddings)
+        float *f = (float *)(cg->dev + cg->o_f32o);
+        OP_CUDA((cuda_add_ln<float, float>((const float *)src, (const float *)NULL, ga, be, m,
+                                           op->n, op->eps, (float *)NULL, f, cg->sms, cg->st)));
+        OP_CUDA(cuda_convert<T>(f, e, (T *)out, cg->st));
+    }
+    return 0;
+}
+
+// The cuBLASLt epilogue of op, and the activation left for a pass of its own (-1 none).
+static int lin_epi(const gpu_op_t *op, int fp32, int *post_act) {
+    *post_act = -1;
+    if (op->epi != GPU_EPI_ACT) return CUDA_GEMM_BIAS;
+    if (fp32 || op->act == GPU_ACT_TANH) {
+        *post_act = op->act;
+        return CUDA_GEMM_BIAS;
+    }
+    return cuda_gemm_act_epi(op->act);
+}
+
+template <typename T>
+static int op_linear(cuda_graph_t *cg, const gpu_op_t *op, int m, char *err, size_t errlen) {
+    const gpu_graph_t *g = cg->g;
+    const int n = op->n, k = op->k, ldy = cols_of(g, op->out), fp32 = op->prec == GPU_PREC_FP32;
+    void *y = vptr(cg, op->out);
+    const void *x = vptr(cg, op->src[0]), *bias = wptr(cg, op->w[1]);
+    const void *res = op->epi == GPU_EPI_RESIDUAL ? y : NULL;
+    int post_act, epi = lin_epi(op, fp32, &post_act);
+    if (m <= 0) return 0;
+    const int in16 = cg->t[op->src[0].t].dt != CG_F32, out16 = cg->t[op->out.t].dt != CG_F32;
+
+    if (fp32) { // 16-bit rows in or out go through the fp32 scratch
+        float *f = (float *)(cg->dev + cg->o_f32), *fo = (float *)(cg->dev + cg->o_f32o);
+        if (out16 && res) {
+            snprintf(err, errlen, "%s: fp32 residual into 16-bit rows", op->name);
+            return -1;
+        }
+        if (in16) {
+            OP_CUDA(cuda_to_float<T>((const T *)x, (size_t)m * k, f, cg->st));
+            x = f;
+        }
+        void *yf = out16 ? (void *)fo : y;
+        if (cuda_gemm_run_ldx(&cg->gemm32, cg_ptr(cg, op->w[0]), x, cols_of(g, op->src[0]), yf,
+                              out16 ? n : ldy, bias, res, m, n, k, epi, cg->st, err, errlen) != 0)
+            return -1;
+        if (post_act >= 0) OP_CUDA(cuda_act_f32((float *)yf, (size_t)m * n, post_act, cg->st));
+        if (out16) { // the prelude's relative keys / queries, read by 16-bit attention
+            if (ldy != n) {
+                snprintf(err, errlen, "%s: 16-bit output of an fp32 projection", op->name);
+                return -1;
+            }
+            OP_CUDA(cuda_convert<T>(fo, (size_t)m * n, (T *)y, cg->st));
+        }
+        return 0;
+    }
+    // bf16's fp32 residual stream (cuda_graph_plan.cu): a 16-bit linear reads it rounded to
+    // bf16 (FP8 quantizes the fp32 rows themselves) and adds into it from a 16-bit result.
+    int ldx = cols_of(g, op->src[0]), type = cg->t16 == CG_BF16 ? CUDA_GEMM_BF16 : CUDA_GEMM_FP16;
+    T *x16 = (T *)(cg->dev + cg->o_x16), *y16 = x16 + cg->x16_elems;
+    void *yg = y;
+    int ldyg = ldy;
+    if ((!in16 || !out16) && (ldx != k || ldy != n)) {
+        snprintf(err, errlen, "%s: fp32 rows of a 16-bit linear must be whole", op->name);
+        return -1;
+    }
+    if (!in16 && op->prec == GPU_PREC_FP8) {
+        type = CUDA_GEMM_FP32;
+    } else if (!in16) {
+        OP_CUDA(cuda_convert<T>((const float *)x, (size_t)m * k, x16, cg->st));
+        x = x16;
+    }
+    if (!out16) // the product into 16-bit scratch, then into the fp32 rows
+        yg = y16, ldyg = n, res = NULL;
+    if (op->prec == GPU_PREC_FP8) {
+        uint8_t *xq = (uint8_t *)(cg->dev + cg->o_xq);
+        float *xs = (float *)(cg->dev + cg->o_xs);
+        const cg_tensor_t *w = &cg->t[op->w[0]];
+        OP_CUDA(cuda_fp8_quantize_rows(x, type, m, k, xq, xs, cg->st));
+        if (cuda_fp8_gemm_run(&cg->gemm8, (const uint8_t *)cg_ptr(cg, op->w[0]),
+                              (const float *)(cg->dev + w->scale_at), xq, xs, yg, ldyg, bias, res,
+                              m, n, k, epi, cg->st, err, errlen) != 0)
+            return -1;
+    } else if (cuda_gemm_run_ldx(&cg->gemm, cg_ptr(cg, op->w[0]), x, in16 ? ldx : k, yg, ldyg, bias,
+                                 res, m, n, k, epi, cg->st, err, errlen) != 0) {
+        return -1;
+    }
+    if (!out16) {
+        if (post_act >= 0 || op->epi == GPU_EPI_GLU) {
+            snprintf(err, errlen, "%s: an activation into fp32 rows", op->name);
+            return -1;
+        }
+        if (op->epi == GPU_EPI_RESIDUAL)
+            OP_CUDA(cuda_add_f32<T>(y16, (float *)y, (size_t)m * n, cg->st));
+        else
+            OP_CUDA(cuda_to_float<T>(y16, (size_t)m * n, (float *)y, cg->st));
+        return 0;
+    }
+    if (post_act >= 0) OP_CUDA(cuda_bias_act<T>((T *)y, (const T *)NULL, m, n, post_act, cg->st));
+    if (op->epi == GPU_EPI_GLU) OP_CUDA(cuda_geglu<T>((T *)y, m, n / 2, op->act, cg->st));
+    return 0;
+}
+
+template <typename T>
+static int op_attention(cuda_graph_t *cg, const gpu_op_t *op, int nt, int ns, int max_len,
+                        char *err, size_t errlen) {
+    const gpu_graph_t *g = cg->g;
+    const int heads = op->heads, hd = op->head_dim, C = heads * hd, ld = cols_of(g, op->src[1]);
+    const int first = g->tensor[op->out.t].rows_kind == GPU_ROWS_SEQS;
+    const int rel = op->w[0] >= 0, q_tiles = first ? 1 : (max_len + 63) / 64;
+    const int extras = rel || op->window > 0 || op->rope_theta > 0.f;
+    T *q = (T *)vptr(cg, op->src[0]), *k = (T *)vptr(cg, op->src[1]);
+    const T *v = (const T *)vptr(cg, op->src[2]);
+    T *out = (T *)vptr(cg, op->out);
+    int ldq = cols_of(g, op->src[0]), ldo = cols_of(g, op->out);
+    const float scale =
+        1.f / sqrtf((float)hd * (float)(op->scale_factor > 1 ? op->scale_factor : 1));
+    if (ns <= 0) return 0;
+    if (first && !extras) { // the one-query kernel: each sequence's first token only
+        OP_CUDA(cuda_attention_first<T>(q, ldq, k, v, ld, in_cu(cg), ns, heads, out, ldo, cg->st));
+        return 0;
+    }
+    T *qa = (T *)(cg->dev + cg->o_att), *oa = qa + (size_t)cg->token_budget * cg->att_cols;
+    if (first) { // queries back among the tokens, the full kernel on each first tile
+        OP_CUDA(cuda_scatter_rows<T>(q, in_cu(cg), ns, C, qa, C, cg->st));
+        q = qa, ldq = C;
+    }
+    if (op->rope_theta > 0.f) // first-token queries sit at position 0: only keys turn
+        OP_CUDA(cuda_rope<T>(first ? (T *)NULL : q, ldq, k, ld, in_pos(cg), nt, heads, hd,
+                             op->rope_theta, cg->st));
+    cuda_att_opts_t<T> o = {scale, op->window > 0 ? op->window : -1, NULL, NULL, NULL, 0, 0, heads,
+                            ldq};
+    if (rel) {
+        T *c2p = (T *)(cg->dev + cg->o_rel), *p2c = c2p + cg->rel_elems;
+        const int R = g->tensor[op->w[0]].rows;
+        if (cuda_rel_scores<T>(cg->blas, q, ldq, nt, (const T *)cg_ptr(cg, op->w[0]), R, heads, hd,
+                               c2p, cg->st) != 0 ||
+            cuda_rel_scores<T>(cg->blas, k, ld, nt, (const T *)cg_ptr(cg, op->w[1]), R, heads, hd,
+                               p2c, cg->st) != 0) {
+            snprintf(err, errlen, "%s: cuBLAS relative scores failed", op->name);
+            return -1;
+        }
+        o.c2p = c2p, o.p2c = p2c, o.rrow = (const int32_t *)(cg->dev + cg->o_rrow);
+        o.rrow_mid = cg->rrow_mid, o.R = R;
+    }
+    if (!extras && ldq == ld && fabsf(scale - 0.125f) < 1e-7f) // BERT's: wgmma where it runs
+        OP_CUDA(cuda_attention<T>(q, k, v, ld, in_cu(cg), ns, heads, q_tiles, first ? oa : out,
+                                  first ? C : ldo, cg->att_wgmma, cg->st));
+    else
+        OP_CUDA(cuda_attention_opts<T>(q, k, v, ld, in_cu(cg), ns, heads, q_tiles, first ? oa : out,
+                                       first ? C : ldo, &o, cg->st));
+    if (first) {
+        if (ldo != C) {
+            snprintf(err, errlen, "%s: first-token output must be whole rows", op->name);
+            return -1;
+        }
+        OP_CUDA(cuda_gather_rows<T>(oa, in_cu(cg), ns, C, out, cg->st));
+    }
+    return 0;
+}
+
+template <typename T>
+static int op_pool(cuda_graph_t *cg, const gpu_op_t *op, int ns, char *err, size_t errlen) {
+    const int sdt = cg->t[op->src[0].t].dt, odt = cg->t[op->out.t].dt;
+    const int lds = cols_of(cg->g, op->src[0]), n = op->n;
+    const char *src = vptr(cg, op->src[0]);
+    char *out = vptr(cg, op->out);
+    float *f = (float *)(cg->dev + cg->o_f32);
+    if (op->pool == GPU_POOL_CLS) { // first rows, converted where the storage types differ
+        if (sdt == odt && sdt == CG_F32)
+            OP_CUDA(cuda_first_rows<float>((const float *)src, lds, in_cu(cg), ns, n, (float *)out,
+                                           cg->st));
+        else if (sdt == odt)
+            OP_CUDA(cuda_first_rows<T>((const T *)src, lds, in_cu(cg), ns, n, (T *)out, cg->st));
+        else if (sdt == CG_F32) {
+            OP_CUDA(cuda_first_rows<float>((const float *)src, lds, in_cu(cg), ns, n, f, cg->st));
+            OP_CUDA(cuda_convert<T>(f, (size_t)ns * n, (T *)out, cg->st));
+        } else {
+            T *o16 = (T *)(cg->dev + cg->o_f32); // (seqs, n) 16-bit fits the fp32 scratch
+            OP_CUDA(cuda_first_rows<T>((const T *)src, lds, in_cu(cg), ns, n, o16, cg->st));
+            OP_CUDA(cuda_to_float<T>(o16, (size_t)ns * n, (float *)out, cg->st));
+        }
+        return 0;
+    }
+    float *mean = odt == CG_F32 ? (float *)out : f;
+    if (sdt == CG_F32)
+        OP_CUDA(cuda_mean_pool<float>((const float *)src, lds, in_cu(cg), ns, n, mean, cg->st));
+    else
+        OP_CUDA(cuda_mean_pool<T>((const T *)src, lds, in_cu(cg), ns, n, mean, cg->st));
+    if (odt != CG_F32) OP_CUDA(cuda_convert<T>(mean, (size_t)ns * n, (T *)out, cg->st));
+    return 0;
+}
+
+template <typename T>
+static int op_run(cuda_graph_t *cg, const gpu_op_t *op, int nt, int ns, int max_len, char *err,
+                  size_t errlen) {
+    const int m = rows_of(cg, op->out.t, nt, ns);
+    switch (op->kind) {
+    case GPU_OP_EMBED:
+        return op_embed<T>(cg, op, nt, err, errlen);
+    case GPU_OP_NORM:
+        return op_norm<T>(cg, op, m, err, errlen);
+    case GPU_OP_LINEAR:
+        return op_linear<T>(cg, op, m, err, errlen);
+    case GPU_OP_ATTENTION:
+        return op_attention<T>(cg, op, nt, ns, max_len, err, errlen);
+    case GPU_OP_POOL:
+        return op_pool<T>(cg, op, ns, err, errlen);
+    default:
+        snprintf(err, errlen, "%s: unknown op kind %d", op->name, (int)op->kind);
+        return -1;
+    }
+}
+
+int cuda_graph_op(cuda_graph_t *cg, const gpu_op_t *op, int nt, int ns, int max_len, char *err,
+                  size_t errlen) {
+    return cg->t16 == CG_BF16 ? op_run<__nv_bfloat16>(cg, op, nt, ns, max_len, err, errlen)
+                              : op_run<__half>(cg, op, nt, ns, max_len, err, errlen);
+}

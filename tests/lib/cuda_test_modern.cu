@@ -1,0 +1,142 @@
+// Test entry points of the ModernBERT and DeBERTa kernels (tests/lib/cuda_test_modern.h).
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdio.h>
+
+#include "tests/lib/cuda_test_modern.h"
+#include "tests/lib/cuda_test_util.cuh"
+
+template <typename T>
+static int tm_rope(float *x, int ld, int k_off, const int32_t *pos, int n, int heads, int hd,
+                   float theta) {
+    int rc = 0;
+    T *dx = ta_upload<T>(x, (size_t)n * ld);
+    int32_t *dpos = (int32_t *)ta_dup(pos, (size_t)n * 4);
+    if (!dx || !dpos) {
+        rc = -1;
+        goto done;
+    }
+    TA_CHECK(cuda_rope<T>(dx, ld, dx + k_off, ld, dpos, n, heads, hd, theta, 0));
+    TA_CHECK(cudaDeviceSynchronize());
+    rc = ta_download<T>(dx, (size_t)n * ld, x);
+done:
+    cudaFree(dx), cudaFree(dpos);
+    return rc;
+}
+extern "C" int gpu_cuda_test_rope(const char *precision, float *x, int ld, int k_off,
+                                  const int32_t *pos, int n, int heads, int head_dim, float theta) {
+    return is_bf16(precision) ? tm_rope<__nv_bfloat16>(x, ld, k_off, pos, n, heads, head_dim, theta)
+                              : tm_rope<__half>(x, ld, k_off, pos, n, heads, head_dim, theta);
+}
+
+template <typename T>
+static int tm_attention(const float *q, const float *k, const float *v, int ld, const int32_t *cu,
+                        int n_seqs, int heads, float scale, int window, const float *c2p,
+                        const float *p2c, const int32_t *rrow, int rrow_mid, int R, float *out) {
+    int n = cu[n_seqs], rc = 0, maxlen = 0;
+    for (int s = 0; s < n_seqs; s++)
+        if (cu[s + 1] - cu[s] > maxlen) maxlen = cu[s + 1] - cu[s];
+    size_t span = (size_t)(n - 1) * ld + (size_t)heads * 64, nb = (size_t)n * heads * R;
+    T *dq = ta_upload<T>(q, span), *dk = ta_upload<T>(k, span), *dv = ta_upload<T>(v, span);
+    int32_t *dcu = (int32_t *)ta_dup(cu, (size_t)(n_seqs + 1) * 4);
+    T *o = ta_poisoned<T>((size_t)n * heads * 64);
+    T *dc = c2p ? ta_upload<T>(c2p, nb) : NULL, *dp = p2c ? ta_upload<T>(p2c, nb) : NULL;
+    int32_t *dr = rrow ? (int32_t *)ta_dup(rrow, (size_t)(2 * rrow_mid + 1) * 4) : NULL;
+    cuda_att_opts_t<T> opt = {scale, window, dc, dp, dr, rrow_mid, R, heads, 0};
+    if (!dq || !dk || !dv || !dcu || !o || (c2p && !dc) || (p2c && !dp) || (rrow && !dr)) {
+        rc = -1;
+        goto done;
+    }
+    TA_CHECK(cuda_attention_opts<T>(dq, dk, dv, ld, dcu, n_seqs, heads, (maxlen + 63) / 64, o,
+                                    heads * 64, &opt, 0));
+    TA_CHECK(cudaDeviceSynchronize());
+    rc = ta_download<T>(o, (size_t)n * heads * 64, out);
+done:
+    cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dcu), cudaFree(o);
+    cudaFree(dc), cudaFree(dp), cudaFree(dr);
+    return rc;
+}
+extern "C" int gpu_cuda_test_attention_opts(const char *precision, const float *q, const float *k,
+                                            const float *v, int ld, const int32_t *cu, int n_seqs,
+                                            int heads, float scale, int window, const float *c2p,
+                                            const float *p2c, const int32_t *rrow, int rrow_mid,
+                                            int R, float *out) {
+    if (ld % 8 != 0) return -1;
+    return is_bf16(precision)
+               ? tm_attention<__nv_bfloat16>(q, k, v, ld, cu, n_seqs, heads, scale, window, c2p,
+                                             p2c, rrow, rrow_mid, R, out)
+               : tm_attention<__half>(q, k, v, ld, cu, n_seqs, heads, scale, window, c2p, p2c, rrow,
+                                      rrow_mid, R, out);
+}
+
+template <typename T> static int tm_geglu(float *x, int n, int I, int act) {
+    int rc = 0;
+    T *dx = ta_upload<T>(x, (size_t)n * 2 * I);
+    if (!dx) return -1;
+    TA_CHECK(cuda_geglu<T>(dx, n, I, act, 0));
+    TA_CHECK(cudaDeviceSynchronize());
+    rc = ta_download<T>(dx, (size_t)n * 2 * I, x);
+done:
+    cudaFree(dx);
+    return rc;
+}
+extern "C" int gpu_cuda_test_geglu(const char *precision, float *x, int n, int I, int act) {
+    return is_bf16(precision) ? tm_geglu<__nv_bfloat16>(x, n, I, act)
+                              : tm_geglu<__half>(x, n, I, act);
+}
+
+template <typename T>
+static int tm_mean_pool(const float *x, const int32_t *cu, int n_seqs, int H, float *out) {
+    int rc = 0, n = cu[n_seqs];
+    T *dx = ta_upload<T>(x, (size_t)n * H);
+    int32_t *dcu = (int32_t *)ta_dup(cu, (size_t)(n_seqs + 1) * 4);
+    float *dout = NULL;
+    if (!dx || !dcu || cudaMalloc(&dout, (size_t)n_seqs * H * 4) != cudaSuccess) {
+        rc = -1;
+        goto done;
+    }
+    TA_CHECK(cudaMemset(dout, 0xFF, (size_t)n_seqs * H * 4));
+    TA_CHECK(cuda_mean_pool<T>(dx, H, dcu, n_seqs, H, dout, 0));
+    TA_CHECK(cudaMemcpy(out, dout, (size_t)n_seqs * H * 4, cudaMemcpyDeviceToHost));
+done:
+    cudaFree(dx), cudaFree(dcu), cudaFree(dout);
+    return rc;
+}
+extern "C" int gpu_cuda_test_mean_pool(const char *precision, const float *x, const int32_t *cu,
+                                       int n_seqs, int H, float *out) {
+    return is_bf16(precision) ? tm_mean_pool<__nv_bfloat16>(x, cu, n_seqs, H, out)
+                              : tm_mean_pool<__half>(x, cu, n_seqs, H, out);
+}
+
+template <typename T>
+static int tm_rel(const float *x, int ldx, int n, const float *rel, int R, int heads, int hd,
+                  float *out) {
+    int rc = 0;
+    const size_t nout = (size_t)n * heads * R;
+    T *dx = ta_upload<T>(x, (size_t)(n - 1) * ldx + (size_t)heads * hd);
+    T *drel = ta_upload<T>(rel, (size_t)R * heads * hd), *dout = ta_poisoned<T>(nout);
+    cublasHandle_t h = NULL;
+    if (!dx || !drel || !dout || cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) {
+        rc = -1;
+        goto done;
+    }
+    if (cuda_rel_scores<T>(h, dx, ldx, n, drel, R, heads, hd, dout, 0) != 0) {
+        fprintf(stderr, "cuda_rel_scores failed\n");
+        rc = -1;
+        goto done;
+    }
+    TA_CHECK(cudaDeviceSynchronize());
+    rc = ta_download<T>(dout, nout, out);
+done:
+    if (h) cublasDestroy(h);
+    cudaFree(dx), cudaFree(drel), cudaFree(dout);
+    return rc;
+}
+extern "C" int gpu_cuda_test_rel_scores(const char *precision, const float *x, int ldx, int n,
+                                        const float *rel, int R, int heads, int head_dim,
+                                        float *out) {
+    return is_bf16(precision) ? tm_rel<__nv_bfloat16>(x, ldx, n, rel, R, heads, head_dim, out)
+                              : tm_rel<__half>(x, ldx, n, rel, R, heads, head_dim, out);
+}

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Every default of an option is written once, in its row of the option table (worker/cli/), and
+# printed from there: (1) no help text in worker/cli/ spells a default value itself (the row's
+# def column does; a default that is no single value reads "default: ..."); (2) every option
+# of `reclass run` that has a default shows it in --help; (3) README's copy of `reclass run
+# --help` is that output. Usage: test_cli_defaults.sh RECLASS_BIN SOURCE_DIR
+set -u
+bin=$1
+root=$2
+fail=0
+check() { # name expected actual
+    if [ "$2" = "$3" ]; then echo "ok   $1"; else echo "FAIL $1: expected '$2', got '$3'"; fail=1; fi
+}
+
+# (1) "(default 200)", "default 0 = ...": a value written in help text beside its row's.
+hits=$(grep -nE '"[^"]*(\(default [^:)%"]|default [0-9])' "$root"/worker/cli/*.c)
+check "no default value written in help text" "" "$hits"
+
+# (2) the rows' defaults reach --help: each listed with its value.
+help=$("$bin" run --help); rc=$?
+check "run --help: exit 0" 0 "$rc"
+for want in "(default 127.0.0.1:9092)" "(default tickets)" "(default reclass)" "(default 200)" \
+    "(default 120)" "(default 30)" "(default 8192)" "(default 50)" "(default 3)" \
+    "(default 0.0.0.0)" "(default 60)" "(default 4096)" "(default 10)" "(default cpu)"; do
+    echo "$help" | grep -qF -- "$want"; check "run --help shows $want" 0 $?
+done
+# every option that takes a value says what it is when not given: its row's default, a
+# "default:" sentence, "(required)", or it is one of these, which are simply off when not given
+none=" --stats-json --schema-registry --schema-registry-auth-file --schema-registry-ca --kafka "
+none+="--tenant-weight "
+missing=$(echo "$help" | awk -v none="$none" '
+    /^  --/ { if (opt != "" && !ok) print opt
+              opt = $1; valued = ($2 != "" && $2 !~ /^\$/)  # "--name ARG" vs "--name [$VAR]"
+              ok = !valued || index(none, " " opt " ") > 0; next }
+    /\(default [^:]|default: |\(required\)/ { ok = 1 }
+    END { if (opt != "" && !ok) print opt }')
+check "run --help: every valued option tells its default" "" "$missing"
+
+# (3) README's copy
+readme=$(sed -n '/^<!-- reclass run --help: begin -->$/,/^<!-- reclass run --help: end -->$/p' \
+    "$root/README.md" | sed '1,2d;$d' | sed '$d')
+if [ "$readme" != "$help" ]; then
+    echo "FAIL README's copy of 'reclass run --help' differs; the difference (< README, > --help):"
+    diff <(echo "$readme") <(echo "$help") | head -20
+    echo "     regenerate it between the markers in README.md from: reclass run --help"
+    fail=1
+else
+    echo "ok   README's copy of reclass run --help is current"
+fi
+exit $fail
