@@ -184,7 +184,9 @@ static int op_linear(cuda_graph_t *cg, const gpu_op_t *op, int m, char *err, siz
     T *x16 = (T *)(cg->dev + cg->o_x16), *y16 = x16 + cg->x16_elems;
     void *yg = y;
     int ldyg = ldy;
-    if ((!in16 || !out16) && (ldx != k || ldy != n)) {
+    // fp32 input is converted / quantized as one block; fp32 output is written from one block:
+    // only that side must be whole rows (the last layer's kv writes 16-bit columns of qkv).
+    if ((!in16 && ldx != k) || (!out16 && ldy != n)) {
         snprintf(err, errlen, "%s: fp32 rows of a 16-bit linear must be whole", op->name);
         return -1;
     }
