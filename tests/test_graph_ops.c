@@ -88,12 +88,28 @@ static float *rnd(size_t n, float scale, unsigned *seed) {
     return x;
 }
 
-/* The operands of a linear op at prec as it multiplies them: rows rounded to bf16 / E4M3. */
-static void round_rows(gpu_precision_t prec, const float *x, int rows, int cols, float *y) {
+/* x rounded to the nearest fp16 (ties to even); |x| stays far below fp16's 65504 here. */
+static float fp16_round(float x) {
+    if (fabsf(x) < 0x1p-14f) return nearbyintf(x * 0x1p24f) * 0x1p-24f; /* subnormal steps */
+    uint32_t b;
+    memcpy(&b, &x, sizeof b);
+    b = (b + 0xFFFu + ((b >> 13) & 1u)) & ~0x1FFFu; /* keep 10 of 23 mantissa bits */
+    memcpy(&x, &b, sizeof b);
+    return x;
+}
+
+/* The operands of a linear op at prec as it multiplies them: rows rounded to bf16 / E4M3.
+ * FP8 quantizes the rows as the backend stores them: storage fp16 rounds them first. */
+static void round_rows(gpu_precision_t prec, gpu_precision_t storage, const float *x, int rows,
+                       int cols, float *y) {
     for (int r = 0; r < rows; r++) {
         const float *xr = x + (size_t)r * cols;
         float *yr = y + (size_t)r * cols;
-        if (prec == GPU_PREC_FP8)
+        if (prec == GPU_PREC_FP8 && storage == GPU_PREC_FP16) {
+            for (int c = 0; c < cols; c++)
+                yr[c] = fp16_round(xr[c]);
+            gpu_fp8_fake_row(yr, cols, yr);
+        } else if (prec == GPU_PREC_FP8)
             gpu_fp8_fake_row(xr, cols, yr);
         else
             for (int c = 0; c < cols; c++)
@@ -119,7 +135,10 @@ static gpu_act_t act_of(int c) {
 }
 
 /* Owned test data lives until the end of the run (small). */
-static void build(const gpu_model_t *m, int c, gpu_precision_t prec, built_t *o, unsigned seed) {
+/* storage: the backend's activation storage at prec fp8 (gpu_graph_build's: fp32 on the CPU
+ * reference, fp16 on CUDA), which the reference rounds a linear's input rows to. */
+static void build(const gpu_model_t *m, int c, gpu_precision_t prec, gpu_precision_t storage,
+                  built_t *o, unsigned seed) {
     gpu_model_config_t cfg = m->cfg;
     cfg.rel_span = REL_SPAN, cfg.rel_buckets = 8, cfg.rel_max_pos = 16;
     const int H = cfg.hidden, hd = H / cfg.heads;
@@ -167,8 +186,8 @@ static void build(const gpu_model_t *m, int c, gpu_precision_t prec, built_t *o,
                       gpu_gb_weight(&b, "w", w, N, K, 0), gpu_gb_weight(&b, "bias", bias, 1, N, 0),
                       N, K, epi, act_of(c));
         float *xr = malloc(sizeof(float) * NTOK * K), *wr = malloc(sizeof(float) * N * K);
-        round_rows(prec, x, NTOK, K, xr);
-        round_rows(prec, w, N, K, wr);
+        round_rows(prec, storage, x, NTOK, K, xr);
+        round_rows(prec, GPU_PREC_FP32, w, N, K, wr); /* weights: the model's fp32 values */
         o->rows = NTOK, o->cols = (size_t)N; /* GLU: its last N/2 columns are scratch */
         float *z = malloc(sizeof(float) * NTOK * N);
         gpu_ref_linear(xr, wr, bias, NTOK, K, N, z);
@@ -276,7 +295,8 @@ static void test_parity(void **state) {
                     continue;
                 }
                 built_t o;
-                build(m, c, prec, &o, 1234u + (unsigned)c);
+                build(m, c, prec, bi == 1 ? GPU_PREC_FP16 : GPU_PREC_FP32, &o,
+                      1234u + (unsigned)c);
                 gpu_backend_opts_t bo = {.token_budget = BUDGET,
                                          .max_len = 0,
                                          .max_seqs = 8,
@@ -388,7 +408,7 @@ static void test_lacking_op_named(void **state) {
     assert_int_equal(gpu_model_init_random("bert-mini", 3, 7, &m, err, sizeof err), 0);
     unsigned seed = 99;
     built_t o;
-    build(m, ATT_FULL, GPU_PREC_FP32, &o, seed);
+    build(m, ATT_FULL, GPU_PREC_FP32, GPU_PREC_FP32, &o, seed);
     for (int i = 0; i < o.g->n_ops; i++)
         if (o.g->op[i].kind == GPU_OP_ATTENTION) o.g->op[i].prec = GPU_PREC_FP8;
     const gpu_backend_ops_t *cpu = gpu_backend_find("cpu", err, sizeof err);
