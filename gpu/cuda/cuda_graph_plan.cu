@@ -217,7 +217,9 @@ int cuda_graph_setup(cuda_graph_t *cg, char *dev, cudaStream_t st, int sms, char
     }
     if (cg->rel_elems) {
         cublasHandle_t h = NULL;
+        // the stream first: cublasSetStream drops a workspace set before it (cuda_rel.cu)
         if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS ||
+            cublasSetStream(h, st) != CUBLAS_STATUS_SUCCESS ||
             cublasSetWorkspace(h, ws, cg->ws_bytes) != CUBLAS_STATUS_SUCCESS) {
             if (h) cublasDestroy(h);
             snprintf(err, errlen, "cuBLAS handle for the relative scores failed");

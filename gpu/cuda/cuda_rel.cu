@@ -25,7 +25,12 @@ int cuda_rel_scores(void *cublas, const T *x, int ldx, int n, const T *rel, int 
     const cudaDataType_t ty = rel_type<T>();
     // Column-major: out^T (R, n) with ld heads * R = rel_h (R x d, row stride heads * d)
     // times x_h^T (d x n, row stride ldx); head h at offsets h * d (inputs), h * R (output).
-    if (cublasSetStream(h, st) != CUBLAS_STATUS_SUCCESS) return -1;
+    // cublasSetStream resets the handle to cuBLAS's own workspace pool, allocated lazily on
+    // the next call: the owner binds the stream before its workspace at init, so only a
+    // handle on another stream is moved here.
+    cudaStream_t cur = NULL;
+    if (cublasGetStream(h, &cur) != CUBLAS_STATUS_SUCCESS) return -1;
+    if (cur != st && cublasSetStream(h, st) != CUBLAS_STATUS_SUCCESS) return -1;
     cublasStatus_t s = cublasGemmStridedBatchedEx(
         h, CUBLAS_OP_T, CUBLAS_OP_N, R, n, head_dim, &one, rel, ty, heads * head_dim,
         (long long)head_dim, x, ty, ldx, (long long)head_dim, &zero, out, ty, heads * R,
