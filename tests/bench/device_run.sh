@@ -389,7 +389,7 @@ if has graph; then
     done
     for g in modernbert-base deberta-v3-base; do
         note "graph: test_gpu_memory ${GRAPH_MEM_BATCHES:-100000} $g ($(elapsed)s)"
-        step 120 "$OUT/graph-memory-$g.log" $B/tests/test_gpu_memory ${GRAPH_MEM_BATCHES:-100000} $g
+        step 200 "$OUT/graph-memory-$g.log" $B/tests/test_gpu_memory ${GRAPH_MEM_BATCHES:-100000} $g
         grep -E "FAIL|PASSED|weights|batches" "$OUT/graph-memory-$g.log" | tail -6 | tee -a "$summary"
     done
     for gp in bert-base:fp16 bert-base:fp8 modernbert-base:fp16 deberta-v3-base:fp16; do
