@@ -188,7 +188,7 @@ static void build(const gpu_model_t *m, int c, gpu_precision_t prec, gpu_precisi
         float *xr = malloc(sizeof(float) * NTOK * K), *wr = malloc(sizeof(float) * N * K);
         round_rows(prec, storage, x, NTOK, K, xr);
         round_rows(prec, GPU_PREC_FP32, w, N, K, wr); /* weights: the model's fp32 values */
-        o->rows = NTOK, o->cols = (size_t)N; /* GLU: its last N/2 columns are scratch */
+        o->rows = NTOK, o->cols = (size_t)N;          /* GLU: its last N/2 columns are scratch */
         float *z = malloc(sizeof(float) * NTOK * N);
         gpu_ref_linear(xr, wr, bias, NTOK, K, N, z);
         o->ref = malloc(sizeof(float) * NTOK * N);
@@ -295,8 +295,7 @@ static void test_parity(void **state) {
                     continue;
                 }
                 built_t o;
-                build(m, c, prec, bi == 1 ? GPU_PREC_FP16 : GPU_PREC_FP32, &o,
-                      1234u + (unsigned)c);
+                build(m, c, prec, bi == 1 ? GPU_PREC_FP16 : GPU_PREC_FP32, &o, 1234u + (unsigned)c);
                 gpu_backend_opts_t bo = {.token_budget = BUDGET,
                                          .max_len = 0,
                                          .max_seqs = 8,
