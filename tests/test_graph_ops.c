@@ -79,8 +79,19 @@ typedef struct {
     float *ref;        /* (rows, cols) expected */
 } built_t;
 
+/* The random tensors a test built: weights the graph points at, freed when the test ends. */
+static void *owned[1024];
+static int n_owned;
+static void owned_free(void) {
+    while (n_owned > 0)
+        free(owned[--n_owned]);
+}
+
 static float *rnd(size_t n, float scale, unsigned *seed) {
     float *x = malloc(sizeof(float) * n);
+    assert_non_null(x);
+    assert_true(n_owned < (int)(sizeof owned / sizeof owned[0]));
+    owned[n_owned++] = x;
     for (size_t i = 0; i < n; i++) {
         *seed = *seed * 1103515245u + 12345u;
         x[i] = scale * ((float)((*seed >> 8) & 0xFFFF) / 32768.0f - 1.0f);
@@ -134,7 +145,6 @@ static gpu_act_t act_of(int c) {
                               : GPU_ACT_GELU;
 }
 
-/* Owned test data lives until the end of the run (small). */
 /* storage: the backend's activation storage at prec fp8 (gpu_graph_build's: fp32 on the CPU
  * reference, fp16 on CUDA), which the reference rounds a linear's input rows to. */
 static void build(const gpu_model_t *m, int c, gpu_precision_t prec, gpu_precision_t storage,
@@ -331,6 +341,7 @@ static void test_parity(void **state) {
         }
     printf("%d rows run, %d failed\n", runs, fails);
     gpu_model_free(m);
+    owned_free();
     assert_int_equal(fails, 0);
     assert_true(runs >= N_CASES);
 }
@@ -419,8 +430,9 @@ static void test_lacking_op_named(void **state) {
     printf("%s\n", err);
     assert_non_null(strstr(err, "the cpu backend lacks attn: attention"));
     assert_non_null(strstr(err, "fp8"));
-    free(o.ref);
+    free(o.ref); /* o.g went to init_graph, which frees it on failure */
     gpu_model_free(m);
+    owned_free();
 }
 
 int main(void) {
