@@ -4,6 +4,13 @@
 # Here (build machine, nvcc, no GPU):
 #   cmake -S . -B build-sm90 -DCMAKE_CUDA_ARCHITECTURES=90 && cmake --build build-sm90 -j2
 #   tests/bench/device_run.sh pack        # -> .devlibs/bundle.tar.xz (binaries + .so deps)
+#   tests/bench/device_run.sh pack-fixtures  # -> .devlibs/fix.tar.xz (the goldens' models)
+# The tracked tree (~100 MB, the fixture models most of it) is over the device call's 64 MiB:
+# for the golden stages, leave tests/fixtures, deploy/models and the librdkafka tarball out of
+# the index for the call (`git rm -r -q --cached` them and list them in .git/info/exclude;
+# `git reset -q` after), carry .devlibs/fix.tar.xz, and start the command with
+# `tar -xJf .devlibs/fix.tar.xz &&`. The job stages need only deploy/models/*/vocab.txt,
+# tokenizer_config.json and config.json back in the index (`git add -f`).
 # On the device, from the repo root (carry .devlibs):
 #   tests/bench/device_run.sh run STAGES  # STAGES: comma list of
 #       smoke    GPU visible, libraries resolve
@@ -105,6 +112,14 @@ pack)
     ls -la .devlibs
     exit 0
     ;;
+pack-fixtures) # the fixture models and goldens test_gpu_golden reads, without what it does not
+    mkdir -p .devlibs
+    tar --exclude=golden_long.jsonl --exclude=golden_cls_pooling.jsonl --exclude=README.md \
+        --exclude=training_summary.json -cf - tests/fixtures/models \
+        tests/fixtures/golden_clinc150_test.jsonl deploy/models | xz -T2 -9 >.devlibs/fix.tar.xz
+    ls -la .devlibs/fix.tar.xz
+    exit 0
+    ;;
 pack-pg) # PostgreSQL 15 server + client from this machine, for the e2e stage (device has none)
     # fs/ mirrors the files' places under / on the device; pglib/ holds their libraries
     rm -rf /tmp/pgpack && mkdir -p /tmp/pgpack/pglib /tmp/pgpack/fs/usr/lib/postgresql/15/bin \
@@ -123,7 +138,7 @@ pack-pg) # PostgreSQL 15 server + client from this machine, for the e2e stage (d
     ;;
 run) ;;
 *)
-    echo "usage: $0 pack | pack-pg | run STAGES" >&2
+    echo "usage: $0 pack | pack-fixtures | pack-pg | run STAGES" >&2
     exit 2
     ;;
 esac
