@@ -74,7 +74,9 @@
 #                bert-base fp16 and distilbert-base, each next to `reclass bench` on 200,000
 #                of the same tickets; 4 workers of 4 threads on the tiny model, then 4 with one
 #                SIGKILLed mid-job (JOB_RUNS: a comma list of scaling, bert, distil, workers,
-#                kill, and sinks: 16 threads with 8 result writers; default all but sinks).
+#                kill, sinks: 16 threads with 8 result writers, modern: a modernbert-base
+#                fp16 job and fp8: a bert-base fp8 job, each beside `reclass bench`; default
+#                scaling, bert, distil, workers, kill).
 #                The ceiling alone, against a baseline build (another checkout's
 #                build-sm90/reclass copied to .devlibs/base/reclass before `pack`),
 #                interleaved: JOB_RUNS=scaling tests/bench/device_run.sh run job
@@ -568,6 +570,19 @@ if has job; then
             job_bench "$log" "$g fp16, 1 worker" /tmp/model-$g 1 --precision fp16
             note "reclass bench $g fp16, 200,000 of the same tickets, budget 16384"
             $B/reclass bench --model /tmp/model-$g --backend cuda --precision fp16 \
+                --workload /tmp/real_texts_200k.jsonl --token-budget 16384 --repeat 3 2>&1 |
+                tail -1 | tee -a "$log" | tee -a "$summary"
+        done
+        # the graph's families and precisions through `run`: a ModernBERT-base job (fp16) and a
+        # bert-base job in fp8, each next to `reclass bench` on the same tickets
+        for gp in modernbert-base:fp16:modern bert-base:fp8:fp8; do
+            IFS=: read -r g p k <<<"$gp"
+            [[ $runs == *,$k,* ]] || continue
+            [ -d /tmp/model-$g ] || python3 tests/bench/make_random_checkpoint.py /tmp/model-$g \
+                --geometry $g >>"$log" 2>&1
+            job_bench "$log" "$g $p, 1 worker" /tmp/model-$g 1 --precision $p
+            note "reclass bench $g $p, 200,000 of the same tickets, budget 16384"
+            $B/reclass bench --model /tmp/model-$g --backend cuda --precision $p \
                 --workload /tmp/real_texts_200k.jsonl --token-budget 16384 --repeat 3 2>&1 |
                 tail -1 | tee -a "$log" | tee -a "$summary"
         done

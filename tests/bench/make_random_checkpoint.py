@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
-"""A randomly initialised BertForSequenceClassification checkpoint in a named geometry, saved
+"""A randomly initialised ...ForSequenceClassification checkpoint in a named geometry, saved
 as Hugging Face does (config.json, fp16 model.safetensors) with the demo model's vocab.txt and
 tokenizer_config.json, for timing the whole worker on a production-sized encoder.
+modernbert-base and deberta-v3-base take those geometries' shapes (answerdotai/ModernBERT-base,
+microsoft/deberta-v3-base) with the demo model's WordPiece vocabulary: the ids it gives are
+in range of either model's embedding table, which is all a timing needs.
 
     make_random_checkpoint.py OUT_DIR [--geometry bert-base] [--labels 140] [--seed 1]
 
@@ -27,6 +30,10 @@ GEOMETRIES = {
     "tiny-h64": dict(hidden_size=64, num_hidden_layers=1, num_attention_heads=1,
                      intermediate_size=256),
     "distilbert-base": dict(dim=768, n_layers=6, n_heads=12, hidden_dim=3072),
+    "modernbert-base": dict(hidden_size=768, num_hidden_layers=22, num_attention_heads=12,
+                            intermediate_size=1152),
+    "deberta-v3-base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                            intermediate_size=3072),
 }
 
 
@@ -50,7 +57,28 @@ def main():
     with open(os.path.join(demo, "vocab.txt"), encoding="utf-8") as f:
         vocab_size = sum(1 for _ in f)
     torch.manual_seed(a.seed)
-    if a.geometry.startswith("distilbert"):
+    if a.geometry == "modernbert-base":
+        from transformers import ModernBertConfig, ModernBertForSequenceClassification
+        cfg = ModernBertConfig(vocab_size=50368, max_position_embeddings=8192,
+                               global_attn_every_n_layers=3, local_attention=128,
+                               global_rope_theta=160000.0, local_rope_theta=10000.0,
+                               pad_token_id=0, bos_token_id=101, eos_token_id=102,
+                               cls_token_id=101, sep_token_id=102, classifier_pooling="mean",
+                               hidden_activation="gelu", num_labels=a.labels,
+                               **GEOMETRIES[a.geometry])
+        model = ModernBertForSequenceClassification(cfg).half().eval()
+    elif a.geometry == "deberta-v3-base":
+        from transformers import DebertaV2Config, DebertaV2ForSequenceClassification
+        cfg = DebertaV2Config(vocab_size=128100, max_position_embeddings=512, type_vocab_size=0,
+                              relative_attention=True, position_buckets=256,
+                              max_relative_positions=-1, pos_att_type=["p2c", "c2p"],
+                              share_att_key=True, norm_rel_ebd="layer_norm",
+                              position_biased_input=False, hidden_act="gelu",
+                              pooler_hidden_act="gelu", pooler_hidden_size=768,
+                              layer_norm_eps=1e-7, pad_token_id=0, num_labels=a.labels,
+                              **GEOMETRIES[a.geometry])
+        model = DebertaV2ForSequenceClassification(cfg).half().eval()
+    elif a.geometry.startswith("distilbert"):
         cfg = DistilBertConfig(vocab_size=vocab_size, max_position_embeddings=512,
                                num_labels=a.labels, activation="gelu", **GEOMETRIES[a.geometry])
         model = DistilBertForSequenceClassification(cfg).half().eval()

@@ -15,7 +15,8 @@ int worker_cli_settings_opts(cls_settings_t *s, unsigned rows, int env, cli_opt_
         {"backend", CLI_STR, &s->backend, 0, 0, "RECLASS_BACKEND", NULL, "cpu or cuda", "cpu"},
         {"precision", CLI_STR, &s->precision, 0, 0, "RECLASS_PRECISION", NULL,
          "what the encoder computes in: fp32, bf16 or fp8 (the FP8 reference) on the cpu\n"
-         "      backend; fp16 or bf16 on cuda (default: the backend's first, fp32 / fp16)",
+         "      backend; fp16, bf16 or fp8 (E4M3 linears) on cuda (default: the backend's\n"
+         "      first, fp32 / fp16)",
          NULL},
         {"token-budget", CLI_INT, &s->token_budget, 0, 1 << 24, "RECLASS_TOKEN_BUDGET", NULL,
          "tokens per encoder batch, at least --max-len; auto is raised to --max-len\n"
