@@ -535,7 +535,7 @@ job_bench() {
     echo "== $name" >>"$log"
     (export LD_LIBRARY_PATH=/opt/reclass-pglib:$LD_LIBRARY_PATH PATH=/usr/lib/postgresql/15/bin:$PATH
      RECLASS_BUILD_DIR=${JOB_BUILD:-$PWD/$B} RECLASS_BACKEND=cuda timeout "${JOB_TIMEOUT:-240}" \
-         bash tests/bench/job_bench.sh /tmp/real_texts.jsonl "$model" "$workers" -- "$@") >>"$log" 2>&1
+         bash tests/bench/job_bench.sh "${JOB_INPUT:-/tmp/real_texts.jsonl}" "$model" "$workers" -- "$@") >>"$log" 2>&1
     echo "$name: exit $?" | tee -a "$summary"
     awk -v n="== $name" '$0 == n {on = 1; next} /^== / {on = 0} on && !/^(reclass run|%[0-9]|submitted)/' \
         "$log" | tee -a "$summary"
@@ -574,13 +574,14 @@ if has job; then
                 tail -1 | tee -a "$log" | tee -a "$summary"
         done
         # the graph's families and precisions through `run`: a ModernBERT-base job (fp16) and a
-        # bert-base job in fp8, each next to `reclass bench` on the same tickets
+        # bert-base job in fp8 on 200,000 tickets, each next to `reclass bench` on the same ones
         for gp in modernbert-base:fp16:modern bert-base:fp8:fp8; do
             IFS=: read -r g p k <<<"$gp"
             [[ $runs == *,$k,* ]] || continue
             [ -d /tmp/model-$g ] || python3 tests/bench/make_random_checkpoint.py /tmp/model-$g \
                 --geometry $g >>"$log" 2>&1
-            job_bench "$log" "$g $p, 1 worker" /tmp/model-$g 1 --precision $p
+            JOB_INPUT=/tmp/real_texts_200k.jsonl job_bench "$log" "$g $p, 1 worker, 200,000 tickets" \
+                /tmp/model-$g 1 --precision $p
             note "reclass bench $g $p, 200,000 of the same tickets, budget 16384"
             $B/reclass bench --model /tmp/model-$g --backend cuda --precision $p \
                 --workload /tmp/real_texts_200k.jsonl --token-budget 16384 --repeat 3 2>&1 |
