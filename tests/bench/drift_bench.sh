@@ -66,6 +66,27 @@ for ((d = DAYS; d >= 1; d--)); do
                               5 + k % 3 AS b, 3 + (k * 7 + extract(hour FROM w)::int) % 4 AS c,
                               CASE WHEN k = 7 AND w > now() - interval '1 day' THEN 12 ELSE 2 + k % 2 END AS e) x"
 done
+# the scores the worker stores as it judges each window (drift_judged, its hourly roll-up):
+# synthetic, shaped as the judge writes them (tenant0007 drifts in its last day)
+sql "SELECT drift_partitions_ensure(now() - interval '$((DAYS + 1)) days', now())" >/dev/null
+for ((d = DAYS; d >= 1; d--)); do
+    sql "INSERT INTO drift_judged (window_start, tenant, model, window_s, tickets, status, rank, label_psi,
+                                   label_js, confidence_psi, confidence_js, low_confidence_share,
+                                   low_confidence_change, labels_new, labels_gone, reference, ref_tickets, overflow)
+         SELECT window_start, tenant, model, window_s, tickets, s, drift_rank(s), lp, lp / 4, cp, cp / 4, 0.05,
+                0.01, '{}', '{}', 'trailing 7 days', 100000, false
+         FROM drift_windows, LATERAL (SELECT (abs(hashtext(tenant || window_start)) % 1000) / 5000.0 AS lp,
+                                             (abs(hashtext(window_start || tenant)) % 1000) / 8000.0 AS cp) x,
+              LATERAL (SELECT CASE WHEN tenant = 'tenant0007' AND window_start > now() - interval '1 day' THEN 'drift'
+                                   WHEN greatest(lp, cp) >= 0.1 THEN 'watch' ELSE 'ok' END AS s) y
+         WHERE window_start >= date_trunc('day', now()) - interval '$d days'
+           AND window_start < date_trunc('day', now()) - interval '$((d - 1)) days'"
+done
+sql "INSERT INTO drift_judged_hourly
+     SELECT tenant, model, date_trunc('hour', window_start, 'UTC'), count(*), count(*) FILTER (WHERE status = 'drift'),
+            sum(tickets), max(rank), max(label_psi), max(confidence_psi), min(window_start) FILTER (WHERE status = 'drift'),
+            'trailing 7 days', max(window_start)
+     FROM drift_judged GROUP BY 1, 2, 3"
 sql "ANALYZE"
 t2=$(now_s)
 
@@ -139,7 +160,8 @@ time_sql 'jobs listing without the drift column' \
     "SELECT job_id, tenant, total, done FROM jobs ORDER BY updated_at DESC, job_id LIMIT 50"
 echo
 echo "rows: ticket_results $(sql "SELECT count(*) FROM ticket_results"), jobs $JOBS," \
-     "drift_windows $(sql "SELECT count(*) FROM drift_windows"), drift_hourly $(sql "SELECT count(*) FROM drift_hourly")," \
+     "drift_windows $(sql "SELECT count(*) FROM drift_windows"), drift_hourly $(sql "SELECT count(*) FROM drift_hourly"),"
+     "drift_judged $(sql "SELECT count(*) FROM drift_judged")," \
      "tenants $TENANTS, window $WINDOW_S s, $DAYS days"
-echo "load: results $(echo "$t1 - $t0" | bc) s, windows and roll-ups $(echo "$t2 - $t1" | bc) s;" \
+echo "load: results $(echo "$t1 - $t0" | bc) s, windows, roll-ups and stored scores $(echo "$t2 - $t1" | bc) s;" \
      "$(sql "SHOW server_version") ($(nproc) CPUs)"
