@@ -160,7 +160,7 @@ time_sql 'jobs listing without the drift column' \
     "SELECT job_id, tenant, total, done FROM jobs ORDER BY updated_at DESC, job_id LIMIT 50"
 echo
 echo "rows: ticket_results $(sql "SELECT count(*) FROM ticket_results"), jobs $JOBS," \
-     "drift_windows $(sql "SELECT count(*) FROM drift_windows"), drift_hourly $(sql "SELECT count(*) FROM drift_hourly"),"
+     "drift_windows $(sql "SELECT count(*) FROM drift_windows"), drift_hourly $(sql "SELECT count(*) FROM drift_hourly")," \
      "drift_judged $(sql "SELECT count(*) FROM drift_judged")," \
      "tenants $TENANTS, window $WINDOW_S s, $DAYS days"
 echo "load: results $(echo "$t1 - $t0" | bc) s, windows, roll-ups and stored scores $(echo "$t2 - $t1" | bc) s;" \
