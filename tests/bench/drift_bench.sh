@@ -121,6 +121,25 @@ time_cmd() {
         printf '| %s | %.1f ms |\n' "$name" "$runs"
     fi
 }
+# time_cpu NAME SETUP SQL: median of 3 CPU times (user + system, 10 ms ticks) of the server
+# process running SQL, each in a new session after SETUP: on a shared machine wall time
+# counts the other processes' load, CPU time does not. Only for a server on this machine.
+time_cpu() {
+    local name=$1 setup=$2 q=$3 runs pid x a b cpid
+    runs=$(for _ in 1 2 3; do
+        coproc P { psql -X -qtA "$url" 2>&1; }
+        cpid=$P_PID
+        echo "SELECT pg_backend_pid();" >&"${P[1]}"; read -r pid <&"${P[0]}"
+        [ -r "/proc/$pid/stat" ] || { echo "\\q" >&"${P[1]}"; wait "$cpid"; echo -1; continue; }
+        echo "$setup; SELECT 1;" >&"${P[1]}"; read -r x <&"${P[0]}"
+        a=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+        echo "SELECT count(*) FROM ($q) x;" >&"${P[1]}"; read -r x <&"${P[0]}"
+        b=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+        echo "\\q" >&"${P[1]}"; wait "$cpid" || true
+        echo $(( (b - a) * 1000 / $(getconf CLK_TCK) ))
+    done | median3)
+    [ "$runs" -ge 0 ] && printf '| %s | %s ms CPU |\n' "$name" "$runs" || printf '| %s | (server not on this machine) |\n' "$name"
+}
 # the worker's write of one window of every tenant, then its drift-status statements
 win="date_trunc('minute', now())"
 window_write="INSERT INTO drift_windows AS d (window_start, window_s, tenant, model, worker, tickets, label_counts, confidence_hist)
@@ -148,6 +167,7 @@ next_window="INSERT INTO drift_windows (window_start, window_s, tenant, model, w
            $WINDOW_S, format('tenant%s', lpad(k::text, 4, '0')), 'm', 'bench:2', 10, '{\"l0\": 6, \"l1\": 4}', '{0,0,0,0,0,1,2,3,4,0}'
     FROM generate_series(0, $TENANTS - 1) k"
 time_sql 'worker: judge the window (`drift_status_refresh`, every tenant)' "$next_window" "$judge"
+time_cpu 'worker: judge the window, server CPU time' "$next_window" "$judge"
 time_sql 'worker: read the worst tenants (`reclass_drift_status`)' \
     "SELECT tenant, level FROM drift_status WHERE model = '$model' AND window_start >= now() - interval '$((2 * WINDOW_S)) s' ORDER BY level DESC, window_start DESC, tenant LIMIT 64"
 time_sql 'worker: count tenants per status' \
