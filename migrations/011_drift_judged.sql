@@ -150,8 +150,15 @@ $$;
 CREATE FUNCTION drift_judged_rescore(p_tenant text, p_model text, from_ts timestamptz,
                                      to_ts timestamptz DEFAULT 'infinity') RETURNS integer
 LANGUAGE plpgsql AS $$
-DECLARE n integer;
+DECLARE n integer; lo timestamptz;
 BEGIN
+    -- hours before the oldest stored window keep their roll-up (past the raw retention)
+    lo := greatest(from_ts, least(
+        (SELECT min(w.window_start) FROM drift_windows w WHERE w.tenant = p_tenant AND w.model = p_model),
+        (SELECT min(j.window_start) FROM drift_judged j WHERE j.tenant = p_tenant AND j.model = p_model)));
+    IF lo IS NULL THEN
+        RETURN 0;
+    END IF;
     INSERT INTO drift_judged AS j (window_start, tenant, model, window_s, tickets, status, rank,
         label_psi, label_js, confidence_psi, confidence_js, low_confidence_share,
         low_confidence_change, labels_new, labels_gone, reference, ref_tickets, overflow)
@@ -171,7 +178,7 @@ BEGIN
         labels_gone = excluded.labels_gone, reference = excluded.reference,
         ref_tickets = excluded.ref_tickets, overflow = excluded.overflow, judged_at = now();
     GET DIAGNOSTICS n = ROW_COUNT;
-    PERFORM drift_judged_hourly_rebuild(p_tenant, p_model, from_ts, to_ts);
+    PERFORM drift_judged_hourly_rebuild(p_tenant, p_model, lo, to_ts);
     -- the newest window's status follows the new reference too
     UPDATE drift_status s SET status = j.status, level = drift_level(j.status),
         label_psi = j.label_psi, confidence_psi = j.confidence_psi, reference = j.reference,

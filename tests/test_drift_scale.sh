@@ -158,9 +158,14 @@ check "hourly roll-up of the stored scores counts each window once" "0" "$(sql "
     FULL JOIN drift_judged_hourly h ON h.tenant = a.tenant AND h.model = a.model AND h.bucket_start = a.b
     WHERE a.n IS DISTINCT FROM h.windows OR a.t IS DISTINCT FROM h.tickets OR a.d IS DISTINCT FROM h.drifting
        OR a.r IS DISTINCT FROM h.rank")"
+# an hour rolled up long ago (its windows past the retention) outlives the re-scoring
+sql "INSERT INTO drift_judged_hourly VALUES ('tenant5', 'm', date_trunc('hour', now() - interval '90 days'), 1, 1, 9, 4,
+     1.5, 0.5, date_trunc('hour', now() - interval '90 days'), 'trailing 7 days', date_trunc('hour', now() - interval '90 days'))" >/dev/null
 sql "SELECT drift_baseline_pin_windows('tenant5', 'm', now() - interval '3 days', now() - interval '2 days')" >/dev/null
 check "pinning a baseline re-scores the tenant's stored windows" "0 of $(sql "SELECT count(DISTINCT window_start) FROM drift_windows WHERE tenant = 'tenant5'")" \
     "$(stored_vs_scores "j.tenant = 'tenant5'")"
+check "re-scoring keeps the roll-up of hours past the retention" "1" \
+    "$(sql "SELECT count(*) FROM drift_judged_hourly WHERE tenant = 'tenant5' AND bucket_start < now() - interval '80 days'")"
 check "the report's tenants come from the stored scores" "tenant5 $(sql "SELECT count(DISTINCT window_start) FROM drift_windows WHERE tenant = 'tenant5' AND window_start >= now() - interval '2 days'")" \
     "$(sql "SELECT tenant || ' ' || buckets FROM drift_report_tenants('window', now() - interval '2 days', 'tenant5')")"
 check "stored references = range sums" "0" "$(sql "SELECT count(*) FROM drift_reference r,
