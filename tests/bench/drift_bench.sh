@@ -20,12 +20,17 @@ cleanup() {
 }
 trap cleanup EXIT
 url=${RECLASS_BENCH_DB:-$(bash "$here/../lib/pg_tmp.sh" start "$tmp/pg")}
+# RECLASS_BENCH_REUSE=1: $RECLASS_BENCH_DB already holds an earlier run's rows (same
+# arguments): time the queries again without loading
+reuse=${RECLASS_BENCH_REUSE:-}
+[ -z "$reuse" ] || [ -n "${RECLASS_BENCH_DB:-}" ] || { echo "RECLASS_BENCH_REUSE needs RECLASS_BENCH_DB" >&2; exit 2; }
 "$bin" migrate --db "$url" --migrations "$here/../../migrations" >/dev/null
 sql() { psql -X -qtA -v ON_ERROR_STOP=1 "$url" -c "$1"; }
 now_s() { date +%s.%N; }
 
 # ---- load --------------------------------------------------------------------------------
 t0=$(now_s)
+if [ -z "$reuse" ]; then
 # jobs: job j belongs to tenant j % TENANTS, its 1,000 tickets classified over an hour, the
 # jobs spread evenly over the DAYS days (job 1 the newest)
 sql "INSERT INTO job_info (job_id, tenant, total, first_seen, completed_at, updated_at)
@@ -88,6 +93,7 @@ sql "INSERT INTO drift_judged_hourly
             'trailing 7 days', max(window_start)
      FROM drift_judged GROUP BY 1, 2, 3"
 sql "ANALYZE"
+fi
 t2=$(now_s)
 
 # ---- queries ------------------------------------------------------------------------------
