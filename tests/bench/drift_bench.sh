@@ -29,7 +29,7 @@ sql() { psql -X -qtA -v ON_ERROR_STOP=1 "$url" -c "$1"; }
 now_s() { date +%s.%N; }
 
 # ---- load --------------------------------------------------------------------------------
-t0=$(now_s)
+t0=$(now_s) t1=$t0
 if [ -z "$reuse" ]; then
 # jobs: job j belongs to tenant j % TENANTS, its 1,000 tickets classified over an hour, the
 # jobs spread evenly over the DAYS days (job 1 the newest)
