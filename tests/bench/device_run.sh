@@ -65,7 +65,9 @@
 #                ../shared/data/clinc150 ../shared/data/cfpb_complaints .devdata/`, ignored in
 #                .git/info/exclude, carried), agreement with HF fp32 of
 #                reclass cuda fp16/bf16, the CPU FP8 reference, torch fp16/bf16 and torchao
-#                FP8 on CLINC150 test and long CFPB narratives; then gpu_bench fp16 and
+#                FP8 on CLINC150 test and long CFPB narratives, fp8_recipes.py's simulation of
+#                the plan and its fallbacks on that classifier; then gpu_bench fp16, reclass
+#                bench bert-base fp16 and fp8 (FP8_NO_SPEED=1: none of the speed rows) and
 #                torch.compile bf16 / torchao FP8 (carried .whl) interleaved at 16384, 65536
 #       e2e      deploy/demo.sh with RECLASS_BACKEND=cuda: the whole job (dev broker, worker,
 #                PostgreSQL) on the GPU; needs .devlibs/pg.tar.xz (pack-pg here)
@@ -452,12 +454,23 @@ if has fp8; then
     note "fp8 agreement with HF fp32 ($(elapsed)s)"
     python3 tests/bench/fp8_agreement.py compare $D "${outs[@]}" 2>&1 | tee "$OUT/fp8-agreement.log" | tee -a "$summary"
     grep -m1 "fp8 plan" "$OUT/fp8-classify.err" | tee -a "$summary"
+    note "fp8 recipes on this classifier, torch simulation: all, the plan, its fallbacks ($(elapsed)s)"
+    PYTHONUNBUFFERED=1 timeout 300 python3 tests/bench/fp8_recipes.py --model $D/model --device cuda \
+        --data "${FP8_DATA:-.devdata}" --cfpb 600 --recipes 4,10,11,12,13 2>&1 |
+        tee "$OUT/fp8-recipes.log" | grep -v -E 'Warning|warn' | tee -a "$summary"
     if [ -z "${FP8_NO_SPEED:-}" ]; then
         [ -f /tmp/tickets_mix.jsonl ] || $B/tests/gpu_bench --budgets 16384 --repeat 1 --workload-out /tmp/tickets_mix.jsonl >/dev/null
         for round in 1 2; do
-            note "fp8 speed round $round: gpu_bench fp16, torch.compile bf16, torchao fp8 ($(elapsed)s)"
+            note "fp8 speed round $round: reclass bench bert-base fp16 / fp8, torch.compile bf16, torchao fp8 ($(elapsed)s)"
             $B/tests/gpu_bench --precision fp16 --budgets 16384,65536 --repeat 3 2>&1 |
                 tee -a "$OUT/fp8-speed.log" | grep -E 'tickets/s' | tee -a "$summary"
+            for tb in 16384 65536; do
+                for p in fp16 fp8; do # fp8: gpu_fp8_runs' projections on the graph, the rest fp16
+                    timeout 120 $B/reclass bench --geometry bert-base --labels 140 --backend cuda \
+                        --workload tickets-mix --token-budget $tb --precision $p --repeat 3 2>&1 |
+                        tee -a "$OUT/fp8-speed.log" | tail -2 | sed "s/^/bench $p $tb: /" | tee -a "$summary"
+                done
+            done
             [ $round = 1 ] || continue # the peers compile once: their second round is in their repeats
             PYTHONUNBUFFERED=1 timeout ${TORCH_COMPILE_TIMEOUT:-300} python3 tests/bench/torch_gpu_peer.py /tmp/tickets_mix.jsonl \
                 --dtype bf16 --variants compile,torchao-fp8 --budgets 16384,65536 --repeat 3 2>&1 |
