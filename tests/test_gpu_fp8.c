@@ -1,29 +1,3 @@
-/* bench: the FP8 GEMM against cuBLASLt fp16 (both tuned, X cold) at bert-base's projections,
- * and what the FP8 one pays on top where its input is not a LayerNorm's (a quantize pass over
- * its input rows): the measure of gpu_fp8_runs' choice of points. */
-static int bench(int m) {
-    static const struct {
-        const char *name;
-        int n, k, epi8, epi16, pass; /* pass: its input needs a quantize pass of its own */
-    } shapes[] = {{"qkv", 2304, 768, 1, 0, 0},
-                  {"attn-out + res", 768, 768, 3, 2, 1},
-                  {"ff1 + gelu", 3072, 768, 2, 1, 0},
-                  {"ff2 + res", 768, 3072, 3, 2, 1}};
-    for (int i = 0; i < 4; i++) {
-        const double flop = 2.0 * m * shapes[i].n * shapes[i].k;
-        double f8 = gpu_cuda_test_fp8_gemm_bench(m, shapes[i].n, shapes[i].k, shapes[i].epi8);
-        double f16 = gpu_cuda_test_gemm_bench("fp16", m, shapes[i].n, shapes[i].k, shapes[i].epi16);
-        double pass = shapes[i].pass ? gpu_cuda_test_fp8_quantize_bench(m, shapes[i].k) : 0;
-        double us8 = f8 > 0 ? flop / f8 / 1e6 : 0, us16 = f16 > 0 ? flop / f16 / 1e6 : 0;
-        printf("gemm %-15s M %d N %d K %d: fp8 %.0f TFLOP/s, fp16 %.0f TFLOP/s (x%.2f); "
-               "fp8 %.1f us + quantize pass %.1f us vs fp16 %.1f us: fp8 %s\n",
-               shapes[i].name, m, shapes[i].n, shapes[i].k, f8, f16, f16 > 0 ? f8 / f16 : 0, us8,
-               pass, us16, us8 + pass < us16 ? "wins" : "loses");
-        if (f8 <= 0 || pass < 0) failures++;
-    }
-    return failures ? 1 : 0;
-}
-
 /* The CUDA FP8 kernels against the CPU FP8 reference (gpu/model/fp8.h): the weights' E4M3 codes
  * and scales bit for bit; the LayerNorm's 16-bit rows, codes and per-token scales (codes may
  * differ where the fp32 LayerNorm value itself differs in its last bits: at most one code step,
@@ -185,21 +159,28 @@ static void test_linear(const char *prec, int n, int in, int out, int epi, int w
     free(x), free(w), free(b), free(res), free(ref), free(got);
 }
 
-/* bench: the FP8 GEMM against cuBLASLt fp16 (tuned, X cold) at bert-base's projections. */
+/* bench: the FP8 GEMM against cuBLASLt fp16 (both tuned, X cold) at bert-base's projections,
+ * and what the FP8 one pays on top where its input is not a LayerNorm's (a quantize pass over
+ * its input rows): the measure of gpu_fp8_runs' choice of points. */
 static int bench(int m) {
     static const struct {
         const char *name;
-        int n, k, epi8, epi16;
-    } shapes[] = {{"qkv", 2304, 768, 1, 0},
-                  {"attn-out + res", 768, 768, 3, 2},
-                  {"ff1 + gelu", 3072, 768, 2, 1},
-                  {"ff2 + res", 768, 3072, 3, 2}};
+        int n, k, epi8, epi16, pass; /* pass: its input needs a quantize pass of its own */
+    } shapes[] = {{"qkv", 2304, 768, 1, 0, 0},
+                  {"attn-out + res", 768, 768, 3, 2, 1},
+                  {"ff1 + gelu", 3072, 768, 2, 1, 0},
+                  {"ff2 + res", 768, 3072, 3, 2, 1}};
     for (int i = 0; i < 4; i++) {
+        const double flop = 2.0 * m * shapes[i].n * shapes[i].k;
         double f8 = gpu_cuda_test_fp8_gemm_bench(m, shapes[i].n, shapes[i].k, shapes[i].epi8);
         double f16 = gpu_cuda_test_gemm_bench("fp16", m, shapes[i].n, shapes[i].k, shapes[i].epi16);
-        printf("gemm %-15s M %d N %d K %d: fp8 %.0f TFLOP/s, fp16 %.0f TFLOP/s (x%.2f)\n",
-               shapes[i].name, m, shapes[i].n, shapes[i].k, f8, f16, f16 > 0 ? f8 / f16 : 0);
-        if (f8 <= 0) failures++;
+        double pass = shapes[i].pass ? gpu_cuda_test_fp8_quantize_bench(m, shapes[i].k) : 0;
+        double us8 = f8 > 0 ? flop / f8 / 1e6 : 0, us16 = f16 > 0 ? flop / f16 / 1e6 : 0;
+        printf("gemm %-15s M %d N %d K %d: fp8 %.0f TFLOP/s, fp16 %.0f TFLOP/s (x%.2f); "
+               "fp8 %.1f us + quantize pass %.1f us vs fp16 %.1f us: fp8 %s\n",
+               shapes[i].name, m, shapes[i].n, shapes[i].k, f8, f16, f16 > 0 ? f8 / f16 : 0, us8,
+               pass, us16, us8 + pass < us16 ? "wins" : "loses");
+        if (f8 <= 0 || pass < 0) failures++;
     }
     return failures ? 1 : 0;
 }

@@ -193,7 +193,8 @@ def main():
         Recipe("plan: qkv + ff1 per-token, first + last layer 16-bit",
                dict(every, ao=None, ff2=None), skip=(0, L - 1)),
         Recipe("every point per-token, first + last layer 16-bit", every, skip=(0, L - 1)),
-        Recipe("qkv + ff1 per-token, every layer", dict(every, ao=None, ff2=None)),
+        Recipe("qkv + ff1 per-token, first layer 16-bit", dict(every, ao=None, ff2=None),
+               skip=(0,)),
         Recipe("ff1 only per-token, first + last layer 16-bit",
                dict(every, qkv=None, ao=None, ff2=None), skip=(0, L - 1)),
     ]
