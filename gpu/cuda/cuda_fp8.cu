@@ -426,9 +426,12 @@ int cuda_fp8_gemm_run(cuda_fp8_gemm_t *g, const uint8_t *wq, const float *w_scal
                       size_t errlen) {
     fp8_call_t c = {wq, xq, w_scale, x_scale, y, bias, res, m, n, k, ldy, epi};
     if (m <= 0) return 0;
-    const cublasLtMatmulAlgo_t *algo = fp8_algo(g, &c, st);
-    if (!algo && epi == CUDA_GEMM_GELU_BIAS && ldy == n && !res) {
-        // No FP8 algorithm with the GELU epilogue: the bias one, then a pass of its own.
+    const int gelu = epi == CUDA_GEMM_GELU_BIAS;
+    const cublasLtMatmulAlgo_t *algo = gelu && g->gelu_refused ? NULL : fp8_algo(g, &c, st);
+    if (!algo && gelu && ldy == n && !res) {
+        // No FP8 algorithm with the GELU epilogue (remembered, as cuda_gemm.cu does): the bias
+        // one, then a pass of its own.
+        g->gelu_refused = 1;
         if (cuda_fp8_gemm_run(g, wq, w_scale, xq, x_scale, y, ldy, bias, NULL, m, n, k,
                               CUDA_GEMM_BIAS, st, err, errlen) != 0)
             return -1;

@@ -45,7 +45,8 @@ typedef struct {
     cuda_gemm_entry_t cache[CUDA_GEMM_CACHE]; // algorithms by (n, k, epi, M bucket, beta, ldy)
     int n_cache;
     long heuristic_queries;
-    int tune; // as cuda_gemm_t's: > 0 only in the backend's warm-up, a miss times that many
+    int tune;         // as cuda_gemm_t's: > 0 only in the backend's warm-up, a miss times that many
+    int gelu_refused; // 1 once cuBLASLt had no FP8 algorithm with the GELU epilogue
     cudaEvent_t ev0, ev1;
 } cuda_fp8_gemm_t;
 
