@@ -5,15 +5,20 @@
  * against the fp32 product of the same E4M3 values, its algorithm chosen by a tuned warm-up call
  * and taken from the cache (as the backend runs it); the 16-bit activation quantizer's codes
  * and scales bit for bit; a whole 12-layer model at fp8 on the CUDA graph against the CPU fp8
- * reference. Without a GPU (or CUDA) SKIPPED (77). */
+ * reference. Without a GPU (or CUDA) SKIPPED (77).
+ *   test_gpu_fp8 bench   FP8 against fp16 GEMMs per bert-base projection, with the quantize pass
+ *                        an FP8 projection pays where no LayerNorm writes its input
+ *   test_gpu_fp8 plans   a bert-base forward on the CUDA graph per candidate set of FP8 points */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tests/lib/ref_ops.h"
 #include "gpu/backend.h"
+#include "gpu/graph.h"
 #include "gpu/model/fp8.h"
 #include "gpu/model/model.h"
 
@@ -212,6 +217,102 @@ static void test_model(void) {
     gpu_model_free(m);
 }
 
+/* plans: the bert-base geometry (random weights) on the CUDA graph with each candidate set of
+ * FP8 points in its inner layers (the rest fp16), one 16384-token batch of mixed lengths timed
+ * beside the same graph all fp16: which points gpu_fp8_runs should name, measured whole. */
+enum { P_QKV = 1, P_AO = 2, P_FF1 = 4, P_FF2 = 8 };
+
+static int point_of(const char *name) { /* "l3.ff1" -> P_FF1; 0 outside the four points */
+    const char *p = strchr(name, '.');
+    p = p ? p + 1 : name;
+    return !strcmp(p, "qkv") || !strcmp(p, "kv") || !strcmp(p, "q") ? P_QKV
+           : !strcmp(p, "ao")                                       ? P_AO
+           : !strcmp(p, "ff1")                                      ? P_FF1
+           : !strcmp(p, "ff2")                                      ? P_FF2
+                                                                    : 0;
+}
+
+/* Milliseconds per forward of batch b with the points of mask in FP8 in layers 1..L-2; -1 on
+ * error. */
+static double plan_ms(const gpu_model_t *m, int mask, const gpu_batch_t *b) {
+    char err[512] = "";
+    gpu_graph_t *g = NULL;
+    gpu_backend_t *be = NULL;
+    const gpu_backend_ops_t *ops = gpu_backend_find("cuda", err, sizeof err);
+    if (!ops || !ops->init_graph ||
+        gpu_graph_build(&m->cfg, &m->w, GPU_PREC_FP8, GPU_PREC_FP16, &g, err, sizeof err) != 0) {
+        fprintf(stderr, "plan %d: %s\n", mask, err);
+        return -1;
+    }
+    for (int i = 0; i < g->n_ops; i++) {
+        gpu_op_t *op = &g->op[i];
+        const int pt = point_of(op->name);
+        if (op->kind == GPU_OP_LINEAR && pt && op->layer > 0 && op->layer + 1 < m->cfg.layers)
+            op->prec = (mask & pt) ? GPU_PREC_FP8 : GPU_PREC_FP16;
+    }
+    gpu_backend_opts_t o = {.token_budget = 16384, .precision = "fp8"};
+    if (ops->init_graph(m, g, &o, &be, err, sizeof err) != 0) { /* g is the instance's */
+        fprintf(stderr, "plan %d: %s\n", mask, err);
+        return -1;
+    }
+    float *logits = malloc(sizeof(float) * (size_t)b->n_seqs * m->cfg.num_labels);
+    struct timespec t0, t1;
+    int rc = 0;
+    for (int i = 0; i < 3 && rc == 0; i++)
+        rc = ops->forward(be, b, logits, err, sizeof err);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < 20 && rc == 0; i++)
+        rc = ops->forward(be, b, logits, err, sizeof err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (rc) fprintf(stderr, "plan %d: %s\n", mask, err);
+    ops->free(be);
+    free(logits);
+    return rc ? -1
+              : ((double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6) /
+                    20;
+}
+
+static int bench_plans(void) {
+    static const struct {
+        const char *name;
+        int mask;
+    } plans[] = {{"none (the graph at fp16)", 0},
+                 {"qkv ff1 (gpu_fp8_runs)", P_QKV | P_FF1},
+                 {"qkv ao ff1 ff2", P_QKV | P_AO | P_FF1 | P_FF2},
+                 {"qkv ff1 ff2", P_QKV | P_FF1 | P_FF2},
+                 {"qkv ao ff1", P_QKV | P_AO | P_FF1}};
+    static const int lens[] = {24, 48, 96, 160, 300, 40, 64, 128, 32, 200};
+    static int32_t ids[16384], cu[8193];
+    gpu_model_t *m = NULL;
+    char err[256];
+    if (gpu_model_init_random("bert-base", 2, 5, &m, err, sizeof err) != 0) {
+        printf("FAIL random bert-base: %s\n", err);
+        return 1;
+    }
+    int ns = 0, max_len = 0;
+    while (cu[ns] + lens[ns % 10] <= 16384) {
+        const int l = lens[ns % 10];
+        cu[ns + 1] = cu[ns] + l;
+        max_len = l > max_len ? l : max_len;
+        ns++;
+    }
+    for (int t = 0; t < cu[ns]; t++)
+        ids[t] = (int32_t)((t * 7919 + 13) % m->cfg.vocab_size);
+    const gpu_batch_t b = {
+        .ids = ids, .cu_seqlens = cu, .n_seqs = ns, .n_tokens = cu[ns], .max_len = max_len};
+    double base = -1;
+    for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
+        const double ms = plan_ms(m, plans[i].mask, &b);
+        if (i == 0) base = ms;
+        printf("plan %-26s %.3f ms per batch (%d tokens, %d seqs), %.0f tokens/s, x%.3f vs fp16\n",
+               plans[i].name, ms, b.n_tokens, ns, ms > 0 ? b.n_tokens / ms * 1e3 : 0,
+               ms > 0 && base > 0 ? base / ms : 0);
+        if (ms <= 0) failures++;
+    }
+    gpu_model_free(m);
+    return failures ? 1 : 0;
+}
+
 /* bench: the FP8 GEMM against cuBLASLt fp16 (both tuned, X cold) at bert-base's projections,
  * and what the FP8 one pays on top where its input is not a LayerNorm's (a quantize pass over
  * its input rows): the measure of gpu_fp8_runs' choice of points. */
@@ -245,6 +346,7 @@ int main(int argc, char **argv) {
         return 77;
     }
     if (argc > 1 && strcmp(argv[1], "bench") == 0) return bench(16384) | bench(65536);
+    if (argc > 1 && strcmp(argv[1], "plans") == 0) return bench_plans();
     test_quantize(2304, 768);
     test_quantize(151, 256);
     const char *precs[] = {"fp16", "bf16"};

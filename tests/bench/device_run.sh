@@ -68,7 +68,8 @@
 #                FP8 on CLINC150 test and long CFPB narratives; then gpu_bench fp16, reclass
 #                bench bert-base fp16 and fp8 and torch.compile bf16 / torchao FP8 (carried
 #                .whl) interleaved at 16384, 65536. FP8_PARTS picks parts (default
-#                kernels,agree,speed; recipes: fp8_recipes.py's torch simulation of
+#                kernels,agree,speed; plans: test_gpu_fp8 plans, bert-base on the graph per set
+#                of FP8 points beside the graph at fp16; recipes: fp8_recipes.py's simulation of
 #                FP8_RECIPES (default 4,10,11,12,13: every point, the plan, its neighbours) on
 #                that classifier); a classifier trained in /tmp/fp8run is reused
 #       e2e      deploy/demo.sh with RECLASS_BACKEND=cuda: the whole job (dev broker, worker,
@@ -444,6 +445,10 @@ if has fp8; then
         note "test_gpu_fp8 ($(elapsed)s)"
         timeout 120 $B/tests/test_gpu_fp8 2>&1 | tee "$OUT/test_gpu_fp8.log" | tee -a "$summary"
         timeout 120 $B/tests/test_gpu_fp8 bench 2>&1 | tee -a "$OUT/test_gpu_fp8.log" | grep -E 'TFLOP|FAIL' | tee -a "$summary"
+    fi
+    if part plans; then
+        note "test_gpu_fp8 plans: bert-base on the graph per set of FP8 points ($(elapsed)s)"
+        timeout 300 $B/tests/test_gpu_fp8 plans 2>&1 | tee -a "$OUT/test_gpu_fp8.log" | grep -E '^plan|FAIL' | tee -a "$summary"
     fi
     if { part agree || part recipes; } && [ ! -f $D/model/config.json ]; then
         note "fp8: train BERT-base CLINC150 classifier ($(elapsed)s)"
