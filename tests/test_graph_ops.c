@@ -35,6 +35,7 @@ enum {
     LIN_TANH,
     LIN_GLU,
     LIN_RES,
+    LIN_RES_NORM,
     ATT_FULL,
     ATT_WINDOW,
     ATT_ROPE,
@@ -57,6 +58,7 @@ static const char *const case_name[N_CASES] = {"embed",
                                                "linear tanh",
                                                "linear glu gelu",
                                                "linear residual",
+                                               "linear residual + norm",
                                                "attention full",
                                                "attention window 2",
                                                "attention rope",
@@ -186,20 +188,27 @@ static void build(const gpu_model_t *m, int c, gpu_precision_t prec, gpu_precisi
         free(zero);
         return;
     }
-    if (c >= LIN_BIAS && c <= LIN_RES) {
+    if (c >= LIN_BIAS && c <= LIN_RES_NORM) {
         const int K = H, N = NOUT;
         const int in = input(&b, "in", GPU_ROWS_TOKENS, x, NTOK, K);
         const float *w = rnd((size_t)N * K, 0.1f, &seed), *bias = rnd((size_t)N, 0.1f, &seed);
         const float *y0 = rnd((size_t)NTOK * N, 1.0f, &seed);
-        o->out = c == LIN_RES ? input(&b, "y", GPU_ROWS_TOKENS, y0, NTOK, N)
-                              : gpu_gb_act(&b, "y", GPU_ROWS_TOKENS, N);
+        const int res = c == LIN_RES || c == LIN_RES_NORM;
+        o->out = res ? input(&b, "y", GPU_ROWS_TOKENS, y0, NTOK, N)
+                     : gpu_gb_act(&b, "y", GPU_ROWS_TOKENS, N);
         gpu_epi_t epi = c == LIN_BIAS  ? GPU_EPI_BIAS
                         : c == LIN_GLU ? GPU_EPI_GLU
-                        : c == LIN_RES ? GPU_EPI_RESIDUAL
+                        : res          ? GPU_EPI_RESIDUAL
                                        : GPU_EPI_ACT;
         gpu_gb_linear(&b, "linear", -1, prec, gpu_gb_view(o->out, 0), gpu_gb_view(in, 0),
                       gpu_gb_weight(&b, "w", w, N, K, 0), gpu_gb_weight(&b, "bias", bias, 1, N, 0),
                       N, K, epi, act_of(c));
+        /* a post-norm layer's residual sum and its LayerNorm (one pass on CUDA's bf16) */
+        const float *lg = rnd((size_t)N, 1.0f, &seed), *lb = rnd((size_t)N, 0.5f, &seed);
+        if (c == LIN_RES_NORM)
+            gpu_gb_norm(&b, "norm", -1, gpu_gb_view(o->out, 0), gpu_gb_view(o->out, 0),
+                        gpu_gb_weight(&b, "g", lg, 1, N, 1), gpu_gb_weight(&b, "b", lb, 1, N, 1),
+                        N);
         float *xr = malloc(sizeof(float) * NTOK * K), *wr = malloc(sizeof(float) * N * K);
         round_rows(prec, storage, x, NTOK, K, xr);
         round_rows(prec, GPU_PREC_FP32, w, N, K, wr); /* weights: the model's fp32 values */
@@ -216,6 +225,11 @@ static void build(const gpu_model_t *m, int c, gpu_precision_t prec, gpu_precisi
                 if (epi == GPU_EPI_RESIDUAL) v += y0[(size_t)t * N + j];
                 o->ref[(size_t)t * o->cols + j] = v;
             }
+        if (c == LIN_RES_NORM) {
+            float *zero = calloc((size_t)NTOK * N, sizeof(float));
+            gpu_ref_add_ln(o->ref, zero, lg, lb, NTOK, N, cfg.ln_eps);
+            free(zero);
+        }
         free(xr), free(wr), free(z);
         return;
     }
@@ -286,8 +300,9 @@ static double tolerance(gpu_precision_t p) {
 /* The cases the BERT families' graphs use (bert, distilbert, roberta, xlm-r, electra): a
  * backend that lists a 16-bit precision must run them at it. */
 static const int bert_op[N_CASES] = {
-    [EMBED] = 1,    [NORM] = 1,    [LIN_BIAS] = 1, [LIN_GELU] = 1,  [LIN_GELU_TANH] = 1,
-    [LIN_RELU] = 1, [LIN_RES] = 1, [ATT_FULL] = 1, [ATT_FIRST] = 1, [POOL_CLS] = 1};
+    [EMBED] = 1,         [NORM] = 1,      [LIN_BIAS] = 1, [LIN_GELU] = 1,
+    [LIN_GELU_TANH] = 1, [LIN_RELU] = 1,  [LIN_RES] = 1,  [LIN_RES_NORM] = 1,
+    [ATT_FULL] = 1,      [ATT_FIRST] = 1, [POOL_CLS] = 1};
 
 /* 1 where the cuda backend is built but no device is here (its rows are skipped). */
 static int no_device(void) {
@@ -314,7 +329,7 @@ static void test_parity(void **state) {
     for (int c = 0; c < N_CASES; c++)
         for (size_t pi = 0; pi < sizeof precs / sizeof precs[0]; pi++) {
             const gpu_precision_t prec = precs[pi];
-            const int linear = c >= LIN_BIAS && c <= LIN_RES;
+            const int linear = c >= LIN_BIAS && c <= LIN_RES_NORM;
             if (prec == GPU_PREC_FP8 && !linear) continue; /* fp8 is a linear op's precision */
             for (size_t bi = 0; bi < 2; bi++) {
                 const gpu_backend_ops_t *ops = gpu_backend_find(backends[bi], err, sizeof err);
