@@ -148,7 +148,7 @@ static int op_linear(cuda_graph_t *cg, const gpu_op_t *op, const gpu_op_t *ln, i
         }
         return 0;
     }
-    // bf16's fp32 residual stream (cuda_graph_plan.cu): a 16-bit linear reads it rounded to
+    // bf16's fp32 residual stream (gpu/cuda/layout.c): a 16-bit linear reads it rounded to
     // bf16 (FP8 quantizes the fp32 rows themselves) and adds into it from a 16-bit result.
     int ldx = cols_of(g, op->src[0]), type = cg->t16 == CG_BF16 ? CUDA_GEMM_BF16 : CUDA_GEMM_FP16;
     T *x16 = (T *)(cg->dev + cg->o_x16), *y16 = x16 + cg->x16_elems;
