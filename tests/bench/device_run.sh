@@ -431,7 +431,8 @@ if has graph; then
                     step 45 "$OUT/graph-bench-$p-$who-$round.log" "$bin" bench --geometry bert-base \
                         --labels 140 --backend cuda --workload tickets-mix --token-budget 16384 \
                         --precision "$p" --repeat 3
-                    echo "$who $p round $round: $(tail -1 "$OUT/graph-bench-$p-$who-$round.log" 2>/dev/null)" |
+                    # the result line, above step's "exit" line
+                    echo "$who $p round $round: $(tail -2 "$OUT/graph-bench-$p-$who-$round.log" 2>/dev/null | head -1)" |
                         tee -a "$OUT/graph-bench.log" | tee -a "$summary"
                 done
             done
