@@ -197,6 +197,11 @@ int gpu_graph_place(const gpu_graph_t *g, const size_t *bytes, size_t *offset, s
     for (int t = 0; t < g->n_tensors; t++)
         if (g->tensor[t].cls == GPU_TENSOR_ACT && bytes[t])
             nr[t] = live_ranges(g, t, rg[t], GPU_GRAPH_RANGES);
+    for (int i = 0; i < g->n_prelude; i++) /* what the prelude touches stays apart (nr 0) */
+        for (int j = -1; j < GPU_OP_SRC; j++) {
+            const int t = j < 0 ? g->prelude[i].out.t : g->prelude[i].src[j].t;
+            if (t >= 0) nr[t] = 0;
+        }
     /* first fit, largest first: the lowest offset clear of every placed tensor that is live
      * at an op where t is */
     for (;;) {

@@ -211,7 +211,8 @@ void gpu_graph_plan_free(gpu_graph_plan_t *plan);
  * two sharing bytes only when no op of the batch list runs while both are live. A tensor is
  * live from an op that writes it leaving no older value to read (the whole of what is read
  * later) to the last op that touches it before such a write: a buffer is reused once its last
- * reader ran. Other offsets are left as they are. 0, or -1 out of memory. */
+ * reader ran; an activation a prelude op touches keeps bytes of its own. Other offsets are
+ * left as they are. 0, or -1 out of memory. */
 int gpu_graph_place(const gpu_graph_t *g, const size_t *bytes, size_t *offset, size_t *total);
 
 #ifdef __cplusplus
