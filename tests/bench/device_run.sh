@@ -44,17 +44,20 @@
 #                is installed) and deberta-v3-base (eager, compile), fp16, 16384 and 65536,
 #                on the tickets-mix workload; then test_gpu_golden, whose gate (flips on thin
 #                fp32 margins only) now covers the five families
-#       graph    issue 32, the encoder graph on CUDA in one call (< 9 minutes): test_graph_ops
-#                (every op variant x precision on cpu and cuda against tests/lib's references),
-#                test_gpu_kernels
-#                (every kernel against its fp32 reference: RoPE, sliding window, c2p + p2c,
-#                GeGLU, mean pool beside BERT's), test_gpu_golden as the worker gets the backend
-#                (BERT families hand-written, ModernBERT and DeBERTa-v3 on the graph) and with
-#                "graph" (all 7 families on the graph), test_gpu_memory over GRAPH_MEM_BATCHES
-#                (100000) random batches for modernbert-base and deberta-v3-base, then reclass
-#                bench on tickets-mix at 16384: bert-base fp16 (hand-written) and fp8 (graph),
-#                modernbert-base and deberta-v3-base fp16; every step's timeout cut to what
-#                is left of GRAPH_BUDGET_S (510 s)
+#       graph    issue 32, the encoder graph on CUDA (every family and precision) in one call
+#                (GRAPH_BUDGET_S, 570 s by default, inside the call's 600; each step's timeout
+#                cut to what is left): test_graph_ops (every op variant x precision on cpu and
+#                cuda against tests/lib's references, fp16 and bf16 rows for BERT's ops),
+#                test_gpu_kernels,
+#                test_gpu_golden (all 7 families, fp16 and bf16), reclass bench bert-base fp16 /
+#                bf16 / fp8 at 16384 on tickets-mix beside a baseline binary interleaved (put
+#                main's build before this change at .devlibs/base/reclass before `pack`: in a
+#                checkout of that commit, `cmake -S . -B build-sm90 -DCMAKE_CUDA_ARCHITECTURES=90
+#                && cmake --build build-sm90 --target reclass`, then `mkdir -p .devlibs/base && cp
+#                <that checkout>/build-sm90/reclass .devlibs/base/`), then test_gpu_memory over
+#                GRAPH_MEM_BATCHES (100000) random batches after every token count 1..2048 for
+#                bert-base, modernbert-base and deberta-v3-base. GRAPH_PARTS (ops, kernels,
+#                golden, bench, memory) runs a subset, e.g. the memory runs in a second call.
 #       torch    tests/bench/torch_gpu_peer.py eager + torch.compile on the same workload
 #       bound    tests/bench/bound.py on this call's bench and torch lines: how fast attention
 #                would have to run for 1.6x the best PyTorch variant (needs bench, torch)
@@ -380,10 +383,10 @@ if has newpeers; then
     $B/tests/test_gpu_golden 2>&1 | tee "$OUT/newpeers-golden.log" | grep -E 'FAIL|PASSED|FAILED' | tee -a "$summary"
 fi
 if has graph; then
-    # Each step's timeout is cut to what is left of GRAPH_BUDGET_S (510) seconds, so the whole
-    # stage ends inside one 9-minute device call; a step with under 10 s left is skipped.
+    # Each step's timeout is cut to what is left of GRAPH_BUDGET_S (570) seconds, so the whole
+    # stage ends inside one 10-minute device call; a step with under 10 s left is skipped.
     cap() {
-        local left=$((${GRAPH_BUDGET_S:-510} - $(elapsed)))
+        local left=$((${GRAPH_BUDGET_S:-570} - $(elapsed)))
         [ "$left" -lt "$1" ] && echo "$left" || echo "$1"
     }
     step() { # step SECONDS LOG CMD...: runs CMD under the capped timeout, its exit in LOG
@@ -397,30 +400,56 @@ if has graph; then
         timeout "$t" "$@" >"$log" 2>&1
         echo "exit $? (limit ${t}s)" | tee -a "$log" | tee -a "$summary"
     }
-    note "graph: test_graph_ops, op x precision x backend ($(elapsed)s)"
-    step 60 "$OUT/graph-ops.log" $B/tests/test_graph_ops
-    grep -E " cuda +|rows run|FAIL" "$OUT/graph-ops.log" | tail -45 | tee -a "$summary"
-    note "graph: test_gpu_kernels ($(elapsed)s)"
-    step 150 "$OUT/graph-kernels.log" $B/tests/test_gpu_kernels
-    grep -E "^FAIL|PASSED|FAILED|rope|window|c2p|geglu|mean pool|rel scores" "$OUT/graph-kernels.log" |
-        tail -40 | tee -a "$summary"
-    for mode in table graph; do
-        note "graph: test_gpu_golden $mode ($(elapsed)s)"
-        step 120 "$OUT/graph-golden-$mode.log" $B/tests/test_gpu_golden ${mode/table/}
-        grep -E "^(ok|FAIL)|PASSED|FAILED" "$OUT/graph-golden-$mode.log" | tail -30 | tee -a "$summary"
-    done
-    for g in modernbert-base deberta-v3-base; do
-        note "graph: test_gpu_memory ${GRAPH_MEM_BATCHES:-100000} $g ($(elapsed)s)"
-        step 200 "$OUT/graph-memory-$g.log" $B/tests/test_gpu_memory ${GRAPH_MEM_BATCHES:-100000} $g
-        grep -E "FAIL|PASSED|weights|batches" "$OUT/graph-memory-$g.log" | tail -6 | tee -a "$summary"
-    done
-    for gp in bert-base:fp16 bert-base:fp8 modernbert-base:fp16 deberta-v3-base:fp16; do
-        note "graph: reclass bench ${gp%%:*} ${gp#*:} 16384 ($(elapsed)s)"
-        step 40 "$OUT/graph-bench-${gp%%:*}-${gp#*:}.log" $B/reclass bench --geometry "${gp%%:*}" \
-            --labels 140 --backend cuda --workload tickets-mix --token-budget 16384 \
-            --precision "${gp#*:}" --repeat 2
-        tail -2 "$OUT/graph-bench-${gp%%:*}-${gp#*:}.log" | tee -a "$OUT/graph-bench.log" | tee -a "$summary"
-    done
+    parts=",${GRAPH_PARTS:-ops,kernels,golden,bench,memory},"
+    part() { [[ $parts == *",$1,"* ]]; }
+    if part ops; then
+        note "graph: test_graph_ops, op x precision x backend ($(elapsed)s)"
+        step 60 "$OUT/graph-ops.log" $B/tests/test_graph_ops
+        grep -E " cuda +|rows run|FAIL" "$OUT/graph-ops.log" | tail -60 | tee -a "$summary"
+    fi
+    if part kernels; then
+        note "graph: test_gpu_kernels ($(elapsed)s)"
+        step 150 "$OUT/graph-kernels.log" $B/tests/test_gpu_kernels
+        grep -E "^FAIL|PASSED|FAILED|rope|window|c2p|geglu|mean pool|rel scores" "$OUT/graph-kernels.log" |
+            tail -40 | tee -a "$summary"
+    fi
+    if part golden; then # all 7 families, fp16 and bf16, through the backend as the worker gets it
+        note "graph: test_gpu_golden ($(elapsed)s)"
+        step 120 "$OUT/graph-golden.log" $B/tests/test_gpu_golden
+        grep -E "^(ok|FAIL)|PASSED|FAILED|gpu_golden" "$OUT/graph-golden.log" | tail -40 | tee -a "$summary"
+    fi
+    if part bench; then
+        # bert-base fp16 / bf16 / fp8 on tickets-mix at 16384, this build beside the baseline
+        # (.devlibs/base/reclass: main's build before the graph took the BERT families, which
+        # `pack` carries when it is there), interleaved per precision so clocks and heat hit
+        # both alike; GRAPH_BENCH_ROUNDS (1) rounds, the second in the other order.
+        bins=("$B/reclass")
+        [ -x .devlibs/base/reclass ] && bins+=(.devlibs/base/reclass) ||
+            note "graph: no .devlibs/base/reclass: no baseline rows"
+        for round in $(seq 1 "${GRAPH_BENCH_ROUNDS:-1}"); do
+            order=("${bins[@]}")
+            [ $((round % 2)) -eq 0 ] && [ ${#bins[@]} -eq 2 ] && order=("${bins[1]}" "${bins[0]}")
+            for p in fp16 bf16 fp8; do
+                for bin in "${order[@]}"; do
+                    who=$([ "$bin" = "$B/reclass" ] && echo graph || echo base)
+                    note "graph: bench bert-base $p $who round $round ($(elapsed)s)"
+                    step 45 "$OUT/graph-bench-$p-$who-$round.log" "$bin" bench --geometry bert-base \
+                        --labels 140 --backend cuda --workload tickets-mix --token-budget 16384 \
+                        --precision "$p" --repeat 3
+                    # the result line, above step's "exit" line
+                    echo "$who $p round $round: $(tail -2 "$OUT/graph-bench-$p-$who-$round.log" 2>/dev/null | head -1)" |
+                        tee -a "$OUT/graph-bench.log" | tee -a "$summary"
+                done
+            done
+        done
+    fi
+    if part memory; then # every token count 1..2048, then GRAPH_MEM_BATCHES random batches
+        for g in bert-base modernbert-base deberta-v3-base; do
+            note "graph: test_gpu_memory ${GRAPH_MEM_BATCHES:-100000} $g ($(elapsed)s)"
+            step 200 "$OUT/graph-memory-$g.log" $B/tests/test_gpu_memory ${GRAPH_MEM_BATCHES:-100000} $g
+            grep -E "FAIL|PASSED|weights|batches|sweep" "$OUT/graph-memory-$g.log" | tail -6 | tee -a "$summary"
+        done
+    fi
 fi
 if has torch; then
     [ -f /tmp/tickets_mix.jsonl ] || $B/tests/gpu_bench --budgets 16384 --repeat 1 --workload-out /tmp/tickets_mix.jsonl >/dev/null
