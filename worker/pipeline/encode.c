@@ -92,8 +92,16 @@ static int enc_publish(pl_t *pl, cls_engine_t *eng, enc_slot_t *sl, char *err, s
         enc_slot_drop(sl);
         return rc;
     }
-    for (int i = 0; i < n; i++)
-        o->items[i] = sl->items[i];
+    const int64_t now = common_now_ms();
+    for (int i = 0; i < n; i++) {
+        pl_item_t *it = sl->items[i];
+        worker_metrics_wait_observe(it->lane, WORKER_WAIT_POLL, it->arrived_ms - it->polled_ms);
+        worker_metrics_wait_observe(it->lane, WORKER_WAIT_ACCUMULATE,
+                                    sl->popped_ms - it->arrived_ms);
+        worker_metrics_wait_observe(it->lane, WORKER_WAIT_ENCODE, now - sl->popped_ms);
+        it->queued_ms = now;
+        o->items[i] = it;
+    }
     o->n = n;
     sl->n = 0; /* the sink owns the items now */
     gpu_mem_stats_t ms = {0};

@@ -33,12 +33,14 @@ typedef struct pl_item {
     int32_t *ids;         /* (n_ids) token ids, [CLS] ... [SEP] */
     int n_ids;
     int truncated;
-    int64_t epoch; /* the partition's ownership epoch at consumption (consumers/offsets.h) */
-    int32_t track; /* the partition in the offset tracker (consumers/consumer.h: tracks) */
-    int lane;      /* its topic's lane, 0 = the most urgent */
-    int live;      /* counted in worker_metrics.lane_live until freed */
-    int64_t arrived_ms;
-    int label_id; /* filled by the encoder */
+    int64_t epoch;      /* the partition's ownership epoch at consumption (consumers/offsets.h) */
+    int32_t track;      /* the partition in the offset tracker (consumers/consumer.h: tracks) */
+    int lane;           /* its topic's lane, 0 = the most urgent */
+    int live;           /* counted in worker_metrics.lane_live until freed */
+    int64_t polled_ms;  /* common_now_ms() when the record was polled */
+    int64_t arrived_ms; /* ... pushed into the accumulator */
+    int64_t queued_ms;  /* ... its batch queued for the sink */
+    int label_id;       /* filled by the encoder */
     float confidence;
     char *top_k_json; /* owned */
     /* The record as consumed (key, value; owned), for its dead letter should the database
@@ -107,6 +109,7 @@ typedef struct {
     consumers_record_t **rec; /* (PL_BURST) the records, kept for a dead letter until queued */
     int64_t *epoch;           /* (PL_BURST) the partition's ownership epoch at consumption */
     int32_t *track;           /* (PL_BURST) its track (consumers/consumer.h) */
+    int64_t *polled_ms;       /* (PL_BURST) common_now_ms() when it was polled */
     pl_item_t **items;        /* (PL_BURST) decoded; NULL: a dead letter, err[i] says why */
     char (*err)[PL_ERR_LEN];  /* (PL_BURST) */
     int n;

@@ -220,6 +220,7 @@ static void queue_burst(pl_t *pl, pl_burst_t *b) {
         }
         it->epoch = b->epoch[i];
         it->track = b->track[i];
+        it->polled_ms = b->polled_ms[i];
         it->lane = consumers_consumer_topic_lane(
             pp->consumer, consumers_consumer_track_topic(pp->consumer, it->track));
         it->live = 1;
@@ -283,6 +284,7 @@ static void handle_decodable(pl_t *pl, consumers_record_t *m) {
     pl_burst_t *b = &pl->poll.burst[pl->poll.fill];
     b->rec[b->n] = m; /* freed once its item is queued or its dead letter sent */
     b->epoch[b->n] = epoch;
+    b->polled_ms[b->n] = common_now_ms();
     b->track[b->n++] = track;
     if (b->n == PL_BURST) flush_decoded(pl, 0);
 }

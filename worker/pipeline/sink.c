@@ -151,6 +151,9 @@ static int commit_rows(pl_t *pl, sink_t *sk, const sink_result_t *rows, pl_item_
     pl->st.last_commit_s = common_now_s();
     pthread_mutex_unlock(&pl->q.mu);
     worker_metrics_add(&worker_metrics.tickets_classified, r);
+    const int64_t now_ms = common_now_ms();
+    for (int q = 0; q < r; q++)
+        worker_metrics_wait_observe(its[q]->lane, WORKER_WAIT_SINK, now_ms - its[q]->queued_ms);
     struct timespec wall; /* enqueued_at is the producer's wall clock */
     clock_gettime(CLOCK_REALTIME, &wall);
     int64_t wall_ms = (int64_t)wall.tv_sec * 1000 + wall.tv_nsec / 1000000;
