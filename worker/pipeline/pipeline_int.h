@@ -56,6 +56,7 @@ typedef struct pl_item {
 typedef struct pl_out {
     pl_item_t **items; /* (n) */
     int n;
+    int urgent; /* of a lane more urgent than the last (worker_fair_urgent_lane) */
     sink_batch_t tel;
     struct pl_out *next;
 } pl_out_t;
@@ -71,7 +72,8 @@ typedef struct {
     pthread_cond_t cv_accum; /* consumer: the encoder took a batch (accumulator room) */
     worker_fair_t *acc;      /* poll thread pushes, encoder pops */
     consumers_offsets_t *offsets;
-    pl_out_t *out_head, *out_tail; /* encoder -> sink queue */
+    pl_out_t *out_head, *out_tail; /* encoder -> sink queue: urgent batches first */
+    pl_out_t *out_urgent;          /* the last urgent batch in it; NULL = none */
     long out_items;                /* tickets in that queue */
     long max_out_items;            /* bound before the encoder waits */
     pl_item_t *failed;             /* poll thread -> sink: records that end as dead letters,

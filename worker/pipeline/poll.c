@@ -113,32 +113,45 @@ void pl_on_revoke(void *ctx, const int32_t *parts, int n, int lost) {
                 dropped);
 }
 
-/* Pushes the overflow items the accumulator takes, in order; one refused (its tenant at its
+/* Pushes the overflow items the accumulator takes, in order, those of the lanes more urgent
+ * than the last first (the room a batch frees goes to them); one refused (its tenant at its
  * cap) does not keep those of other tenants or lanes behind it waiting. Returns 1 when some
  * remain. */
 static int drain_overflow(pl_t *pl) {
     if (!pl->poll.ovf_head) return 0;
     int64_t now = common_now_ms();
-    int pushed = 0;
+    int pushed = 0, urgent = 0;
+    const int bulk = consumers_consumer_n_lanes(pl->poll.consumer) - 1; /* the least urgent */
     pthread_mutex_lock(&pl->q.mu);
-    pl_item_t **pp = &pl->poll.ovf_head, *last = NULL;
-    while (*pp) {
-        pl_item_t *it = *pp;
-        it->arrived_ms = now;
-        int prio = it->t.has_priority ? it->t.priority : 0;
-        if (worker_fair_push(pl->q.acc, it, it->n_ids, it->lane, it->t.tenant, prio, now) !=
-            WORKER_ACCUM_OK) {
-            last = it;
-            pp = &it->next;
-            continue;
+    pl_item_t *last = NULL;
+    for (int pass = bulk > 0 ? 0 : 1; pass < 2; pass++) {
+        pl_item_t **pp = &pl->poll.ovf_head;
+        last = NULL;
+        while (*pp) {
+            pl_item_t *it = *pp;
+            if (pass == 0 && it->lane >= bulk) {
+                last = it;
+                pp = &it->next;
+                continue;
+            }
+            it->arrived_ms = now;
+            int prio = it->t.has_priority ? it->t.priority : 0;
+            if (worker_fair_push(pl->q.acc, it, it->n_ids, it->lane, it->t.tenant, prio, now) !=
+                WORKER_ACCUM_OK) {
+                last = it;
+                pp = &it->next;
+                continue;
+            }
+            *pp = it->next;
+            it->next = NULL;
+            pl->poll.ovf_n--;
+            pushed = 1;
+            urgent |= pass == 0;
         }
-        *pp = it->next;
-        it->next = NULL;
-        pl->poll.ovf_n--;
-        pushed = 1;
     }
     pl->poll.ovf_tail = last;
     if (pushed) pthread_cond_signal(&pl->q.cv_enc);
+    if (urgent) pthread_cond_signal(&pl->q.cv_room); /* an encoder waiting for room takes it */
     pthread_mutex_unlock(&pl->q.mu);
     return pl->poll.ovf_head != NULL;
 }

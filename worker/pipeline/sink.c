@@ -257,13 +257,18 @@ void *pl_sink_main(void *arg) {
             x->next = refused;
             refused = x;
         }
-        /* take whole batches while they fit; a batch larger than sink_rows goes alone */
+        /* take whole batches while they fit; a batch larger than sink_rows goes alone. Urgent
+         * batches lead the queue and commit in transactions of their own: none waits for a
+         * bulk batch's rows (offsets stay safe in any order: see the tracker above) */
         int n_rows = 0, n_bat = 0;
+        const int urgent = pl->q.out_head && pl->q.out_head->urgent;
         pl_out_t *taken = NULL, **tail = &taken;
-        while (pl->q.out_head && (n_bat == 0 || n_rows + pl->q.out_head->n <= cap_rows)) {
+        while (pl->q.out_head && pl->q.out_head->urgent == urgent &&
+               (n_bat == 0 || n_rows + pl->q.out_head->n <= cap_rows)) {
             pl_out_t *o = pl->q.out_head;
             pl->q.out_head = o->next;
             if (!pl->q.out_head) pl->q.out_tail = NULL;
+            if (pl->q.out_urgent == o) pl->q.out_urgent = NULL;
             o->next = NULL;
             *tail = o;
             tail = &o->next;
