@@ -58,7 +58,8 @@ typedef struct cuda_graph {
     cuda_gemm_t gemm, gemm32; // 16-bit and fp32 projections
     cuda_fp8_gemm_t gemm8;    // FP8 projections (has_fp8)
     int has_fp8;
-    void *blas; // cublasHandle_t: the c2p / p2c strided-batched GEMMs
+    const gpu_op_t *xq_for; // the FP8 linear whose input codes the LayerNorm before it wrote
+    void *blas;             // cublasHandle_t: the c2p / p2c strided-batched GEMMs
 } cuda_graph_t;
 
 // 1 when the CUDA executor runs op of g (the backend table's supports_op).
