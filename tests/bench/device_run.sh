@@ -68,13 +68,8 @@
 #                ../shared/data/clinc150 ../shared/data/cfpb_complaints .devdata/`, ignored in
 #                .git/info/exclude, carried), agreement with HF fp32 of
 #                reclass cuda fp16/bf16, the CPU FP8 reference, torch fp16/bf16 and torchao
-#                FP8 on CLINC150 test and long CFPB narratives; then gpu_bench fp16, reclass
-#                bench bert-base fp16 and fp8 and torch.compile bf16 / torchao FP8 (carried
-#                .whl) interleaved at 16384, 65536. FP8_PARTS picks parts (default
-#                kernels,agree,speed; plans: test_gpu_fp8 plans, bert-base on the graph per set
-#                of FP8 points beside the graph at fp16; recipes: fp8_recipes.py's simulation of
-#                FP8_RECIPES (default 4,10,11,12,13: every point, the plan, its neighbours) on
-#                that classifier); a classifier trained in /tmp/fp8run is reused
+#                FP8 on CLINC150 test and long CFPB narratives; then gpu_bench fp16 and
+#                torch.compile bf16 / torchao FP8 (carried .whl) interleaved at 16384, 65536
 #       e2e      deploy/demo.sh with RECLASS_BACKEND=cuda: the whole job (dev broker, worker,
 #                PostgreSQL) on the GPU; needs .devlibs/pg.tar.xz (pack-pg here)
 #       job      tests/bench/job_bench.sh on the 1M real tickets (.devlibs/e2e/real_texts.jsonl.xz)
@@ -465,60 +460,33 @@ if has torch; then
     clocks_stop torch-compile
 fi
 if has fp8; then
-    # FP8_PARTS: which parts run (a 10-minute call holds kernels + agree + speed, or recipes;
-    # the classifier trained by one call is kept in $D for the next while the machine is warm)
-    fp8_parts=",${FP8_PARTS:-kernels,agree,speed},"
-    part() { [[ $fp8_parts == *",$1,"* ]]; }
+    note "test_gpu_fp8 ($(elapsed)s)"
+    timeout 120 $B/tests/test_gpu_fp8 2>&1 | tee "$OUT/test_gpu_fp8.log" | tee -a "$summary"
+    timeout 120 $B/tests/test_gpu_fp8 bench 2>&1 | tee -a "$OUT/test_gpu_fp8.log" | grep -E 'TFLOP|FAIL' | tee -a "$summary"
     D=/tmp/fp8run
-    if part kernels; then
-        note "test_gpu_fp8 ($(elapsed)s)"
-        timeout 120 $B/tests/test_gpu_fp8 2>&1 | tee "$OUT/test_gpu_fp8.log" | tee -a "$summary"
-        timeout 120 $B/tests/test_gpu_fp8 bench 2>&1 | tee -a "$OUT/test_gpu_fp8.log" | grep -E 'TFLOP|FAIL' | tee -a "$summary"
-    fi
-    if part plans; then
-        note "test_gpu_fp8 plans: bert-base on the graph per set of FP8 points ($(elapsed)s)"
-        timeout 300 $B/tests/test_gpu_fp8 plans 2>&1 | tee -a "$OUT/test_gpu_fp8.log" | grep -E '^plan|FAIL' | tee -a "$summary"
-    fi
-    if { part agree || part recipes; } && [ ! -f $D/model/config.json ]; then
-        note "fp8: train BERT-base CLINC150 classifier ($(elapsed)s)"
-        PYTHONUNBUFFERED=1 timeout 300 python3 tests/bench/fp8_agreement.py train $D --data "${FP8_DATA:-.devdata}" \
-            --epochs ${FP8_EPOCHS:-6} 2>&1 | tee "$OUT/fp8-train.log" | grep -v -E 'Warning|warn' | tail -12 | tee -a "$summary"
-    fi
-    if part agree; then
-        outs=()
-        for s in clinc_test cfpb_long; do
-            for p in fp16 bf16 fp8; do # fp8: the encoder graph's FP8 linears (gpu_fp8_runs)
-                $B/reclass classify --model $D/model --jsonl --backend cuda --precision $p --token-budget 16384 \
-                    <$D/$s.jsonl >$D/cuda-$p-$s.out 2>>"$OUT/fp8-classify.err"
-                outs+=("reclass cuda $p=$D/cuda-$p-$s.out")
-            done
-            timeout 240 $B/reclass classify --model $D/model --jsonl --backend cpu --precision fp8 \
-                <$D/$s.jsonl >$D/cpu-fp8-$s.out 2>>"$OUT/fp8-classify.err"
-            outs+=("reclass cpu fp8 (reference)=$D/cpu-fp8-$s.out")
+    note "fp8: train BERT-base CLINC150 classifier ($(elapsed)s)"
+    PYTHONUNBUFFERED=1 timeout 300 python3 tests/bench/fp8_agreement.py train $D --data "${FP8_DATA:-.devdata}" \
+        --epochs ${FP8_EPOCHS:-6} 2>&1 | tee "$OUT/fp8-train.log" | grep -v -E 'Warning|warn' | tail -12 | tee -a "$summary"
+    outs=()
+    for s in clinc_test cfpb_long; do
+        for p in fp16 bf16 fp8; do # fp8: the encoder graph's FP8 linears (gpu_fp8_runs)
+            $B/reclass classify --model $D/model --jsonl --backend cuda --precision $p --token-budget 16384 \
+                <$D/$s.jsonl >$D/cuda-$p-$s.out 2>>"$OUT/fp8-classify.err"
+            outs+=("reclass cuda $p=$D/cuda-$p-$s.out")
         done
-        note "fp8 agreement with HF fp32 ($(elapsed)s)"
-        python3 tests/bench/fp8_agreement.py compare $D "${outs[@]}" 2>&1 | tee "$OUT/fp8-agreement.log" | tee -a "$summary"
-        grep -m1 "fp8 plan" "$OUT/fp8-classify.err" | tee -a "$summary"
-    fi
-    if part recipes; then
-        note "fp8 recipes on this classifier, torch simulation ($(elapsed)s)"
-        PYTHONUNBUFFERED=1 timeout 420 python3 tests/bench/fp8_recipes.py --model $D/model --device cuda \
-            --data "${FP8_DATA:-.devdata}" --cfpb 600 --recipes ${FP8_RECIPES:-4,10,11,12,13} 2>&1 |
-            tee "$OUT/fp8-recipes.log" | grep -v -E 'Warning|warn' | tee -a "$summary"
-    fi
-    if part speed && [ -z "${FP8_NO_SPEED:-}" ]; then
+        timeout 240 $B/reclass classify --model $D/model --jsonl --backend cpu --precision fp8 \
+            <$D/$s.jsonl >$D/cpu-fp8-$s.out 2>>"$OUT/fp8-classify.err"
+        outs+=("reclass cpu fp8 (reference)=$D/cpu-fp8-$s.out")
+    done
+    note "fp8 agreement with HF fp32 ($(elapsed)s)"
+    python3 tests/bench/fp8_agreement.py compare $D "${outs[@]}" 2>&1 | tee "$OUT/fp8-agreement.log" | tee -a "$summary"
+    grep -m1 "fp8 plan" "$OUT/fp8-classify.err" | tee -a "$summary"
+    if [ -z "${FP8_NO_SPEED:-}" ]; then
         [ -f /tmp/tickets_mix.jsonl ] || $B/tests/gpu_bench --budgets 16384 --repeat 1 --workload-out /tmp/tickets_mix.jsonl >/dev/null
         for round in 1 2; do
-            note "fp8 speed round $round: reclass bench bert-base fp16 / fp8, torch.compile bf16, torchao fp8 ($(elapsed)s)"
+            note "fp8 speed round $round: gpu_bench fp16, torch.compile bf16, torchao fp8 ($(elapsed)s)"
             $B/tests/gpu_bench --precision fp16 --budgets 16384,65536 --repeat 3 2>&1 |
                 tee -a "$OUT/fp8-speed.log" | grep -E 'tickets/s' | tee -a "$summary"
-            for tb in 16384 65536; do
-                for p in fp16 fp8; do # fp8: gpu_fp8_runs' projections on the graph, the rest fp16
-                    timeout 120 $B/reclass bench --geometry bert-base --labels 140 --backend cuda \
-                        --workload tickets-mix --token-budget $tb --precision $p --repeat 3 2>&1 |
-                        tee -a "$OUT/fp8-speed.log" | tail -2 | sed "s/^/bench $p $tb: /" | tee -a "$summary"
-                done
-            done
             [ $round = 1 ] || continue # the peers compile once: their second round is in their repeats
             PYTHONUNBUFFERED=1 timeout ${TORCH_COMPILE_TIMEOUT:-300} python3 tests/bench/torch_gpu_peer.py /tmp/tickets_mix.jsonl \
                 --dtype bf16 --variants compile,torchao-fp8 --budgets 16384,65536 --repeat 3 2>&1 |
