@@ -15,7 +15,6 @@
 #include "common/paths.h"
 #include "consumers/avro_codec.h"
 #include "consumers/kafka_props.h"
-#include "consumers/kafka_version.h"
 #include "consumers/producer.h"
 #include "consumers/schema_registry.h"
 #include "consumers/ticket.h"
@@ -303,7 +302,7 @@ common_status_t worker_cmd_submit(int argc, char **argv) {
     submit_opts_t o;
     int rc = parse_opts(argc, argv, &o);
     if (rc) return rc;
-    if ((rc = consumers_kafka_require_version("submit"))) return rc;
+    if ((rc = worker_cli_require_kafka("submit"))) return rc;
     char oerr[512];
     if (o.db && (rc = sink_job_owner_check(o.db, o.job_id, o.tenant, oerr, sizeof(oerr)))) {
         fprintf(stderr, "reclass submit: %s\n", oerr);
