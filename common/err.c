@@ -12,3 +12,50 @@ int common_errf(int rc, char *err, size_t errlen, const char *fmt, ...) {
     }
     return rc;
 }
+
+common_status_t common_err_set(common_err_t *e, common_status_t code, const char *fmt, ...) {
+    if (e) {
+        e->code = code;
+        e->detail[0] = e->hint[0] = '\0';
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->message, sizeof(e->message), fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+void common_err_detail(common_err_t *e, const char *fmt, ...) {
+    if (!e) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->detail, sizeof(e->detail), fmt, ap);
+    va_end(ap);
+}
+
+void common_err_hint(common_err_t *e, const char *fmt, ...) {
+    if (!e) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->hint, sizeof(e->hint), fmt, ap);
+    va_end(ap);
+}
+
+int common_err_retriable(const common_err_t *e) {
+    return e && common_status_retriable(e->code);
+}
+
+void common_err_print(FILE *f, const char *prefix, const common_err_t *e) {
+    fprintf(f, "%s: %s", prefix, e->message);
+    if (e->detail[0]) fprintf(f, " (%s)", e->detail);
+    if (e->hint[0]) fprintf(f, "; %s", e->hint);
+    fputc('\n', f);
+}
+
+void common_logf(FILE *log, const char *fmt, ...) {
+    if (!log) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(log, fmt, ap);
+    va_end(ap);
+}

@@ -1,12 +1,43 @@
-/* The one way a function leaves its one-line message for the caller: err (errlen bytes,
- * may be NULL) gets the formatted text, and the caller returns the code it is given. */
+/* How a function leaves its error for the caller. Two forms:
+ *  - common_err_t: the code (one common_status_t), a one-line message, and optional detail and
+ *    hint (postgres' ereport fields); retriable follows from the code. Library code fills it,
+ *    the CLI prints it (common_err_print).
+ *  - (err, errlen): the older free-text buffer, filled by common_errf. */
 #ifndef RECLASS_COMMON_ERR_H
 #define RECLASS_COMMON_ERR_H
 
 #include <stddef.h>
+#include <stdio.h>
+
+#include "common/status.h"
+
+typedef struct {
+    common_status_t code;
+    char message[256]; /* one line, no prefix: the CLI adds "reclass <cmd>: " */
+    char detail[256];  /* what was seen (a server's answer), or "" */
+    char hint[256];    /* what to do about it, or "" */
+} common_err_t;
 
 /* Formats into err and returns rc, so that a failure reads `return common_errf(2, ...)`. */
 int common_errf(int rc, char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* Sets e's code and message (detail and hint cleared) and returns the code, so that a failure
+ * reads `return common_err_set(e, COMMON_RETRY, "...", ...)`. e may be NULL. */
+common_status_t common_err_set(common_err_t *e, common_status_t code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Sets e's detail or hint (after common_err_set). e may be NULL. */
+void common_err_detail(common_err_t *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void common_err_hint(common_err_t *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* 1 when asking again later can succeed: the code says so (common_status_retriable). */
+int common_err_retriable(const common_err_t *e);
+
+/* A library's progress line (a rebalance, a retried send) goes to the FILE its caller gave
+ * (the CLI gives stderr); NULL: quiet. Libraries never pick stderr themselves. */
+void common_logf(FILE *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Writes "<prefix>: message (detail); hint\n" to f, the parts that are set. */
+void common_err_print(FILE *f, const char *prefix, const common_err_t *e);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "common/err.h"
 #include "consumers/kafka_props.h"
 
 struct consumers_consumer {
@@ -18,6 +19,7 @@ struct consumers_consumer {
     int lane[CONSUMERS_MAX_TOPICS];     /* each topic's lane: rank of its priority, 0 = urgent */
     int held[CONSUMERS_MAX_TOPICS];     /* 1 while a priority hold stops the topic */
     int n_topics, n_lanes;
+    FILE *log; /* cfg.log: NULL, quiet */
     /* (n_lanes) with several lanes: each lane's partitions are forwarded here, read most
      * urgent first; NULL with one lane (the consumer queue serves it) */
     rd_kafka_queue_t *lane_q[CONSUMERS_MAX_TOPICS];
@@ -106,8 +108,8 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         rd_kafka_topic_partition_list_t *st = stopped_of(c, parts);
         if (st->cnt > 0) rd_kafka_pause_partitions(rk, st);
         rd_kafka_topic_partition_list_destroy(st);
-        fprintf(stderr, "reclass run: assigned %d partition(s) of %s%s\n", n, c->topic,
-                c->n_topics > 1 ? " and the other lanes" : "");
+        common_logf(c->log, "reclass run: assigned %d partition(s) of %s%s\n", n, c->topic,
+                    c->n_topics > 1 ? " and the other lanes" : "");
     } else {
         int lost = rd_kafka_assignment_lost(rk);
         if (c->rb.on_revoke && p) c->rb.on_revoke(c->rb.ctx, p, n, lost);
@@ -115,14 +117,14 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             e = rd_kafka_incremental_unassign(rk, parts);
         else
             re = rd_kafka_assign(rk, NULL);
-        fprintf(stderr, "reclass run: %s %d partition(s) of %s%s\n", lost ? "lost" : "revoked", n,
-                c->topic, c->n_topics > 1 ? " and the other lanes" : "");
+        common_logf(c->log, "reclass run: %s %d partition(s) of %s%s\n", lost ? "lost" : "revoked",
+                    n, c->topic, c->n_topics > 1 ? " and the other lanes" : "");
     }
     if (e) {
-        fprintf(stderr, "reclass run: rebalance: %s\n", rd_kafka_error_string(e));
+        common_logf(c->log, "reclass run: rebalance: %s\n", rd_kafka_error_string(e));
         rd_kafka_error_destroy(e);
     } else if (re) {
-        fprintf(stderr, "reclass run: rebalance: %s\n", rd_kafka_err2str(re));
+        common_logf(c->log, "reclass run: rebalance: %s\n", rd_kafka_err2str(re));
     }
     free(p);
 }
@@ -146,7 +148,7 @@ static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque) 
     }
     time_t now = time(NULL);
     if (err != (int)c->last_err || now - c->last_err_at >= 30) {
-        fprintf(stderr, "reclass run: kafka: %s\n", reason);
+        common_logf(c->log, "reclass run: kafka: %s\n", reason);
         c->last_err = err;
         c->last_err_at = now;
     }
@@ -182,6 +184,7 @@ int consumers_consumer_init(const consumers_consumer_cfg_t *cfg, const consumers
             }
     }
     c->topic = c->topics[0];
+    c->log = cfg->log;
     for (int i = 0; i < c->n_topics; i++) { /* lane = rank among the distinct priorities */
         c->lane[i] = 0;
         for (int j = 0; j < c->n_topics; j++) {
@@ -325,7 +328,7 @@ static consumers_record_t *checked(consumers_consumer_t *c, rd_kafka_message_t *
     }
     time_t now = time(NULL);
     if (m->err != c->last_err || now - c->last_err_at >= 30) {
-        fprintf(stderr, "reclass run: kafka: %s\n", rd_kafka_message_errstr(m));
+        common_logf(c->log, "reclass run: kafka: %s\n", rd_kafka_message_errstr(m));
         c->last_err = m->err;
         c->last_err_at = now;
     }
@@ -499,7 +502,7 @@ void consumers_consumer_close(consumers_consumer_t *c) {
     }
     char e[256];
     if (consumers_consumer_commit(c, e, sizeof(e)))
-        fprintf(stderr, "reclass run: %s (retried by the next owner)\n", e);
+        common_logf(c->log, "reclass run: %s (retried by the next owner)\n", e);
     unassign_before_close(c);
     /* close leaves the group (a revoke still assigned goes through rebalance_cb) */
     rd_kafka_consumer_close(c->rk);

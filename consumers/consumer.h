@@ -20,6 +20,7 @@
 #define RECLASS_CONSUMERS_CONSUMER_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 typedef struct consumers_consumer consumers_consumer_t;
@@ -67,6 +68,7 @@ typedef struct {
     int auto_commit_interval_ms; /* 0 = default (5000) */
     /* extra librdkafka properties "key=value" (security.protocol, sasl.*...), NULL-ended */
     const char *const *extra;
+    FILE *log; /* rebalances and Kafka errors, a line each (the CLI: stderr); NULL: quiet */
 } consumers_consumer_cfg_t;
 
 /* Subscribes; the group is joined during the first polls. Returns 0, or -1 with err (a bad
@@ -74,7 +76,7 @@ typedef struct {
 int consumers_consumer_init(const consumers_consumer_cfg_t *cfg, const consumers_rebalance_t *rb,
                             consumers_consumer_t **out, char *err, size_t errlen);
 
-/* Next record, or NULL on timeout. Errors are logged to stderr and swallowed, except fatal
+/* Next record, or NULL on timeout. Errors are logged to cfg.log and swallowed, except fatal
  * ones (consumers_consumer_fatal). The caller frees the record with consumers_record_free. */
 consumers_record_t *consumers_consumer_poll(consumers_consumer_t *c, int timeout_ms);
 

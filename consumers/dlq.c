@@ -9,6 +9,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "common/clock.h"
+#include "common/err.h"
 #include "consumers/kafka_props.h"
 
 #define DLQ_BACKOFF_FIRST_MS 100
@@ -36,6 +37,7 @@ struct consumers_dlq {
     char *topic;
     consumers_dlq_done_fn done;
     void *ctx;
+    FILE *log;           /* NULL: quiet */
     dlq_letter_t *retry; /* waiting for their next attempt, unordered */
     long outstanding, waiting, delivered, truncated;
     int closing; /* in consumers_dlq_free: purged letters are not failures to report */
@@ -82,21 +84,21 @@ static void letter_failed(consumers_dlq_t *d, dlq_letter_t *l, rd_kafka_resp_err
     if (l->attempts < 10 && (DLQ_BACKOFF_FIRST_MS << (l->attempts - 1)) < backoff)
         backoff = DLQ_BACKOFF_FIRST_MS << (l->attempts - 1);
     if (cut) {
-        fprintf(stderr,
-                "reclass run: dead letter of partition %" PRId32 " offset %" PRId64
-                " (%zu bytes) not accepted by %s: %s (attempt %d); sending its first %d bytes "
-                "instead, with headers reclass.truncated and reclass.truncated.reason\n",
-                l->partition, l->offset, l->orig_len, d->topic, l->last_err, l->attempts,
-                CONSUMERS_DLQ_TRUNCATED_BYTES);
+        common_logf(d->log,
+                    "reclass run: dead letter of partition %" PRId32 " offset %" PRId64
+                    " (%zu bytes) not accepted by %s: %s (attempt %d); sending its first %d bytes "
+                    "instead, with headers reclass.truncated and reclass.truncated.reason\n",
+                    l->partition, l->offset, l->orig_len, d->topic, l->last_err, l->attempts,
+                    CONSUMERS_DLQ_TRUNCATED_BYTES);
         letter_truncate(l);
         retry_push(d, l, common_now_ms());
         return;
     }
-    fprintf(stderr,
-            "reclass run: dead letter of partition %" PRId32 " offset %" PRId64
-            " (%zu bytes%s) not accepted by %s: %s (attempt %d); retrying in %.1f s\n",
-            l->partition, l->offset, l->len, l->truncated ? ", truncated" : "", d->topic,
-            l->last_err, l->attempts, backoff / 1000.0);
+    common_logf(d->log,
+                "reclass run: dead letter of partition %" PRId32 " offset %" PRId64
+                " (%zu bytes%s) not accepted by %s: %s (attempt %d); retrying in %.1f s\n",
+                l->partition, l->offset, l->len, l->truncated ? ", truncated" : "", d->topic,
+                l->last_err, l->attempts, backoff / 1000.0);
     retry_push(d, l, common_now_ms() + backoff);
 }
 
@@ -143,8 +145,8 @@ static long fetchable_bytes(const char *const *extra) {
 }
 
 int consumers_dlq_init(const char *brokers, const char *topic, const char *const *extra,
-                       consumers_dlq_done_fn done, void *ctx, consumers_dlq_t **out, char *err,
-                       size_t errlen) {
+                       consumers_dlq_done_fn done, void *ctx, FILE *log, consumers_dlq_t **out,
+                       char *err, size_t errlen) {
     *out = NULL;
     consumers_dlq_t *d = calloc(1, sizeof(*d));
     if (!d || !(d->topic = strdup(topic))) {
@@ -154,6 +156,7 @@ int consumers_dlq_init(const char *brokers, const char *topic, const char *const
     }
     d->done = done;
     d->ctx = ctx;
+    d->log = log;
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     char e[256], max_bytes[24];
     snprintf(max_bytes, sizeof(max_bytes), "%ld", fetchable_bytes(extra));

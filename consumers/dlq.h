@@ -21,6 +21,7 @@
 #define RECLASS_CONSUMERS_DLQ_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "consumers/consumer.h" /* consumers_record_t */
@@ -35,10 +36,10 @@ typedef struct consumers_dlq consumers_dlq_t;
 typedef void (*consumers_dlq_done_fn)(void *ctx, int32_t partition, int64_t offset, int64_t tag);
 
 /* extra: librdkafka properties "key=value", NULL-ended (may be NULL); consumer-only ones are
- * skipped. */
+ * skipped. log: a line per refused or truncated letter (the CLI: stderr); NULL: quiet. */
 int consumers_dlq_init(const char *brokers, const char *topic, const char *const *extra,
-                       consumers_dlq_done_fn done, void *ctx, consumers_dlq_t **out, char *err,
-                       size_t errlen);
+                       consumers_dlq_done_fn done, void *ctx, FILE *log, consumers_dlq_t **out,
+                       char *err, size_t errlen);
 
 /* Takes src (a consumed record; copied, the caller keeps it) as a dead letter. Never waits: a
  * full local queue or a failed produce call keeps the letter for a later poll. Returns 0, or -1

@@ -25,13 +25,6 @@ int consumers_kafka_check_version(char *err, size_t errlen) {
     return consumers_kafka_version_ok(rd_kafka_version(), err, errlen);
 }
 
-int consumers_kafka_require_version(const char *cmd) {
-    char err[512];
-    if (consumers_kafka_check_version(err, sizeof(err)) == 0) return 0;
-    fprintf(stderr, "reclass %s: %s\n", cmd, err);
-    return 1;
-}
-
 void consumers_kafka_version_describe(char *buf, size_t len) {
     snprintf(buf, len, "%s (%s)", rd_kafka_version_str(), KAFKA_ORIGIN);
 }

@@ -20,10 +20,6 @@ int consumers_kafka_version_ok(int version, char *err, size_t errlen);
 /* consumers_kafka_version_ok() for the librdkafka loaded in this process. */
 int consumers_kafka_check_version(char *err, size_t errlen);
 
-/* For the commands that talk to Kafka (run, submit, dev-broker): prints "reclass CMD: why"
- * to stderr and returns 1 (the exit code) when the runtime librdkafka is too old, else 0. */
-int consumers_kafka_require_version(const char *cmd);
-
 /* Writes "2.15.0 (vendored)" or "2.0.2 (system)": the runtime version and where it came
  * from. */
 void consumers_kafka_version_describe(char *buf, size_t len);

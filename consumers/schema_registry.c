@@ -161,8 +161,8 @@ const char *consumers_registry_url(const consumers_registry_t *r) {
 }
 
 /* One request; *status the HTTP status (0: no answer). Returns RETRY when no answer came. */
-static int request(consumers_registry_t *r, const char *path, const char *post, long *status,
-                   body_t *b, char *err, size_t errlen) {
+static common_status_t request(consumers_registry_t *r, const char *path, const char *post,
+                               long *status, body_t *b, common_err_t *e) {
     char url[2048];
     snprintf(url, sizeof(url), "%s%s", r->url, path);
     CURL *c = r->curl;
@@ -187,67 +187,66 @@ static int request(consumers_registry_t *r, const char *path, const char *post, 
     CURLcode rc = curl_easy_perform(c);
     *status = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-    if (rc == CURLE_OK) return CONSUMERS_REGISTRY_OK;
+    if (rc == CURLE_OK) return COMMON_OK;
     if (b->too_big)
-        return common_errf(CONSUMERS_REGISTRY_FATAL, err, errlen,
-                           "schema registry %s: answer over %d bytes", r->shown, REGISTRY_MAX_BODY);
+        return common_err_set(e, COMMON_FATAL, "schema registry %s: answer over %d bytes", r->shown,
+                              REGISTRY_MAX_BODY);
     int fatal = rc == CURLE_SSL_CACERT_BADFILE || rc == CURLE_PEER_FAILED_VERIFICATION ||
                 rc == CURLE_SSL_CERTPROBLEM || rc == CURLE_URL_MALFORMAT ||
                 rc == CURLE_UNSUPPORTED_PROTOCOL;
-    return common_errf(fatal ? CONSUMERS_REGISTRY_FATAL : CONSUMERS_REGISTRY_RETRY, err, errlen,
-                       "schema registry %s: %s", r->shown, curl_easy_strerror(rc));
+    return common_err_set(e, fatal ? COMMON_FATAL : COMMON_RETRY, "schema registry %s: %s",
+                          r->shown, curl_easy_strerror(rc));
 }
 
 /* Maps an answer that is not 200 to a result. */
-static int http_fail(consumers_registry_t *r, long status, const body_t *b, const char *what,
-                     char *err, size_t errlen) {
+static common_status_t http_fail(consumers_registry_t *r, long status, const body_t *b,
+                                 const char *what, common_err_t *e) {
     json_t *j = b->p ? json_loads(b->p, 0, NULL) : NULL;
     long code = j ? (long)json_integer_value(json_object_get(j, "error_code")) : 0;
     const char *msg = j ? json_string_value(json_object_get(j, "message")) : NULL;
-    int rc = status == 404                                     ? CONSUMERS_REGISTRY_UNKNOWN
-             : status == 401 || status == 403                  ? CONSUMERS_REGISTRY_FATAL
-             : status >= 500 || status == 429 || status == 408 ? CONSUMERS_REGISTRY_RETRY
-                                                               : CONSUMERS_REGISTRY_FATAL;
+    common_status_t rc = status == 404                                     ? COMMON_MISSING
+                         : status == 401 || status == 403                  ? COMMON_FATAL
+                         : status >= 500 || status == 429 || status == 408 ? COMMON_RETRY
+                                                                           : COMMON_FATAL;
     if (code)
-        common_errf(rc, err, errlen, "schema registry %s: %s: HTTP %ld, error %ld: %s", r->shown,
-                    what, status, code, msg ? msg : "");
+        common_err_set(e, rc, "schema registry %s: %s: HTTP %ld, error %ld: %s", r->shown, what,
+                       status, code, msg ? msg : "");
     else
-        common_errf(rc, err, errlen, "schema registry %s: %s: HTTP %ld", r->shown, what, status);
+        common_err_set(e, rc, "schema registry %s: %s: HTTP %ld", r->shown, what, status);
     json_decref(j);
     return rc;
 }
 
-int consumers_registry_schema(consumers_registry_t *r, int32_t id, char **schema, char *err,
-                              size_t errlen) {
+common_status_t consumers_registry_schema(consumers_registry_t *r, int32_t id, char **schema,
+                                          common_err_t *e) {
     *schema = NULL;
     char path[64], what[64];
     snprintf(path, sizeof(path), "/schemas/ids/%d", (int)id);
     snprintf(what, sizeof(what), "schema id %d", (int)id);
     body_t b = {0};
     long status;
-    int rc = request(r, path, NULL, &status, &b, err, errlen);
-    if (rc == CONSUMERS_REGISTRY_OK && status != 200)
-        rc = http_fail(r, status, &b, what, err, errlen);
-    json_t *j = rc == CONSUMERS_REGISTRY_OK ? json_loads(b.p ? b.p : "", 0, NULL) : NULL;
+    common_status_t rc = request(r, path, NULL, &status, &b, e);
+    if (rc == COMMON_OK && status != 200) rc = http_fail(r, status, &b, what, e);
+    json_t *j = rc == COMMON_OK ? json_loads(b.p ? b.p : "", 0, NULL) : NULL;
     free(b.p);
-    if (rc != CONSUMERS_REGISTRY_OK) return rc;
+    if (rc != COMMON_OK) return rc;
     const char *type = json_string_value(json_object_get(j, "schemaType"));
     const char *s = json_string_value(json_object_get(j, "schema"));
     if (type && strcmp(type, "AVRO")) {
-        rc = common_errf(CONSUMERS_REGISTRY_UNKNOWN, err, errlen,
-                         "schema registry %s: %s is a %s schema, not Avro", r->shown, what, type);
+        rc = common_err_set(e, COMMON_MISSING, "schema registry %s: %s is a %s schema, not Avro",
+                            r->shown, what, type);
     } else if (!s) {
-        rc = common_errf(CONSUMERS_REGISTRY_RETRY, err, errlen,
-                         "schema registry %s: %s: the answer has no \"schema\"", r->shown, what);
+        rc = common_err_set(e, COMMON_RETRY, "schema registry %s: %s: the answer has no \"schema\"",
+                            r->shown, what);
     } else if (!(*schema = strdup(s))) {
-        rc = common_errf(CONSUMERS_REGISTRY_RETRY, err, errlen, "out of memory");
+        rc = common_err_set(e, COMMON_RETRY, "out of memory");
     }
     json_decref(j);
     return rc;
 }
 
-int consumers_registry_register(consumers_registry_t *r, const char *subject, const char *schema,
-                                int32_t *id, char *err, size_t errlen) {
+common_status_t consumers_registry_register(consumers_registry_t *r, const char *subject,
+                                            const char *schema, int32_t *id, common_err_t *e) {
     *id = -1;
     char *esc = curl_easy_escape(r->curl, subject, 0);
     json_t *req = json_pack("{s:s}", "schema", schema);
@@ -256,7 +255,7 @@ int consumers_registry_register(consumers_registry_t *r, const char *subject, co
     if (!esc || !post) {
         curl_free(esc);
         free(post);
-        return common_errf(CONSUMERS_REGISTRY_RETRY, err, errlen, "out of memory");
+        return common_err_set(e, COMMON_RETRY, "out of memory");
     }
     char path[1024], what[600];
     snprintf(path, sizeof(path), "/subjects/%s/versions", esc);
@@ -264,18 +263,17 @@ int consumers_registry_register(consumers_registry_t *r, const char *subject, co
     curl_free(esc);
     body_t b = {0};
     long status;
-    int rc = request(r, path, post, &status, &b, err, errlen);
+    common_status_t rc = request(r, path, post, &status, &b, e);
     free(post);
-    if (rc == CONSUMERS_REGISTRY_OK && status != 200)
-        rc = http_fail(r, status, &b, what, err, errlen);
-    if (rc == CONSUMERS_REGISTRY_OK) {
+    if (rc == COMMON_OK && status != 200) rc = http_fail(r, status, &b, what, e);
+    if (rc == COMMON_OK) {
         json_t *j = json_loads(b.p ? b.p : "", 0, NULL);
         json_t *v = json_object_get(j, "id");
         if (json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) <= INT32_MAX)
             *id = (int32_t)json_integer_value(v);
         else
-            rc = common_errf(CONSUMERS_REGISTRY_RETRY, err, errlen,
-                             "schema registry %s: %s: the answer has no id", r->shown, what);
+            rc = common_err_set(e, COMMON_RETRY, "schema registry %s: %s: the answer has no id",
+                                r->shown, what);
         json_decref(j);
     }
     free(b.p);

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/err.h"
+
 typedef struct consumers_registry consumers_registry_t;
 
 typedef struct {
@@ -23,13 +25,9 @@ typedef struct {
 
 #define CONSUMERS_REGISTRY_TIMEOUT_MS 5000
 
-/* What a lookup came to. */
-enum {
-    CONSUMERS_REGISTRY_OK = 0,
-    CONSUMERS_REGISTRY_UNKNOWN = 1, /* the registry answered: no such schema id (40403) */
-    CONSUMERS_REGISTRY_RETRY = -1,  /* unreachable, timed out, 5xx, 429: ask again later */
-    CONSUMERS_REGISTRY_FATAL = -2,  /* refused us (401/403), TLS, a bad URL: fix the setup */
-};
+/* What a lookup comes to (common_status_t): COMMON_OK; COMMON_MISSING, the registry answered
+ * that it has no such schema id (40403); COMMON_RETRY, unreachable, timed out, 5xx, 429: ask
+ * again later; COMMON_FATAL, it refused us (401/403), TLS, a bad URL: fix the setup. */
 
 /* 0, or -1 with err (an unreadable auth file, a URL that is no http(s) URL). */
 int consumers_registry_open(const consumers_registry_cfg_t *cfg, consumers_registry_t **out,
@@ -37,14 +35,14 @@ int consumers_registry_open(const consumers_registry_cfg_t *cfg, consumers_regis
 void consumers_registry_free(consumers_registry_t *r);
 
 /* The writer schema of id, as JSON text (*schema malloc'd, the caller frees). A schema of
- * another type than AVRO is UNKNOWN with a message saying so. */
-int consumers_registry_schema(consumers_registry_t *r, int32_t id, char **schema, char *err,
-                              size_t errlen);
+ * another type than AVRO is COMMON_MISSING with a message saying so. */
+common_status_t consumers_registry_schema(consumers_registry_t *r, int32_t id, char **schema,
+                                          common_err_t *e);
 
 /* Registers schema (JSON text) under subject (Confluent's TopicNameStrategy names it
  * "<topic>-value") or finds it there; *id is the registry's id. */
-int consumers_registry_register(consumers_registry_t *r, const char *subject, const char *schema,
-                                int32_t *id, char *err, size_t errlen);
+common_status_t consumers_registry_register(consumers_registry_t *r, const char *subject,
+                                            const char *schema, int32_t *id, common_err_t *e);
 
 /* The URL without user:password@, for messages. */
 const char *consumers_registry_url(const consumers_registry_t *r);

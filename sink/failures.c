@@ -36,7 +36,7 @@ static int record_one(sink_t *s, const sink_failure_t *f, int bare, char *err, s
     PGresult *res = PQexecPrepared(s->conn, SINK_STMT_FAILURE, 8, v, NULL, NULL, 0);
     if (res && PQresultStatus(res) == PGRES_TUPLES_OK) {
         PQclear(res);
-        return SINK_OK;
+        return COMMON_OK;
     }
     const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     if (!bare && sink_pg_data_error(st)) {
@@ -49,11 +49,11 @@ static int record_one(sink_t *s, const sink_failure_t *f, int bare, char *err, s
 int sink_write_failures(sink_t *s, const sink_failure_t *f, int n, char *err, size_t errlen) {
     if (!s || !s->conn || PQstatus(s->conn) != CONNECTION_OK) {
         snprintf(err, errlen, "sink_write_failures: connection to PostgreSQL is down");
-        return SINK_RETRY;
+        return COMMON_RETRY;
     }
     for (int i = 0; i < n; i++) {
         int rc = record_one(s, &f[i], 0, err, errlen);
-        if (rc != SINK_OK) return rc;
+        if (rc != COMMON_OK) return rc;
     }
     for (int i = 0; i < n; i++) {
         if (!f[i].job_id) continue;
@@ -74,5 +74,5 @@ int sink_write_failures(sink_t *s, const sink_failure_t *f, int n, char *err, si
         }
         return sink_pg_fail(s->conn, res, "mark complete jobs", err, errlen);
     }
-    return SINK_OK;
+    return COMMON_OK;
 }

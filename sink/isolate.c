@@ -1,6 +1,6 @@
 /* sink_write: the arguments checked, one transaction, and when PostgreSQL refuses rows for
  * their data, those rows found without giving up the others.
- * A write refused as a whole (sink_write_once: SINK_DATA) is first cleared of the rows whose
+ * A write refused as a whole (sink_write_once: COMMON_DATA) is first cleared of the rows whose
  * job another tenant owns (one query: the usual way a well-formed record is refused, and the
  * reason can then be said plainly); what is left is written again and, while refused, split in
  * halves, each its own transaction, until each refused row stands alone: k refused rows among n
@@ -104,7 +104,7 @@ static int drop_foreign(sink_t *s, int n, int *rc, char *err, size_t errlen) {
         sink_copybin_text(b, t->jobs[i].job_id);
     if (b->oom) {
         snprintf(err, errlen, "sink: out of memory for %d jobs", t->n_jobs);
-        *rc = SINK_RETRY;
+        *rc = COMMON_RETRY;
         return -1;
     }
     const char *vals[1] = {b->data};
@@ -142,7 +142,7 @@ static int drop_foreign(sink_t *s, int n, int *rc, char *err, size_t errlen) {
         if (bad < 0) {
             PQclear(res);
             snprintf(err, errlen, "sink: out of memory listing refused rows");
-            *rc = SINK_RETRY;
+            *rc = COMMON_RETRY;
             return -1;
         }
         if (bad) continue;
@@ -164,20 +164,20 @@ static int split(sink_t *s, int from, int to, int refused, long *inserted, long 
     int n = to - from;
     if (!refused) {
         int rc = sink_write_once(s, s->work + from, n, NULL, 0, err, errlen);
-        if (rc == SINK_OK) {
+        if (rc == COMMON_OK) {
             *inserted += s->last_inserted;
             *stored += s->last_rows;
         }
-        if (rc != SINK_DATA) return rc;
+        if (rc != COMMON_DATA) return rc;
     }
     if (n == 1) {
-        if (reject_row(s, s->work_row[from], &s->work[from], err) == 0) return SINK_OK;
+        if (reject_row(s, s->work_row[from], &s->work[from], err) == 0) return COMMON_OK;
         snprintf(err, errlen, "sink: out of memory listing refused rows");
-        return SINK_RETRY;
+        return COMMON_RETRY;
     }
     int mid = from + n / 2;
     int rc = split(s, from, mid, 0, inserted, stored, err, errlen);
-    return rc == SINK_OK ? split(s, mid, to, 0, inserted, stored, err, errlen) : rc;
+    return rc == COMMON_OK ? split(s, mid, to, 0, inserted, stored, err, errlen) : rc;
 }
 
 int sink_isolate(sink_t *s, const sink_result_t *rows, int n, char *err, size_t errlen) {
@@ -188,7 +188,7 @@ int sink_isolate(sink_t *s, const sink_result_t *rows, int n, char *err, size_t 
         if (wr) s->work_row = wr;
         if (!w || !wr) {
             snprintf(err, errlen, "sink: out of memory for %d rows", n);
-            return SINK_RETRY;
+            return COMMON_RETRY;
         }
         s->work_cap = n;
     }
@@ -197,11 +197,11 @@ int sink_isolate(sink_t *s, const sink_result_t *rows, int n, char *err, size_t 
         s->work_row[i] = i;
     }
     s->n_rejects = 0;
-    int rc = SINK_OK;
+    int rc = COMMON_OK;
     int kept = drop_foreign(s, n, &rc, err, errlen);
     if (kept < 0) return rc;
     long inserted = 0, stored = 0;
-    rc = kept == 0 ? SINK_OK : split(s, 0, kept, kept == n, &inserted, &stored, err, errlen);
+    rc = kept == 0 ? COMMON_OK : split(s, 0, kept, kept == n, &inserted, &stored, err, errlen);
     s->last_inserted = inserted;
     s->last_rows = stored;
     /* rows in row order, as sink_rejected promises (the owner pass came first) */
@@ -214,7 +214,7 @@ static int sink_validate(const sink_result_t *rows, int n_rows, const sink_batch
     if (n_rows < 0 || n_batches < 0 || (n_rows > 0 && !rows) || (n_batches > 0 && !batches)) {
         snprintf(err, errlen, "sink_write: invalid arguments (n_rows %d, n_batches %d)", n_rows,
                  n_batches);
-        return SINK_FATAL;
+        return COMMON_FATAL;
     }
     for (int i = 0; i < n_rows; i++) {
         /* a job belongs to one tenant (migrations/005_tenant.sql): a row names its own */
@@ -225,31 +225,31 @@ static int sink_validate(const sink_result_t *rows, int n_rows, const sink_batch
                                                    : NULL;
         if (missing) {
             snprintf(err, errlen, "sink_write: row %d has no %s", i, missing);
-            return SINK_FATAL;
+            return COMMON_FATAL;
         }
     }
-    return SINK_OK;
+    return COMMON_OK;
 }
 
 int sink_write(sink_t *s, const sink_result_t *rows, int n_rows, const sink_batch_t *batches,
                int n_batches, char *err, size_t errlen) {
     if (!s) {
         snprintf(err, errlen, "sink_write: no sink");
-        return SINK_FATAL;
+        return COMMON_FATAL;
     }
     s->n_rejects = 0;
     int rc = sink_validate(rows, n_rows, batches, n_batches, err, errlen);
-    if (rc != SINK_OK) return rc;
+    if (rc != COMMON_OK) return rc;
     rc = sink_write_once(s, rows, n_rows, batches, n_batches, err, errlen);
-    if (rc != SINK_DATA) return rc;
+    if (rc != COMMON_DATA) return rc;
     rc = sink_isolate(s, rows, n_rows, err, errlen);
-    if (rc == SINK_OK && n_batches > 0) {
+    if (rc == COMMON_OK && n_batches > 0) {
         long inserted = s->last_inserted, stored = s->last_rows;
         rc = sink_write_once(s, NULL, 0, batches, n_batches, err, errlen);
         s->last_inserted = inserted;
         s->last_rows = stored;
     }
-    return rc == SINK_DATA ? SINK_FATAL : rc;
+    return rc == COMMON_DATA ? COMMON_FATAL : rc;
 }
 
 int sink_rejected(const sink_t *s, const sink_reject_t **out) {

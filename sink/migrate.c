@@ -59,9 +59,9 @@ static int mig_scan(const char *dir, mig_list_t *l, char *err, size_t errlen) {
     DIR *d = opendir(dir);
     if (!d) {
         snprintf(err, errlen, "cannot open migrations directory %s: %s", dir, strerror(errno));
-        return SINK_FATAL;
+        return COMMON_FATAL;
     }
-    int cap = 0, rc = SINK_OK;
+    int cap = 0, rc = COMMON_OK;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         long v;
@@ -70,7 +70,7 @@ static int mig_scan(const char *dir, mig_list_t *l, char *err, size_t errlen) {
             cap = cap ? cap * 2 : 16;
             mig_file_t *f = realloc(l->files, (size_t)cap * sizeof(*f));
             if (!f) {
-                rc = SINK_FATAL;
+                rc = COMMON_FATAL;
                 break;
             }
             l->files = f;
@@ -82,21 +82,21 @@ static int mig_scan(const char *dir, mig_list_t *l, char *err, size_t errlen) {
         if (!f->name || !f->path) {
             free(f->name);
             free(f->path);
-            rc = SINK_FATAL;
+            rc = COMMON_FATAL;
             break;
         }
         sprintf(f->path, "%s/%s", dir, e->d_name);
         l->n++;
     }
     closedir(d);
-    if (rc != SINK_OK) {
+    if (rc != COMMON_OK) {
         snprintf(err, errlen, "out of memory listing %s", dir);
         mig_list_free(l);
         return rc;
     }
     if (l->n == 0) {
         snprintf(err, errlen, "no migrations (NNN_name.sql) in %s", dir);
-        return SINK_FATAL;
+        return COMMON_FATAL;
     }
     qsort(l->files, (size_t)l->n, sizeof(*l->files), mig_cmp);
     for (int i = 1; i < l->n; i++)
@@ -104,9 +104,9 @@ static int mig_scan(const char *dir, mig_list_t *l, char *err, size_t errlen) {
             snprintf(err, errlen, "two migrations share number %ld: %s and %s (renumber one)",
                      l->files[i].version, l->files[i - 1].name, l->files[i].name);
             mig_list_free(l);
-            return SINK_FATAL;
+            return COMMON_FATAL;
         }
-    return SINK_OK;
+    return COMMON_OK;
 }
 
 /* Whole file as a NUL-terminated string; NULL with a message on failure or embedded NUL. */
@@ -137,7 +137,7 @@ static int mig_checksum(PGconn *conn, const char *sql, const char *name, char *o
     }
     snprintf(out, outlen, "%s", PQgetvalue(res, 0, 0));
     PQclear(res);
-    return SINK_OK;
+    return COMMON_OK;
 }
 
 static int mig_apply(PGconn *conn, const mig_file_t *f, const char *sql, const char *sum, char *err,
@@ -145,7 +145,7 @@ static int mig_apply(PGconn *conn, const mig_file_t *f, const char *sql, const c
     char step[300];
     snprintf(step, sizeof step, "migration %s", f->name);
     int rc = sink_pg_exec(conn, "BEGIN", PGRES_COMMAND_OK, step, err, errlen);
-    if (rc != SINK_OK) return rc;
+    if (rc != COMMON_OK) return rc;
     /* One simple-protocol call runs every statement of the file inside this transaction;
      * libpq stops at the first failing one and returns its error. */
     PGresult *res = PQexec(conn, sql);
@@ -160,7 +160,7 @@ static int mig_apply(PGconn *conn, const mig_file_t *f, const char *sql, const c
         snprintf(err, errlen,
                  "%s: the file ends the transaction itself (remove BEGIN/COMMIT from it)", step);
         sink_pg_rollback(conn);
-        return SINK_FATAL;
+        return COMMON_FATAL;
     }
     char version[24];
     snprintf(version, sizeof version, "%ld", f->version);
@@ -176,7 +176,7 @@ static int mig_apply(PGconn *conn, const mig_file_t *f, const char *sql, const c
     }
     PQclear(res);
     rc = sink_pg_exec(conn, "COMMIT", PGRES_COMMAND_OK, step, err, errlen);
-    if (rc != SINK_OK) sink_pg_rollback(conn);
+    if (rc != COMMON_OK) sink_pg_rollback(conn);
     return rc;
 }
 
@@ -198,7 +198,7 @@ static int mig_run_locked(PGconn *conn, const mig_list_t *l, const sink_migrate_
                           " applied_at timestamptz NOT NULL DEFAULT now(),"
                           " checksum text NOT NULL)",
                           PGRES_COMMAND_OK, "create schema_migrations", err, errlen);
-        if (rc != SINK_OK) return rc;
+        if (rc != COMMON_OK) return rc;
     }
     /* A dry run must not create anything: an absent table reads as "nothing applied". */
     PGresult *done = PQexec(conn, "SELECT version, name, checksum FROM schema_migrations");
@@ -211,18 +211,18 @@ static int mig_run_locked(PGconn *conn, const mig_list_t *l, const sink_migrate_
         rc = sink_pg_fail(conn, done, "read schema_migrations", err, errlen);
         return rc;
     }
-    rc = SINK_OK;
-    for (int i = 0; i < l->n && rc == SINK_OK; i++) {
+    rc = COMMON_OK;
+    for (int i = 0; i < l->n && rc == COMMON_OK; i++) {
         const mig_file_t *f = &l->files[i];
         char *sql = mig_read(f->path, err, errlen);
         if (!sql) {
-            rc = SINK_FATAL;
+            rc = COMMON_FATAL;
             break;
         }
         char sum[64];
         rc = mig_checksum(conn, sql, f->name, sum, sizeof sum, err, errlen);
-        int at = rc == SINK_OK ? mig_find_applied(done, f->version) : -1;
-        if (rc != SINK_OK) {
+        int at = rc == COMMON_OK ? mig_find_applied(done, f->version) : -1;
+        if (rc != COMMON_OK) {
             /* reported by mig_checksum */
         } else if (at >= 0) {
             if (strcmp(PQgetvalue(done, at, 2), sum) != 0) {
@@ -230,14 +230,14 @@ static int mig_run_locked(PGconn *conn, const mig_list_t *l, const sink_migrate_
                          "%s was changed after it was applied (checksum %s, applied as %s %s):"
                          " restore it and put the change in a new migration",
                          f->path, sum, PQgetvalue(done, at, 1), PQgetvalue(done, at, 2));
-                rc = SINK_FATAL;
+                rc = COMMON_FATAL;
             }
         } else if (o->dry_run) {
             if (o->log) fprintf(o->log, "pending %s\n", f->name);
             (*applied)++;
         } else {
             rc = mig_apply(conn, f, sql, sum, err, errlen);
-            if (rc == SINK_OK) {
+            if (rc == COMMON_OK) {
                 if (o->log) fprintf(o->log, "applied %s\n", f->name);
                 (*applied)++;
             }
@@ -257,7 +257,7 @@ int sink_migrate_ex(const char *conninfo, const char *dir, const sink_migrate_op
     *applied = 0;
     mig_list_t l;
     int rc = mig_scan(dir, &l, err, errlen);
-    if (rc != SINK_OK) return rc;
+    if (rc != COMMON_OK) return rc;
     PGconn *conn = sink_pg_connect(conninfo, &rc, err, errlen);
     if (!conn) {
         mig_list_free(&l);
@@ -275,7 +275,7 @@ int sink_migrate_ex(const char *conninfo, const char *dir, const sink_migrate_op
         sink_pg_errmsg(err, errlen, "take the migration lock", conn, res);
     }
     PQclear(res);
-    if (rc == SINK_OK) {
+    if (rc == COMMON_OK) {
         rc = mig_run_locked(conn, &l, o, applied, err, errlen);
         PQclear(PQexecParams(conn, "SELECT pg_advisory_unlock($1::bigint)", 1, NULL, params, NULL,
                              NULL, 0));

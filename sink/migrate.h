@@ -6,6 +6,8 @@
 #define RECLASS_SINK_MIGRATE_H
 
 #include <stddef.h>
+
+#include "common/status.h"
 #include <stdio.h>
 
 /* pg_advisory_lock key: "reclass" in ASCII. Fixed, so every migrator contends on it. */
@@ -16,7 +18,7 @@ typedef struct {
     FILE *log;   /* one line per migration applied (or pending, with dry_run); NULL: quiet */
 } sink_migrate_opts_t;
 
-/* Returns SINK_OK, SINK_RETRY (server unreachable) or SINK_FATAL (bad file, changed checksum,
+/* Returns COMMON_OK, COMMON_RETRY (server unreachable) or COMMON_FATAL (bad file, changed checksum,
  * failing SQL: the message names the file). *applied: migrations run (pending ones with
  * dry_run). opts may be NULL. */
 int sink_migrate_ex(const char *conninfo, const char *dir, const sink_migrate_opts_t *opts,

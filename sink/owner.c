@@ -24,17 +24,18 @@ int sink_job_owner_check(const char *conninfo, const char *job_id, const char *t
                               : "job owner",
                           err, errlen);
         PQfinish(conn);
-        return rc;
+        /* a database that answers but cannot say (not migrated, no grant) is the user's to fix */
+        return rc == COMMON_FATAL ? COMMON_USAGE : rc;
     }
     /* a job stored before tenants owned jobs (no tenant) goes to the first one that writes */
-    rc = SINK_OK;
+    rc = COMMON_OK;
     if (PQntuples(res) == 1 && !PQgetisnull(res, 0, 0) &&
         strcmp(PQgetvalue(res, 0, 0), tenant) != 0) {
         snprintf(err, errlen,
                  "job id %s belongs to another tenant (a job id is owned by the tenant that first "
                  "stored it): submit under a job id of your own",
                  job_id);
-        rc = SINK_FATAL;
+        rc = COMMON_USAGE;
     }
     PQclear(res);
     PQfinish(conn);

@@ -4,10 +4,12 @@
 
 #include <stddef.h>
 
+#include "common/status.h"
+
 /* Whether tenant may send tickets for job_id, asked before anything is sent (`reclass submit
- * --db`): SINK_OK for a job not stored yet, or the tenant's own; SINK_FATAL with err when
+ * --db`): COMMON_OK for a job not stored yet, or the tenant's own; COMMON_USAGE with err when
  * another tenant owns it (err names neither that tenant nor its data) or the database cannot
- * answer for good (malformed conninfo, schema missing); SINK_RETRY when it cannot be reached.
+ * answer for good (malformed conninfo, schema missing); COMMON_RETRY when it cannot be reached.
  * Advice, not the guarantee: a job claimed between this check and the worker's write is still
  * refused there, row by row (the ownership constraint). */
 int sink_job_owner_check(const char *conninfo, const char *job_id, const char *tenant, char *err,

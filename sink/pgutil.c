@@ -28,7 +28,7 @@ PGconn *sink_pg_connect(const char *conninfo, int *rc, char *err, size_t errlen)
                 PQfreemem(perr);
             }
             common_redact(err, err, errlen); /* libpq quotes the string, password and all */
-            *rc = SINK_FATAL;
+            *rc = COMMON_USAGE;
             return NULL;
         }
         PQconninfoFree(opts);
@@ -51,14 +51,14 @@ PGconn *sink_pg_connect(const char *conninfo, int *rc, char *err, size_t errlen)
     PGconn *conn = PQconnectdbParams(keys, vals, 1);
     if (!conn) {
         snprintf(err, errlen, "cannot connect to PostgreSQL: out of memory");
-        *rc = SINK_RETRY;
+        *rc = COMMON_RETRY;
         return NULL;
     }
     if (PQstatus(conn) != CONNECTION_OK) {
         sink_pg_errmsg(err, errlen, "cannot connect to PostgreSQL", conn, NULL);
         common_redact(err, err, errlen);
         PQfinish(conn);
-        *rc = SINK_RETRY;
+        *rc = COMMON_RETRY;
         return NULL;
     }
     PQsetNoticeProcessor(conn, pg_quiet, NULL);
@@ -68,15 +68,15 @@ PGconn *sink_pg_connect(const char *conninfo, int *rc, char *err, size_t errlen)
         PQfinish(conn);
         return NULL;
     }
-    *rc = SINK_OK;
+    *rc = COMMON_OK;
     return conn;
 }
 
 int sink_pg_classify(PGconn *conn, const PGresult *res) {
-    if (!conn || PQstatus(conn) != CONNECTION_OK) return SINK_RETRY;
+    if (!conn || PQstatus(conn) != CONNECTION_OK) return COMMON_RETRY;
     const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-    if (!st) return res ? SINK_FATAL : SINK_RETRY;    /* no result at all: out of memory or I/O */
-    if (strncmp(st, "08", 2) == 0) return SINK_RETRY; /* connection exception */
+    if (!st) return res ? COMMON_FATAL : COMMON_RETRY;  /* no result at all: out of memory or I/O */
+    if (strncmp(st, "08", 2) == 0) return COMMON_RETRY; /* connection exception */
     static const char *const retry[] = {
         "40001", /* serialization_failure */
         "40P01", /* deadlock_detected */
@@ -88,8 +88,8 @@ int sink_pg_classify(PGconn *conn, const PGresult *res) {
         "53200", /* out_of_memory (the server's) */
     };
     for (size_t i = 0; i < sizeof(retry) / sizeof(retry[0]); i++)
-        if (strcmp(st, retry[i]) == 0) return SINK_RETRY;
-    return SINK_FATAL;
+        if (strcmp(st, retry[i]) == 0) return COMMON_RETRY;
+    return COMMON_FATAL;
 }
 
 int sink_pg_data_error(const char *st) {
@@ -156,7 +156,7 @@ int sink_pg_exec(PGconn *conn, const char *sql, ExecStatusType want, const char 
     PGresult *res = PQexec(conn, sql);
     if (res && PQresultStatus(res) == want) {
         PQclear(res);
-        return SINK_OK;
+        return COMMON_OK;
     }
     return sink_pg_fail(conn, res, step, err, errlen);
 }

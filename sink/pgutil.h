@@ -1,5 +1,5 @@
 /* libpq helpers shared by the sink and the migrator: connecting, mapping a failure to
- * SINK_RETRY / SINK_FATAL, and one-line error messages. */
+ * COMMON_RETRY / COMMON_FATAL, and one-line error messages. */
 #ifndef RECLASS_SINK_PGUTIL_H
 #define RECLASS_SINK_PGUTIL_H
 
@@ -7,13 +7,15 @@
 
 #include <libpq-fe.h>
 
+#include "common/status.h"
+
 /* Connects with conninfo (libpq key=value string or URL, passed through unchanged, so sslmode
  * and friends work), notices silenced, client_encoding UTF8. NULL on failure with *rc:
- * SINK_FATAL for a malformed conninfo, SINK_RETRY when the server could not be reached. */
+ * COMMON_FATAL for a malformed conninfo, COMMON_RETRY when the server could not be reached. */
 PGconn *sink_pg_connect(const char *conninfo, int *rc, char *err, size_t errlen);
 
-/* SINK_RETRY for a lost connection, admin/crash shutdown, serialization failure or deadlock;
- * SINK_FATAL otherwise. res may be NULL (libpq could not even build a result). */
+/* COMMON_RETRY for a lost connection, admin/crash shutdown, serialization failure or deadlock;
+ * COMMON_FATAL otherwise. res may be NULL (libpq could not even build a result). */
 int sink_pg_classify(PGconn *conn, const PGresult *res);
 
 /* 1 when sqlstate says the statement failed on the data it was given, so the same rows fail
@@ -30,7 +32,7 @@ void sink_pg_errmsg(char *err, size_t errlen, const char *step, PGconn *conn, co
 
 /* Runs sql without parameters; 0 when it returned status want, else classify + message.
  * The result is always cleared. */
-/* The failure path of a statement: classifies it (SINK_RETRY/SINK_FATAL), writes
+/* The failure path of a statement: classifies it (COMMON_RETRY/COMMON_FATAL), writes
  * "<step>: <server message>" into err and clears res (which may be NULL). Returns the class. */
 int sink_pg_fail(PGconn *conn, PGresult *res, const char *step, char *err, size_t errlen);
 

@@ -66,7 +66,7 @@ int sink_progress_add(sink_t *s, char *err, size_t errlen) {
     s->params_ids_len = off[1] - off[0];
     if (b->oom) {
         snprintf(err, errlen, "jobs: out of memory for %d jobs", t->n_jobs);
-        return SINK_RETRY;
+        return COMMON_RETRY;
     }
     /* Each element is length-prefixed, so the values themselves are never written into the
      * SQL text. */
@@ -80,7 +80,7 @@ int sink_progress_add(sink_t *s, char *err, size_t errlen) {
     PGresult *res = PQexecPrepared(s->conn, SINK_STMT_JOBS, 5, vals, lens, fmts, 0);
     if (res && PQresultStatus(res) == PGRES_COMMAND_OK) {
         PQclear(res);
-        return SINK_OK;
+        return COMMON_OK;
     }
     return sink_fail(s, res, "update jobs", err, errlen);
 }
@@ -91,7 +91,7 @@ int sink_progress_complete(sink_t *s, char *err, size_t errlen) {
     PGresult *res = PQexecPrepared(s->conn, SINK_STMT_COMPLETE, 1, vals, lens, fmts, 0);
     if (res && PQresultStatus(res) == PGRES_TUPLES_OK) {
         PQclear(res);
-        return SINK_OK;
+        return COMMON_OK;
     }
     return sink_pg_fail(s->conn, res, "mark complete jobs", err, errlen);
 }

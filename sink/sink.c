@@ -87,7 +87,7 @@ static int sink_prepare(sink_t *s, const char *name, const char *sql, int n_para
     PGresult *res = PQprepare(s->conn, name, sql, n_params, NULL);
     if (res && PQresultStatus(res) == PGRES_COMMAND_OK) {
         PQclear(res);
-        return SINK_OK;
+        return COMMON_OK;
     }
     int rc = sink_pg_classify(s->conn, res);
     const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
@@ -101,7 +101,7 @@ static int sink_prepare(sink_t *s, const char *name, const char *sql, int n_para
 }
 
 /* Per-session state: a new connection has neither the temp table nor the statements.
- * SINK_OK lets the caller commit Kafka offsets, so a commit must survive a server crash: with
+ * COMMON_OK lets the caller commit Kafka offsets, so a commit must survive a server crash: with
  * synchronous_commit=off the server acknowledges before the WAL is written and a crash loses
  * those rows for good (their offsets are already committed). Stronger settings (remote_apply
  * etc.) are left alone. */
@@ -110,13 +110,14 @@ static int sink_session_setup(sink_t *s, char *err, size_t errlen) {
                           "SELECT set_config('synchronous_commit', 'on', false)"
                           " WHERE current_setting('synchronous_commit') = 'off'",
                           PGRES_TUPLES_OK, "set synchronous_commit", err, errlen);
-    if (rc == SINK_OK)
+    if (rc == COMMON_OK)
         rc = sink_pg_exec(s->conn, SQL_STAGING, PGRES_COMMAND_OK, "create staging table", err,
                           errlen);
-    if (rc == SINK_OK) rc = sink_prepare(s, STMT_UPSERT, SQL_UPSERT, 1, err, errlen);
-    if (rc == SINK_OK) rc = sink_prepare(s, SINK_STMT_JOBS, sink_sql_jobs, 5, err, errlen);
-    if (rc == SINK_OK) rc = sink_prepare(s, SINK_STMT_COMPLETE, sink_sql_complete, 1, err, errlen);
-    if (rc == SINK_OK) rc = sink_prepare(s, SINK_STMT_FAILURE, sink_sql_failure, 8, err, errlen);
+    if (rc == COMMON_OK) rc = sink_prepare(s, STMT_UPSERT, SQL_UPSERT, 1, err, errlen);
+    if (rc == COMMON_OK) rc = sink_prepare(s, SINK_STMT_JOBS, sink_sql_jobs, 5, err, errlen);
+    if (rc == COMMON_OK)
+        rc = sink_prepare(s, SINK_STMT_COMPLETE, sink_sql_complete, 1, err, errlen);
+    if (rc == COMMON_OK) rc = sink_prepare(s, SINK_STMT_FAILURE, sink_sql_failure, 8, err, errlen);
     return rc;
 }
 
@@ -126,7 +127,7 @@ static int sink_check_model(sink_t *s, char *err, size_t errlen) {
     PGresult *res = PQexecParams(s->conn, "SELECT $1::text", 1, NULL, params, NULL, NULL, 0);
     if (res && PQresultStatus(res) == PGRES_TUPLES_OK) {
         PQclear(res);
-        return SINK_OK;
+        return COMMON_OK;
     }
     return sink_pg_fail(s->conn, res, "model name (recorded in every row)", err, errlen);
 }
@@ -138,7 +139,7 @@ int sink_init(const char *conninfo, const char *model, sink_t **out, char *err, 
         !(s->model = strdup(model ? model : ""))) {
         snprintf(err, errlen, "sink: out of memory");
         sink_free(s);
-        return SINK_FATAL;
+        return COMMON_FATAL;
     }
     /* one counter row per sink: writers of one process (sink_bench, tests) count apart too */
     static atomic_long n_sinks;
@@ -148,31 +149,31 @@ int sink_init(const char *conninfo, const char *model, sink_t **out, char *err, 
              atomic_fetch_add(&n_sinks, 1));
     int rc;
     s->conn = sink_pg_connect(s->conninfo, &rc, err, errlen);
-    if (rc == SINK_OK) rc = sink_check_model(s, err, errlen);
-    if (rc == SINK_OK) rc = sink_session_setup(s, err, errlen);
-    if (rc != SINK_OK) {
+    if (rc == COMMON_OK) rc = sink_check_model(s, err, errlen);
+    if (rc == COMMON_OK) rc = sink_session_setup(s, err, errlen);
+    if (rc != COMMON_OK) {
         sink_free(s);
         return rc;
     }
     *out = s;
-    return SINK_OK;
+    return COMMON_OK;
 }
 
 int sink_reconnect(sink_t *s, char *err, size_t errlen) {
     if (!s) {
         snprintf(err, errlen, "sink_reconnect: no sink");
-        return SINK_FATAL;
+        return COMMON_FATAL;
     }
     if (s->conn) {
         PQreset(s->conn);
     } else {
         int rc;
         s->conn = sink_pg_connect(s->conninfo, &rc, err, errlen);
-        if (rc != SINK_OK) return rc;
+        if (rc != COMMON_OK) return rc;
     }
     if (PQstatus(s->conn) != CONNECTION_OK) {
         sink_pg_errmsg(err, errlen, "reconnect to PostgreSQL", s->conn, NULL);
-        return SINK_RETRY;
+        return COMMON_RETRY;
     }
     return sink_session_setup(s, err, errlen);
 }
@@ -292,10 +293,10 @@ static int sink_copy_in(sink_t *s, const char *sql, sink_fmt_fn fmt, int n, cons
         sink_copybuf_reset(b);
     }
     int ended = PQputCopyEnd(conn, sent == 1 && !oom ? NULL : "reclass: client aborted the COPY");
-    int rc = SINK_OK;
+    int rc = COMMON_OK;
     if (oom) {
         snprintf(err, errlen, "%s: out of memory formatting %d rows", step, n);
-        rc = SINK_RETRY;
+        rc = COMMON_RETRY;
     } else if (sent != 1 || ended != 1) {
         rc = sink_pg_classify(conn, NULL);
         sink_pg_errmsg(err, errlen, step, conn, NULL);
@@ -304,7 +305,7 @@ static int sink_copy_in(sink_t *s, const char *sql, sink_fmt_fn fmt, int n, cons
      * nothing more to wait for on this connection. */
     while ((res = PQgetResult(conn)) != NULL) {
         ExecStatusType st = PQresultStatus(res);
-        if (st != PGRES_COMMAND_OK && rc == SINK_OK) {
+        if (st != PGRES_COMMAND_OK && rc == COMMON_OK) {
             const char *code = PQresultErrorField(res, PG_DIAG_SQLSTATE);
             if (code) snprintf(sqlstate, 6, "%s", code);
             sink_note_failure(s, res);
@@ -313,7 +314,7 @@ static int sink_copy_in(sink_t *s, const char *sql, sink_fmt_fn fmt, int n, cons
         }
         PQclear(res);
         if (st == PGRES_COPY_IN || st == PGRES_COPY_BOTH) {
-            if (rc == SINK_OK) rc = SINK_RETRY;
+            if (rc == COMMON_OK) rc = COMMON_RETRY;
             break;
         }
     }
@@ -325,7 +326,7 @@ static int sink_upsert_rows(sink_t *s, int n_rows, char *err, size_t errlen) {
     char st[6];
     int rc = sink_copy_in(s, SQL_COPY_STAGING, sink_fmt_staging, n_rows, "copy results (staging)",
                           st, err, errlen);
-    if (rc != SINK_OK) return rc;
+    if (rc != COMMON_OK) return rc;
     const char *params[1] = {s->model};
     PGresult *res = PQexecPrepared(s->conn, STMT_UPSERT, 1, params, NULL, NULL, 0);
     if (!res || PQresultStatus(res) != PGRES_TUPLES_OK) {
@@ -340,23 +341,23 @@ static int sink_upsert_rows(sink_t *s, int n_rows, char *err, size_t errlen) {
         s->last_rows += atol(PQgetvalue(res, i, 2));
     }
     PQclear(res);
-    return SINK_OK;
+    return COMMON_OK;
 }
 
 static int sink_store_rows(sink_t *s, int n_rows, char *err, size_t errlen) {
     if (s->upsert_mode) {
         int rc = sink_upsert_rows(s, n_rows, err, errlen);
         /* all new and no duplicates: the redelivery run is over */
-        if (rc == SINK_OK && s->last_inserted == n_rows) s->upsert_mode = 0;
+        if (rc == COMMON_OK && s->last_inserted == n_rows) s->upsert_mode = 0;
         return rc;
     }
     int rc =
         sink_pg_exec(s->conn, "SAVEPOINT reclass_fast", PGRES_COMMAND_OK, "savepoint", err, errlen);
-    if (rc != SINK_OK) return rc;
+    if (rc != COMMON_OK) return rc;
     char st[6];
     rc = sink_copy_in(s, SQL_COPY_RESULTS, sink_fmt_results, n_rows, "copy results", st, err,
                       errlen);
-    if (rc == SINK_OK) {
+    if (rc == COMMON_OK) {
         for (int i = 0; i < s->tally.n_jobs; i++)
             s->tally.jobs[i].fresh = s->tally.jobs[i].rows;
         s->last_inserted = s->last_rows = n_rows;
@@ -366,7 +367,7 @@ static int sink_store_rows(sink_t *s, int n_rows, char *err, size_t errlen) {
     if (strcmp(st, "23505") != 0) return rc; /* not a redelivery: a real failure */
     rc = sink_pg_exec(s->conn, "ROLLBACK TO SAVEPOINT reclass_fast", PGRES_COMMAND_OK,
                       "rollback to savepoint", err, errlen);
-    if (rc != SINK_OK) return rc;
+    if (rc != COMMON_OK) return rc;
     s->upsert_mode = 1;
     s->fallbacks++;
     return sink_upsert_rows(s, n_rows, err, errlen);
@@ -374,11 +375,11 @@ static int sink_store_rows(sink_t *s, int n_rows, char *err, size_t errlen) {
 
 static int sink_write_tx(sink_t *s, int n_rows, int n_batches, char *err, size_t errlen) {
     int rc = sink_pg_exec(s->conn, "BEGIN", PGRES_COMMAND_OK, "begin", err, errlen);
-    if (rc != SINK_OK) return rc;
+    if (rc != COMMON_OK) return rc;
     if (n_rows > 0) {
         rc = sink_store_rows(s, n_rows, err, errlen);
-        if (rc == SINK_OK) rc = sink_progress_add(s, err, errlen);
-        if (rc != SINK_OK) return rc;
+        if (rc == COMMON_OK) rc = sink_progress_add(s, err, errlen);
+        if (rc != COMMON_OK) return rc;
     }
     if (n_batches > 0) {
         char st[6];
@@ -386,14 +387,14 @@ static int sink_write_tx(sink_t *s, int n_rows, int n_batches, char *err, size_t
                           errlen);
         /* telemetry is ours, not the records': a refused batches row is a bug */
         s->fail_state[0] = 0;
-        if (rc != SINK_OK) return rc;
+        if (rc != COMMON_OK) return rc;
     }
     /* deferred constraints (a job's owner) are checked here */
     PGresult *res = PQexec(s->conn, "COMMIT");
     if (!res || PQresultStatus(res) != PGRES_COMMAND_OK)
         return sink_fail(s, res, "commit", err, errlen);
     PQclear(res);
-    return n_rows > 0 ? sink_progress_complete(s, err, errlen) : SINK_OK;
+    return n_rows > 0 ? sink_progress_complete(s, err, errlen) : COMMON_OK;
 }
 
 int sink_write_once(sink_t *s, const sink_result_t *rows, int n_rows, const sink_batch_t *batches,
@@ -402,25 +403,25 @@ int sink_write_once(sink_t *s, const sink_result_t *rows, int n_rows, const sink
     s->last_rows = 0;
     s->fail_state[0] = 0;
     s->fail_constraint[0] = 0;
-    if (n_rows == 0 && n_batches == 0) return SINK_OK;
+    if (n_rows == 0 && n_batches == 0) return COMMON_OK;
     if (!s->conn || PQstatus(s->conn) != CONNECTION_OK) {
         snprintf(err, errlen, "sink_write: connection to PostgreSQL is down (reconnect first)");
-        return SINK_RETRY;
+        return COMMON_RETRY;
     }
     if (sink_tally_build(&s->tally, rows, n_rows) != 0) {
         snprintf(err, errlen, "sink_write: out of memory for %d rows", n_rows);
-        return SINK_RETRY;
+        return COMMON_RETRY;
     }
     s->rows = rows;
     s->batches = batches;
     int rc = sink_write_tx(s, n_rows, n_batches, err, errlen);
     s->rows = NULL; /* the caller's, valid for this call only */
     s->batches = NULL;
-    if (rc != SINK_OK) {
+    if (rc != COMMON_OK) {
         sink_pg_rollback(s->conn);
         s->last_inserted = 0;
         s->last_rows = 0;
-        if (rc == SINK_FATAL && sink_pg_data_error(s->fail_state)) rc = SINK_DATA;
+        if (rc == COMMON_FATAL && sink_pg_data_error(s->fail_state)) rc = COMMON_DATA;
     }
     return rc;
 }

@@ -1,13 +1,15 @@
 /* PostgreSQL sink (libpq). One transaction per write: results COPYed into a staging table and
  * upserted into ticket_results (ON CONFLICT (job_id, ticket_id) DO UPDATE), job progress
  * counted only for rows new to the table (redelivery never double-counts), one batches row per
- * encoder batch. The caller stores Kafka offsets only after sink_write returned SINK_OK, and of
+ * encoder batch. The caller stores Kafka offsets only after sink_write returned COMMON_OK, and of
  * the rows sink_rejected lists only once their dead letters are in Kafka. */
 #ifndef RECLASS_SINK_H
 #define RECLASS_SINK_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "common/status.h"
 
 typedef struct sink sink_t; /* one connection; not thread-safe */
 
@@ -39,20 +41,21 @@ typedef struct {
     int64_t arena_bytes;
 } sink_batch_t;
 
-#define SINK_OK    0
-#define SINK_RETRY 1  /* connection lost or serialization failure: reconnect and retry the write */
-#define SINK_FATAL -1 /* a bug or a schema mismatch: retrying will not help */
+/* Every sink function answers a common_status_t: COMMON_OK; COMMON_RETRY, the connection was
+ * lost or a serialization failure: reconnect and retry the write; COMMON_FATAL, a bug or a schema
+ * mismatch: retrying will not help; COMMON_USAGE, a connection string that does not parse, or a
+ * job of another tenant: the user's to fix. */
 
 /* conninfo: a libpq conninfo string or URL (sslmode etc. pass through unchanged).
  * model: recorded in every result row. */
 int sink_init(const char *conninfo, const char *model, sink_t **out, char *err, size_t errlen);
 
-/* Writes rows and batch telemetry in one transaction. Returns SINK_OK once committed.
+/* Writes rows and batch telemetry in one transaction. Returns COMMON_OK once committed.
  * A row PostgreSQL refuses for its data (SQLSTATE class 22 data exception, 23 integrity
  * constraint violation, e.g. a job owned by another tenant or more tickets than job_total, 54
  * program limit exceeded) never fails the write: the write is split until the refused rows are
- * found, every other row is stored, and SINK_OK comes back with the refused ones listed by
- * sink_rejected. Only connection and server failures answer SINK_RETRY. */
+ * found, every other row is stored, and COMMON_OK comes back with the refused ones listed by
+ * sink_rejected. Only connection and server failures answer COMMON_RETRY. */
 int sink_write(sink_t *sink, const sink_result_t *rows, int n_rows, const sink_batch_t *batches,
                int n_batches, char *err, size_t errlen);
 
@@ -78,8 +81,8 @@ typedef struct {
 
 /* Records the failures (each one idempotent on its record: a re-read counts once), then stamps
  * completed_at on their jobs where done + failed reached the total. Identifiers PostgreSQL
- * cannot store (bad UTF-8, NUL) are recorded as unknown. SINK_OK, SINK_RETRY (connection:
- * reconnect and call again) or SINK_FATAL. */
+ * cannot store (bad UTF-8, NUL) are recorded as unknown. COMMON_OK, COMMON_RETRY (connection:
+ * reconnect and call again) or COMMON_FATAL. */
 int sink_write_failures(sink_t *sink, const sink_failure_t *f, int n, char *err, size_t errlen);
 
 /* Re-establishes the connection (one attempt; the caller backs off between attempts). */

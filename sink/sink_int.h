@@ -9,10 +9,10 @@
 #include "sink/sink.h"
 #include "sink/tally.h"
 
-/* sink_write_once's answer when the rows (not the connection, not the server) were refused:
- * SQLSTATE class 22 (data exception), 23 (integrity constraint violation) or 54 (program limit
- * exceeded), in the rows, jobs or COMMIT step. Never returned by the public functions. */
-#define SINK_DATA 2
+/* COMMON_DATA is sink_write_once's answer when the rows (not the connection, not the server)
+ * were refused: SQLSTATE class 22 (data exception), 23 (integrity constraint violation) or 54
+ * (program limit exceeded), in the rows, jobs or COMMIT step. Never returned by the public
+ * functions. */
 
 struct sink {
     PGconn *conn;
@@ -55,15 +55,15 @@ int sink_progress_add(sink_t *s, char *err, size_t errlen);
 /* After COMMIT: stamps completed_at on the write's jobs whose summed progress reached total. */
 int sink_progress_complete(sink_t *s, char *err, size_t errlen);
 
-/* One transaction: rows [0, n_rows) and the batches. SINK_OK once committed, SINK_DATA when
+/* One transaction: rows [0, n_rows) and the batches. COMMON_OK once committed, COMMON_DATA when
  * the rows were refused (fail_state says why, err says it in words; nothing is stored), else
- * SINK_RETRY / SINK_FATAL. The transaction is rolled back on any failure. */
+ * COMMON_RETRY / COMMON_FATAL. The transaction is rolled back on any failure. */
 int sink_write_once(sink_t *s, const sink_result_t *rows, int n_rows, const sink_batch_t *batches,
                     int n_batches, char *err, size_t errlen);
 
-/* After sink_write_once answered SINK_DATA for rows [0, n): stores every row PostgreSQL takes
- * (in transactions of their own) and lists the others in s->rejects. SINK_OK, or the first
- * SINK_RETRY / SINK_FATAL (the caller retries the whole write: stored rows are upserted
+/* After sink_write_once answered COMMON_DATA for rows [0, n): stores every row PostgreSQL takes
+ * (in transactions of their own) and lists the others in s->rejects. COMMON_OK, or the first
+ * COMMON_RETRY / COMMON_FATAL (the caller retries the whole write: stored rows are upserted
  * again, never counted twice). */
 int sink_isolate(sink_t *s, const sink_result_t *rows, int n, char *err, size_t errlen);
 

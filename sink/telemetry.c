@@ -54,12 +54,12 @@ static int exec_params(sink_t *sink, const char *sql, int n, const char *const *
     PGconn *conn = sink_conn(sink);
     if (!conn || PQstatus(conn) != CONNECTION_OK) {
         snprintf(err, errlen, "%s: not connected to PostgreSQL", step);
-        return SINK_RETRY;
+        return COMMON_RETRY;
     }
     PGresult *res = PQexecParams(conn, sql, n, NULL, vals, NULL, NULL, 0);
     if (res && PQresultStatus(res) == PGRES_COMMAND_OK) {
         PQclear(res);
-        return SINK_OK;
+        return COMMON_OK;
     }
     const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     if (st && (strcmp(st, "42P01") == 0 || strcmp(st, "42703") == 0)) /* table, column */
@@ -112,11 +112,11 @@ static char *drift_json(const sink_drift_t *d) {
 }
 
 int sink_write_drift(sink_t *sink, const sink_drift_t *d, char *err, size_t errlen) {
-    if (!d || d->n_rows == 0) return SINK_OK;
+    if (!d || d->n_rows == 0) return COMMON_OK;
     char *rows = drift_json(d);
     if (!rows) {
         snprintf(err, errlen, "drift_windows: out of memory");
-        return SINK_FATAL;
+        return COMMON_FATAL;
     }
     char start[32], win[16];
     snprintf(start, sizeof(start), "%" PRId64, d->window_start_s);
@@ -165,7 +165,7 @@ int sink_drift_status(sink_t *sink, const char *model, int64_t since_s, int max_
     PGconn *conn = sink_conn(sink);
     if (!conn || PQstatus(conn) != CONNECTION_OK) {
         snprintf(err, errlen, "read drift status: not connected to PostgreSQL");
-        return SINK_RETRY;
+        return COMMON_RETRY;
     }
     char since[24], lim[16];
     snprintf(since, sizeof(since), "%" PRId64, since_s);
@@ -191,5 +191,5 @@ int sink_drift_status(sink_t *sink, const char *model, int64_t since_s, int max_
         }
         PQclear(res);
     }
-    return SINK_OK;
+    return COMMON_OK;
 }

@@ -1,8 +1,8 @@
 /* Telemetry writes on the sink's connection (migrations/003_telemetry.sql): drift windows and
  * GPU memory rows. Each is one autocommitted statement with bound parameters, issued by the
  * thread that owns the sink between result transactions; a failure never touches results.
- * Returns SINK_OK, SINK_RETRY (connection lost: the caller reconnects when it suits it) or
- * SINK_FATAL (e.g. the telemetry tables are missing: 'reclass migrate'). */
+ * Returns COMMON_OK, COMMON_RETRY (connection lost: the caller reconnects when it suits it) or
+ * COMMON_FATAL (e.g. the telemetry tables are missing: 'reclass migrate'). */
 #ifndef RECLASS_SINK_TELEMETRY_H
 #define RECLASS_SINK_TELEMETRY_H
 

@@ -8,3 +8,6 @@ add_test(NAME test_cli_defaults
   COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_cli_defaults.sh $<TARGET_FILE:reclass>
           ${CMAKE_SOURCE_DIR})
 set_tests_properties(test_cli_defaults PROPERTIES LABELS unit)
+
+# common/status.h -> the one exit-code mapping, and common_err_t (common/err.h)
+reclass_add_test(NAME test_common_err SOURCES ${CMAKE_SOURCE_DIR}/tests/test_common_err.c LABELS unit)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The exit code of every status class (common/status.h, mapped in worker/cli/main.c): 0 done
+# The exit code of every status class (common/status.h, mapped by common_status_exit; each
+# code's mapping: tests/test_common_err.c): 0 done
 # (a result, --help, version), 1 runtime failure, 2 usage error with a one-line message that
 # says what to fix, for every command that classifies. 3 (`drift report` found drift) needs
 # a database: tests/integration/run_drift.sh checks it.
@@ -39,6 +40,8 @@ if [ -w /dev/full ]; then
         'echo "what is my balance" | "$0" classify --model "$1" --threads 1 >/dev/full' "$bin" "$model"
 fi
 expect 1 "" "$bin" run --db "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2" --model "$model"
+# the sink's own status reaches main() untranslated: a database away is a runtime failure
+expect 1 "cannot connect to PostgreSQL" "$bin" jobs --db "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2"
 
 # 2: usage errors, the same for each command that classifies
 expect 2 "" "$bin"
@@ -52,6 +55,9 @@ expect 2 "below the longest sequence" "$bin" classify --model "$model" --token-b
 expect 2 "below the longest sequence" "$bin" bench --model "$model" --workload tickets-mix --token-budget 100
 expect 2 "unknown backend 'tpu'" "$bin" classify --model "$model" --backend tpu
 expect 2 "config.json" "$bin" classify --model /nonexistent
+# ... and a connection string that does not parse is the user's to fix
+expect 2 "invalid database connection string" "$bin" jobs --db "host=127.0.0.1 port"
+expect 2 "invalid database connection string" "$bin" drift report --db "host=127.0.0.1 port"
 
 # The installed layout: data directories are found next to the executable, none is compiled in
 inst=$(mktemp -d)

@@ -97,14 +97,14 @@ static sink_t *open_sink(void) {
     sink_t *s = NULL;
     char err[512];
     int rc = sink_init(db_url, "test-model", &s, err, sizeof err);
-    if (rc != SINK_OK) fail_msg("sink_init: %s", err);
+    if (rc != COMMON_OK) fail_msg("sink_init: %s", err);
     return s;
 }
 
 static void expect_write(sink_t *s, int from, int to, const sink_batch_t *b, int nb) {
     char err[512] = "";
     int rc = sink_write(s, rows + from, to - from, b, nb, err, sizeof err);
-    if (rc != SINK_OK) fail_msg("sink_write rc %d: %s", rc, err);
+    if (rc != COMMON_OK) fail_msg("sink_write rc %d: %s", rc, err);
 }
 
 static void test_write_counts_and_completion(void **state) {
@@ -139,7 +139,7 @@ static void test_write_counts_and_completion(void **state) {
                      1);
     /* nothing to write is not an error and touches nothing */
     char err[256];
-    assert_int_equal(sink_write(s, NULL, 0, NULL, 0, err, sizeof err), SINK_OK);
+    assert_int_equal(sink_write(s, NULL, 0, NULL, 0, err, sizeof err), COMMON_OK);
     sink_free(s);
 }
 
@@ -224,7 +224,7 @@ static void test_text_survives_copy(void **state) {
     sink_t *s = open_sink();
     char err[512];
     int rc = sink_write(s, r, n, NULL, 0, err, sizeof err);
-    if (rc != SINK_OK) fail_msg("sink_write: %s", err);
+    if (rc != COMMON_OK) fail_msg("sink_write: %s", err);
     for (int i = 0; i < n; i++) {
         const char *p[2] = {jobs[i], tids[i]};
         PGresult *res = q("SELECT label, tenant, confidence::text, top_k->0->>'label',"
@@ -254,7 +254,7 @@ static void test_failed_write_leaves_nothing(void **state) {
     fill("job-json", 0, 100, 99, "x");
     rows[99].top_k_json = "[{not json";
     int rc = sink_write(s, rows, 100, two_batches, 2, err, sizeof err);
-    assert_int_equal(rc, SINK_OK);
+    assert_int_equal(rc, COMMON_OK);
     const sink_reject_t *rj;
     assert_int_equal(sink_rejected(s, &rj), 1);
     assert_int_equal(rj[0].row, 99);
@@ -271,16 +271,16 @@ static void test_failed_write_leaves_nothing(void **state) {
     bad.tickets = -1;
     err[0] = 0;
     rc = sink_write(s, rows, 100, &bad, 1, err, sizeof err);
-    assert_int_equal(rc, SINK_FATAL); /* telemetry is ours: a refused batches row is a bug */
+    assert_int_equal(rc, COMMON_FATAL); /* telemetry is ours: a refused batches row is a bug */
     assert_non_null(strstr(err, "batches"));
     assert_int_equal(rows_of("job-fail"), 0);
     assert_int_equal(done_of("job-fail"), -1);
     assert_int_equal(n_batches(), b0);
     /* (3) rejected before anything is sent */
     rows[3].ticket_id = NULL;
-    assert_int_equal(sink_write(s, rows, 100, NULL, 0, err, sizeof err), SINK_FATAL);
+    assert_int_equal(sink_write(s, rows, 100, NULL, 0, err, sizeof err), COMMON_FATAL);
     assert_non_null(strstr(err, "ticket_id"));
-    assert_int_equal(sink_write(s, rows, -1, NULL, 0, err, sizeof err), SINK_FATAL);
+    assert_int_equal(sink_write(s, rows, -1, NULL, 0, err, sizeof err), COMMON_FATAL);
     /* (4) the same sink still works afterwards */
     fill("job-fail", 0, 100, 100, "x");
     expect_write(s, 0, 100, two_batches, 2);
@@ -396,7 +396,7 @@ static void test_poison_table(void **state) {
         if (i == 0) pre[i].tenant = "other";
     }
     char err[512] = "";
-    assert_int_equal(sink_write(s, pre, 3, NULL, 0, err, sizeof err), SINK_OK);
+    assert_int_equal(sink_write(s, pre, 3, NULL, 0, err, sizeof err), COMMON_OK);
     /* good, poison, good, good, poison, ...: ticket ids "t<i>" of job-poison */
     const int n = 3 * N_POISON + 1, good = n - N_POISON;
     for (int i = 0; i < n; i++) {
@@ -406,7 +406,7 @@ static void test_poison_table(void **state) {
     long b0 = n_batches();
     for (int pass = 0; pass < 2; pass++) { /* the second: all of it redelivered */
         int rc = sink_write(s, rows, n, two_batches, 1, err, sizeof err);
-        if (rc != SINK_OK) fail_msg("sink_write rc %d: %s", rc, err);
+        if (rc != COMMON_OK) fail_msg("sink_write rc %d: %s", rc, err);
         const sink_reject_t *rj;
         int nr = sink_rejected(s, &rj);
         for (int k = 0; k < nr && k < N_POISON; k++) {
@@ -437,7 +437,7 @@ static void test_poison_table(void **state) {
 static void test_init_refuses_bad_model(void **state) {
     sink_t *s = NULL;
     char err[512] = "";
-    assert_int_equal(sink_init(db_url, "model-\xff", &s, err, sizeof err), SINK_FATAL);
+    assert_int_equal(sink_init(db_url, "model-\xff", &s, err, sizeof err), COMMON_FATAL);
     assert_null(s);
     assert_non_null(strstr(err, "model"));
 }
@@ -445,13 +445,13 @@ static void test_init_refuses_bad_model(void **state) {
 static void test_init_errors(void **state) {
     sink_t *s = (sink_t *)1;
     char err[512];
-    assert_int_equal(sink_init("host=127.0.0.1 port", "m", &s, err, sizeof err), SINK_FATAL);
+    assert_int_equal(sink_init("host=127.0.0.1 port", "m", &s, err, sizeof err), COMMON_USAGE);
     assert_null(s);
     s = (sink_t *)1;
     /* port 1 on loopback: nothing listens, connection refused */
     assert_int_equal(sink_init("postgresql://postgres@127.0.0.1:1/reclass?connect_timeout=2", "m",
                                &s, err, sizeof err),
-                     SINK_RETRY);
+                     COMMON_RETRY);
     assert_null(s);
     /* a database without the schema: fatal, and the message says what to run */
     PQclear(q("CREATE DATABASE reclass_empty", 0, NULL));
@@ -459,7 +459,7 @@ static void test_init_errors(void **state) {
     snprintf(url, sizeof url, "%s", db_url);
     char *slash = strrchr(url, '/');
     snprintf(slash + 1, sizeof url - (size_t)(slash + 1 - url), "reclass_empty");
-    assert_int_equal(sink_init(url, "m", &s, err, sizeof err), SINK_FATAL);
+    assert_int_equal(sink_init(url, "m", &s, err, sizeof err), COMMON_FATAL);
     assert_null(s);
     assert_non_null(strstr(err, "reclass migrate"));
     /* conninfo (not URL) form passes through too */
@@ -467,7 +467,7 @@ static void test_init_errors(void **state) {
     char kv[256];
     snprintf(kv, sizeof kv, "host=127.0.0.1 port=%d user=postgres dbname=reclass sslmode=disable",
              atoi(port));
-    assert_int_equal(sink_init(kv, "m", &s, err, sizeof err), SINK_OK);
+    assert_int_equal(sink_init(kv, "m", &s, err, sizeof err), COMMON_OK);
     sink_free(s);
     sink_free(NULL);
 }
@@ -479,7 +479,7 @@ static void test_terminated_backend_retries(void **state) {
     snprintf(url, sizeof url, "%s?application_name=reclass-term-test", db_url);
     sink_t *s = NULL;
     char err[512] = "";
-    assert_int_equal(sink_init(url, "m", &s, err, sizeof err), SINK_OK);
+    assert_int_equal(sink_init(url, "m", &s, err, sizeof err), COMMON_OK);
     fill("job-term", 0, 400, 400, "t");
     expect_write(s, 0, 200, NULL, 0);
     assert_int_equal(q_long("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
@@ -487,9 +487,9 @@ static void test_terminated_backend_retries(void **state) {
                             NULL),
                      1);
     int rc = sink_write(s, rows + 200, 200, NULL, 0, err, sizeof err);
-    assert_int_equal(rc, SINK_RETRY);
+    assert_int_equal(rc, COMMON_RETRY);
     assert_int_equal(rows_of("job-term"), 200);
-    assert_int_equal(sink_reconnect(s, err, sizeof err), SINK_OK);
+    assert_int_equal(sink_reconnect(s, err, sizeof err), COMMON_OK);
     expect_write(s, 200, 400, NULL, 0);
     assert_int_equal(rows_of("job-term"), 400);
     assert_int_equal(done_of("job-term"), 400);
@@ -518,19 +518,19 @@ static void test_server_restart_between_writes(void **state) {
     assert_int_equal(pg_ctl("restart"), 0);
     char err[512] = "";
     int rc = sink_write(s, rows + 1000, 1000, two_batches, 1, err, sizeof err);
-    assert_int_equal(rc, SINK_RETRY);
-    assert_int_equal(sink_reconnect(s, err, sizeof err), SINK_OK);
+    assert_int_equal(rc, COMMON_RETRY);
+    assert_int_equal(sink_reconnect(s, err, sizeof err), COMMON_OK);
     expect_write(s, 1000, 2000, two_batches, 1);
     reopen_check();
     assert_int_equal(rows_of("job-restart"), 2000);
     assert_int_equal(done_of("job-restart"), 2000);
     /* (2) the server is down for a while: writes and reconnects keep saying retry */
     assert_int_equal(pg_ctl("stop"), 0);
-    assert_int_equal(sink_write(s, rows + 2000, 1000, NULL, 0, err, sizeof err), SINK_RETRY);
-    assert_int_equal(sink_reconnect(s, err, sizeof err), SINK_RETRY);
-    assert_int_equal(sink_write(s, rows + 2000, 1000, NULL, 0, err, sizeof err), SINK_RETRY);
+    assert_int_equal(sink_write(s, rows + 2000, 1000, NULL, 0, err, sizeof err), COMMON_RETRY);
+    assert_int_equal(sink_reconnect(s, err, sizeof err), COMMON_RETRY);
+    assert_int_equal(sink_write(s, rows + 2000, 1000, NULL, 0, err, sizeof err), COMMON_RETRY);
     assert_int_equal(pg_ctl("restart"), 0);
-    assert_int_equal(sink_reconnect(s, err, sizeof err), SINK_OK);
+    assert_int_equal(sink_reconnect(s, err, sizeof err), COMMON_OK);
     /* the caller retries the whole write, including rows that may have landed: idempotent */
     expect_write(s, 1500, 3000, NULL, 0);
     reopen_check();
@@ -556,14 +556,14 @@ static void *writer(void *p) {
     writer_arg_t *a = p;
     sink_t *s = NULL;
     a->rc = sink_init(db_url, "m", &s, a->err, sizeof a->err);
-    if (a->rc != SINK_OK) return NULL;
-    for (int g = 0; g < 8 && a->rc == SINK_OK; g++) {
+    if (a->rc != COMMON_OK) return NULL;
+    for (int g = 0; g < 8 && a->rc == COMMON_OK; g++) {
         int grp = a->reverse ? 7 - g : g;
         /* groups of 500 with a 250 stride: neighbours overlap by half */
         int from = grp * 250, n = grp == 7 ? 250 : 500;
         for (int tries = 0; tries < 20; tries++) {
             a->rc = sink_write(s, conc_rows + from, n, NULL, 0, a->err, sizeof a->err);
-            if (a->rc != SINK_RETRY) break;
+            if (a->rc != COMMON_RETRY) break;
             a->retries++;
             sink_reconnect(s, a->err, sizeof a->err);
         }
@@ -584,8 +584,8 @@ static void test_concurrent_writers_count_once(void **state) {
     assert_int_equal(pthread_create(&tb, NULL, writer, &b), 0);
     pthread_join(ta, NULL);
     pthread_join(tb, NULL);
-    if (a.rc != SINK_OK) fail_msg("writer a: %s", a.err);
-    if (b.rc != SINK_OK) fail_msg("writer b: %s", b.err);
+    if (a.rc != COMMON_OK) fail_msg("writer a: %s", a.err);
+    if (b.rc != COMMON_OK) fail_msg("writer b: %s", b.err);
     assert_int_equal(rows_of("job-conc"), 2000);
     assert_int_equal(done_of("job-conc"), 2000);
     assert_int_equal(completed("job-conc"), 1);
@@ -605,9 +605,9 @@ static void *race_writer(void *p) {
     race_arg_t *a = p;
     sink_t *s = NULL;
     a->rc = sink_init(db_url, "m", &s, a->err, sizeof a->err);
-    for (int tries = 0; a->rc == SINK_OK && tries < 20; tries++) {
+    for (int tries = 0; a->rc == COMMON_OK && tries < 20; tries++) {
         a->rc = sink_write(s, a->rows, 300, NULL, 0, a->err, sizeof a->err);
-        if (a->rc != SINK_RETRY) break;
+        if (a->rc != COMMON_RETRY) break;
         sink_reconnect(s, a->err, sizeof a->err);
     }
     const sink_reject_t *rj;
@@ -631,8 +631,8 @@ static void test_two_tenants_race_for_a_job(void **state) {
     assert_int_equal(pthread_create(&tb, NULL, race_writer, &b), 0);
     pthread_join(ta, NULL);
     pthread_join(tb, NULL);
-    if (a.rc != SINK_OK) fail_msg("writer red: %s", a.err);
-    if (b.rc != SINK_OK) fail_msg("writer blue: %s", b.err);
+    if (a.rc != COMMON_OK) fail_msg("writer red: %s", a.err);
+    if (b.rc != COMMON_OK) fail_msg("writer blue: %s", b.err);
     PGresult *r = q("SELECT tenant FROM jobs WHERE job_id = 'job-race'", 0, NULL);
     assert_int_equal(PQntuples(r), 1);
     int red = strcmp(PQgetvalue(r, 0, 0), "red") == 0;
@@ -656,7 +656,7 @@ static int group_setup(void **state) {
     int applied = -1;
     char err[512];
     if (sink_migrate_ex(db_url, RECLASS_SOURCE_DIR "/migrations", NULL, &applied, err,
-                        sizeof err) != SINK_OK ||
+                        sizeof err) != COMMON_OK ||
         applied < 1) {
         fprintf(stderr, "test_sink: migrate: %s\n", err);
         return -1;

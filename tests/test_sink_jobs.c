@@ -53,14 +53,14 @@ static sink_result_t row(const char *job, int i, int total) {
 static sink_t *open_sink(void) {
     sink_t *s = NULL;
     char err[512];
-    if (sink_init(db_url, "test-model", &s, err, sizeof err) != SINK_OK) fail_msg("%s", err);
+    if (sink_init(db_url, "test-model", &s, err, sizeof err) != COMMON_OK) fail_msg("%s", err);
     return s;
 }
 
 /* Writes rows; returns how many were refused, each reason checked for want. */
 static int write_rows(sink_t *s, const sink_result_t *r, int n, const char *want) {
     char err[512];
-    if (sink_write(s, r, n, NULL, 0, err, sizeof err) != SINK_OK) fail_msg("%s", err);
+    if (sink_write(s, r, n, NULL, 0, err, sizeof err) != COMMON_OK) fail_msg("%s", err);
     const sink_reject_t *rj;
     int nr = sink_rejected(s, &rj);
     for (int k = 0; k < nr; k++)
@@ -79,7 +79,7 @@ static void fail_one(sink_t *s, const char *job, const char *tenant, const char 
                         .job_total = total,
                         .reason = reason};
     char err[512];
-    if (sink_write_failures(s, &f, 1, err, sizeof err) != SINK_OK) fail_msg("%s", err);
+    if (sink_write_failures(s, &f, 1, err, sizeof err) != COMMON_OK) fail_msg("%s", err);
 }
 
 static void test_total_fixed_once(void **state) {
@@ -145,7 +145,7 @@ static int group_setup(void **state) {
     int applied = -1;
     char err[512];
     if (sink_migrate_ex(db_url, RECLASS_SOURCE_DIR "/migrations", NULL, &applied, err,
-                        sizeof err) != SINK_OK) {
+                        sizeof err) != COMMON_OK) {
         fprintf(stderr, "test_sink_jobs: migrate: %s\n", err);
         return -1;
     }

@@ -1,6 +1,6 @@
 /* sink/telemetry against a real PostgreSQL (tests/test_sink.sh starts one): drift windows
  * upsert-add (counts, label maps, histograms, means), awkward names survive JSON, gpu_memory
- * rows with unknown totals as NULL, and missing tables reported as SINK_FATAL. */
+ * rows with unknown totals as NULL, and missing tables reported as COMMON_FATAL. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -92,7 +92,7 @@ static void test_drift_upsert_adds(void **state) {
                       .rows = rows,
                       .n_rows = 2};
     char err[1024];
-    assert_int_equal(sink_write_drift(sink, &d, err, sizeof(err)), SINK_OK);
+    assert_int_equal(sink_write_drift(sink, &d, err, sizeof(err)), COMMON_OK);
     expect("SELECT count(*) || ' ' || sum(tickets) FROM drift_windows", "2 8");
     expect("SELECT label_counts::text || ' ' || confidence_hist::text || ' ' || truncated || ' ' "
            "|| tokens || ' ' || round(mean_confidence::numeric, 3) FROM drift_windows WHERE "
@@ -103,7 +103,7 @@ static void test_drift_upsert_adds(void **state) {
            "true {\"x\\\"y\\\\z\": 5} 60 1700000040");
 
     /* the same window, tenant, model and worker again (a restarted pod): everything adds */
-    assert_int_equal(sink_write_drift(sink, &d, err, sizeof(err)), SINK_OK);
+    assert_int_equal(sink_write_drift(sink, &d, err, sizeof(err)), COMMON_OK);
     expect("SELECT count(*) || ' ' || sum(tickets) FROM drift_windows", "2 16");
     expect("SELECT label_counts::text || ' ' || confidence_hist::text || ' ' || truncated || ' ' "
            "|| tokens || ' ' || round(mean_confidence::numeric, 3) || ' ' || "
@@ -113,12 +113,12 @@ static void test_drift_upsert_adds(void **state) {
     /* another worker: its own rows, the view sums them */
     d.worker = "host:2";
     d.n_rows = 1;
-    assert_int_equal(sink_write_drift(sink, &d, err, sizeof(err)), SINK_OK);
+    assert_int_equal(sink_write_drift(sink, &d, err, sizeof(err)), COMMON_OK);
     expect("SELECT tickets || ' ' || workers FROM drift_by_window WHERE tenant LIKE 'o''brien%'",
            "9 2");
     /* nothing to write is not an error */
     d.n_rows = 0;
-    assert_int_equal(sink_write_drift(sink, &d, err, sizeof(err)), SINK_OK);
+    assert_int_equal(sink_write_drift(sink, &d, err, sizeof(err)), COMMON_OK);
 }
 
 static void test_drift_duplicate_label_names(void **state) {
@@ -135,7 +135,7 @@ static void test_drift_duplicate_label_names(void **state) {
                       .rows = &row,
                       .n_rows = 1};
     char err[1024];
-    assert_int_equal(sink_write_drift(sink, &d, err, sizeof(err)), SINK_OK);
+    assert_int_equal(sink_write_drift(sink, &d, err, sizeof(err)), COMMON_OK);
     expect("SELECT label_counts::text FROM drift_windows WHERE tenant = 'dup'", "{\"same\": 3}");
 }
 
@@ -151,10 +151,10 @@ static void test_gpu_memory_rows(void **state) {
                            .allocations_after_init = 0,
                            .token_budget = 16384};
     char err[1024];
-    assert_int_equal(sink_write_gpu_memory(sink, &g, err, sizeof(err)), SINK_OK);
+    assert_int_equal(sink_write_gpu_memory(sink, &g, err, sizeof(err)), COMMON_OK);
     g.device_total_bytes = 150000000000LL;
     g.precision = NULL;
-    assert_int_equal(sink_write_gpu_memory(sink, &g, err, sizeof(err)), SINK_OK);
+    assert_int_equal(sink_write_gpu_memory(sink, &g, err, sizeof(err)), COMMON_OK);
     expect("SELECT count(*) FILTER (WHERE device_total_bytes IS NULL AND \"precision\" = 'fp16') "
            "|| ' ' || count(*) FILTER (WHERE device_total_bytes = 150000000000 AND \"precision\" "
            "IS NULL) || ' ' || sum(device_used_bytes) || ' ' || max(token_budget) FROM gpu_memory",
@@ -166,11 +166,11 @@ static void test_missing_tables_fatal(void **state) {
     PQclear(PQexec(check, "ALTER TABLE gpu_memory RENAME TO gpu_memory_away"));
     sink_gpu_memory_t g = {.worker = "w", .backend = "cpu"};
     char err[1024] = "";
-    assert_int_equal(sink_write_gpu_memory(sink, &g, err, sizeof(err)), SINK_FATAL);
+    assert_int_equal(sink_write_gpu_memory(sink, &g, err, sizeof(err)), COMMON_FATAL);
     assert_non_null(strstr(err, "gpu_memory"));
     assert_non_null(strstr(err, "003_telemetry.sql")); /* what to do about it */
     PQclear(PQexec(check, "ALTER TABLE gpu_memory_away RENAME TO gpu_memory"));
-    assert_int_equal(sink_write_gpu_memory(sink, &g, err, sizeof(err)), SINK_OK);
+    assert_int_equal(sink_write_gpu_memory(sink, &g, err, sizeof(err)), COMMON_OK);
 }
 
 /* A full disk (SQLSTATE 53100, raised here by a trigger as the server would) is something an
@@ -184,12 +184,12 @@ static void test_disk_full_retried(void **state) {
                           "EXECUTE FUNCTION disk_full()"));
     sink_gpu_memory_t g = {.worker = "w", .backend = "cpu"};
     char err[1024] = "";
-    assert_int_equal(sink_write_gpu_memory(sink, &g, err, sizeof(err)), SINK_RETRY);
+    assert_int_equal(sink_write_gpu_memory(sink, &g, err, sizeof(err)), COMMON_RETRY);
     assert_non_null(strstr(err, "53100"));
     assert_null(strstr(err, "003_telemetry"));
     assert_null(strstr(err, "migrat"));
     PQclear(PQexec(check, "DROP TRIGGER disk_full_now ON gpu_memory"));
-    assert_int_equal(sink_write_gpu_memory(sink, &g, err, sizeof(err)), SINK_OK);
+    assert_int_equal(sink_write_gpu_memory(sink, &g, err, sizeof(err)), COMMON_OK);
 }
 
 typedef struct {
@@ -242,7 +242,7 @@ static void test_drift_status_worst_first(void **state) {
                       .rows = rows,
                       .n_rows = T};
     char err[1024] = "";
-    assert_int_equal(sink_write_drift(sink, &d, err, sizeof(err)), SINK_OK);
+    assert_int_equal(sink_write_drift(sink, &d, err, sizeof(err)), COMMON_OK);
     PQclear(PQexec(check,
                    "INSERT INTO drift_baselines (tenant, model, label_counts, confidence_hist,"
                    " tickets, source) VALUES ('t499', 'm2', '{\"balance\": 1000}',"
@@ -250,7 +250,7 @@ static void test_drift_status_worst_first(void **state) {
     status_seen_t seen = {0};
     assert_int_equal(
         sink_drift_status(sink, "m2", start, 64, seen_status, seen_count, &seen, err, sizeof(err)),
-        SINK_OK);
+        COMMON_OK);
     assert_int_equal(seen.n, 64);
     assert_string_equal(seen.first, "t499");
     assert_int_equal(seen.first_level, 3);

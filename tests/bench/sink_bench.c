@@ -115,13 +115,13 @@ static void *writer_run(void *p) {
     pthread_barrier_wait(w->start);
     if (!rows || !tids || !batches) {
         snprintf(w->err, sizeof w->err, "out of memory");
-        w->rc = SINK_FATAL;
+        w->rc = COMMON_FATAL;
     }
-    for (int pass = 0; pass < w->passes && w->rc == SINK_OK; pass++) {
+    for (int pass = 0; pass < w->passes && w->rc == COMMON_OK; pass++) {
         if (pass == 1) pthread_barrier_wait(w->start); /* main thread restarts the clock */
         w->written = w->inserted = 0;
         w->slowest = 0;
-        for (long base = w->first; base < w->last && w->rc == SINK_OK; base += w->group) {
+        for (long base = w->first; base < w->last && w->rc == COMMON_OK; base += w->group) {
             int n = (int)(w->last - base < w->group ? w->last - base : w->group);
             for (int i = 0; i < n; i++) {
                 long k = base + i;
@@ -203,7 +203,7 @@ int main(int argc, char **argv) {
     char err[1024];
     int applied = 0;
     if (sink_migrate_ex(db, RECLASS_SOURCE_DIR "/migrations", NULL, &applied, err, sizeof err) !=
-        SINK_OK) {
+        COMMON_OK) {
         fprintf(stderr, "sink_bench: migrate: %s\n", err);
         return 1;
     }
@@ -243,7 +243,7 @@ int main(int argc, char **argv) {
                         .per_job = (int32_t)((n_rows + n_jobs - 1) / n_jobs),
                         .jobs = jobs,
                         .start = &start};
-        if (sink_init(sink_db, "clinc150-bert-mini", &w->sink, err, sizeof err) != SINK_OK) {
+        if (sink_init(sink_db, "clinc150-bert-mini", &w->sink, err, sizeof err) != COMMON_OK) {
             fprintf(stderr, "sink_bench: %s\n", err);
             return 1;
         }
@@ -268,7 +268,7 @@ int main(int argc, char **argv) {
     double slowest = 0;
     int rc = 0;
     for (int i = 0; i < n_writers; i++) {
-        if (ws[i].rc != SINK_OK) {
+        if (ws[i].rc != COMMON_OK) {
             fprintf(stderr, "sink_bench: writer %d: %s\n", i, ws[i].err);
             rc = 1;
         }

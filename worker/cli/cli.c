@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "consumers/kafka_version.h"
 
 #define CLI_MAX_OPTS 48
 
@@ -154,4 +155,11 @@ void worker_cli_print_opts(FILE *f, const cli_opt_t *opts) {
         else
             fprintf(f, "      %s\n", o->help);
     }
+}
+
+common_status_t worker_cli_require_kafka(const char *cmd) {
+    char err[512];
+    if (consumers_kafka_check_version(err, sizeof(err)) == 0) return COMMON_OK;
+    fprintf(stderr, "reclass %s: %s\n", cmd, err);
+    return COMMON_FATAL;
 }

@@ -106,6 +106,10 @@ cli_opt_t worker_cli_opt_registry_auth(const char **dst);
 cli_opt_t worker_cli_opt_registry_ca(const char **dst);
 cli_opt_t worker_cli_opt_kafka(cli_list_t *dst);
 
+/* For the commands that talk to Kafka (run, submit, dev-broker): prints "reclass CMD: why"
+ * and answers COMMON_FATAL when the runtime librdkafka is too old, else COMMON_OK. */
+common_status_t worker_cli_require_kafka(const char *cmd);
+
 /* The option list of --help: a row per listed option, its variable beside it, its help
  * below. */
 void worker_cli_print_opts(FILE *f, const cli_opt_t *opts);

@@ -8,7 +8,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "consumers/kafka_version.h"
 #include "consumers/mock_broker.h"
 #include "worker/cli/cli.h"
 
@@ -94,7 +93,7 @@ common_status_t worker_cmd_dev_broker(int argc, char **argv) {
                 "-DRECLASS_SYSTEM_RDKAFKA=ON\n");
         return 2;
     }
-    if ((rc = consumers_kafka_require_version("dev-broker"))) return rc;
+    if ((rc = worker_cli_require_kafka("dev-broker"))) return rc;
     long log_bytes = log_mb ? log_mb << 20 : CONSUMERS_MOCK_LOG_BYTES;
     if (!log_batches) log_batches = CONSUMERS_MOCK_LOG_BATCHES;
 

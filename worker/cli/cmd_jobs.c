@@ -315,8 +315,7 @@ common_status_t worker_cmd_jobs(int argc, char **argv) {
         job = argv[first + 1];
     }
     PGconn *conn = NULL;
-    if ((rc = worker_cli_db_connect("jobs", jobs_a.db, &conn)) != 0)
-        return rc == 2 ? COMMON_USAGE : COMMON_FATAL;
+    if ((rc = worker_cli_db_connect("jobs", jobs_a.db, &conn)) != 0) return rc;
     int tty = isatty(STDOUT_FILENO);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);

@@ -88,7 +88,7 @@ common_status_t worker_cmd_migrate(int argc, char **argv) {
     char err[1024];
     int rc = sink_migrate_ex(db, dir, &opts, &n, err, sizeof err);
     fflush(stdout);
-    if (rc != SINK_OK) {
+    if (rc != COMMON_OK) {
         fprintf(stderr, "reclass migrate: %s\n", err);
         return 1;
     }

@@ -1,7 +1,6 @@
 /* reclass run: the production worker (see worker/pipeline/pipeline.h). */
 #include <stdio.h>
 
-#include "consumers/kafka_version.h"
 #include "worker/cli/cli.h"
 #include "worker/cli/config.h"
 #include "worker/pipeline/pipeline.h"
@@ -15,6 +14,6 @@ common_status_t worker_cmd_run(int argc, char **argv) {
         fprintf(stderr, "reclass run: %s\n", err);
         return rc;
     }
-    if ((rc = consumers_kafka_require_version("run"))) return rc;
+    if ((rc = worker_cli_require_kafka("run"))) return rc;
     return worker_pipeline_run(&cfg);
 }

@@ -15,7 +15,6 @@
 #include "common/paths.h"
 #include "consumers/avro_codec.h"
 #include "consumers/kafka_props.h"
-#include "consumers/kafka_version.h"
 #include "consumers/producer.h"
 #include "consumers/schema_registry.h"
 #include "consumers/ticket.h"
@@ -206,14 +205,15 @@ static int register_schema(const submit_opts_t *o, consumers_codec_t *codec) {
     snprintf(subject, sizeof(subject), "%s-value", o->topic);
     char *txt = consumers_codec_reader_text(codec);
     int32_t id = -1;
-    int res = txt ? consumers_registry_register(r, subject, txt, &id, err, sizeof(err))
-                  : CONSUMERS_REGISTRY_RETRY;
-    if (!txt) snprintf(err, sizeof(err), "out of memory");
+    common_err_t e;
+    common_status_t res = txt ? consumers_registry_register(r, subject, txt, &id, &e)
+                              : common_err_set(&e, COMMON_RETRY, "out of memory");
     free(txt);
     consumers_registry_free(r);
-    if (res != CONSUMERS_REGISTRY_OK) {
-        fprintf(stderr, "reclass submit: %s; nothing was sent\n", err);
-        return 1;
+    if (res != COMMON_OK) {
+        common_err_hint(&e, "nothing was sent");
+        common_err_print(stderr, "reclass submit", &e);
+        return COMMON_FATAL;
     }
     consumers_codec_set_encode_id(codec, id);
     fprintf(stderr, "reclass submit: schema id %d under subject %s\n", (int)id, subject);
@@ -302,11 +302,11 @@ common_status_t worker_cmd_submit(int argc, char **argv) {
     submit_opts_t o;
     int rc = parse_opts(argc, argv, &o);
     if (rc) return rc;
-    if ((rc = consumers_kafka_require_version("submit"))) return rc;
+    if ((rc = worker_cli_require_kafka("submit"))) return rc;
     char oerr[512];
     if (o.db && (rc = sink_job_owner_check(o.db, o.job_id, o.tenant, oerr, sizeof(oerr)))) {
         fprintf(stderr, "reclass submit: %s\n", oerr);
-        return rc == SINK_RETRY ? 1 : 2;
+        return rc; /* COMMON_USAGE: another tenant's job, or a bad --db */
     }
 
     worker_submit_count_t cnt;

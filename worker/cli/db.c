@@ -12,12 +12,12 @@ int worker_cli_db_connect(const char *cmd, const char *db, PGconn **conn) {
         fprintf(stderr, "reclass %s: no database: pass --db URL or set RECLASS_DB\n", cmd);
         return 2;
     }
-    int rc = SINK_OK;
+    int rc = COMMON_OK;
     char err[1024];
     *conn = sink_pg_connect(db, &rc, err, sizeof err);
     if (*conn) return 0;
     fprintf(stderr, "reclass %s: %s\n", cmd, err);
-    return rc == SINK_FATAL ? 2 : 1;
+    return rc; /* COMMON_USAGE: a connection string to fix; else exit 1 */
 }
 
 PGresult *worker_cli_db_query(const char *cmd, PGconn *conn, const char *sql, int n,

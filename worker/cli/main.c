@@ -47,25 +47,6 @@ static void print_version(void) {
            reclass_build_commit, kafka, gpu_backend_cuda_versions());
 }
 
-/* The one place a status becomes an exit code: 0 ok, 1 runtime failure, 2 usage or input
- * error, 3 a check found what it looks for (drift). */
-static int exit_code(common_status_t st) {
-    switch (st) {
-    case COMMON_OK:
-    case COMMON_DONE:
-        return 0;
-    case COMMON_USAGE:
-        return 2;
-    case COMMON_FOUND:
-        return 3;
-    case COMMON_FATAL:
-    case COMMON_RETRY: /* still failing when the command gave up retrying */
-    case COMMON_BUG:
-        return 1;
-    }
-    return 1;
-}
-
 int worker_cli_wants_help(int argc, char **argv) {
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) return 1;
@@ -75,7 +56,7 @@ int worker_cli_wants_help(int argc, char **argv) {
 int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
-        return exit_code(COMMON_USAGE);
+        return common_status_exit(COMMON_USAGE);
     }
     const char *name = argv[1];
     if (strcmp(name, "help") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
@@ -83,20 +64,21 @@ int main(int argc, char **argv) {
             for (int i = 0; i < N_CMDS; i++)
                 if (strcmp(argv[2], cmds[i].name) == 0) {
                     char *hargv[] = {argv[2], "--help", NULL};
-                    return exit_code(cmds[i].run(2, hargv));
+                    return common_status_exit(cmds[i].run(2, hargv));
                 }
             fprintf(stderr, "reclass: unknown command '%s'\n", argv[2]);
-            return exit_code(COMMON_USAGE);
+            return common_status_exit(COMMON_USAGE);
         }
         usage(stdout);
-        return exit_code(COMMON_OK);
+        return common_status_exit(COMMON_OK);
     }
     if (strcmp(name, "version") == 0 || strcmp(name, "--version") == 0) {
         print_version();
-        return exit_code(COMMON_OK);
+        return common_status_exit(COMMON_OK);
     }
     for (int i = 0; i < N_CMDS; i++)
-        if (strcmp(name, cmds[i].name) == 0) return exit_code(cmds[i].run(argc - 1, argv + 1));
+        if (strcmp(name, cmds[i].name) == 0)
+            return common_status_exit(cmds[i].run(argc - 1, argv + 1));
     fprintf(stderr, "reclass: unknown command '%s' (see 'reclass help')\n", name);
-    return exit_code(COMMON_USAGE);
+    return common_status_exit(COMMON_USAGE);
 }

@@ -46,8 +46,10 @@ int pl_schema_check(pl_t *pl, const consumers_record_t *m, char *err, size_t err
         consumers_codec_knows(pl->poll.codec, id))
         return PL_SCHEMA_READY;
     char *schema = NULL;
-    int rc = consumers_registry_schema(pl->poll.registry, id, &schema, err, errlen);
-    if (rc == CONSUMERS_REGISTRY_OK) {
+    common_err_t e;
+    common_status_t rc = consumers_registry_schema(pl->poll.registry, id, &schema, &e);
+    if (rc != COMMON_OK) snprintf(err, errlen, "%s", e.message);
+    if (rc == COMMON_OK) {
         char e2[512];
         pl_decode_settle(pl); /* the pool's decoders take it while none of them runs */
         if (consumers_codec_add_schema(pl->poll.codec, id, schema, e2, sizeof(e2)))
@@ -57,10 +59,10 @@ int pl_schema_check(pl_t *pl, const consumers_record_t *m, char *err, size_t err
         free(schema);
         return PL_SCHEMA_READY;
     }
-    /* UNKNOWN: the codec refuses the id, and the record goes to the dead-letter topic */
-    return rc == CONSUMERS_REGISTRY_UNKNOWN ? PL_SCHEMA_READY
-           : rc == CONSUMERS_REGISTRY_RETRY ? PL_SCHEMA_WAIT
-                                            : PL_SCHEMA_FATAL;
+    /* MISSING: the codec refuses the id, and the record goes to the dead-letter topic */
+    return rc == COMMON_MISSING          ? PL_SCHEMA_READY
+           : common_status_retriable(rc) ? PL_SCHEMA_WAIT
+                                         : PL_SCHEMA_FATAL;
 }
 
 int pl_held_push(pl_t *pl, consumers_record_t *m) {

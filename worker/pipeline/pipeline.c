@@ -230,7 +230,8 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
                                          .priorities = cfg->topic_prio,
                                          .n_topics = cfg->n_topics,
                                          .group = cfg->group,
-                                         .extra = cfg->kafka_props};
+                                         .extra = cfg->kafka_props,
+                                         .log = stderr};
         consumers_rebalance_t rb = {pl_on_assign, pl_on_revoke, pl};
         if (consumers_consumer_init(&ccfg, &rb, &pl->poll.consumer, err, sizeof(err))) rc = 2;
     }
@@ -243,7 +244,7 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
         if (worker_fair_init(&fc, &pl->q.acc, err, sizeof(err))) rc = 2;
     }
     if (!rc && consumers_dlq_init(cfg->brokers, cfg->dlq_topic, cfg->kafka_props, pl_dlq_done, pl,
-                                  &pl->poll.dlq, err, sizeof(err)))
+                                  stderr, &pl->poll.dlq, err, sizeof(err)))
         rc = 2;
     if (rc) {
         fprintf(stderr, "reclass run: %s\n", err);

@@ -31,8 +31,8 @@ static int write_once(sink_t *sk, const pl_write_t *w, char *err, size_t errlen)
     return sink_write(sk, w->rows, w->n_rows, w->bat, w->n_bat, err, errlen);
 }
 
-/* Writes until committed. SINK_RETRY: pause consumption, reconnect with exponential backoff,
- * retry the same rows. Returns SINK_OK or SINK_FATAL. */
+/* Writes until committed. COMMON_RETRY: pause consumption, reconnect with exponential backoff,
+ * retry the same rows. Returns COMMON_OK or COMMON_FATAL. */
 static int write_committed(pl_t *pl, sink_t *sk, const pl_write_t *w) {
     char err[1024];
     int n_rows = w->fails ? w->n_fails : w->n_rows;
@@ -40,11 +40,11 @@ static int write_committed(pl_t *pl, sink_t *sk, const pl_write_t *w) {
     time_t stop_at = 0; /* after a signal: when to give up on a database that is down */
     for (;;) {
         int rc = write_once(sk, w, err, sizeof(err));
-        if (rc == SINK_OK) break;
-        if (rc != SINK_RETRY) {
+        if (rc == COMMON_OK) break;
+        if (rc != COMMON_RETRY) {
             fprintf(stderr, "reclass run: database write failed for good: %s\n", err);
             atomic_store(&worker_metrics.sink_connected, 0);
-            return SINK_FATAL;
+            return COMMON_FATAL;
         }
         worker_metrics_add(&worker_metrics.sink_retries, 1);
         atomic_store(&worker_metrics.sink_connected, 0);
@@ -70,7 +70,7 @@ static int write_committed(pl_t *pl, sink_t *sk, const pl_write_t *w) {
                         "result(s); their offsets stay uncommitted, so the next owner re-reads "
                         "them\n",
                         n_rows);
-                return SINK_FATAL;
+                return COMMON_FATAL;
             }
             sleep_ms(backoff);
             backoff = backoff * 2 > PL_RETRY_MAX_MS ? PL_RETRY_MAX_MS : backoff * 2;
@@ -84,7 +84,7 @@ static int write_committed(pl_t *pl, sink_t *sk, const pl_write_t *w) {
     pthread_mutex_unlock(&pl->q.mu);
     worker_metrics_add(&worker_metrics.sink_commits, 1);
     atomic_store(&worker_metrics.sink_connected, 1);
-    return SINK_OK;
+    return COMMON_OK;
 }
 
 /* The rows the database refused for their data leave its[] for *refused, each with the reason
@@ -127,7 +127,7 @@ static int commit_rows(pl_t *pl, sink_t *sk, const sink_result_t *rows, pl_item_
     int rc =
         write_committed(pl, sk, &(pl_write_t){.rows = rows, .n_rows = r, .bat = bat, .n_bat = b});
     worker_stage_end(&clk, WORKER_STAGE_COPY);
-    if (rc != SINK_OK) return rc;
+    if (rc != COMMON_OK) return rc;
     r = take_refused(sk, its, r, refused);
     /* committed: now, and only now, these offsets may be stored */
     pthread_mutex_lock(&pl->q.mu);
@@ -163,19 +163,19 @@ static int commit_rows(pl_t *pl, sink_t *sk, const sink_result_t *rows, pl_item_
                                            (double)(wall_ms - its[q]->t.enqueued_at_ms) * 1e-3);
     pl_telemetry_drift_add(pl, its, r); /* committed rows only */
     worker_stage_end(&clk, WORKER_STAGE_ROWS);
-    return SINK_OK;
+    return COMMON_OK;
 }
 
 /* The tickets on list (refused rows, records that failed before) are recorded as failed
- * against their jobs, then handed to the poll thread for their dead letters. SINK_OK, or
- * SINK_FATAL (the list is freed: nothing of it is stored, the next owner re-reads it). */
+ * against their jobs, then handed to the poll thread for their dead letters. COMMON_OK, or
+ * COMMON_FATAL (the list is freed: nothing of it is stored, the next owner re-reads it). */
 static int record_failures(pl_t *pl, sink_t *sk, pl_item_t *list) {
     int n = 0;
     for (pl_item_t *x = list; x; x = x->next)
         n++;
-    if (!n) return SINK_OK;
+    if (!n) return COMMON_OK;
     sink_failure_t *f = malloc(sizeof(*f) * (size_t)n); /* (n) */
-    int rc = SINK_FATAL;
+    int rc = COMMON_FATAL;
     if (f) {
         int i = 0;
         for (pl_item_t *x = list; x; x = x->next, i++) {
@@ -204,7 +204,7 @@ static int record_failures(pl_t *pl, sink_t *sk, pl_item_t *list) {
     while (list) {
         pl_item_t *x = list;
         list = x->next;
-        if (rc != SINK_OK) {
+        if (rc != COMMON_OK) {
             pl_item_free(x);
             continue;
         }
@@ -297,14 +297,14 @@ void *pl_sink_main(void *arg) {
         pthread_mutex_unlock(&pl->q.mu);
 
         /* flatten into rows; a batch bigger than cap_rows is written in slices */
-        int rc = SINK_OK;
+        int rc = COMMON_OK;
         double t0 = common_now_s();
         int r = 0, b = 0;
         worker_stage_clock_t clk;
         worker_stage_begin(&clk);
-        for (pl_out_t *o = taken; o && rc == SINK_OK; o = o->next) {
+        for (pl_out_t *o = taken; o && rc == COMMON_OK; o = o->next) {
             bat[b++] = o->tel;
-            for (int i = 0; i < o->n && rc == SINK_OK; i++) {
+            for (int i = 0; i < o->n && rc == COMMON_OK; i++) {
                 pl_item_t *it = o->items[i];
                 rows[r] = (sink_result_t){.job_id = it->t.job_id,
                                           .tenant = it->t.tenant,
@@ -329,9 +329,10 @@ void *pl_sink_main(void *arg) {
             }
         }
         worker_stage_end(&clk, WORKER_STAGE_ROWS);
-        if (rc == SINK_OK && r > 0) rc = commit_rows(pl, sk, rows, its, r, bat, b, parts, &refused);
+        if (rc == COMMON_OK && r > 0)
+            rc = commit_rows(pl, sk, rows, its, r, bat, b, parts, &refused);
         double dt = common_now_s() - t0;
-        if (rc == SINK_OK && first) pl_telemetry_tick(pl, 0);
+        if (rc == COMMON_OK && first) pl_telemetry_tick(pl, 0);
         while (taken) {
             pl_out_t *o = taken;
             taken = o->next;
@@ -340,7 +341,7 @@ void *pl_sink_main(void *arg) {
             free(o->items);
             free(o);
         }
-        if (rc == SINK_OK)
+        if (rc == COMMON_OK)
             rc = record_failures(pl, sk, refused);
         else
             while (refused) { /* nothing more is stored once a write failed for good */
@@ -350,7 +351,7 @@ void *pl_sink_main(void *arg) {
             }
         pthread_mutex_lock(&pl->q.mu);
         pl->st.sink_s += dt;
-        if (rc != SINK_OK) pl->q.fatal = 1; /* stop; nothing unwritten is ever stored */
+        if (rc != COMMON_OK) pl->q.fatal = 1; /* stop; nothing unwritten is ever stored */
     }
     /* the last writer out finishes: everything accepted is written (or the run failed), so the
      * last drift window and the exit row go out (on the first writer's connection) */

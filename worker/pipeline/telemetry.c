@@ -101,14 +101,14 @@ static int telemetry_every_s(const pl_t *pl) {
  * when the write should be retried later (connection lost). */
 static int telemetry_failed(pl_t *pl, int rc, const char *err) {
     worker_metrics_add(&worker_metrics.telemetry_failures, 1);
-    if (rc == SINK_RETRY) {
+    if (rc == COMMON_RETRY) {
         atomic_store(&worker_metrics.sink_connected, 0);
         /* the result path reconnects when it writes; an idle worker must do it here */
         double now = common_now_s();
         if (now >= pl->sk.next_reconnect_s) {
             pl->sk.next_reconnect_s = now + telemetry_every_s(pl);
             char e2[512];
-            if (sink_reconnect(pl->sk.sink, e2, sizeof(e2)) == SINK_OK)
+            if (sink_reconnect(pl->sk.sink, e2, sizeof(e2)) == COMMON_OK)
                 atomic_store(&worker_metrics.sink_connected, 1);
         }
         return 1;
@@ -137,7 +137,7 @@ static void read_drift_levels(pl_t *pl, int window_s) {
     int rc = sink_drift_status(pl->sk.sink, pl->ses.model->name, wall_s() - 2 * (int64_t)window_s,
                                WORKER_METRICS_DRIFT_TENANTS, put_level, put_count, NULL, err,
                                sizeof(err));
-    if (rc == SINK_OK)
+    if (rc == COMMON_OK)
         worker_metrics_drift_end();
     else
         telemetry_failed(pl, rc, err);
@@ -168,7 +168,7 @@ static void flush_drift(pl_t *pl) {
                           .n_rows = w->n_rows};
         char err[1024];
         int rc = sink_write_drift(pl->sk.sink, &d, err, sizeof(err));
-        if (rc == SINK_OK) { /* once per window: a retried write comes back here */
+        if (rc == COMMON_OK) { /* once per window: a retried write comes back here */
             atomic_store(&worker_metrics.drift_folded_tenants, w->folded_tenants);
             if (w->folded_tenants > 0) {
                 worker_metrics_add(&worker_metrics.drift_folded_tickets, w->folded_tickets);
@@ -209,7 +209,7 @@ static void write_gpu_row(pl_t *pl) {
     };
     char err[1024];
     int rc = sink_write_gpu_memory(pl->sk.sink, &g, err, sizeof(err));
-    if (rc == SINK_OK)
+    if (rc == COMMON_OK)
         worker_metrics_add(&worker_metrics.telemetry_rows, 1);
     else
         telemetry_failed(pl, rc, err);

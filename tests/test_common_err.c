@@ -1,0 +1,78 @@
+/* common/status.h and common/err.h: every status's exit code (the one mapping main() uses),
+ * which ones are retriable, and how an error object is filled and printed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/err.h"
+#include "common/status.h"
+
+static void test_exit_of_every_status(void **state) {
+    (void)state;
+    static const struct {
+        common_status_t st;
+        int exit, retriable;
+    } want[] = {
+        {COMMON_OK, 0, 0},    {COMMON_FATAL, 1, 0},   {COMMON_USAGE, 2, 0},
+        {COMMON_FOUND, 3, 0}, {COMMON_RETRY, 1, 1},   {COMMON_BUG, 1, 0},
+        {COMMON_DONE, 0, 0},  {COMMON_MISSING, 1, 0}, {COMMON_DATA, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        assert_int_equal(common_status_exit(want[i].st), want[i].exit);
+        assert_int_equal(common_status_retriable(want[i].st), want[i].retriable);
+        assert_string_not_equal(common_status_name(want[i].st), "unknown status");
+    }
+    /* the enum's last value: a code added later must be added to the table above */
+    assert_int_equal((int)COMMON_DATA, (int)(sizeof(want) / sizeof(want[0])) - 1);
+    assert_int_equal(common_status_exit((common_status_t)99), 1);
+}
+
+static void test_err_set_and_print(void **state) {
+    (void)state;
+    common_err_t e;
+    memset(&e, 'x', sizeof(e));
+    assert_int_equal(common_err_set(&e, COMMON_RETRY, "schema registry %s: HTTP %d", "h", 503),
+                     COMMON_RETRY);
+    assert_string_equal(e.message, "schema registry h: HTTP 503");
+    assert_string_equal(e.detail, "");
+    assert_string_equal(e.hint, "");
+    assert_true(common_err_retriable(&e));
+    assert_int_equal(common_err_set(NULL, COMMON_FATAL, "ignored"), COMMON_FATAL);
+
+    char buf[512] = "";
+    FILE *f = fmemopen(buf, sizeof(buf), "w");
+    assert_non_null(f);
+    common_err_print(f, "reclass submit", &e);
+    common_err_detail(&e, "40403");
+    common_err_hint(&e, "nothing was sent");
+    common_err_print(f, "reclass submit", &e);
+    fclose(f);
+    assert_string_equal(buf, "reclass submit: schema registry h: HTTP 503\n"
+                             "reclass submit: schema registry h: HTTP 503 (40403); nothing was "
+                             "sent\n");
+    assert_false(common_err_retriable(NULL));
+}
+
+static void test_logf_quiet_without_file(void **state) {
+    (void)state;
+    common_logf(NULL, "never %s\n", "printed"); /* no FILE: nothing, no crash */
+    char buf[64] = "";
+    FILE *f = fmemopen(buf, sizeof(buf), "w");
+    assert_non_null(f);
+    common_logf(f, "reclass run: %d\n", 7);
+    fclose(f);
+    assert_string_equal(buf, "reclass run: 7\n");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_exit_of_every_status),
+        cmocka_unit_test(test_err_set_and_print),
+        cmocka_unit_test(test_logf_quiet_without_file),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
