@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "common/err.h"
-#include "gpu/cuda/plan.h" /* plain C: the plan exists in every build */
+#include "gpu/cuda/layout.h" /* plain C: the layout exists in every build */
 
 extern const gpu_backend_ops_t gpu_cpu_backend_ops;
 #ifdef RECLASS_HAVE_CUDA
@@ -32,11 +32,42 @@ int gpu_backend_max_seqs(int token_budget, int max_seqs) {
     return token_budget / 2 > 0 ? token_budget / 2 : 1;
 }
 
+int gpu_backend_settle(const gpu_model_config_t *cfg, const gpu_backend_opts_t *opts,
+                       int *token_budget, int *max_len, int *max_seqs, char *err, size_t errlen) {
+    if (opts->token_budget <= 0)
+        return common_errf(-1, err, errlen, "token budget must be positive (got %d)",
+                           opts->token_budget);
+    if (opts->max_len < 0 || opts->max_len > cfg->max_pos)
+        return common_errf(-1, err, errlen,
+                           "max length %d is outside 1..%d (the model's positions)", opts->max_len,
+                           cfg->max_pos);
+    if (opts->max_seqs < 0)
+        return common_errf(-1, err, errlen, "max sequences must not be negative (got %d)",
+                           opts->max_seqs);
+    if (cfg->hidden <= 0 || cfg->heads <= 0 || cfg->hidden % cfg->heads != 0 || cfg->layers <= 0 ||
+        cfg->intermediate <= 0 || cfg->num_labels <= 0 || cfg->vocab_size <= 0 ||
+        cfg->emb_size <= 0 || cfg->emb_size > cfg->hidden)
+        return common_errf(-1, err, errlen,
+                           "model geometry is inconsistent (hidden %d, heads %d, layers %d, "
+                           "embedding %d)",
+                           cfg->hidden, cfg->heads, cfg->layers, cfg->emb_size);
+    *token_budget = opts->token_budget;
+    *max_len = opts->max_len > 0 ? opts->max_len : cfg->max_pos;
+    *max_seqs = gpu_backend_max_seqs(opts->token_budget, opts->max_seqs);
+    return 0;
+}
+
 const char *gpu_backend_precision(const gpu_backend_ops_t *ops, const char *precision) {
     if (!precision) return ops->precisions[0];
     for (const char *const *p = ops->precisions; *p; p++)
         if (strcmp(*p, precision) == 0) return *p;
     return NULL;
+}
+
+/* The weight group of tensor name: the layers' ("l3.qkv.w"), the head's or the embeddings'. */
+static int weight_group(const char *name) {
+    if (name[0] == 'l' && name[1] >= '0' && name[1] <= '9') return 1;
+    return strncmp(name, "head.", 5) == 0 ? 2 : 0;
 }
 
 int gpu_backend_plan_memory(const char *name, const gpu_model_config_t *cfg,
@@ -47,22 +78,52 @@ int gpu_backend_plan_memory(const char *name, const gpu_model_config_t *cfg,
         return common_errf(-1, err, errlen,
                            "backend '%s' plans no device memory: plan-memory is for cuda",
                            name ? name : "cpu");
-    gpu_plan_t p; /* plan.c checks the precision (NULL: the cuda backend's default) */
-    if (gpu_plan_compute(cfg, opts->token_budget, opts->max_len, opts->max_seqs, opts->precision,
-                         &p, err, errlen) != 0)
-        return -1;
-    _Static_assert(GPU_PLAN_N <= GPU_MEM_PLAN_SLICES, "GPU_MEM_PLAN_SLICES");
-    plan->precision = p.fp8 ? "fp8" : p.bf16 ? "bf16" : "fp16";
-    plan->token_budget = p.token_budget, plan->max_len = p.max_len, plan->max_seqs = p.max_seqs;
-    plan->n = GPU_PLAN_N;
-    for (int i = 0; i < GPU_PLAN_N; i++)
-        plan->slice[i] = (gpu_mem_slice_t){.name = p.slice[i].name,
-                                           .shape = p.slice[i].shape,
-                                           .bytes = p.slice[i].bytes,
-                                           .weights = i < GPU_PLAN_X};
-    plan->weights_bytes = p.weights_bytes;
-    plan->arena_bytes = p.arena_bytes;
-    plan->total_bytes = p.total_bytes;
+    const char *precision = opts->precision ? opts->precision : "fp16"; /* cuda's default */
+    gpu_precision_t prec;
+    if (gpu_precision_parse(precision, &prec) != 0 || prec == GPU_PREC_FP32)
+        return common_errf(-1, err, errlen,
+                           "precision '%s' is not supported by the cuda backend: use fp16, bf16 "
+                           "or fp8",
+                           precision);
+    int budget, max_len, max_seqs;
+    if (gpu_backend_settle(cfg, opts, &budget, &max_len, &max_seqs, err, errlen) != 0) return -1;
+    gpu_graph_t *g;
+    cg_layout_t L;
+    if (cuda_graph_plan(cfg, prec, budget, max_seqs, max_len, &g, &L, err, errlen) != 0) return -1;
+    /* The one allocation as the backend lays it out (gpu/cuda/layout.h), in parts. */
+    size_t wb[3] = {0}, consts = 0, logits = 0;
+    for (int t = 0; t < g->n_tensors; t++) {
+        const gpu_tensor_t *x = &g->tensor[t];
+        const size_t b = (L.t[t].bytes + CG_ALIGN - 1) / CG_ALIGN * CG_ALIGN;
+        if (x->cls == GPU_TENSOR_WEIGHT)
+            wb[weight_group(x->name)] += b;
+        else if (x->cls == GPU_TENSOR_CONST)
+            consts += b;
+        else if (x->cls == GPU_TENSOR_LOGITS)
+            logits += b;
+    }
+    /* E4M3 weights carry their per-row scales after their codes: the weight region's rest */
+    const size_t scales = L.weights_bytes - wb[0] - wb[1] - wb[2];
+    const gpu_mem_slice_t parts[] = {
+        {"embeddings", "token, position, type tables, norm (projection)", wb[0], 1},
+        {"layers", "every layer's projections and norms", wb[1], 1},
+        {"fp8 scales", "per output channel of the E4M3 weights", scales, 1},
+        {"head", "dense and classifier, fp32", wb[2], 1},
+        {"consts", "computed at init (relative embeddings)", consts, 0},
+        {"logits", "(seqs, labels) fp32", logits, 0},
+        {"activations", "the graph's tensors, reused by live range", L.o_in - L.o_act, 0},
+        {"inputs", "ids, positions, cu_seqlens int32", L.o_rrow - L.o_in, 0},
+        {"scratch", "conversions, relative scores, fp8 inputs", L.o_ws - L.o_rrow, 0},
+        {"workspace", "cuBLASLt", L.ws_bytes, 0}};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if (parts[i].bytes) plan->slice[plan->n++] = parts[i];
+    plan->precision = gpu_precision_name(prec);
+    plan->token_budget = budget, plan->max_len = max_len, plan->max_seqs = max_seqs;
+    plan->weights_bytes = L.weights_bytes;
+    plan->arena_bytes = L.total_bytes - L.weights_bytes;
+    plan->total_bytes = L.total_bytes;
+    cg_layout_free(&L);
+    gpu_graph_free(g);
     return 0;
 }
 

@@ -111,6 +111,12 @@ typedef struct {
  * shortest sequence, [CLS] [SEP], is 2 tokens), at least 1. */
 int gpu_backend_max_seqs(int token_budget, int max_seqs);
 
+/* The batch capacity a device backend allocates for: opts' token budget (positive), max_len
+ * (0: the model's positions; never past them) and max_seqs (gpu_backend_max_seqs), checked
+ * against cfg's geometry. 0, or -1 with err naming the bad value. */
+int gpu_backend_settle(const gpu_model_config_t *cfg, const gpu_backend_opts_t *opts,
+                       int *token_budget, int *max_len, int *max_seqs, char *err, size_t errlen);
+
 /* precision (NULL: the default) as ops names it: its entry of ops->precisions, or NULL when
  * ops does not run it. */
 const char *gpu_backend_precision(const gpu_backend_ops_t *ops, const char *precision);

@@ -126,6 +126,115 @@ static size_t weight_elem(const gpu_graph_t *g, int t) {
     return e;
 }
 
+/* Columns of view v (src[j], or the output for j < 0) that op reads or writes. */
+static int view_cols(const gpu_op_t *op, int j) {
+    switch (op->kind) {
+    case GPU_OP_LINEAR:
+        return j < 0 ? op->n : op->k;
+    case GPU_OP_ATTENTION:
+        return op->heads * op->head_dim;
+    default:
+        return op->n;
+    }
+}
+
+static int reads(const gpu_op_t *op, int t) {
+    for (int j = 0; j < GPU_OP_SRC; j++)
+        if (op->src[j].t == t) return 1;
+    return op->kind == GPU_OP_LINEAR && op->epi == GPU_EPI_RESIDUAL && op->out.t == t;
+}
+
+/* Whether op i's write of columns [c0, c1) of t leaves no older value of t to read: every
+ * read of t until t's next write that covers those columns reads inside them. */
+static int overwrites(const gpu_graph_t *g, int i, int t, int c0, int c1) {
+    for (int j = i + 1; j < g->n_ops; j++) {
+        const gpu_op_t *op = &g->op[j];
+        for (int s = 0; s < GPU_OP_SRC; s++)
+            if (op->src[s].t == t &&
+                (op->src[s].col < c0 || op->src[s].col + view_cols(op, s) > c1))
+                return 0;
+        if (op->out.t == t && op->kind == GPU_OP_LINEAR && op->epi == GPU_EPI_RESIDUAL &&
+            (op->out.col < c0 || op->out.col + view_cols(op, -1) > c1))
+            return 0;
+        if (op->out.t == t && !reads(op, t) && op->out.col <= c0 &&
+            op->out.col + view_cols(op, -1) >= c1)
+            return 1;
+    }
+    return 1;
+}
+
+/* The live ranges of activation t: [from, to] op pairs, a range from each write that leaves
+ * no older value to read, to the last op that touches t before the next. Up to cap. */
+static int live_ranges(const gpu_graph_t *g, int t, int (*r)[2], int cap) {
+    int n = 0;
+    for (int i = 0; i < g->n_ops; i++) {
+        const gpu_op_t *op = &g->op[i];
+        const int rd = reads(op, t), wr = op->out.t == t;
+        if (!rd && !wr) continue;
+        const int fresh =
+            wr && !rd && overwrites(g, i, t, op->out.col, op->out.col + view_cols(op, -1));
+        if (n == 0 || (fresh && n < cap)) {
+            r[n][0] = r[n][1] = i, n++;
+        } else {
+            r[n - 1][1] = i;
+        }
+    }
+    return n;
+}
+
+#define GPU_GRAPH_RANGES 64 /* live ranges kept per tensor; past it the last one stretches */
+
+int gpu_graph_place(const gpu_graph_t *g, const size_t *bytes, size_t *offset, size_t *total) {
+    const size_t nt = (size_t)g->n_tensors;
+    int(*rg)[GPU_GRAPH_RANGES][2] = calloc(nt ? nt : 1, sizeof *rg);
+    int *nr = calloc(nt ? nt : 1, sizeof *nr), *placed = calloc(nt ? nt : 1, sizeof *placed);
+    int n_placed = 0;
+    *total = 0;
+    if (!rg || !nr || !placed) {
+        free(rg), free(nr), free(placed);
+        return -1;
+    }
+    for (int t = 0; t < g->n_tensors; t++)
+        if (g->tensor[t].cls == GPU_TENSOR_ACT && bytes[t])
+            nr[t] = live_ranges(g, t, rg[t], GPU_GRAPH_RANGES);
+    for (int i = 0; i < g->n_prelude; i++) /* what the prelude touches stays apart (nr 0) */
+        for (int j = -1; j < GPU_OP_SRC; j++) {
+            const int t = j < 0 ? g->prelude[i].out.t : g->prelude[i].src[j].t;
+            if (t >= 0) nr[t] = 0;
+        }
+    /* first fit, largest first: the lowest offset clear of every placed tensor that is live
+     * at an op where t is */
+    for (;;) {
+        int t = -1;
+        for (int u = 0; u < g->n_tensors; u++)
+            if (g->tensor[u].cls == GPU_TENSOR_ACT && bytes[u] && offset[u] == (size_t)-1 &&
+                (t < 0 || bytes[u] > bytes[t]))
+                t = u;
+        if (t < 0) break;
+        size_t at = 0;
+        for (int moved = 1; moved;) {
+            moved = 0;
+            for (int k = 0; k < n_placed; k++) {
+                const int u = placed[k];
+                int clash = nr[t] == 0 || nr[u] == 0; /* untouched: kept apart */
+                for (int a = 0; a < nr[t] && !clash; a++)
+                    for (int b = 0; b < nr[u] && !clash; b++)
+                        clash = rg[t][a][0] <= rg[u][b][1] && rg[u][b][0] <= rg[t][a][1];
+                if (clash && at < offset[u] + align_up(bytes[u]) &&
+                    offset[u] < at + align_up(bytes[t])) {
+                    at = offset[u] + align_up(bytes[u]);
+                    moved = 1;
+                }
+            }
+        }
+        offset[t] = at;
+        placed[n_placed++] = t;
+        if (at + align_up(bytes[t]) > *total) *total = at + align_up(bytes[t]);
+    }
+    free(rg), free(nr), free(placed);
+    return 0;
+}
+
 int gpu_graph_plan(const gpu_graph_t *g, const gpu_graph_plan_opts_t *o, gpu_graph_plan_t *p) {
     memset(p, 0, sizeof *p);
     p->offset = calloc((size_t)g->n_tensors, sizeof *p->offset);

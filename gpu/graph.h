@@ -12,8 +12,10 @@
  *   them to what it runs), consts (computed once at init by the graph's prelude ops from the
  *   weights: DeBERTa's relative embeddings through each layer's K and Q), activations
  *   (rows = the batch's tokens or its sequences) and the logits. Activation tensors are
- *   reused across layers (one "x", one "qkv"...): the memory plan is the sum of them, sized
- *   by the token budget, computed from this table (gpu_graph_plan), once, at start-up.
+ *   reused across layers (one "x", one "qkv"...): the memory plan, sized by the token budget,
+ *   is computed from this table (gpu_graph_plan), once, at start-up; a backend that runs each
+ *   op over the whole batch lets them share bytes where their live ranges do not meet
+ *   (gpu_graph_place).
  * - An op reads and writes views: a tensor and a first column (so Q, K and V are column
  *   ranges of one fused qkv tensor). Rows: an op over token rows runs on the batch's tokens
  *   (packed, cu_seqlens as gpu/backend.h); one whose output has sequence rows makes one row
@@ -196,10 +198,22 @@ typedef struct {
     size_t weights_bytes; /* the weights at the precision of the ops that read them */
 } gpu_graph_plan_t;
 
-/* Lays every non-weight tensor out once (in table order, GPU_GRAPH_ALIGN apart): the arena a
- * backend allocates at init. 0, or -1 out of memory. gpu_graph_plan_free releases it. */
+/* Lays every non-weight tensor out once (in table order, GPU_GRAPH_ALIGN apart, none sharing
+ * bytes: the CPU backend runs chunks of sequences on threads, each chunk through the whole
+ * op list on its own rows): the arena a backend allocates at init. 0, or -1 out of memory.
+ * gpu_graph_plan_free releases it. */
 int gpu_graph_plan(const gpu_graph_t *g, const gpu_graph_plan_opts_t *o, gpu_graph_plan_t *plan);
 void gpu_graph_plan_free(gpu_graph_plan_t *plan);
+
+/* For a backend that runs each op over the whole batch, one op after another (CUDA: one
+ * stream): offsets for the activation tensors (class GPU_TENSOR_ACT, bytes[t] > 0, offset[t]
+ * set to (size_t)-1 on entry) in one region of *total bytes, from 0, GPU_GRAPH_ALIGN apart,
+ * two sharing bytes only when no op of the batch list runs while both are live. A tensor is
+ * live from an op that writes it leaving no older value to read (the whole of what is read
+ * later) to the last op that touches it before such a write: a buffer is reused once its last
+ * reader ran; an activation a prelude op touches keeps bytes of its own. Other offsets are
+ * left as they are. 0, or -1 out of memory. */
+int gpu_graph_place(const gpu_graph_t *g, const size_t *bytes, size_t *offset, size_t *total);
 
 #ifdef __cplusplus
 }

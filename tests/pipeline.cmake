@@ -8,7 +8,7 @@ set_tests_properties(test_pipeline_mock PROPERTIES TIMEOUT 300)
 # Shell-driven end-to-end tests: reclass dev-broker + submit + migrate + run, own PostgreSQL.
 foreach(t run_exactly_n run_crash run_pg_restart run_poison run_join_timeout
           run_submit_retention run_submit_limit run_kafka_guard run_pg_tls run_stop_db_down run_vs_classify run_drift run_families run_lanes
-          run_fair run_job_failures run_group_exit run_priority)
+          run_fair run_job_failures run_group_exit run_priority run_tenants)
   add_test(NAME it_${t} COMMAND bash ${CMAKE_SOURCE_DIR}/tests/integration/${t}.sh $<TARGET_FILE:reclass>)
   set_tests_properties(it_${t} PROPERTIES LABELS integration TIMEOUT 300)
 endforeach()

@@ -9,6 +9,8 @@
 #     drift functions run inside (auto_explain), use indexes or partition pruning: no
 #     sequential scan of drift_windows, its partitions, the roll-ups, drift_status or
 #     ticket_results.
+# (3) 011: the judge stores every judged window's scores (equal to drift_scores'), rolls them
+#     up by hour once per window, and a pinned baseline re-scores them; the report reads them.
 #   test_drift_scale.sh RECLASS_BIN
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -134,6 +136,38 @@ sql "UPDATE drift_windows SET tickets = tickets + 40, label_counts = label_count
 sql "DELETE FROM drift_windows WHERE tenant = 'tenant4' AND window_start BETWEEN now() - interval '5 hours' AND now() - interval '4 hours'" >/dev/null
 next_window; sql "SELECT drift_status_refresh('m', now() - interval '1 day')" >/dev/null
 check "judged = drift_scores after writes inside the references" "0 of $((n_judged + 1))" "$(judged_vs_scores)"
+# 011: every judged window's stored scores (all of drift_compare's columns) equal 004's for the
+# newest windows, and its hour counts each window once (the step above judged one window again)
+stored_vs_scores() {
+    sql "SELECT count(*) FILTER (WHERE j.status IS DISTINCT FROM x.status OR j.tickets <> x.tickets
+             OR j.reference IS DISTINCT FROM x.reference OR j.ref_tickets IS DISTINCT FROM x.ref_tickets
+             OR j.labels_new IS DISTINCT FROM x.labels_new OR j.labels_gone IS DISTINCT FROM x.labels_gone
+             OR (SELECT bool_or(round(a::numeric, 9) IS DISTINCT FROM round(b::numeric, 9)) FROM unnest(
+                   ARRAY[j.label_psi, j.label_js, j.confidence_psi, j.confidence_js, j.low_confidence_share, j.low_confidence_change],
+                   ARRAY[x.label_psi, x.label_js, x.confidence_psi, x.confidence_js, x.low_confidence_share, x.low_confidence_change]) u(a, b)))
+             || ' of ' || count(*)
+         FROM drift_judged j CROSS JOIN LATERAL drift_scores_between('window', j.window_start,
+              j.window_start + interval '1 microsecond', j.tenant, j.model) x
+         WHERE $1"
+}
+check "stored scores = drift_scores (newest windows)" "0 of $((n_judged + 1))" \
+    "$(stored_vs_scores "(j.tenant, j.model, j.window_start) IN (SELECT tenant, model, window_start FROM drift_status)")"
+check "hourly roll-up of the stored scores counts each window once" "0" "$(sql "SELECT count(*) FROM
+    (SELECT tenant, model, date_trunc('hour', window_start, 'UTC') b, count(*) n, sum(tickets) t,
+            count(*) FILTER (WHERE status = 'drift') d, max(rank) r FROM drift_judged GROUP BY 1, 2, 3) a
+    FULL JOIN drift_judged_hourly h ON h.tenant = a.tenant AND h.model = a.model AND h.bucket_start = a.b
+    WHERE a.n IS DISTINCT FROM h.windows OR a.t IS DISTINCT FROM h.tickets OR a.d IS DISTINCT FROM h.drifting
+       OR a.r IS DISTINCT FROM h.rank")"
+# an hour rolled up long ago (its windows past the retention) outlives the re-scoring
+sql "INSERT INTO drift_judged_hourly VALUES ('tenant5', 'm', date_trunc('hour', now() - interval '90 days'), 1, 1, 9, 4,
+     1.5, 0.5, date_trunc('hour', now() - interval '90 days'), 'trailing 7 days', date_trunc('hour', now() - interval '90 days'))" >/dev/null
+sql "SELECT drift_baseline_pin_windows('tenant5', 'm', now() - interval '3 days', now() - interval '2 days')" >/dev/null
+check "pinning a baseline re-scores the tenant's stored windows" "0 of $(sql "SELECT count(DISTINCT window_start) FROM drift_windows WHERE tenant = 'tenant5'")" \
+    "$(stored_vs_scores "j.tenant = 'tenant5'")"
+check "re-scoring keeps the roll-up of hours past the retention" "1" \
+    "$(sql "SELECT count(*) FROM drift_judged_hourly WHERE tenant = 'tenant5' AND bucket_start < now() - interval '80 days'")"
+check "the report's tenants come from the stored scores" "tenant5 $(sql "SELECT count(DISTINCT window_start) FROM drift_windows WHERE tenant = 'tenant5' AND window_start >= now() - interval '2 days'")" \
+    "$(sql "SELECT tenant || ' ' || buckets FROM drift_report_tenants('window', now() - interval '2 days', 'tenant5')")"
 check "stored references = range sums" "0" "$(sql "SELECT count(*) FROM drift_reference r,
     drift_windows_sum(r.tenant, r.model, r.ref_end - interval '7 days', r.ref_end) f
     WHERE f.tickets IS DISTINCT FROM r.tickets OR f.confidence_hist IS DISTINCT FROM r.confidence_hist
@@ -142,7 +176,8 @@ check "stored references = range sums" "0" "$(sql "SELECT count(*) FROM drift_re
 sql "SELECT drift_partitions_ensure(now() - interval '60 days', now() - interval '60 days')" >/dev/null
 sql "INSERT INTO drift_windows (window_start, window_s, tenant, model, worker, tickets, label_counts, confidence_hist)
      VALUES (date_trunc('day', now() - interval '60 days') + interval '1 hour', 60, 'old', 'm', 'w', 3, '{\"l0\": 3}', '{0,0,0,0,0,0,0,0,0,3}')" >/dev/null
-check "retention drops the days past drift_windows_retention" "1" "$(sql "SELECT drift_partitions_maintain()")"
+# (the day's drift_windows and drift_judged partitions)
+check "retention drops the days past drift_windows_retention" "2" "$(sql "SELECT drift_partitions_maintain()")"
 check "roll-ups outlive the raw windows" "0 3" \
     "$(sql "SELECT (SELECT count(*) FROM drift_windows WHERE tenant = 'old') || ' ' || (SELECT sum(tickets) FROM drift_daily WHERE tenant = 'old')")"
 
@@ -173,8 +208,8 @@ EOF
 }
 # the tables that hold rows (an empty partition is scanned in no time, and the planner knows it)
 big="($(sql "SELECT string_agg(c.relname, '|') FROM pg_class c
-             WHERE c.relname IN ('drift_hourly', 'drift_daily', 'drift_status', 'ticket_results')
-                OR (c.relname LIKE 'drift_windows_%' AND c.relkind = 'r' AND c.reltuples > 0)"))( |$)"
+             WHERE c.relname IN ('drift_hourly', 'drift_daily', 'drift_status', 'ticket_results', 'drift_judged_hourly')
+                OR (c.relname ~ '^drift_(windows|judged)_' AND c.relkind = 'r' AND c.reltuples > 0)"))( |$)"
 scanless() { # NAME SQL: no sequential scan of the big tables
     local p
     p=$(plan "$1" "$2")
@@ -192,6 +227,10 @@ scanless "drift_scores('hour', 1 day, one tenant)" \
     "SELECT count(*) FROM drift_scores('hour', now() - interval '1 day', 't0042')"
 scanless "one tenant's label mix, 24 h" \
     "SELECT label, count(*) FROM ticket_results WHERE tenant = 't0042' AND classified_at > now() - interval '24 hours' GROUP BY label"
+scanless "drift report: one tenant, 7 days (stored scores)" \
+    "SELECT count(*) FROM drift_report_tenants('window', now() - interval '7 days', 't0042')"
+scanless "drift report: worst windows, 7 days (stored scores)" \
+    "SELECT count(*) FROM drift_report_worst('window', now() - interval '7 days')"
 scanless "reclass_drift_status: the worst tenants" \
     "SELECT tenant, level FROM drift_status WHERE model = 'm' AND window_start >= now() - interval '10 minutes' ORDER BY level DESC, window_start DESC, tenant LIMIT 64"
 # the next window of every tenant: judging it moves each stored reference on (010)
@@ -207,6 +246,7 @@ full=$(sql "SELECT string_agg(relname, ' ') FROM pg_class WHERE relname ~ '^drif
 n=$(grep -v 'never executed' <<<"$p" | grep -oE 'on drift_windows_[0-9]{8}' | sort -u | cut -c4- | grep -cxF -f <(tr ' ' '\n' <<<"$full"))
 all=$(wc -w <<<"$full")
 if [ "$n" -le 4 ] && [ "$all" -ge 8 ]; then ok "judge a window: $n of the $all partitions holding rows read"; else bad "judge a window reads $n of the $all partitions holding rows"; fi
+p=$(grep -v 'never executed' <<<"$p")
 grep -Eq "Seq Scan on $big" <<<"$p" && bad "judge a window: a sequential scan" "$(grep -E "Seq Scan on $big" <<<"$p" | sort | uniq -c)" || ok "judge a window: no sequential scan"
 
 [ "$failed" = 0 ] && echo "test_drift_scale: all passed" || echo "test_drift_scale: $failed failed"

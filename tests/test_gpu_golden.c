@@ -1,5 +1,5 @@
-/* The whole CUDA classifier (backend table "cuda"; with "graph", every family on the encoder
- * graph) on the CLINC150 demo model against the
+/* The whole CUDA classifier (backend table "cuda": every family on the encoder graph) on the
+ * CLINC150 demo model against the
  * Hugging Face fp32 golden file: argmax agreement >= 99.9% in fp16 and bf16, and
  * max |delta logit| <= 0.05 in fp16 (bf16 <= 0.25). Then the fixture
  * classifier of every other family (tests/lib/family_golden.h) on its CLINC150 and
@@ -193,8 +193,8 @@ static int run_precision(const gpu_model_t *m, row_t *rows, int n, const char *p
     return ok ? 0 : 1;
 }
 
-/* The families' fixtures: the BERT-like ones of family_golden.h, then the two that run on
- * the encoder graph alone. */
+/* The families' fixtures: the BERT-like ones of family_golden.h, then ModernBERT and
+ * DeBERTa-v3. */
 #define N_FAMILY_MODELS (FG_N_MODELS + 2)
 static const char *family_model(int i) {
     return i < FG_N_MODELS    ? fg_models[i]
@@ -258,9 +258,8 @@ static int run_families(void) {
     return fails;
 }
 
-/* "graph": every family through the encoder graph (gpu_cuda_backend_init_graph), the BERT
- * families included, else the backend table as the worker gets it. */
-int main(int argc, char **argv) {
+/* Every family through the backend table as the worker gets it (the encoder graph). */
+int main(void) {
     if (gpu_cuda_device_count() == 0) {
         printf("SKIP: no CUDA device\n");
         return 77;
@@ -270,13 +269,6 @@ int main(int argc, char **argv) {
     if (!(ops = gpu_backend_find("cuda", err, sizeof(err)))) {
         printf("FAIL: %s\n", err);
         return 1;
-    }
-    static gpu_backend_ops_t graph_ops;
-    if (argc > 1 && strcmp(argv[1], "graph") == 0) {
-        graph_ops = *ops;
-        graph_ops.init = gpu_cuda_backend_init_graph;
-        ops = &graph_ops;
-        printf("every family on the encoder graph\n");
     }
     if (gpu_model_load(RECLASS_DEMO_MODEL, &m, err, sizeof(err)) != 0) {
         printf("FAIL model: %s\n", err);

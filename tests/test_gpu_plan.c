@@ -1,9 +1,12 @@
-/* gpu/cuda/plan.c without a GPU: bert-base fp16 at 16384 tokens fits 0.5 GiB; slices are
- * aligned, in order and disjoint; the shared buffer holds every use the backend makes of
- * it; bad input is refused with a message; and `reclass plan-memory` prints the same
- * total on its JSON line. Also gpu/cuda/nvml.c: without a driver it says so; with one (the
- * device) a window over 0.3 s of idle reads a plausible energy and clock. fp8 adds to the fp16
- * plan exactly the scales and the E4M3 input buffer its projections need. */
+/* The CUDA backend's device memory plan without a GPU (gpu/cuda/layout.c, the one the
+ * backend allocates): every family's graph at every precision has a launcher for each op and
+ * a layout; bert-base fp16 at 16384 tokens fits 0.5 GiB and needs no more arena than the
+ * hand-written forward did; every tensor an op touches is disjoint from the others it
+ * touches, and no bytes a tensor's reader needs are written by another tensor's op in
+ * between (the activations share bytes by live range); bad input is refused with a message;
+ * and `reclass plan-memory` prints the same total on its JSON line. Also gpu/cuda/nvml.c:
+ * without a driver it says so; with one (the device) a window over 0.3 s of idle reads a
+ * plausible energy and clock. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,13 +14,11 @@
 
 #include <time.h>
 
-#include "gpu/model/model.h"
-#include "gpu/cuda/nvml.h"
-#include "gpu/cuda/plan.h"
-#include "gpu/model/fp8.h"
-#ifdef RECLASS_HAVE_CUDA
+#include "gpu/backend.h"
 #include "gpu/cuda/cuda_backend.h"
-#endif
+#include "gpu/cuda/layout.h"
+#include "gpu/cuda/nvml.h"
+#include "gpu/model/model.h"
 
 static int fails = 0;
 #define CHECK(cond, ...)                                                                           \
@@ -30,31 +31,69 @@ static int fails = 0;
         }                                                                                          \
     } while (0)
 
-static void check_layout(const gpu_model_config_t *c, int budget, int max_seqs) {
-    gpu_plan_t p;
-    char err[256];
-    CHECK(gpu_plan_compute(c, budget, 0, max_seqs, "bf16", &p, err, sizeof(err)) == 0, "%s", err);
-    size_t end = 0;
-    for (int i = 0; i < GPU_PLAN_N; i++) {
-        CHECK(p.slice[i].offset % GPU_PLAN_ALIGN == 0, "slice %d unaligned", i);
-        CHECK(p.slice[i].offset >= end, "slice %d overlaps the previous one", i);
-        end = p.slice[i].offset + p.slice[i].bytes;
-    }
-    CHECK(end <= p.total_bytes, "slices run past the total");
-    size_t H = (size_t)c->hidden, I = (size_t)c->intermediate, S = (size_t)p.max_seqs;
-    size_t T = (size_t)budget;
-    CHECK(p.slice[GPU_PLAN_BIG].bytes >= 2 * T * 3 * H &&
-              p.slice[GPU_PLAN_BIG].bytes >= 2 * T * I &&
-              p.slice[GPU_PLAN_BIG].bytes >= 2 * S * (2 * H + I),
-          "shared buffer too small");
-    CHECK(p.slice[GPU_PLAN_LOGITS].bytes == S * (size_t)c->num_labels * 4, "logits size");
-    CHECK(p.layer_bytes * (size_t)c->layers == p.slice[GPU_PLAN_LAYERS].bytes, "layer stride");
+/* The arena of the hand-written BERT forward (gpu/cuda/plan.c before the graph replaced it)
+ * for bert-base, 140 labels, fp16, 16384 tokens, max len 512: the graph must not need more. */
+#define HANDWRITTEN_ARENA_BERT_BASE_FP16 189300992u
+
+static int overlap(const cg_layout_t *L, int a, int b) {
+    return a >= 0 && b >= 0 && a != b && L->t[a].bytes && L->t[b].bytes &&
+           L->t[a].off < L->t[b].off + L->t[b].bytes && L->t[b].off < L->t[a].off + L->t[a].bytes;
 }
 
-/* The CUDA graph path without a GPU: every family's graph, at every precision, has a launcher
- * for each of its ops, and its one allocation is laid out (fp8 weights under fp16's). */
+/* Whether op touches tensor t (reads or writes). */
+static int touches(const gpu_op_t *op, int t) {
+    if (op->out.t == t) return 1;
+    for (int j = 0; j < GPU_OP_SRC; j++)
+        if (op->src[j].t == t) return 1;
+    return 0;
+}
+
+/* The layout of cfg's graph at prec: aligned, inside the allocation, and safe to run. */
+static void check_layout(const char *what, const gpu_model_config_t *c, gpu_precision_t prec,
+                         int budget, int max_seqs) {
+    gpu_graph_t *g = NULL;
+    cg_layout_t L;
+    char err[512];
+    int rc = cuda_graph_plan(c, prec, budget, gpu_backend_max_seqs(budget, max_seqs), c->max_pos,
+                             &g, &L, err, sizeof err);
+    CHECK(rc == 0, "%s %s: %s", what, gpu_precision_name(prec), err);
+    if (rc) return;
+    for (int t = 0; t < g->n_tensors; t++) {
+        CHECK(L.t[t].off % CG_ALIGN == 0, "%s: tensor %s unaligned", what, g->tensor[t].name);
+        CHECK(L.t[t].off + L.t[t].bytes <= L.o_in, "%s: tensor %s past the tensors' region", what,
+              g->tensor[t].name);
+        for (int u = 0; u < g->n_tensors; u++) /* only activations share bytes */
+            if (overlap(&L, t, u))
+                CHECK(g->tensor[t].cls == GPU_TENSOR_ACT && g->tensor[u].cls == GPU_TENSOR_ACT,
+                      "%s: %s overlaps %s", what, g->tensor[t].name, g->tensor[u].name);
+    }
+    for (int j = 0; j < g->n_ops; j++) {
+        const gpu_op_t *op = &g->op[j];
+        for (int t = 0; t < g->n_tensors; t++) /* what one op touches is disjoint */
+            for (int u = t + 1; u < g->n_tensors && touches(op, t); u++)
+                CHECK(!touches(op, u) || !overlap(&L, t, u),
+                      "%s: %s touches %s and %s, overlapping", what, op->name, g->tensor[t].name,
+                      g->tensor[u].name);
+        for (int s = 0; s < GPU_OP_SRC; s++) { /* a read sees its tensor's last write */
+            const int t = op->src[s].t;
+            int i = j - 1;
+            while (t >= 0 && i >= 0 && g->op[i].out.t != t)
+                i--;
+            for (int k = i + 1; t >= 0 && i >= 0 && k < j; k++)
+                CHECK(!overlap(&L, g->op[k].out.t, t),
+                      "%s: %s writes %s over %s before %s reads it", what, g->op[k].name,
+                      g->tensor[g->op[k].out.t].name, g->tensor[t].name, op->name);
+        }
+    }
+    CHECK(L.o_ws + L.ws_bytes == L.total_bytes && L.o_in >= L.o_act + L.act_bytes,
+          "%s: regions out of order", what);
+    cg_layout_free(&L);
+    gpu_graph_free(g);
+}
+
+/* Every family's graph, at every precision, has a launcher for each of its ops, and its one
+ * allocation is laid out (fp8 weights under fp16's) safely. */
 static void check_graph_plans(void) {
-#ifdef RECLASS_HAVE_CUDA
     static const char *const geos[] = {"bert-base",      "distilbert-base", "roberta-base",
                                        "xlmr-base",      "electra-small",   "modernbert-base",
                                        "deberta-v3-base"};
@@ -74,78 +113,60 @@ static void check_graph_plans(void) {
             CHECK(w > 0 && total > w, "%s %s: empty layout", geos[i], precs[p]);
             if (p == 0) w16 = w;
             if (p == 2) CHECK(w <= w16, "%s: fp8 weights %zu B over fp16's %zu B", geos[i], w, w16);
+            gpu_precision_t pr;
+            gpu_precision_parse(precs[p], &pr);
+            check_layout(geos[i], &c, pr, 16384, 0 /* by the budget */);
+            check_layout(geos[i], &c, pr, 100, 100);
         }
     }
-#endif
 }
 
 int main(void) {
     check_graph_plans();
-    gpu_model_config_t base, mini, large;
+    gpu_model_config_t base;
     CHECK(gpu_model_geometry("bert-base", 140, &base) == 0, "bert-base geometry");
-    CHECK(gpu_model_geometry("bert-mini", 151, &mini) == 0, "bert-mini geometry");
-    CHECK(gpu_model_geometry("bert-large", 2, &large) == 0, "bert-large geometry");
     if (fails) return 1;
 
-    gpu_plan_t p;
+    gpu_mem_plan_t p;
     char err[256];
-    CHECK(gpu_plan_compute(&base, 16384, 512, 0, "fp16", &p, err, sizeof(err)) == 0, "%s", err);
+    gpu_backend_opts_t o = {.token_budget = 16384, .max_len = 512, .precision = "fp16"};
+    CHECK(gpu_backend_plan_memory("cuda", &base, &o, &p, err, sizeof(err)) == 0, "%s", err);
     double gib = (double)p.total_bytes / (double)(1u << 30);
-    printf("bert-base fp16 16384: weights %zu + arena %zu = %zu B (%.3f GiB)\n", p.weights_bytes,
-           p.arena_bytes, p.total_bytes, gib);
+    printf("bert-base fp16 16384: weights %zu + arena %zu = %zu B (%.3f GiB); the hand-written "
+           "forward's arena %u B\n",
+           p.weights_bytes, p.arena_bytes, p.total_bytes, gib, HANDWRITTEN_ARENA_BERT_BASE_FP16);
     CHECK(p.total_bytes <= (size_t)1 << 29, "bert-base at 16384 tokens needs %.3f GiB > 0.5", gib);
+    CHECK(p.arena_bytes <= HANDWRITTEN_ARENA_BERT_BASE_FP16, "arena %zu B over the hand-written %u",
+          p.arena_bytes, HANDWRITTEN_ARENA_BERT_BASE_FP16);
     CHECK(p.weights_bytes + p.arena_bytes == p.total_bytes, "weights + arena != total");
+    size_t sum = 0;
+    for (int i = 0; i < p.n; i++)
+        sum += p.slice[i].bytes;
+    CHECK(sum == p.total_bytes, "components add up to %zu B, not %zu", sum, p.total_bytes);
     /* Weights: every parameter once in 2 bytes (LayerNorm and head biases in 4), give or take
-     * alignment and the unused token type row. */
+     * alignment and the unused token type rows. */
     size_t params = gpu_model_param_count(&base);
     size_t head = (768 * 768 + 140 * 768) * 2; /* the head is fp32: 2 more bytes each */
     CHECK(p.weights_bytes >= params * 2 + head - 768 * 2 &&
               p.weights_bytes <= params * 2 + head + (1u << 20),
           "weights %zu B for %zu parameters", p.weights_bytes, params);
-    CHECK(p.slice[GPU_PLAN_XR].bytes == 0, "fp16 has no fp32 residual");
     CHECK(p.max_seqs == 8192 && p.max_len == 512, "defaults %d %d", p.max_seqs, p.max_len);
 
-    check_layout(&base, 16384, 0);
-    check_layout(&base, 100, 100);
-    check_layout(&mini, 8192, 0);
-    check_layout(&large, 32768, 500);
-
-    /* fp8: the fp16 plan plus, for each projection gpu_fp8_runs names in some layer, its
-     * per-channel scales in every layer's block (its codes in its 16-bit slot unless every
-     * layer runs it in FP8), and the E4M3 input with its per-token scales. */
-    gpu_plan_t f8;
-    CHECK(gpu_plan_compute(&base, 16384, 512, 0, "fp8", &f8, err, sizeof(err)) == 0, "%s", err);
-    size_t extra = 0, codes_saved = 0, per_layer[GPU_FP8_POINTS] = {3 * 768, 768, 3072, 768};
-    size_t wsz[GPU_FP8_POINTS] = {3 * 768 * 768, 768 * 768, 3072 * 768, 768 * 3072};
-    for (int q = 0; q < GPU_FP8_POINTS; q++) {
-        int any = 0, all = 1;
-        for (int l = 0; l < base.layers; l++) {
-            any |= gpu_fp8_runs(&base, l, (gpu_fp8_point_t)q);
-            all &= gpu_fp8_runs(&base, l, (gpu_fp8_point_t)q);
-        }
-        if (any) extra += (per_layer[q] * 4 + GPU_PLAN_ALIGN - 1) / GPU_PLAN_ALIGN * GPU_PLAN_ALIGN;
-        if (all) codes_saved += wsz[q];
-    }
-    CHECK(f8.layer_bytes == p.layer_bytes + extra - codes_saved, "fp8 layer block %zu vs %zu",
-          f8.layer_bytes, p.layer_bytes + extra - codes_saved);
-    CHECK(f8.slice[GPU_PLAN_XQ].bytes == (extra ? 16384u * 3072 : 0) &&
-              f8.slice[GPU_PLAN_XS].bytes == (extra ? 16384u * 4 : 0) &&
-              p.slice[GPU_PLAN_XQ].bytes == 0 && p.slice[GPU_PLAN_XS].bytes == 0,
-          "fp8 input buffers");
-    CHECK(f8.fp8 && !p.fp8 && f8.total_bytes <= (size_t)3 << 28, "fp8 total %zu", f8.total_bytes);
-
-    gpu_plan_t q;
-    CHECK(gpu_plan_compute(&base, 32768, 512, 0, "fp16", &q, err, sizeof(err)) == 0, "%s", err);
+    gpu_mem_plan_t q;
+    o.token_budget = 32768;
+    CHECK(gpu_backend_plan_memory("cuda", &base, &o, &q, err, sizeof(err)) == 0, "%s", err);
     CHECK(q.weights_bytes == p.weights_bytes && q.arena_bytes > p.arena_bytes,
           "arena must grow with the budget, weights not");
-
-    CHECK(gpu_plan_compute(&base, 0, 0, 0, "fp16", &q, err, sizeof(err)) != 0 &&
+    o.token_budget = 0;
+    CHECK(gpu_backend_plan_memory("cuda", &base, &o, &q, err, sizeof(err)) != 0 &&
               strstr(err, "budget"),
           "zero budget accepted");
-    CHECK(gpu_plan_compute(&base, 1024, 0, 0, "fp32", &q, err, sizeof(err)) != 0 &&
+    o.token_budget = 1024, o.precision = "fp32";
+    CHECK(gpu_backend_plan_memory("cuda", &base, &o, &q, err, sizeof(err)) != 0 &&
               strstr(err, "fp16"),
           "fp32 accepted");
-    CHECK(gpu_plan_compute(&base, 1024, 513, 0, "fp16", &q, err, sizeof(err)) != 0,
+    o.precision = "fp16", o.max_len = 513;
+    CHECK(gpu_backend_plan_memory("cuda", &base, &o, &q, err, sizeof(err)) != 0,
           "max_len above positions accepted");
 
     /* The command prints the same total on its last (JSON) line. */
@@ -185,24 +206,6 @@ int main(void) {
         pclose(f);
         printf("%s", last);
         CHECK(strstr(last, "\"total_bytes\":") != NULL, "--model plan has no JSON line");
-    }
-    /* Every family's geometry: ELECTRA's projection counted (and nothing where E == H), the
-     * tables at E wide, RoBERTa's 514-row table as its 512 usable positions. */
-    static const char *const fam[] = {"distilbert-base", "roberta-base", "xlmr-base",
-                                      "electra-small", "electra-base"};
-    for (size_t i = 0; i < sizeof fam / sizeof fam[0]; i++) {
-        gpu_model_config_t c;
-        CHECK(gpu_model_geometry(fam[i], 151, &c) == 0, "%s geometry", fam[i]);
-        CHECK(gpu_plan_compute(&c, 16384, 0, 0, "bf16", &p, err, sizeof(err)) == 0, "%s", err);
-        check_layout(&c, 16384, 0);
-        size_t H = (size_t)c.hidden, E = (size_t)c.emb_size;
-        CHECK(p.max_len == 512, "%s max len %d", fam[i], p.max_len);
-        CHECK(p.slice[GPU_PLAN_WORD_EMB].bytes == (size_t)c.vocab_size * E * 2, "%s word", fam[i]);
-        CHECK(p.slice[GPU_PLAN_POS_EMB].bytes == 512 * E * 2, "%s positions", fam[i]);
-        CHECK(p.slice[GPU_PLAN_EMB_PROJ_W].bytes == (E != H ? H * E * 2 : 0), "%s proj", fam[i]);
-        CHECK(p.slice[GPU_PLAN_BIG].bytes >= 16384 * E * 2, "%s embeddings in BIG", fam[i]);
-        printf("%s bf16 16384: weights %zu + arena %zu B\n", fam[i], p.weights_bytes,
-               p.arena_bytes);
     }
     CHECK(gpu_nvml_joules(NULL) == -1 && gpu_nvml_sm_mhz(NULL) == -1, "NVML without a device");
     gpu_nvml_t *nv = NULL;

@@ -14,7 +14,8 @@
 
 int gpu_cpu_supports_op(const gpu_graph_t *g, const gpu_op_t *op) {
     (void)g;
-    if (op->prec == GPU_PREC_FP32 || op->prec == GPU_PREC_BF16) return 1;
+    if (op->prec == GPU_PREC_BF16) return gpu_cpu_gemm_available(); /* the packed kernels */
+    if (op->prec == GPU_PREC_FP32) return 1;
     return op->prec == GPU_PREC_FP8 && op->kind == GPU_OP_LINEAR;
 }
 

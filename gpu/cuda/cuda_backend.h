@@ -1,5 +1,6 @@
 /* Plain C entry points of the CUDA backend beyond the backend table (gpu/backend.h).
- * Safe to include anywhere: no CUDA types. Only defined when RECLASS_HAVE_CUDA. */
+ * Safe to include anywhere: no CUDA types. Only defined when RECLASS_HAVE_CUDA, but for
+ * gpu_cuda_graph_plan (every build). */
 #ifndef RECLASS_GPU_CUDA_BACKEND_H
 #define RECLASS_GPU_CUDA_BACKEND_H
 
@@ -28,15 +29,10 @@ double gpu_cuda_gemm_tflops(int device, int m, int n, int k, const char *precisi
 double gpu_cuda_layer_gemm_ceiling(int device, int m, int hidden, int intermediate,
                                    const char *precision, double shape_tflops[4]);
 
-/* The "cuda" backend's init, but with every family on the encoder graph (gpu/graph.h), the
- * BERT families included: the GPU tests run both paths until the hand-written BERT forward
- * is deleted. */
-int gpu_cuda_backend_init_graph(const gpu_model_t *model, const gpu_backend_opts_t *opts,
-                                gpu_backend_t **out, char *err, size_t errlen);
-
-/* The graph path's device memory for a model of config cfg, without a device or weights:
- * the graph built, every op checked against the CUDA launchers (err names the first one
- * missing), the one allocation laid out. max_len 0: cfg's max_pos. 0, or -1 with err. */
+/* The backend's device memory for a model of config cfg, without a device or weights: the
+ * graph built, every op checked against the CUDA launchers (err names the first one
+ * missing), the one allocation laid out (gpu/cuda/layout.c, defined in every build). max_len
+ * 0: cfg's max_pos. 0, or -1 with err. */
 int gpu_cuda_graph_plan(const gpu_model_config_t *cfg, const char *precision, int token_budget,
                         int max_seqs, int max_len, size_t *weights_bytes, size_t *total_bytes,
                         char *err, size_t errlen);

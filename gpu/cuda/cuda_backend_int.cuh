@@ -1,5 +1,6 @@
-// The CUDA backend's instance and the helpers its .cu files share (cuda_backend.cu: init and
-// the forward pass; cuda_backend_host.cu: device queries, the weight image, introspection).
+// The CUDA backend's instance and the helpers its .cu files share (cuda_backend.cu: the
+// table's glue; cuda_graph_backend.cu: the graph executor under it; cuda_backend_host.cu:
+// device queries, the warm-up sweep, introspection).
 // Included by those .cu files only.
 #ifndef RECLASS_GPU_CUDA_BACKEND_INT_CUH
 #define RECLASS_GPU_CUDA_BACKEND_INT_CUH
@@ -9,7 +10,6 @@
 #include "gpu/backend.h"
 #include "gpu/cuda/cuda_backend.h"
 #include "gpu/cuda/cuda_gemm.cuh"
-#include "gpu/cuda/plan.h"
 extern "C" {
 #include "gpu/cuda/nvml.h" /* plain C, without its own extern "C" */
 }
@@ -22,7 +22,7 @@ struct gpu_backend {
     gpu_backend_opts_t opts;  // copy; opts.precision points at prec
     char prec[8];
     int bf16;
-    gpu_plan_t plan;
+    int token_budget, max_len, max_seqs; // the batch capacity (gpu_backend_settle)
     int device;
     cudaStream_t stream; // every batch's work, in order
     int att_wgmma;       // attention on wgmma (compute capability 9.0), else mma.sync
@@ -32,13 +32,11 @@ struct gpu_backend {
     cudaEvent_t t_first[2], t_last[2]; // around each batch's device work: device_s
     double device_s;                   // summed forward device time since init (device_seconds)
     gpu_flight_t flight;               // batches submitted, not collected, and their slots
-    char *dev;                         // the one device allocation (plan.total_bytes)
-    int32_t *h_inputs[2];              // pinned staging of the INPUTS slice, per slot
+    char *dev;                         // the one device allocation (the graph's layout)
+    int32_t *h_inputs[2];              // pinned staging of the graph's inputs, per slot
     float *h_logits[2];                // pinned (max_seqs, L), per slot
     int init_done;                     // set once the arena exists: later allocations are refused
     long allocs_after_init;            // attempts refused after init (a test proves it stays 0)
-    cuda_gemm_t gemm;                  // storage-type projections
-    cuda_gemm_t gemm32;                // the fp32 head (pooler, classifier), on the same workspace
     // Optional per-phase timing (bench breakdown): an event after each phase of a forward.
     int prof;
     int n_ev;
@@ -49,14 +47,12 @@ struct gpu_backend {
     // open until energy_stop, or NULL.
     gpu_nvml_t *nv;
     gpu_nvml_window_t *win;
-    // The graph path (cuda_graph_backend.cu): the model's op list and its executor; NULL on
-    // the hand-written BERT path.
+    // The model's op list and its executor (cuda_graph_backend.cu).
     gpu_graph_t *gg;
     struct cuda_graph *graph;
 };
 
 // The graph path (cuda_graph_backend.cu).
-int cuda_be_wants_graph(const gpu_model_config_t *c, const char *prec);
 int cuda_be_graph_init(struct gpu_backend *be, char *err, size_t errlen);
 int cuda_be_graph_submit(struct gpu_backend *be, const gpu_batch_t *b, int slot, char *err,
                          size_t errlen);
@@ -65,7 +61,6 @@ void cuda_be_graph_free(struct gpu_backend *be);
 void cuda_be_graph_tune(struct gpu_backend *be, int candidates);
 size_t cuda_be_graph_weights_bytes(const struct gpu_backend *be);
 size_t cuda_be_graph_arena_bytes(const struct gpu_backend *be);
-extern "C" int cuda_be_supports_op(const gpu_graph_t *g, const gpu_op_t *op);
 // The first rows of graph tensor t after a forward, as fp32 (the table's read_tensor).
 extern "C" int cuda_be_read_tensor(gpu_backend_t *be, int t, size_t rows, float *out, char *err,
                                    size_t errlen);
@@ -85,17 +80,5 @@ static inline cudaError_t be_device_alloc(struct gpu_backend *be, void **p, size
     }
     return cudaMalloc(p, bytes);
 }
-
-static inline char *be_slice(struct gpu_backend *be, int id) {
-    return be->dev + be->plan.slice[id].offset;
-}
-static inline char *be_layer(struct gpu_backend *be, int layer, int part) {
-    return be_slice(be, GPU_PLAN_LAYERS) + (size_t)layer * be->plan.layer_bytes +
-           be->plan.layer_off[part];
-}
-
-// The weight region's image on the host: every weight converted to its storage type at its
-// plan offset (img holds plan.weights_bytes).
-void cuda_be_weights_image(struct gpu_backend *be, char *img);
 
 #endif

@@ -168,10 +168,11 @@ cudaError_t cuda_first_rows(const E *src, int lds, const int32_t *cu, int n_seqs
                             cudaStream_t st);
 // DeBERTa's c2p / p2c products of one layer: out (n, heads, R) = x_h (n, d) . rel_h (R, d)
 // for every head h, x rows of stride ldx (Q or K of the QKV rows), rel (R, heads * d) the
-// layer's projected relative keys or queries; one strided-batched GEMM (cuda_rel.cu).
+// layer's projected relative keys or queries; one batched cuBLASLt matmul (cuda_rel.cu).
+struct cuda_rel_gemm; // cuda_gemm.cuh
 template <typename T>
-int cuda_rel_scores(void *cublas, const T *x, int ldx, int n, const T *rel, int R, int heads,
-                    int head_dim, T *out, cudaStream_t st);
+int cuda_rel_scores(struct cuda_rel_gemm *r, const T *x, int ldx, int n, const T *rel, int R,
+                    int heads, int head_dim, T *out, cudaStream_t st);
 // 1 when device runs the wgmma kernel (compute capability 9.0 exactly: sm_90a code), else 0.
 int cuda_attention_has_wgmma(int device);
 // The same on Hopper's wgmma (cuda_attention_sm90a.cu, compute capability 9.0 only): one

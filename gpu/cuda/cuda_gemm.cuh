@@ -84,6 +84,32 @@ int cuda_head_run(cuda_gemm_t *g, const float *x, int s, const float *pool_w, co
                   const float *cls_w, const float *cls_b, int h, int l, int act, float *pooled,
                   float *logits, cudaStream_t st, char *err, size_t errlen);
 
+// DeBERTa's relative scores (cuda_rel.cu): one batched matmul over the heads per call, on the
+// caller's workspace; algorithms per (token bucket, R, heads, head_dim, ldx, alignment),
+// cached.
+#define CUDA_REL_CACHE 64
+
+typedef struct {
+    int mb, R, heads, d, ldx;
+    unsigned align; // bytes every matrix of the call starts on (the heuristic's minimum)
+    cublasLtMatmulAlgo_t algo;
+} cuda_rel_entry_t;
+
+typedef struct cuda_rel_gemm {
+    cublasLtHandle_t lt;
+    cublasLtMatmulDesc_t desc; // A^T B, fp32 compute
+    cudaDataType_t dt;         // CUDA_R_16F or CUDA_R_16BF
+    void *workspace;           // device, owned by the caller (an arena slice)
+    size_t workspace_bytes;
+    cuda_rel_entry_t cache[CUDA_REL_CACHE];
+    int n_cache;
+    long queries; // heuristic queries so far
+} cuda_rel_gemm_t;
+
+// 0, or -1 (no cuBLASLt handle or descriptor).
+int cuda_rel_init(cuda_rel_gemm_t *r, int bf16, void *workspace, size_t workspace_bytes);
+void cuda_rel_free(cuda_rel_gemm_t *r);
+
 // Times Y (m, n) = X (m, k) W^T + bias through cuda_gemm_run on random data
 // (cuda_gemm_probe.cu): epi 0 bias only, 1 bias + GELU, 2 bias + residual in place. cold: X
 // never in L2; tune: candidates timed on the first call (0: the heuristic's first); only > 0:

@@ -1,10 +1,8 @@
 // The CUDA backend on the encoder graph: init builds the model's graph (gpu/graph.h, by its
 // family's builder), refuses it when an op has no launcher here (naming the op), lays it out
 // (one allocation: weights, consts, activations, scratch) and runs its prelude; a batch
-// packs its inputs as the hand-written path does and runs the op list. ModernBERT,
-// DeBERTa-v3 and FP8 run here; the BERT families too where init is asked for the graph
-// (gpu_cuda_backend_init_graph: the GPU tests compare both paths until the hand-written one
-// goes).
+// packs its inputs (ids, positions, cu_seqlens) for one copy and runs the op list. Every
+// family and precision runs here.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <stdio.h>
@@ -13,15 +11,6 @@
 
 #include "gpu/cuda/cuda_backend_int.cuh"
 #include "gpu/cuda/cuda_graph.cuh"
-
-int cuda_be_wants_graph(const gpu_model_config_t *c, const char *prec) {
-    return c->family == GPU_FAMILY_MODERNBERT || c->family == GPU_FAMILY_DEBERTA_V2 ||
-           strcmp(prec, "fp8") == 0;
-}
-
-extern "C" int cuda_be_supports_op(const gpu_graph_t *g, const gpu_op_t *op) {
-    return cuda_graph_supports_op(g, op);
-}
 
 // The graph, its layout and the one allocation; the handles on its workspace; the prelude.
 int cuda_be_graph_init(struct gpu_backend *be, char *err, size_t errlen) {
@@ -37,8 +26,8 @@ int cuda_be_graph_init(struct gpu_backend *be, char *err, size_t errlen) {
         return -1;
     }
     cuda_graph_t *cg = be->graph;
-    if (cuda_graph_layout(cg, be->gg, be->bf16 ? CG_BF16 : CG_F16, be->plan.token_budget,
-                          be->plan.max_seqs, be->plan.max_len, err, errlen) != 0)
+    if (cuda_graph_layout(cg, be->gg, be->bf16 ? CG_BF16 : CG_F16, be->token_budget, be->max_seqs,
+                          be->max_len, err, errlen) != 0)
         return -1;
     cudaError_t e = be_device_alloc(be, (void **)&be->dev, cg->total_bytes);
     if (e != cudaSuccess) {
@@ -56,6 +45,20 @@ int cuda_be_graph_init(struct gpu_backend *be, char *err, size_t errlen) {
         }
     cg->att_wgmma = be->att_wgmma;
     return cuda_graph_setup(cg, be->dev, be->stream, be->sms, err, errlen);
+}
+
+// The phase of the bench's breakdown an op's time counts in.
+static int prof_cat(const gpu_op_t *op) {
+    switch (op->kind) {
+    case GPU_OP_EMBED:
+        return GPU_CUDA_PROF_EMBED;
+    case GPU_OP_LINEAR:
+        return op->layer < 0 && op->prec == GPU_PREC_FP32 ? GPU_CUDA_PROF_HEAD : GPU_CUDA_PROF_GEMM;
+    case GPU_OP_ATTENTION:
+        return GPU_CUDA_PROF_ATTENTION;
+    default:
+        return GPU_CUDA_PROF_NORM;
+    }
 }
 
 // One batch through the op list: inputs packed for one copy (ids, positions, cu_seqlens), the
@@ -79,7 +82,18 @@ int cuda_be_graph_submit(struct gpu_backend *be, const gpu_batch_t *b, int slot,
         snprintf(err, errlen, "CUDA input copy failed: %s", cudaGetErrorString(e));
         return 1;
     }
-    if (cuda_graph_run(cg, Tn, S, b->max_len, err, errlen) != 0) return 1;
+    // The ops, an event after each where profiling (the bench's per-phase breakdown).
+    be->n_ev = 0;
+    if (be->prof) cudaEventRecord(be->ev[be->n_ev++], s);
+    cg->x16_of = -1; // the 16-bit copy of the last batch's rows is stale
+    for (int i = 0; i < cg->g->n_ops;) {
+        const gpu_op_t *op = &cg->g->op[i];
+        if ((i = cuda_graph_step(cg, i, Tn, S, b->max_len, err, errlen)) < 0) return 1;
+        if (be->prof && be->n_ev < BE_PROF_EVENTS) {
+            be->ev_cat[be->n_ev] = prof_cat(op);
+            cudaEventRecord(be->ev[be->n_ev++], s);
+        }
+    }
     if (cg->g->logits >= 0) // (a one-op graph of the parity test has none)
         e = cudaMemcpyAsync(be->h_logits[slot], cg_ptr(cg, cg->g->logits), (size_t)S * L * 4,
                             cudaMemcpyDeviceToHost, s);
@@ -120,6 +134,7 @@ extern "C" int cuda_be_read_tensor(gpu_backend_t *be, int t, size_t rows, float 
 
 void cuda_be_graph_tune(struct gpu_backend *be, int candidates) {
     be->graph->gemm.tune = candidates;
+    be->graph->gemm8.tune = candidates;
 }
 
 void cuda_be_graph_free(struct gpu_backend *be) {
@@ -134,30 +149,4 @@ size_t cuda_be_graph_weights_bytes(const struct gpu_backend *be) {
 }
 size_t cuda_be_graph_arena_bytes(const struct gpu_backend *be) {
     return be->graph ? be->graph->total_bytes - be->graph->weights_bytes : 0;
-}
-
-extern "C" int gpu_cuda_graph_plan(const gpu_model_config_t *cfg, const char *precision,
-                                   int token_budget, int max_seqs, int max_len,
-                                   size_t *weights_bytes, size_t *total_bytes, char *err,
-                                   size_t errlen) {
-    gpu_precision_t p;
-    if (gpu_precision_parse(precision, &p) != 0 || p == GPU_PREC_FP32) {
-        snprintf(err, errlen, "precision '%s' is not one of the cuda backend's", precision);
-        return -1;
-    }
-    if (max_len <= 0 || max_len > cfg->max_pos) max_len = cfg->max_pos; // as plan.c settles it
-    gpu_graph_t *g = NULL;
-    cuda_graph_t cg;
-    memset(&cg, 0, sizeof cg);
-    int rc = gpu_graph_build(cfg, NULL, p, GPU_PREC_FP16, &g, err, errlen) != 0 ||
-                     gpu_graph_check(g, "cuda", cuda_graph_supports_op, err, errlen) != 0 ||
-                     cuda_graph_layout(&cg, g, p == GPU_PREC_BF16 ? CG_BF16 : CG_F16, token_budget,
-                                       gpu_backend_max_seqs(token_budget, max_seqs), max_len, err,
-                                       errlen) != 0
-                 ? -1
-                 : 0;
-    if (rc == 0) *weights_bytes = cg.weights_bytes, *total_bytes = cg.total_bytes;
-    free(cg.t);
-    gpu_graph_free(g);
-    return rc;
 }

@@ -1,10 +1,8 @@
 // One launcher per op kind of the encoder graph (gpu/graph.h) on the CUDA backend's kernels:
 // embed (+ LayerNorm), norm, linear (cuBLASLt 16-bit or fp32, or FP8 with per-token scales;
 // epilogues bias, activation, GeGLU, residual), attention (full, sliding window, RoPE,
-// disentangled c2p + p2c; first-token queries), pool (first token, mean). supports_op says,
-// for each op, whether these launchers take its shapes; the storage types come from the
-// layout (cuda_graph_plan.cu).
-#include <cublas_v2.h>
+// disentangled c2p + p2c; first-token queries), pool (first token, mean). Which shapes they
+// take (supports_op) and the storage types are the layout's (gpu/cuda/layout.c).
 #include <math.h>
 #include <stdio.h>
 
@@ -26,39 +24,6 @@ static int cols_of(const gpu_graph_t *g, gpu_view_t v) {
 }
 static int contiguous(const gpu_graph_t *g, gpu_view_t v, int n) { // the whole rows of n
     return v.t >= 0 && v.col == 0 && g->tensor[v.t].cols == n;
-}
-
-extern "C" int cuda_graph_supports_op(const gpu_graph_t *g, const gpu_op_t *op) {
-    if (op->prec == GPU_PREC_FP8 && op->kind != GPU_OP_LINEAR) return 0;
-    switch (op->kind) {
-    case GPU_OP_EMBED:
-        return op->n % 8 == 0 && op->n <= 1024 && op->w[3] >= 0 && contiguous(g, op->out, op->n);
-    case GPU_OP_NORM:
-        return op->n % 8 == 0 && op->n <= 1024 && contiguous(g, op->out, op->n) &&
-               contiguous(g, op->src[0], op->n);
-    case GPU_OP_LINEAR:
-        if (op->k % (op->prec == GPU_PREC_FP8 ? 16 : 8) != 0) return 0;
-        if (op->prec != GPU_PREC_FP32 && op->n % 8 != 0) return 0;
-        if ((op->prec == GPU_PREC_FP32 || op->prec == GPU_PREC_FP8) &&
-            !contiguous(g, op->src[0], op->k))
-            return 0; // converted or quantized as whole rows
-        if (op->epi == GPU_EPI_GLU) return contiguous(g, op->out, op->n) && op->n % 16 == 0;
-        if (op->epi == GPU_EPI_ACT && (op->prec == GPU_PREC_FP32 || op->act == GPU_ACT_TANH))
-            return contiguous(g, op->out, op->n); // a pass of its own over the rows
-        return 1;
-    case GPU_OP_ATTENTION:
-        if (op->head_dim != 64 || (op->w[0] >= 0) != (op->w[1] >= 0)) return 0;
-        if (cols_of(g, op->src[1]) != cols_of(g, op->src[2]) || cols_of(g, op->src[1]) % 8)
-            return 0;
-        if (g->tensor[op->out.t].rows_kind == GPU_ROWS_SEQS) // whole rows, scattered / gathered
-            return contiguous(g, op->src[0], op->heads * 64) &&
-                   contiguous(g, op->out, op->heads * 64);
-        return cols_of(g, op->src[0]) % 8 == 0;
-    case GPU_OP_POOL:
-        return contiguous(g, op->out, op->n);
-    default:
-        return 0;
-    }
 }
 
 // The device view of v: its tensor's place plus col elements.
@@ -88,13 +53,26 @@ static int op_embed(cuda_graph_t *cg, const gpu_op_t *op, int nt, char *err, siz
     const T *pos = op->w[1] >= 0 ? (const T *)cg_ptr(cg, op->w[1]) : NULL;
     const T *type = op->w[2] >= 0 ? (const T *)cg_ptr(cg, op->w[2]) : NULL;
     const float *ga = (const float *)wptr(cg, op->w[3]), *be = (const float *)wptr(cg, op->w[4]);
-    if (cg->t[op->out.t].dt == CG_F32)
+    if (cg->t[op->out.t].dt == CG_F32) { // bf16's residual stream, and its rounding for x16
+        T *x16 = (size_t)nt * op->n <= cg->x16_elems ? (T *)(cg->dev + cg->o_x16) : (T *)NULL;
         OP_CUDA((cuda_embed_ln<T, float>(in_ids(cg), in_pos(cg), nt, word, pos, type, ga, be, op->n,
-                                         op->eps, (float *)vptr(cg, op->out), (T *)NULL, cg->st)));
-    else
+                                         op->eps, (float *)vptr(cg, op->out), x16, cg->st)));
+        if (x16) cg->x16_of = op->out.t;
+    } else
         OP_CUDA((cuda_embed_ln<T, T>(in_ids(cg), in_pos(cg), nt, word, pos, type, ga, be, op->n,
                                      op->eps, (T *)NULL, (T *)vptr(cg, op->out), cg->st)));
     return 0;
+}
+
+// 1 when the op after norm op is an FP8 linear reading op's rows whole: the LayerNorm writes
+// that linear's E4M3 input and per-token scales as well (cuda_fp8_add_ln), from its fp32 values.
+static int fp8_reader(const cuda_graph_t *cg, const gpu_op_t *op) {
+    const gpu_graph_t *g = cg->g;
+    const gpu_op_t *next = op + 1;
+    return op >= g->op && next < g->op + g->n_ops && next->kind == GPU_OP_LINEAR &&
+           next->prec == GPU_PREC_FP8 && next->src[0].t == op->out.t && next->k == op->n &&
+           contiguous(g, next->src[0], op->n) && op->n <= 1024 &&
+           g->tensor[next->out.t].rows_kind == g->tensor[op->out.t].rows_kind;
 }
 
 template <typename T>
@@ -113,7 +91,12 @@ static int op_norm(cuda_graph_t *cg, const gpu_op_t *op, int m, char *err, size_
         return 0;
     }
     const float *ga = (const float *)wptr(cg, op->w[0]), *be = (const float *)wptr(cg, op->w[1]);
-    if (sdt == CG_F32 && odt == CG_F32)
+    if (sdt != CG_F32 && odt != CG_F32 && fp8_reader(cg, op)) { // codes for the next linear too
+        OP_CUDA(cuda_fp8_add_ln<T>((const T *)src, (const T *)NULL, ga, be, m, op->n, op->eps,
+                                   (T *)out, (uint8_t *)(cg->dev + cg->o_xq),
+                                   (float *)(cg->dev + cg->o_xs), cg->st));
+        cg->xq_for = op + 1;
+    } else if (sdt == CG_F32 && odt == CG_F32)
         OP_CUDA(
             (cuda_add_ln<float, float>((const float *)src, (const float *)NULL, ga, be, m, op->n,
                                        op->eps, (float *)NULL, (float *)out, cg->sms, cg->st)));
@@ -143,8 +126,11 @@ static int lin_epi(const gpu_op_t *op, int fp32, int *post_act) {
     return cuda_gemm_act_epi(op->act);
 }
 
+// ln: the LayerNorm that follows a residual projection into fp32 rows, run fused with its
+// sum (fused_norm), or NULL.
 template <typename T>
-static int op_linear(cuda_graph_t *cg, const gpu_op_t *op, int m, char *err, size_t errlen) {
+static int op_linear(cuda_graph_t *cg, const gpu_op_t *op, const gpu_op_t *ln, int m, char *err,
+                     size_t errlen) {
     const gpu_graph_t *g = cg->g;
     const int n = op->n, k = op->k, ldy = cols_of(g, op->out), fp32 = op->prec == GPU_PREC_FP32;
     void *y = vptr(cg, op->out);
@@ -178,7 +164,7 @@ static int op_linear(cuda_graph_t *cg, const gpu_op_t *op, int m, char *err, siz
         }
         return 0;
     }
-    // bf16's fp32 residual stream (cuda_graph_plan.cu): a 16-bit linear reads it rounded to
+    // bf16's fp32 residual stream (gpu/cuda/layout.c): a 16-bit linear reads it rounded to
     // bf16 (FP8 quantizes the fp32 rows themselves) and adds into it from a 16-bit result.
     int ldx = cols_of(g, op->src[0]), type = cg->t16 == CG_BF16 ? CUDA_GEMM_BF16 : CUDA_GEMM_FP16;
     T *x16 = (T *)(cg->dev + cg->o_x16), *y16 = x16 + cg->x16_elems;
@@ -192,8 +178,10 @@ static int op_linear(cuda_graph_t *cg, const gpu_op_t *op, int m, char *err, siz
     }
     if (!in16 && op->prec == GPU_PREC_FP8) {
         type = CUDA_GEMM_FP32;
-    } else if (!in16) {
-        OP_CUDA(cuda_convert<T>((const float *)x, (size_t)m * k, x16, cg->st));
+    } else if (!in16) { // rounded once per writer of the rows (x16_of)
+        if (cg->x16_of != op->src[0].t)
+            OP_CUDA(cuda_convert<T>((const float *)x, (size_t)m * k, x16, cg->st));
+        cg->x16_of = op->src[0].t;
         x = x16;
     }
     if (!out16) // the product into 16-bit scratch, then into the fp32 rows
@@ -202,7 +190,9 @@ static int op_linear(cuda_graph_t *cg, const gpu_op_t *op, int m, char *err, siz
         uint8_t *xq = (uint8_t *)(cg->dev + cg->o_xq);
         float *xs = (float *)(cg->dev + cg->o_xs);
         const cg_tensor_t *w = &cg->t[op->w[0]];
-        OP_CUDA(cuda_fp8_quantize_rows(x, type, m, k, xq, xs, cg->st));
+        if (cg->xq_for != op) // unless the LayerNorm before wrote them (op_norm)
+            OP_CUDA(cuda_fp8_quantize_rows(x, type, m, k, xq, xs, cg->st));
+        cg->xq_for = NULL;
         if (cuda_fp8_gemm_run(&cg->gemm8, (const uint8_t *)cg_ptr(cg, op->w[0]),
                               (const float *)(cg->dev + w->scale_at), xq, xs, yg, ldyg, bias, res,
                               m, n, k, epi, cg->st, err, errlen) != 0)
@@ -216,7 +206,13 @@ static int op_linear(cuda_graph_t *cg, const gpu_op_t *op, int m, char *err, siz
             snprintf(err, errlen, "%s: an activation into fp32 rows", op->name);
             return -1;
         }
-        if (op->epi == GPU_EPI_RESIDUAL)
+        if (ln) { // the sum's LayerNorm into the fp32 rows and their rounding into x16
+            T *xo = (size_t)m * n <= cg->x16_elems ? x16 : (T *)NULL;
+            OP_CUDA((cuda_add_ln<T, float>(y16, (const float *)y, (const float *)wptr(cg, ln->w[0]),
+                                           (const float *)wptr(cg, ln->w[1]), m, n, ln->eps,
+                                           (float *)y, xo, cg->sms, cg->st)));
+            cg->x16_of = xo ? op->out.t : -1;
+        } else if (op->epi == GPU_EPI_RESIDUAL)
             OP_CUDA(cuda_add_f32<T>(y16, (float *)y, (size_t)m * n, cg->st));
         else
             OP_CUDA(cuda_to_float<T>(y16, (size_t)m * n, (float *)y, cg->st));
@@ -259,11 +255,11 @@ static int op_attention(cuda_graph_t *cg, const gpu_op_t *op, int nt, int ns, in
     if (rel) {
         T *c2p = (T *)(cg->dev + cg->o_rel), *p2c = c2p + cg->rel_elems;
         const int R = g->tensor[op->w[0]].rows;
-        if (cuda_rel_scores<T>(cg->blas, q, ldq, nt, (const T *)cg_ptr(cg, op->w[0]), R, heads, hd,
+        if (cuda_rel_scores<T>(&cg->rel, q, ldq, nt, (const T *)cg_ptr(cg, op->w[0]), R, heads, hd,
                                c2p, cg->st) != 0 ||
-            cuda_rel_scores<T>(cg->blas, k, ld, nt, (const T *)cg_ptr(cg, op->w[1]), R, heads, hd,
+            cuda_rel_scores<T>(&cg->rel, k, ld, nt, (const T *)cg_ptr(cg, op->w[1]), R, heads, hd,
                                p2c, cg->st) != 0) {
-            snprintf(err, errlen, "%s: cuBLAS relative scores failed", op->name);
+            snprintf(err, errlen, "%s: cuBLASLt relative scores failed", op->name);
             return -1;
         }
         o.c2p = c2p, o.p2c = p2c, o.rrow = (const int32_t *)(cg->dev + cg->o_rrow);
@@ -318,8 +314,8 @@ static int op_pool(cuda_graph_t *cg, const gpu_op_t *op, int ns, char *err, size
 }
 
 template <typename T>
-static int op_run(cuda_graph_t *cg, const gpu_op_t *op, int nt, int ns, int max_len, char *err,
-                  size_t errlen) {
+static int op_run(cuda_graph_t *cg, const gpu_op_t *op, const gpu_op_t *ln, int nt, int ns,
+                  int max_len, char *err, size_t errlen) {
     const int m = rows_of(cg, op->out.t, nt, ns);
     switch (op->kind) {
     case GPU_OP_EMBED:
@@ -327,7 +323,7 @@ static int op_run(cuda_graph_t *cg, const gpu_op_t *op, int nt, int ns, int max_
     case GPU_OP_NORM:
         return op_norm<T>(cg, op, m, err, errlen);
     case GPU_OP_LINEAR:
-        return op_linear<T>(cg, op, m, err, errlen);
+        return op_linear<T>(cg, op, ln, m, err, errlen);
     case GPU_OP_ATTENTION:
         return op_attention<T>(cg, op, nt, ns, max_len, err, errlen);
     case GPU_OP_POOL:
@@ -338,8 +334,37 @@ static int op_run(cuda_graph_t *cg, const gpu_op_t *op, int nt, int ns, int max_
     }
 }
 
+// ln when it runs fused into op: a LayerNorm in place on the whole fp32 rows that op, a
+// 16-bit residual projection, has just added its product into (bf16's residual stream: the
+// hand-written path's one pass for the sum, its norm and its bf16 rounding). NULL otherwise.
+static const gpu_op_t *fused_norm(const cuda_graph_t *cg, const gpu_op_t *op, const gpu_op_t *ln) {
+    const gpu_graph_t *g = cg->g;
+    if (op->kind != GPU_OP_LINEAR || op->epi != GPU_EPI_RESIDUAL || op->prec == GPU_PREC_FP32 ||
+        cg->t[op->out.t].dt != CG_F32 || !contiguous(g, op->out, op->n))
+        return NULL;
+    if (ln->kind != GPU_OP_NORM || ln->w[0] < 0 || ln->n != op->n || ln->src[0].t != op->out.t ||
+        ln->out.t != op->out.t || ln->src[0].col != 0 || ln->out.col != 0)
+        return NULL;
+    return cg->t16 == CG_BF16 || cg->t16 == CG_F16 ? ln : NULL;
+}
+
+static int op_dispatch(cuda_graph_t *cg, const gpu_op_t *op, const gpu_op_t *ln, int nt, int ns,
+                       int max_len, char *err, size_t errlen) {
+    // an op that writes the rows x16 holds leaves their rounding stale
+    if (op->out.t >= 0 && op->out.t == cg->x16_of) cg->x16_of = -1;
+    return cg->t16 == CG_BF16 ? op_run<__nv_bfloat16>(cg, op, ln, nt, ns, max_len, err, errlen)
+                              : op_run<__half>(cg, op, ln, nt, ns, max_len, err, errlen);
+}
+
 int cuda_graph_op(cuda_graph_t *cg, const gpu_op_t *op, int nt, int ns, int max_len, char *err,
                   size_t errlen) {
-    return cg->t16 == CG_BF16 ? op_run<__nv_bfloat16>(cg, op, nt, ns, max_len, err, errlen)
-                              : op_run<__half>(cg, op, nt, ns, max_len, err, errlen);
+    return op_dispatch(cg, op, NULL, nt, ns, max_len, err, errlen);
+}
+
+int cuda_graph_step(cuda_graph_t *cg, int i, int nt, int ns, int max_len, char *err,
+                    size_t errlen) {
+    const gpu_op_t *op = &cg->g->op[i];
+    const gpu_op_t *ln = i + 1 < cg->g->n_ops ? fused_norm(cg, op, &cg->g->op[i + 1]) : NULL;
+    if (op_dispatch(cg, op, ln, nt, ns, max_len, err, errlen) != 0) return -1;
+    return i + (ln ? 2 : 1);
 }

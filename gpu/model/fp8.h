@@ -51,8 +51,14 @@ typedef enum {
     GPU_FP8_POINTS
 } gpu_fp8_point_t;
 
+/* Depth from which a model runs QKV and FFN-in of its inner layers in FP8 (gpu_fp8_runs);
+ * shallower ones only their inner attention-out projections. */
+#define GPU_FP8_DEEP 6
+
 /* 1 when projection p of layer l runs in FP8 (E4M3 inputs and weights), 0 when it stays in
- * the backend's 16-bit type. The one place the recipe's per-layer choice is made. */
+ * the backend's 16-bit type. The one place the recipe's per-layer choice is made: QKV and
+ * FFN-in (the LayerNorm-fed points) of every layer but the first and the last (GPU_FP8_DEEP
+ * layers or more; below, the attention-out ones of those layers only). */
 int gpu_fp8_runs(const gpu_model_config_t *cfg, int layer, gpu_fp8_point_t p);
 /* Projections in FP8 and their share of the encoder's projection FLOPs (0..1). */
 int gpu_fp8_count(const gpu_model_config_t *cfg, double *flop_share);

@@ -44,17 +44,20 @@
 #                is installed) and deberta-v3-base (eager, compile), fp16, 16384 and 65536,
 #                on the tickets-mix workload; then test_gpu_golden, whose gate (flips on thin
 #                fp32 margins only) now covers the five families
-#       graph    issue 32, the encoder graph on CUDA in one call (< 9 minutes): test_graph_ops
-#                (every op variant x precision on cpu and cuda against tests/lib's references),
-#                test_gpu_kernels
-#                (every kernel against its fp32 reference: RoPE, sliding window, c2p + p2c,
-#                GeGLU, mean pool beside BERT's), test_gpu_golden as the worker gets the backend
-#                (BERT families hand-written, ModernBERT and DeBERTa-v3 on the graph) and with
-#                "graph" (all 7 families on the graph), test_gpu_memory over GRAPH_MEM_BATCHES
-#                (100000) random batches for modernbert-base and deberta-v3-base, then reclass
-#                bench on tickets-mix at 16384: bert-base fp16 (hand-written) and fp8 (graph),
-#                modernbert-base and deberta-v3-base fp16; every step's timeout cut to what
-#                is left of GRAPH_BUDGET_S (510 s)
+#       graph    issue 32, the encoder graph on CUDA (every family and precision) in one call
+#                (GRAPH_BUDGET_S, 570 s by default, inside the call's 600; each step's timeout
+#                cut to what is left): test_graph_ops (every op variant x precision on cpu and
+#                cuda against tests/lib's references, fp16 and bf16 rows for BERT's ops),
+#                test_gpu_kernels,
+#                test_gpu_golden (all 7 families, fp16 and bf16), reclass bench bert-base fp16 /
+#                bf16 / fp8 at 16384 on tickets-mix beside a baseline binary interleaved (put
+#                main's build before this change at .devlibs/base/reclass before `pack`: in a
+#                checkout of that commit, `cmake -S . -B build-sm90 -DCMAKE_CUDA_ARCHITECTURES=90
+#                && cmake --build build-sm90 --target reclass`, then `mkdir -p .devlibs/base && cp
+#                <that checkout>/build-sm90/reclass .devlibs/base/`), then test_gpu_memory over
+#                GRAPH_MEM_BATCHES (100000) random batches after every token count 1..2048 for
+#                bert-base, modernbert-base and deberta-v3-base. GRAPH_PARTS (ops, kernels,
+#                golden, bench, memory) runs a subset, e.g. the memory runs in a second call.
 #       torch    tests/bench/torch_gpu_peer.py eager + torch.compile on the same workload
 #       bound    tests/bench/bound.py on this call's bench and torch lines: how fast attention
 #                would have to run for 1.6x the best PyTorch variant (needs bench, torch)
@@ -65,8 +68,13 @@
 #                ../shared/data/clinc150 ../shared/data/cfpb_complaints .devdata/`, ignored in
 #                .git/info/exclude, carried), agreement with HF fp32 of
 #                reclass cuda fp16/bf16, the CPU FP8 reference, torch fp16/bf16 and torchao
-#                FP8 on CLINC150 test and long CFPB narratives; then gpu_bench fp16 and
-#                torch.compile bf16 / torchao FP8 (carried .whl) interleaved at 16384, 65536
+#                FP8 on CLINC150 test and long CFPB narratives; then gpu_bench fp16, reclass
+#                bench bert-base fp16 and fp8 and torch.compile bf16 / torchao FP8 (carried
+#                .whl) interleaved at 16384, 65536. FP8_PARTS picks parts (default
+#                kernels,agree,speed; plans: test_gpu_fp8 plans, bert-base on the graph per set
+#                of FP8 points beside the graph at fp16; recipes: fp8_recipes.py's simulation of
+#                FP8_RECIPES (default 4,10,11,12,13: every point, the plan, its neighbours) on
+#                that classifier); a classifier trained in /tmp/fp8run is reused
 #       e2e      deploy/demo.sh with RECLASS_BACKEND=cuda: the whole job (dev broker, worker,
 #                PostgreSQL) on the GPU; needs .devlibs/pg.tar.xz (pack-pg here)
 #       job      tests/bench/job_bench.sh on the 1M real tickets (.devlibs/e2e/real_texts.jsonl.xz)
@@ -375,10 +383,10 @@ if has newpeers; then
     $B/tests/test_gpu_golden 2>&1 | tee "$OUT/newpeers-golden.log" | grep -E 'FAIL|PASSED|FAILED' | tee -a "$summary"
 fi
 if has graph; then
-    # Each step's timeout is cut to what is left of GRAPH_BUDGET_S (510) seconds, so the whole
-    # stage ends inside one 9-minute device call; a step with under 10 s left is skipped.
+    # Each step's timeout is cut to what is left of GRAPH_BUDGET_S (570) seconds, so the whole
+    # stage ends inside one 10-minute device call; a step with under 10 s left is skipped.
     cap() {
-        local left=$((${GRAPH_BUDGET_S:-510} - $(elapsed)))
+        local left=$((${GRAPH_BUDGET_S:-570} - $(elapsed)))
         [ "$left" -lt "$1" ] && echo "$left" || echo "$1"
     }
     step() { # step SECONDS LOG CMD...: runs CMD under the capped timeout, its exit in LOG
@@ -392,30 +400,56 @@ if has graph; then
         timeout "$t" "$@" >"$log" 2>&1
         echo "exit $? (limit ${t}s)" | tee -a "$log" | tee -a "$summary"
     }
-    note "graph: test_graph_ops, op x precision x backend ($(elapsed)s)"
-    step 60 "$OUT/graph-ops.log" $B/tests/test_graph_ops
-    grep -E " cuda +|rows run|FAIL" "$OUT/graph-ops.log" | tail -45 | tee -a "$summary"
-    note "graph: test_gpu_kernels ($(elapsed)s)"
-    step 150 "$OUT/graph-kernels.log" $B/tests/test_gpu_kernels
-    grep -E "^FAIL|PASSED|FAILED|rope|window|c2p|geglu|mean pool|rel scores" "$OUT/graph-kernels.log" |
-        tail -40 | tee -a "$summary"
-    for mode in table graph; do
-        note "graph: test_gpu_golden $mode ($(elapsed)s)"
-        step 120 "$OUT/graph-golden-$mode.log" $B/tests/test_gpu_golden ${mode/table/}
-        grep -E "^(ok|FAIL)|PASSED|FAILED" "$OUT/graph-golden-$mode.log" | tail -30 | tee -a "$summary"
-    done
-    for g in modernbert-base deberta-v3-base; do
-        note "graph: test_gpu_memory ${GRAPH_MEM_BATCHES:-100000} $g ($(elapsed)s)"
-        step 200 "$OUT/graph-memory-$g.log" $B/tests/test_gpu_memory ${GRAPH_MEM_BATCHES:-100000} $g
-        grep -E "FAIL|PASSED|weights|batches" "$OUT/graph-memory-$g.log" | tail -6 | tee -a "$summary"
-    done
-    for gp in bert-base:fp16 bert-base:fp8 modernbert-base:fp16 deberta-v3-base:fp16; do
-        note "graph: reclass bench ${gp%%:*} ${gp#*:} 16384 ($(elapsed)s)"
-        step 40 "$OUT/graph-bench-${gp%%:*}-${gp#*:}.log" $B/reclass bench --geometry "${gp%%:*}" \
-            --labels 140 --backend cuda --workload tickets-mix --token-budget 16384 \
-            --precision "${gp#*:}" --repeat 2
-        tail -2 "$OUT/graph-bench-${gp%%:*}-${gp#*:}.log" | tee -a "$OUT/graph-bench.log" | tee -a "$summary"
-    done
+    parts=",${GRAPH_PARTS:-ops,kernels,golden,bench,memory},"
+    part() { [[ $parts == *",$1,"* ]]; }
+    if part ops; then
+        note "graph: test_graph_ops, op x precision x backend ($(elapsed)s)"
+        step 60 "$OUT/graph-ops.log" $B/tests/test_graph_ops
+        grep -E " cuda +|rows run|FAIL" "$OUT/graph-ops.log" | tail -60 | tee -a "$summary"
+    fi
+    if part kernels; then
+        note "graph: test_gpu_kernels ($(elapsed)s)"
+        step 150 "$OUT/graph-kernels.log" $B/tests/test_gpu_kernels
+        grep -E "^FAIL|PASSED|FAILED|rope|window|c2p|geglu|mean pool|rel scores" "$OUT/graph-kernels.log" |
+            tail -40 | tee -a "$summary"
+    fi
+    if part golden; then # all 7 families, fp16 and bf16, through the backend as the worker gets it
+        note "graph: test_gpu_golden ($(elapsed)s)"
+        step 120 "$OUT/graph-golden.log" $B/tests/test_gpu_golden
+        grep -E "^(ok|FAIL)|PASSED|FAILED|gpu_golden" "$OUT/graph-golden.log" | tail -40 | tee -a "$summary"
+    fi
+    if part bench; then
+        # bert-base fp16 / bf16 / fp8 on tickets-mix at 16384, this build beside the baseline
+        # (.devlibs/base/reclass: main's build before the graph took the BERT families, which
+        # `pack` carries when it is there), interleaved per precision so clocks and heat hit
+        # both alike; GRAPH_BENCH_ROUNDS (1) rounds, the second in the other order.
+        bins=("$B/reclass")
+        [ -x .devlibs/base/reclass ] && bins+=(.devlibs/base/reclass) ||
+            note "graph: no .devlibs/base/reclass: no baseline rows"
+        for round in $(seq 1 "${GRAPH_BENCH_ROUNDS:-1}"); do
+            order=("${bins[@]}")
+            [ $((round % 2)) -eq 0 ] && [ ${#bins[@]} -eq 2 ] && order=("${bins[1]}" "${bins[0]}")
+            for p in fp16 bf16 fp8; do
+                for bin in "${order[@]}"; do
+                    who=$([ "$bin" = "$B/reclass" ] && echo graph || echo base)
+                    note "graph: bench bert-base $p $who round $round ($(elapsed)s)"
+                    step 45 "$OUT/graph-bench-$p-$who-$round.log" "$bin" bench --geometry bert-base \
+                        --labels 140 --backend cuda --workload tickets-mix --token-budget 16384 \
+                        --precision "$p" --repeat 3
+                    # the result line, above step's "exit" line
+                    echo "$who $p round $round: $(tail -2 "$OUT/graph-bench-$p-$who-$round.log" 2>/dev/null | head -1)" |
+                        tee -a "$OUT/graph-bench.log" | tee -a "$summary"
+                done
+            done
+        done
+    fi
+    if part memory; then # every token count 1..2048, then GRAPH_MEM_BATCHES random batches
+        for g in bert-base modernbert-base deberta-v3-base; do
+            note "graph: test_gpu_memory ${GRAPH_MEM_BATCHES:-100000} $g ($(elapsed)s)"
+            step 200 "$OUT/graph-memory-$g.log" $B/tests/test_gpu_memory ${GRAPH_MEM_BATCHES:-100000} $g
+            grep -E "FAIL|PASSED|weights|batches|sweep" "$OUT/graph-memory-$g.log" | tail -6 | tee -a "$summary"
+        done
+    fi
 fi
 if has torch; then
     [ -f /tmp/tickets_mix.jsonl ] || $B/tests/gpu_bench --budgets 16384 --repeat 1 --workload-out /tmp/tickets_mix.jsonl >/dev/null
@@ -431,33 +465,60 @@ if has torch; then
     clocks_stop torch-compile
 fi
 if has fp8; then
-    note "test_gpu_fp8 ($(elapsed)s)"
-    timeout 120 $B/tests/test_gpu_fp8 2>&1 | tee "$OUT/test_gpu_fp8.log" | tee -a "$summary"
-    timeout 120 $B/tests/test_gpu_fp8 bench 2>&1 | tee -a "$OUT/test_gpu_fp8.log" | grep -E 'TFLOP|FAIL' | tee -a "$summary"
+    # FP8_PARTS: which parts run (a 10-minute call holds kernels + agree + speed, or recipes;
+    # the classifier trained by one call is kept in $D for the next while the machine is warm)
+    fp8_parts=",${FP8_PARTS:-kernels,agree,speed},"
+    part() { [[ $fp8_parts == *",$1,"* ]]; }
     D=/tmp/fp8run
-    note "fp8: train BERT-base CLINC150 classifier ($(elapsed)s)"
-    PYTHONUNBUFFERED=1 timeout 300 python3 tests/bench/fp8_agreement.py train $D --data "${FP8_DATA:-.devdata}" \
-        --epochs ${FP8_EPOCHS:-6} 2>&1 | tee "$OUT/fp8-train.log" | grep -v -E 'Warning|warn' | tail -12 | tee -a "$summary"
-    outs=()
-    for s in clinc_test cfpb_long; do
-        for p in fp16 bf16 fp8; do # fp8: the encoder graph's FP8 linears (gpu_fp8_runs)
-            $B/reclass classify --model $D/model --jsonl --backend cuda --precision $p --token-budget 16384 \
-                <$D/$s.jsonl >$D/cuda-$p-$s.out 2>>"$OUT/fp8-classify.err"
-            outs+=("reclass cuda $p=$D/cuda-$p-$s.out")
+    if part kernels; then
+        note "test_gpu_fp8 ($(elapsed)s)"
+        timeout 120 $B/tests/test_gpu_fp8 2>&1 | tee "$OUT/test_gpu_fp8.log" | tee -a "$summary"
+        timeout 120 $B/tests/test_gpu_fp8 bench 2>&1 | tee -a "$OUT/test_gpu_fp8.log" | grep -E 'TFLOP|FAIL' | tee -a "$summary"
+    fi
+    if part plans; then
+        note "test_gpu_fp8 plans: bert-base on the graph per set of FP8 points ($(elapsed)s)"
+        timeout 300 $B/tests/test_gpu_fp8 plans 2>&1 | tee -a "$OUT/test_gpu_fp8.log" | grep -E '^plan|FAIL' | tee -a "$summary"
+    fi
+    if { part agree || part recipes; } && [ ! -f $D/model/config.json ]; then
+        note "fp8: train BERT-base CLINC150 classifier ($(elapsed)s)"
+        PYTHONUNBUFFERED=1 timeout 300 python3 tests/bench/fp8_agreement.py train $D --data "${FP8_DATA:-.devdata}" \
+            --epochs ${FP8_EPOCHS:-6} 2>&1 | tee "$OUT/fp8-train.log" | grep -v -E 'Warning|warn' | tail -12 | tee -a "$summary"
+    fi
+    if part agree; then
+        outs=()
+        for s in clinc_test cfpb_long; do
+            for p in fp16 bf16 fp8; do # fp8: the encoder graph's FP8 linears (gpu_fp8_runs)
+                $B/reclass classify --model $D/model --jsonl --backend cuda --precision $p --token-budget 16384 \
+                    <$D/$s.jsonl >$D/cuda-$p-$s.out 2>>"$OUT/fp8-classify.err"
+                outs+=("reclass cuda $p=$D/cuda-$p-$s.out")
+            done
+            timeout 240 $B/reclass classify --model $D/model --jsonl --backend cpu --precision fp8 \
+                <$D/$s.jsonl >$D/cpu-fp8-$s.out 2>>"$OUT/fp8-classify.err"
+            outs+=("reclass cpu fp8 (reference)=$D/cpu-fp8-$s.out")
         done
-        timeout 240 $B/reclass classify --model $D/model --jsonl --backend cpu --precision fp8 \
-            <$D/$s.jsonl >$D/cpu-fp8-$s.out 2>>"$OUT/fp8-classify.err"
-        outs+=("reclass cpu fp8 (reference)=$D/cpu-fp8-$s.out")
-    done
-    note "fp8 agreement with HF fp32 ($(elapsed)s)"
-    python3 tests/bench/fp8_agreement.py compare $D "${outs[@]}" 2>&1 | tee "$OUT/fp8-agreement.log" | tee -a "$summary"
-    grep -m1 "fp8 plan" "$OUT/fp8-classify.err" | tee -a "$summary"
-    if [ -z "${FP8_NO_SPEED:-}" ]; then
+        note "fp8 agreement with HF fp32 ($(elapsed)s)"
+        python3 tests/bench/fp8_agreement.py compare $D "${outs[@]}" 2>&1 | tee "$OUT/fp8-agreement.log" | tee -a "$summary"
+        grep -m1 "fp8 plan" "$OUT/fp8-classify.err" | tee -a "$summary"
+    fi
+    if part recipes; then
+        note "fp8 recipes on this classifier, torch simulation ($(elapsed)s)"
+        PYTHONUNBUFFERED=1 timeout 420 python3 tests/bench/fp8_recipes.py --model $D/model --device cuda \
+            --data "${FP8_DATA:-.devdata}" --cfpb 600 --recipes ${FP8_RECIPES:-4,10,11,12,13} 2>&1 |
+            tee "$OUT/fp8-recipes.log" | grep -v -E 'Warning|warn' | tee -a "$summary"
+    fi
+    if part speed && [ -z "${FP8_NO_SPEED:-}" ]; then
         [ -f /tmp/tickets_mix.jsonl ] || $B/tests/gpu_bench --budgets 16384 --repeat 1 --workload-out /tmp/tickets_mix.jsonl >/dev/null
         for round in 1 2; do
-            note "fp8 speed round $round: gpu_bench fp16, torch.compile bf16, torchao fp8 ($(elapsed)s)"
+            note "fp8 speed round $round: reclass bench bert-base fp16 / fp8, torch.compile bf16, torchao fp8 ($(elapsed)s)"
             $B/tests/gpu_bench --precision fp16 --budgets 16384,65536 --repeat 3 2>&1 |
                 tee -a "$OUT/fp8-speed.log" | grep -E 'tickets/s' | tee -a "$summary"
+            for tb in 16384 65536; do
+                for p in fp16 fp8; do # fp8: gpu_fp8_runs' projections on the graph, the rest fp16
+                    timeout 120 $B/reclass bench --geometry bert-base --labels 140 --backend cuda \
+                        --workload tickets-mix --token-budget $tb --precision $p --repeat 3 2>&1 |
+                        tee -a "$OUT/fp8-speed.log" | tail -2 | sed "s/^/bench $p $tb: /" | tee -a "$summary"
+                done
+            done
             [ $round = 1 ] || continue # the peers compile once: their second round is in their repeats
             PYTHONUNBUFFERED=1 timeout ${TORCH_COMPILE_TIMEOUT:-300} python3 tests/bench/torch_gpu_peer.py /tmp/tickets_mix.jsonl \
                 --dtype bf16 --variants compile,torchao-fp8 --budgets 16384,65536 --repeat 3 2>&1 |

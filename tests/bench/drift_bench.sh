@@ -20,12 +20,17 @@ cleanup() {
 }
 trap cleanup EXIT
 url=${RECLASS_BENCH_DB:-$(bash "$here/../lib/pg_tmp.sh" start "$tmp/pg")}
+# RECLASS_BENCH_REUSE=1: $RECLASS_BENCH_DB already holds an earlier run's rows (same
+# arguments): time the queries again without loading
+reuse=${RECLASS_BENCH_REUSE:-}
+[ -z "$reuse" ] || [ -n "${RECLASS_BENCH_DB:-}" ] || { echo "RECLASS_BENCH_REUSE needs RECLASS_BENCH_DB" >&2; exit 2; }
 "$bin" migrate --db "$url" --migrations "$here/../../migrations" >/dev/null
 sql() { psql -X -qtA -v ON_ERROR_STOP=1 "$url" -c "$1"; }
 now_s() { date +%s.%N; }
 
 # ---- load --------------------------------------------------------------------------------
-t0=$(now_s)
+t0=$(now_s) t1=$t0
+if [ -z "$reuse" ]; then
 # jobs: job j belongs to tenant j % TENANTS, its 1,000 tickets classified over an hour, the
 # jobs spread evenly over the DAYS days (job 1 the newest)
 sql "INSERT INTO job_info (job_id, tenant, total, first_seen, completed_at, updated_at)
@@ -66,7 +71,29 @@ for ((d = DAYS; d >= 1; d--)); do
                               5 + k % 3 AS b, 3 + (k * 7 + extract(hour FROM w)::int) % 4 AS c,
                               CASE WHEN k = 7 AND w > now() - interval '1 day' THEN 12 ELSE 2 + k % 2 END AS e) x"
 done
+# the scores the worker stores as it judges each window (drift_judged, its hourly roll-up):
+# synthetic, shaped as the judge writes them (tenant0007 drifts in its last day)
+sql "SELECT drift_partitions_ensure(now() - interval '$((DAYS + 1)) days', now())" >/dev/null
+for ((d = DAYS; d >= 1; d--)); do
+    sql "INSERT INTO drift_judged (window_start, tenant, model, window_s, tickets, status, rank, label_psi,
+                                   label_js, confidence_psi, confidence_js, low_confidence_share,
+                                   low_confidence_change, labels_new, labels_gone, reference, ref_tickets, overflow)
+         SELECT window_start, tenant, model, window_s, tickets, s, drift_rank(s), lp, lp / 4, cp, cp / 4, 0.05,
+                0.01, '{}', '{}', 'trailing 7 days', 100000, false
+         FROM drift_windows, LATERAL (SELECT (abs(hashtext(tenant || window_start)) % 1000) / 5000.0 AS lp,
+                                             (abs(hashtext(window_start || tenant)) % 1000) / 8000.0 AS cp) x,
+              LATERAL (SELECT CASE WHEN tenant = 'tenant0007' AND window_start > now() - interval '1 day' THEN 'drift'
+                                   WHEN greatest(lp, cp) >= 0.1 THEN 'watch' ELSE 'ok' END AS s) y
+         WHERE window_start >= date_trunc('day', now()) - interval '$d days'
+           AND window_start < date_trunc('day', now()) - interval '$((d - 1)) days'"
+done
+sql "INSERT INTO drift_judged_hourly
+     SELECT tenant, model, date_trunc('hour', window_start, 'UTC'), count(*), count(*) FILTER (WHERE status = 'drift'),
+            sum(tickets), max(rank), max(label_psi), max(confidence_psi), min(window_start) FILTER (WHERE status = 'drift'),
+            'trailing 7 days', max(window_start)
+     FROM drift_judged GROUP BY 1, 2, 3"
 sql "ANALYZE"
+fi
 t2=$(now_s)
 
 # ---- queries ------------------------------------------------------------------------------
@@ -100,6 +127,25 @@ time_cmd() {
         printf '| %s | %.1f ms |\n' "$name" "$runs"
     fi
 }
+# time_cpu NAME SETUP SQL: median of 3 CPU times (user + system, 10 ms ticks) of the server
+# process running SQL, each in a new session after SETUP: on a shared machine wall time
+# counts the other processes' load, CPU time does not. Only for a server on this machine.
+time_cpu() {
+    local name=$1 setup=$2 q=$3 runs pid x a b cpid
+    runs=$(for _ in 1 2 3; do
+        coproc P { psql -X -qtA "$url" 2>&1; }
+        cpid=$P_PID
+        echo "SELECT pg_backend_pid();" >&"${P[1]}"; read -r pid <&"${P[0]}"
+        [ -r "/proc/$pid/stat" ] || { echo "\\q" >&"${P[1]}"; wait "$cpid"; echo -1; continue; }
+        echo "$setup; SELECT 1;" >&"${P[1]}"; read -r x <&"${P[0]}"
+        a=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+        echo "SELECT count(*) FROM ($q) x;" >&"${P[1]}"; read -r x <&"${P[0]}"
+        b=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+        echo "\\q" >&"${P[1]}"; wait "$cpid" || true
+        echo $(( (b - a) * 1000 / $(getconf CLK_TCK) ))
+    done | median3)
+    [ "$runs" -ge 0 ] && printf '| %s | %s ms CPU |\n' "$name" "$runs" || printf '| %s | (server not on this machine) |\n' "$name"
+}
 # the worker's write of one window of every tenant, then its drift-status statements
 win="date_trunc('minute', now())"
 window_write="INSERT INTO drift_windows AS d (window_start, window_s, tenant, model, worker, tickets, label_counts, confidence_hist)
@@ -127,6 +173,7 @@ next_window="INSERT INTO drift_windows (window_start, window_s, tenant, model, w
            $WINDOW_S, format('tenant%s', lpad(k::text, 4, '0')), 'm', 'bench:2', 10, '{\"l0\": 6, \"l1\": 4}', '{0,0,0,0,0,1,2,3,4,0}'
     FROM generate_series(0, $TENANTS - 1) k"
 time_sql 'worker: judge the window (`drift_status_refresh`, every tenant)' "$next_window" "$judge"
+time_cpu 'worker: judge the window, server CPU time' "$next_window" "$judge"
 time_sql 'worker: read the worst tenants (`reclass_drift_status`)' \
     "SELECT tenant, level FROM drift_status WHERE model = '$model' AND window_start >= now() - interval '$((2 * WINDOW_S)) s' ORDER BY level DESC, window_start DESC, tenant LIMIT 64"
 time_sql 'worker: count tenants per status' \
@@ -140,6 +187,7 @@ time_sql 'jobs listing without the drift column' \
 echo
 echo "rows: ticket_results $(sql "SELECT count(*) FROM ticket_results"), jobs $JOBS," \
      "drift_windows $(sql "SELECT count(*) FROM drift_windows"), drift_hourly $(sql "SELECT count(*) FROM drift_hourly")," \
+     "drift_judged $(sql "SELECT count(*) FROM drift_judged")," \
      "tenants $TENANTS, window $WINDOW_S s, $DAYS days"
-echo "load: results $(echo "$t1 - $t0" | bc) s, windows and roll-ups $(echo "$t2 - $t1" | bc) s;" \
+echo "load: results $(echo "$t1 - $t0" | bc) s, windows, roll-ups and stored scores $(echo "$t2 - $t1" | bc) s;" \
      "$(sql "SHOW server_version") ($(nproc) CPUs)"

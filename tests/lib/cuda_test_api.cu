@@ -13,6 +13,7 @@
 #include "gpu/cuda/cuda_backend_int.cuh"
 #include "gpu/cuda/cuda_common.cuh"
 #include "gpu/cuda/cuda_gemm.cuh"
+#include "gpu/cuda/cuda_graph.cuh"
 #include "tests/lib/cuda_test_api.h"
 #include "tests/lib/cuda_test_util.cuh"
 
@@ -407,13 +408,14 @@ extern "C" int gpu_cuda_backend_profile(gpu_backend_t *be, int on, double *ms) {
 
 // Heuristic queries so far (stays small over a long run).
 extern "C" long gpu_cuda_backend_heuristic_queries(gpu_backend_t *be) {
-    return be->gemm.heuristic_queries + be->gemm32.heuristic_queries;
+    return be->graph->gemm.heuristic_queries + be->graph->gemm32.heuristic_queries;
 }
 
 extern "C" void gpu_cuda_backend_tune_stats(gpu_backend_t *be, long *tuned, long *changed,
                                             double *ms_top1, double *ms_best) {
-    *tuned = be->gemm.tuned;
-    *changed = be->gemm.tuned_changed;
-    *ms_top1 = be->gemm.tuned_ms_top1;
-    *ms_best = be->gemm.tuned_ms_best;
+    const cuda_gemm_t *g = &be->graph->gemm;
+    *tuned = g->tuned;
+    *changed = g->tuned_changed;
+    *ms_top1 = g->tuned_ms_top1;
+    *ms_best = g->tuned_ms_best;
 }

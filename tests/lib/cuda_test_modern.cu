@@ -1,10 +1,11 @@
 // Test entry points of the ModernBERT and DeBERTa kernels (tests/lib/cuda_test_modern.h).
-#include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "gpu/cuda/cuda_gemm.cuh"
 #include "tests/lib/cuda_test_modern.h"
 #include "tests/lib/cuda_test_util.cuh"
 
@@ -111,18 +112,22 @@ extern "C" int gpu_cuda_test_mean_pool(const char *precision, const float *x, co
 }
 
 template <typename T>
-static int tm_rel(const float *x, int ldx, int n, const float *rel, int R, int heads, int hd,
-                  float *out) {
+static int tm_rel(int bf16, const float *x, int ldx, int n, const float *rel, int R, int heads,
+                  int hd, float *out) {
     int rc = 0;
     const size_t nout = (size_t)n * heads * R;
     T *dx = ta_upload<T>(x, (size_t)(n - 1) * ldx + (size_t)heads * hd);
     T *drel = ta_upload<T>(rel, (size_t)R * heads * hd), *dout = ta_poisoned<T>(nout);
-    cublasHandle_t h = NULL;
-    if (!dx || !drel || !dout || cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) {
+    const size_t ws_bytes = 4u << 20;
+    void *ws = NULL;
+    cuda_rel_gemm_t r;
+    memset(&r, 0, sizeof r);
+    if (!dx || !drel || !dout || cudaMalloc(&ws, ws_bytes) != cudaSuccess ||
+        cuda_rel_init(&r, bf16, ws, ws_bytes) != 0) {
         rc = -1;
         goto done;
     }
-    if (cuda_rel_scores<T>(h, dx, ldx, n, drel, R, heads, hd, dout, 0) != 0) {
+    if (cuda_rel_scores<T>(&r, dx, ldx, n, drel, R, heads, hd, dout, 0) != 0) {
         fprintf(stderr, "cuda_rel_scores failed\n");
         rc = -1;
         goto done;
@@ -130,13 +135,14 @@ static int tm_rel(const float *x, int ldx, int n, const float *rel, int R, int h
     TA_CHECK(cudaDeviceSynchronize());
     rc = ta_download<T>(dout, nout, out);
 done:
-    if (h) cublasDestroy(h);
+    cuda_rel_free(&r);
+    cudaFree(ws);
     cudaFree(dx), cudaFree(drel), cudaFree(dout);
     return rc;
 }
 extern "C" int gpu_cuda_test_rel_scores(const char *precision, const float *x, int ldx, int n,
                                         const float *rel, int R, int heads, int head_dim,
                                         float *out) {
-    return is_bf16(precision) ? tm_rel<__nv_bfloat16>(x, ldx, n, rel, R, heads, head_dim, out)
-                              : tm_rel<__half>(x, ldx, n, rel, R, heads, head_dim, out);
+    return is_bf16(precision) ? tm_rel<__nv_bfloat16>(1, x, ldx, n, rel, R, heads, head_dim, out)
+                              : tm_rel<__half>(0, x, ldx, n, rel, R, heads, head_dim, out);
 }

@@ -1,6 +1,7 @@
 /* reclass drift baseline | report: pins a drift baseline and prints the worst-drifting
  * tenants and windows. The scores are SQL (migrations/004_drift.sql: drift_scores,
- * drift_baseline_pin_*); this file only passes arguments and prints. */
+ * drift_baseline_pin_*; 011_drift_judged.sql: the stored scores the report reads); this file
+ * only passes arguments and prints. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,8 +70,10 @@ static void drift_report_usage(FILE *f) {
     fprintf(f, "usage: reclass drift report --db URL [--tenant T] [--model M] [--since S]\n"
                "                            [--bucket window|hour|day] [--limit N]\n\n"
                "Prints the tenants ranked by their worst drift status, since when they drift,\n"
-               "then the worst windows (drift_scores of migration 004: PSI and Jensen-Shannon\n"
-               "divergence of the label mix and confidence histogram against the baseline).\n"
+               "then the worst windows: the scores stored as the worker judged each window\n"
+               "(PSI and Jensen-Shannon divergence of the label mix and confidence histogram\n"
+               "against the baseline; pinning a baseline re-scores the stored windows). Hour\n"
+               "and day buckets show their windows' worst status and highest PSIs.\n"
                "Statuses: drift (a PSI >= 0.25), watch (>= 0.1), ok, sparse (too few tickets\n"
                "to judge), no_baseline. Exit status 3 when any window reads drift (for cron\n"
                "alerts), 0 otherwise.\n\n");
@@ -131,37 +134,21 @@ static int drift_baseline(int argc, char **argv) {
     return 0;
 }
 
-/* A status's rank, worst first, as the SQL below orders them. */
-#define DRIFT_RANK_SQL                                                                             \
-    "CASE status WHEN 'drift' THEN 4 WHEN 'watch' THEN 3 WHEN 'ok' THEN 2 WHEN 'sparse' THEN 1 "   \
-    "ELSE 0 END"
-
-/* Buckets whose scores count: sparse ones are noise by definition. */
-#define DRIFT_JUDGED "status IN ('ok', 'watch', 'drift')"
-
+/* The scores stored as windows were judged (migrations/011_drift_judged.sql): the report reads
+ * them and their hourly roll-up, it scores nothing. */
 static const char drift_tenants_sql[] =
-    "WITH s AS (SELECT * FROM drift_scores($1, drift_since($2), $3, $4))"
-    " SELECT tenant, model, (array_agg(status ORDER BY " DRIFT_RANK_SQL " DESC))[1],"
-    " count(*), count(*) FILTER (WHERE status = 'drift'), sum(tickets),"
-    " to_char(min(bucket_start) FILTER (WHERE status = 'drift') AT TIME ZONE 'UTC',"
-    " 'YYYY-MM-DD HH24:MI'),"
-    " round(max(label_psi) FILTER (WHERE " DRIFT_JUDGED ")::numeric, 3),"
-    " round(max(confidence_psi) FILTER (WHERE " DRIFT_JUDGED ")::numeric, 3),"
-    " (array_agg(reference ORDER BY bucket_start DESC))[1]"
-    " FROM s GROUP BY tenant, model"
-    " ORDER BY max(" DRIFT_RANK_SQL ") DESC,"
-    " max(greatest(label_psi, confidence_psi)) FILTER (WHERE " DRIFT_JUDGED ") DESC"
-    " NULLS LAST, tenant";
+    "SELECT tenant, model, worst, buckets, drifting, tickets,"
+    " to_char(drift_since AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI'),"
+    " round(max_label_psi::numeric, 3), round(max_confidence_psi::numeric, 3), reference"
+    " FROM drift_report_tenants($1, drift_since($2), $3, $4)";
 
 static const char drift_windows_sql[] =
     "SELECT to_char(bucket_start AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS'), bucket_s, tenant,"
     " model, status, tickets, round(label_psi::numeric, 3), round(label_js::numeric, 3),"
     " round(confidence_psi::numeric, 3), round(confidence_js::numeric, 3),"
     " round(low_confidence_share::numeric, 3), round(low_confidence_change::numeric, 3),"
-    " cardinality(labels_new), cardinality(labels_gone)"
-    " FROM drift_scores($1, drift_since($2), $3, $4)"
-    " ORDER BY " DRIFT_RANK_SQL " DESC, greatest(label_psi, confidence_psi) DESC NULLS LAST,"
-    " bucket_start DESC LIMIT $5";
+    " labels_new, labels_gone"
+    " FROM drift_report_worst($1, drift_since($2), $3, $4, $5::integer)";
 
 static int drift_report(int argc, char **argv) {
     drift_args_t a = {0};
@@ -212,7 +199,7 @@ static int drift_report(int argc, char **argv) {
                worker_cli_db_str(w, i, 6, "-"), worker_cli_db_str(w, i, 7, "-"),
                worker_cli_db_str(w, i, 8, "-"), worker_cli_db_str(w, i, 9, "-"),
                worker_cli_db_str(w, i, 10, "-"), worker_cli_db_str(w, i, 11, "-"),
-               PQgetvalue(w, i, 12), PQgetvalue(w, i, 13));
+               worker_cli_db_str(w, i, 12, "-"), worker_cli_db_str(w, i, 13, "-"));
     if (drifting) printf("\n%ld bucket%s in drift\n", drifting, drifting == 1 ? "" : "s");
     PQclear(t);
     PQclear(w);

@@ -1,6 +1,6 @@
-/* reclass plan-memory: the CUDA backend's device memory plan (gpu_backend_plan_memory),
- * printed without touching a GPU, so an operator can size the token budget before renting
- * one. */
+/* reclass plan-memory: the CUDA backend's device memory plan (gpu_backend_plan_memory: the
+ * layout of the model's encoder graph, gpu/cuda/layout.c), printed without touching a GPU,
+ * so an operator can size the token budget before renting one; then the graph op by op. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,8 +88,8 @@ static int print_graph_plan(const gpu_model_config_t *cfg, const char *precision
     }
     printf("  %-64s    %-10s %12zu  %s\n", "= graph weights", "", p.weights_bytes,
            human(p.weights_bytes, h, sizeof h));
-    printf("  %-64s    %-10s %12zu  %s\n", "= graph arena (consts, activations, logits)", "",
-           p.arena_bytes, human(p.arena_bytes, h, sizeof h));
+    printf("  %-64s    %-10s %12zu  %s\n", "= every tensor apart (cuda shares activations: above)",
+           "", p.arena_bytes, human(p.arena_bytes, h, sizeof h));
     gpu_graph_plan_free(&p);
     gpu_graph_free(g);
     return 0;
