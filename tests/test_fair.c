@@ -68,23 +68,26 @@ static void test_priority_within_lane(void **state) {
         its[i] = (it_t){i, 100, 1, 0};
         assert_int_equal(worker_fair_push(f, &its[i], 100, 1, "t", 9, 100 + i), WORKER_ACCUM_OK);
     }
-    its[30] = (it_t){30, 100, 0, 0}; /* urgent lane, no priority: still first */
+    its[30] = (it_t){30, 100, 0, 0}; /* urgent lane, no priority: still first, alone */
     assert_int_equal(worker_fair_push(f, &its[30], 100, 0, "t", 0, 150), WORKER_ACCUM_OK);
     void *out[64];
     int lens[64];
     int n = worker_fair_pop(f, 300, 0, out, lens, 64);
-    assert_int_equal(n, 10);
+    assert_int_equal(n, 1);
     assert_int_equal(((it_t *)out[0])->id, 30);
-    for (int k = 1; k < n; k++)
-        assert_int_equal(((it_t *)out[k])->id, 19 + k);
     n = worker_fair_pop(f, 300, 0, out, lens, 64);
-    assert_int_equal(n, 10);
-    assert_int_equal(((it_t *)out[0])->id, 29); /* the last 9, then the 0s in arrival order */
-    for (int k = 1; k < n; k++)
-        assert_int_equal(((it_t *)out[k])->id, k - 1);
+    assert_int_equal(n, 10); /* the 9s, though they arrived after the 0s */
+    for (int k = 0; k < n; k++)
+        assert_int_equal(((it_t *)out[k])->id, 20 + k);
+    n = worker_fair_pop(f, 300, 0, out, lens, 64);
+    assert_int_equal(n, 10); /* then the 0s in arrival order */
+    for (int k = 0; k < n; k++)
+        assert_int_equal(((it_t *)out[k])->id, k);
     worker_fair_free(f);
 }
 
+/* An urgent lane's items make a batch of their own at once, ahead of the bulk: not filled with
+ * bulk tickets, not waiting for a budget's worth or a deadline. */
 static void test_urgent_lane_first(void **state) {
     (void)state;
     worker_fair_cfg_t c = cfg_of(2, 1000, 100000, NULL);
@@ -104,16 +107,32 @@ static void test_urgent_lane_first(void **state) {
     assert_int_equal(worker_fair_pending_lane(f, 1), 200);
     void *out[512];
     int lens[512];
+    assert_int_equal(worker_fair_urgent_lane(f), 0);
     int n = worker_fair_pop(f, 11, 0, out, lens, 512);
-    assert_true(n > 5);
+    assert_int_equal(n, 5); /* the urgent ones alone */
+    for (int i = 0; i < n; i++)
+        assert_int_equal(((it_t *)out[i])->lane, 0);
+    assert_int_equal(worker_fair_pending_lane(f, 0), 0);
+    assert_int_equal(worker_fair_urgent_lane(f), -1);
+    n = worker_fair_pop(f, 11, 0, out, lens, 512); /* then the bulk, a budget's worth */
     long sum = 0;
     for (int i = 0; i < n; i++) {
-        if (i < 5) assert_int_equal(((it_t *)out[i])->lane, 0); /* urgent ones lead */
+        assert_int_equal(((it_t *)out[i])->lane, 1);
         sum += lens[i];
     }
-    assert_true(sum <= 1024);
-    assert_int_equal(worker_fair_pending_lane(f, 0), 0);
-    assert_int_equal(worker_fair_push(f, &its[205], 10, 2, "x", 0, 0), WORKER_ACCUM_INVALID);
+    assert_true(n > 5 && sum <= 1024);
+    /* the bulk left is under a budget, none due before 10 + max_wait_ms: no batch yet ... */
+    while (worker_fair_pending_items(f) > 5)
+        assert_true(worker_fair_pop(f, 11, 1, out, lens, worker_fair_pending_items(f) - 5) > 0);
+    assert_int_equal(worker_fair_ready(f, 12), 0);
+    assert_int_equal(worker_fair_pop(f, 12, 0, out, lens, 512), 0);
+    /* ... but one urgent ticket is a batch at once, alone */
+    assert_int_equal(worker_fair_push(f, &its[205], 20, 0, "urgent", 0, 12), WORKER_ACCUM_OK);
+    assert_int_equal(worker_fair_ready(f, 12), 1);
+    assert_int_equal(worker_fair_pop(f, 12, 0, out, lens, 512), 1);
+    assert_ptr_equal(out[0], &its[205]);
+    assert_int_equal(worker_fair_pending_lane(f, 1), 5);
+    assert_int_equal(worker_fair_push(f, &its[206], 10, 2, "x", 0, 0), WORKER_ACCUM_INVALID);
     worker_fair_free(f);
 }
 
@@ -237,6 +256,8 @@ static void test_random_exactly_once(void **state) {
                     seen[x->id] = 1;
                     assert_int_equal(lens[i], x->len);
                     assert_true(x->lane >= lane); /* a batch goes from urgent to bulk */
+                    /* a lane more urgent than the last goes alone */
+                    if (i > 0 && ((it_t *)out[0])->lane < 2) assert_int_equal(x->lane, lane);
                     lane = x->lane;
                     sum += x->len;
                 }

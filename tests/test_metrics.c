@@ -197,6 +197,47 @@ static void test_latency_histogram(void **state) {
     worker_metrics_latency_reset();
 }
 
+/* reclass_ticket_wait_seconds: cumulative buckets per (lane, stage) from milliseconds, a series
+ * only once a ticket passed; lanes and stages out of range are not counted. */
+static void test_wait_histogram(void **state) {
+    (void)state;
+    worker_metrics_reset(&m);
+    worker_metrics_wait_reset();
+    worker_metrics_wait_observe(0, WORKER_WAIT_POLL, 3);
+    worker_metrics_wait_observe(0, WORKER_WAIT_POLL, 700);
+    worker_metrics_wait_observe(0, WORKER_WAIT_SINK, -5); /* clamped to 0 */
+    worker_metrics_wait_observe(1, WORKER_WAIT_ACCUMULATE, 90000);
+    worker_metrics_wait_observe(WORKER_METRICS_WAIT_LANES, WORKER_WAIT_POLL, 1);
+    worker_metrics_wait_observe(0, WORKER_WAIT_N, 1);
+    char *text = worker_metrics_render(&m, NULL, 1000);
+    int n = 0;
+    check_exposition(text, &n);
+    const char *want[] = {
+        "# TYPE reclass_ticket_wait_seconds histogram\n",
+        "reclass_ticket_wait_seconds_bucket{lane=\"0\",stage=\"poll\",le=\"0.0025\"} 0\n",
+        "reclass_ticket_wait_seconds_bucket{lane=\"0\",stage=\"poll\",le=\"0.005\"} 1\n",
+        "reclass_ticket_wait_seconds_bucket{lane=\"0\",stage=\"poll\",le=\"0.5\"} 1\n",
+        "reclass_ticket_wait_seconds_bucket{lane=\"0\",stage=\"poll\",le=\"1\"} 2\n",
+        "reclass_ticket_wait_seconds_count{lane=\"0\",stage=\"poll\"} 2\n",
+        "reclass_ticket_wait_seconds_bucket{lane=\"0\",stage=\"sink\",le=\"0.001\"} 1\n",
+        "reclass_ticket_wait_seconds_bucket{lane=\"1\",stage=\"accumulate\",le=\"60\"} 0\n",
+        "reclass_ticket_wait_seconds_bucket{lane=\"1\",stage=\"accumulate\",le=\"+Inf\"} 1\n",
+        NULL};
+    for (int i = 0; want[i]; i++)
+        if (!strstr(text, want[i])) fail_msg("missing: %s", want[i]);
+    const char *absent[] = {"stage=\"encode\"", "lane=\"1\",stage=\"poll\"", "lane=\"8\"", NULL};
+    for (int i = 0; absent[i]; i++)
+        if (strstr(text, absent[i])) fail_msg("unexpected: %s", absent[i]);
+    const char *sum = strstr(text, "reclass_ticket_wait_seconds_sum{lane=\"0\",stage=\"poll\"} ");
+    assert_non_null(sum);
+    assert_true(fabs(strtod(strchr(sum, '}') + 2, NULL) - 0.703) < 1e-9);
+    free(text);
+    worker_metrics_wait_reset();
+    text = worker_metrics_render(&m, NULL, 1000);
+    assert_null(strstr(text, "reclass_ticket_wait_seconds_count"));
+    free(text);
+}
+
 /* reclass_drift_status: one labelled sample per tenant of the last complete set; a set being
  * built never shows, and a new set replaces the old one whole. */
 static void test_drift_status(void **state) {
@@ -370,6 +411,7 @@ int main(void) {
         cmocka_unit_test(test_render),
         cmocka_unit_test(test_stage_clock),
         cmocka_unit_test(test_latency_histogram),
+        cmocka_unit_test(test_wait_histogram),
         cmocka_unit_test(test_drift_status),
         cmocka_unit_test(test_health_ready_rules),
         cmocka_unit_test(test_http_endpoints),

@@ -261,6 +261,33 @@ void worker_metrics_latency_observe(int lane, const char *tenant, double seconds
     pthread_mutex_unlock(&latency.mu);
 }
 
+/* One series of a histogram: bucket[] holds the counts of each bound (not cumulative), the
+ * last one +Inf; labels k1=v1 (and k2=v2 when k2). */
+static void hist_series(buf_t *b, const char *name, const char *k1, const char *v1, const char *k2,
+                        const char *v2, const double *le, int nb, const long *bucket, double sum,
+                        long count) {
+    long cum = 0;
+    for (int k = 0; k <= nb; k++) {
+        cum += bucket[k];
+        buf_printf(b, "%s_bucket{", name);
+        buf_label(b, k1, v1, 1);
+        if (k2) buf_label(b, k2, v2, 0);
+        if (k < nb)
+            buf_printf(b, ",le=\"%g\"} %ld\n", le[k], cum);
+        else
+            buf_printf(b, ",le=\"+Inf\"} %ld\n", cum);
+    }
+    for (int k = 0; k < 2; k++) {
+        buf_printf(b, "%s_%s{", name, k ? "count" : "sum");
+        buf_label(b, k1, v1, 1);
+        if (k2) buf_label(b, k2, v2, 0);
+        if (k)
+            buf_printf(b, "} %ld\n", count);
+        else
+            buf_printf(b, "} %.17g\n", sum);
+    }
+}
+
 static void render_latency(buf_t *b) {
     buf_printf(b, "# HELP reclass_commit_latency_seconds Produce-to-commit latency of committed "
                   "tickets (enqueued_at to row commit), per lane and tenant.\n"
@@ -269,28 +296,63 @@ static void render_latency(buf_t *b) {
     for (int i = 0; i < latency.n; i++) {
         char lane[16];
         snprintf(lane, sizeof(lane), "%d", latency.lane[i]);
-        long cum = 0;
-        for (int k = 0; k <= WORKER_METRICS_LATENCY_BUCKETS; k++) {
-            cum += latency.bucket[i][k];
-            buf_printf(b, "reclass_commit_latency_seconds_bucket{");
-            buf_label(b, "lane", lane, 1);
-            buf_label(b, "tenant", latency.tenant[i], 0);
-            if (k < WORKER_METRICS_LATENCY_BUCKETS)
-                buf_printf(b, ",le=\"%g\"} %ld\n", latency_le[k], cum);
-            else
-                buf_printf(b, ",le=\"+Inf\"} %ld\n", cum);
-        }
-        for (int k = 0; k < 2; k++) {
-            buf_printf(b, "reclass_commit_latency_seconds_%s{", k ? "count" : "sum");
-            buf_label(b, "lane", lane, 1);
-            buf_label(b, "tenant", latency.tenant[i], 0);
-            if (k)
-                buf_printf(b, "} %ld\n", latency.count[i]);
-            else
-                buf_printf(b, "} %.17g\n", latency.sum[i]);
-        }
+        hist_series(b, "reclass_commit_latency_seconds", "lane", lane, "tenant", latency.tenant[i],
+                    latency_le, WORKER_METRICS_LATENCY_BUCKETS, latency.bucket[i], latency.sum[i],
+                    latency.count[i]);
     }
     pthread_mutex_unlock(&latency.mu);
+}
+
+/* Upper bounds of the stage-wait buckets, seconds (+Inf follows): a stage takes from a
+ * millisecond (an idle worker) to seconds (a backlog ahead). */
+static const double wait_le[WORKER_METRICS_WAIT_BUCKETS] = {
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 60};
+static const char *const wait_names[WORKER_WAIT_N] = {"poll", "accumulate", "encode", "sink"};
+
+static struct {
+    atomic_long bucket[WORKER_METRICS_WAIT_LANES][WORKER_WAIT_N][WORKER_METRICS_WAIT_BUCKETS + 1];
+    atomic_llong sum_ms[WORKER_METRICS_WAIT_LANES][WORKER_WAIT_N];
+} waits;
+
+void worker_metrics_wait_observe(int lane, int stage, int64_t ms) {
+    if (lane < 0 || lane >= WORKER_METRICS_WAIT_LANES || stage < 0 || stage >= WORKER_WAIT_N)
+        return;
+    if (ms < 0) ms = 0;
+    int k = 0;
+    while (k < WORKER_METRICS_WAIT_BUCKETS && (double)ms * 1e-3 > wait_le[k])
+        k++;
+    atomic_fetch_add_explicit(&waits.bucket[lane][stage][k], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&waits.sum_ms[lane][stage], ms, memory_order_relaxed);
+}
+
+void worker_metrics_wait_reset(void) {
+    for (int l = 0; l < WORKER_METRICS_WAIT_LANES; l++)
+        for (int s = 0; s < WORKER_WAIT_N; s++) {
+            atomic_store(&waits.sum_ms[l][s], 0);
+            for (int k = 0; k <= WORKER_METRICS_WAIT_BUCKETS; k++)
+                atomic_store(&waits.bucket[l][s][k], 0);
+        }
+}
+
+static void render_waits(buf_t *b) {
+    buf_printf(b, "# HELP reclass_ticket_wait_seconds Where tickets wait between poll and commit,"
+                  " per lane and stage (poll: to the accumulator; accumulate: to a batch; encode:"
+                  " to the sink queue; sink: to the row's commit).\n"
+                  "# TYPE reclass_ticket_wait_seconds histogram\n");
+    for (int l = 0; l < WORKER_METRICS_WAIT_LANES; l++)
+        for (int s = 0; s < WORKER_WAIT_N; s++) {
+            long bucket[WORKER_METRICS_WAIT_BUCKETS + 1], count = 0;
+            for (int k = 0; k <= WORKER_METRICS_WAIT_BUCKETS; k++)
+                count += bucket[k] =
+                    atomic_load_explicit(&waits.bucket[l][s][k], memory_order_relaxed);
+            if (!count) continue; /* a lane shows once a ticket of it passed the stage */
+            char lane[16];
+            snprintf(lane, sizeof(lane), "%d", l);
+            double sum =
+                (double)atomic_load_explicit(&waits.sum_ms[l][s], memory_order_relaxed) * 1e-3;
+            hist_series(b, "reclass_ticket_wait_seconds", "lane", lane, "stage", wait_names[s],
+                        wait_le, WORKER_METRICS_WAIT_BUCKETS, bucket, sum, count);
+        }
 }
 
 #define LD(x) ((double)atomic_load_explicit(&m->x, memory_order_relaxed))
@@ -389,6 +451,7 @@ char *worker_metrics_render(const worker_metrics_t *m, const worker_metrics_info
                        (double)atomic_load_explicit(&m->stage_ns[i][k], memory_order_relaxed) *
                            1e-9);
     render_latency(&b);
+    render_waits(&b);
     if (info) {
         render_drift(&b, info->model);
         buf_printf(&b, "# HELP reclass_info Constant 1, labelled with this worker's set-up.\n"

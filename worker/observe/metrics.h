@@ -113,6 +113,24 @@ void worker_metrics_drift_end(void);
 void worker_metrics_latency_observe(int lane, const char *tenant, double seconds);
 void worker_metrics_latency_reset(void); /* tests */
 
+/* reclass_ticket_wait_seconds{lane,stage}: a histogram of where a ticket's time goes between
+ * its poll and its row's commit, on common/clock.h's clock, per lane (0 = the most urgent
+ * topic, up to WORKER_METRICS_WAIT_LANES) and stage: "poll" (polled to pushed into the
+ * accumulator: decode, tokenize, room), "accumulate" (pushed to taken into a batch), "encode"
+ * (taken to scored and queued for the sink), "sink" (queued to its row's commit). Lock-free:
+ * any thread may observe. */
+typedef enum {
+    WORKER_WAIT_POLL,
+    WORKER_WAIT_ACCUMULATE,
+    WORKER_WAIT_ENCODE,
+    WORKER_WAIT_SINK,
+    WORKER_WAIT_N
+} worker_wait_stage_t;
+#define WORKER_METRICS_WAIT_LANES   8
+#define WORKER_METRICS_WAIT_BUCKETS 14
+void worker_metrics_wait_observe(int lane, int stage, int64_t ms);
+void worker_metrics_wait_reset(void); /* tests */
+
 /* Strings shown as labels of reclass_info; copied by worker_http_start. */
 typedef struct {
     const char *backend;

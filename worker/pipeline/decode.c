@@ -19,9 +19,10 @@ int pl_decoders_open(pl_t *pl, char *err, size_t errlen) {
         b->rec = calloc(PL_BURST, sizeof(*b->rec));
         b->epoch = calloc(PL_BURST, sizeof(*b->epoch));
         b->track = calloc(PL_BURST, sizeof(*b->track));
+        b->polled_ms = calloc(PL_BURST, sizeof(*b->polled_ms));
         b->items = calloc(PL_BURST, sizeof(*b->items));
         b->err = calloc(PL_BURST, sizeof(*b->err));
-        if (!b->rec || !b->epoch || !b->track || !b->items || !b->err) goto oom;
+        if (!b->rec || !b->epoch || !b->track || !b->polled_ms || !b->items || !b->err) goto oom;
     }
     /* each decoder reads as the poll thread's codec does: the same files, plain writer and
      * ids (the registry's schemas come through pl_decoders_add_schema) */
@@ -50,6 +51,7 @@ void pl_decoders_free(pl_t *pl) {
         free(b->rec);
         free(b->epoch);
         free(b->track);
+        free(b->polled_ms);
         free(b->items);
         free(b->err);
         memset(b, 0, sizeof(*b));

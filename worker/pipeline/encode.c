@@ -16,6 +16,7 @@
 typedef struct {
     void **items; /* (max_seqs) owned from pop until published or freed */
     int n;
+    int urgent; /* of a lane more urgent than the last: published as soon as it is run */
     int64_t popped_ms, oldest_ms;
 } enc_slot_t;
 
@@ -92,9 +93,18 @@ static int enc_publish(pl_t *pl, cls_engine_t *eng, enc_slot_t *sl, char *err, s
         enc_slot_drop(sl);
         return rc;
     }
-    for (int i = 0; i < n; i++)
-        o->items[i] = sl->items[i];
+    const int64_t now = common_now_ms();
+    for (int i = 0; i < n; i++) {
+        pl_item_t *it = sl->items[i];
+        worker_metrics_wait_observe(it->lane, WORKER_WAIT_POLL, it->arrived_ms - it->polled_ms);
+        worker_metrics_wait_observe(it->lane, WORKER_WAIT_ACCUMULATE,
+                                    sl->popped_ms - it->arrived_ms);
+        worker_metrics_wait_observe(it->lane, WORKER_WAIT_ENCODE, now - sl->popped_ms);
+        it->queued_ms = now;
+        o->items[i] = it;
+    }
     o->n = n;
+    o->urgent = sl->urgent;
     sl->n = 0; /* the sink owns the items now */
     gpu_mem_stats_t ms = {0};
     if (pl->ses.eng.ops->mem_stats) pl->ses.eng.ops->mem_stats(pl->ses.eng.be, &ms);
@@ -113,11 +123,12 @@ static int enc_publish(pl_t *pl, cls_engine_t *eng, enc_slot_t *sl, char *err, s
                             .arena_bytes = (int64_t)ms.arena_bytes};
     pthread_mutex_lock(&pl->q.mu);
     pl->st.encoder_s += b->compute_s;
-    if (pl->q.out_tail)
-        pl->q.out_tail->next = o;
-    else
-        pl->q.out_head = o;
-    pl->q.out_tail = o;
+    pl_out_t **at = o->urgent ? (pl->q.out_urgent ? &pl->q.out_urgent->next : &pl->q.out_head)
+                              : (pl->q.out_tail ? &pl->q.out_tail->next : &pl->q.out_head);
+    o->next = *at; /* an urgent batch goes after the urgent ones queued, before the bulk */
+    *at = o;
+    if (!o->next) pl->q.out_tail = o;
+    if (o->urgent) pl->q.out_urgent = o;
     pl->q.out_items += n;
     pthread_cond_signal(&pl->q.cv_sink);
     pthread_mutex_unlock(&pl->q.mu);
@@ -165,7 +176,10 @@ void *pl_encoder_main(void *arg) {
         int64_t now = common_now_ms();
         int pending = worker_fair_pending_items(pl->q.acc);
         if (pl->q.draining && pending == 0 && !prev) break;
-        int room = pl->q.out_items < pl->q.max_out_items; /* else the sink is behind (or db down) */
+        /* an urgent batch is not held back by the bulk queued for the sink (it goes ahead of
+         * it there); it may overfill the queue by one bulk batch in flight */
+        int urgent = worker_fair_urgent_lane(pl->q.acc) >= 0;
+        int room = urgent || pl->q.out_items < pl->q.max_out_items; /* else the sink is behind */
         int ready = pending > 0 && (pl->q.draining || worker_fair_ready(pl->q.acc, now));
         int n = 0;
         if (room && ready) {
@@ -198,6 +212,7 @@ void *pl_encoder_main(void *arg) {
 
         enc_slot_t *sl = &slot[cur];
         sl->n = n;
+        sl->urgent = urgent;
         sl->popped_ms = now;
         int rc = enc_submit(eng, sl, seqp, lens, err, sizeof(err));
         if (rc) enc_slot_drop(sl);
@@ -207,6 +222,13 @@ void *pl_encoder_main(void *arg) {
             else
                 rc = enc_publish(pl, eng, prev, err, sizeof(err));
             prev = NULL;
+        }
+        if (!rc && sl->urgent) { /* not kept in flight behind the next batch's run */
+            rc = enc_publish(pl, eng, sl, err, sizeof(err));
+            if (!rc) {
+                pthread_mutex_lock(&pl->q.mu);
+                continue;
+            }
         }
         if (rc) {
             fprintf(stderr, "reclass run: encoder: %s\n", err);

@@ -165,9 +165,16 @@ int64_t worker_fair_next_deadline(const worker_fair_t *f) {
     return d;
 }
 
+int worker_fair_urgent_lane(const worker_fair_t *f) {
+    for (int l = 0; l < f->cfg.n_lanes - 1; l++)
+        if (f->lane_items[l] > 0) return l;
+    return -1;
+}
+
 int worker_fair_ready(const worker_fair_t *f, int64_t now_ms) {
     const worker_accum_cfg_t *c = &f->cfg.acc;
     if (f->n_items == 0) return 0;
+    if (worker_fair_urgent_lane(f) >= 0) return 1;
     if (f->n_tokens >= c->token_budget) return 1;
     if (f->n_items >= c->max_pending_items) return 1;
     if (f->n_tokens + c->max_len > c->max_pending_tokens) return 1;
@@ -201,7 +208,9 @@ int worker_fair_pop(worker_fair_t *f, int64_t now_ms, int flush, void **items, i
     const int padded = f->cfg.acc.padded;
     long remaining = f->cfg.acc.token_budget;
     int n = 0;
-    for (int l = 0; l < f->cfg.n_lanes && remaining > 0 && n < cap; l++) {
+    const int urgent = worker_fair_urgent_lane(f);
+    const int lanes = urgent >= 0 ? urgent + 1 : f->cfg.n_lanes; /* an urgent lane goes alone */
+    for (int l = 0; l < lanes && remaining > 0 && n < cap; l++) {
         int idle = 0; /* turns in a row that took nothing: a whole round of them ends the lane */
         while (f->lane_items[l] > 0 && remaining > 0 && n < cap && idle <= SLOTS) {
             int s = f->rr[l];

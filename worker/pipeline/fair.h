@@ -3,12 +3,15 @@
  * urgent) and a tenant. Bounds (items, tokens) are the whole's, plus a cap on the tokens one
  * tenant holds, so a giant job cannot take the whole window.
  *
- * A batch is filled from the most urgent lane that has items, then, while it has room, from
- * the next lanes. Within a lane, tenants take turns by deficit round robin weighted in tokens:
- * each turn adds quantum * weight tokens (quantum = the longest item) to a tenant's deficit,
- * and the tenant's longest (or overdue) items are taken while they fit both its deficit and
- * the batch. So among tenants that have items queued, each gets weight / sum(weights) of the
- * encoded tokens. When the batch ends a turn, the turn goes on in the next batch.
+ * A lane more urgent than the last one does not wait for a batch to fill: while one has items,
+ * a batch is ready at once and holds that lane alone (its own tickets, at most the budget), so
+ * it is encoded and written ahead of the bulk. Otherwise a batch is filled from the most urgent
+ * lane that has items, then, while it has room, from the next lanes. Within a lane, tenants take
+ * turns by deficit round robin weighted in tokens: each turn adds quantum * weight tokens (quantum
+ * = the longest item) to a tenant's deficit, and the tenant's longest (or overdue) items are taken
+ * while they fit both its deficit and the batch. So among tenants that have items queued, each gets
+ * weight / sum(weights) of the encoded tokens. When the batch ends a turn, the turn goes on in the
+ * next batch.
  *
  * The first WORKER_FAIR_TENANTS tenants with items queued get a class of their own; further
  * tenants share the class "_other" (weight 1) until a class is empty again. On a padded
@@ -56,12 +59,17 @@ int worker_fair_push(worker_fair_t *f, void *item, int len, int lane, const char
                      int64_t now_ms);
 
 /* As worker_accum_ready, over everything held; also 1 when a push could be refused for a
- * tenant's cap (a producer told FULL can always pop a non-empty batch). */
+ * tenant's cap (a producer told FULL can always pop a non-empty batch), and whenever
+ * worker_fair_urgent_lane has one. */
 int worker_fair_ready(const worker_fair_t *f, int64_t now_ms);
 int64_t worker_fair_next_deadline(const worker_fair_t *f);
 
 /* Forms the next batch as described above (flush: even when not ready). Returns the count. */
 int worker_fair_pop(worker_fair_t *f, int64_t now_ms, int flush, void **items, int *lens, int cap);
+
+/* The lane the next batch holds alone: the most urgent one with items when it is more urgent
+ * than the last lane; -1 when there is none (or one lane only). */
+int worker_fair_urgent_lane(const worker_fair_t *f);
 
 int worker_fair_pending_items(const worker_fair_t *f);
 long worker_fair_pending_tokens(const worker_fair_t *f);

@@ -33,12 +33,14 @@ typedef struct pl_item {
     int32_t *ids;         /* (n_ids) token ids, [CLS] ... [SEP] */
     int n_ids;
     int truncated;
-    int64_t epoch; /* the partition's ownership epoch at consumption (consumers/offsets.h) */
-    int32_t track; /* the partition in the offset tracker (consumers/consumer.h: tracks) */
-    int lane;      /* its topic's lane, 0 = the most urgent */
-    int live;      /* counted in worker_metrics.lane_live until freed */
-    int64_t arrived_ms;
-    int label_id; /* filled by the encoder */
+    int64_t epoch;      /* the partition's ownership epoch at consumption (consumers/offsets.h) */
+    int32_t track;      /* the partition in the offset tracker (consumers/consumer.h: tracks) */
+    int lane;           /* its topic's lane, 0 = the most urgent */
+    int live;           /* counted in worker_metrics.lane_live until freed */
+    int64_t polled_ms;  /* common_now_ms() when the record was polled */
+    int64_t arrived_ms; /* ... pushed into the accumulator */
+    int64_t queued_ms;  /* ... its batch queued for the sink */
+    int label_id;       /* filled by the encoder */
     float confidence;
     char *top_k_json; /* owned */
     /* The record as consumed (key, value; owned), for its dead letter should the database
@@ -54,6 +56,7 @@ typedef struct pl_item {
 typedef struct pl_out {
     pl_item_t **items; /* (n) */
     int n;
+    int urgent; /* of a lane more urgent than the last (worker_fair_urgent_lane) */
     sink_batch_t tel;
     struct pl_out *next;
 } pl_out_t;
@@ -69,7 +72,8 @@ typedef struct {
     pthread_cond_t cv_accum; /* consumer: the encoder took a batch (accumulator room) */
     worker_fair_t *acc;      /* poll thread pushes, encoder pops */
     consumers_offsets_t *offsets;
-    pl_out_t *out_head, *out_tail; /* encoder -> sink queue */
+    pl_out_t *out_head, *out_tail; /* encoder -> sink queue: urgent batches first */
+    pl_out_t *out_urgent;          /* the last urgent batch in it; NULL = none */
     long out_items;                /* tickets in that queue */
     long max_out_items;            /* bound before the encoder waits */
     pl_item_t *failed;             /* poll thread -> sink: records that end as dead letters,
@@ -107,6 +111,7 @@ typedef struct {
     consumers_record_t **rec; /* (PL_BURST) the records, kept for a dead letter until queued */
     int64_t *epoch;           /* (PL_BURST) the partition's ownership epoch at consumption */
     int32_t *track;           /* (PL_BURST) its track (consumers/consumer.h) */
+    int64_t *polled_ms;       /* (PL_BURST) common_now_ms() when it was polled */
     pl_item_t **items;        /* (PL_BURST) decoded; NULL: a dead letter, err[i] says why */
     char (*err)[PL_ERR_LEN];  /* (PL_BURST) */
     int n;
@@ -131,6 +136,7 @@ typedef struct {
     long ovf_n;
     long pauses; /* times consumption was paused (backpressure) */
     long holds;  /* backlogs waited out without a pause */
+    int bp_hold; /* a backlog holds the lanes less urgent than the first (lanes.c) */
     /* Two bursts (decode.c): burst[fill] is filled here while burst[!fill], when running, is
      * decoded on the pool */
     pl_burst_t burst[2];
@@ -183,16 +189,17 @@ typedef struct pl {
 
 /* How long the threads wait, in milliseconds: short enough that a flag (stop, fatal, drain)
  * is seen within one, long enough that an idle worker does not spin. */
-#define PL_RECHECK_MS     100  /* longest timed wait: flags are re-checked this often */
-#define PL_READY_POLL_MS  5    /* encoder: the accumulator is ready but formed no batch yet */
-#define PL_HOLD_POLL_MS   10   /* poll thread: waiting out a short backlog */
-#define PL_POLL_FULL_MS   20   /* poll thread: consumer poll while the accumulator is full */
-#define PL_POLL_MS        100  /* poll thread: consumer poll otherwise */
-#define PL_DRAIN_POLL_MS  50   /* consumer polls while draining and at the final commit */
-#define PL_SINK_IDLE_MS   250  /* sink: wake-ups of an idle sink (drift windows still close) */
-#define PL_RETRY_FIRST_MS 100  /* sink: first reconnection delay, doubling */
-#define PL_RETRY_MAX_MS   5000 /* sink: longest reconnection delay */
-#define PL_FINAL_COMMIT_S 20.0 /* the last commit's retries during a rebalance */
+#define PL_RECHECK_MS          100  /* longest timed wait: flags are re-checked this often */
+#define PL_READY_POLL_MS       5    /* encoder: the accumulator is ready but formed no batch yet */
+#define PL_HOLD_POLL_MS        10   /* poll thread: waiting out a short backlog */
+#define PL_POLL_FULL_MS        20   /* poll thread: consumer poll while the accumulator is full */
+#define PL_POLL_MS             100  /* poll thread: consumer poll otherwise */
+#define PL_DRAIN_POLL_MS       50   /* consumer polls while draining and at the final commit */
+#define PL_SINK_IDLE_MS        250  /* sink: wake-ups of an idle sink (drift windows still close) */
+#define PL_RETRY_FIRST_MS      100  /* sink: first reconnection delay, doubling */
+#define PL_RETRY_MAX_MS        5000 /* sink: longest reconnection delay */
+#define PL_FINAL_COMMIT_S      20.0 /* the last commit's retries during a rebalance */
+#define PL_OVERFLOW_URGENT_MAX 4096 /* urgent records read while a less urgent lane holds back */
 
 /* worker/pipeline/clock.c: the timed waits and the item destructor every pipeline thread
  * uses (the clock is common/clock.h). */
@@ -241,9 +248,15 @@ consumers_record_t *pl_held_next(pl_t *pl, int *fatal, char *err, size_t errlen)
 void pl_held_revoke(pl_t *pl, const int32_t *parts, int n); /* n < 0: every partition */
 
 void pl_poll_loop(pl_t *pl);
-/* worker/pipeline/lanes.c: while tickets of a lane wait or are in flight, the less urgent
- * lanes' topics are held; released once it has none (poll thread, each turn). */
+/* worker/pipeline/lanes.c: while tickets of a lane wait or are in flight, or while a backlog
+ * lasts (poll.bp_hold), the less urgent lanes' topics are held; released once it has none
+ * (poll thread, each turn). */
 void pl_hold_lanes(pl_t *pl);
+/* Pushes the overflow into the accumulator, the most urgent lanes first; 1 while some remain. */
+int pl_drain_overflow(pl_t *pl);
+/* Pauses or resumes consumption for a full accumulator (full: the overflow remains) or a
+ * database that is down; pending: the accumulator's items. */
+void pl_backpressure(pl_t *pl, int full, int sink_down, int pending);
 void pl_drain(pl_t *pl);
 void pl_on_assign(void *ctx, const int32_t *parts, int n);
 void pl_on_revoke(void *ctx, const int32_t *parts, int n, int lost);

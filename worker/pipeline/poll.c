@@ -113,36 +113,6 @@ void pl_on_revoke(void *ctx, const int32_t *parts, int n, int lost) {
                 dropped);
 }
 
-/* Pushes the overflow items the accumulator takes, in order; one refused (its tenant at its
- * cap) does not keep those of other tenants or lanes behind it waiting. Returns 1 when some
- * remain. */
-static int drain_overflow(pl_t *pl) {
-    if (!pl->poll.ovf_head) return 0;
-    int64_t now = common_now_ms();
-    int pushed = 0;
-    pthread_mutex_lock(&pl->q.mu);
-    pl_item_t **pp = &pl->poll.ovf_head, *last = NULL;
-    while (*pp) {
-        pl_item_t *it = *pp;
-        it->arrived_ms = now;
-        int prio = it->t.has_priority ? it->t.priority : 0;
-        if (worker_fair_push(pl->q.acc, it, it->n_ids, it->lane, it->t.tenant, prio, now) !=
-            WORKER_ACCUM_OK) {
-            last = it;
-            pp = &it->next;
-            continue;
-        }
-        *pp = it->next;
-        it->next = NULL;
-        pl->poll.ovf_n--;
-        pushed = 1;
-    }
-    pl->poll.ovf_tail = last;
-    if (pushed) pthread_cond_signal(&pl->q.cv_enc);
-    pthread_mutex_unlock(&pl->q.mu);
-    return pl->poll.ovf_head != NULL;
-}
-
 static void set_fatal(pl_t *pl) {
     pthread_mutex_lock(&pl->q.mu);
     pl->q.fatal = 1;
@@ -220,6 +190,7 @@ static void queue_burst(pl_t *pl, pl_burst_t *b) {
         }
         it->epoch = b->epoch[i];
         it->track = b->track[i];
+        it->polled_ms = b->polled_ms[i];
         it->lane = consumers_consumer_topic_lane(
             pp->consumer, consumers_consumer_track_topic(pp->consumer, it->track));
         it->live = 1;
@@ -262,7 +233,7 @@ static void flush_decoded(pl_t *pl, int wait) {
     }
     worker_stage_clock_t clk;
     worker_stage_begin(&clk);
-    drain_overflow(pl);
+    pl_drain_overflow(pl);
     worker_stage_end(&clk, WORKER_STAGE_ACCUM);
 }
 
@@ -283,6 +254,7 @@ static void handle_decodable(pl_t *pl, consumers_record_t *m) {
     pl_burst_t *b = &pl->poll.burst[pl->poll.fill];
     b->rec[b->n] = m; /* freed once its item is queued or its dead letter sent */
     b->epoch[b->n] = epoch;
+    b->polled_ms[b->n] = common_now_ms();
     b->track[b->n++] = track;
     if (b->n == PL_BURST) flush_decoded(pl, 0);
 }
@@ -342,10 +314,9 @@ static void log_progress(pl_t *pl, double t0) {
     pthread_mutex_unlock(&pl->q.mu);
 }
 
-#define PL_HOLD_MS             1000 /* longest backlog waited out without pausing the partitions */
-#define PL_DLQ_WAITING_MAX     1000 /* dead letters waiting for a retry before reading stops */
-#define PL_OVERFLOW_URGENT_MAX 4096 /* urgent records read while a less urgent lane holds back */
-#define PL_LAG_EVERY_S         1.0  /* how often reclass_consumer_lag_records is refreshed */
+#define PL_HOLD_MS         1000 /* longest backlog waited out without pausing the partitions */
+#define PL_DLQ_WAITING_MAX 1000 /* dead letters waiting for a retry before reading stops */
+#define PL_LAG_EVERY_S     1.0  /* how often reclass_consumer_lag_records is refreshed */
 
 /* The poll loop: returns when a stop was asked (signal, idle, fatal). */
 void pl_poll_loop(pl_t *pl) {
@@ -392,8 +363,8 @@ void pl_poll_loop(pl_t *pl) {
         /* dead letters the dead-letter topic does not take yet count as a full accumulator:
          * reading on would only pile them up in memory */
         release_held(pl);
-        int full = drain_overflow(pl) || consumers_dlq_waiting(pl->poll.dlq) > PL_DLQ_WAITING_MAX ||
-                   pl->poll.held_n > 0;
+        int full = pl_drain_overflow(pl) ||
+                   consumers_dlq_waiting(pl->poll.dlq) > PL_DLQ_WAITING_MAX || pl->poll.held_n > 0;
         /* Backpressure. A short backlog (the encoder takes a batch soon) is waited out without
          * polling: the fetched records stay in librdkafka's local queue, whose own limit
          * (queued.max.messages.kbytes) then stops the fetcher, and heartbeats go on in the
@@ -430,15 +401,7 @@ void pl_poll_loop(pl_t *pl) {
                 continue;
             }
         }
-        if (full || sink_down) {
-            if (!consumers_consumer_paused(pl->poll.consumer) &&
-                consumers_consumer_pause(pl->poll.consumer) == 0) {
-                pl->poll.pauses++;
-                worker_metrics_add(&worker_metrics.pauses, 1);
-            }
-        } else if (consumers_consumer_paused(pl->poll.consumer) &&
-                   pending < pl->ses.acc.max_pending_items / 2)
-            consumers_consumer_resume(pl->poll.consumer);
+        pl_backpressure(pl, full, sink_down, pending);
         atomic_store_explicit(&worker_metrics.consumer_paused,
                               consumers_consumer_paused(pl->poll.consumer), memory_order_relaxed);
         worker_stage_clock_t clk;

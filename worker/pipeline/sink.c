@@ -151,6 +151,9 @@ static int commit_rows(pl_t *pl, sink_t *sk, const sink_result_t *rows, pl_item_
     pl->st.last_commit_s = common_now_s();
     pthread_mutex_unlock(&pl->q.mu);
     worker_metrics_add(&worker_metrics.tickets_classified, r);
+    const int64_t now_ms = common_now_ms();
+    for (int q = 0; q < r; q++)
+        worker_metrics_wait_observe(its[q]->lane, WORKER_WAIT_SINK, now_ms - its[q]->queued_ms);
     struct timespec wall; /* enqueued_at is the producer's wall clock */
     clock_gettime(CLOCK_REALTIME, &wall);
     int64_t wall_ms = (int64_t)wall.tv_sec * 1000 + wall.tv_nsec / 1000000;
@@ -254,13 +257,18 @@ void *pl_sink_main(void *arg) {
             x->next = refused;
             refused = x;
         }
-        /* take whole batches while they fit; a batch larger than sink_rows goes alone */
+        /* take whole batches while they fit; a batch larger than sink_rows goes alone. Urgent
+         * batches lead the queue and commit in transactions of their own: none waits for a
+         * bulk batch's rows (offsets stay safe in any order: see the tracker above) */
         int n_rows = 0, n_bat = 0;
+        const int urgent = pl->q.out_head && pl->q.out_head->urgent;
         pl_out_t *taken = NULL, **tail = &taken;
-        while (pl->q.out_head && (n_bat == 0 || n_rows + pl->q.out_head->n <= cap_rows)) {
+        while (pl->q.out_head && pl->q.out_head->urgent == urgent &&
+               (n_bat == 0 || n_rows + pl->q.out_head->n <= cap_rows)) {
             pl_out_t *o = pl->q.out_head;
             pl->q.out_head = o->next;
             if (!pl->q.out_head) pl->q.out_tail = NULL;
+            if (pl->q.out_urgent == o) pl->q.out_urgent = NULL;
             o->next = NULL;
             *tail = o;
             tail = &o->next;
