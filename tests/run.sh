@@ -21,8 +21,9 @@ reclass_build "$build/build.log" "$root" "$build" -DCMAKE_BUILD_TYPE=Release -DR
 # The tests; then the unit and integration tests again, built with ASan + UBSan
 # (tests/sanitize.sh), and every fuzz target, deterministic: its seeds and regressions, then
 # a fixed number of inputs from a fixed seed (tests/fuzz/run.sh). RECLASS_QUICK=1 runs the
-# tests alone. Every stage runs even when an earlier one failed;
-# the exit status is non-zero when any did, and the last line sums them up.
+# tests alone. ctest runs several tests at once (RECLASS_TEST_JOBS, default twice the cores:
+# tests/lib/build.sh). Every stage runs even when an earlier one failed; the exit status is
+# non-zero when any did, and the last line sums them up.
 failed=0 summary=()
 stage() {
     local name=$1 t0=$SECONDS rc=0
@@ -35,11 +36,23 @@ stage() {
         failed=1
     fi
 }
-stage tests ctest --test-dir "$build" --output-on-failure --timeout 900 "$@"
+# The sanitizer and fuzz builds start with the tests, at the lowest priority: most tests wait,
+# and the builds take the idle cores. A failed build here fails again, shown, in its stage.
+prebuild=
+if [ "${RECLASS_QUICK:-0}" != 1 ]; then
+    { nice -n 19 "$root/tests/sanitize.sh" build && nice -n 19 "$root/tests/fuzz/run.sh" build; } \
+        >"$build/prebuild.log" 2>&1 &
+    prebuild=$!
+fi
+sanitizers() {
+    wait "$prebuild" || true
+    "$root/tests/sanitize.sh"
+}
+stage tests ctest --test-dir "$build" --output-on-failure --timeout 900 -j"$(reclass_test_jobs)" "$@"
 if [ "${RECLASS_QUICK:-0}" = 1 ]; then
     summary+=("sanitizers and fuzzing skipped (RECLASS_QUICK=1)")
 else
-    stage sanitizers "$root/tests/sanitize.sh"
+    stage sanitizers sanitizers
     stage fuzzing "$root/tests/fuzz/run.sh" ci
 fi
 line=$(printf '%s, ' "${summary[@]}")

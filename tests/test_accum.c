@@ -385,7 +385,7 @@ static long model_pending_tokens(const model_item_t *m, int n) {
 /* Runs ops random operations on one random config; checks every invariant at every step. */
 static void run_property(uint64_t seed, int padded, int ops, prop_stats_t *st) {
     rng_state = seed;
-    worker_accum_cfg_t c;
+    worker_accum_cfg_t c = {0}; /* fields not drawn below (priority_step_ms) must not be garbage */
     c.padded = padded;
     c.max_len = rng_int(1, 4) == 1 ? rng_int(1, 16) : rng_int(16, 512);
     c.token_budget = c.max_len * rng_int(1, 8) + rng_int(0, c.max_len);

@@ -6,6 +6,7 @@
 #                                      seeds and regressions, then runs its fixed number of inputs
 #                                      (runs, below) from a fixed seed, from a fresh corpus: the
 #                                      same commit gives the same verdict on any machine.
+#   tests/fuzz/run.sh build           builds the targets only (tests/run.sh, while its tests run)
 #   tests/fuzz/run.sh explore [SECS]   exploration: a random seed (libFuzzer prints it), SECS
 #                                      (default 600) per target, the corpus it grows kept in the
 #                                      build directory between runs (the repo's corpus stays small).
@@ -16,9 +17,9 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 mode=${1:-ci}
 case $mode in
-ci) secs= ;;
+ci | build) secs= ;;
 explore) secs=${2:-600} ;;
-*) echo "usage: tests/fuzz/run.sh [ci | explore [SECONDS]]" >&2; exit 2 ;;
+*) echo "usage: tests/fuzz/run.sh [ci | build | explore [SECONDS]]" >&2; exit 2 ;;
 esac
 build=${RECLASS_FUZZ_BUILD_DIR:-$root/build-fuzz}
 read -r -a targets <<<"${RECLASS_FUZZ_TARGETS:-codec submit_csv submit_jsonl tokenizer tokenizer_json model_config safetensors}"
@@ -40,6 +41,7 @@ command -v clang >/dev/null || { echo "tests/fuzz/run.sh: clang is needed (apt-g
 cmake -S "$root" -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Release \
       -DRECLASS_CUDA=OFF -DRECLASS_FUZZ=ON >/dev/null
 cmake --build "$build" -j"$ncpu" --target "${targets[@]/#/fuzz_}"
+[ "$mode" = build ] && exit 0
 
 work=$build/fuzz-work
 mkdir -p "$work/tmp"

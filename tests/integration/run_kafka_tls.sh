@@ -15,9 +15,8 @@ it_start_pg
 it_tls_ca test-ca && it_tls_ca other-ca
 it_tls_cert test-ca "$TMP/broker.pem" "$TMP/broker.key"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-plain=$(free_port)
-tls=$(free_port)
+plain=$(svc_free_port)
+tls=$(svc_free_port)
 "$tansu" broker --listener-url "tcp://127.0.0.1:$plain" \
     --advertised-listener-url "tcp://127.0.0.1:$tls" --storage-engine memory://tansu/ \
     >"$TMP/tansu.out" 2>"$TMP/tansu.log" &

@@ -31,7 +31,7 @@ submit() { # LANE JOB TENANT FILE (reclass submit --lane: bulk = tickets, urgent
 
 # the submit of a 300,000-ticket job takes a while: let the dev broker keep all of it
 submit bulk bulk-a tenant-a "$TMP/a.jsonl"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+PORT=$(svc_free_port)
 it_run_worker "$TMP/worker.log" --topic tickets.urgent:0,tickets:1 --group g --idle-exit 5 \
     --http-port "$PORT" --http-addr 127.0.0.1
 it_wait_rows bulk-a "$AFTER" 600

@@ -14,7 +14,7 @@ it_submit tickets job-a "$TMP/a.jsonl"
 "$RECLASS" submit --brokers "$BROKERS" --topic tickets --job-id job-b --tenant globex \
     --no-progress "$TMP/b.jsonl" >>"$TMP/submit.log" 2>&1 || fail "submit job-b"
 
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+PORT=$(svc_free_port)
 URL=http://127.0.0.1:$PORT
 # http_get PATH: prints the status code, then the body
 http_get() {

@@ -8,9 +8,8 @@ source "$(dirname "$0")/lib.sh" "$1"
 it_start_broker tickets
 it_tls_ca test-ca && it_tls_ca other-ca
 it_tls_cert test-ca "$TMP/reg.pem" "$TMP/reg.key"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-plain=$(free_port)
-tls=$(free_port)
+plain=$(svc_free_port)
+tls=$(svc_free_port)
 python3 "$it_root/tests/tools/schema_registry.py" --port "$plain" --state "$TMP/registry.json" \
     --user-info ci:tls-secret >"$TMP/registry.log" 2>&1 &
 svc_pids+=($!)

@@ -16,7 +16,7 @@ python3 -c 'import confluent_kafka.schema_registry.avro, fastavro' 2>/dev/null |
 NP=700 NS=500 NO=400
 it_start_pg
 it_start_broker tickets
-RPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+RPORT=$(svc_free_port)
 REG=http://127.0.0.1:$RPORT
 USERINFO=ci:registry-secret
 start_registry() {

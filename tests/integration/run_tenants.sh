@@ -52,7 +52,7 @@ wait_rows() { # N: until ticket_results holds N rows
         sleep 1
     done
 }
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+PORT=$(svc_free_port)
 scrape() {
     python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' \
         "http://127.0.0.1:$PORT/metrics" 2>/dev/null

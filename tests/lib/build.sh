@@ -3,6 +3,7 @@
 # in a log file, showing one line that follows the build's progress.
 #   reclass_build LOG SOURCE BUILD_DIR [cmake -D... args] [-- build args]
 # Returns cmake's status; on failure the log's last 30 lines go to stderr.
+# reclass_test_jobs: how many tests ctest runs at once (tests/run.sh, tests/sanitize.sh).
 reclass_build() {
     local log=$1 src=$2 dir=$3 rc=0
     shift 3
@@ -28,4 +29,11 @@ reclass_build() {
         echo "build failed (exit $rc): the whole output is in $log" >&2
     fi
     return "$rc"
+}
+
+# RECLASS_TEST_JOBS, default twice the cores: most integration tests wait (PostgreSQL, a
+# broker, the worker's timers); the CPU-heavy and the timed ones hold more slots or the whole
+# machine through their CTest properties (PROCESSORS, RUN_SERIAL: tests/*.cmake).
+reclass_test_jobs() {
+    echo "${RECLASS_TEST_JOBS:-$((2 * $(nproc)))}"
 }

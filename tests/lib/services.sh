@@ -5,6 +5,12 @@
 svc_lib=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 svc_pids=() # processes to stop; callers add their own (the worker) too
 
+# svc_free_port: a free loopback port for a server of the test (tests/lib/free_port.py says why
+# not one from bind(0)).
+svc_free_port() {
+    python3 "$svc_lib/free_port.py"
+}
+
 # svc_stop DIR: stops every process in svc_pids, then the PostgreSQL under DIR/pg.
 svc_stop() {
     local p
@@ -115,7 +121,7 @@ svc_start_tansu() {
     tool=$(svc_kafka_tool "$1")
     [ -x "$tool" ] || { echo "services: no kafka_tool at $tool (build its target)" >&2; return 1; }
     for try in 1 2 3; do # a free port can be taken before Tansu binds it: then another
-        port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+        port=$(svc_free_port)
         "$bin" broker --listener-url "tcp://127.0.0.1:$port" \
             --advertised-listener-url "tcp://127.0.0.1:$port" --storage-engine memory://tansu/ \
             >>"$2/tansu.out" 2>>"$2/tansu.log" &
