@@ -21,7 +21,11 @@ pkg_install() {
             apt+=("$pkg")
         fi
     done <"$list"
-    for p in "${apt[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+    # "installed" only: a package removed but not purged (status "deinstall ok config-files")
+    # still answers `dpkg -s`, and its commands are gone.
+    for p in "${apt[@]}"; do
+        [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || missing+=("$p")
+    done
     if [ ${#missing[@]} -gt 0 ]; then
         local sudo=
         if [ "$(id -u)" != 0 ]; then
