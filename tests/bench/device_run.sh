@@ -51,7 +51,7 @@
 #                test_gpu_kernels,
 #                test_gpu_golden (all 7 families, fp16 and bf16), reclass bench bert-base fp16 /
 #                bf16 / fp8 at 16384 on tickets-mix beside a baseline binary interleaved (put
-#                main's build before this change at .devlibs/base/reclass before `pack`: in a
+#                another commit's build at .devlibs/base/reclass before `pack`: in a
 #                checkout of that commit, `cmake -S . -B build-sm90 -DCMAKE_CUDA_ARCHITECTURES=90
 #                && cmake --build build-sm90 --target reclass`, then `mkdir -p .devlibs/base && cp
 #                <that checkout>/build-sm90/reclass .devlibs/base/`), then test_gpu_memory over
@@ -415,8 +415,8 @@ if has graph; then
     fi
     if part bench; then
         # bert-base fp16 / bf16 / fp8 on tickets-mix at 16384, this build beside the baseline
-        # (.devlibs/base/reclass: main's build before the graph took the BERT families, which
-        # `pack` carries when it is there), interleaved per precision so clocks and heat hit
+        # (.devlibs/base/reclass: another commit's build, which `pack` carries when it is
+        # there), interleaved per precision so clocks and heat hit
         # both alike; GRAPH_BENCH_ROUNDS (1) rounds, the second in the other order.
         bins=("$B/reclass")
         [ -x .devlibs/base/reclass ] && bins+=(.devlibs/base/reclass) ||
