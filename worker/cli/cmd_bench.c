@@ -145,7 +145,7 @@ static int bench_pass(bench_t *b, char *err, size_t errlen) {
     /* all tickets are present at once: the accumulator's long-end runs = sorted batches */
     for (long i = 0; i < w->n; i++) {
         int len = (int)(w->off[i + 1] - w->off[i]);
-        if (worker_accum_push(b->acc, (void *)(intptr_t)(i + 1), len, 0) != WORKER_ACCUM_OK)
+        if (worker_accum_push(b->acc, (void *)(intptr_t)(i + 1), len, 0) != COMMON_OK)
             return common_errf(1, err, errlen, "ticket %ld (%d tokens) could not be batched", i + 1,
                                len);
     }

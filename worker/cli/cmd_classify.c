@@ -284,12 +284,12 @@ static common_status_t classify_loop(cls_ctx_t *c, cls_engine_t *eng, worker_acc
         while (next_push < known) {
             cls_slot_t *s = &c->slot[next_push % c->ring];
             if (s->state == SLOT_READ) {
-                int r = worker_accum_push(acc, s, s->n, now);
-                if (r == WORKER_ACCUM_FULL) {
+                common_status_t r = worker_accum_push(acc, s, s->n, now);
+                if (r == COMMON_RETRY) {
                     full = 1;
                     break;
                 }
-                if (r != WORKER_ACCUM_OK) { /* cannot happen: 2 <= n <= max_pos */
+                if (r != COMMON_OK) { /* cannot happen: 2 <= n <= max_pos */
                     s->state = SLOT_ERROR;
                     snprintf(s->err, sizeof s->err, "input %ld: %d tokens cannot be batched",
                              next_push + 1, s->n);

@@ -45,7 +45,7 @@ int pl_drain_overflow(pl_t *pl) {
             it->arrived_ms = now;
             int prio = it->t.has_priority ? it->t.priority : 0;
             if (worker_fair_push(pl->q.acc, it, it->n_ids, it->lane, it->t.tenant, prio, now) !=
-                WORKER_ACCUM_OK) {
+                COMMON_OK) {
                 last = it;
                 pp = &it->next;
                 continue;
