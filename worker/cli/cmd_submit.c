@@ -213,18 +213,19 @@ static int register_schema(const submit_opts_t *o, consumers_codec_t *codec) {
     return 0;
 }
 
-static int produce_all(consumers_producer_t *p, consumers_codec_t *codec, const submit_opts_t *o,
-                       long total, long *sent) {
+static common_status_t produce_all(consumers_producer_t *p, consumers_codec_t *codec,
+                                   const submit_opts_t *o, long total, long *sent) {
     worker_submit_input_t *in;
     char err[512];
+    common_err_t e;
     *sent = 0;
-    if (worker_submit_input_open(o->file, o->text_col, o->id_col, &in, err, sizeof(err))) {
-        common_logf(stderr, "%s\n", err);
-        return 2;
+    if (worker_submit_input_open(o->file, o->text_col, o->id_col, &in, &e)) {
+        common_logf(stderr, "%s\n", e.message);
+        return e.code;
     }
     worker_submit_rec_t r;
-    int rc = 0;
-    while (!submit_stop && (rc = worker_submit_input_next(in, &r, err, sizeof(err))) == 1) {
+    common_status_t rc = COMMON_OK;
+    while (!submit_stop && (rc = worker_submit_input_next(in, &r, &e)) == COMMON_OK) {
         if (r.text_len == 0) continue;
         consumers_ticket_t t = {.job_id = (char *)o->job_id,
                                 .tenant = (char *)o->tenant,
@@ -239,21 +240,23 @@ static int produce_all(consumers_producer_t *p, consumers_codec_t *codec, const 
         size_t len;
         if (consumers_codec_encode(codec, &t, !o->plain, &buf, &len, err, sizeof(err))) {
             common_logf(stderr, "line %ld: %s\n", r.line, err);
-            rc = 1;
+            rc = COMMON_FATAL;
             break;
         }
         if (consumers_producer_send(p, r.id, buf, len, &submit_stop, err, sizeof(err))) {
             if (!submit_stop) common_logf(stderr, "%s\n", err);
-            rc = 1;
+            rc = COMMON_FATAL;
             break;
         }
         ++*sent;
         if (o->progress) draw_progress(p, total, 0);
     }
     if (submit_stop)
-        rc = 1;
-    else if (rc == 2)
-        common_logf(stderr, "%s\n", err);
+        rc = COMMON_FATAL;
+    else if (rc == COMMON_DONE)
+        rc = COMMON_OK;
+    else if (rc == COMMON_USAGE)
+        common_logf(stderr, "%s\n", e.message);
     worker_submit_input_free(in);
     return rc;
 }
@@ -274,9 +277,9 @@ static int check_record_limit(consumers_producer_t *p, const submit_opts_t *o,
     size_t need = 0;
     worker_submit_input_t *in;
     worker_submit_rec_t r;
-    char err[512];
-    if (worker_submit_input_open(o->file, o->text_col, o->id_col, &in, err, sizeof(err)) == 0) {
-        while (worker_submit_input_next(in, &r, err, sizeof(err)) == 1) {
+    common_err_t e;
+    if (worker_submit_input_open(o->file, o->text_col, o->id_col, &in, &e) == COMMON_OK) {
+        while (worker_submit_input_next(in, &r, &e) == COMMON_OK) {
             size_t b = consumers_producer_ticket_bytes(r.text_len, strlen(r.id), job, tenant);
             if (r.text_len == 0 || b <= limit) continue;
             if (over++ == 0) first = r.line, need = b;
@@ -305,8 +308,9 @@ common_status_t worker_cmd_submit(int argc, char **argv) {
 
     worker_submit_count_t cnt;
     char err[512];
-    if ((rc = worker_submit_input_count(o.file, o.text_col, o.id_col, &cnt, err, sizeof(err)))) {
-        common_logf(stderr, "%s\n", err);
+    common_err_t e;
+    if ((rc = worker_submit_input_count(o.file, o.text_col, o.id_col, &cnt, &e))) {
+        common_logf(stderr, "%s\n", e.message);
         return rc;
     }
     long total = cnt.count;
