@@ -140,7 +140,7 @@ static int bench_pass(bench_t *b, char *err, size_t errlen) {
         b->acfg.max_pending_items = (int)w->n;
         b->acfg.max_pending_tokens =
             w->off[w->n] > b->acfg.token_budget ? w->off[w->n] : b->acfg.token_budget;
-        if (worker_accum_init(&b->acfg, &b->acc, err, errlen) != 0) return 1;
+        if (worker_accum_init(&b->acfg, &b->acc, err, errlen) != 0) return COMMON_FATAL;
     }
     /* all tickets are present at once: the accumulator's long-end runs = sorted batches */
     for (long i = 0; i < w->n; i++) {
@@ -154,7 +154,7 @@ static int bench_pass(bench_t *b, char *err, size_t errlen) {
     int n;
     while ((n = cls_driver_step(&b->drv, b->acc, 0, 1, err, errlen)) > 0)
         ;
-    if (n < 0 || cls_driver_finish(&b->drv, err, errlen) != 0) return 1;
+    if (n < 0 || cls_driver_finish(&b->drv, err, errlen) != 0) return COMMON_FATAL;
     size_t params = gpu_model_param_count(cfg);
     /* table lookups cost no FLOPs; ELECTRA's projection (in the count) does */
     size_t emb = ((size_t)cfg->vocab_size + cfg->pos_rows + cfg->type_vocab + 2) * cfg->emb_size;

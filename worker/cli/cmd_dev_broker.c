@@ -92,7 +92,7 @@ common_status_t worker_cmd_dev_broker(int argc, char **argv) {
                     "librdkafka (this build uses the system one, whose mock cluster keeps a fixed "
                     "5 MiB / 100000 batches per partition); rebuild without "
                     "-DRECLASS_SYSTEM_RDKAFKA=ON\n");
-        return 2;
+        return COMMON_USAGE;
     }
     if ((rc = worker_cli_require_kafka())) return rc;
     long log_bytes = log_mb ? log_mb << 20 : CONSUMERS_MOCK_LOG_BYTES;
@@ -110,19 +110,19 @@ common_status_t worker_cmd_dev_broker(int argc, char **argv) {
     char err[256];
     if (consumers_mock_start(partitions, port, &mock, &bootstrap, err, sizeof(err))) {
         common_logf(stderr, "%s\n", err);
-        return 1;
+        return COMMON_FATAL;
     }
     if (consumers_mock_log_limits_settable() &&
         consumers_mock_set_log_limits(mock, log_bytes, log_batches, err, sizeof(err))) {
         common_logf(stderr, "%s\n", err);
         consumers_mock_stop(mock);
-        return 1;
+        return COMMON_FATAL;
     }
     for (int i = 0; i < n_topics; i++)
         if (consumers_mock_topic_create(mock, topics[i], partitions, err, sizeof(err))) {
             common_logf(stderr, "%s\n", err);
             consumers_mock_stop(mock);
-            return 1;
+            return COMMON_FATAL;
         }
     printf("%s\n", bootstrap);
     fflush(stdout);

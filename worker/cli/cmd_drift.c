@@ -98,7 +98,7 @@ static int drift_baseline(int argc, char **argv) {
                           : NULL;
     if (why) {
         common_logf(stderr, "%s (see --help)\n", why);
-        return 2;
+        return COMMON_USAGE;
     }
     PGconn *conn;
     int rc = worker_cli_db_connect(a.db, &conn);
@@ -123,7 +123,7 @@ static int drift_baseline(int argc, char **argv) {
         common_logf(stderr, "no baseline came back (is migration 004 applied?)\n");
         PQclear(r);
         PQfinish(conn);
-        return 1;
+        return COMMON_FATAL;
     }
     printf("baseline %s pinned for tenant %s, model %s: %s tickets from %s%s%s (%s .. %s)\n",
            PQgetvalue(r, 0, 0), a.tenant, a.model, PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2),
@@ -158,7 +158,7 @@ static int drift_report(int argc, char **argv) {
     if (prc != COMMON_OK) return prc;
     if (strcmp(a.bucket, "window") && strcmp(a.bucket, "hour") && strcmp(a.bucket, "day")) {
         common_logf(stderr, "--bucket %s: use window, hour or day\n", a.bucket);
-        return 2;
+        return COMMON_USAGE;
     }
     PGconn *conn;
     int rc = worker_cli_db_connect(a.db, &conn);

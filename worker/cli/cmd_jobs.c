@@ -196,7 +196,7 @@ static int print_show(FILE *f, PGconn *conn, const PGresult *r, int tty) {
     if (!det || (j.dead >= 0 && !fails)) {
         PQclear(labels);
         PQclear(det);
-        return 1;
+        return COMMON_FATAL;
     }
     int n_fails = fails ? PQntuples(fails) : 0;
     if (jobs_a.json) {
@@ -271,7 +271,7 @@ static int draw(PGconn *conn, const char *job, int tty) {
     snprintf(lim, sizeof lim, "%d", job ? 1 : jobs_a.limit);
     const char *p[4] = {jobs_a.tenant, lim, (jobs_a.all || job) ? "true" : "false", job};
     PGresult *r = worker_cli_db_query(conn, SQL_JOBS, 4, p, NULL);
-    if (!r) return 1;
+    if (!r) return COMMON_FATAL;
     int rc = 0;
     if (tty && jobs_a.watch_s && !jobs_a.json) fputs("\033[H\033[2J", stdout);
     if (job) {

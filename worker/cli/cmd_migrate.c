@@ -52,7 +52,7 @@ common_status_t worker_cmd_migrate(int argc, char **argv) {
     if (prc != COMMON_OK) return prc;
     if (!db || !*db) {
         common_logf(stderr, "no database: pass --db URL or set RECLASS_DB\n");
-        return 2;
+        return COMMON_USAGE;
     }
     if (strchr(db, '=') || strstr(db, "://")) {
         char *perr = NULL;
@@ -64,7 +64,7 @@ common_status_t worker_cmd_migrate(int argc, char **argv) {
             common_logf(stderr, "bad --db connection string: %s\n",
                         common_redact(perr ? perr : "out of memory", msg, sizeof(msg)));
             PQfreemem(perr);
-            return 2;
+            return COMMON_USAGE;
         }
         PQconninfoFree(o);
     }
@@ -75,14 +75,14 @@ common_status_t worker_cmd_migrate(int argc, char **argv) {
                         "no migrations directory found (tried %s): pass "
                         "--migrations DIR or set RECLASS_MIGRATIONS\n",
                         dbuf);
-            return 2;
+            return COMMON_USAGE;
         }
         dir = dbuf;
     }
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
         common_logf(stderr, "%s is not a directory: pass --migrations DIR\n", dir);
-        return 2;
+        return COMMON_USAGE;
     }
     sink_migrate_opts_t opts = {.dry_run = dry_run, .log = stdout};
     int n = 0;
@@ -91,7 +91,7 @@ common_status_t worker_cmd_migrate(int argc, char **argv) {
     fflush(stdout);
     if (rc != COMMON_OK) {
         common_logf(stderr, "%s\n", err);
-        return 1;
+        return COMMON_FATAL;
     }
     if (dry_run || n == 0)
         printf("%d pending (%s)\n", n, dir);

@@ -120,11 +120,11 @@ common_status_t worker_cmd_plan_memory(int argc, char **argv) {
     if (prc != COMMON_OK) return prc;
     if (!model_dir == !geometry) {
         common_logf(stderr, "give exactly one of --model DIR or --geometry NAME\n");
-        return 2;
+        return COMMON_USAGE;
     }
     if (budget <= 0) {
         common_logf(stderr, "--token-budget N is required\n");
-        return 2;
+        return COMMON_USAGE;
     }
 
     gpu_model_config_t cfg;
@@ -134,14 +134,14 @@ common_status_t worker_cmd_plan_memory(int argc, char **argv) {
     if (model_dir) {
         if (gpu_model_load(model_dir, &model, err, sizeof(err)) != 0) {
             common_logf(stderr, "%s\n", err);
-            return 2;
+            return COMMON_USAGE;
         }
         cfg = model->cfg;
         name = model->name ? model->name : model_dir;
     } else if (gpu_model_geometry(geometry, labels, &cfg) != 0) {
         common_logf(stderr, "unknown geometry '%s': use one of %s\n", geometry,
                     gpu_model_geometries());
-        return 2;
+        return COMMON_USAGE;
     }
 
     gpu_mem_plan_t plan;
@@ -151,7 +151,7 @@ common_status_t worker_cmd_plan_memory(int argc, char **argv) {
     if (rc != 0) {
         common_logf(stderr, "%s\n", err);
         gpu_model_free(model);
-        return 2;
+        return COMMON_USAGE;
     }
     char h[32];
     printf("device memory plan: %s (%s, %d layers, H %d, E %d, I %d, %s, %d labels), %s, token "
@@ -176,7 +176,7 @@ common_status_t worker_cmd_plan_memory(int argc, char **argv) {
            human(plan.total_bytes, h, sizeof(h)));
     if (print_graph_plan(&cfg, plan.precision, budget, max_seqs) != 0) {
         gpu_model_free(model);
-        return 2;
+        return COMMON_USAGE;
     }
     /* the cpu backend's kernels by this CPU's features: never a silent fallback */
     const gpu_backend_ops_t *cpu = gpu_backend_find("cpu", err, sizeof err);

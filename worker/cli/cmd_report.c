@@ -49,7 +49,7 @@ common_status_t worker_cmd_report(int argc, char **argv) {
     if (prc != COMMON_OK) return prc;
     if (!a.job) {
         common_logf(stderr, "--job J is required (see --help)\n");
-        return 2;
+        return COMMON_USAGE;
     }
     PGconn *conn;
     int rc = worker_cli_db_connect(a.db, &conn);
@@ -66,7 +66,7 @@ common_status_t worker_cmd_report(int argc, char **argv) {
             common_logf(stderr, "cannot write %s.tmp: check --out\n", a.out);
             free(tmp);
             PQfinish(conn);
-            return 2;
+            return COMMON_USAGE;
         }
     }
     char err[1024];

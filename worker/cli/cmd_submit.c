@@ -119,7 +119,7 @@ static int parse_opts(int argc, char **argv, submit_opts_t *o) {
     }
     if (first != argc - 1) {
         common_logf(stderr, "give exactly one FILE.csv or FILE.jsonl (see --help)\n");
-        return 2;
+        return COMMON_USAGE;
     }
     o->file = argv[first];
     if (o->lane && !strcmp(o->lane, "urgent")) {
@@ -137,17 +137,17 @@ static int parse_opts(int argc, char **argv, submit_opts_t *o) {
     const char *miss = !o->job_id ? "--job-id" : !o->tenant ? "--tenant" : NULL;
     if (miss) {
         common_logf(stderr, "%s is required\n", miss);
-        return 2;
+        return COMMON_USAGE;
     }
     char err[256];
     if (consumers_kafka_props_check(o->props, err, sizeof(err))) {
         common_logf(stderr, "%s\n", err);
-        return 2;
+        return COMMON_USAGE;
     }
     if (consumers_ticket_check_id("job_id", o->job_id, strlen(o->job_id), err, sizeof(err)) ||
         consumers_ticket_check_id("tenant", o->tenant, strlen(o->tenant), err, sizeof(err))) {
         common_logf(stderr, "%s: %s\n", strstr(err, "job_id") ? "--job-id" : "--tenant", err);
-        return 2;
+        return COMMON_USAGE;
     }
     return 0;
 }
@@ -186,14 +186,14 @@ static int register_schema(const submit_opts_t *o, consumers_codec_t *codec) {
     if (o->plain) {
         common_logf(stderr, "--schema-registry needs the Confluent framing (drop "
                             "--plain-avro)\n");
-        return 2;
+        return COMMON_USAGE;
     }
     consumers_registry_cfg_t rc = {
         .url = o->registry, .ca_file = o->registry_ca, .auth_file = o->registry_auth};
     consumers_registry_t *r;
     if (consumers_registry_open(&rc, &r, err, sizeof(err))) {
         common_logf(stderr, "%s\n", err);
-        return 2;
+        return COMMON_USAGE;
     }
     snprintf(subject, sizeof(subject), "%s-value", o->topic);
     char *txt = consumers_codec_reader_text(codec);
@@ -292,7 +292,7 @@ static int check_record_limit(consumers_producer_t *p, const submit_opts_t *o,
         "%zu bytes of %s (%ld such records); nothing was sent: shorten the texts or raise the "
         "topic's max.message.bytes\n",
         o->file, first, need, limit, source, over);
-    return 2;
+    return COMMON_USAGE;
 }
 
 common_status_t worker_cmd_submit(int argc, char **argv) {
@@ -318,13 +318,13 @@ common_status_t worker_cmd_submit(int argc, char **argv) {
     consumers_codec_t *codec;
     if (consumers_codec_init(o.schemas, &codec, err, sizeof(err))) {
         common_logf(stderr, "%s (set --schemas or RECLASS_SCHEMAS)\n", err);
-        return 1;
+        return COMMON_FATAL;
     }
     if (o.plain_schema &&
         consumers_codec_set_plain_schema(codec, o.plain_schema, err, sizeof(err))) {
         common_logf(stderr, "--plain-schema: %s\n", err);
         consumers_codec_free(codec);
-        return 2;
+        return COMMON_USAGE;
     }
     if (o.registry && (rc = register_schema(&o, codec)) != 0) {
         consumers_codec_free(codec);
@@ -348,7 +348,7 @@ common_status_t worker_cmd_submit(int argc, char **argv) {
     /* Wait for every delivery report, even after a failure, so the counts are true. */
     while (consumers_producer_wait(p, 100) > 0)
         if (o.progress) draw_progress(p, total, 0);
-    if (o.progress && rc != 2) draw_progress(p, total, 1);
+    if (o.progress && rc != COMMON_USAGE) draw_progress(p, total, 1);
     const consumers_producer_stats_t st = *consumers_producer_stats(p);
     int lost = rc == 0 && !st.failed && consumers_producer_check_retained(p, err, sizeof(err));
     if (lost) common_logf(stderr, "%s\n", err);
@@ -356,7 +356,8 @@ common_status_t worker_cmd_submit(int argc, char **argv) {
     consumers_codec_free(codec);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
-    if (rc == 2 && sent == 0) return 2; /* refused before sending: the message says why */
+    if (rc == COMMON_USAGE && sent == 0)
+        return COMMON_USAGE; /* refused before sending: the message says why */
 
     if (cnt.empty) common_logf(stderr, "skipped %ld records with empty text\n", cnt.empty);
     if (st.failed) {
@@ -371,7 +372,7 @@ common_status_t worker_cmd_submit(int argc, char **argv) {
             "acknowledged; give the topic more room and submit the file again with the same "
             "--job-id\n",
             o.job_id);
-        return 1;
+        return COMMON_FATAL;
     }
     if (rc == 0 && st.delivered == total) {
         printf("submitted %ld tickets of job %s to %s\n", total, o.job_id, o.topic);

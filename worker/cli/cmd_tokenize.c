@@ -91,24 +91,24 @@ common_status_t worker_cmd_tokenize(int argc, char **argv) {
     if (prc != COMMON_OK) return prc;
     if (first < argc) {
         common_logf(stderr, "unexpected argument '%s' (texts come on stdin)\n", argv[first]);
-        return 2;
+        return COMMON_USAGE;
     }
     if (!model) {
         common_logf(stderr, "--model DIR is required (see --help)\n");
-        return 2;
+        return COMMON_USAGE;
     }
 
     char err[PATH_MAX + 256];
     worker_tok_t *tok = NULL;
     if (worker_tok_load_dir(model, 0, &tok, err, sizeof(err)) != 0) {
         common_logf(stderr, "%s\n", err);
-        return 2;
+        return COMMON_USAGE;
     }
     worker_input_t *in = NULL;
     if (worker_input_open(stdin, jsonl, &in, err, sizeof(err)) != 0) {
         common_logf(stderr, "%s\n", err);
         worker_tok_free(tok);
-        return 1;
+        return COMMON_FATAL;
     }
     static char obuf[1 << 16];
     setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
