@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <stdio.h>
 
+#include "common/err.h"
 #include "worker/pipeline/pipeline_int.h"
 
 /* Lanes: while tickets of a lane wait or are in flight, the less urgent lanes' topics are held
@@ -18,7 +19,7 @@ void pl_hold_lanes(pl_t *pl) {
     int first = consumers_consumer_lane_priority(pl->poll.consumer, 0);
     if (pl->poll.bp_hold && first < prio) prio = first;
     if (consumers_consumer_hold_above(pl->poll.consumer, prio) < 0)
-        fprintf(stderr, "reclass run: could not hold or release the less urgent lanes\n");
+        common_logf(stderr, "could not hold or release the less urgent lanes\n");
 }
 
 /* Pushes the overflow items the accumulator takes, in order, those of the lanes more urgent
