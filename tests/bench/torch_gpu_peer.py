@@ -191,13 +191,17 @@ def varlen_forward(model, ids, pos, cu, max_len):
     heads = cfg.num_attention_heads
     hd = cfg.hidden_size // heads
     h = m.embeddings(input_ids=ids[None])  # (1, T, H)
-    pe = {t: m.rotary_emb(h, pos[None], t) for t in set(cfg.layer_types)}
-    for layer in m.layers:
+    # transformers 5: one rotary module, a (cos, sin) per layer type; 4.x: one per layer
+    shared = hasattr(m, "rotary_emb")
+    pe = {t: m.rotary_emb(h, pos[None], t) for t in set(cfg.layer_types)} if shared else {}
+    for i, layer in enumerate(m.layers):
         qkv = layer.attn.Wqkv(layer.attn_norm(h)).view(1, -1, 3, heads, hd)
         q, k, v = qkv.unbind(dim=2)  # (1, T, heads, hd)
-        cos, sin = pe[layer.attention_type]
+        local = i % cfg.global_attn_every_n_layers != 0
+        cos, sin = (pe[layer.attention_type] if shared
+                    else layer.attn.rotary_emb(h, position_ids=pos[None]))
         q, k = mm.apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=2)
-        w = cfg.sliding_window if layer.attention_type == "sliding_attention" else -1
+        w = cfg.local_attention // 2 if local else -1  # keys |i - j| <= w, as HF's window
         o = varlen_attn(q[0].contiguous(), k[0].contiguous(), v[0].contiguous(), cu, cu,
                         max_len, max_len, window_size=(w, w))
         h = h + layer.attn.Wo(o.reshape(1, -1, cfg.hidden_size))
