@@ -1,6 +1,7 @@
 #include "gpu/backend.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/err.h"
@@ -200,4 +201,36 @@ int gpu_flight_pop(gpu_flight_t *f, int *n_seqs, char *err, size_t errlen) {
 int gpu_flight_idle(const gpu_flight_t *f, char *err, size_t errlen) {
     if (f->n == 0) return 0;
     return common_errf(-1, err, errlen, "forward with a batch in flight: collect it first");
+}
+
+static int op_time_cmp(const void *a, const void *b) {
+    const double x = ((const gpu_op_time_t *)a)->ms, y = ((const gpu_op_time_t *)b)->ms;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+void gpu_op_times_group(const gpu_graph_t *g, const double *ms, const long *runs, const char *clock,
+                        gpu_op_times_t *out) {
+    memset(out, 0, sizeof *out);
+    out->clock = clock;
+    for (int i = 0; i < g->n_ops; i++) {
+        if (runs[i] <= 0) continue;
+        char d[160];
+        const char *what = gpu_op_describe(&g->op[i], d, sizeof d);
+        const char *dot = g->op[i].layer >= 0 ? strchr(what, '.') : NULL;
+        if (dot) what = dot + 1; /* "l3.qkv: ..." -> "qkv: ..." */
+        int r = 0;
+        while (r < out->n && strncmp(out->row[r].what, what, sizeof out->row[r].what - 1) != 0)
+            r++;
+        if (r == out->n) {
+            if (out->n == GPU_OP_TIMES_ROWS) /* the last row takes the rest */
+                what = "(other ops)", r = out->n - 1;
+            else
+                out->n++;
+            snprintf(out->row[r].what, sizeof out->row[0].what, "%s", what);
+        }
+        out->row[r].runs += runs[i];
+        out->row[r].ms += ms[i];
+        out->total_ms += ms[i];
+    }
+    qsort(out->row, (size_t)out->n, sizeof out->row[0], op_time_cmp);
 }

@@ -52,6 +52,22 @@ typedef struct {
 
 typedef struct gpu_backend gpu_backend_t; /* one backend instance; opaque */
 
+/* Time per op over a stretch of forwards (`reclass bench --profile-ops`): the ops that are
+ * alike in every layer summed in one row, named as gpu_op_describe names them without the
+ * layer ("qkv: linear (2304 x 768) fp16"), longest first. */
+#define GPU_OP_TIMES_ROWS 64
+typedef struct {
+    char what[96];
+    long runs; /* op runs timed */
+    double ms; /* summed; 0 with runs > 0: the op ran fused into the row's op before it */
+} gpu_op_time_t;
+typedef struct {
+    const char *clock; /* what the milliseconds are, in words */
+    int n;
+    gpu_op_time_t row[GPU_OP_TIMES_ROWS];
+    double total_ms;
+} gpu_op_times_t;
+
 typedef struct {
     const char *name;
     /* The model stays owned by the caller and must outlive the instance. */
@@ -108,7 +124,17 @@ typedef struct {
     /* After a forward, the first rows of tensor t (of the instance's graph) to host fp32 out
      * (rows, cols). 0, or -1 with err. NULL where init_graph is. */
     int (*read_tensor)(gpu_backend_t *be, int t, size_t rows, float *out, char *err, size_t errlen);
+    /* Per-op timing, asked with no batch in flight: on 1 clears the totals and times every op
+     * of the forwards that follow; on 0 stops and writes the totals into *out (may be NULL),
+     * gpu_op_times_group's rows. Timing costs a little: an event after each op (cuda), two
+     * clock reads per op and thread (cpu). 0, or -1 with err. NULL where a backend cannot. */
+    int (*profile_ops)(gpu_backend_t *be, int on, gpu_op_times_t *out, char *err, size_t errlen);
 } gpu_backend_ops_t;
+
+/* The rows of *out from per-op totals of g's batch ops (ms, runs: n_ops each; ops never run
+ * left out), clock as the backend words it (gpu_op_times_t). */
+void gpu_op_times_group(const gpu_graph_t *g, const double *ms, const long *runs, const char *clock,
+                        gpu_op_times_t *out);
 
 /* The one rule for sequences per batch: max_seqs when positive, else token_budget / 2 (the
  * shortest sequence, [CLS] [SEP], is 2 tokens), at least 1. */

@@ -55,3 +55,7 @@ reclass_add_test(NAME test_cpu_fp8 SOURCES ${CMAKE_SOURCE_DIR}/tests/test_cpu_fp
 # a backend not built or without a device prints its rows as skipped.
 reclass_add_test(NAME test_graph_ops SOURCES ${CMAKE_SOURCE_DIR}/tests/test_graph_ops.c
   LABELS unit)
+
+# Per-op timing through the backend table (profile_ops, reclass bench --profile-ops).
+reclass_add_test(NAME test_profile_ops SOURCES ${CMAKE_SOURCE_DIR}/tests/test_profile_ops.c
+  LABELS unit)

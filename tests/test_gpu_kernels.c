@@ -279,11 +279,16 @@ static void test_attention_window(const char *prec, int heads, int n_seqs, int m
     gpu_cuda_test_round(prec, qkv, (size_t)n * ld);
     gpu_ref_attention_opts(qkv, qkv + H, qkv + 2 * H, ld, cu, n_seqs, heads, 64, 0.125f, window,
                            NULL, NULL, NULL, 0, 0, ref);
-    char what[96];
-    snprintf(what, sizeof(what), "attention window %d h%d seqs%d tok%d", window, heads, n_seqs, n);
-    int rc = gpu_cuda_test_attention_opts(prec, qkv, qkv + H, qkv + 2 * H, ld, cu, n_seqs, heads,
-                                          0.125f, window, NULL, NULL, NULL, 0, 0, got);
-    report(prec, what, rc, got, ref, (size_t)n * H, bound_for(prec, 5e-3, 2.5e-2));
+    for (int kernel = GPU_CUDA_TEST_ATT_MMA; kernel <= GPU_CUDA_TEST_ATT_WGMMA; kernel++) {
+        if (kernel == GPU_CUDA_TEST_ATT_WGMMA && !gpu_cuda_test_has_wgmma()) continue;
+        char what[96];
+        snprintf(what, sizeof(what), "attention window %d h%d seqs%d tok%d %s", window, heads,
+                 n_seqs, n, kernel == GPU_CUDA_TEST_ATT_WGMMA ? "wgmma" : "mma.sync");
+        int rc =
+            gpu_cuda_test_attention_opts(prec, kernel, qkv, qkv + H, qkv + 2 * H, ld, cu, n_seqs,
+                                         heads, 0.125f, window, NULL, NULL, NULL, 0, 0, got);
+        report(prec, what, rc, got, ref, (size_t)n * H, bound_for(prec, 5e-3, 2.5e-2));
+    }
     free(cu), free(qkv), free(ref), free(got);
 }
 
@@ -320,8 +325,9 @@ static void test_attention_disentangled(const char *prec, int heads, int n_seqs,
     gpu_ref_attention_opts(qkv, qkv + H, qkv + 2 * H, ld, cu, n_seqs, heads, hd, scale, -1, c2p,
                            p2c, rrow, mid, R, ref);
     snprintf(what, sizeof(what), "attention c2p+p2c h%d seqs%d tok%d", heads, n_seqs, n);
-    int rc = gpu_cuda_test_attention_opts(prec, qkv, qkv + H, qkv + 2 * H, ld, cu, n_seqs, heads,
-                                          scale, -1, c2p, p2c, rrow, mid, R, out);
+    int rc =
+        gpu_cuda_test_attention_opts(prec, GPU_CUDA_TEST_ATT_AUTO, qkv, qkv + H, qkv + 2 * H, ld,
+                                     cu, n_seqs, heads, scale, -1, c2p, p2c, rrow, mid, R, out);
     report(prec, what, rc, out, ref, (size_t)n * H, bound_for(prec, 5e-3, 2.5e-2));
     free(cu), free(qkv), free(pk), free(pq), free(c2p), free(p2c), free(got), free(rrow);
     free(ref), free(out);

@@ -41,6 +41,7 @@ enum {
     ATT_ROPE,
     ATT_ROPE_WINDOW,
     ATT_FIRST,
+    ATT_ROPE_FIRST,
     ATT_REL,
     ATT_REL_FIRST,
     POOL_CLS,
@@ -64,6 +65,7 @@ static const char *const case_name[N_CASES] = {"embed",
                                                "attention rope",
                                                "attention rope + window 3",
                                                "attention first token",
+                                               "attention rope first token",
                                                "attention c2p p2c",
                                                "attention c2p p2c first token",
                                                "pool cls",
@@ -234,7 +236,7 @@ static void build(const gpu_model_t *m, int c, gpu_precision_t prec, gpu_precisi
         return;
     }
     if (c >= ATT_FULL && c <= ATT_REL_FIRST) {
-        const int first = c == ATT_FIRST || c == ATT_REL_FIRST,
+        const int first = c == ATT_FIRST || c == ATT_ROPE_FIRST || c == ATT_REL_FIRST,
                   rel = c == ATT_REL || c == ATT_REL_FIRST;
         const int qkv = input(&b, "qkv", GPU_ROWS_TOKENS, x, NTOK, 3 * H);
         int q = qkv;
@@ -250,7 +252,7 @@ static void build(const gpu_model_t *m, int c, gpu_precision_t prec, gpu_precisi
         a->src[1] = gpu_gb_view(qkv, H), a->src[2] = gpu_gb_view(qkv, 2 * H);
         a->heads = cfg.heads, a->head_dim = hd;
         a->window = c == ATT_WINDOW ? 2 : c == ATT_ROPE_WINDOW ? 3 : 0;
-        a->rope_theta = c == ATT_ROPE || c == ATT_ROPE_WINDOW ? 10000.0f : 0.0f;
+        a->rope_theta = c == ATT_ROPE || c == ATT_ROPE_WINDOW || c == ATT_ROPE_FIRST ? 1e4f : 0.f;
         gpu_ref_attn_t r = {.heads = cfg.heads,
                             .head_dim = hd,
                             .window = a->window,

@@ -160,6 +160,8 @@ static void cpu_free(gpu_backend_t *be) {
         for (int i = 0; i < be->n_threads; i++) {
             free(be->w[i].scratch);
             free(be->w[i].xq);
+            free(be->w[i].op_s);
+            free(be->w[i].op_runs);
         }
         free(be->w);
     }
@@ -282,7 +284,10 @@ int gpu_cpu_init_graph_as(const gpu_model_t *m, gpu_graph_t *g, const gpu_backen
         be->w[i].id = i;
         be->w[i].scratch = alloc_floats(be->scratch_floats, &be->arena_bytes);
         be->w[i].xq = be->xq_floats ? alloc_floats(be->xq_floats, &be->arena_bytes) : NULL;
-        if (!be->w[i].scratch || (be->xq_floats && !be->w[i].xq)) {
+        be->w[i].op_s = calloc((size_t)be->g->n_ops + 1, sizeof(double));
+        be->w[i].op_runs = calloc((size_t)be->g->n_ops + 1, sizeof(long));
+        if (!be->w[i].scratch || (be->xq_floats && !be->w[i].xq) || !be->w[i].op_s ||
+            !be->w[i].op_runs) {
             snprintf(err, errlen, "out of memory");
             cpu_free(be);
             return -1;
@@ -356,6 +361,39 @@ static void cpu_get_props(const gpu_backend_t *be, gpu_backend_props_t *p) {
                                .padded = 0};
 }
 
+/* The table's profile_ops: each thread times its ops (cpu_graph.c); the totals are summed
+ * over the threads, so a row is thread-seconds, not the batch's wall time. */
+static int cpu_profile_ops(gpu_backend_t *be, int on, gpu_op_times_t *out, char *err,
+                           size_t errlen) {
+    const int n = be->g->n_ops;
+    if (be->flight.n > 0) {
+        snprintf(err, errlen, "profile_ops: collect the batches in flight first");
+        return -1;
+    }
+    be->prof = on;
+    if (on) {
+        for (int t = 0; t < be->n_threads; t++) {
+            memset(be->w[t].op_s, 0, sizeof(double) * (size_t)n);
+            memset(be->w[t].op_runs, 0, sizeof(long) * (size_t)n);
+        }
+        return 0;
+    }
+    if (!out) return 0;
+    /* worker 0's arrays take the sums (profiling is off: no thread writes them now) */
+    for (int t = 1; t < be->n_threads; t++)
+        for (int i = 0; i < n; i++) {
+            be->w[0].op_s[i] += be->w[t].op_s[i], be->w[0].op_runs[i] += be->w[t].op_runs[i];
+            be->w[t].op_s[i] = 0, be->w[t].op_runs[i] = 0;
+        }
+    for (int i = 0; i < n; i++)
+        be->w[0].op_s[i] *= 1e3;
+    gpu_op_times_group(be->g, be->w[0].op_s, be->w[0].op_runs,
+                       "thread-milliseconds: each thread's wall time in the op, summed over "
+                       "the threads; an op runs once per chunk of sequences",
+                       out);
+    return 0;
+}
+
 static const char *const cpu_precisions[] = {"fp32", "bf16", "fp8", NULL};
 
 const gpu_backend_ops_t gpu_cpu_backend_ops = {
@@ -372,4 +410,5 @@ const gpu_backend_ops_t gpu_cpu_backend_ops = {
     .supports_op = gpu_cpu_supports_op,
     .init_graph = cpu_init_graph,
     .read_tensor = cpu_read_tensor,
+    .profile_ops = cpu_profile_ops,
 };

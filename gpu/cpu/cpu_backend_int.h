@@ -28,6 +28,8 @@ typedef struct {
     pthread_t th;
     float *scratch; /* the attention ops' scratch (gpu_cpu_attn_scratch_floats) */
     float *xq;      /* precision fp8: (rows, K) an FP8 projection's input rounded to E4M3 */
+    double *op_s;   /* (n_ops) seconds this thread spent in each batch op while be->prof */
+    long *op_runs;  /* (n_ops) its runs of each */
 } cpu_worker_t;
 
 struct gpu_backend {
@@ -67,6 +69,7 @@ struct gpu_backend {
     int *chunk_at; /* (max_seqs + 1) first sequence of each chunk of the batch, then n_seqs */
     int n_chunks;
     atomic_int next_chunk; /* the next chunk a thread may take */
+    int prof;              /* profile_ops: the workers time each op (set between forwards) */
 };
 
 /* The graph over sequences [s0, s1) of the batch (cpu_graph.c), on the worker's scratch;

@@ -6,6 +6,8 @@
 #include <cblas.h>
 #include <string.h>
 
+#include "common/clock.h"
+
 #include "gpu/cpu/cpu_attention.h"
 #include "gpu/cpu/cpu_backend_int.h"
 #include "gpu/cpu/cpu_gemm.h"
@@ -169,6 +171,9 @@ void gpu_cpu_run_op(const gpu_backend_t *be, int i, const gpu_op_t *op, const gp
 void gpu_cpu_encode_range(gpu_backend_t *be, const gpu_batch_t *bt, int s0, int s1,
                           cpu_worker_t *wk) {
     if (s1 <= s0) return;
-    for (int i = 0; i < be->g->n_ops; i++)
+    for (int i = 0; i < be->g->n_ops; i++) {
+        const double t0 = be->prof ? common_now_s() : 0;
         gpu_cpu_run_op(be, be->g->n_prelude + i, &be->g->op[i], bt, s0, s1, wk);
+        if (be->prof) wk->op_s[i] += common_now_s() - t0, wk->op_runs[i]++;
+    }
 }

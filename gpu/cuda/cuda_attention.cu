@@ -7,6 +7,7 @@
 // window (ModernBERT's local layers: a query tile reads only the <= 3 key tiles its window
 // touches, |i - j| > w masked), and DeBERTa's disentangled scores (c2p + p2c gathered at
 // each pair's relative row and added to q . k before the softmax).
+#include <math.h>
 #include <stdlib.h>
 
 #include "gpu/cuda/cuda_common.cuh"
@@ -277,7 +278,8 @@ cudaError_t cuda_attention(const T *q, const T *k, const T *v, int ld, const int
     if (n_seqs <= 0) return cudaSuccess;
     const float scale_log2 = CUDA_ATT_SCALE_LOG2;
     if (wgmma)
-        return cuda_attention_wgmma<T>(q, k, v, ld, cu, n_seqs, heads, q_tiles_max, out, out_ld, s);
+        return cuda_attention_wgmma<T>(q, k, v, ld, cu, n_seqs, heads, q_tiles_max, out, out_ld, -1,
+                                       s);
     dim3 grid((unsigned)q_tiles_max, (unsigned)heads, (unsigned)n_seqs);
     cuda_att_opts_t<T> none = {};
     attention_kernel<T, ATT_PLAIN>
@@ -295,6 +297,10 @@ cudaError_t cuda_attention_opts(const T *q, const T *k, const T *v, int ld, cons
     if (o->c2p && o->p2c && o->rrow)
         attention_kernel<T, ATT_DISENT>
             <<<grid, ATT_WARPS * 32, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2, *o);
+    else if (o->window >= 0 && o->wgmma && (o->ldq <= 0 || o->ldq == ld) &&
+             fabsf(o->scale - 0.125f) < 1e-7f) // the wgmma kernel has BERT's scale built in
+        return cuda_attention_wgmma<T>(q, k, v, ld, cu, n_seqs, heads, q_tiles_max, out, out_ld,
+                                       o->window, s);
     else if (o->window >= 0)
         attention_kernel<T, ATT_WINDOW>
             <<<grid, ATT_WARPS * 32, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2, *o);

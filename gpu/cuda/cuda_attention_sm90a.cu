@@ -126,10 +126,13 @@ __device__ __forceinline__ void wg_fence_regs(float (&d)[32]) {
 // this thread's rows g (e = 0, 1) and g + 8 (e = 2, 3): masks keys >= kv (only the last tile
 // has any), updates the running max m and partial sums l, leaves the exponentials in sc and
 // returns in al0 / al1 the factors the caller rescales O by.
+// WIN: a sliding window may mask a row's whole tile, so a -inf maximum counts as 0 (no
+// -inf - -inf NaN; the row's sums stay 0 until its keys come), as in cuda_attention.cu.
+template <bool WIN>
 __device__ __forceinline__ void wg_softmax(float (&sc)[32], float &m0, float &m1, float &l0,
                                            float &l1, int kv, int c, float scale_log2, float &al0,
                                            float &al1) {
-    if (kv < WG_BN) {
+    if (!WIN && kv < WG_BN) {
 #pragma unroll
         for (int nt = 0; nt < 8; nt++)
 #pragma unroll
@@ -146,8 +149,12 @@ __device__ __forceinline__ void wg_softmax(float (&sc)[32], float &m0, float &m1
     mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
     mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
     mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-    // Key 0 of the first tile exists, so every row has a finite maximum from then on.
+    // Without a window key 0 of the first tile exists: every row has a finite maximum.
     float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+    if (WIN) {
+        mn0 = mn0 == -INFINITY ? 0.f : mn0;
+        mn1 = mn1 == -INFINITY ? 0.f : mn1;
+    }
     al0 = exp2f((m0 - mn0) * scale_log2), al1 = exp2f((m1 - mn1) * scale_log2);
     m0 = mn0, m1 = mn1;
     float ms0 = -mn0 * scale_log2, ms1 = -mn1 * scale_log2, rs0 = 0.f, rs1 = 0.f;
@@ -214,6 +221,19 @@ __device__ __forceinline__ void wg_store(const float (&o)[32], float l0, float l
     }
 }
 
+// The sliding window's mask on one key tile k0..k0 + 63: keys past the sequence (len) or
+// farther than w from the row (r0: rows e = 0, 1; r0 + 8: e = 2, 3) score -inf.
+__device__ __forceinline__ void wg_window_mask(float (&sc)[32], int k0, int len, int r0, int w,
+                                               int c) {
+#pragma unroll
+    for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int kj = k0 + 2 * c + nt * 8 + (e & 1), ri = e < 2 ? r0 : r0 + 8;
+            if (kj >= len || ri - kj > w || kj - ri > w) sc[nt * 4 + e] = -INFINITY;
+        }
+}
+
 __device__ __forceinline__ void wg_rescale(float (&o)[32], float al0, float al1) {
 #pragma unroll
     for (int nt = 0; nt < 8; nt++) {
@@ -225,11 +245,14 @@ __device__ __forceinline__ void wg_rescale(float (&o)[32], float al0, float al1)
 #define WG_ARGS                                                                                    \
     const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v, int ld,             \
         const int32_t *__restrict__ cu, T *__restrict__ out, int out_ld, float scale_log2,         \
-        uint64_t khi, uint64_t vhi
+        uint64_t khi, uint64_t vhi, int window
 
 // One block: one warpgroup x 64 queries of one head of one sequence; per key tile, S = Q K^T,
 // softmax, O += P V one after the other (blocks on the same SM overlap each other's phases).
-template <typename T> __global__ void __launch_bounds__(128) attention_wg_kernel(WG_ARGS) {
+// WIN: ModernBERT's local layers, keys |i - j| <= window: a query tile reads only the key
+// tiles its window touches (at most 3 for a window of 64).
+template <typename T, bool WIN>
+__global__ void __launch_bounds__(128) attention_wg_kernel(WG_ARGS) {
 #ifdef WG_HAVE
     constexpr int NT = 128;
     int h = blockIdx.y, s = blockIdx.z;
@@ -244,8 +267,13 @@ template <typename T> __global__ void __launch_bounds__(128) attention_wg_kernel
     auto kt = [&](int st) { return t0 + (uint32_t)(st * 2 * WG_TILE); };
     auto vt = [&](int st) { return t0 + (uint32_t)(st * 2 * WG_TILE + WG_TILE); };
 
-    int n_tiles = (len + WG_BN - 1) / WG_BN;
-    wg_load_tile<T, NT>(kt(0), vt(0), kh, vh, ld, 0, len, tid);
+    int n_tiles = (len + WG_BN - 1) / WG_BN, j_lo = 0;
+    if (WIN) { // key tiles [j_lo, n_tiles) hold this query tile's windows
+        const int hi = (q0 + 63 + window) / WG_BN + 1;
+        j_lo = (q0 - window > 0 ? q0 - window : 0) / WG_BN;
+        n_tiles = hi < n_tiles ? hi : n_tiles;
+    }
+    wg_load_tile<T, NT>(kt(0), vt(0), kh, vh, ld, j_lo * WG_BN, len, tid);
     asm volatile("cp.async.commit_group;\n" ::);
     uint32_t qa[4][4]; // this warp's 16 query rows (of its warpgroup's 64)
     int r0 = q0 + warp * 16 + g;
@@ -256,8 +284,9 @@ template <typename T> __global__ void __launch_bounds__(128) attention_wg_kernel
     for (int i = 0; i < 32; i++)
         o[i] = 0.f;
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
-    for (int j = 0; j < n_tiles; j++) {
-        wg_prefetch_wait<T, NT>(j + 1 < n_tiles, kt((j + 1) & 1), vt((j + 1) & 1), kh, vh, ld,
+    for (int j = j_lo; j < n_tiles; j++) {
+        const int sj = (j - j_lo) & 1; // this tile's stage
+        wg_prefetch_wait<T, NT>(j + 1 < n_tiles, kt(sj ^ 1), vt(sj ^ 1), kh, vh, ld,
                                 (j + 1) * WG_BN, len, tid);
 
         float sc[32], al0, al1;
@@ -265,17 +294,18 @@ template <typename T> __global__ void __launch_bounds__(128) attention_wg_kernel
         wg_fence();
 #pragma unroll
         for (int kk = 0; kk < 4; kk++) // 16 dims = 32 bytes along each swizzled 128-byte row
-            wg_mma<T, 0>(sc, qa[kk], wg_desc(kt(j & 1) + kk * 32, khi), kk);
+            wg_mma<T, 0>(sc, qa[kk], wg_desc(kt(sj) + kk * 32, khi), kk);
         wg_commit_wait();
         wg_fence_regs(sc);
-        wg_softmax(sc, m0, m1, l0, l1, len - j * WG_BN, c, scale_log2, al0, al1);
+        if (WIN) wg_window_mask(sc, j * WG_BN, len, r0, window, c);
+        wg_softmax<WIN>(sc, m0, m1, l0, l1, len - j * WG_BN, c, scale_log2, al0, al1);
         wg_pack_p<T>(sc, pa);
         wg_rescale(o, al0, al1);
         wg_fence_regs(o);
         wg_fence();
 #pragma unroll
         for (int kk = 0; kk < 4; kk++) // 16 keys = 2 swizzle rows of 8 keys: 2048 bytes
-            wg_mma<T, 1>(o, pa[kk], wg_desc(vt(j & 1) + kk * 2048, vhi), 1);
+            wg_mma<T, 1>(o, pa[kk], wg_desc(vt(sj) + kk * 2048, vhi), 1);
         wg_commit_wait();
         wg_fence_regs(o);
         __syncthreads(); // the next iteration's loads overwrite the stage just read
@@ -289,7 +319,7 @@ template <typename T> __global__ void __launch_bounds__(128) attention_wg_kernel
 template <typename T>
 cudaError_t cuda_attention_wgmma(const T *q, const T *k, const T *v, int ld, const int32_t *cu,
                                  int n_seqs, int heads, int q_tiles_max, T *out, int out_ld,
-                                 cudaStream_t s) {
+                                 int window, cudaStream_t s) {
     if (n_seqs <= 0) return cudaSuccess;
     const float scale_log2 = CUDA_ATT_SCALE_LOG2;
     // 128-byte swizzle (mode 1, bits 62-63); stride byte offset (bits 32-45): 8-row groups
@@ -299,15 +329,20 @@ cudaError_t cuda_attention_wgmma(const T *q, const T *k, const T *v, int ld, con
     constexpr uint64_t khi = ((kl >> 4) << 16) | ((ks >> 4) << 32) | ((uint64_t)1 << 62);
     constexpr uint64_t vhi = ((vl >> 4) << 16) | ((vs >> 4) << 32) | ((uint64_t)1 << 62);
     dim3 grid((unsigned)q_tiles_max, (unsigned)heads, (unsigned)n_seqs);
-    attention_wg_kernel<T><<<grid, 128, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2, khi, vhi);
+    if (window >= 0)
+        attention_wg_kernel<T, true>
+            <<<grid, 128, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2, khi, vhi, window);
+    else
+        attention_wg_kernel<T, false>
+            <<<grid, 128, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2, khi, vhi, -1);
     return cudaGetLastError();
 }
 
 template cudaError_t cuda_attention_wgmma<__half>(const __half *, const __half *, const __half *,
                                                   int, const int32_t *, int, int, int, __half *,
-                                                  int, cudaStream_t);
+                                                  int, int, cudaStream_t);
 template cudaError_t cuda_attention_wgmma<__nv_bfloat16>(const __nv_bfloat16 *,
                                                          const __nv_bfloat16 *,
                                                          const __nv_bfloat16 *, int,
                                                          const int32_t *, int, int, int,
-                                                         __nv_bfloat16 *, int, cudaStream_t);
+                                                         __nv_bfloat16 *, int, int, cudaStream_t);

@@ -25,8 +25,7 @@ static void cuda_be_free(gpu_backend_t *be) {
     gpu_nvml_free(be->nv);
     if (be->device >= 0) cudaSetDevice(be->device);
     if (be->stream) cudaStreamSynchronize(be->stream); // a batch may still be in flight
-    for (int i = 0; i < BE_PROF_EVENTS; i++)
-        if (be->ev[i]) cudaEventDestroy(be->ev[i]);
+    cuda_be_profile_free(be);
     cuda_be_graph_free(be);
     if (be->dev) cudaFree(be->dev);
     for (int i = 0; i < 2; i++) {
@@ -118,10 +117,6 @@ static common_status_t cuda_be_submit(gpu_backend_t *be, const gpu_batch_t *batc
                                       size_t errlen) {
     const int slot = gpu_flight_slot(&be->flight, err, errlen);
     if (slot < 0) return COMMON_BUG;
-    if (be->prof && be->flight.n > 0) {
-        snprintf(err, errlen, "profiling times one batch at a time: collect first");
-        return COMMON_BUG;
-    }
     if (gpu_batch_check(batch, &be->model->cfg, &be->opts, err, errlen) != 0) return COMMON_USAGE;
     if (cudaSetDevice(be->device) != cudaSuccess) {
         snprintf(err, errlen, "CUDA device %d is gone", be->device);
@@ -147,11 +142,7 @@ static common_status_t cuda_be_collect(gpu_backend_t *be, float *logits, char *e
     float fw_ms = 0;
     if (cudaEventElapsedTime(&fw_ms, be->t_first[slot], be->t_last[slot]) == cudaSuccess)
         be->device_s += fw_ms * 1e-3;
-    for (int i = 1; be->prof && i < be->n_ev; i++) {
-        float ms = 0;
-        if (cudaEventElapsedTime(&ms, be->ev[i - 1], be->ev[i]) == cudaSuccess)
-            be->prof_ms[be->ev_cat[i]] += ms;
-    }
+    if (be->prof) cuda_be_profile_collect(be, slot);
     return COMMON_OK;
 }
 
@@ -218,4 +209,5 @@ extern "C" const gpu_backend_ops_t gpu_cuda_backend_ops = {
     cuda_graph_supports_op,
     cuda_be_init_given,
     cuda_be_read_tensor,
+    cuda_be_profile_ops,
 };

@@ -37,13 +37,14 @@ int gpu_cuda_graph_plan(const gpu_model_config_t *cfg, const char *precision, in
                         int max_seqs, int max_len, size_t *weights_bytes, size_t *total_bytes,
                         char *err, size_t errlen);
 
-/* The phases of a forward that tests time apart (tests/lib/cuda_test_api.h). */
+/* The phases of a forward that tests time apart (tests/lib/cuda_test_api.h), summed from the
+ * table's per-op times (profile_ops). */
 enum {
-    GPU_CUDA_PROF_EMBED,     /* input copy + embedding LayerNorm */
+    GPU_CUDA_PROF_EMBED,     /* embedding LayerNorm */
     GPU_CUDA_PROF_GEMM,      /* cuBLASLt projections (bias/GELU epilogues included) */
-    GPU_CUDA_PROF_ATTENTION, /* fused attention */
-    GPU_CUDA_PROF_NORM,      /* residual + LayerNorm, [CLS] gathers */
-    GPU_CUDA_PROF_HEAD,      /* pooler + classifier + logits copy */
+    GPU_CUDA_PROF_ATTENTION, /* fused attention (RoPE's pass included) */
+    GPU_CUDA_PROF_NORM,      /* residual + LayerNorm, [CLS] gathers, pooling */
+    GPU_CUDA_PROF_HEAD,      /* pooler + classifier */
     GPU_CUDA_PROF_N
 };
 

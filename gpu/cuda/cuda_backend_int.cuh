@@ -14,7 +14,6 @@ extern "C" {
 #include "gpu/cuda/nvml.h" /* plain C, without its own extern "C" */
 }
 
-#define BE_PROF_EVENTS     256
 #define BE_TUNE_CANDIDATES 8 /* cuBLASLt candidates timed per GEMM shape bucket at init */
 
 struct gpu_backend {
@@ -37,12 +36,15 @@ struct gpu_backend {
     float *h_logits[2];                // pinned (max_seqs, L), per slot
     int init_done;                     // set once the arena exists: later allocations are refused
     long allocs_after_init;            // attempts refused after init (a test proves it stays 0)
-    // Optional per-phase timing (bench breakdown): an event after each phase of a forward.
+    // Per-op timing (the table's profile_ops), per slot: an event before the batch's first op
+    // and one after each step (an op, or two run fused), and the op each step began with.
+    // Made by the first profile_ops(1): host-side objects, no device memory.
     int prof;
-    int n_ev;
-    cudaEvent_t ev[BE_PROF_EVENTS];
-    int ev_cat[BE_PROF_EVENTS];
-    double prof_ms[GPU_CUDA_PROF_N];
+    int n_ev[2];
+    cudaEvent_t *ev; // (2, n_ops + 1)
+    int *ev_op;      // (2, n_ops + 1)
+    double *op_ms;   // (n_ops) summed device milliseconds of each op since profile_ops(1)
+    long *op_runs;   // (n_ops)
     // The board's energy meter (NVML), opened by the first energy_start; the window it has
     // open until energy_stop, or NULL.
     gpu_nvml_t *nv;
@@ -64,6 +66,10 @@ size_t cuda_be_graph_arena_bytes(const struct gpu_backend *be);
 // The first rows of graph tensor t after a forward, as fp32 (the table's read_tensor).
 extern "C" int cuda_be_read_tensor(gpu_backend_t *be, int t, size_t rows, float *out, char *err,
                                    size_t errlen);
+// The table's profile_ops and the per-op totals of a collected slot (cuda_graph_backend.cu).
+int cuda_be_profile_ops(gpu_backend_t *be, int on, gpu_op_times_t *out, char *err, size_t errlen);
+void cuda_be_profile_collect(struct gpu_backend *be, int slot);
+void cuda_be_profile_free(struct gpu_backend *be);
 // The warm-up sweep at init (cuda_backend_host.cu), through forward.
 int cuda_be_warmup(struct gpu_backend *be, char *err, size_t errlen);
 

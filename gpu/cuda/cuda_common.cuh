@@ -128,6 +128,8 @@ cudaError_t cuda_attention(const T *q, const T *k, const T *v, int ld, const int
 // set, add DeBERTa's c2p[i, r] + p2c[j, r] to q . k, r = rrow[i - j + rrow_mid], c2p and p2c
 // rows (tokens, heads, R). scale multiplies the whole score (1/sqrt(head_dim * factor)).
 // ldq > 0: the queries' row stride when it is not ld (queries in a buffer of their own).
+// wgmma: the device runs the wgmma kernel (cuda_attention_has_wgmma), which then takes a
+// window with BERT's scale (1/8) and ldq = ld.
 template <typename T> struct cuda_att_opts_t {
     float scale;
     int window;
@@ -135,19 +137,25 @@ template <typename T> struct cuda_att_opts_t {
     const int32_t *rrow;
     int rrow_mid, R, heads;
     int ldq;
+    int wgmma;
 };
-// The mma.sync kernel (every device) with the options above; head_dim 64.
+// The mma.sync kernel (every device; a window on wgmma where o says) with the options above;
+// head_dim 64.
 template <typename T>
 cudaError_t cuda_attention_opts(const T *q, const T *k, const T *v, int ld, const int32_t *cu,
                                 int n_seqs, int heads, int q_tiles_max, T *out, int out_ld,
                                 const cuda_att_opts_t<T> *o, cudaStream_t st);
 // RoPE in place on the heads of the query rows q (n, ldq; NULL: keys only) and key rows k
-// (n, ldk), heads of head_dim, token t at position pos[t]: inv_j = 1 / theta^(2j / d),
-// angle pos inv_j in fp32, x'[j] = x[j] cos - x[j + d/2] sin, x'[j + d/2] = x[j + d/2] cos +
-// x[j] sin (HF's ModernBertRotaryEmbedding; cuda_rope.cu).
+// (n, ldk), heads of head_dim (a multiple of 16), token t at position pos[t]: x'[j] = x[j] cos
+// - x[j + d/2] sin, x'[j + d/2] = x[j + d/2] cos + x[j] sin (HF's ModernBertRotaryEmbedding;
+// cuda_rope.cu), cos and sin from table (device, cuda_rope_table's layout, rows > every pos).
 template <typename T>
 cudaError_t cuda_rope(T *q, int ldq, T *k, int ldk, const int32_t *pos, int n, int heads,
-                      int head_dim, float theta, cudaStream_t st);
+                      int head_dim, const float *table, cudaStream_t st);
+// The host table of cuda_rope for one theta: out (rows, head_dim / 2) pairs (cos, sin) of
+// angle p inv_j, inv_j = 1 / theta^(2j / d) (fp32, as HF), the angle in fp32, its cosine and
+// sine in double rounded to fp32.
+extern "C" void cuda_rope_table(float theta, int head_dim, int rows, float *out);
 // dst rows cu[s] (row stride ld) = src rows s (n_seqs, H): a sequence's first-token row put
 // back among its tokens (cuda_pool.cu).
 template <typename T>
@@ -178,9 +186,10 @@ int cuda_attention_has_wgmma(int device);
 // The same on Hopper's wgmma (cuda_attention_sm90a.cu, compute capability 9.0 only): one
 // warpgroup of 64 queries per block.
 template <typename T>
+// window >= 0: only keys |i - j| <= window (the local layers), else every key.
 cudaError_t cuda_attention_wgmma(const T *q, const T *k, const T *v, int ld, const int32_t *cu,
                                  int n_seqs, int heads, int q_tiles_max, T *out, int out_ld,
-                                 cudaStream_t st);
+                                 int window, cudaStream_t st);
 // out (n_seqs, ldo): attention of each sequence's first query only (q (n_seqs, ldq), one row
 // per sequence, e.g. the gathered [CLS] rows) against all its keys and values (rows of
 // stride ld at cu[s]); out may be q (cuda_attention_first.cu).

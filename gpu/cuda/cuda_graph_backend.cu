@@ -47,20 +47,6 @@ int cuda_be_graph_init(struct gpu_backend *be, char *err, size_t errlen) {
     return cuda_graph_setup(cg, be->dev, be->stream, be->sms, err, errlen);
 }
 
-// The phase of the bench's breakdown an op's time counts in.
-static int prof_cat(const gpu_op_t *op) {
-    switch (op->kind) {
-    case GPU_OP_EMBED:
-        return GPU_CUDA_PROF_EMBED;
-    case GPU_OP_LINEAR:
-        return op->layer < 0 && op->prec == GPU_PREC_FP32 ? GPU_CUDA_PROF_HEAD : GPU_CUDA_PROF_GEMM;
-    case GPU_OP_ATTENTION:
-        return GPU_CUDA_PROF_ATTENTION;
-    default:
-        return GPU_CUDA_PROF_NORM;
-    }
-}
-
 // One batch through the op list: inputs packed for one copy (ids, positions, cu_seqlens), the
 // ops, the logits copied to the slot's staging.
 int cuda_be_graph_submit(struct gpu_backend *be, const gpu_batch_t *b, int slot, char *err,
@@ -82,16 +68,21 @@ int cuda_be_graph_submit(struct gpu_backend *be, const gpu_batch_t *b, int slot,
         snprintf(err, errlen, "CUDA input copy failed: %s", cudaGetErrorString(e));
         return 1;
     }
-    // The ops, an event after each where profiling (the bench's per-phase breakdown).
-    be->n_ev = 0;
-    if (be->prof) cudaEventRecord(be->ev[be->n_ev++], s);
+    // The ops, an event after each step where profiling (profile_ops).
+    const int n_ops = cg->g->n_ops;
+    cudaEvent_t *ev = be->prof ? be->ev + (size_t)slot * (n_ops + 1) : NULL;
+    int *ev_op = be->prof ? be->ev_op + (size_t)slot * (n_ops + 1) : NULL;
+    be->n_ev[slot] = 0;
+    if (ev) cudaEventRecord(ev[be->n_ev[slot]++], s);
     cg->x16_of = -1; // the 16-bit copy of the last batch's rows is stale
-    for (int i = 0; i < cg->g->n_ops;) {
-        const gpu_op_t *op = &cg->g->op[i];
+    for (int i = 0; i < n_ops;) {
+        const int first = i;
         if ((i = cuda_graph_step(cg, i, Tn, S, b->max_len, err, errlen)) < 0) return 1;
-        if (be->prof && be->n_ev < BE_PROF_EVENTS) {
-            be->ev_cat[be->n_ev] = prof_cat(op);
-            cudaEventRecord(be->ev[be->n_ev++], s);
+        if (ev) {
+            ev_op[be->n_ev[slot]] = first;
+            cudaEventRecord(ev[be->n_ev[slot]++], s);
+            for (int j = first + 1; j < i; j++) // fused into the step's first op: no time
+                be->op_runs[j]++;
         }
     }
     if (cg->g->logits >= 0) // (a one-op graph of the parity test has none)
@@ -130,6 +121,63 @@ extern "C" int cuda_be_read_tensor(gpu_backend_t *be, int t, size_t rows, float 
         return -1;
     }
     return 0;
+}
+
+void cuda_be_profile_collect(struct gpu_backend *be, int slot) {
+    const int n_ops = be->graph->g->n_ops;
+    const cudaEvent_t *ev = be->ev + (size_t)slot * (n_ops + 1);
+    const int *ev_op = be->ev_op + (size_t)slot * (n_ops + 1);
+    for (int i = 1; i < be->n_ev[slot]; i++) {
+        float ms = 0;
+        if (cudaEventElapsedTime(&ms, ev[i - 1], ev[i]) == cudaSuccess)
+            be->op_ms[ev_op[i]] += ms, be->op_runs[ev_op[i]]++;
+    }
+    be->n_ev[slot] = 0;
+}
+
+int cuda_be_profile_ops(gpu_backend_t *be, int on, gpu_op_times_t *out, char *err, size_t errlen) {
+    if (be->flight.n > 0) {
+        snprintf(err, errlen, "profile_ops: collect the batches in flight first");
+        return -1;
+    }
+    const int n_ops = be->graph->g->n_ops;
+    if (on && !be->ev) { // the events and totals, once
+        const size_t n_ev = 2 * (size_t)(n_ops + 1);
+        be->ev = (cudaEvent_t *)calloc(n_ev, sizeof(cudaEvent_t));
+        be->ev_op = (int *)calloc(n_ev, sizeof(int));
+        be->op_ms = (double *)calloc((size_t)n_ops, sizeof(double));
+        be->op_runs = (long *)calloc((size_t)n_ops, sizeof(long));
+        for (size_t i = 0; be->ev && i < n_ev; i++)
+            if (cudaEventCreate(&be->ev[i]) != cudaSuccess) {
+                cuda_be_profile_free(be);
+                break;
+            }
+        if (!be->ev || !be->ev_op || !be->op_ms || !be->op_runs) {
+            cuda_be_profile_free(be);
+            snprintf(err, errlen, "profile_ops: out of host memory or CUDA events");
+            return -1;
+        }
+    }
+    be->prof = on && be->ev;
+    if (on) {
+        memset(be->op_ms, 0, sizeof(double) * (size_t)n_ops);
+        memset(be->op_runs, 0, sizeof(long) * (size_t)n_ops);
+    } else if (out && be->ev) {
+        gpu_op_times_group(be->graph->g, be->op_ms, be->op_runs,
+                           "device milliseconds (CUDA events between ops on the stream)", out);
+    } else if (out) {
+        memset(out, 0, sizeof *out);
+    }
+    return 0;
+}
+
+void cuda_be_profile_free(struct gpu_backend *be) {
+    const size_t n_ev = be->graph ? 2 * (size_t)(be->graph->g->n_ops + 1) : 0;
+    for (size_t i = 0; be->ev && i < n_ev; i++)
+        if (be->ev[i]) cudaEventDestroy(be->ev[i]);
+    free(be->ev), free(be->ev_op), free(be->op_ms), free(be->op_runs);
+    be->ev = NULL, be->ev_op = NULL, be->op_ms = NULL, be->op_runs = NULL;
+    be->prof = 0;
 }
 
 void cuda_be_graph_tune(struct gpu_backend *be, int candidates) {

@@ -212,7 +212,9 @@ static int op_attention(cuda_graph_t *cg, const gpu_op_t *op, int nt, int ns, in
     const int heads = op->heads, hd = op->head_dim, C = heads * hd, ld = cols_of(g, op->src[1]);
     const int first = g->tensor[op->out.t].rows_kind == GPU_ROWS_SEQS;
     const int rel = op->w[0] >= 0, q_tiles = first ? 1 : (max_len + 63) / 64;
-    const int extras = rel || op->window > 0 || op->rope_theta > 0.f;
+    // RoPE turns Q and K in place before the kernel runs, so it needs no kernel variant:
+    // global RoPE layers take BERT's kernels (wgmma where it runs, the one-query kernel)
+    const int extras = rel || op->window > 0;
     T *q = (T *)vptr(cg, op->src[0]), *k = (T *)vptr(cg, op->src[1]);
     const T *v = (const T *)vptr(cg, op->src[2]);
     T *out = (T *)vptr(cg, op->out);
@@ -220,7 +222,19 @@ static int op_attention(cuda_graph_t *cg, const gpu_op_t *op, int nt, int ns, in
     const float scale =
         1.f / sqrtf((float)hd * (float)(op->scale_factor > 1 ? op->scale_factor : 1));
     if (ns <= 0) return 0;
-    if (first && !extras) { // the one-query kernel: each sequence's first token only
+    const int plain_scale = fabsf(scale - 0.125f) < 1e-7f; // what BERT's kernels have built in
+    if (op->rope_theta > 0.f) { // first-token queries sit at position 0: only keys turn
+        const int r = cg_rope_slot(cg, op->rope_theta);
+        if (r < 0) {
+            snprintf(err, errlen, "%s: no RoPE table for theta %g", op->name, op->rope_theta);
+            return -1;
+        }
+        const float *tab =
+            (const float *)(cg->dev + cg->o_rope) + (size_t)r * cg->max_len * cg->rope_dim;
+        OP_CUDA(cuda_rope<T>(first ? (T *)NULL : q, ldq, k, ld, in_pos(cg), nt, heads, hd, tab,
+                             cg->st));
+    }
+    if (first && !extras && plain_scale) { // the one-query kernel: each sequence's first token
         OP_CUDA(cuda_attention_first<T>(q, ldq, k, v, ld, in_cu(cg), ns, heads, out, ldo, cg->st));
         return 0;
     }
@@ -229,11 +243,8 @@ static int op_attention(cuda_graph_t *cg, const gpu_op_t *op, int nt, int ns, in
         OP_CUDA(cuda_scatter_rows<T>(q, in_cu(cg), ns, C, qa, C, cg->st));
         q = qa, ldq = C;
     }
-    if (op->rope_theta > 0.f) // first-token queries sit at position 0: only keys turn
-        OP_CUDA(cuda_rope<T>(first ? (T *)NULL : q, ldq, k, ld, in_pos(cg), nt, heads, hd,
-                             op->rope_theta, cg->st));
-    cuda_att_opts_t<T> o = {scale, op->window > 0 ? op->window : -1, NULL, NULL, NULL, 0, 0, heads,
-                            ldq};
+    cuda_att_opts_t<T> o = {
+        scale, op->window > 0 ? op->window : -1, NULL, NULL, NULL, 0, 0, heads, ldq, cg->att_wgmma};
     if (rel) {
         T *c2p = (T *)(cg->dev + cg->o_rel), *p2c = c2p + cg->rel_elems;
         const int R = g->tensor[op->w[0]].rows;
@@ -247,7 +258,7 @@ static int op_attention(cuda_graph_t *cg, const gpu_op_t *op, int nt, int ns, in
         o.c2p = c2p, o.p2c = p2c, o.rrow = (const int32_t *)(cg->dev + cg->o_rrow);
         o.rrow_mid = cg->rrow_mid, o.R = R;
     }
-    if (!extras && ldq == ld && fabsf(scale - 0.125f) < 1e-7f) // BERT's: wgmma where it runs
+    if (!extras && ldq == ld && plain_scale) // BERT's: wgmma where it runs
         OP_CUDA(cuda_attention<T>(q, k, v, ld, in_cu(cg), ns, heads, q_tiles, first ? oa : out,
                                   first ? C : ldo, cg->att_wgmma, cg->st));
     else

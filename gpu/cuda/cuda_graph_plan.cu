@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu/cuda/cuda_common.cuh"
 #include "gpu/cuda/cuda_graph.cuh"
 #include "gpu/model/fp8.h"
 
@@ -62,6 +63,19 @@ int cuda_graph_setup(cuda_graph_t *cg, char *dev, cudaStream_t st, int sms, char
         e = cudaMemcpy(dev + cg->o_rrow, rrow, sizeof(int32_t) * (size_t)(2 * mid + 1),
                        cudaMemcpyHostToDevice);
         free(rrow);
+    }
+    if (e == cudaSuccess && cg->n_rope > 0) { // RoPE's cos / sin, one table per theta
+        const size_t per = (size_t)cg->max_len * cg->rope_dim; // floats of one table
+        float *tab = (float *)malloc(per * sizeof(float) * (size_t)cg->n_rope);
+        if (!tab) {
+            snprintf(err, errlen, "out of host memory");
+            return -1;
+        }
+        for (int i = 0; i < cg->n_rope; i++)
+            cuda_rope_table(cg->rope_theta[i], cg->rope_dim, cg->max_len, tab + i * per);
+        e = cudaMemcpy(dev + cg->o_rope, tab, per * sizeof(float) * (size_t)cg->n_rope,
+                       cudaMemcpyHostToDevice);
+        free(tab);
     }
     if (e != cudaSuccess) {
         snprintf(err, errlen, "CUDA weight upload failed: %s", cudaGetErrorString(e));

@@ -100,6 +100,26 @@ static void decide_types(cg_layout_t *cg, const gpu_graph_t *g, int t16) {
     }
 }
 
+/* The RoPE table of op's theta (added at its first op); -1 with err past CG_ROPE_THETAS
+ * thetas or for a head size unlike the others'. */
+int cg_rope_slot(const cg_layout_t *cg, float theta) {
+    for (int i = 0; i < cg->n_rope; i++)
+        if (cg->rope_theta[i] == theta) return i;
+    return -1;
+}
+static int rope_slot(cg_layout_t *cg, const gpu_op_t *o, char *err, size_t errlen) {
+    int i = cg_rope_slot(cg, o->rope_theta);
+    if (i >= 0 && cg->rope_dim == o->head_dim) return i;
+    if (i < 0 && cg->n_rope < CG_ROPE_THETAS && (cg->n_rope == 0 || cg->rope_dim == o->head_dim)) {
+        cg->rope_dim = o->head_dim;
+        cg->rope_theta[cg->n_rope] = o->rope_theta;
+        return cg->n_rope++;
+    }
+    snprintf(err, errlen, "%s: more than %d RoPE thetas or head sizes that differ", o->name,
+             CG_ROPE_THETAS);
+    return -1;
+}
+
 int cuda_graph_layout(cg_layout_t *cg, const gpu_graph_t *g, int t16, int token_budget,
                       int max_seqs, int max_len, char *err, size_t errlen) {
     cg->g = g, cg->t16 = t16;
@@ -182,6 +202,7 @@ int cuda_graph_layout(cg_layout_t *cg, const gpu_graph_t *g, int t16, int token_
                 if (cg->t[o->out.t].dt == CG_F32 && rows * o->n > y16) y16 = rows * o->n;
             }
             if (o->kind != GPU_OP_ATTENTION) continue;
+            if (o->rope_theta > 0.f && rope_slot(cg, o, err, errlen) < 0) return -1;
             const size_t cols = (size_t)o->heads * o->head_dim;
             const int extras = o->w[0] >= 0 || o->window > 0 || o->rope_theta > 0.f;
             /* first-token queries with extras run the full kernel on the token rows */
@@ -205,6 +226,7 @@ int cuda_graph_layout(cg_layout_t *cg, const gpu_graph_t *g, int t16, int token_
     cg->o_rel = at, cg->rel_elems = rel, at += 2 * up(rel * 2);    /* c2p, p2c */
     cg->o_xq = at, cg->xq_cols = xq, at += up(T * xq);
     cg->o_xs = at, at += xq ? up(T * 4) : 0;
+    cg->o_rope = at, at += up((size_t)cg->n_rope * max_len * cg->rope_dim * 4);
     cg->o_ws = at, cg->ws_bytes = CG_WS_BYTES, at += CG_WS_BYTES;
     cg->total_bytes = at;
     return 0;

@@ -18,8 +18,9 @@ extern "C" {
 /* Storage types of the graph's tensors on the device. */
 enum { CG_F32, CG_F16, CG_BF16, CG_E4M3 };
 
-#define CG_ALIGN    256
-#define CG_WS_BYTES (32u << 20) /* cuBLASLt workspace, shared by every GEMM: one stream */
+#define CG_ALIGN       256
+#define CG_WS_BYTES    (32u << 20) /* cuBLASLt workspace, shared by every GEMM: one stream */
+#define CG_ROPE_THETAS 4           /* distinct RoPE thetas of one graph (ModernBERT: 2) */
 
 typedef struct {
     int dt;          /* CG_*: weights read by an FP8 linear are CG_E4M3 codes */
@@ -56,6 +57,11 @@ typedef struct cg_layout {
     size_t xq_cols;
     size_t o_ws, ws_bytes; /* cuBLASLt workspace */
     int rrow_mid;
+    /* fp32 (n_rope, max_len, rope_dim / 2, 2): RoPE's cos and sin of every position and
+     * frequency, one table per theta (rope_theta[i]), made once at setup */
+    size_t o_rope;
+    int n_rope, rope_dim;
+    float rope_theta[CG_ROPE_THETAS];
 } cg_layout_t;
 
 /* Storage types and offsets of every tensor and scratch slice of g for a batch capacity.
@@ -64,6 +70,8 @@ typedef struct cg_layout {
 int cuda_graph_layout(cg_layout_t *cg, const gpu_graph_t *g, int t16, int token_budget,
                       int max_seqs, int max_len, char *err, size_t errlen);
 void cg_layout_free(cg_layout_t *cg);
+/* The RoPE table (o_rope) of theta: its index, -1 none. */
+int cg_rope_slot(const cg_layout_t *cg, float theta);
 
 /* 1 when the CUDA launchers (gpu/cuda/cuda_graph_ops.cu) take op of g: the backend table's
  * supports_op. */

@@ -58,6 +58,10 @@
 #                GRAPH_MEM_BATCHES (100000) random batches after every token count 1..2048 for
 #                bert-base, modernbert-base and deberta-v3-base. GRAPH_PARTS (ops, kernels,
 #                golden, bench, memory) runs a subset, e.g. the memory runs in a second call.
+#       modern   ModernBERT-base and DeBERTa-v3-base against PyTorch in one call of
+#                MODERN_BUDGET_S (540): test_graph_ops, test_gpu_kernels, their goldens,
+#                reclass bench --profile-ops (modernbert-base, bert-base), then the speed rows
+#                beside torch_gpu_peer.py eager / compile / varlen (tests/bench/device_modern.sh)
 #       torch    tests/bench/torch_gpu_peer.py eager + torch.compile on the same workload
 #       bound    tests/bench/bound.py on this call's bench and torch lines: how fast attention
 #                would have to run for 1.6x the best PyTorch variant (needs bench, torch)
@@ -445,6 +449,9 @@ if has graph; then
             grep -E "FAIL|PASSED|weights|batches|sweep" "$OUT/graph-memory-$g.log" | tail -6 | tee -a "$summary"
         done
     fi
+fi
+if has modern; then
+    . tests/bench/device_modern.sh
 fi
 if has torch; then
     [ -f /tmp/tickets_mix.jsonl ] || $B/tests/gpu_bench --budgets 16384 --repeat 1 --workload-out /tmp/tickets_mix.jsonl >/dev/null

@@ -392,17 +392,30 @@ extern "C" int gpu_cuda_backend_try_alloc(gpu_backend_t *be, size_t bytes) {
     return -1;
 }
 
-extern "C" int gpu_cuda_backend_profile(gpu_backend_t *be, int on, double *ms) {
-    if (ms)
-        for (int i = 0; i < GPU_CUDA_PROF_N; i++)
-            ms[i] = be->prof_ms[i];
-    if (on >= 0) {
-        if (on && !be->ev[0])
-            for (int i = 0; i < BE_PROF_EVENTS; i++)
-                if (cudaEventCreate(&be->ev[i]) != cudaSuccess) return -1;
-        be->prof = on;
-        memset(be->prof_ms, 0, sizeof(be->prof_ms));
+// The phase of the bench's breakdown an op's time counts in.
+static int prof_cat(const gpu_op_t *op) {
+    switch (op->kind) {
+    case GPU_OP_EMBED:
+        return GPU_CUDA_PROF_EMBED;
+    case GPU_OP_LINEAR:
+        return op->layer < 0 && op->prec == GPU_PREC_FP32 ? GPU_CUDA_PROF_HEAD : GPU_CUDA_PROF_GEMM;
+    case GPU_OP_ATTENTION:
+        return GPU_CUDA_PROF_ATTENTION;
+    default:
+        return GPU_CUDA_PROF_NORM;
     }
+}
+
+// The per-phase totals from the table's per-op timing (profile_ops).
+extern "C" int gpu_cuda_backend_profile(gpu_backend_t *be, int on, double *ms) {
+    char err[256];
+    if (ms) {
+        for (int i = 0; i < GPU_CUDA_PROF_N; i++)
+            ms[i] = 0;
+        for (int i = 0; be->op_ms && i < be->graph->g->n_ops; i++)
+            ms[prof_cat(&be->graph->g->op[i])] += be->op_ms[i];
+    }
+    if (on >= 0 && cuda_be_profile_ops(be, on, NULL, err, sizeof err) != 0) return -1;
     return 0;
 }
 

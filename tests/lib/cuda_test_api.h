@@ -30,10 +30,10 @@ long gpu_cuda_backend_heuristic_queries(gpu_backend_t *be);
 void gpu_cuda_backend_tune_stats(gpu_backend_t *be, long *tuned, long *changed, double *ms_top1,
                                  double *ms_best);
 
-/* Per-phase GPU time of forwards (bench breakdown), from events between phases. on = 1
- * starts (resets) profiling, 0 stops, -1 leaves it; ms (GPU_CUDA_PROF_N) gets the totals so
- * far in milliseconds when not NULL (phases: gpu/cuda/cuda_backend.h). Profiling adds an
- * event per phase: time apart. */
+/* Per-phase GPU time of forwards (bench breakdown): the backend table's per-op times
+ * (profile_ops) summed by phase. on = 1 starts (resets) profiling, 0 stops, -1 leaves it
+ * (with no batch in flight); ms (GPU_CUDA_PROF_N) gets the totals so far in milliseconds when
+ * not NULL (phases: gpu/cuda/cuda_backend.h). Profiling adds an event per op: time apart. */
 int gpu_cuda_backend_profile(gpu_backend_t *be, int on, double *ms);
 
 /* out (n_tokens, H) as gpu_ref_embed_ln. */

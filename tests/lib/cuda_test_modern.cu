@@ -3,27 +3,35 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpu/cuda/cuda_gemm.cuh"
+#include "tests/lib/cuda_test_api.h"
 #include "tests/lib/cuda_test_modern.h"
 #include "tests/lib/cuda_test_util.cuh"
 
 template <typename T>
 static int tm_rope(float *x, int ld, int k_off, const int32_t *pos, int n, int heads, int hd,
                    float theta) {
-    int rc = 0;
+    int rc = 0, rows = 1;
+    for (int t = 0; t < n; t++)
+        if (pos[t] + 1 > rows) rows = pos[t] + 1;
+    float *tab = (float *)malloc(sizeof(float) * (size_t)rows * hd), *dtab = NULL;
+    if (tab) cuda_rope_table(theta, hd, rows, tab); // the table the backend makes at setup
     T *dx = ta_upload<T>(x, (size_t)n * ld);
     int32_t *dpos = (int32_t *)ta_dup(pos, (size_t)n * 4);
-    if (!dx || !dpos) {
+    if (tab) dtab = (float *)ta_dup(tab, sizeof(float) * (size_t)rows * hd);
+    if (!dx || !dpos || !dtab) {
         rc = -1;
         goto done;
     }
-    TA_CHECK(cuda_rope<T>(dx, ld, dx + k_off, ld, dpos, n, heads, hd, theta, 0));
+    TA_CHECK(cuda_rope<T>(dx, ld, dx + k_off, ld, dpos, n, heads, hd, dtab, 0));
     TA_CHECK(cudaDeviceSynchronize());
     rc = ta_download<T>(dx, (size_t)n * ld, x);
 done:
-    cudaFree(dx), cudaFree(dpos);
+    free(tab);
+    cudaFree(dx), cudaFree(dpos), cudaFree(dtab);
     return rc;
 }
 extern "C" int gpu_cuda_test_rope(const char *precision, float *x, int ld, int k_off,
@@ -35,7 +43,8 @@ extern "C" int gpu_cuda_test_rope(const char *precision, float *x, int ld, int k
 template <typename T>
 static int tm_attention(const float *q, const float *k, const float *v, int ld, const int32_t *cu,
                         int n_seqs, int heads, float scale, int window, const float *c2p,
-                        const float *p2c, const int32_t *rrow, int rrow_mid, int R, float *out) {
+                        const float *p2c, const int32_t *rrow, int rrow_mid, int R, int wgmma,
+                        float *out) {
     int n = cu[n_seqs], rc = 0, maxlen = 0;
     for (int s = 0; s < n_seqs; s++)
         if (cu[s + 1] - cu[s] > maxlen) maxlen = cu[s + 1] - cu[s];
@@ -45,7 +54,7 @@ static int tm_attention(const float *q, const float *k, const float *v, int ld, 
     T *o = ta_poisoned<T>((size_t)n * heads * 64);
     T *dc = c2p ? ta_upload<T>(c2p, nb) : NULL, *dp = p2c ? ta_upload<T>(p2c, nb) : NULL;
     int32_t *dr = rrow ? (int32_t *)ta_dup(rrow, (size_t)(2 * rrow_mid + 1) * 4) : NULL;
-    cuda_att_opts_t<T> opt = {scale, window, dc, dp, dr, rrow_mid, R, heads, 0};
+    cuda_att_opts_t<T> opt = {scale, window, dc, dp, dr, rrow_mid, R, heads, 0, wgmma};
     if (!dq || !dk || !dv || !dcu || !o || (c2p && !dc) || (p2c && !dp) || (rrow && !dr)) {
         rc = -1;
         goto done;
@@ -59,17 +68,19 @@ done:
     cudaFree(dc), cudaFree(dp), cudaFree(dr);
     return rc;
 }
-extern "C" int gpu_cuda_test_attention_opts(const char *precision, const float *q, const float *k,
-                                            const float *v, int ld, const int32_t *cu, int n_seqs,
-                                            int heads, float scale, int window, const float *c2p,
-                                            const float *p2c, const int32_t *rrow, int rrow_mid,
-                                            int R, float *out) {
-    if (ld % 8 != 0) return -1;
+extern "C" int gpu_cuda_test_attention_opts(const char *precision, int kernel, const float *q,
+                                            const float *k, const float *v, int ld,
+                                            const int32_t *cu, int n_seqs, int heads, float scale,
+                                            int window, const float *c2p, const float *p2c,
+                                            const int32_t *rrow, int rrow_mid, int R, float *out) {
+    const int have = gpu_cuda_test_has_wgmma();
+    if (ld % 8 != 0 || (kernel == GPU_CUDA_TEST_ATT_WGMMA && !have)) return -1;
+    const int wgmma = kernel == GPU_CUDA_TEST_ATT_MMA ? 0 : have;
     return is_bf16(precision)
                ? tm_attention<__nv_bfloat16>(q, k, v, ld, cu, n_seqs, heads, scale, window, c2p,
-                                             p2c, rrow, rrow_mid, R, out)
+                                             p2c, rrow, rrow_mid, R, wgmma, out)
                : tm_attention<__half>(q, k, v, ld, cu, n_seqs, heads, scale, window, c2p, p2c, rrow,
-                                      rrow_mid, R, out);
+                                      rrow_mid, R, wgmma, out);
 }
 
 template <typename T> static int tm_geglu(float *x, int n, int I, int act) {

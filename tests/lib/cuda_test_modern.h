@@ -19,8 +19,10 @@ int gpu_cuda_test_rope(const char *precision, float *x, int ld, int k_off, const
 
 /* out (n_tokens, heads * 64) = softmax(scale (q . k + c2p[i, r] + p2c[j, r])) v per sequence,
  * keys with |i - j| > window masked when window >= 0; c2p, p2c (n_tokens, heads, R) and rrow
- * (r = rrow[i - j + rrow_mid]) all NULL for none. */
-int gpu_cuda_test_attention_opts(const char *precision, const float *q, const float *k,
+ * (r = rrow[i - j + rrow_mid]) all NULL for none. kernel (GPU_CUDA_TEST_ATT_*,
+ * tests/lib/cuda_test_api.h): where the wgmma kernel may run (a window, scale 1/8), whether it
+ * does; -1 for GPU_CUDA_TEST_ATT_WGMMA on a device without it. */
+int gpu_cuda_test_attention_opts(const char *precision, int kernel, const float *q, const float *k,
                                  const float *v, int ld, const int32_t *cu_seqlens, int n_seqs,
                                  int heads, float scale, int window, const float *c2p,
                                  const float *p2c, const int32_t *rrow, int rrow_mid, int R,

@@ -25,11 +25,12 @@ typedef struct {
     const char *workload;
     int warmup, repeat;
     long tickets;
+    int profile_ops;
 } bench_opts_t;
 
 /* The options, set into o (the seed: into *seed): its own rows, then the shared
  * classification settings. */
-#define BENCH_N_OWN  8
+#define BENCH_N_OWN  9
 #define BENCH_SET    (CLI_SET_BACKEND | CLI_SET_PRECISION | CLI_SET_TOKEN_BUDGET | CLI_SET_THREADS)
 #define BENCH_N_OPTS (BENCH_N_OWN + 4)
 static void bench_opts(bench_opts_t *o, long *seed, cli_opt_t out[BENCH_N_OPTS + 1]) {
@@ -54,6 +55,11 @@ static void bench_opts(bench_opts_t *o, long *seed, cli_opt_t out[BENCH_N_OPTS +
          "3"},
         {"tickets", CLI_LONG, &o->tickets, 1, 10000000, NULL, NULL, "tickets in tickets-mix",
          "20000"},
+        {"profile-ops", CLI_FLAG, &o->profile_ops, 0, 0, NULL, NULL,
+         "one more pass after the timed ones with every op timed (cuda: device time between\n"
+         "      ops; cpu: each thread's time in each op, summed): a table of the ops alike in\n"
+         "      every layer, their milliseconds and share, and \"op_times\" in the JSON",
+         NULL},
     };
     _Static_assert(sizeof(t) / sizeof(t[0]) == BENCH_N_OWN, "BENCH_N_OWN");
     memcpy(out, t, sizeof(t));
@@ -162,6 +168,35 @@ static int bench_pass(bench_t *b, char *err, size_t errlen) {
     return 0;
 }
 
+/* The profiled pass (--profile-ops): 0 with *t filled, or 1 with err set. */
+static int bench_profile(bench_t *b, gpu_op_times_t *t, double *wall_ms, char *err, size_t errlen) {
+    const cls_engine_t *e = &b->ses->eng;
+    if (!e->ops->profile_ops)
+        return common_errf(1, err, errlen, "the %s backend cannot time its ops (--profile-ops)",
+                           e->ops->name);
+    if (e->ops->profile_ops(e->be, 1, NULL, err, errlen) != 0) return 1;
+    const double t0 = common_now_s();
+    if (bench_pass(b, err, errlen) != 0) {
+        char ignored[64];
+        e->ops->profile_ops(e->be, 0, NULL, ignored, sizeof ignored);
+        return 1;
+    }
+    *wall_ms = 1e3 * (common_now_s() - t0);
+    return e->ops->profile_ops(e->be, 0, t, err, errlen) != 0;
+}
+
+static void print_op_times(const gpu_op_times_t *t, double wall_ms) {
+    printf("per-op time, one profiled pass after the timed ones (%s); the pass took %.1f ms "
+           "of wall time:\n",
+           t->clock, wall_ms);
+    printf("  %-60s %8s %10s %7s\n", "op (alike in every layer)", "runs", "ms", "share");
+    for (int i = 0; i < t->n; i++)
+        printf("  %-60s %8ld %10.2f %6.1f%%%s\n", t->row[i].what, t->row[i].runs, t->row[i].ms,
+               t->total_ms > 0 ? 100.0 * t->row[i].ms / t->total_ms : 0.0,
+               t->row[i].ms == 0 && t->row[i].runs > 0 ? " (fused into the op before)" : "");
+    printf("  %-60s %8s %10.2f %6.1f%%\n", "total", "", t->total_ms, 100.0);
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -200,6 +235,8 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
     memset(&b, 0, sizeof b);
     worker_workload_t *w = NULL;
     double *secs = NULL;
+    gpu_op_times_t *opt = NULL; /* --profile-ops: the profiled pass's per-op times */
+    double prof_wall_ms = 0;
     int win_on = 0; /* the backend's energy window is open (energy_start) */
 
     if (strcmp(o.workload, "tickets-mix") == 0)
@@ -248,6 +285,13 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
             peak = ms.device_used;
     }
     if (win_on) win_j = e->ops->energy_stop(e->be, &win_s, &win_mhz), win_on = 0;
+    if (o.profile_ops) { /* after the timed passes, so that they stay clean */
+        if (!(opt = calloc(1, sizeof *opt))) {
+            fprintf(stderr, "reclass bench: out of memory\n");
+            goto out;
+        }
+        if (bench_profile(&b, opt, &prof_wall_ms, err, sizeof err) != 0) goto fail_pass;
+    }
     double j_pass = win_j >= 0 ? win_j / o.repeat : -1;
     double first = secs[0];
     double sec = median(secs, o.repeat);
@@ -300,6 +344,7 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
         printf("energy (NVML, the whole board): %.1f J per pass, %.2f mJ per ticket, %.0f W over "
                "the timed passes, SM clock median %d MHz\n",
                j_pass, 1e3 * j_pass / w->n, win_j / win_s, win_mhz);
+    if (opt) print_op_times(opt, prof_wall_ms);
     printf("{\"backend\": \"%s\", \"precision\": \"%s\", \"model\": ", e->ops->name, precision);
     cls_buf_t js = {0};
     cls_json_string(&js, mname);
@@ -335,6 +380,16 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
     else
         printf(", \"device_seconds\": null");
     printf(", \"cpu_seconds\": %.6f", cpu_sec);
+    for (int i = 0; opt && i < opt->n; i++) {
+        cls_buf_t os = {0};
+        cls_json_string(&os, opt->row[i].what);
+        printf("%s{\"op\": %s, \"runs\": %ld, \"ms\": %.4f}", i ? ", " : ", \"op_times\": [",
+               os.oom ? "null" : os.s, opt->row[i].runs, opt->row[i].ms);
+        cls_buf_free(&os);
+    }
+    if (opt)
+        printf("%s, \"op_times_total_ms\": %.4f", opt->n ? "]" : ", \"op_times\": []",
+               opt->total_ms);
     printf(", \"token_budget\": %d, \"tokenize_seconds\": %.6f, \"repeat\": %d}\n", budget,
            tok_secs_sum / o.repeat, o.repeat);
     rc = fflush(stdout) == 0 ? 0 : 1;
@@ -344,6 +399,7 @@ fail_pass:
     rc = COMMON_FATAL;
 out:
     if (win_on) e->ops->energy_stop(e->be, &win_s, &win_mhz); /* a failed pass */
+    free(opt);
     free(secs);
     worker_ids_free(&b.scratch);
     cls_driver_free(&b.drv);
