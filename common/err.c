@@ -52,8 +52,16 @@ void common_err_print(FILE *f, const char *prefix, const common_err_t *e) {
     fputc('\n', f);
 }
 
+/* set before any thread starts and only read after: no lock */
+static const char *log_prefix;
+
+void common_log_prefix(const char *prefix) {
+    log_prefix = prefix;
+}
+
 void common_logf(FILE *log, const char *fmt, ...) {
     if (!log) return;
+    if (log_prefix && *log_prefix) fprintf(log, "%s: ", log_prefix);
     va_list ap;
     va_start(ap, fmt);
     vfprintf(log, fmt, ap);

@@ -33,9 +33,15 @@ void common_err_hint(common_err_t *e, const char *fmt, ...) __attribute__((forma
 /* 1 when asking again later can succeed: the code says so (common_status_retriable). */
 int common_err_retriable(const common_err_t *e);
 
-/* A library's progress line (a rebalance, a retried send) goes to the FILE its caller gave
- * (the CLI gives stderr); NULL: quiet. Libraries never pick stderr themselves. */
+/* A line for the user: a library's progress line (a rebalance, a retried send) goes to the
+ * FILE its caller gave (the CLI gives stderr), the CLI's own messages to stderr or stdout;
+ * NULL: quiet. Libraries never pick stderr themselves. Each line starts with the prefix
+ * common_log_prefix set ("reclass run: "): no caller writes the command's name itself. */
 void common_logf(FILE *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The prefix of common_logf's lines, without ": " ("reclass run"), kept (not copied) until the
+ * next call; NULL or "": none. The CLI sets it once per command, before any thread starts. */
+void common_log_prefix(const char *prefix);
 
 /* Writes "<prefix>: message (detail); hint\n" to f, the parts that are set. */
 void common_err_print(FILE *f, const char *prefix, const common_err_t *e);

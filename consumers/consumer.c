@@ -108,7 +108,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         rd_kafka_topic_partition_list_t *st = stopped_of(c, parts);
         if (st->cnt > 0) rd_kafka_pause_partitions(rk, st);
         rd_kafka_topic_partition_list_destroy(st);
-        common_logf(c->log, "reclass run: assigned %d partition(s) of %s%s\n", n, c->topic,
+        common_logf(c->log, "assigned %d partition(s) of %s%s\n", n, c->topic,
                     c->n_topics > 1 ? " and the other lanes" : "");
     } else {
         int lost = rd_kafka_assignment_lost(rk);
@@ -117,14 +117,14 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
             e = rd_kafka_incremental_unassign(rk, parts);
         else
             re = rd_kafka_assign(rk, NULL);
-        common_logf(c->log, "reclass run: %s %d partition(s) of %s%s\n", lost ? "lost" : "revoked",
-                    n, c->topic, c->n_topics > 1 ? " and the other lanes" : "");
+        common_logf(c->log, "%s %d partition(s) of %s%s\n", lost ? "lost" : "revoked", n, c->topic,
+                    c->n_topics > 1 ? " and the other lanes" : "");
     }
     if (e) {
-        common_logf(c->log, "reclass run: rebalance: %s\n", rd_kafka_error_string(e));
+        common_logf(c->log, "rebalance: %s\n", rd_kafka_error_string(e));
         rd_kafka_error_destroy(e);
     } else if (re) {
-        common_logf(c->log, "reclass run: rebalance: %s\n", rd_kafka_err2str(re));
+        common_logf(c->log, "rebalance: %s\n", rd_kafka_err2str(re));
     }
     free(p);
 }
@@ -148,7 +148,7 @@ static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque) 
     }
     time_t now = time(NULL);
     if (err != (int)c->last_err || now - c->last_err_at >= 30) {
-        common_logf(c->log, "reclass run: kafka: %s\n", reason);
+        common_logf(c->log, "kafka: %s\n", reason);
         c->last_err = err;
         c->last_err_at = now;
     }
@@ -328,7 +328,7 @@ static consumers_record_t *checked(consumers_consumer_t *c, rd_kafka_message_t *
     }
     time_t now = time(NULL);
     if (m->err != c->last_err || now - c->last_err_at >= 30) {
-        common_logf(c->log, "reclass run: kafka: %s\n", rd_kafka_message_errstr(m));
+        common_logf(c->log, "kafka: %s\n", rd_kafka_message_errstr(m));
         c->last_err = m->err;
         c->last_err_at = now;
     }
@@ -502,7 +502,7 @@ void consumers_consumer_close(consumers_consumer_t *c) {
     }
     char e[256];
     if (consumers_consumer_commit(c, e, sizeof(e)))
-        common_logf(c->log, "reclass run: %s (retried by the next owner)\n", e);
+        common_logf(c->log, "%s (retried by the next owner)\n", e);
     unassign_before_close(c);
     /* close leaves the group (a revoke still assigned goes through rebalance_cb) */
     rd_kafka_consumer_close(c->rk);

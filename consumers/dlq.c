@@ -85,7 +85,7 @@ static void letter_failed(consumers_dlq_t *d, dlq_letter_t *l, rd_kafka_resp_err
         backoff = DLQ_BACKOFF_FIRST_MS << (l->attempts - 1);
     if (cut) {
         common_logf(d->log,
-                    "reclass run: dead letter of partition %" PRId32 " offset %" PRId64
+                    "dead letter of partition %" PRId32 " offset %" PRId64
                     " (%zu bytes) not accepted by %s: %s (attempt %d); sending its first %d bytes "
                     "instead, with headers reclass.truncated and reclass.truncated.reason\n",
                     l->partition, l->offset, l->orig_len, d->topic, l->last_err, l->attempts,
@@ -95,7 +95,7 @@ static void letter_failed(consumers_dlq_t *d, dlq_letter_t *l, rd_kafka_resp_err
         return;
     }
     common_logf(d->log,
-                "reclass run: dead letter of partition %" PRId32 " offset %" PRId64
+                "dead letter of partition %" PRId32 " offset %" PRId64
                 " (%zu bytes%s) not accepted by %s: %s (attempt %d); retrying in %.1f s\n",
                 l->partition, l->offset, l->len, l->truncated ? ", truncated" : "", d->topic,
                 l->last_err, l->attempts, backoff / 1000.0);

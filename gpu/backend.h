@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/status.h"
 #include "gpu/graph.h"
 #include "gpu/model/model.h"
 
@@ -56,10 +57,11 @@ typedef struct {
     /* The model stays owned by the caller and must outlive the instance. */
     int (*init)(const gpu_model_t *model, const gpu_backend_opts_t *opts, gpu_backend_t **out,
                 char *err, size_t errlen);
-    /* logits: (n_seqs, num_labels) fp32, host memory. Returns 0, or non-zero with err set
-     * (a batch over capacity is refused before any work). */
-    int (*forward)(gpu_backend_t *be, const gpu_batch_t *batch, float *logits, char *err,
-                   size_t errlen);
+    /* logits: (n_seqs, num_labels) fp32, host memory. forward, submit and collect answer
+     * COMMON_OK, or with err set: COMMON_USAGE a batch over capacity (refused before any
+     * work), COMMON_BUG a call out of turn (below), COMMON_FATAL the device failed. */
+    common_status_t (*forward)(gpu_backend_t *be, const gpu_batch_t *batch, float *logits,
+                               char *err, size_t errlen);
     int (*mem_stats)(gpu_backend_t *be, gpu_mem_stats_t *stats); /* may be NULL */
     void (*free)(gpu_backend_t *be);
     /* Seconds of device time the forwards took since init, timed with events recorded on the
@@ -70,10 +72,11 @@ typedef struct {
      * works: submit checks the batch and queues its work (inputs copied: the caller may reuse
      * its arrays at once); collect waits for the oldest batch submitted and copies its logits
      * (n_seqs, num_labels) out. At most two batches are in flight (a third submit, or collect
-     * or forward out of turn, is refused with 2). forward = submit + collect and needs none
-     * in flight. */
-    int (*submit)(gpu_backend_t *be, const gpu_batch_t *batch, char *err, size_t errlen);
-    int (*collect)(gpu_backend_t *be, float *logits, char *err, size_t errlen);
+     * or forward out of turn, is refused with COMMON_BUG). forward = submit + collect and needs
+     * none in flight. */
+    common_status_t (*submit)(gpu_backend_t *be, const gpu_batch_t *batch, char *err,
+                              size_t errlen);
+    common_status_t (*collect)(gpu_backend_t *be, float *logits, char *err, size_t errlen);
     /* What the instance runs (see gpu_backend_props_t). */
     void (*get_props)(const gpu_backend_t *be, gpu_backend_props_t *props);
     /* The precisions it runs, its default first, NULL-ended ({"fp16", "bf16", NULL}): init

@@ -11,3 +11,6 @@ set_tests_properties(test_cli_defaults PROPERTIES LABELS unit)
 
 # common/status.h -> the one exit-code mapping, and common_err_t (common/err.h)
 reclass_add_test(NAME test_common_err SOURCES ${CMAKE_SOURCE_DIR}/tests/test_common_err.c LABELS unit)
+
+# Each default --help prints equals the value parsing leaves (run's rows and the shared ones).
+reclass_add_test(NAME test_cli_settings SOURCES ${CMAKE_SOURCE_DIR}/tests/test_cli_settings.c LABELS unit)

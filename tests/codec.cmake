@@ -9,3 +9,6 @@ set_tests_properties(test_codec_submit PROPERTIES TIMEOUT 120)
 # librdkafka build checks that the flags are refused) and the librdkafka version gate.
 reclass_add_test(NAME test_dev_broker SOURCES ${CMAKE_SOURCE_DIR}/tests/test_dev_broker.c LABELS integration)
 set_tests_properties(test_dev_broker PROPERTIES TIMEOUT 120)
+
+# submit's file readers: records, the end and files to fix as the one status enum
+reclass_add_test(NAME test_submit_input SOURCES ${CMAKE_SOURCE_DIR}/tests/test_submit_input.c LABELS unit)

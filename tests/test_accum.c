@@ -93,9 +93,9 @@ static void test_invalid_and_cost(void **state) {
     worker_accum_t *a;
     char err[256];
     assert_int_equal(worker_accum_init(&c, &a, err, sizeof err), 0);
-    assert_int_equal(worker_accum_push(a, ptr_of(0), 0, 0), WORKER_ACCUM_INVALID);
-    assert_int_equal(worker_accum_push(a, ptr_of(0), -3, 0), WORKER_ACCUM_INVALID);
-    assert_int_equal(worker_accum_push(a, ptr_of(0), 513, 0), WORKER_ACCUM_INVALID);
+    assert_int_equal(worker_accum_push(a, ptr_of(0), 0, 0), COMMON_USAGE);
+    assert_int_equal(worker_accum_push(a, ptr_of(0), -3, 0), COMMON_USAGE);
+    assert_int_equal(worker_accum_push(a, ptr_of(0), 513, 0), COMMON_USAGE);
     assert_int_equal(worker_accum_pending_items(a), 0);
     assert_int_equal(worker_accum_ready(a, 1000000), 0);
     assert_true(worker_accum_next_deadline(a) == INT64_MAX);
@@ -118,14 +118,14 @@ static void test_full_refuses_then_accepts(void **state) {
     assert_int_equal(worker_accum_init(&c, &a, err, sizeof err), 0);
     for (int i = 0; i < 5; i++)
         assert_int_equal(worker_accum_push(a, ptr_of(i), 10, 0), 0);
-    assert_int_equal(worker_accum_push(a, ptr_of(5), 10, 0), WORKER_ACCUM_FULL);
+    assert_int_equal(worker_accum_push(a, ptr_of(5), 10, 0), COMMON_RETRY);
     assert_int_equal(worker_accum_pending_items(a), 5);
     assert_int_equal(worker_accum_ready(a, 0), 1); /* 50 tokens, not overdue, but full */
     void *out[8];
     int lens[8];
     int n = worker_accum_pop(a, 0, 0, out, lens, 2); /* cap 2 */
     assert_int_equal(n, 2);
-    assert_int_equal(worker_accum_push(a, ptr_of(5), 10, 0), WORKER_ACCUM_OK);
+    assert_int_equal(worker_accum_push(a, ptr_of(5), 10, 0), COMMON_OK);
     worker_accum_free(a);
 
     c = cfg_default(); /* budget 1024, max pending tokens 4096, max_len 512 */
@@ -134,13 +134,13 @@ static void test_full_refuses_then_accepts(void **state) {
     for (int i = 0; i < 8; i++)
         assert_int_equal(worker_accum_push(a, ptr_of(i), 500, 0), 0);
     assert_int_equal(worker_accum_pending_tokens(a), 4000);
-    assert_int_equal(worker_accum_push(a, ptr_of(8), 100, 0), WORKER_ACCUM_FULL);
-    assert_int_equal(worker_accum_push(a, ptr_of(8), 96, 0), WORKER_ACCUM_OK);
-    assert_int_equal(worker_accum_push(a, ptr_of(9), 1, 0), WORKER_ACCUM_FULL);
+    assert_int_equal(worker_accum_push(a, ptr_of(8), 100, 0), COMMON_RETRY);
+    assert_int_equal(worker_accum_push(a, ptr_of(8), 96, 0), COMMON_OK);
+    assert_int_equal(worker_accum_push(a, ptr_of(9), 1, 0), COMMON_RETRY);
     n = worker_accum_pop(a, 0, 0, out, lens, 8);
     assert_int_equal(n, 2); /* 500 + 500 fill the 1024 budget; 96 would not fit */
     assert_int_equal(lens[0] + lens[1], 1000);
-    assert_int_equal(worker_accum_push(a, ptr_of(9), 1, 0), WORKER_ACCUM_OK);
+    assert_int_equal(worker_accum_push(a, ptr_of(9), 1, 0), COMMON_OK);
     worker_accum_free(a);
 }
 
@@ -414,8 +414,8 @@ static void run_property(uint64_t seed, int padded, int ops, prop_stats_t *st) {
             long tok = model_pending_tokens(m, n_items);
             int expect_full = n_pending >= c.max_pending_items || tok + len > c.max_pending_tokens;
             int rc = worker_accum_push(a, ptr_of(n_items), len, now);
-            assert_int_equal(rc, expect_full ? WORKER_ACCUM_FULL : WORKER_ACCUM_OK);
-            if (rc == WORKER_ACCUM_OK) {
+            assert_int_equal(rc, expect_full ? COMMON_RETRY : COMMON_OK);
+            if (rc == COMMON_OK) {
                 m[n_items] = (model_item_t){len, now + c.max_wait_ms, n_items, 1};
                 n_items++;
                 n_pending++;

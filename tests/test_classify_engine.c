@@ -28,8 +28,9 @@ static struct {
     int32_t ids[64], cu[9];
 } fake;
 
-static int fake_submit(gpu_backend_t *be, const gpu_batch_t *b, char *err, size_t errlen) {
-    if (fake.in_flight == 2) return 2;
+static common_status_t fake_submit(gpu_backend_t *be, const gpu_batch_t *b, char *err,
+                                   size_t errlen) {
+    if (fake.in_flight == 2) return COMMON_BUG;
     int s = (fake.head + fake.in_flight) % 2;
     for (int i = 0; i < b->n_seqs; i++) {
         fake.q[s][i][0] = (float)b->ids[b->cu_seqlens[i]];
@@ -43,8 +44,8 @@ static int fake_submit(gpu_backend_t *be, const gpu_batch_t *b, char *err, size_
     return 0;
 }
 
-static int fake_collect(gpu_backend_t *be, float *logits, char *err, size_t errlen) {
-    if (fake.in_flight == 0) return 2;
+static common_status_t fake_collect(gpu_backend_t *be, float *logits, char *err, size_t errlen) {
+    if (fake.in_flight == 0) return COMMON_BUG;
     memcpy(logits, fake.q[fake.head], sizeof(float) * 2 * (size_t)fake.n[fake.head]);
     fake.head ^= 1;
     fake.in_flight--;
@@ -88,7 +89,8 @@ static void test_engine_on_fake_backend(void **state) {
           fake.last.max_len);
     nap_ms(20);
     CHECK(cls_engine_submit(&e, seq2, lens2, 1, err, sizeof err) == 0, "submit 2: %s", err);
-    CHECK(cls_engine_submit(&e, seq2, lens2, 1, err, sizeof err) == 2, "a third batch ran");
+    CHECK(cls_engine_submit(&e, seq2, lens2, 1, err, sizeof err) == COMMON_BUG,
+          "a third batch ran");
     const int32_t *too_many[5] = {a, a, a, a, a};
     const int lens5[5] = {3, 3, 3, 3, 3};
     nap_ms(20);
@@ -111,13 +113,14 @@ static void test_engine_on_fake_backend(void **state) {
     CHECK(r2->n == 1 && r2->logits[0] == 101 && r2->logits[1] == 5, "batch 2 logits");
     CHECK(r2->compute_s == r2->t_ready - ready1 && r2->compute_s < r2->t_ready - r2->t_submit,
           "batch 2 compute %.4f (ready - submit %.4f)", r2->compute_s, r2->t_ready - r2->t_submit);
-    CHECK(cls_engine_collect(&e, &r2, err, sizeof err) == 2, "a collect with none in flight");
-    CHECK(cls_engine_submit(&e, too_many, lens5, 5, err, sizeof err) != 0 &&
+    CHECK(cls_engine_collect(&e, &r2, err, sizeof err) == COMMON_BUG,
+          "a collect with none in flight");
+    CHECK(cls_engine_submit(&e, too_many, lens5, 5, err, sizeof err) == COMMON_USAGE &&
               strstr(err, "capacity"),
           "5 sequences over max_seqs 4: %s", err);
     const int32_t *big[] = {c, c, c, c};
     const int lens_big[] = {5, 5, 5, 5};
-    CHECK(cls_engine_submit(&e, big, lens_big, 4, err, sizeof err) != 0 &&
+    CHECK(cls_engine_submit(&e, big, lens_big, 4, err, sizeof err) == COMMON_USAGE &&
               strstr(err, "token budget"),
           "20 tokens over the budget 16: %s", err);
     CHECK(cls_engine_forward(&e, seq2, lens2, 1, &r1, err, sizeof err) == 0 && r1->n == 1 &&
@@ -180,7 +183,7 @@ static void test_driver_hands_back_every_item(void **state) {
     memset(&c, 0, sizeof c);
     for (int i = 0; i < 6; i++) {
         c.ids[i][0] = 101, c.ids[i][1] = i, c.ids[i][2] = 102;
-        assert_int_equal(worker_accum_push(acc, (void *)(intptr_t)(i + 1), 3, 0), WORKER_ACCUM_OK);
+        assert_int_equal(worker_accum_push(acc, (void *)(intptr_t)(i + 1), 3, 0), COMMON_OK);
     }
     cls_driver_t d;
     assert_int_equal(cls_driver_init(&d, &e, drv_ids, drv_done, &c, err, sizeof err), 0);

@@ -63,9 +63,13 @@ static void test_logf_quiet_without_file(void **state) {
     char buf[64] = "";
     FILE *f = fmemopen(buf, sizeof(buf), "w");
     assert_non_null(f);
-    common_logf(f, "reclass run: %d\n", 7);
+    common_logf(f, "%d\n", 7);
+    common_log_prefix("reclass run"); /* the CLI's: each line starts with it */
+    common_logf(f, "%d\n", 8);
+    common_log_prefix(NULL);
+    common_logf(f, "%d\n", 9);
     fclose(f);
-    assert_string_equal(buf, "reclass run: 7\n");
+    assert_string_equal(buf, "7\nreclass run: 8\n9\n");
 }
 
 int main(void) {

@@ -62,14 +62,14 @@ static void test_priority_within_lane(void **state) {
     static it_t its[40];
     for (int i = 0; i < 20; i++) { /* 100 tokens each: 10 per batch */
         its[i] = (it_t){i, 100, 1, 0};
-        assert_int_equal(worker_fair_push(f, &its[i], 100, 1, "t", 0, i), WORKER_ACCUM_OK);
+        assert_int_equal(worker_fair_push(f, &its[i], 100, 1, "t", 0, i), COMMON_OK);
     }
     for (int i = 20; i < 30; i++) {
         its[i] = (it_t){i, 100, 1, 0};
-        assert_int_equal(worker_fair_push(f, &its[i], 100, 1, "t", 9, 100 + i), WORKER_ACCUM_OK);
+        assert_int_equal(worker_fair_push(f, &its[i], 100, 1, "t", 9, 100 + i), COMMON_OK);
     }
     its[30] = (it_t){30, 100, 0, 0}; /* urgent lane, no priority: still first, alone */
-    assert_int_equal(worker_fair_push(f, &its[30], 100, 0, "t", 0, 150), WORKER_ACCUM_OK);
+    assert_int_equal(worker_fair_push(f, &its[30], 100, 0, "t", 0, 150), COMMON_OK);
     void *out[64];
     int lens[64];
     int n = worker_fair_pop(f, 300, 0, out, lens, 64);
@@ -97,11 +97,11 @@ static void test_urgent_lane_first(void **state) {
     static it_t its[300];
     for (int i = 0; i < 200; i++) { /* bulk first, long */
         its[i] = (it_t){i, 100, 1, 0};
-        assert_int_equal(worker_fair_push(f, &its[i], 100, 1, "bulk", 0, 0), WORKER_ACCUM_OK);
+        assert_int_equal(worker_fair_push(f, &its[i], 100, 1, "bulk", 0, 0), COMMON_OK);
     }
     for (int i = 200; i < 205; i++) { /* then a few short urgent ones */
         its[i] = (it_t){i, 20, 0, 1};
-        assert_int_equal(worker_fair_push(f, &its[i], 20, 0, "urgent", 0, 10), WORKER_ACCUM_OK);
+        assert_int_equal(worker_fair_push(f, &its[i], 20, 0, "urgent", 0, 10), COMMON_OK);
     }
     assert_int_equal(worker_fair_pending_lane(f, 0), 5);
     assert_int_equal(worker_fair_pending_lane(f, 1), 200);
@@ -127,12 +127,12 @@ static void test_urgent_lane_first(void **state) {
     assert_int_equal(worker_fair_ready(f, 12), 0);
     assert_int_equal(worker_fair_pop(f, 12, 0, out, lens, 512), 0);
     /* ... but one urgent ticket is a batch at once, alone */
-    assert_int_equal(worker_fair_push(f, &its[205], 20, 0, "urgent", 0, 12), WORKER_ACCUM_OK);
+    assert_int_equal(worker_fair_push(f, &its[205], 20, 0, "urgent", 0, 12), COMMON_OK);
     assert_int_equal(worker_fair_ready(f, 12), 1);
     assert_int_equal(worker_fair_pop(f, 12, 0, out, lens, 512), 1);
     assert_ptr_equal(out[0], &its[205]);
     assert_int_equal(worker_fair_pending_lane(f, 1), 5);
-    assert_int_equal(worker_fair_push(f, &its[206], 10, 2, "x", 0, 0), WORKER_ACCUM_INVALID);
+    assert_int_equal(worker_fair_push(f, &its[206], 10, 2, "x", 0, 0), COMMON_USAGE);
     worker_fair_free(f);
 }
 
@@ -150,7 +150,7 @@ static void share_case(const char *weights, double want) {
         int len = rng_int(4, 128);
         its[n_items] = (it_t){n_items, len, 0, t};
         assert_int_equal(worker_fair_push(f, &its[n_items], len, 0, tenant_name(t), 0, 0),
-                         WORKER_ACCUM_OK);
+                         COMMON_OK);
         left[t]++;
         n_items++;
     }
@@ -199,15 +199,15 @@ static void test_tenant_cap(void **state) {
     assert_int_equal(worker_fair_tenant_cap(f), 2048);
     static it_t its[100];
     int i = 0;
-    while (worker_fair_push(f, &its[i], 100, 0, "giant", 0, 0) == WORKER_ACCUM_OK)
+    while (worker_fair_push(f, &its[i], 100, 0, "giant", 0, 0) == COMMON_OK)
         i++;
     assert_int_equal(i, 20); /* 20 * 100 <= 2048 < 21 * 100 */
     /* another tenant still gets in, and a refused producer can always pop */
-    assert_int_equal(worker_fair_push(f, &its[i], 100, 0, "small", 0, 0), WORKER_ACCUM_OK);
+    assert_int_equal(worker_fair_push(f, &its[i], 100, 0, "small", 0, 0), COMMON_OK);
     assert_true(worker_fair_ready(f, 0));
     void *out[64];
     assert_true(worker_fair_pop(f, 0, 0, out, NULL, 64) > 0);
-    assert_int_equal(worker_fair_push(f, &its[i + 1], 100, 0, "giant", 0, 0), WORKER_ACCUM_OK);
+    assert_int_equal(worker_fair_push(f, &its[i + 1], 100, 0, "giant", 0, 0), COMMON_OK);
     worker_fair_free(f);
     /* below one budget the cap is raised to it: a tenant can always fill a batch */
     c.tenant_max_tokens = 10;
@@ -241,10 +241,10 @@ static void test_random_exactly_once(void **state) {
                 int len = rng_int(1, 128), lane = rng_int(0, 2), t = rng_int(0, 11);
                 its[pushed] = (it_t){pushed, len, lane, t};
                 int rc = worker_fair_push(f, &its[pushed], len, lane, tenant_name(t), 0, now);
-                if (rc == WORKER_ACCUM_OK)
+                if (rc == COMMON_OK)
                     pushed++;
                 else
-                    assert_int_equal(rc, WORKER_ACCUM_FULL);
+                    assert_int_equal(rc, COMMON_RETRY);
             } else if (op < 9 || pushed == N) {
                 int flush = pushed == N;
                 int n = worker_fair_pop(f, now, flush, out, lens, rng_int(1, 1024));

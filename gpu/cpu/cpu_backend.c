@@ -87,12 +87,12 @@ static void plan_chunks(gpu_backend_t *be, const gpu_batch_t *bt) {
     atomic_store(&be->next_chunk, 0);
 }
 
-static int cpu_run(gpu_backend_t *be, const gpu_batch_t *batch, float *logits, char *err,
-                   size_t errlen) {
+static common_status_t cpu_run(gpu_backend_t *be, const gpu_batch_t *batch, float *logits,
+                               char *err, size_t errlen) {
     gpu_backend_opts_t o = be->opts;
     o.max_len = be->max_len;
     o.max_seqs = be->max_seqs;
-    if (gpu_batch_check(batch, &be->m->cfg, &o, err, errlen) != 0) return -1;
+    if (gpu_batch_check(batch, &be->m->cfg, &o, err, errlen) != 0) return COMMON_USAGE;
     be->batch = batch;
     if (be->g->logits >= 0) be->tp[be->g->logits] = logits; /* written in the caller's rows */
     plan_chunks(be, batch);
@@ -110,30 +110,31 @@ static int cpu_run(gpu_backend_t *be, const gpu_batch_t *batch, float *logits, c
             pthread_cond_wait(&be->cv_done, &be->mu);
         pthread_mutex_unlock(&be->mu);
     }
-    return 0;
+    return COMMON_OK;
 }
 
-static int cpu_forward(gpu_backend_t *be, const gpu_batch_t *batch, float *logits, char *err,
-                       size_t errlen) {
-    if (gpu_flight_idle(&be->flight, err, errlen) != 0) return 2;
+static common_status_t cpu_forward(gpu_backend_t *be, const gpu_batch_t *batch, float *logits,
+                                   char *err, size_t errlen) {
+    if (gpu_flight_idle(&be->flight, err, errlen) != 0) return COMMON_BUG;
     return cpu_run(be, batch, logits, err, errlen);
 }
 
-static int cpu_submit(gpu_backend_t *be, const gpu_batch_t *batch, char *err, size_t errlen) {
+static common_status_t cpu_submit(gpu_backend_t *be, const gpu_batch_t *batch, char *err,
+                                  size_t errlen) {
     const int slot = gpu_flight_slot(&be->flight, err, errlen);
-    if (slot < 0) return 2;
-    int rc = cpu_run(be, batch, be->flight_logits[slot], err, errlen);
+    if (slot < 0) return COMMON_BUG;
+    common_status_t rc = cpu_run(be, batch, be->flight_logits[slot], err, errlen);
     if (rc == 0) gpu_flight_push(&be->flight, slot, batch->n_seqs);
     return rc;
 }
 
-static int cpu_collect(gpu_backend_t *be, float *logits, char *err, size_t errlen) {
+static common_status_t cpu_collect(gpu_backend_t *be, float *logits, char *err, size_t errlen) {
     int n_seqs;
     const int slot = gpu_flight_pop(&be->flight, &n_seqs, err, errlen);
-    if (slot < 0) return 2;
+    if (slot < 0) return COMMON_BUG;
     memcpy(logits, be->flight_logits[slot],
            sizeof(float) * (size_t)n_seqs * (size_t)be->m->cfg.num_labels);
-    return 0;
+    return COMMON_OK;
 }
 
 static int cpu_mem_stats(gpu_backend_t *be, gpu_mem_stats_t *st) {

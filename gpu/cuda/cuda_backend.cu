@@ -48,8 +48,8 @@ static void cuda_be_free(gpu_backend_t *be) {
         }                                                                                          \
     } while (0)
 
-static int cuda_be_forward(gpu_backend_t *be, const gpu_batch_t *batch, float *logits, char *err,
-                           size_t errlen);
+static common_status_t cuda_be_forward(gpu_backend_t *be, const gpu_batch_t *batch, float *logits,
+                                       char *err, size_t errlen);
 
 // given: a graph to run instead of the family's (init_given), owned from the call on.
 static int cuda_be_init_path(const gpu_model_t *model, const gpu_backend_opts_t *opts,
@@ -114,33 +114,34 @@ fail_quiet:
 }
 
 // Queues a batch in the next free slot; the device works on it while the host goes on.
-static int cuda_be_submit(gpu_backend_t *be, const gpu_batch_t *batch, char *err, size_t errlen) {
+static common_status_t cuda_be_submit(gpu_backend_t *be, const gpu_batch_t *batch, char *err,
+                                      size_t errlen) {
     const int slot = gpu_flight_slot(&be->flight, err, errlen);
-    if (slot < 0) return 2;
+    if (slot < 0) return COMMON_BUG;
     if (be->prof && be->flight.n > 0) {
         snprintf(err, errlen, "profiling times one batch at a time: collect first");
-        return 2;
+        return COMMON_BUG;
     }
-    if (gpu_batch_check(batch, &be->model->cfg, &be->opts, err, errlen) != 0) return 2;
+    if (gpu_batch_check(batch, &be->model->cfg, &be->opts, err, errlen) != 0) return COMMON_USAGE;
     if (cudaSetDevice(be->device) != cudaSuccess) {
         snprintf(err, errlen, "CUDA device %d is gone", be->device);
-        return 1;
+        return COMMON_FATAL;
     }
-    int rc = cuda_be_graph_submit(be, batch, slot, err, errlen);
-    if (rc == 0) gpu_flight_push(&be->flight, slot, batch->n_seqs);
-    return rc;
+    if (cuda_be_graph_submit(be, batch, slot, err, errlen) != 0) return COMMON_FATAL;
+    gpu_flight_push(&be->flight, slot, batch->n_seqs);
+    return COMMON_OK;
 }
 
 // Waits for the oldest batch in flight and copies its logits (n_seqs, L) out.
-static int cuda_be_collect(gpu_backend_t *be, float *logits, char *err, size_t errlen) {
+static common_status_t cuda_be_collect(gpu_backend_t *be, float *logits, char *err, size_t errlen) {
     int n_seqs;
     const int slot = gpu_flight_pop(&be->flight, &n_seqs, err, errlen);
-    if (slot < 0) return 2;
+    if (slot < 0) return COMMON_BUG;
     cudaSetDevice(be->device);
     cudaError_t e = cudaEventSynchronize(be->t_last[slot]);
     if (e != cudaSuccess) {
         snprintf(err, errlen, "CUDA error in the batch's work: %s", cudaGetErrorString(e));
-        return 1;
+        return COMMON_FATAL;
     }
     memcpy(logits, be->h_logits[slot], (size_t)n_seqs * be->model->cfg.num_labels * sizeof(float));
     float fw_ms = 0;
@@ -151,13 +152,13 @@ static int cuda_be_collect(gpu_backend_t *be, float *logits, char *err, size_t e
         if (cudaEventElapsedTime(&ms, be->ev[i - 1], be->ev[i]) == cudaSuccess)
             be->prof_ms[be->ev_cat[i]] += ms;
     }
-    return 0;
+    return COMMON_OK;
 }
 
-static int cuda_be_forward(gpu_backend_t *be, const gpu_batch_t *batch, float *logits, char *err,
-                           size_t errlen) {
-    if (gpu_flight_idle(&be->flight, err, errlen) != 0) return 2;
-    int rc = cuda_be_submit(be, batch, err, errlen);
+static common_status_t cuda_be_forward(gpu_backend_t *be, const gpu_batch_t *batch, float *logits,
+                                       char *err, size_t errlen) {
+    if (gpu_flight_idle(&be->flight, err, errlen) != 0) return COMMON_BUG;
+    common_status_t rc = cuda_be_submit(be, batch, err, errlen);
     return rc ? rc : cuda_be_collect(be, logits, err, errlen);
 }
 

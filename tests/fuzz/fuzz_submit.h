@@ -50,25 +50,26 @@ static void fuzz_submit_send(const worker_submit_rec_t *r) {
 static void fuzz_submit_read_all(const char *path, const char *text_key, const char *id_key) {
     worker_submit_input_t *in;
     char err[1024] = "";
-    if (worker_submit_input_open(path, text_key, id_key, &in, err, sizeof(err)) != 0) {
-        FUZZ_CHECK(in == NULL && err[0]);
+    common_err_t e = {.message = ""};
+    if (worker_submit_input_open(path, text_key, id_key, &in, &e) != COMMON_OK) {
+        FUZZ_CHECK(in == NULL && e.code == COMMON_USAGE && e.message[0]);
         return;
     }
     worker_submit_rec_t r;
-    int rc;
+    common_status_t rc;
     long last_line = 0;
-    while ((rc = worker_submit_input_next(in, &r, err, sizeof(err))) == 1) {
+    while ((rc = worker_submit_input_next(in, &r, &e)) == COMMON_OK) {
         FUZZ_CHECK(r.text && r.text[r.text_len] == '\0' && r.id);
         FUZZ_CHECK(r.line > last_line);
         last_line = r.line;
         if (r.text_len == 0) continue;
         if (consumers_ticket_check_id("ticket_id", r.id, strlen(r.id), err, sizeof(err)) != 0) {
-            rc = 2;
+            rc = common_err_set(&e, COMMON_USAGE, "%s", err);
             break;
         }
         fuzz_submit_send(&r);
     }
-    FUZZ_CHECK(rc == 0 || (rc == 2 && err[0]));
+    FUZZ_CHECK(rc == COMMON_DONE || (rc == COMMON_USAGE && e.message[0]));
     worker_submit_input_free(in);
 }
 

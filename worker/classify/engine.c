@@ -90,18 +90,18 @@ void cls_engine_close(cls_engine_t *e) {
     memset(e, 0, sizeof(*e));
 }
 
-int cls_engine_pack(cls_engine_t *e, const int32_t *const *seq, const int *lens, int n, char *err,
-                    size_t errlen) {
+common_status_t cls_engine_pack(cls_engine_t *e, const int32_t *const *seq, const int *lens, int n,
+                                char *err, size_t errlen) {
     e->packed = -1;
     if (n > e->max_seqs) {
-        return common_errf(-1, err, errlen, "batch of %d sequences exceeds capacity %d", n,
-                           e->max_seqs);
+        return common_errf(COMMON_USAGE, err, errlen, "batch of %d sequences exceeds capacity %d",
+                           n, e->max_seqs);
     }
     int t = 0, longest = 0;
     e->cu[0] = 0;
     for (int i = 0; i < n; i++) {
         if (t + lens[i] > e->props.token_budget) {
-            return common_errf(-1, err, errlen, "batch exceeds the token budget %d",
+            return common_errf(COMMON_USAGE, err, errlen, "batch exceeds the token budget %d",
                                e->props.token_budget);
         }
         memcpy(e->ids + t, seq[i], (size_t)lens[i] * sizeof(int32_t));
@@ -110,35 +110,38 @@ int cls_engine_pack(cls_engine_t *e, const int32_t *const *seq, const int *lens,
         if (lens[i] > longest) longest = lens[i];
     }
     e->packed = n, e->packed_tokens = t, e->packed_longest = longest;
-    return 0;
+    return COMMON_OK;
 }
 
-int cls_engine_submit_packed(cls_engine_t *e, char *err, size_t errlen) {
-    if (e->in_flight >= 2) return common_errf(2, err, errlen, "two batches in flight already");
-    if (e->packed < 0) return common_errf(2, err, errlen, "no batch packed");
+common_status_t cls_engine_submit_packed(cls_engine_t *e, char *err, size_t errlen) {
+    if (e->in_flight >= 2)
+        return common_errf(COMMON_BUG, err, errlen, "two batches in flight already");
+    if (e->packed < 0) return common_errf(COMMON_BUG, err, errlen, "no batch packed");
     cls_batch_t *b = &e->slot[(e->head + e->in_flight) % 2];
     b->n = e->packed, b->n_tokens = e->packed_tokens, b->longest = e->packed_longest;
     b->t_submit = common_now_s();
     gpu_batch_t gb = {e->ids, e->cu, b->n, b->n_tokens, b->longest};
     e->packed = -1;
-    int rc = e->ops->submit(e->be, &gb, err, errlen); /* copies the inputs */
+    common_status_t rc = e->ops->submit(e->be, &gb, err, errlen); /* copies the inputs */
     if (rc == 0) e->in_flight++;
     return rc;
 }
 
-int cls_engine_submit(cls_engine_t *e, const int32_t *const *seq, const int *lens, int n, char *err,
-                      size_t errlen) {
-    if (e->in_flight >= 2) return common_errf(2, err, errlen, "two batches in flight already");
-    int rc = cls_engine_pack(e, seq, lens, n, err, errlen);
+common_status_t cls_engine_submit(cls_engine_t *e, const int32_t *const *seq, const int *lens,
+                                  int n, char *err, size_t errlen) {
+    if (e->in_flight >= 2)
+        return common_errf(COMMON_BUG, err, errlen, "two batches in flight already");
+    common_status_t rc = cls_engine_pack(e, seq, lens, n, err, errlen);
     return rc ? rc : cls_engine_submit_packed(e, err, errlen);
 }
 
-int cls_engine_collect(cls_engine_t *e, const cls_batch_t **out, char *err, size_t errlen) {
+common_status_t cls_engine_collect(cls_engine_t *e, const cls_batch_t **out, char *err,
+                                   size_t errlen) {
     if (e->in_flight == 0) {
-        return common_errf(2, err, errlen, "no batch in flight");
+        return common_errf(COMMON_BUG, err, errlen, "no batch in flight");
     }
     cls_batch_t *b = &e->slot[e->head];
-    int rc = e->ops->collect(e->be, b->logits, err, errlen);
+    common_status_t rc = e->ops->collect(e->be, b->logits, err, errlen);
     e->head ^= 1;
     e->in_flight--;
     b->t_ready = common_now_s();
@@ -149,12 +152,12 @@ int cls_engine_collect(cls_engine_t *e, const cls_batch_t **out, char *err, size
     return rc;
 }
 
-int cls_engine_forward(cls_engine_t *e, const int32_t *const *seq, const int *lens, int n,
-                       const cls_batch_t **out, char *err, size_t errlen) {
+common_status_t cls_engine_forward(cls_engine_t *e, const int32_t *const *seq, const int *lens,
+                                   int n, const cls_batch_t **out, char *err, size_t errlen) {
     if (e->in_flight) {
-        return common_errf(2, err, errlen, "forward with batches in flight");
+        return common_errf(COMMON_BUG, err, errlen, "forward with batches in flight");
     }
-    int rc = cls_engine_submit(e, seq, lens, n, err, errlen);
+    common_status_t rc = cls_engine_submit(e, seq, lens, n, err, errlen);
     return rc ? rc : cls_engine_collect(e, out, err, errlen);
 }
 

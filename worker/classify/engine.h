@@ -56,21 +56,23 @@ void cls_engine_drain(cls_engine_t *e);
 void cls_engine_close(cls_engine_t *e);
 
 /* Packs n sequences (seq[i]: lens[i] ids) and queues them on the backend (at most two
- * batches in flight). Returns 0, or non-zero with err set (2: two in flight already). */
-int cls_engine_submit(cls_engine_t *e, const int32_t *const *seq, const int *lens, int n, char *err,
-                      size_t errlen);
+ * batches in flight). submit, pack, submit_packed, collect and forward answer COMMON_OK, or
+ * with err set: COMMON_USAGE a batch over capacity or budget, COMMON_BUG a call out of turn
+ * (two in flight already, none to collect), COMMON_FATAL the backend failed. */
+common_status_t cls_engine_submit(cls_engine_t *e, const int32_t *const *seq, const int *lens,
+                                  int n, char *err, size_t errlen);
 /* cls_engine_submit in two steps, so a caller can time them apart: pack copies the sequences
  * into the engine's staging (checked against capacity and budget); submit_packed queues what
  * was packed last. */
-int cls_engine_pack(cls_engine_t *e, const int32_t *const *seq, const int *lens, int n, char *err,
-                    size_t errlen);
-int cls_engine_submit_packed(cls_engine_t *e, char *err, size_t errlen);
-/* Waits for the oldest batch in flight: *out has its logits and times. Returns 0, or
- * non-zero with err set. */
-int cls_engine_collect(cls_engine_t *e, const cls_batch_t **out, char *err, size_t errlen);
+common_status_t cls_engine_pack(cls_engine_t *e, const int32_t *const *seq, const int *lens, int n,
+                                char *err, size_t errlen);
+common_status_t cls_engine_submit_packed(cls_engine_t *e, char *err, size_t errlen);
+/* Waits for the oldest batch in flight: *out has its logits and times. */
+common_status_t cls_engine_collect(cls_engine_t *e, const cls_batch_t **out, char *err,
+                                   size_t errlen);
 /* submit + collect, with nothing in flight. */
-int cls_engine_forward(cls_engine_t *e, const int32_t *const *seq, const int *lens, int n,
-                       const cls_batch_t **out, char *err, size_t errlen);
+common_status_t cls_engine_forward(cls_engine_t *e, const int32_t *const *seq, const int *lens,
+                                   int n, const cls_batch_t **out, char *err, size_t errlen);
 
 /* Result of sequence i of a collected batch. */
 void cls_engine_score(const cls_engine_t *e, const cls_batch_t *b, int i, int top_k,

@@ -133,7 +133,7 @@ common_status_t worker_cli_parse(const char *cmd, int argc, char **argv, const c
     char err[512];
     common_status_t rc =
         worker_cli_parse_err(cmd, argc, argv, opts, usage, first_arg, err, sizeof(err));
-    if (rc != COMMON_OK && rc != COMMON_DONE) fprintf(stderr, "reclass %s: %s\n", cmd, err);
+    if (rc != COMMON_OK && rc != COMMON_DONE) common_logf(stderr, "%s\n", err);
     return rc;
 }
 
@@ -157,9 +157,9 @@ void worker_cli_print_opts(FILE *f, const cli_opt_t *opts) {
     }
 }
 
-common_status_t worker_cli_require_kafka(const char *cmd) {
+common_status_t worker_cli_require_kafka(void) {
     char err[512];
     if (consumers_kafka_check_version(err, sizeof(err)) == 0) return COMMON_OK;
-    fprintf(stderr, "reclass %s: %s\n", cmd, err);
+    common_logf(stderr, "%s\n", err);
     return COMMON_FATAL;
 }

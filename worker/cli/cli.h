@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "common/err.h"
 #include "common/status.h"
 #include "worker/classify/settings.h"
 
@@ -65,8 +66,9 @@ typedef struct {
 int worker_cli_long(const char *s, long lo, long hi, long *out);
 
 /* Parses the environment (rows with env) then argv[1..argc). --help / -h prints usage to
- * stdout: returns COMMON_DONE. A usage error prints "reclass CMD: ..." to stderr: returns
- * COMMON_USAGE. Otherwise returns COMMON_OK (go on) with *first_arg the index of the first
+ * stdout: returns COMMON_DONE. A usage error prints its message to stderr (common_logf: after
+ * the command's prefix): returns COMMON_USAGE. cmd names the command in "see reclass CMD
+ * --help". Otherwise returns COMMON_OK (go on) with *first_arg the index of the first
  * positional argument; with first_arg NULL, positional arguments are an error. */
 common_status_t worker_cli_parse(const char *cmd, int argc, char **argv, const cli_opt_t *opts,
                                  void (*usage)(FILE *), int *first_arg);
@@ -101,14 +103,19 @@ cli_opt_t worker_cli_opt_db(const char **dst, const char *help);
 cli_opt_t worker_cli_opt_brokers(const char **dst);
 cli_opt_t worker_cli_opt_topic(const char **dst, const char *arg, const char *help);
 cli_opt_t worker_cli_opt_schemas(const char **dst);
+/* --schemas not given: the directory its row's help names, found next to the executable, into
+ * buf (n bytes), *schemas pointing at it. COMMON_OK (also when *schemas was given), or
+ * COMMON_USAGE with e saying what to give. */
+common_status_t worker_cli_schemas_default(const char **schemas, char *buf, size_t n,
+                                           common_err_t *e);
 cli_opt_t worker_cli_opt_plain_schema(const char **dst, const char *help);
 cli_opt_t worker_cli_opt_registry_auth(const char **dst);
 cli_opt_t worker_cli_opt_registry_ca(const char **dst);
 cli_opt_t worker_cli_opt_kafka(cli_list_t *dst);
 
-/* For the commands that talk to Kafka (run, submit, dev-broker): prints "reclass CMD: why"
+/* For the commands that talk to Kafka (run, submit, dev-broker): prints why (common_logf)
  * and answers COMMON_FATAL when the runtime librdkafka is too old, else COMMON_OK. */
-common_status_t worker_cli_require_kafka(const char *cmd);
+common_status_t worker_cli_require_kafka(void);
 
 /* The option list of --help: a row per listed option, its variable beside it, its help
  * below. */

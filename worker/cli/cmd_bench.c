@@ -84,12 +84,12 @@ static common_status_t parse_opts(int argc, char **argv, bench_opts_t *o) {
     if (rc) return rc;
     o->set.seed = (uint64_t)seed;
     if (!o->set.model_dir == !o->set.geometry) {
-        fprintf(stderr, "reclass bench: give exactly one of --model DIR or --geometry NAME\n");
+        common_logf(stderr, "give exactly one of --model DIR or --geometry NAME\n");
         return COMMON_USAGE;
     }
     if (!o->workload) {
-        fprintf(stderr, "reclass bench: --workload FILE.jsonl or --workload tickets-mix is "
-                        "required\n");
+        common_logf(stderr, "--workload FILE.jsonl or --workload tickets-mix is "
+                            "required\n");
         return COMMON_USAGE;
     }
     return COMMON_OK;
@@ -140,12 +140,12 @@ static int bench_pass(bench_t *b, char *err, size_t errlen) {
         b->acfg.max_pending_items = (int)w->n;
         b->acfg.max_pending_tokens =
             w->off[w->n] > b->acfg.token_budget ? w->off[w->n] : b->acfg.token_budget;
-        if (worker_accum_init(&b->acfg, &b->acc, err, errlen) != 0) return 1;
+        if (worker_accum_init(&b->acfg, &b->acc, err, errlen) != 0) return COMMON_FATAL;
     }
     /* all tickets are present at once: the accumulator's long-end runs = sorted batches */
     for (long i = 0; i < w->n; i++) {
         int len = (int)(w->off[i + 1] - w->off[i]);
-        if (worker_accum_push(b->acc, (void *)(intptr_t)(i + 1), len, 0) != WORKER_ACCUM_OK)
+        if (worker_accum_push(b->acc, (void *)(intptr_t)(i + 1), len, 0) != COMMON_OK)
             return common_errf(1, err, errlen, "ticket %ld (%d tokens) could not be batched", i + 1,
                                len);
     }
@@ -154,7 +154,7 @@ static int bench_pass(bench_t *b, char *err, size_t errlen) {
     int n;
     while ((n = cls_driver_step(&b->drv, b->acc, 0, 1, err, errlen)) > 0)
         ;
-    if (n < 0 || cls_driver_finish(&b->drv, err, errlen) != 0) return 1;
+    if (n < 0 || cls_driver_finish(&b->drv, err, errlen) != 0) return COMMON_FATAL;
     size_t params = gpu_model_param_count(cfg);
     /* table lookups cost no FLOPs; ELECTRA's projection (in the count) does */
     size_t emb = ((size_t)cfg->vocab_size + cfg->pos_rows + cfg->type_vocab + 2) * cfg->emb_size;
@@ -189,7 +189,7 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
     char err[512];
     cls_session_t ses;
     if ((rc = cls_session_open(&ses, &o.set, 0, err, sizeof err))) {
-        fprintf(stderr, "reclass bench: %s\n", err);
+        common_logf(stderr, "%s\n", err);
         return rc;
     }
     const gpu_model_t *model = ses.model;
@@ -209,7 +209,7 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
         rc = worker_workload_load(o.workload, max_len, cfg.vocab_size, &w, err, sizeof err);
     if (!rc && w->is_text) rc = cls_session_load_tokenizer(&ses, err, sizeof err);
     if (rc) {
-        fprintf(stderr, "reclass bench: %s\n", err);
+        common_logf(stderr, "%s\n", err);
         goto out;
     }
     rc = COMMON_FATAL;
@@ -220,7 +220,7 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
     /* (3, repeat): wall, CPU, device (events) seconds per timed pass */
     secs = malloc(3 * (size_t)o.repeat * sizeof(double));
     if (!secs || cls_driver_init(&b.drv, e, bench_ids, bench_done, &b, err, sizeof err)) {
-        fprintf(stderr, "reclass bench: out of memory\n");
+        common_logf(stderr, "out of memory\n");
         goto out;
     }
     const char *precision = ses.props.precision;
@@ -266,10 +266,11 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
     }
     const char *mname = model->name ? model->name : "model";
     char kern[256];
-    printf("reclass bench: model %s (%d layers, hidden %d, %d labels), backend "
-           "%s, precision %s%s%s\n",
-           mname, cfg.layers, cfg.hidden, cfg.num_labels, e->ops->name, precision,
-           *cls_session_kernels(&ses, kern, sizeof kern) ? ": " : "", kern);
+    common_logf(stdout,
+                "model %s (%d layers, hidden %d, %d labels), backend "
+                "%s, precision %s%s%s\n",
+                mname, cfg.layers, cfg.hidden, cfg.num_labels, e->ops->name, precision,
+                *cls_session_kernels(&ses, kern, sizeof kern) ? ": " : "", kern);
     printf("workload %s: %ld tickets, %ld tokens (%ld truncated), %ld batches of "
            "<= %d tokens\n",
            o.workload, w->n, b.tokens, w->truncated, b.batches, budget);
@@ -339,7 +340,7 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
     rc = fflush(stdout) == 0 ? 0 : 1;
     goto out;
 fail_pass:
-    fprintf(stderr, "reclass bench: backend %s failed: %s\n", e->ops->name, err);
+    common_logf(stderr, "backend %s failed: %s\n", e->ops->name, err);
     rc = COMMON_FATAL;
 out:
     if (win_on) e->ops->energy_stop(e->be, &win_s, &win_mhz); /* a failed pass */

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/err.h"
 #include "common/clock.h"
 #include "worker/classify/driver.h"
 #include "worker/classify/session.h"
@@ -167,13 +168,12 @@ static common_status_t parse_opts(int argc, char **argv, cls_opts_t *o) {
     common_status_t rc = worker_cli_parse("classify", argc, argv, opts, usage, &first);
     if (rc) return rc;
     if (first < argc) {
-        fprintf(stderr, "reclass classify: unexpected argument '%s' (texts come on stdin)\n",
-                argv[first]);
+        common_logf(stderr, "unexpected argument '%s' (texts come on stdin)\n", argv[first]);
         return COMMON_USAGE;
     }
     if (!o->set.model_dir) {
-        fprintf(stderr, "reclass classify: --model DIR is required (a Hugging Face checkpoint "
-                        "directory)\n");
+        common_logf(stderr, "--model DIR is required (a Hugging Face checkpoint "
+                            "directory)\n");
         return COMMON_USAGE;
     }
     return COMMON_OK;
@@ -198,13 +198,13 @@ static long print_ready(cls_ctx_t *c, long known, long *next_out, const cls_engi
             cls_buf_puts(&c->line, "{\"error\": ");
             cls_json_string(&c->line, s->err);
             cls_buf_puts(&c->line, "}\n");
-            fprintf(stderr, "reclass classify: %s\n", s->err);
+            common_logf(stderr, "%s\n", s->err);
             errors++;
         } else {
             break;
         }
         if (c->line.oom) {
-            fprintf(stderr, "reclass classify: out of memory\n");
+            common_logf(stderr, "out of memory\n");
             exit(1);
         }
         fwrite(c->line.s, 1, c->line.len, stdout);
@@ -247,7 +247,7 @@ static common_status_t classify_loop(cls_ctx_t *c, cls_engine_t *eng, worker_acc
     cls_driver_t drv;
     char err[256];
     if (cls_driver_init(&drv, eng, slot_ids, slot_done, c, err, sizeof err)) {
-        fprintf(stderr, "reclass classify: %s\n", err);
+        common_logf(stderr, "%s\n", err);
         return COMMON_FATAL;
     }
     long next_push = 0, next_out = 0, known = 0, errors = 0;
@@ -284,12 +284,12 @@ static common_status_t classify_loop(cls_ctx_t *c, cls_engine_t *eng, worker_acc
         while (next_push < known) {
             cls_slot_t *s = &c->slot[next_push % c->ring];
             if (s->state == SLOT_READ) {
-                int r = worker_accum_push(acc, s, s->n, now);
-                if (r == WORKER_ACCUM_FULL) {
+                common_status_t r = worker_accum_push(acc, s, s->n, now);
+                if (r == COMMON_RETRY) {
                     full = 1;
                     break;
                 }
-                if (r != WORKER_ACCUM_OK) { /* cannot happen: 2 <= n <= max_pos */
+                if (r != COMMON_OK) { /* cannot happen: 2 <= n <= max_pos */
                     s->state = SLOT_ERROR;
                     snprintf(s->err, sizeof s->err, "input %ld: %d tokens cannot be batched",
                              next_push + 1, s->n);
@@ -323,7 +323,7 @@ static common_status_t classify_loop(cls_ctx_t *c, cls_engine_t *eng, worker_acc
         if (e) dirty = 1;
         errors += e;
         if (full) { /* FULL implies ready, so a pop must have happened */
-            fprintf(stderr, "reclass classify: internal error: accumulator full but no batch\n");
+            common_logf(stderr, "internal error: accumulator full but no batch\n");
             rc = COMMON_BUG;
             goto out;
         }
@@ -334,24 +334,24 @@ static common_status_t classify_loop(cls_ctx_t *c, cls_engine_t *eng, worker_acc
     pthread_mutex_unlock(&c->mu);
     if (fatal) {
         fflush(stdout);
-        fprintf(stderr, "reclass classify: reading stdin failed: %s\n", c->fatal_msg);
+        common_logf(stderr, "reading stdin failed: %s\n", c->fatal_msg);
         rc = COMMON_FATAL;
     } else if (errors) {
         fflush(stdout);
-        fprintf(stderr,
-                "reclass classify: %ld input line(s) could not be read (see their "
-                "{\"error\"} lines)\n",
-                errors);
+        common_logf(stderr,
+                    "%ld input line(s) could not be read (see their "
+                    "{\"error\"} lines)\n",
+                    errors);
         rc = COMMON_USAGE;
     }
     goto out;
 fail:
     fflush(stdout);
-    fprintf(stderr, "reclass classify: backend %s failed: %s\n", eng->ops->name, err);
+    common_logf(stderr, "backend %s failed: %s\n", eng->ops->name, err);
     rc = COMMON_FATAL;
 out:
     if (fflush(stdout) != 0 && rc == COMMON_OK) {
-        fprintf(stderr, "reclass classify: writing stdout failed\n");
+        common_logf(stderr, "writing stdout failed\n");
         rc = COMMON_FATAL;
     }
     cls_driver_free(&drv);
@@ -366,14 +366,14 @@ common_status_t worker_cmd_classify(int argc, char **argv) {
     char err[512];
     cls_session_t ses;
     if ((rc = cls_session_open(&ses, &o.set, 1, err, sizeof err))) {
-        fprintf(stderr, "reclass classify: %s\n", err);
+        common_logf(stderr, "%s\n", err);
         return rc;
     }
     /* asked for a precision: say which kernels run it (bf16 by the CPU's features) */
     char kern[256];
     if (o.set.precision && *cls_session_kernels(&ses, kern, sizeof kern))
-        fprintf(stderr, "reclass classify: backend %s, precision %s: %s\n", ses.eng.ops->name,
-                ses.props.precision, kern);
+        common_logf(stderr, "backend %s, precision %s: %s\n", ses.eng.ops->name,
+                    ses.props.precision, kern);
     worker_accum_t *acc = NULL;
     worker_input_t *in = NULL;
     cls_ctx_t c;
@@ -381,7 +381,7 @@ common_status_t worker_cmd_classify(int argc, char **argv) {
     rc = COMMON_FATAL;
     if (worker_accum_init(&ses.acc, &acc, err, sizeof err) != 0 ||
         worker_input_open(stdin, o.jsonl, &in, err, sizeof err) != 0) {
-        fprintf(stderr, "reclass classify: %s\n", err);
+        common_logf(stderr, "%s\n", err);
         goto done;
     }
     const int max_len = ses.props.max_len, L = ses.eng.num_labels;
@@ -396,7 +396,7 @@ common_status_t worker_cmd_classify(int argc, char **argv) {
     c.logits_all = malloc((size_t)c.ring * (size_t)L * sizeof(float));
     c.outbuf = malloc(CLS_OUTBUF_BYTES);
     if (!c.slot || !c.ids_all || !c.logits_all || !c.outbuf) {
-        fprintf(stderr, "reclass classify: out of memory for %ld input slots\n", c.ring);
+        common_logf(stderr, "out of memory for %ld input slots\n", c.ring);
         goto done;
     }
     for (long i = 0; i < c.ring; i++) {
@@ -414,7 +414,7 @@ common_status_t worker_cmd_classify(int argc, char **argv) {
 
     pthread_t th;
     if (pthread_create(&th, NULL, reader_main, &c) != 0) {
-        fprintf(stderr, "reclass classify: cannot start the reader thread\n");
+        common_logf(stderr, "cannot start the reader thread\n");
         goto done_sync;
     }
     rc = classify_loop(&c, &ses.eng, acc, &o);

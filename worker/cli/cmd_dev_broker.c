@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/err.h"
 #include "consumers/mock_broker.h"
 #include "worker/cli/cli.h"
 
@@ -86,14 +87,14 @@ common_status_t worker_cmd_dev_broker(int argc, char **argv) {
     if (rc != COMMON_OK) return rc;
     int n_topics = topic_list.n;
     if ((log_mb || log_batches) && !consumers_mock_log_limits_settable()) {
-        fprintf(stderr,
-                "reclass dev-broker: --partition-mb and --partition-max-batches need the vendored "
-                "librdkafka (this build uses the system one, whose mock cluster keeps a fixed "
-                "5 MiB / 100000 batches per partition); rebuild without "
-                "-DRECLASS_SYSTEM_RDKAFKA=ON\n");
-        return 2;
+        common_logf(stderr,
+                    "--partition-mb and --partition-max-batches need the vendored "
+                    "librdkafka (this build uses the system one, whose mock cluster keeps a fixed "
+                    "5 MiB / 100000 batches per partition); rebuild without "
+                    "-DRECLASS_SYSTEM_RDKAFKA=ON\n");
+        return COMMON_USAGE;
     }
-    if ((rc = worker_cli_require_kafka("dev-broker"))) return rc;
+    if ((rc = worker_cli_require_kafka())) return rc;
     long log_bytes = log_mb ? log_mb << 20 : CONSUMERS_MOCK_LOG_BYTES;
     if (!log_batches) log_batches = CONSUMERS_MOCK_LOG_BATCHES;
 
@@ -108,35 +109,35 @@ common_status_t worker_cmd_dev_broker(int argc, char **argv) {
     const char *bootstrap;
     char err[256];
     if (consumers_mock_start(partitions, port, &mock, &bootstrap, err, sizeof(err))) {
-        fprintf(stderr, "reclass dev-broker: %s\n", err);
-        return 1;
+        common_logf(stderr, "%s\n", err);
+        return COMMON_FATAL;
     }
     if (consumers_mock_log_limits_settable() &&
         consumers_mock_set_log_limits(mock, log_bytes, log_batches, err, sizeof(err))) {
-        fprintf(stderr, "reclass dev-broker: %s\n", err);
+        common_logf(stderr, "%s\n", err);
         consumers_mock_stop(mock);
-        return 1;
+        return COMMON_FATAL;
     }
     for (int i = 0; i < n_topics; i++)
         if (consumers_mock_topic_create(mock, topics[i], partitions, err, sizeof(err))) {
-            fprintf(stderr, "reclass dev-broker: %s\n", err);
+            common_logf(stderr, "%s\n", err);
             consumers_mock_stop(mock);
-            return 1;
+            return COMMON_FATAL;
         }
     printf("%s\n", bootstrap);
     fflush(stdout);
     if (consumers_mock_log_limits_settable())
-        fprintf(stderr,
-                "reclass dev-broker: each partition keeps %ld MiB / %ld batches; older records "
-                "are deleted\n",
-                log_bytes >> 20, log_batches);
+        common_logf(stderr,
+                    "each partition keeps %ld MiB / %ld batches; older records "
+                    "are deleted\n",
+                    log_bytes >> 20, log_batches);
     else
-        fprintf(stderr, "reclass dev-broker: each partition keeps 5 MiB / 100000 batches (system "
-                        "librdkafka); older records are deleted\n");
-    fprintf(stderr,
-            "reclass dev-broker: listening on %s (%d topic(s) pre-created); stop with "
-            "Ctrl-C or SIGTERM\n",
-            bootstrap, n_topics);
+        common_logf(stderr, "each partition keeps 5 MiB / 100000 batches (system "
+                            "librdkafka); older records are deleted\n");
+    common_logf(stderr,
+                "listening on %s (%d topic(s) pre-created); stop with "
+                "Ctrl-C or SIGTERM\n",
+                bootstrap, n_topics);
 
     struct sigaction sa = {.sa_handler = on_signal};
     sigaction(SIGINT, &sa, NULL);
@@ -149,6 +150,6 @@ common_status_t worker_cmd_dev_broker(int argc, char **argv) {
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 
     consumers_mock_stop(mock);
-    fprintf(stderr, "reclass dev-broker: stopped\n");
+    common_logf(stderr, "stopped\n");
     return 0;
 }

@@ -8,6 +8,7 @@
 
 #include <libpq-fe.h>
 
+#include "common/err.h"
 #include "worker/cli/cli.h"
 #include "worker/cli/db.h"
 
@@ -96,11 +97,11 @@ static int drift_baseline(int argc, char **argv) {
                           ? "pass --from TS --to TS (stored windows) or --job J (a job's tickets)"
                           : NULL;
     if (why) {
-        fprintf(stderr, "reclass drift baseline: %s (see --help)\n", why);
-        return 2;
+        common_logf(stderr, "%s (see --help)\n", why);
+        return COMMON_USAGE;
     }
     PGconn *conn;
-    int rc = worker_cli_db_connect("drift baseline", a.db, &conn);
+    int rc = worker_cli_db_connect(a.db, &conn);
     if (rc) return rc;
     const char *job_params[] = {a.tenant, a.model, a.job};
     const char *win_params[] = {a.tenant, a.model, a.from, a.to};
@@ -111,19 +112,18 @@ static int drift_baseline(int argc, char **argv) {
                               " FROM drift_baseline_pin_windows($1, $2, $3::timestamptz,"
                               " $4::timestamptz)";
     char state[6];
-    PGresult *r = worker_cli_db_query("drift baseline", conn, sql, a.job ? 3 : 4,
-                                      a.job ? job_params : win_params, state);
+    PGresult *r =
+        worker_cli_db_query(conn, sql, a.job ? 3 : 4, a.job ? job_params : win_params, state);
     if (!r) {
         PQfinish(conn);
         /* no_data_found (nothing to pin) and bad timestamps are the user's to fix */
         return !strcmp(state, "P0002") || !strncmp(state, "22", 2) ? 2 : 1;
     }
     if (PQntuples(r) != 1 || PQgetisnull(r, 0, 0)) {
-        fprintf(stderr,
-                "reclass drift baseline: no baseline came back (is migration 004 applied?)\n");
+        common_logf(stderr, "no baseline came back (is migration 004 applied?)\n");
         PQclear(r);
         PQfinish(conn);
-        return 1;
+        return COMMON_FATAL;
     }
     printf("baseline %s pinned for tenant %s, model %s: %s tickets from %s%s%s (%s .. %s)\n",
            PQgetvalue(r, 0, 0), a.tenant, a.model, PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2),
@@ -157,18 +157,17 @@ static int drift_report(int argc, char **argv) {
     int prc = worker_cli_parse("drift report", argc, argv, opts, drift_report_usage, NULL);
     if (prc != COMMON_OK) return prc;
     if (strcmp(a.bucket, "window") && strcmp(a.bucket, "hour") && strcmp(a.bucket, "day")) {
-        fprintf(stderr, "reclass drift report: --bucket %s: use window, hour or day\n", a.bucket);
-        return 2;
+        common_logf(stderr, "--bucket %s: use window, hour or day\n", a.bucket);
+        return COMMON_USAGE;
     }
     PGconn *conn;
-    int rc = worker_cli_db_connect("drift report", a.db, &conn);
+    int rc = worker_cli_db_connect(a.db, &conn);
     if (rc) return rc;
     char limit[16], state[6];
     snprintf(limit, sizeof limit, "%d", a.limit);
     const char *params[] = {a.bucket, a.since, a.tenant, a.model, limit};
-    PGresult *t = worker_cli_db_query("drift report", conn, drift_tenants_sql, 4, params, state);
-    PGresult *w =
-        t ? worker_cli_db_query("drift report", conn, drift_windows_sql, 5, params, state) : NULL;
+    PGresult *t = worker_cli_db_query(conn, drift_tenants_sql, 4, params, state);
+    PGresult *w = t ? worker_cli_db_query(conn, drift_windows_sql, 5, params, state) : NULL;
     if (!w) {
         PQclear(t);
         PQfinish(conn);
@@ -208,12 +207,18 @@ static int drift_report(int argc, char **argv) {
 }
 
 common_status_t worker_cmd_drift(int argc, char **argv) {
-    if (argc >= 2 && !strcmp(argv[1], "baseline")) return drift_baseline(argc - 1, argv + 1);
-    if (argc >= 2 && !strcmp(argv[1], "report")) return drift_report(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "baseline")) {
+        common_log_prefix("reclass drift baseline"); /* a subcommand's messages name it */
+        return drift_baseline(argc - 1, argv + 1);
+    }
+    if (argc >= 2 && !strcmp(argv[1], "report")) {
+        common_log_prefix("reclass drift report");
+        return drift_report(argc - 1, argv + 1);
+    }
     FILE *f = argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) ? stdout : stderr;
     fprintf(f, "usage: reclass drift baseline|report [options] (reclass drift report --help)\n\n");
     drift_baseline_usage(f);
     fprintf(f, "\n");
     drift_report_usage(f);
-    return f == stdout ? 0 : 2;
+    return f == stdout ? COMMON_DONE : COMMON_USAGE;
 }

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/err.h"
 #include "worker/cli/cli.h"
 #include "worker/cli/db.h"
 
@@ -188,14 +189,14 @@ static void print_list(FILE *f, const PGresult *r, int tty) {
 static int print_show(FILE *f, PGconn *conn, const PGresult *r, int tty) {
     job_row_t j = row_of(r, 0);
     const char *p[1] = {j.id};
-    PGresult *labels = worker_cli_db_query("jobs", conn, SQL_LABELS, 1, p, NULL);
-    PGresult *det = labels ? worker_cli_db_query("jobs", conn, SQL_DETAIL, 1, p, NULL) : NULL;
+    PGresult *labels = worker_cli_db_query(conn, SQL_LABELS, 1, p, NULL);
+    PGresult *det = labels ? worker_cli_db_query(conn, SQL_DETAIL, 1, p, NULL) : NULL;
     PGresult *fails =
-        det && j.dead >= 0 ? worker_cli_db_query("jobs", conn, SQL_FAILURES, 1, p, NULL) : NULL;
+        det && j.dead >= 0 ? worker_cli_db_query(conn, SQL_FAILURES, 1, p, NULL) : NULL;
     if (!det || (j.dead >= 0 && !fails)) {
         PQclear(labels);
         PQclear(det);
-        return 1;
+        return COMMON_FATAL;
     }
     int n_fails = fails ? PQntuples(fails) : 0;
     if (jobs_a.json) {
@@ -269,13 +270,13 @@ static int draw(PGconn *conn, const char *job, int tty) {
     char lim[16];
     snprintf(lim, sizeof lim, "%d", job ? 1 : jobs_a.limit);
     const char *p[4] = {jobs_a.tenant, lim, (jobs_a.all || job) ? "true" : "false", job};
-    PGresult *r = worker_cli_db_query("jobs", conn, SQL_JOBS, 4, p, NULL);
-    if (!r) return 1;
+    PGresult *r = worker_cli_db_query(conn, SQL_JOBS, 4, p, NULL);
+    if (!r) return COMMON_FATAL;
     int rc = 0;
     if (tty && jobs_a.watch_s && !jobs_a.json) fputs("\033[H\033[2J", stdout);
     if (job) {
         if (PQntuples(r) == 0) {
-            fprintf(stderr, "reclass jobs: no job %s (reclass jobs lists them)\n", job);
+            common_logf(stderr, "no job %s (reclass jobs lists them)\n", job);
             rc = 1;
         } else {
             rc = print_show(stdout, conn, r, tty);
@@ -308,14 +309,14 @@ common_status_t worker_cmd_jobs(int argc, char **argv) {
     const char *job = NULL;
     if (first < argc) {
         if (strcmp(argv[first], "show") || first + 2 != argc) {
-            fprintf(stderr, "reclass jobs: expected no argument or `show JOB` (reclass jobs "
-                            "--help)\n");
+            common_logf(stderr, "expected no argument or `show JOB` (reclass jobs "
+                                "--help)\n");
             return COMMON_USAGE;
         }
         job = argv[first + 1];
     }
     PGconn *conn = NULL;
-    if ((rc = worker_cli_db_connect("jobs", jobs_a.db, &conn)) != 0) return rc;
+    if ((rc = worker_cli_db_connect(jobs_a.db, &conn)) != 0) return rc;
     int tty = isatty(STDOUT_FILENO);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);

@@ -6,6 +6,7 @@
 
 #include <libpq-fe.h>
 
+#include "common/err.h"
 #include "common/redact.h"
 #include "sink/migrate.h"
 #include "sink/sink.h"
@@ -50,8 +51,8 @@ common_status_t worker_cmd_migrate(int argc, char **argv) {
     int prc = worker_cli_parse("migrate", argc, argv, cli, migrate_usage, NULL);
     if (prc != COMMON_OK) return prc;
     if (!db || !*db) {
-        fprintf(stderr, "reclass migrate: no database: pass --db URL or set RECLASS_DB\n");
-        return 2;
+        common_logf(stderr, "no database: pass --db URL or set RECLASS_DB\n");
+        return COMMON_USAGE;
     }
     if (strchr(db, '=') || strstr(db, "://")) {
         char *perr = NULL;
@@ -60,28 +61,28 @@ common_status_t worker_cmd_migrate(int argc, char **argv) {
             char *nl = perr ? strchr(perr, '\n') : NULL;
             if (nl) *nl = 0;
             char msg[512];
-            fprintf(stderr, "reclass migrate: bad --db connection string: %s\n",
-                    common_redact(perr ? perr : "out of memory", msg, sizeof(msg)));
+            common_logf(stderr, "bad --db connection string: %s\n",
+                        common_redact(perr ? perr : "out of memory", msg, sizeof(msg)));
             PQfreemem(perr);
-            return 2;
+            return COMMON_USAGE;
         }
         PQconninfoFree(o);
     }
     char dbuf[4096];
     if (!dir) {
         if (sink_migrations_dir_default(dbuf, sizeof dbuf) != 0) {
-            fprintf(stderr,
-                    "reclass migrate: no migrations directory found (tried %s): pass "
-                    "--migrations DIR or set RECLASS_MIGRATIONS\n",
-                    dbuf);
-            return 2;
+            common_logf(stderr,
+                        "no migrations directory found (tried %s): pass "
+                        "--migrations DIR or set RECLASS_MIGRATIONS\n",
+                        dbuf);
+            return COMMON_USAGE;
         }
         dir = dbuf;
     }
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "reclass migrate: %s is not a directory: pass --migrations DIR\n", dir);
-        return 2;
+        common_logf(stderr, "%s is not a directory: pass --migrations DIR\n", dir);
+        return COMMON_USAGE;
     }
     sink_migrate_opts_t opts = {.dry_run = dry_run, .log = stdout};
     int n = 0;
@@ -89,8 +90,8 @@ common_status_t worker_cmd_migrate(int argc, char **argv) {
     int rc = sink_migrate_ex(db, dir, &opts, &n, err, sizeof err);
     fflush(stdout);
     if (rc != COMMON_OK) {
-        fprintf(stderr, "reclass migrate: %s\n", err);
-        return 1;
+        common_logf(stderr, "%s\n", err);
+        return COMMON_FATAL;
     }
     if (dry_run || n == 0)
         printf("%d pending (%s)\n", n, dir);

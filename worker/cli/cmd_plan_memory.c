@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "gpu/backend.h"
 #include "gpu/graph.h"
 #include "gpu/model/fp8.h"
@@ -66,7 +67,7 @@ static int print_graph_plan(const gpu_model_config_t *cfg, const char *precision
     if (precision && gpu_precision_parse(precision, &prec) != 0) return 0; /* cuda said why */
     gpu_graph_t *g;
     if (gpu_graph_build(cfg, NULL, prec, GPU_PREC_FP16, &g, err, sizeof err) != 0) {
-        fprintf(stderr, "reclass plan-memory: %s\n", err);
+        common_logf(stderr, "%s\n", err);
         return -1;
     }
     gpu_graph_plan_opts_t po = {.act_bytes = prec == GPU_PREC_FP32 ? 4 : 2,
@@ -75,7 +76,7 @@ static int print_graph_plan(const gpu_model_config_t *cfg, const char *precision
     gpu_graph_plan_t p;
     if (gpu_graph_plan(g, &po, &p) != 0) {
         gpu_graph_free(g);
-        fprintf(stderr, "reclass plan-memory: out of memory\n");
+        common_logf(stderr, "out of memory\n");
         return -1;
     }
     printf("graph: %d ops (%d at init), %d tensors; activations by the op that writes them "
@@ -118,13 +119,12 @@ common_status_t worker_cmd_plan_memory(int argc, char **argv) {
     int prc = worker_cli_parse("plan-memory", argc, argv, opts, plan_usage, NULL);
     if (prc != COMMON_OK) return prc;
     if (!model_dir == !geometry) {
-        fprintf(stderr,
-                "reclass plan-memory: give exactly one of --model DIR or --geometry NAME\n");
-        return 2;
+        common_logf(stderr, "give exactly one of --model DIR or --geometry NAME\n");
+        return COMMON_USAGE;
     }
     if (budget <= 0) {
-        fprintf(stderr, "reclass plan-memory: --token-budget N is required\n");
-        return 2;
+        common_logf(stderr, "--token-budget N is required\n");
+        return COMMON_USAGE;
     }
 
     gpu_model_config_t cfg;
@@ -133,15 +133,15 @@ common_status_t worker_cmd_plan_memory(int argc, char **argv) {
     const char *name = geometry;
     if (model_dir) {
         if (gpu_model_load(model_dir, &model, err, sizeof(err)) != 0) {
-            fprintf(stderr, "reclass plan-memory: %s\n", err);
-            return 2;
+            common_logf(stderr, "%s\n", err);
+            return COMMON_USAGE;
         }
         cfg = model->cfg;
         name = model->name ? model->name : model_dir;
     } else if (gpu_model_geometry(geometry, labels, &cfg) != 0) {
-        fprintf(stderr, "reclass plan-memory: unknown geometry '%s': use one of %s\n", geometry,
-                gpu_model_geometries());
-        return 2;
+        common_logf(stderr, "unknown geometry '%s': use one of %s\n", geometry,
+                    gpu_model_geometries());
+        return COMMON_USAGE;
     }
 
     gpu_mem_plan_t plan;
@@ -149,9 +149,9 @@ common_status_t worker_cmd_plan_memory(int argc, char **argv) {
         .token_budget = budget, .max_len = max_len, .max_seqs = max_seqs, .precision = precision};
     int rc = gpu_backend_plan_memory("cuda", &cfg, &bo, &plan, err, sizeof(err));
     if (rc != 0) {
-        fprintf(stderr, "reclass plan-memory: %s\n", err);
+        common_logf(stderr, "%s\n", err);
         gpu_model_free(model);
-        return 2;
+        return COMMON_USAGE;
     }
     char h[32];
     printf("device memory plan: %s (%s, %d layers, H %d, E %d, I %d, %s, %d labels), %s, token "
@@ -176,7 +176,7 @@ common_status_t worker_cmd_plan_memory(int argc, char **argv) {
            human(plan.total_bytes, h, sizeof(h)));
     if (print_graph_plan(&cfg, plan.precision, budget, max_seqs) != 0) {
         gpu_model_free(model);
-        return 2;
+        return COMMON_USAGE;
     }
     /* the cpu backend's kernels by this CPU's features: never a silent fallback */
     const gpu_backend_ops_t *cpu = gpu_backend_find("cpu", err, sizeof err);

@@ -6,6 +6,7 @@
 
 #include <libpq-fe.h>
 
+#include "common/err.h"
 #include "worker/cli/cli.h"
 #include "worker/cli/db.h"
 #include "worker/report/report.h"
@@ -47,11 +48,11 @@ common_status_t worker_cmd_report(int argc, char **argv) {
     int prc = worker_cli_parse("report", argc, argv, opts, report_usage, NULL);
     if (prc != COMMON_OK) return prc;
     if (!a.job) {
-        fprintf(stderr, "reclass report: --job J is required (see --help)\n");
-        return 2;
+        common_logf(stderr, "--job J is required (see --help)\n");
+        return COMMON_USAGE;
     }
     PGconn *conn;
-    int rc = worker_cli_db_connect("report", a.db, &conn);
+    int rc = worker_cli_db_connect(a.db, &conn);
     if (rc) return rc;
     /* written to a temporary file first: a failed report never leaves half a page at --out */
     char *tmp = NULL;
@@ -62,10 +63,10 @@ common_status_t worker_cmd_report(int argc, char **argv) {
         if (tmp) snprintf(tmp, n, "%s.tmp", a.out);
         f = tmp ? fopen(tmp, "w") : NULL;
         if (!f) {
-            fprintf(stderr, "reclass report: cannot write %s.tmp: check --out\n", a.out);
+            common_logf(stderr, "cannot write %s.tmp: check --out\n", a.out);
             free(tmp);
             PQfinish(conn);
-            return 2;
+            return COMMON_USAGE;
         }
     }
     char err[1024];
@@ -82,9 +83,9 @@ common_status_t worker_cmd_report(int argc, char **argv) {
     }
     if (rc != 0) {
         if (tmp) remove(tmp);
-        fprintf(stderr, "reclass report: %s\n", err);
+        common_logf(stderr, "%s\n", err);
     } else if (a.out)
-        fprintf(stderr, "reclass report: wrote %s\n", a.out);
+        common_logf(stderr, "wrote %s\n", a.out);
     free(tmp);
     return rc;
 }

@@ -1,6 +1,7 @@
 /* reclass run: the production worker (see worker/pipeline/pipeline.h). */
 #include <stdio.h>
 
+#include "common/err.h"
 #include "worker/cli/cli.h"
 #include "worker/cli/config.h"
 #include "worker/pipeline/pipeline.h"
@@ -11,9 +12,9 @@ common_status_t worker_cmd_run(int argc, char **argv) {
     common_status_t rc = worker_run_cfg_parse(&cfg, argc, argv, err, sizeof(err));
     if (rc == COMMON_DONE) return rc; /* --help */
     if (rc) {
-        fprintf(stderr, "reclass run: %s\n", err);
+        common_logf(stderr, "%s\n", err);
         return rc;
     }
-    if ((rc = worker_cli_require_kafka("run"))) return rc;
+    if ((rc = worker_cli_require_kafka())) return rc;
     return worker_pipeline_run(&cfg);
 }

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/paths.h"
+#include "common/err.h"
 #include "consumers/avro_codec.h"
 #include "consumers/kafka_props.h"
 #include "consumers/producer.h"
@@ -118,43 +118,36 @@ static int parse_opts(int argc, char **argv, submit_opts_t *o) {
         o->has_priority = 1;
     }
     if (first != argc - 1) {
-        fprintf(stderr, "reclass submit: give exactly one FILE.csv or FILE.jsonl (see --help)\n");
-        return 2;
+        common_logf(stderr, "give exactly one FILE.csv or FILE.jsonl (see --help)\n");
+        return COMMON_USAGE;
     }
     o->file = argv[first];
     if (o->lane && !strcmp(o->lane, "urgent")) {
         snprintf(o->lane_topic, sizeof(o->lane_topic), "%s.urgent", o->topic);
         o->topic = o->lane_topic;
     } else if (o->lane && strcmp(o->lane, "bulk")) {
-        fprintf(stderr, "reclass submit: --lane '%s': use urgent or bulk\n", o->lane);
+        common_logf(stderr, "--lane '%s': use urgent or bulk\n", o->lane);
         return COMMON_USAGE;
     }
-    if (!o->schemas) {
-        if (common_data_dir("consumers/schemas", "schemas", o->schemas_buf,
-                            sizeof(o->schemas_buf))) {
-            fprintf(stderr,
-                    "reclass submit: no schemas directory found (tried %s): give --schemas DIR "
-                    "or set RECLASS_SCHEMAS\n",
-                    o->schemas_buf);
-            return COMMON_USAGE;
-        }
-        o->schemas = o->schemas_buf;
+    common_err_t e;
+    if (worker_cli_schemas_default(&o->schemas, o->schemas_buf, sizeof(o->schemas_buf), &e)) {
+        common_logf(stderr, "%s\n", e.message);
+        return e.code;
     }
     const char *miss = !o->job_id ? "--job-id" : !o->tenant ? "--tenant" : NULL;
     if (miss) {
-        fprintf(stderr, "reclass submit: %s is required\n", miss);
-        return 2;
+        common_logf(stderr, "%s is required\n", miss);
+        return COMMON_USAGE;
     }
     char err[256];
     if (consumers_kafka_props_check(o->props, err, sizeof(err))) {
-        fprintf(stderr, "reclass submit: %s\n", err);
-        return 2;
+        common_logf(stderr, "%s\n", err);
+        return COMMON_USAGE;
     }
     if (consumers_ticket_check_id("job_id", o->job_id, strlen(o->job_id), err, sizeof(err)) ||
         consumers_ticket_check_id("tenant", o->tenant, strlen(o->tenant), err, sizeof(err))) {
-        fprintf(stderr, "reclass submit: %s: %s\n", strstr(err, "job_id") ? "--job-id" : "--tenant",
-                err);
-        return 2;
+        common_logf(stderr, "%s: %s\n", strstr(err, "job_id") ? "--job-id" : "--tenant", err);
+        return COMMON_USAGE;
     }
     return 0;
 }
@@ -191,16 +184,16 @@ static int64_t now_ms(void) {
 static int register_schema(const submit_opts_t *o, consumers_codec_t *codec) {
     char err[512], subject[512];
     if (o->plain) {
-        fprintf(stderr, "reclass submit: --schema-registry needs the Confluent framing (drop "
-                        "--plain-avro)\n");
-        return 2;
+        common_logf(stderr, "--schema-registry needs the Confluent framing (drop "
+                            "--plain-avro)\n");
+        return COMMON_USAGE;
     }
     consumers_registry_cfg_t rc = {
         .url = o->registry, .ca_file = o->registry_ca, .auth_file = o->registry_auth};
     consumers_registry_t *r;
     if (consumers_registry_open(&rc, &r, err, sizeof(err))) {
-        fprintf(stderr, "reclass submit: %s\n", err);
-        return 2;
+        common_logf(stderr, "%s\n", err);
+        return COMMON_USAGE;
     }
     snprintf(subject, sizeof(subject), "%s-value", o->topic);
     char *txt = consumers_codec_reader_text(codec);
@@ -216,22 +209,23 @@ static int register_schema(const submit_opts_t *o, consumers_codec_t *codec) {
         return COMMON_FATAL;
     }
     consumers_codec_set_encode_id(codec, id);
-    fprintf(stderr, "reclass submit: schema id %d under subject %s\n", (int)id, subject);
+    common_logf(stderr, "schema id %d under subject %s\n", (int)id, subject);
     return 0;
 }
 
-static int produce_all(consumers_producer_t *p, consumers_codec_t *codec, const submit_opts_t *o,
-                       long total, long *sent) {
+static common_status_t produce_all(consumers_producer_t *p, consumers_codec_t *codec,
+                                   const submit_opts_t *o, long total, long *sent) {
     worker_submit_input_t *in;
     char err[512];
+    common_err_t e;
     *sent = 0;
-    if (worker_submit_input_open(o->file, o->text_col, o->id_col, &in, err, sizeof(err))) {
-        fprintf(stderr, "reclass submit: %s\n", err);
-        return 2;
+    if (worker_submit_input_open(o->file, o->text_col, o->id_col, &in, &e)) {
+        common_logf(stderr, "%s\n", e.message);
+        return e.code;
     }
     worker_submit_rec_t r;
-    int rc = 0;
-    while (!submit_stop && (rc = worker_submit_input_next(in, &r, err, sizeof(err))) == 1) {
+    common_status_t rc = COMMON_OK;
+    while (!submit_stop && (rc = worker_submit_input_next(in, &r, &e)) == COMMON_OK) {
         if (r.text_len == 0) continue;
         consumers_ticket_t t = {.job_id = (char *)o->job_id,
                                 .tenant = (char *)o->tenant,
@@ -245,22 +239,24 @@ static int produce_all(consumers_producer_t *p, consumers_codec_t *codec, const 
         void *buf;
         size_t len;
         if (consumers_codec_encode(codec, &t, !o->plain, &buf, &len, err, sizeof(err))) {
-            fprintf(stderr, "reclass submit: line %ld: %s\n", r.line, err);
-            rc = 1;
+            common_logf(stderr, "line %ld: %s\n", r.line, err);
+            rc = COMMON_FATAL;
             break;
         }
         if (consumers_producer_send(p, r.id, buf, len, &submit_stop, err, sizeof(err))) {
-            if (!submit_stop) fprintf(stderr, "reclass submit: %s\n", err);
-            rc = 1;
+            if (!submit_stop) common_logf(stderr, "%s\n", err);
+            rc = COMMON_FATAL;
             break;
         }
         ++*sent;
         if (o->progress) draw_progress(p, total, 0);
     }
     if (submit_stop)
-        rc = 1;
-    else if (rc == 2)
-        fprintf(stderr, "reclass submit: %s\n", err);
+        rc = COMMON_FATAL;
+    else if (rc == COMMON_DONE)
+        rc = COMMON_OK;
+    else if (rc == COMMON_USAGE)
+        common_logf(stderr, "%s\n", e.message);
     worker_submit_input_free(in);
     return rc;
 }
@@ -273,7 +269,7 @@ static int check_record_limit(consumers_producer_t *p, const submit_opts_t *o,
     char source[512];
     int reported;
     size_t limit = consumers_producer_record_limit(p, &reported, source, sizeof(source));
-    if (!reported) fprintf(stderr, "reclass submit: records up to %zu bytes, %s\n", limit, source);
+    if (!reported) common_logf(stderr, "records up to %zu bytes, %s\n", limit, source);
     size_t job = strlen(o->job_id), tenant = strlen(o->tenant);
     if (consumers_producer_ticket_bytes(c->largest_text, c->largest_id, job, tenant) <= limit)
         return 0;
@@ -281,52 +277,54 @@ static int check_record_limit(consumers_producer_t *p, const submit_opts_t *o,
     size_t need = 0;
     worker_submit_input_t *in;
     worker_submit_rec_t r;
-    char err[512];
-    if (worker_submit_input_open(o->file, o->text_col, o->id_col, &in, err, sizeof(err)) == 0) {
-        while (worker_submit_input_next(in, &r, err, sizeof(err)) == 1) {
+    common_err_t e;
+    if (worker_submit_input_open(o->file, o->text_col, o->id_col, &in, &e) == COMMON_OK) {
+        while (worker_submit_input_next(in, &r, &e) == COMMON_OK) {
             size_t b = consumers_producer_ticket_bytes(r.text_len, strlen(r.id), job, tenant);
             if (r.text_len == 0 || b <= limit) continue;
             if (over++ == 0) first = r.line, need = b;
         }
         worker_submit_input_free(in);
     }
-    fprintf(stderr,
-            "reclass submit: %s: line %ld: the ticket's record takes up to %zu bytes, over the "
-            "%zu bytes of %s (%ld such records); nothing was sent: shorten the texts or raise the "
-            "topic's max.message.bytes\n",
-            o->file, first, need, limit, source, over);
-    return 2;
+    common_logf(
+        stderr,
+        "%s: line %ld: the ticket's record takes up to %zu bytes, over the "
+        "%zu bytes of %s (%ld such records); nothing was sent: shorten the texts or raise the "
+        "topic's max.message.bytes\n",
+        o->file, first, need, limit, source, over);
+    return COMMON_USAGE;
 }
 
 common_status_t worker_cmd_submit(int argc, char **argv) {
     submit_opts_t o;
     int rc = parse_opts(argc, argv, &o);
     if (rc) return rc;
-    if ((rc = worker_cli_require_kafka("submit"))) return rc;
+    if ((rc = worker_cli_require_kafka())) return rc;
     char oerr[512];
     if (o.db && (rc = sink_job_owner_check(o.db, o.job_id, o.tenant, oerr, sizeof(oerr)))) {
-        fprintf(stderr, "reclass submit: %s\n", oerr);
+        common_logf(stderr, "%s\n", oerr);
         return rc; /* COMMON_USAGE: another tenant's job, or a bad --db */
     }
 
     worker_submit_count_t cnt;
     char err[512];
-    if ((rc = worker_submit_input_count(o.file, o.text_col, o.id_col, &cnt, err, sizeof(err)))) {
-        fprintf(stderr, "reclass submit: %s\n", err);
+    common_err_t e;
+    if ((rc = worker_submit_input_count(o.file, o.text_col, o.id_col, &cnt, &e))) {
+        common_logf(stderr, "%s\n", e.message);
         return rc;
     }
     long total = cnt.count;
 
     consumers_codec_t *codec;
     if (consumers_codec_init(o.schemas, &codec, err, sizeof(err))) {
-        fprintf(stderr, "reclass submit: %s (set --schemas or RECLASS_SCHEMAS)\n", err);
-        return 1;
+        common_logf(stderr, "%s (set --schemas or RECLASS_SCHEMAS)\n", err);
+        return COMMON_FATAL;
     }
     if (o.plain_schema &&
         consumers_codec_set_plain_schema(codec, o.plain_schema, err, sizeof(err))) {
-        fprintf(stderr, "reclass submit: --plain-schema: %s\n", err);
+        common_logf(stderr, "--plain-schema: %s\n", err);
         consumers_codec_free(codec);
-        return 2;
+        return COMMON_USAGE;
     }
     if (o.registry && (rc = register_schema(&o, codec)) != 0) {
         consumers_codec_free(codec);
@@ -334,7 +332,7 @@ common_status_t worker_cmd_submit(int argc, char **argv) {
     }
     consumers_producer_t *p;
     if ((rc = consumers_producer_new(o.brokers, o.topic, o.props, &p, err, sizeof(err)))) {
-        fprintf(stderr, "reclass submit: %s\n", err);
+        common_logf(stderr, "%s\n", err);
         consumers_codec_free(codec);
         return rc;
     }
@@ -344,45 +342,46 @@ common_status_t worker_cmd_submit(int argc, char **argv) {
 
     long sent = 0;
     if ((rc = consumers_producer_check_topic(p, err, sizeof(err))))
-        fprintf(stderr, "reclass submit: %s\n", err);
+        common_logf(stderr, "%s\n", err);
     if (rc == 0) rc = check_record_limit(p, &o, &cnt);
     if (rc == 0) rc = produce_all(p, codec, &o, total, &sent);
     /* Wait for every delivery report, even after a failure, so the counts are true. */
     while (consumers_producer_wait(p, 100) > 0)
         if (o.progress) draw_progress(p, total, 0);
-    if (o.progress && rc != 2) draw_progress(p, total, 1);
+    if (o.progress && rc != COMMON_USAGE) draw_progress(p, total, 1);
     const consumers_producer_stats_t st = *consumers_producer_stats(p);
     int lost = rc == 0 && !st.failed && consumers_producer_check_retained(p, err, sizeof(err));
-    if (lost) fprintf(stderr, "reclass submit: %s\n", err);
+    if (lost) common_logf(stderr, "%s\n", err);
     consumers_producer_free(p);
     consumers_codec_free(codec);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
-    if (rc == 2 && sent == 0) return 2; /* refused before sending: the message says why */
+    if (rc == COMMON_USAGE && sent == 0)
+        return COMMON_USAGE; /* refused before sending: the message says why */
 
-    if (cnt.empty)
-        fprintf(stderr, "reclass submit: skipped %ld records with empty text\n", cnt.empty);
+    if (cnt.empty) common_logf(stderr, "skipped %ld records with empty text\n", cnt.empty);
     if (st.failed) {
-        fprintf(stderr, "reclass submit: %ld of %ld deliveries failed (first: %s)\n", st.failed,
-                sent, st.first_error);
+        common_logf(stderr, "%ld of %ld deliveries failed (first: %s)\n", st.failed, sent,
+                    st.first_error);
         rc = 1;
     }
     if (lost) {
-        fprintf(stderr,
-                "reclass submit: job %s incomplete: the broker deleted tickets it had "
-                "acknowledged; give the topic more room and submit the file again with the same "
-                "--job-id\n",
-                o.job_id);
-        return 1;
+        common_logf(
+            stderr,
+            "job %s incomplete: the broker deleted tickets it had "
+            "acknowledged; give the topic more room and submit the file again with the same "
+            "--job-id\n",
+            o.job_id);
+        return COMMON_FATAL;
     }
     if (rc == 0 && st.delivered == total) {
         printf("submitted %ld tickets of job %s to %s\n", total, o.job_id, o.topic);
         fflush(stdout);
         return 0;
     }
-    fprintf(stderr,
-            "reclass submit: job %s incomplete: %ld of %ld tickets delivered%s; submit the "
-            "file again with the same --job-id\n",
-            o.job_id, st.delivered, total, submit_stop ? " (interrupted)" : "");
+    common_logf(stderr,
+                "job %s incomplete: %ld of %ld tickets delivered%s; submit the "
+                "file again with the same --job-id\n",
+                o.job_id, st.delivered, total, submit_stop ? " (interrupted)" : "");
     return rc ? rc : 1;
 }

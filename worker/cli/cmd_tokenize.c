@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/err.h"
 #include "worker/cli/cli.h"
 #include "worker/text/input.h"
 #include "worker/text/tokenizer.h"
@@ -89,26 +90,25 @@ common_status_t worker_cmd_tokenize(int argc, char **argv) {
     int first = 0, prc = worker_cli_parse("tokenize", argc, argv, opts, tokenize_usage, &first);
     if (prc != COMMON_OK) return prc;
     if (first < argc) {
-        fprintf(stderr, "reclass tokenize: unexpected argument '%s' (texts come on stdin)\n",
-                argv[first]);
-        return 2;
+        common_logf(stderr, "unexpected argument '%s' (texts come on stdin)\n", argv[first]);
+        return COMMON_USAGE;
     }
     if (!model) {
-        fprintf(stderr, "reclass tokenize: --model DIR is required (see --help)\n");
-        return 2;
+        common_logf(stderr, "--model DIR is required (see --help)\n");
+        return COMMON_USAGE;
     }
 
     char err[PATH_MAX + 256];
     worker_tok_t *tok = NULL;
     if (worker_tok_load_dir(model, 0, &tok, err, sizeof(err)) != 0) {
-        fprintf(stderr, "reclass tokenize: %s\n", err);
-        return 2;
+        common_logf(stderr, "%s\n", err);
+        return COMMON_USAGE;
     }
     worker_input_t *in = NULL;
     if (worker_input_open(stdin, jsonl, &in, err, sizeof(err)) != 0) {
-        fprintf(stderr, "reclass tokenize: %s\n", err);
+        common_logf(stderr, "%s\n", err);
         worker_tok_free(tok);
-        return 1;
+        return COMMON_FATAL;
     }
     static char obuf[1 << 16];
     setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
@@ -119,18 +119,18 @@ common_status_t worker_cmd_tokenize(int argc, char **argv) {
     size_t len;
     while ((got = worker_input_next(in, &text, &len, err, sizeof(err))) == 1) {
         if (worker_tok_encode(tok, text, len, (int)max_len, &ids) != 0) {
-            fprintf(stderr, "reclass tokenize: line %ld: out of memory\n", worker_input_line(in));
+            common_logf(stderr, "line %ld: out of memory\n", worker_input_line(in));
             rc = 1;
             break;
         }
         write_ids(stdout, &ids);
     }
     if (got < 0) {
-        fprintf(stderr, "reclass tokenize: %s\n", err);
+        common_logf(stderr, "%s\n", err);
         rc = strstr(err, "read error") ? 1 : 2;
     }
     if (fflush(stdout) != 0 && rc == 0) {
-        fprintf(stderr, "reclass tokenize: cannot write output: %s\n", strerror(errno));
+        common_logf(stderr, "cannot write output: %s\n", strerror(errno));
         rc = 1;
     }
     worker_ids_free(&ids);

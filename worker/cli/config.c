@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "common/err.h"
-#include "common/paths.h"
 #include "consumers/kafka_props.h"
 #include "worker/cli/cli.h"
 #include "worker/observe/drift.h"
@@ -14,9 +13,11 @@
 
 /* The options of `reclass run`, each with its variable, set into c (kafka: c->kafka_props):
  * its own rows, then the shared classification settings (worker/cli/settings_opts.c). */
-#define RUN_N_OWN  29
-#define RUN_N_OPTS (RUN_N_OWN + 8)
-static void run_opts(worker_run_cfg_t *c, cli_list_t *kafka, cli_opt_t out[RUN_N_OPTS + 1]) {
+#define RUN_N_OWN 29
+_Static_assert(WORKER_RUN_N_OPTS == RUN_N_OWN + 8,
+               "WORKER_RUN_N_OPTS: run's rows and the 8 shared");
+void worker_run_cfg_opts(worker_run_cfg_t *c, cli_list_t *kafka,
+                         cli_opt_t out[WORKER_RUN_N_OPTS + 1]) {
     const cli_opt_t t[] = {
         worker_cli_opt_brokers(&c->brokers),
         worker_cli_opt_topic(&c->topic, "T[:P],...",
@@ -120,8 +121,8 @@ void worker_run_cfg_usage(FILE *f) {
                "environment variable; a flag beats its variable):\n");
     worker_run_cfg_t c;
     cli_list_t kafka = {c.kafka_props, 0, WORKER_RUN_MAX_KAFKA_PROPS};
-    cli_opt_t opts[RUN_N_OPTS + 1];
-    run_opts(&c, &kafka, opts);
+    cli_opt_t opts[WORKER_RUN_N_OPTS + 1];
+    worker_run_cfg_opts(&c, &kafka, opts);
     worker_cli_print_opts(f, opts);
     fprintf(f,
             "\nA second SIGTERM/SIGINT exits at once (status 1; nothing uncommitted is stored).\n"
@@ -177,8 +178,8 @@ common_status_t worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **arg
                                      size_t errlen) {
     memset(cfg, 0, sizeof(*cfg));
     cli_list_t kafka = {cfg->kafka_props, 0, WORKER_RUN_MAX_KAFKA_PROPS};
-    cli_opt_t opts[RUN_N_OPTS + 1];
-    run_opts(cfg, &kafka, opts);
+    cli_opt_t opts[WORKER_RUN_N_OPTS + 1];
+    worker_run_cfg_opts(cfg, &kafka, opts);
     common_status_t rc =
         worker_cli_parse_err("run", argc, argv, opts, worker_run_cfg_usage, NULL, err, errlen);
     if (rc) return rc;
@@ -194,15 +195,9 @@ common_status_t worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **arg
     if ((rc = parse_topics(cfg, err, errlen))) return rc;
     if (cfg->tenant_weights && worker_fair_weights_parse(cfg->tenant_weights, NULL, err, errlen))
         return COMMON_USAGE;
-    if (!cfg->schemas) {
-        if (common_data_dir("consumers/schemas", "schemas", cfg->schemas_buf,
-                            sizeof(cfg->schemas_buf)))
-            return common_errf(COMMON_USAGE, err, errlen,
-                               "no schemas directory found (tried %s): give --schemas DIR or set "
-                               "RECLASS_SCHEMAS",
-                               cfg->schemas_buf);
-        cfg->schemas = cfg->schemas_buf;
-    }
+    common_err_t e;
+    if (worker_cli_schemas_default(&cfg->schemas, cfg->schemas_buf, sizeof(cfg->schemas_buf), &e))
+        return common_errf(e.code, err, errlen, "%s", e.message);
     if (!cfg->dlq_topic) {
         snprintf(cfg->dlq_buf, sizeof(cfg->dlq_buf), "%s.dlq", cfg->topics[0]);
         cfg->dlq_topic = cfg->dlq_buf;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "common/status.h"
+#include "worker/cli/cli.h"
 #include "worker/pipeline/pipeline.h" /* worker_run_cfg_t */
 
 /* Fills cfg from the environment and argv (argv[0] is "run"). Returns COMMON_OK;
@@ -17,5 +18,13 @@ common_status_t worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **arg
                                      size_t errlen);
 
 void worker_run_cfg_usage(FILE *f);
+
+/* The option rows of `reclass run` that parse and --help both read (its own, then the shared
+ * classification settings), their variables in c and kafka (items: c->kafka_props), ending
+ * in a NULL name: tests/test_cli_settings.c checks each default --help prints against the
+ * value parsing leaves. */
+#define WORKER_RUN_N_OPTS 37
+void worker_run_cfg_opts(worker_run_cfg_t *c, cli_list_t *kafka,
+                         cli_opt_t out[WORKER_RUN_N_OPTS + 1]);
 
 #endif

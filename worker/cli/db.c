@@ -3,25 +3,26 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "sink/pgutil.h"
 #include "sink/sink.h"
 
-int worker_cli_db_connect(const char *cmd, const char *db, PGconn **conn) {
+common_status_t worker_cli_db_connect(const char *db, PGconn **conn) {
     *conn = NULL;
     if (!db || !*db) {
-        fprintf(stderr, "reclass %s: no database: pass --db URL or set RECLASS_DB\n", cmd);
-        return 2;
+        common_logf(stderr, "no database: pass --db URL or set RECLASS_DB\n");
+        return COMMON_USAGE;
     }
     int rc = COMMON_OK;
     char err[1024];
     *conn = sink_pg_connect(db, &rc, err, sizeof err);
-    if (*conn) return 0;
-    fprintf(stderr, "reclass %s: %s\n", cmd, err);
-    return rc; /* COMMON_USAGE: a connection string to fix; else exit 1 */
+    if (*conn) return COMMON_OK;
+    common_logf(stderr, "%s\n", err);
+    return (common_status_t)rc; /* COMMON_USAGE: a connection string to fix; else exit 1 */
 }
 
-PGresult *worker_cli_db_query(const char *cmd, PGconn *conn, const char *sql, int n,
-                              const char *const *params, char sqlstate[6]) {
+PGresult *worker_cli_db_query(PGconn *conn, const char *sql, int n, const char *const *params,
+                              char sqlstate[6]) {
     if (sqlstate) sqlstate[0] = 0;
     PGresult *r = PQexecParams(conn, sql, n, NULL, params, NULL, NULL, 0);
     if (r && PQresultStatus(r) == PGRES_TUPLES_OK) return r;
@@ -30,7 +31,7 @@ PGresult *worker_cli_db_query(const char *cmd, PGconn *conn, const char *sql, in
     char err[1024];
     sink_pg_errmsg(err, sizeof err, "query", conn, r);
     const char *hint = sink_pg_unmigrated(r) ? " (run reclass migrate --db URL)" : "";
-    fprintf(stderr, "reclass %s: %s%s\n", cmd, err, hint);
+    common_logf(stderr, "%s%s\n", err, hint);
     PQclear(r);
     return NULL;
 }

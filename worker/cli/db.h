@@ -5,16 +5,18 @@
 
 #include <libpq-fe.h>
 
-/* Connects to db for command cmd ("drift report"). Returns 0 with *conn set (the caller
- * PQfinish-es it), 2 when db is missing or malformed, 1 when the server cannot be reached;
- * the message is printed. */
-int worker_cli_db_connect(const char *cmd, const char *db, PGconn **conn);
+#include "common/status.h"
+
+/* Connects to db. COMMON_OK with *conn set (the caller PQfinish-es it), COMMON_USAGE when db
+ * is missing or malformed, another status when the server cannot be reached; the message is
+ * printed (common_logf). */
+common_status_t worker_cli_db_connect(const char *db, PGconn **conn);
 
 /* Runs sql with n text parameters (NULL entries are SQL NULL). Returns the tuples result (the
- * caller PQclear-s it), or NULL after printing "reclass CMD: <server message>"; *sqlstate
+ * caller PQclear-s it), or NULL after printing the server's message (common_logf); *sqlstate
  * (when not NULL) gets the error's SQLSTATE, "" if none. */
-PGresult *worker_cli_db_query(const char *cmd, PGconn *conn, const char *sql, int n,
-                              const char *const *params, char sqlstate[6]);
+PGresult *worker_cli_db_query(PGconn *conn, const char *sql, int n, const char *const *params,
+                              char sqlstate[6]);
 
 /* PQgetvalue, or def when the value is NULL. */
 const char *worker_cli_db_str(const PGresult *r, int row, int col, const char *def);

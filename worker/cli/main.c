@@ -1,6 +1,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "consumers/kafka_version.h"
 #include "gpu/backend.h"
 #include "worker/cli/cli.h"
@@ -53,6 +54,14 @@ int worker_cli_wants_help(int argc, char **argv) {
     return 0;
 }
 
+/* Runs command c: what it and the libraries print starts "reclass <command>: " (common_logf). */
+static int run_cmd(const worker_cmd_t *c, int argc, char **argv) {
+    static char prefix[64];
+    snprintf(prefix, sizeof(prefix), "reclass %s", c->name);
+    common_log_prefix(prefix);
+    return common_status_exit(c->run(argc, argv));
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
@@ -64,7 +73,7 @@ int main(int argc, char **argv) {
             for (int i = 0; i < N_CMDS; i++)
                 if (strcmp(argv[2], cmds[i].name) == 0) {
                     char *hargv[] = {argv[2], "--help", NULL};
-                    return common_status_exit(cmds[i].run(2, hargv));
+                    return run_cmd(&cmds[i], 2, hargv);
                 }
             fprintf(stderr, "reclass: unknown command '%s'\n", argv[2]);
             return common_status_exit(COMMON_USAGE);
@@ -77,8 +86,7 @@ int main(int argc, char **argv) {
         return common_status_exit(COMMON_OK);
     }
     for (int i = 0; i < N_CMDS; i++)
-        if (strcmp(name, cmds[i].name) == 0)
-            return common_status_exit(cmds[i].run(argc - 1, argv + 1));
+        if (strcmp(name, cmds[i].name) == 0) return run_cmd(&cmds[i], argc - 1, argv + 1);
     fprintf(stderr, "reclass: unknown command '%s' (see 'reclass help')\n", name);
     return common_status_exit(COMMON_USAGE);
 }

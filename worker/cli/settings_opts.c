@@ -4,6 +4,7 @@
  * environment variable and one default per setting. */
 #include <string.h>
 
+#include "common/paths.h"
 #include "worker/cli/cli.h"
 
 /* what 0 means for a value chosen by backend, on a line of its own */
@@ -79,6 +80,18 @@ cli_opt_t worker_cli_opt_schemas(const char **dst) {
                        "schemas, else\n      <exe>/../share/reclass/schemas, else "
                        "/usr/share/reclass/schemas)",
                        NULL};
+}
+
+common_status_t worker_cli_schemas_default(const char **schemas, char *buf, size_t n,
+                                           common_err_t *e) {
+    if (*schemas) return COMMON_OK;
+    if (common_data_dir("consumers/schemas", "schemas", buf, n))
+        return common_err_set(e, COMMON_USAGE,
+                              "no schemas directory found (tried %s): give --schemas DIR or set "
+                              "RECLASS_SCHEMAS",
+                              buf);
+    *schemas = buf;
+    return COMMON_OK;
 }
 
 cli_opt_t worker_cli_opt_plain_schema(const char **dst, const char *help) {

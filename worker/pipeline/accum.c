@@ -261,15 +261,16 @@ void worker_accum_free(worker_accum_t *acc) {
     free(acc);
 }
 
-int worker_accum_push(worker_accum_t *acc, void *item, int len, int64_t now_ms) {
+common_status_t worker_accum_push(worker_accum_t *acc, void *item, int len, int64_t now_ms) {
     return worker_accum_push_prio(acc, item, len, 0, now_ms);
 }
 
-int worker_accum_push_prio(worker_accum_t *acc, void *item, int len, int prio, int64_t now_ms) {
-    if (len <= 0 || len > acc->cfg.max_len) return WORKER_ACCUM_INVALID;
+common_status_t worker_accum_push_prio(worker_accum_t *acc, void *item, int len, int prio,
+                                       int64_t now_ms) {
+    if (len <= 0 || len > acc->cfg.max_len) return COMMON_USAGE;
     if (acc->n_items >= acc->cfg.max_pending_items ||
         acc->n_tokens + len > acc->cfg.max_pending_tokens)
-        return WORKER_ACCUM_FULL;
+        return COMMON_RETRY;
     int s = acc->free_head;
     acc->free_head = acc->slot[s].anext;
     acc->slot[s].item = item;
@@ -282,7 +283,7 @@ int worker_accum_push_prio(worker_accum_t *acc, void *item, int len, int prio, i
     link_sorted(acc, s);
     acc->n_items++;
     acc->n_tokens += len;
-    return WORKER_ACCUM_OK;
+    return COMMON_OK;
 }
 
 int64_t worker_accum_next_deadline(const worker_accum_t *acc) {

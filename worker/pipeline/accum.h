@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/status.h"
+
 typedef struct {
     int token_budget; /* a batch costs at most this many tokens */
     int padded;       /* 1: cost = n_items * longest (padded backend); 0: sum of lengths */
@@ -32,14 +34,13 @@ int worker_accum_init(const worker_accum_cfg_t *cfg, worker_accum_t **out, char 
                       size_t errlen);
 void worker_accum_free(worker_accum_t *acc);
 
-#define WORKER_ACCUM_OK      0
-#define WORKER_ACCUM_FULL    1  /* not taken: back off, pop a batch, try again */
-#define WORKER_ACCUM_INVALID -1 /* len <= 0 or len > max_len: never fits */
-
-/* Adds an item; item is the caller's pointer, returned by pop; ownership stays with the caller. */
-int worker_accum_push(worker_accum_t *acc, void *item, int len, int64_t now_ms);
+/* Adds an item; item is the caller's pointer, returned by pop; ownership stays with the caller.
+ * COMMON_OK taken; COMMON_RETRY not taken (full: back off, pop a batch, try again);
+ * COMMON_USAGE never fits (len <= 0 or len > max_len). */
+common_status_t worker_accum_push(worker_accum_t *acc, void *item, int len, int64_t now_ms);
 /* As worker_accum_push for an item of priority prio (higher first; see priority_step_ms). */
-int worker_accum_push_prio(worker_accum_t *acc, void *item, int len, int prio, int64_t now_ms);
+common_status_t worker_accum_push_prio(worker_accum_t *acc, void *item, int len, int prio,
+                                       int64_t now_ms);
 
 /* 1 when a batch should be formed now: a full budget's worth is pending, or the oldest
  * item's deadline has passed. */

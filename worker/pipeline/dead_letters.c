@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "worker/pipeline/pipeline_int.h"
 
 /* A dead letter is in Kafka: its source record counts as committed (tag = the epoch of the
@@ -38,10 +39,10 @@ void pl_send_refused(pl_t *pl) {
                                     it->key_len, it->value, it->value_len,
                                     it->dlq_error ? it->dlq_error : "the database refused the row",
                                     it->t.job_id, it->t.tenant, it->epoch)) {
-            fprintf(stderr,
-                    "reclass run: out of memory keeping the dead letter of partition %" PRId32
-                    " offset %" PRId64 "; stopping (its offset stays unstored)\n",
-                    it->t.partition, it->t.offset);
+            common_logf(stderr,
+                        "out of memory keeping the dead letter of partition %" PRId32
+                        " offset %" PRId64 "; stopping (its offset stays unstored)\n",
+                        it->t.partition, it->t.offset);
             pthread_mutex_lock(&pl->q.mu);
             pl->q.fatal = 1;
             pthread_mutex_unlock(&pl->q.mu);
@@ -85,10 +86,10 @@ void pl_dead_letter(pl_t *pl, consumers_record_t *m, pl_item_t *it, const char *
         it->dlq_error = strdup(err);
     }
     if (!it || !it->dlq_error) {
-        fprintf(stderr,
-                "reclass run: out of memory keeping the dead letter of partition %" PRId32
-                " offset %" PRId64 "; stopping (its offset stays unstored)\n",
-                consumers_record_partition(m), consumers_record_offset(m));
+        common_logf(stderr,
+                    "out of memory keeping the dead letter of partition %" PRId32 " offset %" PRId64
+                    "; stopping (its offset stays unstored)\n",
+                    consumers_record_partition(m), consumers_record_offset(m));
         pl_item_free(it);
         pthread_mutex_lock(&pl->q.mu);
         pl->q.fatal = 1;

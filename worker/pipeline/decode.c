@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "worker/pipeline/pipeline_int.h"
 
 int pl_decoders_open(pl_t *pl, char *err, size_t errlen) {
@@ -74,7 +75,7 @@ void pl_decoders_add_schema(pl_t *pl, int32_t id, const char *schema) {
         /* the poll thread's codec took this text: only memory can fail here, and then the
          * record is dead-lettered as of an unknown schema, with that reason */
         if (consumers_codec_add_schema(pp->decoders[i], id, schema, e, sizeof(e)))
-            fprintf(stderr, "reclass run: schema id %d on decoder %d: %s\n", (int)id, i, e);
+            common_logf(stderr, "schema id %d on decoder %d: %s\n", (int)id, i, e);
     }
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/err.h"
 #include "worker/classify/engine.h"
 #include "worker/pipeline/pipeline_int.h"
 #include "worker/pipeline/pool.h"
@@ -167,7 +168,7 @@ void *pl_encoder_main(void *arg) {
     int *lens = malloc(sizeof(*lens) * (size_t)cap);            /* (max_seqs) */
     const int32_t **seqp = malloc(sizeof(*seqp) * (size_t)cap); /* (max_seqs) */
     int failed = !slot[0].items || !slot[1].items || !lens || !seqp;
-    if (failed) fprintf(stderr, "reclass run: encoder: out of memory\n");
+    if (failed) common_logf(stderr, "encoder: out of memory\n");
 
     enc_slot_t *prev = NULL; /* submitted, not yet published */
     int cur = 0;
@@ -197,7 +198,7 @@ void *pl_encoder_main(void *arg) {
                 prev = NULL;
                 pthread_mutex_lock(&pl->q.mu);
                 if (rc) {
-                    fprintf(stderr, "reclass run: encoder: %s\n", err);
+                    common_logf(stderr, "encoder: %s\n", err);
                     pl->q.fatal = 1;
                 }
             } else {
@@ -231,7 +232,7 @@ void *pl_encoder_main(void *arg) {
             }
         }
         if (rc) {
-            fprintf(stderr, "reclass run: encoder: %s\n", err);
+            common_logf(stderr, "encoder: %s\n", err);
             enc_slot_drop(sl);
             pthread_mutex_lock(&pl->q.mu);
             pl->q.fatal = 1;

@@ -136,23 +136,23 @@ static int slot_for(worker_fair_t *f, const char *tenant) {
     return free_s;
 }
 
-int worker_fair_push(worker_fair_t *f, void *item, int len, int lane, const char *tenant, int prio,
-                     int64_t now_ms) {
+common_status_t worker_fair_push(worker_fair_t *f, void *item, int len, int lane,
+                                 const char *tenant, int prio, int64_t now_ms) {
     if (len <= 0 || len > f->cfg.acc.max_len || lane < 0 || lane >= f->cfg.n_lanes)
-        return WORKER_ACCUM_INVALID;
+        return COMMON_USAGE;
     if (f->n_items >= f->cfg.acc.max_pending_items ||
         f->n_tokens + len > f->cfg.acc.max_pending_tokens)
-        return WORKER_ACCUM_FULL;
+        return COMMON_RETRY;
     int s = slot_for(f, tenant ? tenant : "");
-    if (f->slot[s].tokens + len > f->tenant_cap) return WORKER_ACCUM_FULL;
-    int rc = worker_accum_push_prio(f->sub[lane][s], item, len, prio, now_ms);
-    if (rc != WORKER_ACCUM_OK) return rc;
+    if (f->slot[s].tokens + len > f->tenant_cap) return COMMON_RETRY;
+    common_status_t rc = worker_accum_push_prio(f->sub[lane][s], item, len, prio, now_ms);
+    if (rc != COMMON_OK) return rc;
     f->slot[s].tokens += len;
     f->slot[s].items++;
     f->lane_items[lane]++;
     f->n_items++;
     f->n_tokens += len;
-    return WORKER_ACCUM_OK;
+    return COMMON_OK;
 }
 
 int64_t worker_fair_next_deadline(const worker_fair_t *f) {

@@ -52,11 +52,11 @@ typedef struct worker_fair worker_fair_t;
 int worker_fair_init(const worker_fair_cfg_t *cfg, worker_fair_t **out, char *err, size_t errlen);
 void worker_fair_free(worker_fair_t *f);
 
-/* WORKER_ACCUM_OK, _FULL (the whole, or this tenant at its cap: pop, then try again) or
- * _INVALID (len out of range, or lane outside 0..n_lanes-1). prio: the item's priority
+/* COMMON_OK, COMMON_RETRY (full: the whole, or this tenant at its cap: pop, then try again)
+ * or COMMON_USAGE (len out of range, or lane outside 0..n_lanes-1). prio: the item's priority
  * within its class (worker_accum_push_prio; a tenant's turn still comes by its share). */
-int worker_fair_push(worker_fair_t *f, void *item, int len, int lane, const char *tenant, int prio,
-                     int64_t now_ms);
+common_status_t worker_fair_push(worker_fair_t *f, void *item, int len, int lane,
+                                 const char *tenant, int prio, int64_t now_ms);
 
 /* As worker_accum_ready, over everything held; also 1 when a push could be refused for a
  * tenant's cap (a producer told FULL can always pop a non-empty batch), and whenever

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "worker/pipeline/pipeline_int.h"
 
 #define HELD_BACKOFF_MIN_S 0.25
@@ -23,8 +24,8 @@ int pl_held_open(pl_t *pl, char *err, size_t errlen) {
                                    .auth_file = cfg->schema_registry_auth};
     if (consumers_registry_open(&rc, &pl->poll.registry, err, errlen)) return -1;
     consumers_codec_registry_ids(pl->poll.codec);
-    fprintf(stderr, "reclass run: schema ids from the schema registry %s\n",
-            consumers_registry_url(pl->poll.registry));
+    common_logf(stderr, "schema ids from the schema registry %s\n",
+                consumers_registry_url(pl->poll.registry));
     return 0;
 }
 
@@ -53,7 +54,7 @@ int pl_schema_check(pl_t *pl, const consumers_record_t *m, char *err, size_t err
         char e2[512];
         pl_decode_settle(pl); /* the pool's decoders take it while none of them runs */
         if (consumers_codec_add_schema(pl->poll.codec, id, schema, e2, sizeof(e2)))
-            fprintf(stderr, "reclass run: schema id %d from the registry: %s\n", (int)id, e2);
+            common_logf(stderr, "schema id %d from the registry: %s\n", (int)id, e2);
         else
             pl_decoders_add_schema(pl, id, schema);
         free(schema);
@@ -91,10 +92,10 @@ consumers_record_t *pl_held_next(pl_t *pl, int *fatal, char *err, size_t errlen)
         p->held_backoff_s *= 2;
         if (p->held_backoff_s > HELD_BACKOFF_MAX_S) p->held_backoff_s = HELD_BACKOFF_MAX_S;
         p->held_retry_s = common_now_s() + p->held_backoff_s;
-        fprintf(stderr,
-                "reclass run: %s; %d record(s) wait for it (nothing is dead-lettered), next try "
-                "in %.1f s\n",
-                err, p->held_n, p->held_backoff_s);
+        common_logf(stderr,
+                    "%s; %d record(s) wait for it (nothing is dead-lettered), next try "
+                    "in %.1f s\n",
+                    err, p->held_n, p->held_backoff_s);
         return NULL;
     }
     if (s == PL_SCHEMA_FATAL) {
@@ -104,7 +105,7 @@ consumers_record_t *pl_held_next(pl_t *pl, int *fatal, char *err, size_t errlen)
     consumers_record_t *m = p->held[0];
     memmove(p->held, p->held + 1, sizeof(*p->held) * (size_t)(p->held_n - 1));
     if (--p->held_n == 0)
-        fprintf(stderr, "reclass run: the schema registry answers again; held records go on\n");
+        common_logf(stderr, "the schema registry answers again; held records go on\n");
     p->held_retry_s = 0; /* the next one may need no lookup at all */
     return m;
 }

@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <stdio.h>
 
+#include "common/err.h"
 #include "worker/pipeline/pipeline_int.h"
 
 /* Lanes: while tickets of a lane wait or are in flight, the less urgent lanes' topics are held
@@ -18,7 +19,7 @@ void pl_hold_lanes(pl_t *pl) {
     int first = consumers_consumer_lane_priority(pl->poll.consumer, 0);
     if (pl->poll.bp_hold && first < prio) prio = first;
     if (consumers_consumer_hold_above(pl->poll.consumer, prio) < 0)
-        fprintf(stderr, "reclass run: could not hold or release the less urgent lanes\n");
+        common_logf(stderr, "could not hold or release the less urgent lanes\n");
 }
 
 /* Pushes the overflow items the accumulator takes, in order, those of the lanes more urgent
@@ -45,7 +46,7 @@ int pl_drain_overflow(pl_t *pl) {
             it->arrived_ms = now;
             int prio = it->t.has_priority ? it->t.priority : 0;
             if (worker_fair_push(pl->q.acc, it, it->n_ids, it->lane, it->t.tenant, prio, now) !=
-                WORKER_ACCUM_OK) {
+                COMMON_OK) {
                 last = it;
                 pp = &it->next;
                 continue;

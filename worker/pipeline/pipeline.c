@@ -99,7 +99,7 @@ static void print_stats(pl_t *pl, double t_start, worker_pipeline_stats_t *st) {
             fprintf(f, "%s\n", line);
             fclose(f);
         } else {
-            fprintf(stderr, "reclass run: cannot write %s\n", pl->cfg->stats_json);
+            common_logf(stderr, "cannot write %s\n", pl->cfg->stats_json);
         }
     }
 }
@@ -247,20 +247,20 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
                                   stderr, &pl->poll.dlq, err, sizeof(err)))
         rc = 2;
     if (rc) {
-        fprintf(stderr, "reclass run: %s\n", err);
+        common_logf(stderr, "%s\n", err);
         teardown(pl);
         return rc;
     }
     /* room for every writer's next transaction, and as much again being formed */
     pl->q.max_out_items = (pl->sk.n_writers + 1L) * cfg->sink_rows;
     char kern[256];
-    fprintf(stderr,
-            "reclass run: model %s (%d labels), backend %s, precision %s, token budget %d, "
-            "max len %d, topic %s, group %s, dead letters to %s%s%s\n",
-            pl->ses.model->name, pl->ses.model->cfg.num_labels, pl->ses.eng.ops->name,
-            pl->ses.props.precision, pl->ses.props.token_budget, pl->ses.props.max_len, cfg->topic,
-            cfg->group, cfg->dlq_topic,
-            *cls_session_kernels(&pl->ses, kern, sizeof kern) ? "; " : "", kern);
+    common_logf(stderr,
+                "model %s (%d labels), backend %s, precision %s, token budget %d, "
+                "max len %d, topic %s, group %s, dead letters to %s%s%s\n",
+                pl->ses.model->name, pl->ses.model->cfg.num_labels, pl->ses.eng.ops->name,
+                pl->ses.props.precision, pl->ses.props.token_budget, pl->ses.props.max_len,
+                cfg->topic, cfg->group, cfg->dlq_topic,
+                *cls_session_kernels(&pl->ses, kern, sizeof kern) ? "; " : "", kern);
 
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
@@ -280,7 +280,7 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
     if (have_enc && started == pl->sk.n_writers) {
         pl_poll_loop(pl);
     } else {
-        fprintf(stderr, "reclass run: cannot start threads\n");
+        common_logf(stderr, "cannot start threads\n");
         pthread_mutex_lock(&pl->q.mu);
         pl->q.fatal = 1;
         /* the writers started leave on fatal, the last of them says done; with none, here */
@@ -297,12 +297,13 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
     rc = pl->q.fatal ? 1 : 0;
     int fc = pl->q.fatal ? 0 : final_commit(pl, err, sizeof(err));
     if (fc > 0)
-        fprintf(stderr,
-                "reclass run: %s: the group is rebalancing; every row is stored, so the "
-                "partitions' next owner re-reads from the last commit and stores nothing twice\n",
-                err);
+        common_logf(
+            stderr,
+            "%s: the group is rebalancing; every row is stored, so the "
+            "partitions' next owner re-reads from the last commit and stores nothing twice\n",
+            err);
     if (fc < 0) {
-        fprintf(stderr, "reclass run: %s\n", err);
+        common_logf(stderr, "%s\n", err);
         rc = 1;
     }
     consumers_consumer_close(pl->poll.consumer);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/err.h"
 #include "worker/pipeline/pipeline_int.h"
 
 void pl_store(pl_t *pl, int32_t partition, int64_t next_offset) { /* partition: a track */
@@ -66,10 +67,10 @@ void pl_on_revoke(void *ctx, const int32_t *parts, int n, int lost) {
     }
     pl->poll.ovf_tail = last;
     if (dropped)
-        fprintf(stderr,
-                "reclass run: %ld in-flight record(s) of revoked partitions left unstored "
-                "(their next owner re-reads them)\n",
-                dropped);
+        common_logf(stderr,
+                    "%ld in-flight record(s) of revoked partitions left unstored "
+                    "(their next owner re-reads them)\n",
+                    dropped);
 }
 
 static void set_fatal(pl_t *pl) {
@@ -178,18 +179,18 @@ static void handle_record(pl_t *pl, consumers_record_t *m) {
         return;
     }
     if (s == PL_SCHEMA_FATAL) {
-        fprintf(stderr, "reclass run: %s; stopping (fix the registry settings)\n", err);
+        common_logf(stderr, "%s; stopping (fix the registry settings)\n", err);
         consumers_record_free(m);
         set_fatal(pl);
         return;
     }
     if (!pl->poll.held_n)
-        fprintf(stderr,
-                "reclass run: %s; holding the records from here on (nothing is "
-                "dead-lettered)\n",
-                err);
+        common_logf(stderr,
+                    "%s; holding the records from here on (nothing is "
+                    "dead-lettered)\n",
+                    err);
     if (pl_held_push(pl, m)) {
-        fprintf(stderr, "reclass run: out of memory holding records for the schema registry\n");
+        common_logf(stderr, "out of memory holding records for the schema registry\n");
         consumers_record_free(m);
         set_fatal(pl);
     }
@@ -207,7 +208,7 @@ static void release_held(pl_t *pl) {
     }
     if (any) flush_decoded(pl, 1);
     if (fatal) {
-        fprintf(stderr, "reclass run: %s; stopping (fix the registry settings)\n", err);
+        common_logf(stderr, "%s; stopping (fix the registry settings)\n", err);
         set_fatal(pl);
     }
 }
@@ -215,12 +216,12 @@ static void release_held(pl_t *pl) {
 static void log_progress(pl_t *pl, double t0) {
     pthread_mutex_lock(&pl->q.mu);
     double el = common_now_s() - (pl->st.first_record_s ? pl->st.first_record_s : t0);
-    fprintf(stderr,
-            "reclass run: tickets=%ld batches=%ld tickets/s=%.0f pending=%d uncommitted=%ld "
-            "dead_letters=%ld encoder_s=%.1f%s\n",
-            pl->st.tickets_done, pl->st.batches_done, el > 0 ? pl->st.tickets_done / el : 0.0,
-            worker_fair_pending_items(pl->q.acc), consumers_offsets_pending(pl->q.offsets, -1),
-            pl->st.dead_letters, pl->st.encoder_s, pl->q.sink_down ? " (database down)" : "");
+    common_logf(stderr,
+                "tickets=%ld batches=%ld tickets/s=%.0f pending=%d uncommitted=%ld "
+                "dead_letters=%ld encoder_s=%.1f%s\n",
+                pl->st.tickets_done, pl->st.batches_done, el > 0 ? pl->st.tickets_done / el : 0.0,
+                worker_fair_pending_items(pl->q.acc), consumers_offsets_pending(pl->q.offsets, -1),
+                pl->st.dead_letters, pl->st.encoder_s, pl->q.sink_down ? " (database down)" : "");
     pthread_mutex_unlock(&pl->q.mu);
 }
 
@@ -243,14 +244,13 @@ void pl_poll_loop(pl_t *pl) {
                 atomic_store_explicit(&worker_metrics.consumer_lag, lag, memory_order_relaxed);
         }
         if (pl_stop_signal) {
-            fprintf(stderr, "reclass run: signal %d: finishing in-flight work\n",
-                    (int)pl_stop_signal);
+            common_logf(stderr, "signal %d: finishing in-flight work\n", (int)pl_stop_signal);
             break;
         }
         char e[512];
         if (consumers_consumer_fatal(pl->poll.consumer, e, sizeof(e)) ||
             consumers_dlq_fatal(pl->poll.dlq, e, sizeof(e))) {
-            fprintf(stderr, "reclass run: fatal Kafka error: %s\n", e);
+            common_logf(stderr, "fatal Kafka error: %s\n", e);
             pthread_mutex_lock(&pl->q.mu);
             pl->q.fatal = 1;
             pthread_mutex_unlock(&pl->q.mu);
@@ -357,11 +357,11 @@ void pl_poll_loop(pl_t *pl) {
          * session to expire. A worker never assigned gives up, non-zero, after the bound. */
         if (!seen_rebalances) {
             if (cfg->join_timeout_s > 0 && now - t0 >= cfg->join_timeout_s) {
-                fprintf(stderr,
-                        "reclass run: no partition assignment from group %s within %d s "
-                        "(--join-timeout): check that %s is reachable, that topic %s exists "
-                        "and that the group is not stuck rebalancing; exiting\n",
-                        cfg->group, cfg->join_timeout_s, cfg->brokers, cfg->topic);
+                common_logf(stderr,
+                            "no partition assignment from group %s within %d s "
+                            "(--join-timeout): check that %s is reachable, that topic %s exists "
+                            "and that the group is not stuck rebalancing; exiting\n",
+                            cfg->group, cfg->join_timeout_s, cfg->brokers, cfg->topic);
                 pthread_mutex_lock(&pl->q.mu);
                 pl->q.fatal = 1;
                 pthread_mutex_unlock(&pl->q.mu);
@@ -370,8 +370,7 @@ void pl_poll_loop(pl_t *pl) {
             continue;
         }
         if (cfg->idle_exit_s > 0 && now - last_activity >= cfg->idle_exit_s) {
-            fprintf(stderr, "reclass run: idle for %d s, everything committed: exiting\n",
-                    cfg->idle_exit_s);
+            common_logf(stderr, "idle for %d s, everything committed: exiting\n", cfg->idle_exit_s);
             break;
         }
     }
@@ -418,8 +417,8 @@ void pl_drain(pl_t *pl) {
     }
     pl_send_refused(pl); /* the sink's last write */
     if (consumers_dlq_flush(pl->poll.dlq, 30000))
-        fprintf(stderr,
-                "reclass run: %ld dead letter(s) not acknowledged; their offsets stay "
-                "unstored\n",
-                consumers_dlq_outstanding(pl->poll.dlq));
+        common_logf(stderr,
+                    "%ld dead letter(s) not acknowledged; their offsets stay "
+                    "unstored\n",
+                    consumers_dlq_outstanding(pl->poll.dlq));
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/err.h"
 #include "worker/pipeline/pipeline_int.h"
 
 static void sleep_ms(int ms) {
@@ -42,7 +43,7 @@ static int write_committed(pl_t *pl, sink_t *sk, const pl_write_t *w) {
         int rc = write_once(sk, w, err, sizeof(err));
         if (rc == COMMON_OK) break;
         if (rc != COMMON_RETRY) {
-            fprintf(stderr, "reclass run: database write failed for good: %s\n", err);
+            common_logf(stderr, "database write failed for good: %s\n", err);
             atomic_store(&worker_metrics.sink_connected, 0);
             return COMMON_FATAL;
         }
@@ -50,26 +51,26 @@ static int write_committed(pl_t *pl, sink_t *sk, const pl_write_t *w) {
         atomic_store(&worker_metrics.sink_connected, 0);
         pthread_mutex_lock(&pl->q.mu);
         if (!pl->q.sink_down)
-            fprintf(stderr,
-                    "reclass run: database unavailable (%s): pausing consumption, "
-                    "retrying\n",
-                    err);
+            common_logf(stderr,
+                        "database unavailable (%s): pausing consumption, "
+                        "retrying\n",
+                        err);
         pl->q.sink_down = 1;
         pthread_mutex_unlock(&pl->q.mu);
         for (;;) {
             if (pl_stop_signal && !stop_at) {
                 stop_at = time(NULL) + pl->cfg->drain_db_wait_s;
-                fprintf(stderr,
-                        "reclass run: stopping: waiting up to %d s (--drain-db-wait) for "
-                        "PostgreSQL to take the last %d result(s) (%s)\n",
-                        pl->cfg->drain_db_wait_s, n_rows, err);
+                common_logf(stderr,
+                            "stopping: waiting up to %d s (--drain-db-wait) for "
+                            "PostgreSQL to take the last %d result(s) (%s)\n",
+                            pl->cfg->drain_db_wait_s, n_rows, err);
             }
             if (stop_at && time(NULL) >= stop_at) {
-                fprintf(stderr,
-                        "reclass run: PostgreSQL still unavailable: stopping without %d "
-                        "result(s); their offsets stay uncommitted, so the next owner re-reads "
-                        "them\n",
-                        n_rows);
+                common_logf(stderr,
+                            "PostgreSQL still unavailable: stopping without %d "
+                            "result(s); their offsets stay uncommitted, so the next owner re-reads "
+                            "them\n",
+                            n_rows);
                 return COMMON_FATAL;
             }
             sleep_ms(backoff);
@@ -79,7 +80,7 @@ static int write_committed(pl_t *pl, sink_t *sk, const pl_write_t *w) {
         }
     }
     pthread_mutex_lock(&pl->q.mu);
-    if (pl->q.sink_down) fprintf(stderr, "reclass run: database back: resuming\n");
+    if (pl->q.sink_down) common_logf(stderr, "database back: resuming\n");
     pl->q.sink_down = 0;
     pthread_mutex_unlock(&pl->q.mu);
     worker_metrics_add(&worker_metrics.sink_commits, 1);
@@ -110,11 +111,10 @@ static int take_refused(sink_t *sk, pl_item_t **its, int r, pl_item_t **refused)
         its[kept++] = its[q];
     }
     /* one line a write: the dead letters carry each reason */
-    fprintf(
-        stderr,
-        "reclass run: %d row(s) refused by the database, dead-lettered (first: partition %" PRId32
-        " offset %" PRId64 ": %s)\n",
-        n, first_part, first_off, rj[0].error);
+    common_logf(stderr,
+                "%d row(s) refused by the database, dead-lettered (first: partition %" PRId32
+                " offset %" PRId64 ": %s)\n",
+                n, first_part, first_off, rj[0].error);
     return kept;
 }
 
@@ -193,7 +193,7 @@ static int record_failures(pl_t *pl, sink_t *sk, pl_item_t *list) {
         rc = write_committed(pl, sk, &(pl_write_t){.fails = f, .n_fails = n});
         free(f);
     } else {
-        fprintf(stderr, "reclass run: sink: out of memory recording %d dead letter(s)\n", n);
+        common_logf(stderr, "sink: out of memory recording %d dead letter(s)\n", n);
     }
     pthread_mutex_lock(&pl->q.mu);
     /* appended in the list's order: records that failed before the encoder keep the order they
@@ -231,7 +231,7 @@ void *pl_sink_main(void *arg) {
     if (first) pl_telemetry_tick(pl, 0); /* the start-up gpu_memory row */
     pthread_mutex_lock(&pl->q.mu);
     if (!rows || !bat || !its || !parts) {
-        fprintf(stderr, "reclass run: sink: out of memory\n");
+        common_logf(stderr, "sink: out of memory\n");
         pl->q.fatal = 1;
     }
     while (!pl->q.fatal) {

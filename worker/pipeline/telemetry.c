@@ -53,8 +53,8 @@ int pl_telemetry_init(pl_t *pl, char *err, size_t errlen) {
                              .num_labels = pl->ses.model->cfg.num_labels};
     if (worker_drift_init(&dc, &pl->sk.drift, err, errlen)) return 1;
     atomic_store(&worker_metrics.drift_memory_bytes, (long)worker_drift_bytes(pl->sk.drift));
-    fprintf(stderr, "reclass run: drift statistics: %d tenants per %d s window, %zu bytes\n",
-            dc.max_tenants, dc.window_s, worker_drift_bytes(pl->sk.drift));
+    common_logf(stderr, "drift statistics: %d tenants per %d s window, %zu bytes\n", dc.max_tenants,
+                dc.window_s, worker_drift_bytes(pl->sk.drift));
     pl->sk.drift_rows = calloc((size_t)dc.max_tenants + 1, sizeof(*pl->sk.drift_rows));
     if (!pl->sk.drift_rows) {
         return common_errf(1, err, errlen, "out of memory");
@@ -67,8 +67,8 @@ int pl_telemetry_init(pl_t *pl, char *err, size_t errlen) {
         int rc = worker_http_start(cfg->http_addr, cfg->http_port, &worker_metrics, &info,
                                    &pl->http, err, errlen);
         if (rc) return rc;
-        fprintf(stderr, "reclass run: /healthz /readyz /metrics on http://%s:%d\n",
-                cfg->http_addr ? cfg->http_addr : "0.0.0.0", worker_http_port(pl->http));
+        common_logf(stderr, "/healthz /readyz /metrics on http://%s:%d\n",
+                    cfg->http_addr ? cfg->http_addr : "0.0.0.0", worker_http_port(pl->http));
     }
     return 0;
 }
@@ -113,7 +113,7 @@ static int telemetry_failed(pl_t *pl, int rc, const char *err) {
         }
         return 1;
     }
-    fprintf(stderr, "reclass run: telemetry disabled: %s\n", err);
+    common_logf(stderr, "telemetry disabled: %s\n", err);
     pl->sk.telemetry_off = 1;
     return 0;
 }
@@ -172,13 +172,13 @@ static void flush_drift(pl_t *pl) {
             atomic_store(&worker_metrics.drift_folded_tenants, w->folded_tenants);
             if (w->folded_tenants > 0) {
                 worker_metrics_add(&worker_metrics.drift_folded_tickets, w->folded_tickets);
-                fprintf(stderr,
-                        "reclass run: drift window %lld: %d tenants (%ld tickets) past "
-                        "--drift-max-tenants %d folded into _other, their rows flagged "
-                        "overflow; raise --drift-max-tenants\n",
-                        (long long)w->start_s, w->folded_tenants, w->folded_tickets,
-                        pl->cfg->drift_max_tenants > 0 ? pl->cfg->drift_max_tenants
-                                                       : WORKER_DRIFT_MAX_TENANTS);
+                common_logf(stderr,
+                            "drift window %lld: %d tenants (%ld tickets) past "
+                            "--drift-max-tenants %d folded into _other, their rows flagged "
+                            "overflow; raise --drift-max-tenants\n",
+                            (long long)w->start_s, w->folded_tenants, w->folded_tickets,
+                            pl->cfg->drift_max_tenants > 0 ? pl->cfg->drift_max_tenants
+                                                           : WORKER_DRIFT_MAX_TENANTS);
             }
 
             worker_metrics_add(&worker_metrics.drift_windows, 1);
@@ -232,5 +232,5 @@ void pl_telemetry_tick(pl_t *pl, int final) {
     pl->sk.next_gpu_row_s = now + telemetry_every_s(pl);
     write_gpu_row(pl);
     if (final && worker_drift_oldest(pl->sk.drift))
-        fprintf(stderr, "reclass run: drift statistics of the last window not written\n");
+        common_logf(stderr, "drift statistics of the last window not written\n");
 }

@@ -53,40 +53,38 @@ static void idset_free(idset_t *s) {
     free(s->slot);
 }
 
-int worker_submit_input_count(const char *path, const char *text_key, const char *id_key,
-                              worker_submit_count_t *out, char *err, size_t errlen) {
+common_status_t worker_submit_input_count(const char *path, const char *text_key,
+                                          const char *id_key, worker_submit_count_t *out,
+                                          common_err_t *e) {
     worker_submit_input_t *in;
     *out = (worker_submit_count_t){0};
     long *count = &out->count, *empty = &out->empty;
-    if (worker_submit_input_open(path, text_key, id_key, &in, err, errlen)) return 2;
+    common_status_t rc = worker_submit_input_open(path, text_key, id_key, &in, e);
+    if (rc) return rc;
     idset_t ids = {0};
     worker_submit_rec_t r;
-    int rc;
-    while ((rc = worker_submit_input_next(in, &r, err, errlen)) == 1) {
+    while ((rc = worker_submit_input_next(in, &r, e)) == COMMON_OK) {
         if (r.text_len == 0) {
             ++*empty;
             continue;
         }
         char why[256];
         if (consumers_ticket_check_id("ticket_id", r.id, strlen(r.id), why, sizeof(why))) {
-            snprintf(err, errlen, "%s: line %ld: %s", path, r.line, why);
-            rc = 2;
+            rc = common_err_set(e, COMMON_USAGE, "%s: line %ld: %s", path, r.line, why);
             break;
         }
         if (r.text_len > CONSUMERS_TICKET_MAX_TEXT_BYTES) { /* the worker would dead-letter it */
-            snprintf(err, errlen, "%s: line %ld: field text is %zu bytes (limit %d)", path, r.line,
-                     r.text_len, CONSUMERS_TICKET_MAX_TEXT_BYTES);
-            rc = 2;
+            rc = common_err_set(e, COMMON_USAGE, "%s: line %ld: field text is %zu bytes (limit %d)",
+                                path, r.line, r.text_len, CONSUMERS_TICKET_MAX_TEXT_BYTES);
             break;
         }
         int added = idset_add(&ids, r.id);
         if (added <= 0) {
-            snprintf(err, errlen,
-                     added ? "out of memory"
-                           : "%s: line %ld: ticket id \"%s\" "
-                             "appears twice; ids must be unique within a job",
-                     path, r.line, r.id);
-            rc = 2;
+            rc = added ? common_err_set(e, COMMON_USAGE, "out of memory")
+                       : common_err_set(e, COMMON_USAGE,
+                                        "%s: line %ld: ticket id \"%s\" appears twice; ids must "
+                                        "be unique within a job",
+                                        path, r.line, r.id);
             break;
         }
         size_t id_len = strlen(r.id);
@@ -99,12 +97,10 @@ int worker_submit_input_count(const char *path, const char *text_key, const char
     }
     idset_free(&ids);
     worker_submit_input_free(in);
-    if (rc != 0) return 2;
-    if (*count == 0) {
-        return common_errf(2, err, errlen, "%s has no ticket with non-empty text", path);
-    }
-    if (*count > 2147483647L) {
-        return common_errf(2, err, errlen, "%ld tickets; one job holds at most 2^31-1", *count);
-    }
-    return 0;
+    if (rc != COMMON_DONE) return rc;
+    if (*count == 0)
+        return common_err_set(e, COMMON_USAGE, "%s has no ticket with non-empty text", path);
+    if (*count > 2147483647L)
+        return common_err_set(e, COMMON_USAGE, "%ld tickets; one job holds at most 2^31-1", *count);
+    return COMMON_OK;
 }

@@ -30,17 +30,15 @@ static int ends_with(const char *s, const char *suffix) {
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-int worker_submit_input_open(const char *path, const char *text_key, const char *id_key,
-                             worker_submit_input_t **out, char *err, size_t errlen) {
+common_status_t worker_submit_input_open(const char *path, const char *text_key, const char *id_key,
+                                         worker_submit_input_t **out, common_err_t *e) {
     *out = NULL;
     int jsonl = ends_with(path, ".jsonl") || ends_with(path, ".ndjson");
-    if (!jsonl && !ends_with(path, ".csv")) {
-        return common_errf(2, err, errlen, "%s: the file name must end in .csv or .jsonl", path);
-    }
+    if (!jsonl && !ends_with(path, ".csv"))
+        return common_err_set(e, COMMON_USAGE, "%s: the file name must end in .csv or .jsonl",
+                              path);
     worker_submit_input_t *in = calloc(1, sizeof(*in));
-    if (!in) {
-        return common_errf(2, err, errlen, "out of memory");
-    }
+    if (!in) return common_err_set(e, COMMON_USAGE, "out of memory");
     in->jsonl = jsonl;
     in->path = path;
     in->text_key = text_key;
@@ -48,55 +46,54 @@ int worker_submit_input_open(const char *path, const char *text_key, const char 
     in->id_col = -1;
     in->f = fopen(path, "rb");
     if (!in->f) {
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        common_err_set(e, COMMON_USAGE, "cannot open %s: %s", path, strerror(errno));
         free(in);
-        return 2;
+        return COMMON_USAGE;
     }
     *out = in;
-    if (jsonl) return 0;
+    if (jsonl) return COMMON_OK;
 
     consumers_csv_row_t h;
     char cerr[256] = "";
     if (consumers_csv_init(in->f, &in->csv) ||
         consumers_csv_next(in->csv, &h, cerr, sizeof(cerr)) != 1) {
-        snprintf(err, errlen, "%s: no CSV header row%s%s", path, cerr[0] ? ": " : "", cerr);
+        common_err_set(e, COMMON_USAGE, "%s: no CSV header row%s%s", path, cerr[0] ? ": " : "",
+                       cerr);
         goto fail;
     }
     in->text_col = consumers_csv_column(&h, text_key);
     if (id_key) in->id_col = consumers_csv_column(&h, id_key);
     const char *missing = in->text_col < 0 ? text_key : (id_key && in->id_col < 0 ? id_key : NULL);
-    if (missing) {
-        size_t o = (size_t)snprintf(err, errlen,
-                                    "%s: no column \"%s\" in the header (columns:", path, missing);
-        for (size_t i = 0; i < h.n && o < errlen; i++)
-            o += (size_t)snprintf(err + o, errlen - o, "%s \"%s\"", i ? "," : "", h.field[i]);
-        if (o < errlen)
-            snprintf(err + o, errlen - o, "); pick one with %s",
-                     missing == text_key ? "--text-column" : "--id-column");
+    if (missing) { /* the header's names, as many as the message holds */
+        char cols[sizeof(e->message)] = "";
+        for (size_t i = 0, o = 0; i < h.n && o < sizeof(cols); i++)
+            o +=
+                (size_t)snprintf(cols + o, sizeof(cols) - o, "%s \"%s\"", i ? "," : "", h.field[i]);
+        common_err_set(e, COMMON_USAGE,
+                       "%s: no column \"%s\" in the header (columns:%s); pick one with %s", path,
+                       missing, cols, missing == text_key ? "--text-column" : "--id-column");
         goto fail;
     }
-    return 0;
+    return COMMON_OK;
 fail:
     worker_submit_input_free(in);
     *out = NULL;
-    return 2;
+    return COMMON_USAGE;
 }
 
-static int next_csv(worker_submit_input_t *in, worker_submit_rec_t *rec, char *err, size_t errlen) {
+static common_status_t next_csv(worker_submit_input_t *in, worker_submit_rec_t *rec,
+                                common_err_t *e) {
     consumers_csv_row_t row;
     char cerr[256];
     int rc = consumers_csv_next(in->csv, &row, cerr, sizeof(cerr));
-    if (rc == 0) return 0;
-    if (rc < 0) {
-        return common_errf(2, err, errlen, "%s: %s", in->path, cerr);
-    }
+    if (rc == 0) return COMMON_DONE;
+    if (rc < 0) return common_err_set(e, COMMON_USAGE, "%s: %s", in->path, cerr);
     in->recno++;
     size_t need = (size_t)(in->text_col > in->id_col ? in->text_col : in->id_col) + 1;
-    if (row.n < need) {
-        return common_errf(2, err, errlen,
-                           "%s: line %ld has %zu fields; the header promised at least %zu",
-                           in->path, row.line, row.n, need);
-    }
+    if (row.n < need)
+        return common_err_set(e, COMMON_USAGE,
+                              "%s: line %ld has %zu fields; the header promised at least %zu",
+                              in->path, row.line, row.n, need);
     rec->text = row.field[in->text_col];
     rec->text_len = row.len[in->text_col];
     rec->line = row.line;
@@ -106,11 +103,11 @@ static int next_csv(worker_submit_input_t *in, worker_submit_rec_t *rec, char *e
         snprintf(in->idbuf, sizeof(in->idbuf), "%ld", in->recno);
         rec->id = in->idbuf;
     }
-    return 1;
+    return COMMON_OK;
 }
 
-static int next_jsonl(worker_submit_input_t *in, worker_submit_rec_t *rec, char *err,
-                      size_t errlen) {
+static common_status_t next_jsonl(worker_submit_input_t *in, worker_submit_rec_t *rec,
+                                  common_err_t *e) {
     json_decref(in->obj);
     in->obj = NULL;
     free(in->text_copy);
@@ -118,7 +115,7 @@ static int next_jsonl(worker_submit_input_t *in, worker_submit_rec_t *rec, char 
     ssize_t n;
     for (;;) {
         n = getline(&in->line, &in->line_cap, in->f);
-        if (n < 0) return 0;
+        if (n < 0) return COMMON_DONE;
         in->lineno++;
         size_t k = (size_t)n;
         while (k && (in->line[k - 1] == '\n' || in->line[k - 1] == '\r' || in->line[k - 1] == ' ' ||
@@ -127,24 +124,21 @@ static int next_jsonl(worker_submit_input_t *in, worker_submit_rec_t *rec, char 
         if (k == 0) continue; /* blank line */
         json_error_t je;
         in->obj = json_loadb(in->line, k, JSON_ALLOW_NUL, &je);
-        if (!json_is_object(in->obj)) {
-            return common_errf(2, err, errlen, "%s: line %ld is not a JSON object%s%s", in->path,
-                               in->lineno, in->obj ? "" : ": ", in->obj ? "" : je.text);
-        }
+        if (!json_is_object(in->obj))
+            return common_err_set(e, COMMON_USAGE, "%s: line %ld is not a JSON object%s%s",
+                                  in->path, in->lineno, in->obj ? "" : ": ",
+                                  in->obj ? "" : je.text);
         break;
     }
     in->recno++;
     json_t *t = json_object_get(in->obj, in->text_key);
-    if (!json_is_string(t)) {
-        return common_errf(2, err, errlen,
-                           "%s: line %ld has no string \"%s\" (pick the key with --text-column)",
-                           in->path, in->lineno, in->text_key);
-    }
+    if (!json_is_string(t))
+        return common_err_set(e, COMMON_USAGE,
+                              "%s: line %ld has no string \"%s\" (pick the key with --text-column)",
+                              in->path, in->lineno, in->text_key);
     size_t tl = json_string_length(t);
     in->text_copy = malloc(tl + 1);
-    if (!in->text_copy) {
-        return common_errf(2, err, errlen, "out of memory");
-    }
+    if (!in->text_copy) return common_err_set(e, COMMON_USAGE, "out of memory");
     memcpy(in->text_copy, json_string_value(t), tl);
     in->text_copy[tl] = '\0';
     rec->text = in->text_copy;
@@ -158,18 +152,18 @@ static int next_jsonl(worker_submit_input_t *in, worker_submit_rec_t *rec, char 
         snprintf(in->idbuf, sizeof(in->idbuf), "%lld", (long long)json_integer_value(id));
         rec->id = in->idbuf;
     } else if (in->id_key) {
-        return common_errf(2, err, errlen, "%s: line %ld has no string or integer \"%s\"", in->path,
-                           in->lineno, in->id_key);
+        return common_err_set(e, COMMON_USAGE, "%s: line %ld has no string or integer \"%s\"",
+                              in->path, in->lineno, in->id_key);
     } else {
         snprintf(in->idbuf, sizeof(in->idbuf), "%ld", in->recno);
         rec->id = in->idbuf;
     }
-    return 1;
+    return COMMON_OK;
 }
 
-int worker_submit_input_next(worker_submit_input_t *in, worker_submit_rec_t *rec, char *err,
-                             size_t errlen) {
-    return in->jsonl ? next_jsonl(in, rec, err, errlen) : next_csv(in, rec, err, errlen);
+common_status_t worker_submit_input_next(worker_submit_input_t *in, worker_submit_rec_t *rec,
+                                         common_err_t *e) {
+    return in->jsonl ? next_jsonl(in, rec, e) : next_csv(in, rec, e);
 }
 
 void worker_submit_input_free(worker_submit_input_t *in) {

@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "common/err.h"
+
 typedef struct worker_submit_input worker_submit_input_t;
 
 typedef struct {
@@ -15,14 +17,15 @@ typedef struct {
 } worker_submit_rec_t;
 
 /* text_key/id_key: CSV column or JSON key; id_key NULL = "id" for JSONL when present, record
- * number otherwise. Returns 0, or 2 (user error: unreadable file, unknown extension, missing
- * column) with err saying what to fix. */
-int worker_submit_input_open(const char *path, const char *text_key, const char *id_key,
-                             worker_submit_input_t **out, char *err, size_t errlen);
+ * number otherwise. COMMON_OK, or COMMON_USAGE (unreadable file, unknown extension, missing
+ * column) with e saying what to fix. */
+common_status_t worker_submit_input_open(const char *path, const char *text_key, const char *id_key,
+                                         worker_submit_input_t **out, common_err_t *e);
 
-/* 1 = *rec filled (valid until the next call), 0 = end, 2 = malformed input (err says where). */
-int worker_submit_input_next(worker_submit_input_t *in, worker_submit_rec_t *rec, char *err,
-                             size_t errlen);
+/* COMMON_OK: *rec filled (valid until the next call); COMMON_DONE: the end; COMMON_USAGE:
+ * malformed input (e says where). */
+common_status_t worker_submit_input_next(worker_submit_input_t *in, worker_submit_rec_t *rec,
+                                         common_err_t *e);
 
 void worker_submit_input_free(worker_submit_input_t *in);
 
@@ -35,10 +38,11 @@ typedef struct {
     long largest_line;
 } worker_submit_count_t;
 
-/* Reads the whole file once into *out. Returns 0, or 2 with err naming the line of the first
- * refused record (a ticket id that is invalid or appears twice, a text over
+/* Reads the whole file once into *out. COMMON_OK, or COMMON_USAGE with e naming the line of
+ * the first refused record (a ticket id that is invalid or appears twice, a text over
  * CONSUMERS_TICKET_MAX_TEXT_BYTES), a file without tickets, or one over 2^31-1. */
-int worker_submit_input_count(const char *path, const char *text_key, const char *id_key,
-                              worker_submit_count_t *out, char *err, size_t errlen);
+common_status_t worker_submit_input_count(const char *path, const char *text_key,
+                                          const char *id_key, worker_submit_count_t *out,
+                                          common_err_t *e);
 
 #endif
