@@ -3,8 +3,12 @@
 reclass_add_test(NAME test_pool SOURCES ${CMAKE_SOURCE_DIR}/tests/test_pool.c LABELS unit)
 reclass_add_test(NAME test_offsets SOURCES ${CMAKE_SOURCE_DIR}/tests/test_offsets.c LABELS unit)
 reclass_add_test(NAME test_pipeline_mock SOURCES ${CMAKE_SOURCE_DIR}/tests/test_pipeline_mock.c
-                 LABELS integration)
+                 ${CMAKE_SOURCE_DIR}/tests/lib/pipe_mock.c LABELS integration)
 set_tests_properties(test_pipeline_mock PROPERTIES TIMEOUT 300)
+# An urgent batch passes a bulk backlog queued for a stalled result writer (not timed).
+reclass_add_test(NAME test_pipeline_lanes SOURCES ${CMAKE_SOURCE_DIR}/tests/test_pipeline_lanes.c
+                 ${CMAKE_SOURCE_DIR}/tests/lib/pipe_mock.c LABELS integration)
+set_tests_properties(test_pipeline_lanes PROPERTIES TIMEOUT 300)
 # Shell-driven end-to-end tests: reclass dev-broker + submit + migrate + run, own PostgreSQL.
 foreach(t run_exactly_n run_crash run_pg_restart run_poison run_join_timeout
           run_submit_retention run_submit_limit run_kafka_guard run_pg_tls run_stop_db_down run_vs_classify run_drift run_families run_lanes

@@ -87,6 +87,12 @@
 #                The ceiling alone, against a baseline build (another checkout's
 #                build-sm90/reclass copied to .devlibs/base/reclass before `pack`),
 #                interleaved: JOB_RUNS=scaling tests/bench/device_run.sh run job
+#       lanes    tests/bench/lanes_bench.sh (issue 35: urgent tickets past a 300,000-ticket bulk
+#                backlog), CPU backend, the worker pinned to CPUs 0,1 and the dev broker and
+#                PostgreSQL (.devlibs/pg.tar.xz) to the others; LANES_TIMEOUT (480) s at most.
+#                Needs the demo model (deploy/models/clinc150-bert-mini) and
+#                tests/fixtures/golden_clinc150_test.jsonl in the index (`git add -f` it after
+#                taking tests/fixtures out), carry .devlibs (bundle.tar.xz, pg.tar.xz)
 #       cpubf16  the CPU backend at bf16 on the host's CPU (no GPU used): lscpu and its bf16
 #                flags, test_cpu_bf16 (parity and batch invariance of each bf16 kernel the CPU
 #                has: AMX, AVX512-BF16, AVX2), cpu_bf16_bench (BERT GEMM shapes: fp32, each
@@ -632,6 +638,19 @@ if has job; then
             --kafka session.timeout.ms=6000
     else
         echo "job: needs .devlibs/pg.tar.xz and .devlibs/e2e/real_texts.jsonl.xz" | tee -a "$summary"
+    fi
+fi
+if has lanes; then
+    note "lanes: urgent tickets past a bulk backlog, the worker on CPUs 0,1 ($(elapsed)s)"
+    if pg_install; then
+        (export LD_LIBRARY_PATH=/opt/reclass-pglib:$LD_LIBRARY_PATH PATH=/usr/lib/postgresql/15/bin:$PATH
+         IT_WORKER_CPUS=0,1 timeout "${LANES_TIMEOUT:-480}" taskset -c "2-$(($(nproc) - 1))" \
+             bash tests/bench/lanes_bench.sh "$PWD/$B/reclass") >"$OUT/lanes.log" 2>&1
+        echo "lanes exit $?" | tee -a "$summary"
+        { grep -q '^urgent lane, idle' "$OUT/lanes.log" && sed -n '/^urgent lane, idle/,$p' "$OUT/lanes.log" ||
+            tail -n 30 "$OUT/lanes.log"; } | tee -a "$summary"
+    else
+        echo "lanes: needs .devlibs/pg.tar.xz (pack-pg)" | tee -a "$summary"
     fi
 fi
 if has cpubf16; then # the CPU backend's bf16 kernels and peers on this host's CPU

@@ -9,16 +9,16 @@
 # Prints the urgent p99 over the tickets produced while the bulk ran (targets: <= 2 s and
 # <= 3x the idle p99), the bulk throughput against phase 2 (target >= 90%), and for the urgent
 # lane the mean and p99 bucket of each stage (reclass_ticket_wait_seconds) in phases 1 and 3.
-# Each phase's worker first serves one urgent job that is not counted: the first records of a
-# fresh worker's urgent partitions reach it seconds late (about 3 s on the dev broker, idle or
-# not), which would otherwise be the p99 of every phase.
+# The urgent jobs start once the worker is ready (/readyz: it has joined the group): a fresh
+# group's first assignment waits for the broker's group.initial.rebalance.delay.ms (Kafka's
+# default, 3 s, which the dev broker keeps too), and a job submitted before that would count
+# the wait as its latency. Latency counts from enqueued_at, the producer's send.
 # Exits 0 whether the targets are met or not (non-zero only when a phase fails). The machine's
-# other load moves every number: run it alone.
+# other load moves every number: run it alone, or with IT_WORKER_CPUS=LIST (taskset -c) for the
+# worker and the script itself (broker, PostgreSQL) on other CPUs, as device_run.sh's lanes
+# stage does.
 #   tests/bench/lanes_bench.sh [RECLASS_BIN]
-# Environment: LANES_BULK (300000), LANES_URGENT (100), LANES_EVERY (10), LANES_IDLE_JOBS (3);
-# reclass submit waits up to 10 s for the dev broker's record size limit first, so each
-# urgent job reaches Kafka about 10 s after its submit starts (latency counts from enqueued_at,
-# the producer's send).
+# Environment: LANES_BULK (300000), LANES_URGENT (100), LANES_EVERY (10), LANES_IDLE_JOBS (3).
 root=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=tests/integration/lib.sh
 source "$root/tests/integration/lib.sh" "${1:-$root/build/reclass}"
@@ -31,7 +31,7 @@ it_start_pg
 it_start_broker tickets tickets.urgent
 it_make_input "$TMP/bulk.jsonl" "$NB" b
 it_make_input "$TMP/urgent.jsonl" "$NU" u
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+PORT=$(svc_free_port)
 
 submit() { # LANE JOB FILE
     "$RECLASS" submit --brokers "$BROKERS" --topic tickets --lane "$1" --job-id "$2" \
@@ -51,9 +51,23 @@ urgent_jobs() {
     for p in "${pids[@]}"; do wait "$p" || fail "an urgent submit failed"; done
 }
 
-warm_up() { # JOB: one urgent job, not counted, through the fresh worker
-    submit urgent "$1" "$TMP/urgent.jsonl"
-    it_wait_rows "$1" "$NU" 120
+wait_ready() { # until the worker's /readyz answers 200 (it joined the group)
+    python3 - "http://127.0.0.1:$PORT/readyz" <<'PY' || fail "the worker was not ready in 60 s"
+import sys, time, urllib.request
+for _ in range(600):
+    try:
+        if urllib.request.urlopen(sys.argv[1], timeout=1).status == 200:
+            sys.exit(0)
+    except OSError:
+        pass
+    time.sleep(0.1)
+sys.exit(1)
+PY
+}
+
+scrape() { # the worker's /metrics on stdout (python, so the GPU host needs no curl)
+    python3 -c 'import sys, urllib.request as u; sys.stdout.write(u.urlopen(sys.argv[1]).read().decode())' \
+        "http://127.0.0.1:$PORT/metrics"
 }
 
 # stage_table: the urgent lane's stages from a /metrics scrape on stdin: mean and the upper
@@ -93,10 +107,10 @@ rate_of() { # JOB: tickets per second from its first to its last commit
 
 echo "== 1. idle: $IDLE_JOBS urgent jobs of $NU tickets, ${EVERY} s apart"
 it_run_worker "$TMP/idle.log" "${LANES[@]}" --http-port "$PORT" --http-addr 127.0.0.1
-warm_up warm-idle
+wait_ready
 urgent_jobs idle "$IDLE_JOBS"
 for ((i = 0; i < IDLE_JOBS; i++)); do it_wait_rows "idle-$i" "$NU" 120; done
-curl -sf "http://127.0.0.1:$PORT/metrics" | stage_table >"$TMP/idle.stages"
+scrape | stage_table >"$TMP/idle.stages"
 kill -TERM "$WORKER_PID"
 wait "$WORKER_PID" || fail "the idle worker exited with $?"
 idle_p99=$(p99_of "job_id LIKE 'idle-%'")
@@ -116,7 +130,7 @@ echo "== 3. bulk and urgent: $NB tickets, an urgent job of $NU every ${EVERY} s"
 submit bulk bulk-mixed "$TMP/bulk.jsonl"
 it_run_worker "$TMP/mixed.log" "${LANES[@]}" --idle-exit 5 --http-port "$PORT" \
     --http-addr 127.0.0.1
-warm_up warm-mixed
+wait_ready
 urgent_jobs mixed 1000000 &
 jobs_pid=$!
 # the jobs view's counters, every 2 s: counting rows would load the database being measured
@@ -124,7 +138,7 @@ until [ "$(psql_q "SELECT coalesce(max(done), 0) FROM jobs WHERE job_id = 'bulk-
     kill -0 "$WORKER_PID" 2>/dev/null || fail "the mixed worker exited before the bulk job was done"
     sleep 2
 done
-curl -sf "http://127.0.0.1:$PORT/metrics" | stage_table >"$TMP/mixed.stages"
+scrape | stage_table >"$TMP/mixed.stages"
 touch "$TMP/stop"
 wait "$jobs_pid"
 wait "$WORKER_PID" || fail "the mixed worker exited with $?"

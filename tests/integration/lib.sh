@@ -130,11 +130,14 @@ it_check_job() {
     fi
 }
 
-# it_run_worker LOG ARGS...: runs the worker in the background (pid in WORKER_PID).
+# it_run_worker LOG ARGS...: runs the worker in the background (pid in WORKER_PID); with
+# IT_WORKER_CPUS=LIST (taskset -c), on those CPUs alone (a benchmark keeps the broker and
+# PostgreSQL off them).
 it_run_worker() {
-    local log=$1
+    local log=$1 pin=()
     shift
-    "$RECLASS" run --brokers "$BROKERS" --db "$DB" --model "$MODEL" --backend cpu \
+    [ -n "${IT_WORKER_CPUS:-}" ] && pin=(taskset -c "$IT_WORKER_CPUS")
+    "${pin[@]}" "$RECLASS" run --brokers "$BROKERS" --db "$DB" --model "$MODEL" --backend cpu \
         --kafka session.timeout.ms=6000 --kafka heartbeat.interval.ms=500 \
         "$@" >"$log.out" 2>"$log" &
     WORKER_PID=$!

@@ -231,7 +231,7 @@ void pl_metrics_store_mem(const gpu_mem_stats_t *ms);
 
 /* worker/pipeline/poll.c: the poll thread's loop (returns on a stop signal, idle exit or a
  * fatal error), the drain that finishes the work in flight, and the callbacks it registers
- * with the consumer (rebalances) and the dead-letter producer (deliveries). */
+ * with the consumer (rebalances). */
 /* worker/pipeline/held.c: writer schemas from a Schema Registry, and the records waiting for
  * one while the registry cannot answer. */
 enum { PL_SCHEMA_READY, PL_SCHEMA_WAIT, PL_SCHEMA_FATAL };
@@ -260,6 +260,14 @@ void pl_backpressure(pl_t *pl, int full, int sink_down, int pending);
 void pl_drain(pl_t *pl);
 void pl_on_assign(void *ctx, const int32_t *parts, int n);
 void pl_on_revoke(void *ctx, const int32_t *parts, int n, int lost);
+/* worker/pipeline/dead_letters.c: records that end as dead letters. pl_dead_letter queues one
+ * for the sink to count against its job (it: the record's item when it was decoded, taken
+ * over, else NULL: what the record says of itself is read as far as it can be); the sink hands
+ * it back on q.refused, and pl_send_refused (poll thread) sends those; pl_dlq_done, the
+ * dead-letter producer's delivery callback, counts the source record as committed. */
+void pl_dead_letter(pl_t *pl, consumers_record_t *m, pl_item_t *it, const char *err, int64_t epoch,
+                    int32_t track);
+void pl_send_refused(pl_t *pl);
 void pl_dlq_done(void *ctx, int32_t partition, int64_t offset, int64_t epoch);
 /* worker/pipeline/decode.c: the pool's side of a burst. Start decodes, validates and
  * tokenizes b's records on the pool without waiting; wait returns once it is done (the caller
@@ -271,8 +279,6 @@ void pl_decode_wait(pl_t *pl, pl_burst_t *b);
 void pl_decoders_add_schema(pl_t *pl, int32_t id, const char *schema);
 /* poll.c: finishes the burst on the pool, if any, and queues it (before a schema is added) */
 void pl_decode_settle(pl_t *pl);
-/* Sends the dead letters of the rows the sink left on q.refused (poll thread). */
-void pl_send_refused(pl_t *pl);
 
 void *pl_encoder_main(void *arg);
 void *pl_sink_main(void *arg);
