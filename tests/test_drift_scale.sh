@@ -192,6 +192,25 @@ sql "INSERT INTO ticket_results (job_id, ticket_id, tenant, label, label_id, con
             i % 9, 0.7, 30, 'm', now() - i * interval '8 s'
      FROM generate_series(1, 150000) i" >/dev/null
 sql "SELECT drift_status_refresh('m', now() - interval '2 days')" >/dev/null
+# 014: jobs with their activity spread (job_info and job_progress, some completed long ago):
+# jobs_recent lists the rows the jobs view lists, in its order
+sql "UPDATE job_info SET updated_at = now() - (abs(hashtext(job_id)) % 5000) * interval '1 minute',
+         completed_at = CASE WHEN abs(hashtext(job_id)) % 3 = 0 THEN now() - interval '2 days' END
+     WHERE job_id LIKE 'big%'" >/dev/null
+sql "INSERT INTO job_progress (job_id, writer, done, updated_at)
+     SELECT job_id, 'w:' || k, 10, now() - (abs(hashtext(job_id || k)) % 5000) * interval '1 minute'
+     FROM job_info, generate_series(1, 3) k WHERE job_id LIKE 'big%' AND abs(hashtext(job_id)) % 4 <> 1" >/dev/null
+jobs_rows() { # SQL of rows -> their digest
+    sql "SELECT count(*) || ' ' || md5(string_agg(r::text, '|' ORDER BY n)) FROM (SELECT row_number() OVER () n, x AS r FROM ($1) x) y"
+}
+for args in "NULL 20 false" "NULL 1 true" "NULL 500 true" "'t0042' 20 false" "'t0042' 2 true" "NULL 20 true 'big7'"; do
+    set -- $args
+    filt="(${1}::text IS NULL OR tenant = ${1}) AND (${4:-NULL}::text IS NULL OR job_id = ${4:-NULL})
+          AND ($3 OR completed_at IS NULL OR completed_at > now() - interval '1 day')"
+    check "jobs_recent($args) = the jobs view's rows" \
+        "$(jobs_rows "SELECT * FROM jobs WHERE $filt ORDER BY updated_at DESC, job_id LIMIT $2")" \
+        "$(jobs_rows "SELECT * FROM jobs_recent($1, $2, $3, ${4:-NULL})")"
+done
 sql "ANALYZE" >/dev/null
 # plan NAME SQL: the plan of SQL and of every statement run inside it
 plan() {
@@ -208,7 +227,8 @@ EOF
 }
 # the tables that hold rows (an empty partition is scanned in no time, and the planner knows it)
 big="($(sql "SELECT string_agg(c.relname, '|') FROM pg_class c
-             WHERE c.relname IN ('drift_hourly', 'drift_daily', 'drift_status', 'ticket_results', 'drift_judged_hourly')
+             WHERE c.relname IN ('drift_hourly', 'drift_daily', 'drift_status', 'ticket_results', 'drift_judged_hourly',
+                                 'job_info', 'job_progress')
                 OR (c.relname ~ '^drift_(windows|judged)_' AND c.relkind = 'r' AND c.reltuples > 0)"))( |$)"
 scanless() { # NAME SQL: no sequential scan of the big tables
     local p
@@ -219,6 +239,9 @@ scanless() { # NAME SQL: no sequential scan of the big tables
         ok "$1: no sequential scan"
     fi
 }
+scanless "reclass jobs: the listing (jobs_recent)" \
+    "SELECT j.job_id, d.status FROM jobs_recent(NULL, 20, false) j LEFT JOIN LATERAL (SELECT z.status FROM drift_status z WHERE z.tenant = j.tenant AND z.window_start > now() - interval '1 day' ORDER BY z.level DESC LIMIT 1) d ON true"
+scanless "reclass jobs --tenant T (jobs_recent)" "SELECT count(*) FROM jobs_recent('t0042', 20, true)"
 scanless "reclass jobs (drift_status by key)" \
     "SELECT j.job_id, d.status FROM jobs j LEFT JOIN LATERAL (SELECT z.status FROM drift_status z WHERE z.tenant = j.tenant AND z.window_start > now() - interval '1 day' ORDER BY z.level DESC LIMIT 1) d ON true WHERE j.job_id = 'big7'"
 scanless "drift_window_scores, one tenant, last hour" \
