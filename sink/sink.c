@@ -11,12 +11,15 @@
  * there retries the whole write, which the upsert path makes harmless.
  * Two paths for the rows, because redeliveries are rare but must be exact:
  *   fast:   binary COPY straight into ticket_results inside a savepoint; every row is new. A
- *           ticket already stored (or twice in one write) raises unique_violation: the
- *           savepoint is rolled back and the write takes
+ *           ticket already stored (or twice in one write) raises unique_violation, and so
+ *           does a row of a job first seen in an earlier month (the owner trigger refuses the
+ *           default job_month, migrations/012_results_partitioned.sql): the savepoint is
+ *           rolled back and the write takes
  *   upsert: binary COPY into reclass_staging (a temp table, ON COMMIT DELETE ROWS: per
  *           session, never WAL-logged), then INSERT ... SELECT DISTINCT ON the key ... ON
- *           CONFLICT DO UPDATE, counting per job only rows with xmax = 0 (the version this
- *           statement inserted; an ON CONFLICT update sets xmax).
+ *           CONFLICT DO UPDATE, counting per job only rows with writes = 1 (the version this
+ *           statement inserted; an ON CONFLICT update adds one, also to a row that another
+ *           writer inserted after this statement began).
  * After a fallback the sink stays on the upsert path (redeliveries come in runs after a
  * rebalance) until a write finds nothing already stored. Either way a redelivered ticket
  * updates its row and never counts twice, so a write whose COMMIT outcome was lost can simply
@@ -63,23 +66,28 @@ static const char SQL_COPY_BATCHES[] =
 
 /* $1 = model. DISTINCT ON: the same ticket twice in one write would make ON CONFLICT touch a
  * row twice (an error); the higher offset wins. Sorting by the key also takes the row locks
- * in a stable order. Returns per job: tickets new to the table, tickets stored. */
+ * in a stable order. job_month, the partition key (migrations/012_results_partitioned.sql), is
+ * the month of the job's first record: a new job's is this transaction's, as the fast path's
+ * COPY leaves it to the column's default. Returns per job: tickets new to the table, tickets
+ * stored. */
 static const char SQL_UPSERT[] =
     "WITH src AS ("
     "  SELECT DISTINCT ON (job_id, ticket_id) * FROM reclass_staging"
     "  ORDER BY job_id, ticket_id, \"offset\" DESC NULLS LAST"
     "), up AS ("
     "  INSERT INTO ticket_results AS t (job_id, ticket_id, tenant, label, label_id, confidence,"
-    "    top_k, tokens, truncated, model, \"partition\", \"offset\", enqueued_at)"
-    "  SELECT job_id, ticket_id, tenant, label, label_id, confidence, top_k, tokens, truncated,"
-    "    $1::text, \"partition\", \"offset\", enqueued_at FROM src"
-    "  ON CONFLICT (job_id, ticket_id) DO UPDATE SET"
+    "    top_k, tokens, truncated, model, \"partition\", \"offset\", enqueued_at, job_month)"
+    "  SELECT s.job_id, s.ticket_id, s.tenant, s.label, s.label_id, s.confidence, s.top_k,"
+    "    s.tokens, s.truncated, $1::text, s.\"partition\", s.\"offset\", s.enqueued_at,"
+    "    ticket_results_month(coalesce(j.first_seen, now()))"
+    "  FROM src s LEFT JOIN job_info j ON j.job_id = s.job_id"
+    "  ON CONFLICT (job_id, ticket_id, job_month) DO UPDATE SET"
     "    tenant = excluded.tenant, label = excluded.label, label_id = excluded.label_id,"
     "    confidence = excluded.confidence, top_k = excluded.top_k, tokens = excluded.tokens,"
     "    truncated = excluded.truncated, model = excluded.model,"
     "    \"partition\" = excluded.\"partition\", \"offset\" = excluded.\"offset\","
-    "    enqueued_at = excluded.enqueued_at, classified_at = now()"
-    "  RETURNING t.job_id, (t.xmax = 0) AS inserted"
+    "    enqueued_at = excluded.enqueued_at, classified_at = now(), writes = t.writes + 1"
+    "  RETURNING t.job_id, (t.writes = 1) AS inserted"
     ") SELECT job_id, count(*) FILTER (WHERE inserted), count(*) FROM up GROUP BY job_id";
 
 static int sink_prepare(sink_t *s, const char *name, const char *sql, int n_params, char *err,

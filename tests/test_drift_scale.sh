@@ -5,10 +5,11 @@
 #     equal sums of the raw windows, every tenant gets a drift_status row; 010's judging (stored
 #     references moved a window at a time) gives 004's scores.
 # (2) Plans: with enough rows that the planner would scan (2,000 tenants, 6 hours of 5-minute
-#     windows, 150k results), the user-facing and per-window queries, and the statements the
-#     drift functions run inside (auto_explain), use indexes or partition pruning: no
-#     sequential scan of drift_windows, its partitions, the roll-ups, drift_status or
-#     ticket_results.
+#     windows, 150k results of 3,000 jobs over three months), the user-facing and per-window
+#     queries, and the statements the drift functions run inside (auto_explain), use indexes
+#     or partition pruning: no sequential scan of drift_windows, drift_judged, their
+#     partitions, the roll-ups, drift_status, ticket_results' partitions, job_info or
+#     job_progress.
 # (3) 011: the judge stores every judged window's scores (equal to drift_scores'), rolls them
 #     up by hour once per window, and a pinned baseline re-scores them; the report reads them.
 #   test_drift_scale.sh RECLASS_BIN
@@ -187,11 +188,35 @@ sql "INSERT INTO drift_windows (window_start, window_s, tenant, model, worker, t
             '{0,0,0,0,0,1,2,3,4,2}'
      FROM generate_series(date_trunc('hour', now()) - interval '6 hours', now(), interval '5 minutes') w,
           generate_series(0, 1999) k" >/dev/null
-sql "INSERT INTO ticket_results (job_id, ticket_id, tenant, label, label_id, confidence, tokens, model, classified_at)
+# results of 3,000 jobs first seen over three months (012: a partition each)
+sql "SELECT ticket_results_partitions_ensure(now() - interval '3 months', now())" >/dev/null
+sql "INSERT INTO job_info (job_id, tenant, total, first_seen)
+     SELECT format('big%s', j), format('t%s', lpad((j % 2000)::text, 4, '0')), 0, now() - (j % 3) * interval '1 month'
+     FROM generate_series(0, 2999) j" >/dev/null
+sql "INSERT INTO ticket_results (job_id, ticket_id, tenant, label, label_id, confidence, tokens, model, classified_at, job_month)
      SELECT format('big%s', i % 3000), 'b' || i, format('t%s', lpad((i % 3000 % 2000)::text, 4, '0')), 'l' || (i % 9),
-            i % 9, 0.7, 30, 'm', now() - i * interval '8 s'
+            i % 9, 0.7, 30, 'm', now() - i * interval '8 s', ticket_results_month(now() - (i % 3000 % 3) * interval '1 month')
      FROM generate_series(1, 150000) i" >/dev/null
 sql "SELECT drift_status_refresh('m', now() - interval '2 days')" >/dev/null
+# 014: jobs with their activity spread (job_info and job_progress, some completed long ago):
+# jobs_recent lists the rows the jobs view lists, in its order
+sql "UPDATE job_info SET updated_at = now() - (abs(hashtext(job_id)) % 5000) * interval '1 minute',
+         completed_at = CASE WHEN abs(hashtext(job_id)) % 3 = 0 THEN now() - interval '2 days' END
+     WHERE job_id LIKE 'big%'" >/dev/null
+sql "INSERT INTO job_progress (job_id, writer, done, updated_at)
+     SELECT job_id, 'w:' || k, 10, now() - (abs(hashtext(job_id || k)) % 5000) * interval '1 minute'
+     FROM job_info, generate_series(1, 3) k WHERE job_id LIKE 'big%' AND abs(hashtext(job_id)) % 4 <> 1" >/dev/null
+jobs_rows() { # SQL of rows -> their digest
+    sql "SELECT count(*) || ' ' || md5(string_agg(r::text, '|' ORDER BY n)) FROM (SELECT row_number() OVER () n, x AS r FROM ($1) x) y"
+}
+for args in "NULL 20 false" "NULL 1 true" "NULL 500 true" "'t0042' 20 false" "'t0042' 2 true" "NULL 20 true 'big7'"; do
+    set -- $args
+    filt="(${1}::text IS NULL OR tenant = ${1}) AND (${4:-NULL}::text IS NULL OR job_id = ${4:-NULL})
+          AND ($3 OR completed_at IS NULL OR completed_at > now() - interval '1 day')"
+    check "jobs_recent($args) = the jobs view's rows" \
+        "$(jobs_rows "SELECT * FROM jobs WHERE $filt ORDER BY updated_at DESC, job_id LIMIT $2")" \
+        "$(jobs_rows "SELECT * FROM jobs_recent($1, $2, $3, ${4:-NULL})")"
+done
 sql "ANALYZE" >/dev/null
 # plan NAME SQL: the plan of SQL and of every statement run inside it
 plan() {
@@ -208,8 +233,9 @@ EOF
 }
 # the tables that hold rows (an empty partition is scanned in no time, and the planner knows it)
 big="($(sql "SELECT string_agg(c.relname, '|') FROM pg_class c
-             WHERE c.relname IN ('drift_hourly', 'drift_daily', 'drift_status', 'ticket_results', 'drift_judged_hourly')
-                OR (c.relname ~ '^drift_(windows|judged)_' AND c.relkind = 'r' AND c.reltuples > 0)"))( |$)"
+             WHERE c.relname IN ('drift_hourly', 'drift_daily', 'drift_status', 'ticket_results', 'drift_judged_hourly',
+                                 'job_info', 'job_progress')
+                OR (c.relname ~ '^(drift_(windows|judged)|ticket_results)_' AND c.relkind = 'r' AND c.reltuples > 0)"))( |$)"
 scanless() { # NAME SQL: no sequential scan of the big tables
     local p
     p=$(plan "$1" "$2")
@@ -219,8 +245,18 @@ scanless() { # NAME SQL: no sequential scan of the big tables
         ok "$1: no sequential scan"
     fi
 }
+scanless "reclass jobs: the listing (jobs_recent)" \
+    "SELECT j.job_id, d.status FROM jobs_recent(NULL, 20, false) j LEFT JOIN LATERAL (SELECT z.status FROM drift_status z WHERE z.tenant = j.tenant AND z.window_start > now() - interval '1 day' ORDER BY z.level DESC LIMIT 1) d ON true"
+scanless "reclass jobs --tenant T (jobs_recent)" "SELECT count(*) FROM jobs_recent('t0042', 20, true)"
 scanless "reclass jobs (drift_status by key)" \
     "SELECT j.job_id, d.status FROM jobs j LEFT JOIN LATERAL (SELECT z.status FROM drift_status z WHERE z.tenant = j.tenant AND z.window_start > now() - interval '1 day' ORDER BY z.level DESC LIMIT 1) d ON true WHERE j.job_id = 'big7'"
+scanless "reclass jobs show J: labels" \
+    "SELECT label, tickets, mean_confidence FROM job_label_counts WHERE job_id = 'big7' ORDER BY tickets DESC, label LIMIT 10"
+scanless "reclass jobs show J: detail" \
+    "SELECT count(*) FILTER (WHERE truncated), avg(confidence)::float8, max(classified_at), string_agg(DISTINCT model, ',') FROM ticket_results WHERE job_id = 'big7'"
+p=$(plan "a job's results in its month" "SELECT count(*) FROM ticket_results WHERE job_id = 'big7' AND job_month = (SELECT ticket_results_month(first_seen) FROM job_info WHERE job_id = 'big7')")
+n=$(grep -E ' on ticket_results_[0-9]{6} .*actual rows' <<<"$p" | grep -oE ' on ticket_results_[0-9]{6}' | sort -u | wc -l)
+check "a job's results named with its month: one partition read (pruned at run time)" 1 "$n"
 scanless "drift_window_scores, one tenant, last hour" \
     "SELECT count(*) FROM drift_window_scores WHERE tenant = 't0042' AND bucket_start > now() - interval '1 hour'"
 scanless "drift_scores('hour', 1 day, one tenant)" \

@@ -188,6 +188,50 @@ check "008: another tenant's failure does not count" 0 "$(sql "$db" "SELECT fail
 out=$(sql "$db" "SELECT job_total_check('j1', 2147483647)")
 has "008: a total is fixed once" "its total is 10, a ticket says 2147483647" "$out"
 
+# 7c. 012_results_partitioned over a database of schema 011 holding results of jobs first seen
+# in three months, one row violating 005's (NOT VALID) checks: every row kept as it was, each
+# in its job's month's partition, none in the default; the views still answer; a redelivery's
+# row stays unique across the key (job_id, ticket_id, job_month)
+mkdir -p "$tmp/upto11" && cp "$src"/migrations/0[01]*_*.sql "$tmp/upto11/" && rm -f "$tmp"/upto11/01[2-9]_*.sql
+db=$(newdb before012)
+"$bin" migrate --db "$db" --migrations "$tmp/upto11" >/dev/null 2>&1
+sql "$db" "INSERT INTO ticket_results (job_id, tenant, ticket_id, label, label_id, confidence, tokens, model,
+             top_k, \"partition\", \"offset\", enqueued_at, classified_at)
+           SELECT 'm' || (i % 3), 'acme', 't' || i, 'l' || (i % 4), i % 4, 0.5, 7, 'm', '[{\"p\": 0.5}]',
+             i % 2, i, now() - interval '1 hour', now() - (i % 3) * interval '40 days' FROM generate_series(1, 300) i;
+           UPDATE job_info SET first_seen = now() - substr(job_id, 2)::int * interval '40 days';
+           ALTER TABLE ticket_results DROP CONSTRAINT ticket_results_confidence;
+           INSERT INTO ticket_results (job_id, tenant, ticket_id, label, label_id, confidence, tokens, model)
+             VALUES ('m0', 'acme', 'old', 'l', 1, 1.5, 1, 'm');
+           ALTER TABLE ticket_results ADD CONSTRAINT ticket_results_confidence
+             CHECK (confidence >= 0 AND confidence <= 1) NOT VALID" >/dev/null
+rows_digest="SELECT count(*) || ' ' || md5(string_agg(concat_ws(',', job_id, ticket_id, tenant, label, label_id, confidence,
+               top_k, tokens, truncated, model, \"partition\", \"offset\", enqueued_at, classified_at), '|' ORDER BY job_id, ticket_id))
+             FROM ticket_results"
+before=$(sql "$db" "$rows_digest")
+views="SELECT (SELECT string_agg(job_id || ':' || label || ':' || tickets, ',' ORDER BY job_id, label) FROM job_label_counts)
+              || (SELECT string_agg(job_id || ':' || tickets, ',' ORDER BY job_id) FROM job_latency)"
+views_before=$(sql "$db" "$views")
+out=$("$bin" migrate --db "$db" --migrations "$src/migrations" 2>&1); rc=$?
+check "012 over rows of 011 exits 0" 0 $rc
+check "012: every row kept as it was (rows before = rows after)" "$before" "$(sql "$db" "$rows_digest")"
+check "012: the views answer as before" "$views_before" "$(sql "$db" "$views")"
+check "012: ticket_results is partitioned" p "$(sql "$db" "SELECT relkind FROM pg_class WHERE relname = 'ticket_results'")"
+check "012: each row in its job's month's partition" "0|3" \
+    "$(sql "$db" "SELECT (SELECT count(*) FROM ticket_results_default) || '|' || count(DISTINCT tableoid) FROM ticket_results")"
+check "012: rows by their jobs' months" "0" "$(sql "$db" "SELECT count(*) FROM ticket_results r JOIN job_info j USING (job_id)
+    WHERE r.job_month <> ticket_results_month(j.first_seen)")"
+out=$(sql "$db" "INSERT INTO ticket_results (job_id, tenant, ticket_id, label, label_id, confidence, tokens, model)
+                 VALUES ('m2', 'acme', 't2', 'l', 0, 0.5, 1, 'm')")
+has "012: a row of an older job outside its month is refused" "job_month is not the month of the job's first record" "$out"
+out=$(sql "$db" "INSERT INTO ticket_results (job_id, tenant, ticket_id, label, label_id, confidence, tokens, model, job_month)
+                 SELECT 'm2', 'acme', 't2', 'l', 0, 0.5, 1, 'm', ticket_results_month(first_seen) FROM job_info WHERE job_id = 'm2'")
+has "012: a ticket stored twice in its job's month is refused" "duplicate key value" "$out"
+check "012: retention 'forever' drops nothing" 0 "$(sql "$db" "SELECT ticket_results_partitions_maintain()")"
+sql "$db" "UPDATE reclass_settings SET value = '60 days' WHERE name = 'ticket_results_retention'" >/dev/null
+check "012: a retention drops the whole months before it" "1 201" \
+    "$(sql "$db" "SELECT ticket_results_partitions_maintain()") $(sql "$db" "SELECT count(*) FROM ticket_results")"
+
 # 8. CLI errors: input errors exit 2 with what to fix, an unreachable server exits 1
 out=$("$bin" migrate 2>&1); rc=$?
 check "no database exits 2" 2 $rc

@@ -2,7 +2,8 @@
  * total fixed by the first stored ticket (a ticket saying another is refused, changes
  * nothing; the first write's odd ticket does not fix it), dead letters counted once per ticket
  * and never for a ticket with a result row, another tenant's not at all, done + failed never
- * past the total, completion once. Run through tests/test_sink.sh. */
+ * past the total, completion once; a job across the end of a month keeps its partition.
+ * Run through tests/test_sink.sh. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -135,6 +136,56 @@ static void test_failures_within_total(void **state) {
     sink_free(s);
 }
 
+static void exec_ok(const char *sql) {
+    PGresult *res = PQexec(check, sql);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK)
+        fail_msg("%s: %s", sql, PQresultErrorMessage(res));
+    PQclear(res);
+}
+
+/* "rows|rows in the job's month" of a job. */
+static const char *month_line(const char *job) {
+    static char line[64];
+    const char *p[1] = {job};
+    PGresult *res = PQexecParams(
+        check,
+        "SELECT count(*) || '|' || count(*) FILTER (WHERE r.job_month ="
+        " ticket_results_month(j.first_seen)) FROM ticket_results r JOIN job_info j USING (job_id)"
+        " WHERE job_id = $1",
+        1, NULL, p, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) fail_msg("%s", PQresultErrorMessage(res));
+    snprintf(line, sizeof line, "%s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return line;
+}
+
+/* A job first seen last month (migrations/012_results_partitioned.sql): its later tickets,
+ * new ones and a redelivered one, go to its month's partition (the fast path's default month
+ * is refused, the upsert path reads the job's) and each counts once. */
+static void test_job_across_months(void **state) {
+    (void)state;
+    sink_t *s = open_sink();
+    sink_result_t r[6];
+    for (int i = 0; i < 3; i++)
+        r[i] = row("job-months", i, 6);
+    assert_int_equal(write_rows(s, r, 3, NULL), 0);
+    exec_ok("SELECT ticket_results_partitions_ensure(now() - interval '2 months', now())");
+    exec_ok("UPDATE job_info SET first_seen = date_trunc('month', now()) - interval '3 days'"
+            " WHERE job_id = 'job-months'");
+    exec_ok("UPDATE ticket_results SET job_month = ticket_results_month(date_trunc('month', now())"
+            " - interval '3 days') WHERE job_id = 'job-months'");
+    for (int i = 0; i < 3; i++)
+        r[i] = row("job-months", 2 + i, 6); /* t2 again, t3, t4 */
+    assert_int_equal(write_rows(s, r, 3, NULL), 0);
+    assert_string_equal(month_line("job-months"), "5|5");
+    assert_string_equal(job_line("job-months"), "5|0|6|running|0");
+    r[0] = row("job-months", 5, 6);
+    assert_int_equal(write_rows(s, r, 1, NULL), 0);
+    assert_string_equal(month_line("job-months"), "6|6");
+    assert_string_equal(job_line("job-months"), "6|0|6|complete|1");
+    sink_free(s);
+}
+
 static int group_setup(void **state) {
     (void)state;
     db_url = getenv("RECLASS_TEST_DB");
@@ -163,6 +214,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_total_fixed_once),
         cmocka_unit_test(test_failures_within_total),
+        cmocka_unit_test(test_job_across_months),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -40,14 +40,16 @@ sql "INSERT INTO job_info (job_id, tenant, total, first_seen, completed_at, upda
                                                        - interval '1 hour' AS t) x"
 sql "INSERT INTO job_progress (job_id, writer, done, updated_at)
      SELECT job_id, 'bench:1:0', total, updated_at FROM job_info"
+# the months of the jobs' first records (ticket_results' partitions)
+sql "SELECT ticket_results_partitions_ensure(now() - interval '$((DAYS + 1)) days', now())" >/dev/null
 chunk=$(( JOBS < 1000 ? JOBS : 1000 ))
 for ((lo = 1; lo <= JOBS; lo += chunk)); do
     hi=$(( lo + chunk - 1 < JOBS ? lo + chunk - 1 : JOBS ))
     sql "INSERT INTO ticket_results (job_id, ticket_id, tenant, label, label_id, confidence, tokens,
-                                     model, \"partition\", \"offset\", enqueued_at, classified_at)
+                                     model, \"partition\", \"offset\", enqueued_at, classified_at, job_month)
          SELECT j.job_id, 't' || i, j.tenant, 'l' || (h % 20), h % 20, 0.5 + (h % 50) / 100.0,
                 20 + h % 200, 'm', i % 12, i, j.first_seen + i * interval '3.6 s' - interval '1 s',
-                j.first_seen + i * interval '3.6 s'
+                j.first_seen + i * interval '3.6 s', ticket_results_month(j.first_seen)
          FROM job_info j, generate_series(0, 999) i, LATERAL (SELECT abs(hashtext(j.job_id || i)) AS h) x
          WHERE j.job_id BETWEEN format('job-%s', lpad('$lo', 6, '0')) AND format('job-%s', lpad('$hi', 6, '0'))"
 done
@@ -182,8 +184,8 @@ time_sql "README: \`drift_scores('hour', now() - interval '1 day', T)\`" \
     "SELECT count(*) FROM drift_scores('hour', now() - interval '1 day', '$tenant')"
 time_sql 'one tenant'"'"'s label mix over 24 h (`ticket_results`)' \
     "SELECT label, count(*) FROM ticket_results WHERE tenant = '$tenant' AND classified_at > now() - interval '24 hours' GROUP BY label"
-time_sql 'jobs listing without the drift column' \
-    "SELECT job_id, tenant, total, done FROM jobs ORDER BY updated_at DESC, job_id LIMIT 50"
+time_sql 'jobs listing without the drift column (`jobs_recent`)' \
+    "SELECT job_id, tenant, total, done FROM jobs_recent(NULL, 50, true)"
 echo
 echo "rows: ticket_results $(sql "SELECT count(*) FROM ticket_results"), jobs $JOBS," \
      "drift_windows $(sql "SELECT count(*) FROM drift_windows"), drift_hourly $(sql "SELECT count(*) FROM drift_hourly")," \

@@ -64,20 +64,19 @@ static void jobs_usage(FILE *f) {
  * Columns: job, tenant, total, done, elapsed s (first record to last write), idle s (since
  * the last write), completed, first seen (UTC text), drift status (drift_status of migration
  * 009, the worst model's, by its primary key), failed and state
- * (migrations/008_job_failures.sql; NULL before it: read through to_jsonb so that either
- * schema answers). */
+ * (migrations/008_job_failures.sql). The rows are the jobs view's, found through indexes by
+ * jobs_recent (migrations/014_jobs_recent.sql): the listing reads about $2 jobs, not all. */
 static const char SQL_JOBS[] =
     "SELECT j.job_id, coalesce(j.tenant, ''), j.total, j.done,"
     "  extract(epoch FROM j.updated_at - j.first_seen)::float8,"
     "  extract(epoch FROM now() - j.updated_at)::float8, j.completed_at IS NOT NULL,"
     "  to_char(j.first_seen AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS'),"
-    "  coalesce(d.status, '-'), (to_jsonb(j) ->> 'failed')::bigint, to_jsonb(j) ->> 'state'"
-    " FROM jobs j LEFT JOIN LATERAL (SELECT z.status FROM drift_status z"
+    "  coalesce(d.status, '-'), j.failed::bigint, j.state"
+    " FROM jobs_recent($1::text, $2::integer, $3::boolean, $4::text) j"
+    " LEFT JOIN LATERAL (SELECT z.status FROM drift_status z"
     "  WHERE z.tenant = j.tenant AND z.window_start > now() - interval '1 day'"
     "  ORDER BY z.level DESC LIMIT 1) d ON true"
-    " WHERE ($1::text IS NULL OR j.tenant = $1) AND ($4::text IS NULL OR j.job_id = $4)"
-    "  AND ($3::boolean OR j.completed_at IS NULL OR j.completed_at > now() - interval '1 day')"
-    " ORDER BY j.updated_at DESC, j.job_id LIMIT $2::integer";
+    " ORDER BY j.updated_at DESC, j.job_id";
 
 /* $1 job: label, tickets, mean confidence; then (one row) truncated tickets. */
 static const char SQL_LABELS[] = "SELECT label, tickets, mean_confidence FROM job_label_counts"
