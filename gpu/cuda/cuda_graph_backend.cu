@@ -134,6 +134,7 @@ extern "C" int cuda_be_read_tensor(gpu_backend_t *be, int t, size_t rows, float 
 
 void cuda_be_graph_tune(struct gpu_backend *be, int candidates) {
     be->graph->gemm.tune = candidates;
+    be->graph->gemm8.tune = candidates;
 }
 
 void cuda_be_graph_free(struct gpu_backend *be) {
