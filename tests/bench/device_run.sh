@@ -72,7 +72,7 @@
 #                ops      test_graph_ops (its cuda fp8 rows: every linear epilogue, norm then
 #                         linear, the fused LayerNorm)
 #                speed    reclass bench --geometry bert-base fp16 and fp8 (tickets-mix, 16384
-#                         and 65536, FP8_ROUNDS interleaved), then torch_gpu_peer.py compile
+#                         and 65536, FP8_ROUNDS (1) interleaved), then torch_gpu_peer.py compile
 #                         bf16 on the same workload
 #                plans    test_gpu_fp8 plans: bert-base per set of FP8 points beside fp16
 #                agree    a BERT-base-geometry CLINC150 classifier trained here
@@ -82,6 +82,9 @@
 #                         ../shared/data/cfpb_complaints .devdata/`, in .git/info/exclude,
 #                         carried); agreement with HF fp32 of reclass cuda fp16 / fp8 and the
 #                         CPU fp8 reference on CLINC150 test and long CFPB narratives
+#                sens     tests/bench/fp8_sensitivity (the C reference, the host's cores) on
+#                         that classifier per plan of FP8_SENS_PLANS ("plan inner:ff1
+#                         inner:qkv"; plan syntax in the tool), against its HF fp32 goldens
 #                recipes  fp8_recipes.py's simulation of FP8_RECIPES on that classifier
 #                The kernels part reads the demo goldens: carry .devlibs/fix.tar.xz
 #                (pack-fixtures) and start with `tar -xJf .devlibs/fix.tar.xz &&`.
@@ -118,7 +121,8 @@ pack)
     # The build's CTest files (and the binaries' compiled-in defaults) hold this checkout's
     # absolute path: recorded so that `run` can make it lead to the device's checkout.
     pwd -P >.devlibs/build-root
-    ldd $B/reclass $B/tests/test_gpu_kernels $B/tests/test_cpu_bf16 $B/tests/cpu_bf16_bench $B/tests/test_graph_ops | awk '/=>/ {print $3}' | sort -u |
+    ldd $B/reclass $B/tests/test_gpu_kernels $B/tests/test_cpu_bf16 $B/tests/cpu_bf16_bench $B/tests/test_graph_ops \
+        $B/tests/fp8_sensitivity | awk '/=>/ {print $3}' | sort -u |
         grep -v -E 'libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libresolv|ld-linux|libgcc_s|libstdc\+\+|libcublas|libcudart' |
         while read -r lib; do cp -L "$lib" .devlibs/lib/; done
     # the long CFPB narratives for the cpubf16 stage (../shared does not travel)
@@ -126,7 +130,7 @@ pack)
     base=()
     [ -x .devlibs/base/reclass ] && base=(.devlibs/base/reclass) # the job stage's baseline
     tar -cf - .devlibs/lib .devlibs/build-root .devlibs/cfpb "${base[@]}" $B/reclass $B/tests/test_gpu_* \
-        $B/tests/gpu_bench $B/tests/test_cpu_bf16 $B/tests/cpu_bf16_bench $B/tests/test_graph_ops \
+        $B/tests/gpu_bench $B/tests/test_cpu_bf16 $B/tests/cpu_bf16_bench $B/tests/test_graph_ops $B/tests/fp8_sensitivity \
         $B/CTestTestfile.cmake $B/tests/CTestTestfile.cmake | xz -T2 -6 >.devlibs/bundle.tar.xz
     rm -rf .devlibs/lib .devlibs/cfpb
     ls -la .devlibs
@@ -499,10 +503,10 @@ if has fp8; then
         grep -E "^plan|FAIL" "$OUT/fp8-plans.log" | tee -a "$summary"
     fi
     if fpart speed; then
-        # reclass bench bert-base fp16 and fp8 interleaved (FP8_ROUNDS, 2: the second round in
+        # reclass bench bert-base fp16 and fp8 interleaved (FP8_ROUNDS, 1; a second round runs in
         # the other order), then torch.compile bf16 on the same tickets-mix workload
         [ -f /tmp/tickets_mix.jsonl ] || $B/tests/gpu_bench --budgets 16384 --repeat 1 --workload-out /tmp/tickets_mix.jsonl >/dev/null
-        for round in $(seq 1 "${FP8_ROUNDS:-2}"); do
+        for round in $(seq 1 "${FP8_ROUNDS:-1}"); do
             precs="fp16 fp8"
             [ $((round % 2)) -eq 0 ] && precs="fp8 fp16"
             for tb in 16384 65536; do
@@ -522,7 +526,7 @@ if has fp8; then
             /tmp/tickets_mix.jsonl --dtype bf16 --variants compile --budgets 16384,65536 --repeat 3
         grep -E '^\{|skip|Error' "$OUT/fp8-torch.log" | tee -a "$OUT/fp8-speed.log" | tee -a "$summary"
     fi
-    if { fpart agree || fpart recipes; } && [ ! -f $D/model/config.json ]; then
+    if { fpart agree || fpart recipes || fpart sens; } && [ ! -f $D/model/config.json ]; then
         note "fp8: train BERT-base CLINC150 classifier ($(elapsed)s)"
         PYTHONUNBUFFERED=1 step 300 "$OUT/fp8-train.log" python3 tests/bench/fp8_agreement.py train $D \
             --data "${FP8_DATA:-.devdata}" --epochs ${FP8_EPOCHS:-3}
@@ -543,6 +547,14 @@ if has fp8; then
         note "fp8 agreement with HF fp32 ($(elapsed)s)"
         python3 tests/bench/fp8_agreement.py compare $D "${outs[@]}" 2>&1 | tee "$OUT/fp8-agreement.log" | tee -a "$summary"
         grep -m1 "fp8 plan" "$OUT/fp8-classify.err" | tee -a "$summary"
+    fi
+    if fpart sens; then # the C reference per plan on this classifier, on the host's cores
+        for plan in ${FP8_SENS_PLANS:-plan inner:ff1 inner:qkv}; do
+            note "fp8: C reference, plan $plan ($(elapsed)s)"
+            step 200 "$OUT/fp8-sens-${plan//[:\/+]/_}.log" $B/tests/fp8_sensitivity --model $D/model \
+                --fixtures $D --threads "$(nproc)" "$plan"
+            grep -E "%|error" "$OUT/fp8-sens-${plan//[:\/+]/_}.log" | tee -a "$summary"
+        done
     fi
     if fpart recipes; then
         note "fp8 recipes on this classifier, torch simulation ($(elapsed)s)"
