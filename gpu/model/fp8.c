@@ -112,23 +112,20 @@ void gpu_fp8_norm_row(const float *x, const float *res, const float *gamma, cons
         y[i] = fmaf((y[i] - mean) * rstd, gamma[i], beta[i]);
 }
 
-/* Measured on the demo checkpoint (4 x 256, trained from scratch) against HF fp32 with the CPU
- * reference (tests/bench/fp8_recipes.py, test_cpu_fp8; gpu/NOTES-cuda.md "FP8"): every
- * projection of every layer in FP8 keeps 98.98% top-1 on CLINC150 and 95.09% on long
- * complaints; any one whole layer in FP8 already falls under 99.0% on the complaints; the first
- * and the last layer cost the most. A model that shallow keeps only the attention-out
- * projections of its inner layers in FP8 (99.64% / 99.24%): 7% of bert-base's FLOPs, too few
- * to speed anything up. From GPU_FP8_DEEP layers on, QKV and FFN-in of every layer but the first
- * and the last run in FP8 (bert-base: 20 of 48 projections, 49% of their FLOPs):
- * their inputs are LayerNorm outputs, which the CUDA LayerNorm writes as E4M3 with per-token
- * scales at no extra pass, and whose rows are normalized (no outliers beyond gamma). The
- * attention-out and FFN-out inputs are written by kernels that cannot see a token's whole row
- * (heads, N tiles in different blocks): each would pay a quantize pass over its rows, which
- * moves about as many bytes as FP8 saves on those GEMMs (`test_gpu_fp8 bench` prints both), and
- * the FFN-out input (GELU output) is the most outlier-heavy point. The first layer reads the
- * embeddings and the last feeds the head. Agreement on a BERT-base classifier: the `fp8` stage
- * of tests/bench/device_run.sh (the CPU reference, the CUDA path and fp8_recipes.py's
- * simulation of this plan and its neighbours). */
+/* Measured with the C reference against HF fp32 (tests/bench/fp8_sensitivity.c,
+ * fp8_recipes.py; the tables in gpu/NOTES-cuda.md "FP8"). The demo checkpoint (4 x 256, trained
+ * from scratch, small margins): every projection in FP8 keeps 98.98% top-1 on CLINC150 and
+ * 95.09% on long complaints, any whole layer falls under 99.0% on the complaints, and of its
+ * inner layers only the attention-out projections hold both gates (99.64% / 99.24%; QKV + FFN-in
+ * there: 99.33% / 96.41%). That is the plan below GPU_FP8_DEEP layers: 7% of bert-base's FLOPs,
+ * too few to speed anything up. From GPU_FP8_DEEP layers on, QKV and FFN-in of every layer but
+ * the first and the last (bert-base: 20 of 48 projections, 49% of their FLOPs): the points whose
+ * input a LayerNorm writes, as E4M3 with per-token scales at no extra pass; attention-out and
+ * FFN-out inputs come from kernels that never see a token's whole row, so each would pay a
+ * quantize pass costing what FP8 saves on its GEMM (`test_gpu_fp8 bench`). The first layer
+ * reads the embeddings, the last feeds the head. Whether a BERT-base classifier holds the gates
+ * with it is measured on the device (tests/bench/device_run.sh fp8, parts sens and agree: the C
+ * reference per plan, on a BERT-base-geometry classifier trained there); the demo cannot say. */
 int gpu_fp8_runs(const gpu_model_config_t *cfg, int layer, gpu_fp8_point_t p) {
     if (layer <= 0 || layer + 1 >= cfg->layers) return 0;
     if (cfg->layers >= GPU_FP8_DEEP) return p == GPU_FP8_QKV || p == GPU_FP8_FF1;
