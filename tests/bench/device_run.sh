@@ -84,7 +84,7 @@
 #                         CPU fp8 reference on CLINC150 test and long CFPB narratives
 #                sens     tests/bench/fp8_sensitivity (the C reference, the host's cores) on
 #                         that classifier per plan of FP8_SENS_PLANS ("plan inner:ff1
-#                         inner:qkv"; plan syntax in the tool), against its HF fp32 goldens
+#                         inner:ao+ff2"; plan syntax in the tool), against its HF fp32 goldens
 #                recipes  fp8_recipes.py's simulation of FP8_RECIPES on that classifier
 #                The kernels part reads the demo goldens: carry .devlibs/fix.tar.xz
 #                (pack-fixtures) and start with `tar -xJf .devlibs/fix.tar.xz &&`.
@@ -549,7 +549,7 @@ if has fp8; then
         grep -m1 "fp8 plan" "$OUT/fp8-classify.err" | tee -a "$summary"
     fi
     if fpart sens; then # the C reference per plan on this classifier, on the host's cores
-        for plan in ${FP8_SENS_PLANS:-plan inner:ff1 inner:qkv}; do
+        for plan in ${FP8_SENS_PLANS:-plan inner:ff1 inner:ao+ff2}; do
             note "fp8: C reference, plan $plan ($(elapsed)s)"
             step 200 "$OUT/fp8-sens-${plan//[:\/+]/_}.log" $B/tests/fp8_sensitivity --model $D/model \
                 --fixtures $D --threads "$(nproc)" "$plan"
