@@ -95,6 +95,15 @@ int gpu_graph_check(const gpu_graph_t *g, const char *backend,
     return 0;
 }
 
+int gpu_graph_norm_feeds_fp8(const gpu_graph_t *g, int i) {
+    if (i < 0 || i + 1 >= g->n_ops) return 0;
+    const gpu_op_t *op = &g->op[i], *next = op + 1;
+    return op->kind == GPU_OP_NORM && op->w[0] >= 0 && op->n % 8 == 0 && op->out.col == 0 &&
+           g->tensor[op->out.t].cols == op->n && next->kind == GPU_OP_LINEAR &&
+           next->prec == GPU_PREC_FP8 && next->src[0].t == op->out.t && next->src[0].col == 0 &&
+           next->k == op->n && g->tensor[next->out.t].rows_kind == g->tensor[op->out.t].rows_kind;
+}
+
 void gpu_graph_free(gpu_graph_t *g) {
     if (!g) return;
     free(g->tensor);

@@ -174,6 +174,11 @@ void gpu_graph_free(gpu_graph_t *g);
 /* Rows of tensor t for a batch capacity (token_budget tokens, max_seqs sequences). */
 size_t gpu_graph_rows(const gpu_graph_t *g, int t, int token_budget, int max_seqs);
 
+/* 1 when op i of the batch ops is a LayerNorm whose whole rows the next op, a linear at fp8,
+ * reads as its input: that norm follows gpu_fp8_norm_row's exact sequence on every backend (the
+ * CPU reference and CUDA's cuda_fp8_add_ln, which writes the linear's E4M3 input too). */
+int gpu_graph_norm_feeds_fp8(const gpu_graph_t *g, int i);
+
 /* Whether a backend runs an op: its supports_op (gpu_backend_ops_t). The first op (prelude
  * included) it lacks, named in err: "the cuda backend lacks l0.attn: attention
  * (disentangled c2p p2c) bf16"; 0 when it runs them all. */

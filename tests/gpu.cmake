@@ -21,7 +21,9 @@ foreach(t test_gpu_kernels test_gpu_golden test_gpu_memory test_gpu_fp8)
   target_link_libraries(${t} PRIVATE ${RECLASS_CUDA_TEST_LIB})
   set_tests_properties(${t} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600)
 endforeach()
-target_sources(test_gpu_golden PRIVATE ${CMAKE_SOURCE_DIR}/tests/lib/family_golden.c)
+foreach(t test_gpu_golden test_gpu_fp8)
+  target_sources(${t} PRIVATE ${CMAKE_SOURCE_DIR}/tests/lib/family_golden.c)
+endforeach()
 
 # gpu_bench: throughput, GEMM ceiling and phase breakdown on tickets-mix (device_run.sh).
 add_executable(gpu_bench ${CMAKE_SOURCE_DIR}/tests/test_gpu_bench.c

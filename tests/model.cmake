@@ -51,6 +51,14 @@ reclass_add_test(NAME test_golden_gate SOURCES ${CMAKE_SOURCE_DIR}/tests/test_go
 reclass_add_test(NAME test_cpu_fp8 SOURCES ${CMAKE_SOURCE_DIR}/tests/test_cpu_fp8.c
   ${CMAKE_SOURCE_DIR}/tests/lib/family_golden.c LABELS unit)
 
+# Which projections can run in FP8 (not a test): the C reference per plan against the HF fp32
+# goldens, build/tests/fp8_sensitivity [--model DIR] [--sets a,b] PLAN... (gpu/NOTES-cuda.md).
+add_executable(fp8_sensitivity ${CMAKE_SOURCE_DIR}/tests/bench/fp8_sensitivity.c
+  ${CMAKE_SOURCE_DIR}/tests/lib/family_golden.c)
+target_link_libraries(fp8_sensitivity PRIVATE reclass_test_lib reclass_core)
+target_compile_definitions(fp8_sensitivity PRIVATE RECLASS_FIXTURES="${RECLASS_FIXTURES}"
+  RECLASS_DEMO_MODEL="${RECLASS_DEMO_MODEL}")
+
 # The graph's ops x precisions x backends against the reference ops (ggml's test-backend-ops):
 # a backend not built or without a device prints its rows as skipped.
 reclass_add_test(NAME test_graph_ops SOURCES ${CMAKE_SOURCE_DIR}/tests/test_graph_ops.c

@@ -1,7 +1,8 @@
 /* The FP8 reference (`--precision fp8` on the CPU backend, gpu/model/fp8.h): the E4M3
  * conversion against an independent nearest-value search and, where the CUDA headers are
  * there, bit for bit against CUDA's own __nv_cvt_float_to_fp8 (host emulation of the
- * cvt.rn.satfinite instruction); the per-token row quantization; and the agreement gates on
+ * cvt.rn.satfinite instruction); the per-token row quantization; the LayerNorm sequence the CUDA
+ * kernel before an FP8 linear follows (gpu_fp8_norm_row); and the agreement gates on
  * the demo checkpoint against Hugging Face fp32: top-1 >= 99.5% on CLINC150 test and >= 99.0%
  * on the long CFPB complaint narratives (tests/fixtures/golden_cfpb_long.jsonl). */
 #include <setjmp.h>
@@ -131,6 +132,48 @@ static void test_quantize_row(void **state) {
         assert_true(zf[i] == 0.0f);
 }
 
+/* gpu_fp8_norm_row (the sequence the CUDA LayerNorm before an FP8 linear follows bit for bit,
+ * test_gpu_fp8): a LayerNorm, within a few fp32 ulps of one computed in double, with and without
+ * the residual, for rows whose lanes hold one to four chunks and rows where some lanes hold
+ * none; in place too. */
+static void test_norm_row(void **state) {
+    (void)state;
+    static const int Hs[] = {64, 264, 768, 1024};
+    float x[1024], r[1024], g[1024], b[1024], y[1024], z[1024];
+    for (size_t t = 0; t < sizeof Hs / sizeof Hs[0]; t++) {
+        const int H = Hs[t];
+        for (int i = 0; i < H; i++) {
+            x[i] = sinf(0.37f * (float)i) * (i % 31 == 7 ? 12.0f : 1.5f) + 0.25f;
+            r[i] = cosf(0.11f * (float)i);
+            g[i] = 0.8f + 0.01f * (float)(i % 40);
+            b[i] = 0.05f * (float)((i % 9) - 4);
+        }
+        for (int with_res = 0; with_res < 2; with_res++) {
+            gpu_fp8_norm_row(x, with_res ? r : NULL, g, b, H, 1e-12f, y);
+            double mean = 0, var = 0;
+            for (int i = 0; i < H; i++)
+                mean += (double)x[i] + (with_res ? (double)r[i] : 0);
+            mean /= H;
+            for (int i = 0; i < H; i++) {
+                const double d = (double)x[i] + (with_res ? (double)r[i] : 0) - mean;
+                var += d * d;
+            }
+            const double rstd = 1.0 / sqrt(var / H + 1e-12);
+            for (int i = 0; i < H; i++) {
+                const double v = (double)x[i] + (with_res ? (double)r[i] : 0);
+                const double want = (v - mean) * rstd * g[i] + b[i];
+                if (fabs(y[i] - want) > 4e-6 * (fabs(want) + 1.0))
+                    fail_msg("H %d res %d [%d]: %.9g, double %.9g", H, with_res, i, (double)y[i],
+                             want);
+            }
+            if (with_res) continue;
+            memcpy(z, x, sizeof(float) * (size_t)H); /* in place: the same bits */
+            gpu_fp8_norm_row(z, NULL, g, b, H, 1e-12f, z);
+            assert_memory_equal(z, y, sizeof(float) * (size_t)H);
+        }
+    }
+}
+
 /* Agreement with HF fp32 of the demo model at fp8 on one golden set. */
 static void gate(const char *set, double min_agree) {
     char err[512];
@@ -180,9 +223,10 @@ static void test_plan_text(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_e4m3_values),   cmocka_unit_test(test_e4m3_matches_cuda),
-        cmocka_unit_test(test_quantize_row),  cmocka_unit_test(test_plan_text),
-        cmocka_unit_test(test_gate_clinc150), cmocka_unit_test(test_gate_cfpb_long),
+        cmocka_unit_test(test_e4m3_values),    cmocka_unit_test(test_e4m3_matches_cuda),
+        cmocka_unit_test(test_quantize_row),   cmocka_unit_test(test_plan_text),
+        cmocka_unit_test(test_norm_row),       cmocka_unit_test(test_gate_clinc150),
+        cmocka_unit_test(test_gate_cfpb_long),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -36,6 +36,7 @@ enum {
     LIN_GLU,
     LIN_RES,
     LIN_RES_NORM,
+    NORM_LIN,
     ATT_FULL,
     ATT_WINDOW,
     ATT_ROPE,
@@ -60,6 +61,7 @@ static const char *const case_name[N_CASES] = {"embed",
                                                "linear glu gelu",
                                                "linear residual",
                                                "linear residual + norm",
+                                               "norm then linear",
                                                "attention full",
                                                "attention window 2",
                                                "attention rope",
@@ -188,6 +190,32 @@ static void build(const gpu_model_t *m, int c, gpu_precision_t prec, gpu_precisi
         float *zero = calloc((size_t)NTOK * H, sizeof(float));
         if (c == NORM) gpu_ref_add_ln(o->ref, zero, g, be, NTOK, H, cfg.ln_eps);
         free(zero);
+        return;
+    }
+    if (c == NORM_LIN) { /* a LayerNorm feeding a linear: CUDA's FP8 writes its codes there */
+        const int K = H, N = NOUT;
+        const int in = input(&b, "in", GPU_ROWS_TOKENS, x, NTOK, K);
+        const float *g = rnd((size_t)K, 1.0f, &seed), *be = rnd((size_t)K, 0.5f, &seed);
+        const float *w = rnd((size_t)N * K, 0.1f, &seed), *bias = rnd((size_t)N, 0.1f, &seed);
+        const int h = gpu_gb_act(&b, "h", GPU_ROWS_TOKENS, K);
+        gpu_gb_norm(&b, "norm", -1, gpu_gb_view(h, 0), gpu_gb_view(in, 0),
+                    gpu_gb_weight(&b, "g", g, 1, K, 1), gpu_gb_weight(&b, "b", be, 1, K, 1), K);
+        o->out = gpu_gb_act(&b, "y", GPU_ROWS_TOKENS, N);
+        gpu_gb_linear(&b, "linear", -1, prec, gpu_gb_view(o->out, 0), gpu_gb_view(h, 0),
+                      gpu_gb_weight(&b, "w", w, N, K, 0), gpu_gb_weight(&b, "bias", bias, 1, N, 0),
+                      N, K, GPU_EPI_BIAS, GPU_ACT_GELU);
+        float *hr = malloc(sizeof(float) * NTOK * K), *wr = malloc(sizeof(float) * N * K);
+        float *zero = calloc((size_t)NTOK * K, sizeof(float));
+        for (size_t i = 0; i < (size_t)NTOK * K; i++) /* CUDA's fp8 stores its input fp16 */
+            hr[i] = prec == GPU_PREC_FP8 && storage == GPU_PREC_FP16 ? fp16_round(x[i]) : x[i];
+        gpu_ref_add_ln(hr, zero, g, be, NTOK, K, cfg.ln_eps);
+        /* FP8 quantizes the LayerNorm's row as stored (CUDA's fused LayerNorm too) */
+        round_rows(prec, storage, hr, NTOK, K, hr);
+        round_rows(prec, GPU_PREC_FP32, w, N, K, wr);
+        o->rows = NTOK, o->cols = (size_t)N;
+        o->ref = malloc(sizeof(float) * NTOK * N);
+        gpu_ref_linear(hr, wr, bias, NTOK, K, N, o->ref);
+        free(hr), free(wr), free(zero);
         return;
     }
     if (c >= LIN_BIAS && c <= LIN_RES_NORM) {
@@ -331,7 +359,7 @@ static void test_parity(void **state) {
     for (int c = 0; c < N_CASES; c++)
         for (size_t pi = 0; pi < sizeof precs / sizeof precs[0]; pi++) {
             const gpu_precision_t prec = precs[pi];
-            const int linear = c >= LIN_BIAS && c <= LIN_RES_NORM;
+            const int linear = c >= LIN_BIAS && c <= NORM_LIN;
             if (prec == GPU_PREC_FP8 && !linear) continue; /* fp8 is a linear op's precision */
             for (size_t bi = 0; bi < 2; bi++) {
                 const gpu_backend_ops_t *ops = gpu_backend_find(backends[bi], err, sizeof err);

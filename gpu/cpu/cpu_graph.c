@@ -13,6 +13,7 @@
 #include "gpu/cpu/cpu_gemm.h"
 #include "gpu/cpu/cpu_gemm_bf16.h"
 #include "gpu/cpu/cpu_kernels.h"
+#include "gpu/model/fp8.h"
 
 /* y (n, N), rows ldy apart, = epilogue(x (n, K) W^T + b). With OpenBLAS the epilogue is
  * a pass of its own: the residual add rides on beta 1, the bias starts in C. */
@@ -123,6 +124,12 @@ void gpu_cpu_run_op(const gpu_backend_t *be, int i, const gpu_op_t *op, const gp
         for (int k = 0; x != y && k < r; k++)
             memcpy(y + (size_t)k * ldy, x + (size_t)k * ldx, sizeof(float) * (size_t)op->n);
         if (op->w[0] < 0) return;
+        if (op >= be->g->op && gpu_graph_norm_feeds_fp8(be->g, (int)(op - be->g->op))) {
+            for (int k = 0; k < r; k++) /* CUDA's sequence, bit for bit (gpu/model/fp8.h) */
+                gpu_fp8_norm_row(y + (size_t)k * ldy, NULL, wt(be, op->w[0]), wt(be, op->w[1]),
+                                 op->n, op->eps, y + (size_t)k * ldy);
+            return;
+        }
         for (int k = 0; k < r; k++)
             gpu_cpu_ln(y + (size_t)k * ldy, wt(be, op->w[0]), wt(be, op->w[1]), 1, op->n, op->eps);
         return;

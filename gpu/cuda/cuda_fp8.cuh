@@ -1,11 +1,17 @@
 // The CUDA side of FP8 (gpu/model/fp8.h): E4M3 weights with per-output-channel scales,
-// quantized at load from the checkpoint's values; the LayerNorm that writes its 16-bit row
-// (the residual stream) and, from the same fp32 values, the row's E4M3 codes and per-token
-// scale (no separate pass over memory); and the cuBLASLt FP8 GEMM Y = (Xq Wq^T) s_x s_w + b
-// with fp32 accumulation, 16-bit C/D, both scales as cuBLASLt's outer vectors
-// (CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F: s_w along op(A)'s M = the output features,
-// s_x along N = the tokens). Every scale and code follows gpu_fp8_scale / gpu_fp8_e4m3 bit
-// for bit (cvt.rn.satfinite, __fdiv_rn), so test_gpu_kernels can compare codes exactly.
+// quantized at load from the checkpoint's values; activations quantized per token where their
+// row is written: the LayerNorm that writes its 16-bit row writes the codes and scale of the
+// stored row too (no separate pass; gpu_fp8_norm_row's exact sequence); rows written
+// elsewhere (the attention context, the FFN's GELU output) by one read-once pass per row; and
+// the cuBLASLt FP8 GEMM Y = (Xq Wq^T) s_x s_w + b with fp32 accumulation, 16-bit C/D and both
+// scales applied in its epilogue as cuBLASLt's outer vectors
+// (CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F: s_w along op(A)'s M = the output features, s_x
+// along N = the tokens), bias / GELU / ReLU / residual fused. Its algorithms are chosen per
+// (N, K, epilogue, M bucket) and cached: the heuristic's first that runs, or in the backend's
+// warm-up the fastest of its candidates that run (cuda_gemm.cuh); one cuBLASLt refuses is
+// dropped, and a miss with none running asks for the exact M. Every scale and code
+// follows gpu_fp8_scale / gpu_fp8_e4m3 bit for bit (cvt.rn.satfinite, __fdiv_rn), so
+// test_gpu_fp8 compares codes exactly.
 #ifndef RECLASS_GPU_CUDA_FP8_CUH
 #define RECLASS_GPU_CUDA_FP8_CUH
 
@@ -13,22 +19,37 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "gpu/cuda/cuda_gemm.cuh"
+
+// The widest 16-bit row the one-warp-per-row activation quantizer holds in registers.
+#define CUDA_FP8_ACT_MAX_K 4096
+
 // q (n, k) E4M3 and scale (n) of the rows of w (n, k), w of cuda type CUDA_GEMM_FP16 / BF16 /
-// FP32 (cuda_gemm.cuh): one block per row (the weights' one-time conversion at init).
+// FP32 (cuda_gemm.cuh). 16-bit rows (activations; k % 8 == 0, k <= CUDA_FP8_ACT_MAX_K, w
+// 16-byte and q 8-byte aligned): one warp per row, read once; otherwise one block per row (the
+// weights' one-time conversion at init).
 cudaError_t cuda_fp8_quantize_rows(const void *w, int type, int n, int k, uint8_t *q, float *scale,
                                    cudaStream_t s);
 
-// out_t (n, H) = LayerNorm(a + res) in storage type T (fp16: a and out_t may alias; res may be
-// NULL), and the same fp32 values as E4M3 q (n, H) with per-row scale (n). H % 8 == 0.
+// out_t (n, H) = LayerNorm(a + res) in storage type T (a and out_t may alias; res may be NULL)
+// as gpu_fp8_norm_row computes it, bit for bit; q (n, H) and scale (n) the E4M3 codes of the
+// stored row (gpu_fp8_quantize_row of out_t's values). H % 8 == 0, H <= 1024.
 template <typename T>
 cudaError_t cuda_fp8_add_ln(const T *a, const T *res, const float *gamma, const float *beta, int n,
                             int H, float eps, T *out_t, uint8_t *q, float *scale, cudaStream_t s);
 
 typedef struct {
     cublasLtHandle_t lt;
-    cudaDataType_t dt; // C, D and the bias: CUDA_R_16F or CUDA_R_16BF
+    cublasLtMatmulDesc_t desc[CUDA_GEMM_EPIS]; // TN, fp32 compute, outer-vector scales
+    cudaDataType_t dt;                         // C, D and the bias: CUDA_R_16F or CUDA_R_16BF
     void *workspace;
     size_t workspace_bytes;
+    cuda_gemm_entry_t cache[CUDA_GEMM_CACHE]; // algorithms by (n, k, epi, M bucket, beta, ldy)
+    int n_cache;
+    long heuristic_queries;
+    int tune;         // as cuda_gemm_t's: > 1 only in the backend's warm-up, a miss times that many
+    int gelu_refused; // 1 once cuBLASLt had no FP8 algorithm with the GELU epilogue
+    cudaEvent_t ev0, ev1;
 } cuda_fp8_gemm_t;
 
 // type: CUDA_GEMM_FP16 or CUDA_GEMM_BF16 (the 16-bit outputs). 0 or -1 (err set).

@@ -182,6 +182,7 @@ void cuda_be_profile_free(struct gpu_backend *be) {
 
 void cuda_be_graph_tune(struct gpu_backend *be, int candidates) {
     be->graph->gemm.tune = candidates;
+    be->graph->gemm8.tune = candidates;
 }
 
 void cuda_be_graph_free(struct gpu_backend *be) {

@@ -64,6 +64,13 @@ static int op_embed(cuda_graph_t *cg, const gpu_op_t *op, int nt, char *err, siz
     return 0;
 }
 
+// 1 when the LayerNorm op writes the E4M3 input of the FP8 linear after it as well
+// (cuda_fp8_add_ln: gpu_graph_norm_feeds_fp8, rows up to one warp's 1024 elements).
+static int fp8_reader(const cuda_graph_t *cg, const gpu_op_t *op) {
+    const gpu_graph_t *g = cg->g;
+    return op >= g->op && gpu_graph_norm_feeds_fp8(g, (int)(op - g->op)) && op->n <= 1024;
+}
+
 template <typename T>
 static int op_norm(cuda_graph_t *cg, const gpu_op_t *op, int m, char *err, size_t errlen) {
     const int sdt = cg->t[op->src[0].t].dt, odt = cg->t[op->out.t].dt;
@@ -80,7 +87,12 @@ static int op_norm(cuda_graph_t *cg, const gpu_op_t *op, int m, char *err, size_
         return 0;
     }
     const float *ga = (const float *)wptr(cg, op->w[0]), *be = (const float *)wptr(cg, op->w[1]);
-    if (sdt == CG_F32 && odt == CG_F32)
+    if (sdt != CG_F32 && odt != CG_F32 && fp8_reader(cg, op)) { // codes for the next linear too
+        OP_CUDA(cuda_fp8_add_ln<T>((const T *)src, (const T *)NULL, ga, be, m, op->n, op->eps,
+                                   (T *)out, (uint8_t *)(cg->dev + cg->o_xq),
+                                   (float *)(cg->dev + cg->o_xs), cg->st));
+        cg->xq_for = op + 1;
+    } else if (sdt == CG_F32 && odt == CG_F32)
         OP_CUDA(
             (cuda_add_ln<float, float>((const float *)src, (const float *)NULL, ga, be, m, op->n,
                                        op->eps, (float *)NULL, (float *)out, cg->sms, cg->st)));
@@ -174,7 +186,9 @@ static int op_linear(cuda_graph_t *cg, const gpu_op_t *op, const gpu_op_t *ln, i
         uint8_t *xq = (uint8_t *)(cg->dev + cg->o_xq);
         float *xs = (float *)(cg->dev + cg->o_xs);
         const cg_tensor_t *w = &cg->t[op->w[0]];
-        OP_CUDA(cuda_fp8_quantize_rows(x, type, m, k, xq, xs, cg->st));
+        if (cg->xq_for != op) // unless the LayerNorm before wrote them (op_norm)
+            OP_CUDA(cuda_fp8_quantize_rows(x, type, m, k, xq, xs, cg->st));
+        cg->xq_for = NULL;
         if (cuda_fp8_gemm_run(&cg->gemm8, (const uint8_t *)cg_ptr(cg, op->w[0]),
                               (const float *)(cg->dev + w->scale_at), xq, xs, yg, ldyg, bias, res,
                               m, n, k, epi, cg->st, err, errlen) != 0)

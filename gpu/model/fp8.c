@@ -72,14 +72,64 @@ void gpu_fp8_fake_row(const float *x, int n, float *y) {
         y[i] = gpu_fp8_e4m3_float(gpu_fp8_e4m3(x[i] * inv)) * s;
 }
 
-/* Measured on the demo checkpoint (4 x 256) against HF fp32 with the CPU reference
- * (tests/bench/fp8_recipes.py, test_cpu_fp8; gpu/NOTES-cuda.md "FP8"): every projection of
- * every layer in FP8 keeps 98.98% top-1 on CLINC150 and 95.09% on long complaints; any one
- * whole layer in FP8 already falls under 99.0% on the complaints; the attention-out
- * projections of the first and the last layer cost the most. So only the attention-out
- * projections of the inner layers run in FP8 (99.64% / 99.24%); the rest stays 16-bit. */
+/* The 32 lanes' partial sums of the butterfly, as the warp adds them (fp8.h, step 3). */
+static float lanes_sum(float part[32]) {
+    for (int o = 16; o > 0; o >>= 1) {
+        float next[32];
+        for (int l = 0; l < 32; l++)
+            next[l] = part[l] + part[l ^ o];
+        memcpy(part, next, sizeof next);
+    }
+    return part[0];
+}
+
+void gpu_fp8_norm_row(const float *x, const float *res, const float *gamma, const float *beta,
+                      int H, float eps, float *y) {
+    const int nch = H / 8;
+    float part[32];
+    for (int i = 0; i < H; i++)
+        y[i] = res ? x[i] + res[i] : x[i];
+    for (int l = 0; l < 32; l++) {
+        float s = 0.0f;
+        for (int ch = l; ch < nch; ch += 32)
+            for (int i = 0; i < 8; i++)
+                s += y[ch * 8 + i];
+        part[l] = s;
+    }
+    const float mean = lanes_sum(part) / (float)H;
+    for (int l = 0; l < 32; l++) {
+        float s = 0.0f;
+        for (int ch = l; ch < nch; ch += 32)
+            for (int i = 0; i < 8; i++) {
+                const float d = y[ch * 8 + i] - mean;
+                s = fmaf(d, d, s);
+            }
+        part[l] = s;
+    }
+    const float var = lanes_sum(part) / (float)H;
+    const float rstd = 1.0f / sqrtf(var + eps);
+    for (int i = 0; i < H; i++)
+        y[i] = fmaf((y[i] - mean) * rstd, gamma[i], beta[i]);
+}
+
+/* Measured with the C reference against HF fp32 (tests/bench/fp8_sensitivity.c,
+ * fp8_recipes.py; the tables in gpu/NOTES-cuda.md "FP8"). The demo checkpoint (4 x 256, trained
+ * from scratch, small margins): every projection in FP8 keeps 98.98% top-1 on CLINC150 and
+ * 95.09% on long complaints, any whole layer falls under 99.0% on the complaints, and of its
+ * inner layers only the attention-out projections hold both gates (99.64% / 99.24%; QKV + FFN-in
+ * there: 99.33% / 96.41%). That is the plan below GPU_FP8_DEEP layers: 7% of bert-base's FLOPs,
+ * too few to speed anything up. From GPU_FP8_DEEP layers on, QKV and FFN-in of every layer but
+ * the first and the last (bert-base: 20 of 48 projections, 49% of their FLOPs): the points whose
+ * input a LayerNorm writes, as E4M3 with per-token scales at no extra pass; attention-out and
+ * FFN-out inputs come from kernels that never see a token's whole row, so each would pay a
+ * quantize pass costing what FP8 saves on its GEMM (`test_gpu_fp8 bench`). The first layer
+ * reads the embeddings, the last feeds the head. Whether a BERT-base classifier holds the gates
+ * with it is measured on the device (tests/bench/device_run.sh fp8, parts sens and agree: the C
+ * reference per plan, on a BERT-base-geometry classifier trained there); the demo cannot say. */
 int gpu_fp8_runs(const gpu_model_config_t *cfg, int layer, gpu_fp8_point_t p) {
-    return p == GPU_FP8_AO && layer > 0 && layer + 1 < cfg->layers;
+    if (layer <= 0 || layer + 1 >= cfg->layers) return 0;
+    if (cfg->layers >= GPU_FP8_DEEP) return p == GPU_FP8_QKV || p == GPU_FP8_FF1;
+    return p == GPU_FP8_AO;
 }
 
 static const char *const point_names[GPU_FP8_POINTS] = {"qkv", "ao", "ff1", "ff2"};

@@ -42,6 +42,26 @@ float gpu_fp8_quantize_row(const float *x, int n, uint8_t *q);
 /* y (n) = the values gpu_fp8_quantize_row represents (q * scale), in fp32; y may be x. */
 void gpu_fp8_fake_row(const float *x, int n, float *y);
 
+/* The LayerNorm that writes an FP8 linear's input (CUDA: cuda_fp8_add_ln, one warp of 32 lanes
+ * per row), as one exact sequence of fp32 operations, so that the CPU reference and the kernel
+ * give the same bits (test_gpu_fp8). y (H) from x (H) and res (H, or NULL), H % 8 == 0:
+ *   1. v[i] = x[i] + res[i] (without res: v[i] = x[i]);
+ *   2. lane l (0..31) owns the 8-element chunks l, l + 32, l + 64, ... and sums its v from +0,
+ *      chunk after chunk, element after element: part[l];
+ *   3. butterfly over the lanes: for o = 16, 8, 4, 2, 1: part[l] = part[l] + part[l ^ o]; the
+ *      sum is part[0] (every lane holds it); mean = sum / H;
+ *   4. steps 2-3 again over d = v[i] - mean, each lane accumulating fma(d, d, acc): var = that
+ *      sum / H; rstd = 1 / sqrt(var + eps);
+ *   5. y[i] = fma((v[i] - mean) * rstd, gamma[i], beta[i]).
+ * Every operation is one IEEE fp32 operation rounded to nearest (the kernel spells them as
+ * __fadd_rn, __fdiv_rn, __fsqrt_rn, __fmaf_rn...: fast math must not approximate or contract
+ * them; here fmaf is written where the kernel fuses and nowhere else a product meets a sum).
+ * Then the kernel stores y in its 16-bit type (round to nearest even), and the FP8 input is
+ * gpu_fp8_quantize_row of the stored values: the same codes as the activation quantizer gives
+ * reading that row back, so fused or not, a linear reads the same codes. y may be x. */
+void gpu_fp8_norm_row(const float *x, const float *res, const float *gamma, const float *beta,
+                      int H, float eps, float *y);
+
 /* The projections whose inputs can be quantized, in layer order. */
 typedef enum {
     GPU_FP8_QKV, /* input: the previous LayerNorm (embedding LayerNorm for layer 0) */
@@ -51,8 +71,14 @@ typedef enum {
     GPU_FP8_POINTS
 } gpu_fp8_point_t;
 
+/* Depth from which a model runs QKV and FFN-in of its inner layers in FP8 (gpu_fp8_runs);
+ * shallower ones only their inner attention-out projections. */
+#define GPU_FP8_DEEP 6
+
 /* 1 when projection p of layer l runs in FP8 (E4M3 inputs and weights), 0 when it stays in
- * the backend's 16-bit type. The one place the recipe's per-layer choice is made. */
+ * the backend's 16-bit type. The one place the recipe's per-layer choice is made: QKV and
+ * FFN-in (the LayerNorm-fed points) of every layer but the first and the last (GPU_FP8_DEEP
+ * layers or more; below, the attention-out ones of those layers only). */
 int gpu_fp8_runs(const gpu_model_config_t *cfg, int layer, gpu_fp8_point_t p);
 /* Projections in FP8 and their share of the encoder's projection FLOPs (0..1). */
 int gpu_fp8_count(const gpu_model_config_t *cfg, double *flop_share);

@@ -4,7 +4,9 @@
     fp8_agreement.py train DIR --data DATA   # trains it (GPU, minutes), writes DIR/model,
                                             # DIR/clinc_test.jsonl, DIR/cfpb_long.jsonl and
                                             # DIR/torch_preds.json (HF fp32 / fp16 / bf16 /
-                                            # torchao FP8 argmaxes on both sets)
+                                            # torchao FP8 argmaxes on both sets) and
+                                            # DIR/golden_{clinc150_test,cfpb_long}.jsonl
+                                            # (ids, HF fp32 logits: fp8_sensitivity's input)
     fp8_agreement.py compare DIR NAME=FILE... # top-1 agreement with HF fp32 of each
                                             # `reclass classify --jsonl` output FILE
 
@@ -58,6 +60,25 @@ def preds(model, seqs, size=64, autocast=None):
             lg = model(input_ids=x, attention_mask=m).logits
         out += lg.float().argmax(1).tolist()
     return out
+
+
+@torch.no_grad()
+def fp32_logits(model, seqs, size=64):
+    out = []
+    for _, x, m in batches(seqs, size):
+        out += model(input_ids=x, attention_mask=m).logits.float().tolist()
+    return out
+
+
+def write_goldens(out_dir, model, labels, sets):
+    """DIR/golden_<set>.jsonl in tests/lib/family_golden.h's form (ids, HF fp32 argmax label,
+    logits), so tests/bench/fp8_sensitivity runs the C reference on this classifier."""
+    for name, seqs in sets.items():
+        with open(out_dir / f"golden_{name}.jsonl", "w") as f:
+            for ids, lg in zip(seqs, fp32_logits(model, seqs)):
+                pred = labels[max(range(len(lg)), key=lg.__getitem__)]
+                f.write(json.dumps({"ids": ids, "pred": pred,
+                                    "logits": [round(v, 6) for v in lg]}) + "\n")
 
 
 def train(a):
@@ -120,6 +141,7 @@ def train(a):
     # References on the saved fp16 weights: fp32 math, then torch's 16-bit and torchao FP8.
     model = model.float().eval()
     sets = {"clinc150": te_ids, "cfpb_long": [ids for _, ids in cf]}
+    write_goldens(out_dir, model, labels, {"clinc150_test": te_ids, "cfpb_long": sets["cfpb_long"]})
     res = {"labels": labels, "gold": [lid[lab] for _, lab in te]}
     for name, seqs in sets.items():
         res[name] = {"fp32": preds(model, seqs), "torch fp16 (autocast)":

@@ -6,7 +6,8 @@ else in fp32. Prints top-1 agreement and max |delta logit| per recipe on CLINC15
 long CFPB complaint narratives (truncated to 512 tokens). The recipe reclass uses is chosen
 from this table (gpu_fp8_runs in gpu/model/fp8.c says which and why).
 
-    python3 tests/bench/fp8_recipes.py [--model DIR] [--cfpb N] [--device cpu|cuda]
+    python3 tests/bench/fp8_recipes.py [--model DIR] [--cfpb N] [--device cpu|cuda] [--data DIR]
+        [--recipes 4,10,11]   # numbers in the list of main(); default all
 
 Quantization points, as the CUDA path has them: the inputs of QKV, attention-out, FFN-in and
 FFN-out of every layer; the head (pooler, classifier) stays fp32.
@@ -128,9 +129,9 @@ def logits_of(model, bs, n):
     return torch.stack(out)
 
 
-def load_cfpb(tok, n, min_tokens):
+def load_cfpb(tok, n, min_tokens, data):
     csv.field_size_limit(1 << 30)
-    rows = csv.DictReader(open(SHARED / "data/cfpb_complaints/complaints_sample.csv"))
+    rows = csv.DictReader(open(Path(data) / "cfpb_complaints/complaints_sample.csv"))
     texts = [r["Consumer complaint narrative"] for r in rows]
     texts = [t for t in texts if t.strip()]
     enc = tok.encode_batch(texts)
@@ -145,7 +146,9 @@ def main():
     ap.add_argument("--min-tokens", type=int, default=256, help="a long narrative's tokens")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--recipes", default="", help="comma list of recipe names (default all)")
+    ap.add_argument("--recipes", default="", help="comma list of recipe numbers (default all)")
+    ap.add_argument("--data", default=str(SHARED / "data"),
+                    help="folder holding clinc150/ and cfpb_complaints/")
     a = ap.parse_args()
     torch.set_grad_enabled(False)
     model = AutoModelForSequenceClassification.from_pretrained(a.model).float().to(a.device)
@@ -154,8 +157,8 @@ def main():
     tok.enable_truncation(512)
     golden = [json.loads(x) for x in open(REPO / "tests/fixtures/golden_clinc150_test.jsonl")]
     clinc = [g["ids"] for g in golden]
-    cfpb = load_cfpb(tok, a.cfpb, a.min_tokens)
-    data = json.load(open(SHARED / "data/clinc150/data_full.json"))
+    cfpb = load_cfpb(tok, a.cfpb, a.min_tokens, a.data)
+    data = json.load(open(Path(a.data) / "clinc150/data_full.json"))
     calib_texts = [t for t, _ in data["train"][::15]] + [t for t, _ in data["oos_train"]]
     calib_seqs = [e.ids for e in tok.encode_batch(calib_texts)]
     sets = {"clinc150": batches(clinc, a.batch, a.device), "cfpb": batches(cfpb, a.batch // 4 or 1,
@@ -186,6 +189,16 @@ def main():
         Recipe("per-token qkv/ff1, static ao/ff2", dict(every, ao="static", ff2="static")),
         Recipe("per-token act, per-channel w, last layer 16-bit", every, skip=(L - 1,)),
         Recipe("per-token act, per-channel w, first layer 16-bit", every, skip=(0,)),
+        # 10: gpu_fp8_runs' plan from GPU_FP8_DEEP layers on; 11-13: its neighbours
+        Recipe("plan: qkv + ff1 per-token, first + last layer 16-bit",
+               dict(every, ao=None, ff2=None), skip=(0, L - 1)),
+        Recipe("every point per-token, first + last layer 16-bit", every, skip=(0, L - 1)),
+        Recipe("qkv + ff1 per-token, first layer 16-bit", dict(every, ao=None, ff2=None),
+               skip=(0,)),
+        Recipe("ff1 only per-token, first + last layer 16-bit",
+               dict(every, qkv=None, ao=None, ff2=None), skip=(0, L - 1)),
+        # 14: the LayerNorm-fed points of every layer
+        Recipe("qkv + ff1 per-token, every layer", dict(every, ao=None, ff2=None)),
     ]
     if a.recipes:
         keep = set(a.recipes.split(","))

@@ -13,6 +13,11 @@ extern "C" {
 /* q (n, k) E4M3 and scale (n) of the fp32 rows w (n, k), as the weights are quantized at load. */
 int gpu_cuda_test_fp8_quantize(const float *w, int n, int k, uint8_t *q, float *scale);
 
+/* q (n, k) and scale (n) of the rows of x rounded to precision ("fp16" / "bf16"): the 16-bit
+ * activation path of cuda_fp8_quantize_rows (one warp per row). 0 or -1. */
+int gpu_cuda_test_fp8_quantize_act(const char *precision, const float *x, int n, int k, uint8_t *q,
+                                   float *scale);
+
 /* out (n, H) = LayerNorm(x + res) in precision ("fp16" / "bf16"; x and res rounded to it
  * first), with its E4M3 codes q (n, H) and per-row scale (n). */
 int gpu_cuda_test_fp8_add_ln(const char *precision, const float *x, const float *res,
@@ -26,9 +31,13 @@ int gpu_cuda_test_fp8_linear(const char *precision, const float *x, const float 
                              const float *res, int n, int in, int out, int epi, float *y);
 
 /* TFLOP/s of the FP8 GEMM Y (m, n) = Xq Wq^T s_x s_w + bias on random codes, epi 1 bias, 2 bias +
- * GELU, 3 bias + residual in place; 20 timed runs after 3 (cuBLASLt's heuristic top-1, as
- * cuda_fp8_gemm_run picks it). -1 on error (bench only). */
+ * GELU, 3 bias + residual in place; 20 timed runs after 3 (the first tuned among 8 of
+ * cuBLASLt's candidates, as the backend's warm-up picks them). -1 on error (bench only). */
 double gpu_cuda_test_fp8_gemm_bench(int m, int n, int k, int epi);
+
+/* Microseconds of one activation quantize pass over (m, k) fp16 rows (20 timed after 3): what
+ * an FP8 projection whose input no LayerNorm writes pays on top of its GEMM. -1 on error. */
+double gpu_cuda_test_fp8_quantize_bench(int m, int k);
 
 #ifdef __cplusplus
 }

@@ -92,9 +92,14 @@ int fg_load(const char *dir, const char *set, fg_set_t *out, char *err, size_t e
 
 int fg_run(const gpu_backend_ops_t *ops, const gpu_model_t *m, const gpu_backend_opts_t *opts,
            const fg_set_t *s, float *logits, char *err, size_t errlen) {
-    const int budget = opts->token_budget, L = m->cfg.num_labels;
     gpu_backend_t *be = NULL;
     if (ops->init(m, opts, &be, err, errlen) != 0) return -1;
+    return fg_run_be(ops, be, m, opts->token_budget, s, logits, err, errlen);
+}
+
+int fg_run_be(const gpu_backend_ops_t *ops, gpu_backend_t *be, const gpu_model_t *m, int budget,
+              const fg_set_t *s, float *logits, char *err, size_t errlen) {
+    const int L = m->cfg.num_labels;
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)budget);      /* (budget) */
     int32_t *cu = malloc(sizeof(int32_t) * (size_t)(budget + 1)); /* (seqs + 1) */
     int rc = ids && cu ? 0 : -1, i = 0, prev_first = -1;

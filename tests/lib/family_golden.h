@@ -37,6 +37,10 @@ void fg_free(fg_set_t *s);
  * submit/collect with two batches in flight; logits (n, L). 0 or -1 (err). */
 int fg_run(const gpu_backend_ops_t *ops, const gpu_model_t *m, const gpu_backend_opts_t *opts,
            const fg_set_t *s, float *logits, char *err, size_t errlen);
+/* As fg_run on an instance already made (ops->init or init_graph; batches of at most budget
+ * tokens), which it frees. */
+int fg_run_be(const gpu_backend_ops_t *ops, gpu_backend_t *be, const gpu_model_t *m, int budget,
+              const fg_set_t *s, float *logits, char *err, size_t errlen);
 
 typedef struct {
     int rows, agree;  /* argmax agreement with HF over every row */
