@@ -39,8 +39,12 @@ pack)
     set -e
     rm -rf "$H" "$HB" && mkdir -p "$H/tests" "$H/lib" .devlibs
     cp "$src/reclass" "$H/" && cp "$src/tests/kafka_tool" "$H/tests/"
+    git rev-parse --short HEAD >"$H/commit" # the device's copy of the tree has no history
     base=()
-    if [ -n "${2:-}" ]; then mkdir -p "$HB/tests" && cp "$2/reclass" "$HB/" && cp "$src/tests/kafka_tool" "$HB/tests/" && base=("$HB"); fi
+    if [ -n "${2:-}" ]; then
+        mkdir -p "$HB/tests" && cp "$2/reclass" "$HB/" && cp "$src/tests/kafka_tool" "$HB/tests/" && base=("$HB")
+        git -C "$2" rev-parse --short HEAD >"$HB/commit" 2>/dev/null || echo "?" >"$HB/commit"
+    fi
     ldd "$H/reclass" "$H/tests/kafka_tool" "${base[@]/%//reclass}" | awk '/=>/ {print $3}' | sort -u |
         grep -v -E 'libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libresolv|ld-linux|libgcc_s|libstdc\+\+' |
         while read -r lib; do cp -L "$lib" "$H/lib/"; done
@@ -89,7 +93,7 @@ user_pg+=" -c effective_cache_size=$((mem_mb * 3 / 4))MB -c maintenance_work_mem
 user_pg+=" -c wal_buffers=16MB -c min_wal_size=2GB -c max_wal_size=8GB -c checkpoint_completion_target=0.9"
 user_pg+=" -c random_page_cost=1.1 -c effective_io_concurrency=200 -c max_connections=200"
 {
-    echo "host_scale: $n tickets, $cores cores, ${mem_mb} MiB, $(date -u +%F), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+    echo "host_scale: $n tickets, $cores cores, ${mem_mb} MiB, $(date -u +%F), build $(cat "$H/commit" 2>/dev/null || echo '?')$([ -f "$HB/commit" ] && echo ", baseline $(cat "$HB/commit")")"
     echo "user PostgreSQL: $user_pg"
     echo
     echo "| run | build | broker | PostgreSQL | workers x threads | writers | tickets/s | PostgreSQL CPU s (cores) | host busy | exit | rows |"
