@@ -111,6 +111,11 @@
 #                Needs the demo model (deploy/models/clinc150-bert-mini) and
 #                tests/fixtures/golden_clinc150_test.jsonl in the index (`git add -f` it after
 #                taking tests/fixtures out), carry .devlibs (bundle.tar.xz, pg.tar.xz)
+#       host     tests/bench/host_scale.sh run: the host side's scaling, CPU backend only (the
+#                ceiling at 2, 4, 8, 16 threads, 1 worker against 4, the dev broker against
+#                Tansu, a PostgreSQL run as a user would against the tests' one); needs
+#                .devlibs/host.tar.xz (`tests/bench/host_scale.sh pack` here) and
+#                .devlibs/pg.tar.xz (pack-pg), nothing else of the bundle; HOST_RUNS picks runs
 #       cpubf16  the CPU backend at bf16 on the host's CPU (no GPU used): lscpu and its bf16
 #                flags, test_cpu_bf16 (parity and batch invariance of each bf16 kernel the CPU
 #                has: AMX, AVX512-BF16, AVX2), cpu_bf16_bench (BERT GEMM shapes: fp32, each
@@ -720,6 +725,18 @@ if has lanes; then
             tail -n 30 "$OUT/lanes.log"; } | tee -a "$summary"
     else
         echo "lanes: needs .devlibs/pg.tar.xz (pack-pg)" | tee -a "$summary"
+    fi
+fi
+if has host; then # the host side's scaling on this host's cores, no GPU used
+    note "host: tests/bench/host_scale.sh ($(elapsed)s)"
+    if pg_install; then
+        (export LD_LIBRARY_PATH=/opt/reclass-pglib:$LD_LIBRARY_PATH PATH=/usr/lib/postgresql/15/bin:$PATH
+         OUT=$OUT bash tests/bench/host_scale.sh run) >"$OUT/host.log" 2>&1
+        echo "host_scale exit $?" | tee -a "$summary"
+        cat "$OUT/host_scale.md" "$OUT/host_scale_stages.txt" 2>/dev/null | tee -a "$summary"
+        cp "$OUT/host_scale.md" "$RESULT_OUT/" 2>/dev/null
+    else
+        echo "no .devlibs/pg.tar.xz (tests/bench/device_run.sh pack-pg)" | tee -a "$summary"
     fi
 fi
 if has cpubf16; then # the CPU backend's bf16 kernels and peers on this host's CPU

@@ -4,7 +4,8 @@
 # is done. Prints the job's tickets/s, each worker's, the per-stage table (wall and CPU seconds
 # summed over the workers, from their stats JSON), host RSS of each worker over time, and
 # checks the job is exact (rows = done = total = tickets, completed_at set) and that every
-# worker exited 0 (a SIGKILLed one excepted).
+# worker exited 0 (a SIGKILLed one excepted). The CPU the PostgreSQL server, the broker and the
+# whole host spent while the workers ran tells which of them a job waited on.
 #   tests/bench/job_bench.sh INPUT.jsonl MODEL_DIR [WORKERS] [-- reclass run flags...]
 # Environment: RECLASS_BUILD_DIR (default build), RECLASS_BACKEND (cpu), JOB_PARTITIONS
 # (default 4 per worker, at least 4), JOB_RSS_EVERY (seconds between samples, 0.5),
@@ -47,6 +48,7 @@ trap 'exit 130' INT TERM
 
 svc_start_pg "$reclass" "$tmp" || { echo "job_bench: PostgreSQL or the migrations failed" >&2; exit 1; }
 svc_start_broker "$reclass" "$tmp" "$parts" tickets || { echo "job_bench: no broker" >&2; exit 1; }
+broker_pid=${svc_pids[-1]}
 n=$(wc -l <"$input")
 "$reclass" submit --brokers "$SVC_BROKERS" --topic tickets --job-id bench --tenant bench \
     --no-progress "$input" 2>"$tmp/submit.log"
@@ -60,6 +62,20 @@ start_worker() { # start_worker NAME IDLE_EXIT_S
     svc_pids+=($!)
 }
 flags=("$@")
+# CPU clock ticks so far: of the PostgreSQL server (the postmaster, the children it reaped and
+# those still running), of the broker, and of the whole host (busy, then all)
+pg_ticks() {
+    local pm c t
+    pm=$(head -n1 "$tmp/pg/data/postmaster.pid" 2>/dev/null) || { echo 0; return; }
+    t=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$pm/stat" 2>/dev/null || echo 0)
+    for c in $(pgrep -P "$pm"); do
+        t=$((t + $(awk '{print $14 + $15}' "/proc/$c/stat" 2>/dev/null || echo 0)))
+    done
+    echo "$t"
+}
+proc_ticks() { awk '{print $14 + $15 + $16 + $17}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+host_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8; exit}' /proc/stat; }
+pg0=$(pg_ticks) br0=$(proc_ticks "$broker_pid") host0=$(host_ticks)
 for w in $(seq "$workers"); do start_worker "$w" 3; done
 kill_after=${JOB_KILL_AFTER:-}
 # host RSS of each worker over time: seconds since start, then KiB per worker
@@ -101,12 +117,18 @@ for p in "${pids[@]}"; do
     [ "$rc" = 0 ] || bad_exit=1
 done
 
+pg1=$(pg_ticks) br1=$(proc_ticks "$broker_pid") host1=$(host_ticks)
+read -r hb0 ha0 <<<"$host0"
+read -r hb1 ha1 <<<"$host1"
+# (server ticks, broker ticks, host busy / all ticks) over the workers' lifetime, idle exits included
+side="$((pg1 - pg0)) $((br1 - br0)) $((hb1 - hb0)) $((ha1 - ha0))"
+
 q() { psql "$SVC_DB" -qtAX -v ON_ERROR_STOP=1 -c "$1"; }
 read -r rows done_ total complete < <(q "SELECT (SELECT count(*) FROM ticket_results WHERE job_id = 'bench'),
     done, total, completed_at IS NOT NULL FROM jobs WHERE job_id = 'bench'" | tr '|' ' ')
-python3 - "$tmp" "$workers" "$n" "$rows" "$done_" "$total" "$complete" "$(getconf CLK_TCK)" <<'PY'
+python3 - "$tmp" "$workers" "$n" "$rows" "$done_" "$total" "$complete" "$(getconf CLK_TCK)" "$side" "$(nproc)" <<'PY'
 import glob, json, os, sys
-tmp, workers, n, rows, done, total, complete, hz = sys.argv[1:9]
+tmp, workers, n, rows, done, total, complete, hz, side, ncpu = sys.argv[1:11]
 stats = [json.load(open(f)) for f in sorted(glob.glob(os.path.join(tmp, "stats-*.json")))]
 if not stats:
     sys.exit("job_bench: no worker wrote its statistics")
@@ -120,6 +142,9 @@ for i, s in enumerate(stats, 1):
           f"{s['batches']} batches, {s['pauses']} pauses, {s['holds']} holds")
 cpu = sum(int(open(f).read()) for f in glob.glob(os.path.join(tmp, "cpu-*.txt"))) / int(hz)
 print(f"worker CPU (user + system, all workers): {cpu:.2f} s, {1e6 * cpu / int(n):.2f} us per ticket")
+pg, br, hbusy, hall = (int(x) for x in side.split())
+print(f"server CPU while the workers ran: PostgreSQL {pg / int(hz):.2f} s, broker {br / int(hz):.2f} s; "
+      f"host busy {100 * hbusy / max(hall, 1):.0f}% of {ncpu} cores")
 print("stage        wall s    CPU s   (each summed over the threads that ran it, all workers)")
 for st in stats[0].get("stages", {}):
     w = sum(s["stages"][st]["wall_s"] for s in stats)

@@ -2,7 +2,9 @@
 # A throwaway PostgreSQL server for tests and the demo: initdb into a temp dir, listen on a
 # free loopback port (tests/lib/free_port.py; another one when a parallel test took it first),
 # trust auth. Runs as the 'postgres' OS user when invoked as root
-# (initdb refuses root).
+# (initdb refuses root). The server trades durability for speed (fsync, synchronous_commit and
+# full_page_writes off); PG_TMP_OPTS, postgres options appended after those (the last of a
+# setting wins), runs it as a user would instead (tests/bench/host_scale.sh does).
 #   pg_tmp.sh start DIR   -> prints a libpq URL on stdout (postgresql://postgres@127.0.0.1:PORT/reclass)
 #   pg_tmp.sh stop DIR    -> stops it (fast shutdown); DIR is left for the caller to remove
 #   pg_tmp.sh restart DIR -> stops and starts it on the same port (connection-loss tests)
@@ -20,7 +22,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # pg_start PORT: the server on PORT; its log in DIR/server.log
 pg_start() {
     as_pg "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-        -o "-p $1 -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" start >/dev/null 2>&1
+        -o "-p $1 -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off ${PG_TMP_OPTS:-}" start >/dev/null 2>&1
 }
 case "$cmd" in
 start)

@@ -27,26 +27,37 @@ static void enc_slot_drop(enc_slot_t *sl) {
     sl->n = 0;
 }
 
-/* Scores a collected batch: tasks of PL_SCORE_CHUNK items on the pool. */
+/* Scores a collected batch on the pool: tasks of chunk items, each writing its own items. */
 typedef struct {
     pl_t *pl;
     const cls_batch_t *b;
     void **items;
     int n;
+    int chunk; /* items per task (enc_score_chunk) */
     atomic_int oom;
 } enc_score_job_t;
 
-#define PL_SCORE_CHUNK 128
+/* Items per scoring task. The encoder thread waits for a batch's scores before it queues the
+ * batch and pops the next, so a batch is cut into about two tasks per pool slot: every thread
+ * takes part (a batch of a few hundred tickets in fixed chunks of 128 kept 16 threads to 4 or
+ * 5), and the last task to finish is short. Below PL_SCORE_MIN_CHUNK items a task's hand-off
+ * (a lock and a wake-up, ~1 us) would cost more than it spreads. */
+#define PL_SCORE_MIN_CHUNK 16
+
+static int enc_score_chunk(int n, int slots) {
+    int per = (n + 2 * slots - 1) / (2 * slots);
+    return per < PL_SCORE_MIN_CHUNK ? PL_SCORE_MIN_CHUNK : per;
+}
 
 static void enc_score_task(void *ctx, int task, int slot) {
     (void)slot;
     enc_score_job_t *j = ctx;
     const cls_engine_t *eng = &j->pl->ses.eng;
     const int k = j->pl->cfg->top_k;
-    int end = (task + 1) * PL_SCORE_CHUNK < j->n ? (task + 1) * PL_SCORE_CHUNK : j->n;
+    int end = (task + 1) * j->chunk < j->n ? (task + 1) * j->chunk : j->n;
     worker_stage_clock_t clk;
     worker_stage_begin(&clk);
-    for (int i = task * PL_SCORE_CHUNK; i < end; i++) {
+    for (int i = task * j->chunk; i < end; i++) {
         pl_item_t *it = j->items[i];
         cls_result_t r;
         cls_buf_t js = {0};
@@ -75,7 +86,8 @@ static int enc_publish(pl_t *pl, cls_engine_t *eng, enc_slot_t *sl, char *err, s
     worker_stage_end(&clk, WORKER_STAGE_COLLECT);
     if (!rc) {
         enc_score_job_t job = {.pl = pl, .b = b, .items = sl->items, .n = n};
-        pl_pool_run(pl->pool, (n + PL_SCORE_CHUNK - 1) / PL_SCORE_CHUNK, enc_score_task, &job);
+        job.chunk = enc_score_chunk(n, pl_pool_slots(pl->pool));
+        pl_pool_run(pl->pool, (n + job.chunk - 1) / job.chunk, enc_score_task, &job);
         worker_stage_begin(&clk); /* the tasks timed themselves */
         if (atomic_load(&job.oom)) {
             snprintf(err, errlen, "out of memory");
