@@ -108,37 +108,6 @@ static float *rnd(size_t n, float scale, unsigned *seed) {
     return x;
 }
 
-/* x rounded to the nearest fp16 (ties to even); |x| stays far below fp16's 65504 here. */
-static float fp16_round(float x) {
-    if (fabsf(x) < 0x1p-14f) return nearbyintf(x * 0x1p24f) * 0x1p-24f; /* subnormal steps */
-    uint32_t b;
-    memcpy(&b, &x, sizeof b);
-    b = (b + 0xFFFu + ((b >> 13) & 1u)) & ~0x1FFFu; /* keep 10 of 23 mantissa bits */
-    memcpy(&x, &b, sizeof b);
-    return x;
-}
-
-/* The operands of a linear op at prec as it multiplies them: rows rounded to fp16 / bf16 / E4M3.
- * FP8 quantizes the rows as the backend stores them: storage fp16 rounds them first. */
-static void round_rows(gpu_precision_t prec, gpu_precision_t storage, const float *x, int rows,
-                       int cols, float *y) {
-    for (int r = 0; r < rows; r++) {
-        const float *xr = x + (size_t)r * cols;
-        float *yr = y + (size_t)r * cols;
-        if (prec == GPU_PREC_FP8 && storage == GPU_PREC_FP16) {
-            for (int c = 0; c < cols; c++)
-                yr[c] = fp16_round(xr[c]);
-            gpu_fp8_fake_row(yr, cols, yr);
-        } else if (prec == GPU_PREC_FP8)
-            gpu_fp8_fake_row(xr, cols, yr);
-        else
-            for (int c = 0; c < cols; c++)
-                yr[c] = prec == GPU_PREC_BF16   ? gpu_cpu_bf16_round(xr[c])
-                        : prec == GPU_PREC_FP16 ? fp16_round(xr[c])
-                                                : xr[c];
-    }
-}
-
 /* An activation tensor holding data (rows, cols): a weight tensor copied in by a copy op. */
 static int input(gpu_gb_t *b, const char *name, gpu_rows_kind_t kind, const float *data, int rows,
                  int cols) {
@@ -207,11 +176,12 @@ static void build(const gpu_model_t *m, int c, gpu_precision_t prec, gpu_precisi
         float *hr = malloc(sizeof(float) * NTOK * K), *wr = malloc(sizeof(float) * N * K);
         float *zero = calloc((size_t)NTOK * K, sizeof(float));
         for (size_t i = 0; i < (size_t)NTOK * K; i++) /* CUDA's fp8 stores its input fp16 */
-            hr[i] = prec == GPU_PREC_FP8 && storage == GPU_PREC_FP16 ? fp16_round(x[i]) : x[i];
+            hr[i] =
+                prec == GPU_PREC_FP8 && storage == GPU_PREC_FP16 ? gpu_ref_fp16_round(x[i]) : x[i];
         gpu_ref_add_ln(hr, zero, g, be, NTOK, K, cfg.ln_eps);
         /* FP8 quantizes the LayerNorm's row as stored (CUDA's fused LayerNorm too) */
-        round_rows(prec, storage, hr, NTOK, K, hr);
-        round_rows(prec, GPU_PREC_FP32, w, N, K, wr);
+        gpu_ref_round_rows(prec, storage, hr, NTOK, K, hr);
+        gpu_ref_round_rows(prec, GPU_PREC_FP32, w, N, K, wr);
         o->rows = NTOK, o->cols = (size_t)N;
         o->ref = malloc(sizeof(float) * NTOK * N);
         gpu_ref_linear(hr, wr, bias, NTOK, K, N, o->ref);
@@ -240,9 +210,9 @@ static void build(const gpu_model_t *m, int c, gpu_precision_t prec, gpu_precisi
                         gpu_gb_weight(&b, "g", lg, 1, N, 1), gpu_gb_weight(&b, "b", lb, 1, N, 1),
                         N);
         float *xr = malloc(sizeof(float) * NTOK * K), *wr = malloc(sizeof(float) * N * K);
-        round_rows(prec, storage, x, NTOK, K, xr);
-        round_rows(prec, GPU_PREC_FP32, w, N, K, wr); /* weights: the model's fp32 values */
-        o->rows = NTOK, o->cols = (size_t)N;          /* GLU: its last N/2 columns are scratch */
+        gpu_ref_round_rows(prec, storage, x, NTOK, K, xr);
+        gpu_ref_round_rows(prec, GPU_PREC_FP32, w, N, K, wr); /* weights: the model's fp32 values */
+        o->rows = NTOK, o->cols = (size_t)N; /* GLU: its last N/2 columns are scratch */
         float *z = malloc(sizeof(float) * NTOK * N);
         gpu_ref_linear(xr, wr, bias, NTOK, K, N, z);
         o->ref = malloc(sizeof(float) * NTOK * N);

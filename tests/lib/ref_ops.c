@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "gpu/cpu/cpu_backend.h" /* gpu_cpu_blas_init */
+#include "gpu/cpu/cpu_gemm_bf16.h"
+#include "gpu/model/fp8.h"
 
 /* LayerNorm of one row in place; mean and variance in double so the reference is not the
  * one that rounds. */
@@ -207,4 +209,35 @@ out:
     free(tmp);
     free(ff);
     return rc;
+}
+
+/* x rounded to the nearest fp16 (ties to even); |x| stays far below fp16's 65504 here. */
+float gpu_ref_fp16_round(float x) {
+    if (fabsf(x) < 0x1p-14f) return nearbyintf(x * 0x1p24f) * 0x1p-24f; /* subnormal steps */
+    uint32_t b;
+    memcpy(&b, &x, sizeof b);
+    b = (b + 0xFFFu + ((b >> 13) & 1u)) & ~0x1FFFu; /* keep 10 of 23 mantissa bits */
+    memcpy(&x, &b, sizeof b);
+    return x;
+}
+
+/* The operands of a linear op at prec as it multiplies them: rows rounded to fp16 / bf16 / E4M3.
+ * FP8 quantizes the rows as the backend stores them: storage fp16 rounds them first. */
+void gpu_ref_round_rows(gpu_precision_t prec, gpu_precision_t storage, const float *x, int rows,
+                        int cols, float *y) {
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * cols;
+        float *yr = y + (size_t)r * cols;
+        if (prec == GPU_PREC_FP8 && storage == GPU_PREC_FP16) {
+            for (int c = 0; c < cols; c++)
+                yr[c] = gpu_ref_fp16_round(xr[c]);
+            gpu_fp8_fake_row(yr, cols, yr);
+        } else if (prec == GPU_PREC_FP8)
+            gpu_fp8_fake_row(xr, cols, yr);
+        else
+            for (int c = 0; c < cols; c++)
+                yr[c] = prec == GPU_PREC_BF16   ? gpu_cpu_bf16_round(xr[c])
+                        : prec == GPU_PREC_FP16 ? gpu_ref_fp16_round(xr[c])
+                                                : xr[c];
+    }
 }

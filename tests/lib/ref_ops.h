@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpu/graph.h"
 #include "gpu/model/model.h"
 
 #ifdef __cplusplus
@@ -61,6 +62,15 @@ void gpu_ref_pool_classify(const gpu_model_t *m, const float *hidden, const int3
  * for ModernBERT and DeBERTa, whose layers it does not compose. */
 int gpu_ref_forward(const gpu_model_t *m, const int32_t *ids, const int32_t *cu_seqlens, int n_seqs,
                     float *logits);
+
+/* x rounded to the nearest fp16 (ties to even); |x| stays far below fp16's 65504. */
+float gpu_ref_fp16_round(float x);
+
+/* y (rows, cols): the operands x of a linear op at prec as it multiplies them, rows rounded to
+ * fp16 / bf16 / E4M3; FP8 quantizes the rows as the backend stores them (storage fp16 rounds
+ * them first). */
+void gpu_ref_round_rows(gpu_precision_t prec, gpu_precision_t storage, const float *x, int rows,
+                        int cols, float *y);
 
 #ifdef __cplusplus
 }
