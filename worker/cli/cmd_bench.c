@@ -287,7 +287,7 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
     if (win_on) win_j = e->ops->energy_stop(e->be, &win_s, &win_mhz), win_on = 0;
     if (o.profile_ops) { /* after the timed passes, so that they stay clean */
         if (!(opt = calloc(1, sizeof *opt))) {
-            fprintf(stderr, "reclass bench: out of memory\n");
+            common_logf(stderr, "out of memory\n");
             goto out;
         }
         if (bench_profile(&b, opt, &prof_wall_ms, err, sizeof err) != 0) goto fail_pass;
