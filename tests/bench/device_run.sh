@@ -38,12 +38,12 @@
 #       families reclass bench --backend cuda on the bert-base, roberta-base and distilbert-base
 #                geometries (fp16, 16384 and 65536), interleaved, then torch.compile on each
 #                family's peer (torch_gpu_peer.py --geometry) on the same workload
-#       newpeers the PyTorch side of ModernBERT and DeBERTa-v3 (issue 26; the CUDA backend refuses
-#                both until its kernels land): torch_gpu_peer.py --geometry modernbert-base
+#       newpeers the PyTorch side of ModernBERT and DeBERTa-v3 alone: torch_gpu_peer.py
+#                --geometry modernbert-base
 #                (sdpa eager, torch.compile, HF's unpadded flash-attention path where flash-attn
 #                is installed) and deberta-v3-base (eager, compile), fp16, 16384 and 65536,
 #                on the tickets-mix workload; then test_gpu_golden, whose gate (flips on thin
-#                fp32 margins only) now covers the five families
+#                fp32 margins only) covers every family
 #       graph    issue 32, the encoder graph on CUDA (every family and precision) in one call
 #                (GRAPH_BUDGET_S, 570 s by default, inside the call's 600; each step's timeout
 #                cut to what is left): test_graph_ops (every op variant x precision on cpu and
@@ -363,11 +363,11 @@ if has newpeers; then
     note "golden gate ($(elapsed)s)"
     $B/tests/test_gpu_golden 2>&1 | tee "$OUT/newpeers-golden.log" | grep -E 'FAIL|PASSED|FAILED' | tee -a "$summary"
 fi
-# The graph and fp8 stages cut each step's timeout to what is left of GRAPH_BUDGET_S or
-# FP8_BUDGET_S (570) seconds since the start, so a stage ends inside one 10-minute device call;
+# The graph, fp8 and modern stages cut each step's timeout to what is left of budget_s (the
+# modern stage's MODERN_BUDGET_S), GRAPH_BUDGET_S or FP8_BUDGET_S (570) seconds since the start, so a stage ends inside one 10-minute device call;
 # a step with under 10 s left is skipped.
 cap() {
-    local left=$((${GRAPH_BUDGET_S:-${FP8_BUDGET_S:-570}} - $(elapsed)))
+    local left=$((${budget_s:-${GRAPH_BUDGET_S:-${FP8_BUDGET_S:-570}}} - $(elapsed)))
     [ "$left" -lt "$1" ] && echo "$left" || echo "$1"
 }
 step() { # step SECONDS LOG CMD...: runs CMD under the capped timeout, its exit in LOG
