@@ -46,7 +46,8 @@ pack)
         git -C "$2" rev-parse --short HEAD >"$HB/commit" 2>/dev/null || echo "?" >"$HB/commit"
     fi
     ldd "$H/reclass" "$H/tests/kafka_tool" "${base[@]/%//reclass}" | awk '/=>/ {print $3}' | sort -u |
-        grep -v -E 'libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libresolv|ld-linux|libgcc_s|libstdc\+\+' |
+        # CUDA's libraries are on the device (libcublasLt alone is 540 MB): a CUDA build packs without them
+        grep -v -E 'libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libresolv|ld-linux|libgcc_s|libstdc\+\+|libcublas|libcudart' |
         while read -r lib; do cp -L "$lib" "$H/lib/"; done
     # shellcheck source=tests/lib/services.sh
     source tests/lib/services.sh
