@@ -136,6 +136,59 @@ static void test_urgent_lane_first(void **state) {
     worker_fair_free(f);
 }
 
+/* A bulk backlog fills what it may of the accumulator, or its tenant's cap; then an urgent
+ * ticket (another tenant's, or the same tenant's) and a priority one of the bulk lane are still
+ * admitted, the urgent one batched next, alone; the whole's bounds hold throughout. */
+static void test_urgent_room(void **state) {
+    (void)state;
+    for (int same = 0; same < 2; same++) {
+        worker_fair_cfg_t c = cfg_of(2, 1000, 8192, NULL); /* 8 budgets */
+        c.acc.priority_step_ms = 100;
+        c.tenant_max_tokens = same ? 4096 : 8192; /* same tenant: its cap binds first */
+        worker_fair_t *f;
+        char err[256];
+        assert_int_equal(worker_fair_init(&c, &f, err, sizeof(err)), 0);
+        static it_t its[200];
+        int i = 0;
+        for (; i < 150; i++) {
+            its[i] = (it_t){i, 100, 1, 0};
+            if (worker_fair_push(f, &its[i], 100, 1, "bulk", 0, 0) != COMMON_OK) break;
+        }
+        assert_true(i < 150);                 /* the backlog is held back */
+        assert_true(worker_fair_ready(f, 0)); /* a producer told FULL can pop */
+        const char *t = same ? "bulk" : "urgent";
+        its[i] = (it_t){i, 100, 0, 1};
+        assert_int_equal(worker_fair_push(f, &its[i], 100, 0, t, 0, 1), COMMON_OK);
+        its[i + 1] = (it_t){i + 1, 100, 1, 0}; /* the bulk lane's priority one */
+        assert_int_equal(worker_fair_push(f, &its[i + 1], 100, 1, "bulk", 9, 1), COMMON_OK);
+        void *out[64];
+        int lens[64];
+        assert_int_equal(worker_fair_pop(f, 1, 0, out, lens, 64), 1);
+        assert_ptr_equal(out[0], &its[i]);
+        assert_true(worker_fair_pop(f, 1, 0, out, lens, 64) > 0);
+        assert_ptr_equal(out[0], &its[i + 1]); /* the priority one first, then the backlog */
+        worker_fair_free(f);
+    }
+    /* the memory bound: urgent and bulk together never pass the whole's bounds */
+    worker_fair_cfg_t c = cfg_of(2, 50, 8192, NULL);
+    c.acc.priority_step_ms = 100;
+    worker_fair_t *f;
+    char err[256];
+    assert_int_equal(worker_fair_init(&c, &f, err, sizeof(err)), 0);
+    static it_t its[400];
+    int pushed = 0;
+    for (int k = 0; k < 400; k++) {
+        its[k] = (it_t){k, 1 + k % 128, k % 3 == 0 ? 0 : 1, k % 5};
+        if (worker_fair_push(f, &its[k], its[k].len, its[k].lane, tenant_name(its[k].tenant),
+                             k % 7 == 0 ? 9 : 0, 0) == COMMON_OK)
+            pushed++;
+        assert_true(worker_fair_pending_items(f) <= 50);
+        assert_true(worker_fair_pending_tokens(f) <= 8192);
+    }
+    assert_true(pushed < 400 && worker_fair_pending_lane(f, 0) > 0);
+    worker_fair_free(f);
+}
+
 /* Tenant 0 has ten times tenant 1's items, interleaved as they would arrive; while both are
  * queued, tenant 1's share of the tokens popped must be within 10% of its weight share. */
 static void share_case(const char *weights, double want) {
@@ -294,6 +347,7 @@ int main(void) {
         cmocka_unit_test(test_urgent_lane_first), cmocka_unit_test(test_shares_by_weight),
         cmocka_unit_test(test_tenant_cap),        cmocka_unit_test(test_random_exactly_once),
         cmocka_unit_test(test_weights_parse),     cmocka_unit_test(test_priority_within_lane),
+        cmocka_unit_test(test_urgent_room),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,7 +7,9 @@
  * published as soon as it has run, not kept in flight behind the next one, and goes first in
  * the queue), so once the lock goes, the urgent rows are the next transaction after the one
  * that was stalled: no other bulk transaction commits before them. Transactions are told apart
- * by the rows' xmin (one writer: its transactions' ids rise in the order they wrote). */
+ * by the rows' xmin (one writer: its transactions' ids rise in the order they wrote). The
+ * second test does the same with the accumulator and the tenant's cap filled by the bulk
+ * backlog too (the urgent records must still get in). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +22,7 @@
 #include <cmocka.h>
 #include <libpq-fe.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "tests/lib/pipe_mock.h"
 #include "worker/observe/metrics.h"
@@ -139,9 +142,89 @@ static void test_urgent_passes_the_sink_queue(void **state) {
     assert_int_equal(before, 1);
 }
 
+/* The accumulator's pending tickets once they stop changing (the poll thread publishes them
+ * every turn): with the writer stalled nothing leaves it, so this is the backlog's fill. The
+ * limit only ends a wait that would never end. */
+static long settled_pending(int limit_s) {
+    long last = -1;
+    for (int same = 0, i = 0; same < 10 && i < limit_s * 10; i++) {
+        long now = atomic_load(&worker_metrics.pending_items);
+        same = now == last ? same + 1 : 0;
+        last = now;
+        usleep(100000);
+    }
+    return last;
+}
+
+/* The same stall, and behind it a bulk backlog that fills what it may of the accumulator and its
+ * tenant's cap (the cap set to the whole bound: the one tenant reaches both at once); then an
+ * urgent job of the same tenant arrives. It must enter the accumulator, be batched and queued
+ * for the writer while the writer is still stalled, and commit in the next transaction: the
+ * bulk lane leaves room to the more urgent ones (worker/pipeline/fair.h: Admission). Without
+ * that room the urgent records wait for a bulk batch to leave the accumulator, which waits for
+ * the writer: not before the bulk backlog ahead of them is written. */
+static void test_urgent_enters_a_full_accumulator(void **state) {
+    (void)state;
+    topic_create("t5");
+    topic_create("t5u");
+    produce_tenant("t5", "job-bulk5", "acme", 0, BULK, BULK);
+    worker_metrics_wait_reset();
+    PGconn *lock = PQconnectdb(db_url);
+    assert_int_equal(PQstatus(lock), CONNECTION_OK);
+    exec_ok(lock, "BEGIN");
+    exec_ok(lock, "LOCK TABLE batches IN SHARE MODE");
+
+    static worker_t w;
+    cfg_for(&w.cfg, "t5u", "g5", 4);
+    w.cfg.topics[0] = "t5u"; /* --topic t5u:0,t5:1 */
+    w.cfg.topic_prio[0] = 0;
+    w.cfg.topics[1] = "t5";
+    w.cfg.topic_prio[1] = 1;
+    w.cfg.n_topics = 2;
+    w.cfg.sink_rows = SINK_ROWS;
+    w.cfg.sink_connections = 1;
+    w.cfg.cls.token_budget = 512;
+    /* far below the backlog: it fills the accumulator and the tenant's cap */
+    w.cfg.cls.max_pending = 256;
+    w.cfg.cls.max_pending_tokens = 8 * 512;
+    w.cfg.tenant_max_tokens = 8 * 512;
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, run_thread, &w), 0);
+
+    assert_int_equal(wait_queued(1, 2 * SINK_ROWS, 120), 0);
+    long pending = settled_pending(60);
+    fprintf(stderr, "bulk tickets held in the accumulator behind the stalled writer: %ld\n",
+            pending);
+    assert_true(pending > 0);
+    assert_true(queued_of_lane(1) < BULK - pending); /* more bulk waits to be read */
+    produce_tenant("t5u", "job-urgent5", "acme", 0, URGENT, URGENT);
+    int published = wait_queued(0, URGENT, 60);
+    fprintf(stderr, "urgent tickets queued for the sink while it was stalled: %ld of %d\n",
+            queued_of_lane(0), URGENT);
+    exec_ok(lock, "COMMIT");
+    PQfinish(lock);
+    pthread_join(th, NULL);
+    assert_int_equal(w.rc, 0);
+
+    assert_int_equal(db_long("SELECT count(*) FROM ticket_results WHERE job_id=$1", "job-bulk5"),
+                     BULK);
+    assert_int_equal(db_long("SELECT count(*) FROM ticket_results WHERE job_id=$1", "job-urgent5"),
+                     URGENT);
+    assert_int_equal(group_lag("t5", "g5"), 0);
+    assert_int_equal(group_lag("t5u", "g5"), 0);
+    long before = db_long("SELECT count(DISTINCT xmin::text) FROM ticket_results WHERE job_id = "
+                          "'job-bulk5' AND xmin::text::bigint < (SELECT min(xmin::text::bigint) "
+                          "FROM ticket_results WHERE job_id = $1)",
+                          "job-urgent5");
+    fprintf(stderr, "bulk transactions committed before the urgent one: %ld\n", before);
+    assert_int_equal(published, 0);
+    assert_int_equal(before, 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_urgent_passes_the_sink_queue),
+        cmocka_unit_test(test_urgent_enters_a_full_accumulator),
     };
     return cmocka_run_group_tests(tests, pipe_setup, pipe_teardown);
 }

@@ -105,14 +105,7 @@ static void test_decode_order_per_partition(void **state) {
     char err[512];
     assert_int_equal(consumers_mock_topic_create(mock, "t3", PARTS, err, sizeof(err)), 0);
     assert_int_equal(consumers_mock_topic_create(mock, "t3.dlq", 1, err, sizeof(err)), 0);
-    consumers_codec_t *codec;
-    assert_int_equal(
-        consumers_codec_init(RECLASS_SOURCE_DIR "/consumers/schemas", &codec, err, sizeof(err)), 0);
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    assert_int_equal(rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, err, sizeof(err)),
-                     RD_KAFKA_CONF_OK);
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
-    assert_non_null(rk);
+    pipe_producer_t pr = pipe_mock_producer();
     int good = 0;
     for (int p = 0; p < PARTS; p++)
         for (int o = 0; o < per_part; o++) {
@@ -136,23 +129,13 @@ static void test_decode_order_per_partition(void **state) {
                                         .job_total = n_good,
                                         .enqueued_at_ms = 1700000000000LL + good,
                                         .partition = -1};
-                assert_int_equal(consumers_codec_encode(codec, &t, 1, &buf, &len, err, sizeof(err)),
-                                 0);
+                assert_int_equal(
+                    consumers_codec_encode(pr.codec, &t, 1, &buf, &len, err, sizeof(err)), 0);
                 good++;
             }
-            rd_kafka_resp_err_t re;
-            while ((re = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC("t3"), RD_KAFKA_V_PARTITION(p),
-                                           RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE),
-                                           RD_KAFKA_V_KEY(key, strlen(key)),
-                                           RD_KAFKA_V_VALUE(buf, len), RD_KAFKA_V_END)) ==
-                   RD_KAFKA_RESP_ERR__QUEUE_FULL)
-                rd_kafka_poll(rk, 50);
-            assert_int_equal(re, 0);
-            rd_kafka_poll(rk, 0);
+            pipe_mock_send(&pr, "t3", p, key, buf, len);
         }
-    assert_int_equal(rd_kafka_flush(rk, 30000), 0);
-    rd_kafka_destroy(rk);
-    consumers_codec_free(codec);
+    pipe_mock_producer_close(&pr);
     assert_int_equal(good, n_good);
 
     worker_run_cfg_t cfg;
@@ -167,11 +150,11 @@ static void test_decode_order_per_partition(void **state) {
     assert_int_equal(group_lag("t3", "g3"), 0);
 
     /* the dead-letter topic, in order: each source partition's offsets rise */
-    conf = rd_kafka_conf_new();
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
     rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, err, sizeof(err));
     rd_kafka_conf_set(conf, "group.id", "g3-reader", err, sizeof(err));
     rd_kafka_conf_set(conf, "auto.offset.reset", "earliest", err, sizeof(err));
-    rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof(err));
     assert_non_null(rk);
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(l, "t3.dlq", 0)->offset = RD_KAFKA_OFFSET_BEGINNING;

@@ -13,9 +13,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 #include <libpq-fe.h>
-#include <librdkafka/rdkafka.h>
 
-#include "consumers/avro_codec.h"
 #include "worker/cli/config.h"
 #include "sink/migrate.h"
 
@@ -86,17 +84,43 @@ void topic_create(const char *topic) {
     assert_int_equal(consumers_mock_topic_create(mock, topic, PARTS, err, sizeof(err)), 0);
 }
 
-void produce_tenant(const char *topic, const char *job_id, const char *tenant, int from, int to,
-                    int n) {
+pipe_producer_t pipe_mock_producer(void) {
     char err[512];
-    consumers_codec_t *codec;
+    pipe_producer_t p;
     assert_int_equal(
-        consumers_codec_init(RECLASS_SOURCE_DIR "/consumers/schemas", &codec, err, sizeof(err)), 0);
+        consumers_codec_init(RECLASS_SOURCE_DIR "/consumers/schemas", &p.codec, err, sizeof(err)),
+        0);
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     assert_int_equal(rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, err, sizeof(err)),
                      RD_KAFKA_CONF_OK);
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
-    assert_non_null(rk);
+    p.rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+    assert_non_null(p.rk);
+    return p;
+}
+
+void pipe_mock_send(pipe_producer_t *p, const char *topic, int32_t partition, const char *key,
+                    void *buf, size_t len) {
+    rd_kafka_resp_err_t re;
+    while ((re = rd_kafka_producev(
+                p->rk, RD_KAFKA_V_TOPIC(topic),
+                RD_KAFKA_V_PARTITION(partition < 0 ? RD_KAFKA_PARTITION_UA : partition),
+                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE), RD_KAFKA_V_KEY(key, strlen(key)),
+                RD_KAFKA_V_VALUE(buf, len), RD_KAFKA_V_END)) == RD_KAFKA_RESP_ERR__QUEUE_FULL)
+        rd_kafka_poll(p->rk, 50);
+    assert_int_equal(re, 0);
+    rd_kafka_poll(p->rk, 0);
+}
+
+void pipe_mock_producer_close(pipe_producer_t *p) {
+    assert_int_equal(rd_kafka_flush(p->rk, 30000), 0);
+    rd_kafka_destroy(p->rk);
+    consumers_codec_free(p->codec);
+}
+
+void produce_tenant(const char *topic, const char *job_id, const char *tenant, int from, int to,
+                    int n) {
+    char err[512];
+    pipe_producer_t p = pipe_mock_producer();
     for (int i = from; i < to; i++) {
         char tid[32];
         snprintf(tid, sizeof(tid), "t%06d", i);
@@ -110,19 +134,10 @@ void produce_tenant(const char *topic, const char *job_id, const char *tenant, i
                                 .partition = -1};
         void *buf;
         size_t len;
-        assert_int_equal(consumers_codec_encode(codec, &t, 1, &buf, &len, err, sizeof(err)), 0);
-        rd_kafka_resp_err_t re;
-        while ((re = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic),
-                                       RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE),
-                                       RD_KAFKA_V_KEY(tid, strlen(tid)), RD_KAFKA_V_VALUE(buf, len),
-                                       RD_KAFKA_V_END)) == RD_KAFKA_RESP_ERR__QUEUE_FULL)
-            rd_kafka_poll(rk, 50);
-        assert_int_equal(re, 0);
-        rd_kafka_poll(rk, 0);
+        assert_int_equal(consumers_codec_encode(p.codec, &t, 1, &buf, &len, err, sizeof(err)), 0);
+        pipe_mock_send(&p, topic, -1, tid, buf, len);
     }
-    assert_int_equal(rd_kafka_flush(rk, 30000), 0);
-    rd_kafka_destroy(rk);
-    consumers_codec_free(codec);
+    pipe_mock_producer_close(&p);
 }
 
 void produce_range(const char *topic, const char *job_id, int from, int to, int n) {

@@ -5,6 +5,9 @@
 #ifndef RECLASS_TESTS_PIPE_MOCK_H
 #define RECLASS_TESTS_PIPE_MOCK_H
 
+#include <librdkafka/rdkafka.h>
+
+#include "consumers/avro_codec.h"
 #include "consumers/mock_broker.h"
 #include "worker/pipeline/pipeline.h"
 
@@ -19,6 +22,19 @@ extern int n_texts;
 /* cmocka group setup and teardown: texts, the broker, PostgreSQL migrated. */
 int pipe_setup(void **state);
 int pipe_teardown(void **state);
+
+/* A producer to the embedded broker, with the codec that frames tickets for it. */
+typedef struct {
+    rd_kafka_t *rk;
+    consumers_codec_t *codec;
+} pipe_producer_t;
+
+pipe_producer_t pipe_mock_producer(void);
+/* Sends one record (buf: malloc'ed, taken) to topic, partition (-1: by its key). */
+void pipe_mock_send(pipe_producer_t *p, const char *topic, int32_t partition, const char *key,
+                    void *buf, size_t len);
+/* Waits for every record sent to be delivered, then frees p. */
+void pipe_mock_producer_close(pipe_producer_t *p);
 
 /* Creates topic with PARTS partitions. */
 void topic_create(const char *topic);

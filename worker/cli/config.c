@@ -92,7 +92,7 @@ void worker_run_cfg_opts(worker_run_cfg_t *c, cli_list_t *kafka,
          NULL},
         {"tenant-max-tokens", CLI_INT, &c->tenant_max_tokens, 0, 1 << 30,
          "RECLASS_TENANT_MAX_TOKENS", NULL,
-         "tokens one tenant may hold in the accumulator (0 = half of\n"
+         "tokens one tenant may hold in a lane of the accumulator (0 = half of\n"
          "      --max-pending-tokens); its next record then waits, and reading stops (but\n"
          "      for the most urgent lane) until its queued tickets make room",
          "0"},

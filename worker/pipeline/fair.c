@@ -13,14 +13,16 @@
 typedef struct {
     char name[257]; /* the tenant bound to the slot; "" = free */
     int weight;
-    long tokens; /* held in every lane */
-    int items;
+    int items; /* held in every lane (its tokens: each lane's class, sub[lane][slot]) */
 } slot_t;
 
 struct worker_fair {
     worker_fair_cfg_t cfg;
     worker_fair_weights_t w;
     long tenant_cap;
+    long reserve_tokens; /* room the plainer records leave to each more urgent rank (room_of) */
+    int reserve_items;
+    long cap_reserve; /* of a class's cap, left by priority 0 to the priorities above it */
     worker_accum_t *sub[WORKER_FAIR_MAX_LANES][SLOTS];
     long deficit[WORKER_FAIR_MAX_LANES][SLOTS];
     int credited[WORKER_FAIR_MAX_LANES][SLOTS]; /* this turn's quantum is added */
@@ -72,6 +74,34 @@ int worker_fair_weights_parse(const char *s, worker_fair_weights_t *out, char *e
     return 0;
 }
 
+/* The room kept for the more urgent records (fair.h: admission), decided here alone: one token
+ * budget (an urgent batch's worth), at most an equal share of the whole with the plainest
+ * records, who keep room for one longest item; the same share of the items; and of a class's
+ * cap, the same tokens, short of one longest item. */
+static void reserve_of(worker_fair_t *f) {
+    const worker_accum_cfg_t *c = &f->cfg.acc;
+    const int ranks = 1 + (f->cfg.n_lanes > 1) + (c->priority_step_ms > 0);
+    f->reserve_tokens = f->reserve_items = 0;
+    f->cap_reserve = 0;
+    if (ranks == 1) return;
+    long r = c->max_pending_tokens / ranks;
+    if (r > c->token_budget) r = c->token_budget;
+    if (r > (c->max_pending_tokens - c->max_len) / (ranks - 1))
+        r = (c->max_pending_tokens - c->max_len) / (ranks - 1);
+    f->reserve_tokens = r;
+    f->reserve_items =
+        (int)((double)c->max_pending_items * (double)r / (double)c->max_pending_tokens);
+    if (c->priority_step_ms > 0)
+        f->cap_reserve = r < f->tenant_cap - c->max_len ? r : f->tenant_cap - c->max_len;
+}
+
+/* How many ranks of reserve a record leaves free: 0 in a lane more urgent than the last; in
+ * the last lane, one for the urgent lanes, and one more at priority 0 for the priorities. */
+static int ranks_above(const worker_fair_t *f, int lane, int prio) {
+    if (lane < f->cfg.n_lanes - 1) return 0;
+    return (f->cfg.n_lanes > 1) + (prio <= 0 && f->cfg.acc.priority_step_ms > 0);
+}
+
 int worker_fair_init(const worker_fair_cfg_t *cfg, worker_fair_t **out, char *err, size_t errlen) {
     *out = NULL;
     if (cfg->n_lanes < 1 || cfg->n_lanes > WORKER_FAIR_MAX_LANES) {
@@ -92,6 +122,7 @@ int worker_fair_init(const worker_fair_cfg_t *cfg, worker_fair_t **out, char *er
         cfg->tenant_max_tokens > 0 ? cfg->tenant_max_tokens : cfg->acc.max_pending_tokens / 2;
     /* below one longest item the tenant could never be served; below a budget, never fill one */
     if (f->tenant_cap < cfg->acc.token_budget) f->tenant_cap = cfg->acc.token_budget;
+    reserve_of(f);
     for (int l = 0; l < cfg->n_lanes; l++)
         for (int s = 0; s < SLOTS; s++)
             if (worker_accum_init(&cfg->acc, &f->sub[l][s], err, errlen)) {
@@ -140,14 +171,15 @@ common_status_t worker_fair_push(worker_fair_t *f, void *item, int len, int lane
                                  const char *tenant, int prio, int64_t now_ms) {
     if (len <= 0 || len > f->cfg.acc.max_len || lane < 0 || lane >= f->cfg.n_lanes)
         return COMMON_USAGE;
-    if (f->n_items >= f->cfg.acc.max_pending_items ||
-        f->n_tokens + len > f->cfg.acc.max_pending_tokens)
+    const int above = ranks_above(f, lane, prio);
+    if (f->n_items >= f->cfg.acc.max_pending_items - above * f->reserve_items ||
+        f->n_tokens + len > f->cfg.acc.max_pending_tokens - above * f->reserve_tokens)
         return COMMON_RETRY;
     int s = slot_for(f, tenant ? tenant : "");
-    if (f->slot[s].tokens + len > f->tenant_cap) return COMMON_RETRY;
+    long cap = prio <= 0 ? f->tenant_cap - f->cap_reserve : f->tenant_cap;
+    if (worker_accum_pending_tokens(f->sub[lane][s]) + len > cap) return COMMON_RETRY;
     common_status_t rc = worker_accum_push_prio(f->sub[lane][s], item, len, prio, now_ms);
     if (rc != COMMON_OK) return rc;
-    f->slot[s].tokens += len;
     f->slot[s].items++;
     f->lane_items[lane]++;
     f->n_items++;
@@ -176,10 +208,15 @@ int worker_fair_ready(const worker_fair_t *f, int64_t now_ms) {
     if (f->n_items == 0) return 0;
     if (worker_fair_urgent_lane(f) >= 0) return 1;
     if (f->n_tokens >= c->token_budget) return 1;
-    if (f->n_items >= c->max_pending_items) return 1;
-    if (f->n_tokens + c->max_len > c->max_pending_tokens) return 1;
-    for (int s = 0; s < SLOTS; s++)
-        if (f->slot[s].items > 0 && f->slot[s].tokens + c->max_len > f->tenant_cap) return 1;
+    /* the plainest record's bounds (ranks_above at most 2) */
+    const int above = ranks_above(f, f->cfg.n_lanes - 1, 0);
+    if (f->n_items >= c->max_pending_items - above * f->reserve_items) return 1;
+    if (f->n_tokens + c->max_len > c->max_pending_tokens - above * f->reserve_tokens) return 1;
+    for (int l = 0; l < f->cfg.n_lanes; l++)
+        for (int s = 0; s < SLOTS; s++) {
+            long held = worker_accum_pending_tokens(f->sub[l][s]);
+            if (held > 0 && held + c->max_len > f->tenant_cap - f->cap_reserve) return 1;
+        }
     return worker_fair_next_deadline(f) <= now_ms;
 }
 
@@ -193,7 +230,6 @@ static long take(worker_fair_t *f, int lane, int s, int64_t now_ms, long allow, 
         worker_accum_pop_budget(a, now_ms, 1, allow, items + *n, lens ? lens + *n : NULL, cap - *n);
     long tok = before - worker_accum_pending_tokens(a);
     *n += k;
-    f->slot[s].tokens -= tok;
     f->slot[s].items -= k;
     f->lane_items[lane] -= k;
     f->n_items -= k;

@@ -1,7 +1,16 @@
 /* Lanes and fair shares: the accumulator of `reclass run` as one length-sorting accumulator
  * (worker/pipeline/accum.h) per class, a class being a lane (a topic priority, 0 = the most
  * urgent) and a tenant. Bounds (items, tokens) are the whole's, plus a cap on the tokens one
- * tenant holds, so a giant job cannot take the whole window.
+ * class holds (a tenant in one lane), so a giant job cannot take the whole window.
+ *
+ * Admission: the whole's bounds are the memory bound, max_pending_items and max_pending_tokens,
+ * never passed. Within them, a more urgent record always finds room that a backlog of plainer
+ * ones cannot take: records of the last lane leave a reserve (one token budget and the same
+ * share of the items; less when the bounds are tight, fair.c: reserve_of) to the lanes more
+ * urgent than it, and its records of priority 0 leave one more to its priorities above 0 (with
+ * priority on: priority_step_ms > 0). Within a class, records of priority 0 leave the same
+ * tokens of the class's cap to the higher priorities. So a bulk backlog that fills the
+ * accumulator, or its tenant's cap, never keeps an urgent ticket (or a priority one) out of it.
  *
  * A lane more urgent than the last one does not wait for a batch to fill: while one has items,
  * a batch is ready at once and holds that lane alone (its own tickets, at most the budget), so
@@ -43,7 +52,8 @@ int worker_fair_weights_parse(const char *s, worker_fair_weights_t *out, char *e
 typedef struct {
     worker_accum_cfg_t acc; /* budget, waits and the whole's bounds */
     int n_lanes;            /* 1..WORKER_FAIR_MAX_LANES */
-    long tenant_max_tokens; /* tokens one tenant may hold; 0 = half of max_pending_tokens */
+    long tenant_max_tokens; /* tokens one tenant may hold in a lane; 0 = half of
+                             * max_pending_tokens */
     const char *weights;    /* "T=W,..." or NULL: every tenant weighs 1 */
 } worker_fair_cfg_t;
 
@@ -52,7 +62,8 @@ typedef struct worker_fair worker_fair_t;
 int worker_fair_init(const worker_fair_cfg_t *cfg, worker_fair_t **out, char *err, size_t errlen);
 void worker_fair_free(worker_fair_t *f);
 
-/* COMMON_OK, COMMON_RETRY (full: the whole, or this tenant at its cap: pop, then try again)
+/* COMMON_OK, COMMON_RETRY (full: the whole, or this tenant at its cap in this lane, for a
+ * record of this lane and priority (see Admission above): pop, then try again)
  * or COMMON_USAGE (len out of range, or lane outside 0..n_lanes-1). prio: the item's priority
  * within its class (worker_accum_push_prio; a tenant's turn still comes by its share). */
 common_status_t worker_fair_push(worker_fair_t *f, void *item, int len, int lane,
