@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu/model/fp8.h"
+
 static const char *const prec_names[GPU_PREC_COUNT] = {[GPU_PREC_FP32] = "fp32",
                                                        [GPU_PREC_FP16] = "fp16",
                                                        [GPU_PREC_BF16] = "bf16",
@@ -102,6 +104,26 @@ int gpu_graph_norm_feeds_fp8(const gpu_graph_t *g, int i) {
            g->tensor[op->out.t].cols == op->n && next->kind == GPU_OP_LINEAR &&
            next->prec == GPU_PREC_FP8 && next->src[0].t == op->out.t && next->src[0].col == 0 &&
            next->k == op->n && g->tensor[next->out.t].rows_kind == g->tensor[op->out.t].rows_kind;
+}
+
+/* 1 when op b reads the whole rows op a writes (one tensor, column 0, a's n columns). */
+static int whole_rows(const gpu_graph_t *g, const gpu_op_t *a, const gpu_op_t *b) {
+    return a->out.t >= 0 && a->out.t == b->src[0].t && a->out.col == 0 && b->src[0].col == 0 &&
+           g->tensor[a->out.t].cols == a->n;
+}
+
+float gpu_graph_fp8_static_scale(const gpu_graph_t *g, int i) {
+    if (i < 2 || i >= g->n_ops) return 0.0f;
+    const gpu_op_t *op = &g->op[i], *p = op - 1, *ln = op - 2;
+    if (op->kind != GPU_OP_LINEAR || op->prec != GPU_PREC_FP8 || p->kind != GPU_OP_LINEAR ||
+        p->epi != GPU_EPI_ACT || p->act == GPU_ACT_TANH || p->w[0] < 0 || p->n != op->k ||
+        !whole_rows(g, p, op) || ln->kind != GPU_OP_NORM || ln->w[0] < 0 || ln->w[1] < 0 ||
+        ln->n != p->k || !whole_rows(g, ln, p))
+        return 0.0f;
+    const float *ga = g->tensor[ln->w[0]].data, *be = g->tensor[ln->w[1]].data;
+    const float *w = g->tensor[p->w[0]].data, *b = p->w[1] >= 0 ? g->tensor[p->w[1]].data : NULL;
+    if (!ga || !be || !w || (p->w[1] >= 0 && !b)) return 1.0f;
+    return gpu_fp8_act_bound_scale(ga, be, ln->n, w, b, p->n);
 }
 
 void gpu_graph_free(gpu_graph_t *g) {

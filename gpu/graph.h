@@ -179,6 +179,13 @@ size_t gpu_graph_rows(const gpu_graph_t *g, int t, int token_budget, int max_seq
  * CPU reference and CUDA's cuda_fp8_add_ln, which writes the linear's E4M3 input too). */
 int gpu_graph_norm_feeds_fp8(const gpu_graph_t *g, int i);
 
+/* The static input scale of op i of the batch ops, a linear at fp8 whose whole input rows op
+ * i - 1 writes as act(op i - 2's LayerNorm rows W^T + b) (BERT's FFN-out): gpu_fp8_act_bound_scale
+ * of those weights, or 1 in a graph without weight data (plan-memory). 0 for any other op: its
+ * input is quantized per token (fp8.h). Every backend quantizes such an input with this scale,
+ * so the producer may write the E4M3 codes itself (CUDA's FFN-in GEMM). */
+float gpu_graph_fp8_static_scale(const gpu_graph_t *g, int i);
+
 /* Whether a backend runs an op: its supports_op (gpu_backend_ops_t). The first op (prelude
  * included) it lacks, named in err: "the cuda backend lacks l0.attn: attention
  * (disentangled c2p p2c) bf16"; 0 when it runs them all. */

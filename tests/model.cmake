@@ -63,6 +63,9 @@ target_compile_definitions(fp8_sensitivity PRIVATE RECLASS_FIXTURES="${RECLASS_F
 # a backend not built or without a device prints its rows as skipped.
 reclass_add_test(NAME test_graph_ops SOURCES ${CMAKE_SOURCE_DIR}/tests/test_graph_ops.c
   LABELS unit)
+# Every family's graph and memory plan at every precision, without weights.
+reclass_add_test(NAME test_graph_plans SOURCES ${CMAKE_SOURCE_DIR}/tests/test_graph_plans.c
+  LABELS unit)
 
 # Per-op timing through the backend table (profile_ops, reclass bench --profile-ops).
 reclass_add_test(NAME test_profile_ops SOURCES ${CMAKE_SOURCE_DIR}/tests/test_profile_ops.c

@@ -174,6 +174,47 @@ static void test_norm_row(void **state) {
     }
 }
 
+/* The static scale of an FFN-out input (gpu_fp8_act_bound_scale): a power of two whose 448 bounds
+ * GELU(LN(x) W^T + b) for any row x, here for rows made to hit the bound's worst cases (a row
+ * along a weight row, a row with one huge element), and the values under it are
+ * e4m3(v / s) * s with v / s exact. */
+static void test_static_scale(void **state) {
+    (void)state;
+    enum { H = 64, N = 48 };
+    float g[H], b[H], w[N * H], bias[N], x[H], y[H], z[N], f[N];
+    for (int i = 0; i < H; i++)
+        g[i] = 0.5f + 0.03f * (float)(i % 17), b[i] = 0.1f * sinf((float)i);
+    for (int i = 0; i < N * H; i++)
+        w[i] = 0.2f * cosf(0.37f * (float)i);
+    for (int n = 0; n < N; n++)
+        bias[n] = 0.05f * (float)(n % 5);
+    const float s = gpu_fp8_act_bound_scale(g, b, H, w, bias, N);
+    int e;
+    assert_true(frexpf(s, &e) == 0.5f);
+    assert_true(gpu_fp8_pow2_inv(s) * s == 1.0f);
+    float worst = 0;
+    for (int t = 0; t < N + 1; t++) {
+        for (int i = 0; i < H; i++) /* row t along weight row t; the last one spiked */
+            x[i] = t < N ? w[t * H + i] : (i == 3 ? 100.0f : 0.01f * (float)i);
+        gpu_fp8_norm_row(x, NULL, g, b, H, 1e-12f, y);
+        for (int n = 0; n < N; n++) {
+            double acc = bias[n];
+            for (int i = 0; i < H; i++)
+                acc += (double)y[i] * w[n * H + i];
+            z[n] = (float)(0.5 * acc * (1.0 + erf(acc / sqrt(2.0))));
+            worst = fmaxf(worst, fabsf(z[n]));
+        }
+        gpu_fp8_fake_row_static(z, N, s, f);
+        for (int n = 0; n < N; n++) {
+            assert_true(f[n] == gpu_fp8_e4m3_float(gpu_fp8_e4m3(z[n] / s)) * s);
+            assert_true(fabsf(f[n] - z[n]) <= fabsf(z[n]) / 16 + 0x1p-10f * s);
+        }
+    }
+    assert_true(worst <= 448.0f * s);
+    printf("static scale %g: bound 448 s = %g, largest |GELU| of the rows %g\n", (double)s,
+           448.0 * s, (double)worst);
+}
+
 /* Agreement with HF fp32 of the demo model at fp8 on one golden set. */
 static void gate(const char *set, double min_agree) {
     char err[512];
@@ -226,7 +267,7 @@ int main(void) {
         cmocka_unit_test(test_e4m3_values),    cmocka_unit_test(test_e4m3_matches_cuda),
         cmocka_unit_test(test_quantize_row),   cmocka_unit_test(test_plan_text),
         cmocka_unit_test(test_norm_row),       cmocka_unit_test(test_gate_clinc150),
-        cmocka_unit_test(test_gate_cfpb_long),
+        cmocka_unit_test(test_gate_cfpb_long), cmocka_unit_test(test_static_scale),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

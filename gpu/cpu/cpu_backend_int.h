@@ -20,6 +20,7 @@ typedef struct {
     const float *packed;      /* gpu_cpu_gemm panels of w, or NULL */
     const uint16_t *packed16; /* gpu_cpu_bf16_pack panels of w (precision bf16), or NULL */
     int N, K;
+    float x_scale; /* fp8: the input's static scale (gpu_graph_fp8_static_scale), 0: per token */
 } cpu_proj_t;
 
 typedef struct {
@@ -96,8 +97,9 @@ int gpu_cpu_supports_op(const gpu_graph_t *g, const gpu_op_t *op);
 /* precision fp8 (cpu_fp8.c): rounds the weights of every FP8 linear op into be->fp8_w and
  * points its projection at them; before packing. 0, or -1 out of memory. */
 int gpu_cpu_fp8_weights(gpu_backend_t *be);
-/* y (n, K) = x's rows (ldx apart) rounded to E4M3 per token; returns y. */
-const float *gpu_cpu_fp8_input(const float *x, int ldx, int n, int K, float *y);
+/* y (n, K = p->K) = x's rows (ldx apart) rounded to E4M3 per token, or under p->x_scale;
+ * returns y. */
+const float *gpu_cpu_fp8_input(const cpu_proj_t *p, const float *x, int ldx, int n, float *y);
 
 /* The "cpu" backend's init; blas_only: every projection through OpenBLAS, as CPUs without
  * AVX2 run it (tests compare the two GEMM paths on one machine with it). */

@@ -50,7 +50,7 @@ void gpu_cpu_project(const cpu_proj_t *p, const float *x, int ldx, int n, gpu_cp
 static void linear(const gpu_backend_t *be, int i, const gpu_op_t *op, const float *x, int ldx,
                    int n, float *y, int ldy, float *xq) {
     const cpu_proj_t *p = &be->proj[i];
-    if (op->prec == GPU_PREC_FP8) x = gpu_cpu_fp8_input(x, ldx, n, op->k, xq), ldx = op->k;
+    if (op->prec == GPU_PREC_FP8) x = gpu_cpu_fp8_input(p, x, ldx, n, xq), ldx = op->k;
     gpu_act_t act = op->act;
     switch (op->epi) {
     case GPU_EPI_BIAS:

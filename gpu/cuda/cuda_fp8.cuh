@@ -1,8 +1,10 @@
 // The CUDA side of FP8 (gpu/model/fp8.h): E4M3 weights with per-output-channel scales,
 // quantized at load from the checkpoint's values; activations quantized per token where their
 // row is written: the LayerNorm that writes its 16-bit row writes the codes and scale of the
-// stored row too (no separate pass; gpu_fp8_norm_row's exact sequence); rows written
-// elsewhere (the attention context, the FFN's GELU output) by one read-once pass per row; and
+// stored row too (no separate pass; gpu_fp8_norm_row's exact sequence); FFN-out's input (the
+// GELU rows) by the FFN-in GEMM itself, as E4M3 under a static scale (gpu_graph_fp8_static_scale;
+// cuda_fp8_gemm_run_q); rows written elsewhere (a shallow model's attention context) by one
+// read-once pass per row (the kernels: cuda_fp8_quant.cu); and
 // the cuBLASLt FP8 GEMM Y = (Xq Wq^T) s_x s_w + b with fp32 accumulation, 16-bit C/D and both
 // scales applied in its epilogue as cuBLASLt's outer vectors
 // (CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F: s_w along op(A)'s M = the output features, s_x
@@ -40,8 +42,9 @@ cudaError_t cuda_fp8_add_ln(const T *a, const T *res, const float *gamma, const 
 
 typedef struct {
     cublasLtHandle_t lt;
-    cublasLtMatmulDesc_t desc[CUDA_GEMM_EPIS]; // TN, fp32 compute, outer-vector scales
-    cudaDataType_t dt;                         // C, D and the bias: CUDA_R_16F or CUDA_R_16BF
+    cublasLtMatmulDesc_t desc[CUDA_GEMM_EPIS];   // TN, fp32 compute, outer-vector scales
+    cublasLtMatmulDesc_t desc_q[CUDA_GEMM_EPIS]; // the same with E4M3 D under a D scale
+    cudaDataType_t dt;                           // C, D and the bias: CUDA_R_16F or CUDA_R_16BF
     void *workspace;
     size_t workspace_bytes;
     cuda_gemm_entry_t cache[CUDA_GEMM_CACHE]; // algorithms by (n, k, epi, M bucket, beta, ldy)
@@ -49,8 +52,14 @@ typedef struct {
     long heuristic_queries;
     int tune;         // as cuda_gemm_t's: > 1 only in the backend's warm-up, a miss times that many
     int gelu_refused; // 1 once cuBLASLt had no FP8 algorithm with the GELU epilogue
+    int q_refused;    // 1 once cuBLASLt had no algorithm with an E4M3 output
     cudaEvent_t ev0, ev1;
 } cuda_fp8_gemm_t;
+
+// q (elems) = e4m3(x * inv) of 16-bit rows x (type CUDA_GEMM_FP16 / BF16), inv a power of two
+// (gpu_fp8_pow2_inv of gpu_graph_fp8_static_scale): elems % 8 == 0, x 16-byte, q 8-byte aligned.
+cudaError_t cuda_fp8_quantize_static(const void *x, int type, size_t elems, float inv, uint8_t *q,
+                                     cudaStream_t s);
 
 // type: CUDA_GEMM_FP16 or CUDA_GEMM_BF16 (the 16-bit outputs). 0 or -1 (err set).
 int cuda_fp8_gemm_init(cuda_fp8_gemm_t *g, int type, void *workspace, size_t workspace_bytes,
@@ -64,5 +73,15 @@ int cuda_fp8_gemm_run(cuda_fp8_gemm_t *g, const uint8_t *wq, const float *w_scal
                       const uint8_t *xq, const float *x_scale, void *y, int ldy, const void *bias,
                       const void *res, int m, int n, int k, int epi, cudaStream_t st, char *err,
                       size_t errlen);
+
+// Yq (m, n) E4M3 = e4m3(d_scale[0] * epi((Xq Wq^T) x_scale[row] w_scale[col] + bias)): the
+// same GEMM writing the codes of its output under a static scale (d_scale: device, 1 / the
+// scale), so the next FP8 projection reads them with no pass of its own. c16: any 16-bit (m, n)
+// buffer (cuBLASLt's C layout; not read). 0, or -1 when cuBLASLt has no such algorithm
+// (remembered: the caller writes 16-bit rows and quantizes them, cuda_fp8_quantize_static).
+int cuda_fp8_gemm_run_q(cuda_fp8_gemm_t *g, const uint8_t *wq, const float *w_scale,
+                        const uint8_t *xq, const float *x_scale, uint8_t *yq, const void *c16,
+                        const float *d_scale, const void *bias, int m, int n, int k, int epi,
+                        cudaStream_t st);
 
 #endif

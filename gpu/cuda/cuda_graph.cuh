@@ -27,7 +27,9 @@ typedef struct cuda_graph : cg_layout_t {
     cuda_gemm_t gemm, gemm32; // 16-bit and fp32 projections
     cuda_fp8_gemm_t gemm8;    // FP8 projections (has_fp8)
     int has_fp8;
-    const gpu_op_t *xq_for; // the FP8 linear whose input codes the LayerNorm before it wrote
+    const gpu_op_t *xq_for; // the FP8 linear whose input codes the op before it wrote, at xq_at
+    uint8_t *xq_at;         // o_xq (the LayerNorm's), or the producer's output rows (a static
+                            // input: cuda_fp8_gemm_run_q writes its codes into its own tensor)
     cuda_rel_gemm_t rel;    // the c2p / p2c batched matmuls (has_rel)
     int has_rel;
 } cuda_graph_t;

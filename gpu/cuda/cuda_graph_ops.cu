@@ -8,6 +8,7 @@
 
 #include "gpu/cuda/cuda_common.cuh"
 #include "gpu/cuda/cuda_graph.cuh"
+#include "gpu/model/fp8.h"
 
 #define OP_CUDA(call)                                                                              \
     do {                                                                                           \
@@ -91,7 +92,7 @@ static int op_norm(cuda_graph_t *cg, const gpu_op_t *op, int m, char *err, size_
         OP_CUDA(cuda_fp8_add_ln<T>((const T *)src, (const T *)NULL, ga, be, m, op->n, op->eps,
                                    (T *)out, (uint8_t *)(cg->dev + cg->o_xq),
                                    (float *)(cg->dev + cg->o_xs), cg->st));
-        cg->xq_for = op + 1;
+        cg->xq_for = op + 1, cg->xq_at = (uint8_t *)(cg->dev + cg->o_xq);
     } else if (sdt == CG_F32 && odt == CG_F32)
         OP_CUDA(
             (cuda_add_ln<float, float>((const float *)src, (const float *)NULL, ga, be, m, op->n,
@@ -183,15 +184,37 @@ static int op_linear(cuda_graph_t *cg, const gpu_op_t *op, const gpu_op_t *ln, i
     if (!out16) // the product into 16-bit scratch, then into the fp32 rows
         yg = y16, ldyg = n, res = NULL;
     if (op->prec == GPU_PREC_FP8) {
-        uint8_t *xq = (uint8_t *)(cg->dev + cg->o_xq);
-        float *xs = (float *)(cg->dev + cg->o_xs);
-        const cg_tensor_t *w = &cg->t[op->w[0]];
-        if (cg->xq_for != op) // unless the LayerNorm before wrote them (op_norm)
+        const int i = op >= g->op && op < g->op + g->n_ops ? (int)(op - g->op) : -1;
+        // a static input scale (layout.h: fp8_static) is in the weights' scales: ones per token
+        const float s_in = i >= 0 ? cg->fp8_static[i] : 0.f;
+        const float s_out = i >= 0 && i + 1 < g->n_ops ? cg->fp8_static[i + 1] : 0.f;
+        uint8_t *xq = cg->xq_for == op ? cg->xq_at : (uint8_t *)(cg->dev + cg->o_xq);
+        float *xs = (float *)(cg->dev + (s_in > 0.f ? cg->o_ones : cg->o_xs));
+        const uint8_t *wq = (const uint8_t *)cg_ptr(cg, op->w[0]);
+        const float *wsc = (const float *)(cg->dev + cg->t[op->w[0]].scale_at);
+        if (cg->xq_for != op && s_in > 0.f) { // unless the op before wrote them
+            if (!in16 || ldx != k) {
+                snprintf(err, errlen, "%s: a static FP8 input must be whole 16-bit rows", op->name);
+                return -1;
+            }
+            OP_CUDA(cuda_fp8_quantize_static(x, type, (size_t)m * k, gpu_fp8_pow2_inv(s_in), xq,
+                                             cg->st));
+        } else if (cg->xq_for != op) {
             OP_CUDA(cuda_fp8_quantize_rows(x, type, m, k, xq, xs, cg->st));
+        }
         cg->xq_for = NULL;
-        if (cuda_fp8_gemm_run(&cg->gemm8, (const uint8_t *)cg_ptr(cg, op->w[0]),
-                              (const float *)(cg->dev + w->scale_at), xq, xs, yg, ldyg, bias, res,
-                              m, n, k, epi, cg->st, err, errlen) != 0)
+        // The next op's static input: this GEMM writes its codes (e4m3(v / s)) into the first
+        // m n bytes of its own 16-bit output rows, which only that op reads; C's layout points
+        // past them (beta 0: never read). Where cuBLASLt refuses, 16-bit rows as below.
+        if (s_out > 0.f && out16 && ldyg == n && !res && post_act < 0 &&
+            cuda_fp8_gemm_run_q(
+                &cg->gemm8, wq, wsc, xq, xs, (uint8_t *)y, (const char *)y + (size_t)m * n,
+                (const float *)(cg->dev + cg->o_sinv) + i + 1, bias, m, n, k, epi, cg->st) == 0) {
+            cg->xq_for = op + 1, cg->xq_at = (uint8_t *)y;
+            return 0;
+        }
+        if (cuda_fp8_gemm_run(&cg->gemm8, wq, wsc, xq, xs, yg, ldyg, bias, res, m, n, k, epi,
+                              cg->st, err, errlen) != 0)
             return -1;
     } else if (cuda_gemm_run_ldx(&cg->gemm, cg_ptr(cg, op->w[0]), x, in16 ? ldx : k, yg, ldyg, bias,
                                  res, m, n, k, epi, cg->st, err, errlen) != 0) {

@@ -38,6 +38,35 @@ static void weights_image(const cuda_graph_t *cg, char *img) {
     }
 }
 
+// The static input scale of an FP8 linear (layout.h: fp8_static) into its weights' per-channel
+// scales in the host image (a power of two: exact); its per-token scales are then ones.
+static void fold_static(const cuda_graph_t *cg, char *img) {
+    const gpu_graph_t *g = cg->g;
+    for (int i = 0; i < g->n_ops; i++) {
+        const float s = cg->fp8_static[i];
+        if (s <= 0.0f) continue;
+        float *sc = (float *)(img + cg->t[g->op[i].w[0]].scale_at);
+        for (int r = 0; r < g->tensor[g->op[i].w[0]].rows; r++)
+            sc[r] *= s;
+    }
+}
+
+// The ones (o_ones) and the 1 / scale of each static input (o_sinv) on the device.
+static cudaError_t upload_static(const cuda_graph_t *cg) {
+    if (cg->o_sinv == cg->o_ones) return cudaSuccess; // no static input
+    const size_t T = (size_t)cg->token_budget, n = (size_t)cg->g->n_ops;
+    float *h = (float *)malloc(sizeof(float) * (T > n ? T : n));
+    if (!h) return cudaErrorMemoryAllocation;
+    for (size_t i = 0; i < n; i++)
+        h[i] = cg->fp8_static[i] > 0.0f ? gpu_fp8_pow2_inv(cg->fp8_static[i]) : 1.0f;
+    cudaError_t e = cudaMemcpy(cg->dev + cg->o_sinv, h, n * 4, cudaMemcpyHostToDevice);
+    for (size_t i = 0; i < T; i++)
+        h[i] = 1.0f;
+    if (e == cudaSuccess) e = cudaMemcpy(cg->dev + cg->o_ones, h, T * 4, cudaMemcpyHostToDevice);
+    free(h);
+    return e;
+}
+
 int cuda_graph_setup(cuda_graph_t *cg, char *dev, cudaStream_t st, int sms, char *err,
                      size_t errlen) {
     cg->dev = dev, cg->st = st, cg->sms = sms;
@@ -48,8 +77,10 @@ int cuda_graph_setup(cuda_graph_t *cg, char *dev, cudaStream_t st, int sms, char
         return -1;
     }
     weights_image(cg, img);
+    fold_static(cg, img);
     cudaError_t e = cudaMemcpy(dev, img, cg->weights_bytes, cudaMemcpyHostToDevice);
     free(img);
+    if (e == cudaSuccess) e = upload_static(cg);
     if (e == cudaSuccess) e = cudaMemset(dev + cg->o_zero, 0, cg->zero_bytes);
     if (e == cudaSuccess && cg->o_rrow != cg->o_zero) {
         const int mid = cg->rrow_mid;
@@ -117,5 +148,6 @@ void cuda_graph_free(cuda_graph_t *cg) {
         if (cg->has_rel) cuda_rel_free(&cg->rel);
     }
     free(cg->t);
+    free(cg->fp8_static);
     free(cg);
 }

@@ -226,6 +226,16 @@ int cuda_graph_layout(cg_layout_t *cg, const gpu_graph_t *g, int t16, int token_
     cg->o_rel = at, cg->rel_elems = rel, at += 2 * up(rel * 2);    /* c2p, p2c */
     cg->o_xq = at, cg->xq_cols = xq, at += up(T * xq);
     cg->o_xs = at, at += xq ? up(T * 4) : 0;
+    int n_static = 0;
+    cg->fp8_static = calloc((size_t)g->n_ops + 1, sizeof(float));
+    if (!cg->fp8_static) {
+        snprintf(err, errlen, "out of host memory for the graph's layout");
+        return -1;
+    }
+    for (int i = 0; i < g->n_ops; i++)
+        n_static += (cg->fp8_static[i] = gpu_graph_fp8_static_scale(g, i)) > 0.0f;
+    cg->o_ones = at, at += n_static ? up(T * 4) : 0;
+    cg->o_sinv = at, at += n_static ? up((size_t)g->n_ops * 4) : 0;
     cg->o_rope = at, at += up((size_t)cg->n_rope * max_len * cg->rope_dim * 4);
     cg->o_ws = at, cg->ws_bytes = CG_WS_BYTES, at += CG_WS_BYTES;
     cg->total_bytes = at;
@@ -234,7 +244,9 @@ int cuda_graph_layout(cg_layout_t *cg, const gpu_graph_t *g, int t16, int token_
 
 void cg_layout_free(cg_layout_t *cg) {
     free(cg->t);
+    free(cg->fp8_static);
     cg->t = NULL;
+    cg->fp8_static = NULL;
 }
 
 int cuda_graph_plan(const gpu_model_config_t *cfg, gpu_precision_t prec, int token_budget,

@@ -55,6 +55,13 @@ typedef struct cg_layout {
     size_t rel_elems;  /* of each */
     size_t o_xq, o_xs; /* FP8 activations: E4M3 (tokens, xq_cols), per-row scales (tokens) */
     size_t xq_cols;
+    /* FP8 linears whose input has a static scale (gpu_graph_fp8_static_scale; BERT's FFN-out):
+     * fp8_static (n_ops, host) that scale of each batch op, 0 for a per-token input; o_ones fp32
+     * (tokens) ones, their per-token scales (the static one is folded into their weights'
+     * scales, exactly: a power of two); o_sinv fp32 (n_ops) 1 / fp8_static, the D scale of the
+     * producer's GEMM when it writes the codes itself */
+    float *fp8_static;
+    size_t o_ones, o_sinv;
     size_t o_ws, ws_bytes; /* cuBLASLt workspace */
     int rrow_mid;
     /* fp32 (n_rope, max_len, rope_dim / 2, 2): RoPE's cos and sin of every position and

@@ -72,6 +72,37 @@ void gpu_fp8_fake_row(const float *x, int n, float *y) {
         y[i] = gpu_fp8_e4m3_float(gpu_fp8_e4m3(x[i] * inv)) * s;
 }
 
+float gpu_fp8_act_bound_scale(const float *gamma, const float *beta, int H, const float *w,
+                              const float *b, int n) {
+    double gmax = 0, bsq = 0, zmax = 0.17; /* |GELU(z)| <= 0.17 for z < 0 */
+    for (int i = 0; i < H; i++) {
+        gmax = fmax(gmax, fabs((double)gamma[i]));
+        bsq += (double)beta[i] * beta[i];
+    }
+    const double ynorm = gmax * sqrt((double)H) + sqrt(bsq);
+    for (int r = 0; r < n; r++) {
+        double wsq = 0;
+        for (int i = 0; i < H; i++)
+            wsq += (double)w[(size_t)r * H + i] * w[(size_t)r * H + i];
+        zmax = fmax(zmax, ynorm * sqrt(wsq) + (b ? fabs((double)b[r]) : 0.0));
+    }
+    int e;
+    (void)frexp(1.25 * zmax / GPU_FP8_E4M3_MAX, &e); /* x = f 2^e, 0.5 <= f < 1: x <= 2^e */
+    return ldexpf(1.0f, e);
+}
+
+float gpu_fp8_pow2_inv(float s) {
+    int e;
+    (void)frexpf(s, &e); /* s = 0.5 * 2^e */
+    return ldexpf(1.0f, 1 - e);
+}
+
+void gpu_fp8_fake_row_static(const float *x, int n, float s, float *y) {
+    const float inv = gpu_fp8_pow2_inv(s);
+    for (int i = 0; i < n; i++)
+        y[i] = gpu_fp8_e4m3_float(gpu_fp8_e4m3(x[i] * inv)) * s;
+}
+
 /* The 32 lanes' partial sums of the butterfly, as the warp adds them (fp8.h, step 3). */
 static float lanes_sum(float part[32]) {
     for (int o = 16; o > 0; o >>= 1) {
@@ -118,17 +149,30 @@ void gpu_fp8_norm_row(const float *x, const float *res, const float *gamma, cons
  * 95.09% on long complaints, any whole layer falls under 99.0% on the complaints, and of its
  * inner layers only the attention-out projections hold both gates (99.64% / 99.24%; QKV + FFN-in
  * there: 99.33% / 96.41%). That is the plan below GPU_FP8_DEEP layers: 7% of bert-base's FLOPs,
- * too few to speed anything up. From GPU_FP8_DEEP layers on, QKV and FFN-in of every layer but
- * the first and the last (bert-base: 20 of 48 projections, 49% of their FLOPs): the points whose
- * input a LayerNorm writes, as E4M3 with per-token scales at no extra pass; attention-out and
- * FFN-out inputs come from kernels that never see a token's whole row, so each would pay a
- * quantize pass costing what FP8 saves on its GEMM (`test_gpu_fp8 bench`). The first layer
- * reads the embeddings, the last feeds the head. Whether a BERT-base classifier holds the gates
- * with it is measured on the device (tests/bench/device_run.sh fp8, parts sens and agree: the C
- * reference per plan, on a BERT-base-geometry classifier trained there); the demo cannot say. */
+ * too few to speed anything up. From GPU_FP8_DEEP layers on, deep_plan: the points whose input
+ * is written as E4M3 at no pass of its own (QKV and FFN-in: by the LayerNorm, per token; FFN-out:
+ * by the FFN-in GEMM under the static scale of gpu_fp8_act_bound_scale), in the layers it names
+ * (the first reads the embeddings, the last feeds the head). Attention-out's input comes from
+ * the attention kernel, which holds one head of a row: it would pay a quantize pass costing what
+ * FP8 saves on its GEMM (`test_gpu_fp8 bench`). Whether a BERT-base classifier holds the gates
+ * with it is measured on the device (tests/bench/device_run.sh fp8, parts recipes and agree, on
+ * a BERT-base-geometry classifier trained there); the demo cannot say. */
+static const struct {
+    int on;          /* the point runs FP8 in deep models */
+    int first, last; /* in layers first .. layers - 1 - last */
+} deep_plan[GPU_FP8_POINTS] = {[GPU_FP8_QKV] = {1, 1, 1},
+                               [GPU_FP8_AO] = {0, 0, 0},
+                               [GPU_FP8_FF1] = {1, 1, 1},
+                               [GPU_FP8_FF2] = {1, 1, 1}};
+
 int gpu_fp8_runs(const gpu_model_config_t *cfg, int layer, gpu_fp8_point_t p) {
+    /* a gated FFN's (GeGLU) FFN-out input is a product of two GEMM columns: no bound of
+     * gpu_fp8_act_bound_scale's, no row a kernel holds whole */
+    if (p == GPU_FP8_FF2 && cfg->glu) return 0;
+    if (cfg->layers >= GPU_FP8_DEEP)
+        return deep_plan[p].on && layer >= deep_plan[p].first &&
+               layer + deep_plan[p].last < cfg->layers;
     if (layer <= 0 || layer + 1 >= cfg->layers) return 0;
-    if (cfg->layers >= GPU_FP8_DEEP) return p == GPU_FP8_QKV || p == GPU_FP8_FF1;
     return p == GPU_FP8_AO;
 }
 
@@ -169,8 +213,8 @@ const char *gpu_fp8_plan_text(const gpu_model_config_t *cfg, char *buf, size_t l
     double share;
     const int n = gpu_fp8_count(cfg, &share);
     size_t at = (size_t)snprintf(buf, len,
-                                 "fp8 plan: E4M3, per-token activation and per-channel weight "
-                                 "scales, fp32 accumulation; in fp8:");
+                                 "fp8 plan: E4M3, per-token activation (FFN-out: a static bound) "
+                                 "and per-channel weight scales, fp32 accumulation; in fp8:");
     /* Runs of layers with the same points, "layers 1-10: qkv ao ff1 ff2". */
     for (int l = 0; l < cfg->layers && at < len;) {
         char pts[64], next[64];

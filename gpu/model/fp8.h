@@ -9,7 +9,10 @@
  * fp32 and scaled back by s_x[row] * s_w[col]. E4M3's error is relative (3 mantissa bits)
  * whatever the scale, so finer scale blocks gain little; per-token scales are chosen because
  * they never saturate, need no calibration data and keep a ticket's logits independent of
- * the batch it rides in. Which projections stay 16-bit is gpu_fp8_runs. */
+ * the batch it rides in. The one exception, FFN-out's input (the GELU rows, written by a GEMM
+ * that never holds a token's whole row), takes a static scale bounded from the weights
+ * (gpu_fp8_act_bound_scale), as batch-independent. Which projections stay 16-bit is
+ * gpu_fp8_runs. */
 #ifndef RECLASS_GPU_MODEL_FP8_H
 #define RECLASS_GPU_MODEL_FP8_H
 
@@ -62,6 +65,26 @@ void gpu_fp8_fake_row(const float *x, int n, float *y);
 void gpu_fp8_norm_row(const float *x, const float *res, const float *gamma, const float *beta,
                       int H, float eps, float *y);
 
+/* The static input scale of an FP8 projection whose input is act(LN(x) W^T + b) (BERT's FFN-out:
+ * GELU or ReLU of FFN-in over LayerNorm 1), for a producer that never holds a token's whole row
+ * (cuBLASLt's FFN-in GEMM writes the E4M3 codes itself) and so cannot take its amax. A bound
+ * from the weights alone, so no calibration data and no dependence on the batch: a LayerNorm row
+ * has ||y||_2 <= max|gamma| sqrt(H) + ||beta||_2 (its normalised values have a sum of squares
+ * <= H), so |z_n| <= that * ||W_n||_2 + |b_n| (Cauchy-Schwarz), and |act(z)| <= max(|z|, 0.17).
+ * The bound, with 1.25 for the FP8 rounding of the FFN-in operands, is mapped onto 448 and the
+ * scale rounded up to a power of two: v * (1 / s) is then exact, so the codes are
+ * gpu_fp8_e4m3(v * gpu_fp8_pow2_inv(s)) on every backend, and the scale folds exactly into the
+ * next GEMM's per-channel weight scales. E4M3's error is relative (3 mantissa bits) down to 2^-6
+ * of the scale unit: a bound 10-50x above a row's amax moves only values under ~1e-3 of it into
+ * the subnormals, whose absolute error (<= s 2^-10) is far below the large values' (2^-4 v).
+ * gamma, beta (H); w (n, H); b (n) or NULL. */
+float gpu_fp8_act_bound_scale(const float *gamma, const float *beta, int H, const float *w,
+                              const float *b, int n);
+/* 1 / s of a power-of-two scale s (exact). */
+float gpu_fp8_pow2_inv(float s);
+/* y (n) = the values of x (n) under the static scale s: e4m3(x * (1 / s)) * s; y may be x. */
+void gpu_fp8_fake_row_static(const float *x, int n, float s, float *y);
+
 /* The projections whose inputs can be quantized, in layer order. */
 typedef enum {
     GPU_FP8_QKV, /* input: the previous LayerNorm (embedding LayerNorm for layer 0) */
@@ -71,14 +94,15 @@ typedef enum {
     GPU_FP8_POINTS
 } gpu_fp8_point_t;
 
-/* Depth from which a model runs QKV and FFN-in of its inner layers in FP8 (gpu_fp8_runs);
- * shallower ones only their inner attention-out projections. */
+/* Depth from which a model runs the deep plan (gpu_fp8_runs: QKV, FFN-in and FFN-out of its
+ * inner layers); shallower ones only their inner attention-out projections. */
 #define GPU_FP8_DEEP 6
 
 /* 1 when projection p of layer l runs in FP8 (E4M3 inputs and weights), 0 when it stays in
- * the backend's 16-bit type. The one place the recipe's per-layer choice is made: QKV and
- * FFN-in (the LayerNorm-fed points) of every layer but the first and the last (GPU_FP8_DEEP
- * layers or more; below, the attention-out ones of those layers only). */
+ * the backend's 16-bit type. The one place the recipe's per-layer choice is made: from
+ * GPU_FP8_DEEP layers on, the points whose inputs are written as E4M3 at no extra pass (QKV,
+ * FFN-in, FFN-out) in the layers of its table (fp8.c); below, the attention-out ones of every
+ * layer but the first and the last. */
 int gpu_fp8_runs(const gpu_model_config_t *cfg, int layer, gpu_fp8_point_t p);
 /* Projections in FP8 and their share of the encoder's projection FLOPs (0..1). */
 int gpu_fp8_count(const gpu_model_config_t *cfg, double *flop_share);

@@ -15,6 +15,7 @@ FFN-out of every layer; the head (pooler, classifier) stays fp32.
 import argparse
 import csv
 import json
+import math
 import time
 from pathlib import Path
 
@@ -44,7 +45,7 @@ def quant_act(x, mode, static_amax):
         amax = x.abs().amax(dim=-1, keepdim=True).clamp(min=1e-12)
     elif mode == "tensor":
         amax = x.abs().amax().clamp(min=1e-12)
-    else:  # static: calibrated per-tensor amax
+    else:  # static: calibrated per-tensor amax, or bound: from the weights
         amax = torch.tensor(static_amax)
     return e4m3(x * (E4M3_MAX / amax)) * (amax / E4M3_MAX)
 
@@ -60,11 +61,24 @@ def linears(layer):
 
 
 class Recipe:
-    """act: {point: 'token'|'tensor'|'static'|None (16-bit)}, weights per channel or tensor,
-    skip: layers left unquantized."""
+    """act: {point: 'token'|'tensor'|'static'|'bound'|None (16-bit)}, weights per channel or
+    tensor, skip: layers left unquantized, only: {point: layers} where a point runs (default
+    every layer not skipped). 'bound' (ff2 only): the static power-of-two scale reclass derives
+    from the weights (gpu_fp8_act_bound_scale in gpu/model/fp8.c)."""
 
-    def __init__(self, name, act, per_channel=True, skip=()):
+    def __init__(self, name, act, per_channel=True, skip=(), only=None):
         self.name, self.act, self.per_channel, self.skip = name, act, per_channel, set(skip)
+        self.only = {k: set(v) for k, v in (only or {}).items()}
+
+
+def bound_amax(layer):
+    """448 x gpu_fp8_act_bound_scale of FFN-out's input: GELU(LN1(x) W1^T + b1) <= it."""
+    ln, ff1 = layer.attention.output.LayerNorm, layer.intermediate.dense
+    g, b = ln.weight.double(), ln.bias.double()
+    ynorm = g.abs().max().item() * math.sqrt(g.numel()) + b.norm().item()
+    z = (ynorm * ff1.weight.double().norm(dim=1) + ff1.bias.double().abs()).max().item()
+    _, e = math.frexp(1.25 * max(z, 0.17) / E4M3_MAX)
+    return E4M3_MAX * math.ldexp(1.0, e)
 
 
 def install(model, recipe, calib, orig):
@@ -72,6 +86,8 @@ def install(model, recipe, calib, orig):
     for li, layer in enumerate(layers):
         for point, lins in linears(layer):
             mode = None if li in recipe.skip else recipe.act.get(point)
+            if point in recipe.only and li not in recipe.only[point]:
+                mode = None
             for lin in lins:
                 w0, fwd0 = orig[id(lin)]
                 if mode is None:
@@ -79,7 +95,7 @@ def install(model, recipe, calib, orig):
                     lin.forward = fwd0
                     continue
                 lin.weight.data = quant_weight(w0, recipe.per_channel)
-                amax = calib.get((li, point), 1.0)
+                amax = bound_amax(layer) if mode == "bound" else calib.get((li, point), 1.0)
 
                 def fwd(x, lin=lin, mode=mode, amax=amax):
                     xq = x if mode == "keep" else quant_act(x, mode, amax)
@@ -199,6 +215,21 @@ def main():
                dict(every, qkv=None, ao=None, ff2=None), skip=(0, L - 1)),
         # 14: the LayerNorm-fed points of every layer
         Recipe("qkv + ff1 per-token, every layer", dict(every, ao=None, ff2=None)),
+        # 15-20: the plan with FFN-out too (its input under the weights' static bound scale,
+        # which the FFN-in GEMM writes as E4M3 itself on CUDA), per layer range
+        Recipe("plan + ff2 per-token, layers 1-10", dict(every, ao=None), skip=(0, L - 1)),
+        Recipe("plan + ff2 bound, layers 1-10", dict(every, ao=None, ff2="bound"),
+               skip=(0, L - 1)),
+        Recipe("plan + ff2 bound, layers 3-8", dict(every, ao=None, ff2="bound"),
+               skip=(0, L - 1), only={"ff2": range(3, 9)}),
+        Recipe("plan + ff2 bound, layers 6-10", dict(every, ao=None, ff2="bound"),
+               skip=(0, L - 1), only={"ff2": range(6, L - 1)}),
+        Recipe("plan + ff2 bound, layers 1-5", dict(every, ao=None, ff2="bound"),
+               skip=(0, L - 1), only={"ff2": range(1, 6)}),
+        Recipe("plan + ff2 bound, layers 2-9", dict(every, ao=None, ff2="bound"),
+               skip=(0, L - 1), only={"ff2": range(2, L - 2)}),
+        Recipe("qkv + ff1 + ff2 bound, layers 2-10", dict(every, ao=None, ff2="bound"),
+               skip=(0, 1, L - 1)),
     ]
     if a.recipes:
         keep = set(a.recipes.split(","))

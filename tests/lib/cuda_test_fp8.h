@@ -30,8 +30,20 @@ int gpu_cuda_test_fp8_add_ln(const char *precision, const float *x, const float 
 int gpu_cuda_test_fp8_linear(const char *precision, const float *x, const float *w, const float *b,
                              const float *res, int n, int in, int out, int epi, float *y);
 
+/* q (n) = e4m3(x * inv) of x rounded to precision ("fp16" / "bf16"): cuda_fp8_quantize_static
+ * (n % 8 == 0, inv a power of two). */
+int gpu_cuda_test_fp8_quantize_static(const char *precision, const float *x, size_t n, float inv,
+                                      uint8_t *q);
+
+/* q (n, out) E4M3 = e4m3(inv * act(the FP8 GEMM of x (n, in) and w (out, in), each quantized
+ * per row, + b rounded to fp16)): cuda_fp8_gemm_run_q, epi as cuda_gemm.cuh's (2 GELU tanh
+ * form), inv a power of two. 0, 1 when cuBLASLt has no algorithm for it, -1 on error. */
+int gpu_cuda_test_fp8_linear_q(const float *x, const float *w, const float *b, int n, int in,
+                               int out, int epi, float inv, uint8_t *q);
+
 /* TFLOP/s of the FP8 GEMM Y (m, n) = Xq Wq^T s_x s_w + bias on random codes, epi 1 bias, 2 bias +
- * GELU, 3 bias + residual in place; 20 timed runs after 3 (the first tuned among 8 of
+ * GELU, 3 bias + residual in place, 4 bias + GELU written as E4M3 (-2: cuBLASLt has no algorithm
+ * for it); 20 timed runs after 3 (the first tuned among 8 of
  * cuBLASLt's candidates, as the backend's warm-up picks them). -1 on error (bench only). */
 double gpu_cuda_test_fp8_gemm_bench(int m, int n, int k, int epi);
 
