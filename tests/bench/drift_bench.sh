@@ -130,8 +130,9 @@ time_cmd() {
     fi
 }
 # time_cpu NAME SETUP SQL: median of 3 CPU times (user + system, 10 ms ticks) of the server
-# process running SQL, each in a new session after SETUP: on a shared machine wall time
-# counts the other processes' load, CPU time does not. Only for a server on this machine.
+# process running SQL (one statement, one row out), each in a new session after SETUP: on a
+# shared machine wall time counts the other processes' load, CPU time does not. Only for a
+# server on this machine.
 time_cpu() {
     local name=$1 setup=$2 q=$3 runs pid x a b cpid
     runs=$(for _ in 1 2 3; do
@@ -141,7 +142,7 @@ time_cpu() {
         [ -r "/proc/$pid/stat" ] || { echo "\\q" >&"${P[1]}"; wait "$cpid"; echo -1; continue; }
         echo "$setup; SELECT 1;" >&"${P[1]}"; read -r x <&"${P[0]}"
         a=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-        echo "SELECT count(*) FROM ($q) x;" >&"${P[1]}"; read -r x <&"${P[0]}"
+        echo "$q;" >&"${P[1]}"; read -r x <&"${P[0]}"
         b=$(awk '{print $14 + $15}' "/proc/$pid/stat")
         echo "\\q" >&"${P[1]}"; wait "$cpid" || true
         echo $(( (b - a) * 1000 / $(getconf CLK_TCK) ))
@@ -165,6 +166,8 @@ time_sql '`drift_window_scores`, one tenant, last hour' \
     "SELECT count(*) FROM drift_window_scores WHERE tenant = '$tenant' AND bucket_start > now() - interval '1 hour'"
 time_cmd '`reclass report` for one job' "$bin" report --db "$url" --job "$job" --out "$tmp/report.html"
 time_sql 'worker: write one window of every tenant' "$window_write"
+time_cpu 'worker: write one window of every tenant, server CPU time' "SELECT 1" \
+    "WITH w AS ($window_write RETURNING 1) SELECT count(*) FROM w"
 # the worker judges each window after writing it: the first judging sums every tenant's
 # reference from the roll-ups (untimed); each timed run writes the next window (untimed: the
 # window_write above) and judges it, moving every reference one window on
