@@ -166,7 +166,7 @@ time_sql '`drift_window_scores`, one tenant, last hour' \
     "SELECT count(*) FROM drift_window_scores WHERE tenant = '$tenant' AND bucket_start > now() - interval '1 hour'"
 time_cmd '`reclass report` for one job' "$bin" report --db "$url" --job "$job" --out "$tmp/report.html"
 time_sql 'worker: write one window of every tenant' "$window_write"
-time_cpu 'worker: write one window of every tenant, server CPU time' "SELECT 1" \
+time_cpu 'worker: write one window of every tenant, server CPU time' "SET application_name = 'drift_bench'" \
     "WITH w AS ($window_write RETURNING 1) SELECT count(*) FROM w"
 # the worker judges each window after writing it: the first judging sums every tenant's
 # reference from the roll-ups (untimed); each timed run writes the next window (untimed: the
