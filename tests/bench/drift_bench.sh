@@ -161,6 +161,10 @@ echo "|---|---:|"
 time_cmd '`reclass jobs`' "$bin" jobs --db "$url"
 time_cmd '`reclass jobs show J`' "$bin" jobs show "$job" --db "$url"
 time_cmd '`reclass drift report` (window buckets, 7 days, all tenants)' "$bin" drift report --db "$url"
+# the report's two statements (its tenants, its worst windows), server CPU time
+time_cpu '`reclass drift report` (window buckets, 7 days), server CPU time' "SET application_name = 'drift_bench'" \
+    "SELECT (SELECT count(*) FROM drift_report_tenants('window', drift_since('7 days')))
+            + (SELECT count(*) FROM drift_report_worst('window', drift_since('7 days'), NULL, NULL, 20))"
 time_cmd '`reclass drift report --bucket hour --since "24 hours"`' "$bin" drift report --db "$url" --bucket hour --since "24 hours"
 time_sql '`drift_window_scores`, one tenant, last hour' \
     "SELECT count(*) FROM drift_window_scores WHERE tenant = '$tenant' AND bucket_start > now() - interval '1 hour'"
