@@ -11,7 +11,8 @@
 #     partitions, the roll-ups, drift_status, ticket_results' partitions, job_info or
 #     job_progress.
 # (3) 011: the judge stores every judged window's scores (equal to drift_scores'), rolls them
-#     up by hour once per window, and a pinned baseline re-scores them; the report reads them.
+#     up by hour (and, 015, by day) once per window, and a pinned baseline re-scores them; the
+#     report reads them.
 #   test_drift_scale.sh RECLASS_BIN
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -169,6 +170,30 @@ check "re-scoring keeps the roll-up of hours past the retention" "1" \
     "$(sql "SELECT count(*) FROM drift_judged_hourly WHERE tenant = 'tenant5' AND bucket_start < now() - interval '80 days'")"
 check "the report's tenants come from the stored scores" "tenant5 $(sql "SELECT count(DISTINCT window_start) FROM drift_windows WHERE tenant = 'tenant5' AND window_start >= now() - interval '2 days'")" \
     "$(sql "SELECT tenant || ' ' || buckets FROM drift_report_tenants('window', now() - interval '2 days', 'tenant5')")"
+# 015: the days of the stored scores sum their hours (but the hour written above by hand); the
+# report's tenants over a ragged range (windows, then hours, then whole days) equal sums over
+# the stored windows
+check "daily roll-up of the stored scores = its hours" "0" "$(sql "SELECT count(*) FROM
+    (SELECT tenant, model, date_trunc('day', bucket_start, 'UTC') b, sum(windows) n, sum(drifting) d, sum(tickets) t,
+            max(rank) r, min(first_drift) f FROM drift_judged_hourly WHERE bucket_start > now() - interval '80 days'
+     GROUP BY 1, 2, 3) a
+    FULL JOIN (SELECT * FROM drift_judged_daily WHERE bucket_start > now() - interval '80 days') h
+        ON h.tenant = a.tenant AND h.model = a.model AND h.bucket_start = a.b
+    WHERE a.n IS DISTINCT FROM h.windows OR a.t IS DISTINCT FROM h.tickets OR a.d IS DISTINCT FROM h.drifting
+       OR a.r IS DISTINCT FROM h.rank OR a.f IS DISTINCT FROM h.first_drift")"
+since="date_trunc('minute', now()) - interval '2 days 3 hours 17 minutes'"
+check "the report's tenants over windows, hours and days = sums of the stored windows" "0 of 8" "$(sql "SELECT
+    count(*) FILTER (WHERE (r.worst, r.buckets, r.drifting, r.tickets, r.drift_since) IS DISTINCT FROM
+                           (x.worst, x.n, x.d, x.t, x.f)) || ' of ' || count(*)
+    FROM (SELECT tenant, model, drift_rank_status(max(rank)) worst, count(*) n, count(*) FILTER (WHERE status = 'drift') d,
+                 sum(tickets)::bigint t, min(window_start) FILTER (WHERE status = 'drift') f
+          FROM drift_judged WHERE window_start >= $since GROUP BY 1, 2) x
+    FULL JOIN drift_report_tenants('window', $since) r ON r.tenant = x.tenant AND r.model = x.model")"
+check "the report's days = the days of the stored windows" "0 of 8" "$(sql "SELECT
+    count(*) FILTER (WHERE (r.buckets, r.tickets) IS DISTINCT FROM (x.n, x.t)) || ' of ' || count(*)
+    FROM (SELECT tenant, model, count(DISTINCT date_trunc('day', window_start, 'UTC')) n, sum(tickets)::bigint t
+          FROM drift_judged WHERE window_start >= date_trunc('day', $since, 'UTC') GROUP BY 1, 2) x
+    FULL JOIN drift_report_tenants('day', $since) r ON r.tenant = x.tenant AND r.model = x.model")"
 check "stored references = range sums" "0" "$(sql "SELECT count(*) FROM drift_reference r,
     drift_windows_sum(r.tenant, r.model, r.ref_end - interval '7 days', r.ref_end) f
     WHERE f.tickets IS DISTINCT FROM r.tickets OR f.confidence_hist IS DISTINCT FROM r.confidence_hist
@@ -237,7 +262,7 @@ EOF
 }
 # the tables that hold rows (an empty partition is scanned in no time, and the planner knows it)
 big="($(sql "SELECT string_agg(c.relname, '|') FROM pg_class c
-             WHERE c.relname IN ('drift_hourly', 'drift_daily', 'drift_status', 'ticket_results', 'drift_judged_hourly',
+             WHERE c.relname IN ('drift_hourly', 'drift_daily', 'drift_status', 'ticket_results', 'drift_judged_hourly', 'drift_judged_daily',
                                  'job_info', 'job_progress')
                 OR (c.relname ~ '^(drift_(windows|judged)|ticket_results)_' AND c.relkind = 'r' AND c.reltuples > 0)"))( |$)"
 scanless() { # NAME SQL: no sequential scan of the big tables
