@@ -248,7 +248,13 @@ static void build(gpu_gb_t *b) {
     gpu_gb_head(b, first, -1, -1, c->head_act);
 }
 
-const gpu_family_t gpu_family_deberta = {{GPU_FAMILY_DEBERTA_V2,
-                                          "DebertaV2ForSequenceClassification", "deberta-v2",
-                                          GPU_ACT_GELU, defaults, config, bind},
-                                         build};
+const gpu_family_t gpu_family_deberta = {
+    .rules = {.arch = "DebertaV2ForSequenceClassification",
+              .name = "deberta-v2",
+              .head_act = GPU_ACT_GELU,
+              .no_tables = 1,
+              .defaults = defaults,
+              .config = config,
+              .bind = bind},
+    .build = build,
+};
