@@ -1,13 +1,11 @@
 /* DebertaV2ForSequenceClassification (DeBERTa-v2 and -v3), the whole family: config.json,
- * the tensors, the relative position rule every backend shares, and the forward pass:
+ * the tensors and the forward pass:
  * embeddings (a position table only where the checkpoint has one), BERT's post-norm layers
  * with disentangled attention (scores q.k plus c2p, the query against the keys of the
  * relative embeddings, and p2c, the key against their queries, read at the bucketed
  * distance), the pooler on the first token. The relative embeddings (after their LayerNorm)
  * go through each layer's position K and Q projections once, in the graph's prelude. */
-#include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "gpu/families/family.h"
@@ -128,23 +126,6 @@ static int config(json_t *root, const char *path, gpu_model_config_t *c, char *e
     json_t *n = json_object_get(root, "norm_rel_ebd");
     c->rel_ln = json_is_string(n) && strstr(json_string_value(n), "layer_norm") != NULL;
     return 0;
-}
-
-int gpu_model_rel_row(const gpu_model_config_t *c, int rel) {
-    int bucket = rel;
-    if (c->rel_buckets > 0 && c->rel_max_pos > 0) {
-        /* make_log_bucket_position, in fp32 as torch evaluates it */
-        const int mid = c->rel_buckets / 2, sign = (rel > 0) - (rel < 0);
-        const int abs_pos = rel < mid && rel > -mid ? mid - 1 : abs(rel);
-        if (abs_pos > mid) {
-            const float den = logf((float)((double)(c->rel_max_pos - 1) / mid));
-            const float lp =
-                ceilf(logf((float)abs_pos / (float)mid) / den * (float)(mid - 1)) + (float)mid;
-            bucket = (int)lp * sign;
-        }
-    }
-    const int row = bucket + c->rel_span;
-    return row < 0 ? 0 : row > 2 * c->rel_span - 1 ? 2 * c->rel_span - 1 : row;
 }
 
 static int bind(gpu_model_t *m, const gpu_st_file_t *f, char *err, size_t errlen) {

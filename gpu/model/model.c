@@ -4,6 +4,7 @@
  * geometries are its row's (gpu/families/<family>.c). */
 #include "gpu/model/model.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,23 @@ void gpu_model_free(gpu_model_t *m) {
 
 int gpu_model_ff1_rows(const gpu_model_config_t *c) {
     return c->glu ? 2 * c->intermediate : c->intermediate;
+}
+
+int gpu_model_rel_row(const gpu_model_config_t *c, int rel) {
+    int bucket = rel;
+    if (c->rel_buckets > 0 && c->rel_max_pos > 0) {
+        /* make_log_bucket_position, in fp32 as torch evaluates it */
+        const int mid = c->rel_buckets / 2, sign = (rel > 0) - (rel < 0);
+        const int abs_pos = rel < mid && rel > -mid ? mid - 1 : abs(rel);
+        if (abs_pos > mid) {
+            const float den = logf((float)((double)(c->rel_max_pos - 1) / mid));
+            const float lp =
+                ceilf(logf((float)abs_pos / (float)mid) / den * (float)(mid - 1)) + (float)mid;
+            bucket = (int)lp * sign;
+        }
+    }
+    const int row = bucket + c->rel_span;
+    return row < 0 ? 0 : row > 2 * c->rel_span - 1 ? 2 * c->rel_span - 1 : row;
 }
 
 size_t gpu_model_param_count(const gpu_model_config_t *c) {

@@ -161,7 +161,8 @@ int gpu_model_ff1_rows(const gpu_model_config_t *cfg);
 /* DeBERTa's relative position of query i to key j (rel = i - j) as Hugging Face's
  * make_log_bucket_position computes it in fp32 (the distance itself when there are no
  * buckets), then the row of the relative embeddings it reads: clamp(bucket + span, 0,
- * 2 span - 1). */
+ * 2 span - 1). The disentangled attention op's rule, which every backend reads (model.c),
+ * so no backend depends on a family's file. */
 int gpu_model_rel_row(const gpu_model_config_t *cfg, int rel);
 
 /* Total parameter count of a geometry (for FLOP accounting). */
