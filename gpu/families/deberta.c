@@ -229,6 +229,55 @@ static void build(gpu_gb_t *b) {
     gpu_gb_head(b, first, -1, -1, c->head_act);
 }
 
+/* ---- the rest of its row ---- */
+
+/* A bucketed table needs room for the buckets' log part (gpu_model_rel_row). */
+static const char *validate(const gpu_model_config_t *c) {
+    if (c->rel_span < 0 || (c->rel_span > 0 && c->rel_buckets == 1))
+        return "position_buckets / max_relative_positions";
+    return NULL;
+}
+
+/* Its weights beyond the shared ones: each layer's projections of the relative embeddings
+ * (the layer's own K and Q under share_att_key), after the layer's; the relative embeddings
+ * and their LayerNorm after the head's. */
+static void layout(gpu_model_blob_t *b, gpu_layer_weights_t *y) {
+    const gpu_model_config_t *c = b->cfg;
+    const size_t H = (size_t)c->hidden;
+    if (c->rel_span <= 0) return;
+    if (!y) {
+        gpu_model_slice(b, &b->w->rel_emb, 2 * (size_t)c->rel_span * H);
+        if (c->rel_ln) {
+            gpu_model_slice(b, &b->w->rel_ln_g, H);
+            gpu_model_slice(b, &b->w->rel_ln_b, H);
+        }
+    } else if (!c->share_att_key) {
+        gpu_model_slice(b, &y->pos_k_w, H * H);
+        gpu_model_slice(b, &y->pos_k_b, H);
+        gpu_model_slice(b, &y->pos_q_w, H * H);
+        gpu_model_slice(b, &y->pos_q_b, H);
+    } else if (b->base) {
+        y->pos_k_w = y->k_w, y->pos_k_b = y->k_b;
+        y->pos_q_w = y->q_w, y->pos_q_b = y->q_b;
+    }
+}
+
+/* microsoft/deberta-v3-base: 512 positions, 256 buckets, no table, no types. */
+static const gpu_model_geometry_t geometries[] = {
+    {"deberta-v3-base", 12, 768, 12, 3072, 128100, 0, 512, 0, 0, 1e-7f},
+};
+
+static void geometry(gpu_model_config_t *c) {
+    c->pos_rows = 0; /* position_biased_input false */
+}
+
+/* The relative embeddings' norm as HF initialises it: (1, 0). */
+static void init_random(gpu_model_t *m) {
+    gpu_model_weights_t *w = &m->w;
+    for (int i = 0; w->rel_ln_g && i < m->cfg.hidden; i++)
+        w->rel_ln_g[i] = 1.0f, w->rel_ln_b[i] = 0.0f;
+}
+
 const gpu_family_t gpu_family_deberta = {
     .rules = {.arch = "DebertaV2ForSequenceClassification",
               .name = "deberta-v2",
@@ -236,6 +285,12 @@ const gpu_family_t gpu_family_deberta = {
               .no_tables = 1,
               .defaults = defaults,
               .config = config,
-              .bind = bind},
+              .validate = validate,
+              .bind = bind,
+              .layout = layout,
+              .geometries = geometries,
+              .n_geometries = 1,
+              .geometry = geometry,
+              .init_random = init_random},
     .build = build,
 };

@@ -68,15 +68,6 @@ static void blob_layout(gpu_model_blob_t *b) {
         SLICE(y->ff2_b, H);
         SLICE(y->ln2_g, H);
         SLICE(y->ln2_b, H);
-        if (c->rel_span > 0 && !c->share_att_key) {
-            SLICE(y->pos_k_w, H * H);
-            SLICE(y->pos_k_b, H);
-            SLICE(y->pos_q_w, H * H);
-            SLICE(y->pos_q_b, H);
-        } else if (c->rel_span > 0 && b->base) {
-            y->pos_k_w = y->k_w, y->pos_k_b = y->k_b;
-            y->pos_q_w = y->q_w, y->pos_q_b = y->q_b;
-        }
         if (own) own(b, y);
     }
     if (b->exact) b->at = before + (b->at - before) * (size_t)c->layers;
@@ -85,11 +76,6 @@ static void blob_layout(gpu_model_blob_t *b) {
     SLICE(w->cls_w, L * H);
     SLICE(w->cls_b, L);
     if (own) own(b, NULL);
-    if (c->rel_span > 0) SLICE(w->rel_emb, 2 * (size_t)c->rel_span * H);
-    if (c->rel_span > 0 && c->rel_ln) {
-        SLICE(w->rel_ln_g, H);
-        SLICE(w->rel_ln_b, H);
-    }
 #undef SLICE
 }
 

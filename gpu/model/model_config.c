@@ -104,8 +104,6 @@ static int config_validate(const gpu_model_config_t *c, const char *path, char *
     else if (!(c->ln_eps >= FLT_MIN && c->ln_eps <= FLT_MAX))
         bad = "layer_norm_eps";
     if (!bad && rules->validate) bad = rules->validate(c); /* the family's own rules */
-    if (!bad && (c->rel_span < 0 || (c->rel_span > 0 && c->rel_buckets == 1)))
-        bad = "position_buckets / max_relative_positions";
     if (!bad && (c->num_labels <= 0 || !c->id2label)) bad = "id2label / num_labels";
     for (int i = 0; !bad && i < c->num_labels; i++)
         if (!c->id2label[i]) bad = "id2label";

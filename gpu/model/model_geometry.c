@@ -10,12 +10,6 @@
 #include "gpu/model/model.h"
 #include "gpu/model/model_int.h"
 
-/* Not yet in its family's row: DeBERTa's (microsoft/deberta-v3-base: 512 positions, 256
- * buckets, no table, no types). */
-static const gpu_model_geometry_t deberta_geometries[] = {
-    {"deberta-v3-base", 12, 768, 12, 3072, 128100, 0, 512, 0, 0, 1e-7f},
-};
-
 /* Registry rows are static: the list is written once, the first time it is asked for. */
 static char geometry_list[1024];
 static pthread_once_t geometry_once = PTHREAD_ONCE_INIT;
@@ -24,9 +18,8 @@ static void geometry_fill(void) {
     size_t n = 0;
     for (int f = 0; f < GPU_FAMILY_COUNT; f++) {
         const gpu_model_family_rules_t *r = gpu_model_family_of((gpu_model_family_t)f);
-        const gpu_model_geometry_t *g =
-            f == GPU_FAMILY_DEBERTA_V2 ? deberta_geometries : r->geometries;
-        const int ng = f == GPU_FAMILY_DEBERTA_V2 ? 1 : r->n_geometries;
+        const gpu_model_geometry_t *g = r->geometries;
+        const int ng = r->n_geometries;
         for (int i = 0; i < ng && n < sizeof geometry_list; i++)
             n += (size_t)snprintf(geometry_list + n, sizeof geometry_list - n, "%s%s",
                                   n ? ", " : "", g[i].name);
@@ -61,16 +54,14 @@ static void geometry_config(gpu_model_family_t f, const gpu_model_geometry_t *g,
     cfg->id2label = NULL; /* gpu_model_init_random names the labels */
     if (r->defaults) r->defaults(cfg);
     if (r->geometry) r->geometry(cfg);
-    if (f == GPU_FAMILY_DEBERTA_V2) cfg->pos_rows = 0; /* position_biased_input false */
 }
 
 int gpu_model_geometry(const char *name, int num_labels, gpu_model_config_t *cfg) {
     if (!name || num_labels <= 0) return -1;
     for (int f = 0; f < GPU_FAMILY_COUNT; f++) {
         const gpu_model_family_rules_t *r = gpu_model_family_of((gpu_model_family_t)f);
-        const gpu_model_geometry_t *g =
-            f == GPU_FAMILY_DEBERTA_V2 ? deberta_geometries : r->geometries;
-        const int ng = f == GPU_FAMILY_DEBERTA_V2 ? 1 : r->n_geometries;
+        const gpu_model_geometry_t *g = r->geometries;
+        const int ng = r->n_geometries;
         for (int i = 0; i < ng; i++)
             if (strcmp(name, g[i].name) == 0) {
                 geometry_config((gpu_model_family_t)f, &g[i], num_labels, cfg);
@@ -149,8 +140,6 @@ int gpu_model_init_random(const char *geometry, int num_labels, uint64_t seed, g
     }
     fill_const(w->pool_b, H, 0.0f);
     fill_const(w->cls_b, (size_t)c->num_labels, 0.0f);
-    if (w->rel_ln_g) fill_const(w->rel_ln_g, H, 1.0f);
-    if (w->rel_ln_b) fill_const(w->rel_ln_b, H, 0.0f);
     const gpu_model_family_rules_t *r = gpu_model_family_of(c->family);
     if (r->init_random) r->init_random(m);
     *out = m;
