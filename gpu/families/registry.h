@@ -13,6 +13,7 @@
     X(xlm_roberta, XLM_ROBERTA)                                                                    \
     X(electra, ELECTRA)                                                                            \
     X(modernbert, MODERNBERT)                                                                      \
-    X(deberta, DEBERTA_V2)
+    X(deberta, DEBERTA_V2)                                                                         \
+    /* a new family: one line above this one */
 
 #endif
