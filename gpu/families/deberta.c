@@ -1,13 +1,11 @@
 /* DebertaV2ForSequenceClassification (DeBERTa-v2 and -v3), the whole family: config.json,
- * the tensors, the relative position rule every backend shares, and the forward pass:
+ * the tensors and the forward pass:
  * embeddings (a position table only where the checkpoint has one), BERT's post-norm layers
  * with disentangled attention (scores q.k plus c2p, the query against the keys of the
  * relative embeddings, and p2c, the key against their queries, read at the bucketed
  * distance), the pooler on the first token. The relative embeddings (after their LayerNorm)
  * go through each layer's position K and Q projections once, in the graph's prelude. */
-#include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "gpu/families/family.h"
@@ -130,23 +128,6 @@ static int config(json_t *root, const char *path, gpu_model_config_t *c, char *e
     return 0;
 }
 
-int gpu_model_rel_row(const gpu_model_config_t *c, int rel) {
-    int bucket = rel;
-    if (c->rel_buckets > 0 && c->rel_max_pos > 0) {
-        /* make_log_bucket_position, in fp32 as torch evaluates it */
-        const int mid = c->rel_buckets / 2, sign = (rel > 0) - (rel < 0);
-        const int abs_pos = rel < mid && rel > -mid ? mid - 1 : abs(rel);
-        if (abs_pos > mid) {
-            const float den = logf((float)((double)(c->rel_max_pos - 1) / mid));
-            const float lp =
-                ceilf(logf((float)abs_pos / (float)mid) / den * (float)(mid - 1)) + (float)mid;
-            bucket = (int)lp * sign;
-        }
-    }
-    const int row = bucket + c->rel_span;
-    return row < 0 ? 0 : row > 2 * c->rel_span - 1 ? 2 * c->rel_span - 1 : row;
-}
-
 static int bind(gpu_model_t *m, const gpu_st_file_t *f, char *err, size_t errlen) {
     const gpu_model_config_t *c = &m->cfg;
     gpu_model_weights_t *w = &m->w;
@@ -248,7 +229,68 @@ static void build(gpu_gb_t *b) {
     gpu_gb_head(b, first, -1, -1, c->head_act);
 }
 
-const gpu_family_t gpu_family_deberta = {{GPU_FAMILY_DEBERTA_V2,
-                                          "DebertaV2ForSequenceClassification", "deberta-v2",
-                                          GPU_ACT_GELU, defaults, config, bind},
-                                         build};
+/* ---- the rest of its row ---- */
+
+/* A bucketed table needs room for the buckets' log part (gpu_model_rel_row). */
+static const char *validate(const gpu_model_config_t *c) {
+    if (c->rel_span < 0 || (c->rel_span > 0 && c->rel_buckets == 1))
+        return "position_buckets / max_relative_positions";
+    return NULL;
+}
+
+/* Its weights beyond the shared ones: each layer's projections of the relative embeddings
+ * (the layer's own K and Q under share_att_key), after the layer's; the relative embeddings
+ * and their LayerNorm after the head's. */
+static void layout(gpu_model_blob_t *b, gpu_layer_weights_t *y) {
+    const gpu_model_config_t *c = b->cfg;
+    const size_t H = (size_t)c->hidden;
+    if (c->rel_span <= 0) return;
+    if (!y) {
+        gpu_model_slice(b, &b->w->rel_emb, 2 * (size_t)c->rel_span * H);
+        if (c->rel_ln) {
+            gpu_model_slice(b, &b->w->rel_ln_g, H);
+            gpu_model_slice(b, &b->w->rel_ln_b, H);
+        }
+    } else if (!c->share_att_key) {
+        gpu_model_slice(b, &y->pos_k_w, H * H);
+        gpu_model_slice(b, &y->pos_k_b, H);
+        gpu_model_slice(b, &y->pos_q_w, H * H);
+        gpu_model_slice(b, &y->pos_q_b, H);
+    } else if (b->base) {
+        y->pos_k_w = y->k_w, y->pos_k_b = y->k_b;
+        y->pos_q_w = y->q_w, y->pos_q_b = y->q_b;
+    }
+}
+
+/* microsoft/deberta-v3-base: 512 positions, 256 buckets, no table, no types. */
+static const gpu_model_geometry_t geometries[] = {
+    {"deberta-v3-base", 12, 768, 12, 3072, 128100, 0, 512, 0, 0, 1e-7f},
+};
+
+static void geometry(gpu_model_config_t *c) {
+    c->pos_rows = 0; /* position_biased_input false */
+}
+
+/* The relative embeddings' norm as HF initialises it: (1, 0). */
+static void init_random(gpu_model_t *m) {
+    gpu_model_weights_t *w = &m->w;
+    for (int i = 0; w->rel_ln_g && i < m->cfg.hidden; i++)
+        w->rel_ln_g[i] = 1.0f, w->rel_ln_b[i] = 0.0f;
+}
+
+const gpu_family_t gpu_family_deberta = {
+    .rules = {.arch = "DebertaV2ForSequenceClassification",
+              .name = "deberta-v2",
+              .head_act = GPU_ACT_GELU,
+              .no_tables = 1,
+              .defaults = defaults,
+              .config = config,
+              .validate = validate,
+              .bind = bind,
+              .layout = layout,
+              .geometries = geometries,
+              .n_geometries = 1,
+              .geometry = geometry,
+              .init_random = init_random},
+    .build = build,
+};

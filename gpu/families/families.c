@@ -7,23 +7,19 @@
 
 #include "gpu/families/family.h"
 
-/* The registry: one entry a family, each row defined by its file. */
-#define FAMILIES(X)                                                                                \
-    X(bert) X(distilbert) X(roberta) X(xlm_roberta) X(electra) X(modernbert) X(deberta)
-#define DECLARE(n) extern const gpu_family_t gpu_family_##n;
-#define ROW(n)     &gpu_family_##n,
-FAMILIES(DECLARE)
-static const gpu_family_t *const registry[] = {FAMILIES(ROW)};
-#define N_FAMILIES (int)(sizeof registry / sizeof registry[0])
+/* The registry: its rows in gpu/families/registry.h's order, which numbers
+ * gpu_model_family_t, each row defined by its family's file. */
+#define DECLARE(sym, NAME) extern const gpu_family_t gpu_family_##sym;
+#define ROW(sym, NAME)     [GPU_FAMILY_##NAME] = &gpu_family_##sym,
+GPU_FAMILIES(DECLARE)
+static const gpu_family_t *const registry[GPU_FAMILY_COUNT] = {GPU_FAMILIES(ROW)};
 
 const gpu_family_t *gpu_family_find(gpu_model_family_t f) {
-    for (int i = 0; i < N_FAMILIES; i++)
-        if (registry[i]->rules.family == f) return registry[i];
-    return NULL;
+    return (unsigned)f < GPU_FAMILY_COUNT ? registry[f] : NULL;
 }
 
-const gpu_model_family_rules_t *gpu_model_family_rules(int i) {
-    return i >= 0 && i < N_FAMILIES ? &registry[i]->rules : NULL;
+const gpu_model_family_rules_t *gpu_model_family_rules(int f) {
+    return f >= 0 && f < GPU_FAMILY_COUNT ? &registry[f]->rules : NULL;
 }
 
 /* Room enough for any builder: a layer has fewer than 32 tensors and 32 ops (DeBERTa: 22

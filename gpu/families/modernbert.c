@@ -274,7 +274,61 @@ static void build(gpu_gb_t *b) {
                 gpu_gb_weight(b, "head.norm.b", w ? w->head_ln_b : NULL, 1, H, 1), c->head_act);
 }
 
-const gpu_family_t gpu_family_modernbert = {{GPU_FAMILY_MODERNBERT,
-                                             "ModernBertForSequenceClassification", "modernbert",
-                                             GPU_ACT_GELU, defaults, config, bind},
-                                            build};
+/* ---- the rest of its row ---- */
+
+/* What the shared checks cannot know: GeGLU, the global/local pattern, usable thetas. */
+static const char *validate(const gpu_model_config_t *c) {
+    if (c->glu != 1) return "architectures (GLU)";
+    if (c->global_every < 1) return "global_attn_every_n_layers";
+    if (c->local_window < 0) return "local_attention";
+    if (!(c->rope_theta_global >= FLT_MIN && c->rope_theta_global <= FLT_MAX))
+        return "global_rope_theta";
+    if (!(c->rope_theta_local >= FLT_MIN && c->rope_theta_local <= FLT_MAX))
+        return "local_rope_theta";
+    return NULL;
+}
+
+/* Its weights beyond the shared ones: final_norm and head.norm, after the head's. */
+static void layout(gpu_model_blob_t *b, gpu_layer_weights_t *y) {
+    if (y) return;
+    const size_t H = (size_t)b->cfg->hidden;
+    gpu_model_slice(b, &b->w->final_ln_g, H);
+    gpu_model_slice(b, &b->w->final_ln_b, H);
+    gpu_model_slice(b, &b->w->head_ln_g, H);
+    gpu_model_slice(b, &b->w->head_ln_b, H);
+}
+
+/* answerdotai/ModernBERT-base: 8,192 RoPE positions (no table), GeGLU to 2 x 1152. */
+static const gpu_model_geometry_t geometries[] = {
+    {"modernbert-base", 22, 768, 12, 1152, 50368, 0, 8192, 0, 0, 1e-5f},
+};
+
+static void geometry(gpu_model_config_t *c) {
+    c->mean_pool = 1; /* the published config's classifier_pooling */
+}
+
+/* Its norms as HF initialises them: (1, 0). */
+static void init_random(gpu_model_t *m) {
+    gpu_model_weights_t *w = &m->w;
+    for (int i = 0; i < m->cfg.hidden; i++) {
+        w->final_ln_g[i] = w->head_ln_g[i] = 1.0f;
+        w->final_ln_b[i] = w->head_ln_b[i] = 0.0f;
+    }
+}
+
+const gpu_family_t gpu_family_modernbert = {
+    .rules = {.arch = "ModernBertForSequenceClassification",
+              .name = "modernbert",
+              .head_act = GPU_ACT_GELU,
+              .no_tables = 1,
+              .defaults = defaults,
+              .config = config,
+              .validate = validate,
+              .bind = bind,
+              .layout = layout,
+              .geometries = geometries,
+              .n_geometries = 1,
+              .geometry = geometry,
+              .init_random = init_random},
+    .build = build,
+};

@@ -1,8 +1,10 @@
 /* Hugging Face sequence-classification checkpoints -> gpu_model_t (fp32, one blob): the blob's
- * layout and the loader. config.json's parser is model_config.c, the per-family tensor names
- * model_weights.c, the named geometries with random weights model_geometry.c. */
+ * layout and the loader. config.json's parser is model_config.c, the named geometries with
+ * random weights model_geometry.c; each family's keys, tensor names, own weights and
+ * geometries are its row's (gpu/families/<family>.c). */
 #include "gpu/model/model.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,24 +15,28 @@
 
 #define BLOB_ALIGN 16 /* floats: every slice starts on a 64-byte line */
 
-/* Assigns every weight pointer of m as a slice of base (when base is non-NULL) and returns
- * the floats the blob needs. Q, K and V of a layer are laid out back to back, weights and
- * biases alike, so a backend can run them as one fused (3H, H) projection. */
-static size_t blob_layout(gpu_model_t *m, float *base) {
-    const gpu_model_config_t *c = &m->cfg;
+void gpu_model_slice(gpu_model_blob_t *b, float **ptr, size_t n) {
+    if (b->base) *ptr = b->base + b->at;
+    b->at += b->exact ? n : (n + BLOB_ALIGN - 1) / BLOB_ALIGN * BLOB_ALIGN;
+}
+
+/* Assigns every weight pointer of b->w as a slice of b->base (when it is set) and adds up the
+ * floats: the shared slices, and the family's own through its row's layout hook. Q, K and V
+ * of a layer are laid out back to back, weights and biases alike, so a backend can run them
+ * as one fused (3H, H) projection. Counting (b->exact) lays out one layer for all: every
+ * layer takes the same slices. */
+static void blob_layout(gpu_model_blob_t *b) {
+    const gpu_model_config_t *c = b->cfg;
+    const gpu_model_family_rules_t *r = gpu_model_family_of(c->family);
+    void (*own)(gpu_model_blob_t *, gpu_layer_weights_t *) = r ? r->layout : NULL;
     size_t H = (size_t)c->hidden, I = (size_t)c->intermediate, L = (size_t)c->num_labels;
     size_t E = (size_t)c->emb_size, F = (size_t)gpu_model_ff1_rows(c);
-    size_t at = 0;
-#define SLICE(ptr, n)                                                                              \
-    do {                                                                                           \
-        if (base) (ptr) = base + at;                                                               \
-        at += ((size_t)(n) + BLOB_ALIGN - 1) / BLOB_ALIGN * BLOB_ALIGN;                            \
-    } while (0)
-    gpu_model_weights_t *w = &m->w;
+#define SLICE(ptr, n) gpu_model_slice(b, &(ptr), (size_t)(n))
+    gpu_model_weights_t *w = b->w;
     SLICE(w->word_emb, (size_t)c->vocab_size * E);
     /* The whole checkpoint table; the model's positions start pos_offset rows in. */
     SLICE(w->pos_emb, (size_t)c->pos_rows * E);
-    if (base) w->pos_emb = c->pos_rows ? w->pos_emb + (size_t)c->pos_offset * E : NULL;
+    if (b->base) w->pos_emb = c->pos_rows ? w->pos_emb + (size_t)c->pos_offset * E : NULL;
     SLICE(w->type_emb, (size_t)c->type_vocab * E);
     SLICE(w->emb_ln_g, E);
     SLICE(w->emb_ln_b, E);
@@ -38,12 +44,13 @@ static size_t blob_layout(gpu_model_t *m, float *base) {
         SLICE(w->emb_proj_w, H * E);
         SLICE(w->emb_proj_b, H);
     }
-    for (int l = 0; l < c->layers; l++) {
-        gpu_layer_weights_t scratch, *y = base ? &w->layer[l] : &scratch;
+    const size_t before = b->at;
+    for (int l = 0; l < (b->exact ? 1 : c->layers); l++) {
+        gpu_layer_weights_t scratch, *y = b->base ? &w->layer[l] : &scratch;
         float *qkv_w = NULL, *qkv_b = NULL;
         SLICE(qkv_w, 3 * H * H);
         SLICE(qkv_b, 3 * H);
-        if (base) {
+        if (b->base) {
             y->q_w = qkv_w;
             y->k_w = qkv_w + H * H;
             y->v_w = qkv_w + 2 * H * H;
@@ -61,43 +68,28 @@ static size_t blob_layout(gpu_model_t *m, float *base) {
         SLICE(y->ff2_b, H);
         SLICE(y->ln2_g, H);
         SLICE(y->ln2_b, H);
-        if (c->rel_span > 0 && !c->share_att_key) {
-            SLICE(y->pos_k_w, H * H);
-            SLICE(y->pos_k_b, H);
-            SLICE(y->pos_q_w, H * H);
-            SLICE(y->pos_q_b, H);
-        } else if (c->rel_span > 0 && base) {
-            y->pos_k_w = y->k_w, y->pos_k_b = y->k_b;
-            y->pos_q_w = y->q_w, y->pos_q_b = y->q_b;
-        }
+        if (own) own(b, y);
     }
+    if (b->exact) b->at = before + (b->at - before) * (size_t)c->layers;
     SLICE(w->pool_w, H * H);
     SLICE(w->pool_b, H);
     SLICE(w->cls_w, L * H);
     SLICE(w->cls_b, L);
-    if (c->family == GPU_FAMILY_MODERNBERT) {
-        SLICE(w->final_ln_g, H);
-        SLICE(w->final_ln_b, H);
-        SLICE(w->head_ln_g, H);
-        SLICE(w->head_ln_b, H);
-    }
-    if (c->rel_span > 0) SLICE(w->rel_emb, 2 * (size_t)c->rel_span * H);
-    if (c->rel_span > 0 && c->rel_ln) {
-        SLICE(w->rel_ln_g, H);
-        SLICE(w->rel_ln_b, H);
-    }
+    if (own) own(b, NULL);
 #undef SLICE
-    return at;
 }
 
 /* Allocates the layer table and the blob for m->cfg and slices it. 0 or -1 (out of memory). */
 int gpu_model_alloc_weights(gpu_model_t *m) {
     m->w.layer = calloc((size_t)m->cfg.layers, sizeof *m->w.layer);
     if (!m->w.layer) return -1;
-    m->blob_floats = blob_layout(m, NULL);
+    gpu_model_blob_t b = {.cfg = &m->cfg, .w = &m->w};
+    blob_layout(&b);
+    m->blob_floats = b.at;
     m->blob = aligned_alloc(64, m->blob_floats * sizeof(float));
     if (!m->blob) return -1;
-    blob_layout(m, m->blob);
+    b.at = 0, b.base = m->blob;
+    blob_layout(&b);
     return 0;
 }
 
@@ -120,16 +112,28 @@ int gpu_model_ff1_rows(const gpu_model_config_t *c) {
     return c->glu ? 2 * c->intermediate : c->intermediate;
 }
 
+int gpu_model_rel_row(const gpu_model_config_t *c, int rel) {
+    int bucket = rel;
+    if (c->rel_buckets > 0 && c->rel_max_pos > 0) {
+        /* make_log_bucket_position, in fp32 as torch evaluates it */
+        const int mid = c->rel_buckets / 2, sign = (rel > 0) - (rel < 0);
+        const int abs_pos = rel < mid && rel > -mid ? mid - 1 : abs(rel);
+        if (abs_pos > mid) {
+            const float den = logf((float)((double)(c->rel_max_pos - 1) / mid));
+            const float lp =
+                ceilf(logf((float)abs_pos / (float)mid) / den * (float)(mid - 1)) + (float)mid;
+            bucket = (int)lp * sign;
+        }
+    }
+    const int row = bucket + c->rel_span;
+    return row < 0 ? 0 : row > 2 * c->rel_span - 1 ? 2 * c->rel_span - 1 : row;
+}
+
 size_t gpu_model_param_count(const gpu_model_config_t *c) {
-    size_t H = (size_t)c->hidden, I = (size_t)c->intermediate, L = (size_t)c->num_labels;
-    size_t E = (size_t)c->emb_size, F = (size_t)gpu_model_ff1_rows(c);
-    size_t emb = ((size_t)c->vocab_size + (size_t)c->pos_rows + (size_t)c->type_vocab) * E + 2 * E;
-    if (E != H) emb += H * E + H;
-    size_t layer = 4 * H * H + 4 * H + F * H + F + H * I + H + 4 * H;
-    if (c->rel_span > 0 && !c->share_att_key) layer += 2 * H * H + 2 * H;
-    size_t extra = c->family == GPU_FAMILY_MODERNBERT ? 4 * H : 0;
-    if (c->rel_span > 0) extra += 2 * (size_t)c->rel_span * H + (c->rel_ln ? 2 * H : 0);
-    return emb + (size_t)c->layers * layer + H * H + H + L * H + L + extra;
+    gpu_model_weights_t scratch = {0};
+    gpu_model_blob_t b = {.cfg = c, .w = &scratch, .exact = 1};
+    blob_layout(&b);
+    return b.at;
 }
 
 /* ---- checkpoint loading ---- */
@@ -195,7 +199,7 @@ int gpu_model_load(const char *dir, gpu_model_t **out, char *err, size_t errlen)
                  gpu_model_param_count(&m->cfg));
         goto out;
     }
-    if (gpu_model_bind_weights(m, st, err, errlen) != 0) goto out;
+    if (gpu_model_family_of(m->cfg.family)->bind(m, st, err, errlen) != 0) goto out;
     rc = 0;
 out:
     gpu_st_close(st);

@@ -13,20 +13,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpu/families/registry.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef enum {
-    GPU_FAMILY_BERT,        /* BertForSequenceClassification */
-    GPU_FAMILY_DISTILBERT,  /* DistilBertForSequenceClassification */
-    GPU_FAMILY_ROBERTA,     /* RobertaForSequenceClassification */
-    GPU_FAMILY_XLM_ROBERTA, /* XLMRobertaForSequenceClassification */
-    GPU_FAMILY_ELECTRA,     /* ElectraForSequenceClassification */
-    GPU_FAMILY_MODERNBERT,  /* ModernBertForSequenceClassification */
-    GPU_FAMILY_DEBERTA_V2,  /* DebertaV2ForSequenceClassification (DeBERTa-v3) */
-    GPU_FAMILY_COUNT
-} gpu_model_family_t;
+/* GPU_FAMILY_BERT, ..., GPU_FAMILY_DEBERTA_V2: one value a registry row, in its order
+ * (gpu/families/registry.h); what a family is and does is its row's, never a switch on this. */
+#define GPU_FAMILY_VALUE(sym, NAME) GPU_FAMILY_##NAME,
+typedef enum { GPU_FAMILIES(GPU_FAMILY_VALUE) GPU_FAMILY_COUNT } gpu_model_family_t;
+#undef GPU_FAMILY_VALUE
 
 /* Activations: the FFN's (config's hidden_act) and the head's (fixed by the family). */
 typedef enum {
@@ -164,7 +161,8 @@ int gpu_model_ff1_rows(const gpu_model_config_t *cfg);
 /* DeBERTa's relative position of query i to key j (rel = i - j) as Hugging Face's
  * make_log_bucket_position computes it in fp32 (the distance itself when there are no
  * buckets), then the row of the relative embeddings it reads: clamp(bucket + span, 0,
- * 2 span - 1). */
+ * 2 span - 1). The disentangled attention op's rule, which every backend reads (model.c),
+ * so no backend depends on a family's file. */
 int gpu_model_rel_row(const gpu_model_config_t *cfg, int rel);
 
 /* Total parameter count of a geometry (for FLOP accounting). */

@@ -29,9 +29,7 @@ const char *gpu_model_architectures(void) {
 }
 
 const gpu_model_family_rules_t *gpu_model_family_of(gpu_model_family_t f) {
-    for (int i = 0; gpu_model_family_rules(i); i++)
-        if (gpu_model_family_rules(i)->family == f) return gpu_model_family_rules(i);
-    return NULL;
+    return gpu_model_family_rules((int)f);
 }
 
 const char *gpu_model_family_name(gpu_model_family_t f) {
@@ -81,12 +79,12 @@ static int config_check_size(const gpu_model_config_t *c, const char *path, char
  * values (tests/fuzz/fuzz_model_config.c states the same rules as its oracle). */
 static int config_validate(const gpu_model_config_t *c, const char *path, char *err,
                            size_t errlen) {
-    /* a family with config rules of its own (ModernBERT, DeBERTa) may have no position
-     * table (RoPE, relative positions) and no token types */
+    /* a family may say it has no position table (RoPE, relative positions) and no token
+     * types */
     const gpu_model_family_rules_t *rules = gpu_model_family_of(c->family);
-    const int own = rules && rules->config;
+    const int own = rules && rules->no_tables;
     const char *bad = NULL;
-    if ((unsigned)c->family >= GPU_FAMILY_COUNT)
+    if (!rules)
         bad = "architectures";
     else if (c->vocab_size <= 0)
         bad = "vocab_size";
@@ -105,22 +103,8 @@ static int config_validate(const gpu_model_config_t *c, const char *path, char *
         bad = "embedding_size";
     else if (!(c->ln_eps >= FLT_MIN && c->ln_eps <= FLT_MAX))
         bad = "layer_norm_eps";
-    else if (c->family == GPU_FAMILY_MODERNBERT && c->glu != 1)
-        bad = "architectures (GLU)";
-    else if (c->family == GPU_FAMILY_MODERNBERT && c->global_every < 1)
-        bad = "global_attn_every_n_layers";
-    else if (c->family == GPU_FAMILY_MODERNBERT && c->local_window < 0)
-        bad = "local_attention";
-    else if (c->family == GPU_FAMILY_MODERNBERT &&
-             !(c->rope_theta_global >= FLT_MIN && c->rope_theta_global <= FLT_MAX))
-        bad = "global_rope_theta";
-    else if (c->family == GPU_FAMILY_MODERNBERT &&
-             !(c->rope_theta_local >= FLT_MIN && c->rope_theta_local <= FLT_MAX))
-        bad = "local_rope_theta";
-    else if (c->rel_span < 0 || (c->rel_span > 0 && c->rel_buckets == 1))
-        bad = "position_buckets / max_relative_positions";
-    else if (c->num_labels <= 0 || !c->id2label)
-        bad = "id2label / num_labels";
+    if (!bad && rules->validate) bad = rules->validate(c); /* the family's own rules */
+    if (!bad && (c->num_labels <= 0 || !c->id2label)) bad = "id2label / num_labels";
     for (int i = 0; !bad && i < c->num_labels; i++)
         if (!c->id2label[i]) bad = "id2label";
     if (!bad) return 0;
@@ -137,8 +121,7 @@ static int config_family(json_t *root, const char *path, char *err, size_t errle
         json_t *a;
         json_array_foreach(arch, i, a) {
             for (int i = 0; gpu_model_family_rules(i) && json_is_string(a); i++)
-                if (strcmp(json_string_value(a), gpu_model_family_rules(i)->arch) == 0)
-                    return (int)gpu_model_family_rules(i)->family;
+                if (strcmp(json_string_value(a), gpu_model_family_rules(i)->arch) == 0) return i;
         }
     }
     const char *first = json_is_array(arch) && json_is_string(json_array_get(arch, 0))
@@ -149,63 +132,10 @@ static int config_family(json_t *root, const char *path, char *err, size_t errle
     return -1;
 }
 
-/* The FFN activation under key ("hidden_act", DistilBERT's "activation"). */
-static int config_act(json_t *root, const char *path, const char *key, gpu_act_t *out, char *err,
-                      size_t errlen) {
-    return gpu_model_cfg_act(root, path, key, NULL, out, err, errlen);
-}
-
-/* The dimensions of one family under its own key names. */
+/* The dimensions of one family under its own key names: its row's. */
 static int config_dims(json_t *root, const char *path, gpu_model_config_t *c, char *err,
                        size_t errlen) {
-    const gpu_model_family_rules_t *r = gpu_model_family_of(c->family);
-    if (r && r->config) return r->config(root, path, c, err, errlen);
-    if (c->family == GPU_FAMILY_DISTILBERT) {
-        /* DistilBertConfig: no token types, no position offset, LayerNorm eps fixed. */
-        if (cfg_int(root, path, "vocab_size", &c->vocab_size, err, errlen) ||
-            cfg_int(root, path, "dim", &c->hidden, err, errlen) ||
-            cfg_int(root, path, "n_layers", &c->layers, err, errlen) ||
-            cfg_int(root, path, "n_heads", &c->heads, err, errlen) ||
-            cfg_int(root, path, "hidden_dim", &c->intermediate, err, errlen) ||
-            cfg_int(root, path, "max_position_embeddings", &c->pos_rows, err, errlen) ||
-            config_act(root, path, "activation", &c->act, err, errlen))
-            return -1;
-        c->type_vocab = 1; /* one zero row, so every backend adds "type 0" alike */
-        c->ln_eps = 1e-12f;
-        c->emb_size = c->hidden;
-        return 0;
-    }
-    if (cfg_int(root, path, "vocab_size", &c->vocab_size, err, errlen) ||
-        cfg_int(root, path, "hidden_size", &c->hidden, err, errlen) ||
-        cfg_int(root, path, "num_hidden_layers", &c->layers, err, errlen) ||
-        cfg_int(root, path, "num_attention_heads", &c->heads, err, errlen) ||
-        cfg_int(root, path, "intermediate_size", &c->intermediate, err, errlen) ||
-        cfg_int(root, path, "max_position_embeddings", &c->pos_rows, err, errlen) ||
-        cfg_int(root, path, "type_vocab_size", &c->type_vocab, err, errlen) ||
-        config_act(root, path, "hidden_act", &c->act, err, errlen))
-        return -1;
-    c->emb_size = c->hidden;
-    if (c->family == GPU_FAMILY_ELECTRA &&
-        cfg_int(root, path, "embedding_size", &c->emb_size, err, errlen))
-        return -1;
-    if (c->emb_size > c->hidden) {
-        snprintf(err, errlen, "%s: embedding_size %d above hidden_size %d is not supported", path,
-                 c->emb_size, c->hidden);
-        return -1;
-    }
-    if (c->family == GPU_FAMILY_ROBERTA || c->family == GPU_FAMILY_XLM_ROBERTA) {
-        /* HF numbers non-pad tokens from padding_idx + 1; batches here hold no padding. */
-        int pad;
-        if (gpu_model_cfg_int_min(root, path, "pad_token_id", 0, &pad, err, errlen)) return -1;
-        c->pos_offset = pad + 1;
-    }
-    json_t *pet = json_object_get(root, "position_embedding_type");
-    if (pet && !(json_is_string(pet) && strcmp(json_string_value(pet), "absolute") == 0)) {
-        snprintf(err, errlen, "%s: unsupported position_embedding_type '%s' (only \"absolute\")",
-                 path, json_is_string(pet) ? json_string_value(pet) : "(not a string)");
-        return -1;
-    }
-    return gpu_model_cfg_eps(root, path, "layer_norm_eps", 0, &c->ln_eps, err, errlen);
+    return gpu_model_family_of(c->family)->config(root, path, c, err, errlen);
 }
 
 /* id2label (or num_labels) -> c->num_labels, c->id2label. On failure c->id2label may hold

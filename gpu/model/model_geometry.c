@@ -1,6 +1,8 @@
-/* Named geometries of every family with seeded random weights: the models `reclass bench
- * --geometry` and `reclass plan-memory` run without a checkpoint. */
+/* Named geometries with seeded random weights: the models `reclass bench --geometry` and
+ * `reclass plan-memory` run without a checkpoint. Each family's geometries are its registry
+ * row's (gpu/families/<family>.c); this file reads them all, in registry order. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,73 +10,63 @@
 #include "gpu/model/model.h"
 #include "gpu/model/model_int.h"
 
-typedef struct {
-    const char *name;
-    gpu_model_family_t family;
-    int layers, hidden, heads, intermediate;
-    int vocab, emb;           /* emb 0: == hidden */
-    int pos_rows, pos_offset; /* max_position_embeddings, pad_token_id + 1 or 0 */
-    int type_vocab;           /* DistilBERT: the one zero row */
-    float eps;
-} geometry_t;
+/* Registry rows are static: the list is written once, the first time it is asked for. */
+static char geometry_list[1024];
+static pthread_once_t geometry_once = PTHREAD_ONCE_INIT;
 
-#define BERT(n, l, h, a, i)                                                                        \
-    { n, GPU_FAMILY_BERT, l, h, a, i, 30522, 0, 512, 0, 2, 1e-12f }
-static const geometry_t geometries[] = {
-    BERT("bert-tiny", 2, 128, 2, 512),
-    BERT("bert-mini", 4, 256, 4, 1024),
-    BERT("bert-small", 4, 512, 8, 2048),
-    BERT("bert-medium", 8, 512, 8, 2048),
-    BERT("bert-base", 12, 768, 12, 3072),
-    BERT("bert-large", 24, 1024, 16, 4096),
-    {"distilbert-base", GPU_FAMILY_DISTILBERT, 6, 768, 12, 3072, 30522, 0, 512, 0, 1, 1e-12f},
-    {"roberta-base", GPU_FAMILY_ROBERTA, 12, 768, 12, 3072, 50265, 0, 514, 2, 1, 1e-5f},
-    {"xlmr-base", GPU_FAMILY_XLM_ROBERTA, 12, 768, 12, 3072, 250002, 0, 514, 2, 1, 1e-5f},
-    {"electra-small", GPU_FAMILY_ELECTRA, 12, 256, 4, 1024, 30522, 128, 512, 0, 2, 1e-12f},
-    {"electra-base", GPU_FAMILY_ELECTRA, 12, 768, 12, 3072, 30522, 0, 512, 0, 2, 1e-12f},
-    /* answerdotai/ModernBERT-base: 8,192 RoPE positions (no table), GeGLU to 2 x 1152; and
-     * microsoft/deberta-v3-base: 512 positions, 256 buckets, no table, no types. */
-    {"modernbert-base", GPU_FAMILY_MODERNBERT, 22, 768, 12, 1152, 50368, 0, 8192, 0, 0, 1e-5f},
-    {"deberta-v3-base", GPU_FAMILY_DEBERTA_V2, 12, 768, 12, 3072, 128100, 0, 512, 0, 0, 1e-7f},
-};
-#undef BERT
+static void geometry_fill(void) {
+    size_t n = 0;
+    for (int f = 0; f < GPU_FAMILY_COUNT; f++) {
+        const gpu_model_family_rules_t *r = gpu_model_family_of((gpu_model_family_t)f);
+        const gpu_model_geometry_t *g = r->geometries;
+        const int ng = r->n_geometries;
+        for (int i = 0; i < ng && n < sizeof geometry_list; i++)
+            n += (size_t)snprintf(geometry_list + n, sizeof geometry_list - n, "%s%s",
+                                  n ? ", " : "", g[i].name);
+    }
+}
 
 const char *gpu_model_geometries(void) {
-    return "bert-tiny, bert-mini, bert-small, bert-medium, bert-base, bert-large, "
-           "distilbert-base, roberta-base, xlmr-base, electra-small, electra-base, "
-           "modernbert-base, deberta-v3-base";
+    pthread_once(&geometry_once, geometry_fill);
+    return geometry_list;
+}
+
+/* cfg from geometry g of family f, then the family's defaults and its geometries' own. */
+static void geometry_config(gpu_model_family_t f, const gpu_model_geometry_t *g, int num_labels,
+                            gpu_model_config_t *cfg) {
+    const gpu_model_family_rules_t *r = gpu_model_family_of(f);
+    memset(cfg, 0, sizeof *cfg);
+    cfg->family = f;
+    cfg->act = GPU_ACT_GELU;
+    cfg->head_act = r->head_act;
+    cfg->vocab_size = g->vocab;
+    cfg->hidden = g->hidden;
+    cfg->emb_size = g->emb ? g->emb : g->hidden;
+    cfg->layers = g->layers;
+    cfg->heads = g->heads;
+    cfg->intermediate = g->intermediate;
+    cfg->pos_rows = g->pos_rows;
+    cfg->pos_offset = g->pos_offset;
+    cfg->max_pos = g->pos_rows - g->pos_offset;
+    cfg->type_vocab = g->type_vocab;
+    cfg->num_labels = num_labels;
+    cfg->ln_eps = g->eps;
+    cfg->id2label = NULL; /* gpu_model_init_random names the labels */
+    if (r->defaults) r->defaults(cfg);
+    if (r->geometry) r->geometry(cfg);
 }
 
 int gpu_model_geometry(const char *name, int num_labels, gpu_model_config_t *cfg) {
     if (!name || num_labels <= 0) return -1;
-    for (size_t i = 0; i < sizeof geometries / sizeof geometries[0]; i++) {
-        const geometry_t *g = &geometries[i];
-        if (strcmp(name, g->name) != 0) continue;
-        memset(cfg, 0, sizeof *cfg);
-        cfg->family = g->family;
-        cfg->act = GPU_ACT_GELU;
-        cfg->head_act = gpu_model_family_head_act(g->family);
-        cfg->vocab_size = g->vocab;
-        cfg->hidden = g->hidden;
-        cfg->emb_size = g->emb ? g->emb : g->hidden;
-        cfg->layers = g->layers;
-        cfg->heads = g->heads;
-        cfg->intermediate = g->intermediate;
-        cfg->pos_rows = g->pos_rows;
-        cfg->pos_offset = g->pos_offset;
-        cfg->max_pos = g->pos_rows - g->pos_offset;
-        cfg->type_vocab = g->type_vocab;
-        cfg->num_labels = num_labels;
-        cfg->ln_eps = g->eps;
-        cfg->id2label = NULL; /* gpu_model_init_random names the labels */
-        const gpu_model_family_rules_t *r = gpu_model_family_of(g->family);
-        if (r && r->defaults) r->defaults(cfg);
-        if (g->family == GPU_FAMILY_MODERNBERT) {
-            cfg->max_pos = g->pos_rows;
-            cfg->mean_pool = 1; /* the published config's classifier_pooling */
-        }
-        if (g->family == GPU_FAMILY_DEBERTA_V2) cfg->pos_rows = 0; /* position_biased_input false */
-        return 0;
+    for (int f = 0; f < GPU_FAMILY_COUNT; f++) {
+        const gpu_model_family_rules_t *r = gpu_model_family_of((gpu_model_family_t)f);
+        const gpu_model_geometry_t *g = r->geometries;
+        const int ng = r->n_geometries;
+        for (int i = 0; i < ng; i++)
+            if (strcmp(name, g[i].name) == 0) {
+                geometry_config((gpu_model_family_t)f, &g[i], num_labels, cfg);
+                return 0;
+            }
     }
     return -1;
 }
@@ -132,7 +124,6 @@ int gpu_model_init_random(const char *geometry, int num_labels, uint64_t seed, g
     uint64_t s = seed;
     fill_normal(m->blob, m->blob_floats, 0.02f, &s);
     gpu_model_weights_t *w = &m->w;
-    if (c->family == GPU_FAMILY_DISTILBERT) fill_const(w->type_emb, E, 0.0f); /* no types */
     fill_const(w->emb_ln_g, E, 1.0f);
     fill_const(w->emb_ln_b, E, 0.0f);
     if (w->emb_proj_b) fill_const(w->emb_proj_b, H, 0.0f);
@@ -149,12 +140,8 @@ int gpu_model_init_random(const char *geometry, int num_labels, uint64_t seed, g
     }
     fill_const(w->pool_b, H, 0.0f);
     fill_const(w->cls_b, (size_t)c->num_labels, 0.0f);
-    float *ones[] = {w->final_ln_g, w->head_ln_g, w->rel_ln_g},
-          *zeros[] = {w->final_ln_b, w->head_ln_b, w->rel_ln_b};
-    for (int i = 0; i < 3; i++) {
-        if (ones[i]) fill_const(ones[i], H, 1.0f);
-        if (zeros[i]) fill_const(zeros[i], H, 0.0f);
-    }
+    const gpu_model_family_rules_t *r = gpu_model_family_of(c->family);
+    if (r->init_random) r->init_random(m);
     *out = m;
     return 0;
 }

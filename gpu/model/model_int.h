@@ -21,10 +21,6 @@ int gpu_model_read_config(const char *path, gpu_model_config_t *cfg, char *err, 
 /* The activation of family f's head (tanh, ReLU or GELU). */
 gpu_act_t gpu_model_family_head_act(gpu_model_family_t f);
 
-/* Reads every weight of m's family from f into m's blob (model_weights.c). 0, or -1 with
- * err naming the tensor. */
-int gpu_model_bind_weights(gpu_model_t *m, const gpu_st_file_t *f, char *err, size_t errlen);
-
 /* ---- config.json helpers (model_json.c) ---- */
 
 /* root[key], an integer in [lo, 2^30]. */
@@ -56,27 +52,71 @@ int gpu_model_load_ln(const gpu_st_file_t *f, const char *prefix, float *g, floa
 int gpu_model_load_linear(const gpu_st_file_t *f, const char *prefix, float *w, float *b, int out,
                           int in, char *err, size_t errlen);
 
-/* ---- the families (the registry: gpu/families/families.c) ---- */
+/* ---- the weight blob's layout (model.c) ---- */
+
+/* The blob being laid out: a family's layout hook takes its own slices through
+ * gpu_model_slice, in the order it calls it. */
+typedef struct {
+    const gpu_model_config_t *cfg;
+    gpu_model_weights_t *w; /* the pointers being assigned (a scratch copy when only counting) */
+    float *base;            /* the blob, NULL while sizing or counting */
+    size_t at;              /* floats laid out so far */
+    int exact;              /* 1: count parameters (no alignment), 0: floats of the blob */
+} gpu_model_blob_t;
+
+/* *ptr = the next n floats of the blob (when b->base is set). */
+void gpu_model_slice(gpu_model_blob_t *b, float **ptr, size_t n);
+
+/* ---- the families (the registry: gpu/families/registry.h, families.c) ---- */
+
+/* A named geometry of a family, for `--geometry` (model_geometry.c fills the config from it,
+ * then runs the family's defaults and geometry hooks). */
+typedef struct {
+    const char *name;
+    int layers, hidden, heads, intermediate;
+    int vocab, emb;           /* emb 0: == hidden */
+    int pos_rows, pos_offset; /* max_position_embeddings, pad_token_id + 1 or 0 */
+    int type_vocab;           /* DistilBERT: the one zero row */
+    float eps;
+} gpu_model_geometry_t;
 
 /* What the loader asks of a family: its architecture name in config.json, its name, the
- * activation of its head, and its own rules where BERT's generic ones do not serve. */
+ * activation of its head, and every rule of its own (the generic code never asks which
+ * family a model is). */
 typedef struct {
-    gpu_model_family_t family;
     const char *arch;   /* "BertForSequenceClassification" */
     const char *name;   /* "bert" */
     gpu_act_t head_act; /* its default; a family's config may override it */
+    int no_tables;      /* 1: it may have no position table and no token types (RoPE,
+                         * relative positions) */
     /* The family's published defaults before its config.json is read (and for its named
      * geometries); NULL: none. */
     void (*defaults)(gpu_model_config_t *c);
-    /* Its dimensions and knobs from config.json; NULL: BERT's keys (model_config.c). */
+    /* Its dimensions and knobs from config.json. */
     int (*config)(json_t *root, const char *path, gpu_model_config_t *c, char *err, size_t errlen);
-    /* Every weight of its checkpoint into m's blob; NULL: BERT's names (model_weights.c). */
+    /* The key of the first of its own rules c breaks, NULL when c keeps them all (checked after
+     * the shared ones, before the labels); NULL: no rules of its own. */
+    const char *(*validate)(const gpu_model_config_t *c);
+    /* Every weight of its checkpoint into m's blob. */
     int (*bind)(gpu_model_t *m, const gpu_st_file_t *f, char *err, size_t errlen);
+    /* Its own weight slices beyond the shared ones: called after each layer's shared slices
+     * with that layer's weights (y), then once with y NULL after the head's; NULL: none. Every
+     * layer takes the same slices. */
+    void (*layout)(gpu_model_blob_t *b, gpu_layer_weights_t *y);
+    /* Its named geometries (n_geometries rows) and what a geometry sets after the defaults
+     * (NULL: nothing). */
+    const gpu_model_geometry_t *geometries;
+    int n_geometries;
+    void (*geometry)(gpu_model_config_t *c);
+    /* A model of a named geometry: its own weights' values after every weight is N(0, 0.02),
+     * biases 0 and the shared LayerNorms (1, 0) (as HF initialises); NULL: nothing. */
+    void (*init_random)(gpu_model_t *m);
 } gpu_model_family_rules_t;
 
-/* Row i of the registry, NULL past its end (defined by gpu/families/families.c: the loader
- * finds the families the way gpu/backend.c finds the backends, by a symbol, not a header). */
-const gpu_model_family_rules_t *gpu_model_family_rules(int i);
+/* The row of family f (its place in the registry), NULL past its end (defined by
+ * gpu/families/families.c: the loader finds the families the way gpu/backend.c finds the
+ * backends, by a symbol, not a header). */
+const gpu_model_family_rules_t *gpu_model_family_rules(int f);
 /* The row of family f, or NULL (model_config.c). */
 const gpu_model_family_rules_t *gpu_model_family_of(gpu_model_family_t f);
 
