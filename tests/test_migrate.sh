@@ -232,6 +232,29 @@ sql "$db" "UPDATE reclass_settings SET value = '60 days' WHERE name = 'ticket_re
 check "012: a retention drops the whole months before it" "1 201" \
     "$(sql "$db" "SELECT ticket_results_partitions_maintain()") $(sql "$db" "SELECT count(*) FROM ticket_results")"
 
+# 7d. 015_results_copy_target: every partition carries the owner check (a row stored through
+# a partition named itself is checked as one routed through ticket_results), a month made later
+# too; the sink's COPY target is this month's partition, NULL once it lacks the check
+check "015: the owner check on every partition" "$(sql "$db" "SELECT count(*) FROM pg_inherits WHERE inhparent = 'ticket_results'::regclass")" \
+    "$(sql "$db" "SELECT count(*) FROM pg_trigger t JOIN pg_inherits i ON i.inhrelid = t.tgrelid
+                  WHERE i.inhparent = 'ticket_results'::regclass AND t.tgname = 'ticket_results_owner_insert'")"
+part=$(sql "$db" "SELECT ticket_results_copy_target()")
+check "015: the COPY target is this month's partition" "ticket_results_$(date -u +%Y%m)" "$part"
+out=$(sql "$db" "INSERT INTO $part (job_id, tenant, ticket_id, label, label_id, confidence, tokens, model)
+                 VALUES ('m0', 'other', 'p1', 'l', 0, 0.5, 1, 'm')")
+has "015: another tenant's row through the partition is refused" "belongs to another tenant" "$out"
+sql "$db" "INSERT INTO $part (job_id, tenant, ticket_id, label, label_id, confidence, tokens, model)
+           VALUES ('p-new', 'acme', 'p1', 'l', 0, 0.5, 1, 'm')" >/dev/null
+check "015: a new job's row through the partition makes its job_info row" "acme" \
+    "$(sql "$db" "SELECT tenant FROM job_info WHERE job_id = 'p-new'")"
+sql "$db" "SELECT ticket_results_partitions_ensure(now() + interval '5 months', now() + interval '6 months')" >/dev/null
+check "015: a month made later carries the owner check" 1 "$(sql "$db" "SELECT count(*) FROM pg_trigger
+    WHERE tgrelid = to_regclass('ticket_results_' || to_char(now() + interval '5 months', 'YYYYMM'))
+      AND tgname = 'ticket_results_owner_insert'")"
+sql "$db" "ALTER TABLE $part DISABLE TRIGGER ticket_results_owner_insert" >/dev/null
+check "015: no COPY target when the month's partition lacks the check" "" "$(sql "$db" "SELECT ticket_results_copy_target()")"
+sql "$db" "ALTER TABLE $part ENABLE TRIGGER ticket_results_owner_insert" >/dev/null
+
 # 8. CLI errors: input errors exit 2 with what to fix, an unreachable server exits 1
 out=$("$bin" migrate 2>&1); rc=$?
 check "no database exits 2" 2 $rc
