@@ -73,6 +73,43 @@ static void test_ties_and_k(void) {
     CHECK(r.k == CLS_TOP_MAX && r.top[0] == 99 && r.top[63] == 36, "k capped: %d", r.k);
 }
 
+/* The order against a sort of every label by (logit descending, id ascending), over rows of
+ * many ties and of NaN (which keeps the first label unbeaten in the pass it is met, as the
+ * plain selection does). */
+static const float *cmp_row;
+static int cmp_by_logit(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    if (cmp_row[x] != cmp_row[y]) return cmp_row[x] > cmp_row[y] ? -1 : 1;
+    return x - y;
+}
+
+static void test_order_reference(void) {
+    float lg[160];
+    int idx[160];
+    cls_result_t r;
+    srand(11);
+    for (int it = 0; it < 20000; it++) {
+        int L = 1 + rand() % 160, k = rand() % 8;
+        for (int j = 0; j < L; j++)
+            lg[j] = it % 2 ? (float)(rand() % 6) : (float)rand() / (float)RAND_MAX;
+        cls_score(lg, L, k, &r);
+        for (int j = 0; j < L; j++)
+            idx[j] = j;
+        cmp_row = lg;
+        qsort(idx, (size_t)L, sizeof(*idx), cmp_by_logit);
+        int same = r.k == (k < L ? k : L) && r.label == idx[0];
+        for (int i = 0; i < r.k && same; i++)
+            same = r.top[i] == idx[i];
+        CHECK(same, "row %d (L %d, k %d): top-k not in (logit desc, id asc) order", it, L, k);
+        if (!same) break;
+    }
+    /* NaN: the first label of a pass stays unless a later one is greater than it */
+    const float nan_row[4] = {NAN, 3, 1, 2};
+    cls_score(nan_row, 4, 2, &r);
+    CHECK(r.label == 0 && r.top[0] == 0 && r.top[1] == 1, "NaN: label %d top %d %d", r.label,
+          r.top[0], r.top[1]);
+}
+
 static void test_json(void) {
     cls_buf_t b = {0};
     cls_json_string(&b, "a \"quoted\" \\ back\\slash");
@@ -135,6 +172,7 @@ static void test_json(void) {
 int main(void) {
     test_softmax();
     test_ties_and_k();
+    test_order_reference();
     test_json();
     if (failures) {
         printf("%d failure(s)\n", failures);

@@ -6,19 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-void cls_score(const float *logits, int num_labels, int top_k, cls_result_t *r) {
-    const int L = num_labels;
-    int k = top_k < L ? top_k : L;
-    if (k > CLS_TOP_MAX) k = CLS_TOP_MAX;
-    if (k < 0) k = 0;
-    int arg = 0;
-    for (int j = 1; j < L; j++)
-        if (logits[j] > logits[arg]) arg = j;
-    const double mx = logits[arg];
-    double z = 0;
-    for (int j = 0; j < L; j++)
-        z += exp((double)logits[j] - mx);
-    /* selection: k is small, labels a few hundred at most; ties keep the lower id first */
+/* The original selection: k passes, each the first unused label with the highest logit. The
+ * answer for rows holding NaN, which have no order for score_insert to keep. */
+static void score_select(const float *logits, int L, int k, cls_result_t *r) {
     for (int i = 0; i < k; i++) {
         int best = -1;
         for (int j = 0; j < L; j++) {
@@ -28,8 +18,48 @@ void cls_score(const float *logits, int num_labels, int top_k, cls_result_t *r) 
             if (!used && (best < 0 || logits[j] > logits[best])) best = j;
         }
         r->top[i] = best;
-        r->p[i] = (float)(exp((double)logits[best] - mx) / z);
     }
+}
+
+/* The same order in one pass (rows without NaN): each label goes in after every kept one with
+ * a logit at least its own, so equal logits keep label order; most labels fall at or below the
+ * k-th kept logit and are passed over at one compare. */
+static void score_insert(const float *logits, int L, int k, cls_result_t *r) {
+    int n = 0;
+    for (int j = 0; j < L && k > 0; j++) {
+        const float x = logits[j];
+        if (n == k && !(x > logits[r->top[k - 1]])) continue;
+        int at = n < k ? n : k - 1; /* the last slot is dropped when full */
+        while (at > 0 && x > logits[r->top[at - 1]]) {
+            r->top[at] = r->top[at - 1];
+            at--;
+        }
+        r->top[at] = j;
+        if (n < k) n++;
+    }
+}
+
+void cls_score(const float *logits, int num_labels, int top_k, cls_result_t *r) {
+    const int L = num_labels;
+    int k = top_k < L ? top_k : L;
+    if (k > CLS_TOP_MAX) k = CLS_TOP_MAX;
+    if (k < 0) k = 0;
+    int arg = 0, nan = 0;
+    for (int j = 1; j < L; j++)
+        if (logits[j] > logits[arg]) arg = j;
+    const double mx = logits[arg];
+    double z = 0;
+    for (int j = 0; j < L; j++) {
+        z += exp((double)logits[j] - mx);
+        nan |= logits[j] != logits[j];
+    }
+    /* ties keep the lower id first, so top[0] is the arg-max */
+    if (nan)
+        score_select(logits, L, k, r);
+    else
+        score_insert(logits, L, k, r);
+    for (int i = 0; i < k; i++)
+        r->p[i] = (float)(exp((double)logits[r->top[i]] - mx) / z);
     r->k = k;
     r->label = arg;
     r->confidence = (float)(1.0 / z); /* exp(0) / z */
@@ -77,21 +107,31 @@ static void buf_printf(cls_buf_t *b, const char *fmt, ...) {
 
 void cls_json_string(cls_buf_t *b, const char *s) {
     buf_put(b, "\"", 1);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    const unsigned char *p = (const unsigned char *)s;
+    for (;;) {
+        /* the run of bytes that go as they are, in one copy */
+        const unsigned char *run = p;
+        while (*p >= 0x20 && *p != '"' && *p != '\\')
+            p++;
+        if (p > run) buf_put(b, (const char *)run, (size_t)(p - run));
+        if (!*p) break;
         if (*p == '"' || *p == '\\') {
             char e[2] = {'\\', (char)*p};
             buf_put(b, e, 2);
-        } else if (*p < 0x20) {
-            buf_printf(b, "\\u%04x", *p);
         } else {
-            buf_put(b, (const char *)p, 1);
+            buf_printf(b, "\\u%04x", *p);
         }
+        p++;
     }
     buf_put(b, "\"", 1);
 }
 
 void cls_json_number(cls_buf_t *b, float x) {
-    buf_printf(b, "%.9g", (double)x);
+    /* straight into the buffer: "%.9g" of a float is at most 15 bytes ("-1.23456789e-38") */
+    if (buf_reserve(b, 32)) return;
+    int n = snprintf(b->s + b->len, 32, "%.9g", (double)x);
+    if (n > 0 && n < 32) b->len += (size_t)n;
+    b->s[b->len] = '\0';
 }
 
 void cls_json_top_k(cls_buf_t *b, const cls_result_t *r, const char *const *labels) {
