@@ -1,6 +1,7 @@
 /* worker/classify/result.c: softmax, top-k and the JSON text shared by `reclass run` and
  * `reclass classify`. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +140,44 @@ static void test_json(void) {
         cls_json_number(&b, x);
         CHECK(strtof(b.s, NULL) == x, "round trip %.9g -> %s", x, b.s);
         if (failures > 10) break;
+    }
+    /* halfway between two 9-digit values: to the even one, as printf rounds */
+    b.len = 0;
+    cls_json_number(&b, ldexpf(513, -9)); /* 1.001953125 */
+    check_text(&b, "1.00195312", "tie, even below");
+    b.len = 0;
+    cls_json_number(&b, ldexpf(1539, -9)); /* 3.005859375 */
+    check_text(&b, "3.00585938", "tie, even above");
+    b.len = 0;
+    cls_json_number(&b, 2.5e-5f);
+    check_text(&b, "2.49999994e-05", "exponent form");
+    /* the same text as printf's "%.9g": every float, sampled, both signs (its own digits for
+     * [1e-10, 1e9), printf's for the rest), and every float near each power of ten */
+    char want[64];
+    for (uint64_t u = 0; u <= 0x7f800001u; u += 8191) {
+        for (uint32_t sign = 0; sign <= 1; sign++) {
+            uint32_t w = (uint32_t)u | sign << 31;
+            float x;
+            memcpy(&x, &w, sizeof x);
+            b.len = 0;
+            cls_json_number(&b, x);
+            snprintf(want, sizeof want, "%.9g", (double)x);
+            CHECK(strcmp(b.s, want) == 0, "%a: %s, printf %s", (double)x, b.s, want);
+        }
+        if (failures > 10) break;
+    }
+    for (int e10 = -11; e10 <= 10; e10++) {
+        float c = (float)pow(10, e10);
+        uint32_t w0;
+        memcpy(&w0, &c, sizeof w0);
+        for (uint32_t w = w0 - 3000; w <= w0 + 3000 && failures <= 10; w++) {
+            float x;
+            memcpy(&x, &w, sizeof x);
+            b.len = 0;
+            cls_json_number(&b, x);
+            snprintf(want, sizeof want, "%.9g", (double)x);
+            CHECK(strcmp(b.s, want) == 0, "%a: %s, printf %s", (double)x, b.s, want);
+        }
     }
 
     const char *labels[3] = {"plain", "say \"hi\"\n", "caf\xc3\xa9"};

@@ -1,6 +1,7 @@
 #include "worker/classify/result.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,11 +127,88 @@ void cls_json_string(cls_buf_t *b, const char *s) {
     buf_put(b, "\"", 1);
 }
 
+static uint64_t pow10u(int s) {
+    uint64_t v = 1;
+    while (s-- > 0)
+        v *= 10;
+    return v;
+}
+
+/* The 9 significant digits of x in [1e-10, 1e9) as printf rounds them (the exact binary value,
+ * half to even), in d; returns the decimal exponent of d[0]. x = m 2^e exactly, so
+ * m 10^s 2^e (s = 8 - exponent, at most 18) fits 128 bits and is cut at its binary point. */
+static int digits9(float x, char d[9]) {
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    const uint64_t m = (bits & 0x7fffffu) | 0x800000u; /* normal: x >= 1e-10 */
+    const int e = (int)((bits >> 23) & 0xff) - 150;
+    int x10 = (int)floor(log10((double)x));               /* may be one off near a power of ten */
+    const uint64_t lo = 100000000ULL, hi = 1000000000ULL; /* 9 digits: [1e8, 1e9) */
+    uint64_t q;
+    for (;;) {
+        const unsigned __int128 n = (unsigned __int128)m * pow10u(8 - x10);
+        const unsigned __int128 f = e >= 0 ? n << e : n >> -e;
+        if (f < lo || f >= hi) {
+            x10 += f < lo ? -1 : 1;
+            continue;
+        }
+        q = (uint64_t)f;
+        if (e < 0) {
+            const unsigned __int128 r = n & (((unsigned __int128)1 << -e) - 1),
+                                    half = (unsigned __int128)1 << (-e - 1);
+            if (r > half || (r == half && (q & 1))) q++;
+        }
+        break;
+    }
+    if (q == hi) q = lo, x10++;
+    for (int i = 8; i >= 0; i--, q /= 10)
+        d[i] = (char)('0' + q % 10);
+    return x10;
+}
+
+/* "%.9g" (printf's %g: no trailing zeros, exponent form below 1e-4) without printf's
+ * arbitrary-precision path, for the probabilities a result holds; other values go to
+ * snprintf. tests/test_classify_result.c compares the two. */
 void cls_json_number(cls_buf_t *b, float x) {
-    /* straight into the buffer: "%.9g" of a float is at most 15 bytes ("-1.23456789e-38") */
     if (buf_reserve(b, 32)) return;
-    int n = snprintf(b->s + b->len, 32, "%.9g", (double)x);
-    if (n > 0 && n < 32) b->len += (size_t)n;
+    char *p = b->s + b->len;
+    if (!(x >= 1e-10f && x < 1e9f)) {
+        int n = snprintf(p, 32, "%.9g", (double)x); /* at most 15 bytes: "-1.23456789e-38" */
+        if (n > 0 && n < 32) b->len += (size_t)n;
+        b->s[b->len] = '\0';
+        return;
+    }
+    char d[9];
+    const int x10 = digits9(x, d);
+    int nd = 9; /* significant digits once trailing zeros go */
+    while (nd > 1 && d[nd - 1] == '0')
+        nd--;
+    if (x10 < -4) { /* d.dddde-XX */
+        *p++ = d[0];
+        if (nd > 1) *p++ = '.';
+        memcpy(p, d + 1, (size_t)nd - 1);
+        p += nd - 1;
+        *p++ = 'e';
+        *p++ = '-';
+        *p++ = (char)('0' + -x10 / 10);
+        *p++ = (char)('0' + -x10 % 10);
+    } else if (x10 >= 0) { /* ddd.dddd */
+        memcpy(p, d, (size_t)x10 + 1);
+        p += x10 + 1;
+        if (nd > x10 + 1) {
+            *p++ = '.';
+            memcpy(p, d + x10 + 1, (size_t)(nd - x10 - 1));
+            p += nd - x10 - 1;
+        }
+    } else { /* 0.000ddd */
+        *p++ = '0';
+        *p++ = '.';
+        for (int i = 0; i < -x10 - 1; i++)
+            *p++ = '0';
+        memcpy(p, d, (size_t)nd);
+        p += nd;
+    }
+    b->len = (size_t)(p - b->s);
     b->s[b->len] = '\0';
 }
 
