@@ -12,7 +12,7 @@
  * Two paths for the rows, because redeliveries are rare but must be exact:
  *   fast:   binary COPY straight into ticket_results inside a savepoint; every row is new.
  *           The COPY names the month's partition when it has one: PostgreSQL then stores the
- *           rows a page at a time, not row by row (migrations/015_results_copy_target.sql).
+ *           rows a page at a time, not row by row (migrations/016_results_copy_target.sql).
  *           A ticket already stored (or twice in one write) raises unique_violation, and so
  *           does a row of a job first seen in an earlier month (the owner trigger refuses the
  *           default job_month, migrations/012_results_partitioned.sql): the savepoint is
@@ -55,7 +55,7 @@ static const char SQL_COPY_RESULTS[] =
 
 /* The partition this transaction's rows land in by default, or NULL: a COPY into it is
  * stored a page at a time, one through ticket_results a row at a time
- * (migrations/015_results_copy_target.sql). */
+ * (migrations/016_results_copy_target.sql). */
 static const char SQL_TARGET[] = "SELECT ticket_results_copy_target()";
 
 static const char SQL_STAGING[] =
