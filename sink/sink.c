@@ -10,8 +10,10 @@
  * progress reached total (see migrations/006_progress.sql for why after COMMIT); a failure
  * there retries the whole write, which the upsert path makes harmless.
  * Two paths for the rows, because redeliveries are rare but must be exact:
- *   fast:   binary COPY straight into ticket_results inside a savepoint; every row is new. A
- *           ticket already stored (or twice in one write) raises unique_violation, and so
+ *   fast:   binary COPY straight into ticket_results inside a savepoint; every row is new.
+ *           The COPY names the month's partition when it has one: PostgreSQL then stores the
+ *           rows a page at a time, not row by row (migrations/016_results_copy_target.sql).
+ *           A ticket already stored (or twice in one write) raises unique_violation, and so
  *           does a row of a job first seen in an earlier month (the owner trigger refuses the
  *           default job_month, migrations/012_results_partitioned.sql): the savepoint is
  *           rolled back and the write takes
@@ -43,10 +45,18 @@
 #include "sink/tally.h"
 
 /* Binary COPY: the field order and types of sink_fmt_results / sink_fmt_staging /
- * sink_fmt_batches must match these column lists exactly. */
+ * sink_fmt_batches must match these column lists exactly. The fast path's target (%s) is the
+ * month's partition (ticket_results_copy_target) or ticket_results itself. */
 static const char SQL_COPY_RESULTS[] =
-    "COPY ticket_results (job_id, ticket_id, tenant, label, label_id, confidence, top_k, tokens,"
+    "COPY %s (job_id, ticket_id, tenant, label, label_id, confidence, top_k, tokens,"
     " truncated, model, \"partition\", \"offset\", enqueued_at) FROM STDIN (FORMAT binary)";
+
+#define STMT_TARGET "reclass_copy_target"
+
+/* The partition this transaction's rows land in by default, or NULL: a COPY into it is
+ * stored a page at a time, one through ticket_results a row at a time
+ * (migrations/016_results_copy_target.sql). */
+static const char SQL_TARGET[] = "SELECT ticket_results_copy_target()";
 
 static const char SQL_STAGING[] =
     "CREATE TEMP TABLE IF NOT EXISTS reclass_staging ("
@@ -122,6 +132,7 @@ static int sink_session_setup(sink_t *s, char *err, size_t errlen) {
         rc = sink_pg_exec(s->conn, SQL_STAGING, PGRES_COMMAND_OK, "create staging table", err,
                           errlen);
     if (rc == COMMON_OK) rc = sink_prepare(s, STMT_UPSERT, SQL_UPSERT, 1, err, errlen);
+    if (rc == COMMON_OK) rc = sink_prepare(s, STMT_TARGET, SQL_TARGET, 0, err, errlen);
     if (rc == COMMON_OK) rc = sink_prepare(s, SINK_STMT_JOBS, sink_sql_jobs, 5, err, errlen);
     if (rc == COMMON_OK)
         rc = sink_prepare(s, SINK_STMT_COMPLETE, sink_sql_complete, 1, err, errlen);
@@ -362,9 +373,17 @@ static int sink_store_rows(sink_t *s, int n_rows, char *err, size_t errlen) {
     int rc =
         sink_pg_exec(s->conn, "SAVEPOINT reclass_fast", PGRES_COMMAND_OK, "savepoint", err, errlen);
     if (rc != COMMON_OK) return rc;
+    PGresult *res = PQexecPrepared(s->conn, STMT_TARGET, 0, NULL, NULL, NULL, 0);
+    if (!res || PQresultStatus(res) != PGRES_TUPLES_OK)
+        return sink_fail(s, res, "copy target", err, errlen);
+    /* a name from the catalog, quoted as regclass output quotes it; copy_sql holds the SQL
+     * above with PostgreSQL's longest qualified name */
+    const int part = PQntuples(res) == 1 && !PQgetisnull(res, 0, 0);
+    snprintf(s->copy_sql, sizeof(s->copy_sql), SQL_COPY_RESULTS,
+             part ? PQgetvalue(res, 0, 0) : "ticket_results");
+    PQclear(res);
     char st[6];
-    rc = sink_copy_in(s, SQL_COPY_RESULTS, sink_fmt_results, n_rows, "copy results", st, err,
-                      errlen);
+    rc = sink_copy_in(s, s->copy_sql, sink_fmt_results, n_rows, "copy results", st, err, errlen);
     if (rc == COMMON_OK) {
         for (int i = 0; i < s->tally.n_jobs; i++)
             s->tally.jobs[i].fresh = s->tally.jobs[i].rows;

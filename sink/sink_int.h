@@ -24,6 +24,7 @@ struct sink {
     sink_tally_t tally;          /* the write's jobs */
     const sink_result_t *rows;   /* the write in progress (the caller's) */
     const sink_batch_t *batches; /* idem */
+    char copy_sql[512];          /* the fast path's COPY, naming its target */
     long last_inserted;
     long last_rows;
     char writer[320]; /* host:pid:n, this sink's key in job_progress */

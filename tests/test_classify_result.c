@@ -1,6 +1,7 @@
 /* worker/classify/result.c: softmax, top-k and the JSON text shared by `reclass run` and
  * `reclass classify`. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,43 @@ static void test_ties_and_k(void) {
     CHECK(r.k == CLS_TOP_MAX && r.top[0] == 99 && r.top[63] == 36, "k capped: %d", r.k);
 }
 
+/* The order against a sort of every label by (logit descending, id ascending), over rows of
+ * many ties and of NaN (which keeps the first label unbeaten in the pass it is met, as the
+ * plain selection does). */
+static const float *cmp_row;
+static int cmp_by_logit(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    if (cmp_row[x] != cmp_row[y]) return cmp_row[x] > cmp_row[y] ? -1 : 1;
+    return x - y;
+}
+
+static void test_order_reference(void) {
+    float lg[160];
+    int idx[160];
+    cls_result_t r;
+    srand(11);
+    for (int it = 0; it < 20000; it++) {
+        int L = 1 + rand() % 160, k = rand() % 8;
+        for (int j = 0; j < L; j++)
+            lg[j] = it % 2 ? (float)(rand() % 6) : (float)rand() / (float)RAND_MAX;
+        cls_score(lg, L, k, &r);
+        for (int j = 0; j < L; j++)
+            idx[j] = j;
+        cmp_row = lg;
+        qsort(idx, (size_t)L, sizeof(*idx), cmp_by_logit);
+        int same = r.k == (k < L ? k : L) && r.label == idx[0];
+        for (int i = 0; i < r.k && same; i++)
+            same = r.top[i] == idx[i];
+        CHECK(same, "row %d (L %d, k %d): top-k not in (logit desc, id asc) order", it, L, k);
+        if (!same) break;
+    }
+    /* NaN: the first label of a pass stays unless a later one is greater than it */
+    const float nan_row[4] = {NAN, 3, 1, 2};
+    cls_score(nan_row, 4, 2, &r);
+    CHECK(r.label == 0 && r.top[0] == 0 && r.top[1] == 1, "NaN: label %d top %d %d", r.label,
+          r.top[0], r.top[1]);
+}
+
 static void test_json(void) {
     cls_buf_t b = {0};
     cls_json_string(&b, "a \"quoted\" \\ back\\slash");
@@ -102,6 +140,44 @@ static void test_json(void) {
         cls_json_number(&b, x);
         CHECK(strtof(b.s, NULL) == x, "round trip %.9g -> %s", x, b.s);
         if (failures > 10) break;
+    }
+    /* halfway between two 9-digit values: to the even one, as printf rounds */
+    b.len = 0;
+    cls_json_number(&b, ldexpf(513, -9)); /* 1.001953125 */
+    check_text(&b, "1.00195312", "tie, even below");
+    b.len = 0;
+    cls_json_number(&b, ldexpf(1539, -9)); /* 3.005859375 */
+    check_text(&b, "3.00585938", "tie, even above");
+    b.len = 0;
+    cls_json_number(&b, 2.5e-5f);
+    check_text(&b, "2.49999994e-05", "exponent form");
+    /* the same text as printf's "%.9g": every float, sampled, both signs (its own digits for
+     * [1e-10, 1e9), printf's for the rest), and every float near each power of ten */
+    char want[64];
+    for (uint64_t u = 0; u <= 0x7f800001u; u += 8191) {
+        for (uint32_t sign = 0; sign <= 1; sign++) {
+            uint32_t w = (uint32_t)u | sign << 31;
+            float x;
+            memcpy(&x, &w, sizeof x);
+            b.len = 0;
+            cls_json_number(&b, x);
+            snprintf(want, sizeof want, "%.9g", (double)x);
+            CHECK(strcmp(b.s, want) == 0, "%a: %s, printf %s", (double)x, b.s, want);
+        }
+        if (failures > 10) break;
+    }
+    for (int e10 = -11; e10 <= 10; e10++) {
+        float c = (float)pow(10, e10);
+        uint32_t w0;
+        memcpy(&w0, &c, sizeof w0);
+        for (uint32_t w = w0 - 3000; w <= w0 + 3000 && failures <= 10; w++) {
+            float x;
+            memcpy(&x, &w, sizeof x);
+            b.len = 0;
+            cls_json_number(&b, x);
+            snprintf(want, sizeof want, "%.9g", (double)x);
+            CHECK(strcmp(b.s, want) == 0, "%a: %s, printf %s", (double)x, b.s, want);
+        }
     }
 
     const char *labels[3] = {"plain", "say \"hi\"\n", "caf\xc3\xa9"};
@@ -135,6 +211,7 @@ static void test_json(void) {
 int main(void) {
     test_softmax();
     test_ties_and_k();
+    test_order_reference();
     test_json();
     if (failures) {
         printf("%d failure(s)\n", failures);

@@ -52,7 +52,10 @@ after=$(sql "$url" "SELECT string_agg(version || ':' || applied_at, ',' ORDER BY
 check "schema_migrations unchanged by the second run" "$before" "$after"
 check "one schema_migrations row per file" "$n_files" "$(sql "$url" "SELECT count(*) FROM schema_migrations")"
 check "tables and view exist" "t|t|t|t|t" \
-    "$(sql "$url" "SELECT to_regclass('jobs') IS NOT NULL, to_regclass('ticket_results') IS NOT NULL, to_regclass('batches') IS NOT NULL, to_regclass('job_label_counts') IS NOT NULL, to_regclass('ticket_results_job_label') IS NOT NULL")"
+    "$(sql "$url" "SELECT to_regclass('jobs') IS NOT NULL, to_regclass('ticket_results') IS NOT NULL, to_regclass('batches') IS NOT NULL, to_regclass('job_label_counts') IS NOT NULL, to_regclass('ticket_results_tenant_time') IS NOT NULL")"
+# 017: ticket_results' indexes are its primary key and tenant_time (each partition's the same)
+check "017: ticket_results keeps two indexes" "ticket_results_pkey ticket_results_tenant_time" \
+    "$(sql "$url" "SELECT string_agg(indexrelid::regclass::text, ' ' ORDER BY indexrelid::regclass::text) FROM pg_index WHERE indrelid = 'ticket_results'::regclass")"
 check "checksum recorded is md5 of the file" "$(md5sum <"$src/migrations/001_init.sql" | cut -d' ' -f1)" \
     "$(sql "$url" "SELECT checksum FROM schema_migrations WHERE version = 1")"
 
@@ -231,6 +234,29 @@ check "012: retention 'forever' drops nothing" 0 "$(sql "$db" "SELECT ticket_res
 sql "$db" "UPDATE reclass_settings SET value = '60 days' WHERE name = 'ticket_results_retention'" >/dev/null
 check "012: a retention drops the whole months before it" "1 201" \
     "$(sql "$db" "SELECT ticket_results_partitions_maintain()") $(sql "$db" "SELECT count(*) FROM ticket_results")"
+
+# 7d. 016_results_copy_target: every partition carries the owner check (a row stored through
+# a partition named itself is checked as one routed through ticket_results), a month made later
+# too; the sink's COPY target is this month's partition, NULL once it lacks the check
+check "016: the owner check on every partition" "$(sql "$db" "SELECT count(*) FROM pg_inherits WHERE inhparent = 'ticket_results'::regclass")" \
+    "$(sql "$db" "SELECT count(*) FROM pg_trigger t JOIN pg_inherits i ON i.inhrelid = t.tgrelid
+                  WHERE i.inhparent = 'ticket_results'::regclass AND t.tgname = 'ticket_results_owner_insert'")"
+part=$(sql "$db" "SELECT ticket_results_copy_target()")
+check "016: the COPY target is this month's partition" "ticket_results_$(date -u +%Y%m)" "$part"
+out=$(sql "$db" "INSERT INTO $part (job_id, tenant, ticket_id, label, label_id, confidence, tokens, model)
+                 VALUES ('m0', 'other', 'p1', 'l', 0, 0.5, 1, 'm')")
+has "016: another tenant's row through the partition is refused" "belongs to another tenant" "$out"
+sql "$db" "INSERT INTO $part (job_id, tenant, ticket_id, label, label_id, confidence, tokens, model)
+           VALUES ('p-new', 'acme', 'p1', 'l', 0, 0.5, 1, 'm')" >/dev/null
+check "016: a new job's row through the partition makes its job_info row" "acme" \
+    "$(sql "$db" "SELECT tenant FROM job_info WHERE job_id = 'p-new'")"
+sql "$db" "SELECT ticket_results_partitions_ensure(now() + interval '5 months', now() + interval '6 months')" >/dev/null
+check "016: a month made later carries the owner check" 1 "$(sql "$db" "SELECT count(*) FROM pg_trigger
+    WHERE tgrelid = to_regclass('ticket_results_' || to_char(now() + interval '5 months', 'YYYYMM'))
+      AND tgname = 'ticket_results_owner_insert'")"
+sql "$db" "ALTER TABLE $part DISABLE TRIGGER ticket_results_owner_insert" >/dev/null
+check "016: no COPY target when the month's partition lacks the check" "" "$(sql "$db" "SELECT ticket_results_copy_target()")"
+sql "$db" "ALTER TABLE $part ENABLE TRIGGER ticket_results_owner_insert" >/dev/null
 
 # 8. CLI errors: input errors exit 2 with what to fix, an unreachable server exits 1
 out=$("$bin" migrate 2>&1); rc=$?
