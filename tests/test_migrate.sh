@@ -52,9 +52,9 @@ after=$(sql "$url" "SELECT string_agg(version || ':' || applied_at, ',' ORDER BY
 check "schema_migrations unchanged by the second run" "$before" "$after"
 check "one schema_migrations row per file" "$n_files" "$(sql "$url" "SELECT count(*) FROM schema_migrations")"
 check "tables and view exist" "t|t|t|t|t" \
-    "$(sql "$url" "SELECT to_regclass('jobs') IS NOT NULL, to_regclass('ticket_results') IS NOT NULL, to_regclass('batches') IS NOT NULL, to_regclass('job_label_counts') IS NOT NULL, to_regclass('ticket_results_tenant_time') IS NOT NULL")"
-# 017: ticket_results' indexes are its primary key and tenant_time (each partition's the same)
-check "017: ticket_results keeps two indexes" "ticket_results_pkey ticket_results_tenant_time" \
+    "$(sql "$url" "SELECT to_regclass('jobs') IS NOT NULL, to_regclass('ticket_results') IS NOT NULL, to_regclass('batches') IS NOT NULL, to_regclass('job_label_counts') IS NOT NULL, to_regclass('ticket_results_job_label') IS NOT NULL")"
+# ticket_results' indexes: its primary key, (job_id, label) for the label queries, tenant_time
+check "ticket_results keeps its three indexes" "ticket_results_job_label ticket_results_pkey ticket_results_tenant_time" \
     "$(sql "$url" "SELECT string_agg(indexrelid::regclass::text, ' ' ORDER BY indexrelid::regclass::text) FROM pg_index WHERE indrelid = 'ticket_results'::regclass")"
 check "checksum recorded is md5 of the file" "$(md5sum <"$src/migrations/001_init.sql" | cut -d' ' -f1)" \
     "$(sql "$url" "SELECT checksum FROM schema_migrations WHERE version = 1")"
