@@ -9,30 +9,8 @@
 #include <librdkafka/rdkafka.h>
 
 #include "common/err.h"
+#include "consumers/consumer_int.h"
 #include "consumers/kafka_props.h"
-
-struct consumers_consumer {
-    rd_kafka_t *rk;
-    char *topic;                        /* the first topic (messages, the dead-letter default) */
-    char *topics[CONSUMERS_MAX_TOPICS]; /* (n_topics) owned */
-    int prio[CONSUMERS_MAX_TOPICS];     /* each topic's priority */
-    int lane[CONSUMERS_MAX_TOPICS];     /* each topic's lane: rank of its priority, 0 = urgent */
-    int held[CONSUMERS_MAX_TOPICS];     /* 1 while a priority hold stops the topic */
-    int n_topics, n_lanes;
-    FILE *log; /* cfg.log: NULL, quiet */
-    /* (n_lanes) with several lanes: each lane's partitions are forwarded here, read most
-     * urgent first; NULL with one lane (the consumer queue serves it) */
-    rd_kafka_queue_t *lane_q[CONSUMERS_MAX_TOPICS];
-    consumers_rebalance_t rb;
-    int paused;
-    int closed;
-    long rebalances; /* assign + revoke callbacks so far */
-    int ever_assigned;
-    int fatal;
-    char fatal_msg[512];
-    rd_kafka_resp_err_t last_err; /* to log a repeating error once, not per poll */
-    time_t last_err_at;
-};
 
 static int conf_set(rd_kafka_conf_t *conf, const char *k, const char *v, char *err, size_t errlen) {
     char e[256];
@@ -384,41 +362,11 @@ int consumers_consumer_hold_above(consumers_consumer_t *c, int priority) {
     return changed;
 }
 
-int consumers_consumer_n_topics(const consumers_consumer_t *c) {
-    return c->n_topics;
-}
-
-int consumers_consumer_n_lanes(const consumers_consumer_t *c) {
-    return c->n_lanes;
-}
-
-int consumers_consumer_topic_lane(const consumers_consumer_t *c, int topic_index) {
-    return c->lane[topic_index];
-}
-
-int consumers_consumer_lane_priority(const consumers_consumer_t *c, int lane) {
-    for (int t = 0; t < c->n_topics; t++)
-        if (c->lane[t] == lane) return c->prio[t];
-    return INT_MAX;
-}
-
 int32_t consumers_consumer_track(const consumers_consumer_t *c, const consumers_record_t *r) {
     const rd_kafka_message_t *m = msg_of(r);
     if (c->n_topics == 1) return m->partition;
     int t = m->rkt ? topic_index(c, rd_kafka_topic_name(m->rkt)) : -1;
     return t < 0 ? -1 : m->partition * c->n_topics + t;
-}
-
-int consumers_consumer_track_topic(const consumers_consumer_t *c, int32_t track) {
-    return track < 0 ? -1 : track % c->n_topics;
-}
-
-int consumers_consumer_topic_priority(const consumers_consumer_t *c, int topic_index) {
-    return c->prio[topic_index];
-}
-
-const char *consumers_consumer_topic_name(const consumers_consumer_t *c, int topic_index) {
-    return c->topics[topic_index];
 }
 
 int consumers_consumer_pause(consumers_consumer_t *c) {
@@ -521,32 +469,4 @@ void consumers_consumer_free(consumers_consumer_t *c) {
     for (int i = 0; i < c->n_topics; i++)
         free(c->topics[i]);
     free(c);
-}
-
-long consumers_consumer_rebalances(const consumers_consumer_t *c) {
-    return c->rebalances;
-}
-
-const char *consumers_consumer_topic(const consumers_consumer_t *c) {
-    return c->topic;
-}
-
-long consumers_consumer_lag(consumers_consumer_t *c) {
-    rd_kafka_topic_partition_list_t *a = NULL;
-    if (rd_kafka_assignment(c->rk, &a)) return -1;
-    long lag = 0;
-    if (a->cnt > 0 && rd_kafka_position(c->rk, a) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        for (int i = 0; i < a->cnt; i++) {
-            int64_t lo = 0, hi = 0;
-            /* cached from fetch responses: no broker round trip on the poll thread */
-            if (rd_kafka_get_watermark_offsets(c->rk, a->elems[i].topic, a->elems[i].partition, &lo,
-                                               &hi) ||
-                hi < 0)
-                continue;
-            int64_t pos = a->elems[i].offset >= 0 ? a->elems[i].offset : lo;
-            if (hi > pos) lag += (long)(hi - pos);
-        }
-    }
-    rd_kafka_topic_partition_list_destroy(a);
-    return lag;
 }

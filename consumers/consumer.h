@@ -133,4 +133,11 @@ const char *consumers_consumer_topic(const consumers_consumer_t *c);
  * cannot be read. What the worker has fetched but not yet committed is not in it. */
 long consumers_consumer_lag(consumers_consumer_t *c);
 
+/* 1 when every assigned partition has been read to its high watermark (or none is assigned):
+ * asked of the brokers, not of the last fetch responses, so a fetch still in flight does not
+ * look like an empty partition. 0 when records are left to read; -1 when the brokers did not
+ * answer within timeout_ms. Blocks for the round trips: call it when about to stop, not per
+ * poll. What was read but not yet committed is the caller's to count. */
+int consumers_consumer_caught_up(consumers_consumer_t *c, int timeout_ms);
+
 #endif

@@ -3,7 +3,8 @@
  * completes, and the group's committed offsets reach the end of every partition; also with
  * two workers of one group, the second joining mid-job (cooperative rebalance: partitions are
  * revoked from the first while it has work in flight); and with decode on several pool threads,
- * poison records between good ones dead-lettered in each partition's order. */
+ * poison records between good ones dead-lettered in each partition's order; and --idle-exit
+ * under fetches slower than its bound. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 
 #include <cmocka.h>
 #include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
 #include <pthread.h>
 
 #include "consumers/avro_codec.h"
@@ -186,11 +188,46 @@ static void test_decode_order_per_partition(void **state) {
     assert_int_equal(seen, PARTS * (per_part / every));
 }
 
+/* --idle-exit counts time with nothing left to read, not time without a record: fetches slower
+ * than the idle bound (a loaded or distant broker) must not make the worker leave with its
+ * partitions unread, the job unfinished and exit 0. A cluster of its own, whose first Fetch
+ * responses are held 2.5 s each against an idle bound of 1 s. */
+static void test_slow_fetch_is_not_idle(void **state) {
+    const int n = 300;
+    char err[512];
+    rd_kafka_t *h = rd_kafka_new(RD_KAFKA_PRODUCER, rd_kafka_conf_new(), err, sizeof(err));
+    assert_non_null(h);
+    rd_kafka_mock_cluster_t *mc = rd_kafka_mock_cluster_new(h, 1);
+    assert_non_null(mc);
+    const char *shared = bootstrap;
+    bootstrap = rd_kafka_mock_cluster_bootstraps(mc);
+    assert_int_equal(rd_kafka_mock_topic_create(mc, "t5", PARTS, 1), 0);
+    assert_int_equal(rd_kafka_mock_topic_create(mc, "t5.dlq", 1, 1), 0);
+    produce_tenant("t5", "job-slow", "acme", 0, n, n);
+    assert_int_equal(rd_kafka_mock_broker_push_request_error_rtts(
+                         mc, 1, 1 /* Fetch */, 3, RD_KAFKA_RESP_ERR_NO_ERROR, 2500,
+                         RD_KAFKA_RESP_ERR_NO_ERROR, 2500, RD_KAFKA_RESP_ERR_NO_ERROR, 2500),
+                     0);
+    worker_run_cfg_t cfg;
+    cfg_for(&cfg, "t5", "g5", 1);
+    assert_int_equal(worker_pipeline_run(&cfg), 0);
+    assert_int_equal(group_lag("t5", "g5"), 0);
+    bootstrap = shared;
+    rd_kafka_mock_cluster_destroy(mc);
+    rd_kafka_destroy(h);
+    assert_int_equal(db_long("SELECT count(*) FROM ticket_results WHERE job_id=$1", "job-slow"), n);
+    assert_int_equal(
+        db_long("SELECT count(*) FROM jobs WHERE job_id=$1 AND completed_at IS NOT NULL",
+                "job-slow"),
+        1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_worker_exactly_n),
         cmocka_unit_test(test_two_workers_rebalance),
         cmocka_unit_test(test_decode_order_per_partition),
+        cmocka_unit_test(test_slow_fetch_is_not_idle),
     };
     return cmocka_run_group_tests(tests, pipe_setup, pipe_teardown);
 }

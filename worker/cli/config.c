@@ -32,7 +32,8 @@ void worker_run_cfg_opts(worker_run_cfg_t *c, cli_list_t *kafka,
         {"max-wait-ms", CLI_INT, &c->cls.max_wait_ms, 0, 3600000, "RECLASS_MAX_WAIT_MS", NULL,
          "longest a ticket waits for its batch to fill", "200"},
         {"idle-exit", CLI_INT, &c->idle_exit_s, 0, INT_MAX, "RECLASS_IDLE_EXIT", NULL,
-         "exit 0 after N seconds with nothing to do, everything committed (0 = never);\n"
+         "exit 0 after N seconds with nothing to do, once the brokers say every assigned\n"
+         "      partition is read to its end and everything is committed (0 = never);\n"
          "      counted from the first assignment (joining a group can take a while)",
          "0"},
         {"join-timeout", CLI_INT, &c->join_timeout_s, 0, INT_MAX, "RECLASS_JOIN_TIMEOUT", NULL,

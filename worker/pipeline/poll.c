@@ -228,6 +228,7 @@ static void log_progress(pl_t *pl, double t0) {
 #define PL_HOLD_MS         1000 /* longest backlog waited out without pausing the partitions */
 #define PL_DLQ_WAITING_MAX 1000 /* dead letters waiting for a retry before reading stops */
 #define PL_LAG_EVERY_S     1.0  /* how often reclass_consumer_lag_records is refreshed */
+#define PL_CAUGHT_UP_MS    5000 /* longest wait for the brokers' watermarks before an idle exit */
 
 /* The poll loop: returns when a stop was asked (signal, idle, fatal). */
 void pl_poll_loop(pl_t *pl) {
@@ -369,9 +370,23 @@ void pl_poll_loop(pl_t *pl) {
             }
             continue;
         }
+        /* Quiet is not the end: a fetch slower than the bound (a loaded or distant broker)
+         * would leave this member's partitions unread, its job unfinished, and hand them to
+         * members that are leaving too. It leaves only when the brokers say nothing is left;
+         * else the bound starts again. */
         if (cfg->idle_exit_s > 0 && now - last_activity >= cfg->idle_exit_s) {
-            common_logf(stderr, "idle for %d s, everything committed: exiting\n", cfg->idle_exit_s);
-            break;
+            int up = consumers_consumer_caught_up(pl->poll.consumer, PL_CAUGHT_UP_MS);
+            if (up == 1) {
+                common_logf(stderr, "idle for %d s, everything read and committed: exiting\n",
+                            cfg->idle_exit_s);
+                break;
+            }
+            if (up < 0)
+                common_logf(stderr,
+                            "idle for %d s, but the brokers did not say within %d ms whether "
+                            "records are left to read: staying\n",
+                            cfg->idle_exit_s, PL_CAUGHT_UP_MS);
+            last_activity = common_now_s();
         }
     }
 }
