@@ -175,11 +175,43 @@ static void test_checker_sees_a_disagreement(void **state) {
     assert_int_equal(help_default("\n  --nn N\n      (default 1)\n", "n", shown, 16), -2);
 }
 
+static void no_usage(FILE *f) {
+    (void)f;
+}
+
+/* A row whose default does not parse within its range is the table's bug: every parse says so
+ * (COMMON_BUG naming the option), --help included, so that `reclass CMD --help` exiting 0
+ * (tests/test_cli_defaults.sh, every command) means every row's default parses. */
+static void test_bad_default_fails_help(void **state) {
+    (void)state;
+    int v = 0;
+    const char *s = NULL;
+    cli_opt_t rows[] = {
+        {"n", CLI_INT, &v, 1, 100, NULL, NULL, "a number", "0"}, /* below its range */
+        {"s", CLI_STR, &s, 0, 0, NULL, NULL, "a string", "x"},
+        {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL, NULL},
+    };
+    char err[256];
+    char *help[] = {"cmd", "--help", NULL};
+    assert_int_equal(worker_cli_parse_err("cmd", 2, help, rows, no_usage, NULL, err, sizeof(err)),
+                     COMMON_BUG);
+    assert_non_null(strstr(err, "the default of --n"));
+    char *plain[] = {"cmd", NULL};
+    assert_int_equal(worker_cli_parse_err("cmd", 1, plain, rows, no_usage, NULL, err, sizeof(err)),
+                     COMMON_BUG);
+    rows[0].def = "100"; /* within range: --help is done, and the variables hold the defaults */
+    assert_int_equal(worker_cli_parse_err("cmd", 2, help, rows, no_usage, NULL, err, sizeof(err)),
+                     COMMON_DONE);
+    assert_int_equal(v, 100);
+    assert_string_equal(s, "x");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_defaults),
         cmocka_unit_test(test_shared_defaults),
         cmocka_unit_test(test_checker_sees_a_disagreement),
+        cmocka_unit_test(test_bad_default_fails_help),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

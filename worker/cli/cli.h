@@ -65,11 +65,13 @@ typedef struct {
  * string all refuse): 0 and *out set, or -1. Callers word their own message. */
 int worker_cli_long(const char *s, long lo, long hi, long *out);
 
-/* Parses the environment (rows with env) then argv[1..argc). --help / -h prints usage to
- * stdout: returns COMMON_DONE. A usage error prints its message to stderr (common_logf: after
- * the command's prefix): returns COMMON_USAGE. cmd names the command in "see reclass CMD
- * --help". Otherwise returns COMMON_OK (go on) with *first_arg the index of the first
- * positional argument; with first_arg NULL, positional arguments are an error. */
+/* Sets the rows' defaults, then parses the environment (rows with env), then argv[1..argc).
+ * A default that does not parse within its row is COMMON_BUG (printed), --help included.
+ * --help / -h prints usage to stdout: returns COMMON_DONE. A usage error prints its message
+ * to stderr (common_logf: after the command's prefix): returns COMMON_USAGE. cmd names the
+ * command in "see reclass CMD --help". Otherwise returns COMMON_OK (go on) with *first_arg the
+ * index of the first positional argument; with first_arg NULL, positional arguments are an
+ * error. */
 common_status_t worker_cli_parse(const char *cmd, int argc, char **argv, const cli_opt_t *opts,
                                  void (*usage)(FILE *), int *first_arg);
 

@@ -132,6 +132,11 @@ void worker_run_cfg_usage(FILE *f) {
             "once the group is joined and PostgreSQL is connected), /metrics (Prometheus).\n"
             "Drift statistics per window go to drift_windows, device memory samples to\n"
             "gpu_memory (migrations/003_telemetry.sql).\n");
+    /* librdkafka's own default, read from it (a copy would go stale with the library) */
+    fprintf(f,
+            "Kafka properties that --kafka does not set keep librdkafka's defaults, e.g.\n"
+            "session.timeout.ms %ld (the bound of --join-timeout).\n",
+            consumers_kafka_setting_long(NULL, "session.timeout.ms"));
 }
 
 /* --topic T[:P],...: names and priorities into cfg->topics / topic_prio. COMMON_OK, or COMMON_USAGE
