@@ -118,7 +118,8 @@ static void test_run_defaults(void **state) {
 /* The shared rows as classify, bench, submit and the database commands take them. */
 static struct {
     cls_settings_t cls;
-    const char *db, *brokers, *topic, *schemas, *plain, *auth, *ca;
+    const char *db, *brokers, *topic, *schemas, *plain, *auth, *ca, *model, *registry;
+    int top_k;
     const char *kv[4];
     cli_list_t kafka;
     cli_opt_t opts[32];
@@ -141,6 +142,9 @@ static void test_shared_defaults(void **state) {
     shared.opts[n++] = worker_cli_opt_registry_auth(&shared.auth);
     shared.opts[n++] = worker_cli_opt_registry_ca(&shared.ca);
     shared.opts[n++] = worker_cli_opt_kafka(&shared.kafka);
+    shared.opts[n++] = worker_cli_opt_model(&shared.model, 1, NULL);
+    shared.opts[n++] = worker_cli_opt_top_k(&shared.top_k, 0, 1, "labels");
+    shared.opts[n++] = worker_cli_opt_registry(&shared.registry, "registry");
     clear_env(shared.opts);
     char *argv[] = {"shared", NULL};
     char err[512];
@@ -148,7 +152,7 @@ static void test_shared_defaults(void **state) {
         worker_cli_parse_err("shared", 1, argv, shared.opts, shared_usage, NULL, err, sizeof(err));
     if (rc != COMMON_OK) fail_msg("parse: %s", err);
     char *help = usage_text(shared_usage);
-    assert_true(check_rows(shared.opts, help) >= 8);
+    assert_true(check_rows(shared.opts, help) >= 9);
     free(help);
 }
 

@@ -102,6 +102,12 @@ int worker_cli_settings_opts(cls_settings_t *s, unsigned rows, int env, cli_opt_
  * wording, one environment variable and one default per option. help: the command's own
  * wording where it says more, NULL for the shared one. */
 cli_opt_t worker_cli_opt_db(const char **dst, const char *help);
+/* --model DIR (run, classify, bench, plan-memory); env: with RECLASS_MODEL (`run`). */
+cli_opt_t worker_cli_opt_model(const char **dst, int env, const char *help);
+/* --top-k K (run, classify): labels listed per result, lo..64; env: with RECLASS_TOP_K. */
+cli_opt_t worker_cli_opt_top_k(int *dst, long lo, int env, const char *help);
+/* --schema-registry URL (run, submit). */
+cli_opt_t worker_cli_opt_registry(const char **dst, const char *help);
 cli_opt_t worker_cli_opt_brokers(const char **dst);
 cli_opt_t worker_cli_opt_topic(const char **dst, const char *arg, const char *help);
 cli_opt_t worker_cli_opt_schemas(const char **dst);

@@ -69,10 +69,10 @@ static void submit_opts(submit_opts_t *o, long *priority, cli_list_t *props, int
             "writer schema of --plain-avro records (default: the oldest in --schemas that the\n"
             "      current one reads; the workers must be given the same)"),
         worker_cli_opt_schemas(&o->schemas),
-        {"schema-registry", CLI_STR, &o->registry, 0, 0, "RECLASS_SCHEMA_REGISTRY", "URL",
-         "register the schema under <topic>-value in this Confluent Schema Registry and\n"
-         "      frame the records with its id (credentials as for reclass run)",
-         NULL},
+        worker_cli_opt_registry(
+            &o->registry,
+            "register the schema under <topic>-value in this Confluent Schema Registry and\n"
+            "      frame the records with its id (credentials as for reclass run)"),
         worker_cli_opt_registry_auth(&o->registry_auth),
         worker_cli_opt_registry_ca(&o->registry_ca),
         worker_cli_opt_kafka(props),
