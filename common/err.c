@@ -45,11 +45,9 @@ int common_err_retriable(const common_err_t *e) {
     return e && common_status_retriable(e->code);
 }
 
-void common_err_print(FILE *f, const char *prefix, const common_err_t *e) {
-    fprintf(f, "%s: %s", prefix, e->message);
-    if (e->detail[0]) fprintf(f, " (%s)", e->detail);
-    if (e->hint[0]) fprintf(f, "; %s", e->hint);
-    fputc('\n', f);
+void common_err_print(FILE *f, const common_err_t *e) {
+    common_logf(f, "%s%s%s%s%s%s\n", e->message, e->detail[0] ? " (" : "", e->detail,
+                e->detail[0] ? ")" : "", e->hint[0] ? "; " : "", e->hint);
 }
 
 /* set before any thread starts and only read after: no lock */

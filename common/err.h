@@ -43,7 +43,8 @@ void common_logf(FILE *log, const char *fmt, ...) __attribute__((format(printf, 
  * next call; NULL or "": none. The CLI sets it once per command, before any thread starts. */
 void common_log_prefix(const char *prefix);
 
-/* Writes "<prefix>: message (detail); hint\n" to f, the parts that are set. */
-void common_err_print(FILE *f, const char *prefix, const common_err_t *e);
+/* Writes e as one line for the user, "message (detail); hint" with the parts that are set,
+ * to f as common_logf does (after the command's prefix): how the CLI prints an error. */
+void common_err_print(FILE *f, const common_err_t *e);
 
 #endif

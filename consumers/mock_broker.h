@@ -22,9 +22,11 @@
 
 typedef struct consumers_mock consumers_mock_t;
 
-/* Per-partition log bound the wrapper sets at start (when the library lets it). */
-#define CONSUMERS_MOCK_LOG_BYTES   (256L * 1024 * 1024)
-#define CONSUMERS_MOCK_LOG_BATCHES 1000000L
+/* Per-partition log bound the wrapper sets at start (when the library lets it). Plain numbers:
+ * `reclass dev-broker`'s option rows print them as their defaults (CLS_STR). */
+#define CONSUMERS_MOCK_LOG_MB      256
+#define CONSUMERS_MOCK_LOG_BYTES   ((long)CONSUMERS_MOCK_LOG_MB << 20)
+#define CONSUMERS_MOCK_LOG_BATCHES 1000000
 
 /* Starts the mock cluster. partitions (>= 1) is the count consumers_mock_topic_create() uses
  * when asked for 0; port 0 = any free port. *bootstrap ("127.0.0.1:PORT") is owned by the

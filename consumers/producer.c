@@ -87,16 +87,16 @@ void consumers_producer_free(consumers_producer_t *p) {
     free(p);
 }
 
-int consumers_producer_new(const char *brokers, const char *topic, const char *const *props,
-                           consumers_producer_t **out, char *err, size_t errlen) {
+common_status_t consumers_producer_new(const char *brokers, const char *topic,
+                                       const char *const *props, consumers_producer_t **out,
+                                       common_err_t *e) {
     *out = NULL;
     consumers_producer_t *p = calloc(1, sizeof(*p));
     if (!p || !(p->brokers = strdup(brokers)) || !(p->topic = strdup(topic))) {
         consumers_producer_free(p);
-        snprintf(err, errlen, "out of memory");
-        return 1;
+        return common_err_set(e, COMMON_FATAL, "out of memory");
     }
-    char e[512], max_msg[24];
+    char why[512], max_msg[24];
     snprintf(max_msg, sizeof(max_msg), "%d", PRODUCER_MAX_MSG);
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     const char *fixed[][2] = {
@@ -111,54 +111,56 @@ int consumers_producer_new(const char *brokers, const char *topic, const char *c
         {"log_level", "4"},
     };
     for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
-        if (rd_kafka_conf_set(conf, fixed[i][0], fixed[i][1], e, sizeof(e))) {
-            snprintf(err, errlen, "%s", e);
+        if (rd_kafka_conf_set(conf, fixed[i][0], fixed[i][1], why, sizeof(why))) {
+            common_err_set(e, COMMON_USAGE, "%s", why);
             goto fail;
         }
-    if (consumers_kafka_props_apply(conf, props, CONSUMERS_PROPS_PRODUCER, e, sizeof(e))) {
-        snprintf(err, errlen, "--kafka: %s", e);
+    if (consumers_kafka_props_apply(conf, props, CONSUMERS_PROPS_PRODUCER, why, sizeof(why))) {
+        common_err_set(e, COMMON_USAGE, "--kafka: %s", why);
         goto fail;
     }
     p->max_msg = consumers_kafka_props_long(props, "message.max.bytes", PRODUCER_MAX_MSG);
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
     rd_kafka_conf_set_error_cb(conf, on_error);
     rd_kafka_conf_set_opaque(conf, p);
-    if (!(p->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, e, sizeof(e)))) {
-        snprintf(err, errlen, "%s", e);
+    if (!(p->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof(why)))) {
+        common_err_set(e, COMMON_USAGE, "%s", why);
         goto fail;
     }
     *out = p;
-    return 0;
+    return COMMON_OK;
 fail:
     rd_kafka_conf_destroy(conf);
     consumers_producer_free(p);
-    return 2;
+    return COMMON_USAGE;
 }
 
-int consumers_producer_check_topic(consumers_producer_t *p, char *err, size_t errlen) {
+common_status_t consumers_producer_check_topic(consumers_producer_t *p, common_err_t *e) {
     rd_kafka_topic_t *rkt = rd_kafka_topic_new(p->rk, p->topic, NULL);
-    rd_kafka_resp_err_t e = RD_KAFKA_RESP_ERR_NO_ERROR;
+    rd_kafka_resp_err_t ke = RD_KAFKA_RESP_ERR_NO_ERROR;
     /* 1 s requests for up to 10 s, serving the error callback between them: a failed TLS
      * handshake or login shows there at once, while a request only times out */
     for (int attempt = 0; attempt < 10 && !p->fatal; attempt++) {
         const struct rd_kafka_metadata *md;
-        e = rd_kafka_metadata(p->rk, 0, rkt, &md, 1000);
+        ke = rd_kafka_metadata(p->rk, 0, rkt, &md, 1000);
         rd_kafka_poll(p->rk, 0);
-        if (e == RD_KAFKA_RESP_ERR__TIMED_OUT || e == RD_KAFKA_RESP_ERR__TRANSPORT) continue;
-        if (e) break;
-        e = md->topic_cnt ? md->topics[0].err : RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
+        if (ke == RD_KAFKA_RESP_ERR__TIMED_OUT || ke == RD_KAFKA_RESP_ERR__TRANSPORT) continue;
+        if (ke) break;
+        ke = md->topic_cnt ? md->topics[0].err : RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
         rd_kafka_metadata_destroy(md);
-        if (e != RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE) break;
+        if (ke != RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE) break;
         usleep(200 * 1000); /* a just auto-created topic has no leader for a moment */
     }
     rd_kafka_topic_destroy(rkt);
-    if (p->fatal) {
-        snprintf(err, errlen, "%s", p->fatal_msg);
-        return 1;
-    }
-    if (!e) return 0;
-    snprintf(err, errlen, "topic %s on %s: %s", p->topic, p->brokers, rd_kafka_err2str(e));
-    return 1;
+    if (p->fatal) return common_err_set(e, COMMON_FATAL, "%s", p->fatal_msg);
+    if (!ke) return COMMON_OK;
+    common_status_t code =
+        ke == RD_KAFKA_RESP_ERR__TIMED_OUT || ke == RD_KAFKA_RESP_ERR__TRANSPORT ? COMMON_RETRY
+        : ke == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC || ke == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART
+            ? COMMON_MISSING
+            : COMMON_FATAL;
+    return common_err_set(e, code, "topic %s on %s: %s", p->topic, p->brokers,
+                          rd_kafka_err2str(ke));
 }
 
 /* The topic's max.message.bytes from DescribeConfigs: > 0, or 0 with why it is not known. */
@@ -233,23 +235,24 @@ size_t consumers_producer_record_limit(consumers_producer_t *p, int *reported, c
     return (size_t)p->max_msg;
 }
 
-int consumers_producer_send(consumers_producer_t *p, const char *key, void *buf, size_t len,
-                            const volatile sig_atomic_t *stop, char *err, size_t errlen) {
-    rd_kafka_resp_err_t e;
+common_status_t consumers_producer_send(consumers_producer_t *p, const char *key, void *buf,
+                                        size_t len, const volatile sig_atomic_t *stop,
+                                        common_err_t *e) {
+    rd_kafka_resp_err_t ke;
     /* F_FREE: librdkafka frees buf once the message is done. */
-    while ((e = rd_kafka_producev(p->rk, RD_KAFKA_V_TOPIC(p->topic),
-                                  RD_KAFKA_V_KEY(key, strlen(key)), RD_KAFKA_V_VALUE(buf, len),
-                                  RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE), RD_KAFKA_V_END)) ==
+    while ((ke = rd_kafka_producev(p->rk, RD_KAFKA_V_TOPIC(p->topic),
+                                   RD_KAFKA_V_KEY(key, strlen(key)), RD_KAFKA_V_VALUE(buf, len),
+                                   RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE), RD_KAFKA_V_END)) ==
                RD_KAFKA_RESP_ERR__QUEUE_FULL &&
            !*stop)
         rd_kafka_poll(p->rk, 50);
-    if (e) {
+    if (ke) {
         free(buf);
-        snprintf(err, errlen, "cannot queue ticket %s: %s", key, rd_kafka_err2str(e));
-        return 1;
+        return common_err_set(e, COMMON_FATAL, "cannot queue ticket %s: %s", key,
+                              rd_kafka_err2str(ke));
     }
     rd_kafka_poll(p->rk, 0);
-    return 0;
+    return COMMON_OK;
 }
 
 long consumers_producer_wait(consumers_producer_t *p, int ms) {

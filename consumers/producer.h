@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stddef.h>
 
+#include "common/err.h"
 #include "consumers/ticket.h"
 
 typedef struct consumers_producer consumers_producer_t;
@@ -17,14 +18,18 @@ typedef struct {
 } consumers_producer_stats_t;
 
 /* A producer to topic on brokers with the --kafka list props (NULL-ended, may be NULL; a
- * later KEY=VALUE wins). Returns 0, or 2 with err naming the bad property. */
-int consumers_producer_new(const char *brokers, const char *topic, const char *const *props,
-                           consumers_producer_t **out, char *err, size_t errlen);
+ * later KEY=VALUE wins). COMMON_OK; COMMON_USAGE with e naming the bad property;
+ * COMMON_FATAL, out of memory. */
+common_status_t consumers_producer_new(const char *brokers, const char *topic,
+                                       const char *const *props, consumers_producer_t **out,
+                                       common_err_t *e);
 void consumers_producer_free(consumers_producer_t *p);
 
 /* Fails fast on an unreachable cluster or a missing topic instead of after the message
- * timeout. 0, or 1 with err. */
-int consumers_producer_check_topic(consumers_producer_t *p, char *err, size_t errlen);
+ * timeout. COMMON_OK; with e: COMMON_RETRY, the cluster did not answer within 10 s;
+ * COMMON_MISSING, no such topic (and the cluster does not create it); COMMON_FATAL, a failed
+ * TLS handshake or login, or another error. */
+common_status_t consumers_producer_check_topic(consumers_producer_t *p, common_err_t *e);
 
 /* The largest record the producer may send to the topic: the smaller of the producer's
  * message.max.bytes (by default the text cap and room for the rest of a ticket) and the
@@ -40,9 +45,10 @@ size_t consumers_producer_ticket_bytes(size_t text_len, size_t id_len, size_t jo
                                        size_t tenant_len);
 
 /* Queues one record (buf is malloc'd; the producer owns it from here, also on failure),
- * waiting while the queue is full unless *stop is set. 0, or 1 with err. */
-int consumers_producer_send(consumers_producer_t *p, const char *key, void *buf, size_t len,
-                            const volatile sig_atomic_t *stop, char *err, size_t errlen);
+ * waiting while the queue is full unless *stop is set. COMMON_OK, or COMMON_FATAL with e. */
+common_status_t consumers_producer_send(consumers_producer_t *p, const char *key, void *buf,
+                                        size_t len, const volatile sig_atomic_t *stop,
+                                        common_err_t *e);
 
 /* Serves delivery reports for up to ms; returns the records not yet reported. */
 long consumers_producer_wait(consumers_producer_t *p, int ms);

@@ -19,7 +19,8 @@ const char sink_sql_failure[] =
 static const char SQL_COMPLETE_ONE[] = "SELECT job_complete(ARRAY[$1::text])";
 
 /* One failure; bare: without the record's own words (ids PostgreSQL refused as data). */
-static int record_one(sink_t *s, const sink_failure_t *f, int bare, char *err, size_t errlen) {
+static common_status_t record_one(sink_t *s, const sink_failure_t *f, int bare, char *err,
+                                  size_t errlen) {
     char part[16], off[24], total[16];
     snprintf(part, sizeof part, "%" PRId32, f->partition);
     snprintf(off, sizeof off, "%" PRId64, f->offset);
@@ -46,13 +47,14 @@ static int record_one(sink_t *s, const sink_failure_t *f, int bare, char *err, s
     return sink_pg_fail(s->conn, res, "record a dead letter", err, errlen);
 }
 
-int sink_write_failures(sink_t *s, const sink_failure_t *f, int n, char *err, size_t errlen) {
+common_status_t sink_write_failures(sink_t *s, const sink_failure_t *f, int n, char *err,
+                                    size_t errlen) {
     if (!s || !s->conn || PQstatus(s->conn) != CONNECTION_OK) {
         snprintf(err, errlen, "sink_write_failures: connection to PostgreSQL is down");
         return COMMON_RETRY;
     }
     for (int i = 0; i < n; i++) {
-        int rc = record_one(s, &f[i], 0, err, errlen);
+        common_status_t rc = record_one(s, &f[i], 0, err, errlen);
         if (rc != COMMON_OK) return rc;
     }
     for (int i = 0; i < n; i++) {

@@ -95,7 +95,7 @@ static int reject_row(sink_t *s, int row, const sink_result_t *r, const char *er
 /* Rows of work[] whose job is owned by another tenant, or whose job_total is not the job's
  * (job_total_check), go to the rejects; the others are moved to the front. Returns the number
  * kept, or -1 with rc set. */
-static int drop_foreign(sink_t *s, int n, int *rc, char *err, size_t errlen) {
+static int drop_foreign(sink_t *s, int n, common_status_t *rc, char *err, size_t errlen) {
     const sink_tally_t *t = &s->tally; /* of the whole write: sink_write_once built it */
     sink_copybuf_t *b = &s->params;
     sink_copybuf_reset(b);
@@ -159,11 +159,11 @@ static int cmp_reject(const void *a, const void *b) {
 }
 
 /* work[from, to) was refused (refused = 1) or is still to be tried. */
-static int split(sink_t *s, int from, int to, int refused, long *inserted, long *stored, char *err,
-                 size_t errlen) {
+static common_status_t split(sink_t *s, int from, int to, int refused, long *inserted, long *stored,
+                             char *err, size_t errlen) {
     int n = to - from;
     if (!refused) {
-        int rc = sink_write_once(s, s->work + from, n, NULL, 0, err, errlen);
+        common_status_t rc = sink_write_once(s, s->work + from, n, NULL, 0, err, errlen);
         if (rc == COMMON_OK) {
             *inserted += s->last_inserted;
             *stored += s->last_rows;
@@ -176,11 +176,12 @@ static int split(sink_t *s, int from, int to, int refused, long *inserted, long 
         return COMMON_RETRY;
     }
     int mid = from + n / 2;
-    int rc = split(s, from, mid, 0, inserted, stored, err, errlen);
+    common_status_t rc = split(s, from, mid, 0, inserted, stored, err, errlen);
     return rc == COMMON_OK ? split(s, mid, to, 0, inserted, stored, err, errlen) : rc;
 }
 
-int sink_isolate(sink_t *s, const sink_result_t *rows, int n, char *err, size_t errlen) {
+common_status_t sink_isolate(sink_t *s, const sink_result_t *rows, int n, char *err,
+                             size_t errlen) {
     if (n > s->work_cap) {
         sink_result_t *w = realloc(s->work, (size_t)n * sizeof(*w));
         int *wr = w ? realloc(s->work_row, (size_t)n * sizeof(*wr)) : NULL;
@@ -197,7 +198,7 @@ int sink_isolate(sink_t *s, const sink_result_t *rows, int n, char *err, size_t 
         s->work_row[i] = i;
     }
     s->n_rejects = 0;
-    int rc = COMMON_OK;
+    common_status_t rc = COMMON_OK;
     int kept = drop_foreign(s, n, &rc, err, errlen);
     if (kept < 0) return rc;
     long inserted = 0, stored = 0;
@@ -209,8 +210,9 @@ int sink_isolate(sink_t *s, const sink_result_t *rows, int n, char *err, size_t 
     return rc;
 }
 
-static int sink_validate(const sink_result_t *rows, int n_rows, const sink_batch_t *batches,
-                         int n_batches, char *err, size_t errlen) {
+static common_status_t sink_validate(const sink_result_t *rows, int n_rows,
+                                     const sink_batch_t *batches, int n_batches, char *err,
+                                     size_t errlen) {
     if (n_rows < 0 || n_batches < 0 || (n_rows > 0 && !rows) || (n_batches > 0 && !batches)) {
         snprintf(err, errlen, "sink_write: invalid arguments (n_rows %d, n_batches %d)", n_rows,
                  n_batches);
@@ -231,14 +233,14 @@ static int sink_validate(const sink_result_t *rows, int n_rows, const sink_batch
     return COMMON_OK;
 }
 
-int sink_write(sink_t *s, const sink_result_t *rows, int n_rows, const sink_batch_t *batches,
-               int n_batches, char *err, size_t errlen) {
+common_status_t sink_write(sink_t *s, const sink_result_t *rows, int n_rows,
+                           const sink_batch_t *batches, int n_batches, char *err, size_t errlen) {
     if (!s) {
         snprintf(err, errlen, "sink_write: no sink");
         return COMMON_FATAL;
     }
     s->n_rejects = 0;
-    int rc = sink_validate(rows, n_rows, batches, n_batches, err, errlen);
+    common_status_t rc = sink_validate(rows, n_rows, batches, n_batches, err, errlen);
     if (rc != COMMON_OK) return rc;
     rc = sink_write_once(s, rows, n_rows, batches, n_batches, err, errlen);
     if (rc != COMMON_DATA) return rc;

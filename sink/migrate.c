@@ -54,7 +54,7 @@ static int mig_name_version(const char *name, long *version) {
     return 0;
 }
 
-static int mig_scan(const char *dir, mig_list_t *l, char *err, size_t errlen) {
+static common_status_t mig_scan(const char *dir, mig_list_t *l, char *err, size_t errlen) {
     memset(l, 0, sizeof(*l));
     DIR *d = opendir(dir);
     if (!d) {
@@ -123,12 +123,12 @@ static char *mig_read(const char *path, char *err, size_t errlen) {
 
 /* md5 of the file's bytes, computed by the server: one definition of the checksum, the one
  * an operator can reproduce with SELECT md5(pg_read_file(...)). */
-static int mig_checksum(PGconn *conn, const char *sql, const char *name, char *out, size_t outlen,
-                        char *err, size_t errlen) {
+static common_status_t mig_checksum(PGconn *conn, const char *sql, const char *name, char *out,
+                                    size_t outlen, char *err, size_t errlen) {
     const char *params[1] = {sql};
     PGresult *res = PQexecParams(conn, "SELECT md5($1::text)", 1, NULL, params, NULL, NULL, 0);
     if (!res || PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
-        int rc = sink_pg_classify(conn, res);
+        common_status_t rc = sink_pg_classify(conn, res);
         char step[300];
         snprintf(step, sizeof step, "checksum of %s", name);
         sink_pg_errmsg(err, errlen, step, conn, res);
@@ -140,11 +140,11 @@ static int mig_checksum(PGconn *conn, const char *sql, const char *name, char *o
     return COMMON_OK;
 }
 
-static int mig_apply(PGconn *conn, const mig_file_t *f, const char *sql, const char *sum, char *err,
-                     size_t errlen) {
+static common_status_t mig_apply(PGconn *conn, const mig_file_t *f, const char *sql,
+                                 const char *sum, char *err, size_t errlen) {
     char step[300];
     snprintf(step, sizeof step, "migration %s", f->name);
-    int rc = sink_pg_exec(conn, "BEGIN", PGRES_COMMAND_OK, step, err, errlen);
+    common_status_t rc = sink_pg_exec(conn, "BEGIN", PGRES_COMMAND_OK, step, err, errlen);
     if (rc != COMMON_OK) return rc;
     /* One simple-protocol call runs every statement of the file inside this transaction;
      * libpq stops at the first failing one and returns its error. */
@@ -188,9 +188,10 @@ static int mig_find_applied(const PGresult *applied, long version) {
 }
 
 /* Runs under the advisory lock: reads what is applied, checks checksums, applies the rest. */
-static int mig_run_locked(PGconn *conn, const mig_list_t *l, const sink_migrate_opts_t *o,
-                          int *applied, char *err, size_t errlen) {
-    int rc;
+static common_status_t mig_run_locked(PGconn *conn, const mig_list_t *l,
+                                      const sink_migrate_opts_t *o, int *applied, char *err,
+                                      size_t errlen) {
+    common_status_t rc;
     if (!o->dry_run) {
         rc = sink_pg_exec(conn,
                           "CREATE TABLE IF NOT EXISTS schema_migrations ("
@@ -248,15 +249,16 @@ static int mig_run_locked(PGconn *conn, const mig_list_t *l, const sink_migrate_
     return rc;
 }
 
-int sink_migrate_ex(const char *conninfo, const char *dir, const sink_migrate_opts_t *opts,
-                    int *applied, char *err, size_t errlen) {
+common_status_t sink_migrate_ex(const char *conninfo, const char *dir,
+                                const sink_migrate_opts_t *opts, int *applied, char *err,
+                                size_t errlen) {
     static const sink_migrate_opts_t quiet = {0, NULL};
     const sink_migrate_opts_t *o = opts ? opts : &quiet;
     int dummy;
     if (!applied) applied = &dummy;
     *applied = 0;
     mig_list_t l;
-    int rc = mig_scan(dir, &l, err, errlen);
+    common_status_t rc = mig_scan(dir, &l, err, errlen);
     if (rc != COMMON_OK) return rc;
     PGconn *conn = sink_pg_connect(conninfo, &rc, err, errlen);
     if (!conn) {

@@ -21,8 +21,9 @@ typedef struct {
 /* Returns COMMON_OK, COMMON_RETRY (server unreachable) or COMMON_FATAL (bad file, changed checksum,
  * failing SQL: the message names the file). *applied: migrations run (pending ones with
  * dry_run). opts may be NULL. */
-int sink_migrate_ex(const char *conninfo, const char *dir, const sink_migrate_opts_t *opts,
-                    int *applied, char *err, size_t errlen);
+common_status_t sink_migrate_ex(const char *conninfo, const char *dir,
+                                const sink_migrate_opts_t *opts, int *applied, char *err,
+                                size_t errlen);
 
 /* The default migrations directory: $RECLASS_MIGRATIONS, else <exe>/../migrations (build dir
  * inside the source tree), else <exe>/../share/reclass/migrations (installed layout, e.g.

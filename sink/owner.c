@@ -8,9 +8,9 @@
 #include "sink/pgutil.h"
 #include "sink/sink.h"
 
-int sink_job_owner_check(const char *conninfo, const char *job_id, const char *tenant, char *err,
-                         size_t errlen) {
-    int rc;
+common_status_t sink_job_owner_check(const char *conninfo, const char *job_id, const char *tenant,
+                                     char *err, size_t errlen) {
+    common_status_t rc;
     PGconn *conn = sink_pg_connect(conninfo, &rc, err, errlen);
     if (!conn) return rc;
     const char *params[1] = {job_id};

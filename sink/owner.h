@@ -12,7 +12,7 @@
  * answer for good (malformed conninfo, schema missing); COMMON_RETRY when it cannot be reached.
  * Advice, not the guarantee: a job claimed between this check and the worker's write is still
  * refused there, row by row (the ownership constraint). */
-int sink_job_owner_check(const char *conninfo, const char *job_id, const char *tenant, char *err,
-                         size_t errlen);
+common_status_t sink_job_owner_check(const char *conninfo, const char *job_id, const char *tenant,
+                                     char *err, size_t errlen);
 
 #endif

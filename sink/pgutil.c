@@ -12,7 +12,7 @@ static void pg_quiet(void *arg, const char *message) {
     (void)message;
 }
 
-PGconn *sink_pg_connect(const char *conninfo, int *rc, char *err, size_t errlen) {
+PGconn *sink_pg_connect(const char *conninfo, common_status_t *rc, char *err, size_t errlen) {
     if (!conninfo) conninfo = "";
     /* A plain database name has neither '=' nor "://"; everything else must parse, and a
      * parse error is the user's to fix, not a reason to retry. */
@@ -72,7 +72,7 @@ PGconn *sink_pg_connect(const char *conninfo, int *rc, char *err, size_t errlen)
     return conn;
 }
 
-int sink_pg_classify(PGconn *conn, const PGresult *res) {
+common_status_t sink_pg_classify(PGconn *conn, const PGresult *res) {
     if (!conn || PQstatus(conn) != CONNECTION_OK) return COMMON_RETRY;
     const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     if (!st) return res ? COMMON_FATAL : COMMON_RETRY;  /* no result at all: out of memory or I/O */
@@ -144,15 +144,16 @@ void sink_pg_errmsg(char *err, size_t errlen, const char *step, PGconn *conn, co
     errmsg_trim(err, &at);
 }
 
-int sink_pg_fail(PGconn *conn, PGresult *res, const char *step, char *err, size_t errlen) {
-    int rc = sink_pg_classify(conn, res);
+common_status_t sink_pg_fail(PGconn *conn, PGresult *res, const char *step, char *err,
+                             size_t errlen) {
+    common_status_t rc = sink_pg_classify(conn, res);
     sink_pg_errmsg(err, errlen, step, conn, res);
     PQclear(res);
     return rc;
 }
 
-int sink_pg_exec(PGconn *conn, const char *sql, ExecStatusType want, const char *step, char *err,
-                 size_t errlen) {
+common_status_t sink_pg_exec(PGconn *conn, const char *sql, ExecStatusType want, const char *step,
+                             char *err, size_t errlen) {
     PGresult *res = PQexec(conn, sql);
     if (res && PQresultStatus(res) == want) {
         PQclear(res);

@@ -12,11 +12,11 @@
 /* Connects with conninfo (libpq key=value string or URL, passed through unchanged, so sslmode
  * and friends work), notices silenced, client_encoding UTF8. NULL on failure with *rc:
  * COMMON_FATAL for a malformed conninfo, COMMON_RETRY when the server could not be reached. */
-PGconn *sink_pg_connect(const char *conninfo, int *rc, char *err, size_t errlen);
+PGconn *sink_pg_connect(const char *conninfo, common_status_t *rc, char *err, size_t errlen);
 
 /* COMMON_RETRY for a lost connection, admin/crash shutdown, serialization failure or deadlock;
  * COMMON_FATAL otherwise. res may be NULL (libpq could not even build a result). */
-int sink_pg_classify(PGconn *conn, const PGresult *res);
+common_status_t sink_pg_classify(PGconn *conn, const PGresult *res);
 
 /* 1 when sqlstate says the statement failed on the data it was given, so the same rows fail
  * again however often they are retried and other rows need not: class 22 (data exception),
@@ -34,10 +34,11 @@ void sink_pg_errmsg(char *err, size_t errlen, const char *step, PGconn *conn, co
  * The result is always cleared. */
 /* The failure path of a statement: classifies it (COMMON_RETRY/COMMON_FATAL), writes
  * "<step>: <server message>" into err and clears res (which may be NULL). Returns the class. */
-int sink_pg_fail(PGconn *conn, PGresult *res, const char *step, char *err, size_t errlen);
+common_status_t sink_pg_fail(PGconn *conn, PGresult *res, const char *step, char *err,
+                             size_t errlen);
 
-int sink_pg_exec(PGconn *conn, const char *sql, ExecStatusType want, const char *step, char *err,
-                 size_t errlen);
+common_status_t sink_pg_exec(PGconn *conn, const char *sql, ExecStatusType want, const char *step,
+                             char *err, size_t errlen);
 
 /* Best-effort ROLLBACK when a transaction is open and the connection is still up. */
 void sink_pg_rollback(PGconn *conn);

@@ -38,7 +38,7 @@ const char sink_sql_complete[] = "SELECT job_complete($1::text[])";
 
 /* The jobs statement's four arrays, built in one buffer (offsets first: it may move); the
  * first of them is the completion statement's too. */
-int sink_progress_add(sink_t *s, char *err, size_t errlen) {
+common_status_t sink_progress_add(sink_t *s, char *err, size_t errlen) {
     const sink_tally_t *t = &s->tally;
     sink_copybuf_t *b = &s->params;
     sink_copybuf_reset(b);
@@ -85,7 +85,7 @@ int sink_progress_add(sink_t *s, char *err, size_t errlen) {
     return sink_fail(s, res, "update jobs", err, errlen);
 }
 
-int sink_progress_complete(sink_t *s, char *err, size_t errlen) {
+common_status_t sink_progress_complete(sink_t *s, char *err, size_t errlen) {
     const char *vals[1] = {s->params.data}; /* its first array: the write's job ids */
     int lens[1] = {(int)s->params_ids_len}, fmts[1] = {1};
     PGresult *res = PQexecPrepared(s->conn, SINK_STMT_COMPLETE, 1, vals, lens, fmts, 0);

@@ -100,14 +100,14 @@ static const char SQL_UPSERT[] =
     "  RETURNING t.job_id, (t.writes = 1) AS inserted"
     ") SELECT job_id, count(*) FILTER (WHERE inserted), count(*) FROM up GROUP BY job_id";
 
-static int sink_prepare(sink_t *s, const char *name, const char *sql, int n_params, char *err,
-                        size_t errlen) {
+static common_status_t sink_prepare(sink_t *s, const char *name, const char *sql, int n_params,
+                                    char *err, size_t errlen) {
     PGresult *res = PQprepare(s->conn, name, sql, n_params, NULL);
     if (res && PQresultStatus(res) == PGRES_COMMAND_OK) {
         PQclear(res);
         return COMMON_OK;
     }
-    int rc = sink_pg_classify(s->conn, res);
+    common_status_t rc = sink_pg_classify(s->conn, res);
     const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     if (st && (strcmp(st, "42P01") == 0 || strcmp(st, "42703") == 0 || strcmp(st, "42883") == 0))
         sink_pg_errmsg(err, errlen, "schema missing or outdated (run 'reclass migrate')", s->conn,
@@ -123,11 +123,11 @@ static int sink_prepare(sink_t *s, const char *name, const char *sql, int n_para
  * synchronous_commit=off the server acknowledges before the WAL is written and a crash loses
  * those rows for good (their offsets are already committed). Stronger settings (remote_apply
  * etc.) are left alone. */
-static int sink_session_setup(sink_t *s, char *err, size_t errlen) {
-    int rc = sink_pg_exec(s->conn,
-                          "SELECT set_config('synchronous_commit', 'on', false)"
-                          " WHERE current_setting('synchronous_commit') = 'off'",
-                          PGRES_TUPLES_OK, "set synchronous_commit", err, errlen);
+static common_status_t sink_session_setup(sink_t *s, char *err, size_t errlen) {
+    common_status_t rc = sink_pg_exec(s->conn,
+                                      "SELECT set_config('synchronous_commit', 'on', false)"
+                                      " WHERE current_setting('synchronous_commit') = 'off'",
+                                      PGRES_TUPLES_OK, "set synchronous_commit", err, errlen);
     if (rc == COMMON_OK)
         rc = sink_pg_exec(s->conn, SQL_STAGING, PGRES_COMMAND_OK, "create staging table", err,
                           errlen);
@@ -141,7 +141,7 @@ static int sink_session_setup(sink_t *s, char *err, size_t errlen) {
 }
 
 /* The model name goes into every row: one PostgreSQL cannot store would refuse them all. */
-static int sink_check_model(sink_t *s, char *err, size_t errlen) {
+static common_status_t sink_check_model(sink_t *s, char *err, size_t errlen) {
     const char *params[1] = {s->model};
     PGresult *res = PQexecParams(s->conn, "SELECT $1::text", 1, NULL, params, NULL, NULL, 0);
     if (res && PQresultStatus(res) == PGRES_TUPLES_OK) {
@@ -151,7 +151,8 @@ static int sink_check_model(sink_t *s, char *err, size_t errlen) {
     return sink_pg_fail(s->conn, res, "model name (recorded in every row)", err, errlen);
 }
 
-int sink_init(const char *conninfo, const char *model, sink_t **out, char *err, size_t errlen) {
+common_status_t sink_init(const char *conninfo, const char *model, sink_t **out, char *err,
+                          size_t errlen) {
     *out = NULL;
     sink_t *s = calloc(1, sizeof(*s));
     if (!s || !(s->conninfo = strdup(conninfo ? conninfo : "")) ||
@@ -166,7 +167,7 @@ int sink_init(const char *conninfo, const char *model, sink_t **out, char *err, 
     if (gethostname(host, sizeof(host) - 1) != 0) snprintf(host, sizeof(host), "unknown");
     snprintf(s->writer, sizeof(s->writer), "%s:%ld:%ld", host, (long)getpid(),
              atomic_fetch_add(&n_sinks, 1));
-    int rc;
+    common_status_t rc;
     s->conn = sink_pg_connect(s->conninfo, &rc, err, errlen);
     if (rc == COMMON_OK) rc = sink_check_model(s, err, errlen);
     if (rc == COMMON_OK) rc = sink_session_setup(s, err, errlen);
@@ -178,7 +179,7 @@ int sink_init(const char *conninfo, const char *model, sink_t **out, char *err, 
     return COMMON_OK;
 }
 
-int sink_reconnect(sink_t *s, char *err, size_t errlen) {
+common_status_t sink_reconnect(sink_t *s, char *err, size_t errlen) {
     if (!s) {
         snprintf(err, errlen, "sink_reconnect: no sink");
         return COMMON_FATAL;
@@ -186,7 +187,7 @@ int sink_reconnect(sink_t *s, char *err, size_t errlen) {
     if (s->conn) {
         PQreset(s->conn);
     } else {
-        int rc;
+        common_status_t rc;
         s->conn = sink_pg_connect(s->conninfo, &rc, err, errlen);
         if (rc != COMMON_OK) return rc;
     }
@@ -276,7 +277,7 @@ static void sink_note_failure(sink_t *s, const PGresult *res) {
     snprintf(s->fail_constraint, sizeof(s->fail_constraint), "%s", con ? con : "");
 }
 
-int sink_fail(sink_t *s, PGresult *res, const char *step, char *err, size_t errlen) {
+common_status_t sink_fail(sink_t *s, PGresult *res, const char *step, char *err, size_t errlen) {
     sink_note_failure(s, res);
     return sink_pg_fail(s->conn, res, step, err, errlen);
 }
@@ -287,8 +288,8 @@ int sink_fail(sink_t *s, PGresult *res, const char *step, char *err, size_t errl
 /* Streams items [0, n) through one COPY FROM STDIN (binary) and collects its outcome; the
  * connection is left ready for the next command whatever happens. *sqlstate (6 bytes) gets
  * the server's error code, "" when there is none. */
-static int sink_copy_in(sink_t *s, const char *sql, sink_fmt_fn fmt, int n, const char *step,
-                        char *sqlstate, char *err, size_t errlen) {
+static common_status_t sink_copy_in(sink_t *s, const char *sql, sink_fmt_fn fmt, int n,
+                                    const char *step, char *sqlstate, char *err, size_t errlen) {
     PGconn *conn = s->conn;
     sqlstate[0] = 0;
     PGresult *res = PQexec(conn, sql);
@@ -312,7 +313,7 @@ static int sink_copy_in(sink_t *s, const char *sql, sink_fmt_fn fmt, int n, cons
         sink_copybuf_reset(b);
     }
     int ended = PQputCopyEnd(conn, sent == 1 && !oom ? NULL : "reclass: client aborted the COPY");
-    int rc = COMMON_OK;
+    common_status_t rc = COMMON_OK;
     if (oom) {
         snprintf(err, errlen, "%s: out of memory formatting %d rows", step, n);
         rc = COMMON_RETRY;
@@ -341,10 +342,10 @@ static int sink_copy_in(sink_t *s, const char *sql, sink_fmt_fn fmt, int n, cons
 }
 
 /* Upsert path: staging, then the prepared upsert; fills each job's fresh count. */
-static int sink_upsert_rows(sink_t *s, int n_rows, char *err, size_t errlen) {
+static common_status_t sink_upsert_rows(sink_t *s, int n_rows, char *err, size_t errlen) {
     char st[6];
-    int rc = sink_copy_in(s, SQL_COPY_STAGING, sink_fmt_staging, n_rows, "copy results (staging)",
-                          st, err, errlen);
+    common_status_t rc = sink_copy_in(s, SQL_COPY_STAGING, sink_fmt_staging, n_rows,
+                                      "copy results (staging)", st, err, errlen);
     if (rc != COMMON_OK) return rc;
     const char *params[1] = {s->model};
     PGresult *res = PQexecPrepared(s->conn, STMT_UPSERT, 1, params, NULL, NULL, 0);
@@ -363,14 +364,14 @@ static int sink_upsert_rows(sink_t *s, int n_rows, char *err, size_t errlen) {
     return COMMON_OK;
 }
 
-static int sink_store_rows(sink_t *s, int n_rows, char *err, size_t errlen) {
+static common_status_t sink_store_rows(sink_t *s, int n_rows, char *err, size_t errlen) {
     if (s->upsert_mode) {
-        int rc = sink_upsert_rows(s, n_rows, err, errlen);
+        common_status_t rc = sink_upsert_rows(s, n_rows, err, errlen);
         /* all new and no duplicates: the redelivery run is over */
         if (rc == COMMON_OK && s->last_inserted == n_rows) s->upsert_mode = 0;
         return rc;
     }
-    int rc =
+    common_status_t rc =
         sink_pg_exec(s->conn, "SAVEPOINT reclass_fast", PGRES_COMMAND_OK, "savepoint", err, errlen);
     if (rc != COMMON_OK) return rc;
     PGresult *res = PQexecPrepared(s->conn, STMT_TARGET, 0, NULL, NULL, NULL, 0);
@@ -400,8 +401,9 @@ static int sink_store_rows(sink_t *s, int n_rows, char *err, size_t errlen) {
     return sink_upsert_rows(s, n_rows, err, errlen);
 }
 
-static int sink_write_tx(sink_t *s, int n_rows, int n_batches, char *err, size_t errlen) {
-    int rc = sink_pg_exec(s->conn, "BEGIN", PGRES_COMMAND_OK, "begin", err, errlen);
+static common_status_t sink_write_tx(sink_t *s, int n_rows, int n_batches, char *err,
+                                     size_t errlen) {
+    common_status_t rc = sink_pg_exec(s->conn, "BEGIN", PGRES_COMMAND_OK, "begin", err, errlen);
     if (rc != COMMON_OK) return rc;
     if (n_rows > 0) {
         rc = sink_store_rows(s, n_rows, err, errlen);
@@ -424,8 +426,9 @@ static int sink_write_tx(sink_t *s, int n_rows, int n_batches, char *err, size_t
     return n_rows > 0 ? sink_progress_complete(s, err, errlen) : COMMON_OK;
 }
 
-int sink_write_once(sink_t *s, const sink_result_t *rows, int n_rows, const sink_batch_t *batches,
-                    int n_batches, char *err, size_t errlen) {
+common_status_t sink_write_once(sink_t *s, const sink_result_t *rows, int n_rows,
+                                const sink_batch_t *batches, int n_batches, char *err,
+                                size_t errlen) {
     s->last_inserted = 0;
     s->last_rows = 0;
     s->fail_state[0] = 0;
@@ -441,7 +444,7 @@ int sink_write_once(sink_t *s, const sink_result_t *rows, int n_rows, const sink
     }
     s->rows = rows;
     s->batches = batches;
-    int rc = sink_write_tx(s, n_rows, n_batches, err, errlen);
+    common_status_t rc = sink_write_tx(s, n_rows, n_batches, err, errlen);
     s->rows = NULL; /* the caller's, valid for this call only */
     s->batches = NULL;
     if (rc != COMMON_OK) {

@@ -48,7 +48,8 @@ typedef struct {
 
 /* conninfo: a libpq conninfo string or URL (sslmode etc. pass through unchanged).
  * model: recorded in every result row. */
-int sink_init(const char *conninfo, const char *model, sink_t **out, char *err, size_t errlen);
+common_status_t sink_init(const char *conninfo, const char *model, sink_t **out, char *err,
+                          size_t errlen);
 
 /* Writes rows and batch telemetry in one transaction. Returns COMMON_OK once committed.
  * A row PostgreSQL refuses for its data (SQLSTATE class 22 data exception, 23 integrity
@@ -56,8 +57,8 @@ int sink_init(const char *conninfo, const char *model, sink_t **out, char *err, 
  * program limit exceeded) never fails the write: the write is split until the refused rows are
  * found, every other row is stored, and COMMON_OK comes back with the refused ones listed by
  * sink_rejected. Only connection and server failures answer COMMON_RETRY. */
-int sink_write(sink_t *sink, const sink_result_t *rows, int n_rows, const sink_batch_t *batches,
-               int n_batches, char *err, size_t errlen);
+common_status_t sink_write(sink_t *sink, const sink_result_t *rows, int n_rows,
+                           const sink_batch_t *batches, int n_batches, char *err, size_t errlen);
 
 /* A row of the last sink_write that is not stored, and why (what to fix, with the SQLSTATE). */
 typedef struct {
@@ -83,10 +84,11 @@ typedef struct {
  * completed_at on their jobs where done + failed reached the total. Identifiers PostgreSQL
  * cannot store (bad UTF-8, NUL) are recorded as unknown. COMMON_OK, COMMON_RETRY (connection:
  * reconnect and call again) or COMMON_FATAL. */
-int sink_write_failures(sink_t *sink, const sink_failure_t *f, int n, char *err, size_t errlen);
+common_status_t sink_write_failures(sink_t *sink, const sink_failure_t *f, int n, char *err,
+                                    size_t errlen);
 
 /* Re-establishes the connection (one attempt; the caller backs off between attempts). */
-int sink_reconnect(sink_t *sink, char *err, size_t errlen);
+common_status_t sink_reconnect(sink_t *sink, char *err, size_t errlen);
 
 void sink_free(sink_t *sink);
 

@@ -49,8 +49,8 @@ static const char SQL_GPU[] =
     " VALUES ($1, $2, $3, $4::bigint, $5::bigint, $6::bigint, $7::bigint, $8::bigint,"
     " $9::integer)";
 
-static int exec_params(sink_t *sink, const char *sql, int n, const char *const *vals,
-                       const char *step, char *err, size_t errlen) {
+static common_status_t exec_params(sink_t *sink, const char *sql, int n, const char *const *vals,
+                                   const char *step, char *err, size_t errlen) {
     PGconn *conn = sink_conn(sink);
     if (!conn || PQstatus(conn) != CONNECTION_OK) {
         snprintf(err, errlen, "%s: not connected to PostgreSQL", step);
@@ -111,7 +111,7 @@ static char *drift_json(const sink_drift_t *d) {
     return s;
 }
 
-int sink_write_drift(sink_t *sink, const sink_drift_t *d, char *err, size_t errlen) {
+common_status_t sink_write_drift(sink_t *sink, const sink_drift_t *d, char *err, size_t errlen) {
     if (!d || d->n_rows == 0) return COMMON_OK;
     char *rows = drift_json(d);
     if (!rows) {
@@ -122,12 +122,13 @@ int sink_write_drift(sink_t *sink, const sink_drift_t *d, char *err, size_t errl
     snprintf(start, sizeof(start), "%" PRId64, d->window_start_s);
     snprintf(win, sizeof(win), "%d", d->window_s);
     const char *vals[5] = {start, win, d->model ? d->model : "", d->worker ? d->worker : "", rows};
-    int rc = exec_params(sink, SQL_DRIFT, 5, vals, "write drift_windows", err, errlen);
+    common_status_t rc = exec_params(sink, SQL_DRIFT, 5, vals, "write drift_windows", err, errlen);
     free(rows);
     return rc;
 }
 
-int sink_write_gpu_memory(sink_t *sink, const sink_gpu_memory_t *g, char *err, size_t errlen) {
+common_status_t sink_write_gpu_memory(sink_t *sink, const sink_gpu_memory_t *g, char *err,
+                                      size_t errlen) {
     char num[6][24];
     snprintf(num[0], sizeof(num[0]), "%" PRId64, g->device_total_bytes);
     snprintf(num[1], sizeof(num[1]), "%" PRId64, g->device_used_bytes);
@@ -159,9 +160,9 @@ static const char SQL_DRIFT_COUNTS[] =
     "SELECT status, count(*) FROM drift_status WHERE model = $1::text"
     " AND window_start >= to_timestamp($2::bigint) GROUP BY status ORDER BY status";
 
-int sink_drift_status(sink_t *sink, const char *model, int64_t since_s, int max_rows,
-                      sink_drift_status_fn fn, sink_drift_count_fn count_fn, void *ctx, char *err,
-                      size_t errlen) {
+common_status_t sink_drift_status(sink_t *sink, const char *model, int64_t since_s, int max_rows,
+                                  sink_drift_status_fn fn, sink_drift_count_fn count_fn, void *ctx,
+                                  char *err, size_t errlen) {
     PGconn *conn = sink_conn(sink);
     if (!conn || PQstatus(conn) != CONNECTION_OK) {
         snprintf(err, errlen, "read drift status: not connected to PostgreSQL");

@@ -3,7 +3,10 @@
 # printed from there: (1) no help text in worker/cli/ spells a default value itself (the row's
 # def column does; a default that is no single value reads "default: ..."); (2) every option
 # of `reclass run` that has a default shows it in --help; (3) README's copy of `reclass run
-# --help` is that output. Usage: test_cli_defaults.sh RECLASS_BIN SOURCE_DIR
+# --help` is that output; (4) every command's --help exits 0: --help sets the rows' defaults
+# first and a default that does not parse within its row's range fails it (exit 1), so this is
+# every row's default parsing, and each "(default X)" --help prints is a value of its row.
+# Usage: test_cli_defaults.sh RECLASS_BIN SOURCE_DIR
 set -u
 bin=$1
 root=$2
@@ -12,8 +15,10 @@ check() { # name expected actual
     if [ "$2" = "$3" ]; then echo "ok   $1"; else echo "FAIL $1: expected '$2', got '$3'"; fail=1; fi
 }
 
-# (1) "(default 200)", "default 0 = ...": a value written in help text beside its row's.
-hits=$(grep -nE '"[^"]*(\(default [^:)%"]|default [0-9])' "$root"/worker/cli/*.c)
+# (1) "(default 200)", "default 0 = ...", "(default %ld)": a value written in help text beside
+# its row's (cli.c's printer of the row's default aside).
+hits=$(grep -nE '"[^"]*(\(default [^:)"]|default [0-9%])' "$root"/worker/cli/*.c |
+    grep -vF 'fprintf(f, "      %s (default %s)\n", o->help, o->def);')
 check "no default value written in help text" "" "$hits"
 
 # (2) the rows' defaults reach --help: each listed with its value.
@@ -35,6 +40,16 @@ missing=$(echo "$help" | awk -v none="$none" '
     /\(default [^:]|default: |\(required\)/ { ok = 1 }
     END { if (opt != "" && !ok) print opt }')
 check "run --help: every valued option tells its default" "" "$missing"
+
+# (4) every command: its rows' defaults parse (--help exits 0) and each shows its value
+for cmd in run classify bench tokenize submit migrate dev-broker plan-memory report jobs \
+    "drift baseline" "drift report"; do
+    # shellcheck disable=SC2086 # "drift report" is a command and its subcommand
+    out=$("$bin" $cmd --help 2>&1); rc=$?
+    check "$cmd --help: exit 0 (its rows' defaults parse)" 0 "$rc"
+    bad=$(echo "$out" | grep -E '\(default ' | grep -vE '\(default [^)]+\)$')
+    check "$cmd --help: each default is one value at its line's end" "" "$bad"
+done
 
 # (3) README's copy
 readme=$(sed -n '/^<!-- reclass run --help: begin -->$/,/^<!-- reclass run --help: end -->$/p' \

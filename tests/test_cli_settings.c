@@ -118,7 +118,8 @@ static void test_run_defaults(void **state) {
 /* The shared rows as classify, bench, submit and the database commands take them. */
 static struct {
     cls_settings_t cls;
-    const char *db, *brokers, *topic, *schemas, *plain, *auth, *ca;
+    const char *db, *brokers, *topic, *schemas, *plain, *auth, *ca, *model, *registry;
+    int top_k;
     const char *kv[4];
     cli_list_t kafka;
     cli_opt_t opts[32];
@@ -141,6 +142,9 @@ static void test_shared_defaults(void **state) {
     shared.opts[n++] = worker_cli_opt_registry_auth(&shared.auth);
     shared.opts[n++] = worker_cli_opt_registry_ca(&shared.ca);
     shared.opts[n++] = worker_cli_opt_kafka(&shared.kafka);
+    shared.opts[n++] = worker_cli_opt_model(&shared.model, 1, NULL);
+    shared.opts[n++] = worker_cli_opt_top_k(&shared.top_k, 0, 1, "labels");
+    shared.opts[n++] = worker_cli_opt_registry(&shared.registry, "registry");
     clear_env(shared.opts);
     char *argv[] = {"shared", NULL};
     char err[512];
@@ -148,7 +152,7 @@ static void test_shared_defaults(void **state) {
         worker_cli_parse_err("shared", 1, argv, shared.opts, shared_usage, NULL, err, sizeof(err));
     if (rc != COMMON_OK) fail_msg("parse: %s", err);
     char *help = usage_text(shared_usage);
-    assert_true(check_rows(shared.opts, help) >= 8);
+    assert_true(check_rows(shared.opts, help) >= 9);
     free(help);
 }
 
@@ -175,11 +179,43 @@ static void test_checker_sees_a_disagreement(void **state) {
     assert_int_equal(help_default("\n  --nn N\n      (default 1)\n", "n", shown, 16), -2);
 }
 
+static void no_usage(FILE *f) {
+    (void)f;
+}
+
+/* A row whose default does not parse within its range is the table's bug: every parse says so
+ * (COMMON_BUG naming the option), --help included, so that `reclass CMD --help` exiting 0
+ * (tests/test_cli_defaults.sh, every command) means every row's default parses. */
+static void test_bad_default_fails_help(void **state) {
+    (void)state;
+    int v = 0;
+    const char *s = NULL;
+    cli_opt_t rows[] = {
+        {"n", CLI_INT, &v, 1, 100, NULL, NULL, "a number", "0"}, /* below its range */
+        {"s", CLI_STR, &s, 0, 0, NULL, NULL, "a string", "x"},
+        {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL, NULL},
+    };
+    char err[256];
+    char *help[] = {"cmd", "--help", NULL};
+    assert_int_equal(worker_cli_parse_err("cmd", 2, help, rows, no_usage, NULL, err, sizeof(err)),
+                     COMMON_BUG);
+    assert_non_null(strstr(err, "the default of --n"));
+    char *plain[] = {"cmd", NULL};
+    assert_int_equal(worker_cli_parse_err("cmd", 1, plain, rows, no_usage, NULL, err, sizeof(err)),
+                     COMMON_BUG);
+    rows[0].def = "100"; /* within range: --help is done, and the variables hold the defaults */
+    assert_int_equal(worker_cli_parse_err("cmd", 2, help, rows, no_usage, NULL, err, sizeof(err)),
+                     COMMON_DONE);
+    assert_int_equal(v, 100);
+    assert_string_equal(s, "x");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_defaults),
         cmocka_unit_test(test_shared_defaults),
         cmocka_unit_test(test_checker_sees_a_disagreement),
+        cmocka_unit_test(test_bad_default_fails_help),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

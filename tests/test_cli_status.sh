@@ -40,7 +40,8 @@ if [ -w /dev/full ]; then
         'echo "what is my balance" | "$0" classify --model "$1" --threads 1 >/dev/full' "$bin" "$model"
 fi
 expect 1 "" "$bin" run --db "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2" --model "$model"
-# the sink's own status reaches main() untranslated: a database away is a runtime failure
+# the sink's own status reaches main() untranslated: a database away (COMMON_RETRY) is a
+# runtime failure once the command gives up
 expect 1 "cannot connect to PostgreSQL" "$bin" jobs --db "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2"
 
 # 2: usage errors, the same for each command that classifies
@@ -67,6 +68,31 @@ expect 2 "no schemas directory found" env -u RECLASS_SCHEMAS "$inst/bin/reclass"
 mkdir -p "$inst/share/reclass" && cp -r "$root/consumers/schemas" "$inst/share/reclass/schemas"
 expect 1 "" env -u RECLASS_SCHEMAS "$inst/bin/reclass" run \
     --db "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2" --model "$model"
+
+# Every code of common/status.h has its exit checked: the mapping of each in test_common_err,
+# and here (or in the test named) a command that returns it. A code added to the enum without
+# a row here fails, so its exit is decided, and tested, where the others' are.
+declare -A reached=(
+    [COMMON_OK]="here: classify, exit 0"
+    [COMMON_DONE]="here: every command's --help, exit 0"
+    [COMMON_USAGE]="here: unknown options, bad settings, exit 2"
+    [COMMON_FATAL]="here: classify into /dev/full, exit 1"
+    [COMMON_RETRY]="here: jobs with PostgreSQL away, exit 1"
+    [COMMON_FOUND]="it_run_drift: drift report with tenants in drift, exit 3"
+    [COMMON_BUG]="test_cli_settings: a row's default out of its range fails --help (exit 1)"
+    [COMMON_MISSING]="it_run_schema_registry: a schema id the registry lacks (a dead letter, no exit)"
+    [COMMON_DATA]="test_sink: rows PostgreSQL refuses (inside the sink: split out, listed; no exit)"
+)
+codes=$(sed -n '/^typedef enum {/,/} common_status_t;/p' "$root/common/status.h" |
+    grep -oE '^ *COMMON_[A-Z_]+' | tr -d ' ')
+[ "$(wc -w <<<"$codes")" -ge 9 ] || { fail=$((fail + 1)); echo "FAIL - no codes read from status.h"; }
+for c in $codes; do
+    if [ -n "${reached[$c]:-}" ]; then
+        pass=$((pass + 1)); echo "ok - $c: ${reached[$c]}"
+    else
+        fail=$((fail + 1)); echo "FAIL - $c (common/status.h) has no row here: decide its exit and test it"
+    fi
+done
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

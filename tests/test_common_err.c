@@ -46,14 +46,18 @@ static void test_err_set_and_print(void **state) {
     char buf[512] = "";
     FILE *f = fmemopen(buf, sizeof(buf), "w");
     assert_non_null(f);
-    common_err_print(f, "reclass submit", &e);
+    common_log_prefix("reclass submit"); /* the CLI's, set once per command */
+    common_err_print(f, &e);
     common_err_detail(&e, "40403");
     common_err_hint(&e, "nothing was sent");
-    common_err_print(f, "reclass submit", &e);
+    common_err_print(f, &e);
+    common_log_prefix(NULL);
+    common_err_print(f, &e);
     fclose(f);
     assert_string_equal(buf, "reclass submit: schema registry h: HTTP 503\n"
                              "reclass submit: schema registry h: HTTP 503 (40403); nothing was "
-                             "sent\n");
+                             "sent\n"
+                             "schema registry h: HTTP 503 (40403); nothing was sent\n");
     assert_false(common_err_retriable(NULL));
 }
 

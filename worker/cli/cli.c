@@ -63,12 +63,18 @@ static common_status_t cli_set(const cli_opt_t *o, const char *val, const char *
     return 0;
 }
 
-/* The rows' defaults, then the environment's: non-empty variables of the rows that name one. */
-static common_status_t cli_env(const cli_opt_t *opts, char *err, size_t errlen) {
+/* The rows' defaults, each set as if given: one that does not parse (out of its row's range,
+ * an empty string, ...) is a bug of the table, COMMON_BUG with err naming the option. */
+static common_status_t cli_defaults(const cli_opt_t *opts, char *err, size_t errlen) {
     char why[256];
     for (const cli_opt_t *o = opts; o->name; o++)
         if (o->def && cli_set(o, o->def, o->name, why, sizeof(why)))
             return common_errf(COMMON_BUG, err, errlen, "the default of --%s: %s", o->name, why);
+    return COMMON_OK;
+}
+
+/* The environment's values: non-empty variables of the rows that name one. */
+static common_status_t cli_env(const cli_opt_t *opts, char *err, size_t errlen) {
     for (const cli_opt_t *o = opts; o->name; o++) {
         const char *v = o->env ? getenv(o->env) : NULL;
         if (!v || !*v) continue;
@@ -93,13 +99,15 @@ common_status_t worker_cli_parse_err(const char *cmd, int argc, char **argv, con
     }
     lo[n] = (struct option){"help", no_argument, NULL, 'h'};
     lo[n + 1] = (struct option){NULL, 0, NULL, 0};
-    for (int i = 1; i < argc; i++) /* --help wins over any error, the environment's included */
+    /* the defaults first: --help prints them, so one that does not parse fails --help too */
+    common_status_t rc = cli_defaults(opts, err, errlen);
+    if (rc) return rc;
+    for (int i = 1; i < argc; i++) /* --help wins over any usage error, the environment's too */
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return COMMON_DONE;
         }
-    common_status_t rc = cli_env(opts, err, errlen);
-    if (rc) return rc;
+    if ((rc = cli_env(opts, err, errlen))) return rc;
     optind = 0; /* glibc: a full re-initialisation (argv[0] is the subcommand) */
     opterr = 0;
     int ch;

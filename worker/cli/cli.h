@@ -65,11 +65,13 @@ typedef struct {
  * string all refuse): 0 and *out set, or -1. Callers word their own message. */
 int worker_cli_long(const char *s, long lo, long hi, long *out);
 
-/* Parses the environment (rows with env) then argv[1..argc). --help / -h prints usage to
- * stdout: returns COMMON_DONE. A usage error prints its message to stderr (common_logf: after
- * the command's prefix): returns COMMON_USAGE. cmd names the command in "see reclass CMD
- * --help". Otherwise returns COMMON_OK (go on) with *first_arg the index of the first
- * positional argument; with first_arg NULL, positional arguments are an error. */
+/* Sets the rows' defaults, then parses the environment (rows with env), then argv[1..argc).
+ * A default that does not parse within its row is COMMON_BUG (printed), --help included.
+ * --help / -h prints usage to stdout: returns COMMON_DONE. A usage error prints its message
+ * to stderr (common_logf: after the command's prefix): returns COMMON_USAGE. cmd names the
+ * command in "see reclass CMD --help". Otherwise returns COMMON_OK (go on) with *first_arg the
+ * index of the first positional argument; with first_arg NULL, positional arguments are an
+ * error. */
 common_status_t worker_cli_parse(const char *cmd, int argc, char **argv, const cli_opt_t *opts,
                                  void (*usage)(FILE *), int *first_arg);
 
@@ -100,6 +102,12 @@ int worker_cli_settings_opts(cls_settings_t *s, unsigned rows, int env, cli_opt_
  * wording, one environment variable and one default per option. help: the command's own
  * wording where it says more, NULL for the shared one. */
 cli_opt_t worker_cli_opt_db(const char **dst, const char *help);
+/* --model DIR (run, classify, bench, plan-memory); env: with RECLASS_MODEL (`run`). */
+cli_opt_t worker_cli_opt_model(const char **dst, int env, const char *help);
+/* --top-k K (run, classify): labels listed per result, lo..64; env: with RECLASS_TOP_K. */
+cli_opt_t worker_cli_opt_top_k(int *dst, long lo, int env, const char *help);
+/* --schema-registry URL (run, submit). */
+cli_opt_t worker_cli_opt_registry(const char **dst, const char *help);
 cli_opt_t worker_cli_opt_brokers(const char **dst);
 cli_opt_t worker_cli_opt_topic(const char **dst, const char *arg, const char *help);
 cli_opt_t worker_cli_opt_schemas(const char **dst);

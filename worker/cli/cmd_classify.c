@@ -127,13 +127,13 @@ typedef struct {
 #define CLS_N_OPTS (CLS_N_OWN + 6)
 static void cls_opts(cls_opts_t *o, cli_opt_t out[CLS_N_OPTS + 1]) {
     const cli_opt_t t[] = {
-        {"model", CLI_STR, &o->set.model_dir, 0, 0, NULL, "DIR",
-         "Hugging Face sequence-classification checkpoint (BERT, DistilBERT, RoBERTa,\n"
-         "      XLM-RoBERTa, ELECTRA) (required)",
-         NULL},
+        worker_cli_opt_model(
+            &o->set.model_dir, 0,
+            "Hugging Face sequence-classification checkpoint (BERT, DistilBERT, RoBERTa,\n"
+            "      XLM-RoBERTa, ELECTRA) (required)"),
         {"jsonl", CLI_FLAG, &o->jsonl, 0, 0, NULL, NULL,
          "input lines are JSON objects with a \"text\" field", NULL},
-        {"top-k", CLI_INT, &o->top_k, 0, 64, NULL, "K", "labels listed in top_k", "3"},
+        worker_cli_opt_top_k(&o->top_k, 0, 0, "labels listed in top_k"),
         {"logits", CLI_FLAG, &o->logits, 0, 0, NULL, NULL, "add the raw logits", NULL},
         {"max-wait-ms", CLI_INT, &o->set.max_wait_ms, 0, 3600000, NULL, NULL,
          "longest an input waits for a fuller batch", "20"},

@@ -20,8 +20,9 @@ static void on_signal(int sig) {
     dev_broker_stop = 1;
 }
 
-/* The options, set into the caller's variables. */
-#define DEV_BROKER_OPTS(port, partitions, topics, log_mb, log_batches, mb_help, batches_help)      \
+/* The options, set into the caller's variables; the log bound's defaults are the wrapper's
+ * (consumers/mock_broker.h). */
+#define DEV_BROKER_OPTS(port, partitions, topics, log_mb, log_batches)                             \
     {                                                                                              \
         {"port", CLI_INT, port, 0, 65535, NULL, "P", "bootstrap port (0 = any free port)", "0"},   \
             {"partitions",                                                                         \
@@ -36,7 +37,15 @@ static void on_signal(int sig) {
              "4"},                                                                                 \
             {"topic", CLI_LIST, topics, 0, 0, NULL, "T", "create topic T at start (repeatable)",   \
              NULL},                                                                                \
-            {"partition-mb", CLI_LONG, log_mb, 1, 1L << 20, NULL, "N", mb_help, NULL},             \
+            {"partition-mb",                                                                       \
+             CLI_LONG,                                                                             \
+             log_mb,                                                                               \
+             1,                                                                                    \
+             1L << 20,                                                                             \
+             NULL,                                                                                 \
+             "N",                                                                                  \
+             "log bytes each partition keeps, in MiB",                                             \
+             CLS_STR(CONSUMERS_MOCK_LOG_MB)},                                                      \
             {"partition-max-batches",                                                              \
              CLI_LONG,                                                                             \
              log_batches,                                                                          \
@@ -44,8 +53,9 @@ static void on_signal(int sig) {
              1L << 40,                                                                             \
              NULL,                                                                                 \
              "N",                                                                                  \
-             batches_help,                                                                         \
-             NULL},                                                                                \
+             "record batches each partition keeps (a producer batch holds\n"                       \
+             "      many records)",                                                                \
+             CLS_STR(CONSUMERS_MOCK_LOG_BATCHES)},                                                 \
         {                                                                                          \
             NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL, NULL                                     \
         }                                                                                          \
@@ -64,29 +74,23 @@ static void usage(FILE *f) {
     int port, partitions;
     long log_mb, log_batches;
     cli_list_t topics = {NULL, 0, 0};
-    char mb_help[96], batches_help[128];
-    snprintf(mb_help, sizeof(mb_help), "log bytes each partition keeps, in MiB (default %ld)",
-             CONSUMERS_MOCK_LOG_BYTES >> 20);
-    snprintf(batches_help, sizeof(batches_help),
-             "record batches each partition keeps (default %ld; a producer batch holds\n"
-             "      many records)",
-             CONSUMERS_MOCK_LOG_BATCHES);
-    const cli_opt_t opts[] =
-        DEV_BROKER_OPTS(&port, &partitions, &topics, &log_mb, &log_batches, mb_help, batches_help);
+    const cli_opt_t opts[] = DEV_BROKER_OPTS(&port, &partitions, &topics, &log_mb, &log_batches);
     worker_cli_print_opts(f, opts);
 }
 
 common_status_t worker_cmd_dev_broker(int argc, char **argv) {
     int port, partitions;
-    long log_mb = 0, log_batches = 0; /* 0 = not given */
+    long log_mb, log_batches;
     const char *topics[DEV_BROKER_MAX_TOPICS];
     cli_list_t topic_list = {topics, 0, DEV_BROKER_MAX_TOPICS};
     const cli_opt_t opts[] =
-        DEV_BROKER_OPTS(&port, &partitions, &topic_list, &log_mb, &log_batches, NULL, NULL);
+        DEV_BROKER_OPTS(&port, &partitions, &topic_list, &log_mb, &log_batches);
     int rc = worker_cli_parse("dev-broker", argc, argv, opts, usage, NULL);
     if (rc != COMMON_OK) return rc;
     int n_topics = topic_list.n;
-    if ((log_mb || log_batches) && !consumers_mock_log_limits_settable()) {
+    /* a bound other than the wrapper's needs the patched mock cluster */
+    if ((log_mb != CONSUMERS_MOCK_LOG_MB || log_batches != CONSUMERS_MOCK_LOG_BATCHES) &&
+        !consumers_mock_log_limits_settable()) {
         common_logf(stderr,
                     "--partition-mb and --partition-max-batches need the vendored "
                     "librdkafka (this build uses the system one, whose mock cluster keeps a fixed "
@@ -95,8 +99,7 @@ common_status_t worker_cmd_dev_broker(int argc, char **argv) {
         return COMMON_USAGE;
     }
     if ((rc = worker_cli_require_kafka())) return rc;
-    long log_bytes = log_mb ? log_mb << 20 : CONSUMERS_MOCK_LOG_BYTES;
-    if (!log_batches) log_batches = CONSUMERS_MOCK_LOG_BATCHES;
+    long log_bytes = log_mb << 20;
 
     /* Block the signals first so no thread the mock starts can take them. */
     sigset_t set, old;

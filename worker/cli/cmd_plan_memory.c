@@ -13,9 +13,7 @@
 
 #define PLAN_OPTS(model_dir, geometry, labels, budget, precision, max_len, max_seqs)                \
     {                                                                                               \
-        {                                                                                           \
-            "model", CLI_STR, model_dir, 0, 0, NULL, "DIR", "Hugging Face checkpoint directory",    \
-            NULL},                                                                                  \
+        worker_cli_opt_model(model_dir, 0, NULL),                                                   \
             {"geometry", CLI_STR,                                                                   \
              geometry,   0,                                                                         \
              0,          NULL,                                                                      \

@@ -69,10 +69,10 @@ static void submit_opts(submit_opts_t *o, long *priority, cli_list_t *props, int
             "writer schema of --plain-avro records (default: the oldest in --schemas that the\n"
             "      current one reads; the workers must be given the same)"),
         worker_cli_opt_schemas(&o->schemas),
-        {"schema-registry", CLI_STR, &o->registry, 0, 0, "RECLASS_SCHEMA_REGISTRY", "URL",
-         "register the schema under <topic>-value in this Confluent Schema Registry and\n"
-         "      frame the records with its id (credentials as for reclass run)",
-         NULL},
+        worker_cli_opt_registry(
+            &o->registry,
+            "register the schema under <topic>-value in this Confluent Schema Registry and\n"
+            "      frame the records with its id (credentials as for reclass run)"),
         worker_cli_opt_registry_auth(&o->registry_auth),
         worker_cli_opt_registry_ca(&o->registry_ca),
         worker_cli_opt_kafka(props),
@@ -103,7 +103,7 @@ static void usage(FILE *f) {
 }
 
 /* COMMON_OK, COMMON_DONE after --help, or COMMON_USAGE with the usage error printed. */
-static int parse_opts(int argc, char **argv, submit_opts_t *o) {
+static common_status_t parse_opts(int argc, char **argv, submit_opts_t *o) {
     memset(o, 0, sizeof(*o));
     long priority = LONG_MIN;
     int no_progress = 0, first = 0;
@@ -131,7 +131,7 @@ static int parse_opts(int argc, char **argv, submit_opts_t *o) {
     }
     common_err_t e;
     if (worker_cli_schemas_default(&o->schemas, o->schemas_buf, sizeof(o->schemas_buf), &e)) {
-        common_logf(stderr, "%s\n", e.message);
+        common_err_print(stderr, &e);
         return e.code;
     }
     const char *miss = !o->job_id ? "--job-id" : !o->tenant ? "--tenant" : NULL;
@@ -149,7 +149,7 @@ static int parse_opts(int argc, char **argv, submit_opts_t *o) {
         common_logf(stderr, "%s: %s\n", strstr(err, "job_id") ? "--job-id" : "--tenant", err);
         return COMMON_USAGE;
     }
-    return 0;
+    return COMMON_OK;
 }
 
 /* ---- pass 2: produce ---- */
@@ -181,7 +181,7 @@ static int64_t now_ms(void) {
 
 /* Registers the current schema under <topic>-value (Confluent's TopicNameStrategy, what its
  * serializers and consumers expect) and frames the records with the registry's id. */
-static int register_schema(const submit_opts_t *o, consumers_codec_t *codec) {
+static common_status_t register_schema(const submit_opts_t *o, consumers_codec_t *codec) {
     char err[512], subject[512];
     if (o->plain) {
         common_logf(stderr, "--schema-registry needs the Confluent framing (drop "
@@ -205,12 +205,12 @@ static int register_schema(const submit_opts_t *o, consumers_codec_t *codec) {
     consumers_registry_free(r);
     if (res != COMMON_OK) {
         common_err_hint(&e, "nothing was sent");
-        common_err_print(stderr, "reclass submit", &e);
+        common_err_print(stderr, &e);
         return COMMON_FATAL;
     }
     consumers_codec_set_encode_id(codec, id);
     common_logf(stderr, "schema id %d under subject %s\n", (int)id, subject);
-    return 0;
+    return COMMON_OK;
 }
 
 static common_status_t produce_all(consumers_producer_t *p, consumers_codec_t *codec,
@@ -220,7 +220,7 @@ static common_status_t produce_all(consumers_producer_t *p, consumers_codec_t *c
     common_err_t e;
     *sent = 0;
     if (worker_submit_input_open(o->file, o->text_col, o->id_col, &in, &e)) {
-        common_logf(stderr, "%s\n", e.message);
+        common_err_print(stderr, &e);
         return e.code;
     }
     worker_submit_rec_t r;
@@ -243,8 +243,8 @@ static common_status_t produce_all(consumers_producer_t *p, consumers_codec_t *c
             rc = COMMON_FATAL;
             break;
         }
-        if (consumers_producer_send(p, r.id, buf, len, &submit_stop, err, sizeof(err))) {
-            if (!submit_stop) common_logf(stderr, "%s\n", err);
+        if (consumers_producer_send(p, r.id, buf, len, &submit_stop, &e)) {
+            if (!submit_stop) common_err_print(stderr, &e);
             rc = COMMON_FATAL;
             break;
         }
@@ -256,23 +256,23 @@ static common_status_t produce_all(consumers_producer_t *p, consumers_codec_t *c
     else if (rc == COMMON_DONE)
         rc = COMMON_OK;
     else if (rc == COMMON_USAGE)
-        common_logf(stderr, "%s\n", e.message);
+        common_err_print(stderr, &e);
     worker_submit_input_free(in);
     return rc;
 }
 
 /* All or nothing: the largest record of the file against what the producer and the topic take,
- * before the first is sent. 0, or 2 with the first line over the limit printed (one more read
- * of the file, only then). */
-static int check_record_limit(consumers_producer_t *p, const submit_opts_t *o,
-                              const worker_submit_count_t *c) {
+ * before the first is sent. COMMON_OK, or COMMON_USAGE with the first line over the limit
+ * printed (one more read of the file, only then). */
+static common_status_t check_record_limit(consumers_producer_t *p, const submit_opts_t *o,
+                                          const worker_submit_count_t *c) {
     char source[512];
     int reported;
     size_t limit = consumers_producer_record_limit(p, &reported, source, sizeof(source));
     if (!reported) common_logf(stderr, "records up to %zu bytes, %s\n", limit, source);
     size_t job = strlen(o->job_id), tenant = strlen(o->tenant);
     if (consumers_producer_ticket_bytes(c->largest_text, c->largest_id, job, tenant) <= limit)
-        return 0;
+        return COMMON_OK;
     long first = c->largest_line, over = 0;
     size_t need = 0;
     worker_submit_input_t *in;
@@ -297,7 +297,7 @@ static int check_record_limit(consumers_producer_t *p, const submit_opts_t *o,
 
 common_status_t worker_cmd_submit(int argc, char **argv) {
     submit_opts_t o;
-    int rc = parse_opts(argc, argv, &o);
+    common_status_t rc = parse_opts(argc, argv, &o);
     if (rc) return rc;
     if ((rc = worker_cli_require_kafka())) return rc;
     char oerr[512];
@@ -310,7 +310,7 @@ common_status_t worker_cmd_submit(int argc, char **argv) {
     char err[512];
     common_err_t e;
     if ((rc = worker_submit_input_count(o.file, o.text_col, o.id_col, &cnt, &e))) {
-        common_logf(stderr, "%s\n", e.message);
+        common_err_print(stderr, &e);
         return rc;
     }
     long total = cnt.count;
@@ -326,13 +326,13 @@ common_status_t worker_cmd_submit(int argc, char **argv) {
         consumers_codec_free(codec);
         return COMMON_USAGE;
     }
-    if (o.registry && (rc = register_schema(&o, codec)) != 0) {
+    if (o.registry && (rc = register_schema(&o, codec)) != COMMON_OK) {
         consumers_codec_free(codec);
         return rc;
     }
     consumers_producer_t *p;
-    if ((rc = consumers_producer_new(o.brokers, o.topic, o.props, &p, err, sizeof(err)))) {
-        common_logf(stderr, "%s\n", err);
+    if ((rc = consumers_producer_new(o.brokers, o.topic, o.props, &p, &e))) {
+        common_err_print(stderr, &e);
         consumers_codec_free(codec);
         return rc;
     }
@@ -341,16 +341,16 @@ common_status_t worker_cmd_submit(int argc, char **argv) {
     sigaction(SIGTERM, &sa, &old_term);
 
     long sent = 0;
-    if ((rc = consumers_producer_check_topic(p, err, sizeof(err))))
-        common_logf(stderr, "%s\n", err);
-    if (rc == 0) rc = check_record_limit(p, &o, &cnt);
-    if (rc == 0) rc = produce_all(p, codec, &o, total, &sent);
+    if ((rc = consumers_producer_check_topic(p, &e))) common_err_print(stderr, &e);
+    if (rc == COMMON_OK) rc = check_record_limit(p, &o, &cnt);
+    if (rc == COMMON_OK) rc = produce_all(p, codec, &o, total, &sent);
     /* Wait for every delivery report, even after a failure, so the counts are true. */
     while (consumers_producer_wait(p, 100) > 0)
         if (o.progress) draw_progress(p, total, 0);
     if (o.progress && rc != COMMON_USAGE) draw_progress(p, total, 1);
     const consumers_producer_stats_t st = *consumers_producer_stats(p);
-    int lost = rc == 0 && !st.failed && consumers_producer_check_retained(p, err, sizeof(err));
+    int lost =
+        rc == COMMON_OK && !st.failed && consumers_producer_check_retained(p, err, sizeof(err));
     if (lost) common_logf(stderr, "%s\n", err);
     consumers_producer_free(p);
     consumers_codec_free(codec);
@@ -363,7 +363,7 @@ common_status_t worker_cmd_submit(int argc, char **argv) {
     if (st.failed) {
         common_logf(stderr, "%ld of %ld deliveries failed (first: %s)\n", st.failed, sent,
                     st.first_error);
-        rc = 1;
+        rc = COMMON_FATAL;
     }
     if (lost) {
         common_logf(
@@ -374,14 +374,14 @@ common_status_t worker_cmd_submit(int argc, char **argv) {
             o.job_id);
         return COMMON_FATAL;
     }
-    if (rc == 0 && st.delivered == total) {
+    if (rc == COMMON_OK && st.delivered == total) {
         printf("submitted %ld tickets of job %s to %s\n", total, o.job_id, o.topic);
         fflush(stdout);
-        return 0;
+        return COMMON_OK;
     }
     common_logf(stderr,
                 "job %s incomplete: %ld of %ld tickets delivered%s; submit the "
                 "file again with the same --job-id\n",
                 o.job_id, st.delivered, total, submit_stop ? " (interrupted)" : "");
-    return rc ? rc : 1;
+    return rc ? rc : COMMON_FATAL;
 }

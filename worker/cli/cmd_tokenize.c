@@ -14,17 +14,11 @@
 /* The options, set into the caller's variables. */
 #define TOKENIZE_OPTS(model, jsonl, max_len)                                                       \
     {                                                                                              \
-        {"model",                                                                                  \
-         CLI_STR,                                                                                  \
-         model,                                                                                    \
-         0,                                                                                        \
-         0,                                                                                        \
-         NULL,                                                                                     \
-         "DIR",                                                                                    \
-         "model directory with tokenizer.json (Hugging Face tokenizers), or else vocab.txt\n"      \
-         "      and optionally tokenizer_config.json (do_lower_case, strip_accents,\n"             \
-         "      tokenize_chinese_chars; BERT uncased when absent)",                                \
-         NULL},                                                                                    \
+        worker_cli_opt_model(                                                                      \
+            model, 0,                                                                              \
+            "model directory with tokenizer.json (Hugging Face tokenizers), or else vocab.txt\n"   \
+            "      and optionally tokenizer_config.json (do_lower_case, strip_accents,\n"          \
+            "      tokenize_chinese_chars; BERT uncased when absent)"),                            \
             {"jsonl",                                                                              \
              CLI_FLAG,                                                                             \
              jsonl,                                                                                \

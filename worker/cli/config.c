@@ -27,8 +27,7 @@ void worker_run_cfg_opts(worker_run_cfg_t *c, cli_list_t *kafka,
                              "      ticket waits or is in flight"),
         {"group", CLI_STR, &c->group, 0, 0, "RECLASS_GROUP", NULL, "consumer group id", "reclass"},
         worker_cli_opt_db(&c->db, "PostgreSQL URL or conninfo (required)"),
-        {"model", CLI_STR, &c->cls.model_dir, 0, 0, "RECLASS_MODEL", NULL,
-         "Hugging Face checkpoint directory (required)", NULL},
+        worker_cli_opt_model(&c->cls.model_dir, 1, "Hugging Face checkpoint directory (required)"),
         {"max-wait-ms", CLI_INT, &c->cls.max_wait_ms, 0, 3600000, "RECLASS_MAX_WAIT_MS", NULL,
          "longest a ticket waits for its batch to fill", "200"},
         {"idle-exit", CLI_INT, &c->idle_exit_s, 0, INT_MAX, "RECLASS_IDLE_EXIT", NULL,
@@ -52,11 +51,11 @@ void worker_run_cfg_opts(worker_run_cfg_t *c, cli_list_t *kafka,
             &c->plain_schema,
             "writer schema of plain (unframed) Avro records (default: the oldest in --schemas\n"
             "      that the current one reads, so that a new schema never changes how they read)"),
-        {"schema-registry", CLI_STR, &c->schema_registry, 0, 0, "RECLASS_SCHEMA_REGISTRY", "URL",
-         "Confluent Schema Registry: framed records' schema ids are the registry's, writer\n"
-         "      schemas fetched by id on first sight (cached); credentials from\n"
-         "      RECLASS_SCHEMA_REGISTRY_USER_INFO / _TOKEN or --schema-registry-auth-file",
-         NULL},
+        worker_cli_opt_registry(
+            &c->schema_registry,
+            "Confluent Schema Registry: framed records' schema ids are the registry's, writer\n"
+            "      schemas fetched by id on first sight (cached); credentials from\n"
+            "      RECLASS_SCHEMA_REGISTRY_USER_INFO / _TOKEN or --schema-registry-auth-file"),
         worker_cli_opt_registry_auth(&c->schema_registry_auth),
         worker_cli_opt_registry_ca(&c->schema_registry_ca),
         {"sink-rows", CLI_INT, &c->sink_rows, 1, 1 << 20, "RECLASS_SINK_ROWS", NULL,
@@ -67,7 +66,7 @@ void worker_run_cfg_opts(worker_run_cfg_t *c, cli_list_t *kafka,
          "0"},
         {"log-every", CLI_INT, &c->log_every, 0, INT_MAX, "RECLASS_LOG_EVERY", NULL,
          "a progress line on stderr every N batches (0 = none)", "50"},
-        {"top-k", CLI_INT, &c->top_k, 1, 64, "RECLASS_TOP_K", NULL, "labels kept in top_k", "3"},
+        worker_cli_opt_top_k(&c->top_k, 1, 1, "labels kept in top_k"),
         {"stats-json", CLI_STR, &c->stats_json, 0, 0, "RECLASS_STATS_JSON", NULL,
          "also write the exit statistics (JSON) to this file", NULL},
         {"http-port", CLI_INT, &c->http_port, 0, 65535, "RECLASS_HTTP_PORT", NULL,
@@ -133,6 +132,11 @@ void worker_run_cfg_usage(FILE *f) {
             "once the group is joined and PostgreSQL is connected), /metrics (Prometheus).\n"
             "Drift statistics per window go to drift_windows, device memory samples to\n"
             "gpu_memory (migrations/003_telemetry.sql).\n");
+    /* librdkafka's own default, read from it (a copy would go stale with the library) */
+    fprintf(f,
+            "Kafka properties that --kafka does not set keep librdkafka's defaults, e.g.\n"
+            "session.timeout.ms %ld (the bound of --join-timeout).\n",
+            consumers_kafka_setting_long(NULL, "session.timeout.ms"));
 }
 
 /* --topic T[:P],...: names and priorities into cfg->topics / topic_prio. COMMON_OK, or COMMON_USAGE

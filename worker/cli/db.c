@@ -13,12 +13,12 @@ common_status_t worker_cli_db_connect(const char *db, PGconn **conn) {
         common_logf(stderr, "no database: pass --db URL or set RECLASS_DB\n");
         return COMMON_USAGE;
     }
-    int rc = COMMON_OK;
+    common_status_t rc = COMMON_OK;
     char err[1024];
     *conn = sink_pg_connect(db, &rc, err, sizeof err);
     if (*conn) return COMMON_OK;
     common_logf(stderr, "%s\n", err);
-    return (common_status_t)rc; /* COMMON_USAGE: a connection string to fix; else exit 1 */
+    return rc; /* COMMON_USAGE: a connection string to fix; else exit 1 */
 }
 
 PGresult *worker_cli_db_query(PGconn *conn, const char *sql, int n, const char *const *params,

@@ -58,6 +58,23 @@ cli_opt_t worker_cli_opt_db(const char **dst, const char *help) {
                        NULL};
 }
 
+cli_opt_t worker_cli_opt_model(const char **dst, int env, const char *help) {
+    return (cli_opt_t){"model", CLI_STR,
+                       dst,     0,
+                       0,       env ? "RECLASS_MODEL" : NULL,
+                       "DIR",   help ? help : "Hugging Face checkpoint directory",
+                       NULL};
+}
+
+cli_opt_t worker_cli_opt_top_k(int *dst, long lo, int env, const char *help) {
+    return (cli_opt_t){"top-k", CLI_INT, dst, lo, 64, env ? "RECLASS_TOP_K" : NULL, "K", help, "3"};
+}
+
+cli_opt_t worker_cli_opt_registry(const char **dst, const char *help) {
+    return (cli_opt_t){"schema-registry",         CLI_STR, dst,  0,   0,
+                       "RECLASS_SCHEMA_REGISTRY", "URL",   help, NULL};
+}
+
 cli_opt_t worker_cli_opt_brokers(const char **dst) {
     return (cli_opt_t){
         "brokers",       CLI_STR, dst, 0, 0, "RECLASS_BROKERS", "B", "Kafka bootstrap servers",
