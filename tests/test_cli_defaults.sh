@@ -3,7 +3,9 @@
 # printed from there: (1) no help text in worker/cli/ spells a default value itself (the row's
 # def column does; a default that is no single value reads "default: ..."); (2) every option
 # of `reclass run` that has a default shows it in --help; (3) README's copy of `reclass run
-# --help` is that output. Usage: test_cli_defaults.sh RECLASS_BIN SOURCE_DIR
+# --help` is that output; (4) no help text names a model family or geometry by hand: the lists
+# are the registry's (gpu/families/registry.h), printed by --help. Usage: test_cli_defaults.sh
+# RECLASS_BIN SOURCE_DIR
 set -u
 bin=$1
 root=$2
@@ -15,6 +17,15 @@ check() { # name expected actual
 # (1) "(default 200)", "default 0 = ...": a value written in help text beside its row's.
 hits=$(grep -nE '"[^"]*(\(default [^:)%"]|default [0-9])' "$root"/worker/cli/*.c)
 check "no default value written in help text" "" "$hits"
+
+# (4) a family or geometry named in a string of worker/cli/ (the registry's lists are printed)
+hits=$(grep -nE '"[^"]*(bert-[a-z]|electra-|deberta|DistilBERT|RoBERTa|ModernBERT|ELECTRA)' \
+    "$root"/worker/cli/*.c)
+check "no family or geometry listed by hand in help text" "" "$hits"
+for want in modernbert-base deberta-v3-base electra-small; do
+    "$bin" bench --help | grep -qF -- "$want"; check "bench --help lists geometry $want" 0 $?
+done
+"$bin" classify --help | grep -qF -- "deberta-v2"; check "classify --help lists family deberta-v2" 0 $?
 
 # (2) the rows' defaults reach --help: each listed with its value.
 help=$("$bin" run --help); rc=$?

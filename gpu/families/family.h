@@ -65,10 +65,18 @@ gpu_view_t gpu_gb_view(int t, int col);
 /* The embedding op into a new (tokens, E) tensor ("x" when E == H), which it returns. */
 int gpu_gb_embed(gpu_gb_t *b, int with_pos, int with_type);
 
+/* Disentangled attention in BERT's layers (DeBERTa): per layer the c2p / p2c const tensors
+ * (k / q NULL: that term is off), and the attention op's score scale and relative rows
+ * (gpu_op_t's scale_factor, rel_span, rel_buckets, rel_max_pos). */
+typedef struct {
+    const int *k, *q;
+    int scale_factor, span, buckets, max_pos;
+} gpu_gb_rel_t;
+
 /* BERT's post-norm layers on x (tokens, H), the last layer on first tokens only. Returns the tensor
- * of the first tokens' final rows (seqs, H). rel_k / rel_q: per layer the c2p / p2c const tensors
- * (DeBERTa) or NULL. */
-int gpu_gb_postnorm_layers(gpu_gb_t *b, int x, const int *rel_k, const int *rel_q);
+ * of the first tokens' final rows (seqs, H). rel: NULL, or the relative attention of every
+ * layer. */
+int gpu_gb_postnorm_layers(gpu_gb_t *b, int x, const gpu_gb_rel_t *rel);
 /* logits = cls(act(pool_dense(rows))) (then head LayerNorm between, when hg >= 0). */
 void gpu_gb_head(gpu_gb_t *b, int rows, int hg, int hb, gpu_act_t act);
 

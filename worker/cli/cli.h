@@ -112,6 +112,10 @@ cli_opt_t worker_cli_opt_plain_schema(const char **dst, const char *help);
 cli_opt_t worker_cli_opt_registry_auth(const char **dst);
 cli_opt_t worker_cli_opt_registry_ca(const char **dst);
 cli_opt_t worker_cli_opt_kafka(cli_list_t *dst);
+/* --model DIR (env: its variable or NULL), its help listing the families of the registry,
+ * then end (e.g. " (required)"); --geometry NAME, listing the registry's geometries. */
+cli_opt_t worker_cli_opt_model(const char **dst, const char *env, const char *end);
+cli_opt_t worker_cli_opt_geometry(const char **dst);
 
 /* For the commands that talk to Kafka (run, submit, dev-broker): prints why (common_logf)
  * and answers COMMON_FATAL when the runtime librdkafka is too old, else COMMON_OK. */

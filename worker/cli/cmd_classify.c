@@ -127,10 +127,7 @@ typedef struct {
 #define CLS_N_OPTS (CLS_N_OWN + 6)
 static void cls_opts(cls_opts_t *o, cli_opt_t out[CLS_N_OPTS + 1]) {
     const cli_opt_t t[] = {
-        {"model", CLI_STR, &o->set.model_dir, 0, 0, NULL, "DIR",
-         "Hugging Face sequence-classification checkpoint (BERT, DistilBERT, RoBERTa,\n"
-         "      XLM-RoBERTa, ELECTRA) (required)",
-         NULL},
+        worker_cli_opt_model(&o->set.model_dir, NULL, " (required)"),
         {"jsonl", CLI_FLAG, &o->jsonl, 0, 0, NULL, NULL,
          "input lines are JSON objects with a \"text\" field", NULL},
         {"top-k", CLI_INT, &o->top_k, 0, 64, NULL, "K", "labels listed in top_k", "3"},
