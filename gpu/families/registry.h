@@ -12,6 +12,7 @@
     X(roberta, ROBERTA)                                                                            \
     X(xlm_roberta, XLM_ROBERTA)                                                                    \
     X(electra, ELECTRA)                                                                            \
+    X(modernbert, MODERNBERT)                                                                      \
     X(deberta, DEBERTA_V2)                                                                         \
     /* a new family: one line above this one */
 
