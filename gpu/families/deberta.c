@@ -21,17 +21,7 @@ typedef struct {
     int share_att_key; /* the relative embeddings go through the layer's own K and Q */
     int rel_ln;        /* norm_rel_ebd has "layer_norm" */
 } deb_t;
-_Static_assert(sizeof(deb_t) <= GPU_MODEL_OWN_CONFIG, "DeBERTa's knobs fit the config");
-
-static deb_t own(const gpu_model_config_t *c) {
-    deb_t d;
-    memcpy(&d, c->own, sizeof d);
-    return d;
-}
-
-static void set_own(gpu_model_config_t *c, const deb_t *d) {
-    memcpy(c->own, d, sizeof *d);
-}
+GPU_FAMILY_OWN_CONFIG(deb_t)
 
 /* Its own weights, the blob's own slices (model.h): after the head's, the relative embeddings
  * (2 span, H) and their LayerNorm (H); in each layer, the projections of the relative
@@ -39,9 +29,7 @@ static void set_own(gpu_model_config_t *c, const deb_t *d) {
  * under share_att_key. */
 enum { REL_EMB, REL_LN_G, REL_LN_B, OWN_WEIGHTS };
 enum { POS_K_W, POS_K_B, POS_Q_W, POS_Q_B, OWN_LAYER_WEIGHTS };
-_Static_assert(OWN_WEIGHTS <= GPU_MODEL_OWN_WEIGHTS &&
-                   OWN_LAYER_WEIGHTS <= GPU_MODEL_OWN_LAYER_WEIGHTS,
-               "DeBERTa's weights fit the blob's");
+GPU_FAMILY_OWN_WEIGHTS(OWN_WEIGHTS, OWN_LAYER_WEIGHTS);
 
 static void defaults(gpu_model_config_t *c) {
     c->emb_size = c->hidden;

@@ -1,8 +1,11 @@
 /* What the family files of gpu/families share: the registry row and the builder's helpers.
- * A family is one file: its config.json keys, its tensor names and its forward pass as the
- * graph's ops (gpu/graph.h); one line of families.c lists it. */
+ * A family is one file: its config.json keys, its tensor names, its own knobs and weights (the
+ * `own` parts of gpu/model/model.h's structs) and its forward pass as the graph's ops
+ * (gpu/graph.h); one line of registry.h lists it. */
 #ifndef RECLASS_GPU_FAMILIES_FAMILY_H
 #define RECLASS_GPU_FAMILIES_FAMILY_H
+
+#include <string.h>
 
 #include "gpu/graph.h"
 #include "gpu/model/fp8.h"
@@ -23,6 +26,27 @@ typedef struct {
     gpu_model_family_rules_t rules;
     void (*build)(gpu_gb_t *b);
 } gpu_family_t;
+
+/* A family's own knobs: its struct T in the config's own bytes (gpu/model/model.h), which
+ * only its file reads. Defines, in the family's file, T own(const gpu_model_config_t *) and
+ * void set_own(gpu_model_config_t *, const T *) (through memcpy: the bytes have no type). */
+#define GPU_FAMILY_OWN_CONFIG(T)                                                                   \
+    _Static_assert(sizeof(T) <= GPU_MODEL_OWN_CONFIG, #T " fits the config's own bytes");          \
+    static inline T own(const gpu_model_config_t *c) {                                             \
+        T o;                                                                                       \
+        memcpy(&o, c->own, sizeof o);                                                              \
+        return o;                                                                                  \
+    }                                                                                              \
+    static inline void set_own(gpu_model_config_t *c, const T *o) {                                \
+        memcpy(c->own, o, sizeof *o);                                                              \
+    }
+
+/* A family's own weights: n slices of the model (after the head's) and n_layer of each layer,
+ * in the own slices of gpu_model_weights_t / gpu_layer_weights_t (an enum of its file names
+ * them). */
+#define GPU_FAMILY_OWN_WEIGHTS(n, n_layer)                                                         \
+    _Static_assert((n) <= GPU_MODEL_OWN_WEIGHTS && (n_layer) <= GPU_MODEL_OWN_LAYER_WEIGHTS,       \
+                   "the family's weights fit the blob's own slices")
 
 /* The registry row of f, or NULL. */
 const gpu_family_t *gpu_family_find(gpu_model_family_t f);

@@ -27,21 +27,11 @@ typedef struct {
     int local_window; /* local_attention / 2: a local layer's token i sees |i - j| <= this */
     float theta_global, theta_local; /* RoPE's */
 } mb_t;
-_Static_assert(sizeof(mb_t) <= GPU_MODEL_OWN_CONFIG, "ModernBERT's knobs fit the config");
-
-static mb_t own(const gpu_model_config_t *c) {
-    mb_t m;
-    memcpy(&m, c->own, sizeof m);
-    return m;
-}
-
-static void set_own(gpu_model_config_t *c, const mb_t *m) {
-    memcpy(c->own, m, sizeof *m);
-}
+GPU_FAMILY_OWN_CONFIG(mb_t)
 
 /* Its own weights, the blob's own slices after the head's (model.h): final_norm, head.norm. */
 enum { FINAL_G, FINAL_B, HEAD_G, HEAD_B, OWN_WEIGHTS };
-_Static_assert(OWN_WEIGHTS <= GPU_MODEL_OWN_WEIGHTS, "ModernBERT's weights fit the blob's");
+GPU_FAMILY_OWN_WEIGHTS(OWN_WEIGHTS, 0);
 
 static void defaults(gpu_model_config_t *c) {
     c->pos_rows = 0;

@@ -1,7 +1,7 @@
-/* A BERT-family sequence classifier (BERT, DistilBERT, RoBERTa, XLM-RoBERTa, ELECTRA,
- * ModernBERT, DeBERTa-v2/v3) as read from a Hugging Face checkpoint directory (config.json,
- * model.safetensors, vocab.txt or tokenizer.json; tokenizer_config.json is the tokenizer's:
- * worker/text/tok_config.h), or made up with random weights in a named geometry for
+/* A sequence classifier of one of the registry's families (gpu/families/registry.h: BERT and
+ * its relatives, ModernBERT, DeBERTa-v2/v3, ...) as read from a Hugging Face checkpoint directory
+ * (config.json, model.safetensors, vocab.txt or tokenizer.json; tokenizer_config.json is the
+ * tokenizer's: worker/text/tok_config.h), or made up with random weights in a named geometry for
  * benchmarks. Shared by every backend: the loader converts F32/F16/BF16 tensors to fp32 once;
  * what runs on them is the family's graph (gpu/graph.h, built by gpu/families/<family>.c,
  * which also holds the family's config keys and tensor names where BERT's generic ones do not
