@@ -1,7 +1,8 @@
 /* The option rows that several commands share: the classification settings
- * (worker/classify/settings.h) of `run`, `classify` and `bench`, and the database, Kafka and
- * schema rows of `run`, `submit` and the database commands: one wording, one range, one
- * environment variable and one default per setting. */
+ * (worker/classify/settings.h) of `run`, `classify` and `bench`, the model and geometry rows
+ * (whose help lists the family registry's), and the database, Kafka and schema rows of `run`,
+ * `submit` and the database commands: one wording, one range, one environment variable and
+ * one default per setting. */
 #include <string.h>
 
 #include "common/paths.h"
