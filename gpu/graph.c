@@ -2,6 +2,7 @@
  * builders are the families' (gpu/families). */
 #include "gpu/graph.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,23 @@ static const char *const kind_names[GPU_OP_COUNT] = {[GPU_OP_EMBED] = "embed",
                                                      [GPU_OP_LINEAR] = "linear",
                                                      [GPU_OP_ATTENTION] = "attention",
                                                      [GPU_OP_POOL] = "pool"};
+
+int gpu_op_rel_row(const gpu_op_t *op, int rel) {
+    int bucket = rel;
+    if (op->rel_buckets > 0 && op->rel_max_pos > 0) {
+        /* make_log_bucket_position, in fp32 as torch evaluates it */
+        const int mid = op->rel_buckets / 2, sign = (rel > 0) - (rel < 0);
+        const int abs_pos = rel < mid && rel > -mid ? mid - 1 : abs(rel);
+        if (abs_pos > mid) {
+            const float den = logf((float)((double)(op->rel_max_pos - 1) / mid));
+            const float lp =
+                ceilf(logf((float)abs_pos / (float)mid) / den * (float)(mid - 1)) + (float)mid;
+            bucket = (int)lp * sign;
+        }
+    }
+    const int row = bucket + op->rel_span;
+    return row < 0 ? 0 : row > 2 * op->rel_span - 1 ? 2 * op->rel_span - 1 : row;
+}
 
 const char *gpu_op_kind_name(gpu_op_kind_t k) {
     return (unsigned)k < GPU_OP_COUNT ? kind_names[k] : "?";

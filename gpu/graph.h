@@ -131,8 +131,8 @@ typedef struct {
     /* ATTENTION: scores = q k^T / scale (+ c2p + p2c, each / scale), scale = sqrt(head_dim *
      * scale_factor); keys |i - j| <= window only when window > 0; RoPE on q and k (positions
      * from 0 in each sequence) when rope_theta > 0. Disentangled (w[0] / w[1] set): with
-     * r = gpu_model_rel_row(graph cfg, i - j) (rel_span, rel_buckets, rel_max_pos below, as
-     * the graph's cfg has them), c2p adds q_i . pk[r] / scale and p2c adds k_j . pq[r] / scale
+     * r = gpu_op_rel_row(op, i - j) (by rel_span, rel_buckets, rel_max_pos below), c2p adds
+     * q_i . pk[r] / scale and p2c adds k_j . pq[r] / scale
      * (HF's two gathers come to this; RoPE and window are 0 then). The reference:
      * gpu/cpu/cpu_attention.c, tests/lib/ref_attention.c. */
     int heads, head_dim;
@@ -141,6 +141,12 @@ typedef struct {
     int scale_factor; /* 1, or 1 + c2p + p2c */
     int rel_span, rel_buckets, rel_max_pos;
 } gpu_op_t;
+
+/* The row of the relative embeddings that an ATTENTION op reads for query i and key j
+ * (rel = i - j), DeBERTa's rule: Hugging Face's make_log_bucket_position in fp32 (the distance
+ * itself when rel_buckets is 0), clamped to the op's rows: clamp(bucket + rel_span, 0,
+ * 2 rel_span - 1). Every backend and reference reads the rule from here. */
+int gpu_op_rel_row(const gpu_op_t *op, int rel);
 
 /* An op in words for messages: "l3.attn: attention (window 64, rope) fp16". Returns buf. */
 const char *gpu_op_describe(const gpu_op_t *op, char *buf, size_t len);

@@ -5,7 +5,9 @@
 # of `reclass run` that has a default shows it in --help; (3) README's copy of `reclass run
 # --help` is that output; (4) every command's --help exits 0: --help sets the rows' defaults
 # first and a default that does not parse within its row's range fails it (exit 1), so this is
-# every row's default parsing, and each "(default X)" --help prints is a value of its row.
+# every row's default parsing, and each "(default X)" --help prints is a value of its row;
+# (5) no help text names a model family or geometry by hand: the lists are the registry's
+# (gpu/families/registry.h), printed by --help.
 # Usage: test_cli_defaults.sh RECLASS_BIN SOURCE_DIR
 set -u
 bin=$1
@@ -20,6 +22,15 @@ check() { # name expected actual
 hits=$(grep -nE '"[^"]*(\(default [^:)"]|default [0-9%])' "$root"/worker/cli/*.c |
     grep -vF 'fprintf(f, "      %s (default %s)\n", o->help, o->def);')
 check "no default value written in help text" "" "$hits"
+
+# (5) a family or geometry named in a string of worker/cli/ (the registry's lists are printed)
+hits=$(grep -nE '"[^"]*(bert-[a-z]|electra-|deberta|DistilBERT|RoBERTa|ModernBERT|ELECTRA)' \
+    "$root"/worker/cli/*.c)
+check "no family or geometry listed by hand in help text" "" "$hits"
+for want in modernbert-base deberta-v3-base electra-small; do
+    "$bin" bench --help | grep -qF -- "$want"; check "bench --help lists geometry $want" 0 $?
+done
+"$bin" classify --help | grep -qF -- "deberta-v2"; check "classify --help lists family deberta-v2" 0 $?
 
 # (2) the rows' defaults reach --help: each listed with its value.
 help=$("$bin" run --help); rc=$?

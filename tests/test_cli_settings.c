@@ -142,7 +142,7 @@ static void test_shared_defaults(void **state) {
     shared.opts[n++] = worker_cli_opt_registry_auth(&shared.auth);
     shared.opts[n++] = worker_cli_opt_registry_ca(&shared.ca);
     shared.opts[n++] = worker_cli_opt_kafka(&shared.kafka);
-    shared.opts[n++] = worker_cli_opt_model(&shared.model, 1, NULL);
+    shared.opts[n++] = worker_cli_opt_model(&shared.model, 1, 0, NULL);
     shared.opts[n++] = worker_cli_opt_top_k(&shared.top_k, 0, 1, "labels");
     shared.opts[n++] = worker_cli_opt_registry(&shared.registry, "registry");
     clear_env(shared.opts);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "gpu/backend.h"
+#include "gpu/graph.h"
 #include "gpu/cuda/cuda_backend.h"
 #include "tests/lib/cpu_blas_backend.h"
 #include "gpu/model/model.h"
@@ -35,34 +36,83 @@ static gpu_model_t *load(const char *name) {
     return m;
 }
 
+/* A family's own knobs are its file's: they show in the graph it builds (w NULL: a plan). */
+static gpu_graph_t *graph_of(const gpu_model_config_t *c, const gpu_model_weights_t *w) {
+    char err[256];
+    gpu_graph_t *g = NULL;
+    if (gpu_graph_build(c, w, GPU_PREC_FP32, GPU_PREC_FP32, &g, err, sizeof err) != 0)
+        fail_msg("graph: %s", err);
+    return g;
+}
+
+/* The op named name, batch ops or prelude. */
+static const gpu_op_t *op_named(const gpu_graph_t *g, const char *name) {
+    for (int i = 0; i < g->n_ops + g->n_prelude; i++) {
+        const gpu_op_t *op = i < g->n_ops ? &g->op[i] : &g->prelude[i - g->n_ops];
+        if (strcmp(op->name, name) == 0) return op;
+    }
+    fail_msg("no op %s", name);
+    return NULL;
+}
+
+/* ModernBERT: GeGLU, a global layer every `every` from layer 0 (RoPE theta tg), the others
+ * local (window, theta tl), pooling. */
+static void check_modern(const gpu_model_config_t *c, int every, int window, float tg, float tl,
+                         int mean) {
+    assert_int_equal(c->family, GPU_FAMILY_MODERNBERT);
+    assert_true(gpu_model_glu(c));
+    assert_int_equal(gpu_model_ff1_rows(c), 2 * c->intermediate);
+    gpu_graph_t *g = graph_of(c, NULL);
+    assert_int_equal(op_named(g, "l0.ff1")->epi, GPU_EPI_GLU);
+    for (int l = 0; l < c->layers; l++) {
+        char n[32];
+        snprintf(n, sizeof n, "l%d.attn", l);
+        const gpu_op_t *a = op_named(g, n);
+        const int global = l % every == 0;
+        assert_int_equal(a->window, global ? 0 : window);
+        assert_true(a->rope_theta == (global ? tg : tl));
+    }
+    assert_int_equal(op_named(g, "pool")->pool, mean ? GPU_POOL_MEAN : GPU_POOL_CLS);
+    gpu_graph_free(g);
+}
+
+/* DeBERTa: l0's attention reads the relative rows (span, buckets, max) with c2p and p2c at
+ * scale 3, and the relative embeddings' norm is there when rel_ln. */
+static void check_deberta(const gpu_model_config_t *c, int span, int buckets, int max, int rel_ln) {
+    assert_int_equal(c->family, GPU_FAMILY_DEBERTA_V2);
+    assert_false(gpu_model_glu(c));
+    gpu_graph_t *g = graph_of(c, NULL);
+    const gpu_op_t *a = op_named(g, "l0.attn");
+    assert_int_equal(a->rel_span, span);
+    assert_int_equal(a->rel_buckets, buckets);
+    assert_int_equal(a->rel_max_pos, max);
+    assert_int_equal(a->scale_factor, 3);
+    assert_true(a->w[0] >= 0 && a->w[1] >= 0); /* c2p, p2c */
+    assert_int_equal(op_named(g, "rel.norm")->w[0] >= 0, rel_ln);
+    gpu_graph_free(g);
+}
+
 static void test_configs(void **state) {
     (void)state;
     gpu_model_t *m = load("modernbert-clinc150");
     const gpu_model_config_t *c = &m->cfg;
-    assert_int_equal(c->family, GPU_FAMILY_MODERNBERT);
-    assert_int_equal(c->glu, 1);
-    assert_int_equal(c->mean_pool, 1);
-    assert_int_equal(c->global_every, 2);
-    assert_int_equal(c->local_window, 8);
+    check_modern(c, 2, 8, 160000.0f, 10000.0f, 1);
     assert_int_equal(c->max_pos, 8192);
     assert_int_equal(c->pos_rows, 0);
-    assert_true(c->rope_theta_global == 160000.0f && c->rope_theta_local == 10000.0f);
     assert_int_equal(c->act, GPU_ACT_GELU);
     assert_int_equal(c->head_act, GPU_ACT_GELU);
     assert_int_equal(c->num_labels, 151);
     gpu_model_free(m);
     m = load("deberta-clinc150");
     c = &m->cfg;
-    assert_int_equal(c->family, GPU_FAMILY_DEBERTA_V2);
-    assert_int_equal(c->rel_span, 16);
-    assert_int_equal(c->rel_buckets, 16);
-    assert_int_equal(c->rel_max_pos, 64);
-    assert_true(c->c2p && c->p2c && c->share_att_key && c->rel_ln);
-    assert_int_equal(c->att_scale_factor, 3);
+    check_deberta(c, 16, 16, 64, 1);
     assert_int_equal(c->max_pos, 512);
     assert_int_equal(c->pos_rows, 0);
     assert_int_equal(c->type_vocab, 0);
-    assert_true(m->w.layer[0].pos_k_w == m->w.layer[0].k_w); /* share_att_key */
+    /* share_att_key: layer 0's relative keys go through its own K projection */
+    gpu_graph_t *g = graph_of(c, &m->w);
+    assert_true(g->tensor[op_named(g, "l0.pos_k")->w[0]].data == m->w.layer[0].k_w);
+    gpu_graph_free(g);
     gpu_model_free(m);
 }
 
@@ -97,11 +147,7 @@ static void test_config_shapes(void **state) {
     assert_int_equal(parse(MB_HEAD "\"classifier_pooling\": \"cls\"}", &d, err, sizeof err), 0);
     const gpu_model_config_t *cs[3] = {&a, &b, &d};
     for (int i = 0; i < 3; i++) {
-        assert_int_equal(cs[i]->global_every, 3);
-        assert_int_equal(cs[i]->local_window, 64);
-        assert_true(cs[i]->rope_theta_global == 160000.0f);
-        assert_true(cs[i]->rope_theta_local == 10000.0f);
-        assert_int_equal(cs[i]->mean_pool, i < 2);
+        check_modern(cs[i], 3, 64, 160000.0f, 10000.0f, i < 2);
         assert_int_equal(cs[i]->max_pos, 8192);
     }
     for (int i = 0; i < 3; i++) {
@@ -120,20 +166,23 @@ static void test_config_shapes(void **state) {
         parse(MB_HEAD "\"rope_scaling\": {\"rope_type\": \"yarn\"}}", &a, err, sizeof err), 0);
     assert_non_null(strstr(err, "rope_scaling"));
     assert_int_not_equal(parse(MB_HEAD "\"classifier_pooling\": \"max\"}", &a, err, sizeof err), 0);
-    /* DeBERTa's older "p2c|c2p" string and a model without relative attention */
-    assert_int_equal(parse("{\"architectures\": [\"DebertaV2ForSequenceClassification\"], "
-                           "\"vocab_size\": 100, \"hidden_size\": 64, \"num_hidden_layers\": 1, "
-                           "\"num_attention_heads\": 1, \"intermediate_size\": 64, "
-                           "\"max_position_embeddings\": 512, \"type_vocab_size\": 0, "
-                           "\"relative_attention\": true, \"pos_att_type\": \"p2c|c2p\", "
-                           "\"position_buckets\": 256, \"num_labels\": 2}",
-                           &a, err, sizeof err),
-                     0);
-    assert_true(a.c2p && a.p2c && a.rel_span == 256 && a.rel_max_pos == 512);
-    assert_true(!a.share_att_key && !a.rel_ln && a.pos_rows == 512);
+    /* DeBERTa's older "p2c|c2p" string, without share_att_key (the layers' own relative
+     * projections: 2 (H^2 + H) parameters more than with it) and without the norm */
+#define DEB                                                                                        \
+    "{\"architectures\": [\"DebertaV2ForSequenceClassification\"], \"vocab_size\": 100, "          \
+    "\"hidden_size\": 64, \"num_hidden_layers\": 1, \"num_attention_heads\": 1, "                  \
+    "\"intermediate_size\": 64, \"max_position_embeddings\": 512, \"type_vocab_size\": 0, "        \
+    "\"relative_attention\": true, \"pos_att_type\": \"p2c|c2p\", \"position_buckets\": 256, "     \
+    "\"num_labels\": 2"
+    assert_int_equal(parse(DEB "}", &a, err, sizeof err), 0);
+    assert_int_equal(parse(DEB ", \"share_att_key\": true}", &b, err, sizeof err), 0);
+#undef DEB
+    check_deberta(&a, 256, 256, 512, 0);
+    assert_int_equal(a.pos_rows, 512);
+    assert_int_equal(gpu_model_param_count(&a) - gpu_model_param_count(&b), 2 * (64 * 64 + 64));
     for (int j = 0; j < a.num_labels; j++)
-        free(a.id2label[j]);
-    free(a.id2label);
+        free(a.id2label[j]), free(b.id2label[j]);
+    free(a.id2label), free(b.id2label);
 }
 
 /* golden_rel_rows.json: HF's rows for every distance of the fixture's buckets and of
@@ -149,7 +198,7 @@ static void test_rel_rows(void **state) {
     json_t *e;
     int checked = 0;
     json_array_foreach(root, i, e) {
-        gpu_model_config_t c = {0};
+        gpu_op_t c = {.kind = GPU_OP_ATTENTION};
         c.rel_buckets = (int)json_integer_value(json_object_get(e, "position_buckets"));
         c.rel_max_pos = (int)json_integer_value(json_object_get(e, "max_relative_positions"));
         c.rel_span = c.rel_buckets > 0 ? c.rel_buckets : c.rel_max_pos;
@@ -157,7 +206,7 @@ static void test_rel_rows(void **state) {
         json_t *rows = json_object_get(e, "rows");
         for (size_t k = 0; k < json_array_size(rows); k++) {
             const int want = (int)json_integer_value(json_array_get(rows, k));
-            const int got = gpu_model_rel_row(&c, from + (int)k);
+            const int got = gpu_op_rel_row(&c, from + (int)k);
             if (got != want)
                 fail_msg("buckets %d / %d, distance %d: row %d, HF %d", c.rel_buckets,
                          c.rel_max_pos, from + (int)k, got, want);
@@ -221,8 +270,27 @@ static void test_cls_pooling(void **state) {
     (void)state;
     char dir[512], err[512];
     gpu_model_t *m = load("modernbert-clinc150");
-    m->cfg.mean_pool = 0;
     snprintf(dir, sizeof dir, "%s/modernbert-clinc150", models_dir);
+    /* its config.json with classifier_pooling "cls": the family's own knobs of that config */
+    char path[600], *json = NULL;
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    json = calloc(1, 1 << 20);
+    assert_non_null(json);
+    const size_t len = fread(json, 1, (1 << 20) - 1, f);
+    fclose(f);
+    char *mean = strstr(json, "\"mean\"");
+    assert_non_null(mean);
+    memcpy(mean, "\"cls\" ", 6);
+    gpu_model_config_t cls;
+    assert_int_equal(gpu_model_parse_config(json, len, path, &cls, err, sizeof err), 0);
+    check_modern(&cls, 2, 8, 160000.0f, 10000.0f, 0);
+    memcpy(m->cfg.own, cls.own, sizeof cls.own);
+    for (int j = 0; j < cls.num_labels; j++)
+        free(cls.id2label[j]);
+    free(cls.id2label);
+    free(json);
     fg_set_t set;
     assert_int_equal(fg_load(dir, "cls_pooling", &set, err, sizeof err), 0);
     float *lg = malloc(sizeof(float) * (size_t)set.n * (size_t)m->cfg.num_labels);
@@ -245,13 +313,13 @@ static void test_geometries(void **state) {
     (void)state;
     gpu_model_config_t c;
     assert_int_equal(gpu_model_geometry("modernbert-base", 4, &c), 0);
-    assert_true(c.family == GPU_FAMILY_MODERNBERT && c.layers == 22 && c.max_pos == 8192 && c.glu &&
-                c.global_every == 3 && c.local_window == 64 && c.pos_rows == 0);
+    assert_true(c.layers == 22 && c.max_pos == 8192 && c.pos_rows == 0);
+    check_modern(&c, 3, 64, 160000.0f, 10000.0f, 1);
     assert_int_equal(gpu_model_ff1_rows(&c), 2304);
+    printf("  modernbert-base: %zu parameters\n", gpu_model_param_count(&c));
     assert_int_equal(gpu_model_geometry("deberta-v3-base", 4, &c), 0);
-    assert_true(c.family == GPU_FAMILY_DEBERTA_V2 && c.rel_span == 256 && c.rel_max_pos == 512 &&
-                c.att_scale_factor == 3 && c.share_att_key && c.rel_ln && c.pos_rows == 0 &&
-                c.max_pos == 512 && c.vocab_size == 128100);
+    assert_true(c.pos_rows == 0 && c.max_pos == 512 && c.vocab_size == 128100);
+    check_deberta(&c, 256, 256, 512, 1);
     printf("  deberta-v3-base: %zu parameters\n", gpu_model_param_count(&c));
 }
 

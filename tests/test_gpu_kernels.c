@@ -296,9 +296,7 @@ static void test_attention_window(const char *prec, int heads, int n_seqs, int m
  * checked first), log buckets of deberta-v3-base (256 buckets, 512 positions, span 256). */
 static void test_attention_disentangled(const char *prec, int heads, int n_seqs, int maxlen) {
     const int hd = 64, H = heads * hd, ld = 3 * H, R = 512;
-    gpu_model_config_t c;
-    memset(&c, 0, sizeof(c));
-    c.rel_buckets = 256, c.rel_max_pos = 512, c.rel_span = 256;
+    gpu_op_t a = {.rel_span = 256, .rel_buckets = 256, .rel_max_pos = 512};
     int n;
     int32_t *cu = rnd_cu(n_seqs, maxlen, &n);
     float *qkv = rnd_array((size_t)n * ld, 1.f), *pk = rnd_array((size_t)R * H, 1.f);
@@ -319,7 +317,7 @@ static void test_attention_disentangled(const char *prec, int heads, int n_seqs,
     const int mid = maxlen - 1;
     int32_t *rrow = malloc(sizeof(int32_t) * (size_t)(2 * mid + 1));
     for (int d = -mid; d <= mid; d++)
-        rrow[d + mid] = gpu_model_rel_row(&c, d);
+        rrow[d + mid] = gpu_op_rel_row(&a, d);
     const float scale = 1.0f / sqrtf((float)hd * 3.0f);
     float *ref = malloc((size_t)n * H * 4), *out = malloc((size_t)n * H * 4);
     gpu_ref_attention_opts(qkv, qkv + H, qkv + 2 * H, ld, cu, n_seqs, heads, hd, scale, -1, c2p,

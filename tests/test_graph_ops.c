@@ -132,7 +132,6 @@ static gpu_act_t act_of(int c) {
 static void build(const gpu_model_t *m, int c, gpu_precision_t prec, gpu_precision_t storage,
                   built_t *o, unsigned seed) {
     gpu_model_config_t cfg = m->cfg;
-    cfg.rel_span = REL_SPAN, cfg.rel_buckets = 8, cfg.rel_max_pos = 16;
     const int H = cfg.hidden, hd = H / cfg.heads;
     gpu_gb_t b = {.g = gpu_graph_new(&cfg, prec, 32),
                   .w = &m->w,
@@ -288,7 +287,7 @@ static void build(const gpu_model_t *m, int c, gpu_precision_t prec, gpu_precisi
             a->w[0] = gpu_gb_weight(&b, "pk", pk, 2 * REL_SPAN, H, 0);
             a->w[1] = gpu_gb_weight(&b, "pq", pq, 2 * REL_SPAN, H, 0);
             a->scale_factor = 3, a->rel_span = REL_SPAN, a->rel_buckets = 8, a->rel_max_pos = 16;
-            r.pk = pk, r.pq = pq, r.cfg = &b.g->cfg, r.scale_factor = 3;
+            r.pk = pk, r.pq = pq, r.rel = a, r.scale_factor = 3;
         }
         o->rows = first ? NSEQ : NTOK, o->cols = (size_t)H;
         o->ref = malloc(sizeof(float) * NTOK * H);

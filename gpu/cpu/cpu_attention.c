@@ -97,16 +97,16 @@ static void rope(float *q, int ldq, int nq, float *k, int ldk, int len, int head
 /* DeBERTa: per head, c2p and p2c are two products against the relative embeddings' keys pk
  * / queries pq (2 span, H), Q pk^T (nq, 2 span) and K pq^T (len, 2 span); a score row then
  * gathers them at each pair's relative row. No (len, len) matrix is ever stored. */
-static void attend_rel(const gpu_op_t *op, const gpu_model_config_t *c, const float *q, int ldq,
-                       int nq, const float *k, const float *v, int ldkv, int len, const float *pk,
-                       const float *pq, float *out, int ldo, float *scratch) {
+static void attend_rel(const gpu_op_t *op, const float *q, int ldq, int nq, const float *k,
+                       const float *v, int ldkv, int len, const float *pk, const float *pq,
+                       float *out, int ldo, float *scratch) {
     const int hd = op->head_dim, H = op->heads * hd, R = 2 * op->rel_span;
     float *qpk = scratch;                               /* (len, R) */
     float *kpq = qpk + up16((size_t)len * R);           /* (len, R) */
     float *p = kpq + up16((size_t)len * R);             /* (len) one score row */
     int32_t *rrow = (int32_t *)(p + up16((size_t)len)); /* (2 len - 1) row of i - j */
     for (int d = -(len - 1); d <= len - 1; d++)
-        rrow[d + len - 1] = gpu_model_rel_row(c, d);
+        rrow[d + len - 1] = gpu_op_rel_row(op, d);
     /* HF: sqrt(head_dim * factor) in fp32; q . (k / scale), c2p / scale, p2c / scale. */
     const float scale = sqrtf((float)hd * (float)op->scale_factor), inv = 1.0f / scale;
     for (int h = 0; h < op->heads; h++) {
@@ -142,12 +142,12 @@ static void attend_rel(const gpu_op_t *op, const gpu_model_config_t *c, const fl
     }
 }
 
-void gpu_cpu_attn_seq(const gpu_op_t *op, const gpu_model_config_t *c, float *q, int ldq, int nq,
-                      float *k, const float *v, int ldkv, int len, const float *pk, const float *pq,
-                      float *out, int ldo, float *scratch) {
+void gpu_cpu_attn_seq(const gpu_op_t *op, float *q, int ldq, int nq, float *k, const float *v,
+                      int ldkv, int len, const float *pk, const float *pq, float *out, int ldo,
+                      float *scratch) {
     const int heads = op->heads, hd = op->head_dim;
     if (pk || pq) {
-        attend_rel(op, c, q, ldq, nq, k, v, ldkv, len, pk, pq, out, ldo, scratch);
+        attend_rel(op, q, ldq, nq, k, v, ldkv, len, pk, pq, out, ldo, scratch);
         return;
     }
     if (op->rope_theta > 0) rope(q, ldq, nq, k, ldkv, len, heads, hd, op->rope_theta);

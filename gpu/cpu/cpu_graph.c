@@ -165,8 +165,8 @@ void gpu_cpu_run_op(const gpu_backend_t *be, int i, const gpu_op_t *op, const gp
             float *k = at(be, op->src[1], cu[s], s);
             const float *v = at(be, op->src[2], cu[s], s);
             float *o = q_seqs ? y + (size_t)(s - s0) * ldy : y + (size_t)(cu[s] - t0) * ldy;
-            gpu_cpu_attn_seq(op, &be->g->cfg, q, ldq, q_seqs ? 1 : len, k, v, ldkv, len,
-                             wt(be, op->w[0]), wt(be, op->w[1]), o, ldy, wk->scratch);
+            gpu_cpu_attn_seq(op, q, ldq, q_seqs ? 1 : len, k, v, ldkv, len, wt(be, op->w[0]),
+                             wt(be, op->w[1]), o, ldy, wk->scratch);
         }
         return;
     }

@@ -90,7 +90,7 @@ int cuda_graph_setup(cuda_graph_t *cg, char *dev, cudaStream_t st, int sms, char
             return -1;
         }
         for (int d = -mid; d <= mid; d++)
-            rrow[d + mid] = gpu_model_rel_row(&cg->g->cfg, d);
+            rrow[d + mid] = gpu_op_rel_row(cg->rel_op, d);
         e = cudaMemcpy(dev + cg->o_rrow, rrow, sizeof(int32_t) * (size_t)(2 * mid + 1),
                        cudaMemcpyHostToDevice);
         free(rrow);

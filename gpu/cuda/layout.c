@@ -210,6 +210,7 @@ int cuda_graph_layout(cg_layout_t *cg, const gpu_graph_t *g, int t16, int token_
             if (o->w[0] >= 0 || o->w[1] >= 0) {
                 const int rt = o->w[0] >= 0 ? o->w[0] : o->w[1];
                 need_rrow = 1;
+                cg->rel_op = o; /* every layer's op has the model's one rule */
                 if ((size_t)g->tensor[rt].rows > R) R = (size_t)g->tensor[rt].rows;
                 if (T * o->heads * R > rel) rel = T * o->heads * R;
             }

@@ -64,6 +64,7 @@ typedef struct cg_layout {
     size_t o_ones, o_sinv;
     size_t o_ws, ws_bytes; /* cuBLASLt workspace */
     int rrow_mid;
+    const gpu_op_t *rel_op; /* an attention op with relative rows (the rule of o_rrow), or NULL */
     /* fp32 (n_rope, max_len, rope_dim / 2, 2): RoPE's cos and sin of every position and
      * frequency, one table per theta (rope_theta[i]), made once at setup */
     size_t o_rope;

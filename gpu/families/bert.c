@@ -259,7 +259,7 @@ static void build(gpu_gb_t *b) {
         gpu_gb_linear(b, "emb.proj", -1, gpu_gb_prec(b), gpu_gb_view(x, 0), gpu_gb_view(e, 0), pw,
                       pb, H, E, GPU_EPI_BIAS, c->act);
     }
-    const int first = gpu_gb_postnorm_layers(b, x, NULL, NULL);
+    const int first = gpu_gb_postnorm_layers(b, x, NULL);
     gpu_gb_head(b, first, -1, -1, c->head_act);
 }
 

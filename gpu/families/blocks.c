@@ -48,17 +48,16 @@ static layer_t layer_tensors(gpu_gb_t *b, int l, int last) {
 }
 
 static gpu_op_t *attention(gpu_gb_t *b, int l, gpu_view_t out, gpu_view_t q, gpu_view_t k,
-                           gpu_view_t v, const int *rel_k, const int *rel_q) {
+                           gpu_view_t v, const gpu_gb_rel_t *rel) {
     const gpu_model_config_t *c = &b->g->cfg;
     gpu_op_t *op = gpu_gb_op(b, 0, GPU_OP_ATTENTION, "attn", l);
     op->out = out, op->src[0] = q, op->src[1] = k, op->src[2] = v;
     op->heads = c->heads, op->head_dim = c->hidden / c->heads;
-    if (rel_k || rel_q) {
-        op->w[0] = rel_k ? rel_k[l] : -1;
-        op->w[1] = rel_q ? rel_q[l] : -1;
-        op->scale_factor = c->att_scale_factor;
-        op->rel_span = c->rel_span, op->rel_buckets = c->rel_buckets;
-        op->rel_max_pos = c->rel_max_pos;
+    if (rel && (rel->k || rel->q)) {
+        op->w[0] = rel->k ? rel->k[l] : -1;
+        op->w[1] = rel->q ? rel->q[l] : -1;
+        op->scale_factor = rel->scale_factor;
+        op->rel_span = rel->span, op->rel_buckets = rel->buckets, op->rel_max_pos = rel->max_pos;
     }
     return op;
 }
@@ -75,7 +74,7 @@ static void post_ffn(gpu_gb_t *b, int l, const layer_t *t, int x, int ff) {
     gpu_gb_norm(b, "ln2", l, V(x, 0), V(x, 0), t->ln2_g, t->ln2_b, H);
 }
 
-int gpu_gb_postnorm_layers(gpu_gb_t *b, int x, const int *rel_k, const int *rel_q) {
+int gpu_gb_postnorm_layers(gpu_gb_t *b, int x, const gpu_gb_rel_t *rel) {
     const gpu_model_config_t *c = &b->g->cfg;
     const int H = c->hidden, I = c->intermediate;
     const int qkv = gpu_gb_act(b, "qkv", GPU_ROWS_TOKENS, 3 * H); /* (tokens, 3H) Q|K|V */
@@ -85,7 +84,7 @@ int gpu_gb_postnorm_layers(gpu_gb_t *b, int x, const int *rel_k, const int *rel_
         layer_t t = layer_tensors(b, l, 0);
         gpu_gb_linear(b, "qkv", l, gpu_gb_proj_prec(b, l, GPU_FP8_QKV), V(qkv, 0), V(x, 0), t.qkv_w,
                       t.qkv_b, 3 * H, H, GPU_EPI_BIAS, c->act);
-        attention(b, l, V(ctx, 0), V(qkv, 0), V(qkv, H), V(qkv, 2 * H), rel_k, rel_q);
+        attention(b, l, V(ctx, 0), V(qkv, 0), V(qkv, H), V(qkv, 2 * H), rel);
         gpu_gb_linear(b, "ao", l, gpu_gb_proj_prec(b, l, GPU_FP8_AO), V(x, 0), V(ctx, 0), t.ao_w,
                       t.ao_b, H, H, GPU_EPI_RESIDUAL, c->act);
         post_ffn(b, l, &t, x, ff);
@@ -104,7 +103,7 @@ int gpu_gb_postnorm_layers(gpu_gb_t *b, int x, const int *rel_k, const int *rel_
     p->out = V(xc, 0), p->src[0] = V(x, 0), p->n = H, p->pool = GPU_POOL_CLS;
     gpu_gb_linear(b, "q", l, gpu_gb_proj_prec(b, l, GPU_FP8_QKV), V(qc, 0), V(xc, 0), t.q_w, t.q_b,
                   H, H, GPU_EPI_BIAS, c->act);
-    attention(b, l, V(cc, 0), V(qc, 0), V(qkv, H), V(qkv, 2 * H), rel_k, rel_q);
+    attention(b, l, V(cc, 0), V(qc, 0), V(qkv, H), V(qkv, 2 * H), rel);
     gpu_gb_linear(b, "ao", l, gpu_gb_proj_prec(b, l, GPU_FP8_AO), V(xc, 0), V(cc, 0), t.ao_w,
                   t.ao_b, H, H, GPU_EPI_RESIDUAL, c->act);
     post_ffn(b, l, &t, xc, fc);

@@ -10,22 +10,44 @@
 
 #include "gpu/families/family.h"
 
+/* Its own knobs, the config's own bytes (model.h). */
+typedef struct {
+    int span;     /* relative embedding rows / 2 (position_buckets, else max_relative_positions);
+                   * 0: no relative attention */
+    int buckets;  /* position_buckets, 0 for plain clamped distances */
+    int max_pos;  /* max_relative_positions */
+    int c2p, p2c; /* pos_att_type has "c2p" / "p2c" */
+    int scale_factor;  /* 1 + c2p + p2c: scores are divided by sqrt(head_dim * this) */
+    int share_att_key; /* the relative embeddings go through the layer's own K and Q */
+    int rel_ln;        /* norm_rel_ebd has "layer_norm" */
+} deb_t;
+GPU_FAMILY_OWN_CONFIG(deb_t)
+
+/* Its own weights, the blob's own slices (model.h): after the head's, the relative embeddings
+ * (2 span, H) and their LayerNorm (H); in each layer, the projections of the relative
+ * embeddings, c2p's keys and p2c's queries, (H, H) and (H): the layer's K and Q themselves
+ * under share_att_key. */
+enum { REL_EMB, REL_LN_G, REL_LN_B, OWN_WEIGHTS };
+enum { POS_K_W, POS_K_B, POS_Q_W, POS_Q_B, OWN_LAYER_WEIGHTS };
+GPU_FAMILY_OWN_WEIGHTS(OWN_WEIGHTS, OWN_LAYER_WEIGHTS);
+
 static void defaults(gpu_model_config_t *c) {
     c->emb_size = c->hidden;
-    c->rel_buckets = 256;
-    c->rel_max_pos = 512;
-    c->rel_span = 256;
-    c->c2p = c->p2c = 1;
-    c->att_scale_factor = 3;
-    c->share_att_key = 1;
-    c->rel_ln = 1;
+    const deb_t d = {.buckets = 256,
+                     .max_pos = 512,
+                     .span = 256,
+                     .c2p = 1,
+                     .p2c = 1,
+                     .scale_factor = 3,
+                     .share_att_key = 1,
+                     .rel_ln = 1};
+    set_own(c, &d);
 }
 
 /* pos_att_type: a list ["p2c", "c2p"] or the older "p2c|c2p" string. */
-static int att_types(json_t *root, const char *path, gpu_model_config_t *c, char *err,
-                     size_t errlen) {
+static int att_types(json_t *root, const char *path, deb_t *d, char *err, size_t errlen) {
     json_t *v = json_object_get(root, "pos_att_type");
-    c->c2p = c->p2c = 0;
+    d->c2p = d->p2c = 0;
     if (!v || json_is_null(v)) return 0;
     char buf[128] = "";
     if (json_is_string(v)) {
@@ -43,9 +65,9 @@ static int att_types(json_t *root, const char *path, gpu_model_config_t *c, char
         while (*t == ' ')
             t++;
         if (strncmp(t, "c2p", 3) == 0)
-            c->c2p = 1;
+            d->c2p = 1;
         else if (strncmp(t, "p2c", 3) == 0)
-            c->p2c = 1;
+            d->p2c = 1;
         else {
             snprintf(err, errlen, "%s: pos_att_type '%s' is not supported (c2p, p2c)", path, t);
             return -1;
@@ -69,6 +91,7 @@ static int config(json_t *root, const char *path, gpu_model_config_t *c, char *e
         return -1;
     c->emb_size = c->hidden;
     int e = c->hidden, pooler = c->hidden, conv = 0, head = 0, biased = 1, rel = 0, share = 0;
+    deb_t d = {0};
     if ((json_object_get(root, "embedding_size") &&
          gpu_model_cfg_int_min(root, path, "embedding_size", 1, &e, err, errlen)) ||
         (json_object_get(root, "pooler_hidden_size") &&
@@ -80,7 +103,7 @@ static int config(json_t *root, const char *path, gpu_model_config_t *c, char *e
         gpu_model_cfg_bool(root, path, "position_biased_input", 1, &biased, err, errlen) ||
         gpu_model_cfg_bool(root, path, "relative_attention", 0, &rel, err, errlen) ||
         gpu_model_cfg_bool(root, path, "share_att_key", 0, &share, err, errlen) ||
-        att_types(root, path, c, err, errlen))
+        att_types(root, path, &d, err, errlen))
         return -1;
     if (e != c->hidden || pooler != c->hidden || conv > 0 ||
         (head && c->hidden != head * c->heads)) {
@@ -94,11 +117,12 @@ static int config(json_t *root, const char *path, gpu_model_config_t *c, char *e
     /* HF numbers positions from 0 and, without position_biased_input, has no table. */
     c->pos_rows = biased ? pos_rows : 0;
     c->max_pos = pos_rows;
-    c->share_att_key = share;
+    d.share_att_key = share;
     /* HF divides by sqrt(head_dim * (1 + terms)) whether or not relative attention is on. */
-    c->att_scale_factor = 1 + c->c2p + c->p2c;
+    d.scale_factor = 1 + d.c2p + d.p2c;
     if (!rel) {
-        c->c2p = c->p2c = 0;
+        d.c2p = d.p2c = 0;
+        set_own(c, &d);
         return 0;
     }
     int buckets = -1, max_rel = -1;
@@ -115,21 +139,23 @@ static int config(json_t *root, const char *path, gpu_model_config_t *c, char *e
         return -1;
     }
     if (max_rel < 1) max_rel = pos_rows;
-    c->rel_max_pos = max_rel;
-    c->rel_buckets = buckets > 0 ? buckets : 0;
-    c->rel_span = buckets > 0 ? buckets : max_rel;
-    if (c->rel_buckets == 1 || (c->rel_buckets > 0 && max_rel <= c->rel_buckets / 2 + 1)) {
+    d.max_pos = max_rel;
+    d.buckets = buckets > 0 ? buckets : 0;
+    d.span = buckets > 0 ? buckets : max_rel;
+    if (d.buckets == 1 || (d.buckets > 0 && max_rel <= d.buckets / 2 + 1)) {
         snprintf(err, errlen, "%s: position_buckets %d needs max_relative_positions above %d", path,
-                 c->rel_buckets, c->rel_buckets / 2 + 1);
+                 d.buckets, d.buckets / 2 + 1);
         return -1;
     }
     json_t *n = json_object_get(root, "norm_rel_ebd");
-    c->rel_ln = json_is_string(n) && strstr(json_string_value(n), "layer_norm") != NULL;
+    d.rel_ln = json_is_string(n) && strstr(json_string_value(n), "layer_norm") != NULL;
+    set_own(c, &d);
     return 0;
 }
 
 static int bind(gpu_model_t *m, const gpu_st_file_t *f, char *err, size_t errlen) {
     const gpu_model_config_t *c = &m->cfg;
+    const deb_t d = own(c);
     gpu_model_weights_t *w = &m->w;
     const int H = c->hidden, I = c->intermediate;
     if (gpu_model_load_tensor(f, "deberta.embeddings.word_embeddings.weight", NULL, w->word_emb,
@@ -160,18 +186,20 @@ static int bind(gpu_model_t *m, const gpu_st_file_t *f, char *err, size_t errlen
             LIN("output.dense", y->ff2_w, y->ff2_b, H, I) ||
             LN("output.LayerNorm", y->ln2_g, y->ln2_b))
             return -1;
-        if (c->rel_span > 0 && !c->share_att_key &&
-            ((c->c2p && LIN("attention.self.pos_key_proj", y->pos_k_w, y->pos_k_b, H, H)) ||
-             (c->p2c && LIN("attention.self.pos_query_proj", y->pos_q_w, y->pos_q_b, H, H))))
+        if (d.span > 0 && !d.share_att_key &&
+            ((d.c2p &&
+              LIN("attention.self.pos_key_proj", y->own[POS_K_W], y->own[POS_K_B], H, H)) ||
+             (d.p2c &&
+              LIN("attention.self.pos_query_proj", y->own[POS_Q_W], y->own[POS_Q_B], H, H))))
             return -1;
 #undef LIN
 #undef LN
     }
-    if (c->rel_span > 0 &&
-        (gpu_model_load_tensor(f, "deberta.encoder.rel_embeddings.weight", NULL, w->rel_emb,
-                               2 * (int64_t)c->rel_span, H, err, errlen) ||
-         (c->rel_ln && gpu_model_load_ln(f, "deberta.encoder.LayerNorm", w->rel_ln_g, w->rel_ln_b,
-                                         H, err, errlen))))
+    if (d.span > 0 &&
+        (gpu_model_load_tensor(f, "deberta.encoder.rel_embeddings.weight", NULL, w->own[REL_EMB],
+                               2 * (int64_t)d.span, H, err, errlen) ||
+         (d.rel_ln && gpu_model_load_ln(f, "deberta.encoder.LayerNorm", w->own[REL_LN_G],
+                                        w->own[REL_LN_B], H, err, errlen))))
         return -1;
     return gpu_model_load_linear(f, "pooler.dense", w->pool_w, w->pool_b, H, H, err, errlen) ||
                    gpu_model_load_linear(f, "classifier", w->cls_w, w->cls_b, c->num_labels, H, err,
@@ -187,30 +215,31 @@ static int bind(gpu_model_t *m, const gpu_st_file_t *f, char *err, size_t errlen
 static void build(gpu_gb_t *b) {
     const gpu_model_config_t *c = &b->g->cfg;
     const gpu_model_weights_t *w = b->w;
-    const int H = c->hidden, R = 2 * c->rel_span;
+    const deb_t d = own(c);
+    const int H = c->hidden, R = 2 * d.span;
     const int x = gpu_gb_embed(b, c->pos_rows > 0, c->type_vocab > 0);
     int rk[c->layers > 0 ? c->layers : 1], rq[c->layers > 0 ? c->layers : 1];
-    if (c->rel_span > 0) {
-        const int emb = gpu_gb_weight(b, "rel_emb", w ? w->rel_emb : NULL, R, H, 0);
+    if (d.span > 0) {
+        const int emb = gpu_gb_weight(b, "rel_emb", w ? w->own[REL_EMB] : NULL, R, H, 0);
         const int rel = gpu_gb_const(b, "rel", R, H); /* (2 span, H) after the norm */
         gpu_op_t *n = gpu_gb_op(b, 1, GPU_OP_NORM, "rel.norm", -1);
         n->prec = GPU_PREC_FP32;
         n->out = V(rel, 0), n->src[0] = V(emb, 0), n->n = H;
-        if (c->rel_ln) {
-            n->w[0] = gpu_gb_weight(b, "rel.ln.g", w ? w->rel_ln_g : NULL, 1, H, 1);
-            n->w[1] = gpu_gb_weight(b, "rel.ln.b", w ? w->rel_ln_b : NULL, 1, H, 1);
+        if (d.rel_ln) {
+            n->w[0] = gpu_gb_weight(b, "rel.ln.g", w ? w->own[REL_LN_G] : NULL, 1, H, 1);
+            n->w[1] = gpu_gb_weight(b, "rel.ln.b", w ? w->own[REL_LN_B] : NULL, 1, H, 1);
         }
         char nm[GPU_GRAPH_NAME];
         for (int l = 0; l < c->layers; l++) {
             const gpu_layer_weights_t *y = w ? &w->layer[l] : NULL;
-            const int want[2] = {c->c2p, c->p2c};
+            const int want[2] = {d.c2p, d.p2c};
             int *out[2] = {rk, rq};
             const char *what[2] = {"pos_k", "pos_q"};
             for (int k = 0; k < 2; k++) {
                 out[k][l] = -1;
                 if (!want[k]) continue;
-                const float *pw = y ? (k ? y->pos_q_w : y->pos_k_w) : NULL;
-                const float *pb = y ? (k ? y->pos_q_b : y->pos_k_b) : NULL;
+                const float *pw = y ? y->own[k ? POS_Q_W : POS_K_W] : NULL;
+                const float *pb = y ? y->own[k ? POS_Q_B : POS_K_B] : NULL;
                 snprintf(nm, sizeof nm, "l%d.%s", l, what[k]);
                 out[k][l] = gpu_gb_const(b, nm, R, H); /* (2 span, H) */
                 gpu_op_t *p = gpu_gb_op(b, 1, GPU_OP_LINEAR, what[k], l);
@@ -224,16 +253,22 @@ static void build(gpu_gb_t *b) {
             }
         }
     }
-    const int first = gpu_gb_postnorm_layers(b, x, c->rel_span > 0 && c->c2p ? rk : NULL,
-                                             c->rel_span > 0 && c->p2c ? rq : NULL);
+    const gpu_gb_rel_t rel = {.k = d.span > 0 && d.c2p ? rk : NULL,
+                              .q = d.span > 0 && d.p2c ? rq : NULL,
+                              .scale_factor = d.scale_factor,
+                              .span = d.span,
+                              .buckets = d.buckets,
+                              .max_pos = d.max_pos};
+    const int first = gpu_gb_postnorm_layers(b, x, &rel);
     gpu_gb_head(b, first, -1, -1, c->head_act);
 }
 
 /* ---- the rest of its row ---- */
 
-/* A bucketed table needs room for the buckets' log part (gpu_model_rel_row). */
+/* A bucketed table needs room for the buckets' log part (gpu_op_rel_row). */
 static const char *validate(const gpu_model_config_t *c) {
-    if (c->rel_span < 0 || (c->rel_span > 0 && c->rel_buckets == 1))
+    const deb_t d = own(c);
+    if (d.span < 0 || (d.span > 0 && d.buckets == 1))
         return "position_buckets / max_relative_positions";
     return NULL;
 }
@@ -242,23 +277,23 @@ static const char *validate(const gpu_model_config_t *c) {
  * (the layer's own K and Q under share_att_key), after the layer's; the relative embeddings
  * and their LayerNorm after the head's. */
 static void layout(gpu_model_blob_t *b, gpu_layer_weights_t *y) {
-    const gpu_model_config_t *c = b->cfg;
-    const size_t H = (size_t)c->hidden;
-    if (c->rel_span <= 0) return;
+    const deb_t d = own(b->cfg);
+    const size_t H = (size_t)b->cfg->hidden;
+    if (d.span <= 0) return;
     if (!y) {
-        gpu_model_slice(b, &b->w->rel_emb, 2 * (size_t)c->rel_span * H);
-        if (c->rel_ln) {
-            gpu_model_slice(b, &b->w->rel_ln_g, H);
-            gpu_model_slice(b, &b->w->rel_ln_b, H);
+        gpu_model_slice(b, &b->w->own[REL_EMB], 2 * (size_t)d.span * H);
+        if (d.rel_ln) {
+            gpu_model_slice(b, &b->w->own[REL_LN_G], H);
+            gpu_model_slice(b, &b->w->own[REL_LN_B], H);
         }
-    } else if (!c->share_att_key) {
-        gpu_model_slice(b, &y->pos_k_w, H * H);
-        gpu_model_slice(b, &y->pos_k_b, H);
-        gpu_model_slice(b, &y->pos_q_w, H * H);
-        gpu_model_slice(b, &y->pos_q_b, H);
+    } else if (!d.share_att_key) {
+        gpu_model_slice(b, &y->own[POS_K_W], H * H);
+        gpu_model_slice(b, &y->own[POS_K_B], H);
+        gpu_model_slice(b, &y->own[POS_Q_W], H * H);
+        gpu_model_slice(b, &y->own[POS_Q_B], H);
     } else if (b->base) {
-        y->pos_k_w = y->k_w, y->pos_k_b = y->k_b;
-        y->pos_q_w = y->q_w, y->pos_q_b = y->q_b;
+        y->own[POS_K_W] = y->k_w, y->own[POS_K_B] = y->k_b;
+        y->own[POS_Q_W] = y->q_w, y->own[POS_Q_B] = y->q_b;
     }
 }
 
@@ -274,8 +309,8 @@ static void geometry(gpu_model_config_t *c) {
 /* The relative embeddings' norm as HF initialises it: (1, 0). */
 static void init_random(gpu_model_t *m) {
     gpu_model_weights_t *w = &m->w;
-    for (int i = 0; w->rel_ln_g && i < m->cfg.hidden; i++)
-        w->rel_ln_g[i] = 1.0f, w->rel_ln_b[i] = 0.0f;
+    for (int i = 0; w->own[REL_LN_G] && i < m->cfg.hidden; i++)
+        w->own[REL_LN_G][i] = 1.0f, w->own[REL_LN_B][i] = 0.0f;
 }
 
 const gpu_family_t gpu_family_deberta = {

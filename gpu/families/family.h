@@ -1,8 +1,11 @@
 /* What the family files of gpu/families share: the registry row and the builder's helpers.
- * A family is one file: its config.json keys, its tensor names and its forward pass as the
- * graph's ops (gpu/graph.h); one line of families.c lists it. */
+ * A family is one file: its config.json keys, its tensor names, its own knobs and weights (the
+ * `own` parts of gpu/model/model.h's structs) and its forward pass as the graph's ops
+ * (gpu/graph.h); one line of registry.h lists it. */
 #ifndef RECLASS_GPU_FAMILIES_FAMILY_H
 #define RECLASS_GPU_FAMILIES_FAMILY_H
+
+#include <string.h>
 
 #include "gpu/graph.h"
 #include "gpu/model/fp8.h"
@@ -23,6 +26,27 @@ typedef struct {
     gpu_model_family_rules_t rules;
     void (*build)(gpu_gb_t *b);
 } gpu_family_t;
+
+/* A family's own knobs: its struct T in the config's own bytes (gpu/model/model.h), which
+ * only its file reads. Defines, in the family's file, T own(const gpu_model_config_t *) and
+ * void set_own(gpu_model_config_t *, const T *) (through memcpy: the bytes have no type). */
+#define GPU_FAMILY_OWN_CONFIG(T)                                                                   \
+    _Static_assert(sizeof(T) <= GPU_MODEL_OWN_CONFIG, #T " fits the config's own bytes");          \
+    static inline T own(const gpu_model_config_t *c) {                                             \
+        T o;                                                                                       \
+        memcpy(&o, c->own, sizeof o);                                                              \
+        return o;                                                                                  \
+    }                                                                                              \
+    static inline void set_own(gpu_model_config_t *c, const T *o) {                                \
+        memcpy(c->own, o, sizeof *o);                                                              \
+    }
+
+/* A family's own weights: n slices of the model (after the head's) and n_layer of each layer,
+ * in the own slices of gpu_model_weights_t / gpu_layer_weights_t (an enum of its file names
+ * them). */
+#define GPU_FAMILY_OWN_WEIGHTS(n, n_layer)                                                         \
+    _Static_assert((n) <= GPU_MODEL_OWN_WEIGHTS && (n_layer) <= GPU_MODEL_OWN_LAYER_WEIGHTS,       \
+                   "the family's weights fit the blob's own slices")
 
 /* The registry row of f, or NULL. */
 const gpu_family_t *gpu_family_find(gpu_model_family_t f);
@@ -65,10 +89,18 @@ gpu_view_t gpu_gb_view(int t, int col);
 /* The embedding op into a new (tokens, E) tensor ("x" when E == H), which it returns. */
 int gpu_gb_embed(gpu_gb_t *b, int with_pos, int with_type);
 
+/* Disentangled attention in BERT's layers (DeBERTa): per layer the c2p / p2c const tensors
+ * (k / q NULL: that term is off), and the attention op's score scale and relative rows
+ * (gpu_op_t's scale_factor, rel_span, rel_buckets, rel_max_pos). */
+typedef struct {
+    const int *k, *q;
+    int scale_factor, span, buckets, max_pos;
+} gpu_gb_rel_t;
+
 /* BERT's post-norm layers on x (tokens, H), the last layer on first tokens only. Returns the tensor
- * of the first tokens' final rows (seqs, H). rel_k / rel_q: per layer the c2p / p2c const tensors
- * (DeBERTa) or NULL. */
-int gpu_gb_postnorm_layers(gpu_gb_t *b, int x, const int *rel_k, const int *rel_q);
+ * of the first tokens' final rows (seqs, H). rel: NULL, or the relative attention of every
+ * layer. */
+int gpu_gb_postnorm_layers(gpu_gb_t *b, int x, const gpu_gb_rel_t *rel);
 /* logits = cls(act(pool_dense(rows))) (then head LayerNorm between, when hg >= 0). */
 void gpu_gb_head(gpu_gb_t *b, int rows, int hg, int hb, gpu_act_t act);
 

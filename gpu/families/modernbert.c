@@ -20,16 +20,29 @@
 #define MB_THETA_GLOBAL    160000.0
 #define MB_THETA_LOCAL     10000.0
 
+/* Its own knobs, the config's own bytes (model.h). */
+typedef struct {
+    int mean_pool; /* classifier_pooling "mean": the head reads the tokens' mean, not the first */
+    int global_every; /* layer l attends globally when l % global_every == 0, else locally */
+    int local_window; /* local_attention / 2: a local layer's token i sees |i - j| <= this */
+    float theta_global, theta_local; /* RoPE's */
+} mb_t;
+GPU_FAMILY_OWN_CONFIG(mb_t)
+
+/* Its own weights, the blob's own slices after the head's (model.h): final_norm, head.norm. */
+enum { FINAL_G, FINAL_B, HEAD_G, HEAD_B, OWN_WEIGHTS };
+GPU_FAMILY_OWN_WEIGHTS(OWN_WEIGHTS, 0);
+
 static void defaults(gpu_model_config_t *c) {
-    c->glu = 1;
     c->pos_rows = 0;
     c->pos_offset = 0;
     c->type_vocab = 0;
     c->emb_size = c->hidden;
-    c->global_every = MB_GLOBAL_EVERY;
-    c->local_window = MB_LOCAL_ATTENTION / 2;
-    c->rope_theta_global = (float)MB_THETA_GLOBAL;
-    c->rope_theta_local = (float)MB_THETA_LOCAL;
+    const mb_t m = {.global_every = MB_GLOBAL_EVERY,
+                    .local_window = MB_LOCAL_ATTENTION / 2,
+                    .theta_global = (float)MB_THETA_GLOBAL,
+                    .theta_local = (float)MB_THETA_LOCAL};
+    set_own(c, &m);
 }
 
 /* A theta: a positive number, dflt when the key is missing or null; name is the key as the
@@ -70,12 +83,12 @@ static int rope_kind(json_t *rp, const char *path, const char *kind, double dflt
 
 /* The global/local pattern: layer_types must be "global every n" (what HF derives from
  * global_attn_every_n_layers, and what every published checkpoint has). */
-static int layer_pattern(json_t *root, const char *path, gpu_model_config_t *c, char *err,
-                         size_t errlen) {
+static int layer_pattern(json_t *root, const char *path, const gpu_model_config_t *c, mb_t *m,
+                         char *err, size_t errlen) {
     json_t *lt = json_object_get(root, "layer_types");
     if (!lt || json_is_null(lt)) {
         if (!json_object_get(root, "global_attn_every_n_layers")) return 0;
-        return gpu_model_cfg_int_min(root, path, "global_attn_every_n_layers", 1, &c->global_every,
+        return gpu_model_cfg_int_min(root, path, "global_attn_every_n_layers", 1, &m->global_every,
                                      err, errlen);
     }
     if (!json_is_array(lt) || (int)json_array_size(lt) != c->layers) {
@@ -104,7 +117,7 @@ static int layer_pattern(json_t *root, const char *path, gpu_model_config_t *c, 
             return -1;
         }
     }
-    c->global_every = every;
+    m->global_every = every;
     return 0;
 }
 
@@ -117,10 +130,11 @@ static int config(json_t *root, const char *path, gpu_model_config_t *c, char *e
         gpu_model_cfg_int_min(root, path, "max_position_embeddings", 1, &c->max_pos, err, errlen))
         return -1;
     defaults(c);
+    mb_t m = own(c);
     if (gpu_model_cfg_act(root, path, "hidden_activation", "gelu", &c->act, err, errlen) ||
         gpu_model_cfg_act(root, path, "classifier_activation", "gelu", &c->head_act, err, errlen) ||
         gpu_model_cfg_eps(root, path, "norm_eps", 1e-5, &c->ln_eps, err, errlen) ||
-        layer_pattern(root, path, c, err, errlen))
+        layer_pattern(root, path, c, &m, err, errlen))
         return -1;
     if (c->hidden % c->heads == 0 &&
         ((c->hidden / c->heads) % 2 != 0 || c->hidden / c->heads > 1024)) {
@@ -132,14 +146,14 @@ static int config(json_t *root, const char *path, gpu_model_config_t *c, char *e
     if (json_object_get(root, "local_attention") &&
         gpu_model_cfg_int_min(root, path, "local_attention", 0, &local, err, errlen))
         return -1;
-    c->local_window = local / 2;
+    m.local_window = local / 2;
     json_t *pool = json_object_get(root, "classifier_pooling");
     const char *pv = pool ? json_string_value(pool) : "cls";
     if (!pv || (strcmp(pv, "cls") != 0 && strcmp(pv, "mean") != 0)) {
         snprintf(err, errlen, "%s: classifier_pooling is not \"cls\" or \"mean\"", path);
         return -1;
     }
-    c->mean_pool = strcmp(pv, "mean") == 0;
+    m.mean_pool = strcmp(pv, "mean") == 0;
     json_t *scaling = json_object_get(root, "rope_scaling");
     if (scaling && !json_is_null(scaling)) {
         snprintf(err, errlen, "%s: rope_scaling is not supported (default RoPE only)", path);
@@ -151,18 +165,16 @@ static int config(json_t *root, const char *path, gpu_model_config_t *c, char *e
             snprintf(err, errlen, "%s: rope_parameters is not an object", path);
             return -1;
         }
-        return rope_kind(rp, path, "full_attention", MB_THETA_GLOBAL, &c->rope_theta_global, err,
-                         errlen) ||
-                       rope_kind(rp, path, "sliding_attention", MB_THETA_LOCAL,
-                                 &c->rope_theta_local, err, errlen)
-                   ? -1
-                   : 0;
-    }
-    if (cfg_theta(root, path, "global_rope_theta", "global_rope_theta", MB_THETA_GLOBAL,
-                  &c->rope_theta_global, err, errlen) ||
-        cfg_theta(root, path, "local_rope_theta", "local_rope_theta", MB_THETA_LOCAL,
-                  &c->rope_theta_local, err, errlen))
+        if (rope_kind(rp, path, "full_attention", MB_THETA_GLOBAL, &m.theta_global, err, errlen) ||
+            rope_kind(rp, path, "sliding_attention", MB_THETA_LOCAL, &m.theta_local, err, errlen))
+            return -1;
+    } else if (cfg_theta(root, path, "global_rope_theta", "global_rope_theta", MB_THETA_GLOBAL,
+                         &m.theta_global, err, errlen) ||
+               cfg_theta(root, path, "local_rope_theta", "local_rope_theta", MB_THETA_LOCAL,
+                         &m.theta_local, err, errlen)) {
         return -1;
+    }
+    set_own(c, &m);
     return 0;
 }
 
@@ -207,9 +219,9 @@ static int bind(gpu_model_t *m, const gpu_st_file_t *f, char *err, size_t errlen
             for (int i = 0; i < H; i++)
                 y->ln1_g[i] = 1.0f, y->ln1_b[i] = 0.0f; /* unused: the backends skip it */
     }
-    return norm(f, "model.final_norm", w->final_ln_g, w->final_ln_b, H, err, errlen) ||
+    return norm(f, "model.final_norm", w->own[FINAL_G], w->own[FINAL_B], H, err, errlen) ||
                    linear(f, "head.dense", w->pool_w, w->pool_b, H, H, err, errlen) ||
-                   norm(f, "head.norm", w->head_ln_g, w->head_ln_b, H, err, errlen) ||
+                   norm(f, "head.norm", w->own[HEAD_G], w->own[HEAD_B], H, err, errlen) ||
                    gpu_model_load_linear(f, "classifier", w->cls_w, w->cls_b, c->num_labels, H, err,
                                          errlen)
                ? -1
@@ -223,6 +235,7 @@ static int bind(gpu_model_t *m, const gpu_st_file_t *f, char *err, size_t errlen
 static void build(gpu_gb_t *b) {
     const gpu_model_config_t *c = &b->g->cfg;
     const gpu_model_weights_t *w = b->w;
+    const mb_t m = own(c);
     const int H = c->hidden, I = c->intermediate, F = 2 * I;
     const int x = gpu_gb_embed(b, 0, 0);                          /* (tokens, H) residual */
     const int h = gpu_gb_act(b, "h", GPU_ROWS_TOKENS, H);         /* (tokens, H) normed input */
@@ -232,7 +245,7 @@ static void build(gpu_gb_t *b) {
     char n[GPU_GRAPH_NAME];
     for (int l = 0; l < c->layers; l++) {
         const gpu_layer_weights_t *y = w ? &w->layer[l] : NULL;
-        const int local = l % c->global_every != 0;
+        const int local = l % m.global_every != 0;
 #define W(field, name, rows, cols, fp32)                                                           \
     (snprintf(n, sizeof n, "l%d.%s", l, name),                                                     \
      gpu_gb_weight(b, n, y ? y->field : NULL, rows, cols, fp32))
@@ -248,8 +261,8 @@ static void build(gpu_gb_t *b) {
         gpu_op_t *a = gpu_gb_op(b, 0, GPU_OP_ATTENTION, "attn", l);
         a->out = V(ctx, 0), a->src[0] = V(qkv, 0), a->src[1] = V(qkv, H), a->src[2] = V(qkv, 2 * H);
         a->heads = c->heads, a->head_dim = H / c->heads;
-        a->rope_theta = local ? c->rope_theta_local : c->rope_theta_global;
-        a->window = local ? c->local_window : 0;
+        a->rope_theta = local ? m.theta_local : m.theta_global;
+        a->window = local ? m.local_window : 0;
         gpu_gb_linear(b, "ao", l, gpu_gb_proj_prec(b, l, GPU_FP8_AO), V(x, 0), V(ctx, 0),
                       W(ao_w, "ao.w", H, H, 0), W(ao_b, "ao.b", 1, H, 0), H, H, GPU_EPI_RESIDUAL,
                       c->act);
@@ -264,38 +277,33 @@ static void build(gpu_gb_t *b) {
 #undef W
     }
     gpu_gb_norm(b, "final_norm", -1, V(x, 0), V(x, 0),
-                gpu_gb_weight(b, "final_norm.g", w ? w->final_ln_g : NULL, 1, H, 1),
-                gpu_gb_weight(b, "final_norm.b", w ? w->final_ln_b : NULL, 1, H, 1), H);
+                gpu_gb_weight(b, "final_norm.g", w ? w->own[FINAL_G] : NULL, 1, H, 1),
+                gpu_gb_weight(b, "final_norm.b", w ? w->own[FINAL_B] : NULL, 1, H, 1), H);
     const int pooled = gpu_gb_act(b, "pooled", GPU_ROWS_SEQS, H); /* (seqs, H) */
     gpu_op_t *p = gpu_gb_op(b, 0, GPU_OP_POOL, "pool", -1);
     p->out = V(pooled, 0), p->src[0] = V(x, 0), p->n = H;
-    p->pool = c->mean_pool ? GPU_POOL_MEAN : GPU_POOL_CLS;
-    gpu_gb_head(b, pooled, gpu_gb_weight(b, "head.norm.g", w ? w->head_ln_g : NULL, 1, H, 1),
-                gpu_gb_weight(b, "head.norm.b", w ? w->head_ln_b : NULL, 1, H, 1), c->head_act);
+    p->pool = m.mean_pool ? GPU_POOL_MEAN : GPU_POOL_CLS;
+    gpu_gb_head(b, pooled, gpu_gb_weight(b, "head.norm.g", w ? w->own[HEAD_G] : NULL, 1, H, 1),
+                gpu_gb_weight(b, "head.norm.b", w ? w->own[HEAD_B] : NULL, 1, H, 1), c->head_act);
 }
 
 /* ---- the rest of its row ---- */
 
-/* What the shared checks cannot know: GeGLU, the global/local pattern, usable thetas. */
+/* What the shared checks cannot know: the global/local pattern, usable thetas. */
 static const char *validate(const gpu_model_config_t *c) {
-    if (c->glu != 1) return "architectures (GLU)";
-    if (c->global_every < 1) return "global_attn_every_n_layers";
-    if (c->local_window < 0) return "local_attention";
-    if (!(c->rope_theta_global >= FLT_MIN && c->rope_theta_global <= FLT_MAX))
-        return "global_rope_theta";
-    if (!(c->rope_theta_local >= FLT_MIN && c->rope_theta_local <= FLT_MAX))
-        return "local_rope_theta";
+    const mb_t m = own(c);
+    if (m.global_every < 1) return "global_attn_every_n_layers";
+    if (m.local_window < 0) return "local_attention";
+    if (!(m.theta_global >= FLT_MIN && m.theta_global <= FLT_MAX)) return "global_rope_theta";
+    if (!(m.theta_local >= FLT_MIN && m.theta_local <= FLT_MAX)) return "local_rope_theta";
     return NULL;
 }
 
 /* Its weights beyond the shared ones: final_norm and head.norm, after the head's. */
 static void layout(gpu_model_blob_t *b, gpu_layer_weights_t *y) {
     if (y) return;
-    const size_t H = (size_t)b->cfg->hidden;
-    gpu_model_slice(b, &b->w->final_ln_g, H);
-    gpu_model_slice(b, &b->w->final_ln_b, H);
-    gpu_model_slice(b, &b->w->head_ln_g, H);
-    gpu_model_slice(b, &b->w->head_ln_b, H);
+    for (int i = 0; i < OWN_WEIGHTS; i++)
+        gpu_model_slice(b, &b->w->own[i], (size_t)b->cfg->hidden);
 }
 
 /* answerdotai/ModernBERT-base: 8,192 RoPE positions (no table), GeGLU to 2 x 1152. */
@@ -304,15 +312,17 @@ static const gpu_model_geometry_t geometries[] = {
 };
 
 static void geometry(gpu_model_config_t *c) {
-    c->mean_pool = 1; /* the published config's classifier_pooling */
+    mb_t m = own(c);
+    m.mean_pool = 1; /* the published config's classifier_pooling */
+    set_own(c, &m);
 }
 
 /* Its norms as HF initialises them: (1, 0). */
 static void init_random(gpu_model_t *m) {
     gpu_model_weights_t *w = &m->w;
     for (int i = 0; i < m->cfg.hidden; i++) {
-        w->final_ln_g[i] = w->head_ln_g[i] = 1.0f;
-        w->final_ln_b[i] = w->head_ln_b[i] = 0.0f;
+        w->own[FINAL_G][i] = w->own[HEAD_G][i] = 1.0f;
+        w->own[FINAL_B][i] = w->own[HEAD_B][i] = 0.0f;
     }
 }
 
@@ -321,6 +331,7 @@ const gpu_family_t gpu_family_modernbert = {
               .name = "modernbert",
               .head_act = GPU_ACT_GELU,
               .no_tables = 1,
+              .glu = 1,
               .defaults = defaults,
               .config = config,
               .validate = validate,

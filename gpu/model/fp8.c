@@ -170,7 +170,7 @@ static const struct {
 int gpu_fp8_runs(const gpu_model_config_t *cfg, int layer, gpu_fp8_point_t p) {
     /* a gated FFN's (GeGLU) FFN-out input is a product of two GEMM columns: no bound of
      * gpu_fp8_act_bound_scale's, no row a kernel holds whole */
-    if (p == GPU_FP8_FF2 && cfg->glu) return 0;
+    if (p == GPU_FP8_FF2 && gpu_model_glu(cfg)) return 0;
     if (cfg->layers >= GPU_FP8_DEEP)
         return deep_plan[p].on && layer >= deep_plan[p].first &&
                layer + deep_plan[p].last < cfg->layers;

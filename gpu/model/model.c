@@ -4,7 +4,6 @@
  * geometries are its row's (gpu/families/<family>.c). */
 #include "gpu/model/model.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +17,7 @@
 void gpu_model_slice(gpu_model_blob_t *b, float **ptr, size_t n) {
     if (b->base) *ptr = b->base + b->at;
     b->at += b->exact ? n : (n + BLOB_ALIGN - 1) / BLOB_ALIGN * BLOB_ALIGN;
+    b->total += (double)n;
 }
 
 /* Assigns every weight pointer of b->w as a slice of b->base (when it is set) and adds up the
@@ -45,6 +45,7 @@ static void blob_layout(gpu_model_blob_t *b) {
         SLICE(w->emb_proj_b, H);
     }
     const size_t before = b->at;
+    const double total_before = b->total;
     for (int l = 0; l < (b->exact ? 1 : c->layers); l++) {
         gpu_layer_weights_t scratch, *y = b->base ? &w->layer[l] : &scratch;
         float *qkv_w = NULL, *qkv_b = NULL;
@@ -70,7 +71,10 @@ static void blob_layout(gpu_model_blob_t *b) {
         SLICE(y->ln2_b, H);
         if (own) own(b, y);
     }
-    if (b->exact) b->at = before + (b->at - before) * (size_t)c->layers;
+    if (b->exact) {
+        b->at = before + (b->at - before) * (size_t)c->layers;
+        b->total = total_before + (b->total - total_before) * c->layers;
+    }
     SLICE(w->pool_w, H * H);
     SLICE(w->pool_b, H);
     SLICE(w->cls_w, L * H);
@@ -108,25 +112,13 @@ void gpu_model_free(gpu_model_t *m) {
     free(m);
 }
 
-int gpu_model_ff1_rows(const gpu_model_config_t *c) {
-    return c->glu ? 2 * c->intermediate : c->intermediate;
+int gpu_model_glu(const gpu_model_config_t *c) {
+    const gpu_model_family_rules_t *r = gpu_model_family_of(c->family);
+    return r && r->glu;
 }
 
-int gpu_model_rel_row(const gpu_model_config_t *c, int rel) {
-    int bucket = rel;
-    if (c->rel_buckets > 0 && c->rel_max_pos > 0) {
-        /* make_log_bucket_position, in fp32 as torch evaluates it */
-        const int mid = c->rel_buckets / 2, sign = (rel > 0) - (rel < 0);
-        const int abs_pos = rel < mid && rel > -mid ? mid - 1 : abs(rel);
-        if (abs_pos > mid) {
-            const float den = logf((float)((double)(c->rel_max_pos - 1) / mid));
-            const float lp =
-                ceilf(logf((float)abs_pos / (float)mid) / den * (float)(mid - 1)) + (float)mid;
-            bucket = (int)lp * sign;
-        }
-    }
-    const int row = bucket + c->rel_span;
-    return row < 0 ? 0 : row > 2 * c->rel_span - 1 ? 2 * c->rel_span - 1 : row;
+int gpu_model_ff1_rows(const gpu_model_config_t *c) {
+    return gpu_model_glu(c) ? 2 * c->intermediate : c->intermediate;
 }
 
 size_t gpu_model_param_count(const gpu_model_config_t *c) {
@@ -134,6 +126,13 @@ size_t gpu_model_param_count(const gpu_model_config_t *c) {
     gpu_model_blob_t b = {.cfg = c, .w = &scratch, .exact = 1};
     blob_layout(&b);
     return b.at;
+}
+
+double gpu_model_param_total(const gpu_model_config_t *c) {
+    gpu_model_weights_t scratch = {0};
+    gpu_model_blob_t b = {.cfg = c, .w = &scratch, .exact = 1};
+    blob_layout(&b);
+    return b.total;
 }
 
 /* ---- checkpoint loading ---- */

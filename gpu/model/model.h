@@ -1,12 +1,12 @@
-/* A BERT-family sequence classifier (BERT, DistilBERT, RoBERTa, XLM-RoBERTa, ELECTRA,
- * ModernBERT, DeBERTa-v2/v3) as read from a Hugging Face checkpoint directory (config.json,
- * model.safetensors, vocab.txt or tokenizer.json; tokenizer_config.json is the tokenizer's:
- * worker/text/tok_config.h), or made up with random weights in a named geometry for
+/* A sequence classifier of one of the registry's families (gpu/families/registry.h: BERT and
+ * its relatives, ModernBERT, DeBERTa-v2/v3, ...) as read from a Hugging Face checkpoint directory
+ * (config.json, model.safetensors, vocab.txt or tokenizer.json; tokenizer_config.json is the
+ * tokenizer's: worker/text/tok_config.h), or made up with random weights in a named geometry for
  * benchmarks. Shared by every backend: the loader converts F32/F16/BF16 tensors to fp32 once;
  * what runs on them is the family's graph (gpu/graph.h, built by gpu/families/<family>.c,
  * which also holds the family's config keys and tensor names where BERT's generic ones do not
- * serve). The families share one layout: the fields marked ModernBERT and DeBERTa are 0 / NULL
- * elsewhere. */
+ * serve). The families share one layout; what a family adds is its own part of it (`own`),
+ * which only its file reads. */
 #ifndef RECLASS_GPU_MODEL_H
 #define RECLASS_GPU_MODEL_H
 
@@ -24,6 +24,12 @@ extern "C" {
 #define GPU_FAMILY_VALUE(sym, NAME) GPU_FAMILY_##NAME,
 typedef enum { GPU_FAMILIES(GPU_FAMILY_VALUE) GPU_FAMILY_COUNT } gpu_model_family_t;
 #undef GPU_FAMILY_VALUE
+
+/* Room for a family's own part of the shared structs (gpu/families/<family>.c asserts its
+ * part fits): bytes of the config, slices of the blob per model and per layer. */
+#define GPU_MODEL_OWN_CONFIG        64
+#define GPU_MODEL_OWN_WEIGHTS       8
+#define GPU_MODEL_OWN_LAYER_WEIGHTS 8
 
 /* Activations: the FFN's (config's hidden_act) and the head's (fixed by the family). */
 typedef enum {
@@ -51,22 +57,10 @@ typedef struct {
     int num_labels;   /* L */
     float ln_eps;
     char **id2label; /* (num_labels) owned; "LABEL_i" when config has none */
-    /* ModernBERT (0 elsewhere). Its positions are RoPE only: pos_rows 0, max_pos is
-     * max_position_embeddings. */
-    int glu;       /* 1: ff1 is (2I, H); the FFN is W2 (act(first I) * last I) (GeGLU) */
-    int mean_pool; /* classifier_pooling "mean": the head reads the tokens' mean, not the first */
-    int global_every; /* layer l attends globally when l % global_every == 0, else locally */
-    int local_window; /* local_attention / 2: a local layer's token i sees |i - j| <= this */
-    float rope_theta_global, rope_theta_local;
-    /* DeBERTa (0 elsewhere). */
-    int rel_span;    /* relative embedding rows / 2 (position_buckets, else max_relative_positions);
-                      * 0: no relative attention */
-    int rel_buckets; /* position_buckets, 0 for plain clamped distances */
-    int rel_max_pos; /* max_relative_positions */
-    int c2p, p2c;    /* pos_att_type has "c2p" / "p2c" */
-    int att_scale_factor; /* 1 + c2p + p2c: scores are divided by sqrt(head_dim * this) */
-    int share_att_key;    /* the relative embeddings go through the layer's own K and Q */
-    int rel_ln;           /* norm_rel_ebd has "layer_norm" */
+    /* The family's own knobs (ModernBERT's RoPE thetas and window, DeBERTa's relative
+     * positions): bytes only its file reads and writes (gpu/families/<family>.c, through
+     * memcpy into its own struct), 0 elsewhere, so a copy of the config copies them. */
+    unsigned char own[GPU_MODEL_OWN_CONFIG];
 } gpu_model_config_t;
 
 /* HF nn.Linear layout everywhere: weight (out, in) row-major, y = x W^T + b. */
@@ -82,9 +76,10 @@ typedef struct {
     float *ff2_b;           /* (H) */
     float *ln2_g, *ln2_b;   /* (H) LayerNorm after FFN + residual */
     /* ModernBERT: ln1 is attn_norm (before attention; layer 0 has none), ln2 mlp_norm (before
-     * the FFN), ff1 (2I, H) with ff1_b (2I). DeBERTa: the projections of the relative
-     * embeddings, c2p's keys and p2c's queries: k_* / q_* themselves under share_att_key. */
-    float *pos_k_w, *pos_k_b, *pos_q_w, *pos_q_b; /* (H, H), (H) */
+     * the FFN), ff1 (2I, H) with ff1_b (2I) (gpu_model_ff1_rows). */
+    float *own[GPU_MODEL_OWN_LAYER_WEIGHTS]; /* the family's own slices of the layer (its file
+                                              * names them, e.g. DeBERTa's relative K and Q
+                                              * projections), NULL elsewhere */
 } gpu_layer_weights_t;
 
 /* Every backend embeds token t of a sequence as LN(word[id] + pos_emb[t] + type_emb[0]),
@@ -93,21 +88,20 @@ typedef struct {
  * families: BERT's pooler + tanh, DistilBERT's pre_classifier + ReLU, RoBERTa's and
  * ELECTRA's classifier.dense + tanh / GELU, then classifier (.out_proj). */
 typedef struct {
-    float *word_emb;                /* (vocab_size, E) */
-    float *pos_emb;                 /* (max_pos, E): rows pos_offset.. of the checkpoint's table */
-    float *type_emb;                /* (type_vocab, E); type id is always 0 */
-    float *emb_ln_g, *emb_ln_b;     /* (E) */
-    float *emb_proj_w;              /* (H, E) ELECTRA's embeddings_project, NULL when E == H */
-    float *emb_proj_b;              /* (H) or NULL */
-    gpu_layer_weights_t *layer;     /* (layers) */
-    float *pool_w;                  /* (H, H) pooler / pre_classifier / classifier.dense */
-    float *pool_b;                  /* (H) */
-    float *cls_w;                   /* (L, H) classifier / classifier.out_proj */
-    float *cls_b;                   /* (L) */
-    float *final_ln_g, *final_ln_b; /* (H) ModernBERT's final_norm, NULL elsewhere */
-    float *head_ln_g, *head_ln_b;   /* (H) ModernBERT's head.norm (after dense + act) */
-    float *rel_emb;                 /* (2 rel_span, H) DeBERTa's rel_embeddings, NULL elsewhere */
-    float *rel_ln_g, *rel_ln_b;     /* (H) its LayerNorm (norm_rel_ebd), NULL without one */
+    float *word_emb;            /* (vocab_size, E) */
+    float *pos_emb;             /* (max_pos, E): rows pos_offset.. of the checkpoint's table */
+    float *type_emb;            /* (type_vocab, E); type id is always 0 */
+    float *emb_ln_g, *emb_ln_b; /* (E) */
+    float *emb_proj_w;          /* (H, E) ELECTRA's embeddings_project, NULL when E == H */
+    float *emb_proj_b;          /* (H) or NULL */
+    gpu_layer_weights_t *layer; /* (layers) */
+    float *pool_w;              /* (H, H) pooler / pre_classifier / classifier.dense */
+    float *pool_b;              /* (H) */
+    float *cls_w;               /* (L, H) classifier / classifier.out_proj */
+    float *cls_b;               /* (L) */
+    float *own[GPU_MODEL_OWN_WEIGHTS]; /* the family's own slices after the head's (its file
+                                        * names them, e.g. ModernBERT's final norm, DeBERTa's
+                                        * relative embeddings), NULL elsewhere */
 } gpu_model_weights_t;
 
 typedef struct {
@@ -134,18 +128,16 @@ int gpu_model_parse_config(const char *json, size_t len, const char *name, gpu_m
 /* "BertForSequenceClassification, DistilBertForSequenceClassification, ...": every
  * architecture gpu_model_load takes, for messages. */
 const char *gpu_model_architectures(void);
+/* "bert, distilbert, ...": every family's name (gpu_model_family_name), in registry order. */
+const char *gpu_model_families(void);
 
 /* The family's name as its registry row gives it ("bert", ..., "modernbert", "deberta-v2") and an
  * activation's ("gelu", "gelu_new", "relu", "tanh"). */
 const char *gpu_model_family_name(gpu_model_family_t f);
 const char *gpu_model_act_name(gpu_act_t a);
 
-/* Geometry by name: "bert-base" (12x768, 12 heads, 3072), "bert-mini" (4x256, 4, 1024),
- * "bert-large" (24x1024, 16, 4096), ...: vocab 30522, 512 positions, 2 types; "roberta-base"
- * and "xlmr-base" (bert-base's layers, vocab 50265 / 250002, 514 positions from offset 2, 1
- * type, gelu, LN eps 1e-5), "distilbert-base" (6x768, 12, 3072, no types), "electra-small"
- * (12x256, 4, 1024, E 128) and "electra-base" (bert-base's). The list: gpu_model_geometries.
- * Returns 0 or -1. */
+/* Geometry by name ("bert-base", "modernbert-base", ...: each family's rows, in its file):
+ * cfg with num_labels labels. The list: gpu_model_geometries. Returns 0 or -1. */
 int gpu_model_geometry(const char *name, int num_labels, gpu_model_config_t *cfg);
 
 /* "bert-tiny, bert-mini, ...": the names gpu_model_geometry knows, for messages. */
@@ -155,15 +147,10 @@ const char *gpu_model_geometries(void);
 int gpu_model_init_random(const char *geometry, int num_labels, uint64_t seed, gpu_model_t **out,
                           char *err, size_t errlen);
 
-/* Rows of ff1 (intermediate.dense / ModernBERT's Wi): 2I for a GLU FFN, else I. */
+/* Rows of ff1 (intermediate.dense / ModernBERT's Wi): 2I when the family's FFN is gated
+ * (gpu_model_glu: GeGLU), else I. */
 int gpu_model_ff1_rows(const gpu_model_config_t *cfg);
-
-/* DeBERTa's relative position of query i to key j (rel = i - j) as Hugging Face's
- * make_log_bucket_position computes it in fp32 (the distance itself when there are no
- * buckets), then the row of the relative embeddings it reads: clamp(bucket + span, 0,
- * 2 span - 1). The disentangled attention op's rule, which every backend reads (model.c),
- * so no backend depends on a family's file. */
-int gpu_model_rel_row(const gpu_model_config_t *cfg, int rel);
+int gpu_model_glu(const gpu_model_config_t *cfg);
 
 /* Total parameter count of a geometry (for FLOP accounting). */
 size_t gpu_model_param_count(const gpu_model_config_t *cfg);

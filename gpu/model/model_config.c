@@ -12,20 +12,31 @@
 #include "gpu/model/model.h"
 #include "gpu/model/model_int.h"
 
-/* Registry rows are static: the list is written once, the first time it is asked for. */
-static char arch_list[1024];
-static pthread_once_t arch_once = PTHREAD_ONCE_INIT;
+/* Registry rows are static: the lists are written once, the first time they are asked for. */
+static char arch_list[1024], family_list[512];
+static pthread_once_t list_once = PTHREAD_ONCE_INIT;
 
-static void arch_fill(void) {
-    size_t n = 0;
-    for (int i = 0; gpu_model_family_rules(i) && n < sizeof arch_list; i++)
-        n += (size_t)snprintf(arch_list + n, sizeof arch_list - n, "%s%s", i ? ", " : "",
-                              gpu_model_family_rules(i)->arch);
+static void lists_fill(void) {
+    size_t n = 0, m = 0;
+    for (int i = 0; gpu_model_family_rules(i); i++) {
+        const gpu_model_family_rules_t *r = gpu_model_family_rules(i);
+        if (n < sizeof arch_list)
+            n += (size_t)snprintf(arch_list + n, sizeof arch_list - n, "%s%s", i ? ", " : "",
+                                  r->arch);
+        if (m < sizeof family_list)
+            m += (size_t)snprintf(family_list + m, sizeof family_list - m, "%s%s", i ? ", " : "",
+                                  r->name);
+    }
 }
 
 const char *gpu_model_architectures(void) {
-    pthread_once(&arch_once, arch_fill);
+    pthread_once(&list_once, lists_fill);
     return arch_list;
+}
+
+const char *gpu_model_families(void) {
+    pthread_once(&list_once, lists_fill);
+    return family_list;
 }
 
 const gpu_model_family_rules_t *gpu_model_family_of(gpu_model_family_t f) {
@@ -59,12 +70,7 @@ static int config_check_size(const gpu_model_config_t *c, const char *path, char
         snprintf(err, errlen, "%s: %d labels (at most %d)", path, c->num_labels, MODEL_MAX_LABELS);
         return -1;
     }
-    double H = c->hidden, I = c->intermediate, L = c->num_labels, E = c->emb_size;
-    double F = c->glu ? 2 * I : I;
-    double layer = 4 * H * H + 4 * H + F * H + F + H * I + H + 4 * H + 2 * H * H + 2 * H;
-    double n = ((double)c->vocab_size + c->pos_rows + c->type_vocab) * E + 2 * E +
-               (c->emb_size != c->hidden ? H * E + H : 0) + c->layers * layer + H * H + H + L * H +
-               L + 2.0 * c->rel_span * H + 6 * H;
+    const double n = gpu_model_param_total(c); /* the family's own weights by its row */
     if (n > MODEL_MAX_PARAMS) {
         snprintf(err, errlen, "%s: the geometry has %.3g parameters (at most %.3g)", path, n,
                  MODEL_MAX_PARAMS);

@@ -61,11 +61,18 @@ typedef struct {
     gpu_model_weights_t *w; /* the pointers being assigned (a scratch copy when only counting) */
     float *base;            /* the blob, NULL while sizing or counting */
     size_t at;              /* floats laid out so far */
+    double total;           /* parameters laid out so far, in double: it cannot wrap */
     int exact;              /* 1: count parameters (no alignment), 0: floats of the blob */
 } gpu_model_blob_t;
 
 /* *ptr = the next n floats of the blob (when b->base is set). */
 void gpu_model_slice(gpu_model_blob_t *b, float **ptr, size_t n);
+
+/* The parameter count of cfg (every shared slice and the family's own, through its row's
+ * layout) in double, for a config not yet checked: dimensions up to 2^30 make a count that
+ * wraps size_t, which this cannot (config_check_size bounds it before anything is
+ * allocated). */
+double gpu_model_param_total(const gpu_model_config_t *c);
 
 /* ---- the families (the registry: gpu/families/registry.h, families.c) ---- */
 
@@ -89,6 +96,7 @@ typedef struct {
     gpu_act_t head_act; /* its default; a family's config may override it */
     int no_tables;      /* 1: it may have no position table and no token types (RoPE,
                          * relative positions) */
+    int glu;            /* 1: its FFN is gated (GeGLU): ff1 has 2I rows (gpu_model_glu) */
     /* The family's published defaults before its config.json is read (and for its named
      * geometries); NULL: none. */
     void (*defaults)(gpu_model_config_t *c);

@@ -52,7 +52,7 @@ void gpu_ref_attention_op(const gpu_ref_attn_t *a, const float *q, int ldq, int 
                 p[j] = -INFINITY;
                 if (a->window > 0 && abs(i - j) > a->window) continue;
                 double s = dot(qc + (size_t)i * H + c0, kc + (size_t)j * H + c0, hd);
-                const int r = a->cfg ? gpu_model_rel_row(a->cfg, i - j) : 0;
+                const int r = a->rel ? gpu_op_rel_row(a->rel, i - j) : 0;
                 if (a->pk) s += dot(qc + (size_t)i * H + c0, a->pk + (size_t)r * H + c0, hd);
                 if (a->pq) s += dot(kc + (size_t)j * H + c0, a->pq + (size_t)r * H + c0, hd);
                 p[j] = s / scale;

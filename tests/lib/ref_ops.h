@@ -42,13 +42,13 @@ void gpu_ref_attention(const float *q, const float *k, const float *v, int ld,
 
 /* The graph's attention op (ref_attention.c) for one sequence: q rows nq (len, or 1: the
  * first token), k, v rows len; RoPE when rope_theta > 0, keys |i - j| <= window when window
- * > 0, DeBERTa's c2p (pk) / p2c (pq) at gpu_model_rel_row(cfg, i - j) when given, scores /
+ * > 0, DeBERTa's c2p (pk) / p2c (pq) at gpu_op_rel_row(rel, i - j) when given, scores /
  * sqrt(head_dim * scale_factor). out (nq, heads * head_dim) rows ldo apart. */
 typedef struct {
     int heads, head_dim, window, scale_factor;
     float rope_theta;
-    const float *pk, *pq;          /* (2 span, H) or NULL */
-    const gpu_model_config_t *cfg; /* the relative rows' config, with pk / pq */
+    const float *pk, *pq; /* (2 span, H) or NULL */
+    const gpu_op_t *rel;  /* the op whose relative rows they are, with pk / pq */
 } gpu_ref_attn_t;
 void gpu_ref_attention_op(const gpu_ref_attn_t *a, const float *q, int ldq, int nq, const float *k,
                           const float *v, int ldkv, int len, float *out, int ldo);

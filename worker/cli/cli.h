@@ -102,8 +102,6 @@ int worker_cli_settings_opts(cls_settings_t *s, unsigned rows, int env, cli_opt_
  * wording, one environment variable and one default per option. help: the command's own
  * wording where it says more, NULL for the shared one. */
 cli_opt_t worker_cli_opt_db(const char **dst, const char *help);
-/* --model DIR (run, classify, bench, plan-memory); env: with RECLASS_MODEL (`run`). */
-cli_opt_t worker_cli_opt_model(const char **dst, int env, const char *help);
 /* --top-k K (run, classify): labels listed per result, lo..64; env: with RECLASS_TOP_K. */
 cli_opt_t worker_cli_opt_top_k(int *dst, long lo, int env, const char *help);
 /* --schema-registry URL (run, submit). */
@@ -120,6 +118,11 @@ cli_opt_t worker_cli_opt_plain_schema(const char **dst, const char *help);
 cli_opt_t worker_cli_opt_registry_auth(const char **dst);
 cli_opt_t worker_cli_opt_registry_ca(const char **dst);
 cli_opt_t worker_cli_opt_kafka(cli_list_t *dst);
+/* --model DIR (run, classify, bench, plan-memory, tokenize); env: with RECLASS_MODEL (`run`);
+ * help NULL: the families of the registry, then " (required)" when required; --geometry NAME,
+ * listing the registry's geometries. */
+cli_opt_t worker_cli_opt_model(const char **dst, int env, int required, const char *help);
+cli_opt_t worker_cli_opt_geometry(const char **dst);
 
 /* For the commands that talk to Kafka (run, submit, dev-broker): prints why (common_logf)
  * and answers COMMON_FATAL when the runtime librdkafka is too old, else COMMON_OK. */

@@ -35,11 +35,8 @@ typedef struct {
 #define BENCH_N_OPTS (BENCH_N_OWN + 4)
 static void bench_opts(bench_opts_t *o, long *seed, cli_opt_t out[BENCH_N_OPTS + 1]) {
     const cli_opt_t t[] = {
-        worker_cli_opt_model(&o->set.model_dir, 0, NULL),
-        {"geometry", CLI_STR, &o->set.geometry, 0, 0, NULL, "NAME",
-         "random weights of a named geometry: bert-tiny .. bert-large, distilbert-base,\n"
-         "      roberta-base, xlmr-base, electra-small, electra-base",
-         NULL},
+        worker_cli_opt_model(&o->set.model_dir, 0, 0, NULL),
+        worker_cli_opt_geometry(&o->set.geometry),
         {"labels", CLI_INT, &o->set.labels, 1, 100000, NULL, NULL,
          "classifier labels of a --geometry model", "2"},
         {"workload", CLI_STR, &o->workload, 0, 0, NULL, "W",

@@ -127,10 +127,7 @@ typedef struct {
 #define CLS_N_OPTS (CLS_N_OWN + 6)
 static void cls_opts(cls_opts_t *o, cli_opt_t out[CLS_N_OPTS + 1]) {
     const cli_opt_t t[] = {
-        worker_cli_opt_model(
-            &o->set.model_dir, 0,
-            "Hugging Face sequence-classification checkpoint (BERT, DistilBERT, RoBERTa,\n"
-            "      XLM-RoBERTa, ELECTRA) (required)"),
+        worker_cli_opt_model(&o->set.model_dir, 0, 1, NULL),
         {"jsonl", CLI_FLAG, &o->jsonl, 0, 0, NULL, NULL,
          "input lines are JSON objects with a \"text\" field", NULL},
         worker_cli_opt_top_k(&o->top_k, 0, 0, "labels listed in top_k"),

@@ -13,12 +13,7 @@
 
 #define PLAN_OPTS(model_dir, geometry, labels, budget, precision, max_len, max_seqs)                \
     {                                                                                               \
-        worker_cli_opt_model(model_dir, 0, NULL),                                                   \
-            {"geometry", CLI_STR,                                                                   \
-             geometry,   0,                                                                         \
-             0,          NULL,                                                                      \
-             "NAME",     "bert-mini, bert-base or bert-large instead of a checkpoint",              \
-             NULL},                                                                                 \
+        worker_cli_opt_model(model_dir, 0, 0, NULL), worker_cli_opt_geometry(geometry),             \
             {"labels", CLI_INT, labels, 1, 1000000000, NULL, "N", "labels of --geometry", "2"},     \
             {"token-budget",                                                                        \
              CLI_INT,                                                                               \
@@ -97,8 +92,8 @@ static int print_graph_plan(const gpu_model_config_t *cfg, const char *precision
 static void plan_usage(FILE *f) {
     fprintf(
         f,
-        "usage: reclass plan-memory (--model DIR | --geometry bert-mini|bert-base|bert-large\n"
-        "                            [--labels N]) --token-budget N\n"
+        "usage: reclass plan-memory (--model DIR | --geometry NAME [--labels N])\n"
+        "                            --token-budget N\n"
         "                            [--precision fp16|bf16|fp8] [--max-len N] [--max-seqs N]\n"
         "Prints the CUDA backend's device memory plan (bytes per component, total) and the\n"
         "kernels the cpu backend runs on this machine at each of its precisions, JSON last.\n\n");

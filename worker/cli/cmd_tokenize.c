@@ -15,7 +15,7 @@
 #define TOKENIZE_OPTS(model, jsonl, max_len)                                                       \
     {                                                                                              \
         worker_cli_opt_model(                                                                      \
-            model, 0,                                                                              \
+            model, 0, 0,                                                                           \
             "model directory with tokenizer.json (Hugging Face tokenizers), or else vocab.txt\n"   \
             "      and optionally tokenizer_config.json (do_lower_case, strip_accents,\n"          \
             "      tokenize_chinese_chars; BERT uncased when absent)"),                            \

@@ -1,10 +1,12 @@
 /* The option rows that several commands share: the classification settings
- * (worker/classify/settings.h) of `run`, `classify` and `bench`, and the database, Kafka and
- * schema rows of `run`, `submit` and the database commands: one wording, one range, one
- * environment variable and one default per setting. */
+ * (worker/classify/settings.h) of `run`, `classify` and `bench`, the model and geometry rows
+ * (whose help lists the family registry's), and the database, Kafka and schema rows of `run`,
+ * `submit` and the database commands: one wording, one range, one environment variable and
+ * one default per setting. */
 #include <string.h>
 
 #include "common/paths.h"
+#include "gpu/model/model.h"
 #include "worker/cli/cli.h"
 
 /* what 0 means for a value chosen by backend, on a line of its own */
@@ -55,14 +57,6 @@ int worker_cli_settings_opts(cls_settings_t *s, unsigned rows, int env, cli_opt_
 cli_opt_t worker_cli_opt_db(const char **dst, const char *help) {
     return (cli_opt_t){"db", CLI_STR,      dst,   0,
                        0,    "RECLASS_DB", "URL", help ? help : "PostgreSQL URL or conninfo",
-                       NULL};
-}
-
-cli_opt_t worker_cli_opt_model(const char **dst, int env, const char *help) {
-    return (cli_opt_t){"model", CLI_STR,
-                       dst,     0,
-                       0,       env ? "RECLASS_MODEL" : NULL,
-                       "DIR",   help ? help : "Hugging Face checkpoint directory",
                        NULL};
 }
 
@@ -147,4 +141,53 @@ cli_opt_t worker_cli_opt_kafka(cli_list_t *dst) {
         0,       NULL,
         "K=V",   "extra librdkafka property (repeatable), e.g. security.protocol=ssl",
         NULL};
+}
+
+/* text, then the items of list (", " between them) and end on help lines of at most 78
+ * columns (continuation lines indented by 6, as worker_cli_print_opts prints them); into buf.
+ * The lists are the registry's (gpu/families/registry.h), so no help text names a family or
+ * a geometry by hand. */
+static const char *help_list(char *buf, size_t n, const char *text, const char *list,
+                             const char *end) {
+    const char *nl = strrchr(text, '\n');
+    size_t at = (size_t)snprintf(buf, n, "%s", text);
+    size_t col = nl ? strlen(nl + 1) : 6 + at;
+    while (*list && at < n) {
+        const char *comma = strchr(list, ',');
+        const size_t len = comma ? (size_t)(comma - list) + 1 : strlen(list);
+        const size_t need = len + (comma ? 0 : strlen(end));
+        const int wrap = col + 1 + need > 78;
+        at += (size_t)snprintf(buf + at, n - at, "%s%.*s", wrap ? "\n      " : " ", (int)len, list);
+        col = (wrap ? 6 : col + 1) + len;
+        list += len;
+        while (*list == ' ')
+            list++;
+    }
+    if (at < n) snprintf(buf + at, n - at, "%s", end);
+    return buf;
+}
+
+cli_opt_t worker_cli_opt_model(const char **dst, int env, int required, const char *help) {
+    static char listed[2][512]; /* the registry's families, without and with " (required)" */
+    if (!help)
+        help = help_list(listed[required != 0], sizeof listed[0],
+                         "Hugging Face sequence-classification checkpoint directory, of a family:",
+                         gpu_model_families(), required ? " (required)" : "");
+    return (cli_opt_t){"model", CLI_STR, dst, 0, 0, env ? "RECLASS_MODEL" : NULL,
+                       "DIR",   help,    NULL};
+}
+
+cli_opt_t worker_cli_opt_geometry(const char **dst) {
+    static char help[1024];
+    return (cli_opt_t){"geometry",
+                       CLI_STR,
+                       dst,
+                       0,
+                       0,
+                       NULL,
+                       "NAME",
+                       help_list(help, sizeof help,
+                                 "random weights of a named geometry instead of a checkpoint:",
+                                 gpu_model_geometries(), ""),
+                       NULL};
 }
