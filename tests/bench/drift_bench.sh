@@ -94,11 +94,22 @@ sql "INSERT INTO drift_judged_hourly
             sum(tickets), max(rank), max(label_psi), max(confidence_psi), min(window_start) FILTER (WHERE status = 'drift'),
             'trailing 7 days', max(window_start)
      FROM drift_judged GROUP BY 1, 2, 3"
+# and their days, every loaded hour in them (as drift_judged_store leaves them: 017's mark after
+# the newest hour)
+sql "INSERT INTO drift_judged_daily
+     SELECT tenant, model, date_trunc('day', bucket_start, 'UTC'), sum(windows), sum(drifting), sum(tickets), max(rank),
+            max(label_psi), max(confidence_psi), min(first_drift), 'trailing 7 days', max(reference_at)
+     FROM drift_judged_hourly GROUP BY 1, 2, 3"
+sql "UPDATE drift_rollup_mark SET done_before = (SELECT max(bucket_start) + interval '1 hour' FROM drift_judged_hourly)
+     WHERE rollup = 'drift_judged_daily'"
 sql "ANALYZE"
 else
-    # an earlier run's timed windows (after now) and the references they moved out: the write
-    # then meets no reference, as the worker's newest window does
-    sql "DELETE FROM drift_windows WHERE window_start > now()"
+    # an earlier run's timed windows (this hour's and later) and the references they moved
+    # out: the write then meets no reference, as the worker's newest window does; the days'
+    # mark back to this hour (017: none of its hours or later ones hold rows now)
+    sql "DELETE FROM drift_windows WHERE window_start >= date_trunc('hour', now(), 'UTC')"
+    sql "UPDATE drift_rollup_mark SET done_before = least(done_before, date_trunc('hour', now(), 'UTC'))
+         WHERE rollup = 'drift_daily'"
     sql "DELETE FROM drift_reference"
 fi
 t2=$(now_s)
@@ -188,6 +199,10 @@ next_window="INSERT INTO drift_windows (window_start, window_s, tenant, model, w
     FROM generate_series(0, $TENANTS - 1) k"
 time_sql 'worker: judge the window (`drift_status_refresh`, every tenant)' "$next_window" "$judge"
 time_cpu 'worker: judge the window, server CPU time' "$next_window" "$judge"
+# the write of a window starting an hour (every window here is an hour long) also adds the
+# hour before to its day (017); the timed write above is a window inside the hour
+time_cpu 'worker: write the first window of an hour, server CPU time' "SET application_name = 'drift_bench'" \
+    "WITH w AS ($next_window RETURNING 1) SELECT count(*) FROM w"
 time_sql 'worker: read the worst tenants (`reclass_drift_status`)' \
     "SELECT tenant, level FROM drift_status WHERE model = '$model' AND window_start >= now() - interval '$((2 * WINDOW_S)) s' ORDER BY level DESC, window_start DESC, tenant LIMIT 64"
 time_sql 'worker: count tenants per status' \
