@@ -11,7 +11,7 @@
 #     partitions, the roll-ups, drift_status, ticket_results' partitions, job_info or
 #     job_progress.
 # (3) 011: the judge stores every judged window's scores (equal to drift_scores'), rolls them
-#     up by hour (and, 015, by day) once per window, and a pinned baseline re-scores them; the
+#     up by hour (and, 015, by day; 017: days once an hour) and a pinned baseline re-scores them; the
 #     report reads them.
 #   test_drift_scale.sh RECLASS_BIN
 set -uo pipefail
@@ -102,6 +102,26 @@ check "roll-ups follow upserts and deletes" "0" "$(sql "SELECT count(*) FROM
      FROM drift_windows GROUP BY 1, 2, 3) r
     FULL JOIN (SELECT * FROM drift_hourly WHERE tickets <> 0) d ON d.tenant = r.tenant AND d.model = r.model AND d.bucket_start = r.b
     WHERE r.n IS DISTINCT FROM d.tickets OR r.lc IS DISTINCT FROM d.label_counts")"
+# 017: the days take whole hours once an hour. Windows of the next hours (each statement a later
+# hour than the mark), then a late one of an hour already in its day: the days hold the hours
+# before the mark, drift_hourly the rest, and the range sums below read both
+for k in 1 2 3; do
+    sql "INSERT INTO drift_windows (window_start, window_s, tenant, model, worker, tickets, label_counts, confidence_hist)
+         SELECT date_trunc('hour', now()) + $k * interval '1 hour' + g * interval '1 minute', 60, 'tenant' || (g % 7), 'm', 'w0',
+                3 + g % 4, jsonb_build_object('l' || (g % 5), 3 + g % 4), ARRAY[0, 0, 0, 0, 0, 0, 0, 0, 0, 3 + g % 4]
+         FROM generate_series(0, 29) g" >/dev/null
+done
+sql "INSERT INTO drift_windows (window_start, window_s, tenant, model, worker, tickets, label_counts, confidence_hist)
+     VALUES (date_trunc('hour', now()) + interval '2 hours 40 minutes', 60, 'tenant1', 'm', 'w1', 2, '{\"late\": 2}',
+             '{0,0,0,0,0,0,0,0,0,2}')" >/dev/null
+check "the day roll-up mark follows the newest hour written" "t" \
+    "$(sql "SELECT done_before = date_trunc('hour', now()) + interval '3 hours' FROM drift_rollup_mark WHERE rollup = 'drift_daily'")"
+check "days hold every hour before the mark, none after" "0" "$(sql "SELECT count(*) FROM
+    (SELECT tenant, model, date_trunc('day', window_start, 'UTC') b, sum(tickets) n, drift_labels_sum(label_counts) lc
+     FROM drift_windows WHERE window_start < (SELECT done_before FROM drift_rollup_mark WHERE rollup = 'drift_daily')
+     GROUP BY 1, 2, 3) r
+    FULL JOIN (SELECT * FROM drift_daily WHERE tickets <> 0) d ON d.tenant = r.tenant AND d.model = r.model AND d.bucket_start = r.b
+    WHERE r.n IS DISTINCT FROM d.tickets OR r.lc IS DISTINCT FROM d.label_counts")"
 check "range sums from roll-ups equal raw sums (200 ragged ranges)" "0" "$(sql "SELECT count(*)
     FROM generate_series(1, 200) k,
          LATERAL (SELECT now() - k * interval '47 minutes 13 seconds' AS f, now() - k * interval '7 minutes' + interval '29 hours' AS t) x,
@@ -173,9 +193,10 @@ check "the report's tenants come from the stored scores" "tenant5 $(sql "SELECT 
 # 015: the days of the stored scores sum their hours (but the hour written above by hand); the
 # report's tenants over a ragged range (windows, then hours, then whole days) equal sums over
 # the stored windows
-check "daily roll-up of the stored scores = its hours" "0" "$(sql "SELECT count(*) FROM
+check "daily roll-up of the stored scores = its hours before the mark (017)" "0" "$(sql "SELECT count(*) FROM
     (SELECT tenant, model, date_trunc('day', bucket_start, 'UTC') b, sum(windows) n, sum(drifting) d, sum(tickets) t,
             max(rank) r, min(first_drift) f FROM drift_judged_hourly WHERE bucket_start > now() - interval '80 days'
+              AND bucket_start < (SELECT done_before FROM drift_rollup_mark WHERE rollup = 'drift_judged_daily')
      GROUP BY 1, 2, 3) a
     FULL JOIN (SELECT * FROM drift_judged_daily WHERE bucket_start > now() - interval '80 days') h
         ON h.tenant = a.tenant AND h.model = a.model AND h.bucket_start = a.b

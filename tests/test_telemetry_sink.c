@@ -213,10 +213,10 @@ static void seen_count(void *ctx, const char *status, long tenants) {
     if (!strcmp(status, "no_baseline")) s->no_baseline = tenants;
 }
 
-/* 500 tenants in one window (each its own row, rolled up by hour and day); the last one by
- * name drifts from its pinned baseline. drift_status judges all 500; the read-back gives the
- * drifting tenant first whatever its name (it was cut off alphabetically before migration 009)
- * and counts every status. */
+/* 500 tenants in one window (each its own row, rolled up by hour, and by day once a later hour
+ * is written); the last one by name drifts from its pinned baseline. drift_status judges all
+ * 500; the read-back gives the drifting tenant first whatever its name (it was cut off
+ * alphabetically before migration 009) and counts every status. */
 static void test_drift_status_worst_first(void **state) {
     (void)state;
     enum { T = 500 };
@@ -259,6 +259,10 @@ static void test_drift_status_worst_first(void **state) {
     expect("SELECT count(*) FROM drift_status WHERE model = 'm2'", "500");
     expect("SELECT count(*) || ' ' || sum(tickets) FROM drift_hourly WHERE model = 'm2'",
            "500 100000");
+    /* days take whole hours (017): the window reaches its day when a later hour is written */
+    expect("SELECT count(*) FROM drift_daily WHERE model = 'm2'", "0");
+    d.window_start_s = start + 3600;
+    assert_int_equal(sink_write_drift(sink, &d, err, sizeof(err)), COMMON_OK);
     expect("SELECT count(*) || ' ' || sum(tickets) FROM drift_daily WHERE model = 'm2'",
            "500 100000");
 }

@@ -94,11 +94,22 @@ sql "INSERT INTO drift_judged_hourly
             sum(tickets), max(rank), max(label_psi), max(confidence_psi), min(window_start) FILTER (WHERE status = 'drift'),
             'trailing 7 days', max(window_start)
      FROM drift_judged GROUP BY 1, 2, 3"
+# and their days, every loaded hour in them (as drift_judged_store leaves them: 017's mark after
+# the newest hour)
+sql "INSERT INTO drift_judged_daily
+     SELECT tenant, model, date_trunc('day', bucket_start, 'UTC'), sum(windows), sum(drifting), sum(tickets), max(rank),
+            max(label_psi), max(confidence_psi), min(first_drift), 'trailing 7 days', max(reference_at)
+     FROM drift_judged_hourly GROUP BY 1, 2, 3"
+sql "UPDATE drift_rollup_mark SET done_before = (SELECT max(bucket_start) + interval '1 hour' FROM drift_judged_hourly)
+     WHERE rollup = 'drift_judged_daily'"
 sql "ANALYZE"
 else
-    # an earlier run's timed windows (after now) and the references they moved out: the write
-    # then meets no reference, as the worker's newest window does
-    sql "DELETE FROM drift_windows WHERE window_start > now()"
+    # an earlier run's timed windows (this hour's and later) and the references they moved
+    # out: the write then meets no reference, as the worker's newest window does; the days'
+    # mark back to this hour (017: none of its hours or later ones hold rows now)
+    sql "DELETE FROM drift_windows WHERE window_start >= date_trunc('hour', now(), 'UTC')"
+    sql "UPDATE drift_rollup_mark SET done_before = least(done_before, date_trunc('hour', now(), 'UTC'))
+         WHERE rollup = 'drift_daily'"
     sql "DELETE FROM drift_reference"
 fi
 t2=$(now_s)
@@ -106,6 +117,7 @@ t2=$(now_s)
 # ---- queries ------------------------------------------------------------------------------
 tenant=tenant0007 job=job-000008 model=m
 median3() { sort -g | sed -n 2p; }
+median7() { sort -g | sed -n 4p; }
 # time_sql NAME [SETUP] SQL: median of 3 server round trips of SQL (psql \timing), ms, each
 # after SETUP when given
 time_sql() {
@@ -134,13 +146,14 @@ time_cmd() {
         printf '| %s | %.1f ms |\n' "$name" "$runs"
     fi
 }
-# time_cpu NAME SETUP SQL: median of 3 CPU times (user + system, 10 ms ticks) of the server
+# time_cpu NAME SETUP SQL: median of 7 CPU times (user + system, 10 ms ticks) of the server
 # process running SQL (one statement, one row out), each in a new session after SETUP: on a
-# shared machine wall time counts the other processes' load, CPU time does not. Only for a
-# server on this machine.
+# shared machine wall time counts the other processes' load, CPU time does not (7 runs: the
+# ticks and a loaded machine's caches spread it by a few ticks). Only for a server on this
+# machine.
 time_cpu() {
     local name=$1 setup=$2 q=$3 runs pid x a b cpid
-    runs=$(for _ in 1 2 3; do
+    runs=$(for _ in 1 2 3 4 5 6 7; do
         coproc P { psql -X -qtA "$url" 2>&1; }
         cpid=$P_PID
         echo "SELECT pg_backend_pid();" >&"${P[1]}"; read -r pid <&"${P[0]}"
@@ -151,7 +164,7 @@ time_cpu() {
         b=$(awk '{print $14 + $15}' "/proc/$pid/stat")
         echo "\\q" >&"${P[1]}"; wait "$cpid" || true
         echo $(( (b - a) * 1000 / $(getconf CLK_TCK) ))
-    done | median3)
+    done | median7)
     [ "$runs" -ge 0 ] && printf '| %s | %s ms CPU |\n' "$name" "$runs" || printf '| %s | (server not on this machine) |\n' "$name"
 }
 # the worker's write of one window of every tenant, then its drift-status statements
@@ -175,8 +188,9 @@ time_sql '`drift_window_scores`, one tenant, last hour' \
     "SELECT count(*) FROM drift_window_scores WHERE tenant = '$tenant' AND bucket_start > now() - interval '1 hour'"
 time_cmd '`reclass report` for one job' "$bin" report --db "$url" --job "$job" --out "$tmp/report.html"
 time_sql 'worker: write one window of every tenant' "$window_write"
+# (as another worker writes its rows of the window: each run a worker of its own)
 time_cpu 'worker: write one window of every tenant, server CPU time' "SET application_name = 'drift_bench'" \
-    "WITH w AS ($window_write RETURNING 1) SELECT count(*) FROM w"
+    "WITH w AS (${window_write/\'bench:2\'/\'bench:\' || pg_backend_pid()} RETURNING 1) SELECT count(*) FROM w"
 # the worker judges each window after writing it: the first judging sums every tenant's
 # reference from the roll-ups (untimed); each timed run writes the next window (untimed: the
 # window_write above) and judges it, moving every reference one window on
@@ -188,6 +202,10 @@ next_window="INSERT INTO drift_windows (window_start, window_s, tenant, model, w
     FROM generate_series(0, $TENANTS - 1) k"
 time_sql 'worker: judge the window (`drift_status_refresh`, every tenant)' "$next_window" "$judge"
 time_cpu 'worker: judge the window, server CPU time' "$next_window" "$judge"
+# the write of a window starting an hour (every window here is an hour long) also adds the
+# hour before to its day (017); the timed write above is a window inside the hour
+time_cpu 'worker: write the first window of an hour, server CPU time' "SET application_name = 'drift_bench'" \
+    "WITH w AS ($next_window RETURNING 1) SELECT count(*) FROM w"
 time_sql 'worker: read the worst tenants (`reclass_drift_status`)' \
     "SELECT tenant, level FROM drift_status WHERE model = '$model' AND window_start >= now() - interval '$((2 * WINDOW_S)) s' ORDER BY level DESC, window_start DESC, tenant LIMIT 64"
 time_sql 'worker: count tenants per status' \
