@@ -40,8 +40,7 @@ static void bench_opts(bench_opts_t *o, long *seed, cli_opt_t out[BENCH_N_OPTS +
          "random weights of a named geometry: bert-tiny .. bert-large, distilbert-base,\n"
          "      roberta-base, xlmr-base, electra-small, electra-base",
          NULL},
-        {"labels", CLI_INT, &o->set.labels, 1, 100000, NULL, NULL,
-         "classifier labels of a --geometry model", "2"},
+        worker_cli_opt_labels(&o->set.labels),
         {"workload", CLI_STR, &o->workload, 0, 0, NULL, "W",
          "tickets-mix (synthetic tickets, seeded), or a JSONL file of {\"ids\": [...]}\n"
          "      lines or of {\"text\": ...} lines (texts are tokenized inside every timed\n"

@@ -19,7 +19,7 @@
              0,          NULL,                                                                      \
              "NAME",     "bert-mini, bert-base or bert-large instead of a checkpoint",              \
              NULL},                                                                                 \
-            {"labels", CLI_INT, labels, 1, 1000000000, NULL, "N", "labels of --geometry", "2"},     \
+            worker_cli_opt_labels(labels),                                                          \
             {"token-budget",                                                                        \
              CLI_INT,                                                                               \
              budget,                                                                                \
