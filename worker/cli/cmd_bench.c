@@ -301,10 +301,13 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
      * precision. */
     double ceiling = -1, ceiling_run = -1;
     if (e->ops->gemm_ceiling) {
-        ceiling = e->ops->gemm_ceiling(e->be, budget, "bf16");
-        ceiling_run = strcmp(precision, "bf16") == 0
-                          ? ceiling
-                          : e->ops->gemm_ceiling(e->be, budget, precision);
+        ceiling = e->ops->gemm_ceiling(e->be, budget, "bf16", err, sizeof err);
+        if (ceiling > 0)
+            ceiling_run = strcmp(precision, "bf16") == 0
+                              ? ceiling
+                              : e->ops->gemm_ceiling(e->be, budget, precision, err, sizeof err);
+        if (ceiling <= 0 || ceiling_run <= 0) /* the report goes on without it */
+            common_logf(stderr, "no GEMM ceiling: %s\n", err);
     }
     const char *mname = model->name ? model->name : "model";
     char kern[256];
