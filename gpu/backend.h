@@ -105,9 +105,10 @@ typedef struct {
     int (*energy_start)(gpu_backend_t *be);
     double (*energy_stop)(gpu_backend_t *be, double *seconds, int *sm_mhz);
     /* The matrix unit's ceiling for the model's four layer GEMMs at M = tokens in precision,
-     * FLOP-weighted, measured with the vendor's library on random data: TFLOP/s, -1 unknown.
-     * NULL where there is no such measure (cpu). */
-    double (*gemm_ceiling)(gpu_backend_t *be, int tokens, const char *precision);
+     * FLOP-weighted, measured with the vendor's library on random data: TFLOP/s, or -1 with
+     * why in err. NULL where there is no such measure (cpu). */
+    double (*gemm_ceiling)(gpu_backend_t *be, int tokens, const char *precision, char *err,
+                           size_t errlen);
     /* Which kernels run precision (NULL: the default) on this machine, in words for start-up
      * lines and plan-memory (the cpu backend picks them by CPU features, and says why not the
      * fastest), written to buf. Needs no instance. NULL where there is nothing to add. */

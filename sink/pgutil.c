@@ -144,6 +144,39 @@ void sink_pg_errmsg(char *err, size_t errlen, const char *step, PGconn *conn, co
     errmsg_trim(err, &at);
 }
 
+common_status_t sink_pg_err(common_err_t *e, common_status_t code, const char *step, PGconn *conn,
+                            const PGresult *res) {
+    if (!e) return code;
+    const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    if (!primary) { /* libpq's own message, as sink_pg_errmsg words it */
+        sink_pg_errmsg(e->message, sizeof e->message, step, conn, res);
+        e->code = code, e->detail[0] = e->hint[0] = 0;
+        return code;
+    }
+    common_err_set(e, code, "%s", ""); /* code set, every field cleared */
+    size_t at = 0;
+    const char *st = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    const char *msg[] = {step, ": ", primary, st ? " (SQLSTATE " : "", st ? st : "", st ? ")" : ""};
+    for (size_t i = 0; i < sizeof(msg) / sizeof(msg[0]); i++)
+        errmsg_append(e->message, sizeof e->message, &at, msg[i]);
+    errmsg_trim(e->message, &at);
+    const char *detail = PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL);
+    const char *context = PQresultErrorField(res, PG_DIAG_CONTEXT);
+    at = 0;
+    if (detail) errmsg_append(e->detail, sizeof e->detail, &at, detail);
+    if (detail && context) errmsg_append(e->detail, sizeof e->detail, &at, "; ");
+    if (context) {
+        errmsg_append(e->detail, sizeof e->detail, &at, "context: ");
+        errmsg_append(e->detail, sizeof e->detail, &at, context);
+    }
+    errmsg_trim(e->detail, &at);
+    const char *hint = PQresultErrorField(res, PG_DIAG_MESSAGE_HINT);
+    at = 0;
+    if (hint) errmsg_append(e->hint, sizeof e->hint, &at, hint);
+    errmsg_trim(e->hint, &at);
+    return code;
+}
+
 common_status_t sink_pg_fail(PGconn *conn, PGresult *res, const char *step, char *err,
                              size_t errlen) {
     common_status_t rc = sink_pg_classify(conn, res);

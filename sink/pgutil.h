@@ -7,6 +7,7 @@
 
 #include <libpq-fe.h>
 
+#include "common/err.h"
 #include "common/status.h"
 
 /* Connects with conninfo (libpq key=value string or URL, passed through unchanged, so sslmode
@@ -29,6 +30,17 @@ int sink_pg_unmigrated(const PGresult *res);
 
 /* "<step>: <server message> (SQLSTATE xxxxx) <detail/hint>" on one line. */
 void sink_pg_errmsg(char *err, size_t errlen, const char *step, PGconn *conn, const PGresult *res);
+
+/* A failure as a common_err_t: how PostgreSQL's error fields map onto it. code as given (the
+ * caller's, usually sink_pg_classify's); message "<step>: <server message> (SQLSTATE xxxxx)",
+ * the line that names the failure; detail the server's DETAIL, then its CONTEXT after
+ * "context: " (both are what was seen: the row, the function and line); hint its HINT (what to
+ * do). No server message (a lost connection, libpq out of memory): message is "<step>:
+ * <libpq's message>", detail and hint empty. Each field on one line, cut to its size. Returns
+ * code. The one-line form stored as a dead-letter reason or logged by the sink stays
+ * sink_pg_errmsg's, word for word, until those callers move to this. */
+common_status_t sink_pg_err(common_err_t *e, common_status_t code, const char *step, PGconn *conn,
+                            const PGresult *res);
 
 /* Runs sql without parameters; 0 when it returned status want, else classify + message.
  * The result is always cleared. */

@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "gpu/model/model.h"
 #include "worker/cli/cli.h"
 #include "worker/cli/config.h"
 
@@ -119,7 +120,7 @@ static void test_run_defaults(void **state) {
 static struct {
     cls_settings_t cls;
     const char *db, *brokers, *topic, *schemas, *plain, *auth, *ca, *model, *registry;
-    int top_k;
+    int top_k, labels;
     const char *kv[4];
     cli_list_t kafka;
     cli_opt_t opts[32];
@@ -145,6 +146,7 @@ static void test_shared_defaults(void **state) {
     shared.opts[n++] = worker_cli_opt_model(&shared.model, 1, 0, NULL);
     shared.opts[n++] = worker_cli_opt_top_k(&shared.top_k, 0, 1, "labels");
     shared.opts[n++] = worker_cli_opt_registry(&shared.registry, "registry");
+    shared.opts[n++] = worker_cli_opt_labels(&shared.labels);
     clear_env(shared.opts);
     char *argv[] = {"shared", NULL};
     char err[512];
@@ -183,6 +185,24 @@ static void no_usage(FILE *f) {
     (void)f;
 }
 
+/* --labels (bench and plan-memory, one row): a --geometry model takes as many labels as a
+ * checkpoint may have (the model loader's GPU_MODEL_MAX_LABELS), and no more. */
+static void test_labels_range(void **state) {
+    (void)state;
+    int labels = 0;
+    cli_opt_t rows[] = {worker_cli_opt_labels(&labels),
+                        {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL, NULL}};
+    assert_int_equal(rows[0].hi, GPU_MODEL_MAX_LABELS);
+    char err[256];
+    char *most[] = {"cmd", "--labels", "16777216", NULL};
+    assert_int_equal(worker_cli_parse_err("cmd", 3, most, rows, no_usage, NULL, err, sizeof(err)),
+                     COMMON_OK);
+    assert_int_equal(labels, 16777216);
+    char *over[] = {"cmd", "--labels", "16777217", NULL};
+    assert_int_equal(worker_cli_parse_err("cmd", 3, over, rows, no_usage, NULL, err, sizeof(err)),
+                     COMMON_USAGE);
+}
+
 /* A row whose default does not parse within its range is the table's bug: every parse says so
  * (COMMON_BUG naming the option), --help included, so that `reclass CMD --help` exiting 0
  * (tests/test_cli_defaults.sh, every command) means every row's default parses. */
@@ -216,6 +236,7 @@ int main(void) {
         cmocka_unit_test(test_shared_defaults),
         cmocka_unit_test(test_checker_sees_a_disagreement),
         cmocka_unit_test(test_bad_default_fails_help),
+        cmocka_unit_test(test_labels_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

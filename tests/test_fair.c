@@ -13,19 +13,7 @@
 #include <cmocka.h>
 
 #include "worker/pipeline/fair.h"
-
-static uint64_t rng_state;
-
-static uint64_t rng_next(void) {
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static int rng_int(int lo, int hi) {
-    return lo + (int)(rng_next() % (uint64_t)(hi - lo + 1));
-}
+#include "tests/lib/test_rng.h"
 
 typedef struct {
     int id, len, lane, tenant;

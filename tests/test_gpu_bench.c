@@ -211,8 +211,9 @@ int main(int argc, char **argv) {
         if (budget <= 0) continue; /* "--budgets 0": the microbenches alone */
         /* The ceiling: the four layer GEMMs at M = budget, weighted by their FLOPs. */
         double shape_tf[4];
-        double ceiling =
-            gpu_cuda_layer_gemm_ceiling(0, budget, c->hidden, c->intermediate, prec, shape_tf);
+        double ceiling = gpu_cuda_layer_gemm_ceiling(0, budget, c->hidden, c->intermediate, prec,
+                                                     shape_tf, err, sizeof(err));
+        if (ceiling < 0) fprintf(stderr, "%s\n", err);
         printf("  cuBLAS %s at M = %d, QKV / attn-out / FF1 / FF2: %.1f / %.1f / %.1f / %.1f "
                "TFLOP/s\n",
                prec, budget, shape_tf[0], shape_tf[1], shape_tf[2], shape_tf[3]);

@@ -445,11 +445,33 @@ static void test_lacking_op_named(void **state) {
     owned_free();
 }
 
+/* A builder that runs past the graph's room is a bug the library reports, never prints or
+ * aborts on: the first overrun is named in b.overflow (gpu_graph_build's error), later tensors
+ * are index 0 and later ops the spill slot, so the builder returns. */
+static void test_builder_overflow_noted(void **state) {
+    (void)state;
+    gpu_model_config_t cfg = {.hidden = 8, .ln_eps = 1e-5f};
+    gpu_gb_t b = {.g = gpu_graph_new(&cfg, GPU_PREC_FP32, 2), .prec = GPU_PREC_FP32};
+    assert_non_null(b.g);
+    assert_int_equal(gpu_gb_const(&b, "a", 1, 8), 0);
+    assert_int_equal(gpu_gb_const(&b, "b", 1, 8), 1);
+    assert_string_equal(b.overflow, "");
+    assert_int_equal(gpu_gb_const(&b, "c", 1, 8), 0);
+    assert_string_equal(b.overflow, "more than 2 tensors");
+    b.overflow[0] = 0;
+    for (int i = 0; i < 3; i++)
+        assert_non_null(gpu_gb_op(&b, 1, GPU_OP_NORM, "n", -1));
+    assert_int_equal(b.g->n_prelude, 2);
+    assert_string_equal(b.overflow, "more than 2 prelude ops");
+    gpu_graph_free(b.g);
+}
+
 int main(void) {
     /* the bf16 kernel is picked once per process, by a probe that must not run under cmocka's
      * signal handlers */
     (void)gpu_cpu_bf16_best();
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_parity),
-                                       cmocka_unit_test(test_lacking_op_named)};
+                                       cmocka_unit_test(test_lacking_op_named),
+                                       cmocka_unit_test(test_builder_overflow_noted)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

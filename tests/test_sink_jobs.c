@@ -16,6 +16,8 @@
 #include <libpq-fe.h>
 
 #include "sink/migrate.h"
+#include "sink/owner.h"
+#include "sink/pgutil.h"
 #include "sink/sink.h"
 
 static const char *db_url;
@@ -186,6 +188,46 @@ static void test_job_across_months(void **state) {
     sink_free(s);
 }
 
+/* PostgreSQL's error fields onto common_err_t (sink_pg_err): the message names the failure and
+ * its SQLSTATE, DETAIL and CONTEXT are the detail, HINT the hint; the one-line form of
+ * dead-letter reasons and log lines (sink_pg_errmsg) is unchanged. */
+static void test_pg_err_fields(void **state) {
+    (void)state;
+    PGresult *res = PQexec(check, "DO $$BEGIN RAISE EXCEPTION 'boom' USING DETAIL = 'row 7', "
+                                  "HINT = 'fix row 7'; END$$");
+    assert_int_equal(PQresultStatus(res), PGRES_FATAL_ERROR);
+    common_err_t e;
+    assert_int_equal(sink_pg_err(&e, COMMON_FATAL, "probe", check, res), COMMON_FATAL);
+    assert_int_equal(e.code, COMMON_FATAL);
+    assert_string_equal(e.message, "probe: boom (SQLSTATE P0001)");
+    assert_string_equal(e.detail, "row 7; context: PL/pgSQL function inline_code_block line 1 "
+                                  "at RAISE");
+    assert_string_equal(e.hint, "fix row 7");
+    char line[512];
+    sink_pg_errmsg(line, sizeof line, "probe", check, res);
+    assert_string_equal(line, "probe: boom (SQLSTATE P0001); detail: row 7; hint: fix row 7; "
+                              "context: PL/pgSQL function inline_code_block line 1 at RAISE");
+    PQclear(res);
+}
+
+/* `reclass submit --db`'s owner check: a new job or the tenant's own is fine, another
+ * tenant's is refused with a hint, naming neither that tenant nor its data. */
+static void test_owner_check(void **state) {
+    (void)state;
+    sink_t *s = open_sink();
+    sink_result_t r[1] = {row("job-owned", 0, 2)}; /* tenant acme */
+    assert_int_equal(write_rows(s, r, 1, NULL), 0);
+    sink_free(s);
+    common_err_t e;
+    assert_int_equal(sink_job_owner_check(db_url, "job-owned", "acme", &e), COMMON_OK);
+    assert_int_equal(sink_job_owner_check(db_url, "job-unseen", "zeta", &e), COMMON_OK);
+    assert_int_equal(sink_job_owner_check(db_url, "job-owned", "zeta", &e), COMMON_USAGE);
+    assert_int_equal(e.code, COMMON_USAGE);
+    assert_non_null(strstr(e.message, "job id job-owned belongs to another tenant"));
+    assert_null(strstr(e.message, "acme"));
+    assert_string_equal(e.hint, "submit under a job id of your own");
+}
+
 static int group_setup(void **state) {
     (void)state;
     db_url = getenv("RECLASS_TEST_DB");
@@ -212,9 +254,9 @@ static int group_teardown(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_total_fixed_once),
-        cmocka_unit_test(test_failures_within_total),
-        cmocka_unit_test(test_job_across_months),
+        cmocka_unit_test(test_total_fixed_once),  cmocka_unit_test(test_failures_within_total),
+        cmocka_unit_test(test_job_across_months), cmocka_unit_test(test_pg_err_fields),
+        cmocka_unit_test(test_owner_check),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

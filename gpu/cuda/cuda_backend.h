@@ -20,14 +20,17 @@ int gpu_cuda_device_count(void);
 int gpu_cuda_pci_bus_id(int device, char *buf, int len);
 
 /* Measures the dense GEMM ceiling in TFLOP/s with cuBLAS on random data:
- * (m, n, k) = (tokens, hidden-ish) shapes given; precision "fp16" or "bf16". -1 on error. */
-double gpu_cuda_gemm_tflops(int device, int m, int n, int k, const char *precision);
+ * (m, n, k) = (tokens, hidden-ish) shapes given; precision "fp16" or "bf16". -1 with err on
+ * error. */
+double gpu_cuda_gemm_tflops(int device, int m, int n, int k, const char *precision, char *err,
+                            size_t errlen);
 
 /* The layer-GEMM ceiling: gpu_cuda_gemm_tflops on a BERT layer's four projections (QKV,
  * attention-out, FF1, FF2 for hidden H and intermediate I) at M = m, weighted by their FLOPs.
- * shape_tflops (may be NULL) gets the four rates in that order. -1 on error. */
+ * shape_tflops (may be NULL) gets the four rates in that order. -1 with err on error. */
 double gpu_cuda_layer_gemm_ceiling(int device, int m, int hidden, int intermediate,
-                                   const char *precision, double shape_tflops[4]);
+                                   const char *precision, double shape_tflops[4], char *err,
+                                   size_t errlen);
 
 /* The backend's device memory for a model of config cfg, without a device or weights: the
  * graph built, every op checked against the CUDA launchers (err names the first one

@@ -55,10 +55,11 @@ double cuda_be_energy_stop(gpu_backend_t *be, double *seconds, int *sm_mhz) {
     return joules;
 }
 
-double cuda_be_gemm_ceiling(gpu_backend_t *be, int tokens, const char *precision) {
+double cuda_be_gemm_ceiling(gpu_backend_t *be, int tokens, const char *precision, char *err,
+                            size_t errlen) {
     const gpu_model_config_t *c = &be->model->cfg;
     return gpu_cuda_layer_gemm_ceiling(be->device, tokens, c->hidden, c->intermediate, precision,
-                                       NULL);
+                                       NULL, err, errlen);
 }
 
 // Introspection (gpu/cuda/cuda_backend.h). Asks the backend's allocator for device memory after

@@ -76,7 +76,8 @@ int cuda_be_warmup(struct gpu_backend *be, char *err, size_t errlen);
 // The backend table's energy_start / energy_stop / gemm_ceiling (cuda_backend_host.cu).
 int cuda_be_energy_start(gpu_backend_t *be);
 double cuda_be_energy_stop(gpu_backend_t *be, double *seconds, int *sm_mhz);
-double cuda_be_gemm_ceiling(gpu_backend_t *be, int tokens, const char *precision);
+double cuda_be_gemm_ceiling(gpu_backend_t *be, int tokens, const char *precision, char *err,
+                            size_t errlen);
 
 // The only path to device memory. After init it refuses and counts the attempt.
 static inline cudaError_t be_device_alloc(struct gpu_backend *be, void **p, size_t bytes) {

@@ -113,9 +113,9 @@ void cuda_rel_free(cuda_rel_gemm_t *r);
 // Times Y (m, n) = X (m, k) W^T + bias through cuda_gemm_run on random data
 // (cuda_gemm_probe.cu): epi 0 bias only, 1 bias + GELU, 2 bias + residual in place. cold: X
 // never in L2; tune: candidates timed on the first call (0: the heuristic's first); only > 0:
-// that candidate (1-based) instead. warm untimed runs, then reps timed. TFLOP/s, -1 on error;
-// desc (may be NULL) gets the algorithm used.
+// that candidate (1-based) instead. warm untimed runs, then reps timed. TFLOP/s, or -1 with
+// why in err (may be NULL); desc (may be NULL) gets the algorithm used.
 double cuda_gemm_time(int bf16, int m, int n, int k, int epi, int cold, int tune, int warm,
-                      int reps, int only, char *desc, size_t desclen);
+                      int reps, int only, char *desc, size_t desclen, char *err, size_t errlen);
 
 #endif

@@ -42,11 +42,12 @@ static void probe_algo_describe(const cublasLtMatmulAlgo_t *a, char *out, size_t
 // 1 bias + GELU, 2 bias + residual in place (as the backend runs them). cold: X rotates over
 // enough buffers to pass 200 MB, so it is never in L2; else one X. tune: cuBLASLt candidates
 // timed on the first call (0: the heuristic's first); only > 0: that candidate (1-based)
-// instead. warm untimed runs, then reps timed. TFLOP/s, -1 on error; desc (may be NULL) gets
-// the algorithm used.
+// instead. warm untimed runs, then reps timed. TFLOP/s, or -1 with why in why (may be NULL);
+// desc (may be NULL) gets the algorithm used.
 template <typename T>
 static double probe_gemm_time(int bf16, int m, int n, int k, int epi, int cold, int tune, int warm,
-                              int reps, int only, char *desc, size_t desclen) {
+                              int reps, int only, char *desc, size_t desclen, char *why,
+                              size_t whylen) {
     double tf = -1;
     char err[256] = "CUDA allocation or launch failed";
     cuda_gemm_t g;
@@ -95,7 +96,7 @@ static double probe_gemm_time(int bf16, int m, int n, int k, int epi, int cold, 
     tf = 2.0 * m * n * (double)k * reps / (ms * 1e-3) / 1e12;
     if (desc && g.n_cache > 0) probe_algo_describe(&g.cache[0].algo, desc, desclen);
 done:
-    if (tf < 0) fprintf(stderr, "gemm timing %dx%dx%d: %s\n", m, n, k, err);
+    if (tf < 0 && why) snprintf(why, whylen, "gemm timing %dx%dx%d: %s", m, n, k, err);
     if (g.lt) cuda_gemm_free(&g);
     for (int i = 0; i < nx && i < 64; i++)
         cudaFree(xs[i]);
@@ -109,27 +110,33 @@ done:
 
 // The ceiling probe: bias epilogue, X warm, the heuristic's first algorithm.
 double cuda_gemm_time(int bf16, int m, int n, int k, int epi, int cold, int tune, int warm,
-                      int reps, int only, char *desc, size_t desclen) {
+                      int reps, int only, char *desc, size_t desclen, char *err, size_t errlen) {
     return bf16 ? probe_gemm_time<__nv_bfloat16>(1, m, n, k, epi, cold, tune, warm, reps, only,
-                                                 desc, desclen)
+                                                 desc, desclen, err, errlen)
                 : probe_gemm_time<__half>(0, m, n, k, epi, cold, tune, warm, reps, only, desc,
-                                          desclen);
+                                          desclen, err, errlen);
 }
 
-extern "C" double gpu_cuda_gemm_tflops(int device, int m, int n, int k, const char *precision) {
-    if (gpu_cuda_device_count() <= device || m <= 0 || n <= 0 || k <= 0) return -1;
-    if (cudaSetDevice(device) != cudaSuccess) return -1;
+extern "C" double gpu_cuda_gemm_tflops(int device, int m, int n, int k, const char *precision,
+                                       char *err, size_t errlen) {
+    if (gpu_cuda_device_count() <= device || m <= 0 || n <= 0 || k <= 0 ||
+        cudaSetDevice(device) != cudaSuccess) {
+        snprintf(err, errlen, "gemm timing %dx%dx%d: no CUDA device %d", m, n, k, device);
+        return -1;
+    }
     int bf16 = precision && strcmp(precision, "bf16") == 0;
-    return cuda_gemm_time(bf16, m, n, k, 0, 0, 0, 5, 30, 0, NULL, 0);
+    return cuda_gemm_time(bf16, m, n, k, 0, 0, 0, 5, 30, 0, NULL, 0, err, errlen);
 }
 
 extern "C" double gpu_cuda_layer_gemm_ceiling(int device, int m, int hidden, int intermediate,
-                                              const char *precision, double shape_tflops[4]) {
+                                              const char *precision, double shape_tflops[4],
+                                              char *err, size_t errlen) {
     const int shapes[4][2] = {
         {3 * hidden, hidden}, {hidden, hidden}, {intermediate, hidden}, {hidden, intermediate}};
     double t_sum = 0, f_sum = 0;
     for (int g = 0; g < 4; g++) {
-        double tf = gpu_cuda_gemm_tflops(device, m, shapes[g][0], shapes[g][1], precision);
+        double tf =
+            gpu_cuda_gemm_tflops(device, m, shapes[g][0], shapes[g][1], precision, err, errlen);
         if (shape_tflops) shape_tflops[g] = tf;
         if (tf <= 0) return -1;
         double f = 2.0 * m * shapes[g][0] * (double)shapes[g][1];

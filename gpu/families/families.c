@@ -61,6 +61,12 @@ int gpu_graph_build(const gpu_model_config_t *cfg, const gpu_model_weights_t *w,
     }
     gpu_gb_t b = {.g = g, .w = w, .prec = prec, .storage = storage};
     fam->build(&b);
+    if (b.overflow[0]) {
+        snprintf(err, errlen, "the %s graph builder ran past its room: %s",
+                 gpu_model_family_name(cfg->family), b.overflow);
+        gpu_graph_free(g);
+        return -1;
+    }
     *out = g;
     return 0;
 }
@@ -69,8 +75,9 @@ static int add_tensor(gpu_gb_t *b, const char *name, gpu_tensor_class_t cls, gpu
                       int rows, int cols, const float *data, int fp32) {
     gpu_graph_t *g = b->g;
     if (g->n_tensors >= g->cap_tensors) {
-        fprintf(stderr, "graph builder: more than %d tensors\n", g->cap_tensors);
-        abort();
+        if (!b->overflow[0])
+            snprintf(b->overflow, sizeof b->overflow, "more than %d tensors", g->cap_tensors);
+        return 0;
     }
     gpu_tensor_t *t = &g->tensor[g->n_tensors];
     snprintf(t->name, sizeof t->name, "%s", name);
@@ -101,11 +108,16 @@ int gpu_gb_logits(gpu_gb_t *b) {
 gpu_op_t *gpu_gb_op(gpu_gb_t *b, int prelude, gpu_op_kind_t kind, const char *name, int layer) {
     gpu_graph_t *g = b->g;
     int *n = prelude ? &g->n_prelude : &g->n_ops;
-    if (*n >= (prelude ? g->cap_prelude : g->cap_ops)) {
-        fprintf(stderr, "graph builder: more than %d ops\n", g->cap_ops);
-        abort();
+    const int cap = prelude ? g->cap_prelude : g->cap_ops;
+    gpu_op_t *op;
+    if (*n >= cap) {
+        if (!b->overflow[0])
+            snprintf(b->overflow, sizeof b->overflow, "more than %d %sops", cap,
+                     prelude ? "prelude " : "");
+        op = &b->spill;
+    } else {
+        op = prelude ? &g->prelude[(*n)++] : &g->op[(*n)++];
     }
-    gpu_op_t *op = prelude ? &g->prelude[(*n)++] : &g->op[(*n)++];
     memset(op, 0, sizeof *op);
     op->kind = kind;
     op->prec = gpu_gb_prec(b);

@@ -17,6 +17,10 @@ typedef struct {
     gpu_graph_t *g;
     const gpu_model_weights_t *w;  /* NULL: a graph that only plans (tensors without data) */
     gpu_precision_t prec, storage; /* as gpu_graph_build's */
+    /* Past the reserved capacity (a builder bug): what ran over, for gpu_graph_build's error,
+     * and the op slot that absorbs the extra ops' writes until the builder returns. */
+    char overflow[64];
+    gpu_op_t spill;
 } gpu_gb_t;
 
 /* A family: what the loader asks of it (gpu/model/model_int.h) and its graph builder, which
@@ -56,7 +60,8 @@ const gpu_family_t *gpu_family_find(gpu_model_family_t f);
 gpu_graph_t *gpu_graph_new(const gpu_model_config_t *cfg, gpu_precision_t prec, int capacity);
 
 /* ---- helpers (families.c); capacity is reserved from the layer count, so they cannot fail:
- * running past it is a builder bug and aborts ---- */
+ * running past it is a builder bug, noted in b->overflow (later tensors are index 0, later
+ * ops b->spill) and gpu_graph_build's error ---- */
 
 /* A weight tensor (rows, cols) on data (NULL when b->w is). */
 int gpu_gb_weight(gpu_gb_t *b, const char *name, const float *data, int rows, int cols, int fp32);

@@ -54,7 +54,7 @@ typedef struct {
     int pos_offset;   /* position of a sequence's first token: 0, or pad_token_id + 1
                        * (RoBERTa, XLM-R); max_pos = pos_rows - pos_offset */
     int type_vocab;   /* rows of type_emb; DistilBERT has none and gets one zero row */
-    int num_labels;   /* L */
+    int num_labels;   /* L: 1 .. GPU_MODEL_MAX_LABELS */
     float ln_eps;
     char **id2label; /* (num_labels) owned; "LABEL_i" when config has none */
     /* The family's own knobs (ModernBERT's RoPE thetas and window, DeBERTa's relative
@@ -139,6 +139,10 @@ const char *gpu_model_act_name(gpu_act_t a);
 /* Geometry by name ("bert-base", "modernbert-base", ...: each family's rows, in its file):
  * cfg with num_labels labels. The list: gpu_model_geometries. Returns 0 or -1. */
 int gpu_model_geometry(const char *name, int num_labels, gpu_model_config_t *cfg);
+
+/* The most labels a model may have (config.json's, a --geometry's): label names alone (a
+ * string per label) past this would exhaust memory before any check of the weights. */
+#define GPU_MODEL_MAX_LABELS (1 << 24)
 
 /* "bert-tiny, bert-mini, ...": the names gpu_model_geometry knows, for messages. */
 const char *gpu_model_geometries(void);

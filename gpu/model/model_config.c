@@ -62,12 +62,12 @@ static int cfg_int(json_t *root, const char *path, const char *key, int *out, ch
  * wraps size_t, or one whose label names alone (a string per label) exhaust memory. Refused
  * before anything is allocated; counted in double, which cannot wrap. */
 #define MODEL_MAX_PARAMS 8589934592.0 /* 2^33: 32 GiB of fp32 weights, 25x bert-large */
-#define MODEL_MAX_LABELS (1 << 24)
 
 static int config_check_size(const gpu_model_config_t *c, const char *path, char *err,
                              size_t errlen) {
-    if (c->num_labels > MODEL_MAX_LABELS) {
-        snprintf(err, errlen, "%s: %d labels (at most %d)", path, c->num_labels, MODEL_MAX_LABELS);
+    if (c->num_labels > GPU_MODEL_MAX_LABELS) {
+        snprintf(err, errlen, "%s: %d labels (at most %d)", path, c->num_labels,
+                 GPU_MODEL_MAX_LABELS);
         return -1;
     }
     const double n = gpu_model_param_total(c); /* the family's own weights by its row */

@@ -104,6 +104,8 @@ int worker_cli_settings_opts(cls_settings_t *s, unsigned rows, int env, cli_opt_
 cli_opt_t worker_cli_opt_db(const char **dst, const char *help);
 /* --top-k K (run, classify): labels listed per result, lo..64; env: with RECLASS_TOP_K. */
 cli_opt_t worker_cli_opt_top_k(int *dst, long lo, int env, const char *help);
+/* --labels N (bench, plan-memory): a --geometry model's classifier labels. */
+cli_opt_t worker_cli_opt_labels(int *dst);
 /* --schema-registry URL (run, submit). */
 cli_opt_t worker_cli_opt_registry(const char **dst, const char *help);
 cli_opt_t worker_cli_opt_brokers(const char **dst);

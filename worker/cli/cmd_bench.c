@@ -37,8 +37,7 @@ static void bench_opts(bench_opts_t *o, long *seed, cli_opt_t out[BENCH_N_OPTS +
     const cli_opt_t t[] = {
         worker_cli_opt_model(&o->set.model_dir, 0, 0, NULL),
         worker_cli_opt_geometry(&o->set.geometry),
-        {"labels", CLI_INT, &o->set.labels, 1, 100000, NULL, NULL,
-         "classifier labels of a --geometry model", "2"},
+        worker_cli_opt_labels(&o->set.labels),
         {"workload", CLI_STR, &o->workload, 0, 0, NULL, "W",
          "tickets-mix (synthetic tickets, seeded), or a JSONL file of {\"ids\": [...]}\n"
          "      lines or of {\"text\": ...} lines (texts are tokenized inside every timed\n"
@@ -299,10 +298,13 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
      * precision. */
     double ceiling = -1, ceiling_run = -1;
     if (e->ops->gemm_ceiling) {
-        ceiling = e->ops->gemm_ceiling(e->be, budget, "bf16");
-        ceiling_run = strcmp(precision, "bf16") == 0
-                          ? ceiling
-                          : e->ops->gemm_ceiling(e->be, budget, precision);
+        ceiling = e->ops->gemm_ceiling(e->be, budget, "bf16", err, sizeof err);
+        if (ceiling > 0)
+            ceiling_run = strcmp(precision, "bf16") == 0
+                              ? ceiling
+                              : e->ops->gemm_ceiling(e->be, budget, precision, err, sizeof err);
+        if (ceiling <= 0 || ceiling_run <= 0) /* the report goes on without it */
+            common_logf(stderr, "no GEMM ceiling: %s\n", err);
     }
     const char *mname = model->name ? model->name : "model";
     char kern[256];

@@ -14,7 +14,7 @@
 #define PLAN_OPTS(model_dir, geometry, labels, budget, precision, max_len, max_seqs)                \
     {                                                                                               \
         worker_cli_opt_model(model_dir, 0, 0, NULL), worker_cli_opt_geometry(geometry),             \
-            {"labels", CLI_INT, labels, 1, 1000000000, NULL, "N", "labels of --geometry", "2"},     \
+            worker_cli_opt_labels(labels),                                                          \
             {"token-budget",                                                                        \
              CLI_INT,                                                                               \
              budget,                                                                                \

@@ -300,15 +300,14 @@ common_status_t worker_cmd_submit(int argc, char **argv) {
     common_status_t rc = parse_opts(argc, argv, &o);
     if (rc) return rc;
     if ((rc = worker_cli_require_kafka())) return rc;
-    char oerr[512];
-    if (o.db && (rc = sink_job_owner_check(o.db, o.job_id, o.tenant, oerr, sizeof(oerr)))) {
-        common_logf(stderr, "%s\n", oerr);
+    common_err_t e;
+    if (o.db && (rc = sink_job_owner_check(o.db, o.job_id, o.tenant, &e))) {
+        common_err_print(stderr, &e);
         return rc; /* COMMON_USAGE: another tenant's job, or a bad --db */
     }
 
     worker_submit_count_t cnt;
     char err[512];
-    common_err_t e;
     if ((rc = worker_submit_input_count(o.file, o.text_col, o.id_col, &cnt, &e))) {
         common_err_print(stderr, &e);
         return rc;

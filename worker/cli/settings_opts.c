@@ -64,6 +64,21 @@ cli_opt_t worker_cli_opt_top_k(int *dst, long lo, int env, const char *help) {
     return (cli_opt_t){"top-k", CLI_INT, dst, lo, 64, env ? "RECLASS_TOP_K" : NULL, "K", help, "3"};
 }
 
+/* A --geometry model stands in for a checkpoint, so it takes as many labels as a checkpoint's
+ * config.json may have (the model loader's limit): plan-memory can then plan any model that
+ * loads, and bench time any head that plan-memory plans. */
+cli_opt_t worker_cli_opt_labels(int *dst) {
+    return (cli_opt_t){"labels",
+                       CLI_INT,
+                       dst,
+                       1,
+                       GPU_MODEL_MAX_LABELS,
+                       NULL,
+                       "N",
+                       "classifier labels of a --geometry model",
+                       "2"};
+}
+
 cli_opt_t worker_cli_opt_registry(const char **dst, const char *help) {
     return (cli_opt_t){"schema-registry",         CLI_STR, dst,  0,   0,
                        "RECLASS_SCHEMA_REGISTRY", "URL",   help, NULL};
