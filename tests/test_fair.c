@@ -1,7 +1,7 @@
 /* Lanes and fair shares (worker/pipeline/fair.c): the most urgent lane first, tenants' shares
  * of encoded tokens by their weights while both are queued (one tenant 10x the other), the
- * per-tenant cap, and random push/pop runs in which every item comes out exactly once within
- * the budget. */
+ * per-tenant cap, random push/pop runs in which every item comes out exactly once within the
+ * budget, and the smaller bulk batch beside an urgent lane on a synchronous backend. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -104,8 +104,8 @@ static void reserve_of(worker_fair_t *f) {
  * 1/PLAIN_SHARE of the budget, never less than one longest item: the wait is a fraction of a
  * batch, and the urgent lane's own batches keep the whole budget. Configured, not "urgent
  * records seen lately": the first urgent record after a quiet spell would wait a whole batch,
- * and those records are the urgent tail; the smaller batches cost the CPU little throughput
- * (tests/bench/RESULTS-lanes.md). A backend that queues its batches on a device runs one in
+ * and those records are the urgent tail; what the smaller batches cost the bulk is measured by
+ * tests/bench/lanes_bench.sh (its bulk-alone worker has no urgent lane). A backend that queues its batches on a device runs one in
  * milliseconds and wants big ones for its matrix units: the whole budget. */
 #define PLAIN_SHARE 4
 
@@ -113,7 +113,7 @@ static long plain_budget_of(const worker_fair_cfg_t *c) {
     const long whole = c->acc.token_budget;
     if (!c->synchronous || c->n_lanes < 2) return whole;
     long b = whole / PLAIN_SHARE;
-    return b < c->acc.max_len ? (c->acc.max_len < whole ? c->acc.max_len : whole) : b;
+    return b < c->acc.max_len ? c->acc.max_len : b; /* max_len <= whole: accum_init */
 }
 
 /* How many ranks of reserve a record leaves free: 0 in a lane more urgent than the last; in
