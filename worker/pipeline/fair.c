@@ -105,8 +105,9 @@ static void reserve_of(worker_fair_t *f) {
  * batch, and the urgent lane's own batches keep the whole budget. Configured, not "urgent
  * records seen lately": the first urgent record after a quiet spell would wait a whole batch,
  * and those records are the urgent tail; what the smaller batches cost the bulk is measured by
- * tests/bench/lanes_bench.sh (its bulk-alone worker has no urgent lane). A backend that queues its batches on a device runs one in
- * milliseconds and wants big ones for its matrix units: the whole budget. */
+ * tests/bench/lanes_bench.sh (its bulk-alone worker has no urgent lane). A backend that queues its
+ * batches on a device runs one in milliseconds and wants big ones for its matrix units: the whole
+ * budget. */
 #define PLAIN_SHARE 4
 
 static long plain_budget_of(const worker_fair_cfg_t *c) {
