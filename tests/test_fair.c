@@ -343,8 +343,8 @@ static void test_weights_parse(void **state) {
 }
 
 /* A backend that runs a batch inside its submit (synchronous), with an urgent lane configured:
- * a batch of the plainer lanes holds a quarter of the budget, so an urgent record that arrives
- * while one runs waits a quarter of a batch at most, and the urgent lane's batch keeps the whole
+ * a batch of the plainer lanes holds half of the budget, so an urgent record that arrives while
+ * one runs waits half a batch at most, and the urgent lane's batch keeps the whole
  * budget. One lane, or a backend that queues its batches and runs them while the host goes on:
  * the whole budget, as before. A budget's worth is ready at once either way. */
 static void test_sync_plain_budget(void **state) {
@@ -352,7 +352,7 @@ static void test_sync_plain_budget(void **state) {
     const struct {
         int lanes, sync;
         long plain; /* the bulk batch's budget (cfg_of: 1024, longest item 128) */
-    } cases[] = {{2, 1, 256}, {3, 1, 256}, {1, 1, 1024}, {2, 0, 1024}, {1, 0, 1024}};
+    } cases[] = {{2, 1, 512}, {3, 1, 512}, {1, 1, 1024}, {2, 0, 1024}, {1, 0, 1024}};
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         worker_fair_cfg_t c = cfg_of(cases[k].lanes, 1000, 100000, NULL);
         c.synchronous = cases[k].sync;
@@ -362,12 +362,12 @@ static void test_sync_plain_budget(void **state) {
         assert_int_equal(worker_fair_plain_budget(f), cases[k].plain);
         static it_t its[60];
         const int bulk = cases[k].lanes - 1;
-        for (int i = 0; i < 3; i++) { /* 300 tokens, due at 50: a plain budget's worth or not */
+        for (int i = 0; i < 6; i++) { /* 600 tokens, due at 50: a plain budget's worth or not */
             its[i] = (it_t){i, 100, bulk, 0};
             assert_int_equal(worker_fair_push(f, &its[i], 100, bulk, "bulk", 0, 0), COMMON_OK);
         }
-        assert_int_equal(worker_fair_ready(f, 0), cases[k].plain <= 300);
-        for (int i = 3; i < 40; i++) {
+        assert_int_equal(worker_fair_ready(f, 0), cases[k].plain <= 600);
+        for (int i = 6; i < 40; i++) {
             its[i] = (it_t){i, 100, bulk, 0};
             assert_int_equal(worker_fair_push(f, &its[i], 100, bulk, "bulk", 0, 0), COMMON_OK);
         }

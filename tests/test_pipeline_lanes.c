@@ -8,8 +8,8 @@
  * the queue), so once the lock goes, the urgent rows are the next transaction after the one
  * that was stalled: no other bulk transaction commits before them. Transactions are told apart
  * by the rows' xmin (one writer: its transactions' ids rise in the order they wrote). The
- * CPU backend runs a batch inside its submit, so the bulk batches hold a quarter of the budget
- * (an urgent record waits for a quarter of a batch at most); only urgent batches are larger. The
+ * CPU backend runs a batch inside its submit, so the bulk batches hold half of the budget (an
+ * urgent record waits for half a batch at most); only urgent batches are larger. The
  * second test does the same with the accumulator and the tenant's cap filled by the bulk
  * backlog too (the urgent records must still get in). */
 #include <setjmp.h>
@@ -102,7 +102,7 @@ static void test_urgent_passes_the_sink_queue(void **state) {
     w.cfg.sink_rows = SINK_ROWS;
     w.cfg.sink_connections = 1;
     /* urgent batches of a few dozen tickets; the CPU backend runs a batch inside its submit, so
-     * with an urgent lane a bulk batch holds a quarter of the budget (worker/pipeline/fair.c:
+     * with an urgent lane a bulk batch holds half of the budget (worker/pipeline/fair.c:
      * plain_budget_of), no less than the longest ticket (CLINC150's fit in 128 tokens) */
     w.cfg.cls.token_budget = 512;
     w.cfg.cls.max_len = 128;
@@ -149,14 +149,14 @@ static void test_urgent_passes_the_sink_queue(void **state) {
     fprintf(stderr, "bulk transactions committed before the urgent one: %ld\n", before);
     assert_int_equal(published, 0);
     assert_int_equal(before, 1);
-    /* every batch over a quarter of the budget was an urgent one */
+    /* every batch over half of the budget was an urgent one */
     assert_int_equal(
         db_long("SELECT coalesce(sum(tickets), 0) FROM batches WHERE id > $1::bigint", first_batch),
         BULK + URGENT);
     long over = db_long("SELECT coalesce(sum(tickets), 0) FROM batches WHERE id > $1::bigint AND "
-                        "real_tokens > 512 / 4",
+                        "real_tokens > 512 / 2",
                         first_batch);
-    fprintf(stderr, "tickets in batches over a quarter of the budget: %ld\n", over);
+    fprintf(stderr, "tickets in batches over half of the budget: %ld\n", over);
     assert_true(over <= URGENT);
 }
 

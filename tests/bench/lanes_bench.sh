@@ -5,7 +5,7 @@
 #      otherwise idle worker: their p99 produce-to-commit latency is the idle reference;
 #   2. bulk alone: a LANES_BULK-ticket backlog on tickets, read by a worker without the urgent
 #      lane (--topic tickets): its throughput (tickets over its first to last commit). With an
-#      urgent lane the CPU backend's bulk batches are a quarter of the budget
+#      urgent lane the CPU backend's bulk batches are half of the budget
 #      (worker/pipeline/fair.c: plain_budget_of), so phase 3's ratio counts that cost too;
 #   3. both: the same backlog again, and an urgent job every LANES_EVERY s while it runs.
 # Prints the urgent p99 over the tickets produced while the bulk ran (targets: <= 2 s and

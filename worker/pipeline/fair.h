@@ -23,8 +23,8 @@
  * next batch.
  *
  * On a backend that runs a batch inside its submit (the cpu's), a batch without urgent records
- * holds a quarter of the budget while a lane more urgent than the last is configured, so an
- * urgent record waits for a quarter of a batch at most (worker_fair_plain_budget).
+ * holds half of the budget while a lane more urgent than the last is configured, so an urgent
+ * record waits for half a batch at most (worker_fair_plain_budget).
  *
  * The first WORKER_FAIR_TENANTS tenants with items queued get a class of their own; further
  * tenants share the class "_other" (weight 1) until a class is empty again. On a padded
