@@ -48,6 +48,10 @@ typedef struct {
     int max_seqs;          /* sequences per batch it holds */
     int max_len;           /* longest sequence it takes */
     int padded;            /* 1: a batch costs n_seqs * its longest; 0: its real tokens */
+    int synchronous;       /* 1: submit runs the batch before it returns (collect hands over
+                            * its logits), so the caller waits out the whole batch; 0: submit
+                            * queues it and a device runs it while the caller goes on (ggml's
+                            * caps.async, negated) */
 } gpu_backend_props_t;
 
 typedef struct gpu_backend gpu_backend_t; /* one backend instance; opaque */

@@ -1,7 +1,7 @@
 /* Lanes and fair shares (worker/pipeline/fair.c): the most urgent lane first, tenants' shares
  * of encoded tokens by their weights while both are queued (one tenant 10x the other), the
- * per-tenant cap, and random push/pop runs in which every item comes out exactly once within
- * the budget. */
+ * per-tenant cap, random push/pop runs in which every item comes out exactly once within the
+ * budget, and the smaller bulk batch beside an urgent lane on a synchronous backend. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -330,12 +330,62 @@ static void test_weights_parse(void **state) {
     }
 }
 
+/* A backend that runs a batch inside its submit (synchronous), with an urgent lane configured:
+ * a batch of the plainer lanes holds half of the budget, so an urgent record that arrives while
+ * one runs waits half a batch at most, and the urgent lane's batch keeps the whole
+ * budget. One lane, or a backend that queues its batches and runs them while the host goes on:
+ * the whole budget, as before. A budget's worth is ready at once either way. */
+static void test_sync_plain_budget(void **state) {
+    (void)state;
+    const struct {
+        int lanes, sync;
+        long plain; /* the bulk batch's budget (cfg_of: 1024, longest item 128) */
+    } cases[] = {{2, 1, 512}, {3, 1, 512}, {1, 1, 1024}, {2, 0, 1024}, {1, 0, 1024}};
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        worker_fair_cfg_t c = cfg_of(cases[k].lanes, 1000, 100000, NULL);
+        c.synchronous = cases[k].sync;
+        worker_fair_t *f;
+        char err[256];
+        assert_int_equal(worker_fair_init(&c, &f, err, sizeof(err)), 0);
+        assert_int_equal(worker_fair_plain_budget(f), cases[k].plain);
+        static it_t its[60];
+        const int bulk = cases[k].lanes - 1;
+        for (int i = 0; i < 6; i++) { /* 600 tokens, due at 50: a plain budget's worth or not */
+            its[i] = (it_t){i, 100, bulk, 0};
+            assert_int_equal(worker_fair_push(f, &its[i], 100, bulk, "bulk", 0, 0), COMMON_OK);
+        }
+        assert_int_equal(worker_fair_ready(f, 0), cases[k].plain <= 600);
+        for (int i = 6; i < 40; i++) {
+            its[i] = (it_t){i, 100, bulk, 0};
+            assert_int_equal(worker_fair_push(f, &its[i], 100, bulk, "bulk", 0, 0), COMMON_OK);
+        }
+        void *out[64];
+        int lens[64];
+        long sum = 0;
+        int n = worker_fair_pop(f, 0, 0, out, lens, 64);
+        for (int i = 0; i < n; i++)
+            sum += lens[i];
+        assert_true(sum <= cases[k].plain && sum > cases[k].plain - 100); /* filled to it */
+        if (cases[k].lanes > 1) { /* the urgent lane's batch: the whole budget */
+            for (int i = 40; i < 60; i++) {
+                its[i] = (it_t){i, 100, 0, 1};
+                assert_int_equal(worker_fair_push(f, &its[i], 100, 0, "urgent", 0, 1), COMMON_OK);
+            }
+            n = worker_fair_pop(f, 1, 0, out, lens, 64);
+            assert_int_equal(n, 10);
+            for (int i = 0; i < n; i++)
+                assert_int_equal(((it_t *)out[i])->lane, 0);
+        }
+        worker_fair_free(f);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_urgent_lane_first), cmocka_unit_test(test_shares_by_weight),
         cmocka_unit_test(test_tenant_cap),        cmocka_unit_test(test_random_exactly_once),
         cmocka_unit_test(test_weights_parse),     cmocka_unit_test(test_priority_within_lane),
-        cmocka_unit_test(test_urgent_room),
+        cmocka_unit_test(test_urgent_room),       cmocka_unit_test(test_sync_plain_budget),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,8 @@
  * the queue), so once the lock goes, the urgent rows are the next transaction after the one
  * that was stalled: no other bulk transaction commits before them. Transactions are told apart
  * by the rows' xmin (one writer: its transactions' ids rise in the order they wrote). The
+ * CPU backend runs a batch inside its submit, so the bulk batches hold half of the budget (an
+ * urgent record waits for half a batch at most); only urgent batches are larger. The
  * second test does the same with the accumulator and the tenant's cap filled by the bulk
  * backlog too (the urgent records must still get in). */
 #include <setjmp.h>
@@ -79,6 +81,9 @@ static void test_urgent_passes_the_sink_queue(void **state) {
     topic_create("t4u");
     produce_tenant("t4", "job-bulk", "bulk", 0, BULK, BULK);
     worker_metrics_wait_reset();
+    char first_batch[32]; /* the batches telemetry rows of this test follow it */
+    snprintf(first_batch, sizeof(first_batch), "%ld",
+             db_long("SELECT coalesce(max(id), 0) FROM batches", NULL));
     PGconn *lock = PQconnectdb(db_url);
     assert_int_equal(PQstatus(lock), CONNECTION_OK);
     exec_ok(lock, "BEGIN");
@@ -96,7 +101,11 @@ static void test_urgent_passes_the_sink_queue(void **state) {
     w.cfg.n_topics = 2;
     w.cfg.sink_rows = SINK_ROWS;
     w.cfg.sink_connections = 1;
-    w.cfg.cls.token_budget = 512; /* bulk batches of a few dozen tickets */
+    /* urgent batches of a few dozen tickets; the CPU backend runs a batch inside its submit, so
+     * with an urgent lane a bulk batch holds half of the budget (worker/pipeline/fair.c:
+     * plain_budget_of), no less than the longest ticket (CLINC150's fit in 128 tokens) */
+    w.cfg.cls.token_budget = 512;
+    w.cfg.cls.max_len = 128;
     /* room for the whole backlog: the urgent tickets are pushed beside it, not after it */
     w.cfg.cls.max_pending = 4096;
     w.cfg.cls.max_pending_tokens = 1 << 20;
@@ -140,6 +149,15 @@ static void test_urgent_passes_the_sink_queue(void **state) {
     fprintf(stderr, "bulk transactions committed before the urgent one: %ld\n", before);
     assert_int_equal(published, 0);
     assert_int_equal(before, 1);
+    /* every batch over half of the budget was an urgent one */
+    assert_int_equal(
+        db_long("SELECT coalesce(sum(tickets), 0) FROM batches WHERE id > $1::bigint", first_batch),
+        BULK + URGENT);
+    long over = db_long("SELECT coalesce(sum(tickets), 0) FROM batches WHERE id > $1::bigint AND "
+                        "real_tokens > 512 / 2",
+                        first_batch);
+    fprintf(stderr, "tickets in batches over half of the budget: %ld\n", over);
+    assert_true(over <= URGENT);
 }
 
 /* The accumulator's pending tickets once they stop changing (the poll thread publishes them

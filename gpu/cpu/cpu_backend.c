@@ -358,7 +358,8 @@ static void cpu_get_props(const gpu_backend_t *be, gpu_backend_props_t *p) {
                                .token_budget = be->opts.token_budget,
                                .max_seqs = be->max_seqs,
                                .max_len = be->max_len,
-                               .padded = 0};
+                               .padded = 0,
+                               .synchronous = 1}; /* cpu_submit runs the batch */
 }
 
 /* The table's profile_ops: each thread times its ops (cpu_graph.c); the totals are summed

@@ -176,7 +176,8 @@ static void cuda_be_get_props(const gpu_backend_t *be, gpu_backend_props_t *p) {
     p->token_budget = be->token_budget;
     p->max_seqs = be->max_seqs;
     p->max_len = be->max_len;
-    p->padded = 0; // packed tokens (cu_seqlens)
+    p->padded = 0;      // packed tokens (cu_seqlens)
+    p->synchronous = 0; // submit queues the batch on the stream
 }
 
 static int cuda_be_init(const gpu_model_t *model, const gpu_backend_opts_t *opts,

@@ -20,6 +20,7 @@ struct worker_fair {
     worker_fair_cfg_t cfg;
     worker_fair_weights_t w;
     long tenant_cap;
+    long plain_budget;   /* tokens of a batch without urgent records (plain_budget_of) */
     long reserve_tokens; /* room the plainer records leave to each more urgent rank (room_of) */
     int reserve_items;
     long cap_reserve; /* of a class's cap, left by priority 0 to the priorities above it */
@@ -95,6 +96,29 @@ static void reserve_of(worker_fair_t *f) {
         f->cap_reserve = r < f->tenant_cap - c->max_len ? r : f->tenant_cap - c->max_len;
 }
 
+/* The token budget of a batch that holds no urgent lane's records, decided here alone. A
+ * backend that runs a batch inside its submit (the cpu's: gpu_backend_props_t.synchronous)
+ * keeps the encoder thread there to the batch's end, so an urgent record that arrives meanwhile
+ * waits for the rest of that batch (the whole budget: some 0.15 s of bert-mini on two cores).
+ * With a lane more urgent than the last configured, such a backend's plainer batches hold
+ * 1/PLAIN_SHARE of the budget, never less than one longest item: the wait is a fraction of a
+ * batch, and the urgent lane's own batches keep the whole budget. Configured, not "urgent
+ * records seen lately": the first urgent record after a quiet spell would wait a whole batch,
+ * and those records are the urgent tail; what the smaller batches cost the bulk is measured by
+ * tests/bench/lanes_bench.sh (its bulk-alone worker has no urgent lane). A backend that queues its
+ * batches on a device runs one in milliseconds and wants big ones for its matrix units: the whole
+ * budget. Half, not a quarter: `reclass bench` on bert-mini at 2 threads spent 10-20% more CPU
+ * on 1024-token batches than on 4096 (the backend cuts them into 256-token chunks, two a thread), a
+ * few % on 2048, and the bulk must keep 90% of its rate beside the urgent lane. */
+#define PLAIN_SHARE 2
+
+static long plain_budget_of(const worker_fair_cfg_t *c) {
+    const long whole = c->acc.token_budget;
+    if (!c->synchronous || c->n_lanes < 2) return whole;
+    long b = whole / PLAIN_SHARE;
+    return b < c->acc.max_len ? c->acc.max_len : b; /* max_len <= whole: accum_init */
+}
+
 /* How many ranks of reserve a record leaves free: 0 in a lane more urgent than the last; in
  * the last lane, one for the urgent lanes, and one more at priority 0 for the priorities. */
 static int ranks_above(const worker_fair_t *f, int lane, int prio) {
@@ -122,6 +146,7 @@ int worker_fair_init(const worker_fair_cfg_t *cfg, worker_fair_t **out, char *er
         cfg->tenant_max_tokens > 0 ? cfg->tenant_max_tokens : cfg->acc.max_pending_tokens / 2;
     /* below one longest item the tenant could never be served; below a budget, never fill one */
     if (f->tenant_cap < cfg->acc.token_budget) f->tenant_cap = cfg->acc.token_budget;
+    f->plain_budget = plain_budget_of(cfg);
     reserve_of(f);
     for (int l = 0; l < cfg->n_lanes; l++)
         for (int s = 0; s < SLOTS; s++)
@@ -207,7 +232,7 @@ int worker_fair_ready(const worker_fair_t *f, int64_t now_ms) {
     const worker_accum_cfg_t *c = &f->cfg.acc;
     if (f->n_items == 0) return 0;
     if (worker_fair_urgent_lane(f) >= 0) return 1;
-    if (f->n_tokens >= c->token_budget) return 1;
+    if (f->n_tokens >= f->plain_budget) return 1; /* no urgent lane's records: see above */
     /* the plainest record's bounds (ranks_above at most 2) */
     const int above = ranks_above(f, f->cfg.n_lanes - 1, 0);
     if (f->n_items >= c->max_pending_items - above * f->reserve_items) return 1;
@@ -242,9 +267,9 @@ int worker_fair_pop(worker_fair_t *f, int64_t now_ms, int flush, void **items, i
     if (!flush && !worker_fair_ready(f, now_ms)) return 0;
     const long quantum = f->cfg.acc.max_len;
     const int padded = f->cfg.acc.padded;
-    long remaining = f->cfg.acc.token_budget;
-    int n = 0;
     const int urgent = worker_fair_urgent_lane(f);
+    long remaining = urgent >= 0 ? f->cfg.acc.token_budget : f->plain_budget;
+    int n = 0;
     const int lanes = urgent >= 0 ? urgent + 1 : f->cfg.n_lanes; /* an urgent lane goes alone */
     for (int l = 0; l < lanes && remaining > 0 && n < cap; l++) {
         int idle = 0; /* turns in a row that took nothing: a whole round of them ends the lane */
@@ -291,6 +316,10 @@ long worker_fair_pending_tokens(const worker_fair_t *f) {
 
 int worker_fair_pending_lane(const worker_fair_t *f, int lane) {
     return lane >= 0 && lane < f->cfg.n_lanes ? f->lane_items[lane] : 0;
+}
+
+long worker_fair_plain_budget(const worker_fair_t *f) {
+    return f->plain_budget;
 }
 
 long worker_fair_tenant_cap(const worker_fair_t *f) {

@@ -22,6 +22,10 @@
  * weight / sum(weights) of the encoded tokens. When the batch ends a turn, the turn goes on in the
  * next batch.
  *
+ * On a backend that runs a batch inside its submit (the cpu's), a batch without urgent records
+ * holds half of the budget while a lane more urgent than the last is configured, so an urgent
+ * record waits for half a batch at most (worker_fair_plain_budget).
+ *
  * The first WORKER_FAIR_TENANTS tenants with items queued get a class of their own; further
  * tenants share the class "_other" (weight 1) until a class is empty again. On a padded
  * backend (cost = items * longest) a batch holds one class. Not thread-safe: the caller holds
@@ -55,6 +59,8 @@ typedef struct {
     long tenant_max_tokens; /* tokens one tenant may hold in a lane; 0 = half of
                              * max_pending_tokens */
     const char *weights;    /* "T=W,..." or NULL: every tenant weighs 1 */
+    int synchronous;        /* the backend runs a batch inside its submit (its props:
+                             * gpu_backend_props_t.synchronous): see worker_fair_plain_budget */
 } worker_fair_cfg_t;
 
 typedef struct worker_fair worker_fair_t;
@@ -85,6 +91,9 @@ int worker_fair_urgent_lane(const worker_fair_t *f);
 int worker_fair_pending_items(const worker_fair_t *f);
 long worker_fair_pending_tokens(const worker_fair_t *f);
 int worker_fair_pending_lane(const worker_fair_t *f, int lane);
+/* The token budget of a batch without an urgent lane's records in it (the whole budget, or
+ * less: fair.c, plain_budget_of). */
+long worker_fair_plain_budget(const worker_fair_t *f);
 /* The cap in tokens per tenant as configured (0 resolved). */
 long worker_fair_tenant_cap(const worker_fair_t *f);
 

@@ -239,7 +239,8 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
         worker_fair_cfg_t fc = {.acc = pl->ses.acc,
                                 .n_lanes = consumers_consumer_n_lanes(pl->poll.consumer),
                                 .tenant_max_tokens = cfg->tenant_max_tokens,
-                                .weights = cfg->tenant_weights};
+                                .weights = cfg->tenant_weights,
+                                .synchronous = pl->ses.props.synchronous};
         fc.acc.priority_step_ms = cfg->priority_step_ms;
         if (worker_fair_init(&fc, &pl->q.acc, err, sizeof(err))) rc = 2;
     }
@@ -253,12 +254,15 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
     }
     /* room for every writer's next transaction, and as much again being formed */
     pl->q.max_out_items = (pl->sk.n_writers + 1L) * cfg->sink_rows;
-    char kern[256];
+    char kern[256], plain[64] = ""; /* a smaller bulk batch beside urgent lanes (fair.c) */
+    if (worker_fair_plain_budget(pl->q.acc) < pl->ses.props.token_budget)
+        snprintf(plain, sizeof plain, " (%ld a batch without urgent records)",
+                 worker_fair_plain_budget(pl->q.acc));
     common_logf(stderr,
-                "model %s (%d labels), backend %s, precision %s, token budget %d, "
+                "model %s (%d labels), backend %s, precision %s, token budget %d%s, "
                 "max len %d, topic %s, group %s, dead letters to %s%s%s\n",
                 pl->ses.model->name, pl->ses.model->cfg.num_labels, pl->ses.eng.ops->name,
-                pl->ses.props.precision, pl->ses.props.token_budget, pl->ses.props.max_len,
+                pl->ses.props.precision, pl->ses.props.token_budget, plain, pl->ses.props.max_len,
                 cfg->topic, cfg->group, cfg->dlq_topic,
                 *cls_session_kernels(&pl->ses, kern, sizeof kern) ? "; " : "", kern);
 
