@@ -75,6 +75,19 @@ static void exec_ok(PGconn *c, const char *sql) {
     PQclear(r);
 }
 
+/* A worker of group on two lanes (--topic urgent:0,bulk:1) writing through one connection in
+ * transactions of SINK_ROWS rows, so that a stalled writer holds everything behind it. */
+static void two_lane_worker(worker_t *w, const char *urgent, const char *bulk, const char *group) {
+    cfg_for(&w->cfg, urgent, group, 4);
+    w->cfg.topics[0] = urgent;
+    w->cfg.topic_prio[0] = 0;
+    w->cfg.topics[1] = bulk;
+    w->cfg.topic_prio[1] = 1;
+    w->cfg.n_topics = 2;
+    w->cfg.sink_rows = SINK_ROWS;
+    w->cfg.sink_connections = 1;
+}
+
 static void test_urgent_passes_the_sink_queue(void **state) {
     (void)state;
     topic_create("t4");
@@ -93,14 +106,7 @@ static void test_urgent_passes_the_sink_queue(void **state) {
     exec_ok(lock, "LOCK TABLE batches IN SHARE MODE");
 
     static worker_t w;
-    cfg_for(&w.cfg, "t4u", "g4", 4);
-    w.cfg.topics[0] = "t4u"; /* --topic t4u:0,t4:1 */
-    w.cfg.topic_prio[0] = 0;
-    w.cfg.topics[1] = "t4";
-    w.cfg.topic_prio[1] = 1;
-    w.cfg.n_topics = 2;
-    w.cfg.sink_rows = SINK_ROWS;
-    w.cfg.sink_connections = 1;
+    two_lane_worker(&w, "t4u", "t4", "g4");
     /* urgent batches of a few dozen tickets; the CPU backend runs a batch inside its submit, so
      * with an urgent lane a bulk batch holds half of the budget (worker/pipeline/fair.c:
      * plain_budget_of), no less than the longest ticket (CLINC150's fit in 128 tokens) */
@@ -193,14 +199,7 @@ static void test_urgent_enters_a_full_accumulator(void **state) {
     exec_ok(lock, "LOCK TABLE batches IN SHARE MODE");
 
     static worker_t w;
-    cfg_for(&w.cfg, "t5u", "g5", 4);
-    w.cfg.topics[0] = "t5u"; /* --topic t5u:0,t5:1 */
-    w.cfg.topic_prio[0] = 0;
-    w.cfg.topics[1] = "t5";
-    w.cfg.topic_prio[1] = 1;
-    w.cfg.n_topics = 2;
-    w.cfg.sink_rows = SINK_ROWS;
-    w.cfg.sink_connections = 1;
+    two_lane_worker(&w, "t5u", "t5", "g5");
     w.cfg.cls.token_budget = 512;
     /* far below the backlog: it fills the accumulator and the tenant's cap */
     w.cfg.cls.max_pending = 256;
