@@ -59,9 +59,9 @@ int pipe_setup(void **state) {
     if (pclose(p)) return -1;
     db_url[strcspn(db_url, "\n")] = 0;
     int applied = 0;
-    if (sink_migrate_ex(db_url, RECLASS_SOURCE_DIR "/migrations", NULL, &applied, err,
-                        sizeof(err))) {
-        fprintf(stderr, "migrate: %s\n", err);
+    common_err_t e;
+    if (sink_migrate_ex(db_url, RECLASS_SOURCE_DIR "/migrations", NULL, &applied, &e)) {
+        fprintf(stderr, "migrate: %s\n", e.message);
         return -1;
     }
     return 0;
