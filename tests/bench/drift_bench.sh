@@ -200,7 +200,9 @@ time_cpu 'worker: write one window of every tenant, server CPU time' "SET applic
 # replaced, as a newer window's status replaces it), from no status and back to none (the
 # judge's first run below stores every tenant's again).
 sql "DELETE FROM drift_status"
-one_window="SELECT $win + (pg_backend_pid() % 40) * interval '1 s'"
+# (no earlier than the judged days' mark: a worker's newest window is never before it, and a
+# REUSE run's earlier judging left it ahead)
+one_window="SELECT greatest($win, drift_rollup_done_before('drift_judged_daily')) + (pg_backend_pid() % 40) * interval '1 s'"
 one_rows="SELECT ($one_window) AS b, format('tenant%s', lpad(k::text, 4, '0')) AS t FROM generate_series(0, $TENANTS - 1) k"
 one_write="INSERT INTO drift_windows (window_start, window_s, tenant, model, worker, tickets, label_counts, confidence_hist)
     SELECT b, $WINDOW_S, t, 'm', 'bench:2', 10, '{\"l0\": 6, \"l1\": 4}', '{0,0,0,0,0,1,2,3,4,0}' FROM ($one_rows) r"
