@@ -52,7 +52,8 @@ static void label_bin(void *ctx, int ci, int ri) {
     if (x->s.scored) add_bin(&x->s, cv, rv, x->nc, x->nr, x->k);
     if (ri < 0) x->new_idx[x->n_new++] = ci;
     /* expected in the window at the reference's share: at least 5 */
-    if (ci < 0 && rv / (double)x->ref->tickets * (double)x->cur->tickets >= 5)
+    if (ci < 0 && x->ref->tickets != 0 &&
+        rv / (double)x->ref->tickets * (double)x->cur->tickets >= 5)
         x->gone_idx[x->n_gone++] = ri;
 }
 

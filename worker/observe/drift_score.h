@@ -3,7 +3,8 @@
  * by drift_settings().eps over the union of bins) and the Jensen-Shannon divergence (base 2,
  * unsmoothed) of the label mix and of the 10-bin confidence histogram, the low-confidence share
  * (bins 0-4) and its change, the labels new in the window and gone from it, and the status.
- * tests/test_drift_score.c holds it equal to drift_compare on the same distributions.
+ * tests/test_drift_score.c holds it equal to drift_compare on the same distributions and to
+ * what the judge stores for a window and the reference it used.
  *
  * Pure: no allocation, no I/O; the caller owns every buffer. */
 #ifndef RECLASS_WORKER_DRIFT_SCORE_H
