@@ -14,6 +14,12 @@ target_link_libraries(test_telemetry_sink PRIVATE reclass_core PkgConfig::CMOCKA
 add_test(NAME test_telemetry_sink
          COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_sink.sh $<TARGET_FILE:test_telemetry_sink>)
 set_tests_properties(test_telemetry_sink PROPERTIES LABELS integration TIMEOUT 300)
+# the worker's drift scores (worker/observe/drift_score.c) equal the SQL judge's (drift_compare)
+add_executable(test_drift_score ${CMAKE_SOURCE_DIR}/tests/test_drift_score.c)
+target_link_libraries(test_drift_score PRIVATE reclass_core PkgConfig::CMOCKA)
+add_test(NAME test_drift_score
+         COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_sink.sh $<TARGET_FILE:test_drift_score>)
+set_tests_properties(test_drift_score PROPERTIES LABELS integration TIMEOUT 300)
 # deploy/prometheus/alerts.yml: each alert fires (and stays quiet) as its promtool test says,
 # and a real Prometheus scrapes a running worker (Debian's prometheus package; 77 = skipped)
 find_program(PROMTOOL promtool)

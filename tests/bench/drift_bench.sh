@@ -191,6 +191,47 @@ time_sql 'worker: write one window of every tenant' "$window_write"
 # (as another worker writes its rows of the window: each run a worker of its own)
 time_cpu 'worker: write one window of every tenant, server CPU time' "SET application_name = 'drift_bench'" \
     "WITH w AS (${window_write/\'bench:2\'/\'bench:\' || pg_backend_pid()} RETURNING 1) SELECT count(*) FROM w"
+# what one statement per window costs when the worker scores (issue 41's plan: the scores
+# computed in C, worker/observe/drift_score.c): the window's rows (through today's roll-up and
+# reference triggers), its judged rows (drift_judged_store) and every tenant's status, each run
+# a window of its own inside the hour; then less the reference trigger (a reference the worker
+# holds), and the parts alone. Before the judge below moves the references (none holds the
+# window then, as none holds a worker's newest window); the status a day ahead (every row
+# replaced, as a newer window's status replaces it), from no status and back to none (the
+# judge's first run below stores every tenant's again).
+sql "DELETE FROM drift_status"
+# (no earlier than the judged days' mark: a worker's newest window is never before it, and a
+# REUSE run's earlier judging left it ahead)
+one_window="SELECT greatest($win, drift_rollup_done_before('drift_judged_daily')) + (pg_backend_pid() % 40) * interval '1 s'"
+one_rows="SELECT ($one_window) AS b, format('tenant%s', lpad(k::text, 4, '0')) AS t FROM generate_series(0, $TENANTS - 1) k"
+one_write="INSERT INTO drift_windows (window_start, window_s, tenant, model, worker, tickets, label_counts, confidence_hist)
+    SELECT b, $WINDOW_S, t, 'm', 'bench:2', 10, '{\"l0\": 6, \"l1\": 4}', '{0,0,0,0,0,1,2,3,4,0}' FROM ($one_rows) r"
+one_judged="SELECT drift_judged_store(array_agg(ROW(b, t, 'm', $WINDOW_S, 10, 'ok', 2::smallint, 0.01, 0.005, 0.02, 0.01,
+    0.1, 0.0, '{}'::text[], '{}'::text[], 'trailing 7 days', 100000, false, now())::drift_judged)) FROM ($one_rows) r"
+one_status="INSERT INTO drift_status AS s (tenant, model, window_start, window_s, tickets, status, level, label_psi,
+    confidence_psi, reference, overflow)
+    SELECT t, 'm', now() + interval '1 day', $WINDOW_S, 10, 'ok', 1, 0.01, 0.02, 'trailing 7 days', false FROM ($one_rows) r
+    ON CONFLICT (tenant, model) DO UPDATE SET window_start = excluded.window_start, window_s = excluded.window_s,
+        tickets = excluded.tickets, status = excluded.status, level = excluded.level, label_psi = excluded.label_psi,
+        confidence_psi = excluded.confidence_psi, reference = excluded.reference, overflow = excluded.overflow,
+        updated_at = now()
+    WHERE excluded.window_start >= s.window_start"
+one_stmt="WITH w AS ($one_write RETURNING 1), j AS ($one_judged), s AS ($one_status RETURNING 1)
+    SELECT (SELECT count(*) FROM w) + (SELECT * FROM j) + (SELECT count(*) FROM s)"
+no_ref="BEGIN; ALTER TABLE drift_windows DISABLE TRIGGER drift_windows_reference_insert"
+time_cpu 'scored in C: one statement per window (window, roll-ups, judged rows, status), server CPU time' \
+    "SET application_name = 'drift_bench'" "$one_stmt"
+time_cpu 'scored in C: the same without the reference trigger, server CPU time' "$no_ref" "$one_stmt"
+time_cpu 'scored in C, parts: the window'"'"'s rows without triggers, server CPU time' \
+    "$no_ref; ALTER TABLE drift_windows DISABLE TRIGGER drift_windows_rollup_insert" \
+    "WITH w AS ($one_write RETURNING 1) SELECT count(*) FROM w"
+time_cpu 'scored in C, parts: the hour roll-up trigger, window and roll-up, server CPU time' "$no_ref" \
+    "WITH w AS ($one_write RETURNING 1) SELECT count(*) FROM w"
+time_cpu 'scored in C, parts: the judged rows (`drift_judged_store`), server CPU time' \
+    "SET application_name = 'drift_bench'" "$one_judged"
+time_cpu 'scored in C, parts: every tenant'"'"'s status, server CPU time' \
+    "SET application_name = 'drift_bench'" "WITH s AS ($one_status RETURNING 1) SELECT count(*) FROM s"
+sql "DELETE FROM drift_status"
 # the worker judges each window after writing it: the first judging sums every tenant's
 # reference from the roll-ups (untimed); each timed run writes the next window (untimed: the
 # window_write above) and judges it, moving every reference one window on
