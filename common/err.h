@@ -43,8 +43,16 @@ void common_logf(FILE *log, const char *fmt, ...) __attribute__((format(printf, 
  * next call; NULL or "": none. The CLI sets it once per command, before any thread starts. */
 void common_log_prefix(const char *prefix);
 
-/* Writes e as one line for the user, "message (detail); hint" with the parts that are set,
- * to f as common_logf does (after the command's prefix): how the CLI prints an error. */
+/* Room for e as one line: its three fields and the separators common_err_line puts between. */
+#define COMMON_ERR_LINE_MAX (sizeof(common_err_t) + 8)
+
+/* e as one line, "message (detail); hint" with the parts that are set, into buf (len bytes,
+ * cut to fit): the text of an error wherever a caller needs text (a log line, a dead letter's
+ * reason). Returns buf. */
+const char *common_err_line(const common_err_t *e, char *buf, size_t len);
+
+/* Writes common_err_line's line to f as common_logf does (after the command's prefix): how the
+ * CLI prints an error. */
 void common_err_print(FILE *f, const common_err_t *e);
 
 #endif
