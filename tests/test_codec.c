@@ -428,7 +428,9 @@ static void test_errors(void **state) {
     static const struct {
         const char *job, *tenant, *tid, *needle;
     } bad_ids[] = {
-        {"j", "ac\xc3\x28me", "1", "tenant: invalid UTF-8 at byte 2"},
+        /* the whole reclass.error header: message (the bytes); what identifiers must be */
+        {"j", "ac\xc3\x28me", "1",
+         "field tenant: invalid UTF-8 at byte 2 (0xc3 0x28); identifiers must be UTF-8 text"},
         {"\xff", "t", "1", "job_id: invalid UTF-8 at byte 0"},
         {"j", "t", "x\xed\xa0\x80", "ticket_id: invalid UTF-8 at byte 1"}, /* surrogate */
         {"j", "t", "\xc0\xaf", "ticket_id: invalid UTF-8"},                /* overlong '/' */
