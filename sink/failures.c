@@ -19,8 +19,7 @@ const char sink_sql_failure[] =
 static const char SQL_COMPLETE_ONE[] = "SELECT job_complete(ARRAY[$1::text])";
 
 /* One failure; bare: without the record's own words (ids PostgreSQL refused as data). */
-static common_status_t record_one(sink_t *s, const sink_failure_t *f, int bare, char *err,
-                                  size_t errlen) {
+static common_status_t record_one(sink_t *s, const sink_failure_t *f, int bare, common_err_t *e) {
     char part[16], off[24], total[16];
     snprintf(part, sizeof part, "%" PRId32, f->partition);
     snprintf(off, sizeof off, "%" PRId64, f->offset);
@@ -42,19 +41,17 @@ static common_status_t record_one(sink_t *s, const sink_failure_t *f, int bare, 
     const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     if (!bare && sink_pg_data_error(st)) {
         PQclear(res);
-        return record_one(s, f, 1, err, errlen);
+        return record_one(s, f, 1, e);
     }
-    return sink_pg_fail(s->conn, res, "record a dead letter", err, errlen);
+    return sink_pg_fail(s->conn, res, "record a dead letter", e);
 }
 
-common_status_t sink_write_failures(sink_t *s, const sink_failure_t *f, int n, char *err,
-                                    size_t errlen) {
-    if (!s || !s->conn || PQstatus(s->conn) != CONNECTION_OK) {
-        snprintf(err, errlen, "sink_write_failures: connection to PostgreSQL is down");
-        return COMMON_RETRY;
-    }
+common_status_t sink_write_failures(sink_t *s, const sink_failure_t *f, int n, common_err_t *e) {
+    if (!s || !s->conn || PQstatus(s->conn) != CONNECTION_OK)
+        return common_err_set(e, COMMON_RETRY,
+                              "sink_write_failures: connection to PostgreSQL is down");
     for (int i = 0; i < n; i++) {
-        common_status_t rc = record_one(s, &f[i], 0, err, errlen);
+        common_status_t rc = record_one(s, &f[i], 0, e);
         if (rc != COMMON_OK) return rc;
     }
     for (int i = 0; i < n; i++) {
@@ -74,7 +71,7 @@ common_status_t sink_write_failures(sink_t *s, const sink_failure_t *f, int n, c
             PQclear(res);
             continue;
         }
-        return sink_pg_fail(s->conn, res, "mark complete jobs", err, errlen);
+        return sink_pg_fail(s->conn, res, "mark complete jobs", e);
     }
     return COMMON_OK;
 }

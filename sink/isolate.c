@@ -80,8 +80,8 @@ static int32_t write_total(const sink_t *s, int n, const char *job) {
     return best;
 }
 
-/* The reason for a row refused alone; err: the refusal in PostgreSQL's words. */
-static int reject_row(sink_t *s, int row, const sink_result_t *r, const char *err) {
+/* The reason for a row refused alone; e: the refusal in PostgreSQL's words. */
+static int reject_row(sink_t *s, int row, const sink_result_t *r, const common_err_t *e) {
     if (strcmp(s->fail_constraint, CON_OWNER) == 0) return reject_owner(s, row, r);
     if (strcmp(s->fail_constraint, CON_TOTAL) == 0)
         return reject_add(s, row,
@@ -89,13 +89,15 @@ static int reject_row(sink_t *s, int row, const sink_result_t *r, const char *er
                           "every ticket of a job must carry the job's full count (SQLSTATE %s)",
                           r->job_id, (int)r->job_total, s->fail_state);
     if (strcmp(s->fail_constraint, CON_FIXED) == 0) return reject_total(s, row, r, -1);
-    return reject_add(s, row, "PostgreSQL refused the row: %s", err); /* err has the SQLSTATE */
+    char line[COMMON_ERR_LINE_MAX];
+    return reject_add(s, row, "PostgreSQL refused the row: %s", /* with its SQLSTATE */
+                      common_err_line(e, line, sizeof line));
 }
 
 /* Rows of work[] whose job is owned by another tenant, or whose job_total is not the job's
  * (job_total_check), go to the rejects; the others are moved to the front. Returns the number
  * kept, or -1 with rc set. */
-static int drop_foreign(sink_t *s, int n, common_status_t *rc, char *err, size_t errlen) {
+static int drop_foreign(sink_t *s, int n, common_status_t *rc, common_err_t *e) {
     const sink_tally_t *t = &s->tally; /* of the whole write: sink_write_once built it */
     sink_copybuf_t *b = &s->params;
     sink_copybuf_reset(b);
@@ -103,8 +105,7 @@ static int drop_foreign(sink_t *s, int n, common_status_t *rc, char *err, size_t
     for (int i = 0; i < t->n_jobs; i++)
         sink_copybin_text(b, t->jobs[i].job_id);
     if (b->oom) {
-        snprintf(err, errlen, "sink: out of memory for %d jobs", t->n_jobs);
-        *rc = COMMON_RETRY;
+        *rc = common_err_set(e, COMMON_RETRY, "sink: out of memory for %d jobs", t->n_jobs);
         return -1;
     }
     const char *vals[1] = {b->data};
@@ -116,7 +117,7 @@ static int drop_foreign(sink_t *s, int n, common_status_t *rc, char *err, size_t
             PQclear(res);
             return n;
         }
-        *rc = sink_pg_fail(s->conn, res, "read job owners", err, errlen);
+        *rc = sink_pg_fail(s->conn, res, "read job owners", e);
         return -1;
     }
     int kept = 0;
@@ -141,8 +142,7 @@ static int drop_foreign(sink_t *s, int n, common_status_t *rc, char *err, size_t
             bad = reject_total(s, s->work_row[i], r, fixed) ? -1 : 1;
         if (bad < 0) {
             PQclear(res);
-            snprintf(err, errlen, "sink: out of memory listing refused rows");
-            *rc = COMMON_RETRY;
+            *rc = common_err_set(e, COMMON_RETRY, "sink: out of memory listing refused rows");
             return -1;
         }
         if (bad) continue;
@@ -160,10 +160,10 @@ static int cmp_reject(const void *a, const void *b) {
 
 /* work[from, to) was refused (refused = 1) or is still to be tried. */
 static common_status_t split(sink_t *s, int from, int to, int refused, long *inserted, long *stored,
-                             char *err, size_t errlen) {
+                             common_err_t *e) {
     int n = to - from;
     if (!refused) {
-        common_status_t rc = sink_write_once(s, s->work + from, n, NULL, 0, err, errlen);
+        common_status_t rc = sink_write_once(s, s->work + from, n, NULL, 0, e);
         if (rc == COMMON_OK) {
             *inserted += s->last_inserted;
             *stored += s->last_rows;
@@ -171,26 +171,21 @@ static common_status_t split(sink_t *s, int from, int to, int refused, long *ins
         if (rc != COMMON_DATA) return rc;
     }
     if (n == 1) {
-        if (reject_row(s, s->work_row[from], &s->work[from], err) == 0) return COMMON_OK;
-        snprintf(err, errlen, "sink: out of memory listing refused rows");
-        return COMMON_RETRY;
+        if (reject_row(s, s->work_row[from], &s->work[from], e) == 0) return COMMON_OK;
+        return common_err_set(e, COMMON_RETRY, "sink: out of memory listing refused rows");
     }
     int mid = from + n / 2;
-    common_status_t rc = split(s, from, mid, 0, inserted, stored, err, errlen);
-    return rc == COMMON_OK ? split(s, mid, to, 0, inserted, stored, err, errlen) : rc;
+    common_status_t rc = split(s, from, mid, 0, inserted, stored, e);
+    return rc == COMMON_OK ? split(s, mid, to, 0, inserted, stored, e) : rc;
 }
 
-common_status_t sink_isolate(sink_t *s, const sink_result_t *rows, int n, char *err,
-                             size_t errlen) {
+common_status_t sink_isolate(sink_t *s, const sink_result_t *rows, int n, common_err_t *e) {
     if (n > s->work_cap) {
         sink_result_t *w = realloc(s->work, (size_t)n * sizeof(*w));
         int *wr = w ? realloc(s->work_row, (size_t)n * sizeof(*wr)) : NULL;
         if (w) s->work = w;
         if (wr) s->work_row = wr;
-        if (!w || !wr) {
-            snprintf(err, errlen, "sink: out of memory for %d rows", n);
-            return COMMON_RETRY;
-        }
+        if (!w || !wr) return common_err_set(e, COMMON_RETRY, "sink: out of memory for %d rows", n);
         s->work_cap = n;
     }
     for (int i = 0; i < n; i++) {
@@ -199,10 +194,10 @@ common_status_t sink_isolate(sink_t *s, const sink_result_t *rows, int n, char *
     }
     s->n_rejects = 0;
     common_status_t rc = COMMON_OK;
-    int kept = drop_foreign(s, n, &rc, err, errlen);
+    int kept = drop_foreign(s, n, &rc, e);
     if (kept < 0) return rc;
     long inserted = 0, stored = 0;
-    rc = kept == 0 ? COMMON_OK : split(s, 0, kept, kept == n, &inserted, &stored, err, errlen);
+    rc = kept == 0 ? COMMON_OK : split(s, 0, kept, kept == n, &inserted, &stored, e);
     s->last_inserted = inserted;
     s->last_rows = stored;
     /* rows in row order, as sink_rejected promises (the owner pass came first) */
@@ -211,13 +206,11 @@ common_status_t sink_isolate(sink_t *s, const sink_result_t *rows, int n, char *
 }
 
 static common_status_t sink_validate(const sink_result_t *rows, int n_rows,
-                                     const sink_batch_t *batches, int n_batches, char *err,
-                                     size_t errlen) {
-    if (n_rows < 0 || n_batches < 0 || (n_rows > 0 && !rows) || (n_batches > 0 && !batches)) {
-        snprintf(err, errlen, "sink_write: invalid arguments (n_rows %d, n_batches %d)", n_rows,
-                 n_batches);
-        return COMMON_FATAL;
-    }
+                                     const sink_batch_t *batches, int n_batches, common_err_t *e) {
+    if (n_rows < 0 || n_batches < 0 || (n_rows > 0 && !rows) || (n_batches > 0 && !batches))
+        return common_err_set(e, COMMON_FATAL,
+                              "sink_write: invalid arguments (n_rows %d, n_batches %d)", n_rows,
+                              n_batches);
     for (int i = 0; i < n_rows; i++) {
         /* a job belongs to one tenant (migrations/005_tenant.sql): a row names its own */
         const char *missing = !rows[i].job_id      ? "job_id"
@@ -225,29 +218,24 @@ static common_status_t sink_validate(const sink_result_t *rows, int n_rows,
                               : !rows[i].tenant    ? "tenant"
                               : !rows[i].label     ? "label"
                                                    : NULL;
-        if (missing) {
-            snprintf(err, errlen, "sink_write: row %d has no %s", i, missing);
-            return COMMON_FATAL;
-        }
+        if (missing)
+            return common_err_set(e, COMMON_FATAL, "sink_write: row %d has no %s", i, missing);
     }
     return COMMON_OK;
 }
 
 common_status_t sink_write(sink_t *s, const sink_result_t *rows, int n_rows,
-                           const sink_batch_t *batches, int n_batches, char *err, size_t errlen) {
-    if (!s) {
-        snprintf(err, errlen, "sink_write: no sink");
-        return COMMON_FATAL;
-    }
+                           const sink_batch_t *batches, int n_batches, common_err_t *e) {
+    if (!s) return common_err_set(e, COMMON_FATAL, "sink_write: no sink");
     s->n_rejects = 0;
-    common_status_t rc = sink_validate(rows, n_rows, batches, n_batches, err, errlen);
+    common_status_t rc = sink_validate(rows, n_rows, batches, n_batches, e);
     if (rc != COMMON_OK) return rc;
-    rc = sink_write_once(s, rows, n_rows, batches, n_batches, err, errlen);
+    rc = sink_write_once(s, rows, n_rows, batches, n_batches, e);
     if (rc != COMMON_DATA) return rc;
-    rc = sink_isolate(s, rows, n_rows, err, errlen);
+    rc = sink_isolate(s, rows, n_rows, e);
     if (rc == COMMON_OK && n_batches > 0) {
         long inserted = s->last_inserted, stored = s->last_rows;
-        rc = sink_write_once(s, NULL, 0, batches, n_batches, err, errlen);
+        rc = sink_write_once(s, NULL, 0, batches, n_batches, e);
         s->last_inserted = inserted;
         s->last_rows = stored;
     }

@@ -7,8 +7,10 @@
 
 #include <stddef.h>
 
-#include "common/status.h"
 #include <stdio.h>
+
+#include "common/err.h"
+#include "common/status.h"
 
 /* pg_advisory_lock key: "reclass" in ASCII. Fixed, so every migrator contends on it. */
 #define SINK_MIGRATE_LOCK_KEY 0x007265636c617373LL
@@ -19,11 +21,10 @@ typedef struct {
 } sink_migrate_opts_t;
 
 /* Returns COMMON_OK, COMMON_RETRY (server unreachable) or COMMON_FATAL (bad file, changed checksum,
- * failing SQL: the message names the file). *applied: migrations run (pending ones with
+ * failing SQL: e names the file). *applied: migrations run (pending ones with
  * dry_run). opts may be NULL. */
 common_status_t sink_migrate_ex(const char *conninfo, const char *dir,
-                                const sink_migrate_opts_t *opts, int *applied, char *err,
-                                size_t errlen);
+                                const sink_migrate_opts_t *opts, int *applied, common_err_t *e);
 
 /* The default migrations directory: $RECLASS_MIGRATIONS, else <exe>/../migrations (build dir
  * inside the source tree), else <exe>/../share/reclass/migrations (installed layout, e.g.

@@ -10,10 +10,9 @@
 
 common_status_t sink_job_owner_check(const char *conninfo, const char *job_id, const char *tenant,
                                      common_err_t *e) {
-    common_status_t rc;
-    char cerr[sizeof e->message]; /* the connection's one-line failure */
-    PGconn *conn = sink_pg_connect(conninfo, &rc, cerr, sizeof cerr);
-    if (!conn) return common_err_set(e, rc, "%s", cerr);
+    PGconn *conn;
+    common_status_t rc = sink_pg_connect(conninfo, &conn, e);
+    if (rc != COMMON_OK) return rc;
     const char *params[1] = {job_id};
     PGresult *res = PQexecParams(conn, "SELECT tenant FROM jobs WHERE job_id = $1", 1, NULL, params,
                                  NULL, NULL, 0);

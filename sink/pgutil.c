@@ -12,7 +12,15 @@ static void pg_quiet(void *arg, const char *message) {
     (void)message;
 }
 
-PGconn *sink_pg_connect(const char *conninfo, common_status_t *rc, char *err, size_t errlen) {
+/* e's message and detail with the secrets a conninfo quoted back by libpq may carry hidden */
+static void pg_err_redact(common_err_t *e) {
+    if (!e) return;
+    common_redact(e->message, e->message, sizeof e->message);
+    common_redact(e->detail, e->detail, sizeof e->detail);
+}
+
+common_status_t sink_pg_connect(const char *conninfo, PGconn **out, common_err_t *e) {
+    *out = NULL;
     if (!conninfo) conninfo = "";
     /* A plain database name has neither '=' nor "://"; everything else must parse, and a
      * parse error is the user's to fix, not a reason to retry. */
@@ -20,16 +28,13 @@ PGconn *sink_pg_connect(const char *conninfo, common_status_t *rc, char *err, si
         char *perr = NULL;
         PQconninfoOption *opts = PQconninfoParse(conninfo, &perr);
         if (!opts) {
-            snprintf(err, errlen, "invalid database connection string: %s",
-                     perr ? perr : "out of memory");
-            if (perr) {
-                char *nl = strchr(err, '\n');
-                if (nl) *nl = 0;
-                PQfreemem(perr);
-            }
-            common_redact(err, err, errlen); /* libpq quotes the string, password and all */
-            *rc = COMMON_USAGE;
-            return NULL;
+            char *nl = perr ? strchr(perr, '\n') : NULL;
+            if (nl) *nl = 0;
+            common_err_set(e, COMMON_USAGE, "invalid database connection string: %s",
+                           perr ? perr : "out of memory");
+            PQfreemem(perr);
+            pg_err_redact(e); /* libpq quotes the string, password and all */
+            return COMMON_USAGE;
         }
         PQconninfoFree(opts);
     }
@@ -49,27 +54,23 @@ PGconn *sink_pg_connect(const char *conninfo, common_status_t *rc, char *err, si
     keys[n] = "dbname", vals[n++] = conninfo;
     keys[n] = NULL, vals[n] = NULL;
     PGconn *conn = PQconnectdbParams(keys, vals, 1);
-    if (!conn) {
-        snprintf(err, errlen, "cannot connect to PostgreSQL: out of memory");
-        *rc = COMMON_RETRY;
-        return NULL;
-    }
+    if (!conn)
+        return common_err_set(e, COMMON_RETRY, "cannot connect to PostgreSQL: out of memory");
     if (PQstatus(conn) != CONNECTION_OK) {
-        sink_pg_errmsg(err, errlen, "cannot connect to PostgreSQL", conn, NULL);
-        common_redact(err, err, errlen);
+        sink_pg_err(e, COMMON_RETRY, "cannot connect to PostgreSQL", conn, NULL);
+        pg_err_redact(e);
         PQfinish(conn);
-        *rc = COMMON_RETRY;
-        return NULL;
+        return COMMON_RETRY;
     }
     PQsetNoticeProcessor(conn, pg_quiet, NULL);
     if (PQsetClientEncoding(conn, "UTF8") != 0) {
-        sink_pg_errmsg(err, errlen, "set client_encoding", conn, NULL);
-        *rc = sink_pg_classify(conn, NULL);
+        common_status_t rc =
+            sink_pg_err(e, sink_pg_classify(conn, NULL), "set client_encoding", conn, NULL);
         PQfinish(conn);
-        return NULL;
+        return rc;
     }
-    *rc = COMMON_OK;
-    return conn;
+    *out = conn;
+    return COMMON_OK;
 }
 
 common_status_t sink_pg_classify(PGconn *conn, const PGresult *res) {
@@ -102,99 +103,71 @@ int sink_pg_unmigrated(const PGresult *res) {
     return st && (!strcmp(st, "42P01") || !strcmp(st, "42703") || !strcmp(st, "42883"));
 }
 
-/* Appends s with line breaks and tabs folded to spaces: the message stays on one line. */
-static void errmsg_append(char *err, size_t errlen, size_t *at, const char *s) {
-    for (; *s && *at + 1 < errlen; s++)
-        err[(*at)++] = (*s == '\n' || *s == '\r' || *s == '\t') ? ' ' : *s;
-    err[*at] = 0;
+/* Appends s with line breaks and tabs folded to spaces: the field stays on one line. */
+static void field_append(char *field, size_t size, size_t *at, const char *s) {
+    for (; *s && *at + 1 < size; s++)
+        field[(*at)++] = (*s == '\n' || *s == '\r' || *s == '\t') ? ' ' : *s;
+    field[*at] = 0;
 }
 
-static void errmsg_trim(char *err, size_t *at) {
-    while (*at > 0 && err[*at - 1] == ' ')
-        err[--(*at)] = 0;
-}
-
-void sink_pg_errmsg(char *err, size_t errlen, const char *step, PGconn *conn, const PGresult *res) {
-    if (!err || errlen == 0) return;
-    size_t at = 0;
-    err[0] = 0;
-    errmsg_append(err, errlen, &at, step);
-    errmsg_append(err, errlen, &at, ": ");
-    const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
-    if (!primary) {
-        const char *m = res ? PQresultErrorMessage(res) : "";
-        if (!m || !*m) m = conn ? PQerrorMessage(conn) : "no connection";
-        if (!m || !*m) m = "unknown error";
-        errmsg_append(err, errlen, &at, m);
-        errmsg_trim(err, &at);
-        return;
-    }
-    errmsg_append(err, errlen, &at, primary);
-    const char *st = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-    const char *extra[] = {st, PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL),
-                           PQresultErrorField(res, PG_DIAG_MESSAGE_HINT),
-                           PQresultErrorField(res, PG_DIAG_CONTEXT)};
-    const char *pre[] = {" (SQLSTATE ", "; detail: ", "; hint: ", "; context: "};
-    for (int i = 0; i < 4; i++) {
-        if (!extra[i]) continue;
-        errmsg_append(err, errlen, &at, pre[i]);
-        errmsg_append(err, errlen, &at, extra[i]);
-        if (i == 0) errmsg_append(err, errlen, &at, ")");
-    }
-    errmsg_trim(err, &at);
+static void field_trim(char *field, size_t *at) {
+    while (*at > 0 && field[*at - 1] == ' ')
+        field[--(*at)] = 0;
 }
 
 common_status_t sink_pg_err(common_err_t *e, common_status_t code, const char *step, PGconn *conn,
                             const PGresult *res) {
     if (!e) return code;
-    const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
-    if (!primary) { /* libpq's own message, as sink_pg_errmsg words it */
-        sink_pg_errmsg(e->message, sizeof e->message, step, conn, res);
-        e->code = code, e->detail[0] = e->hint[0] = 0;
-        return code;
-    }
     common_err_set(e, code, "%s", ""); /* code set, every field cleared */
     size_t at = 0;
+    const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    if (!primary) { /* no server message: libpq's own (a lost connection, out of memory) */
+        const char *m = res ? PQresultErrorMessage(res) : "";
+        if (!m || !*m) m = conn ? PQerrorMessage(conn) : "no connection";
+        if (!m || !*m) m = "unknown error";
+        const char *msg[] = {step, ": ", m};
+        for (size_t i = 0; i < sizeof(msg) / sizeof(msg[0]); i++)
+            field_append(e->message, sizeof e->message, &at, msg[i]);
+        field_trim(e->message, &at);
+        return code;
+    }
     const char *st = PQresultErrorField(res, PG_DIAG_SQLSTATE);
     const char *msg[] = {step, ": ", primary, st ? " (SQLSTATE " : "", st ? st : "", st ? ")" : ""};
     for (size_t i = 0; i < sizeof(msg) / sizeof(msg[0]); i++)
-        errmsg_append(e->message, sizeof e->message, &at, msg[i]);
-    errmsg_trim(e->message, &at);
+        field_append(e->message, sizeof e->message, &at, msg[i]);
+    field_trim(e->message, &at);
     const char *detail = PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL);
     const char *context = PQresultErrorField(res, PG_DIAG_CONTEXT);
     at = 0;
-    if (detail) errmsg_append(e->detail, sizeof e->detail, &at, detail);
-    if (detail && context) errmsg_append(e->detail, sizeof e->detail, &at, "; ");
+    if (detail) field_append(e->detail, sizeof e->detail, &at, detail);
+    if (detail && context) field_append(e->detail, sizeof e->detail, &at, "; ");
     if (context) {
-        errmsg_append(e->detail, sizeof e->detail, &at, "context: ");
-        errmsg_append(e->detail, sizeof e->detail, &at, context);
+        field_append(e->detail, sizeof e->detail, &at, "context: ");
+        field_append(e->detail, sizeof e->detail, &at, context);
     }
-    errmsg_trim(e->detail, &at);
+    field_trim(e->detail, &at);
     const char *hint = PQresultErrorField(res, PG_DIAG_MESSAGE_HINT);
     at = 0;
-    if (hint) errmsg_append(e->hint, sizeof e->hint, &at, hint);
-    errmsg_trim(e->hint, &at);
+    if (hint) field_append(e->hint, sizeof e->hint, &at, hint);
+    field_trim(e->hint, &at);
     return code;
 }
 
-common_status_t sink_pg_fail(PGconn *conn, PGresult *res, const char *step, char *err,
-                             size_t errlen) {
-    common_status_t rc = sink_pg_classify(conn, res);
-    sink_pg_errmsg(err, errlen, step, conn, res);
+common_status_t sink_pg_fail(PGconn *conn, PGresult *res, const char *step, common_err_t *e) {
+    common_status_t rc = sink_pg_err(e, sink_pg_classify(conn, res), step, conn, res);
     PQclear(res);
     return rc;
 }
 
 common_status_t sink_pg_exec(PGconn *conn, const char *sql, ExecStatusType want, const char *step,
-                             char *err, size_t errlen) {
+                             common_err_t *e) {
     PGresult *res = PQexec(conn, sql);
     if (res && PQresultStatus(res) == want) {
         PQclear(res);
         return COMMON_OK;
     }
-    return sink_pg_fail(conn, res, step, err, errlen);
+    return sink_pg_fail(conn, res, step, e);
 }
-
 void sink_pg_rollback(PGconn *conn) {
     if (!conn || PQstatus(conn) != CONNECTION_OK) return;
     if (PQtransactionStatus(conn) == PQTRANS_IDLE) return;

@@ -11,9 +11,10 @@
 #include "common/status.h"
 
 /* Connects with conninfo (libpq key=value string or URL, passed through unchanged, so sslmode
- * and friends work), notices silenced, client_encoding UTF8. NULL on failure with *rc:
- * COMMON_FATAL for a malformed conninfo, COMMON_RETRY when the server could not be reached. */
-PGconn *sink_pg_connect(const char *conninfo, common_status_t *rc, char *err, size_t errlen);
+ * and friends work), notices silenced, client_encoding UTF8, into *conn. COMMON_OK, else *conn
+ * is NULL and e says why (secrets redacted): COMMON_USAGE for a malformed conninfo,
+ * COMMON_RETRY when the server could not be reached. */
+common_status_t sink_pg_connect(const char *conninfo, PGconn **conn, common_err_t *e);
 
 /* COMMON_RETRY for a lost connection, admin/crash shutdown, serialization failure or deadlock;
  * COMMON_FATAL otherwise. res may be NULL (libpq could not even build a result). */
@@ -28,29 +29,24 @@ int sink_pg_data_error(const char *sqlstate);
  * 42P01), column (42703) or function (42883). */
 int sink_pg_unmigrated(const PGresult *res);
 
-/* "<step>: <server message> (SQLSTATE xxxxx) <detail/hint>" on one line. */
-void sink_pg_errmsg(char *err, size_t errlen, const char *step, PGconn *conn, const PGresult *res);
-
 /* A failure as a common_err_t: how PostgreSQL's error fields map onto it. code as given (the
  * caller's, usually sink_pg_classify's); message "<step>: <server message> (SQLSTATE xxxxx)",
  * the line that names the failure; detail the server's DETAIL, then its CONTEXT after
  * "context: " (both are what was seen: the row, the function and line); hint its HINT (what to
  * do). No server message (a lost connection, libpq out of memory): message is "<step>:
  * <libpq's message>", detail and hint empty. Each field on one line, cut to its size. Returns
- * code. The one-line form stored as a dead-letter reason or logged by the sink stays
- * sink_pg_errmsg's, word for word, until those callers move to this. */
+ * code. Where text is needed (a dead letter's reason, a log line): common_err_line. */
 common_status_t sink_pg_err(common_err_t *e, common_status_t code, const char *step, PGconn *conn,
                             const PGresult *res);
 
-/* Runs sql without parameters; 0 when it returned status want, else classify + message.
- * The result is always cleared. */
-/* The failure path of a statement: classifies it (COMMON_RETRY/COMMON_FATAL), writes
- * "<step>: <server message>" into err and clears res (which may be NULL). Returns the class. */
-common_status_t sink_pg_fail(PGconn *conn, PGresult *res, const char *step, char *err,
-                             size_t errlen);
+/* The failure path of a statement: classifies it (COMMON_RETRY/COMMON_FATAL), fills e
+ * (sink_pg_err) and clears res (which may be NULL). Returns the class. */
+common_status_t sink_pg_fail(PGconn *conn, PGresult *res, const char *step, common_err_t *e);
 
+/* Runs sql without parameters: COMMON_OK when it returned status want, else sink_pg_fail's
+ * answer. The result is always cleared. */
 common_status_t sink_pg_exec(PGconn *conn, const char *sql, ExecStatusType want, const char *step,
-                             char *err, size_t errlen);
+                             common_err_t *e);
 
 /* Best-effort ROLLBACK when a transaction is open and the connection is still up. */
 void sink_pg_rollback(PGconn *conn);

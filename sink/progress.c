@@ -38,7 +38,7 @@ const char sink_sql_complete[] = "SELECT job_complete($1::text[])";
 
 /* The jobs statement's four arrays, built in one buffer (offsets first: it may move); the
  * first of them is the completion statement's too. */
-common_status_t sink_progress_add(sink_t *s, char *err, size_t errlen) {
+common_status_t sink_progress_add(sink_t *s, common_err_t *e) {
     const sink_tally_t *t = &s->tally;
     sink_copybuf_t *b = &s->params;
     sink_copybuf_reset(b);
@@ -64,10 +64,8 @@ common_status_t sink_progress_add(sink_t *s, char *err, size_t errlen) {
         sink_copybin_int4(b, t->jobs[i].fresh);
     off[4] = b->len;
     s->params_ids_len = off[1] - off[0];
-    if (b->oom) {
-        snprintf(err, errlen, "jobs: out of memory for %d jobs", t->n_jobs);
-        return COMMON_RETRY;
-    }
+    if (b->oom)
+        return common_err_set(e, COMMON_RETRY, "jobs: out of memory for %d jobs", t->n_jobs);
     /* Each element is length-prefixed, so the values themselves are never written into the
      * SQL text. */
     const char *vals[5];
@@ -82,10 +80,10 @@ common_status_t sink_progress_add(sink_t *s, char *err, size_t errlen) {
         PQclear(res);
         return COMMON_OK;
     }
-    return sink_fail(s, res, "update jobs", err, errlen);
+    return sink_fail(s, res, "update jobs", e);
 }
 
-common_status_t sink_progress_complete(sink_t *s, char *err, size_t errlen) {
+common_status_t sink_progress_complete(sink_t *s, common_err_t *e) {
     const char *vals[1] = {s->params.data}; /* its first array: the write's job ids */
     int lens[1] = {(int)s->params_ids_len}, fmts[1] = {1};
     PGresult *res = PQexecPrepared(s->conn, SINK_STMT_COMPLETE, 1, vals, lens, fmts, 0);
@@ -93,5 +91,5 @@ common_status_t sink_progress_complete(sink_t *s, char *err, size_t errlen) {
         PQclear(res);
         return COMMON_OK;
     }
-    return sink_pg_fail(s->conn, res, "mark complete jobs", err, errlen);
+    return sink_pg_fail(s->conn, res, "mark complete jobs", e);
 }

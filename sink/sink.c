@@ -101,20 +101,15 @@ static const char SQL_UPSERT[] =
     ") SELECT job_id, count(*) FILTER (WHERE inserted), count(*) FROM up GROUP BY job_id";
 
 static common_status_t sink_prepare(sink_t *s, const char *name, const char *sql, int n_params,
-                                    char *err, size_t errlen) {
+                                    common_err_t *e) {
     PGresult *res = PQprepare(s->conn, name, sql, n_params, NULL);
     if (res && PQresultStatus(res) == PGRES_COMMAND_OK) {
         PQclear(res);
         return COMMON_OK;
     }
-    common_status_t rc = sink_pg_classify(s->conn, res);
-    const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-    if (st && (strcmp(st, "42P01") == 0 || strcmp(st, "42703") == 0 || strcmp(st, "42883") == 0))
-        sink_pg_errmsg(err, errlen, "schema missing or outdated (run 'reclass migrate')", s->conn,
-                       res);
-    else
-        sink_pg_errmsg(err, errlen, "prepare statements", s->conn, res);
-    PQclear(res);
+    if (!sink_pg_unmigrated(res)) return sink_pg_fail(s->conn, res, "prepare statements", e);
+    common_status_t rc = sink_pg_fail(s->conn, res, "schema missing or outdated", e);
+    common_err_hint(e, "run 'reclass migrate'");
     return rc;
 }
 
@@ -123,43 +118,39 @@ static common_status_t sink_prepare(sink_t *s, const char *name, const char *sql
  * synchronous_commit=off the server acknowledges before the WAL is written and a crash loses
  * those rows for good (their offsets are already committed). Stronger settings (remote_apply
  * etc.) are left alone. */
-static common_status_t sink_session_setup(sink_t *s, char *err, size_t errlen) {
+static common_status_t sink_session_setup(sink_t *s, common_err_t *e) {
     common_status_t rc = sink_pg_exec(s->conn,
                                       "SELECT set_config('synchronous_commit', 'on', false)"
                                       " WHERE current_setting('synchronous_commit') = 'off'",
-                                      PGRES_TUPLES_OK, "set synchronous_commit", err, errlen);
+                                      PGRES_TUPLES_OK, "set synchronous_commit", e);
     if (rc == COMMON_OK)
-        rc = sink_pg_exec(s->conn, SQL_STAGING, PGRES_COMMAND_OK, "create staging table", err,
-                          errlen);
-    if (rc == COMMON_OK) rc = sink_prepare(s, STMT_UPSERT, SQL_UPSERT, 1, err, errlen);
-    if (rc == COMMON_OK) rc = sink_prepare(s, STMT_TARGET, SQL_TARGET, 0, err, errlen);
-    if (rc == COMMON_OK) rc = sink_prepare(s, SINK_STMT_JOBS, sink_sql_jobs, 5, err, errlen);
-    if (rc == COMMON_OK)
-        rc = sink_prepare(s, SINK_STMT_COMPLETE, sink_sql_complete, 1, err, errlen);
-    if (rc == COMMON_OK) rc = sink_prepare(s, SINK_STMT_FAILURE, sink_sql_failure, 8, err, errlen);
+        rc = sink_pg_exec(s->conn, SQL_STAGING, PGRES_COMMAND_OK, "create staging table", e);
+    if (rc == COMMON_OK) rc = sink_prepare(s, STMT_UPSERT, SQL_UPSERT, 1, e);
+    if (rc == COMMON_OK) rc = sink_prepare(s, STMT_TARGET, SQL_TARGET, 0, e);
+    if (rc == COMMON_OK) rc = sink_prepare(s, SINK_STMT_JOBS, sink_sql_jobs, 5, e);
+    if (rc == COMMON_OK) rc = sink_prepare(s, SINK_STMT_COMPLETE, sink_sql_complete, 1, e);
+    if (rc == COMMON_OK) rc = sink_prepare(s, SINK_STMT_FAILURE, sink_sql_failure, 8, e);
     return rc;
 }
 
 /* The model name goes into every row: one PostgreSQL cannot store would refuse them all. */
-static common_status_t sink_check_model(sink_t *s, char *err, size_t errlen) {
+static common_status_t sink_check_model(sink_t *s, common_err_t *e) {
     const char *params[1] = {s->model};
     PGresult *res = PQexecParams(s->conn, "SELECT $1::text", 1, NULL, params, NULL, NULL, 0);
     if (res && PQresultStatus(res) == PGRES_TUPLES_OK) {
         PQclear(res);
         return COMMON_OK;
     }
-    return sink_pg_fail(s->conn, res, "model name (recorded in every row)", err, errlen);
+    return sink_pg_fail(s->conn, res, "model name (recorded in every row)", e);
 }
 
-common_status_t sink_init(const char *conninfo, const char *model, sink_t **out, char *err,
-                          size_t errlen) {
+common_status_t sink_init(const char *conninfo, const char *model, sink_t **out, common_err_t *e) {
     *out = NULL;
     sink_t *s = calloc(1, sizeof(*s));
     if (!s || !(s->conninfo = strdup(conninfo ? conninfo : "")) ||
         !(s->model = strdup(model ? model : ""))) {
-        snprintf(err, errlen, "sink: out of memory");
         sink_free(s);
-        return COMMON_FATAL;
+        return common_err_set(e, COMMON_FATAL, "sink: out of memory");
     }
     /* one counter row per sink: writers of one process (sink_bench, tests) count apart too */
     static atomic_long n_sinks;
@@ -167,10 +158,9 @@ common_status_t sink_init(const char *conninfo, const char *model, sink_t **out,
     if (gethostname(host, sizeof(host) - 1) != 0) snprintf(host, sizeof(host), "unknown");
     snprintf(s->writer, sizeof(s->writer), "%s:%ld:%ld", host, (long)getpid(),
              atomic_fetch_add(&n_sinks, 1));
-    common_status_t rc;
-    s->conn = sink_pg_connect(s->conninfo, &rc, err, errlen);
-    if (rc == COMMON_OK) rc = sink_check_model(s, err, errlen);
-    if (rc == COMMON_OK) rc = sink_session_setup(s, err, errlen);
+    common_status_t rc = sink_pg_connect(s->conninfo, &s->conn, e);
+    if (rc == COMMON_OK) rc = sink_check_model(s, e);
+    if (rc == COMMON_OK) rc = sink_session_setup(s, e);
     if (rc != COMMON_OK) {
         sink_free(s);
         return rc;
@@ -179,23 +169,17 @@ common_status_t sink_init(const char *conninfo, const char *model, sink_t **out,
     return COMMON_OK;
 }
 
-common_status_t sink_reconnect(sink_t *s, char *err, size_t errlen) {
-    if (!s) {
-        snprintf(err, errlen, "sink_reconnect: no sink");
-        return COMMON_FATAL;
-    }
+common_status_t sink_reconnect(sink_t *s, common_err_t *e) {
+    if (!s) return common_err_set(e, COMMON_FATAL, "sink_reconnect: no sink");
     if (s->conn) {
         PQreset(s->conn);
     } else {
-        common_status_t rc;
-        s->conn = sink_pg_connect(s->conninfo, &rc, err, errlen);
+        common_status_t rc = sink_pg_connect(s->conninfo, &s->conn, e);
         if (rc != COMMON_OK) return rc;
     }
-    if (PQstatus(s->conn) != CONNECTION_OK) {
-        sink_pg_errmsg(err, errlen, "reconnect to PostgreSQL", s->conn, NULL);
-        return COMMON_RETRY;
-    }
-    return sink_session_setup(s, err, errlen);
+    if (PQstatus(s->conn) != CONNECTION_OK)
+        return sink_pg_err(e, COMMON_RETRY, "reconnect to PostgreSQL", s->conn, NULL);
+    return sink_session_setup(s, e);
 }
 
 void sink_free(sink_t *s) {
@@ -277,9 +261,9 @@ static void sink_note_failure(sink_t *s, const PGresult *res) {
     snprintf(s->fail_constraint, sizeof(s->fail_constraint), "%s", con ? con : "");
 }
 
-common_status_t sink_fail(sink_t *s, PGresult *res, const char *step, char *err, size_t errlen) {
+common_status_t sink_fail(sink_t *s, PGresult *res, const char *step, common_err_t *e) {
     sink_note_failure(s, res);
-    return sink_pg_fail(s->conn, res, step, err, errlen);
+    return sink_pg_fail(s->conn, res, step, e);
 }
 
 /* Rows per chunk: the server parses one chunk while the next one is formatted. */
@@ -289,12 +273,12 @@ common_status_t sink_fail(sink_t *s, PGresult *res, const char *step, char *err,
  * connection is left ready for the next command whatever happens. *sqlstate (6 bytes) gets
  * the server's error code, "" when there is none. */
 static common_status_t sink_copy_in(sink_t *s, const char *sql, sink_fmt_fn fmt, int n,
-                                    const char *step, char *sqlstate, char *err, size_t errlen) {
+                                    const char *step, char *sqlstate, common_err_t *e) {
     PGconn *conn = s->conn;
     sqlstate[0] = 0;
     PGresult *res = PQexec(conn, sql);
     if (!res || PQresultStatus(res) != PGRES_COPY_IN) {
-        return sink_pg_fail(conn, res, step, err, errlen);
+        return sink_pg_fail(conn, res, step, e);
     }
     PQclear(res);
     sink_copybuf_t *b = &s->copy;
@@ -314,13 +298,10 @@ static common_status_t sink_copy_in(sink_t *s, const char *sql, sink_fmt_fn fmt,
     }
     int ended = PQputCopyEnd(conn, sent == 1 && !oom ? NULL : "reclass: client aborted the COPY");
     common_status_t rc = COMMON_OK;
-    if (oom) {
-        snprintf(err, errlen, "%s: out of memory formatting %d rows", step, n);
-        rc = COMMON_RETRY;
-    } else if (sent != 1 || ended != 1) {
-        rc = sink_pg_classify(conn, NULL);
-        sink_pg_errmsg(err, errlen, step, conn, NULL);
-    }
+    if (oom)
+        rc = common_err_set(e, COMMON_RETRY, "%s: out of memory formatting %d rows", step, n);
+    else if (sent != 1 || ended != 1)
+        rc = sink_pg_err(e, sink_pg_classify(conn, NULL), step, conn, NULL);
     /* Drain every result; a COPY_IN here means the end marker never got through, so there is
      * nothing more to wait for on this connection. */
     while ((res = PQgetResult(conn)) != NULL) {
@@ -329,8 +310,7 @@ static common_status_t sink_copy_in(sink_t *s, const char *sql, sink_fmt_fn fmt,
             const char *code = PQresultErrorField(res, PG_DIAG_SQLSTATE);
             if (code) snprintf(sqlstate, 6, "%s", code);
             sink_note_failure(s, res);
-            rc = sink_pg_classify(conn, res);
-            sink_pg_errmsg(err, errlen, step, conn, res);
+            rc = sink_pg_err(e, sink_pg_classify(conn, res), step, conn, res);
         }
         PQclear(res);
         if (st == PGRES_COPY_IN || st == PGRES_COPY_BOTH) {
@@ -342,15 +322,15 @@ static common_status_t sink_copy_in(sink_t *s, const char *sql, sink_fmt_fn fmt,
 }
 
 /* Upsert path: staging, then the prepared upsert; fills each job's fresh count. */
-static common_status_t sink_upsert_rows(sink_t *s, int n_rows, char *err, size_t errlen) {
+static common_status_t sink_upsert_rows(sink_t *s, int n_rows, common_err_t *e) {
     char st[6];
     common_status_t rc = sink_copy_in(s, SQL_COPY_STAGING, sink_fmt_staging, n_rows,
-                                      "copy results (staging)", st, err, errlen);
+                                      "copy results (staging)", st, e);
     if (rc != COMMON_OK) return rc;
     const char *params[1] = {s->model};
     PGresult *res = PQexecPrepared(s->conn, STMT_UPSERT, 1, params, NULL, NULL, 0);
     if (!res || PQresultStatus(res) != PGRES_TUPLES_OK) {
-        return sink_fail(s, res, "upsert results", err, errlen);
+        return sink_fail(s, res, "upsert results", e);
     }
     s->last_inserted = s->last_rows = 0;
     for (int i = 0; i < PQntuples(res); i++) {
@@ -364,19 +344,18 @@ static common_status_t sink_upsert_rows(sink_t *s, int n_rows, char *err, size_t
     return COMMON_OK;
 }
 
-static common_status_t sink_store_rows(sink_t *s, int n_rows, char *err, size_t errlen) {
+static common_status_t sink_store_rows(sink_t *s, int n_rows, common_err_t *e) {
     if (s->upsert_mode) {
-        common_status_t rc = sink_upsert_rows(s, n_rows, err, errlen);
+        common_status_t rc = sink_upsert_rows(s, n_rows, e);
         /* all new and no duplicates: the redelivery run is over */
         if (rc == COMMON_OK && s->last_inserted == n_rows) s->upsert_mode = 0;
         return rc;
     }
     common_status_t rc =
-        sink_pg_exec(s->conn, "SAVEPOINT reclass_fast", PGRES_COMMAND_OK, "savepoint", err, errlen);
+        sink_pg_exec(s->conn, "SAVEPOINT reclass_fast", PGRES_COMMAND_OK, "savepoint", e);
     if (rc != COMMON_OK) return rc;
     PGresult *res = PQexecPrepared(s->conn, STMT_TARGET, 0, NULL, NULL, NULL, 0);
-    if (!res || PQresultStatus(res) != PGRES_TUPLES_OK)
-        return sink_fail(s, res, "copy target", err, errlen);
+    if (!res || PQresultStatus(res) != PGRES_TUPLES_OK) return sink_fail(s, res, "copy target", e);
     /* a name from the catalog, quoted as regclass output quotes it; copy_sql holds the SQL
      * above with PostgreSQL's longest qualified name */
     const int part = PQntuples(res) == 1 && !PQgetisnull(res, 0, 0);
@@ -384,67 +363,60 @@ static common_status_t sink_store_rows(sink_t *s, int n_rows, char *err, size_t 
              part ? PQgetvalue(res, 0, 0) : "ticket_results");
     PQclear(res);
     char st[6];
-    rc = sink_copy_in(s, s->copy_sql, sink_fmt_results, n_rows, "copy results", st, err, errlen);
+    rc = sink_copy_in(s, s->copy_sql, sink_fmt_results, n_rows, "copy results", st, e);
     if (rc == COMMON_OK) {
         for (int i = 0; i < s->tally.n_jobs; i++)
             s->tally.jobs[i].fresh = s->tally.jobs[i].rows;
         s->last_inserted = s->last_rows = n_rows;
         return sink_pg_exec(s->conn, "RELEASE SAVEPOINT reclass_fast", PGRES_COMMAND_OK,
-                            "release savepoint", err, errlen);
+                            "release savepoint", e);
     }
     if (strcmp(st, "23505") != 0) return rc; /* not a redelivery: a real failure */
     rc = sink_pg_exec(s->conn, "ROLLBACK TO SAVEPOINT reclass_fast", PGRES_COMMAND_OK,
-                      "rollback to savepoint", err, errlen);
+                      "rollback to savepoint", e);
     if (rc != COMMON_OK) return rc;
     s->upsert_mode = 1;
     s->fallbacks++;
-    return sink_upsert_rows(s, n_rows, err, errlen);
+    return sink_upsert_rows(s, n_rows, e);
 }
 
-static common_status_t sink_write_tx(sink_t *s, int n_rows, int n_batches, char *err,
-                                     size_t errlen) {
-    common_status_t rc = sink_pg_exec(s->conn, "BEGIN", PGRES_COMMAND_OK, "begin", err, errlen);
+static common_status_t sink_write_tx(sink_t *s, int n_rows, int n_batches, common_err_t *e) {
+    common_status_t rc = sink_pg_exec(s->conn, "BEGIN", PGRES_COMMAND_OK, "begin", e);
     if (rc != COMMON_OK) return rc;
     if (n_rows > 0) {
-        rc = sink_store_rows(s, n_rows, err, errlen);
-        if (rc == COMMON_OK) rc = sink_progress_add(s, err, errlen);
+        rc = sink_store_rows(s, n_rows, e);
+        if (rc == COMMON_OK) rc = sink_progress_add(s, e);
         if (rc != COMMON_OK) return rc;
     }
     if (n_batches > 0) {
         char st[6];
-        rc = sink_copy_in(s, SQL_COPY_BATCHES, sink_fmt_batches, n_batches, "copy batches", st, err,
-                          errlen);
+        rc = sink_copy_in(s, SQL_COPY_BATCHES, sink_fmt_batches, n_batches, "copy batches", st, e);
         /* telemetry is ours, not the records': a refused batches row is a bug */
         s->fail_state[0] = 0;
         if (rc != COMMON_OK) return rc;
     }
     /* deferred constraints (a job's owner) are checked here */
     PGresult *res = PQexec(s->conn, "COMMIT");
-    if (!res || PQresultStatus(res) != PGRES_COMMAND_OK)
-        return sink_fail(s, res, "commit", err, errlen);
+    if (!res || PQresultStatus(res) != PGRES_COMMAND_OK) return sink_fail(s, res, "commit", e);
     PQclear(res);
-    return n_rows > 0 ? sink_progress_complete(s, err, errlen) : COMMON_OK;
+    return n_rows > 0 ? sink_progress_complete(s, e) : COMMON_OK;
 }
 
 common_status_t sink_write_once(sink_t *s, const sink_result_t *rows, int n_rows,
-                                const sink_batch_t *batches, int n_batches, char *err,
-                                size_t errlen) {
+                                const sink_batch_t *batches, int n_batches, common_err_t *e) {
     s->last_inserted = 0;
     s->last_rows = 0;
     s->fail_state[0] = 0;
     s->fail_constraint[0] = 0;
     if (n_rows == 0 && n_batches == 0) return COMMON_OK;
-    if (!s->conn || PQstatus(s->conn) != CONNECTION_OK) {
-        snprintf(err, errlen, "sink_write: connection to PostgreSQL is down (reconnect first)");
-        return COMMON_RETRY;
-    }
-    if (sink_tally_build(&s->tally, rows, n_rows) != 0) {
-        snprintf(err, errlen, "sink_write: out of memory for %d rows", n_rows);
-        return COMMON_RETRY;
-    }
+    if (!s->conn || PQstatus(s->conn) != CONNECTION_OK)
+        return common_err_set(e, COMMON_RETRY,
+                              "sink_write: connection to PostgreSQL is down (reconnect first)");
+    if (sink_tally_build(&s->tally, rows, n_rows) != 0)
+        return common_err_set(e, COMMON_RETRY, "sink_write: out of memory for %d rows", n_rows);
     s->rows = rows;
     s->batches = batches;
-    common_status_t rc = sink_write_tx(s, n_rows, n_batches, err, errlen);
+    common_status_t rc = sink_write_tx(s, n_rows, n_batches, e);
     s->rows = NULL; /* the caller's, valid for this call only */
     s->batches = NULL;
     if (rc != COMMON_OK) {

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/err.h"
 #include "common/status.h"
 
 typedef struct sink sink_t; /* one connection; not thread-safe */
@@ -44,12 +45,12 @@ typedef struct {
 /* Every sink function answers a common_status_t: COMMON_OK; COMMON_RETRY, the connection was
  * lost or a serialization failure: reconnect and retry the write; COMMON_FATAL, a bug or a schema
  * mismatch: retrying will not help; COMMON_USAGE, a connection string that does not parse, or a
- * job of another tenant: the user's to fix. */
+ * job of another tenant: the user's to fix. Other than COMMON_OK, e says what failed (a
+ * PostgreSQL failure as sink_pg_err maps it: sink/pgutil.h). */
 
 /* conninfo: a libpq conninfo string or URL (sslmode etc. pass through unchanged).
  * model: recorded in every result row. */
-common_status_t sink_init(const char *conninfo, const char *model, sink_t **out, char *err,
-                          size_t errlen);
+common_status_t sink_init(const char *conninfo, const char *model, sink_t **out, common_err_t *e);
 
 /* Writes rows and batch telemetry in one transaction. Returns COMMON_OK once committed.
  * A row PostgreSQL refuses for its data (SQLSTATE class 22 data exception, 23 integrity
@@ -58,7 +59,7 @@ common_status_t sink_init(const char *conninfo, const char *model, sink_t **out,
  * found, every other row is stored, and COMMON_OK comes back with the refused ones listed by
  * sink_rejected. Only connection and server failures answer COMMON_RETRY. */
 common_status_t sink_write(sink_t *sink, const sink_result_t *rows, int n_rows,
-                           const sink_batch_t *batches, int n_batches, char *err, size_t errlen);
+                           const sink_batch_t *batches, int n_batches, common_err_t *e);
 
 /* A row of the last sink_write that is not stored, and why (what to fix, with the SQLSTATE). */
 typedef struct {
@@ -84,11 +85,10 @@ typedef struct {
  * completed_at on their jobs where done + failed reached the total. Identifiers PostgreSQL
  * cannot store (bad UTF-8, NUL) are recorded as unknown. COMMON_OK, COMMON_RETRY (connection:
  * reconnect and call again) or COMMON_FATAL. */
-common_status_t sink_write_failures(sink_t *sink, const sink_failure_t *f, int n, char *err,
-                                    size_t errlen);
+common_status_t sink_write_failures(sink_t *sink, const sink_failure_t *f, int n, common_err_t *e);
 
 /* Re-establishes the connection (one attempt; the caller backs off between attempts). */
-common_status_t sink_reconnect(sink_t *sink, char *err, size_t errlen);
+common_status_t sink_reconnect(sink_t *sink, common_err_t *e);
 
 void sink_free(sink_t *sink);
 

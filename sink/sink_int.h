@@ -42,7 +42,7 @@ struct sink {
 
 /* Notes a failed statement's SQLSTATE and constraint in s (fail_state, fail_constraint), then
  * answers as sink_pg_fail does. */
-common_status_t sink_fail(sink_t *s, PGresult *res, const char *step, char *err, size_t errlen);
+common_status_t sink_fail(sink_t *s, PGresult *res, const char *step, common_err_t *e);
 
 /* sink/progress.c: the statements, prepared per session by sink.c under these names */
 #define SINK_STMT_JOBS     "reclass_jobs"
@@ -52,21 +52,20 @@ extern const char sink_sql_jobs[], sink_sql_complete[];
 extern const char sink_sql_failure[]; /* sink/failures.c */
 /* Adds the tally's new tickets per job to this writer's progress (inside the write's
  * transaction; the job ids stay in s->params for the next call). */
-common_status_t sink_progress_add(sink_t *s, char *err, size_t errlen);
+common_status_t sink_progress_add(sink_t *s, common_err_t *e);
 /* After COMMIT: stamps completed_at on the write's jobs whose summed progress reached total. */
-common_status_t sink_progress_complete(sink_t *s, char *err, size_t errlen);
+common_status_t sink_progress_complete(sink_t *s, common_err_t *e);
 
 /* One transaction: rows [0, n_rows) and the batches. COMMON_OK once committed, COMMON_DATA when
- * the rows were refused (fail_state says why, err says it in words; nothing is stored), else
+ * the rows were refused (fail_state says why, e says it in words; nothing is stored), else
  * COMMON_RETRY / COMMON_FATAL. The transaction is rolled back on any failure. */
 common_status_t sink_write_once(sink_t *s, const sink_result_t *rows, int n_rows,
-                                const sink_batch_t *batches, int n_batches, char *err,
-                                size_t errlen);
+                                const sink_batch_t *batches, int n_batches, common_err_t *e);
 
 /* After sink_write_once answered COMMON_DATA for rows [0, n): stores every row PostgreSQL takes
  * (in transactions of their own) and lists the others in s->rejects. COMMON_OK, or the first
  * COMMON_RETRY / COMMON_FATAL (the caller retries the whole write: stored rows are upserted
  * again, never counted twice). */
-common_status_t sink_isolate(sink_t *s, const sink_result_t *rows, int n, char *err, size_t errlen);
+common_status_t sink_isolate(sink_t *s, const sink_result_t *rows, int n, common_err_t *e);
 
 #endif

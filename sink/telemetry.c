@@ -6,7 +6,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include <jansson.h>
 #include <libpq-fe.h>
@@ -50,22 +49,19 @@ static const char SQL_GPU[] =
     " $9::integer)";
 
 static common_status_t exec_params(sink_t *sink, const char *sql, int n, const char *const *vals,
-                                   const char *step, char *err, size_t errlen) {
+                                   const char *step, common_err_t *e) {
     PGconn *conn = sink_conn(sink);
-    if (!conn || PQstatus(conn) != CONNECTION_OK) {
-        snprintf(err, errlen, "%s: not connected to PostgreSQL", step);
-        return COMMON_RETRY;
-    }
+    if (!conn || PQstatus(conn) != CONNECTION_OK)
+        return common_err_set(e, COMMON_RETRY, "%s: not connected to PostgreSQL", step);
     PGresult *res = PQexecParams(conn, sql, n, NULL, vals, NULL, NULL, 0);
     if (res && PQresultStatus(res) == PGRES_COMMAND_OK) {
         PQclear(res);
         return COMMON_OK;
     }
-    const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-    if (st && (strcmp(st, "42P01") == 0 || strcmp(st, "42703") == 0)) /* table, column */
-        step = "telemetry tables missing or outdated (apply migrations/003_telemetry.sql with "
-               "'reclass migrate')";
-    return sink_pg_fail(conn, res, step, err, errlen);
+    if (!sink_pg_unmigrated(res)) return sink_pg_fail(conn, res, step, e);
+    common_status_t rc = sink_pg_fail(conn, res, "telemetry tables missing or outdated", e);
+    common_err_hint(e, "apply migrations/003_telemetry.sql with 'reclass migrate'");
+    return rc;
 }
 
 /* The rows as a JSON array of objects, NULL when out of memory. */
@@ -111,24 +107,20 @@ static char *drift_json(const sink_drift_t *d) {
     return s;
 }
 
-common_status_t sink_write_drift(sink_t *sink, const sink_drift_t *d, char *err, size_t errlen) {
+common_status_t sink_write_drift(sink_t *sink, const sink_drift_t *d, common_err_t *e) {
     if (!d || d->n_rows == 0) return COMMON_OK;
     char *rows = drift_json(d);
-    if (!rows) {
-        snprintf(err, errlen, "drift_windows: out of memory");
-        return COMMON_FATAL;
-    }
+    if (!rows) return common_err_set(e, COMMON_FATAL, "drift_windows: out of memory");
     char start[32], win[16];
     snprintf(start, sizeof(start), "%" PRId64, d->window_start_s);
     snprintf(win, sizeof(win), "%d", d->window_s);
     const char *vals[5] = {start, win, d->model ? d->model : "", d->worker ? d->worker : "", rows};
-    common_status_t rc = exec_params(sink, SQL_DRIFT, 5, vals, "write drift_windows", err, errlen);
+    common_status_t rc = exec_params(sink, SQL_DRIFT, 5, vals, "write drift_windows", e);
     free(rows);
     return rc;
 }
 
-common_status_t sink_write_gpu_memory(sink_t *sink, const sink_gpu_memory_t *g, char *err,
-                                      size_t errlen) {
+common_status_t sink_write_gpu_memory(sink_t *sink, const sink_gpu_memory_t *g, common_err_t *e) {
     char num[6][24];
     snprintf(num[0], sizeof(num[0]), "%" PRId64, g->device_total_bytes);
     snprintf(num[1], sizeof(num[1]), "%" PRId64, g->device_used_bytes);
@@ -145,7 +137,7 @@ common_status_t sink_write_gpu_memory(sink_t *sink, const sink_gpu_memory_t *g, 
                            num[3],
                            num[4],
                            num[5]};
-    return exec_params(sink, SQL_GPU, 9, vals, "write gpu_memory", err, errlen);
+    return exec_params(sink, SQL_GPU, 9, vals, "write gpu_memory", e);
 }
 
 /* $1 model, $2 unix seconds. Judging stores; the reads are index scans of drift_status. */
@@ -162,12 +154,10 @@ static const char SQL_DRIFT_COUNTS[] =
 
 common_status_t sink_drift_status(sink_t *sink, const char *model, int64_t since_s, int max_rows,
                                   sink_drift_status_fn fn, sink_drift_count_fn count_fn, void *ctx,
-                                  char *err, size_t errlen) {
+                                  common_err_t *e) {
     PGconn *conn = sink_conn(sink);
-    if (!conn || PQstatus(conn) != CONNECTION_OK) {
-        snprintf(err, errlen, "read drift status: not connected to PostgreSQL");
-        return COMMON_RETRY;
-    }
+    if (!conn || PQstatus(conn) != CONNECTION_OK)
+        return common_err_set(e, COMMON_RETRY, "read drift status: not connected to PostgreSQL");
     char since[24], lim[16];
     snprintf(since, sizeof(since), "%" PRId64, since_s);
     snprintf(lim, sizeof(lim), "%d", max_rows);
@@ -178,13 +168,10 @@ common_status_t sink_drift_status(sink_t *sink, const char *model, int64_t since
     for (int q = 0; q < 3; q++) {
         PGresult *res = PQexecParams(conn, sql[q], q == 1 ? 3 : 2, NULL, vals, NULL, NULL, 0);
         if (!res || PQresultStatus(res) != PGRES_TUPLES_OK) {
-            const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-            if (st && (strcmp(st, "42883") == 0 || strcmp(st, "42P01") == 0)) /* function, table */
-                return sink_pg_fail(conn, res,
-                                    "drift_status missing (apply migrations/009_drift_rollups.sql "
-                                    "with 'reclass migrate')",
-                                    err, errlen);
-            return sink_pg_fail(conn, res, step[q], err, errlen);
+            if (!sink_pg_unmigrated(res)) return sink_pg_fail(conn, res, step[q], e);
+            common_status_t rc = sink_pg_fail(conn, res, "drift_status missing", e);
+            common_err_hint(e, "apply migrations/009_drift_rollups.sql with 'reclass migrate'");
+            return rc;
         }
         for (int i = 0; i < PQntuples(res); i++) {
             if (q == 1) fn(ctx, PQgetvalue(res, i, 0), atoi(PQgetvalue(res, i, 1)));

@@ -37,7 +37,7 @@ typedef struct {
 
 /* Upserts one window's rows into drift_windows; a row already there (same window, tenant,
  * model, worker: a restarted pod keeps its hostname:pid) gets the counts added. */
-common_status_t sink_write_drift(sink_t *sink, const sink_drift_t *drift, char *err, size_t errlen);
+common_status_t sink_write_drift(sink_t *sink, const sink_drift_t *drift, common_err_t *e);
 
 typedef struct {
     const char *worker;
@@ -52,8 +52,7 @@ typedef struct {
 } sink_gpu_memory_t;
 
 /* Inserts one gpu_memory row stamped now(). */
-common_status_t sink_write_gpu_memory(sink_t *sink, const sink_gpu_memory_t *row, char *err,
-                                      size_t errlen);
+common_status_t sink_write_gpu_memory(sink_t *sink, const sink_gpu_memory_t *row, common_err_t *e);
 
 /* After a window is written: judges each tenant's newest drift window of model since since_s
  * (unix seconds) into drift_status (drift_status_refresh of migration 009), then reads it back
@@ -64,6 +63,6 @@ typedef void (*sink_drift_status_fn)(void *ctx, const char *tenant, int level);
 typedef void (*sink_drift_count_fn)(void *ctx, const char *status, long tenants);
 common_status_t sink_drift_status(sink_t *sink, const char *model, int64_t since_s, int max_rows,
                                   sink_drift_status_fn fn, sink_drift_count_fn count_fn, void *ctx,
-                                  char *err, size_t errlen);
+                                  common_err_t *e);
 
 #endif

@@ -61,6 +61,42 @@ static void test_err_set_and_print(void **state) {
     assert_false(common_err_retriable(NULL));
 }
 
+/* The one text of an error object: the parts that are set, in print's order; cut to fit. */
+static void test_err_line(void **state) {
+    (void)state;
+    common_err_t e;
+    char line[COMMON_ERR_LINE_MAX];
+    common_err_set(&e, COMMON_FATAL, "copy results: boom (SQLSTATE 22P02)");
+    assert_string_equal(common_err_line(&e, line, sizeof line),
+                        "copy results: boom (SQLSTATE 22P02)");
+    common_err_hint(&e, "run 'reclass migrate'");
+    assert_string_equal(common_err_line(&e, line, sizeof line),
+                        "copy results: boom (SQLSTATE 22P02); run 'reclass migrate'");
+    common_err_detail(&e, "row 7");
+    assert_ptr_equal(common_err_line(&e, line, sizeof line), line);
+    assert_string_equal(line, "copy results: boom (SQLSTATE 22P02) (row 7); run 'reclass migrate'");
+    e.hint[0] = '\0';
+    assert_string_equal(common_err_line(&e, line, sizeof line),
+                        "copy results: boom (SQLSTATE 22P02) (row 7)");
+    char small[8];
+    assert_string_equal(common_err_line(&e, small, sizeof small), "copy re");
+    /* every field full: the whole line fits */
+    memset(e.message, 'm', sizeof e.message - 1), e.message[sizeof e.message - 1] = '\0';
+    memset(e.detail, 'd', sizeof e.detail - 1), e.detail[sizeof e.detail - 1] = '\0';
+    memset(e.hint, 'h', sizeof e.hint - 1), e.hint[sizeof e.hint - 1] = '\0';
+    common_err_line(&e, line, sizeof line);
+    assert_int_equal(strlen(line), 3 * (sizeof e.message - 1) + 5);
+    assert_string_equal(line + strlen(line) - 3, "hhh");
+    /* print writes the same line */
+    char buf[COMMON_ERR_LINE_MAX + 1] = "";
+    FILE *f = fmemopen(buf, sizeof(buf), "w");
+    assert_non_null(f);
+    common_err_print(f, &e);
+    fclose(f);
+    assert_int_equal(strncmp(buf, line, strlen(line)), 0);
+    assert_string_equal(buf + strlen(line), "\n");
+}
+
 static void test_logf_quiet_without_file(void **state) {
     (void)state;
     common_logf(NULL, "never %s\n", "printed"); /* no FILE: nothing, no crash */
@@ -80,6 +116,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exit_of_every_status),
         cmocka_unit_test(test_err_set_and_print),
+        cmocka_unit_test(test_err_line),
         cmocka_unit_test(test_logf_quiet_without_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,7 @@
 /* The agreement gate of tests/lib/family_golden.h (what test_gpu_golden applies to fp16 and
  * bf16) on the CPU: it passes flips on thin fp32 margins and fails a flip on a wide one, a low
- * agreement and a large |delta logit|. First on a synthetic set, then on a fixture's real
+ * agreement and a large |delta logit|; below the floor, thin flips pass while they are at
+ * most half the rows at risk. First on a synthetic set, then on a fixture's real
  * fp32 logits: rounding-sized noise (every |delta| <= d) must pass, one wrong row must not. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -78,6 +79,38 @@ static void test_synthetic(void **state) {
     assert_non_null(strstr(why, "delta"));
 }
 
+/* Below the floor on thin flips: rounding when at most half the rows at risk (fp32 margin
+ * below 2d) flipped, a systematic error when more did. */
+static void test_floor_at_risk(void **state) {
+    (void)state;
+    gpu_model_t m = {.cfg = {.num_labels = 3, .id2label = labels3}};
+    enum { N = 10, THIN = 4 };
+    float fp32[N][3], low[N][3];
+    for (int r = 0; r < N; r++) { /* rows 0..3: margin 0.03; the others 2.0 */
+        const float top = r < THIN ? 1.00f : 2.0f, second = r < THIN ? 0.97f : 0.0f;
+        fp32[r][0] = top, fp32[r][1] = second, fp32[r][2] = -1.0f;
+    }
+    fg_row_t rows[N];
+    fg_set_t set;
+    synthetic_set(&set, rows, fp32, N);
+    char why[256];
+    const double d = 0.05;
+    for (int flipped = 1; flipped <= 3; flipped++) {
+        memcpy(low, fp32, sizeof low);
+        for (int r = 0; r < flipped; r++)
+            low[r][0] = 0.98f, low[r][1] = 0.99f;
+        fg_score_t sc = fg_compare(&m, &set, &low[0][0]);
+        fg_flips_t fl = fg_flips(&m, &set, &low[0][0], &fp32[0][0], d);
+        assert_int_equal(fl.at_risk, THIN);
+        assert_int_equal(fl.flips, flipped);
+        assert_int_equal(fl.thick, 0);
+        const int ok = fg_gate(&sc, &fl, 0.999, d, why, sizeof why);
+        printf("  %d of %d rows at risk flipped: %s\n", flipped, THIN, ok ? "rounding" : why);
+        assert_int_equal(ok, 2 * flipped <= THIN);
+        if (!ok) assert_non_null(strstr(why, "agreement"));
+    }
+}
+
 /* xorshift noise in [-d, d] */
 static float noise(uint64_t *s, float d) {
     *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
@@ -135,6 +168,11 @@ static void test_fixture_noise(void **state) {
     assert_false(fg_gate(&sc, &fl, 0.9, d + 1e-3, why, sizeof why));
     printf("  one swapped row: %s\n", why);
     assert_non_null(strstr(why, "margin"));
+    /* fp16's bound on this set: enough rows at risk that the CUDA path's 3 thin flips
+     * (99.894%, the widest fp32 margin 0.0041) are rounding, not an error */
+    fl = fg_flips(m, &set, fp32, fp32, 0.05);
+    printf("  rows at risk at fp16's bound 0.05: %d of %zu\n", fl.at_risk, n);
+    assert_true(fl.at_risk >= 6);
     free(fp32);
     free(low);
     fg_free(&set);
@@ -144,6 +182,7 @@ static void test_fixture_noise(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_synthetic),
+        cmocka_unit_test(test_floor_at_risk),
         cmocka_unit_test(test_fixture_noise),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

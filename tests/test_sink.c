@@ -95,16 +95,16 @@ static const sink_batch_t two_batches[2] = {{.tickets = 3,
 
 static sink_t *open_sink(void) {
     sink_t *s = NULL;
-    char err[512];
-    int rc = sink_init(db_url, "test-model", &s, err, sizeof err);
-    if (rc != COMMON_OK) fail_msg("sink_init: %s", err);
+    common_err_t e;
+    int rc = sink_init(db_url, "test-model", &s, &e);
+    if (rc != COMMON_OK) fail_msg("sink_init: %s", e.message);
     return s;
 }
 
 static void expect_write(sink_t *s, int from, int to, const sink_batch_t *b, int nb) {
-    char err[512] = "";
-    int rc = sink_write(s, rows + from, to - from, b, nb, err, sizeof err);
-    if (rc != COMMON_OK) fail_msg("sink_write rc %d: %s", rc, err);
+    common_err_t e;
+    int rc = sink_write(s, rows + from, to - from, b, nb, &e);
+    if (rc != COMMON_OK) fail_msg("sink_write rc %d: %s", rc, e.message);
 }
 
 static void test_write_counts_and_completion(void **state) {
@@ -138,8 +138,8 @@ static void test_write_counts_and_completion(void **state) {
                             NULL),
                      1);
     /* nothing to write is not an error and touches nothing */
-    char err[256];
-    assert_int_equal(sink_write(s, NULL, 0, NULL, 0, err, sizeof err), COMMON_OK);
+    common_err_t e;
+    assert_int_equal(sink_write(s, NULL, 0, NULL, 0, &e), COMMON_OK);
     sink_free(s);
 }
 
@@ -222,9 +222,9 @@ static void test_text_survives_copy(void **state) {
         r[i].enqueued_at_ms = i == 0 ? 0 : 1234567890123LL;
     }
     sink_t *s = open_sink();
-    char err[512];
-    int rc = sink_write(s, r, n, NULL, 0, err, sizeof err);
-    if (rc != COMMON_OK) fail_msg("sink_write: %s", err);
+    common_err_t e;
+    int rc = sink_write(s, r, n, NULL, 0, &e);
+    if (rc != COMMON_OK) fail_msg("sink_write: %s", e.message);
     for (int i = 0; i < n; i++) {
         const char *p[2] = {jobs[i], tids[i]};
         PGresult *res = q("SELECT label, tenant, confidence::text, top_k->0->>'label',"
@@ -249,11 +249,11 @@ static void test_text_survives_copy(void **state) {
 static void test_failed_write_leaves_nothing(void **state) {
     sink_t *s = open_sink();
     long b0 = n_batches();
-    char err[512] = "";
+    common_err_t e;
     /* (1) the COPY refuses a row (bad JSON in the last one): that row alone is left out */
     fill("job-json", 0, 100, 99, "x");
     rows[99].top_k_json = "[{not json";
-    int rc = sink_write(s, rows, 100, two_batches, 2, err, sizeof err);
+    int rc = sink_write(s, rows, 100, two_batches, 2, &e);
     assert_int_equal(rc, COMMON_OK);
     const sink_reject_t *rj;
     assert_int_equal(sink_rejected(s, &rj), 1);
@@ -269,18 +269,17 @@ static void test_failed_write_leaves_nothing(void **state) {
     fill("job-fail", 0, 100, 100, "x");
     sink_batch_t bad = two_batches[0];
     bad.tickets = -1;
-    err[0] = 0;
-    rc = sink_write(s, rows, 100, &bad, 1, err, sizeof err);
+    rc = sink_write(s, rows, 100, &bad, 1, &e);
     assert_int_equal(rc, COMMON_FATAL); /* telemetry is ours: a refused batches row is a bug */
-    assert_non_null(strstr(err, "batches"));
+    assert_non_null(strstr(e.message, "copy batches"));
     assert_int_equal(rows_of("job-fail"), 0);
     assert_int_equal(done_of("job-fail"), -1);
     assert_int_equal(n_batches(), b0);
     /* (3) rejected before anything is sent */
     rows[3].ticket_id = NULL;
-    assert_int_equal(sink_write(s, rows, 100, NULL, 0, err, sizeof err), COMMON_FATAL);
-    assert_non_null(strstr(err, "ticket_id"));
-    assert_int_equal(sink_write(s, rows, -1, NULL, 0, err, sizeof err), COMMON_FATAL);
+    assert_int_equal(sink_write(s, rows, 100, NULL, 0, &e), COMMON_FATAL);
+    assert_string_equal(e.message, "sink_write: row 3 has no ticket_id");
+    assert_int_equal(sink_write(s, rows, -1, NULL, 0, &e), COMMON_FATAL);
     /* (4) the same sink still works afterwards */
     fill("job-fail", 0, 100, 100, "x");
     expect_write(s, 0, 100, two_batches, 2);
@@ -395,8 +394,8 @@ static void test_poison_table(void **state) {
         pre[i].ticket_id = pre_ids[i];
         if (i == 0) pre[i].tenant = "other";
     }
-    char err[512] = "";
-    assert_int_equal(sink_write(s, pre, 3, NULL, 0, err, sizeof err), COMMON_OK);
+    common_err_t e;
+    assert_int_equal(sink_write(s, pre, 3, NULL, 0, &e), COMMON_OK);
     /* good, poison, good, good, poison, ...: ticket ids "t<i>" of job-poison */
     const int n = 3 * N_POISON + 1, good = n - N_POISON;
     for (int i = 0; i < n; i++) {
@@ -405,8 +404,8 @@ static void test_poison_table(void **state) {
     }
     long b0 = n_batches();
     for (int pass = 0; pass < 2; pass++) { /* the second: all of it redelivered */
-        int rc = sink_write(s, rows, n, two_batches, 1, err, sizeof err);
-        if (rc != COMMON_OK) fail_msg("sink_write rc %d: %s", rc, err);
+        int rc = sink_write(s, rows, n, two_batches, 1, &e);
+        if (rc != COMMON_OK) fail_msg("sink_write rc %d: %s", rc, e.message);
         const sink_reject_t *rj;
         int nr = sink_rejected(s, &rj);
         for (int k = 0; k < nr && k < N_POISON; k++) {
@@ -436,22 +435,22 @@ static void test_poison_table(void **state) {
 /* A model name PostgreSQL cannot store would refuse every row: refused at start instead. */
 static void test_init_refuses_bad_model(void **state) {
     sink_t *s = NULL;
-    char err[512] = "";
-    assert_int_equal(sink_init(db_url, "model-\xff", &s, err, sizeof err), COMMON_FATAL);
+    common_err_t e;
+    assert_int_equal(sink_init(db_url, "model-\xff", &s, &e), COMMON_FATAL);
     assert_null(s);
-    assert_non_null(strstr(err, "model"));
+    assert_non_null(strstr(e.message, "model name"));
 }
 
 static void test_init_errors(void **state) {
     sink_t *s = (sink_t *)1;
-    char err[512];
-    assert_int_equal(sink_init("host=127.0.0.1 port", "m", &s, err, sizeof err), COMMON_USAGE);
+    common_err_t e;
+    assert_int_equal(sink_init("host=127.0.0.1 port", "m", &s, &e), COMMON_USAGE);
     assert_null(s);
     s = (sink_t *)1;
     /* port 1 on loopback: nothing listens, connection refused */
-    assert_int_equal(sink_init("postgresql://postgres@127.0.0.1:1/reclass?connect_timeout=2", "m",
-                               &s, err, sizeof err),
-                     COMMON_RETRY);
+    assert_int_equal(
+        sink_init("postgresql://postgres@127.0.0.1:1/reclass?connect_timeout=2", "m", &s, &e),
+        COMMON_RETRY);
     assert_null(s);
     /* a database without the schema: fatal, and the message says what to run */
     PQclear(q("CREATE DATABASE reclass_empty", 0, NULL));
@@ -459,15 +458,16 @@ static void test_init_errors(void **state) {
     snprintf(url, sizeof url, "%s", db_url);
     char *slash = strrchr(url, '/');
     snprintf(slash + 1, sizeof url - (size_t)(slash + 1 - url), "reclass_empty");
-    assert_int_equal(sink_init(url, "m", &s, err, sizeof err), COMMON_FATAL);
+    assert_int_equal(sink_init(url, "m", &s, &e), COMMON_FATAL);
     assert_null(s);
-    assert_non_null(strstr(err, "reclass migrate"));
+    assert_non_null(strstr(e.message, "schema missing or outdated"));
+    assert_string_equal(e.hint, "run 'reclass migrate'");
     /* conninfo (not URL) form passes through too */
     const char *port = strrchr(db_url, ':') + 1;
     char kv[256];
     snprintf(kv, sizeof kv, "host=127.0.0.1 port=%d user=postgres dbname=reclass sslmode=disable",
              atoi(port));
-    assert_int_equal(sink_init(kv, "m", &s, err, sizeof err), COMMON_OK);
+    assert_int_equal(sink_init(kv, "m", &s, &e), COMMON_OK);
     sink_free(s);
     sink_free(NULL);
 }
@@ -478,18 +478,18 @@ static void test_terminated_backend_retries(void **state) {
     char url[512];
     snprintf(url, sizeof url, "%s?application_name=reclass-term-test", db_url);
     sink_t *s = NULL;
-    char err[512] = "";
-    assert_int_equal(sink_init(url, "m", &s, err, sizeof err), COMMON_OK);
+    common_err_t e;
+    assert_int_equal(sink_init(url, "m", &s, &e), COMMON_OK);
     fill("job-term", 0, 400, 400, "t");
     expect_write(s, 0, 200, NULL, 0);
     assert_int_equal(q_long("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
                             " WHERE application_name = 'reclass-term-test'",
                             NULL),
                      1);
-    int rc = sink_write(s, rows + 200, 200, NULL, 0, err, sizeof err);
+    int rc = sink_write(s, rows + 200, 200, NULL, 0, &e);
     assert_int_equal(rc, COMMON_RETRY);
     assert_int_equal(rows_of("job-term"), 200);
-    assert_int_equal(sink_reconnect(s, err, sizeof err), COMMON_OK);
+    assert_int_equal(sink_reconnect(s, &e), COMMON_OK);
     expect_write(s, 200, 400, NULL, 0);
     assert_int_equal(rows_of("job-term"), 400);
     assert_int_equal(done_of("job-term"), 400);
@@ -516,21 +516,21 @@ static void test_server_restart_between_writes(void **state) {
     expect_write(s, 0, 1000, two_batches, 1);
     /* (1) the server restarts between two writes */
     assert_int_equal(pg_ctl("restart"), 0);
-    char err[512] = "";
-    int rc = sink_write(s, rows + 1000, 1000, two_batches, 1, err, sizeof err);
+    common_err_t e;
+    int rc = sink_write(s, rows + 1000, 1000, two_batches, 1, &e);
     assert_int_equal(rc, COMMON_RETRY);
-    assert_int_equal(sink_reconnect(s, err, sizeof err), COMMON_OK);
+    assert_int_equal(sink_reconnect(s, &e), COMMON_OK);
     expect_write(s, 1000, 2000, two_batches, 1);
     reopen_check();
     assert_int_equal(rows_of("job-restart"), 2000);
     assert_int_equal(done_of("job-restart"), 2000);
     /* (2) the server is down for a while: writes and reconnects keep saying retry */
     assert_int_equal(pg_ctl("stop"), 0);
-    assert_int_equal(sink_write(s, rows + 2000, 1000, NULL, 0, err, sizeof err), COMMON_RETRY);
-    assert_int_equal(sink_reconnect(s, err, sizeof err), COMMON_RETRY);
-    assert_int_equal(sink_write(s, rows + 2000, 1000, NULL, 0, err, sizeof err), COMMON_RETRY);
+    assert_int_equal(sink_write(s, rows + 2000, 1000, NULL, 0, &e), COMMON_RETRY);
+    assert_int_equal(sink_reconnect(s, &e), COMMON_RETRY);
+    assert_int_equal(sink_write(s, rows + 2000, 1000, NULL, 0, &e), COMMON_RETRY);
     assert_int_equal(pg_ctl("restart"), 0);
-    assert_int_equal(sink_reconnect(s, err, sizeof err), COMMON_OK);
+    assert_int_equal(sink_reconnect(s, &e), COMMON_OK);
     /* the caller retries the whole write, including rows that may have landed: idempotent */
     expect_write(s, 1500, 3000, NULL, 0);
     reopen_check();
@@ -545,7 +545,7 @@ static void test_server_restart_between_writes(void **state) {
 typedef struct {
     int reverse;
     int retries;
-    char err[512];
+    common_err_t e;
     int rc;
 } writer_arg_t;
 
@@ -555,17 +555,17 @@ static char conc_ids[2000][16];
 static void *writer(void *p) {
     writer_arg_t *a = p;
     sink_t *s = NULL;
-    a->rc = sink_init(db_url, "m", &s, a->err, sizeof a->err);
+    a->rc = sink_init(db_url, "m", &s, &a->e);
     if (a->rc != COMMON_OK) return NULL;
     for (int g = 0; g < 8 && a->rc == COMMON_OK; g++) {
         int grp = a->reverse ? 7 - g : g;
         /* groups of 500 with a 250 stride: neighbours overlap by half */
         int from = grp * 250, n = grp == 7 ? 250 : 500;
         for (int tries = 0; tries < 20; tries++) {
-            a->rc = sink_write(s, conc_rows + from, n, NULL, 0, a->err, sizeof a->err);
+            a->rc = sink_write(s, conc_rows + from, n, NULL, 0, &a->e);
             if (a->rc != COMMON_RETRY) break;
             a->retries++;
-            sink_reconnect(s, a->err, sizeof a->err);
+            sink_reconnect(s, &a->e);
         }
     }
     sink_free(s);
@@ -584,8 +584,8 @@ static void test_concurrent_writers_count_once(void **state) {
     assert_int_equal(pthread_create(&tb, NULL, writer, &b), 0);
     pthread_join(ta, NULL);
     pthread_join(tb, NULL);
-    if (a.rc != COMMON_OK) fail_msg("writer a: %s", a.err);
-    if (b.rc != COMMON_OK) fail_msg("writer b: %s", b.err);
+    if (a.rc != COMMON_OK) fail_msg("writer a: %s", a.e.message);
+    if (b.rc != COMMON_OK) fail_msg("writer b: %s", b.e.message);
     assert_int_equal(rows_of("job-conc"), 2000);
     assert_int_equal(done_of("job-conc"), 2000);
     assert_int_equal(completed("job-conc"), 1);
@@ -598,17 +598,17 @@ typedef struct {
     sink_result_t rows[300];
     char ids[300][16];
     int rc, refused;
-    char err[512];
+    common_err_t e;
 } race_arg_t;
 
 static void *race_writer(void *p) {
     race_arg_t *a = p;
     sink_t *s = NULL;
-    a->rc = sink_init(db_url, "m", &s, a->err, sizeof a->err);
+    a->rc = sink_init(db_url, "m", &s, &a->e);
     for (int tries = 0; a->rc == COMMON_OK && tries < 20; tries++) {
-        a->rc = sink_write(s, a->rows, 300, NULL, 0, a->err, sizeof a->err);
+        a->rc = sink_write(s, a->rows, 300, NULL, 0, &a->e);
         if (a->rc != COMMON_RETRY) break;
-        sink_reconnect(s, a->err, sizeof a->err);
+        sink_reconnect(s, &a->e);
     }
     const sink_reject_t *rj;
     a->refused = sink_rejected(s, &rj);
@@ -631,8 +631,8 @@ static void test_two_tenants_race_for_a_job(void **state) {
     assert_int_equal(pthread_create(&tb, NULL, race_writer, &b), 0);
     pthread_join(ta, NULL);
     pthread_join(tb, NULL);
-    if (a.rc != COMMON_OK) fail_msg("writer red: %s", a.err);
-    if (b.rc != COMMON_OK) fail_msg("writer blue: %s", b.err);
+    if (a.rc != COMMON_OK) fail_msg("writer red: %s", a.e.message);
+    if (b.rc != COMMON_OK) fail_msg("writer blue: %s", b.e.message);
     PGresult *r = q("SELECT tenant FROM jobs WHERE job_id = 'job-race'", 0, NULL);
     assert_int_equal(PQntuples(r), 1);
     int red = strcmp(PQgetvalue(r, 0, 0), "red") == 0;
@@ -654,11 +654,11 @@ static int group_setup(void **state) {
         return -1;
     }
     int applied = -1;
-    char err[512];
-    if (sink_migrate_ex(db_url, RECLASS_SOURCE_DIR "/migrations", NULL, &applied, err,
-                        sizeof err) != COMMON_OK ||
+    common_err_t e;
+    if (sink_migrate_ex(db_url, RECLASS_SOURCE_DIR "/migrations", NULL, &applied, &e) !=
+            COMMON_OK ||
         applied < 1) {
-        fprintf(stderr, "test_sink: migrate: %s\n", err);
+        fprintf(stderr, "test_sink: migrate: %s\n", e.message);
         return -1;
     }
     check = PQconnectdb(db_url);

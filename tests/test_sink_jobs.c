@@ -55,15 +55,15 @@ static sink_result_t row(const char *job, int i, int total) {
 
 static sink_t *open_sink(void) {
     sink_t *s = NULL;
-    char err[512];
-    if (sink_init(db_url, "test-model", &s, err, sizeof err) != COMMON_OK) fail_msg("%s", err);
+    common_err_t e;
+    if (sink_init(db_url, "test-model", &s, &e) != COMMON_OK) fail_msg("%s", e.message);
     return s;
 }
 
 /* Writes rows; returns how many were refused, each reason checked for want. */
 static int write_rows(sink_t *s, const sink_result_t *r, int n, const char *want) {
-    char err[512];
-    if (sink_write(s, r, n, NULL, 0, err, sizeof err) != COMMON_OK) fail_msg("%s", err);
+    common_err_t e;
+    if (sink_write(s, r, n, NULL, 0, &e) != COMMON_OK) fail_msg("%s", e.message);
     const sink_reject_t *rj;
     int nr = sink_rejected(s, &rj);
     for (int k = 0; k < nr; k++)
@@ -81,8 +81,8 @@ static void fail_one(sink_t *s, const char *job, const char *tenant, const char 
                         .ticket_id = ticket,
                         .job_total = total,
                         .reason = reason};
-    char err[512];
-    if (sink_write_failures(s, &f, 1, err, sizeof err) != COMMON_OK) fail_msg("%s", err);
+    common_err_t e;
+    if (sink_write_failures(s, &f, 1, &e) != COMMON_OK) fail_msg("%s", e.message);
 }
 
 static void test_total_fixed_once(void **state) {
@@ -190,7 +190,7 @@ static void test_job_across_months(void **state) {
 
 /* PostgreSQL's error fields onto common_err_t (sink_pg_err): the message names the failure and
  * its SQLSTATE, DETAIL and CONTEXT are the detail, HINT the hint; the one-line form of
- * dead-letter reasons and log lines (sink_pg_errmsg) is unchanged. */
+ * dead-letter reasons and log lines is common_err_line's. */
 static void test_pg_err_fields(void **state) {
     (void)state;
     PGresult *res = PQexec(check, "DO $$BEGIN RAISE EXCEPTION 'boom' USING DETAIL = 'row 7', "
@@ -203,10 +203,10 @@ static void test_pg_err_fields(void **state) {
     assert_string_equal(e.detail, "row 7; context: PL/pgSQL function inline_code_block line 1 "
                                   "at RAISE");
     assert_string_equal(e.hint, "fix row 7");
-    char line[512];
-    sink_pg_errmsg(line, sizeof line, "probe", check, res);
-    assert_string_equal(line, "probe: boom (SQLSTATE P0001); detail: row 7; hint: fix row 7; "
-                              "context: PL/pgSQL function inline_code_block line 1 at RAISE");
+    char line[COMMON_ERR_LINE_MAX];
+    assert_string_equal(common_err_line(&e, line, sizeof line),
+                        "probe: boom (SQLSTATE P0001) (row 7; context: PL/pgSQL function "
+                        "inline_code_block line 1 at RAISE); fix row 7");
     PQclear(res);
 }
 
@@ -236,10 +236,10 @@ static int group_setup(void **state) {
         return -1;
     }
     int applied = -1;
-    char err[512];
-    if (sink_migrate_ex(db_url, RECLASS_SOURCE_DIR "/migrations", NULL, &applied, err,
-                        sizeof err) != COMMON_OK) {
-        fprintf(stderr, "test_sink_jobs: migrate: %s\n", err);
+    common_err_t e;
+    if (sink_migrate_ex(db_url, RECLASS_SOURCE_DIR "/migrations", NULL, &applied, &e) !=
+        COMMON_OK) {
+        fprintf(stderr, "test_sink_jobs: migrate: %s\n", e.message);
         return -1;
     }
     check = PQconnectdb(db_url);

@@ -38,15 +38,14 @@ static void expect(const char *sql, const char *want) {
 
 static int setup(void **state) {
     (void)state;
-    char err[1024];
+    common_err_t e;
     int applied = 0;
-    if (sink_migrate_ex(db_url, RECLASS_SOURCE_DIR "/migrations", NULL, &applied, err,
-                        sizeof(err))) {
-        fprintf(stderr, "migrate: %s\n", err);
+    if (sink_migrate_ex(db_url, RECLASS_SOURCE_DIR "/migrations", NULL, &applied, &e)) {
+        fprintf(stderr, "migrate: %s\n", e.message);
         return -1;
     }
-    if (sink_init(db_url, "m1", &sink, err, sizeof(err))) {
-        fprintf(stderr, "sink_init: %s\n", err);
+    if (sink_init(db_url, "m1", &sink, &e)) {
+        fprintf(stderr, "sink_init: %s\n", e.message);
         return -1;
     }
     check = PQconnectdb(db_url);
@@ -91,8 +90,8 @@ static void test_drift_upsert_adds(void **state) {
                       .n_labels = 3,
                       .rows = rows,
                       .n_rows = 2};
-    char err[1024];
-    assert_int_equal(sink_write_drift(sink, &d, err, sizeof(err)), COMMON_OK);
+    common_err_t e;
+    assert_int_equal(sink_write_drift(sink, &d, &e), COMMON_OK);
     expect("SELECT count(*) || ' ' || sum(tickets) FROM drift_windows", "2 8");
     expect("SELECT label_counts::text || ' ' || confidence_hist::text || ' ' || truncated || ' ' "
            "|| tokens || ' ' || round(mean_confidence::numeric, 3) FROM drift_windows WHERE "
@@ -103,7 +102,7 @@ static void test_drift_upsert_adds(void **state) {
            "true {\"x\\\"y\\\\z\": 5} 60 1700000040");
 
     /* the same window, tenant, model and worker again (a restarted pod): everything adds */
-    assert_int_equal(sink_write_drift(sink, &d, err, sizeof(err)), COMMON_OK);
+    assert_int_equal(sink_write_drift(sink, &d, &e), COMMON_OK);
     expect("SELECT count(*) || ' ' || sum(tickets) FROM drift_windows", "2 16");
     expect("SELECT label_counts::text || ' ' || confidence_hist::text || ' ' || truncated || ' ' "
            "|| tokens || ' ' || round(mean_confidence::numeric, 3) || ' ' || "
@@ -113,12 +112,12 @@ static void test_drift_upsert_adds(void **state) {
     /* another worker: its own rows, the view sums them */
     d.worker = "host:2";
     d.n_rows = 1;
-    assert_int_equal(sink_write_drift(sink, &d, err, sizeof(err)), COMMON_OK);
+    assert_int_equal(sink_write_drift(sink, &d, &e), COMMON_OK);
     expect("SELECT tickets || ' ' || workers FROM drift_by_window WHERE tenant LIKE 'o''brien%'",
            "9 2");
     /* nothing to write is not an error */
     d.n_rows = 0;
-    assert_int_equal(sink_write_drift(sink, &d, err, sizeof(err)), COMMON_OK);
+    assert_int_equal(sink_write_drift(sink, &d, &e), COMMON_OK);
 }
 
 static void test_drift_duplicate_label_names(void **state) {
@@ -134,8 +133,8 @@ static void test_drift_duplicate_label_names(void **state) {
                       .n_labels = 2,
                       .rows = &row,
                       .n_rows = 1};
-    char err[1024];
-    assert_int_equal(sink_write_drift(sink, &d, err, sizeof(err)), COMMON_OK);
+    common_err_t e;
+    assert_int_equal(sink_write_drift(sink, &d, &e), COMMON_OK);
     expect("SELECT label_counts::text FROM drift_windows WHERE tenant = 'dup'", "{\"same\": 3}");
 }
 
@@ -150,11 +149,11 @@ static void test_gpu_memory_rows(void **state) {
                            .arena_bytes = 900000000,
                            .allocations_after_init = 0,
                            .token_budget = 16384};
-    char err[1024];
-    assert_int_equal(sink_write_gpu_memory(sink, &g, err, sizeof(err)), COMMON_OK);
+    common_err_t e;
+    assert_int_equal(sink_write_gpu_memory(sink, &g, &e), COMMON_OK);
     g.device_total_bytes = 150000000000LL;
     g.precision = NULL;
-    assert_int_equal(sink_write_gpu_memory(sink, &g, err, sizeof(err)), COMMON_OK);
+    assert_int_equal(sink_write_gpu_memory(sink, &g, &e), COMMON_OK);
     expect("SELECT count(*) FILTER (WHERE device_total_bytes IS NULL AND \"precision\" = 'fp16') "
            "|| ' ' || count(*) FILTER (WHERE device_total_bytes = 150000000000 AND \"precision\" "
            "IS NULL) || ' ' || sum(device_used_bytes) || ' ' || max(token_budget) FROM gpu_memory",
@@ -165,12 +164,12 @@ static void test_missing_tables_fatal(void **state) {
     (void)state;
     PQclear(PQexec(check, "ALTER TABLE gpu_memory RENAME TO gpu_memory_away"));
     sink_gpu_memory_t g = {.worker = "w", .backend = "cpu"};
-    char err[1024] = "";
-    assert_int_equal(sink_write_gpu_memory(sink, &g, err, sizeof(err)), COMMON_FATAL);
-    assert_non_null(strstr(err, "gpu_memory"));
-    assert_non_null(strstr(err, "003_telemetry.sql")); /* what to do about it */
+    common_err_t e;
+    assert_int_equal(sink_write_gpu_memory(sink, &g, &e), COMMON_FATAL);
+    assert_non_null(strstr(e.message, "gpu_memory"));
+    assert_non_null(strstr(e.hint, "003_telemetry.sql")); /* what to do about it */
     PQclear(PQexec(check, "ALTER TABLE gpu_memory_away RENAME TO gpu_memory"));
-    assert_int_equal(sink_write_gpu_memory(sink, &g, err, sizeof(err)), COMMON_OK);
+    assert_int_equal(sink_write_gpu_memory(sink, &g, &e), COMMON_OK);
 }
 
 /* A full disk (SQLSTATE 53100, raised here by a trigger as the server would) is something an
@@ -183,13 +182,15 @@ static void test_disk_full_retried(void **state) {
     PQclear(PQexec(check, "CREATE TRIGGER disk_full_now BEFORE INSERT ON gpu_memory FOR EACH ROW "
                           "EXECUTE FUNCTION disk_full()"));
     sink_gpu_memory_t g = {.worker = "w", .backend = "cpu"};
-    char err[1024] = "";
-    assert_int_equal(sink_write_gpu_memory(sink, &g, err, sizeof(err)), COMMON_RETRY);
-    assert_non_null(strstr(err, "53100"));
-    assert_null(strstr(err, "003_telemetry"));
-    assert_null(strstr(err, "migrat"));
+    common_err_t e;
+    assert_int_equal(sink_write_gpu_memory(sink, &g, &e), COMMON_RETRY);
+    char line[COMMON_ERR_LINE_MAX];
+    common_err_line(&e, line, sizeof line);
+    assert_non_null(strstr(e.message, "53100"));
+    assert_null(strstr(line, "003_telemetry"));
+    assert_null(strstr(line, "migrat"));
     PQclear(PQexec(check, "DROP TRIGGER disk_full_now ON gpu_memory"));
-    assert_int_equal(sink_write_gpu_memory(sink, &g, err, sizeof(err)), COMMON_OK);
+    assert_int_equal(sink_write_gpu_memory(sink, &g, &e), COMMON_OK);
 }
 
 typedef struct {
@@ -241,16 +242,15 @@ static void test_drift_status_worst_first(void **state) {
                       .n_labels = 3,
                       .rows = rows,
                       .n_rows = T};
-    char err[1024] = "";
-    assert_int_equal(sink_write_drift(sink, &d, err, sizeof(err)), COMMON_OK);
+    common_err_t e;
+    assert_int_equal(sink_write_drift(sink, &d, &e), COMMON_OK);
     PQclear(PQexec(check,
                    "INSERT INTO drift_baselines (tenant, model, label_counts, confidence_hist,"
                    " tickets, source) VALUES ('t499', 'm2', '{\"balance\": 1000}',"
                    " '{0,0,0,0,0,0,0,0,500,500}', 1000, 'windows')"));
     status_seen_t seen = {0};
-    assert_int_equal(
-        sink_drift_status(sink, "m2", start, 64, seen_status, seen_count, &seen, err, sizeof(err)),
-        COMMON_OK);
+    assert_int_equal(sink_drift_status(sink, "m2", start, 64, seen_status, seen_count, &seen, &e),
+                     COMMON_OK);
     assert_int_equal(seen.n, 64);
     assert_string_equal(seen.first, "t499");
     assert_int_equal(seen.first_level, 3);
@@ -262,7 +262,7 @@ static void test_drift_status_worst_first(void **state) {
     /* days take whole hours (017): the window reaches its day when a later hour is written */
     expect("SELECT count(*) FROM drift_daily WHERE model = 'm2'", "0");
     d.window_start_s = start + 3600;
-    assert_int_equal(sink_write_drift(sink, &d, err, sizeof(err)), COMMON_OK);
+    assert_int_equal(sink_write_drift(sink, &d, &e), COMMON_OK);
     expect("SELECT count(*) || ' ' || sum(tickets) FROM drift_daily WHERE model = 'm2'",
            "500 100000");
 }

@@ -100,7 +100,7 @@ typedef struct {
     double slowest;
     pthread_barrier_t *start;
     int rc;
-    char err[1024];
+    common_err_t e;
 } writer_t;
 
 static char labels[150][24];
@@ -114,8 +114,7 @@ static void *writer_run(void *p) {
     sink_batch_t *batches = calloc((size_t)n_batch_rows, sizeof(*batches)); // (n_batch_rows)
     pthread_barrier_wait(w->start);
     if (!rows || !tids || !batches) {
-        snprintf(w->err, sizeof w->err, "out of memory");
-        w->rc = COMMON_FATAL;
+        w->rc = common_err_set(&w->e, COMMON_FATAL, "out of memory");
     }
     for (int pass = 0; pass < w->passes && w->rc == COMMON_OK; pass++) {
         if (pass == 1) pthread_barrier_wait(w->start); /* main thread restarts the clock */
@@ -151,7 +150,7 @@ static void *writer_run(void *p) {
                                             .backend = "cpu",
                                             .arena_bytes = 1 << 24};
             double t0 = now_s();
-            w->rc = sink_write(w->sink, rows, n, batches, nb, w->err, sizeof w->err);
+            w->rc = sink_write(w->sink, rows, n, batches, nb, &w->e);
             double dt = now_s() - t0;
             if (dt > w->slowest) w->slowest = dt;
             w->written += n;
@@ -200,11 +199,10 @@ int main(int argc, char **argv) {
         }
         db = url;
     }
-    char err[1024];
+    common_err_t e;
     int applied = 0;
-    if (sink_migrate_ex(db, RECLASS_SOURCE_DIR "/migrations", NULL, &applied, err, sizeof err) !=
-        COMMON_OK) {
-        fprintf(stderr, "sink_bench: migrate: %s\n", err);
+    if (sink_migrate_ex(db, RECLASS_SOURCE_DIR "/migrations", NULL, &applied, &e) != COMMON_OK) {
+        fprintf(stderr, "sink_bench: migrate: %s\n", e.message);
         return 1;
     }
     /* the sinks name themselves so their backends can be found for CPU accounting */
@@ -243,8 +241,8 @@ int main(int argc, char **argv) {
                         .per_job = (int32_t)((n_rows + n_jobs - 1) / n_jobs),
                         .jobs = jobs,
                         .start = &start};
-        if (sink_init(sink_db, "clinc150-bert-mini", &w->sink, err, sizeof err) != COMMON_OK) {
-            fprintf(stderr, "sink_bench: %s\n", err);
+        if (sink_init(sink_db, "clinc150-bert-mini", &w->sink, &e) != COMMON_OK) {
+            fprintf(stderr, "sink_bench: %s\n", e.message);
             return 1;
         }
         pthread_create(&th[i], NULL, writer_run, w);
@@ -269,7 +267,7 @@ int main(int argc, char **argv) {
     int rc = 0;
     for (int i = 0; i < n_writers; i++) {
         if (ws[i].rc != COMMON_OK) {
-            fprintf(stderr, "sink_bench: writer %d: %s\n", i, ws[i].err);
+            fprintf(stderr, "sink_bench: writer %d: %s\n", i, ws[i].e.message);
             rc = 1;
         }
         written += ws[i].written;

@@ -173,9 +173,10 @@ fg_flips_t fg_flips(const gpu_model_t *m, const fg_set_t *s, const float *logits
         int b = 0;
         for (int j = 1; j < L; j++)
             if (v[j] > v[b]) b = j;
+        const double margin = top2_margin(fp32 + (size_t)r * L, L);
+        if (margin < 2.0 * delta_max) fl.at_risk++;
         if (strcmp(m->cfg.id2label[b], s->rows[r].pred) == 0) continue;
         fl.flips++;
-        const double margin = top2_margin(fp32 + (size_t)r * L, L);
         if (margin > fl.widest) fl.widest = margin;
         if (!(margin < fl.bound)) {
             if (fl.thick++ == 0) fl.first_thick = r;
@@ -188,9 +189,10 @@ int fg_gate(const fg_score_t *sc, const fg_flips_t *fl, double agree_min, double
             char *why, size_t whylen) {
     const double agreement = sc->rows ? (double)sc->agree / sc->rows : 0.0;
     why[0] = '\0';
-    if (agreement < agree_min)
-        snprintf(why, whylen, "agreement %.4f%% below %.2f%%", 100.0 * agreement,
-                 100.0 * agree_min);
+    const int rounding = fl->thick == 0 && 2 * fl->flips <= fl->at_risk;
+    if (agreement < agree_min && !rounding)
+        snprintf(why, whylen, "agreement %.4f%% below %.2f%% (%d flips, %d rows at risk)",
+                 100.0 * agreement, 100.0 * agree_min, fl->flips, fl->at_risk);
     else if (!(sc->max_delta <= delta_max))
         snprintf(why, whylen, "max |delta logit| %.4f above %.4f", sc->max_delta, delta_max);
     else if (fl->thick > 0)

@@ -44,7 +44,6 @@ static int load_texts(void) {
 
 int pipe_setup(void **state) {
     if (load_texts()) return -1;
-    char err[512];
     common_err_t e;
     if (consumers_mock_start(PARTS, 0, &mock, &bootstrap, &e)) {
         fprintf(stderr, "mock: %s\n", e.message);
@@ -60,9 +59,8 @@ int pipe_setup(void **state) {
     if (pclose(p)) return -1;
     db_url[strcspn(db_url, "\n")] = 0;
     int applied = 0;
-    if (sink_migrate_ex(db_url, RECLASS_SOURCE_DIR "/migrations", NULL, &applied, err,
-                        sizeof(err))) {
-        fprintf(stderr, "migrate: %s\n", err);
+    if (sink_migrate_ex(db_url, RECLASS_SOURCE_DIR "/migrations", NULL, &applied, &e)) {
+        fprintf(stderr, "migrate: %s\n", e.message);
         return -1;
     }
     return 0;

@@ -86,12 +86,12 @@ common_status_t worker_cmd_migrate(int argc, char **argv) {
     }
     sink_migrate_opts_t opts = {.dry_run = dry_run, .log = stdout};
     int n = 0;
-    char err[1024];
-    int rc = sink_migrate_ex(db, dir, &opts, &n, err, sizeof err);
+    common_err_t e;
+    common_status_t rc = sink_migrate_ex(db, dir, &opts, &n, &e);
     fflush(stdout);
     if (rc != COMMON_OK) {
-        common_logf(stderr, "%s\n", err);
-        return COMMON_FATAL;
+        common_err_print(stderr, &e);
+        return rc;
     }
     if (dry_run || n == 0)
         printf("%d pending (%s)\n", n, dir);

@@ -13,11 +13,9 @@ common_status_t worker_cli_db_connect(const char *db, PGconn **conn) {
         common_logf(stderr, "no database: pass --db URL or set RECLASS_DB\n");
         return COMMON_USAGE;
     }
-    common_status_t rc = COMMON_OK;
-    char err[1024];
-    *conn = sink_pg_connect(db, &rc, err, sizeof err);
-    if (*conn) return COMMON_OK;
-    common_logf(stderr, "%s\n", err);
+    common_err_t e;
+    common_status_t rc = sink_pg_connect(db, conn, &e);
+    if (rc != COMMON_OK) common_err_print(stderr, &e);
     return rc; /* COMMON_USAGE: a connection string to fix; else exit 1 */
 }
 
@@ -28,10 +26,11 @@ PGresult *worker_cli_db_query(PGconn *conn, const char *sql, int n, const char *
     if (r && PQresultStatus(r) == PGRES_TUPLES_OK) return r;
     const char *st = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
     if (sqlstate) snprintf(sqlstate, 6, "%s", st ? st : "");
-    char err[1024];
-    sink_pg_errmsg(err, sizeof err, "query", conn, r);
+    common_err_t e;
+    char line[COMMON_ERR_LINE_MAX];
+    sink_pg_err(&e, sink_pg_classify(conn, r), "query", conn, r);
     const char *hint = sink_pg_unmigrated(r) ? " (run reclass migrate --db URL)" : "";
-    common_logf(stderr, "%s%s\n", err, hint);
+    common_logf(stderr, "%s%s\n", common_err_line(&e, line, sizeof line), hint);
     PQclear(r);
     return NULL;
 }

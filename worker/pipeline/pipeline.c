@@ -123,15 +123,21 @@ static int sink_connections(const worker_run_cfg_t *cfg, int threads) {
     return n < 1 ? 1 : n > 4 ? 4 : n;
 }
 
-/* The result writers' connections; the first is telemetry's too. 0, or 1 with err. */
+/* The result writers' connections; the first is telemetry's too. COMMON_OK, or the sink's
+ * status with err. */
 static int open_writers(pl_t *pl, char *err, size_t errlen) {
     int n = sink_connections(pl->cfg, pl_pool_slots(pl->pool));
     pl->sk.writers = calloc((size_t)n, sizeof(*pl->sk.writers)); /* (n_writers) */
     if (!pl->sk.writers) return common_errf(COMMON_FATAL, err, errlen, "out of memory");
     for (int i = 0; i < n; i++) {
         pl->sk.writers[i].pl = pl;
-        if (sink_init(pl->cfg->db, pl->ses.model->name, &pl->sk.writers[i].sink, err, errlen))
-            return COMMON_FATAL;
+        common_err_t e;
+        common_status_t rc =
+            sink_init(pl->cfg->db, pl->ses.model->name, &pl->sk.writers[i].sink, &e);
+        if (rc != COMMON_OK) {
+            common_err_line(&e, err, errlen);
+            return rc;
+        }
         pl->sk.n_writers++;
     }
     pl->sk.sink = pl->sk.writers[0].sink;

@@ -27,21 +27,23 @@ typedef struct {
     int n_fails;
 } pl_write_t;
 
-static int write_once(sink_t *sk, const pl_write_t *w, char *err, size_t errlen) {
-    if (w->fails) return sink_write_failures(sk, w->fails, w->n_fails, err, errlen);
-    return sink_write(sk, w->rows, w->n_rows, w->bat, w->n_bat, err, errlen);
+static common_status_t write_once(sink_t *sk, const pl_write_t *w, common_err_t *e) {
+    if (w->fails) return sink_write_failures(sk, w->fails, w->n_fails, e);
+    return sink_write(sk, w->rows, w->n_rows, w->bat, w->n_bat, e);
 }
 
 /* Writes until committed. COMMON_RETRY: pause consumption, reconnect with exponential backoff,
  * retry the same rows. Returns COMMON_OK or COMMON_FATAL. */
 static int write_committed(pl_t *pl, sink_t *sk, const pl_write_t *w) {
-    char err[1024];
+    common_err_t e;
+    char err[COMMON_ERR_LINE_MAX]; /* the last failure, for the log lines */
     int n_rows = w->fails ? w->n_fails : w->n_rows;
     int backoff = PL_RETRY_FIRST_MS;
     time_t stop_at = 0; /* after a signal: when to give up on a database that is down */
     for (;;) {
-        int rc = write_once(sk, w, err, sizeof(err));
+        common_status_t rc = write_once(sk, w, &e);
         if (rc == COMMON_OK) break;
+        common_err_line(&e, err, sizeof err);
         if (rc != COMMON_RETRY) {
             common_logf(stderr, "database write failed for good: %s\n", err);
             atomic_store(&worker_metrics.sink_connected, 0);
@@ -76,7 +78,8 @@ static int write_committed(pl_t *pl, sink_t *sk, const pl_write_t *w) {
             sleep_ms(backoff);
             backoff = backoff * 2 > PL_RETRY_MAX_MS ? PL_RETRY_MAX_MS : backoff * 2;
             if (stop_at && backoff > 1000) backoff = 1000; /* keep to the stop deadline */
-            if (sink_reconnect(sk, err, sizeof(err)) == 0) break;
+            if (sink_reconnect(sk, &e) == COMMON_OK) break;
+            common_err_line(&e, err, sizeof err);
         }
     }
     pthread_mutex_lock(&pl->q.mu);

@@ -99,21 +99,22 @@ static int telemetry_every_s(const pl_t *pl) {
 
 /* A failed telemetry write: count it, say so once per kind of failure, and decide. Returns 1
  * when the write should be retried later (connection lost). */
-static int telemetry_failed(pl_t *pl, int rc, const char *err) {
+static int telemetry_failed(pl_t *pl, const common_err_t *e) {
     worker_metrics_add(&worker_metrics.telemetry_failures, 1);
-    if (rc == COMMON_RETRY) {
+    if (e->code == COMMON_RETRY) {
         atomic_store(&worker_metrics.sink_connected, 0);
         /* the result path reconnects when it writes; an idle worker must do it here */
         double now = common_now_s();
         if (now >= pl->sk.next_reconnect_s) {
             pl->sk.next_reconnect_s = now + telemetry_every_s(pl);
-            char e2[512];
-            if (sink_reconnect(pl->sk.sink, e2, sizeof(e2)) == COMMON_OK)
+            common_err_t e2;
+            if (sink_reconnect(pl->sk.sink, &e2) == COMMON_OK)
                 atomic_store(&worker_metrics.sink_connected, 1);
         }
         return 1;
     }
-    common_logf(stderr, "telemetry disabled: %s\n", err);
+    char line[COMMON_ERR_LINE_MAX];
+    common_logf(stderr, "telemetry disabled: %s\n", common_err_line(e, line, sizeof line));
     pl->sk.telemetry_off = 1;
     return 0;
 }
@@ -132,15 +133,14 @@ static void put_count(void *ctx, const char *status, long tenants) {
  * drift_status and read it back worst first, for reclass_drift_status and its alert. Two windows
  * back covers the one just written whatever the clock skew between workers. */
 static void read_drift_levels(pl_t *pl, int window_s) {
-    char err[1024];
+    common_err_t e;
     worker_metrics_drift_begin();
-    int rc = sink_drift_status(pl->sk.sink, pl->ses.model->name, wall_s() - 2 * (int64_t)window_s,
-                               WORKER_METRICS_DRIFT_TENANTS, put_level, put_count, NULL, err,
-                               sizeof(err));
-    if (rc == COMMON_OK)
+    if (sink_drift_status(pl->sk.sink, pl->ses.model->name, wall_s() - 2 * (int64_t)window_s,
+                          WORKER_METRICS_DRIFT_TENANTS, put_level, put_count, NULL,
+                          &e) == COMMON_OK)
         worker_metrics_drift_end();
     else
-        telemetry_failed(pl, rc, err);
+        telemetry_failed(pl, &e);
 }
 
 static void flush_drift(pl_t *pl) {
@@ -166,9 +166,9 @@ static void flush_drift(pl_t *pl) {
                           .n_labels = pl->ses.model->cfg.num_labels,
                           .rows = pl->sk.drift_rows,
                           .n_rows = w->n_rows};
-        char err[1024];
-        int rc = sink_write_drift(pl->sk.sink, &d, err, sizeof(err));
-        if (rc == COMMON_OK) { /* once per window: a retried write comes back here */
+        common_err_t e;
+        if (sink_write_drift(pl->sk.sink, &d, &e) ==
+            COMMON_OK) { /* once per window: a retried write comes back here */
             atomic_store(&worker_metrics.drift_folded_tenants, w->folded_tenants);
             if (w->folded_tenants > 0) {
                 worker_metrics_add(&worker_metrics.drift_folded_tickets, w->folded_tickets);
@@ -185,7 +185,7 @@ static void flush_drift(pl_t *pl) {
             written = 1;
             window_s = w->window_s;
             worker_drift_pop(pl->sk.drift);
-        } else if (telemetry_failed(pl, rc, err)) {
+        } else if (telemetry_failed(pl, &e)) {
             break; /* kept (bounded by WORKER_DRIFT_SLOTS) and retried on a later tick */
         }
     }
@@ -207,12 +207,11 @@ static void write_gpu_row(pl_t *pl) {
         .allocations_after_init = atomic_load(&worker_metrics.allocations_after_init),
         .token_budget = pl->ses.props.token_budget,
     };
-    char err[1024];
-    int rc = sink_write_gpu_memory(pl->sk.sink, &g, err, sizeof(err));
-    if (rc == COMMON_OK)
+    common_err_t e;
+    if (sink_write_gpu_memory(pl->sk.sink, &g, &e) == COMMON_OK)
         worker_metrics_add(&worker_metrics.telemetry_rows, 1);
     else
-        telemetry_failed(pl, rc, err);
+        telemetry_failed(pl, &e);
 }
 
 void pl_telemetry_tick(pl_t *pl, int final) {

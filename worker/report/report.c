@@ -13,7 +13,9 @@ static PGresult *report_q(PGconn *conn, const char *sql, const char *job, char *
     const char *p[] = {job};
     PGresult *r = PQexecParams(conn, sql, 1, NULL, p, NULL, NULL, 0);
     if (r && PQresultStatus(r) == PGRES_TUPLES_OK) return r;
-    sink_pg_errmsg(err, errlen, "query", conn, r);
+    common_err_t e;
+    sink_pg_err(&e, sink_pg_classify(conn, r), "query", conn, r);
+    common_err_line(&e, err, errlen);
     if (sink_pg_unmigrated(r)) {
         size_t n = strlen(err);
         snprintf(err + n, errlen - n, " (run reclass migrate --db URL)");
