@@ -9,9 +9,12 @@
 
 #include <avro.h>
 
-/* Walks one value of schema s in p[*pos, len), advancing *pos past it. Returns 0, or -1 with
- * err saying what is malformed and at which byte (schemas nested over 32 deep are refused). */
-int consumers_avro_scan(avro_schema_t s, const uint8_t *p, size_t len, size_t *pos, char *err,
-                        size_t errlen);
+#include "common/err.h"
+
+/* Walks one value of schema s in p[*pos, len), advancing *pos past it. COMMON_OK, or
+ * COMMON_USAGE with e saying what is malformed and at which byte (schemas nested over 32 deep
+ * are refused). */
+common_status_t consumers_avro_scan(avro_schema_t s, const uint8_t *p, size_t len, size_t *pos,
+                                    common_err_t *e);
 
 #endif

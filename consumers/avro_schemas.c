@@ -132,26 +132,35 @@ void consumers_codec_free(consumers_codec_t *c) {
     free(c);
 }
 
-int consumers_codec_set_plain_schema(consumers_codec_t *c, const char *path, char *err,
-                                     size_t errlen) {
+/* A schema file's text (*len bytes, malloc'd), or NULL with e naming the file. */
+static char *schema_file_read(const char *path, size_t *len, common_err_t *e) {
+    char why[sizeof(e->message)];
+    char *txt = common_file_read(path, CODEC_MAX_SCHEMA, len, why, sizeof(why));
+    if (!txt) common_err_set(e, COMMON_USAGE, "%s", why);
+    return txt;
+}
+
+common_status_t consumers_codec_set_plain_schema(consumers_codec_t *c, const char *path,
+                                                 common_err_t *e) {
     size_t len;
-    char *txt = common_file_read(path, CODEC_MAX_SCHEMA, &len, err, errlen);
-    if (!txt) return -1;
+    char *txt = schema_file_read(path, &len, e);
+    if (!txt) return COMMON_USAGE;
     codec_schema_t sch = {.id = -1};
     int bad = avro_schema_from_json_length(txt, len, &sch.writer);
     free(txt);
     if (bad)
-        return common_errf(-1, err, errlen, "%s: not a valid Avro schema: %s", path,
-                           avro_strerror());
+        return common_err_set(e, COMMON_USAGE, "%s: not a valid Avro schema: %s", path,
+                              avro_strerror());
     schema_prepare(c, &sch);
     avro_value_iface_t *iface = sch.ready ? avro_generic_class_from_schema(sch.writer) : NULL;
     avro_value_t val;
     if (!sch.ready || !iface || avro_generic_value_new(iface, &val)) {
         if (iface) avro_value_iface_decref(iface);
-        int rc = common_errf(-1, err, errlen, "plain writer schema %s: %s", path,
-                             sch.ready ? avro_strerror() : sch.bad);
+        common_status_t st =
+            common_err_set(e, sch.ready ? COMMON_FATAL : COMMON_USAGE, "plain writer schema %s: %s",
+                           path, sch.ready ? avro_strerror() : sch.bad);
         schema_release(&sch);
-        return rc;
+        return st;
     }
     plain_release(c);
     c->plain = sch;
@@ -159,50 +168,50 @@ int consumers_codec_set_plain_schema(consumers_codec_t *c, const char *path, cha
     c->plain_val = val;
     const char *base = strrchr(path, '/');
     snprintf(c->plain_name, sizeof(c->plain_name), "%s", base ? base + 1 : path);
-    return 0;
+    return COMMON_OK;
 }
 
 const char *consumers_codec_plain_schema(const consumers_codec_t *c) {
     return c->plain_name;
 }
 
-int consumers_codec_init(const char *schema_dir, consumers_codec_t **out, char *err,
-                         size_t errlen) {
+common_status_t consumers_codec_init(const char *schema_dir, consumers_codec_t **out,
+                                     common_err_t *e) {
     *out = NULL;
     DIR *d = opendir(schema_dir);
     if (!d)
-        return common_errf(-1, err, errlen, "cannot open schema dir %s: %s", schema_dir,
-                           strerror(errno));
+        return common_err_set(e, COMMON_USAGE, "cannot open schema dir %s: %s", schema_dir,
+                              strerror(errno));
     consumers_codec_t *c = calloc(1, sizeof(*c));
     if (c) c->encode_id = -1;
     size_t cap = 0;
-    int rc = c ? 0 : common_errf(-1, err, errlen, "out of memory");
+    common_status_t rc = c ? COMMON_OK : common_err_set(e, COMMON_FATAL, "out of memory");
     char *reader_txt = NULL;
-    struct dirent *e;
-    while (rc == 0 && (e = readdir(d))) {
-        int32_t id = schema_file_id(e->d_name);
+    struct dirent *de;
+    while (rc == 0 && (de = readdir(d))) {
+        int32_t id = schema_file_id(de->d_name);
         if (id < 0) continue;
         if (c->n == cap) {
             cap = cap ? 2 * cap : 8;
             codec_schema_t *grown = realloc(c->schemas, cap * sizeof(*grown));
             if (!grown) {
-                rc = common_errf(-1, err, errlen, "out of memory");
+                rc = common_err_set(e, COMMON_FATAL, "out of memory");
                 break;
             }
             c->schemas = grown;
         }
         char path[4096];
-        snprintf(path, sizeof(path), "%s/%s", schema_dir, e->d_name);
+        snprintf(path, sizeof(path), "%s/%s", schema_dir, de->d_name);
         size_t len;
-        char *txt = common_file_read(path, CODEC_MAX_SCHEMA, &len, err, errlen);
+        char *txt = schema_file_read(path, &len, e);
         codec_schema_t *sch = &c->schemas[c->n];
         memset(sch, 0, sizeof(*sch));
         sch->id = id;
         if (!txt) {
-            rc = -1;
+            rc = COMMON_USAGE;
         } else if (avro_schema_from_json_length(txt, len, &sch->writer)) {
-            rc = common_errf(-1, err, errlen, "%s: not a valid Avro schema: %s", path,
-                             avro_strerror());
+            rc = common_err_set(e, COMMON_USAGE, "%s: not a valid Avro schema: %s", path,
+                                avro_strerror());
         } else {
             c->n++;
         }
@@ -210,41 +219,41 @@ int consumers_codec_init(const char *schema_dir, consumers_codec_t **out, char *
     }
     closedir(d);
     if (rc == 0 && c->n == 0)
-        rc = common_errf(-1, err, errlen, "no ticket-v<ID>.avsc files in %s", schema_dir);
+        rc = common_err_set(e, COMMON_USAGE, "no ticket-v<ID>.avsc files in %s", schema_dir);
     if (rc == 0) {
         qsort(c->schemas, c->n, sizeof(*c->schemas), cmp_schema);
         codec_schema_t *cur = &c->schemas[c->n - 1];
         char path[4096];
         size_t len;
         snprintf(path, sizeof(path), "%s/ticket-v%d.avsc", schema_dir, cur->id);
-        reader_txt = common_file_read(path, CODEC_MAX_SCHEMA, &len, err, errlen);
+        reader_txt = schema_file_read(path, &len, e);
         json_error_t je;
         c->reader_json = reader_txt ? json_loadb(reader_txt, len, 0, &je) : NULL;
         c->reader = cur->writer;
         if (!c->reader_json || avro_typeof(c->reader) != AVRO_RECORD)
-            rc =
-                common_errf(-1, err, errlen, "%s: the current schema must be an Avro record", path);
+            rc = common_err_set(e, COMMON_USAGE, "%s: the current schema must be an Avro record",
+                                path);
         /* what decode takes from every record: a reader without one would dead-letter all */
         static const char *const required[] = {"job_id", "tenant",    "ticket_id",
                                                "text",   "job_total", "enqueued_at"};
         for (size_t i = 0; rc == 0 && i < sizeof(required) / sizeof(required[0]); i++)
             if (avro_schema_record_field_get_index(c->reader, required[i]) < 0)
-                rc = common_errf(-1, err, errlen,
-                                 "%s: the current schema lacks field %s, which every ticket "
-                                 "needs (a worker would dead-letter every record)",
-                                 path, required[i]);
+                rc = common_err_set(e, COMMON_USAGE,
+                                    "%s: the current schema lacks field %s, which every ticket "
+                                    "needs (a worker would dead-letter every record)",
+                                    path, required[i]);
     }
     if (rc == 0) {
         for (size_t i = 0; i < c->n; i++)
             schema_prepare(c, &c->schemas[i]);
         if (!c->schemas[c->n - 1].ready)
-            rc = common_errf(-1, err, errlen, "current schema: %s", c->schemas[c->n - 1].bad);
+            rc = common_err_set(e, COMMON_USAGE, "current schema: %s", c->schemas[c->n - 1].bad);
     }
     for (size_t i = 0; rc == 0 && i < c->n; i++) { /* sorted by id: the first ready one */
         if (!c->schemas[i].ready) continue;
         char path[4096];
         snprintf(path, sizeof(path), "%s/ticket-v%d.avsc", schema_dir, c->schemas[i].id);
-        rc = consumers_codec_set_plain_schema(c, path, err, errlen);
+        rc = consumers_codec_set_plain_schema(c, path, e);
         break;
     }
     if (rc == 0) {
@@ -253,16 +262,16 @@ int consumers_codec_init(const char *schema_dir, consumers_codec_t **out, char *
         if (!c->enc_iface || avro_generic_value_new(c->enc_iface, &c->enc_val) || !c->in) {
             if (c->enc_iface) avro_value_iface_decref(c->enc_iface);
             c->enc_iface = NULL;
-            rc = common_errf(-1, err, errlen, "avro: %s", avro_strerror());
+            rc = common_err_set(e, COMMON_FATAL, "avro: %s", avro_strerror());
         }
     }
     free(reader_txt);
-    if (rc != 0) {
+    if (rc != COMMON_OK) {
         consumers_codec_free(c);
-        return -1;
+        return rc;
     }
     *out = c;
-    return 0;
+    return COMMON_OK;
 }
 
 /* ---- decode ---- */
@@ -303,15 +312,15 @@ int consumers_codec_knows(consumers_codec_t *c, int32_t id) {
     return codec_find_schema(c, id) != NULL;
 }
 
-int consumers_codec_add_schema(consumers_codec_t *c, int32_t id, const char *json, char *err,
-                               size_t errlen) {
-    if (codec_find_schema(c, id)) return 0;
+common_status_t consumers_codec_add_schema(consumers_codec_t *c, int32_t id, const char *json,
+                                           common_err_t *e) {
+    if (codec_find_schema(c, id)) return COMMON_OK;
     if (!c->remote && !(c->remote = calloc(CODEC_MAX_REMOTE, sizeof(*c->remote))))
-        return common_errf(-1, err, errlen, "out of memory");
+        return common_err_set(e, COMMON_FATAL, "out of memory");
     avro_schema_t w;
     if (avro_schema_from_json_length(json, strlen(json), &w))
-        return common_errf(-1, err, errlen, "schema id %d is not a valid Avro schema: %s", (int)id,
-                           avro_strerror());
+        return common_err_set(e, COMMON_USAGE, "schema id %d is not a valid Avro schema: %s",
+                              (int)id, avro_strerror());
     size_t slot = c->n_remote;
     if (slot == CODEC_MAX_REMOTE) { /* full: the least recently used one goes */
         slot = 0;
@@ -327,5 +336,5 @@ int consumers_codec_add_schema(consumers_codec_t *c, int32_t id, const char *jso
     sch->writer = w;
     sch->used = ++c->tick;
     schema_prepare(c, sch); /* one that cannot be read stays, so its records say why */
-    return 0;
+    return COMMON_OK;
 }

@@ -12,13 +12,12 @@
 #include "consumers/consumer_int.h"
 #include "consumers/kafka_props.h"
 
-static int conf_set(rd_kafka_conf_t *conf, const char *k, const char *v, char *err, size_t errlen) {
-    char e[256];
-    if (rd_kafka_conf_set(conf, k, v, e, sizeof(e)) != RD_KAFKA_CONF_OK) {
-        snprintf(err, errlen, "Kafka property %s=%s: %s", k, v, e);
-        return -1;
-    }
-    return 0;
+static common_status_t conf_set(rd_kafka_conf_t *conf, const char *k, const char *v,
+                                common_err_t *e) {
+    char why[256];
+    if (rd_kafka_conf_set(conf, k, v, why, sizeof(why)) != RD_KAFKA_CONF_OK)
+        return common_err_set(e, COMMON_USAGE, "Kafka property %s=%s: %s", k, v, why);
+    return COMMON_OK;
 }
 
 static int topic_index(const consumers_consumer_t *c, const char *name) {
@@ -132,33 +131,28 @@ static void error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque) 
     }
 }
 
-int consumers_consumer_init(const consumers_consumer_cfg_t *cfg, const consumers_rebalance_t *rb,
-                            consumers_consumer_t **out, char *err, size_t errlen) {
+common_status_t consumers_consumer_init(const consumers_consumer_cfg_t *cfg,
+                                        const consumers_rebalance_t *rb, consumers_consumer_t **out,
+                                        common_err_t *e) {
     *out = NULL;
+    if (cfg->n_topics < 0 || cfg->n_topics > CONSUMERS_MAX_TOPICS)
+        return common_err_set(e, COMMON_USAGE, "%d topics: give 1 to %d", cfg->n_topics,
+                              CONSUMERS_MAX_TOPICS);
     consumers_consumer_t *c = calloc(1, sizeof(*c));
-    if (!c) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    if (cfg->n_topics < 0 || cfg->n_topics > CONSUMERS_MAX_TOPICS) {
-        snprintf(err, errlen, "%d topics: give 1 to %d", cfg->n_topics, CONSUMERS_MAX_TOPICS);
-        free(c);
-        return -1;
-    }
+    if (!c) return common_err_set(e, COMMON_FATAL, "out of memory");
     c->n_topics = cfg->n_topics > 0 ? cfg->n_topics : 1;
     for (int i = 0; i < c->n_topics; i++) {
         c->topics[i] = strdup(cfg->n_topics > 0 ? cfg->topics[i] : cfg->topic);
         c->prio[i] = cfg->n_topics > 0 && cfg->priorities ? cfg->priorities[i] : 0;
         if (!c->topics[i]) {
-            snprintf(err, errlen, "out of memory");
             consumers_consumer_free(c);
-            return -1;
+            return common_err_set(e, COMMON_FATAL, "out of memory");
         }
         for (int j = 0; j < i; j++)
             if (!strcmp(c->topics[i], c->topics[j])) {
-                snprintf(err, errlen, "topic %s given twice", c->topics[i]);
+                common_err_set(e, COMMON_USAGE, "topic %s given twice", c->topics[i]);
                 consumers_consumer_free(c);
-                return -1;
+                return COMMON_USAGE;
             }
     }
     c->topic = c->topics[0];
@@ -176,51 +170,55 @@ int consumers_consumer_init(const consumers_consumer_cfg_t *cfg, const consumers
     if (rb) c->rb = *rb;
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     char num[32];
-    int bad = conf_set(conf, "bootstrap.servers", cfg->brokers, err, errlen) ||
-              conf_set(conf, "group.id", cfg->group, err, errlen) ||
-              conf_set(conf, "partition.assignment.strategy", "cooperative-sticky", err, errlen) ||
-              conf_set(conf, "enable.auto.offset.store", "false", err, errlen) ||
-              conf_set(conf, "enable.auto.commit", "true", err, errlen) ||
-              conf_set(conf, "auto.offset.reset", "earliest", err, errlen) ||
-              conf_set(conf, "client.id", "reclass-run", err, errlen) ||
-              /* a resumed partition waits for the fetch in flight: keep that short (the
-               * default 500 ms; --kafka overrides) */
-              conf_set(conf, "fetch.wait.max.ms", "100", err, errlen);
+    const char *fixed[][2] = {
+        {"bootstrap.servers", cfg->brokers},
+        {"group.id", cfg->group},
+        {"partition.assignment.strategy", "cooperative-sticky"},
+        {"enable.auto.offset.store", "false"},
+        {"enable.auto.commit", "true"},
+        {"auto.offset.reset", "earliest"},
+        {"client.id", "reclass-run"},
+        /* a resumed partition waits for the fetch in flight: keep that short (the default
+         * 500 ms; --kafka overrides) */
+        {"fetch.wait.max.ms", "100"},
+    };
+    common_status_t bad = COMMON_OK;
+    for (size_t i = 0; !bad && i < sizeof(fixed) / sizeof(fixed[0]); i++)
+        bad = conf_set(conf, fixed[i][0], fixed[i][1], e);
     if (!bad && cfg->max_poll_interval_ms > 0) {
         snprintf(num, sizeof(num), "%d", cfg->max_poll_interval_ms);
-        bad = conf_set(conf, "max.poll.interval.ms", num, err, errlen);
+        bad = conf_set(conf, "max.poll.interval.ms", num, e);
     }
     if (!bad && cfg->session_timeout_ms > 0) {
         snprintf(num, sizeof(num), "%d", cfg->session_timeout_ms);
-        bad = conf_set(conf, "session.timeout.ms", num, err, errlen);
+        bad = conf_set(conf, "session.timeout.ms", num, e);
     }
     if (!bad && cfg->auto_commit_interval_ms > 0) {
         snprintf(num, sizeof(num), "%d", cfg->auto_commit_interval_ms);
-        bad = conf_set(conf, "auto.commit.interval.ms", num, err, errlen);
+        bad = conf_set(conf, "auto.commit.interval.ms", num, e);
     }
-    if (!bad) bad = consumers_kafka_props_apply(conf, cfg->extra, CONSUMERS_PROPS_ALL, err, errlen);
+    if (!bad) bad = consumers_kafka_props_apply(conf, cfg->extra, CONSUMERS_PROPS_ALL, e);
     if (bad) {
         rd_kafka_conf_destroy(conf);
         consumers_consumer_free(c);
-        return -1;
+        return bad;
     }
     rd_kafka_conf_set_opaque(conf, c);
     rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
     rd_kafka_conf_set_error_cb(conf, error_cb);
-    char e[512];
-    c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, e, sizeof(e)); /* takes conf on success */
+    char why[512];
+    c->rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, why, sizeof(why)); /* takes conf on success */
     if (!c->rk) {
         rd_kafka_conf_destroy(conf);
-        snprintf(err, errlen, "Kafka consumer: %s", e);
         consumers_consumer_free(c);
-        return -1;
+        /* what librdkafka refuses at creation is its configuration (TLS files, SASL) */
+        return common_err_set(e, COMMON_USAGE, "Kafka consumer: %s", why);
     }
     rd_kafka_poll_set_consumer(c->rk);
     for (int l = 0; c->n_lanes > 1 && l < c->n_lanes; l++)
         if (!(c->lane_q[l] = rd_kafka_queue_new(c->rk))) {
-            snprintf(err, errlen, "out of memory");
             consumers_consumer_free(c);
-            return -1;
+            return common_err_set(e, COMMON_FATAL, "out of memory");
         }
     rd_kafka_topic_partition_list_t *sub = rd_kafka_topic_partition_list_new(c->n_topics);
     for (int i = 0; i < c->n_topics; i++)
@@ -228,12 +226,12 @@ int consumers_consumer_init(const consumers_consumer_cfg_t *cfg, const consumers
     rd_kafka_resp_err_t re = rd_kafka_subscribe(c->rk, sub);
     rd_kafka_topic_partition_list_destroy(sub);
     if (re) {
-        snprintf(err, errlen, "subscribe to %s: %s", c->topic, rd_kafka_err2str(re));
+        common_err_set(e, COMMON_FATAL, "subscribe to %s: %s", c->topic, rd_kafka_err2str(re));
         consumers_consumer_free(c);
-        return -1;
+        return COMMON_FATAL;
     }
     *out = c;
-    return 0;
+    return COMMON_OK;
 }
 
 /* A record is librdkafka's message itself, behind the opaque type. */
@@ -314,9 +312,8 @@ static consumers_record_t *checked(consumers_consumer_t *c, rd_kafka_message_t *
     return NULL;
 }
 
-int consumers_consumer_fatal(consumers_consumer_t *c, char *err, size_t errlen) {
-    if (c->fatal) snprintf(err, errlen, "%s", c->fatal_msg);
-    return c->fatal;
+common_status_t consumers_consumer_fatal(consumers_consumer_t *c, common_err_t *e) {
+    return c->fatal ? common_err_set(e, COMMON_FATAL, "%s", c->fatal_msg) : COMMON_OK;
 }
 
 /* Pauses (or resumes) the assigned partitions of the topics for which sel[t] is set. */
@@ -401,14 +398,13 @@ static int refused_by_group(rd_kafka_resp_err_t re) {
            re == RD_KAFKA_RESP_ERR__STATE;
 }
 
-int consumers_consumer_commit(consumers_consumer_t *c, char *err, size_t errlen) {
-    if (c->closed) return 0;
+common_status_t consumers_consumer_commit(consumers_consumer_t *c, common_err_t *e) {
+    if (c->closed) return COMMON_OK;
     rd_kafka_resp_err_t re = rd_kafka_commit(c->rk, NULL, 0);
-    if (re && re != RD_KAFKA_RESP_ERR__NO_OFFSET) {
-        snprintf(err, errlen, "offset commit: %s", rd_kafka_err2str(re));
-        return refused_by_group(re) ? 1 : -1;
-    }
-    return 0;
+    if (re && re != RD_KAFKA_RESP_ERR__NO_OFFSET)
+        return common_err_set(e, refused_by_group(re) ? COMMON_RETRY : COMMON_FATAL,
+                              "offset commit: %s", rd_kafka_err2str(re));
+    return COMMON_OK;
 }
 
 /* librdkafka < 2.3 aborts when a cooperative-sticky member that joined but never received an
@@ -448,9 +444,11 @@ void consumers_consumer_close(consumers_consumer_t *c) {
         c->closed = 1;
         return;
     }
-    char e[256];
-    if (consumers_consumer_commit(c, e, sizeof(e)))
-        common_logf(c->log, "%s (retried by the next owner)\n", e);
+    common_err_t e;
+    char line[COMMON_ERR_LINE_MAX];
+    if (consumers_consumer_commit(c, &e))
+        common_logf(c->log, "%s (retried by the next owner)\n",
+                    common_err_line(&e, line, sizeof(line)));
     unassign_before_close(c);
     /* close leaves the group (a revoke still assigned goes through rebalance_cb) */
     rd_kafka_consumer_close(c->rk);

@@ -23,6 +23,8 @@
 #include <stdio.h>
 #include <stdint.h>
 
+#include "common/err.h"
+
 typedef struct consumers_consumer consumers_consumer_t;
 
 /* One consumed record, owned by the caller from consumers_consumer_poll until
@@ -71,17 +73,19 @@ typedef struct {
     FILE *log; /* rebalances and Kafka errors, a line each (the CLI: stderr); NULL: quiet */
 } consumers_consumer_cfg_t;
 
-/* Subscribes; the group is joined during the first polls. Returns 0, or -1 with err (a bad
- * property is a user error: the message names it). */
-int consumers_consumer_init(const consumers_consumer_cfg_t *cfg, const consumers_rebalance_t *rb,
-                            consumers_consumer_t **out, char *err, size_t errlen);
+/* Subscribes; the group is joined during the first polls. COMMON_OK; COMMON_USAGE with e
+ * naming the bad property or topic list; COMMON_FATAL, out of memory or a refused
+ * subscription. */
+common_status_t consumers_consumer_init(const consumers_consumer_cfg_t *cfg,
+                                        const consumers_rebalance_t *rb, consumers_consumer_t **out,
+                                        common_err_t *e);
 
 /* Next record, or NULL on timeout. Errors are logged to cfg.log and swallowed, except fatal
  * ones (consumers_consumer_fatal). The caller frees the record with consumers_record_free. */
 consumers_record_t *consumers_consumer_poll(consumers_consumer_t *c, int timeout_ms);
 
-/* Non-zero once the client hit a fatal error (err gets its text): stop, do not store. */
-int consumers_consumer_fatal(consumers_consumer_t *c, char *err, size_t errlen);
+/* COMMON_FATAL with e once the client hit a fatal error: stop, do not store; else COMMON_OK. */
+common_status_t consumers_consumer_fatal(consumers_consumer_t *c, common_err_t *e);
 
 int consumers_consumer_pause(consumers_consumer_t *c);
 int consumers_consumer_resume(consumers_consumer_t *c);
@@ -112,10 +116,11 @@ const char *consumers_consumer_topic_name(const consumers_consumer_t *c, int top
 /* Stores next_offset (last committed + 1) for a track; thread-safe. Returns 0 or -1. */
 int consumers_consumer_store(consumers_consumer_t *c, int32_t track, int64_t next_offset);
 
-/* Synchronously commits the stored offsets. 0 (nothing stored is not an error); 1 with err
- * when the group refused it for a rebalance (this member's generation is being replaced: the
- * partitions' next owner commits); -1 with err for any other failure. */
-int consumers_consumer_commit(consumers_consumer_t *c, char *err, size_t errlen);
+/* Synchronously commits the stored offsets. COMMON_OK (nothing stored is not an error);
+ * COMMON_RETRY with e when the group refused it for a rebalance (this member's generation is
+ * being replaced: the partitions' next owner commits); COMMON_FATAL with e for any other
+ * failure. */
+common_status_t consumers_consumer_commit(consumers_consumer_t *c, common_err_t *e);
 
 /* Commits stored offsets and leaves the group (its partitions move to other members at
  * once). Idempotent; free still has to be called. A member that never got an assignment is

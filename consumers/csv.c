@@ -77,16 +77,14 @@ static void eat_lf(consumers_csv_t *c) {
 
 enum { AT_START, UNQUOTED, QUOTED, AFTER_QUOTE };
 
-int consumers_csv_next(consumers_csv_t *c, consumers_csv_row_t *row, char *err, size_t errlen) {
+common_status_t consumers_csv_next(consumers_csv_t *c, consumers_csv_row_t *row, common_err_t *e) {
     if (!c->started) {
         c->started = 1;
         int b0 = getc(c->f);
         if (b0 == 0xEF) {
             int b1 = getc(c->f), b2 = getc(c->f);
-            if (b1 != 0xBB || b2 != 0xBF) {
-                snprintf(err, errlen, "line 1: bad byte-order mark");
-                return -1;
-            }
+            if (b1 != 0xBB || b2 != 0xBF)
+                return common_err_set(e, COMMON_USAGE, "line 1: bad byte-order mark");
         } else if (b0 != EOF) {
             ungetc(b0, c->f);
         }
@@ -106,7 +104,7 @@ int consumers_csv_next(consumers_csv_t *c, consumers_csv_row_t *row, char *err, 
             break;
         }
     }
-    if (ch == EOF) return 0;
+    if (ch == EOF) return COMMON_DONE;
     ungetc(ch, c->f);
     long first_line = c->line, quote_line = 0;
     int state = AT_START;
@@ -131,11 +129,10 @@ int consumers_csv_next(consumers_csv_t *c, consumers_csv_row_t *row, char *err, 
             state = UNQUOTED;
             continue;
         case QUOTED:
-            if (ch == EOF) {
-                snprintf(err, errlen, "line %ld: quoted field never closed (opened on line %ld)",
-                         c->line, quote_line);
-                return -1;
-            }
+            if (ch == EOF)
+                return common_err_set(e, COMMON_USAGE,
+                                      "line %ld: quoted field never closed (opened on line %ld)",
+                                      c->line, quote_line);
             if (ch == '"') {
                 state = AFTER_QUOTE;
                 continue;
@@ -160,11 +157,10 @@ int consumers_csv_next(consumers_csv_t *c, consumers_csv_row_t *row, char *err, 
                 continue;
             }
             if (ch == '\n' || ch == '\r' || ch == EOF) goto record_end;
-            snprintf(err, errlen,
-                     "line %ld: unexpected '%c' after a closing quote (quotes "
-                     "inside a quoted field are written \"\")",
-                     c->line, ch >= 32 && ch < 127 ? ch : '?');
-            return -1;
+            return common_err_set(e, COMMON_USAGE,
+                                  "line %ld: unexpected '%c' after a closing quote (quotes "
+                                  "inside a quoted field are written \"\")",
+                                  c->line, ch >= 32 && ch < 127 ? ch : '?');
         }
     }
 record_end:
@@ -177,11 +173,11 @@ record_end:
     row->field = c->ptr;
     row->len = c->len;
     row->line = first_line;
-    return 1;
+    return COMMON_OK;
 oom:
-    snprintf(err, errlen, "line %ld: record larger than %u MiB (an unclosed quote?)", first_line,
-             CSV_MAX_RECORD >> 20);
-    return -1;
+    return common_err_set(e, COMMON_USAGE,
+                          "line %ld: record larger than %u MiB (an unclosed quote?)", first_line,
+                          CSV_MAX_RECORD >> 20);
 }
 
 int consumers_csv_column(const consumers_csv_row_t *h, const char *name) {

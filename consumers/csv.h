@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "common/err.h"
+
 typedef struct consumers_csv consumers_csv_t;
 
 typedef struct {
@@ -22,9 +24,9 @@ typedef struct {
 int consumers_csv_init(FILE *f, consumers_csv_t **out);
 void consumers_csv_free(consumers_csv_t *csv);
 
-/* Returns 1 with *row filled, 0 at end of input, -1 on malformed input (err says where).
- * The row's memory belongs to csv and is valid until the next call. */
-int consumers_csv_next(consumers_csv_t *csv, consumers_csv_row_t *row, char *err, size_t errlen);
+/* COMMON_OK with *row filled, COMMON_DONE at end of input, COMMON_USAGE on malformed input (e
+ * says where). The row's memory belongs to csv and is valid until the next call. */
+common_status_t consumers_csv_next(consumers_csv_t *csv, consumers_csv_row_t *row, common_err_t *e);
 
 /* Index of the column named name in a header row, or -1. */
 int consumers_csv_column(const consumers_csv_row_t *header, const char *name);

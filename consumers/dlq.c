@@ -144,46 +144,44 @@ static long fetchable_bytes(const char *const *extra) {
     return max > 1000000000L ? 1000000000L : max; /* librdkafka's ceiling */
 }
 
-int consumers_dlq_init(const char *brokers, const char *topic, const char *const *extra,
-                       consumers_dlq_done_fn done, void *ctx, FILE *log, consumers_dlq_t **out,
-                       char *err, size_t errlen) {
+common_status_t consumers_dlq_init(const char *brokers, const char *topic, const char *const *extra,
+                                   consumers_dlq_done_fn done, void *ctx, FILE *log,
+                                   consumers_dlq_t **out, common_err_t *e) {
     *out = NULL;
     consumers_dlq_t *d = calloc(1, sizeof(*d));
     if (!d || !(d->topic = strdup(topic))) {
         free(d);
-        snprintf(err, errlen, "out of memory");
-        return -1;
+        return common_err_set(e, COMMON_FATAL, "out of memory");
     }
     d->done = done;
     d->ctx = ctx;
     d->log = log;
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    char e[256], max_bytes[24];
+    char why[256], max_bytes[24];
     snprintf(max_bytes, sizeof(max_bytes), "%ld", fetchable_bytes(extra));
     const char *kv[][2] = {{"bootstrap.servers", brokers},   {"acks", "all"},
                            {"enable.idempotence", "true"},   {"linger.ms", "5"},
                            {"message.max.bytes", max_bytes}, {"client.id", "reclass-dlq"}};
-    for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++) {
-        if (rd_kafka_conf_set(conf, kv[i][0], kv[i][1], e, sizeof(e)) != RD_KAFKA_CONF_OK) {
-            snprintf(err, errlen, "dead-letter producer %s: %s", kv[i][0], e);
-            goto fail;
-        }
-    }
-    if (consumers_kafka_props_apply(conf, extra, CONSUMERS_PROPS_PRODUCER, err, errlen)) goto fail;
+    common_status_t st = COMMON_OK;
+    for (size_t i = 0; !st && i < sizeof(kv) / sizeof(kv[0]); i++)
+        if (rd_kafka_conf_set(conf, kv[i][0], kv[i][1], why, sizeof(why)) != RD_KAFKA_CONF_OK)
+            st = common_err_set(e, COMMON_USAGE, "dead-letter producer %s: %s", kv[i][0], why);
+    if (!st) st = consumers_kafka_props_apply(conf, extra, CONSUMERS_PROPS_PRODUCER, e);
+    if (st) goto fail;
     rd_kafka_conf_set_opaque(conf, d);
     rd_kafka_conf_set_dr_msg_cb(conf, dr_cb);
-    d->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, e, sizeof(e));
+    d->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof(why));
     if (!d->rk) {
-        snprintf(err, errlen, "dead-letter producer: %s", e);
+        st = common_err_set(e, COMMON_USAGE, "dead-letter producer: %s", why);
         goto fail;
     }
     *out = d;
-    return 0;
+    return COMMON_OK;
 fail:
     rd_kafka_conf_destroy(conf);
     free(d->topic);
     free(d);
-    return -1;
+    return st;
 }
 
 int consumers_dlq_send_copy(consumers_dlq_t *d, const char *topic, int32_t partition,
@@ -274,12 +272,11 @@ long consumers_dlq_truncated(const consumers_dlq_t *d) {
     return d->truncated;
 }
 
-int consumers_dlq_fatal(consumers_dlq_t *d, char *err, size_t errlen) {
-    char e[256];
-    rd_kafka_resp_err_t code = rd_kafka_fatal_error(d->rk, e, sizeof(e));
-    if (!code) return 0;
-    snprintf(err, errlen, "dead-letter producer: %s", e);
-    return 1;
+common_status_t consumers_dlq_fatal(consumers_dlq_t *d, common_err_t *e) {
+    char why[256];
+    rd_kafka_resp_err_t code = rd_kafka_fatal_error(d->rk, why, sizeof(why));
+    if (!code) return COMMON_OK;
+    return common_err_set(e, COMMON_FATAL, "dead-letter producer: %s", why);
 }
 
 int consumers_dlq_flush(consumers_dlq_t *d, int timeout_ms) {

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdint.h>
 
+#include "common/err.h"
 #include "consumers/consumer.h" /* consumers_record_t */
 
 #define CONSUMERS_DLQ_FULL_ATTEMPTS   5
@@ -36,14 +37,16 @@ typedef struct consumers_dlq consumers_dlq_t;
 typedef void (*consumers_dlq_done_fn)(void *ctx, int32_t partition, int64_t offset, int64_t tag);
 
 /* extra: librdkafka properties "key=value", NULL-ended (may be NULL); consumer-only ones are
- * skipped. log: a line per refused or truncated letter (the CLI: stderr); NULL: quiet. */
-int consumers_dlq_init(const char *brokers, const char *topic, const char *const *extra,
-                       consumers_dlq_done_fn done, void *ctx, FILE *log, consumers_dlq_t **out,
-                       char *err, size_t errlen);
+ * skipped. log: a line per refused or truncated letter (the CLI: stderr); NULL: quiet.
+ * COMMON_OK; COMMON_USAGE with e naming the bad property; COMMON_FATAL, out of memory. */
+common_status_t consumers_dlq_init(const char *brokers, const char *topic, const char *const *extra,
+                                   consumers_dlq_done_fn done, void *ctx, FILE *log,
+                                   consumers_dlq_t **out, common_err_t *e);
 
-/* Takes src (a consumed record; copied, the caller keeps it) as a dead letter. Never waits: a
- * full local queue or a failed produce call keeps the letter for a later poll. Returns 0, or -1
- * only when out of memory. */
+/* Takes src (a consumed record; copied, the caller keeps it) as a dead letter; error is its
+ * reclass.error header (for a record the codec refused: common_err_line of the codec's error).
+ * Never waits: a full local queue or a failed produce call keeps the letter for a later poll.
+ * Returns 0, or -1 only when out of memory. */
 int consumers_dlq_send(consumers_dlq_t *d, const consumers_record_t *src, const char *error,
                        int64_t tag);
 
@@ -66,8 +69,9 @@ long consumers_dlq_waiting(const consumers_dlq_t *d);
 long consumers_dlq_delivered(const consumers_dlq_t *d);
 long consumers_dlq_truncated(const consumers_dlq_t *d);
 
-/* 1 with err when the producer hit a fatal error (it can send nothing more), else 0. */
-int consumers_dlq_fatal(consumers_dlq_t *d, char *err, size_t errlen);
+/* COMMON_FATAL with e when the producer hit a fatal error (it can send nothing more), else
+ * COMMON_OK. */
+common_status_t consumers_dlq_fatal(consumers_dlq_t *d, common_err_t *e);
 
 /* Polls up to timeout_ms for every dead letter to be acknowledged; 0 when none is left. */
 int consumers_dlq_flush(consumers_dlq_t *d, int timeout_ms);

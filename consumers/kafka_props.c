@@ -7,6 +7,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include "common/err.h"
 #include "common/redact.h"
 
 /* What the guarantees rest on (at-least-once: an offset is stored only after its row is
@@ -53,39 +54,35 @@ static int kafka_props_consumer_only(const char *kv) {
     return 0;
 }
 
-int consumers_kafka_props_check(const char *const *props, char *err, size_t errlen) {
+common_status_t consumers_kafka_props_check(const char *const *props, common_err_t *e) {
     for (const char *const *p = props; p && *p; p++) {
         const char *eq = strchr(*p, '=');
         size_t klen = eq ? (size_t)(eq - *p) : strlen(*p);
         for (size_t i = 0; i < sizeof(kafka_props_reserved) / sizeof(kafka_props_reserved[0]); i++)
             if (strlen(kafka_props_reserved[i].key) == klen &&
-                !strncmp(*p, kafka_props_reserved[i].key, klen)) {
-                snprintf(err, errlen, "--kafka %s: reclass sets this itself: %s",
-                         kafka_props_reserved[i].key, kafka_props_reserved[i].why);
-                return -1;
-            }
+                !strncmp(*p, kafka_props_reserved[i].key, klen))
+                return common_err_set(e, COMMON_USAGE, "--kafka %s: reclass sets this itself: %s",
+                                      kafka_props_reserved[i].key, kafka_props_reserved[i].why);
     }
-    return 0;
+    return COMMON_OK;
 }
 
-int consumers_kafka_props_apply(rd_kafka_conf_t *conf, const char *const *props,
-                                consumers_props_for_t who, char *err, size_t errlen) {
-    if (consumers_kafka_props_check(props, err, errlen)) return -1;
+common_status_t consumers_kafka_props_apply(rd_kafka_conf_t *conf, const char *const *props,
+                                            consumers_props_for_t who, common_err_t *e) {
+    common_status_t st = consumers_kafka_props_check(props, e);
+    if (st) return st;
     for (const char *const *p = props; p && *p; p++) {
         if (who == CONSUMERS_PROPS_PRODUCER && kafka_props_consumer_only(*p)) continue;
         const char *eq = strchr(*p, '=');
-        if (!eq || eq == *p) {
-            snprintf(err, errlen, "Kafka property '%s': expected key=value", *p);
-            return -1;
-        }
-        char key[256], e[256];
+        if (!eq || eq == *p)
+            return common_err_set(e, COMMON_USAGE, "Kafka property '%s': expected key=value", *p);
+        char key[256], why[256];
         snprintf(key, sizeof(key), "%.*s", (int)(eq - *p), *p);
-        if (rd_kafka_conf_set(conf, key, eq + 1, e, sizeof(e)) != RD_KAFKA_CONF_OK) {
-            snprintf(err, errlen, "Kafka property %s: %s", key, common_redact(e, e, sizeof(e)));
-            return -1;
-        }
+        if (rd_kafka_conf_set(conf, key, eq + 1, why, sizeof(why)) != RD_KAFKA_CONF_OK)
+            return common_err_set(e, COMMON_USAGE, "Kafka property %s: %s", key,
+                                  common_redact(why, why, sizeof(why)));
     }
-    return 0;
+    return COMMON_OK;
 }
 
 long consumers_kafka_props_long(const char *const *props, const char *key, long dflt) {

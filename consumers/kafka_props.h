@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include "common/err.h"
+
 /* librdkafka's configuration object, declared (as librdkafka does) rather than included, so that
  * worker/ can check a --kafka list without including a librdkafka header */
 typedef struct rd_kafka_conf_s rd_kafka_conf_t;
@@ -17,15 +19,15 @@ typedef enum {
 
 /* Refuses a key reclass sets itself because a guarantee rests on it (group.id,
  * enable.auto.commit, enable.auto.offset.store, auto.offset.reset, isolation.level,
- * partition.assignment.strategy, acks, enable.idempotence, ...): 0, or -1 with err naming the
- * key and why (the commands exit 2). */
-int consumers_kafka_props_check(const char *const *props, char *err, size_t errlen);
+ * partition.assignment.strategy, acks, enable.idempotence, ...): COMMON_OK, or COMMON_USAGE
+ * with e naming the key and why. */
+common_status_t consumers_kafka_props_check(const char *const *props, common_err_t *e);
 
 /* Sets each KEY=VALUE of props (NULL-ended, may be NULL) on conf, in order (a later one
- * wins, as on the command line), refusing what consumers_kafka_props_check refuses. Returns 0,
- * or -1 with one line in err naming the property. */
-int consumers_kafka_props_apply(rd_kafka_conf_t *conf, const char *const *props,
-                                consumers_props_for_t who, char *err, size_t errlen);
+ * wins, as on the command line), refusing what consumers_kafka_props_check refuses.
+ * COMMON_OK, or COMMON_USAGE with e naming the property. */
+common_status_t consumers_kafka_props_apply(rd_kafka_conf_t *conf, const char *const *props,
+                                            consumers_props_for_t who, common_err_t *e);
 
 /* The value of the last KEY=... in props as a whole number, or dflt when absent or not a
  * number (librdkafka refuses such a value when the list is applied). */

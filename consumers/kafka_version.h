@@ -10,15 +10,17 @@
 
 #include <stddef.h>
 
+#include "common/err.h"
+
 /* rd_kafka_version() of librdkafka 2.2.0 (release builds end in 0xff). */
 #define CONSUMERS_KAFKA_MIN_VERSION 0x020200ff
 
-/* 0 when version (an rd_kafka_version() value) is at least 2.2.0, else -1 with err saying
- * why that is too old and how to build with a newer one. */
-int consumers_kafka_version_ok(int version, char *err, size_t errlen);
+/* COMMON_OK when version (an rd_kafka_version() value) is at least 2.2.0, else COMMON_FATAL
+ * with e saying why that is too old (hint: how to build with a newer one). */
+common_status_t consumers_kafka_version_ok(int version, common_err_t *e);
 
 /* consumers_kafka_version_ok() for the librdkafka loaded in this process. */
-int consumers_kafka_check_version(char *err, size_t errlen);
+common_status_t consumers_kafka_check_version(common_err_t *e);
 
 /* Writes "2.15.0 (vendored)" or "2.0.2 (system)": the runtime version and where it came
  * from. */

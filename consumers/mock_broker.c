@@ -146,12 +146,13 @@ static void *relay_main(void *arg) {
     return NULL;
 }
 
-static int relay_start(consumers_mock_t *m, int port, char *err, size_t errlen) {
+static common_status_t relay_start(consumers_mock_t *m, int port, common_err_t *e) {
     const char *bs = rd_kafka_mock_cluster_bootstraps(m->mcluster);
     const char *colon = bs ? strrchr(bs, ':') : NULL;
     if (!colon) {
-        common_errf(0, err, errlen, "mock cluster gave no bootstrap address (%s)", bs ? bs : "");
-        return -1;
+        common_err_set(e, COMMON_FATAL, "mock cluster gave no bootstrap address");
+        common_err_detail(e, "%s", bs ? bs : "");
+        return COMMON_FATAL;
     }
     m->broker_addr.sin_family = AF_INET;
     m->broker_addr.sin_port = htons((uint16_t)atoi(colon + 1));
@@ -164,36 +165,27 @@ static int relay_start(consumers_mock_t *m, int port, char *err, size_t errlen) 
     if (m->listen_fd < 0 ||
         setsockopt(m->listen_fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) != 0 ||
         bind(m->listen_fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
-        listen(m->listen_fd, 16) != 0 || set_nonblock(m->listen_fd) != 0) {
-        common_errf(0, err, errlen, "cannot listen on 127.0.0.1:%d: %s (pick another --port)", port,
-                    strerror(errno));
-        return -1;
-    }
-    if (pipe(m->stop_pipe) != 0) {
-        common_errf(0, err, errlen, "pipe: %s", strerror(errno));
-        return -1;
-    }
-    if (pthread_create(&m->relay, NULL, relay_main, m) != 0) {
-        common_errf(0, err, errlen, "cannot start the relay thread");
-        return -1;
-    }
+        listen(m->listen_fd, 16) != 0 || set_nonblock(m->listen_fd) != 0)
+        return common_err_set(e, COMMON_USAGE,
+                              "cannot listen on 127.0.0.1:%d: %s (pick another --port)", port,
+                              strerror(errno));
+    if (pipe(m->stop_pipe) != 0)
+        return common_err_set(e, COMMON_FATAL, "pipe: %s", strerror(errno));
+    if (pthread_create(&m->relay, NULL, relay_main, m) != 0)
+        return common_err_set(e, COMMON_FATAL, "cannot start the relay thread");
     m->relay_running = 1;
     snprintf(m->bootstrap, sizeof(m->bootstrap), "127.0.0.1:%d", port);
-    return 0;
+    return COMMON_OK;
 }
 
-int consumers_mock_start(int partitions, int port, consumers_mock_t **out, const char **bootstrap,
-                         char *err, size_t errlen) {
+common_status_t consumers_mock_start(int partitions, int port, consumers_mock_t **out,
+                                     const char **bootstrap, common_err_t *e) {
     *out = NULL;
-    if (partitions < 1 || port < 0 || port > 65535) {
-        common_errf(0, err, errlen, "mock broker: partitions must be >= 1 and port 0..65535");
-        return -1;
-    }
+    if (partitions < 1 || port < 0 || port > 65535)
+        return common_err_set(e, COMMON_USAGE,
+                              "mock broker: partitions must be >= 1 and port 0..65535");
     consumers_mock_t *m = calloc(1, sizeof(*m));
-    if (!m) {
-        common_errf(0, err, errlen, "out of memory");
-        return -1;
-    }
+    if (!m) return common_err_set(e, COMMON_FATAL, "out of memory");
     m->partitions = partitions;
     m->listen_fd = -1;
     m->stop_pipe[0] = m->stop_pipe[1] = -1;
@@ -207,47 +199,40 @@ int consumers_mock_start(int partitions, int port, consumers_mock_t **out, const
     m->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, errstr, sizeof(errstr));
     if (!m->rk) {
         rd_kafka_conf_destroy(conf);
-        common_errf(0, err, errlen, "mock broker: %s", errstr);
         free(m);
-        return -1;
+        return common_err_set(e, COMMON_FATAL, "mock broker: %s", errstr);
     }
     m->mcluster = rd_kafka_mock_cluster_new(m->rk, 1);
-    if (!m->mcluster) {
-        common_errf(0, err, errlen, "mock broker: cannot create the mock cluster");
-        consumers_mock_stop(m);
-        return -1;
-    }
-    if (consumers_mock_log_limits_settable() &&
-        consumers_mock_set_log_limits(m, CONSUMERS_MOCK_LOG_BYTES, CONSUMERS_MOCK_LOG_BATCHES, err,
-                                      errlen) != 0) {
-        consumers_mock_stop(m);
-        return -1;
-    }
-    if (port == 0) {
+    common_status_t st = COMMON_OK;
+    if (!m->mcluster)
+        st = common_err_set(e, COMMON_FATAL, "mock broker: cannot create the mock cluster");
+    if (!st && consumers_mock_log_limits_settable())
+        st = consumers_mock_set_log_limits(m, CONSUMERS_MOCK_LOG_BYTES, CONSUMERS_MOCK_LOG_BATCHES,
+                                           e);
+    if (!st && port == 0)
         snprintf(m->bootstrap, sizeof(m->bootstrap), "%s",
                  rd_kafka_mock_cluster_bootstraps(m->mcluster));
-    } else if (relay_start(m, port, err, errlen) != 0) {
+    else if (!st)
+        st = relay_start(m, port, e);
+    if (st) {
         consumers_mock_stop(m);
-        return -1;
+        return st;
     }
     *out = m;
     if (bootstrap) *bootstrap = m->bootstrap;
-    return 0;
+    return COMMON_OK;
 }
 
-int consumers_mock_topic_create(consumers_mock_t *m, const char *topic, int partitions, char *err,
-                                size_t errlen) {
-    if (!topic || !*topic) {
-        common_errf(0, err, errlen, "topic name is empty");
-        return -1;
-    }
-    rd_kafka_resp_err_t e = rd_kafka_mock_topic_create(
+common_status_t consumers_mock_topic_create(consumers_mock_t *m, const char *topic, int partitions,
+                                            common_err_t *e) {
+    if (!topic || !*topic) return common_err_set(e, COMMON_USAGE, "topic name is empty");
+    rd_kafka_resp_err_t re = rd_kafka_mock_topic_create(
         m->mcluster, topic, partitions > 0 ? partitions : m->partitions, 1);
-    if (e) {
-        common_errf(0, err, errlen, "cannot create topic %s: %s", topic, rd_kafka_err2str(e));
-        return -1;
-    }
-    return 0;
+    if (re)
+        return common_err_set(
+            e, re == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS ? COMMON_USAGE : COMMON_FATAL,
+            "cannot create topic %s: %s", topic, rd_kafka_err2str(re));
+    return COMMON_OK;
 }
 
 int consumers_mock_log_limits_settable(void) {
@@ -258,28 +243,27 @@ int consumers_mock_log_limits_settable(void) {
 #endif
 }
 
-int consumers_mock_set_log_limits(consumers_mock_t *m, long max_bytes, long max_batches, char *err,
-                                  size_t errlen) {
-    if (max_bytes < 1 || max_batches < 1) {
-        common_errf(0, err, errlen, "mock broker: the partition log limits must be >= 1");
-        return -1;
-    }
+common_status_t consumers_mock_set_log_limits(consumers_mock_t *m, long max_bytes, long max_batches,
+                                              common_err_t *e) {
+    if (max_bytes < 1 || max_batches < 1)
+        return common_err_set(e, COMMON_USAGE,
+                              "mock broker: the partition log limits must be >= 1");
 #ifdef RD_KAFKA_MOCK_HAVE_PARTITION_LOG_LIMITS
-    rd_kafka_resp_err_t e =
+    rd_kafka_resp_err_t re =
         rd_kafka_mock_set_partition_log_limits(m->mcluster, (size_t)max_bytes, (size_t)max_batches);
-    if (e) {
-        common_errf(0, err, errlen, "mock broker: cannot set the partition log limits: %s",
-                    rd_kafka_err2str(e));
-        return -1;
-    }
-    return 0;
+    if (re)
+        return common_err_set(e, COMMON_FATAL,
+                              "mock broker: cannot set the partition log limits: %s",
+                              rd_kafka_err2str(re));
+    return COMMON_OK;
 #else
     (void)m;
-    common_errf(0, err, errlen,
-                "the partition log limits cannot be changed with this build's librdkafka (the "
-                "system library, fixed at 5 MiB / 100000 batches per partition); build reclass "
-                "with the vendored librdkafka (without -DRECLASS_SYSTEM_RDKAFKA=ON)");
-    return -1;
+    common_err_set(e, COMMON_USAGE,
+                   "the partition log limits cannot be changed with this build's librdkafka");
+    common_err_detail(e, "the system library, fixed at 5 MiB / 100000 batches per partition");
+    common_err_hint(e, "build reclass with the vendored librdkafka (without "
+                       "-DRECLASS_SYSTEM_RDKAFKA=ON)");
+    return COMMON_USAGE;
 #endif
 }
 

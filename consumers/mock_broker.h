@@ -20,6 +20,8 @@
 
 #include <stddef.h>
 
+#include "common/err.h"
+
 typedef struct consumers_mock consumers_mock_t;
 
 /* Per-partition log bound the wrapper sets at start (when the library lets it). Plain numbers:
@@ -30,20 +32,21 @@ typedef struct consumers_mock consumers_mock_t;
 
 /* Starts the mock cluster. partitions (>= 1) is the count consumers_mock_topic_create() uses
  * when asked for 0; port 0 = any free port. *bootstrap ("127.0.0.1:PORT") is owned by the
- * mock and valid until consumers_mock_stop(). Returns 0, or -1 with err set. */
-int consumers_mock_start(int partitions, int port /*0=any*/, consumers_mock_t **out,
-                         const char **bootstrap, char *err, size_t errlen);
+ * mock and valid until consumers_mock_stop(). COMMON_OK; COMMON_USAGE with e for a bad count or
+ * port (or one that is taken); COMMON_FATAL, the mock could not start. */
+common_status_t consumers_mock_start(int partitions, int port /*0=any*/, consumers_mock_t **out,
+                                     const char **bootstrap, common_err_t *e);
 
 /* Creates topic with partitions partitions (0 = the count given to start). Creating a topic
- * that exists already is an error (-1), as on a real broker. */
-int consumers_mock_topic_create(consumers_mock_t *mock, const char *topic, int partitions,
-                                char *err, size_t errlen);
+ * that exists already is an error (COMMON_USAGE), as on a real broker. */
+common_status_t consumers_mock_topic_create(consumers_mock_t *mock, const char *topic,
+                                            int partitions, common_err_t *e);
 
 /* Sets how much each partition keeps (existing and new ones): at most max_bytes of record
- * batches and max_batches batches; beyond either the oldest batches are deleted. Returns 0,
- * or -1 with err set (both must be >= 1; a system librdkafka cannot change them). */
-int consumers_mock_set_log_limits(consumers_mock_t *mock, long max_bytes, long max_batches,
-                                  char *err, size_t errlen);
+ * batches and max_batches batches; beyond either the oldest batches are deleted. COMMON_OK,
+ * or COMMON_USAGE with e (both must be >= 1; a system librdkafka cannot change them). */
+common_status_t consumers_mock_set_log_limits(consumers_mock_t *mock, long max_bytes,
+                                              long max_batches, common_err_t *e);
 
 /* 1 when consumers_mock_set_log_limits can work in this build, else 0. */
 int consumers_mock_log_limits_settable(void);

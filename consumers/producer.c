@@ -115,8 +115,9 @@ common_status_t consumers_producer_new(const char *brokers, const char *topic,
             common_err_set(e, COMMON_USAGE, "%s", why);
             goto fail;
         }
-    if (consumers_kafka_props_apply(conf, props, CONSUMERS_PROPS_PRODUCER, why, sizeof(why))) {
-        common_err_set(e, COMMON_USAGE, "--kafka: %s", why);
+    common_err_t pe;
+    if (consumers_kafka_props_apply(conf, props, CONSUMERS_PROPS_PRODUCER, &pe)) {
+        common_err_set(e, pe.code, "--kafka: %s", pe.message);
         goto fail;
     }
     p->max_msg = consumers_kafka_props_long(props, "message.max.bytes", PRODUCER_MAX_MSG);
@@ -264,31 +265,29 @@ const consumers_producer_stats_t *consumers_producer_stats(const consumers_produ
     return &p->st;
 }
 
-int consumers_producer_check_retained(consumers_producer_t *p, char *err, size_t errlen) {
-    int lost = 0;
-    if (p->out_of_memory) {
-        snprintf(err, errlen, "out of memory tracking the delivered offsets");
-        lost++;
-    }
-    for (int32_t n = 0; n < p->n_parts; n++) {
+common_status_t consumers_producer_check_retained(consumers_producer_t *p, common_err_t *e) {
+    common_status_t st = COMMON_OK;
+    if (p->out_of_memory)
+        st = common_err_set(e, COMMON_FATAL, "out of memory tracking the delivered offsets");
+    for (int32_t n = 0; !st && n < p->n_parts; n++) {
         const producer_part_t *sp = &p->parts[n];
         if (!sp->count) continue;
         int64_t low = 0, high = 0;
-        rd_kafka_resp_err_t e =
+        rd_kafka_resp_err_t re =
             rd_kafka_query_watermark_offsets(p->rk, p->topic, n, &low, &high, 10000);
-        if (!e && low <= sp->first_offset) continue;
-        if (lost++) continue;
-        if (e)
-            snprintf(err, errlen, "cannot check partition %d of %s is intact: %s", n, p->topic,
-                     rd_kafka_err2str(e));
-        else
-            snprintf(err, errlen,
-                     "partition %d no longer holds the records at offsets %lld to %lld (its "
-                     "earliest is now %lld): the broker deleted up to %lld of the %ld tickets "
-                     "just delivered there (retention or size limit; reclass dev-broker: "
-                     "--partition-mb)",
-                     n, (long long)sp->first_offset, (long long)low - 1, (long long)low,
-                     (long long)(low - sp->first_offset), sp->count);
+        if (!re && low <= sp->first_offset) continue;
+        if (re) {
+            st = common_err_set(e, COMMON_RETRY, "cannot check partition %d of %s is intact: %s", n,
+                                p->topic, rd_kafka_err2str(re));
+            break;
+        }
+        st = common_err_set(e, COMMON_FATAL,
+                            "partition %d no longer holds the records at offsets %lld to %lld "
+                            "(its earliest is now %lld): the broker deleted up to %lld of the "
+                            "%ld tickets just delivered there",
+                            n, (long long)sp->first_offset, (long long)low - 1, (long long)low,
+                            (long long)(low - sp->first_offset), sp->count);
+        common_err_detail(e, "retention or size limit; reclass dev-broker: --partition-mb");
     }
-    return lost;
+    return st;
 }

@@ -57,8 +57,9 @@ const consumers_producer_stats_t *consumers_producer_stats(const consumers_produ
 
 /* After every report: a broker deletes a partition's oldest records once it holds more than
  * its retention allows, and tickets delivered and already gone would never be classified.
- * Returns the number of partitions that lost delivered records (or could not be checked), err
- * describing the first. */
-int consumers_producer_check_retained(consumers_producer_t *p, char *err, size_t errlen);
+ * COMMON_OK when every partition still holds what it was given; else e describes the first
+ * that does not: COMMON_FATAL, it lost delivered records (or memory ran out); COMMON_RETRY,
+ * the broker did not say. */
+common_status_t consumers_producer_check_retained(consumers_producer_t *p, common_err_t *e);
 
 #endif

@@ -62,13 +62,14 @@ static char *strip_userinfo(const char *url) {
     return out;
 }
 
-static int read_auth(consumers_registry_t *r, const char *file, char *err, size_t errlen) {
+static common_status_t read_auth(consumers_registry_t *r, const char *file, common_err_t *e) {
     char *txt = NULL;
     const char *kind = NULL, *val = NULL;
     if (file) {
         size_t len;
-        txt = common_file_read(file, 64 * 1024, &len, err, errlen);
-        if (!txt) return -1;
+        char why[sizeof(e->message)];
+        txt = common_file_read(file, 64 * 1024, &len, why, sizeof(why));
+        if (!txt) return common_err_set(e, COMMON_USAGE, "%s", why);
         while (len && isspace((unsigned char)txt[len - 1]))
             txt[--len] = '\0';
         char *sp = strchr(txt, ' ');
@@ -79,9 +80,10 @@ static int read_auth(consumers_registry_t *r, const char *file, char *err, size_
         }
         if (!kind || (strcmp(kind, "basic") && strcmp(kind, "bearer")) || !*val) {
             free(txt);
-            return common_errf(-1, err, errlen,
-                               "%s: expected one line \"basic user:password\" or \"bearer TOKEN\"",
-                               file);
+            return common_err_set(e, COMMON_USAGE,
+                                  "%s: expected one line \"basic user:password\" or \"bearer "
+                                  "TOKEN\"",
+                                  file);
         }
     } else if ((val = getenv("RECLASS_SCHEMA_REGISTRY_USER_INFO")) && *val) {
         kind = "basic";
@@ -91,33 +93,31 @@ static int read_auth(consumers_registry_t *r, const char *file, char *err, size_
     if (kind && !strcmp(kind, "basic")) {
         if (!strchr(val, ':')) {
             free(txt);
-            return common_errf(-1, err, errlen,
-                               "schema registry basic auth: expected "
-                               "user:password");
+            return common_err_set(e, COMMON_USAGE,
+                                  "schema registry basic auth: expected user:password");
         }
         r->auth = strdup(val);
     } else if (kind) {
         r->bearer = strdup(val);
     }
     free(txt);
-    return 0;
+    return COMMON_OK;
 }
 
-int consumers_registry_open(const consumers_registry_cfg_t *cfg, consumers_registry_t **out,
-                            char *err, size_t errlen) {
+common_status_t consumers_registry_open(const consumers_registry_cfg_t *cfg,
+                                        consumers_registry_t **out, common_err_t *e) {
     *out = NULL;
     if (!cfg->url || (strncmp(cfg->url, "http://", 7) && strncmp(cfg->url, "https://", 8)))
-        return common_errf(-1, err, errlen,
-                           "schema registry URL must start with http:// or "
-                           "https://");
+        return common_err_set(e, COMMON_USAGE,
+                              "schema registry URL must start with http:// or https://");
     static int curl_ready;
     if (!curl_ready) { /* once per process, before any thread uses curl */
         if (curl_global_init(CURL_GLOBAL_DEFAULT))
-            return common_errf(-1, err, errlen, "libcurl could not be initialised");
+            return common_err_set(e, COMMON_FATAL, "libcurl could not be initialised");
         curl_ready = 1;
     }
     consumers_registry_t *r = calloc(1, sizeof(*r));
-    if (!r) return common_errf(-1, err, errlen, "out of memory");
+    if (!r) return common_err_set(e, COMMON_FATAL, "out of memory");
     r->url = strdup(cfg->url);
     size_t n = r->url ? strlen(r->url) : 0;
     while (n && r->url[n - 1] == '/')
@@ -132,14 +132,15 @@ int consumers_registry_open(const consumers_registry_cfg_t *cfg, consumers_regis
         curl_slist_append(r->headers, "Content-Type: application/vnd.schemaregistry.v1+json");
     if (!r->url || !r->shown || !r->curl || !r->headers || (cfg->ca_file && !r->ca_file)) {
         consumers_registry_free(r);
-        return common_errf(-1, err, errlen, "out of memory");
+        return common_err_set(e, COMMON_FATAL, "out of memory");
     }
-    if (read_auth(r, cfg->auth_file, err, errlen)) {
+    common_status_t st = read_auth(r, cfg->auth_file, e);
+    if (st) {
         consumers_registry_free(r);
-        return -1;
+        return st;
     }
     *out = r;
-    return 0;
+    return COMMON_OK;
 }
 
 void consumers_registry_free(consumers_registry_t *r) {

@@ -29,9 +29,10 @@ typedef struct {
  * that it has no such schema id (40403); COMMON_RETRY, unreachable, timed out, 5xx, 429: ask
  * again later; COMMON_FATAL, it refused us (401/403), TLS, a bad URL: fix the setup. */
 
-/* 0, or -1 with err (an unreadable auth file, a URL that is no http(s) URL). */
-int consumers_registry_open(const consumers_registry_cfg_t *cfg, consumers_registry_t **out,
-                            char *err, size_t errlen);
+/* COMMON_OK; COMMON_USAGE with e, an unreadable auth file or a URL that is no http(s) URL;
+ * COMMON_FATAL, out of memory or libcurl failed to start. */
+common_status_t consumers_registry_open(const consumers_registry_cfg_t *cfg,
+                                        consumers_registry_t **out, common_err_t *e);
 void consumers_registry_free(consumers_registry_t *r);
 
 /* The writer schema of id, as JSON text (*schema malloc'd, the caller frees). A schema of

@@ -47,21 +47,14 @@ size_t consumers_utf8_valid_prefix(const char *str, size_t n) {
     return n;
 }
 
-int consumers_ticket_check_id(const char *field, const char *s, size_t n, char *err,
-                              size_t errlen) {
-    if (n == 0) {
-        snprintf(err, errlen, "field %s is empty", field);
-        return -1;
-    }
-    if (n > CONSUMERS_TICKET_MAX_ID_BYTES) {
-        snprintf(err, errlen, "field %s is %zu bytes (limit %d)", field, n,
-                 CONSUMERS_TICKET_MAX_ID_BYTES);
-        return -1;
-    }
-    if (memchr(s, '\0', n)) {
-        snprintf(err, errlen, "field %s contains a NUL byte", field);
-        return -1;
-    }
+common_status_t consumers_ticket_check_id(const char *field, const char *s, size_t n,
+                                          common_err_t *e) {
+    if (n == 0) return common_err_set(e, COMMON_USAGE, "field %s is empty", field);
+    if (n > CONSUMERS_TICKET_MAX_ID_BYTES)
+        return common_err_set(e, COMMON_USAGE, "field %s is %zu bytes (limit %d)", field, n,
+                              CONSUMERS_TICKET_MAX_ID_BYTES);
+    if (memchr(s, '\0', n))
+        return common_err_set(e, COMMON_USAGE, "field %s contains a NUL byte", field);
     size_t ok = consumers_utf8_valid_prefix(s, n);
     if (ok < n) {
         /* the bytes the lead byte claims as its sequence: what the user has to look for */
@@ -71,19 +64,19 @@ int consumers_ticket_check_id(const char *field, const char *s, size_t n, char *
         for (size_t k = 0; k < len && ok + k < n; k++)
             snprintf(bytes + strlen(bytes), sizeof(bytes) - strlen(bytes), "%s0x%02x", k ? " " : "",
                      (unsigned char)s[ok + k]);
-        snprintf(err, errlen,
-                 "field %s: invalid UTF-8 at byte %zu (%s); identifiers must be UTF-8 text", field,
-                 ok, bytes);
-        return -1;
+        common_err_set(e, COMMON_USAGE, "field %s: invalid UTF-8 at byte %zu", field, ok);
+        common_err_detail(e, "%s", bytes);
+        common_err_hint(e, "identifiers must be UTF-8 text");
+        return COMMON_USAGE;
     }
-    return 0;
+    return COMMON_OK;
 }
 
-int consumers_ticket_check_enqueued(int64_t ms, char *err, size_t errlen) {
-    if (ms >= 0 && ms <= CONSUMERS_TICKET_MAX_ENQUEUED_MS) return 0;
-    snprintf(err, errlen,
-             "field enqueued_at is %lld: it must be Unix milliseconds from 0 (1970-01-01, or 0 "
-             "for unknown) to %lld (294276-12-31, the end of PostgreSQL's timestamptz range)",
-             (long long)ms, (long long)CONSUMERS_TICKET_MAX_ENQUEUED_MS);
-    return -1;
+common_status_t consumers_ticket_check_enqueued(int64_t ms, common_err_t *e) {
+    if (ms >= 0 && ms <= CONSUMERS_TICKET_MAX_ENQUEUED_MS) return COMMON_OK;
+    return common_err_set(e, COMMON_USAGE,
+                          "field enqueued_at is %lld: it must be Unix milliseconds from 0 "
+                          "(1970-01-01, or 0 for unknown) to %lld (294276-12-31, the end of "
+                          "PostgreSQL's timestamptz range)",
+                          (long long)ms, (long long)CONSUMERS_TICKET_MAX_ENQUEUED_MS);
 }

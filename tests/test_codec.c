@@ -14,6 +14,12 @@
 #include "common/file.h"
 #include "consumers/avro_codec.h"
 
+/* e's one line of text, as a dead letter's reclass.error header carries it */
+static const char *line_of(const common_err_t *e) {
+    static char line[COMMON_ERR_LINE_MAX];
+    return common_err_line(e, line, sizeof(line));
+}
+
 #define SCHEMAS   RECLASS_SOURCE_DIR "/consumers/schemas"
 #define EVOLUTION RECLASS_FIXTURES "/schemas_evolution"
 
@@ -64,18 +70,18 @@ static void w_v2(wbuf_t *w, const char *job, const char *tenant, const char *tid
 
 static consumers_codec_t *open_codec(const char *dir) {
     consumers_codec_t *c = NULL;
-    char err[256] = "";
-    int rc = consumers_codec_init(dir, &c, err, sizeof(err));
-    if (rc) fprintf(stderr, "codec_init(%s): %s\n", dir, err);
+    common_err_t e = {.message = ""};
+    int rc = consumers_codec_init(dir, &c, &e);
+    if (rc) fprintf(stderr, "codec_init(%s): %s\n", dir, line_of(&e));
     assert_int_equal(rc, 0);
     return c;
 }
 
 /* Sets the plain writer schema to file, asserting it is accepted. */
 static void plain_schema(consumers_codec_t *c, const char *file) {
-    char err[256] = "";
-    int rc = consumers_codec_set_plain_schema(c, file, err, sizeof(err));
-    if (rc) fprintf(stderr, "plain schema %s: %s\n", file, err);
+    common_err_t e = {.message = ""};
+    int rc = consumers_codec_set_plain_schema(c, file, &e);
+    if (rc) fprintf(stderr, "plain schema %s: %s\n", file, line_of(&e));
     assert_int_equal(rc, 0);
 }
 
@@ -94,8 +100,8 @@ static void check_roundtrip(int confluent, int has_priority) {
                             .has_priority = has_priority};
     void *buf;
     size_t len;
-    char err[256] = "";
-    assert_int_equal(consumers_codec_encode(c, &t, confluent, &buf, &len, err, sizeof(err)), 0);
+    common_err_t e = {.message = ""};
+    assert_int_equal(consumers_codec_encode(c, &t, confluent, &buf, &len, &e), 0);
     const uint8_t *b = buf;
     if (confluent) {
         assert_true(len > 5);
@@ -106,8 +112,8 @@ static void check_roundtrip(int confluent, int has_priority) {
         assert_int_not_equal(b[0], 0);
     }
     consumers_ticket_t d;
-    int rc = consumers_codec_decode(c, buf, len, &d, err, sizeof(err));
-    if (rc) fprintf(stderr, "decode: %s\n", err);
+    int rc = consumers_codec_decode(c, buf, len, &d, &e);
+    if (rc) fprintf(stderr, "decode: %s\n", line_of(&e));
     assert_int_equal(rc, 0);
     assert_string_equal(d.job_id, "job-7");
     assert_string_equal(d.tenant, "acme");
@@ -148,8 +154,8 @@ static void test_plain_default_oldest(void **state) {
                             .enqueued_at_ms = 5};
     void *buf;
     size_t len;
-    char err[256] = "";
-    assert_int_equal(consumers_codec_encode(c, &t, 0, &buf, &len, err, sizeof(err)), 0);
+    common_err_t e = {.message = ""};
+    assert_int_equal(consumers_codec_encode(c, &t, 0, &buf, &len, &e), 0);
     wbuf_t v1 = {.n = 0}; /* the same record written by hand in v1's layout */
     w_str(&v1, "j");
     w_str(&v1, "t");
@@ -161,15 +167,15 @@ static void test_plain_default_oldest(void **state) {
     assert_memory_equal(buf, v1.b, len);
     free(buf);
     consumers_ticket_t d;
-    assert_int_equal(consumers_codec_decode(c, v1.b, v1.n, &d, err, sizeof(err)), 0);
+    assert_int_equal(consumers_codec_decode(c, v1.b, v1.n, &d, &e), 0);
     assert_int_equal(d.has_priority, 0);
     consumers_ticket_free(&d);
     t.has_priority = 1;
-    assert_int_equal(consumers_codec_encode(c, &t, 0, &buf, &len, err, sizeof(err)), -1);
-    assert_non_null(strstr(err, "no priority"));
+    assert_int_equal(consumers_codec_encode(c, &t, 0, &buf, &len, &e), COMMON_USAGE);
+    assert_non_null(strstr(line_of(&e), "no priority"));
     /* a file the reader cannot read is refused */
-    assert_int_equal(consumers_codec_set_plain_schema(c, SCHEMAS "/missing.avsc", err, sizeof(err)),
-                     -1);
+    assert_int_equal(consumers_codec_set_plain_schema(c, SCHEMAS "/missing.avsc", &e),
+                     COMMON_USAGE);
     consumers_codec_free(c);
 }
 
@@ -180,8 +186,8 @@ static void test_handmade_v2(void **state) {
     w_confluent(&w, 2);
     w_v2(&w, "j", "t", "42", "hello", 3, 5, 9);
     consumers_ticket_t d;
-    char err[256];
-    assert_int_equal(consumers_codec_decode(c, w.b, w.n, &d, err, sizeof(err)), 0);
+    common_err_t e = {.message = ""};
+    assert_int_equal(consumers_codec_decode(c, w.b, w.n, &d, &e), 0);
     assert_string_equal(d.text, "hello");
     assert_true(d.enqueued_at_ms == 5);
     assert_int_equal(d.priority, 9);
@@ -201,9 +207,9 @@ static void test_v1_writer(void **state) {
     w_long(&w, 10);
     w_long(&w, 1600000000000LL);
     consumers_ticket_t d;
-    char err[256] = "";
-    int rc = consumers_codec_decode(c, w.b, w.n, &d, err, sizeof(err));
-    if (rc) fprintf(stderr, "decode: %s\n", err);
+    common_err_t e = {.message = ""};
+    int rc = consumers_codec_decode(c, w.b, w.n, &d, &e);
+    if (rc) fprintf(stderr, "decode: %s\n", line_of(&e));
     assert_int_equal(rc, 0);
     assert_string_equal(d.job_id, "job-old");
     assert_string_equal(d.tenant, "globex");
@@ -215,7 +221,7 @@ static void test_v1_writer(void **state) {
     consumers_ticket_free(&d);
     /* The same bytes framed as v2 are short of the priority union: an error. */
     w.b[4] = 2;
-    assert_int_equal(consumers_codec_decode(c, w.b, w.n, &d, err, sizeof(err)), -1);
+    assert_int_equal(consumers_codec_decode(c, w.b, w.n, &d, &e), COMMON_USAGE);
     assert_null(d.job_id);
     consumers_codec_free(c);
 }
@@ -226,8 +232,9 @@ static void test_v1_writer(void **state) {
 static void test_registry_schemas(void **state) {
     consumers_codec_t *c = open_codec(SCHEMAS);
     size_t len;
-    char err[256] = "";
-    char *v1 = common_file_read(SCHEMAS "/ticket-v1.avsc", 1 << 20, &len, err, sizeof(err));
+    char why[256] = "";
+    char *v1 = common_file_read(SCHEMAS "/ticket-v1.avsc", 1 << 20, &len, why, sizeof(why));
+    common_err_t e;
     assert_non_null(v1);
     wbuf_t w = {.n = 0};
     w_confluent(&w, 1);
@@ -238,25 +245,26 @@ static void test_registry_schemas(void **state) {
     w_long(&w, 2);
     w_long(&w, 1600000000000LL);
     consumers_ticket_t d;
-    assert_int_equal(consumers_codec_decode(c, w.b, w.n, &d, err, sizeof(err)), 0);
+    assert_int_equal(consumers_codec_decode(c, w.b, w.n, &d, &e), 0);
     consumers_ticket_free(&d);
     consumers_codec_registry_ids(c);
     assert_int_equal(consumers_codec_knows(c, 1), 0);
-    assert_int_equal(consumers_codec_decode(c, w.b, w.n, &d, err, sizeof(err)), -1);
-    assert_non_null(strstr(err, "unknown schema id 1 (the schema registry does not know it)"));
-    assert_int_equal(consumers_codec_add_schema(c, 100002, v1, err, sizeof(err)), 0);
+    assert_int_equal(consumers_codec_decode(c, w.b, w.n, &d, &e), COMMON_USAGE);
+    assert_non_null(
+        strstr(line_of(&e), "unknown schema id 1 (the schema registry does not know it)"));
+    assert_int_equal(consumers_codec_add_schema(c, 100002, v1, &e), 0);
     w.b[1] = 0, w.b[2] = 0x01, w.b[3] = 0x86, w.b[4] = 0xa2; /* 100002 */
     int32_t id = 0;
     assert_int_equal(consumers_codec_schema_id(w.b, w.n, &id), 1);
     assert_int_equal(id, 100002);
-    assert_int_equal(consumers_codec_decode(c, w.b, w.n, &d, err, sizeof(err)), 0);
+    assert_int_equal(consumers_codec_decode(c, w.b, w.n, &d, &e), 0);
     assert_string_equal(d.job_id, "job-r");
     assert_int_equal(d.has_priority, 0);
     consumers_ticket_free(&d);
-    assert_int_equal(consumers_codec_add_schema(c, 7, "{not json", err, sizeof(err)), -1);
+    assert_int_equal(consumers_codec_add_schema(c, 7, "{not json", &e), COMMON_USAGE);
     /* fill the cache: 100002 was used last before the others, so it goes first */
     for (int i = 0; i < 256; i++)
-        assert_int_equal(consumers_codec_add_schema(c, 200000 + i, v1, err, sizeof(err)), 0);
+        assert_int_equal(consumers_codec_add_schema(c, 200000 + i, v1, &e), 0);
     assert_int_equal(consumers_codec_knows(c, 100002), 0);
     assert_int_equal(consumers_codec_knows(c, 200000), 1);
     assert_int_equal(consumers_codec_knows(c, 200255), 1);
@@ -265,7 +273,7 @@ static void test_registry_schemas(void **state) {
     consumers_ticket_t t = {
         .job_id = "j", .tenant = "t", .ticket_id = "1", .text = "x", .text_len = 1, .job_total = 1};
     void *buf;
-    assert_int_equal(consumers_codec_encode(c, &t, 1, &buf, &len, err, sizeof(err)), 0);
+    assert_int_equal(consumers_codec_encode(c, &t, 1, &buf, &len, &e), 0);
     assert_int_equal(consumers_codec_schema_id(buf, len, &id), 1);
     assert_int_equal(id, 100001);
     free(buf);
@@ -290,9 +298,9 @@ static void test_evolution(void **state) {
     w_long(&w, 123);      /* enqueued_at */
     w_long(&w, 4);        /* job_total */
     consumers_ticket_t d;
-    char err[256] = "";
-    int rc = consumers_codec_decode(c, w.b, w.n, &d, err, sizeof(err));
-    if (rc) fprintf(stderr, "decode: %s\n", err);
+    common_err_t e = {.message = ""};
+    int rc = consumers_codec_decode(c, w.b, w.n, &d, &e);
+    if (rc) fprintf(stderr, "decode: %s\n", line_of(&e));
     assert_int_equal(rc, 0);
     assert_string_equal(d.ticket_id, "T-9");
     assert_string_equal(d.job_id, "J");
@@ -310,25 +318,26 @@ static void test_evolution(void **state) {
     w_str(&b, "x");
     w_long(&b, 1);
     w_long(&b, 1);
-    assert_int_equal(consumers_codec_decode(c, b.b, b.n, &d, err, sizeof(err)), -1);
-    assert_non_null(strstr(err, "tenant"));
+    assert_int_equal(consumers_codec_decode(c, b.b, b.n, &d, &e), COMMON_USAGE);
+    assert_non_null(strstr(line_of(&e), "tenant"));
 
     /* Plain Avro reads with the oldest schema (v1 here, not the current v9) unless told */
     wbuf_t p = {.n = 0};
     w_v2(&p, "J", "T", "1", "x", 1, 0, -1);
-    assert_int_equal(consumers_codec_decode(c, p.b, p.n, &d, err, sizeof(err)), -1);
+    assert_int_equal(consumers_codec_decode(c, p.b, p.n, &d, &e), COMMON_USAGE);
     plain_schema(c, EVOLUTION "/ticket-v9.avsc");
-    assert_int_equal(consumers_codec_decode(c, p.b, p.n, &d, err, sizeof(err)), 0);
+    assert_int_equal(consumers_codec_decode(c, p.b, p.n, &d, &e), 0);
     consumers_ticket_free(&d);
     consumers_codec_free(c);
 }
 
 static void expect_error(consumers_codec_t *c, const wbuf_t *w, const char *needle) {
     consumers_ticket_t d;
-    char err[256] = "";
-    assert_int_equal(consumers_codec_decode(c, w->b, w->n, &d, err, sizeof(err)), -1);
-    if (!strstr(err, needle)) fprintf(stderr, "error '%s' lacks '%s'\n", err, needle);
-    assert_non_null(strstr(err, needle));
+    common_err_t e = {.message = ""};
+    assert_int_equal(consumers_codec_decode(c, w->b, w->n, &d, &e), COMMON_USAGE);
+    if (!strstr(line_of(&e), needle))
+        fprintf(stderr, "error '%s' lacks '%s'\n", line_of(&e), needle);
+    assert_non_null(strstr(line_of(&e), needle));
     assert_null(d.job_id);
     assert_null(d.text);
 }
@@ -365,8 +374,8 @@ static void test_errors(void **state) {
     w_confluent(&w, 2);
     w_v2(&w, "j", "t", "1", "x", 3, CONSUMERS_TICKET_MAX_ENQUEUED_MS, -1);
     consumers_ticket_t last;
-    char e2[256];
-    assert_int_equal(consumers_codec_decode(c, w.b, w.n, &last, e2, sizeof(e2)), 0);
+    common_err_t e2;
+    assert_int_equal(consumers_codec_decode(c, w.b, w.n, &last, &e2), 0);
     assert_true(last.enqueued_at_ms == CONSUMERS_TICKET_MAX_ENQUEUED_MS);
     consumers_ticket_free(&last);
 
@@ -404,8 +413,8 @@ static void test_errors(void **state) {
     expect_error(c, &w, "Confluent header truncated");
 
     consumers_ticket_t d;
-    char err[256];
-    assert_int_equal(consumers_codec_decode(c, "", 0, &d, err, sizeof(err)), -1);
+    common_err_t e = {.message = ""};
+    assert_int_equal(consumers_codec_decode(c, "", 0, &d, &e), COMMON_USAGE);
 
     char big[300];
     memset(big, 'a', sizeof(big) - 1);
@@ -419,7 +428,9 @@ static void test_errors(void **state) {
     static const struct {
         const char *job, *tenant, *tid, *needle;
     } bad_ids[] = {
-        {"j", "ac\xc3\x28me", "1", "tenant: invalid UTF-8 at byte 2"},
+        /* the whole reclass.error header: message (the bytes); what identifiers must be */
+        {"j", "ac\xc3\x28me", "1",
+         "field tenant: invalid UTF-8 at byte 2 (0xc3 0x28); identifiers must be UTF-8 text"},
         {"\xff", "t", "1", "job_id: invalid UTF-8 at byte 0"},
         {"j", "t", "x\xed\xa0\x80", "ticket_id: invalid UTF-8 at byte 1"}, /* surrogate */
         {"j", "t", "\xc0\xaf", "ticket_id: invalid UTF-8"},                /* overlong '/' */
@@ -435,7 +446,7 @@ static void test_errors(void **state) {
             expect_error(c, &w, bad_ids[i].needle);
         } else {
             consumers_ticket_t ok;
-            assert_int_equal(consumers_codec_decode(c, w.b, w.n, &ok, err, sizeof(err)), 0);
+            assert_int_equal(consumers_codec_decode(c, w.b, w.n, &ok, &e), 0);
             consumers_ticket_free(&ok);
         }
     }
@@ -457,27 +468,27 @@ static void test_errors(void **state) {
     w_confluent(&w, 2);
     w_v2(&w, "j", "t", "1", "bad \xff\xfe text", 3, 0, -1);
     consumers_ticket_t okt;
-    assert_int_equal(consumers_codec_decode(c, w.b, w.n, &okt, err, sizeof(err)), 0);
+    assert_int_equal(consumers_codec_decode(c, w.b, w.n, &okt, &e), 0);
     consumers_ticket_free(&okt);
 
     consumers_ticket_t bad_utf8 = {
         .job_id = "j", .tenant = "ac\xc3\x28me", .ticket_id = "1", .job_total = 1};
     void *buf0;
     size_t len0;
-    assert_int_equal(consumers_codec_encode(c, &bad_utf8, 1, &buf0, &len0, err, sizeof(err)), -1);
-    assert_non_null(strstr(err, "tenant"));
+    assert_int_equal(consumers_codec_encode(c, &bad_utf8, 1, &buf0, &len0, &e), COMMON_USAGE);
+    assert_non_null(strstr(line_of(&e), "tenant"));
 
     consumers_ticket_t bad = {.job_id = "", .tenant = "t", .ticket_id = "1", .job_total = 1};
     void *buf;
     size_t len;
-    assert_int_equal(consumers_codec_encode(c, &bad, 1, &buf, &len, err, sizeof(err)), -1);
+    assert_int_equal(consumers_codec_encode(c, &bad, 1, &buf, &len, &e), COMMON_USAGE);
     consumers_codec_free(c);
 
     consumers_codec_t *none = NULL;
-    assert_int_equal(consumers_codec_init("/nonexistent-dir", &none, err, sizeof(err)), -1);
+    assert_int_equal(consumers_codec_init("/nonexistent-dir", &none, &e), COMMON_USAGE);
     assert_null(none);
-    assert_int_equal(consumers_codec_init(RECLASS_FIXTURES, &none, err, sizeof(err)), -1);
-    assert_non_null(strstr(err, "no ticket-v"));
+    assert_int_equal(consumers_codec_init(RECLASS_FIXTURES, &none, &e), COMMON_USAGE);
+    assert_non_null(strstr(line_of(&e), "no ticket-v"));
 }
 
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
@@ -537,15 +548,15 @@ static void test_fuzz(void **state) {
         uint8_t *heap = malloc(len ? len : 1);
         memcpy(heap, buf, len);
         consumers_ticket_t d;
-        char err[256];
-        if (consumers_codec_decode(c, heap, len, &d, err, sizeof(err)) == 0) {
+        common_err_t e = {.message = ""};
+        if (consumers_codec_decode(c, heap, len, &d, &e) == 0) {
             assert_true(d.job_id[0] && d.tenant[0] && d.ticket_id[0]);
             assert_true(d.job_total >= 1);
             assert_true(d.text[d.text_len] == '\0');
             consumers_ticket_free(&d);
             ok++;
         } else {
-            assert_true(err[0] != '\0');
+            assert_true(e.code == COMMON_USAGE && e.message[0] != '\0');
             assert_null(d.job_id);
             failed++;
         }

@@ -117,10 +117,9 @@ static void consume_all(const char *topic, int partitions, consumed_t *c,
         } else {
             assert_int_equal(m->err, 0);
             assert_true(c->n < 64);
-            char err[256] = "";
-            int rc =
-                consumers_codec_decode(codec, m->payload, m->len, &c->t[c->n], err, sizeof(err));
-            if (rc) fprintf(stderr, "decode: %s\n", err);
+            common_err_t e;
+            int rc = consumers_codec_decode(codec, m->payload, m->len, &c->t[c->n], &e);
+            if (rc) fprintf(stderr, "decode: %s\n", e.message);
             assert_int_equal(rc, 0);
             snprintf(c->key[c->n], sizeof(c->key[0]), "%.*s", (int)m->key_len,
                      (const char *)m->key);
@@ -147,8 +146,9 @@ static int64_t now_ms(void) {
 
 static void test_csv_job(void **state) {
     consumers_codec_t *codec;
-    char err[256], out[4096];
-    assert_int_equal(consumers_codec_init(SCHEMAS, &codec, err, sizeof(err)), 0);
+    char out[4096];
+    common_err_t e;
+    assert_int_equal(consumers_codec_init(SCHEMAS, &codec, &e), COMMON_OK);
     broker_start("0", "tickets");
 
     int64_t t0 = now_ms();
@@ -172,9 +172,9 @@ static void test_csv_job(void **state) {
     consumers_csv_t *csv;
     consumers_csv_row_t row;
     consumers_csv_init(f, &csv);
-    assert_int_equal(consumers_csv_next(csv, &row, err, sizeof(err)), 1);
+    assert_int_equal(consumers_csv_next(csv, &row, &e), COMMON_OK);
     int found = 0;
-    while (consumers_csv_next(csv, &row, err, sizeof(err)) == 1) {
+    while (consumers_csv_next(csv, &row, &e) == COMMON_OK) {
         if (row.len[5] == 0) continue;
         int hit = -1;
         for (int i = 0; i < c.n; i++)
@@ -259,7 +259,8 @@ static void test_jsonl_plain_fixed_port(void **state) {
                 "{\"text\": \"\\u00e9t\\u00e9 \\\"quoted\\\"\\nnewline\", \"id\": 2}\n"
                 "{\"text\": \"\", \"id\": \"empty\"}\n");
     close(fd);
-    char out[1024], err[256];
+    char out[1024];
+    common_err_t e;
     char *argv[] = {RECLASS_BIN,    "submit",        "--brokers", bootstrap,  "--topic",
                     "jobs",         "--job-id",      "jl",        "--tenant", "t9",
                     "--plain-avro", "--no-progress", path,        NULL};
@@ -268,7 +269,7 @@ static void test_jsonl_plain_fixed_port(void **state) {
     unlink(path);
 
     consumers_codec_t *codec;
-    assert_int_equal(consumers_codec_init(SCHEMAS, &codec, err, sizeof(err)), 0);
+    assert_int_equal(consumers_codec_init(SCHEMAS, &codec, &e), 0);
     consumed_t c;
     consume_all("jobs", 3, &c, codec);
     assert_int_equal(c.n, 2);

@@ -56,10 +56,10 @@ static void produce(const char *topic, int n, int partitions) {
 
 static int setup(void **state) {
     (void)state;
-    char err[256];
-    if (consumers_mock_start(2, 0, &mock, &bootstrap, err, sizeof(err))) return -1;
-    if (consumers_mock_topic_create(mock, "lane.urgent", 2, err, sizeof(err)) ||
-        consumers_mock_topic_create(mock, "lane.bulk", 2, err, sizeof(err)))
+    common_err_t e;
+    if (consumers_mock_start(2, 0, &mock, &bootstrap, &e)) return -1;
+    if (consumers_mock_topic_create(mock, "lane.urgent", 2, &e) ||
+        consumers_mock_topic_create(mock, "lane.bulk", 2, &e))
         return -1;
     return 0;
 }
@@ -102,8 +102,8 @@ static void test_hold_release_exactly_once(void **state) {
                                     .extra = props};
     consumers_rebalance_t rb = {on_assign, on_revoke, NULL};
     consumers_consumer_t *c;
-    char err[256];
-    assert_int_equal(consumers_consumer_init(&cfg, &rb, &c, err, sizeof(err)), 0);
+    common_err_t e;
+    assert_int_equal(consumers_consumer_init(&cfg, &rb, &c, &e), COMMON_OK);
     assert_int_equal(consumers_consumer_n_lanes(c), 2);
     assert_int_equal(consumers_consumer_topic_lane(c, 0), 1);
     assert_int_equal(consumers_consumer_topic_lane(c, 1), 0);
@@ -155,15 +155,15 @@ static void test_hold_release_exactly_once(void **state) {
     }
     assert_int_equal(n_bulk, N_BULK);
     /* offsets stored by track went to lane.urgent, none to lane.bulk */
-    assert_int_equal(consumers_consumer_commit(c, err, sizeof(err)), 0);
+    assert_int_equal(consumers_consumer_commit(c, &e), 0);
     consumers_consumer_close(c);
     consumers_consumer_free(c);
 
-    char e[512];
+    char why[512];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    assert_int_equal(rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, e, sizeof(e)), 0);
-    assert_int_equal(rd_kafka_conf_set(conf, "group.id", "lanes", e, sizeof(e)), 0);
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, e, sizeof(e));
+    assert_int_equal(rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, why, sizeof(why)), 0);
+    assert_int_equal(rd_kafka_conf_set(conf, "group.id", "lanes", why, sizeof(why)), 0);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, why, sizeof(why));
     assert_non_null(rk);
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(4);
     for (int p = 0; p < 2; p++) {
@@ -197,9 +197,9 @@ static void test_urgent_first(void **state) {
                                     .extra = props};
     consumers_rebalance_t rb = {on_assign, on_revoke, NULL};
     consumers_consumer_t *c;
-    char err[256];
+    common_err_t e;
     assigned = 0;
-    assert_int_equal(consumers_consumer_init(&cfg, &rb, &c, err, sizeof(err)), 0);
+    assert_int_equal(consumers_consumer_init(&cfg, &rb, &c, &e), COMMON_OK);
     assert_int_equal(consumers_consumer_hold_above(c, -1), 2); /* both held while joining */
     double until = now_s() + 30;
     while (assigned < 4 && now_s() < until)

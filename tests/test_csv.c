@@ -20,8 +20,8 @@ typedef struct {
     char fields[16][8][64]; /* first rows' fields, for exact checks */
     size_t nf[16];
     long lines[16];
-    int rc;
-    char err[256];
+    common_status_t rc;
+    common_err_t e;
 } parsed_t;
 
 static void parse_mem(const char *text, size_t len, parsed_t *p) {
@@ -31,7 +31,7 @@ static void parse_mem(const char *text, size_t len, parsed_t *p) {
     consumers_csv_t *csv;
     assert_int_equal(consumers_csv_init(f, &csv), 0);
     consumers_csv_row_t row;
-    while ((p->rc = consumers_csv_next(csv, &row, p->err, sizeof(p->err))) == 1) {
+    while ((p->rc = consumers_csv_next(csv, &row, &p->e)) == COMMON_OK) {
         if (p->rows < 16) {
             p->nf[p->rows] = row.n;
             p->lines[p->rows] = row.line;
@@ -48,14 +48,14 @@ static void parse_mem(const char *text, size_t len, parsed_t *p) {
 static void test_basic(void **state) {
     parsed_t p;
     PARSE("a,b,c\r\n1,2,3\r\n", &p);
-    assert_int_equal(p.rc, 0);
+    assert_int_equal(p.rc, COMMON_DONE);
     assert_int_equal(p.rows, 2);
     assert_int_equal(p.nf[1], 3);
     assert_string_equal(p.fields[1][2], "3");
 
     /* No final newline, empty fields, trailing comma. */
     PARSE("x,,\n,y", &p);
-    assert_int_equal(p.rc, 0);
+    assert_int_equal(p.rc, COMMON_DONE);
     assert_int_equal(p.rows, 2);
     assert_int_equal(p.nf[0], 3);
     assert_string_equal(p.fields[0][1], "");
@@ -67,7 +67,7 @@ static void test_basic(void **state) {
 static void test_quotes(void **state) {
     parsed_t p;
     PARSE("id,text\r\n1,\"hello, \"\"world\"\"\"\r\n2,\"multi\nline\r\nfield\"\r\n3,\"\"\r\n", &p);
-    assert_int_equal(p.rc, 0);
+    assert_int_equal(p.rc, COMMON_DONE);
     assert_int_equal(p.rows, 4);
     assert_string_equal(p.fields[1][1], "hello, \"world\"");
     assert_string_equal(p.fields[2][1], "multi\nline\r\nfield");
@@ -77,12 +77,12 @@ static void test_quotes(void **state) {
 
     /* A quote inside an unquoted field is text. */
     PARSE("5\" screen,ok\n", &p);
-    assert_int_equal(p.rc, 0);
+    assert_int_equal(p.rc, COMMON_DONE);
     assert_string_equal(p.fields[0][0], "5\" screen");
 
     /* Quoted field with only an escaped quote; adjacent quoted fields. */
     PARSE("\"\"\"\",\"a\",\"b\"\n", &p);
-    assert_int_equal(p.rc, 0);
+    assert_int_equal(p.rc, COMMON_DONE);
     assert_int_equal(p.nf[0], 3);
     assert_string_equal(p.fields[0][0], "\"");
     assert_string_equal(p.fields[0][2], "b");
@@ -91,7 +91,7 @@ static void test_quotes(void **state) {
 static void test_newlines_bom_blank(void **state) {
     parsed_t p;
     PARSE("\xEF\xBB\xBFtext\r\n\r\nfirst\n\nsecond\rthird\r", &p);
-    assert_int_equal(p.rc, 0);
+    assert_int_equal(p.rc, COMMON_DONE);
     assert_int_equal(p.rows, 4);
     assert_string_equal(p.fields[0][0], "text"); /* BOM gone */
     assert_string_equal(p.fields[1][0], "first");
@@ -101,7 +101,7 @@ static void test_newlines_bom_blank(void **state) {
     assert_int_equal(p.lines[2], 5);
 
     PARSE("", &p);
-    assert_int_equal(p.rc, 0);
+    assert_int_equal(p.rc, COMMON_DONE);
     assert_int_equal(p.rows, 0);
 
     /* An embedded NUL is data; len carries it. */
@@ -109,9 +109,9 @@ static void test_newlines_bom_blank(void **state) {
     FILE *f = fmemopen((void *)nul, sizeof(nul) - 1, "r");
     consumers_csv_t *csv;
     consumers_csv_row_t row;
-    char err[128];
+    common_err_t e;
     consumers_csv_init(f, &csv);
-    assert_int_equal(consumers_csv_next(csv, &row, err, sizeof(err)), 1);
+    assert_int_equal(consumers_csv_next(csv, &row, &e), COMMON_OK);
     assert_int_equal(row.n, 2);
     assert_int_equal(row.len[0], 3);
     assert_memory_equal(row.field[0], "a\0b", 4);
@@ -122,17 +122,17 @@ static void test_newlines_bom_blank(void **state) {
 static void test_errors(void **state) {
     parsed_t p;
     PARSE("a,b\n1,\"never closed\n2,3\n", &p);
-    assert_int_equal(p.rc, -1);
+    assert_int_equal(p.rc, COMMON_USAGE);
     assert_int_equal(p.rows, 1);
-    assert_non_null(strstr(p.err, "opened on line 2"));
+    assert_non_null(strstr(p.e.message, "opened on line 2"));
 
     PARSE("a,b\n\"x\"y,2\n", &p);
-    assert_int_equal(p.rc, -1);
-    assert_non_null(strstr(p.err, "line 2"));
-    assert_non_null(strstr(p.err, "'y'"));
+    assert_int_equal(p.rc, COMMON_USAGE);
+    assert_non_null(strstr(p.e.message, "line 2"));
+    assert_non_null(strstr(p.e.message, "'y'"));
 
     PARSE("\xEF\xBB", &p);
-    assert_int_equal(p.rc, -1);
+    assert_int_equal(p.rc, COMMON_USAGE);
 }
 
 typedef struct {
@@ -148,16 +148,16 @@ static int read_cfpb(const char *path, cfpb_stats_t *s) {
     if (!f) return -1;
     consumers_csv_t *csv;
     consumers_csv_row_t row;
-    char err[256];
+    common_err_t e;
     consumers_csv_init(f, &csv);
-    assert_int_equal(consumers_csv_next(csv, &row, err, sizeof(err)), 1);
+    assert_int_equal(consumers_csv_next(csv, &row, &e), COMMON_OK);
     int col = consumers_csv_column(&row, "Consumer complaint narrative");
     int id = consumers_csv_column(&row, "Complaint ID");
     assert_int_equal(col, 5);
     assert_int_equal(id, 17);
     assert_int_equal(consumers_csv_column(&row, "no such column"), -1);
-    int rc;
-    while ((rc = consumers_csv_next(csv, &row, err, sizeof(err))) == 1) {
+    common_status_t rc;
+    while ((rc = consumers_csv_next(csv, &row, &e)) == COMMON_OK) {
         s->rows++;
         if (row.n > s->max_fields) s->max_fields = row.n;
         if (row.n < s->min_fields) s->min_fields = row.n;
@@ -168,8 +168,8 @@ static int read_cfpb(const char *path, cfpb_stats_t *s) {
             s->newlines += row.field[col][i] == '\n';
         snprintf(s->last_id, sizeof(s->last_id), "%s", row.field[id]);
     }
-    if (rc < 0) fprintf(stderr, "%s: %s\n", path, err);
-    assert_int_equal(rc, 0);
+    if (rc != COMMON_DONE) fprintf(stderr, "%s: %s\n", path, e.message);
+    assert_int_equal(rc, COMMON_DONE);
     consumers_csv_free(csv);
     fclose(f);
     return 0;

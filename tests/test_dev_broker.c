@@ -27,19 +27,21 @@
 #define TOPIC     "big"
 
 static void test_version_gate(void **state) {
-    char err[512];
-    assert_int_equal(consumers_kafka_version_ok(0x020002ff, err, sizeof(err)), -1); /* 2.0.2 */
-    assert_non_null(strstr(err, "2.0.2"));
-    assert_non_null(strstr(err, "ApiVersions"));
-    assert_non_null(strstr(err, "vendored"));
-    assert_int_equal(consumers_kafka_version_ok(0x020100ff, err, sizeof(err)), -1); /* 2.1.0 */
-    assert_int_equal(consumers_kafka_version_ok(0x020200ff, err, sizeof(err)), 0);
-    assert_int_equal(consumers_kafka_version_ok(0x020f00ff, err, sizeof(err)), 0);
+    common_err_t e;
+    char line[COMMON_ERR_LINE_MAX];
+    assert_int_equal(consumers_kafka_version_ok(0x020002ff, &e), COMMON_FATAL); /* 2.0.2 */
+    common_err_line(&e, line, sizeof(line));
+    assert_non_null(strstr(line, "2.0.2"));
+    assert_non_null(strstr(line, "ApiVersions"));
+    assert_non_null(strstr(line, "vendored"));
+    assert_int_equal(consumers_kafka_version_ok(0x020100ff, &e), COMMON_FATAL); /* 2.1.0 */
+    assert_int_equal(consumers_kafka_version_ok(0x020200ff, &e), 0);
+    assert_int_equal(consumers_kafka_version_ok(0x020f00ff, &e), 0);
     char desc[96];
     consumers_kafka_version_describe(desc, sizeof(desc));
     assert_non_null(strstr(desc, rd_kafka_version_str()));
 #ifdef RECLASS_RDKAFKA_VENDORED
-    assert_int_equal(consumers_kafka_check_version(err, sizeof(err)), 0);
+    assert_int_equal(consumers_kafka_check_version(&e), 0);
     assert_string_equal(desc, "2.15.0 (vendored)");
 #endif
 }
@@ -148,10 +150,10 @@ static void test_partition_mb_trims_oldest(void **state) {
 static void test_wrapper_refuses_zero(void **state) {
     consumers_mock_t *m;
     const char *bs;
-    char err[512];
-    assert_int_equal(consumers_mock_start(1, 0, &m, &bs, err, sizeof(err)), 0);
-    assert_int_equal(consumers_mock_set_log_limits(m, 0, 10, err, sizeof(err)), -1);
-    assert_int_equal(consumers_mock_set_log_limits(m, 1 << 20, 10, err, sizeof(err)), 0);
+    common_err_t e;
+    assert_int_equal(consumers_mock_start(1, 0, &m, &bs, &e), 0);
+    assert_int_equal(consumers_mock_set_log_limits(m, 0, 10, &e), COMMON_USAGE);
+    assert_int_equal(consumers_mock_set_log_limits(m, 1 << 20, 10, &e), 0);
     consumers_mock_stop(m);
 }
 #else

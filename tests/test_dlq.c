@@ -130,9 +130,9 @@ static got_t read_letter(int64_t src) {
 
 static consumers_dlq_t *open_dlq(done_t *dn, const char *const *extra) {
     consumers_dlq_t *d;
-    char err[256];
-    assert_int_equal(
-        consumers_dlq_init(bootstrap, TOPIC, extra, on_done, dn, stderr, &d, err, sizeof(err)), 0);
+    common_err_t e;
+    assert_int_equal(consumers_dlq_init(bootstrap, TOPIC, extra, on_done, dn, stderr, &d, &e),
+                     COMMON_OK);
     return d;
 }
 

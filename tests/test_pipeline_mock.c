@@ -105,8 +105,9 @@ static void test_decode_order_per_partition(void **state) {
     const int per_part = 700, every = 7;
     const int n_good = PARTS * (per_part - per_part / every);
     char err[512];
-    assert_int_equal(consumers_mock_topic_create(mock, "t3", PARTS, err, sizeof(err)), 0);
-    assert_int_equal(consumers_mock_topic_create(mock, "t3.dlq", 1, err, sizeof(err)), 0);
+    common_err_t e;
+    assert_int_equal(consumers_mock_topic_create(mock, "t3", PARTS, &e), 0);
+    assert_int_equal(consumers_mock_topic_create(mock, "t3.dlq", 1, &e), 0);
     pipe_producer_t pr = pipe_mock_producer();
     int good = 0;
     for (int p = 0; p < PARTS; p++)
@@ -131,8 +132,7 @@ static void test_decode_order_per_partition(void **state) {
                                         .job_total = n_good,
                                         .enqueued_at_ms = 1700000000000LL + good,
                                         .partition = -1};
-                assert_int_equal(
-                    consumers_codec_encode(pr.codec, &t, 1, &buf, &len, err, sizeof(err)), 0);
+                assert_int_equal(consumers_codec_encode(pr.codec, &t, 1, &buf, &len, &e), 0);
                 good++;
             }
             pipe_mock_send(&pr, "t3", p, key, buf, len);

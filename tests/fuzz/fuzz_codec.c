@@ -27,11 +27,11 @@ static void check_long_texts(void) {
                                 .job_total = 1};
         void *buf;
         size_t len;
-        char err[512];
-        if (consumers_codec_encode(codec, &t, 1, &buf, &len, err, sizeof(err)) == 0) {
+        common_err_t e;
+        if (consumers_codec_encode(codec, &t, 1, &buf, &len, &e) == COMMON_OK) {
             consumers_ticket_t u;
-            int rc = consumers_codec_decode(codec, buf, len, &u, err, sizeof(err));
-            if (rc != 0) fprintf(stderr, "fuzz_codec: %zu-byte text: %s\n", sizes[i], err);
+            int rc = consumers_codec_decode(codec, buf, len, &u, &e);
+            if (rc != 0) fprintf(stderr, "fuzz_codec: %zu-byte text: %s\n", sizes[i], e.message);
             FUZZ_CHECK(rc == 0 && u.text_len == sizes[i]);
             consumers_ticket_free(&u);
             free(buf);
@@ -41,11 +41,11 @@ static void check_long_texts(void) {
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
-    char err[512];
+    common_err_t e;
     const char *dir = getenv("RECLASS_FUZZ_SCHEMAS");
     if (!dir) dir = RECLASS_SOURCE_DIR "/consumers/schemas";
-    if (consumers_codec_init(dir, &codec, err, sizeof(err)) != 0) {
-        fprintf(stderr, "fuzz_codec: %s\n", err);
+    if (consumers_codec_init(dir, &codec, &e) != COMMON_OK) {
+        fprintf(stderr, "fuzz_codec: %s\n", e.message);
         abort();
     }
     check_long_texts();
@@ -66,9 +66,11 @@ static void check_ticket(const consumers_ticket_t *t) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!codec) LLVMFuzzerInitialize(NULL, NULL);
     consumers_ticket_t t;
-    char err[512];
-    if (consumers_codec_decode(codec, data, size, &t, err, sizeof(err)) != 0) {
-        FUZZ_CHECK(err[0] != '\0');
+    common_err_t e = {.message = ""};
+    common_status_t st = consumers_codec_decode(codec, data, size, &t, &e);
+    if (st != COMMON_OK) {
+        /* a refused record is the sender's (its dead letter's reason says why) */
+        FUZZ_CHECK(st == COMMON_USAGE && e.code == st && e.message[0] != '\0');
         FUZZ_CHECK(!t.job_id && !t.tenant && !t.ticket_id && !t.text);
         return 0;
     }
@@ -76,14 +78,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int confluent = 0; confluent <= 1; confluent++) {
         void *buf;
         size_t len;
-        int enc = consumers_codec_encode(codec, &t, confluent, &buf, &len, err, sizeof(err));
+        int enc = consumers_codec_encode(codec, &t, confluent, &buf, &len, &e);
         /* plain records are written with the stated plain writer schema (the oldest, by
          * default: no priority), so a ticket with a priority has no plain encoding */
         if (enc != 0 && !confluent && t.has_priority) continue;
         FUZZ_CHECK(enc == 0);
         consumers_ticket_t u;
-        int rc = consumers_codec_decode(codec, buf, len, &u, err, sizeof(err));
-        if (rc != 0) fprintf(stderr, "fuzz_codec: re-encoded ticket refused: %s\n", err);
+        int rc = consumers_codec_decode(codec, buf, len, &u, &e);
+        if (rc != 0) fprintf(stderr, "fuzz_codec: re-encoded ticket refused: %s\n", e.message);
         FUZZ_CHECK(rc == 0);
         check_ticket(&u);
         FUZZ_CHECK(same_str(t.job_id, u.job_id) && same_str(t.tenant, u.tenant));

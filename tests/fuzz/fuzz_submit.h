@@ -16,10 +16,10 @@ static consumers_codec_t *fuzz_submit_codec;
 
 static void fuzz_submit_send(const worker_submit_rec_t *r) {
     if (!fuzz_submit_codec) {
-        char err[512];
-        if (consumers_codec_init(RECLASS_SOURCE_DIR "/consumers/schemas", &fuzz_submit_codec, err,
-                                 sizeof(err)) != 0) {
-            fprintf(stderr, "fuzz: %s\n", err);
+        common_err_t e;
+        if (consumers_codec_init(RECLASS_SOURCE_DIR "/consumers/schemas", &fuzz_submit_codec, &e) !=
+            COMMON_OK) {
+            fprintf(stderr, "fuzz: %s\n", e.message);
             abort();
         }
     }
@@ -31,13 +31,13 @@ static void fuzz_submit_send(const worker_submit_rec_t *r) {
                             .job_total = 1};
     void *buf;
     size_t len;
-    char err[512];
-    int rc = consumers_codec_encode(fuzz_submit_codec, &t, 1, &buf, &len, err, sizeof(err));
-    if (rc != 0) fprintf(stderr, "fuzz: submit cannot encode line %ld: %s\n", r->line, err);
+    common_err_t e;
+    int rc = consumers_codec_encode(fuzz_submit_codec, &t, 1, &buf, &len, &e);
+    if (rc != 0) fprintf(stderr, "fuzz: submit cannot encode line %ld: %s\n", r->line, e.message);
     FUZZ_CHECK(rc == 0);
     consumers_ticket_t u;
-    rc = consumers_codec_decode(fuzz_submit_codec, buf, len, &u, err, sizeof(err));
-    if (rc != 0) fprintf(stderr, "fuzz: the worker refuses line %ld: %s\n", r->line, err);
+    rc = consumers_codec_decode(fuzz_submit_codec, buf, len, &u, &e);
+    if (rc != 0) fprintf(stderr, "fuzz: the worker refuses line %ld: %s\n", r->line, e.message);
     FUZZ_CHECK(rc == 0);
     FUZZ_CHECK(strcmp(u.ticket_id, r->id) == 0);
     FUZZ_CHECK(u.text_len == r->text_len && memcmp(u.text, r->text, r->text_len) == 0);
@@ -49,7 +49,6 @@ static void fuzz_submit_send(const worker_submit_rec_t *r) {
  * malformed record ends it. */
 static void fuzz_submit_read_all(const char *path, const char *text_key, const char *id_key) {
     worker_submit_input_t *in;
-    char err[1024] = "";
     common_err_t e = {.message = ""};
     if (worker_submit_input_open(path, text_key, id_key, &in, &e) != COMMON_OK) {
         FUZZ_CHECK(in == NULL && e.code == COMMON_USAGE && e.message[0]);
@@ -63,10 +62,8 @@ static void fuzz_submit_read_all(const char *path, const char *text_key, const c
         FUZZ_CHECK(r.line > last_line);
         last_line = r.line;
         if (r.text_len == 0) continue;
-        if (consumers_ticket_check_id("ticket_id", r.id, strlen(r.id), err, sizeof(err)) != 0) {
-            rc = common_err_set(&e, COMMON_USAGE, "%s", err);
+        if ((rc = consumers_ticket_check_id("ticket_id", r.id, strlen(r.id), &e)) != COMMON_OK)
             break;
-        }
         fuzz_submit_send(&r);
     }
     FUZZ_CHECK(rc == COMMON_DONE || (rc == COMMON_USAGE && e.message[0]));

@@ -15,10 +15,10 @@ static int header_ends(const uint8_t *data, size_t size, char **first, char **la
     if (!f) return -1;
     consumers_csv_t *csv;
     consumers_csv_row_t h;
-    char err[256];
+    common_err_t e;
     int rc = -1;
     if (consumers_csv_init(f, &csv) == 0) {
-        if (consumers_csv_next(csv, &h, err, sizeof(err)) == 1 && h.n > 0) {
+        if (consumers_csv_next(csv, &h, &e) == COMMON_OK && h.n > 0) {
             FUZZ_CHECK(h.field[h.n - 1][h.len[h.n - 1]] == '\0');
             *first = strdup(h.field[0]);
             *last = strdup(h.field[h.n - 1]);

@@ -44,9 +44,9 @@ static int load_texts(void) {
 
 int pipe_setup(void **state) {
     if (load_texts()) return -1;
-    char err[512];
-    if (consumers_mock_start(PARTS, 0, &mock, &bootstrap, err, sizeof(err))) {
-        fprintf(stderr, "mock: %s\n", err);
+    common_err_t e;
+    if (consumers_mock_start(PARTS, 0, &mock, &bootstrap, &e)) {
+        fprintf(stderr, "mock: %s\n", e.message);
         return -1;
     }
     snprintf(pg_dir, sizeof(pg_dir), "/tmp/reclass-pipe-test-XXXXXX");
@@ -59,7 +59,6 @@ int pipe_setup(void **state) {
     if (pclose(p)) return -1;
     db_url[strcspn(db_url, "\n")] = 0;
     int applied = 0;
-    common_err_t e;
     if (sink_migrate_ex(db_url, RECLASS_SOURCE_DIR "/migrations", NULL, &applied, &e)) {
         fprintf(stderr, "migrate: %s\n", e.message);
         return -1;
@@ -80,16 +79,16 @@ int pipe_teardown(void **state) {
 }
 
 void topic_create(const char *topic) {
-    char err[512];
-    assert_int_equal(consumers_mock_topic_create(mock, topic, PARTS, err, sizeof(err)), 0);
+    common_err_t e;
+    assert_int_equal(consumers_mock_topic_create(mock, topic, PARTS, &e), COMMON_OK);
 }
 
 pipe_producer_t pipe_mock_producer(void) {
     char err[512];
+    common_err_t e;
     pipe_producer_t p;
-    assert_int_equal(
-        consumers_codec_init(RECLASS_SOURCE_DIR "/consumers/schemas", &p.codec, err, sizeof(err)),
-        0);
+    assert_int_equal(consumers_codec_init(RECLASS_SOURCE_DIR "/consumers/schemas", &p.codec, &e),
+                     0);
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     assert_int_equal(rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap, err, sizeof(err)),
                      RD_KAFKA_CONF_OK);
@@ -119,7 +118,7 @@ void pipe_mock_producer_close(pipe_producer_t *p) {
 
 void produce_tenant(const char *topic, const char *job_id, const char *tenant, int from, int to,
                     int n) {
-    char err[512];
+    common_err_t e;
     pipe_producer_t p = pipe_mock_producer();
     for (int i = from; i < to; i++) {
         char tid[32];
@@ -134,7 +133,7 @@ void produce_tenant(const char *topic, const char *job_id, const char *tenant, i
                                 .partition = -1};
         void *buf;
         size_t len;
-        assert_int_equal(consumers_codec_encode(p.codec, &t, 1, &buf, &len, err, sizeof(err)), 0);
+        assert_int_equal(consumers_codec_encode(p.codec, &t, 1, &buf, &len, &e), 0);
         pipe_mock_send(&p, topic, -1, tid, buf, len);
     }
     pipe_mock_producer_close(&p);

@@ -166,8 +166,8 @@ void worker_cli_print_opts(FILE *f, const cli_opt_t *opts) {
 }
 
 common_status_t worker_cli_require_kafka(void) {
-    char err[512];
-    if (consumers_kafka_check_version(err, sizeof(err)) == 0) return COMMON_OK;
-    common_logf(stderr, "%s\n", err);
-    return COMMON_FATAL;
+    common_err_t e;
+    common_status_t st = consumers_kafka_check_version(&e);
+    if (st) common_err_print(stderr, &e);
+    return st;
 }

@@ -110,23 +110,20 @@ common_status_t worker_cmd_dev_broker(int argc, char **argv) {
 
     consumers_mock_t *mock;
     const char *bootstrap;
-    char err[256];
-    if (consumers_mock_start(partitions, port, &mock, &bootstrap, err, sizeof(err))) {
-        common_logf(stderr, "%s\n", err);
-        return COMMON_FATAL;
+    common_err_t e;
+    if ((rc = consumers_mock_start(partitions, port, &mock, &bootstrap, &e))) {
+        common_err_print(stderr, &e);
+        return rc;
     }
-    if (consumers_mock_log_limits_settable() &&
-        consumers_mock_set_log_limits(mock, log_bytes, log_batches, err, sizeof(err))) {
-        common_logf(stderr, "%s\n", err);
+    if (consumers_mock_log_limits_settable())
+        rc = consumers_mock_set_log_limits(mock, log_bytes, log_batches, &e);
+    for (int i = 0; !rc && i < n_topics; i++)
+        rc = consumers_mock_topic_create(mock, topics[i], partitions, &e);
+    if (rc) {
+        common_err_print(stderr, &e);
         consumers_mock_stop(mock);
-        return COMMON_FATAL;
+        return rc;
     }
-    for (int i = 0; i < n_topics; i++)
-        if (consumers_mock_topic_create(mock, topics[i], partitions, err, sizeof(err))) {
-            common_logf(stderr, "%s\n", err);
-            consumers_mock_stop(mock);
-            return COMMON_FATAL;
-        }
     printf("%s\n", bootstrap);
     fflush(stdout);
     if (consumers_mock_log_limits_settable())

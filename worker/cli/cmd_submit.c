@@ -139,15 +139,18 @@ static common_status_t parse_opts(int argc, char **argv, submit_opts_t *o) {
         common_logf(stderr, "%s is required\n", miss);
         return COMMON_USAGE;
     }
-    char err[256];
-    if (consumers_kafka_props_check(o->props, err, sizeof(err))) {
-        common_logf(stderr, "%s\n", err);
-        return COMMON_USAGE;
+    if ((rc = consumers_kafka_props_check(o->props, &e))) {
+        common_err_print(stderr, &e);
+        return rc;
     }
-    if (consumers_ticket_check_id("job_id", o->job_id, strlen(o->job_id), err, sizeof(err)) ||
-        consumers_ticket_check_id("tenant", o->tenant, strlen(o->tenant), err, sizeof(err))) {
-        common_logf(stderr, "%s: %s\n", strstr(err, "job_id") ? "--job-id" : "--tenant", err);
-        return COMMON_USAGE;
+    const char *bad =
+        consumers_ticket_check_id("job_id", o->job_id, strlen(o->job_id), &e)   ? "--job-id"
+        : consumers_ticket_check_id("tenant", o->tenant, strlen(o->tenant), &e) ? "--tenant"
+                                                                                : NULL;
+    if (bad) {
+        char line[COMMON_ERR_LINE_MAX];
+        common_logf(stderr, "%s: %s\n", bad, common_err_line(&e, line, sizeof(line)));
+        return e.code;
     }
     return COMMON_OK;
 }
@@ -182,7 +185,7 @@ static int64_t now_ms(void) {
 /* Registers the current schema under <topic>-value (Confluent's TopicNameStrategy, what its
  * serializers and consumers expect) and frames the records with the registry's id. */
 static common_status_t register_schema(const submit_opts_t *o, consumers_codec_t *codec) {
-    char err[512], subject[512];
+    char subject[512];
     if (o->plain) {
         common_logf(stderr, "--schema-registry needs the Confluent framing (drop "
                             "--plain-avro)\n");
@@ -191,14 +194,14 @@ static common_status_t register_schema(const submit_opts_t *o, consumers_codec_t
     consumers_registry_cfg_t rc = {
         .url = o->registry, .ca_file = o->registry_ca, .auth_file = o->registry_auth};
     consumers_registry_t *r;
-    if (consumers_registry_open(&rc, &r, err, sizeof(err))) {
-        common_logf(stderr, "%s\n", err);
-        return COMMON_USAGE;
+    common_err_t e;
+    if (consumers_registry_open(&rc, &r, &e)) {
+        common_err_print(stderr, &e);
+        return e.code;
     }
     snprintf(subject, sizeof(subject), "%s-value", o->topic);
     char *txt = consumers_codec_reader_text(codec);
     int32_t id = -1;
-    common_err_t e;
     common_status_t res = txt ? consumers_registry_register(r, subject, txt, &id, &e)
                               : common_err_set(&e, COMMON_RETRY, "out of memory");
     free(txt);
@@ -216,7 +219,6 @@ static common_status_t register_schema(const submit_opts_t *o, consumers_codec_t
 static common_status_t produce_all(consumers_producer_t *p, consumers_codec_t *codec,
                                    const submit_opts_t *o, long total, long *sent) {
     worker_submit_input_t *in;
-    char err[512];
     common_err_t e;
     *sent = 0;
     if (worker_submit_input_open(o->file, o->text_col, o->id_col, &in, &e)) {
@@ -238,8 +240,9 @@ static common_status_t produce_all(consumers_producer_t *p, consumers_codec_t *c
                                 .has_priority = o->has_priority};
         void *buf;
         size_t len;
-        if (consumers_codec_encode(codec, &t, !o->plain, &buf, &len, err, sizeof(err))) {
-            common_logf(stderr, "line %ld: %s\n", r.line, err);
+        if (consumers_codec_encode(codec, &t, !o->plain, &buf, &len, &e)) {
+            char line[COMMON_ERR_LINE_MAX];
+            common_logf(stderr, "line %ld: %s\n", r.line, common_err_line(&e, line, sizeof(line)));
             rc = COMMON_FATAL;
             break;
         }
@@ -307,7 +310,7 @@ common_status_t worker_cmd_submit(int argc, char **argv) {
     }
 
     worker_submit_count_t cnt;
-    char err[512];
+    char line[COMMON_ERR_LINE_MAX];
     if ((rc = worker_submit_input_count(o.file, o.text_col, o.id_col, &cnt, &e))) {
         common_err_print(stderr, &e);
         return rc;
@@ -315,15 +318,15 @@ common_status_t worker_cmd_submit(int argc, char **argv) {
     long total = cnt.count;
 
     consumers_codec_t *codec;
-    if (consumers_codec_init(o.schemas, &codec, err, sizeof(err))) {
-        common_logf(stderr, "%s (set --schemas or RECLASS_SCHEMAS)\n", err);
-        return COMMON_FATAL;
+    if ((rc = consumers_codec_init(o.schemas, &codec, &e))) {
+        common_logf(stderr, "%s (set --schemas or RECLASS_SCHEMAS)\n",
+                    common_err_line(&e, line, sizeof(line)));
+        return rc;
     }
-    if (o.plain_schema &&
-        consumers_codec_set_plain_schema(codec, o.plain_schema, err, sizeof(err))) {
-        common_logf(stderr, "--plain-schema: %s\n", err);
+    if (o.plain_schema && (rc = consumers_codec_set_plain_schema(codec, o.plain_schema, &e))) {
+        common_logf(stderr, "--plain-schema: %s\n", common_err_line(&e, line, sizeof(line)));
         consumers_codec_free(codec);
-        return COMMON_USAGE;
+        return rc;
     }
     if (o.registry && (rc = register_schema(&o, codec)) != COMMON_OK) {
         consumers_codec_free(codec);
@@ -348,9 +351,8 @@ common_status_t worker_cmd_submit(int argc, char **argv) {
         if (o.progress) draw_progress(p, total, 0);
     if (o.progress && rc != COMMON_USAGE) draw_progress(p, total, 1);
     const consumers_producer_stats_t st = *consumers_producer_stats(p);
-    int lost =
-        rc == COMMON_OK && !st.failed && consumers_producer_check_retained(p, err, sizeof(err));
-    if (lost) common_logf(stderr, "%s\n", err);
+    int lost = rc == COMMON_OK && !st.failed && consumers_producer_check_retained(p, &e);
+    if (lost) common_err_print(stderr, &e);
     consumers_producer_free(p);
     consumers_codec_free(codec);
     sigaction(SIGINT, &old_int, NULL);

@@ -213,7 +213,11 @@ common_status_t worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **arg
         return common_errf(COMMON_USAGE, err, errlen,
                            "--http-addr '%s': give an IPv4 or IPv6 address (e.g. 0.0.0.0)",
                            cfg->http_addr);
-    if (consumers_kafka_props_check(cfg->kafka_props, err, errlen)) return COMMON_USAGE;
+    common_err_t ke;
+    if (consumers_kafka_props_check(cfg->kafka_props, &ke)) {
+        common_err_line(&ke, err, errlen);
+        return ke.code;
+    }
     long session_ms = consumers_kafka_setting_long(cfg->kafka_props, "session.timeout.ms");
     if (cfg->join_timeout_s > 0 && cfg->join_timeout_s * 1000L < 2 * session_ms)
         return common_errf(COMMON_USAGE, err, errlen,

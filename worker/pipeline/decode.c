@@ -28,10 +28,14 @@ int pl_decoders_open(pl_t *pl, char *err, size_t errlen) {
     /* each decoder reads as the poll thread's codec does: the same files, plain writer and
      * ids (the registry's schemas come through pl_decoders_add_schema) */
     for (int i = 0; i < slots; i++) {
-        if (consumers_codec_init(pl->cfg->schemas, &pp->decoders[i], err, errlen)) return 2;
-        if (pl->cfg->plain_schema &&
-            consumers_codec_set_plain_schema(pp->decoders[i], pl->cfg->plain_schema, err, errlen))
-            return 2;
+        common_err_t e;
+        common_status_t st = consumers_codec_init(pl->cfg->schemas, &pp->decoders[i], &e);
+        if (!st && pl->cfg->plain_schema)
+            st = consumers_codec_set_plain_schema(pp->decoders[i], pl->cfg->plain_schema, &e);
+        if (st) {
+            common_err_line(&e, err, errlen);
+            return st;
+        }
         if (pp->registry) consumers_codec_registry_ids(pp->decoders[i]);
     }
     return 0;
@@ -71,30 +75,32 @@ void pl_decoders_free(pl_t *pl) {
 void pl_decoders_add_schema(pl_t *pl, int32_t id, const char *schema) {
     pl_poll_t *pp = &pl->poll;
     for (int i = 0; i < pl_pool_slots(pl->pool); i++) {
-        char e[512];
+        common_err_t e;
+        char line[COMMON_ERR_LINE_MAX];
         /* the poll thread's codec took this text: only memory can fail here, and then the
          * record is dead-lettered as of an unknown schema, with that reason */
-        if (consumers_codec_add_schema(pp->decoders[i], id, schema, e, sizeof(e)))
-            common_logf(stderr, "schema id %d on decoder %d: %s\n", (int)id, i, e);
+        if (consumers_codec_add_schema(pp->decoders[i], id, schema, &e))
+            common_logf(stderr, "schema id %d on decoder %d: %s\n", (int)id, i,
+                        common_err_line(&e, line, sizeof(line)));
     }
 }
 
-/* Decodes one record into an item; NULL with err for a dead letter. */
-static pl_item_t *make_item(consumers_codec_t *codec, const consumers_record_t *m, char *err,
-                            size_t errlen) {
+/* Decodes one record into an item; NULL with e for a dead letter. */
+static pl_item_t *make_item(consumers_codec_t *codec, const consumers_record_t *m,
+                            common_err_t *e) {
     pl_item_t *it = calloc(1, sizeof(*it));
     if (!it) {
-        snprintf(err, errlen, "out of memory");
+        common_err_set(e, COMMON_FATAL, "out of memory");
         return NULL;
     }
     size_t len;
     const void *value = consumers_record_value(m, &len);
     if (!value || len == 0) {
-        snprintf(err, errlen, "empty record value");
+        common_err_set(e, COMMON_USAGE, "empty record value");
         free(it);
         return NULL;
     }
-    if (consumers_codec_decode(codec, value, len, &it->t, err, errlen)) {
+    if (consumers_codec_decode(codec, value, len, &it->t, e)) {
         free(it);
         return NULL;
     }
@@ -105,7 +111,7 @@ static pl_item_t *make_item(consumers_codec_t *codec, const consumers_record_t *
                       : !it->t.text                           ? "missing text"
                                                               : NULL;
     if (bad) {
-        snprintf(err, errlen, "invalid ticket: %s", bad);
+        common_err_set(e, COMMON_USAGE, "invalid ticket: %s", bad);
         pl_item_free(it);
         return NULL;
     }
@@ -116,7 +122,7 @@ static pl_item_t *make_item(consumers_codec_t *codec, const consumers_record_t *
     it->value = malloc(len);
     it->key = key && key_len ? malloc(key_len) : NULL;
     if (!it->value || (key && key_len && !it->key)) {
-        snprintf(err, errlen, "out of memory");
+        common_err_set(e, COMMON_FATAL, "out of memory");
         pl_item_free(it);
         return NULL;
     }
@@ -161,13 +167,13 @@ static void decode_task(void *ctx, int task, int slot) {
     worker_stage_clock_t clk;
     worker_stage_begin(&clk);
     for (int i = from; i < end; i++)
-        b->items[i] = make_item(pl->poll.decoders[slot], b->rec[i], b->err[i], PL_ERR_LEN);
+        b->items[i] = make_item(pl->poll.decoders[slot], b->rec[i], &b->err[i]);
     worker_stage_end(&clk, WORKER_STAGE_DECODE);
     for (int i = from; i < end; i++) {
         if (!b->items[i] || !tokenize_item(pl, b->items[i], &pl->poll.tok_scratch[slot])) continue;
         pl_item_free(b->items[i]);
         b->items[i] = NULL;
-        snprintf(b->err[i], PL_ERR_LEN, "out of memory tokenizing");
+        common_err_set(&b->err[i], COMMON_FATAL, "out of memory tokenizing");
     }
     worker_stage_end(&clk, WORKER_STAGE_TOKENIZE);
 }

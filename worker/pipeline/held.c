@@ -16,17 +16,22 @@
 #define HELD_BACKOFF_MIN_S 0.25
 #define HELD_BACKOFF_MAX_S 30.0
 
-int pl_held_open(pl_t *pl, char *err, size_t errlen) {
+common_status_t pl_held_open(pl_t *pl, char *err, size_t errlen) {
     const worker_run_cfg_t *cfg = pl->cfg;
-    if (!cfg->schema_registry) return 0;
+    if (!cfg->schema_registry) return COMMON_OK;
     consumers_registry_cfg_t rc = {.url = cfg->schema_registry,
                                    .ca_file = cfg->schema_registry_ca,
                                    .auth_file = cfg->schema_registry_auth};
-    if (consumers_registry_open(&rc, &pl->poll.registry, err, errlen)) return -1;
+    common_err_t e;
+    common_status_t st = consumers_registry_open(&rc, &pl->poll.registry, &e);
+    if (st) {
+        common_err_line(&e, err, errlen);
+        return st;
+    }
     consumers_codec_registry_ids(pl->poll.codec);
     common_logf(stderr, "schema ids from the schema registry %s\n",
                 consumers_registry_url(pl->poll.registry));
-    return 0;
+    return COMMON_OK;
 }
 
 void pl_held_free(pl_t *pl) {
@@ -51,10 +56,11 @@ int pl_schema_check(pl_t *pl, const consumers_record_t *m, char *err, size_t err
     common_status_t rc = consumers_registry_schema(pl->poll.registry, id, &schema, &e);
     if (rc != COMMON_OK) snprintf(err, errlen, "%s", e.message);
     if (rc == COMMON_OK) {
-        char e2[512];
+        char line[COMMON_ERR_LINE_MAX];
         pl_decode_settle(pl); /* the pool's decoders take it while none of them runs */
-        if (consumers_codec_add_schema(pl->poll.codec, id, schema, e2, sizeof(e2)))
-            common_logf(stderr, "schema id %d from the registry: %s\n", (int)id, e2);
+        if (consumers_codec_add_schema(pl->poll.codec, id, schema, &e))
+            common_logf(stderr, "schema id %d from the registry: %s\n", (int)id,
+                        common_err_line(&e, line, sizeof(line)));
         else
             pl_decoders_add_schema(pl, id, schema);
         free(schema);

@@ -23,15 +23,15 @@ static void on_signal(int sig) {
 }
 
 /* The last explicit commit. A rebalance in progress makes the broker refuse it for a moment:
- * keep serving the group (paused, so nothing is fetched) and try again. Returns 0 once
- * committed, 1 when the group still refuses it for a rebalance (every row is stored by then:
- * the partitions' next owner re-reads past the last commit and stores nothing twice, so this
- * is a clean end), -1 when it failed otherwise. */
-static int final_commit(pl_t *pl, char *err, size_t errlen) {
+ * keep serving the group (paused, so nothing is fetched) and try again. COMMON_OK once
+ * committed, COMMON_RETRY when the group still refuses it for a rebalance (every row is stored
+ * by then: the partitions' next owner re-reads past the last commit and stores nothing twice,
+ * so this is a clean end), COMMON_FATAL when it failed otherwise. */
+static common_status_t final_commit(pl_t *pl, common_err_t *e) {
     double until = common_now_s() + PL_FINAL_COMMIT_S;
     for (;;) {
-        int rc = consumers_consumer_commit(pl->poll.consumer, err, errlen);
-        if (rc == 0 || common_now_s() > until) return rc;
+        common_status_t rc = consumers_consumer_commit(pl->poll.consumer, e);
+        if (rc == COMMON_OK || common_now_s() > until) return rc;
         for (int i = 0; i < 10; i++) {
             consumers_record_free(consumers_consumer_poll(pl->poll.consumer, PL_DRAIN_POLL_MS));
         }
@@ -215,13 +215,15 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
         for (int k = 0; k < 2; k++)
             pl->stage_ns0[i][k] = atomic_load(&worker_metrics.stage_ns[i][k]);
     char err[1024] = "";
+    common_err_t ce; /* a consumers/ call's error: its line goes to err */
     int rc = setup_compute(pl, err, sizeof(err));
     if (!rc) rc = pl_telemetry_init(pl, err, sizeof(err));
-    if (!rc && consumers_codec_init(cfg->schemas, &pl->poll.codec, err, sizeof(err))) rc = 2;
+    if (!rc && (rc = consumers_codec_init(cfg->schemas, &pl->poll.codec, &ce)))
+        common_err_line(&ce, err, sizeof(err));
     if (!rc && cfg->plain_schema &&
-        consumers_codec_set_plain_schema(pl->poll.codec, cfg->plain_schema, err, sizeof(err)))
-        rc = 2;
-    if (!rc && pl_held_open(pl, err, sizeof(err))) rc = 2;
+        (rc = consumers_codec_set_plain_schema(pl->poll.codec, cfg->plain_schema, &ce)))
+        common_err_line(&ce, err, sizeof(err));
+    if (!rc) rc = pl_held_open(pl, err, sizeof(err));
     if (!rc) rc = pl_decoders_open(pl, err, sizeof(err));
     if (!rc && consumers_offsets_init(&pl->q.offsets)) {
         snprintf(err, sizeof(err), "out of memory");
@@ -239,7 +241,8 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
                                          .extra = cfg->kafka_props,
                                          .log = stderr};
         consumers_rebalance_t rb = {pl_on_assign, pl_on_revoke, pl};
-        if (consumers_consumer_init(&ccfg, &rb, &pl->poll.consumer, err, sizeof(err))) rc = 2;
+        if ((rc = consumers_consumer_init(&ccfg, &rb, &pl->poll.consumer, &ce)))
+            common_err_line(&ce, err, sizeof(err));
     }
     if (!rc) { /* one class per lane and tenant (worker/pipeline/fair.h) */
         worker_fair_cfg_t fc = {.acc = pl->ses.acc,
@@ -250,9 +253,9 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
         fc.acc.priority_step_ms = cfg->priority_step_ms;
         if (worker_fair_init(&fc, &pl->q.acc, err, sizeof(err))) rc = 2;
     }
-    if (!rc && consumers_dlq_init(cfg->brokers, cfg->dlq_topic, cfg->kafka_props, pl_dlq_done, pl,
-                                  stderr, &pl->poll.dlq, err, sizeof(err)))
-        rc = 2;
+    if (!rc && (rc = consumers_dlq_init(cfg->brokers, cfg->dlq_topic, cfg->kafka_props, pl_dlq_done,
+                                        pl, stderr, &pl->poll.dlq, &ce)))
+        common_err_line(&ce, err, sizeof(err));
     if (rc) {
         common_logf(stderr, "%s\n", err);
         teardown(pl);
@@ -305,14 +308,15 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
         if (pl->sk.writers[i].started) pthread_join(pl->sk.writers[i].th, NULL);
     /* exit codes: README, "Exit codes" */
     rc = pl->q.fatal ? 1 : 0;
-    int fc = pl->q.fatal ? 0 : final_commit(pl, err, sizeof(err));
-    if (fc > 0)
+    common_status_t fc = pl->q.fatal ? COMMON_OK : final_commit(pl, &ce);
+    if (fc) common_err_line(&ce, err, sizeof(err));
+    if (fc == COMMON_RETRY)
         common_logf(
             stderr,
             "%s: the group is rebalancing; every row is stored, so the "
             "partitions' next owner re-reads from the last commit and stores nothing twice\n",
             err);
-    if (fc < 0) {
+    else if (fc) {
         common_logf(stderr, "%s\n", err);
         rc = 1;
     }

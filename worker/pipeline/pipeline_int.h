@@ -101,8 +101,7 @@ typedef struct {
     double sink_s;
 } pl_stats_t;
 
-#define PL_BURST   256 /* records tracked here before they are decoded together on the pool */
-#define PL_ERR_LEN 512 /* a dead letter's reason */
+#define PL_BURST 256 /* records tracked here before they are decoded together on the pool */
 
 /* One burst of records in arrival order: tracked by the poll thread, decoded, validated and
  * tokenized on the pool (decode.c), then queued and dead-lettered by the poll thread in the
@@ -113,7 +112,7 @@ typedef struct {
     int32_t *track;           /* (PL_BURST) its track (consumers/consumer.h) */
     int64_t *polled_ms;       /* (PL_BURST) common_now_ms() when it was polled */
     pl_item_t **items;        /* (PL_BURST) decoded; NULL: a dead letter, err[i] says why */
-    char (*err)[PL_ERR_LEN];  /* (PL_BURST) */
+    common_err_t *err;        /* (PL_BURST) its reclass.error header is common_err_line's */
     int n;
     int running; /* on the pool (job) */
     pl_job_t job;
@@ -235,7 +234,8 @@ void pl_metrics_store_mem(const gpu_mem_stats_t *ms);
 /* worker/pipeline/held.c: writer schemas from a Schema Registry, and the records waiting for
  * one while the registry cannot answer. */
 enum { PL_SCHEMA_READY, PL_SCHEMA_WAIT, PL_SCHEMA_FATAL };
-int pl_held_open(pl_t *pl, char *err, size_t errlen); /* no-op without --schema-registry */
+/* no-op without --schema-registry; else consumers_registry_open's status, err its line */
+common_status_t pl_held_open(pl_t *pl, char *err, size_t errlen);
 void pl_held_free(pl_t *pl);
 /* Whether m can be decoded now (READY: its schema is known, or the registry said it does
  * not exist and the codec will dead-letter it), must WAIT, or the registry refuses us

@@ -93,7 +93,10 @@ static void queue_burst(pl_t *pl, pl_burst_t *b) {
         int ours = b->epoch[i] != 0;
         pl_item_t *it = b->items[i];
         b->items[i] = NULL;
-        if (ours && !it) pl_dead_letter(pl, b->rec[i], NULL, b->err[i], b->epoch[i], b->track[i]);
+        char why[COMMON_ERR_LINE_MAX];
+        if (ours && !it)
+            pl_dead_letter(pl, b->rec[i], NULL, common_err_line(&b->err[i], why, sizeof(why)),
+                           b->epoch[i], b->track[i]);
         consumers_record_free(b->rec[i]);
         if (!ours || !it) {
             pl_item_free(it);
@@ -248,10 +251,12 @@ void pl_poll_loop(pl_t *pl) {
             common_logf(stderr, "signal %d: finishing in-flight work\n", (int)pl_stop_signal);
             break;
         }
-        char e[512];
-        if (consumers_consumer_fatal(pl->poll.consumer, e, sizeof(e)) ||
-            consumers_dlq_fatal(pl->poll.dlq, e, sizeof(e))) {
-            common_logf(stderr, "fatal Kafka error: %s\n", e);
+        common_err_t fe;
+        if (consumers_consumer_fatal(pl->poll.consumer, &fe) ||
+            consumers_dlq_fatal(pl->poll.dlq, &fe)) {
+            char line[COMMON_ERR_LINE_MAX];
+            common_logf(stderr, "fatal Kafka error: %s\n",
+                        common_err_line(&fe, line, sizeof(line)));
             pthread_mutex_lock(&pl->q.mu);
             pl->q.fatal = 1;
             pthread_mutex_unlock(&pl->q.mu);

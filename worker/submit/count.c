@@ -68,9 +68,11 @@ common_status_t worker_submit_input_count(const char *path, const char *text_key
             ++*empty;
             continue;
         }
-        char why[256];
-        if (consumers_ticket_check_id("ticket_id", r.id, strlen(r.id), why, sizeof(why))) {
-            rc = common_err_set(e, COMMON_USAGE, "%s: line %ld: %s", path, r.line, why);
+        common_err_t ie;
+        if ((rc = consumers_ticket_check_id("ticket_id", r.id, strlen(r.id), &ie))) {
+            char why[COMMON_ERR_LINE_MAX];
+            rc = common_err_set(e, rc, "%s: line %ld: %s", path, r.line,
+                                common_err_line(&ie, why, sizeof(why)));
             break;
         }
         if (r.text_len > CONSUMERS_TICKET_MAX_TEXT_BYTES) { /* the worker would dead-letter it */

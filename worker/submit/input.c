@@ -54,11 +54,11 @@ common_status_t worker_submit_input_open(const char *path, const char *text_key,
     if (jsonl) return COMMON_OK;
 
     consumers_csv_row_t h;
-    char cerr[256] = "";
-    if (consumers_csv_init(in->f, &in->csv) ||
-        consumers_csv_next(in->csv, &h, cerr, sizeof(cerr)) != 1) {
-        common_err_set(e, COMMON_USAGE, "%s: no CSV header row%s%s", path, cerr[0] ? ": " : "",
-                       cerr);
+    common_err_t ce = {.message = ""}; /* the reader's reason, when it gave one */
+    if (consumers_csv_init(in->f, &in->csv) || consumers_csv_next(in->csv, &h, &ce) != COMMON_OK) {
+        char why[COMMON_ERR_LINE_MAX];
+        common_err_set(e, COMMON_USAGE, "%s: no CSV header row%s%s", path,
+                       ce.message[0] ? ": " : "", common_err_line(&ce, why, sizeof(why)));
         goto fail;
     }
     in->text_col = consumers_csv_column(&h, text_key);
@@ -84,10 +84,13 @@ fail:
 static common_status_t next_csv(worker_submit_input_t *in, worker_submit_rec_t *rec,
                                 common_err_t *e) {
     consumers_csv_row_t row;
-    char cerr[256];
-    int rc = consumers_csv_next(in->csv, &row, cerr, sizeof(cerr));
-    if (rc == 0) return COMMON_DONE;
-    if (rc < 0) return common_err_set(e, COMMON_USAGE, "%s: %s", in->path, cerr);
+    common_err_t ce;
+    common_status_t rc = consumers_csv_next(in->csv, &row, &ce);
+    if (rc == COMMON_DONE) return COMMON_DONE;
+    if (rc) {
+        char why[COMMON_ERR_LINE_MAX];
+        return common_err_set(e, rc, "%s: %s", in->path, common_err_line(&ce, why, sizeof(why)));
+    }
     in->recno++;
     size_t need = (size_t)(in->text_col > in->id_col ? in->text_col : in->id_col) + 1;
     if (row.n < need)
