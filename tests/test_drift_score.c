@@ -30,11 +30,11 @@ static PGconn *conn;
 
 static int setup(void **state) {
     (void)state;
-    char err[1024];
+    common_err_t e;
     int applied = 0;
-    if (sink_migrate_ex(db_url, RECLASS_SOURCE_DIR "/migrations", NULL, &applied, err,
-                        sizeof(err))) {
-        fprintf(stderr, "migrate: %s\n", err);
+    if (sink_migrate_ex(db_url, RECLASS_SOURCE_DIR "/migrations", NULL, &applied, &e) !=
+        COMMON_OK) {
+        common_err_print(stderr, &e);
         return -1;
     }
     conn = PQconnectdb(db_url);
