@@ -45,9 +45,15 @@ int common_err_retriable(const common_err_t *e) {
     return e && common_status_retriable(e->code);
 }
 
+const char *common_err_line(const common_err_t *e, char *buf, size_t len) {
+    snprintf(buf, len, "%s%s%s%s%s%s", e->message, e->detail[0] ? " (" : "", e->detail,
+             e->detail[0] ? ")" : "", e->hint[0] ? "; " : "", e->hint);
+    return buf;
+}
+
 void common_err_print(FILE *f, const common_err_t *e) {
-    common_logf(f, "%s%s%s%s%s%s\n", e->message, e->detail[0] ? " (" : "", e->detail,
-                e->detail[0] ? ")" : "", e->hint[0] ? "; " : "", e->hint);
+    char line[800];
+    common_logf(f, "%s\n", common_err_line(e, line, sizeof line));
 }
 
 /* set before any thread starts and only read after: no lock */

@@ -11,6 +11,10 @@
 
 #include "common/status.h"
 
+#ifdef __cplusplus
+extern "C" { /* the CUDA files fill it too */
+#endif
+
 typedef struct {
     common_status_t code;
     char message[256]; /* one line, no prefix: the CLI adds "reclass <cmd>: " */
@@ -46,5 +50,13 @@ void common_log_prefix(const char *prefix);
 /* Writes e as one line for the user, "message (detail); hint" with the parts that are set,
  * to f as common_logf does (after the command's prefix): how the CLI prints an error. */
 void common_err_print(FILE *f, const common_err_t *e);
+
+/* e as that one line ("message (detail); hint") into buf, for a caller that keeps text (a log
+ * line, a dead-letter header); returns buf. */
+const char *common_err_line(const common_err_t *e, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
