@@ -74,7 +74,10 @@ typedef struct {
 
 typedef struct {
     const char *name;
-    /* The model stays owned by the caller and must outlive the instance. */
+    /* The model stays owned by the caller and must outlive the instance. COMMON_OK, or with
+     * err set: COMMON_USAGE options it refuses (a precision, a capacity, an op it lacks),
+     * COMMON_FATAL the device or memory failed (out of device memory: the hint says what to
+     * lower). */
     common_status_t (*init)(const gpu_model_t *model, const gpu_backend_opts_t *opts,
                             gpu_backend_t **out, common_err_t *err);
     /* logits: (n_seqs, num_labels) fp32, host memory. forward, submit and collect answer

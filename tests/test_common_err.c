@@ -61,6 +61,23 @@ static void test_err_set_and_print(void **state) {
     assert_false(common_err_retriable(NULL));
 }
 
+/* The one line a caller keeps as text is the line common_err_print writes. */
+static void test_err_line(void **state) {
+    (void)state;
+    common_err_t e;
+    char line[128];
+    common_err_set(&e, COMMON_FATAL, "CUDA arena allocation failed");
+    assert_string_equal(common_err_line(&e, line, sizeof line), "CUDA arena allocation failed");
+    common_err_hint(&e, "lower --token-budget");
+    assert_string_equal(common_err_line(&e, line, sizeof line),
+                        "CUDA arena allocation failed; lower --token-budget");
+    common_err_detail(&e, "out of memory");
+    assert_string_equal(common_err_line(&e, line, sizeof line),
+                        "CUDA arena allocation failed (out of memory); lower --token-budget");
+    char small[8];
+    assert_string_equal(common_err_line(&e, small, sizeof small), "CUDA ar"); /* truncated */
+}
+
 static void test_logf_quiet_without_file(void **state) {
     (void)state;
     common_logf(NULL, "never %s\n", "printed"); /* no FILE: nothing, no crash */
@@ -80,6 +97,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exit_of_every_status),
         cmocka_unit_test(test_err_set_and_print),
+        cmocka_unit_test(test_err_line),
         cmocka_unit_test(test_logf_quiet_without_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

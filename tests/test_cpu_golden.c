@@ -288,22 +288,27 @@ static void test_refusals(void **state) {
     int32_t cu3[] = {0, 3, 7, 9};
     gpu_batch_t b3 = {.ids = ids, .cu_seqlens = cu3, .n_seqs = 3, .n_tokens = 9, .max_len = 4};
     err.message[0] = 0;
-    assert_int_not_equal(ops->forward(be, &b3, lg, &err), 0);
+    assert_int_equal(ops->forward(be, &b3, lg, &err), COMMON_USAGE);
+    assert_int_equal(err.code, COMMON_USAGE);
     assert_non_null(strstr(err.message, "capacity"));
     int32_t cu_long[] = {0, 20};
     gpu_batch_t bl = {
         .ids = ids, .cu_seqlens = cu_long, .n_seqs = 1, .n_tokens = 20, .max_len = 20};
     err.message[0] = 0;
-    assert_int_not_equal(ops->forward(be, &bl, lg, &err), 0);
+    assert_int_equal(ops->forward(be, &bl, lg, &err), COMMON_USAGE);
     assert_non_null(strstr(err.message, "budget"));
     ids[1] = 999999;
     err.message[0] = 0;
-    assert_int_not_equal(ops->forward(be, &b, lg, &err), 0);
+    assert_int_equal(ops->forward(be, &b, lg, &err), COMMON_USAGE);
     assert_non_null(strstr(err.message, "vocabulary"));
     ops->free(be);
+    /* options the backend refuses are the caller's to fix: a usage error, as the CLI exits */
     gpu_backend_opts_t bad = {.token_budget = 64, .precision = "fp16"};
-    assert_int_not_equal(ops->init(model, &bad, &be, &err), 0);
+    assert_int_equal(ops->init(model, &bad, &be, &err), COMMON_USAGE);
     assert_non_null(strstr(err.message, "fp32"));
+    gpu_backend_opts_t many = {.token_budget = 64, .threads = 100000};
+    assert_int_equal(ops->init(model, &many, &be, &err), COMMON_USAGE);
+    assert_non_null(strstr(err.message, "threads"));
 }
 
 /* A random model of a named geometry runs and is deterministic in its seed. */

@@ -158,14 +158,15 @@ int main(void) {
     CHECK(q.weights_bytes == p.weights_bytes && q.arena_bytes > p.arena_bytes,
           "arena must grow with the budget, weights not");
     o.token_budget = 0;
-    CHECK(gpu_backend_plan_memory("cuda", &base, &o, &q, &err) != 0 &&
+    CHECK(gpu_backend_plan_memory("cuda", &base, &o, &q, &err) == COMMON_USAGE &&
               strstr(err.message, "budget"),
           "zero budget accepted");
     o.token_budget = 1024, o.precision = "fp32";
-    CHECK(gpu_backend_plan_memory("cuda", &base, &o, &q, &err) != 0 && strstr(err.message, "fp16"),
+    CHECK(gpu_backend_plan_memory("cuda", &base, &o, &q, &err) == COMMON_USAGE &&
+              strstr(err.message, "fp16"),
           "fp32 accepted");
     o.precision = "fp16", o.max_len = 513;
-    CHECK(gpu_backend_plan_memory("cuda", &base, &o, &q, &err) != 0,
+    CHECK(gpu_backend_plan_memory("cuda", &base, &o, &q, &err) == COMMON_USAGE,
           "max_len above positions accepted");
 
     /* The command prints the same total on its last (JSON) line. */

@@ -82,9 +82,10 @@ static void expect_refused(const char *dir, const char *file, const char *what) 
     char p[512];
     common_err_t err;
     gpu_model_t *m = (gpu_model_t *)1;
-    int rc = gpu_model_load(dir, &m, &err);
+    common_status_t rc = gpu_model_load(dir, &m, &err);
     printf("  %-22s -> %s\n", file, err.message);
-    assert_int_not_equal(rc, 0);
+    assert_int_equal(rc, COMMON_USAGE); /* a bad checkpoint is the user's input to fix */
+    assert_int_equal(err.code, COMMON_USAGE);
     assert_null(m);
     path_of(p, sizeof p, dir, file);
     assert_non_null(strstr(err.message, p));

@@ -88,7 +88,7 @@ void gpu_cpu_project(const cpu_proj_t *p, const float *x, int ldx, int n, gpu_cp
 
 /* Builds the graph of be->m at be->prec (unless be->g is given), checks the backend runs every op,
  * lays out the arena, prepares every projection's weights (fp8 rounding, packing) and runs the
- * prelude (cpu_weights.c). 0, or -1 with err. */
+ * prelude (cpu_weights.c). COMMON_OK, or err's code. */
 common_status_t gpu_cpu_graph_setup(gpu_backend_t *be, common_err_t *err);
 void gpu_cpu_graph_free(gpu_backend_t *be);
 /* The table's supports_op: every op at fp32 and bf16, the linear op at fp8 too. */

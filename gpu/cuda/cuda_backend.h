@@ -35,7 +35,7 @@ double gpu_cuda_layer_gemm_ceiling(int device, int m, int hidden, int intermedia
 /* The backend's device memory for a model of config cfg, without a device or weights: the
  * graph built, every op checked against the CUDA launchers (err names the first one
  * missing), the one allocation laid out (gpu/cuda/layout.c, defined in every build). max_len
- * 0: cfg's max_pos. 0, or -1 with err. */
+ * 0: cfg's max_pos. COMMON_OK, or err's code. */
 common_status_t gpu_cuda_graph_plan(const gpu_model_config_t *cfg, const char *precision,
                                     int token_budget, int max_seqs, int max_len,
                                     size_t *weights_bytes, size_t *total_bytes, common_err_t *err);

@@ -55,7 +55,7 @@ typedef struct {
 } cuda_gemm_t;
 
 enum { CUDA_GEMM_FP16 = 0, CUDA_GEMM_BF16 = 1, CUDA_GEMM_FP32 = 2 };
-// type: CUDA_GEMM_FP16 / BF16 / FP32 for A, B, C, D and the bias. Returns 0 or -1 (err set).
+// type: CUDA_GEMM_FP16 / BF16 / FP32 for A, B, C, D and the bias. COMMON_OK, or err's code.
 common_status_t cuda_gemm_init(cuda_gemm_t *g, int type, void *workspace, size_t workspace_bytes,
                                common_err_t *err);
 void cuda_gemm_free(cuda_gemm_t *g);
@@ -63,7 +63,7 @@ void cuda_gemm_free(cuda_gemm_t *g);
 // 64 for m <= 64, then quarter octaves (80, 96, 112, 128, 160, ...).
 int cuda_gemm_bucket(int m);
 // Y (M, N) = X (M, K) W (N, K)^T [+ bias (N)] [then GELU] [+ R (M, N)]: with res non-NULL the
-// residual is added in the epilogue (beta = 1; res may be y itself). Returns 0 or -1.
+// residual is added in the epilogue (beta = 1; res may be y itself). COMMON_OK, or err's code.
 common_status_t cuda_gemm_run(cuda_gemm_t *g, const void *w, const void *x, void *y,
                               const void *bias, const void *res, int m, int n, int k, int epi,
                               cudaStream_t st, common_err_t *err);

@@ -36,7 +36,7 @@ typedef struct cuda_graph : cg_layout_t {
 
 // Uploads the weights (converted, FP8 weights quantized as gpu/model/fp8.h does), the zero
 // row and the relative-row table into dev (total_bytes), sets up the GEMM handles on the
-// workspace slice and runs the prelude. 0, or -1 with err.
+// workspace slice and runs the prelude. COMMON_OK, or err's code.
 common_status_t cuda_graph_setup(cuda_graph_t *cg, char *dev, cudaStream_t st, int sms,
                                  common_err_t *err);
 // Runs batch op i (and the op after it where the two run fused: a bf16 residual projection

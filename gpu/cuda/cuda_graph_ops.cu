@@ -14,9 +14,8 @@
     do {                                                                                           \
         cudaError_t e_ = (call);                                                                   \
         if (e_ != cudaSuccess) {                                                                   \
-            common_err_set(err, COMMON_FATAL, "CUDA error in %s (%s): %s", op->name, #call,        \
-                           cudaGetErrorString(e_));                                                \
-            return -1;                                                                             \
+            return common_err_set(err, COMMON_FATAL, "CUDA error in %s (%s): %s", op->name, #call, \
+                                  cudaGetErrorString(e_));                                         \
         }                                                                                          \
     } while (0)
 

@@ -262,7 +262,7 @@ common_status_t cuda_graph_plan(const gpu_model_config_t *cfg, gpu_precision_t p
         cg_layout_free(cg);
         gpu_graph_free(*g);
         *g = NULL;
-        return COMMON_FATAL;
+        return err->code;
     }
     return COMMON_OK;
 }

@@ -117,8 +117,8 @@ typedef struct {
 } gpu_model_t;
 
 /* Loads a checkpoint of one of the supported architectures (gpu_model_architectures). On failure
- * returns non-zero, *out is NULL, and err holds one line naming the file and what is wrong (CLI
- * exits 2). */
+ * *out is NULL and err holds one line naming the file and what is wrong: COMMON_USAGE (the CLI
+ * exits 2), or COMMON_FATAL out of memory. */
 common_status_t gpu_model_load(const char *dir, gpu_model_t **out, common_err_t *err);
 
 /* config.json's parser, on its text (len bytes; name stands for the file in err), with the

@@ -39,7 +39,7 @@ common_status_t gpu_model_cfg_bool(json_t *root, const char *path, const char *k
 
 /* ---- checkpoint tensors (model_tensors.c) ---- */
 
-/* name (or alias) of shape (d0) or (d0, d1) into dst; 0 or -1 with err. */
+/* name (or alias) of shape (d0) or (d0, d1) into dst; COMMON_OK, or COMMON_USAGE with err. */
 common_status_t gpu_model_load_tensor(const gpu_st_file_t *f, const char *name, const char *alias,
                                       float *dst, int64_t d0, int64_t d1, common_err_t *err);
 /* name into dst as above when the tensor is there, else dst (d0 x max(d1, 1)) = fill. */

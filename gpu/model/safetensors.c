@@ -181,10 +181,10 @@ static common_status_t parse_header(gpu_st_file_t *f, const char *hdr, size_t hl
     size_t cap = json_object_size(root);
     f->t = calloc(cap ? cap : 1, sizeof *f->t);
     gpu_st_tensor_t **order = calloc(cap ? cap : 1, sizeof *order);
-    int rc = 0;
+    common_status_t rc = COMMON_OK;
     if (!f->t || !order) {
         common_err_set(err, COMMON_FATAL, "%s: out of memory reading the header", f->path);
-        rc = -1;
+        rc = err->code;
         goto out;
     }
     const char *key;
@@ -193,13 +193,13 @@ static common_status_t parse_header(gpu_st_file_t *f, const char *hdr, size_t hl
         if (strcmp(key, "__metadata__") == 0) continue;
         gpu_st_tensor_t *t = &f->t[f->n];
         if (parse_entry(f->path, key, val, t, f->data_len, err) != 0) {
-            rc = -1;
+            rc = err->code;
             goto out;
         }
         t->name = strdup(key);
         if (!t->name) {
             common_err_set(err, COMMON_FATAL, "%s: out of memory reading the header", f->path);
-            rc = -1;
+            rc = err->code;
             goto out;
         }
         order[f->n] = t;
@@ -213,7 +213,7 @@ static common_status_t parse_header(gpu_st_file_t *f, const char *hdr, size_t hl
             common_err_set(err, COMMON_USAGE,
                            "%s: tensors '%s' and '%s' overlap in the data section", f->path,
                            a->name, b->name);
-            rc = -1;
+            rc = err->code;
             goto out;
         }
     }
@@ -280,7 +280,7 @@ common_status_t gpu_st_open(const char *path, gpu_st_file_t **out, common_err_t 
     f->mapped = 1;
     if (st_index(f, err) != 0) {
         gpu_st_close(f);
-        return COMMON_USAGE;
+        return err->code;
     }
     *out = f;
     return COMMON_OK;
@@ -305,7 +305,7 @@ common_status_t gpu_st_open_mem(const void *buf, size_t len, const char *name, g
     }
     if (st_index(f, err) != 0) {
         gpu_st_close(f);
-        return COMMON_USAGE;
+        return err->code;
     }
     *out = f;
     return COMMON_OK;

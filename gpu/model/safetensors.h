@@ -40,8 +40,8 @@ typedef struct {
 
 typedef struct gpu_st_file gpu_st_file_t; /* opaque */
 
-/* Maps and validates path. On failure returns non-zero, *out is NULL and err holds one line
- * that starts with the path and says what is wrong. */
+/* Maps and validates path. On failure *out is NULL and err holds one line that starts with
+ * the path and says what is wrong (COMMON_USAGE; COMMON_FATAL out of memory). */
 common_status_t gpu_st_open(const char *path, gpu_st_file_t **out, common_err_t *err);
 
 /* gpu_st_open on a file's len bytes already in memory at buf, which must stay unchanged until

@@ -41,8 +41,8 @@ typedef struct {
 
 /* Starts backend `backend` ("cpu", "cuda") on model (which must outlive the engine) with
  * opts (the backend settles what opts leave at 0; e->props says what it settled). Returns
- * COMMON_OK, COMMON_FATAL (the backend did not start) or COMMON_USAGE (unknown backend, or a
- * precision it does not run), with err set. Worker code opens engines through
+ * COMMON_OK, or the backend's init's status (COMMON_USAGE unknown backend or options it
+ * refuses, COMMON_FATAL it did not start), with err set. Worker code opens engines through
  * worker/classify/session.h, which decides the options first. */
 common_status_t cls_engine_open(cls_engine_t *e, const gpu_model_t *model, const char *backend,
                                 const gpu_backend_opts_t *opts, common_err_t *err);
