@@ -187,10 +187,11 @@ common_status_t gpu_model_load(const char *dir, gpu_model_t **out, common_err_t 
         char *bin = path_join(dir, "pytorch_model.bin");
         int has_bin = bin && access(bin, F_OK) == 0;
         free(bin);
-        rc = common_err_set(err, COMMON_USAGE, "%s: missing%s", st_path,
-                            has_bin ? " (only pytorch_model.bin is there: save the model with "
-                                      "safe_serialization=True)"
-                                    : "");
+        rc = common_err_set(err, COMMON_USAGE, "%s: missing", st_path);
+        if (has_bin) {
+            common_err_detail(err, "only pytorch_model.bin is there");
+            common_err_hint(err, "save the model with safe_serialization=True");
+        }
         goto out;
     }
     if ((rc = gpu_st_open(st_path, &st, err)) != COMMON_OK) goto out;

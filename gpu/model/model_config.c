@@ -132,8 +132,8 @@ static int config_family(json_t *root, const char *path, common_err_t *err) {
     const char *first = json_is_array(arch) && json_is_string(json_array_get(arch, 0))
                             ? json_string_value(json_array_get(arch, 0))
                             : "(none)";
-    common_err_set(err, COMMON_USAGE, "%s: unsupported architecture '%s' (supported: %s)", path,
-                   first, gpu_model_architectures());
+    common_err_set(err, COMMON_USAGE, "%s: unsupported architecture '%s'", path, first);
+    common_err_detail(err, "supported: %s", gpu_model_architectures()); /* longer than a line */
     return -1;
 }
 
