@@ -341,7 +341,7 @@ static void test_cuda_graph(void **state) {
         gpu_model_t *m = load(models[i]);
         size_t w = 0, total = 0;
         int rc = gpu_cuda_graph_plan(&m->cfg, "fp16", 8192, 0, 0, &w, &total, &err);
-        printf("  %s on cuda: %s\n", models[i], rc ? err : "every op has a launcher");
+        printf("  %s on cuda: %s\n", models[i], rc ? err.message : "every op has a launcher");
         assert_int_equal(rc, 0);
         if (gpu_cuda_device_count() == 0) {
             gpu_backend_opts_t o = {.token_budget = 8192, .precision = "fp16"};

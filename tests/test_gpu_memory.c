@@ -167,7 +167,7 @@ int main(int argc, char **argv) {
     big.ids = ids2;
     int rc = ops->forward(be, &big, logits, &err);
     CHECK(rc != 0, "a batch of %d tokens over budget %d was accepted", big.n_tokens, budget);
-    printf("over-budget batch refused: %s\n", rc ? err : "(accepted!)");
+    printf("over-budget batch refused: %s\n", rc ? err.message : "(accepted!)");
     CHECK(gpu_cuda_backend_try_alloc(be, 4096) != 0, "allocation after init succeeded");
     ops->mem_stats(be, &st1);
     CHECK(st1.allocations_after_init == 1, "refused allocation not counted (%ld)",
