@@ -11,6 +11,10 @@
 
 #include "common/status.h"
 
+#ifdef __cplusplus
+extern "C" { /* the CUDA files fill it too */
+#endif
+
 typedef struct {
     common_status_t code;
     char message[256]; /* one line, no prefix: the CLI adds "reclass <cmd>: " */
@@ -54,5 +58,9 @@ const char *common_err_line(const common_err_t *e, char *buf, size_t len);
 /* Writes common_err_line's line to f as common_logf does (after the command's prefix): how the
  * CLI prints an error. */
 void common_err_print(FILE *f, const common_err_t *e);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

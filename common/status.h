@@ -4,6 +4,10 @@
 #ifndef RECLASS_COMMON_STATUS_H
 #define RECLASS_COMMON_STATUS_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum {
     COMMON_OK = 0,      /* done, or go on */
     COMMON_FATAL = 1,   /* a runtime failure: the message says what failed (exit 1) */
@@ -26,5 +30,9 @@ int common_status_exit(common_status_t st);
 
 /* Whether asking again later can succeed (a broker or database away). */
 int common_status_retriable(common_status_t st);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -12,19 +12,19 @@ extern const gpu_backend_ops_t gpu_cpu_backend_ops;
 extern const gpu_backend_ops_t gpu_cuda_backend_ops;
 #endif
 
-const gpu_backend_ops_t *gpu_backend_find(const char *name, char *err, size_t errlen) {
+const gpu_backend_ops_t *gpu_backend_find(const char *name, common_err_t *err) {
     if (!name || strcmp(name, "cpu") == 0) return &gpu_cpu_backend_ops;
     if (strcmp(name, "cuda") == 0) {
 #ifdef RECLASS_HAVE_CUDA
         return &gpu_cuda_backend_ops;
 #else
-        snprintf(err, errlen,
-                 "backend 'cuda' is not built into this binary (nvcc was not found "
-                 "at build time): use --backend cpu");
+        common_err_set(err, COMMON_USAGE,
+                       "backend 'cuda' is not built into this binary (nvcc was not found "
+                       "at build time): use --backend cpu");
         return NULL;
 #endif
     }
-    snprintf(err, errlen, "unknown backend '%s': use cpu or cuda", name);
+    common_err_set(err, COMMON_USAGE, "unknown backend '%s': use cpu or cuda", name);
     return NULL;
 }
 
@@ -33,29 +33,30 @@ int gpu_backend_max_seqs(int token_budget, int max_seqs) {
     return token_budget / 2 > 0 ? token_budget / 2 : 1;
 }
 
-int gpu_backend_settle(const gpu_model_config_t *cfg, const gpu_backend_opts_t *opts,
-                       int *token_budget, int *max_len, int *max_seqs, char *err, size_t errlen) {
+common_status_t gpu_backend_settle(const gpu_model_config_t *cfg, const gpu_backend_opts_t *opts,
+                                   int *token_budget, int *max_len, int *max_seqs,
+                                   common_err_t *err) {
     if (opts->token_budget <= 0)
-        return common_errf(-1, err, errlen, "token budget must be positive (got %d)",
-                           opts->token_budget);
+        return common_err_set(err, COMMON_USAGE, "token budget must be positive (got %d)",
+                              opts->token_budget);
     if (opts->max_len < 0 || opts->max_len > cfg->max_pos)
-        return common_errf(-1, err, errlen,
-                           "max length %d is outside 1..%d (the model's positions)", opts->max_len,
-                           cfg->max_pos);
+        return common_err_set(err, COMMON_USAGE,
+                              "max length %d is outside 1..%d (the model's positions)",
+                              opts->max_len, cfg->max_pos);
     if (opts->max_seqs < 0)
-        return common_errf(-1, err, errlen, "max sequences must not be negative (got %d)",
-                           opts->max_seqs);
+        return common_err_set(err, COMMON_USAGE, "max sequences must not be negative (got %d)",
+                              opts->max_seqs);
     if (cfg->hidden <= 0 || cfg->heads <= 0 || cfg->hidden % cfg->heads != 0 || cfg->layers <= 0 ||
         cfg->intermediate <= 0 || cfg->num_labels <= 0 || cfg->vocab_size <= 0 ||
         cfg->emb_size <= 0 || cfg->emb_size > cfg->hidden)
-        return common_errf(-1, err, errlen,
-                           "model geometry is inconsistent (hidden %d, heads %d, layers %d, "
-                           "embedding %d)",
-                           cfg->hidden, cfg->heads, cfg->layers, cfg->emb_size);
+        return common_err_set(err, COMMON_USAGE,
+                              "model geometry is inconsistent (hidden %d, heads %d, layers %d, "
+                              "embedding %d)",
+                              cfg->hidden, cfg->heads, cfg->layers, cfg->emb_size);
     *token_budget = opts->token_budget;
     *max_len = opts->max_len > 0 ? opts->max_len : cfg->max_pos;
     *max_seqs = gpu_backend_max_seqs(opts->token_budget, opts->max_seqs);
-    return 0;
+    return COMMON_OK;
 }
 
 const char *gpu_backend_precision(const gpu_backend_ops_t *ops, const char *precision) {
@@ -71,26 +72,28 @@ static int weight_group(const char *name) {
     return strncmp(name, "head.", 5) == 0 ? 2 : 0;
 }
 
-int gpu_backend_plan_memory(const char *name, const gpu_model_config_t *cfg,
-                            const gpu_backend_opts_t *opts, gpu_mem_plan_t *plan, char *err,
-                            size_t errlen) {
+common_status_t gpu_backend_plan_memory(const char *name, const gpu_model_config_t *cfg,
+                                        const gpu_backend_opts_t *opts, gpu_mem_plan_t *plan,
+                                        common_err_t *err) {
     memset(plan, 0, sizeof(*plan));
     if (!name || strcmp(name, "cuda") != 0)
-        return common_errf(-1, err, errlen,
-                           "backend '%s' plans no device memory: plan-memory is for cuda",
-                           name ? name : "cpu");
+        return common_err_set(err, COMMON_USAGE,
+                              "backend '%s' plans no device memory: plan-memory is for cuda",
+                              name ? name : "cpu");
     const char *precision = opts->precision ? opts->precision : "fp16"; /* cuda's default */
     gpu_precision_t prec;
     if (gpu_precision_parse(precision, &prec) != 0 || prec == GPU_PREC_FP32)
-        return common_errf(-1, err, errlen,
-                           "precision '%s' is not supported by the cuda backend: use fp16, bf16 "
-                           "or fp8",
-                           precision);
+        return common_err_set(err, COMMON_USAGE,
+                              "precision '%s' is not supported by the cuda backend: use fp16, bf16 "
+                              "or fp8",
+                              precision);
     int budget, max_len, max_seqs;
-    if (gpu_backend_settle(cfg, opts, &budget, &max_len, &max_seqs, err, errlen) != 0) return -1;
+    common_status_t st = gpu_backend_settle(cfg, opts, &budget, &max_len, &max_seqs, err);
+    if (st != COMMON_OK) return st;
     gpu_graph_t *g;
     cg_layout_t L;
-    if (cuda_graph_plan(cfg, prec, budget, max_seqs, max_len, &g, &L, err, errlen) != 0) return -1;
+    st = cuda_graph_plan(cfg, prec, budget, max_seqs, max_len, &g, &L, err);
+    if (st != COMMON_OK) return st;
     /* The one allocation as the backend lays it out (gpu/cuda/layout.h), in parts. */
     size_t wb[3] = {0}, consts = 0, logits = 0;
     for (int t = 0; t < g->n_tensors; t++) {
@@ -125,7 +128,7 @@ int gpu_backend_plan_memory(const char *name, const gpu_model_config_t *cfg,
     plan->total_bytes = L.total_bytes;
     cg_layout_free(&L);
     gpu_graph_free(g);
-    return 0;
+    return COMMON_OK;
 }
 
 #ifndef RECLASS_HAVE_CUDA
@@ -134,50 +137,52 @@ const char *gpu_backend_cuda_versions(void) {
 }
 #endif
 
-int gpu_batch_check(const gpu_batch_t *batch, const gpu_model_config_t *cfg,
-                    const gpu_backend_opts_t *opts, char *err, size_t errlen) {
+common_status_t gpu_batch_check(const gpu_batch_t *batch, const gpu_model_config_t *cfg,
+                                const gpu_backend_opts_t *opts, common_err_t *err) {
     int max_len = opts->max_len > 0 ? opts->max_len : cfg->max_pos;
     if (batch->n_seqs <= 0 || batch->n_tokens <= 0) {
-        return common_errf(-1, err, errlen, "empty batch");
+        return common_err_set(err, COMMON_USAGE, "empty batch");
     }
     if (batch->n_tokens > opts->token_budget) {
-        return common_errf(-1, err, errlen, "batch of %d tokens exceeds the token budget %d",
-                           batch->n_tokens, opts->token_budget);
+        return common_err_set(err, COMMON_USAGE, "batch of %d tokens exceeds the token budget %d",
+                              batch->n_tokens, opts->token_budget);
     }
     int max_seqs = gpu_backend_max_seqs(opts->token_budget, opts->max_seqs);
     if (batch->n_seqs > max_seqs) {
-        return common_errf(-1, err, errlen, "batch of %d sequences exceeds capacity %d",
-                           batch->n_seqs, max_seqs);
+        return common_err_set(err, COMMON_USAGE, "batch of %d sequences exceeds capacity %d",
+                              batch->n_seqs, max_seqs);
     }
     if (batch->cu_seqlens[0] != 0 || batch->cu_seqlens[batch->n_seqs] != batch->n_tokens) {
-        return common_errf(-1, err, errlen, "cu_seqlens do not span the batch's %d tokens",
-                           batch->n_tokens);
+        return common_err_set(err, COMMON_USAGE, "cu_seqlens do not span the batch's %d tokens",
+                              batch->n_tokens);
     }
     int longest = 0;
     for (int s = 0; s < batch->n_seqs; s++) {
         int len = batch->cu_seqlens[s + 1] - batch->cu_seqlens[s];
         if (len <= 0 || len > max_len) {
-            return common_errf(-1, err, errlen, "sequence %d has length %d (allowed 1..%d)", s, len,
-                               max_len);
+            return common_err_set(err, COMMON_USAGE, "sequence %d has length %d (allowed 1..%d)", s,
+                                  len, max_len);
         }
         if (len > longest) longest = len;
     }
     if (longest != batch->max_len) {
-        return common_errf(-1, err, errlen, "batch max_len %d but longest sequence is %d",
-                           batch->max_len, longest);
+        return common_err_set(err, COMMON_USAGE, "batch max_len %d but longest sequence is %d",
+                              batch->max_len, longest);
     }
     for (int t = 0; t < batch->n_tokens; t++) {
         if (batch->ids[t] < 0 || batch->ids[t] >= cfg->vocab_size) {
-            return common_errf(-1, err, errlen, "token %d has id %d outside the vocabulary (0..%d)",
-                               t, batch->ids[t], cfg->vocab_size - 1);
+            return common_err_set(err, COMMON_USAGE,
+                                  "token %d has id %d outside the vocabulary (0..%d)", t,
+                                  batch->ids[t], cfg->vocab_size - 1);
         }
     }
-    return 0;
+    return COMMON_OK;
 }
 
-int gpu_flight_slot(const gpu_flight_t *f, char *err, size_t errlen) {
+int gpu_flight_slot(const gpu_flight_t *f, common_err_t *err) {
     if (f->n == 2) {
-        return common_errf(-1, err, errlen, "a second batch is in flight: collect it first");
+        common_err_set(err, COMMON_BUG, "a second batch is in flight: collect it first");
+        return -1;
     }
     return (f->head + f->n) % 2;
 }
@@ -187,9 +192,10 @@ void gpu_flight_push(gpu_flight_t *f, int slot, int n_seqs) {
     f->n++;
 }
 
-int gpu_flight_pop(gpu_flight_t *f, int *n_seqs, char *err, size_t errlen) {
+int gpu_flight_pop(gpu_flight_t *f, int *n_seqs, common_err_t *err) {
     if (f->n == 0) {
-        return common_errf(-1, err, errlen, "no batch in flight to collect");
+        common_err_set(err, COMMON_BUG, "no batch in flight to collect");
+        return -1;
     }
     int slot = f->head;
     f->head = (slot + 1) % 2;
@@ -198,9 +204,9 @@ int gpu_flight_pop(gpu_flight_t *f, int *n_seqs, char *err, size_t errlen) {
     return slot;
 }
 
-int gpu_flight_idle(const gpu_flight_t *f, char *err, size_t errlen) {
-    if (f->n == 0) return 0;
-    return common_errf(-1, err, errlen, "forward with a batch in flight: collect it first");
+common_status_t gpu_flight_idle(const gpu_flight_t *f, common_err_t *err) {
+    if (f->n == 0) return COMMON_OK;
+    return common_err_set(err, COMMON_BUG, "forward with a batch in flight: collect it first");
 }
 
 static int op_time_cmp(const void *a, const void *b) {

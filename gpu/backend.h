@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/status.h"
+#include "common/err.h"
 #include "gpu/graph.h"
 #include "gpu/model/model.h"
 
@@ -74,14 +74,17 @@ typedef struct {
 
 typedef struct {
     const char *name;
-    /* The model stays owned by the caller and must outlive the instance. */
-    int (*init)(const gpu_model_t *model, const gpu_backend_opts_t *opts, gpu_backend_t **out,
-                char *err, size_t errlen);
+    /* The model stays owned by the caller and must outlive the instance. COMMON_OK, or with
+     * err set: COMMON_USAGE options it refuses (a precision, a capacity, an op it lacks),
+     * COMMON_FATAL the device or memory failed (out of device memory: the hint says what to
+     * lower). */
+    common_status_t (*init)(const gpu_model_t *model, const gpu_backend_opts_t *opts,
+                            gpu_backend_t **out, common_err_t *err);
     /* logits: (n_seqs, num_labels) fp32, host memory. forward, submit and collect answer
      * COMMON_OK, or with err set: COMMON_USAGE a batch over capacity (refused before any
      * work), COMMON_BUG a call out of turn (below), COMMON_FATAL the device failed. */
     common_status_t (*forward)(gpu_backend_t *be, const gpu_batch_t *batch, float *logits,
-                               char *err, size_t errlen);
+                               common_err_t *err);
     int (*mem_stats)(gpu_backend_t *be, gpu_mem_stats_t *stats); /* may be NULL */
     void (*free)(gpu_backend_t *be);
     /* Seconds of device time the forwards took since init, timed with events recorded on the
@@ -94,9 +97,8 @@ typedef struct {
      * (n_seqs, num_labels) out. At most two batches are in flight (a third submit, or collect
      * or forward out of turn, is refused with COMMON_BUG). forward = submit + collect and needs
      * none in flight. */
-    common_status_t (*submit)(gpu_backend_t *be, const gpu_batch_t *batch, char *err,
-                              size_t errlen);
-    common_status_t (*collect)(gpu_backend_t *be, float *logits, char *err, size_t errlen);
+    common_status_t (*submit)(gpu_backend_t *be, const gpu_batch_t *batch, common_err_t *err);
+    common_status_t (*collect)(gpu_backend_t *be, float *logits, common_err_t *err);
     /* What the instance runs (see gpu_backend_props_t). */
     void (*get_props)(const gpu_backend_t *be, gpu_backend_props_t *props);
     /* The precisions it runs, its default first, NULL-ended ({"fp16", "bf16", NULL}): init
@@ -111,8 +113,7 @@ typedef struct {
     /* The matrix unit's ceiling for the model's four layer GEMMs at M = tokens in precision,
      * FLOP-weighted, measured with the vendor's library on random data: TFLOP/s, or -1 with
      * why in err. NULL where there is no such measure (cpu). */
-    double (*gemm_ceiling)(gpu_backend_t *be, int tokens, const char *precision, char *err,
-                           size_t errlen);
+    double (*gemm_ceiling)(gpu_backend_t *be, int tokens, const char *precision, common_err_t *err);
     /* Which kernels run precision (NULL: the default) on this machine, in words for start-up
      * lines and plan-memory (the cpu backend picks them by CPU features, and says why not the
      * fastest), written to buf. Needs no instance. NULL where there is nothing to add. */
@@ -124,16 +125,20 @@ typedef struct {
      * compute): the instance owns g from the call on, freed with it or on failure; m gives
      * the config and outlives the instance. The parity test (tests/test_graph_ops.c) runs
      * one op at a time this way. NULL: the backend runs only its families' graphs. */
-    int (*init_graph)(const gpu_model_t *m, gpu_graph_t *g, const gpu_backend_opts_t *opts,
-                      gpu_backend_t **out, char *err, size_t errlen);
+    common_status_t (*init_graph)(const gpu_model_t *m, gpu_graph_t *g,
+                                  const gpu_backend_opts_t *opts, gpu_backend_t **out,
+                                  common_err_t *err);
     /* After a forward, the first rows of tensor t (of the instance's graph) to host fp32 out
-     * (rows, cols). 0, or -1 with err. NULL where init_graph is. */
-    int (*read_tensor)(gpu_backend_t *be, int t, size_t rows, float *out, char *err, size_t errlen);
+     * (rows, cols). COMMON_OK, or err's code. NULL where init_graph is. */
+    common_status_t (*read_tensor)(gpu_backend_t *be, int t, size_t rows, float *out,
+                                   common_err_t *err);
     /* Per-op timing, asked with no batch in flight: on 1 clears the totals and times every op
      * of the forwards that follow; on 0 stops and writes the totals into *out (may be NULL),
      * gpu_op_times_group's rows. Timing costs a little: an event after each op (cuda), two
-     * clock reads per op and thread (cpu). 0, or -1 with err. NULL where a backend cannot. */
-    int (*profile_ops)(gpu_backend_t *be, int on, gpu_op_times_t *out, char *err, size_t errlen);
+     * clock reads per op and thread (cpu). COMMON_OK, or err's code. NULL where a backend cannot.
+     */
+    common_status_t (*profile_ops)(gpu_backend_t *be, int on, gpu_op_times_t *out,
+                                   common_err_t *err);
 } gpu_backend_ops_t;
 
 /* The rows of *out from per-op totals of g's batch ops (ms, runs: n_ops each; ops never run
@@ -147,9 +152,10 @@ int gpu_backend_max_seqs(int token_budget, int max_seqs);
 
 /* The batch capacity a device backend allocates for: opts' token budget (positive), max_len
  * (0: the model's positions; never past them) and max_seqs (gpu_backend_max_seqs), checked
- * against cfg's geometry. 0, or -1 with err naming the bad value. */
-int gpu_backend_settle(const gpu_model_config_t *cfg, const gpu_backend_opts_t *opts,
-                       int *token_budget, int *max_len, int *max_seqs, char *err, size_t errlen);
+ * against cfg's geometry. COMMON_OK, or COMMON_USAGE with err naming the bad value. */
+common_status_t gpu_backend_settle(const gpu_model_config_t *cfg, const gpu_backend_opts_t *opts,
+                                   int *token_budget, int *max_len, int *max_seqs,
+                                   common_err_t *err);
 
 /* precision (NULL: the default) as ops names it: its entry of ops->precisions, or NULL when
  * ops does not run it. */
@@ -162,17 +168,18 @@ typedef struct {
     int n, head; /* batches in flight; the oldest's slot */
 } gpu_flight_t;
 
-/* The slot a new batch goes to, or -1 with err set when two are in flight already. */
-int gpu_flight_slot(const gpu_flight_t *f, char *err, size_t errlen);
+/* The slot a new batch goes to, or -1 with err set (COMMON_BUG) when two are in flight already. */
+int gpu_flight_slot(const gpu_flight_t *f, common_err_t *err);
 /* Records the batch just queued in slot. */
 void gpu_flight_push(gpu_flight_t *f, int slot, int n_seqs);
-/* Takes the oldest batch off: its slot (and *n_seqs), or -1 with err set when none is. */
-int gpu_flight_pop(gpu_flight_t *f, int *n_seqs, char *err, size_t errlen);
-/* forward's precondition: 0, or -1 with err set while batches are in flight. */
-int gpu_flight_idle(const gpu_flight_t *f, char *err, size_t errlen);
+/* Takes the oldest batch off: its slot (and *n_seqs), or -1 with err set when none is (COMMON_BUG).
+ */
+int gpu_flight_pop(gpu_flight_t *f, int *n_seqs, common_err_t *err);
+/* forward's precondition: COMMON_OK, or COMMON_BUG with err set while batches are in flight. */
+common_status_t gpu_flight_idle(const gpu_flight_t *f, common_err_t *err);
 
 /* "cpu" or "cuda". NULL when unknown or not built into this binary (err says which). */
-const gpu_backend_ops_t *gpu_backend_find(const char *name, char *err, size_t errlen);
+const gpu_backend_ops_t *gpu_backend_find(const char *name, common_err_t *err);
 
 /* The CUDA libraries this binary runs with, for `reclass version`: e.g. "runtime 13.0,
  * cublas 13.0.2, driver 12.9" (driver "none" without an NVIDIA driver), or "none" when built
@@ -195,15 +202,16 @@ typedef struct {
     size_t weights_bytes, arena_bytes, total_bytes; /* total: the one allocation */
 } gpu_mem_plan_t;
 
-/* The memory plan of backend `name` for a model of config cfg with opts. 0, or -1 with err
+/* The memory plan of backend `name` for a model of config cfg with opts. COMMON_OK, or err's code
  * (a backend that plans no device memory, or options it refuses). */
-int gpu_backend_plan_memory(const char *name, const gpu_model_config_t *cfg,
-                            const gpu_backend_opts_t *opts, gpu_mem_plan_t *plan, char *err,
-                            size_t errlen);
+common_status_t gpu_backend_plan_memory(const char *name, const gpu_model_config_t *cfg,
+                                        const gpu_backend_opts_t *opts, gpu_mem_plan_t *plan,
+                                        common_err_t *err);
 
-/* Validates a batch against the opts it must fit; shared by every backend. 0 = fits. */
-int gpu_batch_check(const gpu_batch_t *batch, const gpu_model_config_t *cfg,
-                    const gpu_backend_opts_t *opts, char *err, size_t errlen);
+/* Validates a batch against the opts it must fit; shared by every backend. COMMON_OK = fits,
+ * else COMMON_USAGE with err. */
+common_status_t gpu_batch_check(const gpu_batch_t *batch, const gpu_model_config_t *cfg,
+                                const gpu_backend_opts_t *opts, common_err_t *err);
 
 #ifdef __cplusplus
 }

@@ -100,19 +100,19 @@ size_t gpu_graph_rows(const gpu_graph_t *g, int t, int token_budget, int max_seq
                                            : (size_t)x->rows;
 }
 
-int gpu_graph_check(const gpu_graph_t *g, const char *backend,
-                    int (*supports_op)(const gpu_graph_t *g, const gpu_op_t *op), char *err,
-                    size_t errlen) {
-    if (!supports_op) return 0;
+common_status_t gpu_graph_check(const gpu_graph_t *g, const char *backend,
+                                int (*supports_op)(const gpu_graph_t *g, const gpu_op_t *op),
+                                common_err_t *err) {
+    if (!supports_op) return COMMON_OK;
     for (int i = 0; i < g->n_prelude + g->n_ops; i++) {
         const gpu_op_t *op = i < g->n_prelude ? &g->prelude[i] : &g->op[i - g->n_prelude];
         if (supports_op(g, op)) continue;
         char d[160];
-        snprintf(err, errlen, "the %s backend lacks %s (%s): use another precision or backend",
-                 backend, gpu_op_describe(op, d, sizeof d), gpu_model_family_name(g->cfg.family));
-        return -1;
+        return common_err_set(
+            err, COMMON_USAGE, "the %s backend lacks %s (%s): use another precision or backend",
+            backend, gpu_op_describe(op, d, sizeof d), gpu_model_family_name(g->cfg.family));
     }
-    return 0;
+    return COMMON_OK;
 }
 
 int gpu_graph_norm_feeds_fp8(const gpu_graph_t *g, int i) {

@@ -171,10 +171,11 @@ typedef struct {
  * precision prec, by its family's builder (gpu/families). Every op runs prec, but the head's
  * linears (fp32: tiny, and they decide the argmax) and, for prec fp8, every op that is not a
  * projection gpu_fp8_runs names: those run `storage` (fp32 on the CPU reference, fp16 on
- * CUDA; ignored unless prec is fp8). 0, or -1 with err (out of memory). */
-int gpu_graph_build(const gpu_model_config_t *cfg, const gpu_model_weights_t *w,
-                    gpu_precision_t prec, gpu_precision_t storage, gpu_graph_t **out, char *err,
-                    size_t errlen);
+ * CUDA; ignored unless prec is fp8). COMMON_OK, or err's code (COMMON_FATAL out of memory,
+ * COMMON_BUG a builder past its room). */
+common_status_t gpu_graph_build(const gpu_model_config_t *cfg, const gpu_model_weights_t *w,
+                                gpu_precision_t prec, gpu_precision_t storage, gpu_graph_t **out,
+                                common_err_t *err);
 void gpu_graph_free(gpu_graph_t *g);
 
 /* Rows of tensor t for a batch capacity (token_budget tokens, max_seqs sequences). */
@@ -194,10 +195,11 @@ float gpu_graph_fp8_static_scale(const gpu_graph_t *g, int i);
 
 /* Whether a backend runs an op: its supports_op (gpu_backend_ops_t). The first op (prelude
  * included) it lacks, named in err: "the cuda backend lacks l0.attn: attention
- * (disentangled c2p p2c) bf16"; 0 when it runs them all. */
-int gpu_graph_check(const gpu_graph_t *g, const char *backend,
-                    int (*supports_op)(const gpu_graph_t *g, const gpu_op_t *op), char *err,
-                    size_t errlen);
+ * (disentangled c2p p2c) bf16" (COMMON_USAGE: another precision or backend may run it);
+ * COMMON_OK when it runs them all. */
+common_status_t gpu_graph_check(const gpu_graph_t *g, const char *backend,
+                                int (*supports_op)(const gpu_graph_t *g, const gpu_op_t *op),
+                                common_err_t *err);
 
 /* ---- the memory plan, from the tensor table ---- */
 #define GPU_GRAPH_ALIGN 256 /* every slice starts on this boundary */

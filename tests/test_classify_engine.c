@@ -28,8 +28,7 @@ static struct {
     int32_t ids[64], cu[9];
 } fake;
 
-static common_status_t fake_submit(gpu_backend_t *be, const gpu_batch_t *b, char *err,
-                                   size_t errlen) {
+static common_status_t fake_submit(gpu_backend_t *be, const gpu_batch_t *b, common_err_t *err) {
     if (fake.in_flight == 2) return COMMON_BUG;
     int s = (fake.head + fake.in_flight) % 2;
     for (int i = 0; i < b->n_seqs; i++) {
@@ -44,7 +43,7 @@ static common_status_t fake_submit(gpu_backend_t *be, const gpu_batch_t *b, char
     return 0;
 }
 
-static common_status_t fake_collect(gpu_backend_t *be, float *logits, char *err, size_t errlen) {
+static common_status_t fake_collect(gpu_backend_t *be, float *logits, common_err_t *err) {
     if (fake.in_flight == 0) return COMMON_BUG;
     memcpy(logits, fake.q[fake.head], sizeof(float) * 2 * (size_t)fake.n[fake.head]);
     fake.head ^= 1;
@@ -73,14 +72,14 @@ static void test_engine_on_fake_backend(void **state) {
     gpu_backend_ops_t ops = {
         .name = "fake", .submit = fake_submit, .collect = fake_collect, .get_props = fake_props};
     cls_engine_t e;
-    char err[256];
-    CHECK(cls_engine_attach(&e, &model, &ops, (gpu_backend_t *)&fake, err, sizeof err) == 0,
-          "attach: %s", err);
+    common_err_t err;
+    CHECK(cls_engine_attach(&e, &model, &ops, (gpu_backend_t *)&fake, &err) == 0, "attach: %s",
+          err.message);
 
     const int32_t a[] = {101, 7, 102}, b[] = {101, 102}, c[] = {101, 5, 6, 7, 102};
     const int32_t *seq1[] = {a, b, c}, *seq2[] = {c};
     const int lens1[] = {3, 2, 5}, lens2[] = {5};
-    CHECK(cls_engine_submit(&e, seq1, lens1, 3, err, sizeof err) == 0, "submit 1: %s", err);
+    CHECK(cls_engine_submit(&e, seq1, lens1, 3, &err) == 0, "submit 1: %s", err.message);
     const int32_t want_cu[] = {0, 3, 5, 10};
     CHECK(fake.last.n_seqs == 3 && fake.last.n_tokens == 10 && fake.last.max_len == 5 &&
               memcmp(fake.cu, want_cu, sizeof want_cu) == 0 && fake.ids[3] == 101 &&
@@ -88,15 +87,14 @@ static void test_engine_on_fake_backend(void **state) {
           "packing: n %d tokens %d max_len %d", fake.last.n_seqs, fake.last.n_tokens,
           fake.last.max_len);
     nap_ms(20);
-    CHECK(cls_engine_submit(&e, seq2, lens2, 1, err, sizeof err) == 0, "submit 2: %s", err);
-    CHECK(cls_engine_submit(&e, seq2, lens2, 1, err, sizeof err) == COMMON_BUG,
-          "a third batch ran");
+    CHECK(cls_engine_submit(&e, seq2, lens2, 1, &err) == 0, "submit 2: %s", err.message);
+    CHECK(cls_engine_submit(&e, seq2, lens2, 1, &err) == COMMON_BUG, "a third batch ran");
     const int32_t *too_many[5] = {a, a, a, a, a};
     const int lens5[5] = {3, 3, 3, 3, 3};
     nap_ms(20);
 
     const cls_batch_t *r1, *r2;
-    CHECK(cls_engine_collect(&e, &r1, err, sizeof err) == 0, "collect 1: %s", err);
+    CHECK(cls_engine_collect(&e, &r1, &err) == 0, "collect 1: %s", err.message);
     CHECK(r1->n == 3 && r1->n_tokens == 10 && r1->longest == 5, "batch 1: n %d", r1->n);
     CHECK(r1->logits[0] == 101 && r1->logits[1] == 3 && r1->logits[3] == 2 && r1->logits[5] == 5,
           "batch 1 logits");
@@ -108,25 +106,23 @@ static void test_engine_on_fake_backend(void **state) {
     CHECK(res.label == 0 && res.k == 2 && res.top[1] == 1, "score: label %d", res.label);
     CHECK(strcmp(cls_engine_labels(&e)[res.label], "first-id") == 0, "labels");
     nap_ms(10);
-    CHECK(cls_engine_collect(&e, &r2, err, sizeof err) == 0, "collect 2: %s", err);
+    CHECK(cls_engine_collect(&e, &r2, &err) == 0, "collect 2: %s", err.message);
     /* batch 2 was submitted before batch 1's logits were in: its time starts there */
     CHECK(r2->n == 1 && r2->logits[0] == 101 && r2->logits[1] == 5, "batch 2 logits");
     CHECK(r2->compute_s == r2->t_ready - ready1 && r2->compute_s < r2->t_ready - r2->t_submit,
           "batch 2 compute %.4f (ready - submit %.4f)", r2->compute_s, r2->t_ready - r2->t_submit);
-    CHECK(cls_engine_collect(&e, &r2, err, sizeof err) == COMMON_BUG,
-          "a collect with none in flight");
-    CHECK(cls_engine_submit(&e, too_many, lens5, 5, err, sizeof err) == COMMON_USAGE &&
-              strstr(err, "capacity"),
-          "5 sequences over max_seqs 4: %s", err);
+    CHECK(cls_engine_collect(&e, &r2, &err) == COMMON_BUG, "a collect with none in flight");
+    CHECK(cls_engine_submit(&e, too_many, lens5, 5, &err) == COMMON_USAGE &&
+              strstr(err.message, "capacity"),
+          "5 sequences over max_seqs 4: %s", err.message);
     const int32_t *big[] = {c, c, c, c};
     const int lens_big[] = {5, 5, 5, 5};
-    CHECK(cls_engine_submit(&e, big, lens_big, 4, err, sizeof err) == COMMON_USAGE &&
-              strstr(err, "token budget"),
-          "20 tokens over the budget 16: %s", err);
-    CHECK(cls_engine_forward(&e, seq2, lens2, 1, &r1, err, sizeof err) == 0 && r1->n == 1 &&
-              e.in_flight == 0,
-          "forward: %s", err);
-    CHECK(cls_engine_submit(&e, seq2, lens2, 1, err, sizeof err) == 0, "submit before close");
+    CHECK(cls_engine_submit(&e, big, lens_big, 4, &err) == COMMON_USAGE &&
+              strstr(err.message, "token budget"),
+          "20 tokens over the budget 16: %s", err.message);
+    CHECK(cls_engine_forward(&e, seq2, lens2, 1, &r1, &err) == 0 && r1->n == 1 && e.in_flight == 0,
+          "forward: %s", err.message);
+    CHECK(cls_engine_submit(&e, seq2, lens2, 1, &err) == 0, "submit before close");
     cls_engine_close(&e); /* collects what is in flight */
     CHECK(fake.in_flight == 0, "close left %d batches on the backend", fake.in_flight);
 }
@@ -142,8 +138,8 @@ static const int32_t *drv_ids(void *ctx, void *item) {
     return ((drv_ctx_t *)ctx)->ids[(intptr_t)item - 1];
 }
 
-static int drv_done(void *ctx, void *const *items, const int *lens, int n, const cls_batch_t *b,
-                    char *err, size_t errlen) {
+static common_status_t drv_done(void *ctx, void *const *items, const int *lens, int n,
+                                const cls_batch_t *b, common_err_t *err) {
     drv_ctx_t *c = ctx;
     for (int i = 0; i < n; i++) {
         int it = (int)(intptr_t)items[i] - 1;
@@ -169,16 +165,15 @@ static void test_driver_hands_back_every_item(void **state) {
     gpu_backend_ops_t ops = {
         .name = "fake", .submit = fake_submit, .collect = fake_collect, .get_props = fake_props};
     cls_engine_t e;
-    char err[256];
-    assert_int_equal(cls_engine_attach(&e, &model, &ops, (gpu_backend_t *)&fake, err, sizeof err),
-                     0);
+    common_err_t err;
+    assert_int_equal(cls_engine_attach(&e, &model, &ops, (gpu_backend_t *)&fake, &err), 0);
     worker_accum_cfg_t acfg = {.token_budget = 6, /* two items of 3 tokens per batch */
                                .max_wait_ms = 0,
                                .max_pending_items = 8,
                                .max_pending_tokens = 64,
                                .max_len = 3};
     worker_accum_t *acc;
-    assert_int_equal(worker_accum_init(&acfg, &acc, err, sizeof err), 0);
+    assert_int_equal(worker_accum_init(&acfg, &acc, err.message, sizeof err.message), 0);
     drv_ctx_t c;
     memset(&c, 0, sizeof c);
     for (int i = 0; i < 6; i++) {
@@ -186,16 +181,16 @@ static void test_driver_hands_back_every_item(void **state) {
         assert_int_equal(worker_accum_push(acc, (void *)(intptr_t)(i + 1), 3, 0), COMMON_OK);
     }
     cls_driver_t d;
-    assert_int_equal(cls_driver_init(&d, &e, drv_ids, drv_done, &c, err, sizeof err), 0);
-    assert_int_equal(cls_driver_step(&d, acc, 1, 1, err, sizeof err), 2);
+    assert_int_equal(cls_driver_init(&d, &e, drv_ids, drv_done, &c, &err), 0);
+    assert_int_equal(cls_driver_step(&d, acc, 1, 1, &err), 2);
     assert_int_equal(c.batches, 0); /* the first batch stays on the device */
-    assert_int_equal(cls_driver_step(&d, acc, 1, 1, err, sizeof err), 2);
+    assert_int_equal(cls_driver_step(&d, acc, 1, 1, &err), 2);
     assert_int_equal(c.batches, 1);
     assert_int_equal(c.in_flight_at_done, 1); /* the next batch was queued before */
-    assert_int_equal(cls_driver_step(&d, acc, 1, 1, err, sizeof err), 2);
-    assert_int_equal(cls_driver_step(&d, acc, 1, 1, err, sizeof err), 0); /* nothing left */
+    assert_int_equal(cls_driver_step(&d, acc, 1, 1, &err), 2);
+    assert_int_equal(cls_driver_step(&d, acc, 1, 1, &err), 0); /* nothing left */
     assert_int_equal(c.batches, 2);
-    assert_int_equal(cls_driver_finish(&d, err, sizeof err), 0);
+    assert_int_equal(cls_driver_finish(&d, &err), 0);
     assert_int_equal(c.batches, 3);
     for (int i = 0; i < 6; i++)
         assert_int_equal(c.seen[i], 1);

@@ -56,13 +56,19 @@ expect 2 "below the longest sequence" "$bin" classify --model "$model" --token-b
 expect 2 "below the longest sequence" "$bin" bench --model "$model" --workload tickets-mix --token-budget 100
 expect 2 "unknown backend 'tpu'" "$bin" classify --model "$model" --backend tpu
 expect 2 "config.json" "$bin" classify --model /nonexistent
+expect 2 "config.json" "$bin" plan-memory --model /nonexistent --token-budget 1024
 # ... and a connection string that does not parse is the user's to fix
 expect 2 "invalid database connection string" "$bin" jobs --db "host=127.0.0.1 port"
 expect 2 "invalid database connection string" "$bin" drift report --db "host=127.0.0.1 port"
+# a checkpoint saved the old way: the loader's usage error, with its detail and hint on the line
+ckpt=$(mktemp -d)
+cp "$model/config.json" "$model/vocab.txt" "$ckpt/" && : >"$ckpt/pytorch_model.bin"
+expect 2 "missing (only pytorch_model.bin is there); save the model with safe_serialization=True" \
+    "$bin" classify --model "$ckpt"
 
 # The installed layout: data directories are found next to the executable, none is compiled in
 inst=$(mktemp -d)
-trap 'rm -rf "$inst"' EXIT
+trap 'rm -rf "$ckpt" "$inst"' EXIT
 mkdir -p "$inst/bin" && cp "$bin" "$inst/bin/reclass"
 expect 2 "no schemas directory found" env -u RECLASS_SCHEMAS "$inst/bin/reclass" run --db x --model "$model"
 mkdir -p "$inst/share/reclass" && cp -r "$root/consumers/schemas" "$inst/share/reclass/schemas"

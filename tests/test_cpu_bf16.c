@@ -196,11 +196,11 @@ static void test_batch_invariant(void **state) {
  * at most budget tokens (file order, mixed lengths) on threads threads. */
 static void classify_bf16(const gpu_model_t *m, int32_t **ids, const int *lens, int n, int budget,
                           int threads, float *logits) {
-    char err[256];
+    common_err_t err;
     gpu_backend_opts_t o = {.token_budget = budget, .threads = threads, .precision = "bf16"};
-    const gpu_backend_ops_t *ops = gpu_backend_find("cpu", err, sizeof err);
+    const gpu_backend_ops_t *ops = gpu_backend_find("cpu", &err);
     gpu_backend_t *be;
-    assert_int_equal(ops->init(m, &o, &be, err, sizeof err), 0);
+    assert_int_equal(ops->init(m, &o, &be, &err), 0);
     int32_t *flat = malloc(sizeof(int32_t) * (size_t)budget),
             *cu = malloc(sizeof(int32_t) * (size_t)(budget + 1));
     for (int i = 0; i < n;) {
@@ -214,8 +214,7 @@ static void classify_bf16(const gpu_model_t *m, int32_t **ids, const int *lens, 
             i++;
         }
         gpu_batch_t b = {.ids = flat, .cu_seqlens = cu, .n_seqs = s, .n_tokens = t, .max_len = mx};
-        assert_int_equal(
-            ops->forward(be, &b, logits + (size_t)first * m->cfg.num_labels, err, sizeof err), 0);
+        assert_int_equal(ops->forward(be, &b, logits + (size_t)first * m->cfg.num_labels, &err), 0);
     }
     free(flat);
     free(cu);
@@ -224,9 +223,9 @@ static void classify_bf16(const gpu_model_t *m, int32_t **ids, const int *lens, 
 
 static void test_backend_batch_invariant(void **state) {
     (void)state;
-    char err[512];
+    common_err_t err;
     gpu_model_t *m;
-    assert_int_equal(gpu_model_load(RECLASS_DEMO_MODEL, &m, err, sizeof err), 0);
+    assert_int_equal(gpu_model_load(RECLASS_DEMO_MODEL, &m, &err), 0);
     FILE *f = fopen(RECLASS_FIXTURES "/golden_clinc150_test.jsonl", "r");
     assert_non_null(f);
     enum { N = 900 };

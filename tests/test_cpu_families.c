@@ -26,17 +26,18 @@ static const char *models_dir = RECLASS_FIXTURES "/models";
 
 /* The "cpu" table as the product finds it (AVX-512 GEMMs where the CPU has them). */
 static const gpu_backend_ops_t *cpu_ops(void) {
-    char err[256];
-    const gpu_backend_ops_t *ops = gpu_backend_find("cpu", err, sizeof err);
+    common_err_t err;
+    const gpu_backend_ops_t *ops = gpu_backend_find("cpu", &err);
     assert_non_null(ops);
     return ops;
 }
 
 static gpu_model_t *load(const char *name) {
-    char dir[512], err[512];
+    char dir[512];
+    common_err_t err;
     gpu_model_t *m = NULL;
     snprintf(dir, sizeof dir, "%s/%s", models_dir, name);
-    if (gpu_model_load(dir, &m, err, sizeof err) != 0) fprintf(stderr, "load: %s\n", err);
+    if (gpu_model_load(dir, &m, &err) != 0) fprintf(stderr, "load: %s\n", err.message);
     assert_non_null(m);
     return m;
 }
@@ -80,19 +81,19 @@ static void test_configs(void **state) {
 
 /* Every family, both golden sets: 100% argmax agreement, max |delta| <= 2e-3. */
 static void run_goldens(const gpu_backend_ops_t *ops, int budget) {
-    char err[512];
+    common_err_t err;
     for (int i = 0; i < FG_N_MODELS; i++) {
         gpu_model_t *m = load(fg_models[i]);
         char dir[512];
         snprintf(dir, sizeof dir, "%s/%s", models_dir, fg_models[i]);
         for (int s = 0; s < FG_N_SETS; s++) {
             fg_set_t set;
-            if (fg_load(dir, fg_sets[s], &set, err, sizeof err)) fprintf(stderr, "%s\n", err);
+            if (fg_load(dir, fg_sets[s], &set, &err)) fprintf(stderr, "%s\n", err.message);
             assert_true(set.n > 0);
             float *lg = malloc(sizeof(float) * (size_t)set.n * (size_t)m->cfg.num_labels);
             assert_non_null(lg);
             gpu_backend_opts_t o = {.token_budget = budget, .threads = 0};
-            if (fg_run(ops, m, &o, &set, lg, err, sizeof err)) fprintf(stderr, "run: %s\n", err);
+            if (fg_run(ops, m, &o, &set, lg, &err)) fprintf(stderr, "run: %s\n", err.message);
             fg_score_t sc = fg_compare(m, &set, lg);
             printf("  %-20s %-14s rows %5d, argmax agreement %5d/%d (%.2f%%), logit rows %4d, "
                    "max |delta| %.3g\n",
@@ -122,13 +123,13 @@ static void test_goldens_blas(void **state) {
 /* The fused backend against the plain reference ops on the first rows of each family. */
 static void test_backend_vs_ref(void **state) {
     (void)state;
-    char err[512];
+    common_err_t err;
     for (int i = 0; i < FG_N_MODELS; i++) {
         gpu_model_t *m = load(fg_models[i]);
         char dir[512];
         snprintf(dir, sizeof dir, "%s/%s", models_dir, fg_models[i]);
         fg_set_t set;
-        assert_int_equal(fg_load(dir, "multilingual", &set, err, sizeof err), 0);
+        assert_int_equal(fg_load(dir, "multilingual", &set, &err), 0);
         const int n = set.n < 64 ? set.n : 64;
         int total = 0;
         for (int r = 0; r < n; r++)
@@ -146,11 +147,11 @@ static void test_backend_vs_ref(void **state) {
         assert_int_equal(gpu_ref_forward(m, ids, cu, n, ref), 0);
         gpu_backend_opts_t o = {.token_budget = total, .threads = 1};
         gpu_backend_t *be;
-        assert_int_equal(cpu_ops()->init(m, &o, &be, err, sizeof err), 0);
+        assert_int_equal(cpu_ops()->init(m, &o, &be, &err), 0);
         gpu_batch_t b = {.ids = ids, .cu_seqlens = cu, .n_seqs = n, .n_tokens = total};
         for (int r = 0; r < n; r++)
             if (cu[r + 1] - cu[r] > b.max_len) b.max_len = cu[r + 1] - cu[r];
-        assert_int_equal(cpu_ops()->forward(be, &b, got, err, sizeof err), 0);
+        assert_int_equal(cpu_ops()->forward(be, &b, got, &err), 0);
         double maxd = 0;
         for (size_t j = 0; j < (size_t)n * L; j++)
             maxd = fmax(maxd, fabs((double)got[j] - ref[j]));

@@ -217,17 +217,17 @@ static void test_static_scale(void **state) {
 
 /* Agreement with HF fp32 of the demo model at fp8 on one golden set. */
 static void gate(const char *set, double min_agree) {
-    char err[512];
+    common_err_t err;
     gpu_model_t *m = NULL;
-    if (gpu_model_load(RECLASS_DEMO_MODEL, &m, err, sizeof err) != 0) fail_msg("load: %s", err);
+    if (gpu_model_load(RECLASS_DEMO_MODEL, &m, &err) != 0) fail_msg("load: %s", err.message);
     fg_set_t s;
-    if (fg_load(RECLASS_FIXTURES, set, &s, err, sizeof err) != 0) fail_msg("%s", err);
-    const gpu_backend_ops_t *ops = gpu_backend_find("cpu", err, sizeof err);
+    if (fg_load(RECLASS_FIXTURES, set, &s, &err) != 0) fail_msg("%s", err.message);
+    const gpu_backend_ops_t *ops = gpu_backend_find("cpu", &err);
     assert_non_null(ops);
     gpu_backend_opts_t o = {.token_budget = 8192, .precision = "fp8"};
     float *lg = malloc(sizeof(float) * (size_t)s.n * (size_t)m->cfg.num_labels);
     assert_non_null(lg);
-    if (fg_run(ops, m, &o, &s, lg, err, sizeof err) != 0) fail_msg("%s", err);
+    if (fg_run(ops, m, &o, &s, lg, &err) != 0) fail_msg("%s", err.message);
     fg_score_t sc = fg_compare(m, &s, lg);
     double agree = 100.0 * sc.agree / sc.rows;
     printf("fp8 %s: top-1 agreement with HF fp32 %d/%d = %.2f%% (gate %.1f%%), max |delta "
@@ -251,9 +251,10 @@ static void test_gate_cfpb_long(void **state) {
 
 static void test_plan_text(void **state) {
     (void)state;
-    char err[512], buf[1024];
+    char buf[1024];
+    common_err_t err;
     gpu_model_t *m = NULL;
-    if (gpu_model_load(RECLASS_DEMO_MODEL, &m, err, sizeof err) != 0) fail_msg("load: %s", err);
+    if (gpu_model_load(RECLASS_DEMO_MODEL, &m, &err) != 0) fail_msg("load: %s", err.message);
     printf("%s\n", gpu_fp8_plan_text(&m->cfg, buf, sizeof buf));
     assert_non_null(strstr(buf, "per-token"));
     double share;

@@ -31,9 +31,9 @@ static golden_row_t *rows;
 static int n_rows;
 
 static int setup(void **state) {
-    char err[512];
-    if (gpu_model_load(RECLASS_DEMO_MODEL, &model, err, sizeof err) != 0) {
-        fprintf(stderr, "load: %s\n", err);
+    common_err_t err;
+    if (gpu_model_load(RECLASS_DEMO_MODEL, &model, &err) != 0) {
+        fprintf(stderr, "load: %s\n", err.message);
         return -1;
     }
     FILE *f = fopen(RECLASS_FIXTURES "/golden_clinc150_test.jsonl", "r");
@@ -93,12 +93,12 @@ static double max_delta(const float *a, const float *b, size_t n) {
  * before the previous one is collected (two in flight), then the out-of-turn refusals. */
 static const gpu_backend_ops_t *cpu_table; /* NULL: the "cpu" table of gpu_backend_find */
 static void classify_all_as(int budget, int threads, int n, float *logits, int async) {
-    char err[256];
+    common_err_t err;
     gpu_backend_opts_t o = {.token_budget = budget, .threads = threads};
-    const gpu_backend_ops_t *ops = cpu_table ? cpu_table : gpu_backend_find("cpu", err, sizeof err);
+    const gpu_backend_ops_t *ops = cpu_table ? cpu_table : gpu_backend_find("cpu", &err);
     assert_non_null(ops);
     gpu_backend_t *be;
-    assert_int_equal(ops->init(model, &o, &be, err, sizeof err), 0);
+    assert_int_equal(ops->init(model, &o, &be, &err), 0);
     gpu_backend_props_t props; /* what it settled: fp32, packed, budget / 2 sequences */
     ops->get_props(be, &props);
     assert_string_equal(props.precision, "fp32");
@@ -121,21 +121,18 @@ static void classify_all_as(int budget, int threads, int n, float *logits, int a
         }
         assert_true(s > 0);
         gpu_batch_t b = {.ids = ids, .cu_seqlens = cu, .n_seqs = s, .n_tokens = t, .max_len = mx};
-        int rc = async ? ops->submit(be, &b, err, sizeof err)
-                       : ops->forward(be, &b, logits + (size_t)first * model->cfg.num_labels, err,
-                                      sizeof err);
+        int rc = async ? ops->submit(be, &b, &err)
+                       : ops->forward(be, &b, logits + (size_t)first * model->cfg.num_labels, &err);
         if (!rc && prev_first >= 0) /* ids and cu are already refilled: submit copied them */
-            rc = ops->collect(be, logits + (size_t)prev_first * model->cfg.num_labels, err,
-                              sizeof err);
-        if (rc) fprintf(stderr, "forward: %s\n", err);
+            rc = ops->collect(be, logits + (size_t)prev_first * model->cfg.num_labels, &err);
+        if (rc) fprintf(stderr, "forward: %s\n", err.message);
         assert_int_equal(rc, 0);
         prev_first = async ? first : -1;
         batches++;
     }
     if (prev_first >= 0) {
         assert_int_equal(
-            ops->collect(be, logits + (size_t)prev_first * model->cfg.num_labels, err, sizeof err),
-            0);
+            ops->collect(be, logits + (size_t)prev_first * model->cfg.num_labels, &err), 0);
         gpu_batch_t b = {.ids = ids, .cu_seqlens = cu, .n_seqs = 1, .n_tokens = 2, .max_len = 2};
         cu[0] = 0, cu[1] = 2, ids[0] = 101, ids[1] = 102;
         float *lg = malloc(sizeof(float) * (size_t)model->cfg.num_labels);
@@ -244,7 +241,7 @@ static void test_backend_vs_ref(void **state) {
 /* Long sequences (the attention GEMM path, chunks of one sequence) against the reference:
  * golden ids glued together into lengths up to the model's 512 positions. */
 static void test_long_vs_ref(void **state) {
-    char err[256];
+    common_err_t err;
     int lens[] = {40, 100, 200, 333, 512, 64, 31}, ns = 7, total = 0;
     for (int s = 0; s < ns; s++)
         total += lens[s];
@@ -259,13 +256,13 @@ static void test_long_vs_ref(void **state) {
     }
     int L = model->cfg.num_labels;
     float *a = malloc(sizeof(float) * ns * L), *b = malloc(sizeof(float) * ns * L);
-    const gpu_backend_ops_t *ops = gpu_backend_find("cpu", err, sizeof err);
+    const gpu_backend_ops_t *ops = gpu_backend_find("cpu", &err);
     gpu_backend_t *be;
     gpu_backend_opts_t o = {.token_budget = 2048, .threads = 2};
-    assert_int_equal(ops->init(model, &o, &be, err, sizeof err), 0);
+    assert_int_equal(ops->init(model, &o, &be, &err), 0);
     gpu_batch_t bt = {
         .ids = ids, .cu_seqlens = cu, .n_seqs = ns, .n_tokens = total, .max_len = 512};
-    assert_int_equal(ops->forward(be, &bt, a, err, sizeof err), 0);
+    assert_int_equal(ops->forward(be, &bt, a, &err), 0);
     assert_int_equal(gpu_ref_forward(model, ids, cu, ns, b), 0);
     double maxd = max_delta(a, b, (size_t)ns * L);
     printf("long sequences (31..512 tokens) vs gpu_ref_forward: max |delta| %.3g\n", maxd);
@@ -278,43 +275,48 @@ static void test_long_vs_ref(void **state) {
 
 /* Batches the instance cannot hold are refused before any work, with a reason. */
 static void test_refusals(void **state) {
-    char err[256];
-    const gpu_backend_ops_t *ops = &*gpu_backend_find("cpu", err, sizeof err);
+    common_err_t err;
+    const gpu_backend_ops_t *ops = &*gpu_backend_find("cpu", &err);
     gpu_backend_t *be;
     gpu_backend_opts_t o = {.token_budget = 16, .max_len = 8, .max_seqs = 2, .threads = 2};
-    assert_int_equal(ops->init(model, &o, &be, err, sizeof err), 0);
+    assert_int_equal(ops->init(model, &o, &be, &err), 0);
     int32_t ids[32] = {101, 2129, 102, 101, 2129, 2052, 102, 101, 102};
     int32_t cu_ok[] = {0, 3, 7};
     float lg[3 * 151];
     gpu_batch_t b = {.ids = ids, .cu_seqlens = cu_ok, .n_seqs = 2, .n_tokens = 7, .max_len = 4};
-    assert_int_equal(ops->forward(be, &b, lg, err, sizeof err), 0);
+    assert_int_equal(ops->forward(be, &b, lg, &err), 0);
     int32_t cu3[] = {0, 3, 7, 9};
     gpu_batch_t b3 = {.ids = ids, .cu_seqlens = cu3, .n_seqs = 3, .n_tokens = 9, .max_len = 4};
-    err[0] = 0;
-    assert_int_not_equal(ops->forward(be, &b3, lg, err, sizeof err), 0);
-    assert_non_null(strstr(err, "capacity"));
+    err.message[0] = 0;
+    assert_int_equal(ops->forward(be, &b3, lg, &err), COMMON_USAGE);
+    assert_int_equal(err.code, COMMON_USAGE);
+    assert_non_null(strstr(err.message, "capacity"));
     int32_t cu_long[] = {0, 20};
     gpu_batch_t bl = {
         .ids = ids, .cu_seqlens = cu_long, .n_seqs = 1, .n_tokens = 20, .max_len = 20};
-    err[0] = 0;
-    assert_int_not_equal(ops->forward(be, &bl, lg, err, sizeof err), 0);
-    assert_non_null(strstr(err, "budget"));
+    err.message[0] = 0;
+    assert_int_equal(ops->forward(be, &bl, lg, &err), COMMON_USAGE);
+    assert_non_null(strstr(err.message, "budget"));
     ids[1] = 999999;
-    err[0] = 0;
-    assert_int_not_equal(ops->forward(be, &b, lg, err, sizeof err), 0);
-    assert_non_null(strstr(err, "vocabulary"));
+    err.message[0] = 0;
+    assert_int_equal(ops->forward(be, &b, lg, &err), COMMON_USAGE);
+    assert_non_null(strstr(err.message, "vocabulary"));
     ops->free(be);
+    /* options the backend refuses are the caller's to fix: a usage error, as the CLI exits */
     gpu_backend_opts_t bad = {.token_budget = 64, .precision = "fp16"};
-    assert_int_not_equal(ops->init(model, &bad, &be, err, sizeof err), 0);
-    assert_non_null(strstr(err, "fp32"));
+    assert_int_equal(ops->init(model, &bad, &be, &err), COMMON_USAGE);
+    assert_non_null(strstr(err.message, "fp32"));
+    gpu_backend_opts_t many = {.token_budget = 64, .threads = 100000};
+    assert_int_equal(ops->init(model, &many, &be, &err), COMMON_USAGE);
+    assert_non_null(strstr(err.message, "threads"));
 }
 
 /* A random model of a named geometry runs and is deterministic in its seed. */
 static void test_random_model(void **state) {
-    char err[256];
+    common_err_t err;
     gpu_model_t *r1, *r2;
-    assert_int_equal(gpu_model_init_random("bert-tiny", 5, 42, &r1, err, sizeof err), 0);
-    assert_int_equal(gpu_model_init_random("bert-tiny", 5, 42, &r2, err, sizeof err), 0);
+    assert_int_equal(gpu_model_init_random("bert-tiny", 5, 42, &r1, &err), 0);
+    assert_int_equal(gpu_model_init_random("bert-tiny", 5, 42, &r2, &err), 0);
     assert_int_equal(r1->blob_floats, r2->blob_floats);
     assert_memory_equal(r1->w.word_emb, r2->w.word_emb, sizeof(float) * 1000);
     assert_true(r1->w.layer[1].ln1_g[3] == 1.0f && r1->w.layer[1].ln1_b[3] == 0.0f);
@@ -331,18 +333,18 @@ static void test_random_model(void **state) {
     assert_int_equal(gpu_model_param_count(&base), 109483778); /* HF bert-base-uncased, 2 labels */
     assert_int_not_equal(gpu_model_geometry("bert-huge", 2, &base), 0);
     gpu_model_t *none = (gpu_model_t *)1;
-    assert_int_not_equal(gpu_model_init_random("bert-huge", 2, 1, &none, err, sizeof err), 0);
+    assert_int_not_equal(gpu_model_init_random("bert-huge", 2, 1, &none, &err), 0);
     assert_null(none);
-    assert_non_null(strstr(err, "bert-huge"));
+    assert_non_null(strstr(err.message, "bert-huge"));
     /* Forward on the random model through backend and reference. */
     int32_t ids[] = {101, 7, 8, 102, 101, 5, 6, 7, 8, 9, 102}, cu[] = {0, 4, 11};
     float a[10], b[10];
-    const gpu_backend_ops_t *ops = gpu_backend_find("cpu", err, sizeof err);
+    const gpu_backend_ops_t *ops = gpu_backend_find("cpu", &err);
     gpu_backend_t *be;
     gpu_backend_opts_t o = {.token_budget = 64};
-    assert_int_equal(ops->init(r1, &o, &be, err, sizeof err), 0);
+    assert_int_equal(ops->init(r1, &o, &be, &err), 0);
     gpu_batch_t bt = {.ids = ids, .cu_seqlens = cu, .n_seqs = 2, .n_tokens = 11, .max_len = 7};
-    assert_int_equal(ops->forward(be, &bt, a, err, sizeof err), 0);
+    assert_int_equal(ops->forward(be, &bt, a, &err), 0);
     assert_int_equal(gpu_ref_forward(r1, ids, cu, 2, b), 0);
     for (int i = 0; i < 10; i++)
         assert_true(fabs(a[i] - b[i]) < 1e-5);

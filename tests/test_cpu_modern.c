@@ -28,20 +28,21 @@ static const char *const models[] = {"modernbert-clinc150", "deberta-clinc150"};
 static const char *const sets[] = {"clinc150_test", "multilingual", "long"};
 
 static gpu_model_t *load(const char *name) {
-    char dir[512], err[512];
+    char dir[512];
+    common_err_t err;
     gpu_model_t *m = NULL;
     snprintf(dir, sizeof dir, "%s/%s", models_dir, name);
-    if (gpu_model_load(dir, &m, err, sizeof err) != 0) fprintf(stderr, "load: %s\n", err);
+    if (gpu_model_load(dir, &m, &err) != 0) fprintf(stderr, "load: %s\n", err.message);
     assert_non_null(m);
     return m;
 }
 
 /* A family's own knobs are its file's: they show in the graph it builds (w NULL: a plan). */
 static gpu_graph_t *graph_of(const gpu_model_config_t *c, const gpu_model_weights_t *w) {
-    char err[256];
+    common_err_t err;
     gpu_graph_t *g = NULL;
-    if (gpu_graph_build(c, w, GPU_PREC_FP32, GPU_PREC_FP32, &g, err, sizeof err) != 0)
-        fail_msg("graph: %s", err);
+    if (gpu_graph_build(c, w, GPU_PREC_FP32, GPU_PREC_FP32, &g, &err) != 0)
+        fail_msg("graph: %s", err.message);
     return g;
 }
 
@@ -116,8 +117,8 @@ static void test_configs(void **state) {
     gpu_model_free(m);
 }
 
-static int parse(const char *json, gpu_model_config_t *c, char *err, size_t errlen) {
-    return gpu_model_parse_config(json, strlen(json), "config.json", c, err, errlen);
+static common_status_t parse(const char *json, gpu_model_config_t *c, common_err_t *err) {
+    return gpu_model_parse_config(json, strlen(json), "config.json", c, err);
 }
 
 #define MB_HEAD                                                                                    \
@@ -128,12 +129,12 @@ static int parse(const char *json, gpu_model_config_t *c, char *err, size_t errl
 /* The published shape and transformers 5's describe the same model. */
 static void test_config_shapes(void **state) {
     (void)state;
-    char err[512];
+    common_err_t err;
     gpu_model_config_t a, b, d;
     assert_int_equal(parse(MB_HEAD "\"global_rope_theta\": 160000.0, \"local_rope_theta\": 10000.0,"
                                    " \"global_attn_every_n_layers\": 3, \"local_attention\": 128,"
                                    " \"classifier_pooling\": \"mean\"}",
-                           &a, err, sizeof err),
+                           &a, &err),
                      0);
     assert_int_equal(
         parse(MB_HEAD
@@ -142,9 +143,9 @@ static void test_config_shapes(void **state) {
               "{\"full_attention\": {\"rope_type\": \"default\", \"rope_theta\": 160000.0}, "
               "\"sliding_attention\": {\"rope_type\": \"default\", \"rope_theta\": "
               "10000.0}}, \"local_attention\": 128, \"classifier_pooling\": \"mean\"}",
-              &b, err, sizeof err),
+              &b, &err),
         0);
-    assert_int_equal(parse(MB_HEAD "\"classifier_pooling\": \"cls\"}", &d, err, sizeof err), 0);
+    assert_int_equal(parse(MB_HEAD "\"classifier_pooling\": \"cls\"}", &d, &err), 0);
     const gpu_model_config_t *cs[3] = {&a, &b, &d};
     for (int i = 0; i < 3; i++) {
         check_modern(cs[i], 3, 64, 160000.0f, 10000.0f, i < 2);
@@ -158,14 +159,14 @@ static void test_config_shapes(void **state) {
     assert_int_not_equal(parse(MB_HEAD
                                "\"layer_types\": [\"sliding_attention\", \"full_attention\", "
                                "\"full_attention\", \"full_attention\"]}",
-                               &a, err, sizeof err),
+                               &a, &err),
                          0);
-    printf("  refused: %s\n", err);
-    assert_non_null(strstr(err, "layer_types"));
-    assert_int_not_equal(
-        parse(MB_HEAD "\"rope_scaling\": {\"rope_type\": \"yarn\"}}", &a, err, sizeof err), 0);
-    assert_non_null(strstr(err, "rope_scaling"));
-    assert_int_not_equal(parse(MB_HEAD "\"classifier_pooling\": \"max\"}", &a, err, sizeof err), 0);
+    printf("  refused: %s\n", err.message);
+    assert_non_null(strstr(err.message, "layer_types"));
+    assert_int_not_equal(parse(MB_HEAD "\"rope_scaling\": {\"rope_type\": \"yarn\"}}", &a, &err),
+                         0);
+    assert_non_null(strstr(err.message, "rope_scaling"));
+    assert_int_not_equal(parse(MB_HEAD "\"classifier_pooling\": \"max\"}", &a, &err), 0);
     /* DeBERTa's older "p2c|c2p" string, without share_att_key (the layers' own relative
      * projections: 2 (H^2 + H) parameters more than with it) and without the norm */
 #define DEB                                                                                        \
@@ -174,8 +175,8 @@ static void test_config_shapes(void **state) {
     "\"intermediate_size\": 64, \"max_position_embeddings\": 512, \"type_vocab_size\": 0, "        \
     "\"relative_attention\": true, \"pos_att_type\": \"p2c|c2p\", \"position_buckets\": 256, "     \
     "\"num_labels\": 2"
-    assert_int_equal(parse(DEB "}", &a, err, sizeof err), 0);
-    assert_int_equal(parse(DEB ", \"share_att_key\": true}", &b, err, sizeof err), 0);
+    assert_int_equal(parse(DEB "}", &a, &err), 0);
+    assert_int_equal(parse(DEB ", \"share_att_key\": true}", &b, &err), 0);
 #undef DEB
     check_deberta(&a, 256, 256, 512, 0);
     assert_int_equal(a.pos_rows, 512);
@@ -219,19 +220,19 @@ static void test_rel_rows(void **state) {
 }
 
 static void run_goldens(const gpu_backend_ops_t *ops, int budget) {
-    char err[512];
+    common_err_t err;
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
         gpu_model_t *m = load(models[i]);
         char dir[512];
         snprintf(dir, sizeof dir, "%s/%s", models_dir, models[i]);
         for (size_t s = 0; s < sizeof sets / sizeof sets[0]; s++) {
             fg_set_t set;
-            if (fg_load(dir, sets[s], &set, err, sizeof err)) fprintf(stderr, "%s\n", err);
+            if (fg_load(dir, sets[s], &set, &err)) fprintf(stderr, "%s\n", err.message);
             assert_true(set.n > 0);
             float *lg = malloc(sizeof(float) * (size_t)set.n * (size_t)m->cfg.num_labels);
             assert_non_null(lg);
             gpu_backend_opts_t o = {.token_budget = budget, .threads = 0};
-            if (fg_run(ops, m, &o, &set, lg, err, sizeof err)) fail_msg("run: %s", err);
+            if (fg_run(ops, m, &o, &set, lg, &err)) fail_msg("run: %s", err.message);
             fg_score_t sc = fg_compare(m, &set, lg);
             printf("  %-20s %-14s rows %5d, argmax agreement %5d/%d (%.2f%%), logit rows %4d, "
                    "max |delta| %.3g\n",
@@ -248,8 +249,8 @@ static void run_goldens(const gpu_backend_ops_t *ops, int budget) {
 }
 
 static const gpu_backend_ops_t *cpu_ops(void) {
-    char err[256];
-    const gpu_backend_ops_t *ops = gpu_backend_find("cpu", err, sizeof err);
+    common_err_t err;
+    const gpu_backend_ops_t *ops = gpu_backend_find("cpu", &err);
     assert_non_null(ops);
     return ops;
 }
@@ -268,7 +269,8 @@ static void test_goldens_blas(void **state) {
  * "cls" (golden_cls_pooling.jsonl). */
 static void test_cls_pooling(void **state) {
     (void)state;
-    char dir[512], err[512];
+    char dir[512];
+    common_err_t err;
     gpu_model_t *m = load("modernbert-clinc150");
     snprintf(dir, sizeof dir, "%s/modernbert-clinc150", models_dir);
     /* its config.json with classifier_pooling "cls": the family's own knobs of that config */
@@ -284,7 +286,7 @@ static void test_cls_pooling(void **state) {
     assert_non_null(mean);
     memcpy(mean, "\"cls\" ", 6);
     gpu_model_config_t cls;
-    assert_int_equal(gpu_model_parse_config(json, len, path, &cls, err, sizeof err), 0);
+    assert_int_equal(gpu_model_parse_config(json, len, path, &cls, &err), 0);
     check_modern(&cls, 2, 8, 160000.0f, 10000.0f, 0);
     memcpy(m->cfg.own, cls.own, sizeof cls.own);
     for (int j = 0; j < cls.num_labels; j++)
@@ -292,11 +294,11 @@ static void test_cls_pooling(void **state) {
     free(cls.id2label);
     free(json);
     fg_set_t set;
-    assert_int_equal(fg_load(dir, "cls_pooling", &set, err, sizeof err), 0);
+    assert_int_equal(fg_load(dir, "cls_pooling", &set, &err), 0);
     float *lg = malloc(sizeof(float) * (size_t)set.n * (size_t)m->cfg.num_labels);
     assert_non_null(lg);
     gpu_backend_opts_t o = {.token_budget = 8192, .threads = 0};
-    assert_int_equal(fg_run(cpu_ops(), m, &o, &set, lg, err, sizeof err), 0);
+    assert_int_equal(fg_run(cpu_ops(), m, &o, &set, lg, &err), 0);
     fg_score_t sc = fg_compare(m, &set, lg);
     printf("  cls pooling: %d/%d argmax agreement, max |delta| %.3g over %d rows\n", sc.agree,
            sc.rows, sc.max_delta, sc.logit_rows);
@@ -328,25 +330,25 @@ static void test_geometries(void **state) {
  * init says that, not that it lacks the family. */
 static void test_cuda_graph(void **state) {
     (void)state;
-    char err[512];
-    const gpu_backend_ops_t *cuda = gpu_backend_find("cuda", err, sizeof err);
+    common_err_t err;
+    const gpu_backend_ops_t *cuda = gpu_backend_find("cuda", &err);
     if (!cuda) {
-        printf("  built without CUDA: %s\n", err);
+        printf("  built without CUDA: %s\n", err.message);
         return;
     }
 #ifdef RECLASS_HAVE_CUDA
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
         gpu_model_t *m = load(models[i]);
         size_t w = 0, total = 0;
-        int rc = gpu_cuda_graph_plan(&m->cfg, "fp16", 8192, 0, 0, &w, &total, err, sizeof err);
-        printf("  %s on cuda: %s\n", models[i], rc ? err : "every op has a launcher");
+        int rc = gpu_cuda_graph_plan(&m->cfg, "fp16", 8192, 0, 0, &w, &total, &err);
+        printf("  %s on cuda: %s\n", models[i], rc ? err.message : "every op has a launcher");
         assert_int_equal(rc, 0);
         if (gpu_cuda_device_count() == 0) {
             gpu_backend_opts_t o = {.token_budget = 8192, .precision = "fp16"};
             gpu_backend_t *be = NULL;
-            assert_int_not_equal(cuda->init(m, &o, &be, err, sizeof err), 0);
+            assert_int_not_equal(cuda->init(m, &o, &be, &err), 0);
             assert_null(be);
-            assert_non_null(strstr(err, "no CUDA device"));
+            assert_non_null(strstr(err.message, "no CUDA device"));
         }
         gpu_model_free(m);
     }

@@ -119,19 +119,20 @@ static float noise(uint64_t *s, float d) {
 
 static void test_fixture_noise(void **state) {
     (void)state;
-    char dir[512], err[512];
+    char dir[512];
+    common_err_t err;
     snprintf(dir, sizeof dir, "%s/models/distilbert-clinc150", RECLASS_FIXTURES);
     gpu_model_t *m = NULL;
-    assert_int_equal(gpu_model_load(dir, &m, err, sizeof err), 0);
+    assert_int_equal(gpu_model_load(dir, &m, &err), 0);
     fg_set_t set;
-    assert_int_equal(fg_load(dir, "multilingual", &set, err, sizeof err), 0);
+    assert_int_equal(fg_load(dir, "multilingual", &set, &err), 0);
     const size_t L = (size_t)m->cfg.num_labels, n = (size_t)set.n;
     float *fp32 = malloc(sizeof(float) * n * L), *low = malloc(sizeof(float) * n * L);
     assert_non_null(fp32);
     assert_non_null(low);
-    const gpu_backend_ops_t *ops = gpu_backend_find("cpu", err, sizeof err);
+    const gpu_backend_ops_t *ops = gpu_backend_find("cpu", &err);
     gpu_backend_opts_t o = {.token_budget = 4096, .threads = 0};
-    assert_int_equal(fg_run(ops, m, &o, &set, fp32, err, sizeof err), 0);
+    assert_int_equal(fg_run(ops, m, &o, &set, fp32, &err), 0);
     /* a precision whose every logit is off by up to d, the worst case the delta bound allows */
     const float d = 0.25f;
     uint64_t seed = 0x9E3779B97F4A7C15ull;

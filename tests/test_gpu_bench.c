@@ -52,7 +52,7 @@ typedef struct {
 /* The batches the worker's accumulator makes when every ticket is present at once
  * (length-sorted, token-budgeted). 0, or -1 with err set. */
 static int make_batches(const worker_workload_t *w, int budget, int max_len, batches_t *b,
-                        char *err, size_t errlen) {
+                        common_err_t *err) {
     long total = w->off[w->n];
     worker_accum_cfg_t ac = {.token_budget = budget,
                              .max_wait_ms = 1 << 30, /* never overdue: pure length order */
@@ -60,7 +60,7 @@ static int make_batches(const worker_workload_t *w, int budget, int max_len, bat
                              .max_pending_tokens = total > budget ? total : budget,
                              .max_len = max_len};
     worker_accum_t *acc = NULL;
-    if (worker_accum_init(&ac, &acc, err, errlen) != 0) return -1;
+    if (worker_accum_init(&ac, &acc, err->message, sizeof err->message) != 0) return -1;
     b->first = malloc(sizeof(int) * (size_t)w->n);
     b->count = malloc(sizeof(int) * (size_t)w->n);
     b->order = malloc(sizeof(long) * (size_t)w->n);
@@ -124,17 +124,17 @@ int main(int argc, char **argv) {
         printf("SKIP: no CUDA device\n");
         return 77;
     }
-    char err[512];
+    common_err_t err;
     gpu_model_t *m = NULL;
-    if (gpu_model_init_random(geometry, labels, seed, &m, err, sizeof(err)) != 0) {
-        fprintf(stderr, "gpu_bench: %s\n", err);
+    if (gpu_model_init_random(geometry, labels, seed, &m, &err) != 0) {
+        fprintf(stderr, "gpu_bench: %s\n", err.message);
         return 2;
     }
     const gpu_model_config_t *c = &m->cfg;
     worker_workload_t *w = NULL;
-    if (worker_workload_tickets_mix(tickets, seed, c->max_pos, c->vocab_size, &w, err,
-                                    sizeof(err)) != 0) {
-        fprintf(stderr, "gpu_bench: %s\n", err);
+    if (worker_workload_tickets_mix(tickets, seed, c->max_pos, c->vocab_size, &w, err.message,
+                                    sizeof err.message) != 0) {
+        fprintf(stderr, "gpu_bench: %s\n", err.message);
         return 1;
     }
     long total_tokens = w->off[w->n];
@@ -212,8 +212,8 @@ int main(int argc, char **argv) {
         /* The ceiling: the four layer GEMMs at M = budget, weighted by their FLOPs. */
         double shape_tf[4];
         double ceiling = gpu_cuda_layer_gemm_ceiling(0, budget, c->hidden, c->intermediate, prec,
-                                                     shape_tf, err, sizeof(err));
-        if (ceiling < 0) fprintf(stderr, "%s\n", err);
+                                                     shape_tf, &err);
+        if (ceiling < 0) fprintf(stderr, "%s\n", err.message);
         printf("  cuBLAS %s at M = %d, QKV / attn-out / FF1 / FF2: %.1f / %.1f / %.1f / %.1f "
                "TFLOP/s\n",
                prec, budget, shape_tf[0], shape_tf[1], shape_tf[2], shape_tf[3]);
@@ -223,8 +223,8 @@ int main(int argc, char **argv) {
             .token_budget = budget, .max_len = c->max_pos, .precision = prec};
         cls_engine_t eng;
         double ti = now_s();
-        if (cls_engine_open(&eng, m, "cuda", &opts, err, sizeof(err)) != 0) {
-            fprintf(stderr, "gpu_bench: init: %s\n", err);
+        if (cls_engine_open(&eng, m, "cuda", &opts, &err) != 0) {
+            fprintf(stderr, "gpu_bench: init: %s\n", err.message);
             return 1;
         }
         ti = now_s() - ti;
@@ -235,8 +235,8 @@ int main(int argc, char **argv) {
                "algorithm than the heuristic's first; summed one-run time %.3f -> %.3f ms\n",
                ti, tuned, changed, ms_top1, ms_best);
         batches_t b;
-        if (make_batches(w, budget, c->max_pos, &b, err, sizeof(err)) != 0) {
-            fprintf(stderr, "gpu_bench: batches: %s\n", err);
+        if (make_batches(w, budget, c->max_pos, &b, &err) != 0) {
+            fprintf(stderr, "gpu_bench: batches: %s\n", err.message);
             return 1;
         }
         double best = 1e30, secs[32];
@@ -263,13 +263,12 @@ int main(int argc, char **argv) {
                  * are taken (the profiled pass and pacing time one batch at a time). */
                 const int32_t *const *sq = (const int32_t *const *)b.seqp;
                 const cls_batch_t *out;
-                int rc = sync ? cls_engine_forward(&eng, sq, b.lens, nb, &out, err, sizeof(err))
-                              : cls_engine_submit(&eng, sq, b.lens, nb, err, sizeof(err));
-                if (!rc && !sync && k > 0) rc = cls_engine_collect(&eng, &out, err, sizeof(err));
-                if (!rc && !sync && k == b.n_batches - 1)
-                    rc = cls_engine_collect(&eng, &out, err, sizeof(err));
+                int rc = sync ? cls_engine_forward(&eng, sq, b.lens, nb, &out, &err)
+                              : cls_engine_submit(&eng, sq, b.lens, nb, &err);
+                if (!rc && !sync && k > 0) rc = cls_engine_collect(&eng, &out, &err);
+                if (!rc && !sync && k == b.n_batches - 1) rc = cls_engine_collect(&eng, &out, &err);
                 if (rc != 0) {
-                    fprintf(stderr, "gpu_bench: forward: %s\n", err);
+                    fprintf(stderr, "gpu_bench: forward: %s\n", err.message);
                     return 1;
                 }
                 if (pace_us > 0) { /* forward returned: the GPU is idle while we sleep */

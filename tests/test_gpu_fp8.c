@@ -234,16 +234,16 @@ done:
 /* Forward of m at prec on backend name into logits (n_seqs, num_labels). 0 or -1. */
 static int run_backend(const char *name, const char *prec, const gpu_model_t *m,
                        const gpu_batch_t *b, float *logits) {
-    char err[512] = "";
-    const gpu_backend_ops_t *ops = gpu_backend_find(name, err, sizeof err);
+    common_err_t err;
+    const gpu_backend_ops_t *ops = gpu_backend_find(name, &err);
     gpu_backend_opts_t o = {.token_budget = 1024, .max_seqs = 16, .threads = 0, .precision = prec};
     gpu_backend_t *be = NULL;
-    if (!ops || ops->init(m, &o, &be, err, sizeof err) != 0) {
-        fprintf(stderr, "%s %s: %s\n", name, prec, err);
+    if (!ops || ops->init(m, &o, &be, &err) != 0) {
+        fprintf(stderr, "%s %s: %s\n", name, prec, err.message);
         return -1;
     }
-    int rc = ops->forward(be, b, logits, err, sizeof err);
-    if (rc) fprintf(stderr, "%s %s forward: %s\n", name, prec, err);
+    int rc = ops->forward(be, b, logits, &err);
+    if (rc) fprintf(stderr, "%s %s forward: %s\n", name, prec, err.message);
     ops->free(be);
     return rc ? -1 : 0;
 }
@@ -256,8 +256,8 @@ static void test_model(void) {
     enum { NS = 6, LABELS = 5 };
     static const int len[NS] = {5, 17, 60, 2, 33, 128};
     gpu_model_t *m = NULL;
-    char err[256];
-    if (gpu_model_init_random("electra-small", LABELS, 11, &m, err, sizeof err) != 0) {
+    common_err_t err;
+    if (gpu_model_init_random("electra-small", LABELS, 11, &m, &err) != 0) {
         verdict(0, "random electra-small model", 0, 0);
         return;
     }
@@ -285,12 +285,13 @@ static void test_model(void) {
 /* The demo checkpoint at fp8 on the CUDA graph against Hugging Face fp32 on one golden set, with
  * test_cpu_fp8's gates (the CPU reference's), and beside the CPU reference's own top-1. */
 static void test_golden(const char *set, double min_agree) {
-    char err[512] = "", what[96];
+    char what[96];
+    common_err_t err;
     gpu_model_t *m = NULL;
     fg_set_t s;
-    if (gpu_model_load(RECLASS_DEMO_MODEL, &m, err, sizeof err) != 0 ||
-        fg_load(RECLASS_FIXTURES, set, &s, err, sizeof err) != 0) {
-        printf("%s: %s\n", set, err);
+    if (gpu_model_load(RECLASS_DEMO_MODEL, &m, &err) != 0 ||
+        fg_load(RECLASS_FIXTURES, set, &s, &err) != 0) {
+        printf("%s: %s\n", set, err.message);
         verdict(0, "demo model and goldens", 0, 0);
         if (m) gpu_model_free(m);
         return;
@@ -298,11 +299,11 @@ static void test_golden(const char *set, double min_agree) {
     const size_t nl = (size_t)s.n * (size_t)m->cfg.num_labels;
     float *c8 = malloc(sizeof(float) * nl), *r8 = malloc(sizeof(float) * nl);
     const gpu_backend_opts_t o = {.token_budget = 8192, .precision = "fp8"};
-    const gpu_backend_ops_t *cuda = gpu_backend_find("cuda", err, sizeof err),
-                            *cpu = gpu_backend_find("cpu", err, sizeof err);
-    if (!cuda || !cpu || fg_run(cuda, m, &o, &s, c8, err, sizeof err) != 0 ||
-        fg_run(cpu, m, &o, &s, r8, err, sizeof err) != 0) {
-        printf("%s: %s\n", set, err);
+    const gpu_backend_ops_t *cuda = gpu_backend_find("cuda", &err),
+                            *cpu = gpu_backend_find("cpu", &err);
+    if (!cuda || !cpu || fg_run(cuda, m, &o, &s, c8, &err) != 0 ||
+        fg_run(cpu, m, &o, &s, r8, &err) != 0) {
+        printf("%s: %s\n", set, err.message);
         verdict(0, "fp8 goldens: run", 0, 0);
     } else {
         const fg_score_t sc = fg_compare(m, &s, c8), ref = fg_compare(m, &s, r8);
@@ -338,13 +339,13 @@ static int point_of(const char *name) { /* "l3.ff1" -> P_FF1; 0 outside the four
  * in layers ff2_from..ff2_to only, where ff2_to > 0); -1 on error. */
 static double plan_ms(const gpu_model_t *m, int mask, int ff2_from, int ff2_to,
                       const gpu_batch_t *b) {
-    char err[512] = "";
+    common_err_t err;
     gpu_graph_t *g = NULL;
     gpu_backend_t *be = NULL;
-    const gpu_backend_ops_t *ops = gpu_backend_find("cuda", err, sizeof err);
+    const gpu_backend_ops_t *ops = gpu_backend_find("cuda", &err);
     if (!ops || !ops->init_graph ||
-        gpu_graph_build(&m->cfg, &m->w, GPU_PREC_FP8, GPU_PREC_FP16, &g, err, sizeof err) != 0) {
-        fprintf(stderr, "plan %d: %s\n", mask, err);
+        gpu_graph_build(&m->cfg, &m->w, GPU_PREC_FP8, GPU_PREC_FP16, &g, &err) != 0) {
+        fprintf(stderr, "plan %d: %s\n", mask, err.message);
         return -1;
     }
     for (int i = 0; i < g->n_ops; i++) {
@@ -356,20 +357,20 @@ static double plan_ms(const gpu_model_t *m, int mask, int ff2_from, int ff2_to,
         op->prec = on ? GPU_PREC_FP8 : GPU_PREC_FP16;
     }
     gpu_backend_opts_t o = {.token_budget = 16384, .precision = "fp8"};
-    if (ops->init_graph(m, g, &o, &be, err, sizeof err) != 0) { /* g is the instance's */
-        fprintf(stderr, "plan %d: %s\n", mask, err);
+    if (ops->init_graph(m, g, &o, &be, &err) != 0) { /* g is the instance's */
+        fprintf(stderr, "plan %d: %s\n", mask, err.message);
         return -1;
     }
     float *logits = malloc(sizeof(float) * (size_t)b->n_seqs * m->cfg.num_labels);
     struct timespec t0, t1;
     int rc = 0;
     for (int i = 0; i < 3 && rc == 0; i++)
-        rc = ops->forward(be, b, logits, err, sizeof err);
+        rc = ops->forward(be, b, logits, &err);
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int i = 0; i < 20 && rc == 0; i++)
-        rc = ops->forward(be, b, logits, err, sizeof err);
+        rc = ops->forward(be, b, logits, &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    if (rc) fprintf(stderr, "plan %d: %s\n", mask, err);
+    if (rc) fprintf(stderr, "plan %d: %s\n", mask, err.message);
     ops->free(be);
     free(logits);
     return rc ? -1
@@ -390,9 +391,9 @@ static int bench_plans(void) {
     static const int lens[] = {24, 48, 96, 160, 300, 40, 64, 128, 32, 200};
     static int32_t ids[16384], cu[8193];
     gpu_model_t *m = NULL;
-    char err[256];
-    if (gpu_model_init_random("bert-base", 2, 5, &m, err, sizeof err) != 0) {
-        printf("FAIL random bert-base: %s\n", err);
+    common_err_t err;
+    if (gpu_model_init_random("bert-base", 2, 5, &m, &err) != 0) {
+        printf("FAIL random bert-base: %s\n", err.message);
         return 1;
     }
     int ns = 0, max_len = 0;

@@ -79,12 +79,12 @@ static const gpu_backend_ops_t *ops;
 
 /* fp32 logits (set->n, L) of the CPU backend, for the margins of fg_flips; NULL on failure. */
 static float *fp32_logits(const gpu_model_t *m, const fg_set_t *set) {
-    char err[512];
-    const gpu_backend_ops_t *cpu = gpu_backend_find("cpu", err, sizeof err);
+    common_err_t err;
+    const gpu_backend_ops_t *cpu = gpu_backend_find("cpu", &err);
     float *lg = (float *)malloc(sizeof(float) * (size_t)set->n * m->cfg.num_labels);
     gpu_backend_opts_t o = {.token_budget = 8192, .threads = 0};
-    if (!cpu || !lg || fg_run(cpu, m, &o, set, lg, err, sizeof err) != 0) {
-        printf("FAIL fp32 reference: %s\n", err);
+    if (!cpu || !lg || fg_run(cpu, m, &o, set, lg, &err) != 0) {
+        printf("FAIL fp32 reference: %s\n", err.message);
         free(lg);
         return NULL;
     }
@@ -100,9 +100,9 @@ static int run_precision(const gpu_model_t *m, row_t *rows, int n, const char *p
                          double max_delta_bound, int budget, int seqs_cap) {
     gpu_backend_opts_t opts = {.token_budget = budget, .max_len = 512, .precision = prec};
     gpu_backend_t *be = NULL;
-    char err[512];
-    if (ops->init(m, &opts, &be, err, sizeof(err)) != 0) {
-        printf("FAIL %s init: %s\n", prec, err);
+    common_err_t err;
+    if (ops->init(m, &opts, &be, &err) != 0) {
+        printf("FAIL %s init: %s\n", prec, err.message);
         return 1;
     }
     int L = m->cfg.num_labels, agree = 0, with_logits = 0, failed = 0;
@@ -130,15 +130,15 @@ static int run_precision(const gpu_model_t *m, row_t *rows, int n, const char *p
             }
             b.n_tokens = c[b.n_seqs];
             nseq[slot] = b.n_seqs;
-            if (ops->submit(be, &b, err, sizeof(err)) != 0) {
-                printf("FAIL %s submit: %s\n", prec, err);
+            if (ops->submit(be, &b, &err) != 0) {
+                printf("FAIL %s submit: %s\n", prec, err.message);
                 failed = 1;
                 break;
             }
         }
         if (prev >= 0) {
-            if (ops->collect(be, logits, err, sizeof(err)) != 0) {
-                printf("FAIL %s collect: %s\n", prec, err);
+            if (ops->collect(be, logits, &err) != 0) {
+                printf("FAIL %s collect: %s\n", prec, err.message);
                 failed = 1;
                 break;
             }
@@ -207,7 +207,7 @@ static const char *family_model(int i) {
  * both golden sets, both precisions. Returns the failures. */
 static int run_families(char **only, int n_only) {
     int fails = 0;
-    char err[512];
+    common_err_t err;
     for (int i = 0; i < N_FAMILY_MODELS; i++) {
         int pick = n_only == 0;
         for (int k = 0; k < n_only; k++)
@@ -216,15 +216,15 @@ static int run_families(char **only, int n_only) {
         char dir[512];
         snprintf(dir, sizeof dir, "%s/models/%s", RECLASS_FIXTURES, family_model(i));
         gpu_model_t *m = NULL;
-        if (gpu_model_load(dir, &m, err, sizeof err) != 0) {
-            printf("FAIL model: %s\n", err);
+        if (gpu_model_load(dir, &m, &err) != 0) {
+            printf("FAIL model: %s\n", err.message);
             fails++;
             continue;
         }
         for (int s = 0; s < FG_N_SETS; s++) {
             fg_set_t set;
-            if (fg_load(dir, fg_sets[s], &set, err, sizeof err) != 0) {
-                printf("FAIL golden: %s\n", err);
+            if (fg_load(dir, fg_sets[s], &set, &err) != 0) {
+                printf("FAIL golden: %s\n", err.message);
                 fails++;
                 continue;
             }
@@ -237,8 +237,9 @@ static int run_families(char **only, int n_only) {
             } bound[2] = {{"fp16", 0.999, 0.05}, {"bf16", 0.995, 0.25}};
             for (int p = 0; p < 2 && lg && ref; p++) {
                 gpu_backend_opts_t o = {.token_budget = 4096, .precision = bound[p].prec};
-                if (fg_run(ops, m, &o, &set, lg, err, sizeof err) != 0) {
-                    printf("FAIL %s %s %s: %s\n", family_model(i), fg_sets[s], bound[p].prec, err);
+                if (fg_run(ops, m, &o, &set, lg, &err) != 0) {
+                    printf("FAIL %s %s %s: %s\n", family_model(i), fg_sets[s], bound[p].prec,
+                           err.message);
                     fails++;
                     continue;
                 }
@@ -273,9 +274,9 @@ int main(int argc, char **argv) {
         return 77;
     }
     gpu_model_t *m = NULL;
-    char err[512];
-    if (!(ops = gpu_backend_find("cuda", err, sizeof(err)))) {
-        printf("FAIL: %s\n", err);
+    common_err_t err;
+    if (!(ops = gpu_backend_find("cuda", &err))) {
+        printf("FAIL: %s\n", err.message);
         return 1;
     }
     if (argc > 1) {
@@ -283,8 +284,8 @@ int main(int argc, char **argv) {
         printf("%s\n", fails ? "FAILED" : "PASSED");
         return fails ? 1 : 0;
     }
-    if (gpu_model_load(RECLASS_DEMO_MODEL, &m, err, sizeof(err)) != 0) {
-        printf("FAIL model: %s\n", err);
+    if (gpu_model_load(RECLASS_DEMO_MODEL, &m, &err) != 0) {
+        printf("FAIL model: %s\n", err.message);
         return 1;
     }
     row_t *rows = NULL;
@@ -293,9 +294,9 @@ int main(int argc, char **argv) {
         printf("FAIL golden file: %d rows\n", n);
         return 1;
     }
-    if (fg_load(RECLASS_FIXTURES, "clinc150_test", &demo_set, err, sizeof err) != 0 ||
-        demo_set.n != n || !(demo_fp32 = fp32_logits(m, &demo_set))) {
-        printf("FAIL demo golden as a set: %s\n", err);
+    if (fg_load(RECLASS_FIXTURES, "clinc150_test", &demo_set, &err) != 0 || demo_set.n != n ||
+        !(demo_fp32 = fp32_logits(m, &demo_set))) {
+        printf("FAIL demo golden as a set: %s\n", err.message);
         return 1;
     }
     int fails = run_precision(m, rows, n, "fp16", 0.05, 4096, 200) +

@@ -201,9 +201,9 @@ static void test_attention_first(const char *prec, int heads, int n_seqs, int ma
 
 static void test_model_ops(const char *prec, const char *geometry, int labels) {
     gpu_model_t *m = NULL;
-    char err[256];
-    if (gpu_model_init_random(geometry, labels, 7, &m, err, sizeof(err)) != 0) {
-        printf("FAIL random model: %s\n", err);
+    common_err_t err;
+    if (gpu_model_init_random(geometry, labels, 7, &m, &err) != 0) {
+        printf("FAIL random model: %s\n", err.message);
         failures++;
         return;
     }

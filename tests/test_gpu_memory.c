@@ -52,26 +52,25 @@ int main(int argc, char **argv) {
     const int budget = 16384;
     int fails = 0;
     gpu_model_t *m = NULL;
-    char err[512];
-    const gpu_backend_ops_t *ops = gpu_backend_find("cuda", err, sizeof(err));
+    common_err_t err;
+    const gpu_backend_ops_t *ops = gpu_backend_find("cuda", &err);
     if (!ops) {
-        printf("FAIL: %s\n", err);
+        printf("FAIL: %s\n", err.message);
         return 1;
     }
-    if (gpu_model_init_random(geometry, 140, 11, &m, err, sizeof(err)) != 0) {
-        printf("FAIL model: %s\n", err);
+    if (gpu_model_init_random(geometry, 140, 11, &m, &err) != 0) {
+        printf("FAIL model: %s\n", err.message);
         return 1;
     }
     gpu_backend_opts_t opts = {.token_budget = budget, .max_len = 512, .precision = "fp16"};
     gpu_backend_t *be = NULL;
-    if (ops->init(m, &opts, &be, err, sizeof(err)) != 0) {
-        printf("FAIL init: %s\n", err);
+    if (ops->init(m, &opts, &be, &err) != 0) {
+        printf("FAIL init: %s\n", err.message);
         return 1;
     }
     size_t plan_w = 0, plan_total = 0;
-    CHECK(gpu_cuda_graph_plan(&m->cfg, "fp16", budget, 0, 512, &plan_w, &plan_total, err,
-                              sizeof(err)) == 0,
-          "graph plan: %s", err);
+    CHECK(gpu_cuda_graph_plan(&m->cfg, "fp16", budget, 0, 512, &plan_w, &plan_total, &err) == 0,
+          "graph plan: %s", err.message);
     gpu_mem_stats_t st_init, st0, st1;
     ops->mem_stats(be, &st0);
     st_init = st0; /* right after init, whose warm-up sweep should have loaded every kernel */
@@ -106,8 +105,8 @@ int main(int argc, char **argv) {
             n_seqs++;
         }
         b.n_seqs = n_seqs, b.n_tokens = cu[n_seqs];
-        if (ops->forward(be, &b, logits, err, sizeof(err)) != 0) {
-            printf("FAIL sweep batch of %d tokens: %s\n", tok, err);
+        if (ops->forward(be, &b, logits, &err) != 0) {
+            printf("FAIL sweep batch of %d tokens: %s\n", tok, err.message);
             return 1;
         }
     }
@@ -134,8 +133,8 @@ int main(int argc, char **argv) {
         }
         b.n_seqs = n_seqs, b.n_tokens = cu[n_seqs];
         t0 += b.n_tokens;
-        if (ops->forward(be, &b, logits, err, sizeof(err)) != 0) {
-            printf("FAIL batch %ld: %s\n", it, err);
+        if (ops->forward(be, &b, logits, &err) != 0) {
+            printf("FAIL batch %ld: %s\n", it, err.message);
             fails++;
             break;
         }
@@ -166,9 +165,9 @@ int main(int argc, char **argv) {
     for (int i = 0; i < big.n_tokens; i++)
         ids2[i] = 1000;
     big.ids = ids2;
-    int rc = ops->forward(be, &big, logits, err, sizeof(err));
+    int rc = ops->forward(be, &big, logits, &err);
     CHECK(rc != 0, "a batch of %d tokens over budget %d was accepted", big.n_tokens, budget);
-    printf("over-budget batch refused: %s\n", rc ? err : "(accepted!)");
+    printf("over-budget batch refused: %s\n", rc ? err.message : "(accepted!)");
     CHECK(gpu_cuda_backend_try_alloc(be, 4096) != 0, "allocation after init succeeded");
     ops->mem_stats(be, &st1);
     CHECK(st1.allocations_after_init == 1, "refused allocation not counted (%ld)",

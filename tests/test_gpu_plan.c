@@ -53,10 +53,10 @@ static void check_layout(const char *what, const gpu_model_config_t *c, gpu_prec
                          int budget, int max_seqs) {
     gpu_graph_t *g = NULL;
     cg_layout_t L;
-    char err[512];
+    common_err_t err;
     int rc = cuda_graph_plan(c, prec, budget, gpu_backend_max_seqs(budget, max_seqs), c->max_pos,
-                             &g, &L, err, sizeof err);
-    CHECK(rc == 0, "%s %s: %s", what, gpu_precision_name(prec), err);
+                             &g, &L, &err);
+    CHECK(rc == 0, "%s %s: %s", what, gpu_precision_name(prec), err.message);
     if (rc) return;
     for (int t = 0; t < g->n_tensors; t++) {
         CHECK(L.t[t].off % CG_ALIGN == 0, "%s: tensor %s unaligned", what, g->tensor[t].name);
@@ -100,13 +100,13 @@ static void check_graph_plans(void) {
     static const char *const precs[] = {"fp16", "bf16", "fp8"};
     for (size_t i = 0; i < sizeof geos / sizeof geos[0]; i++) {
         gpu_model_config_t c;
-        char err[512];
+        common_err_t err;
         size_t w16 = 0;
         CHECK(gpu_model_geometry(geos[i], 140, &c) == 0, "%s geometry", geos[i]);
         for (int p = 0; p < 3; p++) {
             size_t w = 0, total = 0;
-            int rc = gpu_cuda_graph_plan(&c, precs[p], 16384, 0, 512, &w, &total, err, sizeof err);
-            CHECK(rc == 0, "%s %s graph on cuda: %s", geos[i], precs[p], err);
+            int rc = gpu_cuda_graph_plan(&c, precs[p], 16384, 0, 512, &w, &total, &err);
+            CHECK(rc == 0, "%s %s graph on cuda: %s", geos[i], precs[p], err.message);
             if (rc) continue;
             printf("cuda graph %-16s %-4s weights %zu B, one allocation %zu B\n", geos[i], precs[p],
                    w, total);
@@ -128,9 +128,9 @@ int main(void) {
     if (fails) return 1;
 
     gpu_mem_plan_t p;
-    char err[256];
+    common_err_t err;
     gpu_backend_opts_t o = {.token_budget = 16384, .max_len = 512, .precision = "fp16"};
-    CHECK(gpu_backend_plan_memory("cuda", &base, &o, &p, err, sizeof(err)) == 0, "%s", err);
+    CHECK(gpu_backend_plan_memory("cuda", &base, &o, &p, &err) == 0, "%s", err.message);
     double gib = (double)p.total_bytes / (double)(1u << 30);
     printf("bert-base fp16 16384: weights %zu + arena %zu = %zu B (%.3f GiB); the hand-written "
            "forward's arena %u B\n",
@@ -154,19 +154,19 @@ int main(void) {
 
     gpu_mem_plan_t q;
     o.token_budget = 32768;
-    CHECK(gpu_backend_plan_memory("cuda", &base, &o, &q, err, sizeof(err)) == 0, "%s", err);
+    CHECK(gpu_backend_plan_memory("cuda", &base, &o, &q, &err) == 0, "%s", err.message);
     CHECK(q.weights_bytes == p.weights_bytes && q.arena_bytes > p.arena_bytes,
           "arena must grow with the budget, weights not");
     o.token_budget = 0;
-    CHECK(gpu_backend_plan_memory("cuda", &base, &o, &q, err, sizeof(err)) != 0 &&
-              strstr(err, "budget"),
+    CHECK(gpu_backend_plan_memory("cuda", &base, &o, &q, &err) == COMMON_USAGE &&
+              strstr(err.message, "budget"),
           "zero budget accepted");
     o.token_budget = 1024, o.precision = "fp32";
-    CHECK(gpu_backend_plan_memory("cuda", &base, &o, &q, err, sizeof(err)) != 0 &&
-              strstr(err, "fp16"),
+    CHECK(gpu_backend_plan_memory("cuda", &base, &o, &q, &err) == COMMON_USAGE &&
+              strstr(err.message, "fp16"),
           "fp32 accepted");
     o.precision = "fp16", o.max_len = 513;
-    CHECK(gpu_backend_plan_memory("cuda", &base, &o, &q, err, sizeof(err)) != 0,
+    CHECK(gpu_backend_plan_memory("cuda", &base, &o, &q, &err) == COMMON_USAGE,
           "max_len above positions accepted");
 
     /* The command prints the same total on its last (JSON) line. */

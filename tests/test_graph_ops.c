@@ -359,8 +359,8 @@ static int no_device(void) {
 static void test_parity(void **state) {
     (void)state;
     gpu_model_t *m = NULL;
-    char err[512];
-    assert_int_equal(gpu_model_init_random("bert-mini", 3, 7, &m, err, sizeof err), 0);
+    common_err_t err;
+    assert_int_equal(gpu_model_init_random("bert-mini", 3, 7, &m, &err), 0);
     for (int t = 0; t < NTOK; t++)
         ids[t] = (t * 7919) % m->cfg.vocab_size;
     const gpu_batch_t batch = {
@@ -375,7 +375,7 @@ static void test_parity(void **state) {
             const int linear = c >= LIN_BIAS && c <= NORM_FFN;
             if (prec == GPU_PREC_FP8 && !linear) continue; /* fp8 is a linear op's precision */
             for (size_t bi = 0; bi < 2; bi++) {
-                const gpu_backend_ops_t *ops = gpu_backend_find(backends[bi], err, sizeof err);
+                const gpu_backend_ops_t *ops = gpu_backend_find(backends[bi], &err);
                 printf("%-32s %-5s %-7s ", case_name[c], gpu_precision_name(prec), backends[bi]);
                 fflush(stdout);
                 if (!ops || !ops->init_graph) {
@@ -389,10 +389,10 @@ static void test_parity(void **state) {
                 }
                 built_t o;
                 build(m, c, prec, bi == 1 ? GPU_PREC_FP16 : GPU_PREC_FP32, &o, 1234u + (unsigned)c);
-                if (gpu_graph_check(o.g, backends[bi], ops->supports_op, err, sizeof err) != 0) {
+                if (gpu_graph_check(o.g, backends[bi], ops->supports_op, &err) != 0) {
                     /* a 16-bit BERT op the backend lacks is a failure, not a skip */
                     const int must = bert_op[c] && prec != GPU_PREC_FP32 && prec != GPU_PREC_FP8;
-                    printf("%s: %s\n", must ? "FAIL" : "skip", err);
+                    printf("%s: %s\n", must ? "FAIL" : "skip", err.message);
                     fails += must;
                     gpu_graph_free(o.g);
                     free(o.ref), free(o.slack);
@@ -404,17 +404,17 @@ static void test_parity(void **state) {
                                          .threads = 1,
                                          .precision = gpu_precision_name(prec)};
                 gpu_backend_t *be = NULL;
-                if (ops->init_graph(m, o.g, &bo, &be, err, sizeof err) != 0) {
+                if (ops->init_graph(m, o.g, &bo, &be, &err) != 0) {
                     const int absent = bi == 1 && no_device(); /* else it said it runs it */
-                    printf("%s: %s\n", absent ? "skip" : "FAIL", err);
+                    printf("%s: %s\n", absent ? "skip" : "FAIL", err.message);
                     fails += !absent;
                     free(o.ref), free(o.slack);
                     continue;
                 }
                 float *logits = calloc(8 * (size_t)m->cfg.num_labels, sizeof(float));
                 float *got = malloc(sizeof(float) * o.rows * o.cols);
-                int rc = ops->forward(be, &batch, logits, err, sizeof err);
-                if (rc == 0) rc = ops->read_tensor(be, o.out, o.rows, got, err, sizeof err);
+                int rc = ops->forward(be, &batch, logits, &err);
+                if (rc == 0) rc = ops->read_tensor(be, o.out, o.rows, got, &err);
                 double worst = 0;
                 int bad = rc != 0;
                 for (size_t i = 0; rc == 0 && i < o.rows * o.cols; i++) {
@@ -424,7 +424,7 @@ static void test_parity(void **state) {
                     const double room = o.slack ? o.slack[i] : 0.0;
                     if (!(d <= tolerance(prec) * (1 + fabs(o.ref[i])) + room)) bad = 1;
                 }
-                printf("%.3g %s%s\n", worst, bad ? "FAIL" : "ok", rc ? err : "");
+                printf("%.3g %s%s\n", worst, bad ? "FAIL" : "ok", rc ? err.message : "");
                 fails += bad;
                 runs++;
                 ops->free(be);
@@ -443,22 +443,22 @@ static void test_parity(void **state) {
 static void test_lacking_op_named(void **state) {
     (void)state;
     gpu_model_t *m = NULL;
-    char err[512] = "";
-    assert_int_equal(gpu_model_init_random("bert-mini", 3, 7, &m, err, sizeof err), 0);
+    common_err_t err;
+    assert_int_equal(gpu_model_init_random("bert-mini", 3, 7, &m, &err), 0);
     unsigned seed = 99;
     built_t o;
     build(m, ATT_FULL, GPU_PREC_FP32, GPU_PREC_FP32, &o, seed);
     for (int i = 0; i < o.g->n_ops; i++)
         if (o.g->op[i].kind == GPU_OP_ATTENTION) o.g->op[i].prec = GPU_PREC_FP8;
-    const gpu_backend_ops_t *cpu = gpu_backend_find("cpu", err, sizeof err);
+    const gpu_backend_ops_t *cpu = gpu_backend_find("cpu", &err);
     gpu_backend_opts_t bo = {
         .token_budget = BUDGET, .max_seqs = 8, .threads = 1, .precision = "fp8"};
     gpu_backend_t *be = NULL;
-    assert_int_not_equal(cpu->init_graph(m, o.g, &bo, &be, err, sizeof err), 0);
+    assert_int_not_equal(cpu->init_graph(m, o.g, &bo, &be, &err), 0);
     assert_null(be);
-    printf("%s\n", err);
-    assert_non_null(strstr(err, "the cpu backend lacks attn: attention"));
-    assert_non_null(strstr(err, "fp8"));
+    printf("%s\n", err.message);
+    assert_non_null(strstr(err.message, "the cpu backend lacks attn: attention"));
+    assert_non_null(strstr(err.message, "fp8"));
     free(o.ref), free(o.slack); /* o.g went to init_graph, which frees it on failure */
     gpu_model_free(m);
     owned_free();

@@ -27,14 +27,13 @@ static void test_every_family_plans(void **state) {
                                  "roberta-base",    "xlmr-base",      "electra-small",
                                  "modernbert-base", "deberta-v3-base"};
     const gpu_precision_t precs[] = {GPU_PREC_FP32, GPU_PREC_FP16, GPU_PREC_BF16, GPU_PREC_FP8};
-    char err[256];
+    common_err_t err;
     for (size_t gi = 0; gi < sizeof geoms / sizeof geoms[0]; gi++)
         for (size_t pi = 0; pi < sizeof precs / sizeof precs[0]; pi++) {
             gpu_model_config_t cfg;
             assert_int_equal(gpu_model_geometry(geoms[gi], 3, &cfg), 0);
             gpu_graph_t *g = NULL;
-            assert_int_equal(
-                gpu_graph_build(&cfg, NULL, precs[pi], GPU_PREC_FP16, &g, err, sizeof err), 0);
+            assert_int_equal(gpu_graph_build(&cfg, NULL, precs[pi], GPU_PREC_FP16, &g, &err), 0);
             char *written = calloc((size_t)g->n_tensors, 1);
             for (int t = 0; t < g->n_tensors; t++)
                 written[t] = g->tensor[t].cls == GPU_TENSOR_WEIGHT;

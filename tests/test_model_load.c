@@ -79,30 +79,37 @@ static char *slurp(const char *path, size_t *len) {
 
 /* Expects gpu_model_load(dir) to fail with a message naming dir/file and containing what. */
 static void expect_refused(const char *dir, const char *file, const char *what) {
-    char err[512] = "", p[512];
+    char p[512];
+    common_err_t err;
     gpu_model_t *m = (gpu_model_t *)1;
-    int rc = gpu_model_load(dir, &m, err, sizeof err);
-    printf("  %-22s -> %s\n", file, err);
-    assert_int_not_equal(rc, 0);
+    common_status_t rc = gpu_model_load(dir, &m, &err);
+    char line[1024]; /* what the CLI prints (common_err_print) */
+    common_err_line(&err, line, sizeof line);
+    printf("  %-22s -> %s\n", file, line);
+    assert_int_equal(rc, COMMON_USAGE); /* a bad checkpoint is the user's input to fix */
+    assert_int_equal(err.code, COMMON_USAGE);
     assert_null(m);
     path_of(p, sizeof p, dir, file);
-    assert_non_null(strstr(err, p));
-    assert_non_null(strstr(err, what));
-    assert_null(strchr(err, '\n'));
+    assert_non_null(strstr(line, p));
+    assert_non_null(strstr(line, what));
+    assert_null(strchr(line, '\n'));
 }
 
 /* tokenizer_config.json is the tokenizer's (worker_tok_config_read): refused there, one line
  * naming the file. */
 static void expect_tok_refused(const char *dir, const char *what) {
-    char err[512] = "", p[512];
+    char p[512];
+    common_err_t err;
     worker_tok_config_t tok;
-    int rc = worker_tok_config_read(dir, &tok, err, sizeof err);
-    printf("  %-22s -> %s\n", "tokenizer_config.json", err);
+    int rc = worker_tok_config_read(dir, &tok, err.message, sizeof err.message);
+    printf("  %-22s -> %s\n", "tokenizer_config.json", err.message);
     assert_int_not_equal(rc, 0);
     path_of(p, sizeof p, dir, "tokenizer_config.json");
-    assert_non_null(strstr(err, p));
-    assert_non_null(strstr(err, what));
-    assert_null(strchr(err, '\n'));
+    char line[1024]; /* what the CLI prints (common_err_print) */
+    common_err_line(&err, line, sizeof line);
+    assert_non_null(strstr(line, p));
+    assert_non_null(strstr(line, what));
+    assert_null(strchr(line, '\n'));
 }
 
 typedef void (*json_edit_fn)(json_t *root);
@@ -227,9 +234,9 @@ static void hdr_legacy(json_t *r) { /* TF-era LayerNorm names */
 }
 
 static void test_demo_loads(void **state) {
-    char err[512];
+    common_err_t err;
     gpu_model_t *m;
-    assert_int_equal(gpu_model_load(RECLASS_DEMO_MODEL, &m, err, sizeof err), 0);
+    assert_int_equal(gpu_model_load(RECLASS_DEMO_MODEL, &m, &err), 0);
     const gpu_model_config_t *c = &m->cfg;
     assert_int_equal(c->vocab_size, 30522);
     assert_int_equal(c->hidden, 256);
@@ -271,6 +278,8 @@ static void test_bad_config(void **state) {
     expect_refused(dir, "config.json",
                    "unsupported architecture 'BertForMaskedLM' (supported: "
                    "BertForSequenceClassification, DistilBertForSequenceClassification,");
+    /* the whole list, past what one message holds: its last architecture too */
+    expect_refused(dir, "config.json", strrchr(gpu_model_architectures(), ' ') + 1);
     new_case(dir, sizeof dir, NULL);
     edit_config(dir, cfg_act);
     expect_refused(dir, "config.json", "unsupported hidden_act 'silu' (gelu (erf), gelu_new");
@@ -302,8 +311,8 @@ static void test_bad_config(void **state) {
  * backends' fp32, among them the fuzzer's find (kept in tests/fuzz/regressions/). */
 static void expect_config(const char *json, const char *want) {
     gpu_model_config_t c;
-    char err[512] = "";
-    int rc = gpu_model_parse_config(json, strlen(json), "config.json", &c, err, sizeof err);
+    common_err_t err;
+    int rc = gpu_model_parse_config(json, strlen(json), "config.json", &c, &err);
     if (!want) {
         assert_int_equal(rc, 0);
         for (int i = 0; i < c.num_labels; i++)
@@ -311,8 +320,8 @@ static void expect_config(const char *json, const char *want) {
         free(c.id2label);
         return;
     }
-    if (rc == 0 || !strstr(err, want))
-        fail_msg("config refused? rc %d, err '%s' (want '%s')", rc, err, want);
+    if (rc == 0 || !strstr(err.message, want))
+        fail_msg("config refused? rc %d, err '%s' (want '%s')", rc, err.message, want);
 }
 
 static void test_config_invariants(void **state) {
@@ -395,17 +404,18 @@ static void test_truncated(void **state) {
 
 /* Optional and alternative spellings load, with the same weights. */
 static void test_variants(void **state) {
-    char dir[300], err[512];
+    char dir[300];
+    common_err_t err;
     gpu_model_t *ref, *m;
-    assert_int_equal(gpu_model_load(RECLASS_DEMO_MODEL, &ref, err, sizeof err), 0);
+    assert_int_equal(gpu_model_load(RECLASS_DEMO_MODEL, &ref, &err), 0);
     new_case(dir, sizeof dir, "tokenizer_config.json");
     edit_header(dir, hdr_legacy);
     edit_config(dir, cfg_num_labels);
-    int rc = gpu_model_load(dir, &m, err, sizeof err);
-    if (rc) printf("%s\n", err);
+    int rc = gpu_model_load(dir, &m, &err);
+    if (rc) printf("%s\n", err.message);
     assert_int_equal(rc, 0);
     worker_tok_config_t tok;
-    assert_int_equal(worker_tok_config_read(dir, &tok, err, sizeof err), 0);
+    assert_int_equal(worker_tok_config_read(dir, &tok, err.message, sizeof err.message), 0);
     assert_int_equal(tok.lower, 1); /* no tokenizer_config.json: BERT uncased */
     assert_int_equal(m->cfg.num_labels, 151);
     assert_string_equal(m->cfg.id2label[150], "LABEL_150");
@@ -416,14 +426,14 @@ static void test_variants(void **state) {
     new_case(dir, sizeof dir, NULL);
     int64_t pos[4] = {0, 1, 2, 3};
     edit_header_ext(dir, hdr_position_ids, pos, sizeof pos);
-    rc = gpu_model_load(dir, &m, err, sizeof err);
-    if (rc) printf("%s\n", err);
+    rc = gpu_model_load(dir, &m, &err);
+    if (rc) printf("%s\n", err.message);
     assert_int_equal(rc, 0);
     assert_memory_equal(m->w.word_emb, ref->w.word_emb, 256 * sizeof(float));
     gpu_model_free(m);
     new_case(dir, sizeof dir, NULL);
     write_file(dir, "tokenizer_config.json", "{\"do_lower_case\": false}", 24, NULL, 0);
-    assert_int_equal(worker_tok_config_read(dir, &tok, err, sizeof err), 0);
+    assert_int_equal(worker_tok_config_read(dir, &tok, err.message, sizeof err.message), 0);
     assert_int_equal(tok.lower, 0);
     assert_int_equal(tok.strip_accents, 0); /* absent: as do_lower_case */
     assert_int_equal(tok.chinese_chars, 1);
@@ -432,14 +442,14 @@ static void test_variants(void **state) {
                                "\"tokenize_chinese_chars\": false}";
     new_case(dir, sizeof dir, NULL);
     write_file(dir, "tokenizer_config.json", opts, sizeof opts - 1, NULL, 0);
-    assert_int_equal(worker_tok_config_read(dir, &tok, err, sizeof err), 0);
+    assert_int_equal(worker_tok_config_read(dir, &tok, err.message, sizeof err.message), 0);
     assert_int_equal(tok.lower, 1);
     assert_int_equal(tok.strip_accents, 0);
     assert_int_equal(tok.chinese_chars, 0);
     static const char null_sa[] = "{\"do_lower_case\": false, \"strip_accents\": null}";
     new_case(dir, sizeof dir, NULL);
     write_file(dir, "tokenizer_config.json", null_sa, sizeof null_sa - 1, NULL, 0);
-    assert_int_equal(worker_tok_config_read(dir, &tok, err, sizeof err), 0);
+    assert_int_equal(worker_tok_config_read(dir, &tok, err.message, sizeof err.message), 0);
     assert_int_equal(tok.strip_accents, 0);
     gpu_model_free(ref);
 }
@@ -463,13 +473,14 @@ static void test_dtypes(void **state) {
         buf[i] = (uint8_t)((uint64_t)nh >> (8 * i));
     memcpy(buf + 8, hdr, nh);
     memcpy(buf + 8 + nh, data, 26);
-    char path[300], err[512];
+    char path[300];
+    common_err_t err;
     snprintf(path, sizeof path, "%s/dtypes.safetensors", tmpdir);
     FILE *f = fopen(path, "wb");
     fwrite(buf, 1, 8 + nh + 26, f);
     fclose(f);
     gpu_st_file_t *st;
-    assert_int_equal(gpu_st_open(path, &st, err, sizeof err), 0);
+    assert_int_equal(gpu_st_open(path, &st, &err), 0);
     assert_int_equal(gpu_st_count(st), 3);
     float out[5];
     gpu_st_read_f32(st, gpu_st_find(st, "a"), out);

@@ -22,9 +22,8 @@ static void test_group(void **state) {
     gpu_model_config_t cfg;
     assert_int_equal(gpu_model_geometry("bert-mini", 3, &cfg), 0);
     gpu_graph_t *g = NULL;
-    char err[256];
-    assert_int_equal(gpu_graph_build(&cfg, NULL, GPU_PREC_FP32, GPU_PREC_FP32, &g, err, sizeof err),
-                     0);
+    common_err_t err;
+    assert_int_equal(gpu_graph_build(&cfg, NULL, GPU_PREC_FP32, GPU_PREC_FP32, &g, &err), 0);
     double *ms = calloc((size_t)g->n_ops, sizeof(double));
     long *runs = calloc((size_t)g->n_ops, sizeof(long));
     double want_qkv = 0;
@@ -62,10 +61,10 @@ static void test_group(void **state) {
  * tests/fixtures/models): two forwards profiled; each op ran per forward (per chunk on the
  * cpu, which times each thread's ops). */
 static void profile_backend(const char *backend, const char *geometry, const char *precision) {
-    char err[512];
-    const gpu_backend_ops_t *ops = gpu_backend_find(backend, err, sizeof err);
+    common_err_t err;
+    const gpu_backend_ops_t *ops = gpu_backend_find(backend, &err);
     if (!ops) {
-        printf("skip %s: %s\n", backend, err);
+        printf("skip %s: %s\n", backend, err.message);
         return;
     }
     assert_non_null(ops->profile_ops);
@@ -73,14 +72,14 @@ static void profile_backend(const char *backend, const char *geometry, const cha
     char dir[512];
     snprintf(dir, sizeof dir, "%s/models/%s", RECLASS_FIXTURES, geometry);
     assert_int_equal(strchr(geometry, '-') && strstr(geometry, "clinc150")
-                         ? gpu_model_load(dir, &m, err, sizeof err)
-                         : gpu_model_init_random(geometry, 3, 7, &m, err, sizeof err),
+                         ? gpu_model_load(dir, &m, &err)
+                         : gpu_model_init_random(geometry, 3, 7, &m, &err),
                      0);
     gpu_backend_opts_t o = {
         .token_budget = 256, .max_len = 128, .threads = 1, .precision = precision};
     gpu_backend_t *be = NULL;
-    if (ops->init(m, &o, &be, err, sizeof err) != 0) {
-        printf("skip %s %s: %s\n", backend, geometry, err);
+    if (ops->init(m, &o, &be, &err) != 0) {
+        printf("skip %s %s: %s\n", backend, geometry, err.message);
         gpu_model_free(m);
         return;
     }
@@ -92,11 +91,11 @@ static void profile_backend(const char *backend, const char *geometry, const cha
     const gpu_batch_t b = {
         .ids = ids, .cu_seqlens = cu, .n_seqs = NS, .n_tokens = 100, .max_len = 59};
     float *logits = calloc((size_t)NS * m->cfg.num_labels, sizeof(float));
-    assert_int_equal(ops->profile_ops(be, 1, NULL, err, sizeof err), 0);
+    assert_int_equal(ops->profile_ops(be, 1, NULL, &err), 0);
     for (int k = 0; k < 2; k++)
-        assert_int_equal(ops->forward(be, &b, logits, err, sizeof err), 0);
+        assert_int_equal(ops->forward(be, &b, logits, &err), 0);
     gpu_op_times_t t;
-    assert_int_equal(ops->profile_ops(be, 0, &t, err, sizeof err), 0);
+    assert_int_equal(ops->profile_ops(be, 0, &t, &err), 0);
     printf("%s %s %s (%s):\n", backend, geometry, precision, t.clock);
     double sum = 0;
     long runs = 0;
@@ -110,15 +109,14 @@ static void profile_backend(const char *backend, const char *geometry, const cha
     /* a forward over one chunk (cpu: one thread, 100 tokens) runs every op once */
     gpu_model_config_t cfg = m->cfg;
     gpu_graph_t *g = NULL;
-    assert_int_equal(gpu_graph_build(&cfg, NULL, GPU_PREC_FP32, GPU_PREC_FP32, &g, err, sizeof err),
-                     0);
+    assert_int_equal(gpu_graph_build(&cfg, NULL, GPU_PREC_FP32, GPU_PREC_FP32, &g, &err), 0);
     assert_int_equal(runs, 2L * g->n_ops);
     gpu_graph_free(g);
     /* off again: forwards are no longer timed */
-    assert_int_equal(ops->profile_ops(be, 1, NULL, err, sizeof err), 0);
-    assert_int_equal(ops->profile_ops(be, 0, NULL, err, sizeof err), 0);
-    assert_int_equal(ops->forward(be, &b, logits, err, sizeof err), 0);
-    assert_int_equal(ops->profile_ops(be, 0, &t, err, sizeof err), 0);
+    assert_int_equal(ops->profile_ops(be, 1, NULL, &err), 0);
+    assert_int_equal(ops->profile_ops(be, 0, NULL, &err), 0);
+    assert_int_equal(ops->forward(be, &b, logits, &err), 0);
+    assert_int_equal(ops->profile_ops(be, 0, &t, &err), 0);
     assert_int_equal(t.n, 0);
     free(logits);
     ops->free(be);

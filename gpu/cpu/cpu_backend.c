@@ -88,11 +88,11 @@ static void plan_chunks(gpu_backend_t *be, const gpu_batch_t *bt) {
 }
 
 static common_status_t cpu_run(gpu_backend_t *be, const gpu_batch_t *batch, float *logits,
-                               char *err, size_t errlen) {
+                               common_err_t *err) {
     gpu_backend_opts_t o = be->opts;
     o.max_len = be->max_len;
     o.max_seqs = be->max_seqs;
-    if (gpu_batch_check(batch, &be->m->cfg, &o, err, errlen) != 0) return COMMON_USAGE;
+    if (gpu_batch_check(batch, &be->m->cfg, &o, err) != 0) return err->code;
     be->batch = batch;
     if (be->g->logits >= 0) be->tp[be->g->logits] = logits; /* written in the caller's rows */
     plan_chunks(be, batch);
@@ -114,24 +114,23 @@ static common_status_t cpu_run(gpu_backend_t *be, const gpu_batch_t *batch, floa
 }
 
 static common_status_t cpu_forward(gpu_backend_t *be, const gpu_batch_t *batch, float *logits,
-                                   char *err, size_t errlen) {
-    if (gpu_flight_idle(&be->flight, err, errlen) != 0) return COMMON_BUG;
-    return cpu_run(be, batch, logits, err, errlen);
+                                   common_err_t *err) {
+    if (gpu_flight_idle(&be->flight, err) != 0) return err->code;
+    return cpu_run(be, batch, logits, err);
 }
 
-static common_status_t cpu_submit(gpu_backend_t *be, const gpu_batch_t *batch, char *err,
-                                  size_t errlen) {
-    const int slot = gpu_flight_slot(&be->flight, err, errlen);
-    if (slot < 0) return COMMON_BUG;
-    common_status_t rc = cpu_run(be, batch, be->flight_logits[slot], err, errlen);
+static common_status_t cpu_submit(gpu_backend_t *be, const gpu_batch_t *batch, common_err_t *err) {
+    const int slot = gpu_flight_slot(&be->flight, err);
+    if (slot < 0) return err->code;
+    common_status_t rc = cpu_run(be, batch, be->flight_logits[slot], err);
     if (rc == 0) gpu_flight_push(&be->flight, slot, batch->n_seqs);
     return rc;
 }
 
-static common_status_t cpu_collect(gpu_backend_t *be, float *logits, char *err, size_t errlen) {
+static common_status_t cpu_collect(gpu_backend_t *be, float *logits, common_err_t *err) {
     int n_seqs;
-    const int slot = gpu_flight_pop(&be->flight, &n_seqs, err, errlen);
-    if (slot < 0) return COMMON_BUG;
+    const int slot = gpu_flight_pop(&be->flight, &n_seqs, err);
+    if (slot < 0) return err->code;
     memcpy(logits, be->flight_logits[slot],
            sizeof(float) * (size_t)n_seqs * (size_t)be->m->cfg.num_labels);
     return COMMON_OK;
@@ -188,68 +187,71 @@ static float *alloc_floats(size_t n, size_t *total) {
     return aligned_alloc(64, bytes);
 }
 
-/* Why precision bf16 cannot run this model here (err set, 1), or 0. */
-static int bf16_unfit(const gpu_model_config_t *c, int blas_only, char *err, size_t errlen) {
+/* Why precision bf16 cannot run this model here (err set, COMMON_USAGE), or COMMON_OK. */
+static common_status_t bf16_unfit(const gpu_model_config_t *c, int blas_only, common_err_t *err) {
     int longest = c->intermediate > c->hidden ? c->intermediate : c->hidden;
     if (c->emb_size > longest) longest = c->emb_size;
     if (gpu_cpu_bf16_best() == GPU_CPU_BF16_NONE)
-        snprintf(err, errlen, "precision bf16 on the cpu backend needs AVX2 and FMA: use fp32");
+        common_err_set(err, COMMON_USAGE,
+                       "precision bf16 on the cpu backend needs AVX2 and FMA: use fp32");
     else if (blas_only)
-        snprintf(err, errlen, "precision bf16 runs on the packed kernels, not OpenBLAS");
+        common_err_set(err, COMMON_USAGE,
+                       "precision bf16 runs on the packed kernels, not OpenBLAS");
     else if (c->hidden % GPU_CPU_GEMM_NR != 0 || longest > GPU_CPU_BF16_MAX_K)
-        snprintf(err, errlen,
-                 "precision bf16 on the cpu backend needs hidden a multiple of %d and widths "
-                 "<= %d (this model: hidden %d, intermediate %d): use fp32",
-                 GPU_CPU_GEMM_NR, GPU_CPU_BF16_MAX_K, c->hidden, c->intermediate);
+        common_err_set(err, COMMON_USAGE,
+                       "precision bf16 on the cpu backend needs hidden a multiple of %d and widths "
+                       "<= %d (this model: hidden %d, intermediate %d): use fp32",
+                       GPU_CPU_GEMM_NR, GPU_CPU_BF16_MAX_K, c->hidden, c->intermediate);
     else
-        return 0;
-    return 1;
+        return COMMON_OK;
+    return COMMON_USAGE;
 }
 
-int gpu_cpu_init_as(const gpu_model_t *m, const gpu_backend_opts_t *opts, int blas_only,
-                    gpu_backend_t **out, char *err, size_t errlen) {
-    return gpu_cpu_init_graph_as(m, NULL, opts, blas_only, out, err, errlen);
+common_status_t gpu_cpu_init_as(const gpu_model_t *m, const gpu_backend_opts_t *opts, int blas_only,
+                                gpu_backend_t **out, common_err_t *err) {
+    return gpu_cpu_init_graph_as(m, NULL, opts, blas_only, out, err);
 }
 
-int gpu_cpu_init_graph_as(const gpu_model_t *m, gpu_graph_t *g, const gpu_backend_opts_t *opts,
-                          int blas_only, gpu_backend_t **out, char *err, size_t errlen) {
+common_status_t gpu_cpu_init_graph_as(const gpu_model_t *m, gpu_graph_t *g,
+                                      const gpu_backend_opts_t *opts, int blas_only,
+                                      gpu_backend_t **out, common_err_t *err) {
     *out = NULL;
     const gpu_model_config_t *c = &m->cfg;
     gpu_precision_t prec;
     if (!gpu_backend_precision(&gpu_cpu_backend_ops, opts->precision) ||
         gpu_precision_parse(gpu_backend_precision(&gpu_cpu_backend_ops, opts->precision), &prec) !=
             0) {
-        snprintf(err, errlen,
-                 "the cpu backend runs fp32, bf16 or fp8 (its FP8 reference), not '%s'",
-                 opts->precision);
+        common_err_set(err, COMMON_USAGE,
+                       "the cpu backend runs fp32, bf16 or fp8 (its FP8 reference), not '%s'",
+                       opts->precision);
         gpu_graph_free(g);
-        return -1;
+        return COMMON_USAGE;
     }
-    if (prec == GPU_PREC_BF16 && bf16_unfit(c, blas_only, err, errlen)) {
+    if (prec == GPU_PREC_BF16 && bf16_unfit(c, blas_only, err)) {
         gpu_graph_free(g);
-        return -1;
+        return err->code;
     }
     if (opts->token_budget <= 0) {
-        snprintf(err, errlen, "token budget %d must be positive", opts->token_budget);
+        common_err_set(err, COMMON_USAGE, "token budget %d must be positive", opts->token_budget);
         gpu_graph_free(g);
-        return -1;
+        return COMMON_USAGE;
     }
     if (opts->max_len > c->max_pos) {
-        snprintf(err, errlen, "max_len %d exceeds the model's %d positions", opts->max_len,
-                 c->max_pos);
+        common_err_set(err, COMMON_USAGE, "max_len %d exceeds the model's %d positions",
+                       opts->max_len, c->max_pos);
         gpu_graph_free(g);
-        return -1;
+        return COMMON_USAGE;
     }
     if (opts->threads < 0 || opts->threads > CPU_MAX_THREADS) {
-        snprintf(err, errlen, "threads %d outside 0..%d", opts->threads, CPU_MAX_THREADS);
+        common_err_set(err, COMMON_USAGE, "threads %d outside 0..%d", opts->threads,
+                       CPU_MAX_THREADS);
         gpu_graph_free(g);
-        return -1;
+        return COMMON_USAGE;
     }
     gpu_backend_t *be = calloc(1, sizeof *be);
     if (!be) {
         gpu_graph_free(g);
-        snprintf(err, errlen, "out of memory");
-        return -1;
+        return common_err_set(err, COMMON_FATAL, "out of memory");
     }
     be->g = g;
     pthread_mutex_init(&be->mu, NULL);
@@ -271,13 +273,13 @@ int gpu_cpu_init_graph_as(const gpu_model_t *m, gpu_graph_t *g, const gpu_backen
     be->w = calloc((size_t)be->n_threads, sizeof *be->w);
     be->chunk_at = calloc((size_t)be->max_seqs + 1, sizeof *be->chunk_at);
     if (!be->flight_logits[0] || !be->flight_logits[1] || !be->w || !be->chunk_at) {
-        snprintf(err, errlen, "out of memory");
+        common_err_set(err, COMMON_FATAL, "out of memory");
         cpu_free(be);
-        return -1;
+        return COMMON_FATAL;
     }
-    if (gpu_cpu_graph_setup(be, err, errlen) != 0) {
+    if (gpu_cpu_graph_setup(be, err) != 0) {
         cpu_free(be);
-        return -1;
+        return err->code;
     }
     for (int i = 0; i < be->n_threads; i++) {
         be->w[i].be = be;
@@ -288,9 +290,9 @@ int gpu_cpu_init_graph_as(const gpu_model_t *m, gpu_graph_t *g, const gpu_backen
         be->w[i].op_runs = calloc((size_t)be->g->n_ops + 1, sizeof(long));
         if (!be->w[i].scratch || (be->xq_floats && !be->w[i].xq) || !be->w[i].op_s ||
             !be->w[i].op_runs) {
-            snprintf(err, errlen, "out of memory");
+            common_err_set(err, COMMON_FATAL, "out of memory");
             cpu_free(be);
-            return -1;
+            return COMMON_FATAL;
         }
     }
     /* Our threads split the batch; OpenBLAS's own would only fight them for the cores. */
@@ -298,14 +300,14 @@ int gpu_cpu_init_graph_as(const gpu_model_t *m, gpu_graph_t *g, const gpu_backen
     openblas_set_num_threads(1);
     for (int i = 1; i < be->n_threads; i++) {
         if (pthread_create(&be->w[i].th, NULL, worker_main, &be->w[i]) != 0) {
-            snprintf(err, errlen, "cannot start CPU worker thread %d", i);
+            common_err_set(err, COMMON_FATAL, "cannot start CPU worker thread %d", i);
             cpu_free(be);
-            return -1;
+            return COMMON_FATAL;
         }
         be->started = i;
     }
     *out = be;
-    return 0;
+    return COMMON_OK;
 }
 
 /* The table's kernels entry: which kernels run the projections at precision on this CPU, e.g.
@@ -331,25 +333,25 @@ static void cpu_kernels(const char *precision, char *buf, size_t n) {
         isa == GPU_CPU_BF16_AMX ? "" : "; not AMX: ", gpu_cpu_bf16_why_not_amx());
 }
 
-static int cpu_init(const gpu_model_t *m, const gpu_backend_opts_t *opts, gpu_backend_t **out,
-                    char *err, size_t errlen) {
-    return gpu_cpu_init_as(m, opts, 0, out, err, errlen);
+static common_status_t cpu_init(const gpu_model_t *m, const gpu_backend_opts_t *opts,
+                                gpu_backend_t **out, common_err_t *err) {
+    return gpu_cpu_init_as(m, opts, 0, out, err);
 }
 
-static int cpu_init_graph(const gpu_model_t *m, gpu_graph_t *g, const gpu_backend_opts_t *opts,
-                          gpu_backend_t **out, char *err, size_t errlen) {
-    return gpu_cpu_init_graph_as(m, g, opts, 0, out, err, errlen);
+static common_status_t cpu_init_graph(const gpu_model_t *m, gpu_graph_t *g,
+                                      const gpu_backend_opts_t *opts, gpu_backend_t **out,
+                                      common_err_t *err) {
+    return gpu_cpu_init_graph_as(m, g, opts, 0, out, err);
 }
 
-static int cpu_read_tensor(gpu_backend_t *be, int t, size_t rows, float *out, char *err,
-                           size_t errlen) {
+static common_status_t cpu_read_tensor(gpu_backend_t *be, int t, size_t rows, float *out,
+                                       common_err_t *err) {
     if (t < 0 || t >= be->g->n_tensors ||
         rows > gpu_graph_rows(be->g, t, be->opts.token_budget, be->max_seqs)) {
-        snprintf(err, errlen, "no tensor %d of %zu rows in this graph", t, rows);
-        return -1;
+        return common_err_set(err, COMMON_BUG, "no tensor %d of %zu rows in this graph", t, rows);
     }
     memcpy(out, be->tp[t], sizeof(float) * rows * (size_t)be->g->tensor[t].cols);
-    return 0;
+    return COMMON_OK;
 }
 
 static void cpu_get_props(const gpu_backend_t *be, gpu_backend_props_t *p) {
@@ -364,12 +366,11 @@ static void cpu_get_props(const gpu_backend_t *be, gpu_backend_props_t *p) {
 
 /* The table's profile_ops: each thread times its ops (cpu_graph.c); the totals are summed
  * over the threads, so a row is thread-seconds, not the batch's wall time. */
-static int cpu_profile_ops(gpu_backend_t *be, int on, gpu_op_times_t *out, char *err,
-                           size_t errlen) {
+static common_status_t cpu_profile_ops(gpu_backend_t *be, int on, gpu_op_times_t *out,
+                                       common_err_t *err) {
     const int n = be->g->n_ops;
     if (be->flight.n > 0) {
-        snprintf(err, errlen, "profile_ops: collect the batches in flight first");
-        return -1;
+        return common_err_set(err, COMMON_BUG, "profile_ops: collect the batches in flight first");
     }
     be->prof = on;
     if (on) {
@@ -377,9 +378,9 @@ static int cpu_profile_ops(gpu_backend_t *be, int on, gpu_op_times_t *out, char 
             memset(be->w[t].op_s, 0, sizeof(double) * (size_t)n);
             memset(be->w[t].op_runs, 0, sizeof(long) * (size_t)n);
         }
-        return 0;
+        return COMMON_OK;
     }
-    if (!out) return 0;
+    if (!out) return COMMON_OK;
     /* worker 0's arrays take the sums (profiling is off: no thread writes them now) */
     for (int t = 1; t < be->n_threads; t++)
         for (int i = 0; i < n; i++) {
@@ -392,7 +393,7 @@ static int cpu_profile_ops(gpu_backend_t *be, int on, gpu_op_times_t *out, char 
                        "thread-milliseconds: each thread's wall time in the op, summed over "
                        "the threads; an op runs once per chunk of sequences",
                        out);
-    return 0;
+    return COMMON_OK;
 }
 
 static const char *const cpu_precisions[] = {"fp32", "bf16", "fp8", NULL};

@@ -88,8 +88,8 @@ void gpu_cpu_project(const cpu_proj_t *p, const float *x, int ldx, int n, gpu_cp
 
 /* Builds the graph of be->m at be->prec (unless be->g is given), checks the backend runs every op,
  * lays out the arena, prepares every projection's weights (fp8 rounding, packing) and runs the
- * prelude (cpu_weights.c). 0, or -1 with err. */
-int gpu_cpu_graph_setup(gpu_backend_t *be, char *err, size_t errlen);
+ * prelude (cpu_weights.c). COMMON_OK, or err's code. */
+common_status_t gpu_cpu_graph_setup(gpu_backend_t *be, common_err_t *err);
 void gpu_cpu_graph_free(gpu_backend_t *be);
 /* The table's supports_op: every op at fp32 and bf16, the linear op at fp8 too. */
 int gpu_cpu_supports_op(const gpu_graph_t *g, const gpu_op_t *op);
@@ -103,10 +103,11 @@ const float *gpu_cpu_fp8_input(const cpu_proj_t *p, const float *x, int ldx, int
 
 /* The "cpu" backend's init; blas_only: every projection through OpenBLAS, as CPUs without
  * AVX2 run it (tests compare the two GEMM paths on one machine with it). */
-int gpu_cpu_init_as(const gpu_model_t *m, const gpu_backend_opts_t *opts, int blas_only,
-                    gpu_backend_t **out, char *err, size_t errlen);
+common_status_t gpu_cpu_init_as(const gpu_model_t *m, const gpu_backend_opts_t *opts, int blas_only,
+                                gpu_backend_t **out, common_err_t *err);
 /* The same on graph g (owned from the call on), or on m's family's graph when g is NULL. */
-int gpu_cpu_init_graph_as(const gpu_model_t *m, gpu_graph_t *g, const gpu_backend_opts_t *opts,
-                          int blas_only, gpu_backend_t **out, char *err, size_t errlen);
+common_status_t gpu_cpu_init_graph_as(const gpu_model_t *m, gpu_graph_t *g,
+                                      const gpu_backend_opts_t *opts, int blas_only,
+                                      gpu_backend_t **out, common_err_t *err);
 
 #endif

@@ -75,13 +75,12 @@ static void scratch_sizes(gpu_backend_t *be) {
     be->xq_floats = k8 ? (size_t)rows * (size_t)k8 : 0;
 }
 
-int gpu_cpu_graph_setup(gpu_backend_t *be, char *err, size_t errlen) {
+common_status_t gpu_cpu_graph_setup(gpu_backend_t *be, common_err_t *err) {
     const gpu_model_t *m = be->m;
-    if (!be->g &&
-        gpu_graph_build(&m->cfg, &m->w, be->prec, GPU_PREC_FP32, &be->g, err, errlen) != 0)
-        return -1;
+    if (!be->g && gpu_graph_build(&m->cfg, &m->w, be->prec, GPU_PREC_FP32, &be->g, err) != 0)
+        return err->code;
     gpu_graph_t *g = be->g;
-    if (gpu_graph_check(g, "cpu", gpu_cpu_supports_op, err, errlen) != 0) return -1;
+    if (gpu_graph_check(g, "cpu", gpu_cpu_supports_op, err) != 0) return err->code;
     gpu_graph_plan_t plan;
     gpu_graph_plan_opts_t po = {.act_bytes = sizeof(float),
                                 .token_budget = be->opts.token_budget,
@@ -114,11 +113,11 @@ int gpu_cpu_graph_setup(gpu_backend_t *be, char *err, size_t errlen) {
     for (int i = 0; i < g->n_prelude; i++)
         gpu_cpu_run_op(be, i, &g->prelude[i], NULL, 0, 0, NULL);
     scratch_sizes(be);
-    return 0;
+    return COMMON_OK;
 oom:
-    snprintf(err, errlen, "out of memory for the graph's weights and a %d-token arena",
-             be->opts.token_budget);
-    return -1;
+    return common_err_set(err, COMMON_FATAL,
+                          "out of memory for the graph's weights and a %d-token arena",
+                          be->opts.token_budget);
 }
 
 void gpu_cpu_graph_free(gpu_backend_t *be) {

@@ -42,33 +42,34 @@ static void cuda_be_free(gpu_backend_t *be) {
     do {                                                                                           \
         cudaError_t e_ = (call);                                                                   \
         if (e_ != cudaSuccess) {                                                                   \
-            snprintf(err, errlen, "CUDA %s failed: %s", what, cudaGetErrorString(e_));             \
+            common_err_set(err, COMMON_FATAL, "CUDA %s failed: %s", what, cudaGetErrorString(e_)); \
             goto fail;                                                                             \
         }                                                                                          \
     } while (0)
 
 static common_status_t cuda_be_forward(gpu_backend_t *be, const gpu_batch_t *batch, float *logits,
-                                       char *err, size_t errlen);
+                                       common_err_t *err);
 
 // given: a graph to run instead of the family's (init_given), owned from the call on.
-static int cuda_be_init_path(const gpu_model_t *model, const gpu_backend_opts_t *opts,
-                             gpu_graph_t *given, gpu_backend_t **out, char *err, size_t errlen) {
+static common_status_t cuda_be_init_path(const gpu_model_t *model, const gpu_backend_opts_t *opts,
+                                         gpu_graph_t *given, gpu_backend_t **out,
+                                         common_err_t *err) {
     *out = NULL;
     const gpu_model_config_t *c = &model->cfg;
     const char *prec = gpu_backend_precision(&gpu_cuda_backend_ops, opts->precision);
     if (!prec) {
-        snprintf(err, errlen,
-                 "precision '%s' is not supported by the cuda backend: use fp16, "
-                 "bf16 or fp8",
-                 opts->precision);
+        common_err_set(err, COMMON_USAGE,
+                       "precision '%s' is not supported by the cuda backend: use fp16, "
+                       "bf16 or fp8",
+                       opts->precision);
         gpu_graph_free(given);
-        return -1;
+        return COMMON_USAGE;
     }
     struct gpu_backend *be = (struct gpu_backend *)calloc(1, sizeof(*be));
     if (!be) {
-        snprintf(err, errlen, "out of host memory");
+        common_err_set(err, COMMON_FATAL, "out of host memory");
         gpu_graph_free(given);
-        return -1;
+        return COMMON_FATAL;
     }
     be->gg = given; // freed with the instance
     be->device = -1;
@@ -77,15 +78,14 @@ static int cuda_be_init_path(const gpu_model_t *model, const gpu_backend_opts_t 
     snprintf(be->prec, sizeof(be->prec), "%s", prec);
     be->opts.precision = be->prec;
     be->bf16 = strcmp(prec, "bf16") == 0;
-    if (gpu_backend_settle(c, opts, &be->token_budget, &be->max_len, &be->max_seqs, err, errlen) !=
-        0)
+    if (gpu_backend_settle(c, opts, &be->token_budget, &be->max_len, &be->max_seqs, err) != 0)
         goto fail_quiet;
     be->opts.token_budget = be->token_budget;
     be->opts.max_len = be->max_len;
     be->opts.max_seqs = be->max_seqs;
     if (gpu_cuda_device_count() <= opts->device) {
-        snprintf(err, errlen, "no CUDA device %d (found %d)", opts->device,
-                 gpu_cuda_device_count());
+        common_err_set(err, COMMON_FATAL, "no CUDA device %d (found %d)", opts->device,
+                       gpu_cuda_device_count());
         goto fail_quiet;
     }
     be->device = opts->device;
@@ -100,43 +100,42 @@ static int cuda_be_init_path(const gpu_model_t *model, const gpu_backend_opts_t 
             "device attribute");
     // The op list: its layout, one allocation, its prelude, then the warm-up sweep (which
     // also chooses every GEMM algorithm, timed among the top candidates).
-    if (cuda_be_graph_init(be, err, errlen) != 0) goto fail_quiet;
+    if (cuda_be_graph_init(be, err) != 0) goto fail_quiet;
     cuda_be_graph_tune(be, BE_TUNE_CANDIDATES);
-    if (cuda_be_warmup(be, err, errlen) != 0) goto fail_quiet;
+    if (cuda_be_warmup(be, err) != 0) goto fail_quiet;
     cuda_be_graph_tune(be, 0);
     *out = be;
-    return 0;
+    return COMMON_OK;
 fail:
 fail_quiet:
     cuda_be_free(be);
-    return -1;
+    return err->code;
 }
 
 // Queues a batch in the next free slot; the device works on it while the host goes on.
-static common_status_t cuda_be_submit(gpu_backend_t *be, const gpu_batch_t *batch, char *err,
-                                      size_t errlen) {
-    const int slot = gpu_flight_slot(&be->flight, err, errlen);
-    if (slot < 0) return COMMON_BUG;
-    if (gpu_batch_check(batch, &be->model->cfg, &be->opts, err, errlen) != 0) return COMMON_USAGE;
+static common_status_t cuda_be_submit(gpu_backend_t *be, const gpu_batch_t *batch,
+                                      common_err_t *err) {
+    const int slot = gpu_flight_slot(&be->flight, err);
+    if (slot < 0) return err->code;
+    if (gpu_batch_check(batch, &be->model->cfg, &be->opts, err) != 0) return err->code;
     if (cudaSetDevice(be->device) != cudaSuccess) {
-        snprintf(err, errlen, "CUDA device %d is gone", be->device);
-        return COMMON_FATAL;
+        return common_err_set(err, COMMON_FATAL, "CUDA device %d is gone", be->device);
     }
-    if (cuda_be_graph_submit(be, batch, slot, err, errlen) != 0) return COMMON_FATAL;
+    if (cuda_be_graph_submit(be, batch, slot, err) != 0) return err->code;
     gpu_flight_push(&be->flight, slot, batch->n_seqs);
     return COMMON_OK;
 }
 
 // Waits for the oldest batch in flight and copies its logits (n_seqs, L) out.
-static common_status_t cuda_be_collect(gpu_backend_t *be, float *logits, char *err, size_t errlen) {
+static common_status_t cuda_be_collect(gpu_backend_t *be, float *logits, common_err_t *err) {
     int n_seqs;
-    const int slot = gpu_flight_pop(&be->flight, &n_seqs, err, errlen);
-    if (slot < 0) return COMMON_BUG;
+    const int slot = gpu_flight_pop(&be->flight, &n_seqs, err);
+    if (slot < 0) return err->code;
     cudaSetDevice(be->device);
     cudaError_t e = cudaEventSynchronize(be->t_last[slot]);
     if (e != cudaSuccess) {
-        snprintf(err, errlen, "CUDA error in the batch's work: %s", cudaGetErrorString(e));
-        return COMMON_FATAL;
+        return common_err_set(err, COMMON_FATAL, "CUDA error in the batch's work: %s",
+                              cudaGetErrorString(e));
     }
     memcpy(logits, be->h_logits[slot], (size_t)n_seqs * be->model->cfg.num_labels * sizeof(float));
     float fw_ms = 0;
@@ -147,10 +146,10 @@ static common_status_t cuda_be_collect(gpu_backend_t *be, float *logits, char *e
 }
 
 static common_status_t cuda_be_forward(gpu_backend_t *be, const gpu_batch_t *batch, float *logits,
-                                       char *err, size_t errlen) {
-    if (gpu_flight_idle(&be->flight, err, errlen) != 0) return COMMON_BUG;
-    common_status_t rc = cuda_be_submit(be, batch, err, errlen);
-    return rc ? rc : cuda_be_collect(be, logits, err, errlen);
+                                       common_err_t *err) {
+    if (gpu_flight_idle(&be->flight, err) != 0) return err->code;
+    common_status_t rc = cuda_be_submit(be, batch, err);
+    return rc ? rc : cuda_be_collect(be, logits, err);
 }
 
 static int cuda_be_mem_stats(gpu_backend_t *be, gpu_mem_stats_t *st) {
@@ -180,14 +179,14 @@ static void cuda_be_get_props(const gpu_backend_t *be, gpu_backend_props_t *p) {
     p->synchronous = 0; // submit queues the batch on the stream
 }
 
-static int cuda_be_init(const gpu_model_t *model, const gpu_backend_opts_t *opts,
-                        gpu_backend_t **out, char *err, size_t errlen) {
-    return cuda_be_init_path(model, opts, NULL, out, err, errlen);
+static common_status_t cuda_be_init(const gpu_model_t *model, const gpu_backend_opts_t *opts,
+                                    gpu_backend_t **out, common_err_t *err) {
+    return cuda_be_init_path(model, opts, NULL, out, err);
 }
-static int cuda_be_init_given(const gpu_model_t *model, gpu_graph_t *g,
-                              const gpu_backend_opts_t *opts, gpu_backend_t **out, char *err,
-                              size_t errlen) {
-    return cuda_be_init_path(model, opts, g, out, err, errlen);
+static common_status_t cuda_be_init_given(const gpu_model_t *model, gpu_graph_t *g,
+                                          const gpu_backend_opts_t *opts, gpu_backend_t **out,
+                                          common_err_t *err) {
+    return cuda_be_init_path(model, opts, g, out, err);
 }
 
 static const char *const cuda_precisions[] = {"fp16", "bf16", "fp8", NULL};

@@ -55,11 +55,11 @@ double cuda_be_energy_stop(gpu_backend_t *be, double *seconds, int *sm_mhz) {
     return joules;
 }
 
-double cuda_be_gemm_ceiling(gpu_backend_t *be, int tokens, const char *precision, char *err,
-                            size_t errlen) {
+double cuda_be_gemm_ceiling(gpu_backend_t *be, int tokens, const char *precision,
+                            common_err_t *err) {
     const gpu_model_config_t *c = &be->model->cfg;
     return gpu_cuda_layer_gemm_ceiling(be->device, tokens, c->hidden, c->intermediate, precision,
-                                       NULL, err, errlen);
+                                       NULL, err);
 }
 
 // Introspection (gpu/cuda/cuda_backend.h). Asks the backend's allocator for device memory after
@@ -85,16 +85,14 @@ extern "C" const gpu_backend_ops_t gpu_cuda_backend_ops; // cuda_backend.cu
 // a run can launch is loaded (CUDA loads modules lazily and a first launch takes device
 // memory for its code, so device memory in use stays constant from here on) and every GEMM
 // algorithm is chosen, timed among cuBLASLt's top BE_TUNE_CANDIDATES candidates.
-int cuda_be_warmup(struct gpu_backend *be, char *err, size_t errlen) {
+common_status_t cuda_be_warmup(struct gpu_backend *be, common_err_t *err) {
     int budget = be->token_budget, max_len = be->max_len, max_seqs = be->max_seqs;
     int32_t *ids = (int32_t *)malloc((size_t)budget * 4);
     int32_t *cu = (int32_t *)malloc((size_t)(budget + 1) * 4);
     float *logits = (float *)malloc((size_t)max_seqs * be->model->cfg.num_labels * 4);
-    int rc = 0;
-    if (!ids || !cu || !logits) {
-        snprintf(err, errlen, "out of host memory for the warm-up sweep");
-        rc = -1;
-    }
+    common_status_t rc = COMMON_OK;
+    if (!ids || !cu || !logits)
+        rc = common_err_set(err, COMMON_FATAL, "out of host memory for the warm-up sweep");
     uint32_t r = 12345u;
     for (int i = 0; rc == 0 && i < budget; i++) {
         r = r * 1664525u + 1013904223u;
@@ -116,7 +114,7 @@ int cuda_be_warmup(struct gpu_backend *be, char *err, size_t errlen) {
                 b.n_seqs++;
             }
             b.n_tokens = cu[b.n_seqs];
-            if (gpu_cuda_backend_ops.forward(be, &b, logits, err, errlen) != 0) rc = -1;
+            rc = gpu_cuda_backend_ops.forward(be, &b, logits, err);
         }
         if (tok == budget) break;
     }

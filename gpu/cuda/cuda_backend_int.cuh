@@ -55,29 +55,30 @@ struct gpu_backend {
 };
 
 // The graph path (cuda_graph_backend.cu).
-int cuda_be_graph_init(struct gpu_backend *be, char *err, size_t errlen);
-int cuda_be_graph_submit(struct gpu_backend *be, const gpu_batch_t *b, int slot, char *err,
-                         size_t errlen);
+common_status_t cuda_be_graph_init(struct gpu_backend *be, common_err_t *err);
+common_status_t cuda_be_graph_submit(struct gpu_backend *be, const gpu_batch_t *b, int slot,
+                                     common_err_t *err);
 void cuda_be_graph_free(struct gpu_backend *be);
 // GEMM candidates timed per new shape (the warm-up sweep's autotuning), 0 off.
 void cuda_be_graph_tune(struct gpu_backend *be, int candidates);
 size_t cuda_be_graph_weights_bytes(const struct gpu_backend *be);
 size_t cuda_be_graph_arena_bytes(const struct gpu_backend *be);
 // The first rows of graph tensor t after a forward, as fp32 (the table's read_tensor).
-extern "C" int cuda_be_read_tensor(gpu_backend_t *be, int t, size_t rows, float *out, char *err,
-                                   size_t errlen);
+extern "C" common_status_t cuda_be_read_tensor(gpu_backend_t *be, int t, size_t rows, float *out,
+                                               common_err_t *err);
 // The table's profile_ops and the per-op totals of a collected slot (cuda_graph_backend.cu).
-int cuda_be_profile_ops(gpu_backend_t *be, int on, gpu_op_times_t *out, char *err, size_t errlen);
+common_status_t cuda_be_profile_ops(gpu_backend_t *be, int on, gpu_op_times_t *out,
+                                    common_err_t *err);
 void cuda_be_profile_collect(struct gpu_backend *be, int slot);
 void cuda_be_profile_free(struct gpu_backend *be);
 // The warm-up sweep at init (cuda_backend_host.cu), through forward.
-int cuda_be_warmup(struct gpu_backend *be, char *err, size_t errlen);
+common_status_t cuda_be_warmup(struct gpu_backend *be, common_err_t *err);
 
 // The backend table's energy_start / energy_stop / gemm_ceiling (cuda_backend_host.cu).
 int cuda_be_energy_start(gpu_backend_t *be);
 double cuda_be_energy_stop(gpu_backend_t *be, double *seconds, int *sm_mhz);
-double cuda_be_gemm_ceiling(gpu_backend_t *be, int tokens, const char *precision, char *err,
-                            size_t errlen);
+double cuda_be_gemm_ceiling(gpu_backend_t *be, int tokens, const char *precision,
+                            common_err_t *err);
 
 // The only path to device memory. After init it refuses and counts the attempt.
 static inline cudaError_t be_device_alloc(struct gpu_backend *be, void **p, size_t bytes) {

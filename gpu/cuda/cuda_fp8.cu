@@ -37,8 +37,8 @@ static int fp8_desc(cublasLtMatmulDesc_t *d, int e, const cudaDataType_t *dt) {
 // (k, n) and transposed (FP8 on Hopper takes only this "TN" form), B = Xq (k, m). One
 // descriptor per epilogue and output type, made once; the bias and scale pointers are set per
 // call.
-int cuda_fp8_gemm_init(cuda_fp8_gemm_t *g, int type, void *workspace, size_t workspace_bytes,
-                       char *err, size_t errlen) {
+common_status_t cuda_fp8_gemm_init(cuda_fp8_gemm_t *g, int type, void *workspace,
+                                   size_t workspace_bytes, common_err_t *err) {
     memset(g, 0, sizeof(*g));
     g->dt = type == CUDA_GEMM_BF16 ? CUDA_R_16BF : CUDA_R_16F;
     g->workspace = workspace;
@@ -48,11 +48,12 @@ int cuda_fp8_gemm_init(cuda_fp8_gemm_t *g, int type, void *workspace, size_t wor
     for (int e = 0; ok && e < CUDA_GEMM_EPIS; e++)
         ok = fp8_desc(&g->desc[e], e, &g->dt) && fp8_desc(&g->desc_q[e], e, &g->dt);
     if (!ok) {
-        snprintf(err, errlen, "cuBLASLt could not be initialised for FP8 (outer-vector scales)");
+        common_err_set(err, COMMON_FATAL,
+                       "cuBLASLt could not be initialised for FP8 (outer-vector scales)");
         cuda_fp8_gemm_free(g);
-        return -1;
+        return COMMON_FATAL;
     }
-    return 0;
+    return COMMON_OK;
 }
 
 void cuda_fp8_gemm_free(cuda_fp8_gemm_t *g) {
@@ -219,20 +220,19 @@ static void fp8_keep(cuda_fp8_gemm_t *g, const fp8_call_t *c, int mb,
 
 // No FP8 algorithm with the GELU epilogue (remembered, as cuda_gemm.cu does): the bias one,
 // then a pass of its own.
-static int fp8_gelu_pass(cuda_fp8_gemm_t *g, const fp8_call_t *c, cudaStream_t st, char *err,
-                         size_t errlen) {
+static common_status_t fp8_gelu_pass(cuda_fp8_gemm_t *g, const fp8_call_t *c, cudaStream_t st,
+                                     common_err_t *err) {
     g->gelu_refused = 1;
     if (cuda_fp8_gemm_run(g, c->wq, c->w_scale, c->xq, c->x_scale, c->y, c->ldy, c->bias, NULL,
-                          c->m, c->n, c->k, CUDA_GEMM_BIAS, st, err, errlen) != 0)
-        return -1;
+                          c->m, c->n, c->k, CUDA_GEMM_BIAS, st, err) != 0)
+        return err->code;
     const cudaError_t e = g->dt == CUDA_R_16BF
                               ? cuda_bias_act((__nv_bfloat16 *)c->y, (const __nv_bfloat16 *)NULL,
                                               c->m, c->n, GPU_ACT_GELU_TANH, st)
                               : cuda_bias_act((__half *)c->y, (const __half *)NULL, c->m, c->n,
                                               GPU_ACT_GELU_TANH, st);
-    if (e == cudaSuccess) return 0;
-    snprintf(err, errlen, "FP8 GELU pass: %s", cudaGetErrorString(e));
-    return -1;
+    if (e == cudaSuccess) return COMMON_OK;
+    return common_err_set(err, COMMON_FATAL, "FP8 GELU pass: %s", cudaGetErrorString(e));
 }
 
 // Runs the call with a cached, queried or exact-M algorithm: 0, or -1 when none ran (nothing
@@ -258,22 +258,22 @@ static int fp8_run(cuda_fp8_gemm_t *g, const fp8_call_t *c, cudaStream_t st, int
     return fp8_pick(g, cand, *n_tried, c, 0, st) >= 0 ? 0 : -1;
 }
 
-int cuda_fp8_gemm_run(cuda_fp8_gemm_t *g, const uint8_t *wq, const float *w_scale,
-                      const uint8_t *xq, const float *x_scale, void *y, int ldy, const void *bias,
-                      const void *res, int m, int n, int k, int epi, cudaStream_t st, char *err,
-                      size_t errlen) {
+common_status_t cuda_fp8_gemm_run(cuda_fp8_gemm_t *g, const uint8_t *wq, const float *w_scale,
+                                  const uint8_t *xq, const float *x_scale, void *y, int ldy,
+                                  const void *bias, const void *res, int m, int n, int k, int epi,
+                                  cudaStream_t st, common_err_t *err) {
     const fp8_call_t c = {wq, xq, w_scale, x_scale, y, bias, res, m, n, k, ldy, epi, 0, NULL, NULL};
     const int gelu_pass_ok = epi == CUDA_GEMM_GELU_BIAS && ldy == n && !res;
     int n_cand = 0;
-    if (m <= 0) return 0;
-    if (gelu_pass_ok && g->gelu_refused) return fp8_gelu_pass(g, &c, st, err, errlen);
-    if (fp8_run(g, &c, st, &n_cand) == 0) return 0;
-    if (gelu_pass_ok) return fp8_gelu_pass(g, &c, st, err, errlen);
-    snprintf(err, errlen,
-             "cuBLASLt FP8 GEMM (%d x %d x %d, epilogue %d): none of its %d algorithms with "
-             "outer-vector scales ran",
-             m, n, k, epi, n_cand);
-    return -1;
+    if (m <= 0) return COMMON_OK;
+    if (gelu_pass_ok && g->gelu_refused) return fp8_gelu_pass(g, &c, st, err);
+    if (fp8_run(g, &c, st, &n_cand) == 0) return COMMON_OK;
+    if (gelu_pass_ok) return fp8_gelu_pass(g, &c, st, err);
+    return common_err_set(
+        err, COMMON_FATAL,
+        "cuBLASLt FP8 GEMM (%d x %d x %d, epilogue %d): none of its %d algorithms with "
+        "outer-vector scales ran",
+        m, n, k, epi, n_cand);
 }
 
 int cuda_fp8_gemm_run_q(cuda_fp8_gemm_t *g, const uint8_t *wq, const float *w_scale,

@@ -61,18 +61,19 @@ typedef struct {
 cudaError_t cuda_fp8_quantize_static(const void *x, int type, size_t elems, float inv, uint8_t *q,
                                      cudaStream_t s);
 
-// type: CUDA_GEMM_FP16 or CUDA_GEMM_BF16 (the 16-bit outputs). 0 or -1 (err set).
-int cuda_fp8_gemm_init(cuda_fp8_gemm_t *g, int type, void *workspace, size_t workspace_bytes,
-                       char *err, size_t errlen);
+// type: CUDA_GEMM_FP16 or CUDA_GEMM_BF16 (the 16-bit outputs). COMMON_OK, or err's code.
+common_status_t cuda_fp8_gemm_init(cuda_fp8_gemm_t *g, int type, void *workspace,
+                                   size_t workspace_bytes, common_err_t *err);
 void cuda_fp8_gemm_free(cuda_fp8_gemm_t *g);
 
 // Y (m, n), rows ldy apart, = (Xq (m, k) Wq (n, k)^T) * x_scale[row] * w_scale[col] + bias
 // (n), through epi (CUDA_GEMM_BIAS / GELU_BIAS / RELU_BIAS), plus res (m, n, may be y) when
-// not NULL. k % 16 == 0, pointers 16-byte aligned. 0 or -1 (err says what cuBLASLt refused).
-int cuda_fp8_gemm_run(cuda_fp8_gemm_t *g, const uint8_t *wq, const float *w_scale,
-                      const uint8_t *xq, const float *x_scale, void *y, int ldy, const void *bias,
-                      const void *res, int m, int n, int k, int epi, cudaStream_t st, char *err,
-                      size_t errlen);
+// not NULL. k % 16 == 0, pointers 16-byte aligned. COMMON_OK, or err's code (what cuBLASLt
+// refused).
+common_status_t cuda_fp8_gemm_run(cuda_fp8_gemm_t *g, const uint8_t *wq, const float *w_scale,
+                                  const uint8_t *xq, const float *x_scale, void *y, int ldy,
+                                  const void *bias, const void *res, int m, int n, int k, int epi,
+                                  cudaStream_t st, common_err_t *err);
 
 // Yq (m, n) E4M3 = e4m3(d_scale[0] * epi((Xq Wq^T) x_scale[row] w_scale[col] + bias)): the
 // same GEMM writing the codes of its output under a static scale (d_scale: device, 1 / the

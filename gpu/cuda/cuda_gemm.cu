@@ -17,8 +17,8 @@ int cuda_gemm_act_epi(int act) {
     return act == GPU_ACT_RELU ? CUDA_GEMM_RELU_BIAS : CUDA_GEMM_GELU_BIAS; // gelu: see the .cuh
 }
 
-int cuda_gemm_init(cuda_gemm_t *g, int type, void *workspace, size_t workspace_bytes, char *err,
-                   size_t errlen) {
+common_status_t cuda_gemm_init(cuda_gemm_t *g, int type, void *workspace, size_t workspace_bytes,
+                               common_err_t *err) {
     memset(g, 0, sizeof(*g));
     g->dt = type == CUDA_GEMM_BF16 ? CUDA_R_16BF : type == CUDA_GEMM_FP32 ? CUDA_R_32F : CUDA_R_16F;
     g->workspace = workspace;
@@ -26,13 +26,12 @@ int cuda_gemm_init(cuda_gemm_t *g, int type, void *workspace, size_t workspace_b
     g->gelu_epilogue = 1;
     g->relu_epilogue = 1;
     if (cublasLtCreate(&g->lt) != CUBLAS_STATUS_SUCCESS) {
-        snprintf(err, errlen, "cuBLASLt could not be initialised");
-        return -1;
+        return common_err_set(err, COMMON_FATAL, "cuBLASLt could not be initialised");
     }
     if (cudaEventCreate(&g->ev0) != cudaSuccess || cudaEventCreate(&g->ev1) != cudaSuccess) {
-        snprintf(err, errlen, "CUDA events for GEMM tuning could not be created");
+        common_err_set(err, COMMON_FATAL, "CUDA events for GEMM tuning could not be created");
         cuda_gemm_free(g);
-        return -1;
+        return COMMON_FATAL;
     }
     cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
     for (int e = 0; e < CUDA_GEMM_EPIS; e++) {
@@ -44,12 +43,12 @@ int cuda_gemm_init(cuda_gemm_t *g, int type, void *workspace, size_t workspace_b
                                            sizeof(tb)) != CUBLAS_STATUS_SUCCESS ||
             cublasLtMatmulDescSetAttribute(g->desc[e], CUBLASLT_MATMUL_DESC_EPILOGUE, &gemm_epi[e],
                                            sizeof(gemm_epi[e])) != CUBLAS_STATUS_SUCCESS) {
-            snprintf(err, errlen, "cuBLASLt matmul descriptor setup failed");
+            common_err_set(err, COMMON_FATAL, "cuBLASLt matmul descriptor setup failed");
             cuda_gemm_free(g);
-            return -1;
+            return COMMON_FATAL;
         }
     }
-    return 0;
+    return COMMON_OK;
 }
 
 void cuda_gemm_free(cuda_gemm_t *g) {
@@ -169,21 +168,21 @@ static int gemm_tune(cuda_gemm_t *g, const cublasLtMatmulHeuristicResult_t *cand
     return best;
 }
 
-int cuda_gemm_run(cuda_gemm_t *g, const void *w, const void *x, void *y, const void *bias,
-                  const void *res, int m, int n, int k, int epi, cudaStream_t st, char *err,
-                  size_t errlen) {
-    return cuda_gemm_run_ld(g, w, x, y, n, bias, res, m, n, k, epi, st, err, errlen);
+common_status_t cuda_gemm_run(cuda_gemm_t *g, const void *w, const void *x, void *y,
+                              const void *bias, const void *res, int m, int n, int k, int epi,
+                              cudaStream_t st, common_err_t *err) {
+    return cuda_gemm_run_ld(g, w, x, y, n, bias, res, m, n, k, epi, st, err);
 }
 
-int cuda_gemm_run_ld(cuda_gemm_t *g, const void *w, const void *x, void *y, int ldy,
-                     const void *bias, const void *res, int m, int n, int k, int epi,
-                     cudaStream_t st, char *err, size_t errlen) {
-    return cuda_gemm_run_ldx(g, w, x, k, y, ldy, bias, res, m, n, k, epi, st, err, errlen);
+common_status_t cuda_gemm_run_ld(cuda_gemm_t *g, const void *w, const void *x, void *y, int ldy,
+                                 const void *bias, const void *res, int m, int n, int k, int epi,
+                                 cudaStream_t st, common_err_t *err) {
+    return cuda_gemm_run_ldx(g, w, x, k, y, ldy, bias, res, m, n, k, epi, st, err);
 }
 
-int cuda_gemm_run_ldx(cuda_gemm_t *g, const void *w, const void *x, int ldx, void *y, int ldy,
-                      const void *bias, const void *res, int m, int n, int k, int epi,
-                      cudaStream_t st, char *err, size_t errlen) {
+common_status_t cuda_gemm_run_ldx(cuda_gemm_t *g, const void *w, const void *x, int ldx, void *y,
+                                  int ldy, const void *bias, const void *res, int m, int n, int k,
+                                  int epi, cudaStream_t st, common_err_t *err) {
     // An activation whose epilogue cuBLASLt refused: the bias epilogue, then an own pass over
     // the output. Never with a residual: activations feed the next GEMM, not the residual
     // stream.
@@ -192,21 +191,21 @@ int cuda_gemm_run_ldx(cuda_gemm_t *g, const void *w, const void *x, int ldx, voi
                                                                 : -1;
     if (act >= 0) {
         if (ldy != n || res) {
-            snprintf(err, errlen, "an activation pass needs contiguous rows and no residual");
-            return -1;
+            return common_err_set(err, COMMON_FATAL,
+                                  "an activation pass needs contiguous rows and no residual");
         }
-        if (cuda_gemm_run_ldx(g, w, x, ldx, y, n, bias, NULL, m, n, k, CUDA_GEMM_BIAS, st, err,
-                              errlen) != 0)
-            return -1;
+        if (cuda_gemm_run_ldx(g, w, x, ldx, y, n, bias, NULL, m, n, k, CUDA_GEMM_BIAS, st, err) !=
+            0)
+            return err->code;
         cudaError_t e =
             g->dt == CUDA_R_16BF
                 ? cuda_bias_act((__nv_bfloat16 *)y, (const __nv_bfloat16 *)NULL, m, n, act, st)
                 : cuda_bias_act((__half *)y, (const __half *)NULL, m, n, act, st);
         if (e != cudaSuccess) {
-            snprintf(err, errlen, "activation kernel launch failed: %s", cudaGetErrorString(e));
-            return -1;
+            return common_err_set(err, COMMON_FATAL, "activation kernel launch failed: %s",
+                                  cudaGetErrorString(e));
         }
-        return 0;
+        return COMMON_OK;
     }
     int mb = cuda_gemm_bucket(m);
     cuda_gemm_entry_t *hit = NULL;
@@ -225,19 +224,18 @@ int cuda_gemm_run_ldx(cuda_gemm_t *g, const void *w, const void *x, int ldx, voi
         int n_cand = gemm_query(g, mb, n, k, ldx, ldy, epi, cand,
                                 want < GEMM_TUNE_MAX ? want : GEMM_TUNE_MAX);
         if (g->only > 0 && n_cand < g->only) {
-            snprintf(err, errlen, "cuBLASLt has %d candidates for a %dx%dx%d GEMM, not %d", n_cand,
-                     m, n, k, g->only);
-            return -1;
+            return common_err_set(err, COMMON_FATAL,
+                                  "cuBLASLt has %d candidates for a %dx%dx%d GEMM, not %d", n_cand,
+                                  m, n, k, g->only);
         }
         if (n_cand <= 0) {
             if (epi == CUDA_GEMM_GELU_BIAS || epi == CUDA_GEMM_RELU_BIAS) {
                 if (epi == CUDA_GEMM_GELU_BIAS) g->gelu_epilogue = 0;
                 if (epi == CUDA_GEMM_RELU_BIAS) g->relu_epilogue = 0;
-                return cuda_gemm_run_ldx(g, w, x, ldx, y, ldy, bias, res, m, n, k, epi, st, err,
-                                         errlen);
+                return cuda_gemm_run_ldx(g, w, x, ldx, y, ldy, bias, res, m, n, k, epi, st, err);
             }
-            snprintf(err, errlen, "cuBLASLt found no algorithm for a %dx%dx%d GEMM", m, n, k);
-            return -1;
+            return common_err_set(err, COMMON_FATAL,
+                                  "cuBLASLt found no algorithm for a %dx%dx%d GEMM", m, n, k);
         }
         int pick = g->only > 0 ? g->only - 1 : 0;
         if (n_cand > 1 && g->only <= 0) {
@@ -251,27 +249,27 @@ int cuda_gemm_run_ldx(cuda_gemm_t *g, const void *w, const void *x, int ldx, voi
         hit->ldy = ldy, hit->ldx = ldx;
         hit->algo = cand[pick].algo;
     }
-    if (gemm_exec(g, &hit->algo, w, x, y, bias, res, m, n, k, ldx, ldy, epi, st) == 0) return 0;
+    if (gemm_exec(g, &hit->algo, w, x, y, bias, res, m, n, k, ldx, ldy, epi, st) == 0)
+        return COMMON_OK;
     // The cached algorithm does not suit this exact M: ask for this one alone.
     cublasLtMatmulHeuristicResult_t one;
     if (gemm_query(g, m, n, k, ldx, ldy, epi, &one, 1) == 1 &&
         gemm_exec(g, &one.algo, w, x, y, bias, res, m, n, k, ldx, ldy, epi, st) == 0)
-        return 0;
-    snprintf(err, errlen, "cuBLASLt matmul failed (%dx%dx%d, epilogue %d)", m, n, k, epi);
-    return -1;
+        return COMMON_OK;
+    return common_err_set(err, COMMON_FATAL, "cuBLASLt matmul failed (%dx%dx%d, epilogue %d)", m, n,
+                          k, epi);
 }
 
-int cuda_head_run(cuda_gemm_t *g, const float *x, int s, const float *pool_w, const float *pool_b,
-                  const float *cls_w, const float *cls_b, int h, int l, int act, float *pooled,
-                  float *logits, cudaStream_t st, char *err, size_t errlen) {
-    if (cuda_gemm_run(g, pool_w, x, pooled, pool_b, NULL, s, h, h, CUDA_GEMM_BIAS, st, err,
-                      errlen) != 0)
-        return -1;
+common_status_t cuda_head_run(cuda_gemm_t *g, const float *x, int s, const float *pool_w,
+                              const float *pool_b, const float *cls_w, const float *cls_b, int h,
+                              int l, int act, float *pooled, float *logits, cudaStream_t st,
+                              common_err_t *err) {
+    if (cuda_gemm_run(g, pool_w, x, pooled, pool_b, NULL, s, h, h, CUDA_GEMM_BIAS, st, err) != 0)
+        return err->code;
     cudaError_t e = cuda_act_f32(pooled, (size_t)s * h, act, st);
     if (e != cudaSuccess) {
-        snprintf(err, errlen, "head activation kernel launch failed: %s", cudaGetErrorString(e));
-        return -1;
+        return common_err_set(err, COMMON_FATAL, "head activation kernel launch failed: %s",
+                              cudaGetErrorString(e));
     }
-    return cuda_gemm_run(g, cls_w, pooled, logits, cls_b, NULL, s, l, h, CUDA_GEMM_BIAS, st, err,
-                         errlen);
+    return cuda_gemm_run(g, cls_w, pooled, logits, cls_b, NULL, s, l, h, CUDA_GEMM_BIAS, st, err);
 }

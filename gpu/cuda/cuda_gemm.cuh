@@ -9,6 +9,8 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include "common/err.h"
+
 // Epilogues. cuBLASLt's GELU is the tanh approximation (HF's "gelu_new"); HF's "gelu" (the
 // erf form) runs on it too: the two differ by at most 4.7e-4, under fp16's and bf16's
 // rounding at those magnitudes, and an exact pass of its own would read and write the
@@ -53,36 +55,37 @@ typedef struct {
 } cuda_gemm_t;
 
 enum { CUDA_GEMM_FP16 = 0, CUDA_GEMM_BF16 = 1, CUDA_GEMM_FP32 = 2 };
-// type: CUDA_GEMM_FP16 / BF16 / FP32 for A, B, C, D and the bias. Returns 0 or -1 (err set).
-int cuda_gemm_init(cuda_gemm_t *g, int type, void *workspace, size_t workspace_bytes, char *err,
-                   size_t errlen);
+// type: CUDA_GEMM_FP16 / BF16 / FP32 for A, B, C, D and the bias. COMMON_OK, or err's code.
+common_status_t cuda_gemm_init(cuda_gemm_t *g, int type, void *workspace, size_t workspace_bytes,
+                               common_err_t *err);
 void cuda_gemm_free(cuda_gemm_t *g);
 // The top of the M bucket m falls in (algorithms are chosen per bucket, for its top):
 // 64 for m <= 64, then quarter octaves (80, 96, 112, 128, 160, ...).
 int cuda_gemm_bucket(int m);
 // Y (M, N) = X (M, K) W (N, K)^T [+ bias (N)] [then GELU] [+ R (M, N)]: with res non-NULL the
-// residual is added in the epilogue (beta = 1; res may be y itself). Returns 0 or -1.
-int cuda_gemm_run(cuda_gemm_t *g, const void *w, const void *x, void *y, const void *bias,
-                  const void *res, int m, int n, int k, int epi, cudaStream_t st, char *err,
-                  size_t errlen);
+// residual is added in the epilogue (beta = 1; res may be y itself). COMMON_OK, or err's code.
+common_status_t cuda_gemm_run(cuda_gemm_t *g, const void *w, const void *x, void *y,
+                              const void *bias, const void *res, int m, int n, int k, int epi,
+                              cudaStream_t st, common_err_t *err);
 
 // As cuda_gemm_run with Y's rows ldy elements apart (ldy >= N).
-int cuda_gemm_run_ld(cuda_gemm_t *g, const void *w, const void *x, void *y, int ldy,
-                     const void *bias, const void *res, int m, int n, int k, int epi,
-                     cudaStream_t st, char *err, size_t errlen);
+common_status_t cuda_gemm_run_ld(cuda_gemm_t *g, const void *w, const void *x, void *y, int ldy,
+                                 const void *bias, const void *res, int m, int n, int k, int epi,
+                                 cudaStream_t st, common_err_t *err);
 
 // As cuda_gemm_run_ld with X's rows ldx elements apart (ldx >= K): a view of the first K
 // columns of a wider tensor (GeGLU's gated half of the (M, 2I) Wi output).
-int cuda_gemm_run_ldx(cuda_gemm_t *g, const void *w, const void *x, int ldx, void *y, int ldy,
-                      const void *bias, const void *res, int m, int n, int k, int epi,
-                      cudaStream_t st, char *err, size_t errlen);
+common_status_t cuda_gemm_run_ldx(cuda_gemm_t *g, const void *w, const void *x, int ldx, void *y,
+                                  int ldy, const void *bias, const void *res, int m, int n, int k,
+                                  int epi, cudaStream_t st, common_err_t *err);
 
 // The classifier head in fp32: logits (S, L) = cls_w act(pool_w x + pool_b) + cls_b for the
 // S compact rows x (S, H) fp32; act (gpu_act_t) the family's head activation (BERT's tanh,
 // DistilBERT's ReLU, ELECTRA's GELU); pooled (S, H) fp32 scratch. g must be an FP32 instance.
-int cuda_head_run(cuda_gemm_t *g, const float *x, int s, const float *pool_w, const float *pool_b,
-                  const float *cls_w, const float *cls_b, int h, int l, int act, float *pooled,
-                  float *logits, cudaStream_t st, char *err, size_t errlen);
+common_status_t cuda_head_run(cuda_gemm_t *g, const float *x, int s, const float *pool_w,
+                              const float *pool_b, const float *cls_w, const float *cls_b, int h,
+                              int l, int act, float *pooled, float *logits, cudaStream_t st,
+                              common_err_t *err);
 
 // DeBERTa's relative scores (cuda_rel.cu): one batched matmul over the heads per call, on the
 // caller's workspace; algorithms per (token bucket, R, heads, head_dim, ldx, alignment),
@@ -116,6 +119,6 @@ void cuda_rel_free(cuda_rel_gemm_t *r);
 // that candidate (1-based) instead. warm untimed runs, then reps timed. TFLOP/s, or -1 with
 // why in err (may be NULL); desc (may be NULL) gets the algorithm used.
 double cuda_gemm_time(int bf16, int m, int n, int k, int epi, int cold, int tune, int warm,
-                      int reps, int only, char *desc, size_t desclen, char *err, size_t errlen);
+                      int reps, int only, char *desc, size_t desclen, common_err_t *err);
 
 #endif

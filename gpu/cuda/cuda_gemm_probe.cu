@@ -46,10 +46,10 @@ static void probe_algo_describe(const cublasLtMatmulAlgo_t *a, char *out, size_t
 // desc (may be NULL) gets the algorithm used.
 template <typename T>
 static double probe_gemm_time(int bf16, int m, int n, int k, int epi, int cold, int tune, int warm,
-                              int reps, int only, char *desc, size_t desclen, char *why,
-                              size_t whylen) {
+                              int reps, int only, char *desc, size_t desclen, common_err_t *why) {
     double tf = -1;
-    char err[256] = "CUDA allocation or launch failed";
+    common_err_t err;
+    common_err_set(&err, COMMON_FATAL, "CUDA allocation or launch failed");
     cuda_gemm_t g;
     memset(&g, 0, sizeof(g));
     void *ws = NULL;
@@ -74,8 +74,7 @@ static double probe_gemm_time(int bf16, int m, int n, int k, int epi, int cold, 
     probe_fill_kernel<T><<<(unsigned)((n + 255) / 256), 256, 0, s>>>(bias, (size_t)n, 3);
     probe_fill_kernel<T>
         <<<(unsigned)(((size_t)m * n + 255) / 256), 256, 0, s>>>(y, (size_t)m * n, 4);
-    if (cuda_gemm_init(&g, bf16 ? CUDA_GEMM_BF16 : CUDA_GEMM_FP16, ws, GPU_WS_PROBE, err,
-                       sizeof(err)) != 0)
+    if (cuda_gemm_init(&g, bf16 ? CUDA_GEMM_BF16 : CUDA_GEMM_FP16, ws, GPU_WS_PROBE, &err) != 0)
         goto done;
     g.tune = tune;
     g.only = only;
@@ -83,12 +82,10 @@ static double probe_gemm_time(int bf16, int m, int n, int k, int epi, int cold, 
         int e = epi == 1 ? CUDA_GEMM_GELU_BIAS : CUDA_GEMM_BIAS;
         const T *res = epi == 2 ? y : NULL;
         for (int i = 0; i < warm; i++) // the first call tunes
-            if (cuda_gemm_run(&g, w, xs[i % nx], y, bias, res, m, n, k, e, s, err, sizeof(err)))
-                goto done;
+            if (cuda_gemm_run(&g, w, xs[i % nx], y, bias, res, m, n, k, e, s, &err)) goto done;
         cudaEventRecord(e0, s);
         for (int i = 0; i < reps; i++)
-            if (cuda_gemm_run(&g, w, xs[i % nx], y, bias, res, m, n, k, e, s, err, sizeof(err)))
-                goto done;
+            if (cuda_gemm_run(&g, w, xs[i % nx], y, bias, res, m, n, k, e, s, &err)) goto done;
         cudaEventRecord(e1, s);
     }
     if (cudaEventSynchronize(e1) != cudaSuccess || cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess)
@@ -96,7 +93,7 @@ static double probe_gemm_time(int bf16, int m, int n, int k, int epi, int cold, 
     tf = 2.0 * m * n * (double)k * reps / (ms * 1e-3) / 1e12;
     if (desc && g.n_cache > 0) probe_algo_describe(&g.cache[0].algo, desc, desclen);
 done:
-    if (tf < 0 && why) snprintf(why, whylen, "gemm timing %dx%dx%d: %s", m, n, k, err);
+    if (tf < 0) common_err_set(why, COMMON_FATAL, "gemm timing %dx%dx%d: %s", m, n, k, err.message);
     if (g.lt) cuda_gemm_free(&g);
     for (int i = 0; i < nx && i < 64; i++)
         cudaFree(xs[i]);
@@ -110,33 +107,33 @@ done:
 
 // The ceiling probe: bias epilogue, X warm, the heuristic's first algorithm.
 double cuda_gemm_time(int bf16, int m, int n, int k, int epi, int cold, int tune, int warm,
-                      int reps, int only, char *desc, size_t desclen, char *err, size_t errlen) {
+                      int reps, int only, char *desc, size_t desclen, common_err_t *err) {
     return bf16 ? probe_gemm_time<__nv_bfloat16>(1, m, n, k, epi, cold, tune, warm, reps, only,
-                                                 desc, desclen, err, errlen)
+                                                 desc, desclen, err)
                 : probe_gemm_time<__half>(0, m, n, k, epi, cold, tune, warm, reps, only, desc,
-                                          desclen, err, errlen);
+                                          desclen, err);
 }
 
 extern "C" double gpu_cuda_gemm_tflops(int device, int m, int n, int k, const char *precision,
-                                       char *err, size_t errlen) {
+                                       common_err_t *err) {
     if (gpu_cuda_device_count() <= device || m <= 0 || n <= 0 || k <= 0 ||
         cudaSetDevice(device) != cudaSuccess) {
-        snprintf(err, errlen, "gemm timing %dx%dx%d: no CUDA device %d", m, n, k, device);
+        common_err_set(err, COMMON_FATAL, "gemm timing %dx%dx%d: no CUDA device %d", m, n, k,
+                       device);
         return -1;
     }
     int bf16 = precision && strcmp(precision, "bf16") == 0;
-    return cuda_gemm_time(bf16, m, n, k, 0, 0, 0, 5, 30, 0, NULL, 0, err, errlen);
+    return cuda_gemm_time(bf16, m, n, k, 0, 0, 0, 5, 30, 0, NULL, 0, err);
 }
 
 extern "C" double gpu_cuda_layer_gemm_ceiling(int device, int m, int hidden, int intermediate,
                                               const char *precision, double shape_tflops[4],
-                                              char *err, size_t errlen) {
+                                              common_err_t *err) {
     const int shapes[4][2] = {
         {3 * hidden, hidden}, {hidden, hidden}, {intermediate, hidden}, {hidden, intermediate}};
     double t_sum = 0, f_sum = 0;
     for (int g = 0; g < 4; g++) {
-        double tf =
-            gpu_cuda_gemm_tflops(device, m, shapes[g][0], shapes[g][1], precision, err, errlen);
+        double tf = gpu_cuda_gemm_tflops(device, m, shapes[g][0], shapes[g][1], precision, err);
         if (shape_tflops) shape_tflops[g] = tf;
         if (tf <= 0) return -1;
         double f = 2.0 * m * shapes[g][0] * (double)shapes[g][1];

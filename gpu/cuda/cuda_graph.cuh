@@ -36,17 +36,17 @@ typedef struct cuda_graph : cg_layout_t {
 
 // Uploads the weights (converted, FP8 weights quantized as gpu/model/fp8.h does), the zero
 // row and the relative-row table into dev (total_bytes), sets up the GEMM handles on the
-// workspace slice and runs the prelude. 0, or -1 with err.
-int cuda_graph_setup(cuda_graph_t *cg, char *dev, cudaStream_t st, int sms, char *err,
-                     size_t errlen);
+// workspace slice and runs the prelude. COMMON_OK, or err's code.
+common_status_t cuda_graph_setup(cuda_graph_t *cg, char *dev, cudaStream_t st, int sms,
+                                 common_err_t *err);
 // Runs batch op i (and the op after it where the two run fused: a bf16 residual projection
 // and the LayerNorm of its sum) for the inputs at o_in (n_tokens, n_seqs), queued on cg->st.
 // Set x16_of to -1 before a batch's first op. The next op's index, or -1 with err.
-int cuda_graph_step(cuda_graph_t *cg, int i, int n_tokens, int n_seqs, int max_len, char *err,
-                    size_t errlen);
+int cuda_graph_step(cuda_graph_t *cg, int i, int n_tokens, int n_seqs, int max_len,
+                    common_err_t *err);
 // Runs one op (cuda_graph_ops.cu) with rows by its tensors' kinds.
-int cuda_graph_op(cuda_graph_t *cg, const gpu_op_t *op, int n_tokens, int n_seqs, int max_len,
-                  char *err, size_t errlen);
+common_status_t cuda_graph_op(cuda_graph_t *cg, const gpu_op_t *op, int n_tokens, int n_seqs,
+                              int max_len, common_err_t *err);
 void cuda_graph_free(cuda_graph_t *cg);
 
 static inline char *cg_ptr(const cuda_graph_t *cg, int t) {

@@ -13,44 +13,44 @@
 #include "gpu/cuda/cuda_graph.cuh"
 
 // The graph, its layout and the one allocation; the handles on its workspace; the prelude.
-int cuda_be_graph_init(struct gpu_backend *be, char *err, size_t errlen) {
+common_status_t cuda_be_graph_init(struct gpu_backend *be, common_err_t *err) {
     const gpu_model_t *m = be->model;
     const int fp8 = strcmp(be->prec, "fp8") == 0;
     gpu_precision_t prec = fp8 ? GPU_PREC_FP8 : be->bf16 ? GPU_PREC_BF16 : GPU_PREC_FP16;
-    if (!be->gg && gpu_graph_build(&m->cfg, &m->w, prec, GPU_PREC_FP16, &be->gg, err, errlen) != 0)
-        return -1; // (a graph given to init_graph is run as it is)
-    if (gpu_graph_check(be->gg, "cuda", cuda_graph_supports_op, err, errlen) != 0) return -1;
+    if (!be->gg && gpu_graph_build(&m->cfg, &m->w, prec, GPU_PREC_FP16, &be->gg, err) != 0)
+        return err->code; // (a graph given to init_graph is run as it is)
+    if (gpu_graph_check(be->gg, "cuda", cuda_graph_supports_op, err) != 0) return err->code;
     be->graph = (cuda_graph_t *)calloc(1, sizeof(cuda_graph_t));
     if (!be->graph) {
-        snprintf(err, errlen, "out of host memory");
-        return -1;
+        return common_err_set(err, COMMON_FATAL, "out of host memory");
     }
     cuda_graph_t *cg = be->graph;
     if (cuda_graph_layout(cg, be->gg, be->bf16 ? CG_BF16 : CG_F16, be->token_budget, be->max_seqs,
-                          be->max_len, err, errlen) != 0)
-        return -1;
+                          be->max_len, err) != 0)
+        return err->code;
     cudaError_t e = be_device_alloc(be, (void **)&be->dev, cg->total_bytes);
     if (e != cudaSuccess) {
-        snprintf(err, errlen, "CUDA arena allocation of %zu bytes failed: %s", cg->total_bytes,
-                 cudaGetErrorString(e));
-        return -1;
+        common_err_set(err, COMMON_FATAL, "CUDA arena allocation of %zu bytes failed: %s",
+                       cg->total_bytes, cudaGetErrorString(e));
+        common_err_hint(err, "lower --token-budget or --max-len (reclass plan-memory shows what "
+                             "each needs)");
+        return COMMON_FATAL;
     }
     be->init_done = 1;
     for (int i = 0; i < 2; i++)
         if (cudaMallocHost((void **)&be->h_inputs[i], cg->in_bytes) != cudaSuccess ||
             cudaMallocHost((void **)&be->h_logits[i], (size_t)cg->max_seqs * m->cfg.num_labels *
                                                           sizeof(float)) != cudaSuccess) {
-            snprintf(err, errlen, "CUDA pinned staging allocation failed");
-            return -1;
+            return common_err_set(err, COMMON_FATAL, "CUDA pinned staging allocation failed");
         }
     cg->att_wgmma = be->att_wgmma;
-    return cuda_graph_setup(cg, be->dev, be->stream, be->sms, err, errlen);
+    return cuda_graph_setup(cg, be->dev, be->stream, be->sms, err);
 }
 
 // One batch through the op list: inputs packed for one copy (ids, positions, cu_seqlens), the
 // ops, the logits copied to the slot's staging.
-int cuda_be_graph_submit(struct gpu_backend *be, const gpu_batch_t *b, int slot, char *err,
-                         size_t errlen) {
+common_status_t cuda_be_graph_submit(struct gpu_backend *be, const gpu_batch_t *b, int slot,
+                                     common_err_t *err) {
     cuda_graph_t *cg = be->graph;
     const int Tn = b->n_tokens, S = b->n_seqs, ta = (cg->token_budget + 3) & ~3;
     const int L = be->model->cfg.num_labels;
@@ -65,8 +65,8 @@ int cuda_be_graph_submit(struct gpu_backend *be, const gpu_batch_t *b, int slot,
     if (e == cudaSuccess)
         e = cudaMemcpyAsync(be->dev + cg->o_in, hi, cg->in_bytes, cudaMemcpyHostToDevice, s);
     if (e != cudaSuccess) {
-        snprintf(err, errlen, "CUDA input copy failed: %s", cudaGetErrorString(e));
-        return 1;
+        return common_err_set(err, COMMON_FATAL, "CUDA input copy failed: %s",
+                              cudaGetErrorString(e));
     }
     // The ops, an event after each step where profiling (profile_ops).
     const int n_ops = cg->g->n_ops;
@@ -77,7 +77,7 @@ int cuda_be_graph_submit(struct gpu_backend *be, const gpu_batch_t *b, int slot,
     cg->x16_of = -1; // the 16-bit copy of the last batch's rows is stale
     for (int i = 0; i < n_ops;) {
         const int first = i;
-        if ((i = cuda_graph_step(cg, i, Tn, S, b->max_len, err, errlen)) < 0) return 1;
+        if ((i = cuda_graph_step(cg, i, Tn, S, b->max_len, err)) < 0) return err->code;
         if (ev) {
             ev_op[be->n_ev[slot]] = first;
             cudaEventRecord(ev[be->n_ev[slot]++], s);
@@ -90,24 +90,23 @@ int cuda_be_graph_submit(struct gpu_backend *be, const gpu_batch_t *b, int slot,
                             cudaMemcpyDeviceToHost, s);
     if (e == cudaSuccess) e = cudaEventRecord(be->t_last[slot], s);
     if (e != cudaSuccess) {
-        snprintf(err, errlen, "CUDA error after the graph: %s", cudaGetErrorString(e));
-        return 1;
+        return common_err_set(err, COMMON_FATAL, "CUDA error after the graph: %s",
+                              cudaGetErrorString(e));
     }
-    return 0;
+    return COMMON_OK;
 }
 
-extern "C" int cuda_be_read_tensor(gpu_backend_t *be, int t, size_t rows, float *out, char *err,
-                                   size_t errlen) {
+extern "C" common_status_t cuda_be_read_tensor(gpu_backend_t *be, int t, size_t rows, float *out,
+                                               common_err_t *err) {
     const cuda_graph_t *cg = be->graph;
     if (!cg || t < 0 || t >= cg->g->n_tensors || cg->t[t].dt == CG_E4M3) {
-        snprintf(err, errlen, "no tensor %d to read on this instance", t);
-        return -1;
+        return common_err_set(err, COMMON_BUG, "no tensor %d to read on this instance", t);
     }
     const int dt = cg->t[t].dt;
     const size_t n = rows * (size_t)cg->g->tensor[t].cols, bytes = n * cg_dt_bytes(dt);
     if (bytes > cg->t[t].bytes) {
-        snprintf(err, errlen, "tensor %s has fewer than %zu rows", cg->g->tensor[t].name, rows);
-        return -1;
+        return common_err_set(err, COMMON_BUG, "tensor %s has fewer than %zu rows",
+                              cg->g->tensor[t].name, rows);
     }
     void *h = dt == CG_F32 ? (void *)out : malloc(bytes); // host memory: tests only
     cudaError_t e = h ? cudaStreamSynchronize(be->stream) : cudaErrorMemoryAllocation;
@@ -117,10 +116,10 @@ extern "C" int cuda_be_read_tensor(gpu_backend_t *be, int t, size_t rows, float 
                               : __bfloat162float(((const __nv_bfloat16 *)h)[i]);
     if (h != (void *)out) free(h);
     if (e != cudaSuccess) {
-        snprintf(err, errlen, "CUDA read of tensor %d failed: %s", t, cudaGetErrorString(e));
-        return -1;
+        return common_err_set(err, COMMON_FATAL, "CUDA read of tensor %d failed: %s", t,
+                              cudaGetErrorString(e));
     }
-    return 0;
+    return COMMON_OK;
 }
 
 void cuda_be_profile_collect(struct gpu_backend *be, int slot) {
@@ -135,10 +134,10 @@ void cuda_be_profile_collect(struct gpu_backend *be, int slot) {
     be->n_ev[slot] = 0;
 }
 
-int cuda_be_profile_ops(gpu_backend_t *be, int on, gpu_op_times_t *out, char *err, size_t errlen) {
+common_status_t cuda_be_profile_ops(gpu_backend_t *be, int on, gpu_op_times_t *out,
+                                    common_err_t *err) {
     if (be->flight.n > 0) {
-        snprintf(err, errlen, "profile_ops: collect the batches in flight first");
-        return -1;
+        return common_err_set(err, COMMON_BUG, "profile_ops: collect the batches in flight first");
     }
     const int n_ops = be->graph->g->n_ops;
     if (on && !be->ev) { // the events and totals, once
@@ -154,8 +153,8 @@ int cuda_be_profile_ops(gpu_backend_t *be, int on, gpu_op_times_t *out, char *er
             }
         if (!be->ev || !be->ev_op || !be->op_ms || !be->op_runs) {
             cuda_be_profile_free(be);
-            snprintf(err, errlen, "profile_ops: out of host memory or CUDA events");
-            return -1;
+            return common_err_set(err, COMMON_FATAL,
+                                  "profile_ops: out of host memory or CUDA events");
         }
     }
     be->prof = on && be->ev;
@@ -168,7 +167,7 @@ int cuda_be_profile_ops(gpu_backend_t *be, int on, gpu_op_times_t *out, char *er
     } else if (out) {
         memset(out, 0, sizeof *out);
     }
-    return 0;
+    return COMMON_OK;
 }
 
 void cuda_be_profile_free(struct gpu_backend *be) {

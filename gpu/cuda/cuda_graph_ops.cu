@@ -14,9 +14,8 @@
     do {                                                                                           \
         cudaError_t e_ = (call);                                                                   \
         if (e_ != cudaSuccess) {                                                                   \
-            snprintf(err, errlen, "CUDA error in %s (%s): %s", op->name, #call,                    \
-                     cudaGetErrorString(e_));                                                      \
-            return -1;                                                                             \
+            return common_err_set(err, COMMON_FATAL, "CUDA error in %s (%s): %s", op->name, #call, \
+                                  cudaGetErrorString(e_));                                         \
         }                                                                                          \
     } while (0)
 
@@ -49,7 +48,7 @@ static const int32_t *in_cu(const cuda_graph_t *cg) {
 }
 
 template <typename T>
-static int op_embed(cuda_graph_t *cg, const gpu_op_t *op, int nt, char *err, size_t errlen) {
+static common_status_t op_embed(cuda_graph_t *cg, const gpu_op_t *op, int nt, common_err_t *err) {
     const T *word = (const T *)cg_ptr(cg, op->w[0]);
     const T *pos = op->w[1] >= 0 ? (const T *)cg_ptr(cg, op->w[1]) : NULL;
     const T *type = op->w[2] >= 0 ? (const T *)cg_ptr(cg, op->w[2]) : NULL;
@@ -62,7 +61,7 @@ static int op_embed(cuda_graph_t *cg, const gpu_op_t *op, int nt, char *err, siz
     } else
         OP_CUDA((cuda_embed_ln<T, T>(in_ids(cg), in_pos(cg), nt, word, pos, type, ga, be, op->n,
                                      op->eps, (T *)NULL, (T *)vptr(cg, op->out), cg->st)));
-    return 0;
+    return COMMON_OK;
 }
 
 // 1 when the LayerNorm op writes the E4M3 input of the FP8 linear after it as well
@@ -73,7 +72,7 @@ static int fp8_reader(const cuda_graph_t *cg, const gpu_op_t *op) {
 }
 
 template <typename T>
-static int op_norm(cuda_graph_t *cg, const gpu_op_t *op, int m, char *err, size_t errlen) {
+static common_status_t op_norm(cuda_graph_t *cg, const gpu_op_t *op, int m, common_err_t *err) {
     const int sdt = cg->t[op->src[0].t].dt, odt = cg->t[op->out.t].dt;
     char *src = vptr(cg, op->src[0]), *out = vptr(cg, op->out);
     const size_t e = (size_t)m * op->n;
@@ -85,7 +84,7 @@ static int op_norm(cuda_graph_t *cg, const gpu_op_t *op, int m, char *err, size_
             OP_CUDA(cuda_convert<T>((const float *)src, e, (T *)out, cg->st));
         else if (sdt != CG_F32 && odt == CG_F32)
             OP_CUDA(cuda_to_float<T>((const T *)src, e, (float *)out, cg->st));
-        return 0;
+        return COMMON_OK;
     }
     const float *ga = (const float *)wptr(cg, op->w[0]), *be = (const float *)wptr(cg, op->w[1]);
     if (sdt != CG_F32 && odt != CG_F32 && fp8_reader(cg, op)) { // codes for the next linear too
@@ -109,7 +108,7 @@ static int op_norm(cuda_graph_t *cg, const gpu_op_t *op, int m, char *err, size_
                                            op->n, op->eps, (float *)NULL, f, cg->sms, cg->st)));
         OP_CUDA(cuda_convert<T>(f, e, (T *)out, cg->st));
     }
-    return 0;
+    return COMMON_OK;
 }
 
 // The cuBLASLt epilogue of op, and the activation left for a pass of its own (-1 none).
@@ -126,22 +125,21 @@ static int lin_epi(const gpu_op_t *op, int fp32, int *post_act) {
 // ln: the LayerNorm that follows a residual projection into fp32 rows, run fused with its
 // sum (fused_norm), or NULL.
 template <typename T>
-static int op_linear(cuda_graph_t *cg, const gpu_op_t *op, const gpu_op_t *ln, int m, char *err,
-                     size_t errlen) {
+static common_status_t op_linear(cuda_graph_t *cg, const gpu_op_t *op, const gpu_op_t *ln, int m,
+                                 common_err_t *err) {
     const gpu_graph_t *g = cg->g;
     const int n = op->n, k = op->k, ldy = cols_of(g, op->out), fp32 = op->prec == GPU_PREC_FP32;
     void *y = vptr(cg, op->out);
     const void *x = vptr(cg, op->src[0]), *bias = wptr(cg, op->w[1]);
     const void *res = op->epi == GPU_EPI_RESIDUAL ? y : NULL;
     int post_act, epi = lin_epi(op, fp32, &post_act);
-    if (m <= 0) return 0;
+    if (m <= 0) return COMMON_OK;
     const int in16 = cg->t[op->src[0].t].dt != CG_F32, out16 = cg->t[op->out.t].dt != CG_F32;
 
     if (fp32) { // 16-bit rows in or out go through the fp32 scratch
         float *f = (float *)(cg->dev + cg->o_f32), *fo = (float *)(cg->dev + cg->o_f32o);
         if (out16 && res) {
-            snprintf(err, errlen, "%s: fp32 residual into 16-bit rows", op->name);
-            return -1;
+            return common_err_set(err, COMMON_BUG, "%s: fp32 residual into 16-bit rows", op->name);
         }
         if (in16) {
             OP_CUDA(cuda_to_float<T>((const T *)x, (size_t)m * k, f, cg->st));
@@ -149,17 +147,17 @@ static int op_linear(cuda_graph_t *cg, const gpu_op_t *op, const gpu_op_t *ln, i
         }
         void *yf = out16 ? (void *)fo : y;
         if (cuda_gemm_run_ldx(&cg->gemm32, cg_ptr(cg, op->w[0]), x, cols_of(g, op->src[0]), yf,
-                              out16 ? n : ldy, bias, res, m, n, k, epi, cg->st, err, errlen) != 0)
-            return -1;
+                              out16 ? n : ldy, bias, res, m, n, k, epi, cg->st, err) != 0)
+            return err->code;
         if (post_act >= 0) OP_CUDA(cuda_act_f32((float *)yf, (size_t)m * n, post_act, cg->st));
         if (out16) { // the prelude's relative keys / queries, read by 16-bit attention
             if (ldy != n) {
-                snprintf(err, errlen, "%s: 16-bit output of an fp32 projection", op->name);
-                return -1;
+                return common_err_set(err, COMMON_BUG, "%s: 16-bit output of an fp32 projection",
+                                      op->name);
             }
             OP_CUDA(cuda_convert<T>(fo, (size_t)m * n, (T *)y, cg->st));
         }
-        return 0;
+        return COMMON_OK;
     }
     // bf16's fp32 residual stream (gpu/cuda/layout.c): a 16-bit linear reads it rounded to
     // bf16 (FP8 quantizes the fp32 rows themselves) and adds into it from a 16-bit result.
@@ -170,8 +168,8 @@ static int op_linear(cuda_graph_t *cg, const gpu_op_t *op, const gpu_op_t *ln, i
     // fp32 input is converted / quantized as one block; fp32 output is written from one block:
     // only that side must be whole rows (the last layer's kv writes 16-bit columns of qkv).
     if ((!in16 && ldx != k) || (!out16 && ldy != n)) {
-        snprintf(err, errlen, "%s: fp32 rows of a 16-bit linear must be whole", op->name);
-        return -1;
+        return common_err_set(err, COMMON_BUG, "%s: fp32 rows of a 16-bit linear must be whole",
+                              op->name);
     }
     if (!in16 && op->prec == GPU_PREC_FP8) {
         type = CUDA_GEMM_FP32;
@@ -194,8 +192,8 @@ static int op_linear(cuda_graph_t *cg, const gpu_op_t *op, const gpu_op_t *ln, i
         const float *wsc = (const float *)(cg->dev + cg->t[op->w[0]].scale_at);
         if (cg->xq_for != op && s_in > 0.f) { // unless the op before wrote them
             if (!in16 || ldx != k) {
-                snprintf(err, errlen, "%s: a static FP8 input must be whole 16-bit rows", op->name);
-                return -1;
+                return common_err_set(err, COMMON_BUG,
+                                      "%s: a static FP8 input must be whole 16-bit rows", op->name);
             }
             OP_CUDA(cuda_fp8_quantize_static(x, type, (size_t)m * k, gpu_fp8_pow2_inv(s_in), xq,
                                              cg->st));
@@ -211,19 +209,18 @@ static int op_linear(cuda_graph_t *cg, const gpu_op_t *op, const gpu_op_t *ln, i
                 &cg->gemm8, wq, wsc, xq, xs, (uint8_t *)y, (const char *)y + (size_t)m * n,
                 (const float *)(cg->dev + cg->o_sinv) + i + 1, bias, m, n, k, epi, cg->st) == 0) {
             cg->xq_for = op + 1, cg->xq_at = (uint8_t *)y;
-            return 0;
+            return COMMON_OK;
         }
         if (cuda_fp8_gemm_run(&cg->gemm8, wq, wsc, xq, xs, yg, ldyg, bias, res, m, n, k, epi,
-                              cg->st, err, errlen) != 0)
-            return -1;
+                              cg->st, err) != 0)
+            return err->code;
     } else if (cuda_gemm_run_ldx(&cg->gemm, cg_ptr(cg, op->w[0]), x, in16 ? ldx : k, yg, ldyg, bias,
-                                 res, m, n, k, epi, cg->st, err, errlen) != 0) {
-        return -1;
+                                 res, m, n, k, epi, cg->st, err) != 0) {
+        return err->code;
     }
     if (!out16) {
         if (post_act >= 0 || op->epi == GPU_EPI_GLU) {
-            snprintf(err, errlen, "%s: an activation into fp32 rows", op->name);
-            return -1;
+            return common_err_set(err, COMMON_BUG, "%s: an activation into fp32 rows", op->name);
         }
         if (ln) { // the sum's LayerNorm into the fp32 rows and their rounding into x16
             T *xo = (size_t)m * n <= cg->x16_elems ? x16 : (T *)NULL;
@@ -235,16 +232,16 @@ static int op_linear(cuda_graph_t *cg, const gpu_op_t *op, const gpu_op_t *ln, i
             OP_CUDA(cuda_add_f32<T>(y16, (float *)y, (size_t)m * n, cg->st));
         else
             OP_CUDA(cuda_to_float<T>(y16, (size_t)m * n, (float *)y, cg->st));
-        return 0;
+        return COMMON_OK;
     }
     if (post_act >= 0) OP_CUDA(cuda_bias_act<T>((T *)y, (const T *)NULL, m, n, post_act, cg->st));
     if (op->epi == GPU_EPI_GLU) OP_CUDA(cuda_geglu<T>((T *)y, m, n / 2, op->act, cg->st));
-    return 0;
+    return COMMON_OK;
 }
 
 template <typename T>
-static int op_attention(cuda_graph_t *cg, const gpu_op_t *op, int nt, int ns, int max_len,
-                        char *err, size_t errlen) {
+static common_status_t op_attention(cuda_graph_t *cg, const gpu_op_t *op, int nt, int ns,
+                                    int max_len, common_err_t *err) {
     const gpu_graph_t *g = cg->g;
     const int heads = op->heads, hd = op->head_dim, C = heads * hd, ld = cols_of(g, op->src[1]);
     const int first = g->tensor[op->out.t].rows_kind == GPU_ROWS_SEQS;
@@ -258,13 +255,13 @@ static int op_attention(cuda_graph_t *cg, const gpu_op_t *op, int nt, int ns, in
     int ldq = cols_of(g, op->src[0]), ldo = cols_of(g, op->out);
     const float scale =
         1.f / sqrtf((float)hd * (float)(op->scale_factor > 1 ? op->scale_factor : 1));
-    if (ns <= 0) return 0;
+    if (ns <= 0) return COMMON_OK;
     const int plain_scale = fabsf(scale - 0.125f) < 1e-7f; // what BERT's kernels have built in
     if (op->rope_theta > 0.f) { // first-token queries sit at position 0: only keys turn
         const int r = cg_rope_slot(cg, op->rope_theta);
         if (r < 0) {
-            snprintf(err, errlen, "%s: no RoPE table for theta %g", op->name, op->rope_theta);
-            return -1;
+            return common_err_set(err, COMMON_BUG, "%s: no RoPE table for theta %g", op->name,
+                                  op->rope_theta);
         }
         const float *tab =
             (const float *)(cg->dev + cg->o_rope) + (size_t)r * cg->max_len * cg->rope_dim;
@@ -273,7 +270,7 @@ static int op_attention(cuda_graph_t *cg, const gpu_op_t *op, int nt, int ns, in
     }
     if (first && !extras && plain_scale) { // the one-query kernel: each sequence's first token
         OP_CUDA(cuda_attention_first<T>(q, ldq, k, v, ld, in_cu(cg), ns, heads, out, ldo, cg->st));
-        return 0;
+        return COMMON_OK;
     }
     T *qa = (T *)(cg->dev + cg->o_att), *oa = qa + (size_t)cg->token_budget * cg->att_cols;
     if (first) { // queries back among the tokens, the full kernel on each first tile
@@ -289,8 +286,8 @@ static int op_attention(cuda_graph_t *cg, const gpu_op_t *op, int nt, int ns, in
                                c2p, cg->st) != 0 ||
             cuda_rel_scores<T>(&cg->rel, k, ld, nt, (const T *)cg_ptr(cg, op->w[1]), R, heads, hd,
                                p2c, cg->st) != 0) {
-            snprintf(err, errlen, "%s: cuBLASLt relative scores failed", op->name);
-            return -1;
+            return common_err_set(err, COMMON_FATAL, "%s: cuBLASLt relative scores failed",
+                                  op->name);
         }
         o.c2p = c2p, o.p2c = p2c, o.rrow = (const int32_t *)(cg->dev + cg->o_rrow);
         o.rrow_mid = cg->rrow_mid, o.R = R;
@@ -303,16 +300,16 @@ static int op_attention(cuda_graph_t *cg, const gpu_op_t *op, int nt, int ns, in
                                        first ? C : ldo, &o, cg->st));
     if (first) {
         if (ldo != C) {
-            snprintf(err, errlen, "%s: first-token output must be whole rows", op->name);
-            return -1;
+            return common_err_set(err, COMMON_BUG, "%s: first-token output must be whole rows",
+                                  op->name);
         }
         OP_CUDA(cuda_gather_rows<T>(oa, in_cu(cg), ns, C, out, cg->st));
     }
-    return 0;
+    return COMMON_OK;
 }
 
 template <typename T>
-static int op_pool(cuda_graph_t *cg, const gpu_op_t *op, int ns, char *err, size_t errlen) {
+static common_status_t op_pool(cuda_graph_t *cg, const gpu_op_t *op, int ns, common_err_t *err) {
     const int sdt = cg->t[op->src[0].t].dt, odt = cg->t[op->out.t].dt;
     const int lds = cols_of(cg->g, op->src[0]), n = op->n;
     const char *src = vptr(cg, op->src[0]);
@@ -332,7 +329,7 @@ static int op_pool(cuda_graph_t *cg, const gpu_op_t *op, int ns, char *err, size
             OP_CUDA(cuda_first_rows<T>((const T *)src, lds, in_cu(cg), ns, n, o16, cg->st));
             OP_CUDA(cuda_to_float<T>(o16, (size_t)ns * n, (float *)out, cg->st));
         }
-        return 0;
+        return COMMON_OK;
     }
     float *mean = odt == CG_F32 ? (float *)out : f;
     if (sdt == CG_F32)
@@ -340,27 +337,26 @@ static int op_pool(cuda_graph_t *cg, const gpu_op_t *op, int ns, char *err, size
     else
         OP_CUDA(cuda_mean_pool<T>((const T *)src, lds, in_cu(cg), ns, n, mean, cg->st));
     if (odt != CG_F32) OP_CUDA(cuda_convert<T>(mean, (size_t)ns * n, (T *)out, cg->st));
-    return 0;
+    return COMMON_OK;
 }
 
 template <typename T>
-static int op_run(cuda_graph_t *cg, const gpu_op_t *op, const gpu_op_t *ln, int nt, int ns,
-                  int max_len, char *err, size_t errlen) {
+static common_status_t op_run(cuda_graph_t *cg, const gpu_op_t *op, const gpu_op_t *ln, int nt,
+                              int ns, int max_len, common_err_t *err) {
     const int m = rows_of(cg, op->out.t, nt, ns);
     switch (op->kind) {
     case GPU_OP_EMBED:
-        return op_embed<T>(cg, op, nt, err, errlen);
+        return op_embed<T>(cg, op, nt, err);
     case GPU_OP_NORM:
-        return op_norm<T>(cg, op, m, err, errlen);
+        return op_norm<T>(cg, op, m, err);
     case GPU_OP_LINEAR:
-        return op_linear<T>(cg, op, ln, m, err, errlen);
+        return op_linear<T>(cg, op, ln, m, err);
     case GPU_OP_ATTENTION:
-        return op_attention<T>(cg, op, nt, ns, max_len, err, errlen);
+        return op_attention<T>(cg, op, nt, ns, max_len, err);
     case GPU_OP_POOL:
-        return op_pool<T>(cg, op, ns, err, errlen);
+        return op_pool<T>(cg, op, ns, err);
     default:
-        snprintf(err, errlen, "%s: unknown op kind %d", op->name, (int)op->kind);
-        return -1;
+        return common_err_set(err, COMMON_BUG, "%s: unknown op kind %d", op->name, (int)op->kind);
     }
 }
 
@@ -378,23 +374,22 @@ static const gpu_op_t *fused_norm(const cuda_graph_t *cg, const gpu_op_t *op, co
     return cg->t16 == CG_BF16 || cg->t16 == CG_F16 ? ln : NULL;
 }
 
-static int op_dispatch(cuda_graph_t *cg, const gpu_op_t *op, const gpu_op_t *ln, int nt, int ns,
-                       int max_len, char *err, size_t errlen) {
+static common_status_t op_dispatch(cuda_graph_t *cg, const gpu_op_t *op, const gpu_op_t *ln, int nt,
+                                   int ns, int max_len, common_err_t *err) {
     // an op that writes the rows x16 holds leaves their rounding stale
     if (op->out.t >= 0 && op->out.t == cg->x16_of) cg->x16_of = -1;
-    return cg->t16 == CG_BF16 ? op_run<__nv_bfloat16>(cg, op, ln, nt, ns, max_len, err, errlen)
-                              : op_run<__half>(cg, op, ln, nt, ns, max_len, err, errlen);
+    return cg->t16 == CG_BF16 ? op_run<__nv_bfloat16>(cg, op, ln, nt, ns, max_len, err)
+                              : op_run<__half>(cg, op, ln, nt, ns, max_len, err);
 }
 
-int cuda_graph_op(cuda_graph_t *cg, const gpu_op_t *op, int nt, int ns, int max_len, char *err,
-                  size_t errlen) {
-    return op_dispatch(cg, op, NULL, nt, ns, max_len, err, errlen);
+common_status_t cuda_graph_op(cuda_graph_t *cg, const gpu_op_t *op, int nt, int ns, int max_len,
+                              common_err_t *err) {
+    return op_dispatch(cg, op, NULL, nt, ns, max_len, err);
 }
 
-int cuda_graph_step(cuda_graph_t *cg, int i, int nt, int ns, int max_len, char *err,
-                    size_t errlen) {
+int cuda_graph_step(cuda_graph_t *cg, int i, int nt, int ns, int max_len, common_err_t *err) {
     const gpu_op_t *op = &cg->g->op[i];
     const gpu_op_t *ln = i + 1 < cg->g->n_ops ? fused_norm(cg, op, &cg->g->op[i + 1]) : NULL;
-    if (op_dispatch(cg, op, ln, nt, ns, max_len, err, errlen) != 0) return -1;
+    if (op_dispatch(cg, op, ln, nt, ns, max_len, err) != 0) return -1;
     return i + (ln ? 2 : 1);
 }

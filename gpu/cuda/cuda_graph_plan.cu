@@ -67,14 +67,13 @@ static cudaError_t upload_static(const cuda_graph_t *cg) {
     return e;
 }
 
-int cuda_graph_setup(cuda_graph_t *cg, char *dev, cudaStream_t st, int sms, char *err,
-                     size_t errlen) {
+common_status_t cuda_graph_setup(cuda_graph_t *cg, char *dev, cudaStream_t st, int sms,
+                                 common_err_t *err) {
     cg->dev = dev, cg->st = st, cg->sms = sms;
     char *img = (char *)calloc(1, cg->weights_bytes ? cg->weights_bytes : 1);
     int32_t *rrow = NULL;
     if (!img) {
-        snprintf(err, errlen, "out of host memory for the weight image");
-        return -1;
+        return common_err_set(err, COMMON_FATAL, "out of host memory for the weight image");
     }
     weights_image(cg, img);
     fold_static(cg, img);
@@ -86,8 +85,7 @@ int cuda_graph_setup(cuda_graph_t *cg, char *dev, cudaStream_t st, int sms, char
         const int mid = cg->rrow_mid;
         rrow = (int32_t *)malloc(sizeof(int32_t) * (size_t)(2 * mid + 1));
         if (!rrow) {
-            snprintf(err, errlen, "out of host memory");
-            return -1;
+            return common_err_set(err, COMMON_FATAL, "out of host memory");
         }
         for (int d = -mid; d <= mid; d++)
             rrow[d + mid] = gpu_op_rel_row(cg->rel_op, d);
@@ -99,8 +97,7 @@ int cuda_graph_setup(cuda_graph_t *cg, char *dev, cudaStream_t st, int sms, char
         const size_t per = (size_t)cg->max_len * cg->rope_dim; // floats of one table
         float *tab = (float *)malloc(per * sizeof(float) * (size_t)cg->n_rope);
         if (!tab) {
-            snprintf(err, errlen, "out of host memory");
-            return -1;
+            return common_err_set(err, COMMON_FATAL, "out of host memory");
         }
         for (int i = 0; i < cg->n_rope; i++)
             cuda_rope_table(cg->rope_theta[i], cg->rope_dim, cg->max_len, tab + i * per);
@@ -109,34 +106,34 @@ int cuda_graph_setup(cuda_graph_t *cg, char *dev, cudaStream_t st, int sms, char
         free(tab);
     }
     if (e != cudaSuccess) {
-        snprintf(err, errlen, "CUDA weight upload failed: %s", cudaGetErrorString(e));
-        return -1;
+        return common_err_set(err, COMMON_FATAL, "CUDA weight upload failed: %s",
+                              cudaGetErrorString(e));
     }
     void *ws = dev + cg->o_ws;
     const int type = cg->t16 == CG_BF16 ? CUDA_GEMM_BF16 : CUDA_GEMM_FP16;
-    if (cuda_gemm_init(&cg->gemm, type, ws, cg->ws_bytes, err, errlen) != 0 ||
-        cuda_gemm_init(&cg->gemm32, CUDA_GEMM_FP32, ws, cg->ws_bytes, err, errlen) != 0)
-        return -1;
+    if (cuda_gemm_init(&cg->gemm, type, ws, cg->ws_bytes, err) != 0 ||
+        cuda_gemm_init(&cg->gemm32, CUDA_GEMM_FP32, ws, cg->ws_bytes, err) != 0)
+        return err->code;
     if (cg->xq_cols) {
-        if (cuda_fp8_gemm_init(&cg->gemm8, type, ws, cg->ws_bytes, err, errlen) != 0) return -1;
+        if (cuda_fp8_gemm_init(&cg->gemm8, type, ws, cg->ws_bytes, err) != 0) return err->code;
         cg->has_fp8 = 1;
     }
     if (cg->rel_elems) {
         if (cuda_rel_init(&cg->rel, cg->t16 == CG_BF16, ws, cg->ws_bytes) != 0) {
-            snprintf(err, errlen, "cuBLASLt handle for the relative scores failed");
-            return -1;
+            return common_err_set(err, COMMON_FATAL,
+                                  "cuBLASLt handle for the relative scores failed");
         }
         cg->has_rel = 1;
     }
     cg->x16_of = -1;
     for (int i = 0; i < cg->g->n_prelude; i++)
-        if (cuda_graph_op(cg, &cg->g->prelude[i], 0, 0, 0, err, errlen) != 0) return -1;
+        if (cuda_graph_op(cg, &cg->g->prelude[i], 0, 0, 0, err) != 0) return err->code;
     e = cudaStreamSynchronize(st);
     if (e != cudaSuccess) {
-        snprintf(err, errlen, "CUDA error in the graph's prelude: %s", cudaGetErrorString(e));
-        return -1;
+        return common_err_set(err, COMMON_FATAL, "CUDA error in the graph's prelude: %s",
+                              cudaGetErrorString(e));
     }
-    return 0;
+    return COMMON_OK;
 }
 
 void cuda_graph_free(cuda_graph_t *cg) {

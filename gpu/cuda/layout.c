@@ -107,7 +107,7 @@ int cg_rope_slot(const cg_layout_t *cg, float theta) {
         if (cg->rope_theta[i] == theta) return i;
     return -1;
 }
-static int rope_slot(cg_layout_t *cg, const gpu_op_t *o, char *err, size_t errlen) {
+static int rope_slot(cg_layout_t *cg, const gpu_op_t *o, common_err_t *err) {
     int i = cg_rope_slot(cg, o->rope_theta);
     if (i >= 0 && cg->rope_dim == o->head_dim) return i;
     if (i < 0 && cg->n_rope < CG_ROPE_THETAS && (cg->n_rope == 0 || cg->rope_dim == o->head_dim)) {
@@ -115,19 +115,18 @@ static int rope_slot(cg_layout_t *cg, const gpu_op_t *o, char *err, size_t errle
         cg->rope_theta[cg->n_rope] = o->rope_theta;
         return cg->n_rope++;
     }
-    snprintf(err, errlen, "%s: more than %d RoPE thetas or head sizes that differ", o->name,
-             CG_ROPE_THETAS);
+    common_err_set(err, COMMON_USAGE, "%s: more than %d RoPE thetas or head sizes that differ",
+                   o->name, CG_ROPE_THETAS);
     return -1;
 }
 
-int cuda_graph_layout(cg_layout_t *cg, const gpu_graph_t *g, int t16, int token_budget,
-                      int max_seqs, int max_len, char *err, size_t errlen) {
+common_status_t cuda_graph_layout(cg_layout_t *cg, const gpu_graph_t *g, int t16, int token_budget,
+                                  int max_seqs, int max_len, common_err_t *err) {
     cg->g = g, cg->t16 = t16;
     cg->token_budget = token_budget, cg->max_seqs = max_seqs, cg->max_len = max_len;
     cg->t = calloc((size_t)g->n_tensors, sizeof(cg_tensor_t));
     if (!cg->t) {
-        snprintf(err, errlen, "out of host memory for the graph's layout");
-        return -1;
+        return common_err_set(err, COMMON_FATAL, "out of host memory for the graph's layout");
     }
     decide_types(cg, g, t16);
     size_t at = 0;
@@ -156,8 +155,7 @@ int cuda_graph_layout(cg_layout_t *cg, const gpu_graph_t *g, int t16, int token_
     size_t acts = 0;
     if (!bytes || !off || gpu_graph_place(g, bytes, off, &acts) != 0) {
         free(bytes), free(off);
-        snprintf(err, errlen, "out of host memory for the graph's layout");
-        return -1;
+        return common_err_set(err, COMMON_FATAL, "out of host memory for the graph's layout");
     }
     for (int i = 0; i < g->n_tensors; i++)
         if (g->tensor[i].cls == GPU_TENSOR_ACT) cg->t[i].off = at + (bytes[i] ? off[i] : 0);
@@ -202,7 +200,7 @@ int cuda_graph_layout(cg_layout_t *cg, const gpu_graph_t *g, int t16, int token_
                 if (cg->t[o->out.t].dt == CG_F32 && rows * o->n > y16) y16 = rows * o->n;
             }
             if (o->kind != GPU_OP_ATTENTION) continue;
-            if (o->rope_theta > 0.f && rope_slot(cg, o, err, errlen) < 0) return -1;
+            if (o->rope_theta > 0.f && rope_slot(cg, o, err) < 0) return err->code;
             const size_t cols = (size_t)o->heads * o->head_dim;
             const int extras = o->w[0] >= 0 || o->window > 0 || o->rope_theta > 0.f;
             /* first-token queries with extras run the full kernel on the token rows */
@@ -230,8 +228,7 @@ int cuda_graph_layout(cg_layout_t *cg, const gpu_graph_t *g, int t16, int token_
     int n_static = 0;
     cg->fp8_static = calloc((size_t)g->n_ops + 1, sizeof(float));
     if (!cg->fp8_static) {
-        snprintf(err, errlen, "out of host memory for the graph's layout");
-        return -1;
+        return common_err_set(err, COMMON_FATAL, "out of host memory for the graph's layout");
     }
     for (int i = 0; i < g->n_ops; i++)
         n_static += (cg->fp8_static[i] = gpu_graph_fp8_static_scale(g, i)) > 0.0f;
@@ -240,7 +237,7 @@ int cuda_graph_layout(cg_layout_t *cg, const gpu_graph_t *g, int t16, int token_
     cg->o_rope = at, at += up((size_t)cg->n_rope * max_len * cg->rope_dim * 4);
     cg->o_ws = at, cg->ws_bytes = CG_WS_BYTES, at += CG_WS_BYTES;
     cg->total_bytes = at;
-    return 0;
+    return COMMON_OK;
 }
 
 void cg_layout_free(cg_layout_t *cg) {
@@ -250,43 +247,42 @@ void cg_layout_free(cg_layout_t *cg) {
     cg->fp8_static = NULL;
 }
 
-int cuda_graph_plan(const gpu_model_config_t *cfg, gpu_precision_t prec, int token_budget,
-                    int max_seqs, int max_len, gpu_graph_t **g, cg_layout_t *cg, char *err,
-                    size_t errlen) {
+common_status_t cuda_graph_plan(const gpu_model_config_t *cfg, gpu_precision_t prec,
+                                int token_budget, int max_seqs, int max_len, gpu_graph_t **g,
+                                cg_layout_t *cg, common_err_t *err) {
     memset(cg, 0, sizeof *cg);
     *g = NULL;
     if (prec == GPU_PREC_FP32) {
-        snprintf(err, errlen, "precision fp32 is not one of the cuda backend's");
-        return -1;
+        return common_err_set(err, COMMON_FATAL, "precision fp32 is not one of the cuda backend's");
     }
-    if (gpu_graph_build(cfg, NULL, prec, GPU_PREC_FP16, g, err, errlen) != 0) return -1;
-    if (gpu_graph_check(*g, "cuda", cuda_graph_supports_op, err, errlen) != 0 ||
+    if (gpu_graph_build(cfg, NULL, prec, GPU_PREC_FP16, g, err) != 0) return err->code;
+    if (gpu_graph_check(*g, "cuda", cuda_graph_supports_op, err) != 0 ||
         cuda_graph_layout(cg, *g, prec == GPU_PREC_BF16 ? CG_BF16 : CG_F16, token_budget, max_seqs,
-                          max_len, err, errlen) != 0) {
+                          max_len, err) != 0) {
         cg_layout_free(cg);
         gpu_graph_free(*g);
         *g = NULL;
-        return -1;
+        return err->code;
     }
-    return 0;
+    return COMMON_OK;
 }
 
-int gpu_cuda_graph_plan(const gpu_model_config_t *cfg, const char *precision, int token_budget,
-                        int max_seqs, int max_len, size_t *weights_bytes, size_t *total_bytes,
-                        char *err, size_t errlen) {
+common_status_t gpu_cuda_graph_plan(const gpu_model_config_t *cfg, const char *precision,
+                                    int token_budget, int max_seqs, int max_len,
+                                    size_t *weights_bytes, size_t *total_bytes, common_err_t *err) {
     gpu_precision_t p;
     if (gpu_precision_parse(precision, &p) != 0) {
-        snprintf(err, errlen, "precision '%s' is not one of the cuda backend's", precision);
-        return -1;
+        return common_err_set(err, COMMON_FATAL, "precision '%s' is not one of the cuda backend's",
+                              precision);
     }
     if (max_len <= 0 || max_len > cfg->max_pos) max_len = cfg->max_pos; /* as settle does */
     gpu_graph_t *g = NULL;
     cg_layout_t cg;
     if (cuda_graph_plan(cfg, p, token_budget, gpu_backend_max_seqs(token_budget, max_seqs), max_len,
-                        &g, &cg, err, errlen) != 0)
-        return -1;
+                        &g, &cg, err) != 0)
+        return err->code;
     *weights_bytes = cg.weights_bytes, *total_bytes = cg.total_bytes;
     cg_layout_free(&cg);
     gpu_graph_free(g);
-    return 0;
+    return COMMON_OK;
 }

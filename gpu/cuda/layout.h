@@ -73,10 +73,10 @@ typedef struct cg_layout {
 } cg_layout_t;
 
 /* Storage types and offsets of every tensor and scratch slice of g for a batch capacity.
- * t16: CG_F16 or CG_BF16. 0, or -1 with err (out of host memory). cg_layout_free releases
- * cg->t. */
-int cuda_graph_layout(cg_layout_t *cg, const gpu_graph_t *g, int t16, int token_budget,
-                      int max_seqs, int max_len, char *err, size_t errlen);
+ * t16: CG_F16 or CG_BF16. COMMON_OK, or err's code (out of host memory, RoPE tables).
+ * cg_layout_free releases cg->t. */
+common_status_t cuda_graph_layout(cg_layout_t *cg, const gpu_graph_t *g, int t16, int token_budget,
+                                  int max_seqs, int max_len, common_err_t *err);
 void cg_layout_free(cg_layout_t *cg);
 /* The RoPE table (o_rope) of theta: its index, -1 none. */
 int cg_rope_slot(const cg_layout_t *cg, float theta);
@@ -87,11 +87,11 @@ int cuda_graph_supports_op(const gpu_graph_t *g, const gpu_op_t *op);
 
 /* The cuda backend's graph of cfg at prec (no weights) into *g, checked against its
  * launchers (err names the first op they lack), and its layout into *cg for that capacity
- * (max_seqs and max_len as gpu_backend_settle makes them). 0, or -1 with err; on success the
+ * (max_seqs and max_len as gpu_backend_settle makes them). COMMON_OK, or err's code; on success the
  * caller frees both (cg_layout_free, gpu_graph_free). */
-int cuda_graph_plan(const gpu_model_config_t *cfg, gpu_precision_t prec, int token_budget,
-                    int max_seqs, int max_len, gpu_graph_t **g, cg_layout_t *cg, char *err,
-                    size_t errlen);
+common_status_t cuda_graph_plan(const gpu_model_config_t *cfg, gpu_precision_t prec,
+                                int token_budget, int max_seqs, int max_len, gpu_graph_t **g,
+                                cg_layout_t *cg, common_err_t *err);
 
 static inline size_t cg_dt_bytes(int dt) {
     return dt == CG_F32 ? 4 : dt == CG_E4M3 ? 1 : 2;

@@ -11,90 +11,90 @@
 
 /* ---- config.json ---- */
 
-static int cfg_int(json_t *root, const char *path, const char *key, int *out, char *err,
-                   size_t errlen) {
-    return gpu_model_cfg_int_min(root, path, key, 1, out, err, errlen);
+static common_status_t cfg_int(json_t *root, const char *path, const char *key, int *out,
+                               common_err_t *err) {
+    return gpu_model_cfg_int_min(root, path, key, 1, out, err);
 }
 
 /* The FFN activation under key ("hidden_act", DistilBERT's "activation"). */
-static int cfg_act(json_t *root, const char *path, const char *key, gpu_act_t *out, char *err,
-                   size_t errlen) {
-    return gpu_model_cfg_act(root, path, key, NULL, out, err, errlen);
+static common_status_t cfg_act(json_t *root, const char *path, const char *key, gpu_act_t *out,
+                               common_err_t *err) {
+    return gpu_model_cfg_act(root, path, key, NULL, out, err);
 }
 
 /* BertConfig's dimensions (RoBERTa's, XLM-R's and ELECTRA's too). */
-static int bert_dims(json_t *root, const char *path, gpu_model_config_t *c, char *err,
-                     size_t errlen) {
-    if (cfg_int(root, path, "vocab_size", &c->vocab_size, err, errlen) ||
-        cfg_int(root, path, "hidden_size", &c->hidden, err, errlen) ||
-        cfg_int(root, path, "num_hidden_layers", &c->layers, err, errlen) ||
-        cfg_int(root, path, "num_attention_heads", &c->heads, err, errlen) ||
-        cfg_int(root, path, "intermediate_size", &c->intermediate, err, errlen) ||
-        cfg_int(root, path, "max_position_embeddings", &c->pos_rows, err, errlen) ||
-        cfg_int(root, path, "type_vocab_size", &c->type_vocab, err, errlen) ||
-        cfg_act(root, path, "hidden_act", &c->act, err, errlen))
-        return -1;
+static common_status_t bert_dims(json_t *root, const char *path, gpu_model_config_t *c,
+                                 common_err_t *err) {
+    if (cfg_int(root, path, "vocab_size", &c->vocab_size, err) ||
+        cfg_int(root, path, "hidden_size", &c->hidden, err) ||
+        cfg_int(root, path, "num_hidden_layers", &c->layers, err) ||
+        cfg_int(root, path, "num_attention_heads", &c->heads, err) ||
+        cfg_int(root, path, "intermediate_size", &c->intermediate, err) ||
+        cfg_int(root, path, "max_position_embeddings", &c->pos_rows, err) ||
+        cfg_int(root, path, "type_vocab_size", &c->type_vocab, err) ||
+        cfg_act(root, path, "hidden_act", &c->act, err))
+        return err->code;
     c->emb_size = c->hidden;
-    return 0;
+    return COMMON_OK;
 }
 
 /* BertConfig's knobs after the dimensions (and a family's own keys). */
-static int bert_rest(json_t *root, const char *path, gpu_model_config_t *c, char *err,
-                     size_t errlen) {
+static common_status_t bert_rest(json_t *root, const char *path, gpu_model_config_t *c,
+                                 common_err_t *err) {
     if (c->emb_size > c->hidden) {
-        snprintf(err, errlen, "%s: embedding_size %d above hidden_size %d is not supported", path,
-                 c->emb_size, c->hidden);
-        return -1;
+        return common_err_set(err, COMMON_USAGE,
+                              "%s: embedding_size %d above hidden_size %d is not supported", path,
+                              c->emb_size, c->hidden);
     }
     json_t *pet = json_object_get(root, "position_embedding_type");
     if (pet && !(json_is_string(pet) && strcmp(json_string_value(pet), "absolute") == 0)) {
-        snprintf(err, errlen, "%s: unsupported position_embedding_type '%s' (only \"absolute\")",
-                 path, json_is_string(pet) ? json_string_value(pet) : "(not a string)");
-        return -1;
+        return common_err_set(
+            err, COMMON_USAGE, "%s: unsupported position_embedding_type '%s' (only \"absolute\")",
+            path, json_is_string(pet) ? json_string_value(pet) : "(not a string)");
     }
-    return gpu_model_cfg_eps(root, path, "layer_norm_eps", 0, &c->ln_eps, err, errlen);
+    return gpu_model_cfg_eps(root, path, "layer_norm_eps", 0, &c->ln_eps, err);
 }
 
-static int config_bert(json_t *root, const char *path, gpu_model_config_t *c, char *err,
-                       size_t errlen) {
-    return bert_dims(root, path, c, err, errlen) || bert_rest(root, path, c, err, errlen) ? -1 : 0;
+static common_status_t config_bert(json_t *root, const char *path, gpu_model_config_t *c,
+                                   common_err_t *err) {
+    return bert_dims(root, path, c, err) || bert_rest(root, path, c, err) ? err->code : COMMON_OK;
 }
 
 /* HF numbers non-pad tokens from padding_idx + 1; batches here hold no padding. */
-static int config_roberta(json_t *root, const char *path, gpu_model_config_t *c, char *err,
-                          size_t errlen) {
+static common_status_t config_roberta(json_t *root, const char *path, gpu_model_config_t *c,
+                                      common_err_t *err) {
     int pad;
-    if (bert_dims(root, path, c, err, errlen) ||
-        gpu_model_cfg_int_min(root, path, "pad_token_id", 0, &pad, err, errlen))
-        return -1;
+    if (bert_dims(root, path, c, err) ||
+        gpu_model_cfg_int_min(root, path, "pad_token_id", 0, &pad, err))
+        return err->code;
     c->pos_offset = pad + 1;
-    return bert_rest(root, path, c, err, errlen);
+    return bert_rest(root, path, c, err);
 }
 
-static int config_electra(json_t *root, const char *path, gpu_model_config_t *c, char *err,
-                          size_t errlen) {
-    return bert_dims(root, path, c, err, errlen) ||
-                   cfg_int(root, path, "embedding_size", &c->emb_size, err, errlen) ||
-                   bert_rest(root, path, c, err, errlen)
-               ? -1
-               : 0;
+static common_status_t config_electra(json_t *root, const char *path, gpu_model_config_t *c,
+                                      common_err_t *err) {
+    return bert_dims(root, path, c, err) ||
+                   cfg_int(root, path, "embedding_size", &c->emb_size, err) ||
+                   bert_rest(root, path, c, err)
+               ? err->code
+               : COMMON_OK;
 }
 
 /* DistilBertConfig: no token types, no position offset, LayerNorm eps fixed. */
-static int config_distilbert(json_t *root, const char *path, gpu_model_config_t *c, char *err,
-                             size_t errlen) {
-    if (cfg_int(root, path, "vocab_size", &c->vocab_size, err, errlen) ||
-        cfg_int(root, path, "dim", &c->hidden, err, errlen) ||
-        cfg_int(root, path, "n_layers", &c->layers, err, errlen) ||
-        cfg_int(root, path, "n_heads", &c->heads, err, errlen) ||
-        cfg_int(root, path, "hidden_dim", &c->intermediate, err, errlen) ||
-        cfg_int(root, path, "max_position_embeddings", &c->pos_rows, err, errlen) ||
-        cfg_act(root, path, "activation", &c->act, err, errlen))
-        return -1;
+static common_status_t config_distilbert(json_t *root, const char *path, gpu_model_config_t *c,
+                                         common_err_t *err) {
+    if (cfg_int(root, path, "vocab_size", &c->vocab_size, err) ||
+        cfg_int(root, path, "dim", &c->hidden, err) ||
+        cfg_int(root, path, "n_layers", &c->layers, err) ||
+        cfg_int(root, path, "n_heads", &c->heads, err) ||
+        cfg_int(root, path, "hidden_dim", &c->intermediate, err) ||
+        cfg_int(root, path, "max_position_embeddings", &c->pos_rows, err) ||
+        cfg_act(root, path, "activation", &c->act, err))
+        return err->code;
     c->type_vocab = 1; /* one zero row, so every backend adds "type 0" alike */
     c->ln_eps = 1e-12f;
     c->emb_size = c->hidden;
-    return 0;
+    return COMMON_OK;
 }
 
 /* ---- the tensors: the layout is shared, only the names differ ---- */
@@ -149,67 +149,65 @@ static const names_t names_electra = {.emb = "electra.embeddings",
 
 /* Word, position (all pos_rows rows: the blob's table starts pos_offset rows before
  * w->pos_emb), type (or the zero row), LayerNorm and ELECTRA's projection. */
-static int bind_embeddings(gpu_model_t *m, const names_t *nm, const gpu_st_file_t *f, char *err,
-                           size_t errlen) {
+static common_status_t bind_embeddings(gpu_model_t *m, const names_t *nm, const gpu_st_file_t *f,
+                                       common_err_t *err) {
     const gpu_model_config_t *c = &m->cfg;
     gpu_model_weights_t *w = &m->w;
     const int E = c->emb_size;
     char q[256];
     snprintf(q, sizeof q, "%s.word_embeddings.weight", nm->emb);
-    if (gpu_model_load_tensor(f, q, NULL, w->word_emb, c->vocab_size, E, err, errlen)) return -1;
+    if (gpu_model_load_tensor(f, q, NULL, w->word_emb, c->vocab_size, E, err)) return err->code;
     snprintf(q, sizeof q, "%s.position_embeddings.weight", nm->emb);
     float *pos_table = w->pos_emb - (size_t)c->pos_offset * E;
-    if (gpu_model_load_tensor(f, q, NULL, pos_table, c->pos_rows, E, err, errlen)) return -1;
+    if (gpu_model_load_tensor(f, q, NULL, pos_table, c->pos_rows, E, err)) return err->code;
     if (nm->type) {
         snprintf(q, sizeof q, "%s.weight", nm->type);
-        if (gpu_model_load_tensor(f, q, NULL, w->type_emb, c->type_vocab, E, err, errlen))
-            return -1;
+        if (gpu_model_load_tensor(f, q, NULL, w->type_emb, c->type_vocab, E, err)) return err->code;
     } else {
         memset(w->type_emb, 0, sizeof(float) * (size_t)c->type_vocab * E);
     }
     snprintf(q, sizeof q, "%s.LayerNorm", nm->emb);
-    if (gpu_model_load_ln(f, q, w->emb_ln_g, w->emb_ln_b, E, err, errlen)) return -1;
-    if (c->emb_size == c->hidden) return 0;
+    if (gpu_model_load_ln(f, q, w->emb_ln_g, w->emb_ln_b, E, err)) return err->code;
+    if (c->emb_size == c->hidden) return COMMON_OK;
     if (!nm->proj) {
-        snprintf(err, errlen, "%s: embedding size %d != hidden %d without a projection",
-                 gpu_st_path(f), c->emb_size, c->hidden);
-        return -1;
+        return common_err_set(err, COMMON_USAGE,
+                              "%s: embedding size %d != hidden %d without a projection",
+                              gpu_st_path(f), c->emb_size, c->hidden);
     }
-    return gpu_model_load_linear(f, nm->proj, w->emb_proj_w, w->emb_proj_b, c->hidden, E, err,
-                                 errlen);
+    return gpu_model_load_linear(f, nm->proj, w->emb_proj_w, w->emb_proj_b, c->hidden, E, err);
 }
 
-static int bind_names(gpu_model_t *m, const names_t *nm, const gpu_st_file_t *f, char *err,
-                      size_t errlen) {
+static common_status_t bind_names(gpu_model_t *m, const names_t *nm, const gpu_st_file_t *f,
+                                  common_err_t *err) {
     const gpu_model_config_t *c = &m->cfg;
     gpu_model_weights_t *w = &m->w;
     const int H = c->hidden, I = c->intermediate;
-    if (bind_embeddings(m, nm, f, err, errlen)) return -1;
+    if (bind_embeddings(m, nm, f, err)) return err->code;
     for (int l = 0; l < c->layers; l++) {
         gpu_layer_weights_t *y = &w->layer[l];
         char p[128], q[192];
         snprintf(p, sizeof p, nm->layer, l);
 #define LIN(sub, W, B, O, IN)                                                                      \
-    (snprintf(q, sizeof q, "%s.%s", p, sub), gpu_model_load_linear(f, q, W, B, O, IN, err, errlen))
+    (snprintf(q, sizeof q, "%s.%s", p, sub), gpu_model_load_linear(f, q, W, B, O, IN, err))
 #define LN(sub, G, B)                                                                              \
-    (snprintf(q, sizeof q, "%s.%s", p, sub), gpu_model_load_ln(f, q, G, B, H, err, errlen))
+    (snprintf(q, sizeof q, "%s.%s", p, sub), gpu_model_load_ln(f, q, G, B, H, err))
         if (LIN(nm->q, y->q_w, y->q_b, H, H) || LIN(nm->k, y->k_w, y->k_b, H, H) ||
             LIN(nm->v, y->v_w, y->v_b, H, H) || LIN(nm->ao, y->ao_w, y->ao_b, H, H) ||
             LN(nm->ln1, y->ln1_g, y->ln1_b) || LIN(nm->ff1, y->ff1_w, y->ff1_b, I, H) ||
             LIN(nm->ff2, y->ff2_w, y->ff2_b, H, I) || LN(nm->ln2, y->ln2_g, y->ln2_b))
-            return -1;
+            return err->code;
 #undef LIN
 #undef LN
     }
-    if (gpu_model_load_linear(f, nm->pool, w->pool_w, w->pool_b, H, H, err, errlen) ||
-        gpu_model_load_linear(f, nm->cls, w->cls_w, w->cls_b, c->num_labels, H, err, errlen))
-        return -1;
-    return 0;
+    if (gpu_model_load_linear(f, nm->pool, w->pool_w, w->pool_b, H, H, err) ||
+        gpu_model_load_linear(f, nm->cls, w->cls_w, w->cls_b, c->num_labels, H, err))
+        return err->code;
+    return COMMON_OK;
 }
 
 #define BINDER(fam)                                                                                \
-    static int bind_##fam(gpu_model_t *m, const gpu_st_file_t *f, char *err, size_t errlen) {      \
-        return bind_names(m, &names_##fam, f, err, errlen);                                        \
+    static common_status_t bind_##fam(gpu_model_t *m, const gpu_st_file_t *f, common_err_t *err) { \
+        return bind_names(m, &names_##fam, f, err);                                                \
     }
 BINDER(bert)
 BINDER(distilbert)

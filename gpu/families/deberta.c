@@ -45,10 +45,10 @@ static void defaults(gpu_model_config_t *c) {
 }
 
 /* pos_att_type: a list ["p2c", "c2p"] or the older "p2c|c2p" string. */
-static int att_types(json_t *root, const char *path, deb_t *d, char *err, size_t errlen) {
+static common_status_t att_types(json_t *root, const char *path, deb_t *d, common_err_t *err) {
     json_t *v = json_object_get(root, "pos_att_type");
     d->c2p = d->p2c = 0;
-    if (!v || json_is_null(v)) return 0;
+    if (!v || json_is_null(v)) return COMMON_OK;
     char buf[128] = "";
     if (json_is_string(v)) {
         snprintf(buf, sizeof buf, "%s", json_string_value(v));
@@ -69,50 +69,51 @@ static int att_types(json_t *root, const char *path, deb_t *d, char *err, size_t
         else if (strncmp(t, "p2c", 3) == 0)
             d->p2c = 1;
         else {
-            snprintf(err, errlen, "%s: pos_att_type '%s' is not supported (c2p, p2c)", path, t);
-            return -1;
+            return common_err_set(err, COMMON_USAGE,
+                                  "%s: pos_att_type '%s' is not supported (c2p, p2c)", path, t);
         }
     }
-    return 0;
+    return COMMON_OK;
 }
 
-static int config(json_t *root, const char *path, gpu_model_config_t *c, char *err, size_t errlen) {
+static common_status_t config(json_t *root, const char *path, gpu_model_config_t *c,
+                              common_err_t *err) {
     int pos_rows = 0;
-    if (gpu_model_cfg_int_min(root, path, "vocab_size", 1, &c->vocab_size, err, errlen) ||
-        gpu_model_cfg_int_min(root, path, "hidden_size", 1, &c->hidden, err, errlen) ||
-        gpu_model_cfg_int_min(root, path, "num_hidden_layers", 1, &c->layers, err, errlen) ||
-        gpu_model_cfg_int_min(root, path, "num_attention_heads", 1, &c->heads, err, errlen) ||
-        gpu_model_cfg_int_min(root, path, "intermediate_size", 1, &c->intermediate, err, errlen) ||
-        gpu_model_cfg_int_min(root, path, "max_position_embeddings", 1, &pos_rows, err, errlen) ||
-        gpu_model_cfg_int_min(root, path, "type_vocab_size", 0, &c->type_vocab, err, errlen) ||
-        gpu_model_cfg_act(root, path, "hidden_act", "gelu", &c->act, err, errlen) ||
-        gpu_model_cfg_act(root, path, "pooler_hidden_act", "gelu", &c->head_act, err, errlen) ||
-        gpu_model_cfg_eps(root, path, "layer_norm_eps", 1e-7, &c->ln_eps, err, errlen))
-        return -1;
+    if (gpu_model_cfg_int_min(root, path, "vocab_size", 1, &c->vocab_size, err) ||
+        gpu_model_cfg_int_min(root, path, "hidden_size", 1, &c->hidden, err) ||
+        gpu_model_cfg_int_min(root, path, "num_hidden_layers", 1, &c->layers, err) ||
+        gpu_model_cfg_int_min(root, path, "num_attention_heads", 1, &c->heads, err) ||
+        gpu_model_cfg_int_min(root, path, "intermediate_size", 1, &c->intermediate, err) ||
+        gpu_model_cfg_int_min(root, path, "max_position_embeddings", 1, &pos_rows, err) ||
+        gpu_model_cfg_int_min(root, path, "type_vocab_size", 0, &c->type_vocab, err) ||
+        gpu_model_cfg_act(root, path, "hidden_act", "gelu", &c->act, err) ||
+        gpu_model_cfg_act(root, path, "pooler_hidden_act", "gelu", &c->head_act, err) ||
+        gpu_model_cfg_eps(root, path, "layer_norm_eps", 1e-7, &c->ln_eps, err))
+        return err->code;
     c->emb_size = c->hidden;
     int e = c->hidden, pooler = c->hidden, conv = 0, head = 0, biased = 1, rel = 0, share = 0;
     deb_t d = {0};
     if ((json_object_get(root, "embedding_size") &&
-         gpu_model_cfg_int_min(root, path, "embedding_size", 1, &e, err, errlen)) ||
+         gpu_model_cfg_int_min(root, path, "embedding_size", 1, &e, err)) ||
         (json_object_get(root, "pooler_hidden_size") &&
-         gpu_model_cfg_int_min(root, path, "pooler_hidden_size", 1, &pooler, err, errlen)) ||
+         gpu_model_cfg_int_min(root, path, "pooler_hidden_size", 1, &pooler, err)) ||
         (json_object_get(root, "conv_kernel_size") &&
-         gpu_model_cfg_int_min(root, path, "conv_kernel_size", 0, &conv, err, errlen)) ||
+         gpu_model_cfg_int_min(root, path, "conv_kernel_size", 0, &conv, err)) ||
         (json_object_get(root, "attention_head_size") &&
-         gpu_model_cfg_int_min(root, path, "attention_head_size", 1, &head, err, errlen)) ||
-        gpu_model_cfg_bool(root, path, "position_biased_input", 1, &biased, err, errlen) ||
-        gpu_model_cfg_bool(root, path, "relative_attention", 0, &rel, err, errlen) ||
-        gpu_model_cfg_bool(root, path, "share_att_key", 0, &share, err, errlen) ||
-        att_types(root, path, &d, err, errlen))
-        return -1;
+         gpu_model_cfg_int_min(root, path, "attention_head_size", 1, &head, err)) ||
+        gpu_model_cfg_bool(root, path, "position_biased_input", 1, &biased, err) ||
+        gpu_model_cfg_bool(root, path, "relative_attention", 0, &rel, err) ||
+        gpu_model_cfg_bool(root, path, "share_att_key", 0, &share, err) ||
+        att_types(root, path, &d, err))
+        return err->code;
     if (e != c->hidden || pooler != c->hidden || conv > 0 ||
         (head && c->hidden != head * c->heads)) {
-        snprintf(err, errlen,
-                 "%s: embedding_size, pooler_hidden_size and attention_head_size x heads must "
-                 "equal hidden_size, and conv_kernel_size 0 (DeBERTa-v2 xlarge's conv layer is not "
-                 "supported)",
-                 path);
-        return -1;
+        return common_err_set(
+            err, COMMON_USAGE,
+            "%s: embedding_size, pooler_hidden_size and attention_head_size x heads must "
+            "equal hidden_size, and conv_kernel_size 0 (DeBERTa-v2 xlarge's conv layer is not "
+            "supported)",
+            path);
     }
     /* HF numbers positions from 0 and, without position_biased_input, has no table. */
     c->pos_rows = biased ? pos_rows : 0;
@@ -123,7 +124,7 @@ static int config(json_t *root, const char *path, gpu_model_config_t *c, char *e
     if (!rel) {
         d.c2p = d.p2c = 0;
         set_own(c, &d);
-        return 0;
+        return COMMON_OK;
     }
     int buckets = -1, max_rel = -1;
     json_t *b = json_object_get(root, "position_buckets");
@@ -132,51 +133,49 @@ static int config(json_t *root, const char *path, gpu_model_config_t *c, char *e
     if (json_is_integer(mr)) max_rel = (int)json_integer_value(mr);
     if ((b && !json_is_integer(b)) || (mr && !json_is_integer(mr)) || buckets > 1 << 20 ||
         max_rel > 1 << 20) {
-        snprintf(err, errlen,
-                 "%s: position_buckets / max_relative_positions are not integers "
-                 "up to 2^20",
-                 path);
-        return -1;
+        return common_err_set(err, COMMON_USAGE,
+                              "%s: position_buckets / max_relative_positions are not integers "
+                              "up to 2^20",
+                              path);
     }
     if (max_rel < 1) max_rel = pos_rows;
     d.max_pos = max_rel;
     d.buckets = buckets > 0 ? buckets : 0;
     d.span = buckets > 0 ? buckets : max_rel;
     if (d.buckets == 1 || (d.buckets > 0 && max_rel <= d.buckets / 2 + 1)) {
-        snprintf(err, errlen, "%s: position_buckets %d needs max_relative_positions above %d", path,
-                 d.buckets, d.buckets / 2 + 1);
-        return -1;
+        return common_err_set(err, COMMON_USAGE,
+                              "%s: position_buckets %d needs max_relative_positions above %d", path,
+                              d.buckets, d.buckets / 2 + 1);
     }
     json_t *n = json_object_get(root, "norm_rel_ebd");
     d.rel_ln = json_is_string(n) && strstr(json_string_value(n), "layer_norm") != NULL;
     set_own(c, &d);
-    return 0;
+    return COMMON_OK;
 }
 
-static int bind(gpu_model_t *m, const gpu_st_file_t *f, char *err, size_t errlen) {
+static common_status_t bind(gpu_model_t *m, const gpu_st_file_t *f, common_err_t *err) {
     const gpu_model_config_t *c = &m->cfg;
     const deb_t d = own(c);
     gpu_model_weights_t *w = &m->w;
     const int H = c->hidden, I = c->intermediate;
     if (gpu_model_load_tensor(f, "deberta.embeddings.word_embeddings.weight", NULL, w->word_emb,
-                              c->vocab_size, H, err, errlen) ||
+                              c->vocab_size, H, err) ||
         (c->pos_rows && gpu_model_load_tensor(f, "deberta.embeddings.position_embeddings.weight",
-                                              NULL, w->pos_emb, c->pos_rows, H, err, errlen)) ||
+                                              NULL, w->pos_emb, c->pos_rows, H, err)) ||
         (c->type_vocab &&
          gpu_model_load_tensor(f, "deberta.embeddings.token_type_embeddings.weight", NULL,
-                               w->type_emb, c->type_vocab, H, err, errlen)) ||
-        gpu_model_load_ln(f, "deberta.embeddings.LayerNorm", w->emb_ln_g, w->emb_ln_b, H, err,
-                          errlen))
-        return -1;
+                               w->type_emb, c->type_vocab, H, err)) ||
+        gpu_model_load_ln(f, "deberta.embeddings.LayerNorm", w->emb_ln_g, w->emb_ln_b, H, err))
+        return err->code;
     for (int l = 0; l < c->layers; l++) {
         gpu_layer_weights_t *y = &w->layer[l];
         char p[192];
 #define LIN(sub, W, B, O, IN)                                                                      \
     (snprintf(p, sizeof p, "deberta.encoder.layer.%d.%s", l, sub),                                 \
-     gpu_model_load_linear(f, p, W, B, O, IN, err, errlen))
+     gpu_model_load_linear(f, p, W, B, O, IN, err))
 #define LN(sub, G, B)                                                                              \
     (snprintf(p, sizeof p, "deberta.encoder.layer.%d.%s", l, sub),                                 \
-     gpu_model_load_ln(f, p, G, B, H, err, errlen))
+     gpu_model_load_ln(f, p, G, B, H, err))
         if (LIN("attention.self.query_proj", y->q_w, y->q_b, H, H) ||
             LIN("attention.self.key_proj", y->k_w, y->k_b, H, H) ||
             LIN("attention.self.value_proj", y->v_w, y->v_b, H, H) ||
@@ -185,27 +184,25 @@ static int bind(gpu_model_t *m, const gpu_st_file_t *f, char *err, size_t errlen
             LIN("intermediate.dense", y->ff1_w, y->ff1_b, I, H) ||
             LIN("output.dense", y->ff2_w, y->ff2_b, H, I) ||
             LN("output.LayerNorm", y->ln2_g, y->ln2_b))
-            return -1;
+            return err->code;
         if (d.span > 0 && !d.share_att_key &&
             ((d.c2p &&
               LIN("attention.self.pos_key_proj", y->own[POS_K_W], y->own[POS_K_B], H, H)) ||
              (d.p2c &&
               LIN("attention.self.pos_query_proj", y->own[POS_Q_W], y->own[POS_Q_B], H, H))))
-            return -1;
+            return err->code;
 #undef LIN
 #undef LN
     }
-    if (d.span > 0 &&
-        (gpu_model_load_tensor(f, "deberta.encoder.rel_embeddings.weight", NULL, w->own[REL_EMB],
-                               2 * (int64_t)d.span, H, err, errlen) ||
-         (d.rel_ln && gpu_model_load_ln(f, "deberta.encoder.LayerNorm", w->own[REL_LN_G],
-                                        w->own[REL_LN_B], H, err, errlen))))
-        return -1;
-    return gpu_model_load_linear(f, "pooler.dense", w->pool_w, w->pool_b, H, H, err, errlen) ||
-                   gpu_model_load_linear(f, "classifier", w->cls_w, w->cls_b, c->num_labels, H, err,
-                                         errlen)
-               ? -1
-               : 0;
+    if (d.span > 0 && (gpu_model_load_tensor(f, "deberta.encoder.rel_embeddings.weight", NULL,
+                                             w->own[REL_EMB], 2 * (int64_t)d.span, H, err) ||
+                       (d.rel_ln && gpu_model_load_ln(f, "deberta.encoder.LayerNorm",
+                                                      w->own[REL_LN_G], w->own[REL_LN_B], H, err))))
+        return err->code;
+    return gpu_model_load_linear(f, "pooler.dense", w->pool_w, w->pool_b, H, H, err) ||
+                   gpu_model_load_linear(f, "classifier", w->cls_w, w->cls_b, c->num_labels, H, err)
+               ? err->code
+               : COMMON_OK;
 }
 
 /* ---- the forward pass ---- */

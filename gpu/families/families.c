@@ -45,30 +45,30 @@ gpu_graph_t *gpu_graph_new(const gpu_model_config_t *cfg, gpu_precision_t prec, 
     return g;
 }
 
-int gpu_graph_build(const gpu_model_config_t *cfg, const gpu_model_weights_t *w,
-                    gpu_precision_t prec, gpu_precision_t storage, gpu_graph_t **out, char *err,
-                    size_t errlen) {
+common_status_t gpu_graph_build(const gpu_model_config_t *cfg, const gpu_model_weights_t *w,
+                                gpu_precision_t prec, gpu_precision_t storage, gpu_graph_t **out,
+                                common_err_t *err) {
     *out = NULL;
     const gpu_family_t *fam = gpu_family_find(cfg->family);
     if (!fam) {
-        snprintf(err, errlen, "no graph builder for family %s", gpu_model_family_name(cfg->family));
-        return -1;
+        return common_err_set(err, COMMON_BUG, "no graph builder for family %s",
+                              gpu_model_family_name(cfg->family));
     }
     gpu_graph_t *g = gpu_graph_new(cfg, prec, FIXED + PER_LAYER * cfg->layers);
     if (!g) {
-        snprintf(err, errlen, "out of memory for the graph of a %d-layer model", cfg->layers);
-        return -1;
+        return common_err_set(err, COMMON_FATAL, "out of memory for the graph of a %d-layer model",
+                              cfg->layers);
     }
     gpu_gb_t b = {.g = g, .w = w, .prec = prec, .storage = storage};
     fam->build(&b);
     if (b.overflow[0]) {
-        snprintf(err, errlen, "the %s graph builder ran past its room: %s",
-                 gpu_model_family_name(cfg->family), b.overflow);
+        common_err_set(err, COMMON_BUG, "the %s graph builder ran past its room: %s",
+                       gpu_model_family_name(cfg->family), b.overflow);
         gpu_graph_free(g);
-        return -1;
+        return COMMON_BUG;
     }
     *out = g;
-    return 0;
+    return COMMON_OK;
 }
 
 static int add_tensor(gpu_gb_t *b, const char *name, gpu_tensor_class_t cls, gpu_rows_kind_t kind,

@@ -48,61 +48,61 @@ static void defaults(gpu_model_config_t *c) {
 /* A theta: a positive number, dflt when the key is missing or null; name is the key as the
  * message shows it. The backends raise it to a power in fp32: it must be a normal float there
  * (a value that rounds to 0 would make every frequency infinite). */
-static int cfg_theta(json_t *obj, const char *path, const char *key, const char *name, double dflt,
-                     float *out, char *err, size_t errlen) {
+static common_status_t cfg_theta(json_t *obj, const char *path, const char *key, const char *name,
+                                 double dflt, float *out, common_err_t *err) {
     json_t *v = obj ? json_object_get(obj, key) : NULL;
     double t = v && !json_is_null(v) ? json_number_value(v) : dflt;
     if ((v && !json_is_null(v) && !json_is_number(v)) || !(t >= FLT_MIN && t < 1e30)) {
-        snprintf(err, errlen, "%s: '%s' is not a positive number in fp32 range (below 1e30)", path,
-                 name);
-        return -1;
+        return common_err_set(err, COMMON_USAGE,
+                              "%s: '%s' is not a positive number in fp32 range (below 1e30)", path,
+                              name);
     }
     *out = (float)t;
-    return 0;
+    return COMMON_OK;
 }
 
 /* rope_parameters[kind] (transformers 5): default RoPE only, with its theta. */
-static int rope_kind(json_t *rp, const char *path, const char *kind, double dflt, float *out,
-                     char *err, size_t errlen) {
+static common_status_t rope_kind(json_t *rp, const char *path, const char *kind, double dflt,
+                                 float *out, common_err_t *err) {
     json_t *k = json_object_get(rp, kind);
     if (k && !json_is_object(k)) {
-        snprintf(err, errlen, "%s: rope_parameters.%s is not an object", path, kind);
-        return -1;
+        return common_err_set(err, COMMON_USAGE, "%s: rope_parameters.%s is not an object", path,
+                              kind);
     }
     json_t *ty = k ? json_object_get(k, "rope_type") : NULL;
     if (ty && !(json_is_string(ty) && strcmp(json_string_value(ty), "default") == 0)) {
-        snprintf(err, errlen,
-                 "%s: rope_parameters.%s.rope_type '%s' is not supported (default only)", path,
-                 kind, json_is_string(ty) ? json_string_value(ty) : "?");
-        return -1;
+        return common_err_set(
+            err, COMMON_USAGE,
+            "%s: rope_parameters.%s.rope_type '%s' is not supported (default only)", path, kind,
+            json_is_string(ty) ? json_string_value(ty) : "?");
     }
     char name[64];
     snprintf(name, sizeof name, "rope_parameters.%s.rope_theta", kind);
-    return cfg_theta(k, path, "rope_theta", name, dflt, out, err, errlen);
+    return cfg_theta(k, path, "rope_theta", name, dflt, out, err);
 }
 
 /* The global/local pattern: layer_types must be "global every n" (what HF derives from
  * global_attn_every_n_layers, and what every published checkpoint has). */
-static int layer_pattern(json_t *root, const char *path, const gpu_model_config_t *c, mb_t *m,
-                         char *err, size_t errlen) {
+static common_status_t layer_pattern(json_t *root, const char *path, const gpu_model_config_t *c,
+                                     mb_t *m, common_err_t *err) {
     json_t *lt = json_object_get(root, "layer_types");
     if (!lt || json_is_null(lt)) {
-        if (!json_object_get(root, "global_attn_every_n_layers")) return 0;
+        if (!json_object_get(root, "global_attn_every_n_layers")) return COMMON_OK;
         return gpu_model_cfg_int_min(root, path, "global_attn_every_n_layers", 1, &m->global_every,
-                                     err, errlen);
+                                     err);
     }
     if (!json_is_array(lt) || (int)json_array_size(lt) != c->layers) {
-        snprintf(err, errlen, "%s: 'layer_types' is not a list of %d layer types", path, c->layers);
-        return -1;
+        return common_err_set(err, COMMON_USAGE,
+                              "%s: 'layer_types' is not a list of %d layer types", path, c->layers);
     }
     int every = 0;
     for (int l = 0; l < c->layers; l++) {
         const char *t = json_string_value(json_array_get(lt, (size_t)l));
         int global = t && strcmp(t, "full_attention") == 0;
         if (!t || (!global && strcmp(t, "sliding_attention") != 0)) {
-            snprintf(err, errlen, "%s: layer_types[%d] is not full_attention or sliding_attention",
-                     path, l);
-            return -1;
+            return common_err_set(err, COMMON_USAGE,
+                                  "%s: layer_types[%d] is not full_attention or sliding_attention",
+                                  path, l);
         }
         if (l > 0 && global && every == 0) every = l;
     }
@@ -110,122 +110,121 @@ static int layer_pattern(json_t *root, const char *path, const gpu_model_config_
     for (int l = 0; l < c->layers; l++) {
         const char *t = json_string_value(json_array_get(lt, (size_t)l));
         if ((strcmp(t, "full_attention") == 0) != (l % every == 0)) {
-            snprintf(err, errlen,
-                     "%s: layer_types is not one global layer every n from layer 0 (the only "
-                     "pattern supported)",
-                     path);
-            return -1;
+            return common_err_set(
+                err, COMMON_USAGE,
+                "%s: layer_types is not one global layer every n from layer 0 (the only "
+                "pattern supported)",
+                path);
         }
     }
     m->global_every = every;
-    return 0;
+    return COMMON_OK;
 }
 
-static int config(json_t *root, const char *path, gpu_model_config_t *c, char *err, size_t errlen) {
-    if (gpu_model_cfg_int_min(root, path, "vocab_size", 1, &c->vocab_size, err, errlen) ||
-        gpu_model_cfg_int_min(root, path, "hidden_size", 1, &c->hidden, err, errlen) ||
-        gpu_model_cfg_int_min(root, path, "num_hidden_layers", 1, &c->layers, err, errlen) ||
-        gpu_model_cfg_int_min(root, path, "num_attention_heads", 1, &c->heads, err, errlen) ||
-        gpu_model_cfg_int_min(root, path, "intermediate_size", 1, &c->intermediate, err, errlen) ||
-        gpu_model_cfg_int_min(root, path, "max_position_embeddings", 1, &c->max_pos, err, errlen))
-        return -1;
+static common_status_t config(json_t *root, const char *path, gpu_model_config_t *c,
+                              common_err_t *err) {
+    if (gpu_model_cfg_int_min(root, path, "vocab_size", 1, &c->vocab_size, err) ||
+        gpu_model_cfg_int_min(root, path, "hidden_size", 1, &c->hidden, err) ||
+        gpu_model_cfg_int_min(root, path, "num_hidden_layers", 1, &c->layers, err) ||
+        gpu_model_cfg_int_min(root, path, "num_attention_heads", 1, &c->heads, err) ||
+        gpu_model_cfg_int_min(root, path, "intermediate_size", 1, &c->intermediate, err) ||
+        gpu_model_cfg_int_min(root, path, "max_position_embeddings", 1, &c->max_pos, err))
+        return err->code;
     defaults(c);
     mb_t m = own(c);
-    if (gpu_model_cfg_act(root, path, "hidden_activation", "gelu", &c->act, err, errlen) ||
-        gpu_model_cfg_act(root, path, "classifier_activation", "gelu", &c->head_act, err, errlen) ||
-        gpu_model_cfg_eps(root, path, "norm_eps", 1e-5, &c->ln_eps, err, errlen) ||
-        layer_pattern(root, path, c, &m, err, errlen))
-        return -1;
+    if (gpu_model_cfg_act(root, path, "hidden_activation", "gelu", &c->act, err) ||
+        gpu_model_cfg_act(root, path, "classifier_activation", "gelu", &c->head_act, err) ||
+        gpu_model_cfg_eps(root, path, "norm_eps", 1e-5, &c->ln_eps, err) ||
+        layer_pattern(root, path, c, &m, err))
+        return err->code;
     if (c->hidden % c->heads == 0 &&
         ((c->hidden / c->heads) % 2 != 0 || c->hidden / c->heads > 1024)) {
-        snprintf(err, errlen, "%s: head size %d is odd or above 1024 (RoPE needs pairs)", path,
-                 c->hidden / c->heads);
-        return -1;
+        return common_err_set(err, COMMON_USAGE,
+                              "%s: head size %d is odd or above 1024 (RoPE needs pairs)", path,
+                              c->hidden / c->heads);
     }
     int local = MB_LOCAL_ATTENTION;
     if (json_object_get(root, "local_attention") &&
-        gpu_model_cfg_int_min(root, path, "local_attention", 0, &local, err, errlen))
-        return -1;
+        gpu_model_cfg_int_min(root, path, "local_attention", 0, &local, err))
+        return err->code;
     m.local_window = local / 2;
     json_t *pool = json_object_get(root, "classifier_pooling");
     const char *pv = pool ? json_string_value(pool) : "cls";
     if (!pv || (strcmp(pv, "cls") != 0 && strcmp(pv, "mean") != 0)) {
-        snprintf(err, errlen, "%s: classifier_pooling is not \"cls\" or \"mean\"", path);
-        return -1;
+        return common_err_set(err, COMMON_USAGE,
+                              "%s: classifier_pooling is not \"cls\" or \"mean\"", path);
     }
     m.mean_pool = strcmp(pv, "mean") == 0;
     json_t *scaling = json_object_get(root, "rope_scaling");
     if (scaling && !json_is_null(scaling)) {
-        snprintf(err, errlen, "%s: rope_scaling is not supported (default RoPE only)", path);
-        return -1;
+        return common_err_set(err, COMMON_USAGE,
+                              "%s: rope_scaling is not supported (default RoPE only)", path);
     }
     json_t *rp = json_object_get(root, "rope_parameters");
     if (rp && !json_is_null(rp)) {
         if (!json_is_object(rp)) {
-            snprintf(err, errlen, "%s: rope_parameters is not an object", path);
-            return -1;
+            return common_err_set(err, COMMON_USAGE, "%s: rope_parameters is not an object", path);
         }
-        if (rope_kind(rp, path, "full_attention", MB_THETA_GLOBAL, &m.theta_global, err, errlen) ||
-            rope_kind(rp, path, "sliding_attention", MB_THETA_LOCAL, &m.theta_local, err, errlen))
-            return -1;
+        if (rope_kind(rp, path, "full_attention", MB_THETA_GLOBAL, &m.theta_global, err) ||
+            rope_kind(rp, path, "sliding_attention", MB_THETA_LOCAL, &m.theta_local, err))
+            return err->code;
     } else if (cfg_theta(root, path, "global_rope_theta", "global_rope_theta", MB_THETA_GLOBAL,
-                         &m.theta_global, err, errlen) ||
+                         &m.theta_global, err) ||
                cfg_theta(root, path, "local_rope_theta", "local_rope_theta", MB_THETA_LOCAL,
-                         &m.theta_local, err, errlen)) {
-        return -1;
+                         &m.theta_local, err)) {
+        return err->code;
     }
     set_own(c, &m);
-    return 0;
+    return COMMON_OK;
 }
 
 /* An nn.Linear whose bias the config may have turned off. */
-static int linear(const gpu_st_file_t *f, const char *prefix, float *w, float *b, int out, int in,
-                  char *err, size_t errlen) {
+static common_status_t linear(const gpu_st_file_t *f, const char *prefix, float *w, float *b,
+                              int out, int in, common_err_t *err) {
     char q[256];
     snprintf(q, sizeof q, "%s.weight", prefix);
-    if (gpu_model_load_tensor(f, q, NULL, w, out, in, err, errlen)) return -1;
+    if (gpu_model_load_tensor(f, q, NULL, w, out, in, err)) return err->code;
     snprintf(q, sizeof q, "%s.bias", prefix);
-    return gpu_model_load_optional(f, q, b, out, 0, 0.0f, err, errlen);
+    return gpu_model_load_optional(f, q, b, out, 0, 0.0f, err);
 }
 
 /* A LayerNorm whose bias norm_bias may have turned off. */
-static int norm(const gpu_st_file_t *f, const char *prefix, float *g, float *b, int n, char *err,
-                size_t errlen) {
-    return linear(f, prefix, g, b, n, 0, err, errlen);
+static common_status_t norm(const gpu_st_file_t *f, const char *prefix, float *g, float *b, int n,
+                            common_err_t *err) {
+    return linear(f, prefix, g, b, n, 0, err);
 }
 
-static int bind(gpu_model_t *m, const gpu_st_file_t *f, char *err, size_t errlen) {
+static common_status_t bind(gpu_model_t *m, const gpu_st_file_t *f, common_err_t *err) {
     const gpu_model_config_t *c = &m->cfg;
     gpu_model_weights_t *w = &m->w;
     const int H = c->hidden, I = c->intermediate;
     if (gpu_model_load_tensor(f, "model.embeddings.tok_embeddings.weight", NULL, w->word_emb,
-                              c->vocab_size, H, err, errlen) ||
-        norm(f, "model.embeddings.norm", w->emb_ln_g, w->emb_ln_b, H, err, errlen))
-        return -1;
+                              c->vocab_size, H, err) ||
+        norm(f, "model.embeddings.norm", w->emb_ln_g, w->emb_ln_b, H, err))
+        return err->code;
     for (int l = 0; l < c->layers; l++) {
         gpu_layer_weights_t *y = &w->layer[l];
         char p[192];
 #define AT(sub) (snprintf(p, sizeof p, "model.layers.%d.%s", l, sub), p)
         /* Wqkv's rows are q, k, v: the blob's fused (3H, H) block. Layer 0 has no attn_norm. */
-        if (linear(f, AT("attn.Wqkv"), y->q_w, y->q_b, 3 * H, H, err, errlen) ||
-            linear(f, AT("attn.Wo"), y->ao_w, y->ao_b, H, H, err, errlen) ||
-            (l > 0 && norm(f, AT("attn_norm"), y->ln1_g, y->ln1_b, H, err, errlen)) ||
-            norm(f, AT("mlp_norm"), y->ln2_g, y->ln2_b, H, err, errlen) ||
-            linear(f, AT("mlp.Wi"), y->ff1_w, y->ff1_b, 2 * I, H, err, errlen) ||
-            linear(f, AT("mlp.Wo"), y->ff2_w, y->ff2_b, H, I, err, errlen))
-            return -1;
+        if (linear(f, AT("attn.Wqkv"), y->q_w, y->q_b, 3 * H, H, err) ||
+            linear(f, AT("attn.Wo"), y->ao_w, y->ao_b, H, H, err) ||
+            (l > 0 && norm(f, AT("attn_norm"), y->ln1_g, y->ln1_b, H, err)) ||
+            norm(f, AT("mlp_norm"), y->ln2_g, y->ln2_b, H, err) ||
+            linear(f, AT("mlp.Wi"), y->ff1_w, y->ff1_b, 2 * I, H, err) ||
+            linear(f, AT("mlp.Wo"), y->ff2_w, y->ff2_b, H, I, err))
+            return err->code;
 #undef AT
         if (l == 0)
             for (int i = 0; i < H; i++)
                 y->ln1_g[i] = 1.0f, y->ln1_b[i] = 0.0f; /* unused: the backends skip it */
     }
-    return norm(f, "model.final_norm", w->own[FINAL_G], w->own[FINAL_B], H, err, errlen) ||
-                   linear(f, "head.dense", w->pool_w, w->pool_b, H, H, err, errlen) ||
-                   norm(f, "head.norm", w->own[HEAD_G], w->own[HEAD_B], H, err, errlen) ||
-                   gpu_model_load_linear(f, "classifier", w->cls_w, w->cls_b, c->num_labels, H, err,
-                                         errlen)
-               ? -1
-               : 0;
+    return norm(f, "model.final_norm", w->own[FINAL_G], w->own[FINAL_B], H, err) ||
+                   linear(f, "head.dense", w->pool_w, w->pool_b, H, H, err) ||
+                   norm(f, "head.norm", w->own[HEAD_G], w->own[HEAD_B], H, err) ||
+                   gpu_model_load_linear(f, "classifier", w->cls_w, w->cls_b, c->num_labels, H, err)
+               ? err->code
+               : COMMON_OK;
 }
 
 /* ---- the forward pass ---- */

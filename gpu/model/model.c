@@ -144,21 +144,21 @@ static char *path_join(const char *dir, const char *file) {
     return p;
 }
 
-int gpu_model_load(const char *dir, gpu_model_t **out, char *err, size_t errlen) {
+common_status_t gpu_model_load(const char *dir, gpu_model_t **out, common_err_t *err) {
     *out = NULL;
     gpu_model_t *m = calloc(1, sizeof *m);
     char *cfg_path = NULL, *st_path = NULL;
     gpu_st_file_t *st = NULL;
-    int rc = -1;
+    common_status_t rc = COMMON_FATAL;
     if (!m || !(m->dir = strdup(dir)) || !(cfg_path = path_join(dir, "config.json")) ||
         !(st_path = path_join(dir, "model.safetensors")) ||
         !(m->vocab_path = path_join(dir, "vocab.txt"))) {
-        snprintf(err, errlen, "%s: out of memory", dir);
+        rc = common_err_set(err, COMMON_FATAL, "%s: out of memory", dir);
         goto out;
     }
     /* The name is the directory's last component ("a/b/" names b). */
     if (!(m->name = strdup(dir))) {
-        snprintf(err, errlen, "%s: out of memory", dir);
+        rc = common_err_set(err, COMMON_FATAL, "%s: out of memory", dir);
         goto out;
     }
     size_t nl = strlen(m->name);
@@ -166,17 +166,18 @@ int gpu_model_load(const char *dir, gpu_model_t **out, char *err, size_t errlen)
         m->name[--nl] = '\0';
     char *slash = strrchr(m->name, '/');
     if (slash && slash[1]) memmove(m->name, slash + 1, strlen(slash + 1) + 1);
-    if (gpu_model_read_config(cfg_path, &m->cfg, err, errlen) != 0) goto out;
+    if ((rc = gpu_model_read_config(cfg_path, &m->cfg, err)) != COMMON_OK) goto out;
     if (access(m->vocab_path, R_OK) != 0) {
         /* Byte-level BPE and Unigram checkpoints carry their vocabulary in tokenizer.json. */
         char *tj = path_join(dir, "tokenizer.json");
         int has_tj = tj && access(tj, R_OK) == 0;
         free(tj);
         if (!has_tj) {
-            snprintf(err, errlen,
-                     "%s: missing, and no tokenizer.json either (the vocabulary the tokenizer "
-                     "needs)",
-                     m->vocab_path);
+            rc = common_err_set(
+                err, COMMON_USAGE,
+                "%s: missing, and no tokenizer.json either (the vocabulary the tokenizer "
+                "needs)",
+                m->vocab_path);
             goto out;
         }
         free(m->vocab_path);
@@ -186,25 +187,25 @@ int gpu_model_load(const char *dir, gpu_model_t **out, char *err, size_t errlen)
         char *bin = path_join(dir, "pytorch_model.bin");
         int has_bin = bin && access(bin, F_OK) == 0;
         free(bin);
-        snprintf(err, errlen, "%s: missing%s", st_path,
-                 has_bin ? " (only pytorch_model.bin is there: save the model with "
-                           "safe_serialization=True)"
-                         : "");
+        rc = common_err_set(err, COMMON_USAGE, "%s: missing", st_path);
+        if (has_bin) {
+            common_err_detail(err, "only pytorch_model.bin is there");
+            common_err_hint(err, "save the model with safe_serialization=True");
+        }
         goto out;
     }
-    if (gpu_st_open(st_path, &st, err, errlen) != 0) goto out;
+    if ((rc = gpu_st_open(st_path, &st, err)) != COMMON_OK) goto out;
     if (gpu_model_alloc_weights(m) != 0) {
-        snprintf(err, errlen, "%s: out of memory for %zu parameters", st_path,
-                 gpu_model_param_count(&m->cfg));
+        rc = common_err_set(err, COMMON_FATAL, "%s: out of memory for %zu parameters", st_path,
+                            gpu_model_param_count(&m->cfg));
         goto out;
     }
-    if (gpu_model_family_of(m->cfg.family)->bind(m, st, err, errlen) != 0) goto out;
-    rc = 0;
+    rc = gpu_model_family_of(m->cfg.family)->bind(m, st, err);
 out:
     gpu_st_close(st);
     free(cfg_path);
     free(st_path);
-    if (rc == 0)
+    if (rc == COMMON_OK)
         *out = m;
     else
         gpu_model_free(m);

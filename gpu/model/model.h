@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/err.h"
+
 #include "gpu/families/registry.h"
 
 #ifdef __cplusplus
@@ -115,15 +117,15 @@ typedef struct {
 } gpu_model_t;
 
 /* Loads a checkpoint of one of the supported architectures (gpu_model_architectures). On failure
- * returns non-zero, *out is NULL, and err holds one line naming the file and what is wrong (CLI
- * exits 2). */
-int gpu_model_load(const char *dir, gpu_model_t **out, char *err, size_t errlen);
+ * *out is NULL and err holds one line naming the file and what is wrong: COMMON_USAGE (the CLI
+ * exits 2), or COMMON_FATAL out of memory. */
+common_status_t gpu_model_load(const char *dir, gpu_model_t **out, common_err_t *err);
 
 /* config.json's parser, on its text (len bytes; name stands for the file in err), with the
  * checks gpu_model_load makes. On success cfg->id2label belongs to the caller (it is what
  * gpu_model_free frees); on failure nothing is left allocated. */
-int gpu_model_parse_config(const char *json, size_t len, const char *name, gpu_model_config_t *cfg,
-                           char *err, size_t errlen);
+common_status_t gpu_model_parse_config(const char *json, size_t len, const char *name,
+                                       gpu_model_config_t *cfg, common_err_t *err);
 
 /* "BertForSequenceClassification, DistilBertForSequenceClassification, ...": every
  * architecture gpu_model_load takes, for messages. */
@@ -148,8 +150,8 @@ int gpu_model_geometry(const char *name, int num_labels, gpu_model_config_t *cfg
 const char *gpu_model_geometries(void);
 
 /* A model of that geometry with seeded random weights (N(0, 0.02), LN gamma ~1). */
-int gpu_model_init_random(const char *geometry, int num_labels, uint64_t seed, gpu_model_t **out,
-                          char *err, size_t errlen);
+common_status_t gpu_model_init_random(const char *geometry, int num_labels, uint64_t seed,
+                                      gpu_model_t **out, common_err_t *err);
 
 /* Rows of ff1 (intermediate.dense / ModernBERT's Wi): 2I when the family's FFN is gated
  * (gpu_model_glu: GeGLU), else I. */

@@ -53,9 +53,9 @@ gpu_act_t gpu_model_family_head_act(gpu_model_family_t f) {
     return r ? r->head_act : GPU_ACT_TANH;
 }
 
-static int cfg_int(json_t *root, const char *path, const char *key, int *out, char *err,
-                   size_t errlen) {
-    return gpu_model_cfg_int_min(root, path, key, 1, out, err, errlen);
+static common_status_t cfg_int(json_t *root, const char *path, const char *key, int *out,
+                               common_err_t *err) {
+    return gpu_model_cfg_int_min(root, path, key, 1, out, err);
 }
 
 /* Each dimension may be up to 2^30, so a config can describe a model whose weight count
@@ -63,28 +63,27 @@ static int cfg_int(json_t *root, const char *path, const char *key, int *out, ch
  * before anything is allocated; counted in double, which cannot wrap. */
 #define MODEL_MAX_PARAMS 8589934592.0 /* 2^33: 32 GiB of fp32 weights, 25x bert-large */
 
-static int config_check_size(const gpu_model_config_t *c, const char *path, char *err,
-                             size_t errlen) {
+static common_status_t config_check_size(const gpu_model_config_t *c, const char *path,
+                                         common_err_t *err) {
     if (c->num_labels > GPU_MODEL_MAX_LABELS) {
-        snprintf(err, errlen, "%s: %d labels (at most %d)", path, c->num_labels,
-                 GPU_MODEL_MAX_LABELS);
-        return -1;
+        return common_err_set(err, COMMON_USAGE, "%s: %d labels (at most %d)", path, c->num_labels,
+                              GPU_MODEL_MAX_LABELS);
     }
     const double n = gpu_model_param_total(c); /* the family's own weights by its row */
     if (n > MODEL_MAX_PARAMS) {
-        snprintf(err, errlen, "%s: the geometry has %.3g parameters (at most %.3g)", path, n,
-                 MODEL_MAX_PARAMS);
-        return -1;
+        return common_err_set(err, COMMON_USAGE,
+                              "%s: the geometry has %.3g parameters (at most %.3g)", path, n,
+                              MODEL_MAX_PARAMS);
     }
-    return 0;
+    return COMMON_OK;
 }
 
 /* Every rule a later stage takes for granted (the backends' layout and arithmetic, the
  * position and relative-position rows, the label names, RoPE), checked once on the parsed
  * config: a config.json that breaks one is refused naming the field, never run with nonsense
  * values (tests/fuzz/fuzz_model_config.c states the same rules as its oracle). */
-static int config_validate(const gpu_model_config_t *c, const char *path, char *err,
-                           size_t errlen) {
+static common_status_t config_validate(const gpu_model_config_t *c, const char *path,
+                                       common_err_t *err) {
     /* a family may say it has no position table (RoPE, relative positions) and no token
      * types */
     const gpu_model_family_rules_t *rules = gpu_model_family_of(c->family);
@@ -113,14 +112,14 @@ static int config_validate(const gpu_model_config_t *c, const char *path, char *
     if (!bad && (c->num_labels <= 0 || !c->id2label)) bad = "id2label / num_labels";
     for (int i = 0; !bad && i < c->num_labels; i++)
         if (!c->id2label[i]) bad = "id2label";
-    if (!bad) return 0;
-    snprintf(err, errlen, "%s: '%s' describes a model the loader cannot run (out of range)", path,
-             bad);
-    return -1;
+    if (!bad) return COMMON_OK;
+    return common_err_set(err, COMMON_USAGE,
+                          "%s: '%s' describes a model the loader cannot run (out of range)", path,
+                          bad);
 }
 
 /* The family named first in "architectures" that is supported, or -1 (err says why). */
-static int config_family(json_t *root, const char *path, char *err, size_t errlen) {
+static int config_family(json_t *root, const char *path, common_err_t *err) {
     json_t *arch = json_object_get(root, "architectures");
     if (json_is_array(arch)) {
         size_t i;
@@ -133,39 +132,37 @@ static int config_family(json_t *root, const char *path, char *err, size_t errle
     const char *first = json_is_array(arch) && json_is_string(json_array_get(arch, 0))
                             ? json_string_value(json_array_get(arch, 0))
                             : "(none)";
-    snprintf(err, errlen, "%s: unsupported architecture '%s' (supported: %s)", path, first,
-             gpu_model_architectures());
+    common_err_set(err, COMMON_USAGE, "%s: unsupported architecture '%s'", path, first);
+    common_err_detail(err, "supported: %s", gpu_model_architectures()); /* longer than a line */
     return -1;
 }
 
 /* The dimensions of one family under its own key names: its row's. */
-static int config_dims(json_t *root, const char *path, gpu_model_config_t *c, char *err,
-                       size_t errlen) {
-    return gpu_model_family_of(c->family)->config(root, path, c, err, errlen);
+static common_status_t config_dims(json_t *root, const char *path, gpu_model_config_t *c,
+                                   common_err_t *err) {
+    return gpu_model_family_of(c->family)->config(root, path, c, err);
 }
 
 /* id2label (or num_labels) -> c->num_labels, c->id2label. On failure c->id2label may hold
  * some labels (c->num_labels slots), which the caller frees. */
-static int config_labels(json_t *root, const char *path, gpu_model_config_t *c, char *err,
-                         size_t errlen) {
+static common_status_t config_labels(json_t *root, const char *path, gpu_model_config_t *c,
+                                     common_err_t *err) {
     json_t *id2 = json_object_get(root, "id2label");
     int named = json_is_object(id2) && json_object_size(id2) > 0;
     if (named) {
         c->num_labels = (int)json_object_size(id2);
-    } else if (cfg_int(root, path, "num_labels", &c->num_labels, err, errlen)) {
-        snprintf(err, errlen, "%s: neither 'id2label' nor 'num_labels' says the labels", path);
-        return -1;
+    } else if (cfg_int(root, path, "num_labels", &c->num_labels, err)) {
+        return common_err_set(err, COMMON_USAGE,
+                              "%s: neither 'id2label' nor 'num_labels' says the labels", path);
     }
-    if (config_check_size(c, path, err, errlen)) return -1;
+    if (config_check_size(c, path, err)) return err->code;
     if (!named) {
-        if ((c->id2label = gpu_model_labels_default(c->num_labels))) return 0;
-        snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
+        if ((c->id2label = gpu_model_labels_default(c->num_labels))) return COMMON_OK;
+        return common_err_set(err, COMMON_FATAL, "%s: out of memory", path);
     }
     int n = c->num_labels;
     if (!(c->id2label = calloc((size_t)n, sizeof *c->id2label))) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
+        return common_err_set(err, COMMON_FATAL, "%s: out of memory", path);
     }
     const char *k;
     json_t *v;
@@ -174,41 +171,40 @@ static int config_labels(json_t *root, const char *path, gpu_model_config_t *c, 
         long id = strtol(k, &end, 10);
         if (*k == '\0' || *end != '\0' || id < 0 || id >= n || !json_is_string(v) ||
             c->id2label[id]) {
-            snprintf(err, errlen, "%s: id2label key '%s' is not one of 0..%d with a string label",
-                     path, k, n - 1);
-            return -1;
+            return common_err_set(err, COMMON_USAGE,
+                                  "%s: id2label key '%s' is not one of 0..%d with a string label",
+                                  path, k, n - 1);
         }
         if (!(c->id2label[id] = strdup(json_string_value(v)))) {
-            snprintf(err, errlen, "%s: out of memory", path);
-            return -1;
+            return common_err_set(err, COMMON_FATAL, "%s: out of memory", path);
         }
     }
-    return 0;
+    return COMMON_OK;
 }
 
-static int config_from_json(json_t *root, const char *path, gpu_model_config_t *c, char *err,
-                            size_t errlen) {
-    int f = config_family(root, path, err, errlen);
-    if (f < 0) return -1;
+static common_status_t config_from_json(json_t *root, const char *path, gpu_model_config_t *c,
+                                        common_err_t *err) {
+    int f = config_family(root, path, err);
+    if (f < 0) return err->code;
     c->family = (gpu_model_family_t)f;
     c->head_act = gpu_model_family_head_act(c->family);
-    if (config_dims(root, path, c, err, errlen)) return -1;
+    if (config_dims(root, path, c, err)) return err->code;
     if (c->hidden % c->heads != 0) {
-        snprintf(err, errlen, "%s: hidden_size %d is not a multiple of num_attention_heads %d",
-                 path, c->hidden, c->heads);
-        return -1;
+        return common_err_set(err, COMMON_USAGE,
+                              "%s: hidden_size %d is not a multiple of num_attention_heads %d",
+                              path, c->hidden, c->heads);
     }
     if (c->pos_rows == 0 && c->max_pos > 0) {
         /* no position table (RoPE, relative positions): max_pos is the config's own */
     } else if (c->pos_rows <= c->pos_offset) {
-        snprintf(err, errlen, "%s: max_position_embeddings %d leaves no position after offset %d",
-                 path, c->pos_rows, c->pos_offset);
-        return -1;
+        return common_err_set(err, COMMON_USAGE,
+                              "%s: max_position_embeddings %d leaves no position after offset %d",
+                              path, c->pos_rows, c->pos_offset);
     } else {
         c->max_pos = c->pos_rows - c->pos_offset;
     }
-    if (config_labels(root, path, c, err, errlen)) return -1;
-    return config_validate(c, path, err, errlen);
+    if (config_labels(root, path, c, err)) return err->code;
+    return config_validate(c, path, err);
 }
 
 static void config_free_labels(gpu_model_config_t *c) {
@@ -219,33 +215,34 @@ static void config_free_labels(gpu_model_config_t *c) {
     c->id2label = NULL;
 }
 
-int gpu_model_parse_config(const char *json, size_t len, const char *name, gpu_model_config_t *cfg,
-                           char *err, size_t errlen) {
+common_status_t gpu_model_parse_config(const char *json, size_t len, const char *name,
+                                       gpu_model_config_t *cfg, common_err_t *err) {
     memset(cfg, 0, sizeof *cfg);
     json_error_t jerr;
     json_t *root = json_loadb(json, len, 0, &jerr);
     if (!root) {
-        snprintf(err, errlen, "%s: invalid JSON (%s, line %d)", name, jerr.text, jerr.line);
-        return -1;
+        return common_err_set(err, COMMON_USAGE, "%s: invalid JSON (%s, line %d)", name, jerr.text,
+                              jerr.line);
     }
-    int rc = config_from_json(root, name, cfg, err, errlen);
+    common_status_t rc = config_from_json(root, name, cfg, err);
     json_decref(root);
     if (rc != 0) config_free_labels(cfg);
     return rc;
 }
 
-int gpu_model_read_config(const char *path, gpu_model_config_t *cfg, char *err, size_t errlen) {
+common_status_t gpu_model_read_config(const char *path, gpu_model_config_t *cfg,
+                                      common_err_t *err) {
     memset(cfg, 0, sizeof *cfg);
     json_error_t jerr;
     json_t *root = json_load_file(path, 0, &jerr);
     if (!root) {
         if (access(path, F_OK) != 0)
-            snprintf(err, errlen, "%s: missing (not a Hugging Face checkpoint directory?)", path);
-        else
-            snprintf(err, errlen, "%s: invalid JSON (%s, line %d)", path, jerr.text, jerr.line);
-        return -1;
+            return common_err_set(err, COMMON_USAGE,
+                                  "%s: missing (not a Hugging Face checkpoint directory?)", path);
+        return common_err_set(err, COMMON_USAGE, "%s: invalid JSON (%s, line %d)", path, jerr.text,
+                              jerr.line);
     }
-    int rc = config_from_json(root, path, cfg, err, errlen);
+    common_status_t rc = config_from_json(root, path, cfg, err);
     json_decref(root);
     if (rc != 0) config_free_labels(cfg);
     return rc;

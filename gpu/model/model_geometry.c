@@ -97,26 +97,25 @@ static void fill_const(float *x, size_t n, float v) {
         x[i] = v;
 }
 
-int gpu_model_init_random(const char *geometry, int num_labels, uint64_t seed, gpu_model_t **out,
-                          char *err, size_t errlen) {
+common_status_t gpu_model_init_random(const char *geometry, int num_labels, uint64_t seed,
+                                      gpu_model_t **out, common_err_t *err) {
     *out = NULL;
     gpu_model_t *m = calloc(1, sizeof *m);
     if (!m) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
+        return common_err_set(err, COMMON_FATAL, "out of memory");
     }
     if (gpu_model_geometry(geometry, num_labels, &m->cfg) != 0) {
-        snprintf(err, errlen, "unknown model geometry '%s' (%s) or num_labels %d < 1",
-                 geometry ? geometry : "(null)", gpu_model_geometries(), num_labels);
+        common_err_set(err, COMMON_USAGE, "unknown model geometry '%s' (%s) or num_labels %d < 1",
+                       geometry ? geometry : "(null)", gpu_model_geometries(), num_labels);
         free(m);
-        return -1;
+        return COMMON_USAGE;
     }
     if (!(m->name = strdup(geometry)) ||
         !(m->cfg.id2label = gpu_model_labels_default(num_labels)) ||
         gpu_model_alloc_weights(m) != 0) {
-        snprintf(err, errlen, "out of memory allocating a random %s model", geometry);
+        common_err_set(err, COMMON_FATAL, "out of memory allocating a random %s model", geometry);
         gpu_model_free(m);
-        return -1;
+        return COMMON_FATAL;
     }
     /* Everything N(0, 0.02) first, then biases 0 and LayerNorms (1, 0), as HF initialises. */
     const gpu_model_config_t *c = &m->cfg;
@@ -143,5 +142,5 @@ int gpu_model_init_random(const char *geometry, int num_labels, uint64_t seed, g
     const gpu_model_family_rules_t *r = gpu_model_family_of(c->family);
     if (r->init_random) r->init_random(m);
     *out = m;
-    return 0;
+    return COMMON_OK;
 }

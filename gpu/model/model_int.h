@@ -16,7 +16,7 @@ int gpu_model_alloc_weights(gpu_model_t *m);
 char **gpu_model_labels_default(int n);
 
 /* config.json at path -> cfg (model_config.c); on failure nothing is left allocated. */
-int gpu_model_read_config(const char *path, gpu_model_config_t *cfg, char *err, size_t errlen);
+common_status_t gpu_model_read_config(const char *path, gpu_model_config_t *cfg, common_err_t *err);
 
 /* The activation of family f's head (tanh, ReLU or GELU). */
 gpu_act_t gpu_model_family_head_act(gpu_model_family_t f);
@@ -24,33 +24,33 @@ gpu_act_t gpu_model_family_head_act(gpu_model_family_t f);
 /* ---- config.json helpers (model_json.c) ---- */
 
 /* root[key], an integer in [lo, 2^30]. */
-int gpu_model_cfg_int_min(json_t *root, const char *path, const char *key, int lo, int *out,
-                          char *err, size_t errlen);
+common_status_t gpu_model_cfg_int_min(json_t *root, const char *path, const char *key, int lo,
+                                      int *out, common_err_t *err);
 /* root[key] as an activation name ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu"); a
  * missing key is dflt when dflt is non-NULL. */
-int gpu_model_cfg_act(json_t *root, const char *path, const char *key, const char *dflt,
-                      gpu_act_t *out, char *err, size_t errlen);
+common_status_t gpu_model_cfg_act(json_t *root, const char *path, const char *key, const char *dflt,
+                                  gpu_act_t *out, common_err_t *err);
 /* root[key], a normal fp32 number (an LN epsilon), or dflt when missing and dflt > 0. */
-int gpu_model_cfg_eps(json_t *root, const char *path, const char *key, double dflt, float *out,
-                      char *err, size_t errlen);
+common_status_t gpu_model_cfg_eps(json_t *root, const char *path, const char *key, double dflt,
+                                  float *out, common_err_t *err);
 /* root[key] as a boolean (true/false), dflt when missing. */
-int gpu_model_cfg_bool(json_t *root, const char *path, const char *key, int dflt, int *out,
-                       char *err, size_t errlen);
+common_status_t gpu_model_cfg_bool(json_t *root, const char *path, const char *key, int dflt,
+                                   int *out, common_err_t *err);
 
 /* ---- checkpoint tensors (model_tensors.c) ---- */
 
-/* name (or alias) of shape (d0) or (d0, d1) into dst; 0 or -1 with err. */
-int gpu_model_load_tensor(const gpu_st_file_t *f, const char *name, const char *alias, float *dst,
-                          int64_t d0, int64_t d1, char *err, size_t errlen);
+/* name (or alias) of shape (d0) or (d0, d1) into dst; COMMON_OK, or COMMON_USAGE with err. */
+common_status_t gpu_model_load_tensor(const gpu_st_file_t *f, const char *name, const char *alias,
+                                      float *dst, int64_t d0, int64_t d1, common_err_t *err);
 /* name into dst as above when the tensor is there, else dst (d0 x max(d1, 1)) = fill. */
-int gpu_model_load_optional(const gpu_st_file_t *f, const char *name, float *dst, int64_t d0,
-                            int64_t d1, float fill, char *err, size_t errlen);
+common_status_t gpu_model_load_optional(const gpu_st_file_t *f, const char *name, float *dst,
+                                        int64_t d0, int64_t d1, float fill, common_err_t *err);
 /* prefix.{weight,bias} (or .gamma/.beta) of a LayerNorm of n. */
-int gpu_model_load_ln(const gpu_st_file_t *f, const char *prefix, float *g, float *b, int n,
-                      char *err, size_t errlen);
+common_status_t gpu_model_load_ln(const gpu_st_file_t *f, const char *prefix, float *g, float *b,
+                                  int n, common_err_t *err);
 /* prefix.{weight,bias} of an nn.Linear (out, in). */
-int gpu_model_load_linear(const gpu_st_file_t *f, const char *prefix, float *w, float *b, int out,
-                          int in, char *err, size_t errlen);
+common_status_t gpu_model_load_linear(const gpu_st_file_t *f, const char *prefix, float *w,
+                                      float *b, int out, int in, common_err_t *err);
 
 /* ---- the weight blob's layout (model.c) ---- */
 
@@ -101,12 +101,13 @@ typedef struct {
      * geometries); NULL: none. */
     void (*defaults)(gpu_model_config_t *c);
     /* Its dimensions and knobs from config.json. */
-    int (*config)(json_t *root, const char *path, gpu_model_config_t *c, char *err, size_t errlen);
+    common_status_t (*config)(json_t *root, const char *path, gpu_model_config_t *c,
+                              common_err_t *err);
     /* The key of the first of its own rules c breaks, NULL when c keeps them all (checked after
      * the shared ones, before the labels); NULL: no rules of its own. */
     const char *(*validate)(const gpu_model_config_t *c);
     /* Every weight of its checkpoint into m's blob. */
-    int (*bind)(gpu_model_t *m, const gpu_st_file_t *f, char *err, size_t errlen);
+    common_status_t (*bind)(gpu_model_t *m, const gpu_st_file_t *f, common_err_t *err);
     /* Its own weight slices beyond the shared ones: called after each layer's shared slices
      * with that layer's weights (y), then once with y NULL after the head's; NULL: none. Every
      * layer takes the same slices. */

@@ -92,20 +92,20 @@ static int tensor_cmp_offset(const void *a, const void *b) {
 }
 
 /* Fills t from one header entry; err names the tensor. */
-static int parse_entry(const char *path, const char *name, json_t *v, gpu_st_tensor_t *t,
-                       size_t data_len, char *err, size_t errlen) {
+static common_status_t parse_entry(const char *path, const char *name, json_t *v,
+                                   gpu_st_tensor_t *t, size_t data_len, common_err_t *err) {
     if (!json_is_object(v)) {
-        snprintf(err, errlen, "%s: header entry '%s' is not an object", path, name);
-        return -1;
+        return common_err_set(err, COMMON_USAGE, "%s: header entry '%s' is not an object", path,
+                              name);
     }
     json_t *dt = json_object_get(v, "dtype");
     json_t *shape = json_object_get(v, "shape");
     json_t *offs = json_object_get(v, "data_offsets");
     if (!json_is_string(dt) || !json_is_array(shape) || !json_is_array(offs) ||
         json_array_size(offs) != 2) {
-        snprintf(err, errlen, "%s: tensor '%s' lacks dtype, shape or data_offsets [begin, end]",
-                 path, name);
-        return -1;
+        return common_err_set(err, COMMON_USAGE,
+                              "%s: tensor '%s' lacks dtype, shape or data_offsets [begin, end]",
+                              path, name);
     }
     const char *ds = json_string_value(dt);
     size_t esize = 0;
@@ -116,14 +116,13 @@ static int parse_entry(const char *path, const char *name, json_t *v, gpu_st_ten
             snprintf(t->dtype_name, sizeof t->dtype_name, "%s", ds);
         }
     if (!esize) {
-        snprintf(err, errlen, "%s: tensor '%s' has unknown dtype '%s'", path, name, ds);
-        return -1;
+        return common_err_set(err, COMMON_USAGE, "%s: tensor '%s' has unknown dtype '%s'", path,
+                              name, ds);
     }
     size_t nd = json_array_size(shape);
     if (nd > GPU_ST_MAX_DIMS) {
-        snprintf(err, errlen, "%s: tensor '%s' has %zu dimensions (at most %d)", path, name, nd,
-                 GPU_ST_MAX_DIMS);
-        return -1;
+        return common_err_set(err, COMMON_USAGE, "%s: tensor '%s' has %zu dimensions (at most %d)",
+                              path, name, nd, GPU_ST_MAX_DIMS);
     }
     t->ndim = (int)nd;
     size_t numel = 1;
@@ -131,61 +130,61 @@ static int parse_entry(const char *path, const char *name, json_t *v, gpu_st_ten
         json_t *d = json_array_get(shape, i);
         if (!json_is_integer(d) || json_integer_value(d) < 0 ||
             json_integer_value(d) > (json_int_t)1 << 40) {
-            snprintf(err, errlen, "%s: tensor '%s' has an invalid shape", path, name);
-            return -1;
+            return common_err_set(err, COMMON_USAGE, "%s: tensor '%s' has an invalid shape", path,
+                                  name);
         }
         t->shape[i] = json_integer_value(d);
         numel *= (size_t)t->shape[i];
         if (numel > ((size_t)1 << 40)) {
-            snprintf(err, errlen, "%s: tensor '%s' has an invalid shape", path, name);
-            return -1;
+            return common_err_set(err, COMMON_USAGE, "%s: tensor '%s' has an invalid shape", path,
+                                  name);
         }
     }
     t->numel = numel;
     json_t *b = json_array_get(offs, 0), *e = json_array_get(offs, 1);
     if (!json_is_integer(b) || !json_is_integer(e) || json_integer_value(b) < 0 ||
         json_integer_value(e) < json_integer_value(b)) {
-        snprintf(err, errlen, "%s: tensor '%s' has invalid data_offsets", path, name);
-        return -1;
+        return common_err_set(err, COMMON_USAGE, "%s: tensor '%s' has invalid data_offsets", path,
+                              name);
     }
     size_t begin = (size_t)json_integer_value(b), end = (size_t)json_integer_value(e);
     if (end > data_len) {
-        snprintf(err, errlen,
-                 "%s: tensor '%s' data_offsets [%zu, %zu] lie outside the data section of %zu "
-                 "bytes (truncated file?)",
-                 path, name, begin, end, data_len);
-        return -1;
+        return common_err_set(
+            err, COMMON_USAGE,
+            "%s: tensor '%s' data_offsets [%zu, %zu] lie outside the data section of %zu "
+            "bytes (truncated file?)",
+            path, name, begin, end, data_len);
     }
     if (end - begin != numel * esize) {
-        snprintf(err, errlen, "%s: tensor '%s' spans %zu bytes but %s x %zu elements need %zu",
-                 path, name, end - begin, ds, numel, numel * esize);
-        return -1;
+        return common_err_set(err, COMMON_USAGE,
+                              "%s: tensor '%s' spans %zu bytes but %s x %zu elements need %zu",
+                              path, name, end - begin, ds, numel, numel * esize);
     }
     t->offset = begin;
     t->nbytes = end - begin;
-    return 0;
+    return COMMON_OK;
 }
 
-static int parse_header(gpu_st_file_t *f, const char *hdr, size_t hlen, char *err, size_t errlen) {
+static common_status_t parse_header(gpu_st_file_t *f, const char *hdr, size_t hlen,
+                                    common_err_t *err) {
     json_error_t jerr;
     json_t *root = json_loadb(hdr, hlen, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
-        snprintf(err, errlen, "%s: header is not valid JSON (%s at byte %d)", f->path, jerr.text,
-                 jerr.position);
-        return -1;
+        return common_err_set(err, COMMON_USAGE, "%s: header is not valid JSON (%s at byte %d)",
+                              f->path, jerr.text, jerr.position);
     }
     if (!json_is_object(root)) {
-        snprintf(err, errlen, "%s: header is not a JSON object", f->path);
+        common_err_set(err, COMMON_USAGE, "%s: header is not a JSON object", f->path);
         json_decref(root);
-        return -1;
+        return COMMON_USAGE;
     }
     size_t cap = json_object_size(root);
     f->t = calloc(cap ? cap : 1, sizeof *f->t);
     gpu_st_tensor_t **order = calloc(cap ? cap : 1, sizeof *order);
-    int rc = 0;
+    common_status_t rc = COMMON_OK;
     if (!f->t || !order) {
-        snprintf(err, errlen, "%s: out of memory reading the header", f->path);
-        rc = -1;
+        common_err_set(err, COMMON_FATAL, "%s: out of memory reading the header", f->path);
+        rc = err->code;
         goto out;
     }
     const char *key;
@@ -193,14 +192,14 @@ static int parse_header(gpu_st_file_t *f, const char *hdr, size_t hlen, char *er
     json_object_foreach(root, key, val) {
         if (strcmp(key, "__metadata__") == 0) continue;
         gpu_st_tensor_t *t = &f->t[f->n];
-        if (parse_entry(f->path, key, val, t, f->data_len, err, errlen) != 0) {
-            rc = -1;
+        if (parse_entry(f->path, key, val, t, f->data_len, err) != 0) {
+            rc = err->code;
             goto out;
         }
         t->name = strdup(key);
         if (!t->name) {
-            snprintf(err, errlen, "%s: out of memory reading the header", f->path);
-            rc = -1;
+            common_err_set(err, COMMON_FATAL, "%s: out of memory reading the header", f->path);
+            rc = err->code;
             goto out;
         }
         order[f->n] = t;
@@ -211,9 +210,10 @@ static int parse_header(gpu_st_file_t *f, const char *hdr, size_t hlen, char *er
     for (int i = 1; i < f->n; i++) {
         const gpu_st_tensor_t *a = order[i - 1], *b = order[i];
         if (b->offset < a->offset + a->nbytes) {
-            snprintf(err, errlen, "%s: tensors '%s' and '%s' overlap in the data section", f->path,
-                     a->name, b->name);
-            rc = -1;
+            common_err_set(err, COMMON_USAGE,
+                           "%s: tensors '%s' and '%s' overlap in the data section", f->path,
+                           a->name, b->name);
+            rc = err->code;
             goto out;
         }
     }
@@ -224,91 +224,91 @@ out:
 }
 
 /* Reads the header of the map_len (>= 8) bytes at f->map and validates every tensor. */
-static int st_index(gpu_st_file_t *f, char *err, size_t errlen) {
+static common_status_t st_index(gpu_st_file_t *f, common_err_t *err) {
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--)
         hlen = hlen << 8 | f->map[i];
     if (hlen > f->map_len - 8) {
-        snprintf(err, errlen,
-                 "%s: header length %llu runs past the end of the file (%zu bytes; truncated or "
-                 "not a safetensors file)",
-                 f->path, (unsigned long long)hlen, f->map_len);
-        return -1;
+        return common_err_set(
+            err, COMMON_USAGE,
+            "%s: header length %llu runs past the end of the file (%zu bytes; truncated or "
+            "not a safetensors file)",
+            f->path, (unsigned long long)hlen, f->map_len);
     }
     f->data = f->map + 8 + hlen;
     f->data_len = f->map_len - 8 - (size_t)hlen;
-    return parse_header(f, (const char *)f->map + 8, (size_t)hlen, err, errlen);
+    return parse_header(f, (const char *)f->map + 8, (size_t)hlen, err);
 }
 
-int gpu_st_open(const char *path, gpu_st_file_t **out, char *err, size_t errlen) {
+common_status_t gpu_st_open(const char *path, gpu_st_file_t **out, common_err_t *err) {
     *out = NULL;
     gpu_st_file_t *f = calloc(1, sizeof *f);
     if (!f || !(f->path = strdup(path))) {
         free(f);
-        snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
+        return common_err_set(err, COMMON_FATAL, "%s: out of memory", path);
     }
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        common_err_set(err, COMMON_USAGE, "%s: cannot open: %s", path, strerror(errno));
         gpu_st_close(f);
-        return -1;
+        return COMMON_USAGE;
     }
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "%s: not a regular file", path);
+        common_err_set(err, COMMON_USAGE, "%s: not a regular file", path);
         close(fd);
         gpu_st_close(f);
-        return -1;
+        return COMMON_USAGE;
     }
     f->map_len = (size_t)st.st_size;
     if (f->map_len < 8) {
-        snprintf(err, errlen, "%s: truncated: %zu bytes, shorter than the 8-byte header length",
-                 path, f->map_len);
+        common_err_set(err, COMMON_USAGE,
+                       "%s: truncated: %zu bytes, shorter than the 8-byte header length", path,
+                       f->map_len);
         close(fd);
         gpu_st_close(f);
-        return -1;
+        return COMMON_USAGE;
     }
     void *m = mmap(NULL, f->map_len, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (m == MAP_FAILED) {
-        snprintf(err, errlen, "%s: cannot map: %s", path, strerror(errno));
+        common_err_set(err, COMMON_USAGE, "%s: cannot map: %s", path, strerror(errno));
         gpu_st_close(f);
-        return -1;
+        return COMMON_USAGE;
     }
     f->map = m;
     f->mapped = 1;
-    if (st_index(f, err, errlen) != 0) {
+    if (st_index(f, err) != 0) {
         gpu_st_close(f);
-        return -1;
+        return err->code;
     }
     *out = f;
-    return 0;
+    return COMMON_OK;
 }
 
-int gpu_st_open_mem(const void *buf, size_t len, const char *name, gpu_st_file_t **out, char *err,
-                    size_t errlen) {
+common_status_t gpu_st_open_mem(const void *buf, size_t len, const char *name, gpu_st_file_t **out,
+                                common_err_t *err) {
     *out = NULL;
     gpu_st_file_t *f = calloc(1, sizeof *f);
     if (!f || !(f->path = strdup(name))) {
         free(f);
-        snprintf(err, errlen, "%s: out of memory", name);
-        return -1;
+        return common_err_set(err, COMMON_FATAL, "%s: out of memory", name);
     }
     f->map = buf;
     f->map_len = len;
     if (len < 8) {
-        snprintf(err, errlen, "%s: truncated: %zu bytes, shorter than the 8-byte header length",
-                 name, len);
+        common_err_set(err, COMMON_USAGE,
+                       "%s: truncated: %zu bytes, shorter than the 8-byte header length", name,
+                       len);
         gpu_st_close(f);
-        return -1;
+        return COMMON_USAGE;
     }
-    if (st_index(f, err, errlen) != 0) {
+    if (st_index(f, err) != 0) {
         gpu_st_close(f);
-        return -1;
+        return err->code;
     }
     *out = f;
-    return 0;
+    return COMMON_OK;
 }
 
 const gpu_st_tensor_t *gpu_st_find(const gpu_st_file_t *f, const char *name) {

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/err.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -38,14 +40,14 @@ typedef struct {
 
 typedef struct gpu_st_file gpu_st_file_t; /* opaque */
 
-/* Maps and validates path. On failure returns non-zero, *out is NULL and err holds one line
- * that starts with the path and says what is wrong. */
-int gpu_st_open(const char *path, gpu_st_file_t **out, char *err, size_t errlen);
+/* Maps and validates path. On failure *out is NULL and err holds one line that starts with
+ * the path and says what is wrong (COMMON_USAGE; COMMON_FATAL out of memory). */
+common_status_t gpu_st_open(const char *path, gpu_st_file_t **out, common_err_t *err);
 
 /* gpu_st_open on a file's len bytes already in memory at buf, which must stay unchanged until
  * gpu_st_close; name stands for the path in messages. */
-int gpu_st_open_mem(const void *buf, size_t len, const char *name, gpu_st_file_t **out, char *err,
-                    size_t errlen);
+common_status_t gpu_st_open_mem(const void *buf, size_t len, const char *name, gpu_st_file_t **out,
+                                common_err_t *err);
 
 /* The tensor called name, or NULL. */
 const gpu_st_tensor_t *gpu_st_find(const gpu_st_file_t *f, const char *name);

@@ -37,10 +37,10 @@ int main(int argc, char **argv) {
     const char *dir = argc > 1 ? argv[1] : RECLASS_DEMO_MODEL;
     const char *gold = argc > 2 ? argv[2] : RECLASS_FIXTURES "/golden_clinc150_test.jsonl";
     int threads = argc > 3 ? atoi(argv[3]) : 0, reps = argc > 4 ? atoi(argv[4]) : 3;
-    char err[512];
+    common_err_t err;
     gpu_model_t *m;
-    if (gpu_model_load(dir, &m, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
+    if (gpu_model_load(dir, &m, &err)) {
+        fprintf(stderr, "%s\n", err.message);
         return 2;
     }
     FILE *f = fopen(gold, "r");
@@ -65,14 +65,14 @@ int main(int argc, char **argv) {
     printf("%d tickets, %.1f tokens avg\n", n, (double)tokens / n);
     int budgets_default[] = {512, 1024, 2048, 4096, 8192};
     int nb = argc > 5 ? argc - 5 : 5;
-    const gpu_backend_ops_t *ops = gpu_backend_find("cpu", err, sizeof err);
+    const gpu_backend_ops_t *ops = gpu_backend_find("cpu", &err);
     float *logits = malloc(sizeof(float) * n * m->cfg.num_labels);
     for (int bi = 0; bi < nb; bi++) {
         int budget = argc > 5 ? atoi(argv[5 + bi]) : budgets_default[bi];
         gpu_backend_opts_t o = {.token_budget = budget, .threads = threads};
         gpu_backend_t *be;
-        if (ops->init(m, &o, &be, err, sizeof err)) {
-            fprintf(stderr, "%s\n", err);
+        if (ops->init(m, &o, &be, &err)) {
+            fprintf(stderr, "%s\n", err.message);
             return 1;
         }
         int32_t *ids = malloc(sizeof(int32_t) * budget),
@@ -91,9 +91,8 @@ int main(int argc, char **argv) {
                     i++;
                 }
                 gpu_batch_t b = {ids, cu, s, t, mx};
-                if (ops->forward(be, &b, logits + (size_t)first * m->cfg.num_labels, err,
-                                 sizeof err)) {
-                    fprintf(stderr, "%s\n", err);
+                if (ops->forward(be, &b, logits + (size_t)first * m->cfg.num_labels, &err)) {
+                    fprintf(stderr, "%s\n", err.message);
                     return 1;
                 }
             }

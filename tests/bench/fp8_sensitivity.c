@@ -73,12 +73,12 @@ static int parse_plan(const char *spec, const gpu_model_config_t *cfg, unsigned 
 /* Agreement of one plan on one set: the graph at fp8 with exactly mask's projections in FP8
  * (the rest fp32, as the reference's storage), on the CPU backend. 0 or -1. */
 static int run_plan(const gpu_model_t *m, const unsigned *mask, const fg_set_t *s, int threads,
-                    fg_score_t *sc, char *err, size_t errlen) {
-    const gpu_backend_ops_t *ops = gpu_backend_find("cpu", err, errlen);
+                    fg_score_t *sc, common_err_t *err) {
+    const gpu_backend_ops_t *ops = gpu_backend_find("cpu", err);
     gpu_graph_t *g = NULL;
     gpu_backend_t *be = NULL;
     if (!ops || !ops->init_graph ||
-        gpu_graph_build(&m->cfg, &m->w, GPU_PREC_FP8, GPU_PREC_FP32, &g, err, errlen) != 0)
+        gpu_graph_build(&m->cfg, &m->w, GPU_PREC_FP8, GPU_PREC_FP32, &g, err) != 0)
         return -1;
     for (int i = 0; i < g->n_ops; i++) {
         gpu_op_t *op = &g->op[i];
@@ -86,9 +86,9 @@ static int run_plan(const gpu_model_t *m, const unsigned *mask, const fg_set_t *
         if (p >= 0) op->prec = (mask[op->layer] >> p) & 1u ? GPU_PREC_FP8 : GPU_PREC_FP32;
     }
     const gpu_backend_opts_t o = {.token_budget = 8192, .threads = threads, .precision = "fp8"};
-    if (ops->init_graph(m, g, &o, &be, err, errlen) != 0) return -1; /* g is the instance's */
+    if (ops->init_graph(m, g, &o, &be, err) != 0) return -1; /* g is the instance's */
     float *lg = malloc(sizeof(float) * (size_t)s->n * (size_t)m->cfg.num_labels);
-    int rc = lg ? fg_run_be(ops, be, m, o.token_budget, s, lg, err, errlen) : -1;
+    int rc = lg ? fg_run_be(ops, be, m, o.token_budget, s, lg, err) : -1;
     if (rc == 0) *sc = fg_compare(m, s, lg);
     free(lg);
     return rc;
@@ -98,10 +98,10 @@ static void report(const gpu_model_t *m, const char *name, const unsigned *mask,
                    char **set_names, int n_sets, int threads) {
     printf("%-34s", name);
     for (int i = 0; i < n_sets; i++) {
-        char err[512] = "";
+        common_err_t err;
         fg_score_t sc;
-        if (run_plan(m, mask, &sets[i], threads, &sc, err, sizeof err) != 0) {
-            printf("  %s: error %s", set_names[i], err);
+        if (run_plan(m, mask, &sets[i], threads, &sc, &err) != 0) {
+            printf("  %s: error %s", set_names[i], err.message);
             continue;
         }
         printf("  %s %6.2f%% (%d/%d, max |dlogit| %.3f)", set_names[i], 100.0 * sc.agree / sc.rows,
@@ -113,7 +113,8 @@ static void report(const gpu_model_t *m, const char *name, const unsigned *mask,
 
 int main(int argc, char **argv) {
     const char *model = RECLASS_DEMO_MODEL, *fixtures = RECLASS_FIXTURES;
-    char set_list[256] = "clinc150_test,cfpb_long", err[512];
+    char set_list[256] = "clinc150_test,cfpb_long";
+    common_err_t err;
     int threads = 0, a = 1;
     for (; a + 1 < argc && !strncmp(argv[a], "--", 2); a += 2) {
         if (!strcmp(argv[a], "--model"))
@@ -133,8 +134,8 @@ int main(int argc, char **argv) {
         return 2;
     }
     gpu_model_t *m = NULL;
-    if (gpu_model_load(model, &m, err, sizeof err) != 0) {
-        fprintf(stderr, "%s: %s\n", model, err);
+    if (gpu_model_load(model, &m, &err) != 0) {
+        fprintf(stderr, "%s: %s\n", model, err.message);
         return 1;
     }
     if (m->cfg.layers > MAX_LAYERS) return 1;
@@ -143,8 +144,8 @@ int main(int argc, char **argv) {
     int n_sets = 0;
     for (char *save = NULL, *s = strtok_r(set_list, ",", &save); s && n_sets < 4;
          s = strtok_r(NULL, ",", &save)) {
-        if (fg_load(fixtures, s, &sets[n_sets], err, sizeof err) != 0) {
-            fprintf(stderr, "%s\n", err);
+        if (fg_load(fixtures, s, &sets[n_sets], &err) != 0) {
+            fprintf(stderr, "%s\n", err.message);
             return 1;
         }
         names[n_sets++] = s;

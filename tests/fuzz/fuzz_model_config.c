@@ -15,9 +15,9 @@
 #define GRAPH_MAX_LAYERS 64
 
 static void check_graph(const gpu_model_config_t *c) {
-    char err[256];
+    common_err_t err;
     gpu_graph_t *g = NULL;
-    FUZZ_CHECK(gpu_graph_build(c, NULL, GPU_PREC_FP32, GPU_PREC_FP32, &g, err, sizeof err) == 0);
+    FUZZ_CHECK(gpu_graph_build(c, NULL, GPU_PREC_FP32, GPU_PREC_FP32, &g, &err) == 0);
     for (int i = 0; i < g->n_ops; i++) {
         const gpu_op_t *op = &g->op[i];
         if (op->kind != GPU_OP_ATTENTION) continue;
@@ -67,24 +67,23 @@ static void check_config(const gpu_model_config_t *c) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    char err[1024] = "";
+    common_err_t err;
     gpu_model_t *m = calloc(1, sizeof(*m));
     FUZZ_CHECK(m != NULL);
-    if (gpu_model_parse_config((const char *)data, size, "config.json", &m->cfg, err,
-                               sizeof(err)) == 0)
+    if (gpu_model_parse_config((const char *)data, size, "config.json", &m->cfg, &err) == 0)
         check_config(&m->cfg);
     else
-        FUZZ_CHECK(err[0] && m->cfg.id2label == NULL);
+        FUZZ_CHECK(err.message[0] && m->cfg.id2label == NULL);
     gpu_model_free(m); /* frees the labels as it does for a loaded model */
 
     worker_tok_config_t tok;
-    err[0] = '\0';
-    if (worker_tok_config_parse((const char *)data, size, "tokenizer_config.json", &tok, err,
-                                sizeof(err)) == 0)
+    err.message[0] = '\0';
+    if (worker_tok_config_parse((const char *)data, size, "tokenizer_config.json", &tok,
+                                err.message, sizeof err.message) == 0)
         FUZZ_CHECK((tok.lower == 0 || tok.lower == 1) &&
                    (tok.strip_accents == 0 || tok.strip_accents == 1) &&
                    (tok.chinese_chars == 0 || tok.chinese_chars == 1));
     else
-        FUZZ_CHECK(err[0]);
+        FUZZ_CHECK(err.message[0]);
     return 0;
 }

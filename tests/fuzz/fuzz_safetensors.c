@@ -12,9 +12,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     gpu_st_file_t *f;
-    char err[1024] = "";
-    if (gpu_st_open_mem(data, size, "model.safetensors", &f, err, sizeof(err)) != 0) {
-        FUZZ_CHECK(f == NULL && err[0]);
+    common_err_t err;
+    if (gpu_st_open_mem(data, size, "model.safetensors", &f, &err) != 0) {
+        FUZZ_CHECK(f == NULL && err.message[0]);
         return 0;
     }
     int n = gpu_st_count(f);

@@ -88,7 +88,7 @@ static int ta_linear(int bf16, const float *x, const float *w, const float *b, c
     int rc = 0;
     cuda_gemm_t g;
     memset(&g, 0, sizeof(g));
-    char err[256];
+    common_err_t err;
     void *ws = NULL;
     T *dx = ta_upload<T>(x, (size_t)n * in), *dw = ta_upload<T>(w, (size_t)out * in);
     T *db = b ? ta_upload<T>(b, (size_t)out) : NULL;
@@ -100,16 +100,14 @@ static int ta_linear(int bf16, const float *x, const float *w, const float *b, c
         cudaFree(dr);
     }
     if (!dx || !dw || (b && !db) || !dy || cudaMalloc(&ws, GPU_WS_TEST) != cudaSuccess ||
-        cuda_gemm_init(&g, bf16 ? CUDA_GEMM_BF16 : CUDA_GEMM_FP16, ws, GPU_WS_TEST, err,
-                       sizeof(err)) != 0) {
+        cuda_gemm_init(&g, bf16 ? CUDA_GEMM_BF16 : CUDA_GEMM_FP16, ws, GPU_WS_TEST, &err) != 0) {
         rc = -1;
         goto done;
     }
     {
         int epi = gelu ? CUDA_GEMM_GELU_BIAS : (db ? CUDA_GEMM_BIAS : CUDA_GEMM_PLAIN);
-        if (cuda_gemm_run(&g, dw, dx, dy, db, res ? dy : NULL, n, out, in, epi, 0, err,
-                          sizeof(err)) != 0) {
-            fprintf(stderr, "%s\n", err);
+        if (cuda_gemm_run(&g, dw, dx, dy, db, res ? dy : NULL, n, out, in, epi, 0, &err) != 0) {
+            fprintf(stderr, "%s\n", err.message);
             rc = -1;
             goto done;
         }
@@ -235,7 +233,7 @@ template <typename T>
 static int ta_pool(const gpu_model_t *m, const float *hidden, const int32_t *cu, int n_seqs,
                    float *logits) {
     int H = m->cfg.hidden, L = m->cfg.num_labels, n = cu[n_seqs], rc = 0;
-    char err[256];
+    common_err_t err;
     cuda_gemm_t g;
     memset(&g, 0, sizeof(g));
     void *ws = NULL;
@@ -251,7 +249,7 @@ static int ta_pool(const gpu_model_t *m, const float *hidden, const int32_t *cu,
         cudaMalloc(&pooled, (size_t)n_seqs * H * 4) != cudaSuccess ||
         cudaMalloc(&dl, (size_t)n_seqs * L * 4) != cudaSuccess ||
         cudaMalloc(&ws, GPU_WS_TEST) != cudaSuccess ||
-        cuda_gemm_init(&g, CUDA_GEMM_FP32, ws, GPU_WS_TEST, err, sizeof(err)) != 0) {
+        cuda_gemm_init(&g, CUDA_GEMM_FP32, ws, GPU_WS_TEST, &err) != 0) {
         rc = -1;
         goto done;
     }
@@ -259,8 +257,8 @@ static int ta_pool(const gpu_model_t *m, const float *hidden, const int32_t *cu,
     TA_CHECK(cuda_gather_rows<T>(dh, dcu, n_seqs, H, rows, 0));
     TA_CHECK(cuda_to_float<T>(rows, (size_t)n_seqs * H, rows32, 0));
     if (cuda_head_run(&g, rows32, n_seqs, pw, pb, cw, cb, H, L, (int)m->cfg.head_act, pooled, dl, 0,
-                      err, sizeof(err)) != 0) {
-        fprintf(stderr, "%s\n", err);
+                      &err) != 0) {
+        fprintf(stderr, "%s\n", err.message);
         rc = -1;
         goto done;
     }
@@ -290,19 +288,19 @@ template <typename T> __global__ void ta_fill_kernel(T *p, size_t n, uint32_t se
 
 extern "C" double gpu_cuda_test_gemm_bench(const char *precision, int m, int n, int k, int epi) {
     // as the backend's init tunes (8 candidates), X cold
-    char err[300];
-    double tf =
-        cuda_gemm_time(is_bf16(precision), m, n, k, epi, 1, 8, 3, 20, 0, NULL, 0, err, sizeof(err));
-    if (tf < 0) fprintf(stderr, "%s\n", err); // a test tool: prints where the library may not
+    common_err_t err;
+    double tf = cuda_gemm_time(is_bf16(precision), m, n, k, epi, 1, 8, 3, 20, 0, NULL, 0, &err);
+    if (tf < 0)
+        fprintf(stderr, "%s\n", err.message); // a test tool: prints where the library may not
     return tf;
 }
 
 extern "C" double gpu_cuda_test_gemm_candidate(const char *precision, int m, int n, int k, int epi,
                                                int cand, int reps, char *desc, size_t desclen) {
-    char err[300];
-    double tf = cuda_gemm_time(is_bf16(precision), m, n, k, epi, 1, 0, 2, reps, cand, desc, desclen,
-                               err, sizeof(err));
-    if (tf < 0) fprintf(stderr, "%s\n", err);
+    common_err_t err;
+    double tf =
+        cuda_gemm_time(is_bf16(precision), m, n, k, epi, 1, 0, 2, reps, cand, desc, desclen, &err);
+    if (tf < 0) fprintf(stderr, "%s\n", err.message);
     return tf;
 }
 
@@ -416,14 +414,14 @@ static int prof_cat(const gpu_op_t *op) {
 
 // The per-phase totals from the table's per-op timing (profile_ops).
 extern "C" int gpu_cuda_backend_profile(gpu_backend_t *be, int on, double *ms) {
-    char err[256];
+    common_err_t err;
     if (ms) {
         for (int i = 0; i < GPU_CUDA_PROF_N; i++)
             ms[i] = 0;
         for (int i = 0; be->op_ms && i < be->graph->g->n_ops; i++)
             ms[prof_cat(&be->graph->g->op[i])] += be->op_ms[i];
     }
-    if (on >= 0 && cuda_be_profile_ops(be, on, NULL, err, sizeof err) != 0) return -1;
+    if (on >= 0 && cuda_be_profile_ops(be, on, NULL, &err) != 0) return -1;
     return 0;
 }
 

@@ -149,7 +149,7 @@ extern "C" int gpu_cuda_test_fp8_quantize_static(const char *precision, const fl
 extern "C" int gpu_cuda_test_fp8_linear_q(const float *x, const float *w, const float *b, int n,
                                           int in, int out, int epi, float inv, uint8_t *q) {
     int rc = 0;
-    char err[256];
+    common_err_t err;
     cuda_fp8_gemm_t g;
     memset(&g, 0, sizeof g);
     float *dx = (float *)dup(x, (size_t)n * in * 4), *dw = (float *)dup(w, (size_t)out * in * 4);
@@ -166,8 +166,8 @@ extern "C" int gpu_cuda_test_fp8_linear_q(const float *x, const float *w, const 
     }
     CK(cuda_fp8_quantize_rows(dx, CUDA_GEMM_FP32, n, in, qx, sx, 0));
     CK(cuda_fp8_quantize_rows(dw, CUDA_GEMM_FP32, out, in, qw, sw, 0));
-    if (cuda_fp8_gemm_init(&g, CUDA_GEMM_FP16, ws, FP8_WS, err, sizeof err) != 0) {
-        fprintf(stderr, "%s\n", err);
+    if (cuda_fp8_gemm_init(&g, CUDA_GEMM_FP16, ws, FP8_WS, &err) != 0) {
+        fprintf(stderr, "%s\n", err.message);
         rc = -1;
         goto done;
     }
@@ -195,7 +195,7 @@ template <typename T>
 static int ta_linear(int type, const float *x, const float *w, const float *b, const float *res,
                      int n, int in, int out, int epi, float *y) {
     int rc = 0;
-    char err[256];
+    common_err_t err;
     cuda_fp8_gemm_t g;
     memset(&g, 0, sizeof g);
     float *dx = (float *)dup(x, (size_t)n * in * 4), *dw = (float *)dup(w, (size_t)out * in * 4);
@@ -213,22 +213,22 @@ static int ta_linear(int type, const float *x, const float *w, const float *b, c
     CK(cuda_fp8_quantize_rows(dw, CUDA_GEMM_FP32, out, in, qw, sw, 0));
     // As the backend runs it: a warm-up call (tuning on, here n - 1 rows into scratch) picks
     // the algorithm of the M bucket, which the real call then takes from the cache.
-    if (cuda_fp8_gemm_init(&g, type, ws, FP8_WS, err, sizeof err) != 0) {
-        fprintf(stderr, "%s\n", err);
+    if (cuda_fp8_gemm_init(&g, type, ws, FP8_WS, &err) != 0) {
+        fprintf(stderr, "%s\n", err.message);
         rc = -1;
         goto done;
     }
     g.tune = 8;
     if (n > 1 && cuda_fp8_gemm_run(&g, qw, sw, qx, sx, scratch, out, db, res ? scratch : NULL,
-                                   n - 1, out, in, epi, 0, err, sizeof err) != 0) {
-        fprintf(stderr, "warm-up: %s\n", err);
+                                   n - 1, out, in, epi, 0, &err) != 0) {
+        fprintf(stderr, "warm-up: %s\n", err.message);
         rc = -1;
         goto done;
     }
     g.tune = 0;
-    if (cuda_fp8_gemm_run(&g, qw, sw, qx, sx, dy, out, db, res ? dy : NULL, n, out, in, epi, 0, err,
-                          sizeof err) != 0) {
-        fprintf(stderr, "%s\n", err);
+    if (cuda_fp8_gemm_run(&g, qw, sw, qx, sx, dy, out, db, res ? dy : NULL, n, out, in, epi, 0,
+                          &err) != 0) {
+        fprintf(stderr, "%s\n", err.message);
         rc = -1;
         goto done;
     }
@@ -264,7 +264,7 @@ __global__ void fill_codes_kernel(uint8_t *q, size_t n, uint32_t seed) {
 
 extern "C" double gpu_cuda_test_fp8_gemm_bench(int m, int n, int k, int epi) {
     int rc = 0;
-    char err[256];
+    common_err_t err;
     double tflops = -1;
     float ms = 0;
     cuda_fp8_gemm_t g;
@@ -285,7 +285,7 @@ extern "C" double gpu_cuda_test_fp8_gemm_bench(int m, int n, int k, int epi) {
     CK(cudaGetLastError());
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
-    if (cuda_fp8_gemm_init(&g, CUDA_GEMM_FP16, ws, FP8_WS, err, sizeof err) != 0) goto done;
+    if (cuda_fp8_gemm_init(&g, CUDA_GEMM_FP16, ws, FP8_WS, &err) != 0) goto done;
     g.tune = 8; // the first call picks the bucket's algorithm as the backend's warm-up does
     for (int it = 0; it < 23; it++) {
         if (it == 1) g.tune = 0;
@@ -297,9 +297,9 @@ extern "C" double gpu_cuda_test_fp8_gemm_bench(int m, int n, int k, int epi) {
                 goto refused;
             }
         } else if (cuda_fp8_gemm_run(&g, qw, sw, qx, sx, y, n, b, epi == 3 ? y : NULL, m, n, k,
-                                     epi == 2 ? CUDA_GEMM_GELU_BIAS : CUDA_GEMM_BIAS, 0, err,
-                                     sizeof err) != 0) {
-            fprintf(stderr, "%s\n", err);
+                                     epi == 2 ? CUDA_GEMM_GELU_BIAS : CUDA_GEMM_BIAS, 0,
+                                     &err) != 0) {
+            fprintf(stderr, "%s\n", err.message);
             goto done;
         }
     }

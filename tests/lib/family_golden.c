@@ -47,13 +47,13 @@ out:
     return rc;
 }
 
-int fg_load(const char *dir, const char *set, fg_set_t *out, char *err, size_t errlen) {
+int fg_load(const char *dir, const char *set, fg_set_t *out, common_err_t *err) {
     char path[1024];
     snprintf(path, sizeof path, "%s/golden_%s.jsonl", dir, set);
     memset(out, 0, sizeof *out);
     FILE *f = fopen(path, "r");
     if (!f) {
-        snprintf(err, errlen, "%s: cannot open", path);
+        common_err_set(err, COMMON_FATAL, "%s: cannot open", path);
         return -1;
     }
     char *line = NULL;
@@ -74,7 +74,7 @@ int fg_load(const char *dir, const char *set, fg_set_t *out, char *err, size_t e
             free(r->ids);
             free(r->pred);
             free(r->logits);
-            snprintf(err, errlen, "%s: line %d is not a golden row", path, out->n + 1);
+            common_err_set(err, COMMON_FATAL, "%s: line %d is not a golden row", path, out->n + 1);
             rc = -1;
             break;
         }
@@ -83,7 +83,7 @@ int fg_load(const char *dir, const char *set, fg_set_t *out, char *err, size_t e
     free(line);
     fclose(f);
     if (rc == 0 && out->n == 0) {
-        snprintf(err, errlen, "%s: empty", path);
+        common_err_set(err, COMMON_FATAL, "%s: empty", path);
         rc = -1;
     }
     if (rc != 0) fg_free(out);
@@ -91,14 +91,14 @@ int fg_load(const char *dir, const char *set, fg_set_t *out, char *err, size_t e
 }
 
 int fg_run(const gpu_backend_ops_t *ops, const gpu_model_t *m, const gpu_backend_opts_t *opts,
-           const fg_set_t *s, float *logits, char *err, size_t errlen) {
+           const fg_set_t *s, float *logits, common_err_t *err) {
     gpu_backend_t *be = NULL;
-    if (ops->init(m, opts, &be, err, errlen) != 0) return -1;
-    return fg_run_be(ops, be, m, opts->token_budget, s, logits, err, errlen);
+    if (ops->init(m, opts, &be, err) != 0) return -1;
+    return fg_run_be(ops, be, m, opts->token_budget, s, logits, err);
 }
 
 int fg_run_be(const gpu_backend_ops_t *ops, gpu_backend_t *be, const gpu_model_t *m, int budget,
-              const fg_set_t *s, float *logits, char *err, size_t errlen) {
+              const fg_set_t *s, float *logits, common_err_t *err) {
     const int L = m->cfg.num_labels;
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)budget);      /* (budget) */
     int32_t *cu = malloc(sizeof(int32_t) * (size_t)(budget + 1)); /* (seqs + 1) */
@@ -114,21 +114,21 @@ int fg_run_be(const gpu_backend_ops_t *ops, gpu_backend_t *be, const gpu_model_t
             i++;
         }
         if (n == 0) {
-            snprintf(err, errlen, "row %d (%d tokens) exceeds the budget", i, s->rows[i].len);
+            common_err_set(err, COMMON_FATAL, "row %d (%d tokens) exceeds the budget", i,
+                           s->rows[i].len);
             rc = -1;
             break;
         }
         gpu_batch_t b = {.ids = ids, .cu_seqlens = cu, .n_seqs = n, .n_tokens = t, .max_len = mx};
-        rc = ops->submit(be, &b, err, errlen);
-        if (rc == 0 && prev_first >= 0)
-            rc = ops->collect(be, logits + (size_t)prev_first * L, err, errlen);
+        rc = ops->submit(be, &b, err);
+        if (rc == 0 && prev_first >= 0) rc = ops->collect(be, logits + (size_t)prev_first * L, err);
         prev_first = first;
     }
-    if (rc == 0 && prev_first >= 0)
-        rc = ops->collect(be, logits + (size_t)prev_first * L, err, errlen);
+    if (rc == 0 && prev_first >= 0) rc = ops->collect(be, logits + (size_t)prev_first * L, err);
     gpu_mem_stats_t st;
     if (rc == 0 && ops->mem_stats(be, &st) == 0 && st.allocations_after_init != 0) {
-        snprintf(err, errlen, "%ld allocations after init", (long)st.allocations_after_init);
+        common_err_set(err, COMMON_FATAL, "%ld allocations after init",
+                       (long)st.allocations_after_init);
         rc = -1;
     }
     free(ids);

@@ -30,17 +30,17 @@ typedef struct {
 } fg_set_t;
 
 /* Reads dir/golden_<set>.jsonl. 0 or -1 (err says why). */
-int fg_load(const char *dir, const char *set, fg_set_t *out, char *err, size_t errlen);
+int fg_load(const char *dir, const char *set, fg_set_t *out, common_err_t *err);
 void fg_free(fg_set_t *s);
 
 /* Runs every row through ops (opts as given; token_budget bounds a batch) in file order,
  * submit/collect with two batches in flight; logits (n, L). 0 or -1 (err). */
 int fg_run(const gpu_backend_ops_t *ops, const gpu_model_t *m, const gpu_backend_opts_t *opts,
-           const fg_set_t *s, float *logits, char *err, size_t errlen);
+           const fg_set_t *s, float *logits, common_err_t *err);
 /* As fg_run on an instance already made (ops->init or init_graph; batches of at most budget
  * tokens), which it frees. */
 int fg_run_be(const gpu_backend_ops_t *ops, gpu_backend_t *be, const gpu_model_t *m, int budget,
-              const fg_set_t *s, float *logits, char *err, size_t errlen);
+              const fg_set_t *s, float *logits, common_err_t *err);
 
 typedef struct {
     int rows, agree;  /* argmax agreement with HF over every row */

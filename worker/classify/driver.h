@@ -14,10 +14,10 @@
 
 /* The token ids of an item the caller pushed into the accumulator. */
 typedef const int32_t *(*cls_driver_ids_fn)(void *ctx, void *item);
-/* A collected batch: items[i]'s logits are row i of b. 0, or non-zero with err set (the
- * driver stops). */
-typedef int (*cls_driver_done_fn)(void *ctx, void *const *items, const int *lens, int n,
-                                  const cls_batch_t *b, char *err, size_t errlen);
+/* A collected batch: items[i]'s logits are row i of b. COMMON_OK, or another status with err
+ * set (the driver stops). */
+typedef common_status_t (*cls_driver_done_fn)(void *ctx, void *const *items, const int *lens, int n,
+                                              const cls_batch_t *b, common_err_t *err);
 
 typedef struct {
     cls_engine_t *eng; /* not owned */
@@ -33,17 +33,17 @@ typedef struct {
 } cls_driver_t;
 
 /* 0, or COMMON_FATAL with err set (out of memory). */
-int cls_driver_init(cls_driver_t *d, cls_engine_t *eng, cls_driver_ids_fn ids,
-                    cls_driver_done_fn done, void *ctx, char *err, size_t errlen);
+common_status_t cls_driver_init(cls_driver_t *d, cls_engine_t *eng, cls_driver_ids_fn ids,
+                                cls_driver_done_fn done, void *ctx, common_err_t *err);
 /* Collects what is still in flight (results dropped) and frees the buffers. */
 void cls_driver_free(cls_driver_t *d);
 
 /* Pops one batch from acc at now_ms (flush: even when none is due) and submits it, then
  * hands the batch before it, if any, to done. Returns the items popped (0: none, and nothing
  * is collected), or -1 with err set. */
-int cls_driver_step(cls_driver_t *d, worker_accum_t *acc, int64_t now_ms, int flush, char *err,
-                    size_t errlen);
-/* Hands the batch in flight, if any, to done. 0, or -1 with err set. */
-int cls_driver_finish(cls_driver_t *d, char *err, size_t errlen);
+int cls_driver_step(cls_driver_t *d, worker_accum_t *acc, int64_t now_ms, int flush,
+                    common_err_t *err);
+/* Hands the batch in flight, if any, to done. COMMON_OK, or err's code. */
+common_status_t cls_driver_finish(cls_driver_t *d, common_err_t *err);
 
 #endif

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/status.h"
+#include "common/err.h"
 #include "gpu/backend.h" /* and the model header it includes */
 #include "worker/classify/result.h"
 
@@ -41,14 +41,15 @@ typedef struct {
 
 /* Starts backend `backend` ("cpu", "cuda") on model (which must outlive the engine) with
  * opts (the backend settles what opts leave at 0; e->props says what it settled). Returns
- * COMMON_OK, COMMON_FATAL (the backend did not start) or COMMON_USAGE (unknown backend, or a
- * precision it does not run), with err set. Worker code opens engines through
+ * COMMON_OK, or the backend's init's status (COMMON_USAGE unknown backend or options it
+ * refuses, COMMON_FATAL it did not start), with err set. Worker code opens engines through
  * worker/classify/session.h, which decides the options first. */
-int cls_engine_open(cls_engine_t *e, const gpu_model_t *model, const char *backend,
-                    const gpu_backend_opts_t *opts, char *err, size_t errlen);
+common_status_t cls_engine_open(cls_engine_t *e, const gpu_model_t *model, const char *backend,
+                                const gpu_backend_opts_t *opts, common_err_t *err);
 /* The same on a backend instance made elsewhere; the engine does not free it. */
-int cls_engine_attach(cls_engine_t *e, const gpu_model_t *model, const gpu_backend_ops_t *ops,
-                      gpu_backend_t *be, char *err, size_t errlen);
+common_status_t cls_engine_attach(cls_engine_t *e, const gpu_model_t *model,
+                                  const gpu_backend_ops_t *ops, gpu_backend_t *be,
+                                  common_err_t *err);
 /* Collects what is still in flight (results dropped): the backend idles. */
 void cls_engine_drain(cls_engine_t *e);
 /* cls_engine_drain, then frees the buffers and an owned backend. A zeroed engine (never
@@ -60,19 +61,18 @@ void cls_engine_close(cls_engine_t *e);
  * with err set: COMMON_USAGE a batch over capacity or budget, COMMON_BUG a call out of turn
  * (two in flight already, none to collect), COMMON_FATAL the backend failed. */
 common_status_t cls_engine_submit(cls_engine_t *e, const int32_t *const *seq, const int *lens,
-                                  int n, char *err, size_t errlen);
+                                  int n, common_err_t *err);
 /* cls_engine_submit in two steps, so a caller can time them apart: pack copies the sequences
  * into the engine's staging (checked against capacity and budget); submit_packed queues what
  * was packed last. */
 common_status_t cls_engine_pack(cls_engine_t *e, const int32_t *const *seq, const int *lens, int n,
-                                char *err, size_t errlen);
-common_status_t cls_engine_submit_packed(cls_engine_t *e, char *err, size_t errlen);
+                                common_err_t *err);
+common_status_t cls_engine_submit_packed(cls_engine_t *e, common_err_t *err);
 /* Waits for the oldest batch in flight: *out has its logits and times. */
-common_status_t cls_engine_collect(cls_engine_t *e, const cls_batch_t **out, char *err,
-                                   size_t errlen);
+common_status_t cls_engine_collect(cls_engine_t *e, const cls_batch_t **out, common_err_t *err);
 /* submit + collect, with nothing in flight. */
 common_status_t cls_engine_forward(cls_engine_t *e, const int32_t *const *seq, const int *lens,
-                                   int n, const cls_batch_t **out, char *err, size_t errlen);
+                                   int n, const cls_batch_t **out, common_err_t *err);
 
 /* Result of sequence i of a collected batch. */
 void cls_engine_score(const cls_engine_t *e, const cls_batch_t *b, int i, int top_k,

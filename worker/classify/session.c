@@ -4,33 +4,30 @@
 
 #include "common/err.h"
 
-common_status_t cls_session_load_tokenizer(cls_session_t *s, char *err, size_t errlen) {
+common_status_t cls_session_load_tokenizer(cls_session_t *s, common_err_t *err) {
     if (s->tok) return COMMON_OK;
     if (!s->model->dir)
-        return common_errf(COMMON_USAGE, err, errlen,
-                           "texts need a --model DIR with a tokenizer; a --geometry model has "
-                           "none (give token ids instead)");
-    if (worker_tok_load_dir(s->model->dir, s->model->cfg.vocab_size, &s->tok, err, errlen))
-        return COMMON_USAGE;
+        return common_err_set(err, COMMON_USAGE,
+                              "texts need a --model DIR with a tokenizer; a --geometry model has "
+                              "none (give token ids instead)");
+    char why[512]; /* the tokenizer's loader words its failure as text */
+    if (worker_tok_load_dir(s->model->dir, s->model->cfg.vocab_size, &s->tok, why, sizeof why))
+        return common_err_set(err, COMMON_USAGE, "%s", why);
     return COMMON_OK;
 }
 
-static common_status_t session_open(cls_session_t *s, int tokenizer, char *err, size_t errlen) {
+static common_status_t session_open(cls_session_t *s, int tokenizer, common_err_t *err) {
     cls_settings_t *set = &s->set;
-    const gpu_backend_ops_t *ops = gpu_backend_find(set->backend, err, errlen);
-    if (!ops) return COMMON_USAGE;
-    if (set->model_dir) {
-        if (gpu_model_load(set->model_dir, &s->model, err, errlen)) return COMMON_USAGE;
-    } else if (gpu_model_init_random(set->geometry, set->labels, set->seed, &s->model, err,
-                                     errlen)) {
-        return COMMON_USAGE;
-    }
-    if (tokenizer && cls_session_load_tokenizer(s, err, errlen)) return COMMON_USAGE;
-    common_status_t st = cls_settings_resolve(set, ops, &s->model->cfg, err, errlen);
+    const gpu_backend_ops_t *ops = gpu_backend_find(set->backend, err);
+    if (!ops) return err->code;
+    common_status_t st = set->model_dir ? gpu_model_load(set->model_dir, &s->model, err)
+                                        : gpu_model_init_random(set->geometry, set->labels,
+                                                                set->seed, &s->model, err);
     if (st) return st;
+    if (tokenizer && (st = cls_session_load_tokenizer(s, err))) return st;
+    if ((st = cls_settings_resolve(set, ops, &s->model->cfg, err))) return st;
     gpu_backend_opts_t bo = cls_settings_backend_opts(set);
-    int rc = cls_engine_open(&s->eng, s->model, ops->name, &bo, err, errlen);
-    if (rc) return rc == COMMON_USAGE ? COMMON_USAGE : COMMON_FATAL;
+    if ((st = cls_engine_open(&s->eng, s->model, ops->name, &bo, err))) return st;
     s->props = s->eng.props;
     s->acc = (worker_accum_cfg_t){.token_budget = s->props.token_budget,
                                   .padded = s->props.padded,
@@ -42,10 +39,10 @@ static common_status_t session_open(cls_session_t *s, int tokenizer, char *err, 
 }
 
 common_status_t cls_session_open(cls_session_t *s, const cls_settings_t *set, int tokenizer,
-                                 char *err, size_t errlen) {
+                                 common_err_t *err) {
     memset(s, 0, sizeof(*s));
     s->set = *set;
-    common_status_t st = session_open(s, tokenizer, err, errlen);
+    common_status_t st = session_open(s, tokenizer, err);
     if (st) cls_session_close(s);
     return st;
 }

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "common/status.h"
+#include "common/err.h"
 #include "worker/classify/engine.h"
 #include "worker/classify/settings.h"
 #include "worker/pipeline/accum.h"
@@ -27,10 +27,10 @@ typedef struct {
  * tokenizer that does not load); COMMON_FATAL for a runtime failure (the backend failed to
  * start). err says what; s is left closed on failure. */
 common_status_t cls_session_open(cls_session_t *s, const cls_settings_t *set, int tokenizer,
-                                 char *err, size_t errlen);
+                                 common_err_t *err);
 /* Loads the checkpoint's tokenizer into s->tok when it is not yet there. COMMON_OK, or
  * COMMON_USAGE (no checkpoint directory, or its tokenizer does not load). */
-common_status_t cls_session_load_tokenizer(cls_session_t *s, char *err, size_t errlen);
+common_status_t cls_session_load_tokenizer(cls_session_t *s, common_err_t *err);
 /* Which kernels the backend runs at the session's precision, in words for start-up lines
  * (the cpu backend's choice by CPU features, never silent); "" where it has nothing to add. */
 const char *cls_session_kernels(const cls_session_t *s, char *buf, size_t n);

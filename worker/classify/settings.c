@@ -23,7 +23,7 @@ static const cls_auto_t *auto_of(const char *backend) {
 }
 
 common_status_t cls_settings_resolve(cls_settings_t *s, const gpu_backend_ops_t *ops,
-                                     const gpu_model_config_t *cfg, char *err, size_t errlen) {
+                                     const gpu_model_config_t *cfg, common_err_t *err) {
     const cls_auto_t *a = auto_of(ops->name);
     s->backend = ops->name;
     const char *prec = gpu_backend_precision(ops, s->precision);
@@ -32,25 +32,25 @@ common_status_t cls_settings_resolve(cls_settings_t *s, const gpu_backend_ops_t 
         size_t at = 0;
         for (const char *const *p = ops->precisions; *p && at < sizeof(list); p++)
             at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%s", at ? " or " : "", *p);
-        return common_errf(COMMON_USAGE, err, errlen,
-                           "--precision %s: the %s backend runs %s; give one of them or "
-                           "leave --precision out",
-                           s->precision, ops->name, list);
+        return common_err_set(err, COMMON_USAGE,
+                              "--precision %s: the %s backend runs %s; give one of them or "
+                              "leave --precision out",
+                              s->precision, ops->name, list);
     }
     s->precision = prec;
     if (s->max_len <= 0 || s->max_len > cfg->max_pos) s->max_len = cfg->max_pos;
     if (s->max_len < 2)
-        return common_errf(COMMON_USAGE, err, errlen,
-                           "--max-len %d: must be at least 2 ([CLS] and [SEP])", s->max_len);
+        return common_err_set(err, COMMON_USAGE,
+                              "--max-len %d: must be at least 2 ([CLS] and [SEP])", s->max_len);
     /* automatic: never below the longest sequence (ModernBERT's 8,192 positions), or the
      * default would refuse the model's own inputs */
     if (s->token_budget <= 0)
         s->token_budget = a->token_budget < s->max_len ? s->max_len : a->token_budget;
     if (s->token_budget < s->max_len)
-        return common_errf(COMMON_USAGE, err, errlen,
-                           "--token-budget %d is below the longest sequence (%d tokens): raise "
-                           "it to at least %d or lower --max-len",
-                           s->token_budget, s->max_len, s->max_len);
+        return common_err_set(err, COMMON_USAGE,
+                              "--token-budget %d is below the longest sequence (%d tokens): raise "
+                              "it to at least %d or lower --max-len",
+                              s->token_budget, s->max_len, s->max_len);
     if (s->max_pending <= 0) s->max_pending = a->max_pending;
     if (s->max_pending_tokens <= 0)
         s->max_pending_tokens = (long)CLS_AUTO_PENDING_BUDGETS * s->token_budget;

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/status.h"
+#include "common/err.h"
 #include "gpu/backend.h"
 
 /* Tokens per batch by backend: the CPU gains nothing past a few thousand; the GPU's matrix
@@ -49,7 +49,7 @@ typedef struct {
 /* Fills every automatic field of s for backend ops and a model of config cfg, and checks
  * that they fit together. COMMON_OK, or COMMON_USAGE with err saying which flag to change. */
 common_status_t cls_settings_resolve(cls_settings_t *s, const gpu_backend_ops_t *ops,
-                                     const gpu_model_config_t *cfg, char *err, size_t errlen);
+                                     const gpu_model_config_t *cfg, common_err_t *err);
 
 /* The backend options of resolved settings. */
 gpu_backend_opts_t cls_settings_backend_opts(const cls_settings_t *s);

@@ -114,8 +114,8 @@ static const int32_t *bench_ids(void *ctx, void *item) {
 }
 
 /* Counts a collected batch's tokens and attention FLOPs (its logits are dropped). */
-static int bench_done(void *ctx, void *const *items, const int *lens, int n, const cls_batch_t *bt,
-                      char *err, size_t errlen) {
+static common_status_t bench_done(void *ctx, void *const *items, const int *lens, int n,
+                                  const cls_batch_t *bt, common_err_t *err) {
     bench_t *b = ctx;
     const gpu_model_config_t *cfg = &b->ses->model->cfg;
     double attn = 4.0 * cfg->hidden * cfg->layers;
@@ -124,60 +124,66 @@ static int bench_done(void *ctx, void *const *items, const int *lens, int n, con
         b->flops += attn * (double)lens[i] * lens[i];
     }
     b->batches++;
-    return 0;
+    return COMMON_OK;
 }
 
-/* One pass over the whole workload. Returns 0, or 1 with err set. */
-static int bench_pass(bench_t *b, char *err, size_t errlen) {
+/* One pass over the whole workload. COMMON_OK, or err's code. */
+static common_status_t bench_pass(bench_t *b, common_err_t *err) {
     worker_workload_t *w = b->w;
     const gpu_model_config_t *cfg = &b->ses->model->cfg;
     double t0 = common_now_s();
     if (w->is_text) {
         if (worker_workload_tokenize(w, b->ses->tok, b->acfg.max_len, &b->scratch) != 0)
-            return common_errf(1, err, errlen, "out of memory tokenizing the workload");
+            return common_err_set(err, COMMON_FATAL, "out of memory tokenizing the workload");
     }
     b->tok_seconds = common_now_s() - t0;
     if (!b->acc) { /* sized by the real token count, known after the first tokenization */
         b->acfg.max_pending_items = (int)w->n;
         b->acfg.max_pending_tokens =
             w->off[w->n] > b->acfg.token_budget ? w->off[w->n] : b->acfg.token_budget;
-        if (worker_accum_init(&b->acfg, &b->acc, err, errlen) != 0) return COMMON_FATAL;
+        char why[256]; /* the accumulator words its refusal as text */
+        if (worker_accum_init(&b->acfg, &b->acc, why, sizeof why) != 0)
+            return common_err_set(err, COMMON_FATAL, "%s", why);
     }
     /* all tickets are present at once: the accumulator's long-end runs = sorted batches */
     for (long i = 0; i < w->n; i++) {
         int len = (int)(w->off[i + 1] - w->off[i]);
         if (worker_accum_push(b->acc, (void *)(intptr_t)(i + 1), len, 0) != COMMON_OK)
-            return common_errf(1, err, errlen, "ticket %ld (%d tokens) could not be batched", i + 1,
-                               len);
+            return common_err_set(err, COMMON_FATAL, "ticket %ld (%d tokens) could not be batched",
+                                  i + 1, len);
     }
     b->batches = b->tokens = 0;
     b->flops = 0;
     int n;
-    while ((n = cls_driver_step(&b->drv, b->acc, 0, 1, err, errlen)) > 0)
+    while ((n = cls_driver_step(&b->drv, b->acc, 0, 1, err)) > 0)
         ;
-    if (n < 0 || cls_driver_finish(&b->drv, err, errlen) != 0) return COMMON_FATAL;
+    if (n < 0) return err->code;
+    common_status_t st = cls_driver_finish(&b->drv, err);
+    if (st) return st;
     size_t params = gpu_model_param_count(cfg);
     /* table lookups cost no FLOPs; ELECTRA's projection (in the count) does */
     size_t emb = ((size_t)cfg->vocab_size + cfg->pos_rows + cfg->type_vocab + 2) * cfg->emb_size;
     b->flops += 2.0 * (double)(params - emb) * (double)b->tokens;
-    return 0;
+    return COMMON_OK;
 }
 
-/* The profiled pass (--profile-ops): 0 with *t filled, or 1 with err set. */
-static int bench_profile(bench_t *b, gpu_op_times_t *t, double *wall_ms, char *err, size_t errlen) {
+/* The profiled pass (--profile-ops): COMMON_OK with *t filled, or err's code. */
+static common_status_t bench_profile(bench_t *b, gpu_op_times_t *t, double *wall_ms,
+                                     common_err_t *err) {
     const cls_engine_t *e = &b->ses->eng;
     if (!e->ops->profile_ops)
-        return common_errf(1, err, errlen, "the %s backend cannot time its ops (--profile-ops)",
-                           e->ops->name);
-    if (e->ops->profile_ops(e->be, 1, NULL, err, errlen) != 0) return 1;
+        return common_err_set(err, COMMON_USAGE,
+                              "the %s backend cannot time its ops (--profile-ops)", e->ops->name);
+    common_status_t st = e->ops->profile_ops(e->be, 1, NULL, err);
+    if (st) return st;
     const double t0 = common_now_s();
-    if (bench_pass(b, err, errlen) != 0) {
-        char ignored[64];
-        e->ops->profile_ops(e->be, 0, NULL, ignored, sizeof ignored);
-        return 1;
+    if ((st = bench_pass(b, err)) != COMMON_OK) {
+        common_err_t ignored;
+        e->ops->profile_ops(e->be, 0, NULL, &ignored);
+        return st;
     }
     *wall_ms = 1e3 * (common_now_s() - t0);
-    return e->ops->profile_ops(e->be, 0, t, err, errlen) != 0;
+    return e->ops->profile_ops(e->be, 0, t, err);
 }
 
 static void print_op_times(const gpu_op_times_t *t, double wall_ms) {
@@ -216,10 +222,10 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
     bench_opts_t o;
     common_status_t rc = parse_opts(argc, argv, &o);
     if (rc) return rc;
-    char err[512];
+    common_err_t err;
     cls_session_t ses;
-    if ((rc = cls_session_open(&ses, &o.set, 0, err, sizeof err))) {
-        common_logf(stderr, "%s\n", err);
+    if ((rc = cls_session_open(&ses, &o.set, 0, &err))) {
+        common_err_print(stderr, &err);
         return rc;
     }
     const gpu_model_t *model = ses.model;
@@ -234,14 +240,18 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
     double prof_wall_ms = 0;
     int win_on = 0; /* the backend's energy window is open (energy_start) */
 
+    char why[512]; /* the workload readers word their failures as text */
     if (strcmp(o.workload, "tickets-mix") == 0)
-        rc = worker_workload_tickets_mix(o.tickets, o.set.seed, max_len, cfg.vocab_size, &w, err,
-                                         sizeof err);
+        rc = worker_workload_tickets_mix(o.tickets, o.set.seed, max_len, cfg.vocab_size, &w, why,
+                                         sizeof why);
     else
-        rc = worker_workload_load(o.workload, max_len, cfg.vocab_size, &w, err, sizeof err);
-    if (!rc && w->is_text) rc = cls_session_load_tokenizer(&ses, err, sizeof err);
+        rc = worker_workload_load(o.workload, max_len, cfg.vocab_size, &w, why, sizeof why);
     if (rc) {
-        common_logf(stderr, "%s\n", err);
+        common_logf(stderr, "%s\n", why);
+        goto out;
+    }
+    if (w->is_text && (rc = cls_session_load_tokenizer(&ses, &err))) {
+        common_err_print(stderr, &err);
         goto out;
     }
     rc = COMMON_FATAL;
@@ -251,7 +261,7 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
     b.acfg.max_wait_ms = 1 << 30; /* never overdue: pure length order */
     /* (3, repeat): wall, CPU, device (events) seconds per timed pass */
     secs = malloc(3 * (size_t)o.repeat * sizeof(double));
-    if (!secs || cls_driver_init(&b.drv, e, bench_ids, bench_done, &b, err, sizeof err)) {
+    if (!secs || cls_driver_init(&b.drv, e, bench_ids, bench_done, &b, &err)) {
         common_logf(stderr, "out of memory\n");
         goto out;
     }
@@ -260,7 +270,7 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
     size_t peak = 0;
     gpu_mem_stats_t ms = {0};
     for (int i = 0; i < o.warmup; i++) {
-        if (bench_pass(&b, err, sizeof err) != 0) goto fail_pass;
+        if (bench_pass(&b, &err) != 0) goto fail_pass;
     }
     /* The board's joules over the timed passes (NVML): at its power cap, tickets/s follow
      * joules per ticket, so the figure says how a speed compares with another program's. */
@@ -271,7 +281,7 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
     for (int i = 0; i < o.repeat; i++) {
         double d0 = e->ops->device_seconds ? e->ops->device_seconds(e->be) : 0;
         double t0 = common_now_s(), c0 = bench_cpu_s();
-        if (bench_pass(&b, err, sizeof err) != 0) goto fail_pass;
+        if (bench_pass(&b, &err) != 0) goto fail_pass;
         secs[i] = common_now_s() - t0;
         secs[o.repeat + i] = bench_cpu_s() - c0;
         secs[2 * o.repeat + i] = e->ops->device_seconds ? e->ops->device_seconds(e->be) - d0 : 0;
@@ -285,7 +295,7 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
             common_logf(stderr, "out of memory\n");
             goto out;
         }
-        if (bench_profile(&b, opt, &prof_wall_ms, err, sizeof err) != 0) goto fail_pass;
+        if (bench_profile(&b, opt, &prof_wall_ms, &err) != 0) goto fail_pass;
     }
     double j_pass = win_j >= 0 ? win_j / o.repeat : -1;
     double first = secs[0];
@@ -298,13 +308,15 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
      * precision. */
     double ceiling = -1, ceiling_run = -1;
     if (e->ops->gemm_ceiling) {
-        ceiling = e->ops->gemm_ceiling(e->be, budget, "bf16", err, sizeof err);
+        ceiling = e->ops->gemm_ceiling(e->be, budget, "bf16", &err);
         if (ceiling > 0)
             ceiling_run = strcmp(precision, "bf16") == 0
                               ? ceiling
-                              : e->ops->gemm_ceiling(e->be, budget, precision, err, sizeof err);
-        if (ceiling <= 0 || ceiling_run <= 0) /* the report goes on without it */
-            common_logf(stderr, "no GEMM ceiling: %s\n", err);
+                              : e->ops->gemm_ceiling(e->be, budget, precision, &err);
+        if (ceiling <= 0 || ceiling_run <= 0) { /* the report goes on without it */
+            char line[800];
+            common_logf(stderr, "no GEMM ceiling: %s\n", common_err_line(&err, line, sizeof line));
+        }
     }
     const char *mname = model->name ? model->name : "model";
     char kern[256];
@@ -392,9 +404,12 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
            tok_secs_sum / o.repeat, o.repeat);
     rc = fflush(stdout) == 0 ? 0 : 1;
     goto out;
-fail_pass:
-    common_logf(stderr, "backend %s failed: %s\n", e->ops->name, err);
-    rc = COMMON_FATAL;
+fail_pass : {
+    char line[800];
+    common_logf(stderr, "backend %s failed: %s\n", e->ops->name,
+                common_err_line(&err, line, sizeof line));
+    rc = err.code;
+}
 out:
     if (win_on) e->ops->energy_stop(e->be, &win_s, &win_mhz); /* a failed pass */
     free(opt);

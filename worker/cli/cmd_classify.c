@@ -227,25 +227,25 @@ static const int32_t *slot_ids(void *ctx, void *item) {
 }
 
 /* The driver's done: a batch's logits into its slots, for print_ready. */
-static int slot_done(void *ctx, void *const *items, const int *lens, int n, const cls_batch_t *b,
-                     char *err, size_t errlen) {
+static common_status_t slot_done(void *ctx, void *const *items, const int *lens, int n,
+                                 const cls_batch_t *b, common_err_t *err) {
     const int L = ((cls_ctx_t *)ctx)->num_labels;
     for (int i = 0; i < n; i++) {
         cls_slot_t *s = items[i];
         memcpy(s->logits, b->logits + (size_t)i * L, (size_t)L * sizeof(float));
         s->state = SLOT_DONE;
     }
-    return 0;
+    return COMMON_OK;
 }
 
 /* The main thread's loop; returns the status to exit with. */
 static common_status_t classify_loop(cls_ctx_t *c, cls_engine_t *eng, worker_accum_t *acc,
                                      const cls_opts_t *o) {
     cls_driver_t drv;
-    char err[256];
-    if (cls_driver_init(&drv, eng, slot_ids, slot_done, c, err, sizeof err)) {
-        common_logf(stderr, "%s\n", err);
-        return COMMON_FATAL;
+    common_err_t err;
+    if (cls_driver_init(&drv, eng, slot_ids, slot_done, c, &err)) {
+        common_err_print(stderr, &err);
+        return err.code;
     }
     long next_push = 0, next_out = 0, known = 0, errors = 0;
     int eof = 0, full = 0, dirty = 0;
@@ -307,7 +307,7 @@ static common_status_t classify_loop(cls_ctx_t *c, cls_engine_t *eng, worker_acc
                 int64_t dl = worker_accum_next_deadline(acc);
                 t = dl > now ? dl : now;
             }
-            int n = cls_driver_step(&drv, acc, t, drained, err, sizeof err);
+            int n = cls_driver_step(&drv, acc, t, drained, &err);
             if (n == 0) break;
             if (n < 0) goto fail;
             full = 0;
@@ -315,7 +315,7 @@ static common_status_t classify_loop(cls_ctx_t *c, cls_engine_t *eng, worker_acc
             dirty = 1;
             if (next_push < known) break; /* room again: push the rest first */
         }
-        if (cls_driver_finish(&drv, err, sizeof err)) goto fail;
+        if (cls_driver_finish(&drv, &err)) goto fail;
         long e = print_ready(c, known, &next_out, eng, o);
         if (e) dirty = 1;
         errors += e;
@@ -342,10 +342,13 @@ static common_status_t classify_loop(cls_ctx_t *c, cls_engine_t *eng, worker_acc
         rc = COMMON_USAGE;
     }
     goto out;
-fail:
+fail : {
+    char line[800];
     fflush(stdout);
-    common_logf(stderr, "backend %s failed: %s\n", eng->ops->name, err);
-    rc = COMMON_FATAL;
+    common_logf(stderr, "backend %s failed: %s\n", eng->ops->name,
+                common_err_line(&err, line, sizeof line));
+    rc = err.code;
+}
 out:
     if (fflush(stdout) != 0 && rc == COMMON_OK) {
         common_logf(stderr, "writing stdout failed\n");
@@ -360,10 +363,10 @@ common_status_t worker_cmd_classify(int argc, char **argv) {
     common_status_t rc = parse_opts(argc, argv, &o);
     if (rc) return rc;
 
-    char err[512];
+    common_err_t e;
     cls_session_t ses;
-    if ((rc = cls_session_open(&ses, &o.set, 1, err, sizeof err))) {
-        common_logf(stderr, "%s\n", err);
+    if ((rc = cls_session_open(&ses, &o.set, 1, &e))) {
+        common_err_print(stderr, &e);
         return rc;
     }
     /* asked for a precision: say which kernels run it (bf16 by the CPU's features) */
@@ -376,6 +379,7 @@ common_status_t worker_cmd_classify(int argc, char **argv) {
     cls_ctx_t c;
     memset(&c, 0, sizeof c);
     rc = COMMON_FATAL;
+    char err[512];
     if (worker_accum_init(&ses.acc, &acc, err, sizeof err) != 0 ||
         worker_input_open(stdin, o.jsonl, &in, err, sizeof err) != 0) {
         common_logf(stderr, "%s\n", err);

@@ -56,11 +56,12 @@ static const char *human(size_t bytes, char *buf, size_t len) {
 static int print_graph_plan(const gpu_model_config_t *cfg, const char *precision, int budget,
                             int max_seqs) {
     gpu_precision_t prec = GPU_PREC_FP16;
-    char err[256], h[32], d[160];
+    common_err_t err;
+    char h[32], d[160];
     if (precision && gpu_precision_parse(precision, &prec) != 0) return 0; /* cuda said why */
     gpu_graph_t *g;
-    if (gpu_graph_build(cfg, NULL, prec, GPU_PREC_FP16, &g, err, sizeof err) != 0) {
-        common_logf(stderr, "%s\n", err);
+    if (gpu_graph_build(cfg, NULL, prec, GPU_PREC_FP16, &g, &err) != 0) {
+        common_err_print(stderr, &err);
         return -1;
     }
     gpu_graph_plan_opts_t po = {.act_bytes = prec == GPU_PREC_FP32 ? 4 : 2,
@@ -122,12 +123,13 @@ common_status_t worker_cmd_plan_memory(int argc, char **argv) {
 
     gpu_model_config_t cfg;
     gpu_model_t *model = NULL;
-    char err[512] = "";
+    common_err_t err;
     const char *name = geometry;
     if (model_dir) {
-        if (gpu_model_load(model_dir, &model, err, sizeof(err)) != 0) {
-            common_logf(stderr, "%s\n", err);
-            return COMMON_USAGE;
+        common_status_t st = gpu_model_load(model_dir, &model, &err);
+        if (st != COMMON_OK) {
+            common_err_print(stderr, &err);
+            return st;
         }
         cfg = model->cfg;
         name = model->name ? model->name : model_dir;
@@ -140,11 +142,11 @@ common_status_t worker_cmd_plan_memory(int argc, char **argv) {
     gpu_mem_plan_t plan;
     gpu_backend_opts_t bo = {
         .token_budget = budget, .max_len = max_len, .max_seqs = max_seqs, .precision = precision};
-    int rc = gpu_backend_plan_memory("cuda", &cfg, &bo, &plan, err, sizeof(err));
-    if (rc != 0) {
-        common_logf(stderr, "%s\n", err);
+    common_status_t rc = gpu_backend_plan_memory("cuda", &cfg, &bo, &plan, &err);
+    if (rc != COMMON_OK) {
+        common_err_print(stderr, &err);
         gpu_model_free(model);
-        return COMMON_USAGE;
+        return rc;
     }
     char h[32];
     printf("device memory plan: %s (%s, %d layers, H %d, E %d, I %d, %s, %d labels), %s, token "
@@ -172,7 +174,7 @@ common_status_t worker_cmd_plan_memory(int argc, char **argv) {
         return COMMON_USAGE;
     }
     /* the cpu backend's kernels by this CPU's features: never a silent fallback */
-    const gpu_backend_ops_t *cpu = gpu_backend_find("cpu", err, sizeof err);
+    const gpu_backend_ops_t *cpu = gpu_backend_find("cpu", &err);
     for (int i = 0; cpu && cpu->kernels && cpu->precisions[i]; i++) {
         char k[256];
         cpu->kernels(cpu->precisions[i], k, sizeof k);

@@ -77,29 +77,23 @@ static void enc_score_task(void *ctx, int task, int slot) {
 
 /* Collects sl's batch (the oldest in flight), scores it and queues it for the sink (takes
  * pl->q.mu to queue). On failure the items are freed and err says why. */
-static int enc_publish(pl_t *pl, cls_engine_t *eng, enc_slot_t *sl, char *err, size_t errlen) {
+static common_status_t enc_publish(pl_t *pl, cls_engine_t *eng, enc_slot_t *sl, common_err_t *err) {
     const int n = sl->n;
     const cls_batch_t *b = NULL;
     worker_stage_clock_t clk;
     worker_stage_begin(&clk);
-    int rc = cls_engine_collect(eng, &b, err, errlen);
+    common_status_t rc = cls_engine_collect(eng, &b, err);
     worker_stage_end(&clk, WORKER_STAGE_COLLECT);
     if (!rc) {
         enc_score_job_t job = {.pl = pl, .b = b, .items = sl->items, .n = n};
         job.chunk = enc_score_chunk(n, pl_pool_slots(pl->pool));
         pl_pool_run(pl->pool, (n + job.chunk - 1) / job.chunk, enc_score_task, &job);
         worker_stage_begin(&clk); /* the tasks timed themselves */
-        if (atomic_load(&job.oom)) {
-            snprintf(err, errlen, "out of memory");
-            rc = -1;
-        }
+        if (atomic_load(&job.oom)) rc = common_err_set(err, COMMON_FATAL, "out of memory");
     }
     pl_out_t *o = rc ? NULL : calloc(1, sizeof(*o));
     if (o) o->items = malloc(sizeof(*o->items) * (size_t)n); /* (n) */
-    if (!rc && (!o || !o->items)) {
-        snprintf(err, errlen, "out of memory");
-        rc = -1;
-    }
+    if (!rc && (!o || !o->items)) rc = common_err_set(err, COMMON_FATAL, "out of memory");
     if (rc) {
         if (o) free(o->items);
         free(o);
@@ -146,12 +140,12 @@ static int enc_publish(pl_t *pl, cls_engine_t *eng, enc_slot_t *sl, char *err, s
     pthread_cond_signal(&pl->q.cv_sink);
     pthread_mutex_unlock(&pl->q.mu);
     worker_stage_end(&clk, WORKER_STAGE_ROWS);
-    return 0;
+    return COMMON_OK;
 }
 
 /* Hands sl's items to the engine as one batch (seqp, lens: scratch). */
-static int enc_submit(cls_engine_t *eng, enc_slot_t *sl, const int32_t **seqp, int *lens, char *err,
-                      size_t errlen) {
+static common_status_t enc_submit(cls_engine_t *eng, enc_slot_t *sl, const int32_t **seqp,
+                                  int *lens, common_err_t *err) {
     int64_t oldest = sl->popped_ms;
     for (int i = 0; i < sl->n; i++) {
         pl_item_t *it = sl->items[i];
@@ -162,9 +156,9 @@ static int enc_submit(cls_engine_t *eng, enc_slot_t *sl, const int32_t **seqp, i
     sl->oldest_ms = oldest;
     worker_stage_clock_t clk;
     worker_stage_begin(&clk);
-    int rc = cls_engine_pack(eng, seqp, lens, sl->n, err, errlen);
+    common_status_t rc = cls_engine_pack(eng, seqp, lens, sl->n, err);
     worker_stage_end(&clk, WORKER_STAGE_PACK);
-    if (!rc) rc = cls_engine_submit_packed(eng, err, errlen);
+    if (!rc) rc = cls_engine_submit_packed(eng, err);
     worker_stage_end(&clk, WORKER_STAGE_SUBMIT);
     return rc;
 }
@@ -172,7 +166,8 @@ static int enc_submit(cls_engine_t *eng, enc_slot_t *sl, const int32_t **seqp, i
 void *pl_encoder_main(void *arg) {
     pl_t *pl = arg;
     int cap = pl->ses.props.max_seqs;
-    char err[512];
+    common_err_t err;
+    char line[800]; /* err as the log line says it */
     cls_engine_t *eng = &pl->ses.eng;
     enc_slot_t slot[2] = {{0}};
     for (int i = 0; i < 2; i++)
@@ -206,11 +201,11 @@ void *pl_encoder_main(void *arg) {
                 pl_wait_until_ms(&pl->q.cv_room, &pl->q.mu, now + PL_RECHECK_MS);
             } else if (prev) { /* nothing to submit: finish the batch in flight */
                 pthread_mutex_unlock(&pl->q.mu);
-                int rc = enc_publish(pl, eng, prev, err, sizeof(err));
+                common_status_t rc = enc_publish(pl, eng, prev, &err);
                 prev = NULL;
                 pthread_mutex_lock(&pl->q.mu);
                 if (rc) {
-                    common_logf(stderr, "encoder: %s\n", err);
+                    common_logf(stderr, "encoder: %s\n", common_err_line(&err, line, sizeof line));
                     pl->q.fatal = 1;
                 }
             } else {
@@ -227,24 +222,24 @@ void *pl_encoder_main(void *arg) {
         sl->n = n;
         sl->urgent = urgent;
         sl->popped_ms = now;
-        int rc = enc_submit(eng, sl, seqp, lens, err, sizeof(err));
+        common_status_t rc = enc_submit(eng, sl, seqp, lens, &err);
         if (rc) enc_slot_drop(sl);
         if (prev) { /* the device works on sl while prev is scored */
             if (rc)
                 enc_slot_drop(prev); /* a failed submit aborts the batch in flight too */
             else
-                rc = enc_publish(pl, eng, prev, err, sizeof(err));
+                rc = enc_publish(pl, eng, prev, &err);
             prev = NULL;
         }
         if (!rc && sl->urgent) { /* not kept in flight behind the next batch's run */
-            rc = enc_publish(pl, eng, sl, err, sizeof(err));
+            rc = enc_publish(pl, eng, sl, &err);
             if (!rc) {
                 pthread_mutex_lock(&pl->q.mu);
                 continue;
             }
         }
         if (rc) {
-            common_logf(stderr, "encoder: %s\n", err);
+            common_logf(stderr, "encoder: %s\n", common_err_line(&err, line, sizeof line));
             enc_slot_drop(sl);
             pthread_mutex_lock(&pl->q.mu);
             pl->q.fatal = 1;

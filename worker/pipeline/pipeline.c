@@ -107,8 +107,12 @@ static void print_stats(pl_t *pl, double t_start, worker_pipeline_stats_t *st) {
 /* The classification session (model, tokenizer, backend) and the accumulator. 0, or the exit
  * code with a message. */
 static int setup_compute(pl_t *pl, char *err, size_t errlen) {
-    common_status_t rc = cls_session_open(&pl->ses, &pl->cfg->cls, 1, err, errlen);
-    if (rc) return rc;
+    common_err_t e;
+    common_status_t rc = cls_session_open(&pl->ses, &pl->cfg->cls, 1, &e);
+    if (rc) {
+        common_err_line(&e, err, errlen);
+        return rc;
+    }
     pl->q.max_out_items = 2L * pl->cfg->sink_rows;
     int threads = pl->cfg->cls.threads > 0 ? pl->cfg->cls.threads : pl_pool_cores();
     if (pl_pool_init(threads, &pl->pool))
