@@ -7,10 +7,10 @@
 
 #include "common/err.h"
 
-char *common_file_read(const char *path, size_t max_bytes, size_t *len, char *err, size_t errlen) {
+char *common_file_read(const char *path, size_t max_bytes, size_t *len, common_err_t *e) {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        common_err_set(e, COMMON_USAGE, "cannot open %s: %s", path, strerror(errno));
         return NULL;
     }
     /* Grow by doubling rather than trust a size from fstat: the path may be a pipe or a file
@@ -39,9 +39,10 @@ char *common_file_read(const char *path, size_t max_bytes, size_t *len, char *er
     fclose(f);
     if (!buf || rerr || too_big) {
         if (too_big)
-            snprintf(err, errlen, "%s: larger than %zu bytes", path, max_bytes);
+            common_err_set(e, COMMON_USAGE, "%s: larger than %zu bytes", path, max_bytes);
         else
-            snprintf(err, errlen, "cannot read %s: %s", path, buf ? "I/O error" : "out of memory");
+            common_err_set(e, COMMON_FATAL, "cannot read %s: %s", path,
+                           buf ? "I/O error" : "out of memory");
         free(buf);
         return NULL;
     }

@@ -134,9 +134,8 @@ void consumers_codec_free(consumers_codec_t *c) {
 
 /* A schema file's text (*len bytes, malloc'd), or NULL with e naming the file. */
 static char *schema_file_read(const char *path, size_t *len, common_err_t *e) {
-    char why[sizeof(e->message)];
-    char *txt = common_file_read(path, CODEC_MAX_SCHEMA, len, why, sizeof(why));
-    if (!txt) common_err_set(e, COMMON_USAGE, "%s", why);
+    char *txt = common_file_read(path, CODEC_MAX_SCHEMA, len, e);
+    if (!txt) e->code = COMMON_USAGE; /* a schema file is the user's input, whatever failed */
     return txt;
 }
 

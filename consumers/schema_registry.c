@@ -67,9 +67,8 @@ static common_status_t read_auth(consumers_registry_t *r, const char *file, comm
     const char *kind = NULL, *val = NULL;
     if (file) {
         size_t len;
-        char why[sizeof(e->message)];
-        txt = common_file_read(file, 64 * 1024, &len, why, sizeof(why));
-        if (!txt) return common_err_set(e, COMMON_USAGE, "%s", why);
+        txt = common_file_read(file, 64 * 1024, &len, e);
+        if (!txt) return e->code = COMMON_USAGE; /* the user's credentials file */
         while (len && isspace((unsigned char)txt[len - 1]))
             txt[--len] = '\0';
         char *sp = strchr(txt, ' ');

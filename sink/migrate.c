@@ -109,10 +109,9 @@ static common_status_t mig_scan(const char *dir, mig_list_t *l, common_err_t *e)
 /* Whole file as a NUL-terminated string; NULL with e set on failure or embedded NUL. */
 static char *mig_read(const char *path, common_err_t *e) {
     size_t len;
-    char why[sizeof e->message];
-    char *buf = common_file_read(path, 0, &len, why, sizeof why);
+    char *buf = common_file_read(path, 0, &len, e);
     if (!buf) {
-        common_err_set(e, COMMON_FATAL, "%s", why);
+        e->code = COMMON_FATAL; /* a migration file the release ships */
     } else if (strlen(buf) != len) {
         common_err_set(e, COMMON_FATAL, "%s contains a NUL byte: not an SQL text file", path);
         free(buf);

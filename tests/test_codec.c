@@ -232,9 +232,8 @@ static void test_v1_writer(void **state) {
 static void test_registry_schemas(void **state) {
     consumers_codec_t *c = open_codec(SCHEMAS);
     size_t len;
-    char why[256] = "";
-    char *v1 = common_file_read(SCHEMAS "/ticket-v1.avsc", 1 << 20, &len, why, sizeof(why));
     common_err_t e;
+    char *v1 = common_file_read(SCHEMAS "/ticket-v1.avsc", 1 << 20, &len, &e);
     assert_non_null(v1);
     wbuf_t w = {.n = 0};
     w_confluent(&w, 1);

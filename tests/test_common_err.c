@@ -1,14 +1,18 @@
 /* common/status.h and common/err.h: every status's exit code (the one mapping main() uses),
- * which ones are retriable, and how an error object is filled and printed. */
+ * which ones are retriable, how an error object is filled and printed, and how the one file
+ * reader fills it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "common/err.h"
+#include "common/file.h"
 #include "common/status.h"
 
 static void test_exit_of_every_status(void **state) {
@@ -97,6 +101,30 @@ static void test_err_line(void **state) {
     assert_string_equal(buf + strlen(line), "\n");
 }
 
+/* The one file reader fills the error object: a path to fix is COMMON_USAGE, named. */
+static void test_file_read_errors(void **state) {
+    (void)state;
+    common_err_t e;
+    size_t len = 0;
+    assert_null(common_file_read("/nonexistent/reclass.txt", 0, &len, &e));
+    assert_int_equal(e.code, COMMON_USAGE);
+    assert_non_null(strstr(e.message, "cannot open /nonexistent/reclass.txt"));
+    char path[] = "/tmp/reclass-file-XXXXXX";
+    const int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "0123456789", 10), 10);
+    close(fd);
+    assert_null(common_file_read(path, 4, &len, &e));
+    assert_int_equal(e.code, COMMON_USAGE);
+    assert_non_null(strstr(e.message, "larger than 4 bytes"));
+    char *txt = common_file_read(path, 10, &len, &e);
+    assert_non_null(txt);
+    assert_int_equal(len, 10);
+    assert_string_equal(txt, "0123456789");
+    free(txt);
+    unlink(path);
+}
+
 static void test_logf_quiet_without_file(void **state) {
     (void)state;
     common_logf(NULL, "never %s\n", "printed"); /* no FILE: nothing, no crash */
@@ -117,6 +145,7 @@ int main(void) {
         cmocka_unit_test(test_exit_of_every_status),
         cmocka_unit_test(test_err_set_and_print),
         cmocka_unit_test(test_err_line),
+        cmocka_unit_test(test_file_read_errors),
         cmocka_unit_test(test_logf_quiet_without_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,11 +15,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv) __attribute__((weak));
 
 static int replay_file(const char *path) {
-    char err[512];
+    common_err_t err;
     size_t n;
-    char *buf = common_file_read(path, 0, &n, err, sizeof(err));
+    char *buf = common_file_read(path, 0, &n, &err);
     if (!buf) {
-        fprintf(stderr, "replay: %s\n", err);
+        fprintf(stderr, "replay: %s\n", err.message);
         return -1;
     }
     /* An exact-size copy, so that ASan sees a read past the input's end as libFuzzer would. */

@@ -37,8 +37,12 @@ int worker_tok_init(const char *vocab_path, const worker_tok_config_t *opts, wor
                            "WordPiece tokenizer needs");
     }
     size_t len = 0;
-    char *pool = common_file_read(vocab_path, 0, &len, err, errlen);
-    if (!pool) return -1;
+    common_err_t e;
+    char *pool = common_file_read(vocab_path, 0, &len, &e);
+    if (!pool) {
+        common_err_line(&e, err, errlen); /* worker/text still reports text */
+        return -1;
+    }
     return tok_init_pool(pool, len, vocab_path, opts, out, err, errlen);
 }
 
