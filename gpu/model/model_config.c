@@ -2,6 +2,7 @@
  * under each family's key names, and the knobs the backends honour (activations, position
  * offset, embedding size). */
 #include <float.h>
+#include <limits.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -68,6 +69,13 @@ static common_status_t config_check_size(const gpu_model_config_t *c, const char
     if (c->num_labels > GPU_MODEL_MAX_LABELS) {
         return common_err_set(err, COMMON_USAGE, "%s: %d labels (at most %d)", path, c->num_labels,
                               GPU_MODEL_MAX_LABELS);
+    }
+    /* a gated FFN's in-projection has twice the rows (gpu_model_ff1_rows), which must fit an
+     * int like every other dimension */
+    if (gpu_model_glu(c) && c->intermediate > INT_MAX / 2) {
+        return common_err_set(err, COMMON_USAGE,
+                              "%s: intermediate_size %d (at most %d for a gated FFN)", path,
+                              c->intermediate, INT_MAX / 2);
     }
     const double n = gpu_model_param_total(c); /* the family's own weights by its row */
     if (n > MODEL_MAX_PARAMS) {
