@@ -16,21 +16,10 @@ static const cublasLtEpilogue_t fp8_epi[CUDA_GEMM_EPIS] = {
 
 #define LT_OK(call) ((call) == CUBLAS_STATUS_SUCCESS)
 
-// The scale modes of cuBLASLt's A (weights) and B (activations) per cuda_fp8_scales_t.
-static const cublasLtMatmulMatrixScale_t fp8_a_mode[CUDA_FP8_SCALE_MODES] = {
-    CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F, CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F,
-    CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F};
-static const cublasLtMatmulMatrixScale_t fp8_b_mode[CUDA_FP8_SCALE_MODES] = {
-    CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F,
-    CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F};
-static const char *const fp8_mode_name[CUDA_FP8_SCALE_MODES] = {
-    "outer-vector scales", "per-channel weight and scalar input scales", "scalar scales",
-    "scalar scales and an alpha vector"};
-
-// One descriptor of epilogue e and scale mode s: TN, fp32 compute, 16-bit bias.
-static int fp8_desc(cublasLtMatmulDesc_t *d, int s, int e, const cudaDataType_t *dt) {
+// One descriptor of epilogue e: TN, fp32 compute, outer-vector scales, 16-bit bias.
+static int fp8_desc(cublasLtMatmulDesc_t *d, int e, const cudaDataType_t *dt) {
     const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    const cublasLtPointerMode_t alpha_vec = CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_ZERO;
+    const cublasLtMatmulMatrixScale_t vec = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
     return LT_OK(cublasLtMatmulDescCreate(d, CUBLAS_COMPUTE_32F, CUDA_R_32F)) &&
            LT_OK(cublasLtMatmulDescSetAttribute(*d, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta)) &&
            LT_OK(cublasLtMatmulDescSetAttribute(*d, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb)) &&
@@ -38,19 +27,16 @@ static int fp8_desc(cublasLtMatmulDesc_t *d, int s, int e, const cudaDataType_t 
                                                 sizeof fp8_epi[e])) &&
            LT_OK(cublasLtMatmulDescSetAttribute(*d, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, dt,
                                                 sizeof *dt)) &&
-           LT_OK(cublasLtMatmulDescSetAttribute(*d, CUBLASLT_MATMUL_DESC_A_SCALE_MODE,
-                                                &fp8_a_mode[s], sizeof fp8_a_mode[s])) &&
-           LT_OK(cublasLtMatmulDescSetAttribute(*d, CUBLASLT_MATMUL_DESC_B_SCALE_MODE,
-                                                &fp8_b_mode[s], sizeof fp8_b_mode[s])) &&
-           (s != CUDA_FP8_ALPHA ||
-            LT_OK(cublasLtMatmulDescSetAttribute(*d, CUBLASLT_MATMUL_DESC_POINTER_MODE, &alpha_vec,
-                                                 sizeof alpha_vec)));
+           LT_OK(cublasLtMatmulDescSetAttribute(*d, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &vec,
+                                                sizeof vec)) &&
+           LT_OK(cublasLtMatmulDescSetAttribute(*d, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &vec,
+                                                sizeof vec));
 }
 
 // The column-major view of cuda_gemm.cu: D (n, m) = op(A) (n, k) x B (k, m), A = Wq stored
 // (k, n) and transposed (FP8 on Hopper takes only this "TN" form), B = Xq (k, m). One
-// descriptor per scale mode, epilogue and output type, made once; the bias and scale pointers
-// are set per call.
+// descriptor per epilogue and output type, made once; the bias and scale pointers are set per
+// call.
 common_status_t cuda_fp8_gemm_init(cuda_fp8_gemm_t *g, int type, void *workspace,
                                    size_t workspace_bytes, common_err_t *err) {
     memset(g, 0, sizeof(*g));
@@ -59,18 +45,8 @@ common_status_t cuda_fp8_gemm_init(cuda_fp8_gemm_t *g, int type, void *workspace
     g->workspace_bytes = workspace_bytes;
     int ok = LT_OK(cublasLtCreate(&g->lt)) && cudaEventCreate(&g->ev0) == cudaSuccess &&
              cudaEventCreate(&g->ev1) == cudaSuccess;
-    for (int s = 0; ok && s < CUDA_FP8_SCALE_MODES; s++)
-        for (int e = 0; ok && e < CUDA_GEMM_EPIS; e++) {
-            const int made =
-                fp8_desc(&g->desc[s][e], s, e, &g->dt) && fp8_desc(&g->desc_q[s][e], s, e, &g->dt);
-            if (s == CUDA_FP8_VEC) {
-                ok = made;
-            } else if (!made) { // a scalar form cuBLASLt refuses: its calls find no algorithm
-                if (g->desc[s][e]) cublasLtMatmulDescDestroy(g->desc[s][e]);
-                if (g->desc_q[s][e]) cublasLtMatmulDescDestroy(g->desc_q[s][e]);
-                g->desc[s][e] = g->desc_q[s][e] = NULL;
-            }
-        }
+    for (int e = 0; ok && e < CUDA_GEMM_EPIS; e++)
+        ok = fp8_desc(&g->desc[e], e, &g->dt) && fp8_desc(&g->desc_q[e], e, &g->dt);
     if (!ok) {
         common_err_set(err, COMMON_FATAL,
                        "cuBLASLt could not be initialised for FP8 (outer-vector scales)");
@@ -81,11 +57,10 @@ common_status_t cuda_fp8_gemm_init(cuda_fp8_gemm_t *g, int type, void *workspace
 }
 
 void cuda_fp8_gemm_free(cuda_fp8_gemm_t *g) {
-    for (int s = 0; s < CUDA_FP8_SCALE_MODES; s++)
-        for (int e = 0; e < CUDA_GEMM_EPIS; e++) {
-            if (g->desc[s][e]) cublasLtMatmulDescDestroy(g->desc[s][e]);
-            if (g->desc_q[s][e]) cublasLtMatmulDescDestroy(g->desc_q[s][e]);
-        }
+    for (int e = 0; e < CUDA_GEMM_EPIS; e++) {
+        if (g->desc[e]) cublasLtMatmulDescDestroy(g->desc[e]);
+        if (g->desc_q[e]) cublasLtMatmulDescDestroy(g->desc_q[e]);
+    }
     if (g->ev0) cudaEventDestroy(g->ev0);
     if (g->ev1) cudaEventDestroy(g->ev1);
     if (g->lt) cublasLtDestroy(g->lt);
@@ -120,14 +95,13 @@ typedef struct { // one call's operands
     void *y;
     const void *bias, *res;
     int m, n, k, ldy, epi;
-    int scales;           // cuda_fp8_scales_t
     int q;                // y is E4M3: e4m3(d_scale[0] * the epilogue's value)
     const float *d_scale; // q: device, one float
     const void *c16;      // q: a 16-bit (m, n) buffer for C's layout (beta 0: never read)
 } fp8_call_t;
 
 static cublasLtMatmulDesc_t fp8_d(const cuda_fp8_gemm_t *g, const fp8_call_t *c) {
-    return c->q ? g->desc_q[c->scales][c->epi] : g->desc[c->scales][c->epi];
+    return c->q ? g->desc_q[c->epi] : g->desc[c->epi];
 }
 
 // The call's bias and scale pointers on its epilogue's descriptor. Every heuristic query and
@@ -137,17 +111,13 @@ static cublasLtMatmulDesc_t fp8_d(const cuda_fp8_gemm_t *g, const fp8_call_t *c)
 // algorithm with outer-vector scales ran".
 static int fp8_bind(cuda_fp8_gemm_t *g, const fp8_call_t *c) {
     cublasLtMatmulDesc_t d = fp8_d(g, c);
-    // CUDA_FP8_ALPHA: the weights' scales are alpha; A's scale pointer stays NULL (1)
-    const float *a_scale = c->scales == CUDA_FP8_ALPHA ? NULL : c->w_scale;
-    return d &&
-                   (!c->q ||
-                    LT_OK(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER,
-                                                         &c->d_scale, sizeof c->d_scale))) &&
+    return (!c->q || LT_OK(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_D_SCALE_POINTER,
+                                                          &c->d_scale, sizeof c->d_scale))) &&
                    (c->epi == CUDA_GEMM_PLAIN ||
                     LT_OK(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                          &c->bias, sizeof c->bias))) &&
                    LT_OK(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
-                                                        &a_scale, sizeof a_scale)) &&
+                                                        &c->w_scale, sizeof c->w_scale)) &&
                    LT_OK(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
                                                         &c->x_scale, sizeof c->x_scale))
                ? 0
@@ -182,10 +152,8 @@ static int fp8_exec(cuda_fp8_gemm_t *g, const cublasLtMatmulAlgo_t *algo, const 
     const float one = 1.f, zero = 0.f;
     int rc = -1;
     const void *cm = c->q ? c->c16 : c->res ? c->res : c->y;
-    // CUDA_FP8_ALPHA: alpha is the device vector of the weights' scales (res is NULL there)
-    const void *alpha = c->scales == CUDA_FP8_ALPHA ? (const void *)c->w_scale : &one;
     if (fp8_bind(g, c) == 0 && fp8_layouts(g, &l, c->m, c->n, c->k, c->ldy, c->q) == 0 &&
-        LT_OK(cublasLtMatmul(g->lt, fp8_d(g, c), alpha, c->wq, l.a, c->xq, l.b,
+        LT_OK(cublasLtMatmul(g->lt, fp8_d(g, c), &one, c->wq, l.a, c->xq, l.b,
                              c->res ? &one : &zero, cm, l.c, c->y, l.d, algo, g->workspace,
                              g->workspace_bytes, st)))
         rc = 0;
@@ -224,9 +192,9 @@ static int fp8_pick(cuda_fp8_gemm_t *g, const cublasLtMatmulHeuristicResult_t *c
     return best;
 }
 
-// The cache's epilogue key: the epilogue, apart for E4M3 outputs and per scale mode.
+// The cache's epilogue key: the epilogue, apart for E4M3 outputs.
 static int fp8_key(const fp8_call_t *c) {
-    return c->epi + CUDA_GEMM_EPIS * (c->q + 2 * c->scales);
+    return c->epi + (c->q ? CUDA_GEMM_EPIS : 0);
 }
 
 // The cache slot of the call's (n, k, epilogue, M bucket, residual, ldy), or NULL.
@@ -254,9 +222,9 @@ static void fp8_keep(cuda_fp8_gemm_t *g, const fp8_call_t *c, int mb,
 // then a pass of its own.
 static common_status_t fp8_gelu_pass(cuda_fp8_gemm_t *g, const fp8_call_t *c, cudaStream_t st,
                                      common_err_t *err) {
-    g->gelu_refused[c->scales] = 1;
-    if (cuda_fp8_gemm_run(g, c->scales, c->wq, c->w_scale, c->xq, c->x_scale, c->y, c->ldy, c->bias,
-                          NULL, c->m, c->n, c->k, CUDA_GEMM_BIAS, st, err) != 0)
+    g->gelu_refused = 1;
+    if (cuda_fp8_gemm_run(g, c->wq, c->w_scale, c->xq, c->x_scale, c->y, c->ldy, c->bias, NULL,
+                          c->m, c->n, c->k, CUDA_GEMM_BIAS, st, err) != 0)
         return err->code;
     const cudaError_t e = g->dt == CUDA_R_16BF
                               ? cuda_bias_act((__nv_bfloat16 *)c->y, (const __nv_bfloat16 *)NULL,
@@ -290,37 +258,34 @@ static int fp8_run(cuda_fp8_gemm_t *g, const fp8_call_t *c, cudaStream_t st, int
     return fp8_pick(g, cand, *n_tried, c, 0, st) >= 0 ? 0 : -1;
 }
 
-common_status_t cuda_fp8_gemm_run(cuda_fp8_gemm_t *g, int scales, const uint8_t *wq,
-                                  const float *w_scale, const uint8_t *xq, const float *x_scale,
-                                  void *y, int ldy, const void *bias, const void *res, int m, int n,
-                                  int k, int epi, cudaStream_t st, common_err_t *err) {
-    const fp8_call_t c = {wq, xq, w_scale, x_scale, y,      bias, res,  m,
-                          n,  k,  ldy,     epi,     scales, 0,    NULL, NULL};
+common_status_t cuda_fp8_gemm_run(cuda_fp8_gemm_t *g, const uint8_t *wq, const float *w_scale,
+                                  const uint8_t *xq, const float *x_scale, void *y, int ldy,
+                                  const void *bias, const void *res, int m, int n, int k, int epi,
+                                  cudaStream_t st, common_err_t *err) {
+    const fp8_call_t c = {wq, xq, w_scale, x_scale, y, bias, res, m, n, k, ldy, epi, 0, NULL, NULL};
     const int gelu_pass_ok = epi == CUDA_GEMM_GELU_BIAS && ldy == n && !res;
     int n_cand = 0;
     if (m <= 0) return COMMON_OK;
-    if (scales < 0 || scales >= CUDA_FP8_SCALE_MODES || (scales == CUDA_FP8_ALPHA && res))
-        return common_err_set(err, COMMON_BUG, "FP8 GEMM: scale mode %d with%s a residual", scales,
-                              res ? "" : "out");
-    if (gelu_pass_ok && g->gelu_refused[scales]) return fp8_gelu_pass(g, &c, st, err);
+    if (gelu_pass_ok && g->gelu_refused) return fp8_gelu_pass(g, &c, st, err);
     if (fp8_run(g, &c, st, &n_cand) == 0) return COMMON_OK;
     if (gelu_pass_ok) return fp8_gelu_pass(g, &c, st, err);
     return common_err_set(
         err, COMMON_FATAL,
-        "cuBLASLt FP8 GEMM (%d x %d x %d, epilogue %d): none of its %d algorithms with %s ran", m,
-        n, k, epi, n_cand, fp8_mode_name[scales]);
+        "cuBLASLt FP8 GEMM (%d x %d x %d, epilogue %d): none of its %d algorithms with "
+        "outer-vector scales ran",
+        m, n, k, epi, n_cand);
 }
 
-int cuda_fp8_gemm_run_q(cuda_fp8_gemm_t *g, int scales, const uint8_t *wq, const float *w_scale,
+int cuda_fp8_gemm_run_q(cuda_fp8_gemm_t *g, const uint8_t *wq, const float *w_scale,
                         const uint8_t *xq, const float *x_scale, uint8_t *yq, const void *c16,
                         const float *d_scale, const void *bias, int m, int n, int k, int epi,
                         cudaStream_t st) {
-    const fp8_call_t c = {wq, xq, w_scale, x_scale, yq,     bias, NULL,    m,
-                          n,  k,  n,       epi,     scales, 1,    d_scale, c16};
+    const fp8_call_t c = {wq, xq, w_scale, x_scale, yq, bias,    NULL, m,
+                          n,  k,  n,       epi,     1,  d_scale, c16};
     int n_cand = 0;
     if (m <= 0) return 0;
-    if (scales < 0 || scales >= CUDA_FP8_SCALE_MODES || g->q_refused[scales]) return -1;
+    if (g->q_refused) return -1;
     if (fp8_run(g, &c, st, &n_cand) == 0) return 0;
-    g->q_refused[scales] = 1;
+    g->q_refused = 1;
     return -1;
 }

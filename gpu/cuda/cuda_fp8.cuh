@@ -40,36 +40,19 @@ template <typename T>
 cudaError_t cuda_fp8_add_ln(const T *a, const T *res, const float *gamma, const float *beta, int n,
                             int H, float eps, T *out_t, uint8_t *q, float *scale, cudaStream_t s);
 
-// How the two scales reach the FP8 GEMM's epilogue (cuBLASLt's A = the weights, B = the
-// activations). VEC is the recipe of every FP8 projection the plan runs today. The scalar forms
-// are cuBLASLt's standard FP8 configuration (Transformer Engine's), which may have algorithms
-// writing E4M3 that the outer vectors lack: an input under a static scale (a power of two,
-// gpu_fp8_pow2_inv) has one x scale for every token.
-typedef enum {
-    CUDA_FP8_VEC,      // w_scale (n) per output channel, x_scale (m) per token: outer vectors
-    CUDA_FP8_X_SCALAR, // w_scale (n) per output channel, x_scale one float
-    CUDA_FP8_SCALAR,   // w_scale and x_scale one float each (a per-tensor weight scale)
-    CUDA_FP8_ALPHA,    // x_scale one float, w_scale (n) per output channel as cuBLASLt's alpha
-                       // vector (POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_ZERO: no residual)
-    CUDA_FP8_SCALE_MODES
-} cuda_fp8_scales_t;
-
 typedef struct {
     cublasLtHandle_t lt;
-    // TN, fp32 compute, per scale mode and epilogue; desc_q: the same with E4M3 D under a D scale
-    cublasLtMatmulDesc_t desc[CUDA_FP8_SCALE_MODES][CUDA_GEMM_EPIS];
-    cublasLtMatmulDesc_t desc_q[CUDA_FP8_SCALE_MODES][CUDA_GEMM_EPIS];
-    cudaDataType_t dt; // C, D and the bias: CUDA_R_16F or CUDA_R_16BF
+    cublasLtMatmulDesc_t desc[CUDA_GEMM_EPIS];   // TN, fp32 compute, outer-vector scales
+    cublasLtMatmulDesc_t desc_q[CUDA_GEMM_EPIS]; // the same with E4M3 D under a D scale
+    cudaDataType_t dt;                           // C, D and the bias: CUDA_R_16F or CUDA_R_16BF
     void *workspace;
     size_t workspace_bytes;
     cuda_gemm_entry_t cache[CUDA_GEMM_CACHE]; // algorithms by (n, k, epi, M bucket, beta, ldy)
     int n_cache;
     long heuristic_queries;
-    int tune; // as cuda_gemm_t's: > 1 only in the backend's warm-up, a miss times that many
-    // per scale mode: 1 once cuBLASLt had no FP8 algorithm with the GELU epilogue / with an
-    // E4M3 output
-    int gelu_refused[CUDA_FP8_SCALE_MODES];
-    int q_refused[CUDA_FP8_SCALE_MODES];
+    int tune;         // as cuda_gemm_t's: > 1 only in the backend's warm-up, a miss times that many
+    int gelu_refused; // 1 once cuBLASLt had no FP8 algorithm with the GELU epilogue
+    int q_refused;    // 1 once cuBLASLt had no algorithm with an E4M3 output
     cudaEvent_t ev0, ev1;
 } cuda_fp8_gemm_t;
 
@@ -85,21 +68,19 @@ void cuda_fp8_gemm_free(cuda_fp8_gemm_t *g);
 
 // Y (m, n), rows ldy apart, = (Xq (m, k) Wq (n, k)^T) * x_scale[row] * w_scale[col] + bias
 // (n), through epi (CUDA_GEMM_BIAS / GELU_BIAS / RELU_BIAS), plus res (m, n, may be y) when
-// not NULL; scales (cuda_fp8_scales_t) says which of x_scale and w_scale are one float (index
-// 0 for every row / column). k % 16 == 0, pointers 16-byte aligned. COMMON_OK, or err's code
-// (what cuBLASLt refused).
-common_status_t cuda_fp8_gemm_run(cuda_fp8_gemm_t *g, int scales, const uint8_t *wq,
-                                  const float *w_scale, const uint8_t *xq, const float *x_scale,
-                                  void *y, int ldy, const void *bias, const void *res, int m, int n,
-                                  int k, int epi, cudaStream_t st, common_err_t *err);
+// not NULL. k % 16 == 0, pointers 16-byte aligned. COMMON_OK, or err's code (what cuBLASLt
+// refused).
+common_status_t cuda_fp8_gemm_run(cuda_fp8_gemm_t *g, const uint8_t *wq, const float *w_scale,
+                                  const uint8_t *xq, const float *x_scale, void *y, int ldy,
+                                  const void *bias, const void *res, int m, int n, int k, int epi,
+                                  cudaStream_t st, common_err_t *err);
 
 // Yq (m, n) E4M3 = e4m3(d_scale[0] * epi((Xq Wq^T) x_scale[row] w_scale[col] + bias)): the
 // same GEMM writing the codes of its output under a static scale (d_scale: device, 1 / the
 // scale), so the next FP8 projection reads them with no pass of its own. c16: any 16-bit (m, n)
 // buffer (cuBLASLt's C layout; not read). 0, or -1 when cuBLASLt has no such algorithm
-// (remembered per scale mode: the caller writes 16-bit rows and quantizes them,
-// cuda_fp8_quantize_static).
-int cuda_fp8_gemm_run_q(cuda_fp8_gemm_t *g, int scales, const uint8_t *wq, const float *w_scale,
+// (remembered: the caller writes 16-bit rows and quantizes them, cuda_fp8_quantize_static).
+int cuda_fp8_gemm_run_q(cuda_fp8_gemm_t *g, const uint8_t *wq, const float *w_scale,
                         const uint8_t *xq, const float *x_scale, uint8_t *yq, const void *c16,
                         const float *d_scale, const void *bias, int m, int n, int k, int epi,
                         cudaStream_t st);

@@ -205,15 +205,14 @@ static common_status_t op_linear(cuda_graph_t *cg, const gpu_op_t *op, const gpu
         // m n bytes of its own 16-bit output rows, which only that op reads; C's layout points
         // past them (beta 0: never read). Where cuBLASLt refuses, 16-bit rows as below.
         if (s_out > 0.f && out16 && ldyg == n && !res && post_act < 0 &&
-            cuda_fp8_gemm_run_q(&cg->gemm8, CUDA_FP8_VEC, wq, wsc, xq, xs, (uint8_t *)y,
-                                (const char *)y + (size_t)m * n,
-                                (const float *)(cg->dev + cg->o_sinv) + i + 1, bias, m, n, k, epi,
-                                cg->st) == 0) {
+            cuda_fp8_gemm_run_q(
+                &cg->gemm8, wq, wsc, xq, xs, (uint8_t *)y, (const char *)y + (size_t)m * n,
+                (const float *)(cg->dev + cg->o_sinv) + i + 1, bias, m, n, k, epi, cg->st) == 0) {
             cg->xq_for = op + 1, cg->xq_at = (uint8_t *)y;
             return COMMON_OK;
         }
-        if (cuda_fp8_gemm_run(&cg->gemm8, CUDA_FP8_VEC, wq, wsc, xq, xs, yg, ldyg, bias, res, m, n,
-                              k, epi, cg->st, err) != 0)
+        if (cuda_fp8_gemm_run(&cg->gemm8, wq, wsc, xq, xs, yg, ldyg, bias, res, m, n, k, epi,
+                              cg->st, err) != 0)
             return err->code;
     } else if (cuda_gemm_run_ldx(&cg->gemm, cg_ptr(cg, op->w[0]), x, in16 ? ldx : k, yg, ldyg, bias,
                                  res, m, n, k, epi, cg->st, err) != 0) {

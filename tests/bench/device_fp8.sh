@@ -27,9 +27,7 @@
 #                         that classifier per plan of FP8_SENS_PLANS ("plan inner:ff1
 #                         inner:ao+ff2"; plan syntax in the tool), against its HF fp32 goldens
 #                recipes  fp8_recipes.py's simulation of FP8_RECIPES on that classifier (default
-#                         10,16,22-29: the plan, the plan with FFN-out under its bound, and the
-#                         scalar-scale forms: FFN-in's input under its LayerNorm's static bound,
-#                         per-tensor or per-channel weights, QKV per token or static)
+#                         the plan without and with FFN-out per layer range, 10,15-21)
 #                The kernels part reads the demo goldens: carry .devlibs/fix.tar.xz
 #                (pack-fixtures) and start with `tar -xJf .devlibs/fix.tar.xz &&`.
 # FP8_PARTS picks parts; the default (kernels,ops,speed) is one call of about 7 minutes.
@@ -106,7 +104,7 @@ fi
 if fpart recipes; then
     note "fp8 recipes on this classifier, torch simulation ($(elapsed)s)"
     PYTHONUNBUFFERED=1 step 420 "$OUT/fp8-recipes.log" python3 tests/bench/fp8_recipes.py --model $D/model \
-        --device cuda --data "${FP8_DATA:-.devdata}" --cfpb 600 --recipes ${FP8_RECIPES:-10,16,22,23,24,25,26,27,28,29}
+        --device cuda --data "${FP8_DATA:-.devdata}" --cfpb 600 --recipes ${FP8_RECIPES:-10,15,16,17,18,19,20,21}
     grep -v -E 'Warning|warn' "$OUT/fp8-recipes.log" | tee -a "$summary"
 fi
 if fpart plans; then

@@ -32,13 +32,10 @@ def e4m3(x):
     return x.clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn).to(torch.float32)
 
 
-def quant_weight(w, per_channel, tensor_amax=None):
-    """tensor_amax: a per-tensor scale's amax over more than w (Q, K and V as the one fused QKV
-    weight the CUDA path holds)."""
+def quant_weight(w, per_channel):
     if per_channel is None:
         return w
-    amax = (w.abs().amax(dim=1, keepdim=True) if per_channel else
-            w.abs().amax() if tensor_amax is None else torch.tensor(tensor_amax))
+    amax = w.abs().amax(dim=1, keepdim=True) if per_channel else w.abs().amax()
     amax = amax.clamp(min=1e-12)
     return e4m3(w * (E4M3_MAX / amax)) * (amax / E4M3_MAX)
 
@@ -48,7 +45,7 @@ def quant_act(x, mode, static_amax):
         amax = x.abs().amax(dim=-1, keepdim=True).clamp(min=1e-12)
     elif mode == "tensor":
         amax = x.abs().amax().clamp(min=1e-12)
-    else:  # static: calibrated per-tensor amax; bound, lnbound: from the weights
+    else:  # static: calibrated per-tensor amax, or bound: from the weights
         amax = torch.tensor(static_amax)
     return e4m3(x * (E4M3_MAX / amax)) * (amax / E4M3_MAX)
 
@@ -64,17 +61,14 @@ def linears(layer):
 
 
 class Recipe:
-    """act: {point: 'token'|'tensor'|'static'|'bound'|'lnbound'|None (16-bit)}, weights per
-    channel or tensor (w_tensor: the points whose weights are per tensor whatever per_channel
-    says), skip: layers left unquantized, only: {point: layers} where a point runs (default
+    """act: {point: 'token'|'tensor'|'static'|'bound'|None (16-bit)}, weights per channel or
+    tensor, skip: layers left unquantized, only: {point: layers} where a point runs (default
     every layer not skipped). 'bound' (ff2 only): the static power-of-two scale reclass derives
-    from the weights (gpu_fp8_act_bound_scale in gpu/model/fp8.c); 'lnbound' (qkv, ff1): the
-    static power-of-two scale of the LayerNorm that writes the input (norm_bound_amax)."""
+    from the weights (gpu_fp8_act_bound_scale in gpu/model/fp8.c)."""
 
-    def __init__(self, name, act, per_channel=True, skip=(), only=None, w_tensor=()):
+    def __init__(self, name, act, per_channel=True, skip=(), only=None):
         self.name, self.act, self.per_channel, self.skip = name, act, per_channel, set(skip)
         self.only = {k: set(v) for k, v in (only or {}).items()}
-        self.w_tensor = set(w_tensor)
 
 
 def bound_amax(layer):
@@ -87,28 +81,6 @@ def bound_amax(layer):
     return E4M3_MAX * math.ldexp(1.0, e)
 
 
-def norm_bound_amax(ln):
-    """448 x the static scale of a LayerNorm's output, from its weights alone: a normalised value
-    is at most sqrt(H) in magnitude (the row's squares sum to at most H), so |y_i| <= |gamma_i|
-    sqrt(H) + |beta_i|; the largest, mapped onto 448 and rounded up to a power of two (as
-    bound_amax, without its 1.25: nothing is rounded before the LayerNorm's output)."""
-    g, b = ln.weight.double().abs(), ln.bias.double().abs()
-    y = (g * math.sqrt(g.numel()) + b).max().item()
-    _, e = math.frexp(y / E4M3_MAX)
-    return E4M3_MAX * math.ldexp(1.0, e)
-
-
-def feeding_norm(model, li, point):
-    """The LayerNorm whose output is point's input in layer li (qkv: the previous layer's
-    output LayerNorm, the embeddings' in layer 0; ff1: LayerNorm 1)."""
-    layers = model.bert.encoder.layer
-    if point == "ff1":
-        return layers[li].attention.output.LayerNorm
-    if point == "qkv":
-        return layers[li - 1].output.LayerNorm if li else model.bert.embeddings.LayerNorm
-    raise ValueError(f"no LayerNorm writes {point}'s input")
-
-
 def install(model, recipe, calib, orig):
     layers = model.bert.encoder.layer
     for li, layer in enumerate(layers):
@@ -116,20 +88,14 @@ def install(model, recipe, calib, orig):
             mode = None if li in recipe.skip else recipe.act.get(point)
             if point in recipe.only and li not in recipe.only[point]:
                 mode = None
-            fused_amax = max(orig[id(lin)][0].abs().max().item() for lin in lins)
             for lin in lins:
                 w0, fwd0 = orig[id(lin)]
                 if mode is None:
                     lin.weight.data = w0.clone()
                     lin.forward = fwd0
                     continue
-                # w_tensor: one scale over the point's weights (recipes 0 and 3: one per Linear)
-                lin.weight.data = quant_weight(w0, recipe.per_channel and
-                                               point not in recipe.w_tensor,
-                                               fused_amax if point in recipe.w_tensor else None)
-                amax = (bound_amax(layer) if mode == "bound" else
-                        norm_bound_amax(feeding_norm(model, li, point)) if mode == "lnbound" else
-                        calib.get((li, point), 1.0))
+                lin.weight.data = quant_weight(w0, recipe.per_channel)
+                amax = bound_amax(layer) if mode == "bound" else calib.get((li, point), 1.0)
 
                 def fwd(x, lin=lin, mode=mode, amax=amax):
                     xq = x if mode == "keep" else quant_act(x, mode, amax)
@@ -264,32 +230,6 @@ def main():
                skip=(0, L - 1), only={"ff2": range(2, L - 2)}),
         Recipe("qkv + ff1 + ff2 bound, layers 2-10", dict(every, ao=None, ff2="bound"),
                skip=(0, 1, L - 1)),
-        # 22-29: cuBLASLt's standard FP8 form (scalar A / B scales, E4M3 D under a scalar D
-        # scale), layers 1-10: FFN-in's input under its LayerNorm's static bound (lnbound),
-        # its weights per tensor ("w1 tensor") or per channel (as an alpha vector, or with a
-        # scalar input scale beside per-channel weights); FFN-out's input under the bound of
-        # gpu_fp8_act_bound_scale, written by FFN-in, its weights per channel or per tensor
-        Recipe("plan, ff1 lnbound act, w1 channel", dict(every, ao=None, ff1="lnbound",
-                                                         ff2=None), skip=(0, L - 1)),
-        Recipe("plan, ff1 lnbound act, w1 tensor", dict(every, ao=None, ff1="lnbound", ff2=None),
-               skip=(0, L - 1), w_tensor=("ff1",)),
-        Recipe("plan, ff1 lnbound w1 tensor, ff2 bound w2 channel",
-               dict(every, ao=None, ff1="lnbound", ff2="bound"), skip=(0, L - 1),
-               w_tensor=("ff1",)),
-        Recipe("plan, ff1 lnbound w1 tensor, ff2 bound w2 tensor",
-               dict(every, ao=None, ff1="lnbound", ff2="bound"), skip=(0, L - 1),
-               w_tensor=("ff1", "ff2")),
-        Recipe("qkv lnbound, ff1 lnbound w1 tensor, ff2 bound w2 channel",
-               dict(every, ao=None, qkv="lnbound", ff1="lnbound", ff2="bound"),
-               skip=(0, L - 1), w_tensor=("ff1",)),
-        Recipe("qkv lnbound, ff1 lnbound w1 tensor, ff2 bound w2 tensor",
-               dict(every, ao=None, qkv="lnbound", ff1="lnbound", ff2="bound"),
-               skip=(0, L - 1), w_tensor=("ff1", "ff2")),
-        Recipe("plan, ff1 lnbound w1 channel, ff2 bound w2 channel",
-               dict(every, ao=None, ff1="lnbound", ff2="bound"), skip=(0, L - 1)),
-        Recipe("all scalar: qkv + ff1 lnbound, ff2 bound, every w tensor",
-               dict(every, ao=None, qkv="lnbound", ff1="lnbound", ff2="bound"),
-               skip=(0, L - 1), w_tensor=("qkv", "ff1", "ff2")),
     ]
     if a.recipes:
         keep = set(a.recipes.split(","))

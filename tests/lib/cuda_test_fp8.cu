@@ -172,15 +172,13 @@ extern "C" int gpu_cuda_test_fp8_linear_q(const float *x, const float *w, const 
         goto done;
     }
     g.tune = 8; // the warm-up's tuned call, then the cached one
-    if (cuda_fp8_gemm_run_q(&g, CUDA_FP8_VEC, qw, sw, qx, sx, dq, c16, dinv, db, n, out, in, epi,
-                            0) != 0) {
+    if (cuda_fp8_gemm_run_q(&g, qw, sw, qx, sx, dq, c16, dinv, db, n, out, in, epi, 0) != 0) {
         rc = 1; // cuBLASLt has no such algorithm
         goto done;
     }
     g.tune = 0;
     CK(cudaMemset(dq, 0xFF, (size_t)n * out));
-    if (cuda_fp8_gemm_run_q(&g, CUDA_FP8_VEC, qw, sw, qx, sx, dq, c16, dinv, db, n, out, in, epi,
-                            0) != 0) {
+    if (cuda_fp8_gemm_run_q(&g, qw, sw, qx, sx, dq, c16, dinv, db, n, out, in, epi, 0) != 0) {
         rc = -1;
         goto done;
     }
@@ -221,15 +219,15 @@ static int ta_linear(int type, const float *x, const float *w, const float *b, c
         goto done;
     }
     g.tune = 8;
-    if (n > 1 && cuda_fp8_gemm_run(&g, CUDA_FP8_VEC, qw, sw, qx, sx, scratch, out, db,
-                                   res ? scratch : NULL, n - 1, out, in, epi, 0, &err) != 0) {
+    if (n > 1 && cuda_fp8_gemm_run(&g, qw, sw, qx, sx, scratch, out, db, res ? scratch : NULL,
+                                   n - 1, out, in, epi, 0, &err) != 0) {
         fprintf(stderr, "warm-up: %s\n", err.message);
         rc = -1;
         goto done;
     }
     g.tune = 0;
-    if (cuda_fp8_gemm_run(&g, CUDA_FP8_VEC, qw, sw, qx, sx, dy, out, db, res ? dy : NULL, n, out,
-                          in, epi, 0, &err) != 0) {
+    if (cuda_fp8_gemm_run(&g, qw, sw, qx, sx, dy, out, db, res ? dy : NULL, n, out, in, epi, 0,
+                          &err) != 0) {
         fprintf(stderr, "%s\n", err.message);
         rc = -1;
         goto done;
@@ -264,11 +262,7 @@ __global__ void fill_codes_kernel(uint8_t *q, size_t n, uint32_t seed) {
     q[i] = (uint8_t)(h & 0xF7u); /* finite codes, both signs, exponents 0..14 */
 }
 
-static_assert(CUDA_FP8_VEC == 0 && CUDA_FP8_X_SCALAR == 1 && CUDA_FP8_SCALAR == 2 &&
-                  CUDA_FP8_ALPHA == 3,
-              "the scale numbers of tests/lib/cuda_test_fp8.h");
-
-extern "C" double gpu_cuda_test_fp8_gemm_bench(int m, int n, int k, int epi, int scales) {
+extern "C" double gpu_cuda_test_fp8_gemm_bench(int m, int n, int k, int epi) {
     int rc = 0;
     common_err_t err;
     double tflops = -1;
@@ -297,20 +291,15 @@ extern "C" double gpu_cuda_test_fp8_gemm_bench(int m, int n, int k, int epi, int
         if (it == 1) g.tune = 0;
         if (it == 3) CK(cudaEventRecord(e0, 0));
         if (epi == 4) { // GELU, E4M3 out (the codes in y's first m n bytes, C past them)
-            if (cuda_fp8_gemm_run_q(&g, scales, qw, sw, qx, sx, (uint8_t *)y,
-                                    (char *)y + (size_t)m * n, dinv, b, m, n, k,
-                                    CUDA_GEMM_GELU_BIAS, 0) != 0) {
+            if (cuda_fp8_gemm_run_q(&g, qw, sw, qx, sx, (uint8_t *)y, (char *)y + (size_t)m * n,
+                                    dinv, b, m, n, k, CUDA_GEMM_GELU_BIAS, 0) != 0) {
                 tflops = -2;
                 goto refused;
             }
-        } else if (cuda_fp8_gemm_run(&g, scales, qw, sw, qx, sx, y, n, b, epi == 3 ? y : NULL, m, n,
-                                     k, epi == 2 ? CUDA_GEMM_GELU_BIAS : CUDA_GEMM_BIAS, 0,
+        } else if (cuda_fp8_gemm_run(&g, qw, sw, qx, sx, y, n, b, epi == 3 ? y : NULL, m, n, k,
+                                     epi == 2 ? CUDA_GEMM_GELU_BIAS : CUDA_GEMM_BIAS, 0,
                                      &err) != 0) {
             fprintf(stderr, "%s\n", err.message);
-            if (scales != CUDA_FP8_VEC) { // a candidate form: cuBLASLt may have none
-                tflops = -2;
-                goto refused;
-            }
             goto done;
         }
     }

@@ -42,13 +42,10 @@ int gpu_cuda_test_fp8_linear_q(const float *x, const float *w, const float *b, i
                                int out, int epi, float inv, uint8_t *q);
 
 /* TFLOP/s of the FP8 GEMM Y (m, n) = Xq Wq^T s_x s_w + bias on random codes, epi 1 bias, 2 bias +
- * GELU, 3 bias + residual in place, 4 bias + GELU written as E4M3, with the scales of
- * cuda_fp8_scales_t (0 outer vectors, 1 per-channel weights and a scalar input scale, 2 both
- * scalar, 3 both scalar and the weights' per-channel scales as an alpha vector); 20 timed runs
- * after 3 (the first tuned among 8 of cuBLASLt's candidates, as the backend's warm-up picks
- * them). -2: cuBLASLt has no algorithm for an E4M3 output or for scales other than 0; -1 on
- * error (bench only). */
-double gpu_cuda_test_fp8_gemm_bench(int m, int n, int k, int epi, int scales);
+ * GELU, 3 bias + residual in place, 4 bias + GELU written as E4M3 (-2: cuBLASLt has no algorithm
+ * for it); 20 timed runs after 3 (the first tuned among 8 of
+ * cuBLASLt's candidates, as the backend's warm-up picks them). -1 on error (bench only). */
+double gpu_cuda_test_fp8_gemm_bench(int m, int n, int k, int epi);
 
 /* Microseconds of one activation quantize pass over (m, k) fp16 rows (20 timed after 3): what
  * an FP8 projection whose input no LayerNorm writes pays on top of its GEMM. -1 on error. */
