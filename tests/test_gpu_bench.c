@@ -60,7 +60,7 @@ static int make_batches(const worker_workload_t *w, int budget, int max_len, bat
                              .max_pending_tokens = total > budget ? total : budget,
                              .max_len = max_len};
     worker_accum_t *acc = NULL;
-    if (worker_accum_init(&ac, &acc, err->message, sizeof err->message) != 0) return -1;
+    if (worker_accum_init(&ac, &acc, err) != COMMON_OK) return -1;
     b->first = malloc(sizeof(int) * (size_t)w->n);
     b->count = malloc(sizeof(int) * (size_t)w->n);
     b->order = malloc(sizeof(long) * (size_t)w->n);

@@ -141,9 +141,8 @@ static common_status_t bench_pass(bench_t *b, common_err_t *err) {
         b->acfg.max_pending_items = (int)w->n;
         b->acfg.max_pending_tokens =
             w->off[w->n] > b->acfg.token_budget ? w->off[w->n] : b->acfg.token_budget;
-        char why[256]; /* the accumulator words its refusal as text */
-        if (worker_accum_init(&b->acfg, &b->acc, why, sizeof why) != 0)
-            return common_err_set(err, COMMON_FATAL, "%s", why);
+        common_status_t st = worker_accum_init(&b->acfg, &b->acc, err);
+        if (st != COMMON_OK) return st;
     }
     /* all tickets are present at once: the accumulator's long-end runs = sorted batches */
     for (long i = 0; i < w->n; i++) {

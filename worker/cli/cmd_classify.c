@@ -380,13 +380,8 @@ common_status_t worker_cmd_classify(int argc, char **argv) {
     worker_input_t *in = NULL;
     cls_ctx_t c;
     memset(&c, 0, sizeof c);
-    rc = COMMON_FATAL;
-    char err[512];
-    if (worker_accum_init(&ses.acc, &acc, err, sizeof err) != 0) {
-        common_logf(stderr, "%s\n", err);
-        goto done;
-    }
-    if ((rc = worker_input_open(stdin, o.jsonl, &in, &e)) != COMMON_OK) {
+    if ((rc = worker_accum_init(&ses.acc, &acc, &e)) != COMMON_OK ||
+        (rc = worker_input_open(stdin, o.jsonl, &in, &e)) != COMMON_OK) {
         common_err_print(stderr, &e);
         goto done;
     }

@@ -16,5 +16,7 @@ common_status_t worker_cmd_run(int argc, char **argv) {
         return rc;
     }
     if ((rc = worker_cli_require_kafka())) return rc;
-    return worker_pipeline_run(&cfg);
+    common_err_t e;
+    if ((rc = worker_pipeline_run(&cfg, &e)) && e.message[0]) common_err_print(stderr, &e);
+    return rc;
 }

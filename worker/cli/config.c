@@ -198,9 +198,9 @@ common_status_t worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **arg
         return common_errf(COMMON_USAGE, err, errlen, "--backend '%s': use cpu or cuda",
                            cfg->cls.backend);
     if ((rc = parse_topics(cfg, err, errlen))) return rc;
-    if (cfg->tenant_weights && worker_fair_weights_parse(cfg->tenant_weights, NULL, err, errlen))
-        return COMMON_USAGE;
     common_err_t e;
+    if (cfg->tenant_weights && (rc = worker_fair_weights_parse(cfg->tenant_weights, NULL, &e)))
+        return common_errf(rc, err, errlen, "%s", e.message);
     if (worker_cli_schemas_default(&cfg->schemas, cfg->schemas_buf, sizeof(cfg->schemas_buf), &e))
         return common_errf(e.code, err, errlen, "%s", e.message);
     if (!cfg->dlq_topic) {
