@@ -132,8 +132,7 @@ int main(int argc, char **argv) {
     }
     const gpu_model_config_t *c = &m->cfg;
     worker_workload_t *w = NULL;
-    if (worker_workload_tickets_mix(tickets, seed, c->max_pos, c->vocab_size, &w, err.message,
-                                    sizeof err.message) != 0) {
+    if (worker_workload_tickets_mix(tickets, seed, c->max_pos, c->vocab_size, &w, &err) != 0) {
         fprintf(stderr, "gpu_bench: %s\n", err.message);
         return 1;
     }

@@ -239,14 +239,12 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
     double prof_wall_ms = 0;
     int win_on = 0; /* the backend's energy window is open (energy_start) */
 
-    char why[512]; /* the workload readers word their failures as text */
     if (strcmp(o.workload, "tickets-mix") == 0)
-        rc = worker_workload_tickets_mix(o.tickets, o.set.seed, max_len, cfg.vocab_size, &w, why,
-                                         sizeof why);
+        rc = worker_workload_tickets_mix(o.tickets, o.set.seed, max_len, cfg.vocab_size, &w, &err);
     else
-        rc = worker_workload_load(o.workload, max_len, cfg.vocab_size, &w, why, sizeof why);
+        rc = worker_workload_load(o.workload, max_len, cfg.vocab_size, &w, &err);
     if (rc) {
-        common_logf(stderr, "%s\n", why);
+        common_err_print(stderr, &err);
         goto out;
     }
     if (w->is_text && (rc = cls_session_load_tokenizer(&ses, &err))) {
