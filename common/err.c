@@ -3,16 +3,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-int common_errf(int rc, char *err, size_t errlen, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return rc;
-}
-
 common_status_t common_err_set(common_err_t *e, common_status_t code, const char *fmt, ...) {
     if (e) {
         e->code = code;

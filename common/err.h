@@ -1,8 +1,6 @@
-/* How a function leaves its error for the caller. Two forms:
- *  - common_err_t: the code (one common_status_t), a one-line message, and optional detail and
- *    hint (postgres' ereport fields); retriable follows from the code. Library code fills it,
- *    the CLI prints it (common_err_print).
- *  - (err, errlen): the older free-text buffer, filled by common_errf. */
+/* How a function leaves its error for the caller: common_err_t, the code (one common_status_t),
+ * a one-line message, and optional detail and hint (postgres' ereport fields); retriable follows
+ * from the code. Library code fills it and passes it up, the CLI prints it (common_err_print). */
 #ifndef RECLASS_COMMON_ERR_H
 #define RECLASS_COMMON_ERR_H
 
@@ -21,10 +19,6 @@ typedef struct {
     char detail[256];  /* what was seen (a server's answer), or "" */
     char hint[256];    /* what to do about it, or "" */
 } common_err_t;
-
-/* Formats into err and returns rc, so that a failure reads `return common_errf(2, ...)`. */
-int common_errf(int rc, char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 
 /* Sets e's code and message (detail and hint cleared) and returns the code, so that a failure
  * reads `return common_err_set(e, COMMON_RETRY, "...", ...)`. e may be NULL. */

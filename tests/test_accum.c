@@ -27,10 +27,10 @@ static worker_accum_cfg_t cfg_default(void) {
 
 static void expect_config_error(worker_accum_cfg_t c, const char *needle) {
     worker_accum_t *a = (worker_accum_t *)0x1;
-    char err[256] = "";
-    assert_int_equal(worker_accum_init(&c, &a, err, sizeof err), -1);
+    common_err_t err;
+    assert_int_equal(worker_accum_init(&c, &a, &err), COMMON_USAGE);
     assert_null(a);
-    assert_non_null(strstr(err, needle));
+    assert_non_null(strstr(err.message, needle));
 }
 
 static void test_config_errors(void **state) {
@@ -59,8 +59,8 @@ static void test_config_errors(void **state) {
     c = cfg_default();
     c.token_budget = 512; /* exactly one max-length item: fine */
     worker_accum_t *a = NULL;
-    char err[256];
-    assert_int_equal(worker_accum_init(&c, &a, err, sizeof err), 0);
+    common_err_t err;
+    assert_int_equal(worker_accum_init(&c, &a, &err), 0);
     assert_non_null(a);
     worker_accum_free(a);
 }
@@ -68,8 +68,8 @@ static void test_config_errors(void **state) {
 static void test_invalid_and_cost(void **state) {
     worker_accum_cfg_t c = cfg_default();
     worker_accum_t *a;
-    char err[256];
-    assert_int_equal(worker_accum_init(&c, &a, err, sizeof err), 0);
+    common_err_t err;
+    assert_int_equal(worker_accum_init(&c, &a, &err), 0);
     assert_int_equal(worker_accum_push(a, ptr_of(0), 0, 0), COMMON_USAGE);
     assert_int_equal(worker_accum_push(a, ptr_of(0), -3, 0), COMMON_USAGE);
     assert_int_equal(worker_accum_push(a, ptr_of(0), 513, 0), COMMON_USAGE);
@@ -91,8 +91,8 @@ static void test_full_refuses_then_accepts(void **state) {
     c.max_pending_items = 5;
     c.max_wait_ms = 1000;
     worker_accum_t *a;
-    char err[256];
-    assert_int_equal(worker_accum_init(&c, &a, err, sizeof err), 0);
+    common_err_t err;
+    assert_int_equal(worker_accum_init(&c, &a, &err), 0);
     for (int i = 0; i < 5; i++)
         assert_int_equal(worker_accum_push(a, ptr_of(i), 10, 0), 0);
     assert_int_equal(worker_accum_push(a, ptr_of(5), 10, 0), COMMON_RETRY);
@@ -107,7 +107,7 @@ static void test_full_refuses_then_accepts(void **state) {
 
     c = cfg_default(); /* budget 1024, max pending tokens 4096, max_len 512 */
     c.max_wait_ms = 1000;
-    assert_int_equal(worker_accum_init(&c, &a, err, sizeof err), 0);
+    assert_int_equal(worker_accum_init(&c, &a, &err), 0);
     for (int i = 0; i < 8; i++)
         assert_int_equal(worker_accum_push(a, ptr_of(i), 500, 0), 0);
     assert_int_equal(worker_accum_pending_tokens(a), 4000);
@@ -126,8 +126,8 @@ static void test_ready_budget_and_deadline(void **state) {
     worker_accum_cfg_t c = cfg_default();
     c.max_wait_ms = 50;
     worker_accum_t *a;
-    char err[256];
-    assert_int_equal(worker_accum_init(&c, &a, err, sizeof err), 0);
+    common_err_t err;
+    assert_int_equal(worker_accum_init(&c, &a, &err), 0);
     assert_int_equal(worker_accum_push(a, ptr_of(0), 100, 10), 0);
     assert_int_equal(worker_accum_push(a, ptr_of(1), 100, 20), 0);
     assert_true(worker_accum_next_deadline(a) == 60);
@@ -146,7 +146,7 @@ static void test_ready_budget_and_deadline(void **state) {
     worker_accum_free(a);
 
     c.padded = 1;
-    assert_int_equal(worker_accum_init(&c, &a, err, sizeof err), 0);
+    assert_int_equal(worker_accum_init(&c, &a, &err), 0);
     assert_int_equal(worker_accum_push(a, ptr_of(0), 512, 0), 0);
     assert_int_equal(worker_accum_push(a, ptr_of(1), 10, 0), 0);
     assert_int_equal(worker_accum_push(a, ptr_of(2), 10, 0), 0);
@@ -163,8 +163,8 @@ static void test_ready_budget_and_deadline(void **state) {
 static void test_overdue_anchor(void **state) {
     worker_accum_cfg_t c = cfg_default();
     worker_accum_t *a;
-    char err[256];
-    assert_int_equal(worker_accum_init(&c, &a, err, sizeof err), 0);
+    common_err_t err;
+    assert_int_equal(worker_accum_init(&c, &a, &err), 0);
     assert_int_equal(worker_accum_push(a, ptr_of(0), 30, 0), 0); /* oldest, short */
     assert_int_equal(worker_accum_push(a, ptr_of(1), 500, 10), 0);
     assert_int_equal(worker_accum_push(a, ptr_of(2), 500, 10), 0);
@@ -195,7 +195,7 @@ static void test_overdue_anchor(void **state) {
     /* neighbours nearest in length first: 390 (distance 90) before 200 (distance 100) */
     c.token_budget = 700;
     c.max_pending_tokens = 2048;
-    assert_int_equal(worker_accum_init(&c, &a, err, sizeof err), 0);
+    assert_int_equal(worker_accum_init(&c, &a, &err), 0);
     assert_int_equal(worker_accum_push(a, ptr_of(0), 300, 0), 0);
     assert_int_equal(worker_accum_push(a, ptr_of(1), 200, 40), 0);
     assert_int_equal(worker_accum_push(a, ptr_of(2), 390, 40), 0);
@@ -222,8 +222,8 @@ static void test_priority_first(void **state) {
             c.priority_step_ms = STEP;
             c.max_pending_tokens = 1 << 20;
             worker_accum_t *a;
-            char err[256];
-            assert_int_equal(worker_accum_init(&c, &a, err, sizeof err), 0);
+            common_err_t err;
+            assert_int_equal(worker_accum_init(&c, &a, &err), 0);
             int prio[100], len[100], done[100] = {0};
             for (int i = 0; i < 100; i++) { /* 60 of priority 0, then 40 of priority 9 */
                 prio[i] = i < 60 ? 0 : 9;
@@ -270,8 +270,8 @@ static void test_priority_order_and_age_bound(void **state) {
     c.priority_step_ms = STEP;
     c.max_pending_tokens = 1 << 20;
     worker_accum_t *a;
-    char err[256];
-    assert_int_equal(worker_accum_init(&c, &a, err, sizeof err), 0);
+    common_err_t err;
+    assert_int_equal(worker_accum_init(&c, &a, &err), 0);
     for (int i = 0; i < 20; i++)
         assert_int_equal(worker_accum_push_prio(a, ptr_of(i), 100, 0, i), 0);
     for (int i = 20; i < 30; i++)
@@ -313,8 +313,8 @@ static void test_priority_no_starvation(void **state) {
     c.max_pending_items = 40000;
     c.max_pending_tokens = 40000L * 100;
     worker_accum_t *a;
-    char err[256];
-    assert_int_equal(worker_accum_init(&c, &a, err, sizeof err), 0);
+    common_err_t err;
+    assert_int_equal(worker_accum_init(&c, &a, &err), 0);
     assert_int_equal(worker_accum_push_prio(a, ptr_of(0), 100, 0, 0), 0);
     int id = 1, low_at = -1;
     static int64_t pushed_at[3000 * 11 + 1];

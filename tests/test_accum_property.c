@@ -45,8 +45,8 @@ static void run_property(uint64_t seed, int padded, int ops, prop_stats_t *st) {
     c.max_pending_items = rng_int(1, 300);
     c.max_pending_tokens = c.token_budget + rng_int(0, 4 * c.token_budget);
     worker_accum_t *a;
-    char err[256];
-    assert_int_equal(worker_accum_init(&c, &a, err, sizeof err), 0);
+    common_err_t err;
+    assert_int_equal(worker_accum_init(&c, &a, &err), 0);
 
     int cap_items = ops + 1;
     model_item_t *m = calloc((size_t)cap_items, sizeof(*m));
@@ -216,8 +216,8 @@ static void test_length_sorted_batches(void **state) {
                                 .max_pending_tokens = 20000L * 512,
                                 .max_len = 512};
         worker_accum_t *a;
-        char err[256];
-        assert_int_equal(worker_accum_init(&c, &a, err, sizeof err), 0);
+        common_err_t err;
+        assert_int_equal(worker_accum_init(&c, &a, &err), 0);
         long real = 0;
         for (int i = 0; i < 20000; i++) {
             /* sum of uniforms: bell-shaped around 90, tail to 512 */

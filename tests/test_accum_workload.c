@@ -19,8 +19,8 @@ static int cmp_long(const void *a, const void *b) {
 
 static void test_tickets_mix_shape(void **state) {
     worker_workload_t *w;
-    char err[256];
-    assert_int_equal(worker_workload_tickets_mix(20000, 1, 512, 30522, &w, err, sizeof err), 0);
+    common_err_t err;
+    assert_int_equal(worker_workload_tickets_mix(20000, 1, 512, 30522, &w, &err), 0);
     assert_int_equal(w->n, 20000);
     assert_false(w->is_text);
     long *lens = malloc(20000 * sizeof(long));
@@ -49,8 +49,8 @@ static void test_tickets_mix_shape(void **state) {
 
     /* same seed, same workload; another seed, another one */
     worker_workload_t *w2, *w3;
-    assert_int_equal(worker_workload_tickets_mix(20000, 1, 512, 30522, &w2, err, sizeof err), 0);
-    assert_int_equal(worker_workload_tickets_mix(20000, 2, 512, 30522, &w3, err, sizeof err), 0);
+    assert_int_equal(worker_workload_tickets_mix(20000, 1, 512, 30522, &w2, &err), 0);
+    assert_int_equal(worker_workload_tickets_mix(20000, 2, 512, 30522, &w3, &err), 0);
     assert_int_equal(w2->off[w2->n], w->off[w->n]);
     assert_memory_equal(w2->ids, w->ids, (size_t)w->off[w->n] * sizeof(int32_t));
     assert_true(w3->off[w3->n] != w->off[w->n] ||
@@ -61,7 +61,7 @@ static void test_tickets_mix_shape(void **state) {
     free(lens);
 
     /* a model with 128 positions: lengths clipped, [SEP] kept last */
-    assert_int_equal(worker_workload_tickets_mix(500, 3, 128, 30522, &w, err, sizeof err), 0);
+    assert_int_equal(worker_workload_tickets_mix(500, 3, 128, 30522, &w, &err), 0);
     for (long i = 0; i < w->n; i++) {
         long len = w->off[i + 1] - w->off[i];
         assert_true(len <= 128);
@@ -82,10 +82,10 @@ static const char *write_tmp(const char *name, const char *body) {
 
 static void test_load_jsonl(void **state) {
     worker_workload_t *w;
-    char err[256];
+    common_err_t err;
     const char *p = write_tmp("ids.jsonl", "{\"ids\": [101, 7, 8, 9, 102]}\n\n"
                                            "{\"ids\": [101, 5, 102], \"extra\": 1}\n");
-    assert_int_equal(worker_workload_load(p, 4, 1000, &w, err, sizeof err), 0);
+    assert_int_equal(worker_workload_load(p, 4, 1000, &w, &err), 0);
     assert_int_equal(w->n, 2);
     assert_int_equal(w->truncated, 1);
     /* truncated to 4: the head, then the final id */
@@ -96,7 +96,7 @@ static void test_load_jsonl(void **state) {
     unlink(p);
 
     p = write_tmp("text.jsonl", "{\"text\": \"hello world\"}\n{\"text\": \"\"}\n");
-    assert_int_equal(worker_workload_load(p, 512, 1000, &w, err, sizeof err), 0);
+    assert_int_equal(worker_workload_load(p, 512, 1000, &w, &err), 0);
     assert_int_equal(w->n, 2);
     assert_true(w->is_text);
     assert_string_equal(w->text + w->text_off[0], "hello world");
@@ -116,13 +116,13 @@ static void test_load_jsonl(void **state) {
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         p = write_tmp("bad.jsonl", bad[i].body);
         w = (worker_workload_t *)0x1;
-        assert_int_equal(worker_workload_load(p, 512, 1000, &w, err, sizeof err), 2);
+        assert_int_equal(worker_workload_load(p, 512, 1000, &w, &err), COMMON_USAGE);
         assert_null(w);
-        if (!strstr(err, bad[i].needle)) fail_msg("'%s' lacks '%s'", err, bad[i].needle);
+        if (!strstr(err.message, bad[i].needle))
+            fail_msg("'%s' lacks '%s'", err.message, bad[i].needle);
         unlink(p);
     }
-    assert_int_equal(worker_workload_load("/nonexistent/x.jsonl", 512, 1000, &w, err, sizeof err),
-                     2);
+    assert_int_equal(worker_workload_load("/nonexistent/x.jsonl", 512, 1000, &w, &err), 2);
 }
 
 int main(void) {

@@ -173,7 +173,7 @@ static void test_driver_hands_back_every_item(void **state) {
                                .max_pending_tokens = 64,
                                .max_len = 3};
     worker_accum_t *acc;
-    assert_int_equal(worker_accum_init(&acfg, &acc, err.message, sizeof err.message), 0);
+    assert_int_equal(worker_accum_init(&acfg, &acc, &err), 0);
     drv_ctx_t c;
     memset(&c, 0, sizeof c);
     for (int i = 0; i < 6; i++) {

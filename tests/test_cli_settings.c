@@ -108,9 +108,9 @@ static void test_run_defaults(void **state) {
     worker_run_cfg_opts(&cfg, &kafka, opts); /* rows only: their variables point into cfg */
     clear_env(opts);
     char *argv[] = {"run", "--db", "postgresql:///x", "--model", "/m", "--schemas", "/s", NULL};
-    char err[512];
-    common_status_t rc = worker_run_cfg_parse(&cfg, 7, argv, err, sizeof(err));
-    if (rc != COMMON_OK) fail_msg("parse: %s", err);
+    common_err_t err;
+    common_status_t rc = worker_run_cfg_parse(&cfg, 7, argv, &err);
+    if (rc != COMMON_OK) fail_msg("parse: %s", err.message);
     char *help = usage_text(worker_run_cfg_usage);
     assert_true(check_rows(opts, help) >= 20); /* run's defaults are many: all were checked */
     free(help);
@@ -149,10 +149,10 @@ static void test_shared_defaults(void **state) {
     shared.opts[n++] = worker_cli_opt_labels(&shared.labels);
     clear_env(shared.opts);
     char *argv[] = {"shared", NULL};
-    char err[512];
+    common_err_t err;
     common_status_t rc =
-        worker_cli_parse_err("shared", 1, argv, shared.opts, shared_usage, NULL, err, sizeof(err));
-    if (rc != COMMON_OK) fail_msg("parse: %s", err);
+        worker_cli_parse_err("shared", 1, argv, shared.opts, shared_usage, NULL, &err);
+    if (rc != COMMON_OK) fail_msg("parse: %s", err.message);
     char *help = usage_text(shared_usage);
     assert_true(check_rows(shared.opts, help) >= 9);
     free(help);
@@ -193,13 +193,12 @@ static void test_labels_range(void **state) {
     cli_opt_t rows[] = {worker_cli_opt_labels(&labels),
                         {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL, NULL}};
     assert_int_equal(rows[0].hi, GPU_MODEL_MAX_LABELS);
-    char err[256];
+    common_err_t err;
     char *most[] = {"cmd", "--labels", "16777216", NULL};
-    assert_int_equal(worker_cli_parse_err("cmd", 3, most, rows, no_usage, NULL, err, sizeof(err)),
-                     COMMON_OK);
+    assert_int_equal(worker_cli_parse_err("cmd", 3, most, rows, no_usage, NULL, &err), COMMON_OK);
     assert_int_equal(labels, 16777216);
     char *over[] = {"cmd", "--labels", "16777217", NULL};
-    assert_int_equal(worker_cli_parse_err("cmd", 3, over, rows, no_usage, NULL, err, sizeof(err)),
+    assert_int_equal(worker_cli_parse_err("cmd", 3, over, rows, no_usage, NULL, &err),
                      COMMON_USAGE);
 }
 
@@ -215,17 +214,14 @@ static void test_bad_default_fails_help(void **state) {
         {"s", CLI_STR, &s, 0, 0, NULL, NULL, "a string", "x"},
         {NULL, CLI_FLAG, NULL, 0, 0, NULL, NULL, NULL, NULL},
     };
-    char err[256];
+    common_err_t err;
     char *help[] = {"cmd", "--help", NULL};
-    assert_int_equal(worker_cli_parse_err("cmd", 2, help, rows, no_usage, NULL, err, sizeof(err)),
-                     COMMON_BUG);
-    assert_non_null(strstr(err, "the default of --n"));
+    assert_int_equal(worker_cli_parse_err("cmd", 2, help, rows, no_usage, NULL, &err), COMMON_BUG);
+    assert_non_null(strstr(err.message, "the default of --n"));
     char *plain[] = {"cmd", NULL};
-    assert_int_equal(worker_cli_parse_err("cmd", 1, plain, rows, no_usage, NULL, err, sizeof(err)),
-                     COMMON_BUG);
+    assert_int_equal(worker_cli_parse_err("cmd", 1, plain, rows, no_usage, NULL, &err), COMMON_BUG);
     rows[0].def = "100"; /* within range: --help is done, and the variables hold the defaults */
-    assert_int_equal(worker_cli_parse_err("cmd", 2, help, rows, no_usage, NULL, err, sizeof(err)),
-                     COMMON_DONE);
+    assert_int_equal(worker_cli_parse_err("cmd", 2, help, rows, no_usage, NULL, &err), COMMON_DONE);
     assert_int_equal(v, 100);
     assert_string_equal(s, "x");
 }

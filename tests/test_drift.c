@@ -17,8 +17,8 @@
 static worker_drift_t *mk(int window_s, int max_tenants) {
     worker_drift_cfg_t c = {.window_s = window_s, .max_tenants = max_tenants, .num_labels = L};
     worker_drift_t *d = NULL;
-    char err[256];
-    assert_int_equal(worker_drift_init(&c, &d, err, sizeof(err)), 0);
+    common_err_t err;
+    assert_int_equal(worker_drift_init(&c, &d, &err), 0);
     assert_non_null(d);
     return d;
 }
@@ -235,10 +235,10 @@ static void test_init_errors(void **state) {
     (void)state;
     worker_drift_cfg_t c = {.window_s = 0, .max_tenants = 4, .num_labels = 2};
     worker_drift_t *d = (worker_drift_t *)1;
-    char err[256];
-    assert_int_equal(worker_drift_init(&c, &d, err, sizeof(err)), -1);
+    common_err_t err;
+    assert_int_equal(worker_drift_init(&c, &d, &err), COMMON_BUG);
     assert_null(d);
-    assert_non_null(strstr(err, "window_s"));
+    assert_non_null(strstr(err.message, "window_s"));
     worker_drift_free(NULL);
 }
 

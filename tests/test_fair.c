@@ -45,8 +45,8 @@ static void test_priority_within_lane(void **state) {
     worker_fair_cfg_t c = cfg_of(2, 1000, 100000, NULL);
     c.acc.priority_step_ms = 100;
     worker_fair_t *f;
-    char err[256];
-    assert_int_equal(worker_fair_init(&c, &f, err, sizeof(err)), 0);
+    common_err_t err;
+    assert_int_equal(worker_fair_init(&c, &f, &err), 0);
     static it_t its[40];
     for (int i = 0; i < 20; i++) { /* 100 tokens each: 10 per batch */
         its[i] = (it_t){i, 100, 1, 0};
@@ -80,8 +80,8 @@ static void test_urgent_lane_first(void **state) {
     (void)state;
     worker_fair_cfg_t c = cfg_of(2, 1000, 100000, NULL);
     worker_fair_t *f;
-    char err[256];
-    assert_int_equal(worker_fair_init(&c, &f, err, sizeof(err)), 0);
+    common_err_t err;
+    assert_int_equal(worker_fair_init(&c, &f, &err), 0);
     static it_t its[300];
     for (int i = 0; i < 200; i++) { /* bulk first, long */
         its[i] = (it_t){i, 100, 1, 0};
@@ -134,8 +134,8 @@ static void test_urgent_room(void **state) {
         c.acc.priority_step_ms = 100;
         c.tenant_max_tokens = same ? 4096 : 8192; /* same tenant: its cap binds first */
         worker_fair_t *f;
-        char err[256];
-        assert_int_equal(worker_fair_init(&c, &f, err, sizeof(err)), 0);
+        common_err_t err;
+        assert_int_equal(worker_fair_init(&c, &f, &err), 0);
         static it_t its[200];
         int i = 0;
         for (; i < 150; i++) {
@@ -161,8 +161,8 @@ static void test_urgent_room(void **state) {
     worker_fair_cfg_t c = cfg_of(2, 50, 8192, NULL);
     c.acc.priority_step_ms = 100;
     worker_fair_t *f;
-    char err[256];
-    assert_int_equal(worker_fair_init(&c, &f, err, sizeof(err)), 0);
+    common_err_t err;
+    assert_int_equal(worker_fair_init(&c, &f, &err), 0);
     static it_t its[400];
     int pushed = 0;
     for (int k = 0; k < 400; k++) {
@@ -182,8 +182,8 @@ static void test_urgent_room(void **state) {
 static void share_case(const char *weights, double want) {
     worker_fair_cfg_t c = cfg_of(1, 20000, 2000000, weights);
     worker_fair_t *f;
-    char err[256];
-    assert_int_equal(worker_fair_init(&c, &f, err, sizeof(err)), 0);
+    common_err_t err;
+    assert_int_equal(worker_fair_init(&c, &f, &err), 0);
     static it_t its[11000];
     int n_items = 0, left[2] = {0, 0};
     for (int i = 0; i < 11000; i++) {
@@ -235,8 +235,8 @@ static void test_tenant_cap(void **state) {
     worker_fair_cfg_t c = cfg_of(1, 1000, 100000, NULL);
     c.tenant_max_tokens = 2048;
     worker_fair_t *f;
-    char err[256];
-    assert_int_equal(worker_fair_init(&c, &f, err, sizeof(err)), 0);
+    common_err_t err;
+    assert_int_equal(worker_fair_init(&c, &f, &err), 0);
     assert_int_equal(worker_fair_tenant_cap(f), 2048);
     static it_t its[100];
     int i = 0;
@@ -252,7 +252,7 @@ static void test_tenant_cap(void **state) {
     worker_fair_free(f);
     /* below one budget the cap is raised to it: a tenant can always fill a batch */
     c.tenant_max_tokens = 10;
-    assert_int_equal(worker_fair_init(&c, &f, err, sizeof(err)), 0);
+    assert_int_equal(worker_fair_init(&c, &f, &err), 0);
     assert_int_equal(worker_fair_tenant_cap(f), 1024);
     worker_fair_free(f);
 }
@@ -266,8 +266,8 @@ static void test_random_exactly_once(void **state) {
         worker_fair_cfg_t c = cfg_of(3, 400, 20000, "tenant-1=5,tenant-3=2");
         c.tenant_max_tokens = rng_int(1024, 8000);
         worker_fair_t *f;
-        char err[256];
-        assert_int_equal(worker_fair_init(&c, &f, err, sizeof(err)), 0);
+        common_err_t err;
+        assert_int_equal(worker_fair_init(&c, &f, &err), 0);
         enum { N = 3000 };
         static it_t its[N];
         static int seen[N];
@@ -318,15 +318,15 @@ static void test_random_exactly_once(void **state) {
 static void test_weights_parse(void **state) {
     (void)state;
     worker_fair_weights_t w;
-    char err[256];
-    assert_int_equal(worker_fair_weights_parse("a=1,b=1000", &w, err, sizeof(err)), 0);
+    common_err_t err;
+    assert_int_equal(worker_fair_weights_parse("a=1,b=1000", &w, &err), 0);
     assert_int_equal(w.n, 2);
     assert_string_equal(w.name[1], "b");
     assert_int_equal(w.weight[1], 1000);
     const char *bad[] = {"a", "=3", "a=0", "a=1001", "a=x", "a=1,b", NULL};
     for (int i = 0; bad[i]; i++) {
-        assert_int_equal(worker_fair_weights_parse(bad[i], NULL, err, sizeof(err)), -1);
-        assert_non_null(strstr(err, "--tenant-weight"));
+        assert_int_equal(worker_fair_weights_parse(bad[i], NULL, &err), COMMON_USAGE);
+        assert_non_null(strstr(err.message, "--tenant-weight"));
     }
 }
 
@@ -345,8 +345,8 @@ static void test_sync_plain_budget(void **state) {
         worker_fair_cfg_t c = cfg_of(cases[k].lanes, 1000, 100000, NULL);
         c.synchronous = cases[k].sync;
         worker_fair_t *f;
-        char err[256];
-        assert_int_equal(worker_fair_init(&c, &f, err, sizeof(err)), 0);
+        common_err_t err;
+        assert_int_equal(worker_fair_init(&c, &f, &err), 0);
         assert_int_equal(worker_fair_plain_budget(f), cases[k].plain);
         static it_t its[60];
         const int bulk = cases[k].lanes - 1;

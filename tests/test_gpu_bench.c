@@ -60,7 +60,7 @@ static int make_batches(const worker_workload_t *w, int budget, int max_len, bat
                              .max_pending_tokens = total > budget ? total : budget,
                              .max_len = max_len};
     worker_accum_t *acc = NULL;
-    if (worker_accum_init(&ac, &acc, err->message, sizeof err->message) != 0) return -1;
+    if (worker_accum_init(&ac, &acc, err) != COMMON_OK) return -1;
     b->first = malloc(sizeof(int) * (size_t)w->n);
     b->count = malloc(sizeof(int) * (size_t)w->n);
     b->order = malloc(sizeof(long) * (size_t)w->n);
@@ -132,8 +132,7 @@ int main(int argc, char **argv) {
     }
     const gpu_model_config_t *c = &m->cfg;
     worker_workload_t *w = NULL;
-    if (worker_workload_tickets_mix(tickets, seed, c->max_pos, c->vocab_size, &w, err.message,
-                                    sizeof err.message) != 0) {
+    if (worker_workload_tickets_mix(tickets, seed, c->max_pos, c->vocab_size, &w, &err) != 0) {
         fprintf(stderr, "gpu_bench: %s\n", err.message);
         return 1;
     }

@@ -127,8 +127,8 @@ static void test_health_under_held_sockets(void **state) {
     atomic_store(&m.group_joined, 1);
     atomic_store(&m.sink_connected, 1);
     worker_http_t *h = NULL;
-    char err[256];
-    assert_int_equal(worker_http_start("127.0.0.1", 0, &m, NULL, &h, err, sizeof(err)), 0);
+    common_err_t err;
+    assert_int_equal(worker_http_start("127.0.0.1", 0, &m, NULL, &h, &err), 0);
     int port = worker_http_port(h);
 
     int *fds = malloc(sizeof(*fds) * HELD);

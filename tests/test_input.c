@@ -20,8 +20,8 @@ static FILE *mem(const char *s, size_t n) {
 static void expect_text(worker_input_t *in, const char *want, size_t wlen, long line) {
     const char *t;
     size_t n;
-    char err[256];
-    assert_int_equal(worker_input_next(in, &t, &n, err, sizeof(err)), 1);
+    common_err_t err;
+    assert_int_equal(worker_input_next(in, &t, &n, &err), 1);
     assert_int_equal(n, wlen);
     assert_memory_equal(t, want, wlen);
     assert_int_equal(t[n], 0);
@@ -31,16 +31,16 @@ static void expect_text(worker_input_t *in, const char *want, size_t wlen, long 
 static void expect_eof(worker_input_t *in) {
     const char *t;
     size_t n;
-    char err[256];
-    assert_int_equal(worker_input_next(in, &t, &n, err, sizeof(err)), 0);
+    common_err_t err;
+    assert_int_equal(worker_input_next(in, &t, &n, &err), 0);
 }
 
 static void test_plain(void **state) {
     static const char s[] = "first\r\nsecond\n\n  spaced  \nlast without newline";
     FILE *f = mem(s, sizeof(s) - 1);
     worker_input_t *in;
-    char err[256];
-    assert_int_equal(worker_input_open(f, 0, &in, err, sizeof(err)), 0);
+    common_err_t err;
+    assert_int_equal(worker_input_open(f, 0, &in, &err), 0);
     assert_int_equal(worker_input_line(in), 0);
     expect_text(in, "first", 5, 1);
     expect_text(in, "second", 6, 2);
@@ -60,11 +60,11 @@ static void test_plain_long_line(void **state) {
     memcpy(s + big, "\nab\n", 4);
     FILE *f = mem(s, big + 4);
     worker_input_t *in;
-    char err[256];
-    assert_int_equal(worker_input_open(f, 0, &in, err, sizeof(err)), 0);
+    common_err_t err;
+    assert_int_equal(worker_input_open(f, 0, &in, &err), 0);
     const char *t;
     size_t n;
-    assert_int_equal(worker_input_next(in, &t, &n, err, sizeof(err)), 1);
+    assert_int_equal(worker_input_next(in, &t, &n, &err), 1);
     assert_int_equal(n, big);
     assert_int_equal(t[big - 1], 'x');
     expect_text(in, "ab", 2, 2);
@@ -82,8 +82,8 @@ static void test_jsonl(void **state) {
                             "{\"text\": \"nul\\u0000inside\"}";
     FILE *f = mem(s, sizeof(s) - 1);
     worker_input_t *in;
-    char err[256];
-    assert_int_equal(worker_input_open(f, 1, &in, err, sizeof(err)), 0);
+    common_err_t err;
+    assert_int_equal(worker_input_open(f, 1, &in, &err), 0);
     expect_text(in, "hello \"world\"", 13, 1);
     expect_text(in, "caf\xc3\xa9\n2nd", 9, 4); /* empty lines skipped, numbering kept */
     expect_text(in, "nul\0inside", 10, 5);
@@ -95,15 +95,15 @@ static void test_jsonl(void **state) {
 static void expect_error(const char *s, const char *want_err) {
     FILE *f = mem(s, strlen(s));
     worker_input_t *in;
-    char err[256] = "";
+    common_err_t err;
     const char *t;
     size_t n;
-    assert_int_equal(worker_input_open(f, 1, &in, err, sizeof(err)), 0);
+    assert_int_equal(worker_input_open(f, 1, &in, &err), 0);
     int rc;
-    while ((rc = worker_input_next(in, &t, &n, err, sizeof(err))) == 1) {
+    while ((rc = worker_input_next(in, &t, &n, &err)) == 1) {
     }
     assert_int_equal(rc, -1);
-    if (!strstr(err, want_err)) fail_msg("error '%s' lacks '%s'", err, want_err);
+    if (!strstr(err.message, want_err)) fail_msg("error '%s' lacks '%s'", err.message, want_err);
     worker_input_free(in);
     fclose(f);
 }

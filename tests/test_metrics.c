@@ -332,8 +332,8 @@ static void test_http_endpoints(void **state) {
     worker_metrics_reset(&m);
     worker_metrics_info_t info = {"cpu", "fp32", "clinc150-bert-mini", "h:2"};
     worker_http_t *h = NULL;
-    char err[256];
-    assert_int_equal(worker_http_start("127.0.0.1", 0, &m, &info, &h, err, sizeof(err)), 0);
+    common_err_t err;
+    assert_int_equal(worker_http_start("127.0.0.1", 0, &m, &info, &h, &err), 0);
     int port = worker_http_port(h);
     assert_true(port > 0);
 
@@ -379,9 +379,10 @@ static void test_http_endpoints(void **state) {
 
     /* the port is taken now: a second server cannot bind it */
     worker_http_t *h2 = NULL;
-    assert_int_equal(worker_http_start("127.0.0.1", port, &m, NULL, &h2, err, sizeof(err)), 1);
+    assert_int_equal(worker_http_start("127.0.0.1", port, &m, NULL, &h2, &err), COMMON_FATAL);
     assert_null(h2);
-    assert_non_null(strstr(err, "--http-port"));
+    char line[COMMON_ERR_LINE_MAX];
+    assert_non_null(strstr(common_err_line(&err, line, sizeof line), "pick another --http-port"));
     worker_http_stop(h);
     /* stopped: nothing listens any more */
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -394,12 +395,12 @@ static void test_http_endpoints(void **state) {
 static void test_http_bad_address(void **state) {
     (void)state;
     worker_http_t *h = NULL;
-    char err[256];
-    assert_int_equal(worker_http_start("not-an-ip", 9090, &m, NULL, &h, err, sizeof(err)), 2);
+    common_err_t err;
+    assert_int_equal(worker_http_start("not-an-ip", 9090, &m, NULL, &h, &err), COMMON_USAGE);
     assert_null(h);
-    assert_non_null(strstr(err, "--http-addr"));
+    assert_non_null(strstr(err.message, "--http-addr"));
     /* IPv6 loopback works where the host has it; either way no crash and no leak */
-    if (worker_http_start("::1", 0, &m, NULL, &h, err, sizeof(err)) == 0) {
+    if (worker_http_start("::1", 0, &m, NULL, &h, &err) == 0) {
         assert_true(worker_http_port(h) > 0);
         worker_http_stop(h);
     }

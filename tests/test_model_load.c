@@ -101,7 +101,7 @@ static void expect_tok_refused(const char *dir, const char *what) {
     char p[512];
     common_err_t err;
     worker_tok_config_t tok;
-    int rc = worker_tok_config_read(dir, &tok, err.message, sizeof err.message);
+    int rc = worker_tok_config_read(dir, &tok, &err);
     printf("  %-22s -> %s\n", "tokenizer_config.json", err.message);
     assert_int_not_equal(rc, 0);
     path_of(p, sizeof p, dir, "tokenizer_config.json");
@@ -415,7 +415,7 @@ static void test_variants(void **state) {
     if (rc) printf("%s\n", err.message);
     assert_int_equal(rc, 0);
     worker_tok_config_t tok;
-    assert_int_equal(worker_tok_config_read(dir, &tok, err.message, sizeof err.message), 0);
+    assert_int_equal(worker_tok_config_read(dir, &tok, &err), 0);
     assert_int_equal(tok.lower, 1); /* no tokenizer_config.json: BERT uncased */
     assert_int_equal(m->cfg.num_labels, 151);
     assert_string_equal(m->cfg.id2label[150], "LABEL_150");
@@ -433,7 +433,7 @@ static void test_variants(void **state) {
     gpu_model_free(m);
     new_case(dir, sizeof dir, NULL);
     write_file(dir, "tokenizer_config.json", "{\"do_lower_case\": false}", 24, NULL, 0);
-    assert_int_equal(worker_tok_config_read(dir, &tok, err.message, sizeof err.message), 0);
+    assert_int_equal(worker_tok_config_read(dir, &tok, &err), 0);
     assert_int_equal(tok.lower, 0);
     assert_int_equal(tok.strip_accents, 0); /* absent: as do_lower_case */
     assert_int_equal(tok.chinese_chars, 1);
@@ -442,14 +442,14 @@ static void test_variants(void **state) {
                                "\"tokenize_chinese_chars\": false}";
     new_case(dir, sizeof dir, NULL);
     write_file(dir, "tokenizer_config.json", opts, sizeof opts - 1, NULL, 0);
-    assert_int_equal(worker_tok_config_read(dir, &tok, err.message, sizeof err.message), 0);
+    assert_int_equal(worker_tok_config_read(dir, &tok, &err), 0);
     assert_int_equal(tok.lower, 1);
     assert_int_equal(tok.strip_accents, 0);
     assert_int_equal(tok.chinese_chars, 0);
     static const char null_sa[] = "{\"do_lower_case\": false, \"strip_accents\": null}";
     new_case(dir, sizeof dir, NULL);
     write_file(dir, "tokenizer_config.json", null_sa, sizeof null_sa - 1, NULL, 0);
-    assert_int_equal(worker_tok_config_read(dir, &tok, err.message, sizeof err.message), 0);
+    assert_int_equal(worker_tok_config_read(dir, &tok, &err), 0);
     assert_int_equal(tok.strip_accents, 0);
     gpu_model_free(ref);
 }

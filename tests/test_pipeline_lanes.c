@@ -60,12 +60,13 @@ static int wait_queued(int lane, long n, int limit_s) {
 
 typedef struct {
     worker_run_cfg_t cfg;
+    common_err_t e;
     int rc;
 } worker_t;
 
 static void *run_thread(void *arg) {
     worker_t *w = arg;
-    w->rc = worker_pipeline_run(&w->cfg);
+    w->rc = worker_pipeline_run(&w->cfg, &w->e);
     return NULL;
 }
 

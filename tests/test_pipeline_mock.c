@@ -27,8 +27,9 @@ static void test_one_worker_exactly_n(void **state) {
     const int n = 1500;
     produce_job("t1", "job-one", n);
     worker_run_cfg_t cfg;
+    common_err_t e;
     cfg_for(&cfg, "t1", "g1", 4);
-    assert_int_equal(worker_pipeline_run(&cfg), 0);
+    assert_int_equal(worker_pipeline_run(&cfg, &e), 0);
     assert_int_equal(db_long("SELECT count(*) FROM ticket_results WHERE job_id=$1", "job-one"), n);
     assert_int_equal(db_long("SELECT done FROM jobs WHERE job_id=$1", "job-one"), n);
     assert_int_equal(db_long("SELECT total FROM jobs WHERE job_id=$1", "job-one"), n);
@@ -38,19 +39,20 @@ static void test_one_worker_exactly_n(void **state) {
         1);
     assert_int_equal(group_lag("t1", "g1"), 0);
     /* a second run of the same group finds nothing left and writes nothing */
-    assert_int_equal(worker_pipeline_run(&cfg), 0);
+    assert_int_equal(worker_pipeline_run(&cfg, &e), 0);
     assert_int_equal(db_long("SELECT count(*) FROM ticket_results WHERE job_id=$1", "job-one"), n);
 }
 
 typedef struct {
     worker_run_cfg_t cfg;
     worker_pipeline_stats_t st;
+    common_err_t e;
     int rc;
 } worker_t;
 
 static void *run_thread(void *arg) {
     worker_t *w = arg;
-    w->rc = worker_pipeline_run_ex(&w->cfg, &w->st);
+    w->rc = worker_pipeline_run_ex(&w->cfg, &w->st, &w->e);
     return NULL;
 }
 
@@ -144,7 +146,7 @@ static void test_decode_order_per_partition(void **state) {
     cfg_for(&cfg, "t3", "g3", 4);
     cfg.cls.threads = 4;
     worker_pipeline_stats_t st;
-    assert_int_equal(worker_pipeline_run_ex(&cfg, &st), 0);
+    assert_int_equal(worker_pipeline_run_ex(&cfg, &st, &e), 0);
     assert_int_equal(st.dead_letters, PARTS * (per_part / every));
     assert_int_equal(db_long("SELECT count(*) FROM ticket_results WHERE job_id=$1", "job-order"),
                      n_good);
@@ -209,8 +211,9 @@ static void test_slow_fetch_is_not_idle(void **state) {
                          RD_KAFKA_RESP_ERR_NO_ERROR, 2500, RD_KAFKA_RESP_ERR_NO_ERROR, 2500),
                      0);
     worker_run_cfg_t cfg;
+    common_err_t e;
     cfg_for(&cfg, "t5", "g5", 1);
-    assert_int_equal(worker_pipeline_run(&cfg), 0);
+    assert_int_equal(worker_pipeline_run(&cfg, &e), 0);
     assert_int_equal(group_lag("t5", "g5"), 0);
     bootstrap = shared;
     rd_kafka_mock_cluster_destroy(mc);

@@ -21,9 +21,9 @@
 static worker_tok_t *tok;
 
 static int setup(void **state) {
-    char err[512];
-    if (worker_tok_init(RECLASS_DEMO_MODEL "/vocab.txt", NULL, &tok, err, sizeof(err)) != 0) {
-        fprintf(stderr, "%s\n", err);
+    common_err_t err;
+    if (worker_tok_init(RECLASS_DEMO_MODEL "/vocab.txt", NULL, &tok, &err) != 0) {
+        common_err_print(stderr, &err);
         return -1;
     }
     return 0;
@@ -273,7 +273,7 @@ static void test_random_bytes(void **state) {
  * null: as lower; tokenize_chinese_chars absent: true). Both paths must match every row. */
 static void check_hex_fixture(const char *path, int want_rows) {
     worker_tok_t *toks[8] = {NULL}; /* by setting: lower | strip << 1 | cjk << 2 */
-    char err[256];
+    common_err_t err;
     FILE *f = fopen(path, "r");
     assert_non_null(f);
     char *line = NULL, *bytes = NULL;
@@ -304,9 +304,8 @@ static void check_hex_fixture(const char *path, int want_rows) {
         if (jc) o.chinese_chars = json_is_true(jc);
         int k = o.lower | o.strip_accents << 1 | o.chinese_chars << 2;
         if (!toks[k])
-            assert_int_equal(
-                worker_tok_init(RECLASS_DEMO_MODEL "/vocab.txt", &o, &toks[k], err, sizeof(err)),
-                0);
+            assert_int_equal(worker_tok_init(RECLASS_DEMO_MODEL "/vocab.txt", &o, &toks[k], &err),
+                             0);
         rows++;
         int row_ok = 1;
         for (int general = 0; general <= 1; general++) {
@@ -350,11 +349,11 @@ static void test_options_fixture(void **state) {
 }
 
 static void test_custom_vocab(void **state) {
-    char err[256] = "";
+    common_err_t err;
     worker_tok_t *t = (worker_tok_t *)1;
-    assert_int_equal(worker_tok_init("/nonexistent/vocab.txt", NULL, &t, err, sizeof(err)), -1);
+    assert_int_equal(worker_tok_init("/nonexistent/vocab.txt", NULL, &t, &err), COMMON_USAGE);
     assert_null(t);
-    assert_non_null(strstr(err, "/nonexistent/vocab.txt"));
+    assert_non_null(strstr(err.message, "/nonexistent/vocab.txt"));
 
     char path[] = "/tmp/reclass_vocab_XXXXXX";
     int fd = mkstemp(path);
@@ -362,14 +361,14 @@ static void test_custom_vocab(void **state) {
     FILE *f = fdopen(fd, "w");
     fputs("[PAD]\n[UNK]\n[CLS]\nhello\n", f); /* no [SEP] */
     fclose(f);
-    assert_int_equal(worker_tok_init(path, NULL, &t, err, sizeof(err)), -1);
-    assert_non_null(strstr(err, "[SEP]"));
+    assert_int_equal(worker_tok_init(path, NULL, &t, &err), COMMON_USAGE);
+    assert_non_null(strstr(err.message, "[SEP]"));
 
     /* CRLF lines, ids = line numbers, a later duplicate wins (as HF's loader). */
     f = fopen(path, "w");
     fputs("[PAD]\r\n[UNK]\r\n[CLS]\r\n[SEP]\r\nhello\r\n##s\r\nhello\r\n", f);
     fclose(f);
-    assert_int_equal(worker_tok_init(path, NULL, &t, err, sizeof(err)), 0);
+    assert_int_equal(worker_tok_init(path, NULL, &t, &err), 0);
     assert_int_equal(worker_tok_vocab_size(t), 7);
     worker_ids_t ids = {0};
     assert_int_equal(worker_tok_encode(t, "Hellos HELLO x", 14, 0, &ids), 0);
@@ -384,7 +383,7 @@ static void test_custom_vocab(void **state) {
           "##\xf0\x9d\x85\xa5\xf0\x9d\x85\xad\n",
           f);
     fclose(f);
-    assert_int_equal(worker_tok_init(path, NULL, &t, err, sizeof(err)), 0);
+    assert_int_equal(worker_tok_init(path, NULL, &t, &err), 0);
     const char *marks[] = {"x\xf0\x9d\x85\xad\xf0\x9d\x85\xa5",
                            "x\xf0\x9d\x85\xad\xcc\x81\xf0\x9d\x85\xa5",
                            "X\xf0\x9d\x85\xa5\xf0\x9d\x85\xad"};

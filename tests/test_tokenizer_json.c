@@ -44,17 +44,19 @@ static void show(const char *what, const char *text, const worker_ids_t *got, co
  * min_texts: how many at least; trunc: the goldens hold the truncated ids too. */
 static void check_golden(const char *sub, const char *name, const char *texts_file, int min_texts,
                          int trunc) {
-    char dir[512], gold[512], tpath[512], err[512];
+    char dir[512], gold[512], tpath[512];
+    common_err_t err;
     snprintf(dir, sizeof dir, "%s/%s%s", TOKS, sub, name);
     snprintf(gold, sizeof gold, "%s/golden/%s.jsonl", TOKS, name);
     snprintf(tpath, sizeof tpath, "%s/golden/%s", TOKS, texts_file);
     worker_tok_t *tok = NULL;
-    if (worker_tok_load_dir(dir, 0, &tok, err, sizeof err) != 0) fail_msg("%s", err);
+    if (worker_tok_load_dir(dir, 0, &tok, &err) != COMMON_OK) fail_msg("%s", err.message);
     /* A BERT-shaped file runs on the vocab.txt tokenizer: check the general pipeline too. */
     hf_tok_t *general = NULL;
     char json[600];
     snprintf(json, sizeof json, "%s/tokenizer.json", dir);
-    if (!tok->hf && hf_tok_load_file(json, &general, err, sizeof err) != 0) fail_msg("%s", err);
+    if (!tok->hf && hf_tok_load_file(json, &general, &err) != COMMON_OK)
+        fail_msg("%s", err.message);
     int exact_general = 0;
     worker_ids_t gids = {0};
     FILE *ft = fopen(tpath, "r"), *fg = fopen(gold, "r");
@@ -155,30 +157,39 @@ static void test_variants(void **state) {
     check_golden("variants/", "xlmr-first", "variant-texts.jsonl", 3900, 0);
 }
 
-/* Writes json as dir/tokenizer.json in a fresh directory and loads it. */
-static int load_text(const char *json, char *err, size_t errlen) {
-    char dir[] = "/tmp/reclass_tokjson_XXXXXX", path[64];
-    assert_non_null(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+/* Writes json as tokenizer.json in a fresh directory (sub: a directory made inside it, or
+ * NULL) and loads it with config.json's vocab_size (0: unchecked); the file's path into path. */
+static common_status_t load_text(const char *json, const char *sub, int vocab_size, char *path,
+                                 size_t pathlen, common_err_t *err) {
+    char top[] = "/tmp/reclass_tokjson_XXXXXX", dir[512];
+    assert_non_null(mkdtemp(top));
+    snprintf(dir, sizeof dir, "%s%s%s", top, sub ? "/" : "", sub ? sub : "");
+    if (sub) assert_int_equal(mkdir(dir, 0700), 0);
+    snprintf(path, pathlen, "%s/tokenizer.json", dir);
     FILE *f = fopen(path, "w");
     assert_non_null(f);
     fputs(json, f);
     fclose(f);
     worker_tok_t *tok = NULL;
-    int rc = worker_tok_load_dir(dir, 0, &tok, err, errlen);
+    common_status_t rc = worker_tok_load_dir(dir, vocab_size, &tok, err);
     worker_tok_free(tok);
     unlink(path);
-    rmdir(dir);
+    if (sub) rmdir(dir);
+    rmdir(top);
     return rc;
 }
 
 #define WP_MODEL                                                                                   \
     "\"model\":{\"type\":\"WordPiece\",\"unk_token\":\"[UNK]\",\"vocab\":{\"[UNK]\":0,\"a\":1}}"
 
+/* Refused as a usage error whose printed line (common_err_print's) names the file and needle. */
 static void expect_refused(const char *json, const char *needle) {
-    char err[512] = "";
-    assert_int_equal(load_text(json, err, sizeof err), -1);
-    if (!strstr(err, needle)) fail_msg("error \"%s\" does not name \"%s\"", err, needle);
+    common_err_t err;
+    char path[600], line[COMMON_ERR_LINE_MAX];
+    assert_int_equal(load_text(json, NULL, 0, path, sizeof path, &err), COMMON_USAGE);
+    common_err_line(&err, line, sizeof line);
+    if (!strstr(line, needle)) fail_msg("error \"%s\" does not name \"%s\"", line, needle);
+    if (!strstr(line, path)) fail_msg("error \"%s\" does not name \"%s\"", line, path);
 }
 
 static void test_load_errors(void **state) {
@@ -226,11 +237,10 @@ static void test_load_errors(void **state) {
 /* A directory without tokenizer.json loads vocab.txt as before; vocab_size is still checked. */
 static void test_fallback_and_vocab_size(void **state) {
     (void)state;
-    char err[512];
+    common_err_t err;
     worker_tok_t *a = NULL, *b = NULL;
-    assert_int_equal(worker_tok_load_dir(RECLASS_DEMO_MODEL, 0, &a, err, sizeof err), 0);
-    assert_int_equal(worker_tok_init(RECLASS_DEMO_MODEL "/vocab.txt", NULL, &b, err, sizeof err),
-                     0);
+    assert_int_equal(worker_tok_load_dir(RECLASS_DEMO_MODEL, 0, &a, &err), 0);
+    assert_int_equal(worker_tok_init(RECLASS_DEMO_MODEL "/vocab.txt", NULL, &b, &err), 0);
     worker_ids_t x = {0}, y = {0};
     const char *text = "Can I change my PIN at an ATM? caf\xc3\xa9 [MASK]";
     assert_int_equal(worker_tok_encode(a, text, strlen(text), 0, &x), 0);
@@ -242,11 +252,30 @@ static void test_fallback_and_vocab_size(void **state) {
     worker_tok_free(a);
     worker_tok_free(b);
     worker_tok_t *t = NULL;
-    assert_int_equal(worker_tok_load_dir(TOKS "/roberta-bpe", 100, &t, err, sizeof err), -1);
-    assert_non_null(strstr(err, "vocab_size is 100"));
-    assert_int_equal(worker_tok_load_dir(TOKS "/roberta-bpe", 8000, &t, err, sizeof err), 0);
+    assert_int_equal(worker_tok_load_dir(TOKS "/roberta-bpe", 100, &t, &err), COMMON_USAGE);
+    assert_non_null(strstr(err.message, "vocab_size is 100"));
+    assert_int_equal(worker_tok_load_dir(TOKS "/roberta-bpe", 8000, &t, &err), 0);
     assert_int_equal(worker_tok_vocab_size(t), 8000);
     worker_tok_free(t);
+}
+
+/* A tokenizer.json under a long directory with more ids than config.json's vocab_size: the
+ * printed line holds the whole path, the reason and what to do (one 256-byte text cut it). */
+static void test_long_path_whole(void **state) {
+    (void)state;
+    char sub[151], path[600], line[COMMON_ERR_LINE_MAX];
+    memset(sub, 'd', sizeof sub - 1);
+    sub[sizeof sub - 1] = '\0';
+    common_err_t err;
+    assert_int_equal(load_text("{" WP_MODEL "}", sub, 1, path, sizeof path, &err), COMMON_USAGE);
+    common_err_line(&err, line, sizeof line);
+    printf("  %s\n", line);
+    char want[800];
+    snprintf(want, sizeof want,
+             "%s has ids up to 1, config.json's vocab_size is 1 (the extra ids have no embedding); "
+             "use the tokenizer the checkpoint was trained with",
+             path);
+    assert_string_equal(line, want);
 }
 
 int main(void) {
@@ -258,6 +287,7 @@ int main(void) {
         cmocka_unit_test(test_variants),
         cmocka_unit_test(test_load_errors),
         cmocka_unit_test(test_fallback_and_vocab_size),
+        cmocka_unit_test(test_long_path_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -64,10 +64,10 @@ int main(int argc, char **argv) {
     if (repeat < 1) repeat = 1;
     double *t = malloc(sizeof(double) * (size_t)repeat);
     for (int d = 3; d < argc; d++) {
-        char err[1024];
+        common_err_t err;
         worker_tok_t *tok = NULL;
-        if (worker_tok_load_dir(argv[d], 0, &tok, err, sizeof err) != 0) {
-            fprintf(stderr, "tok_speed: %s\n", err);
+        if (worker_tok_load_dir(argv[d], 0, &tok, &err) != 0) {
+            fprintf(stderr, "tok_speed: %s\n", err.message);
             return 2;
         }
         worker_ids_t ids = {0};

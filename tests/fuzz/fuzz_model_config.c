@@ -78,8 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     worker_tok_config_t tok;
     err.message[0] = '\0';
-    if (worker_tok_config_parse((const char *)data, size, "tokenizer_config.json", &tok,
-                                err.message, sizeof err.message) == 0)
+    if (worker_tok_config_parse((const char *)data, size, "tokenizer_config.json", &tok, &err) == 0)
         FUZZ_CHECK((tok.lower == 0 || tok.lower == 1) &&
                    (tok.strip_accents == 0 || tok.strip_accents == 1) &&
                    (tok.chinese_chars == 0 || tok.chinese_chars == 1));

@@ -12,16 +12,16 @@ static void stdin_read_all(const uint8_t *data, size_t size, int jsonl) {
     FILE *f = fmemopen((void *)data, size, "rb");
     if (!f) return;
     worker_input_t *in;
-    char err[512] = "";
-    FUZZ_CHECK(worker_input_open(f, jsonl, &in, err, sizeof(err)) == 0);
+    common_err_t err = {0};
+    FUZZ_CHECK(worker_input_open(f, jsonl, &in, &err) == 0);
     const char *text;
     size_t len;
     int rc;
-    while ((rc = worker_input_next(in, &text, &len, err, sizeof(err))) == 1) {
+    while ((rc = worker_input_next(in, &text, &len, &err)) == 1) {
         FUZZ_CHECK(text[len] == '\0');
         FUZZ_CHECK(worker_input_line(in) >= 1);
     }
-    FUZZ_CHECK(rc == 0 || (rc == -1 && err[0]));
+    FUZZ_CHECK(rc == 0 || (rc == -1 && err.message[0]));
     worker_input_free(in);
     fclose(f);
 }

@@ -14,12 +14,12 @@ static int32_t sp_cls, sp_sep;
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     const char *vocab = getenv("RECLASS_FUZZ_VOCAB");
     if (!vocab) vocab = RECLASS_SOURCE_DIR "/deploy/models/clinc150-bert-mini/vocab.txt";
-    char err[512];
+    common_err_t err;
     for (int o = 0; o < 8; o++) {
         worker_tok_config_t opts = {
             .lower = o & 1, .strip_accents = (o >> 1) & 1, .chinese_chars = (o >> 2) & 1};
-        if (worker_tok_init(vocab, &opts, &toks[o], err, sizeof(err)) != 0) {
-            fprintf(stderr, "fuzz_tokenizer: %s\n", err);
+        if (worker_tok_init(vocab, &opts, &toks[o], &err) != 0) {
+            fprintf(stderr, "fuzz_tokenizer: %s\n", err.message);
             abort();
         }
     }

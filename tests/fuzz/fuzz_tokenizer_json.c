@@ -16,11 +16,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
     static const char *names[3] = {"bert-wordpiece", "roberta-bpe", "xlmr-unigram"};
-    char err[512], dir[1024];
+    common_err_t err;
+    char dir[1024];
     for (int i = 0; i < 3; i++) {
         snprintf(dir, sizeof dir, "%s/tests/fixtures/tokenizers/%s", RECLASS_SOURCE_DIR, names[i]);
-        if (worker_tok_load_dir(dir, 0, &toks[i], err, sizeof err) != 0) {
-            fprintf(stderr, "fuzz_tokenizer_json: %s\n", err);
+        if (worker_tok_load_dir(dir, 0, &toks[i], &err) != 0) {
+            fprintf(stderr, "fuzz_tokenizer_json: %s\n", err.message);
             abort();
         }
         worker_ids_t ids = {0};
@@ -43,12 +44,13 @@ static void check_ids(const worker_tok_t *tok, const worker_ids_t *ids, int max_
 
 static void encode_file(const uint8_t *data, size_t size) {
     const char *path = fuzz_write_tmp("tokenizer.json", data, size);
-    char dir[4096], err[512] = "";
+    char dir[4096];
+    common_err_t err = {0};
     snprintf(dir, sizeof dir, "%s", path);
     *strrchr(dir, '/') = 0;
     worker_tok_t *tok = NULL;
-    if (worker_tok_load_dir(dir, 0, &tok, err, sizeof err) != 0) {
-        FUZZ_CHECK(err[0] != 0 && tok == NULL);
+    if (worker_tok_load_dir(dir, 0, &tok, &err) != 0) {
+        FUZZ_CHECK(err.message[0] != 0 && tok == NULL);
         return;
     }
     static const char *texts[] = {"", "Hello world!", "  caf\xc3\xa9  \xe4\xbd\xa0\xe5\xa5\xbd ",

@@ -185,7 +185,7 @@ long group_lag(const char *topic, const char *group) {
 }
 
 void cfg_for(worker_run_cfg_t *cfg, const char *topic, const char *group, int idle) {
-    char err[256];
+    common_err_t err;
     char *argv[] = {"run",
                     "--db",
                     db_url,
@@ -194,7 +194,7 @@ void cfg_for(worker_run_cfg_t *cfg, const char *topic, const char *group, int id
                     "--schemas",
                     RECLASS_SOURCE_DIR "/consumers/schemas",
                     NULL};
-    assert_int_equal(worker_run_cfg_parse(cfg, 7, argv, err, sizeof(err)), 0);
+    assert_int_equal(worker_run_cfg_parse(cfg, 7, argv, &err), 0);
     cfg->brokers = bootstrap;
     cfg->topic = topic;
     cfg->n_topics = 0; /* the one topic above, not the parsed list */

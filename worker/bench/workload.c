@@ -29,14 +29,13 @@ void worker_workload_free(worker_workload_t *w) {
     free(w);
 }
 
-int worker_workload_tickets_mix(long n, uint64_t seed, int max_len, int vocab_size,
-                                worker_workload_t **out, char *err, size_t errlen) {
+common_status_t worker_workload_tickets_mix(long n, uint64_t seed, int max_len, int vocab_size,
+                                            worker_workload_t **out, common_err_t *e) {
     *out = NULL;
     int id_hi = vocab_size < 30000 ? vocab_size : 30000;
-    if (id_hi <= 1000 || max_len < 2) {
-        return common_errf(2, err, errlen,
-                           "tickets-mix needs a vocabulary above 1000 ids and max length >= 2");
-    }
+    if (id_hi <= 1000 || max_len < 2)
+        return common_err_set(e, COMMON_USAGE,
+                              "tickets-mix needs a vocabulary above 1000 ids and max length >= 2");
     worker_workload_t *w = calloc(1, sizeof(*w));
     if (!w || !(w->off = malloc((size_t)(n + 1) * sizeof(long)))) goto oom;
     uint64_t s = seed * 0x2545f4914f6cdd1dULL + 1;
@@ -66,10 +65,10 @@ int worker_workload_tickets_mix(long n, uint64_t seed, int max_len, int vocab_si
         t[len - 1] = 102;
     }
     *out = w;
-    return 0;
+    return COMMON_OK;
 oom:
     worker_workload_free(w);
-    return common_errf(1, err, errlen, "out of memory for %ld tickets", n);
+    return common_err_set(e, COMMON_FATAL, "out of memory for %ld tickets", n);
 }
 
 /* Appends to a growable array; returns 0 or -1. */
@@ -85,20 +84,19 @@ static int grow(void **p, long *cap, long need, size_t elem) {
     return 0;
 }
 
-int worker_workload_load(const char *path, int max_len, int vocab_size, worker_workload_t **out,
-                         char *err, size_t errlen) {
+common_status_t worker_workload_load(const char *path, int max_len, int vocab_size,
+                                     worker_workload_t **out, common_err_t *e) {
     *out = NULL;
     FILE *f = fopen(path, "r");
-    if (!f) {
-        return common_errf(2, err, errlen,
-                           "cannot open workload %s: use a JSONL file or tickets-mix", path);
-    }
+    if (!f)
+        return common_err_set(e, COMMON_USAGE,
+                              "cannot open workload %s: use a JSONL file or tickets-mix", path);
     worker_workload_t *w = calloc(1, sizeof(*w));
     char *line = NULL;
     size_t line_cap = 0;
     long off_cap = 0, toff_cap = 0, text_cap = 0, lineno = 0;
     int kind = 0; /* 1 ids, 2 text */
-    int rc = 1;
+    common_status_t rc = COMMON_FATAL;
     if (!w) goto fail_oom;
     ssize_t got;
     while ((got = getline(&line, &line_cap, f)) != -1) {
@@ -113,14 +111,13 @@ int worker_workload_load(const char *path, int max_len, int vocab_size, worker_w
         json_t *text = o && json_is_object(o) ? json_object_get(o, "text") : NULL;
         int this_kind = json_is_array(ids) ? 1 : json_is_string(text) ? 2 : 0;
         if (!this_kind || (kind && this_kind != kind)) {
-            snprintf(err, errlen,
-                     this_kind ? "%s line %ld: mixes {\"ids\"} and {\"text\"} lines: use one "
-                                 "kind per file"
-                               : "%s line %ld: not a JSON object with an \"ids\" array or a "
-                                 "\"text\" string",
-                     path, lineno);
+            rc = common_err_set(e, COMMON_USAGE,
+                                this_kind ? "%s line %ld: mixes {\"ids\"} and {\"text\"} lines: "
+                                            "use one kind per file"
+                                          : "%s line %ld: not a JSON object with an \"ids\" array "
+                                            "or a \"text\" string",
+                                path, lineno);
             json_decref(o);
-            rc = 2;
             goto fail;
         }
         kind = this_kind;
@@ -129,9 +126,8 @@ int worker_workload_load(const char *path, int max_len, int vocab_size, worker_w
         if (kind == 1) {
             long len = (long)json_array_size(ids);
             if (len < 1) {
-                snprintf(err, errlen, "%s line %ld: \"ids\" is empty", path, lineno);
+                rc = common_err_set(e, COMMON_USAGE, "%s line %ld: \"ids\" is empty", path, lineno);
                 json_decref(o);
-                rc = 2;
                 goto fail;
             }
             long keep = len > max_len ? max_len : len;
@@ -143,12 +139,11 @@ int worker_workload_load(const char *path, int max_len, int vocab_size, worker_w
                 json_t *v = json_array_get(ids, j == keep - 1 ? len - 1 : j);
                 json_int_t x = json_is_integer(v) ? json_integer_value(v) : -1;
                 if (x < 0 || x >= vocab_size) {
-                    snprintf(err, errlen,
-                             "%s line %ld: \"ids\"[%ld] is not an integer in 0..%d (the "
-                             "model's vocabulary)",
-                             path, lineno, j, vocab_size - 1);
+                    rc = common_err_set(e, COMMON_USAGE,
+                                        "%s line %ld: \"ids\"[%ld] is not an integer in 0..%d (the "
+                                        "model's vocabulary)",
+                                        path, lineno, j, vocab_size - 1);
                     json_decref(o);
-                    rc = 2;
                     goto fail;
                 }
                 t[j] = (int32_t)x;
@@ -170,12 +165,11 @@ int worker_workload_load(const char *path, int max_len, int vocab_size, worker_w
         w->n++;
     }
     if (ferror(f)) {
-        snprintf(err, errlen, "reading %s failed", path);
+        rc = common_err_set(e, COMMON_FATAL, "reading %s failed", path);
         goto fail;
     }
     if (w->n == 0) {
-        snprintf(err, errlen, "%s holds no tickets", path);
-        rc = 2;
+        rc = common_err_set(e, COMMON_USAGE, "%s holds no tickets", path);
         goto fail;
     }
     w->is_text = kind == 2;
@@ -187,14 +181,10 @@ int worker_workload_load(const char *path, int max_len, int vocab_size, worker_w
     free(line);
     fclose(f);
     *out = w;
-    return 0;
+    return COMMON_OK;
 fail_oom_json:
-    snprintf(err, errlen, "out of memory loading %s", path);
-    rc = 1;
-    goto fail;
 fail_oom:
-    snprintf(err, errlen, "out of memory loading %s", path);
-    rc = 1;
+    rc = common_err_set(e, COMMON_FATAL, "out of memory loading %s", path);
 fail:
     free(line);
     fclose(f);

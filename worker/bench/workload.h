@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/err.h"
 #include "worker/text/tokenizer.h"
 
 typedef struct {
@@ -22,14 +23,15 @@ typedef struct {
 /* The synthetic mix: n tickets (20,000 for "tickets-mix"), seeded. With probability 0.9 a
  * length of clip(round(exp(N(ln 60, 0.8))), 8, 512), else uniform in 448..512; lengths above
  * max_len are clipped to it. Ids: 101, uniform in [1000, min(30000, vocab)), ..., 102. */
-int worker_workload_tickets_mix(long n, uint64_t seed, int max_len, int vocab_size,
-                                worker_workload_t **out, char *err, size_t errlen);
+common_status_t worker_workload_tickets_mix(long n, uint64_t seed, int max_len, int vocab_size,
+                                            worker_workload_t **out, common_err_t *e);
 
 /* Loads FILE.jsonl: every line {"ids": [...]} or every line {"text": "..."} (blank lines are
  * skipped). Ids must lie in [0, vocab_size); longer than max_len keeps the first max_len - 1
- * and the last id. Returns 0, 2 with err naming the line (bad input), or 1 (I/O, memory). */
-int worker_workload_load(const char *path, int max_len, int vocab_size, worker_workload_t **out,
-                         char *err, size_t errlen);
+ * and the last id. Returns COMMON_OK; COMMON_USAGE with e naming the line (bad input);
+ * COMMON_FATAL (a read error, no memory). */
+common_status_t worker_workload_load(const char *path, int max_len, int vocab_size,
+                                     worker_workload_t **out, common_err_t *e);
 
 /* Tokenizes a text workload into ids/off (truncating at max_len). Allocates ids once, on
  * the first call; later calls reuse it. Returns 0 or -1 (out of memory). */

@@ -10,10 +10,7 @@ common_status_t cls_session_load_tokenizer(cls_session_t *s, common_err_t *err) 
         return common_err_set(err, COMMON_USAGE,
                               "texts need a --model DIR with a tokenizer; a --geometry model has "
                               "none (give token ids instead)");
-    char why[512]; /* the tokenizer's loader words its failure as text */
-    if (worker_tok_load_dir(s->model->dir, s->model->cfg.vocab_size, &s->tok, why, sizeof why))
-        return common_err_set(err, COMMON_USAGE, "%s", why);
-    return COMMON_OK;
+    return worker_tok_load_dir(s->model->dir, s->model->cfg.vocab_size, &s->tok, err);
 }
 
 static common_status_t session_open(cls_session_t *s, int tokenizer, common_err_t *err) {

@@ -24,24 +24,23 @@ int worker_cli_long(const char *s, long lo, long hi, long *out) {
 }
 
 /* Sets o's variable from val; from names where val came from (--flag or the variable). 0, or
- * 2 with err. */
-static common_status_t cli_set(const cli_opt_t *o, const char *val, const char *from, char *err,
-                               size_t errlen) {
+ * COMMON_USAGE with e. */
+static common_status_t cli_set(const cli_opt_t *o, const char *val, const char *from,
+                               common_err_t *e) {
     long v;
     switch (o->kind) {
     case CLI_FLAG:
         *(int *)o->dst = 1;
         return 0;
     case CLI_STR:
-        if (!*val)
-            return common_errf(COMMON_USAGE, err, errlen, "%s is empty: give it a value", from);
+        if (!*val) return common_err_set(e, COMMON_USAGE, "%s is empty: give it a value", from);
         *(const char **)o->dst = val;
         return 0;
     case CLI_INT:
     case CLI_LONG:
         if (worker_cli_long(val, o->lo, o->hi, &v) != 0)
-            return common_errf(COMMON_USAGE, err, errlen, "%s: '%s' is not an integer in %ld..%ld",
-                               from, val, o->lo, o->hi);
+            return common_err_set(e, COMMON_USAGE, "%s: '%s' is not an integer in %ld..%ld", from,
+                                  val, o->lo, o->hi);
         if (o->kind == CLI_INT)
             *(int *)o->dst = (int)v;
         else
@@ -51,11 +50,10 @@ static common_status_t cli_set(const cli_opt_t *o, const char *val, const char *
     case CLI_KV: {
         cli_list_t *l = (cli_list_t *)o->dst;
         if (o->kind == CLI_KV && !strchr(val, '='))
-            return common_errf(COMMON_USAGE, err, errlen, "%s needs KEY=VALUE", from);
-        if (!*val)
-            return common_errf(COMMON_USAGE, err, errlen, "%s is empty: give it a value", from);
+            return common_err_set(e, COMMON_USAGE, "%s needs KEY=VALUE", from);
+        if (!*val) return common_err_set(e, COMMON_USAGE, "%s is empty: give it a value", from);
         if (l->n == l->cap)
-            return common_errf(COMMON_USAGE, err, errlen, "at most %d %s values", l->cap, from);
+            return common_err_set(e, COMMON_USAGE, "at most %d %s values", l->cap, from);
         l->items[l->n++] = val;
         return 0;
     }
@@ -64,21 +62,21 @@ static common_status_t cli_set(const cli_opt_t *o, const char *val, const char *
 }
 
 /* The rows' defaults, each set as if given: one that does not parse (out of its row's range,
- * an empty string, ...) is a bug of the table, COMMON_BUG with err naming the option. */
-static common_status_t cli_defaults(const cli_opt_t *opts, char *err, size_t errlen) {
-    char why[256];
+ * an empty string, ...) is a bug of the table, COMMON_BUG with e naming the option. */
+static common_status_t cli_defaults(const cli_opt_t *opts, common_err_t *e) {
+    common_err_t why;
     for (const cli_opt_t *o = opts; o->name; o++)
-        if (o->def && cli_set(o, o->def, o->name, why, sizeof(why)))
-            return common_errf(COMMON_BUG, err, errlen, "the default of --%s: %s", o->name, why);
+        if (o->def && cli_set(o, o->def, o->name, &why))
+            return common_err_set(e, COMMON_BUG, "the default of --%s: %s", o->name, why.message);
     return COMMON_OK;
 }
 
 /* The environment's values: non-empty variables of the rows that name one. */
-static common_status_t cli_env(const cli_opt_t *opts, char *err, size_t errlen) {
+static common_status_t cli_env(const cli_opt_t *opts, common_err_t *e) {
     for (const cli_opt_t *o = opts; o->name; o++) {
         const char *v = o->env ? getenv(o->env) : NULL;
         if (!v || !*v) continue;
-        common_status_t rc = o->kind == CLI_FLAG ? COMMON_OK : cli_set(o, v, o->env, err, errlen);
+        common_status_t rc = o->kind == CLI_FLAG ? COMMON_OK : cli_set(o, v, o->env, e);
         if (rc) return rc;
         if (o->kind == CLI_FLAG) *(int *)o->dst = strcmp(v, "0") != 0;
     }
@@ -86,13 +84,12 @@ static common_status_t cli_env(const cli_opt_t *opts, char *err, size_t errlen) 
 }
 
 common_status_t worker_cli_parse_err(const char *cmd, int argc, char **argv, const cli_opt_t *opts,
-                                     void (*usage)(FILE *), int *first_arg, char *err,
-                                     size_t errlen) {
+                                     void (*usage)(FILE *), int *first_arg, common_err_t *e) {
     struct option lo[CLI_MAX_OPTS + 2];
     int n = 0;
     for (; opts[n].name; n++) {
         if (n == CLI_MAX_OPTS)
-            return common_errf(COMMON_BUG, err, errlen, "too many options for the parser");
+            return common_err_set(e, COMMON_BUG, "too many options for the parser");
         lo[n] = (struct option){opts[n].name,
                                 opts[n].kind == CLI_FLAG ? no_argument : required_argument, NULL,
                                 256 + n};
@@ -100,14 +97,14 @@ common_status_t worker_cli_parse_err(const char *cmd, int argc, char **argv, con
     lo[n] = (struct option){"help", no_argument, NULL, 'h'};
     lo[n + 1] = (struct option){NULL, 0, NULL, 0};
     /* the defaults first: --help prints them, so one that does not parse fails --help too */
-    common_status_t rc = cli_defaults(opts, err, errlen);
+    common_status_t rc = cli_defaults(opts, e);
     if (rc) return rc;
     for (int i = 1; i < argc; i++) /* --help wins over any usage error, the environment's too */
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return COMMON_DONE;
         }
-    if ((rc = cli_env(opts, err, errlen))) return rc;
+    if ((rc = cli_env(opts, e))) return rc;
     optind = 0; /* glibc: a full re-initialisation (argv[0] is the subcommand) */
     opterr = 0;
     int ch;
@@ -117,31 +114,29 @@ common_status_t worker_cli_parse_err(const char *cmd, int argc, char **argv, con
             return COMMON_DONE;
         }
         if (ch == ':')
-            return common_errf(COMMON_USAGE, err, errlen, "%s needs a value (see --help)",
-                               argv[optind - 1]);
+            return common_err_set(e, COMMON_USAGE, "%s needs a value (see --help)",
+                                  argv[optind - 1]);
         if (ch < 256 || ch >= 256 + n)
-            return common_errf(COMMON_USAGE, err, errlen,
-                               "unknown option '%s' (see reclass %s --help)", argv[optind - 1],
-                               cmd);
+            return common_err_set(e, COMMON_USAGE, "unknown option '%s' (see reclass %s --help)",
+                                  argv[optind - 1], cmd);
         const cli_opt_t *o = &opts[ch - 256];
         char from[64];
         snprintf(from, sizeof(from), "--%s", o->name);
-        if ((rc = cli_set(o, optarg, from, err, errlen))) return rc;
+        if ((rc = cli_set(o, optarg, from, e))) return rc;
     }
     if (first_arg)
         *first_arg = optind;
     else if (optind < argc)
-        return common_errf(COMMON_USAGE, err, errlen, "unexpected argument '%s' (see --help)",
-                           argv[optind]);
+        return common_err_set(e, COMMON_USAGE, "unexpected argument '%s' (see --help)",
+                              argv[optind]);
     return COMMON_OK;
 }
 
 common_status_t worker_cli_parse(const char *cmd, int argc, char **argv, const cli_opt_t *opts,
                                  void (*usage)(FILE *), int *first_arg) {
-    char err[512];
-    common_status_t rc =
-        worker_cli_parse_err(cmd, argc, argv, opts, usage, first_arg, err, sizeof(err));
-    if (rc != COMMON_OK && rc != COMMON_DONE) common_logf(stderr, "%s\n", err);
+    common_err_t e;
+    common_status_t rc = worker_cli_parse_err(cmd, argc, argv, opts, usage, first_arg, &e);
+    if (rc != COMMON_OK && rc != COMMON_DONE) common_err_print(stderr, &e);
     return rc;
 }
 

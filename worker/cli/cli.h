@@ -75,11 +75,10 @@ int worker_cli_long(const char *s, long lo, long hi, long *out);
 common_status_t worker_cli_parse(const char *cmd, int argc, char **argv, const cli_opt_t *opts,
                                  void (*usage)(FILE *), int *first_arg);
 
-/* worker_cli_parse with the usage error's message (without "reclass CMD: ") left in err
- * instead of printed. */
+/* worker_cli_parse with the usage error left in e instead of printed (COMMON_USAGE; COMMON_BUG
+ * for a table whose default does not parse). */
 common_status_t worker_cli_parse_err(const char *cmd, int argc, char **argv, const cli_opt_t *opts,
-                                     void (*usage)(FILE *), int *first_arg, char *err,
-                                     size_t errlen);
+                                     void (*usage)(FILE *), int *first_arg, common_err_t *e);
 
 /* The rows of the shared classification settings (worker/cli/settings_opts.c), in this order;
  * rows: a mask of them. */

@@ -141,9 +141,8 @@ static common_status_t bench_pass(bench_t *b, common_err_t *err) {
         b->acfg.max_pending_items = (int)w->n;
         b->acfg.max_pending_tokens =
             w->off[w->n] > b->acfg.token_budget ? w->off[w->n] : b->acfg.token_budget;
-        char why[256]; /* the accumulator words its refusal as text */
-        if (worker_accum_init(&b->acfg, &b->acc, why, sizeof why) != 0)
-            return common_err_set(err, COMMON_FATAL, "%s", why);
+        common_status_t st = worker_accum_init(&b->acfg, &b->acc, err);
+        if (st != COMMON_OK) return st;
     }
     /* all tickets are present at once: the accumulator's long-end runs = sorted batches */
     for (long i = 0; i < w->n; i++) {
@@ -240,14 +239,12 @@ common_status_t worker_cmd_bench(int argc, char **argv) {
     double prof_wall_ms = 0;
     int win_on = 0; /* the backend's energy window is open (energy_start) */
 
-    char why[512]; /* the workload readers word their failures as text */
     if (strcmp(o.workload, "tickets-mix") == 0)
-        rc = worker_workload_tickets_mix(o.tickets, o.set.seed, max_len, cfg.vocab_size, &w, why,
-                                         sizeof why);
+        rc = worker_workload_tickets_mix(o.tickets, o.set.seed, max_len, cfg.vocab_size, &w, &err);
     else
-        rc = worker_workload_load(o.workload, max_len, cfg.vocab_size, &w, why, sizeof why);
+        rc = worker_workload_load(o.workload, max_len, cfg.vocab_size, &w, &err);
     if (rc) {
-        common_logf(stderr, "%s\n", why);
+        common_err_print(stderr, &err);
         goto out;
     }
     if (w->is_text && (rc = cls_session_load_tokenizer(&ses, &err))) {

@@ -69,12 +69,14 @@ static void *reader_main(void *arg) {
     for (;;) {
         const char *text;
         size_t len;
-        char err[160] = "";
-        int rc = worker_input_next(c->in, &text, &len, err, sizeof err);
+        common_err_t e;
+        char err[160] = ""; /* the line's error result, or the fatal message */
+        int rc = worker_input_next(c->in, &text, &len, &e);
+        if (rc < 0) common_err_line(&e, err, sizeof err);
         if (rc == 0) break;
         if (rc < 0) {
             /* a bad line gets its own error result; a read error ends the input */
-            if (ferror(c->f)) {
+            if (e.code != COMMON_USAGE) {
                 pthread_mutex_lock(&c->mu);
                 c->fatal = 1;
                 snprintf(c->fatal_msg, sizeof c->fatal_msg, "%s", err);
@@ -378,13 +380,12 @@ common_status_t worker_cmd_classify(int argc, char **argv) {
     worker_input_t *in = NULL;
     cls_ctx_t c;
     memset(&c, 0, sizeof c);
-    rc = COMMON_FATAL;
-    char err[512];
-    if (worker_accum_init(&ses.acc, &acc, err, sizeof err) != 0 ||
-        worker_input_open(stdin, o.jsonl, &in, err, sizeof err) != 0) {
-        common_logf(stderr, "%s\n", err);
+    if ((rc = worker_accum_init(&ses.acc, &acc, &e)) != COMMON_OK ||
+        (rc = worker_input_open(stdin, o.jsonl, &in, &e)) != COMMON_OK) {
+        common_err_print(stderr, &e);
         goto done;
     }
+    rc = COMMON_FATAL;
     const int max_len = ses.props.max_len, L = ses.eng.num_labels;
     c.in = in;
     c.f = stdin;

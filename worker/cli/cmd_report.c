@@ -69,21 +69,16 @@ common_status_t worker_cmd_report(int argc, char **argv) {
             return COMMON_USAGE;
         }
     }
-    char err[1024];
-    rc = report_job_write(conn, a.job, f, err, sizeof err);
+    common_err_t e;
+    rc = report_job_write(conn, a.job, f, &e);
     PQfinish(conn);
     int wrc = a.out ? fclose(f) : fflush(f);
-    if (rc == 0 && wrc != 0) {
-        snprintf(err, sizeof err, "writing the report failed");
-        rc = 1;
-    }
-    if (rc == 0 && a.out && rename(tmp, a.out) != 0) {
-        snprintf(err, sizeof err, "cannot rename %s to %s", tmp, a.out);
-        rc = 1;
-    }
+    if (rc == 0 && wrc != 0) rc = common_err_set(&e, COMMON_FATAL, "writing the report failed");
+    if (rc == 0 && a.out && rename(tmp, a.out) != 0)
+        rc = common_err_set(&e, COMMON_FATAL, "cannot rename %s to %s", tmp, a.out);
     if (rc != 0) {
         if (tmp) remove(tmp);
-        common_logf(stderr, "%s\n", err);
+        common_err_print(stderr, &e);
     } else if (a.out)
         common_logf(stderr, "wrote %s\n", a.out);
     free(tmp);

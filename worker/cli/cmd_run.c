@@ -8,13 +8,14 @@
 
 common_status_t worker_cmd_run(int argc, char **argv) {
     worker_run_cfg_t cfg;
-    char err[512];
-    common_status_t rc = worker_run_cfg_parse(&cfg, argc, argv, err, sizeof(err));
+    common_err_t e;
+    common_status_t rc = worker_run_cfg_parse(&cfg, argc, argv, &e);
     if (rc == COMMON_DONE) return rc; /* --help */
     if (rc) {
-        common_logf(stderr, "%s\n", err);
+        common_err_print(stderr, &e);
         return rc;
     }
     if ((rc = worker_cli_require_kafka())) return rc;
-    return worker_pipeline_run(&cfg);
+    if ((rc = worker_pipeline_run(&cfg, &e)) && e.message[0]) common_err_print(stderr, &e);
+    return rc;
 }

@@ -92,40 +92,42 @@ common_status_t worker_cmd_tokenize(int argc, char **argv) {
         return COMMON_USAGE;
     }
 
-    char err[PATH_MAX + 256];
+    common_err_t e;
     worker_tok_t *tok = NULL;
-    if (worker_tok_load_dir(model, 0, &tok, err, sizeof(err)) != 0) {
-        common_logf(stderr, "%s\n", err);
-        return COMMON_USAGE;
+    common_status_t st = worker_tok_load_dir(model, 0, &tok, &e);
+    if (st != COMMON_OK) {
+        common_err_print(stderr, &e);
+        return st;
     }
     worker_input_t *in = NULL;
-    if (worker_input_open(stdin, jsonl, &in, err, sizeof(err)) != 0) {
-        common_logf(stderr, "%s\n", err);
+    if ((st = worker_input_open(stdin, jsonl, &in, &e)) != COMMON_OK) {
+        common_err_print(stderr, &e);
         worker_tok_free(tok);
-        return COMMON_FATAL;
+        return st;
     }
     static char obuf[1 << 16];
     setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
 
     worker_ids_t ids = {0};
-    int rc = 0, got;
+    common_status_t rc = COMMON_OK;
+    int got;
     const char *text;
     size_t len;
-    while ((got = worker_input_next(in, &text, &len, err, sizeof(err))) == 1) {
+    while ((got = worker_input_next(in, &text, &len, &e)) == 1) {
         if (worker_tok_encode(tok, text, len, (int)max_len, &ids) != 0) {
             common_logf(stderr, "line %ld: out of memory\n", worker_input_line(in));
-            rc = 1;
+            rc = COMMON_FATAL;
             break;
         }
         write_ids(stdout, &ids);
     }
     if (got < 0) {
-        common_logf(stderr, "%s\n", err);
-        rc = strstr(err, "read error") ? 1 : 2;
+        common_err_print(stderr, &e);
+        rc = e.code;
     }
-    if (fflush(stdout) != 0 && rc == 0) {
+    if (fflush(stdout) != 0 && rc == COMMON_OK) {
         common_logf(stderr, "cannot write output: %s\n", strerror(errno));
-        rc = 1;
+        rc = COMMON_FATAL;
     }
     worker_ids_free(&ids);
     worker_input_free(in);

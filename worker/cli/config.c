@@ -140,69 +140,65 @@ void worker_run_cfg_usage(FILE *f) {
 }
 
 /* --topic T[:P],...: names and priorities into cfg->topics / topic_prio. COMMON_OK, or COMMON_USAGE
- * with err. */
-static common_status_t parse_topics(worker_run_cfg_t *cfg, char *err, size_t errlen) {
+ * with e. */
+static common_status_t parse_topics(worker_run_cfg_t *cfg, common_err_t *e) {
     size_t n = strlen(cfg->topic);
     if (n >= sizeof(cfg->topic_buf)) {
-        return common_errf(COMMON_USAGE, err, errlen, "--topic: over %zu bytes",
-                           sizeof(cfg->topic_buf) - 1);
+        return common_err_set(e, COMMON_USAGE, "--topic: over %zu bytes",
+                              sizeof(cfg->topic_buf) - 1);
     }
     memcpy(cfg->topic_buf, cfg->topic, n + 1);
     cfg->n_topics = 0;
     char *save = NULL;
     for (char *t = strtok_r(cfg->topic_buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         if (cfg->n_topics == WORKER_RUN_MAX_TOPICS) {
-            return common_errf(COMMON_USAGE, err, errlen, "--topic: at most %d topics",
-                               WORKER_RUN_MAX_TOPICS);
+            return common_err_set(e, COMMON_USAGE, "--topic: at most %d topics",
+                                  WORKER_RUN_MAX_TOPICS);
         }
         long prio = 0;
         char *colon = strchr(t, ':');
         if (colon) {
             *colon = 0;
             if (worker_cli_long(colon + 1, -1000000, 1000000, &prio)) {
-                return common_errf(
-                    COMMON_USAGE, err, errlen,
+                return common_err_set(
+                    e, COMMON_USAGE,
                     "--topic %s: priority '%s' is not an integer (lower = more urgent)", t,
                     colon + 1);
             }
         }
         if (!*t) {
-            return common_errf(COMMON_USAGE, err, errlen, "--topic '%s': an empty topic name",
-                               cfg->topic);
+            return common_err_set(e, COMMON_USAGE, "--topic '%s': an empty topic name", cfg->topic);
         }
         cfg->topics[cfg->n_topics] = t;
         cfg->topic_prio[cfg->n_topics++] = (int)prio;
     }
     if (!cfg->n_topics) {
-        return common_errf(COMMON_USAGE, err, errlen, "--topic '%s': no topic in it", cfg->topic);
+        return common_err_set(e, COMMON_USAGE, "--topic '%s': no topic in it", cfg->topic);
     }
     return COMMON_OK;
 }
 
-common_status_t worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **argv, char *err,
-                                     size_t errlen) {
+common_status_t worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **argv,
+                                     common_err_t *e) {
     memset(cfg, 0, sizeof(*cfg));
     cli_list_t kafka = {cfg->kafka_props, 0, WORKER_RUN_MAX_KAFKA_PROPS};
     cli_opt_t opts[WORKER_RUN_N_OPTS + 1];
     worker_run_cfg_opts(cfg, &kafka, opts);
     common_status_t rc =
-        worker_cli_parse_err("run", argc, argv, opts, worker_run_cfg_usage, NULL, err, errlen);
+        worker_cli_parse_err("run", argc, argv, opts, worker_run_cfg_usage, NULL, e);
     if (rc) return rc;
     if (!cfg->db)
-        return common_errf(COMMON_USAGE, err, errlen,
-                           "no database: give --db URL or set RECLASS_DB");
+        return common_err_set(e, COMMON_USAGE, "no database: give --db URL or set RECLASS_DB");
     if (!cfg->cls.model_dir)
-        return common_errf(COMMON_USAGE, err, errlen,
-                           "no model: give --model DIR or set RECLASS_MODEL");
+        return common_err_set(e, COMMON_USAGE, "no model: give --model DIR or set RECLASS_MODEL");
     if (strcmp(cfg->cls.backend, "cpu") && strcmp(cfg->cls.backend, "cuda"))
-        return common_errf(COMMON_USAGE, err, errlen, "--backend '%s': use cpu or cuda",
-                           cfg->cls.backend);
-    if ((rc = parse_topics(cfg, err, errlen))) return rc;
-    if (cfg->tenant_weights && worker_fair_weights_parse(cfg->tenant_weights, NULL, err, errlen))
-        return COMMON_USAGE;
-    common_err_t e;
-    if (worker_cli_schemas_default(&cfg->schemas, cfg->schemas_buf, sizeof(cfg->schemas_buf), &e))
-        return common_errf(e.code, err, errlen, "%s", e.message);
+        return common_err_set(e, COMMON_USAGE, "--backend '%s': use cpu or cuda", cfg->cls.backend);
+    if ((rc = parse_topics(cfg, e))) return rc;
+    if (cfg->tenant_weights && (rc = worker_fair_weights_parse(cfg->tenant_weights, NULL, e)))
+        return rc;
+    if ((rc = worker_cli_schemas_default(&cfg->schemas, cfg->schemas_buf, sizeof(cfg->schemas_buf),
+                                         e)))
+        return rc;
     if (!cfg->dlq_topic) {
         snprintf(cfg->dlq_buf, sizeof(cfg->dlq_buf), "%s.dlq", cfg->topics[0]);
         cfg->dlq_topic = cfg->dlq_buf;
@@ -210,24 +206,23 @@ common_status_t worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **arg
     unsigned char addr[sizeof(struct in6_addr)];
     if (inet_pton(AF_INET, cfg->http_addr, addr) != 1 &&
         inet_pton(AF_INET6, cfg->http_addr, addr) != 1)
-        return common_errf(COMMON_USAGE, err, errlen,
-                           "--http-addr '%s': give an IPv4 or IPv6 address (e.g. 0.0.0.0)",
-                           cfg->http_addr);
-    common_err_t ke;
-    if (consumers_kafka_props_check(cfg->kafka_props, &ke)) {
-        common_err_line(&ke, err, errlen);
-        return ke.code;
-    }
+        return common_err_set(e, COMMON_USAGE,
+                              "--http-addr '%s': give an IPv4 or IPv6 address (e.g. 0.0.0.0)",
+                              cfg->http_addr);
+    if ((rc = consumers_kafka_props_check(cfg->kafka_props, e))) return rc;
     long session_ms = consumers_kafka_setting_long(cfg->kafka_props, "session.timeout.ms");
-    if (cfg->join_timeout_s > 0 && cfg->join_timeout_s * 1000L < 2 * session_ms)
-        return common_errf(COMMON_USAGE, err, errlen,
-                           "--join-timeout %d s is under twice session.timeout.ms (%ld ms): the "
-                           "group may still be waiting for a dead member's session to expire; "
-                           "raise it or set 0",
-                           cfg->join_timeout_s, session_ms);
+    if (cfg->join_timeout_s > 0 && cfg->join_timeout_s * 1000L < 2 * session_ms) {
+        common_err_set(e, COMMON_USAGE,
+                       "--join-timeout %d s is under twice session.timeout.ms (%ld ms)",
+                       cfg->join_timeout_s, session_ms);
+        common_err_detail(e,
+                          "the group may still be waiting for a dead member's session to expire");
+        common_err_hint(e, "raise it or set 0");
+        return COMMON_USAGE;
+    }
     for (int i = 0; i < cfg->n_topics; i++)
         if (!strcmp(cfg->dlq_topic, cfg->topics[i]))
-            return common_errf(COMMON_USAGE, err, errlen,
-                               "--dlq-topic must differ from --topic (%s)", cfg->topics[i]);
+            return common_err_set(e, COMMON_USAGE, "--dlq-topic must differ from --topic (%s)",
+                                  cfg->topics[i]);
     return COMMON_OK;
 }

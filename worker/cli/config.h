@@ -12,10 +12,9 @@
 #include "worker/pipeline/pipeline.h" /* worker_run_cfg_t */
 
 /* Fills cfg from the environment and argv (argv[0] is "run"). Returns COMMON_OK;
- * COMMON_USAGE with err saying what to fix; COMMON_DONE when --help was printed. The strings
+ * COMMON_USAGE with e saying what to fix; COMMON_DONE when --help was printed. The strings
  * point into argv or the environment. */
-common_status_t worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **argv, char *err,
-                                     size_t errlen);
+common_status_t worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **argv, common_err_t *e);
 
 void worker_run_cfg_usage(FILE *f);
 

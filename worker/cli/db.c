@@ -27,10 +27,9 @@ PGresult *worker_cli_db_query(PGconn *conn, const char *sql, int n, const char *
     const char *st = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
     if (sqlstate) snprintf(sqlstate, 6, "%s", st ? st : "");
     common_err_t e;
-    char line[COMMON_ERR_LINE_MAX];
     sink_pg_err(&e, sink_pg_classify(conn, r), "query", conn, r);
-    const char *hint = sink_pg_unmigrated(r) ? " (run reclass migrate --db URL)" : "";
-    common_logf(stderr, "%s%s\n", common_err_line(&e, line, sizeof line), hint);
+    if (sink_pg_unmigrated(r)) common_err_hint(&e, "run reclass migrate --db URL");
+    common_err_print(stderr, &e);
     PQclear(r);
     return NULL;
 }

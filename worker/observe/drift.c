@@ -55,17 +55,14 @@ size_t worker_drift_bytes_for(const worker_drift_cfg_t *cfg) {
            WORKER_DRIFT_SLOTS * (size_t)fold_cap_for(cfg->max_tenants) * sizeof(uint32_t);
 }
 
-int worker_drift_init(const worker_drift_cfg_t *cfg, worker_drift_t **out, char *err,
-                      size_t errlen) {
+common_status_t worker_drift_init(const worker_drift_cfg_t *cfg, worker_drift_t **out,
+                                  common_err_t *e) {
     *out = NULL;
-    if (cfg->window_s < 1 || cfg->max_tenants < 1 || cfg->num_labels < 1) {
-        return common_errf(-1, err, errlen,
-                           "drift: window_s, max_tenants and num_labels must be >= 1");
-    }
+    if (cfg->window_s < 1 || cfg->max_tenants < 1 || cfg->num_labels < 1)
+        return common_err_set(e, COMMON_BUG,
+                              "drift: window_s, max_tenants and num_labels must be >= 1");
     worker_drift_t *d = calloc(1, sizeof(*d));
-    if (!d) {
-        return common_errf(-1, err, errlen, "drift: out of memory");
-    }
+    if (!d) return common_err_set(e, COMMON_FATAL, "drift: out of memory");
     d->cfg = *cfg;
     d->open = -1;
     size_t rows = (size_t)cfg->max_tenants + 1;
@@ -77,10 +74,11 @@ int worker_drift_init(const worker_drift_cfg_t *cfg, worker_drift_t **out, char 
     d->index_mem = malloc(WORKER_DRIFT_SLOTS * (size_t)d->idx_cap * sizeof(*d->index_mem));
     d->folded_mem = malloc(WORKER_DRIFT_SLOTS * (size_t)d->fold_cap * sizeof(*d->folded_mem));
     if (!d->rows_mem || !d->counts_mem || !d->index_mem || !d->folded_mem) {
-        snprintf(err, errlen, "drift: out of memory for %d tenants x %d labels", cfg->max_tenants,
-                 cfg->num_labels);
+        common_err_set(e, COMMON_FATAL, "drift: out of memory for %d tenants x %d labels",
+                       cfg->max_tenants, cfg->num_labels);
+        common_err_hint(e, "lower --drift-max-tenants");
         worker_drift_free(d);
-        return -1;
+        return COMMON_FATAL;
     }
     d->bytes = worker_drift_bytes_for(cfg);
     for (int s = 0; s < WORKER_DRIFT_SLOTS; s++) {
@@ -94,7 +92,7 @@ int worker_drift_init(const worker_drift_cfg_t *cfg, worker_drift_t **out, char 
                 d->counts_mem + ((size_t)s * rows + r) * (size_t)cfg->num_labels;
     }
     *out = d;
-    return 0;
+    return COMMON_OK;
 }
 
 void worker_drift_free(worker_drift_t *d) {

@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/err.h"
+
 #define WORKER_DRIFT_BINS        10
 #define WORKER_DRIFT_TENANT_MAX  128 /* bytes with the NUL */
 #define WORKER_DRIFT_SLOTS       4
@@ -59,9 +61,10 @@ typedef struct {
 
 typedef struct worker_drift worker_drift_t;
 
-/* Allocates everything the structure will ever use. 0, or -1 with err. */
-int worker_drift_init(const worker_drift_cfg_t *cfg, worker_drift_t **out, char *err,
-                      size_t errlen);
+/* Allocates everything the structure will ever use. COMMON_OK, or with e: COMMON_BUG a setting
+ * below 1 (its callers give the defaults), COMMON_FATAL out of memory. */
+common_status_t worker_drift_init(const worker_drift_cfg_t *cfg, worker_drift_t **out,
+                                  common_err_t *e);
 void worker_drift_free(worker_drift_t *d);
 
 /* Counts one classified ticket at unix time now_s. A time past the open window closes it

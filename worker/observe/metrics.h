@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/err.h"
+
 /* The stages of a ticket's way through `reclass run`, each timed on the threads that run it in
  * wall and CPU seconds (CLOCK_THREAD_CPUTIME_ID), summed over those threads (tokenize and
  * score run on the pool): where the host's time goes, next to the backend's. */
@@ -153,11 +155,11 @@ int worker_metrics_ready(const worker_metrics_t *m);
 typedef struct worker_http worker_http_t;
 
 /* Serves m on addr:port (addr an IPv4 or IPv6 literal; port 0 = any free port) from
- * a thread of its own. Returns 0, 2 with err for a bad address, 1 with err when
- * the socket cannot be bound. */
-int worker_http_start(const char *addr, int port, const worker_metrics_t *m,
-                      const worker_metrics_info_t *info, worker_http_t **out, char *err,
-                      size_t errlen);
+ * a thread of its own. COMMON_OK, or with e: COMMON_USAGE a bad address or port, COMMON_FATAL
+ * when the socket cannot be bound or the thread started (or no memory). */
+common_status_t worker_http_start(const char *addr, int port, const worker_metrics_t *m,
+                                  const worker_metrics_info_t *info, worker_http_t **out,
+                                  common_err_t *e);
 
 /* The port actually bound (useful with port 0). */
 int worker_http_port(const worker_http_t *h);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/err.h"
 #include "worker/observe/metrics.h"
 
 #define HTTP_MAX_CONNS  256  /* far below a process's file limit, far above probes + scrapers */
@@ -282,9 +283,9 @@ static int http_listen(worker_http_t *h, const struct sockaddr *sa, socklen_t sa
     return 0;
 }
 
-int worker_http_start(const char *addr, int port, const worker_metrics_t *m,
-                      const worker_metrics_info_t *info, worker_http_t **out, char *err,
-                      size_t errlen) {
+common_status_t worker_http_start(const char *addr, int port, const worker_metrics_t *m,
+                                  const worker_metrics_info_t *info, worker_http_t **out,
+                                  common_err_t *e) {
     *out = NULL;
     struct sockaddr_in6 a6 = {0};
     struct sockaddr_in a4 = {0};
@@ -292,8 +293,7 @@ int worker_http_start(const char *addr, int port, const worker_metrics_t *m,
     socklen_t salen;
     if (!addr) addr = "0.0.0.0";
     if (port < 0 || port > 65535) {
-        snprintf(err, errlen, "--http-port %d: use 0..65535", port);
-        return 2;
+        return common_err_set(e, COMMON_USAGE, "--http-port %d: use 0..65535", port);
     }
     if (inet_pton(AF_INET, addr, &a4.sin_addr) == 1) {
         a4.sin_family = AF_INET;
@@ -304,15 +304,11 @@ int worker_http_start(const char *addr, int port, const worker_metrics_t *m,
         a6.sin6_port = htons((uint16_t)port);
         sa = (struct sockaddr *)&a6, salen = sizeof(a6);
     } else {
-        snprintf(err, errlen, "--http-addr '%s': give an IPv4 or IPv6 address (e.g. 0.0.0.0)",
-                 addr);
-        return 2;
+        return common_err_set(
+            e, COMMON_USAGE, "--http-addr '%s': give an IPv4 or IPv6 address (e.g. 0.0.0.0)", addr);
     }
     worker_http_t *h = calloc(1, sizeof(*h));
-    if (!h) {
-        snprintf(err, errlen, "out of memory");
-        return 1;
-    }
+    if (!h) return common_err_set(e, COMMON_FATAL, "out of memory");
     h->listen_fd = h->wake_fd = h->ep = -1;
     h->m = m;
     h->heads = malloc((size_t)HTTP_MAX_CONNS * HTTP_HEAD_BYTES);
@@ -327,18 +323,16 @@ int worker_http_start(const char *addr, int port, const worker_metrics_t *m,
     for (int i = 0; i < 4; i++)
         oom |= !(h->strs[i] = strdup(src[i] ? src[i] : ""));
     if (oom) {
-        snprintf(err, errlen, "out of memory");
         worker_http_stop(h);
-        return 1;
+        return common_err_set(e, COMMON_FATAL, "out of memory");
     }
     h->info = (worker_metrics_info_t){h->strs[0], h->strs[1], h->strs[2], h->strs[3]};
     if (http_listen(h, sa, salen)) {
-        snprintf(err, errlen,
-                 "cannot serve HTTP on %s:%d (%s: port in use or not allowed): pick another "
-                 "--http-port",
-                 addr, port, strerror(errno));
+        common_err_set(e, COMMON_FATAL, "cannot serve HTTP on %s:%d", addr, port);
+        common_err_detail(e, "%s: port in use or not allowed", strerror(errno));
+        common_err_hint(e, "pick another --http-port");
         worker_http_stop(h);
-        return 1;
+        return COMMON_FATAL;
     }
     struct epoll_event lev = {.events = EPOLLIN, .data.u64 = HTTP_EV_LISTEN};
     struct epoll_event wev = {.events = EPOLLIN, .data.u64 = HTTP_EV_WAKE};
@@ -347,11 +341,11 @@ int worker_http_start(const char *addr, int port, const worker_metrics_t *m,
         epoll_ctl(h->ep, EPOLL_CTL_ADD, h->listen_fd, &lev) ||
         epoll_ctl(h->ep, EPOLL_CTL_ADD, h->wake_fd, &wev) ||
         pthread_create(&h->thread, NULL, serve, h)) {
-        snprintf(err, errlen, "cannot start the HTTP thread: %s", strerror(errno));
+        common_err_set(e, COMMON_FATAL, "cannot start the HTTP thread: %s", strerror(errno));
         worker_http_stop(h);
-        return 1;
+        return COMMON_FATAL;
     }
     h->running = 1;
     *out = h;
-    return 0;
+    return COMMON_OK;
 }

@@ -179,47 +179,45 @@ static void unlink_slot(worker_accum_t *a, int s) {
 
 /* ---- public ---- */
 
-int worker_accum_init(const worker_accum_cfg_t *cfg, worker_accum_t **out, char *err,
-                      size_t errlen) {
+common_status_t worker_accum_init(const worker_accum_cfg_t *cfg, worker_accum_t **out,
+                                  common_err_t *e) {
     *out = NULL;
     if (cfg->max_len <= 0) {
-        snprintf(err, errlen, "max_len must be positive (got %d)", cfg->max_len);
-        return -1;
+        return common_err_set(e, COMMON_USAGE, "max_len must be positive (got %d)", cfg->max_len);
     }
     if (cfg->token_budget <= 0) {
-        snprintf(err, errlen, "token budget must be positive (got %d)", cfg->token_budget);
-        return -1;
+        return common_err_set(e, COMMON_USAGE, "token budget must be positive (got %d)",
+                              cfg->token_budget);
     }
     if (cfg->token_budget < cfg->max_len) {
-        snprintf(err, errlen,
-                 "token budget %d is smaller than one longest item (%d tokens): raise the "
-                 "token budget to at least %d or lower the maximum length",
-                 cfg->token_budget, cfg->max_len, cfg->max_len);
-        return -1;
+        common_err_set(e, COMMON_USAGE,
+                       "token budget %d is smaller than one longest item (%d tokens)",
+                       cfg->token_budget, cfg->max_len);
+        common_err_hint(e, "raise the token budget to at least %d or lower the maximum length",
+                        cfg->max_len);
+        return COMMON_USAGE;
     }
     if (cfg->max_wait_ms < 0) {
-        snprintf(err, errlen, "max wait must be >= 0 ms (got %d)", cfg->max_wait_ms);
-        return -1;
+        return common_err_set(e, COMMON_USAGE, "max wait must be >= 0 ms (got %d)",
+                              cfg->max_wait_ms);
     }
     if (cfg->priority_step_ms < 0) {
-        snprintf(err, errlen, "priority step must be >= 0 ms (got %d)", cfg->priority_step_ms);
-        return -1;
+        return common_err_set(e, COMMON_USAGE, "priority step must be >= 0 ms (got %d)",
+                              cfg->priority_step_ms);
     }
     if (cfg->max_pending_items <= 0) {
-        snprintf(err, errlen, "max pending items must be positive (got %d)",
-                 cfg->max_pending_items);
-        return -1;
+        return common_err_set(e, COMMON_USAGE, "max pending items must be positive (got %d)",
+                              cfg->max_pending_items);
     }
     if (cfg->max_pending_tokens < cfg->token_budget) {
-        snprintf(err, errlen,
-                 "max pending tokens %ld is below the token budget %d: a full batch could never "
-                 "accumulate; raise it to at least %d",
-                 cfg->max_pending_tokens, cfg->token_budget, cfg->token_budget);
-        return -1;
+        common_err_set(e, COMMON_USAGE, "max pending tokens %ld is below the token budget %d",
+                       cfg->max_pending_tokens, cfg->token_budget);
+        common_err_detail(e, "a full batch could never accumulate");
+        common_err_hint(e, "raise it to at least %d", cfg->token_budget);
+        return COMMON_USAGE;
     }
     if (cfg->padded != 0 && cfg->padded != 1) {
-        snprintf(err, errlen, "padded must be 0 or 1 (got %d)", cfg->padded);
-        return -1;
+        return common_err_set(e, COMMON_USAGE, "padded must be 0 or 1 (got %d)", cfg->padded);
     }
     worker_accum_t *a = calloc(1, sizeof(*a));
     if (!a) goto oom;
@@ -248,8 +246,8 @@ int worker_accum_init(const worker_accum_cfg_t *cfg, worker_accum_t **out, char 
     *out = a;
     return 0;
 oom:
-    snprintf(err, errlen, "out of memory for an accumulator of %d items", cfg->max_pending_items);
-    return -1;
+    return common_err_set(e, COMMON_USAGE, "out of memory for an accumulator of %d items",
+                          cfg->max_pending_items);
 }
 
 void worker_accum_free(worker_accum_t *acc) {

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/err.h"
 #include "common/status.h"
 
 typedef struct {
@@ -29,9 +30,10 @@ typedef struct {
 
 typedef struct worker_accum worker_accum_t;
 
-/* Returns 0, or -1 with a message that says what to fix (e.g. budget < max_len). */
-int worker_accum_init(const worker_accum_cfg_t *cfg, worker_accum_t **out, char *err,
-                      size_t errlen);
+/* COMMON_OK, or COMMON_USAGE with e saying what to fix (e.g. budget < max_len), COMMON_FATAL
+ * out of memory. */
+common_status_t worker_accum_init(const worker_accum_cfg_t *cfg, worker_accum_t **out,
+                                  common_err_t *e);
 void worker_accum_free(worker_accum_t *acc);
 
 /* Adds an item; item is the caller's pointer, returned by pop; ownership stays with the caller.

@@ -9,7 +9,7 @@
 #include "common/err.h"
 #include "worker/pipeline/pipeline_int.h"
 
-int pl_decoders_open(pl_t *pl, char *err, size_t errlen) {
+common_status_t pl_decoders_open(pl_t *pl, common_err_t *e) {
     pl_poll_t *pp = &pl->poll;
     int slots = pl_pool_slots(pl->pool);
     pp->decoders = calloc((size_t)slots, sizeof(*pp->decoders));
@@ -28,20 +28,15 @@ int pl_decoders_open(pl_t *pl, char *err, size_t errlen) {
     /* each decoder reads as the poll thread's codec does: the same files, plain writer and
      * ids (the registry's schemas come through pl_decoders_add_schema) */
     for (int i = 0; i < slots; i++) {
-        common_err_t e;
-        common_status_t st = consumers_codec_init(pl->cfg->schemas, &pp->decoders[i], &e);
+        common_status_t st = consumers_codec_init(pl->cfg->schemas, &pp->decoders[i], e);
         if (!st && pl->cfg->plain_schema)
-            st = consumers_codec_set_plain_schema(pp->decoders[i], pl->cfg->plain_schema, &e);
-        if (st) {
-            common_err_line(&e, err, errlen);
-            return st;
-        }
+            st = consumers_codec_set_plain_schema(pp->decoders[i], pl->cfg->plain_schema, e);
+        if (st) return st;
         if (pp->registry) consumers_codec_registry_ids(pp->decoders[i]);
     }
-    return 0;
+    return COMMON_OK;
 oom:
-    snprintf(err, errlen, "out of memory");
-    return 1;
+    return common_err_set(e, COMMON_FATAL, "out of memory");
 }
 
 void pl_decoders_free(pl_t *pl) {

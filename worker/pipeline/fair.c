@@ -34,7 +34,8 @@ struct worker_fair {
     long n_tokens;
 };
 
-int worker_fair_weights_parse(const char *s, worker_fair_weights_t *out, char *err, size_t errlen) {
+common_status_t worker_fair_weights_parse(const char *s, worker_fair_weights_t *out,
+                                          common_err_t *e) {
     worker_fair_weights_t tmp, *w = out ? out : &tmp;
     w->n = 0;
     const char *p = s;
@@ -43,28 +44,28 @@ int worker_fair_weights_parse(const char *s, worker_fair_weights_t *out, char *e
         size_t n = end ? (size_t)(end - p) : strlen(p);
         const char *eq = memchr(p, '=', n);
         if (!eq || eq == p) {
-            snprintf(err, errlen, "--tenant-weight '%.*s': give TENANT=WEIGHT", (int)n, p);
-            return -1;
+            return common_err_set(e, COMMON_USAGE, "--tenant-weight '%.*s': give TENANT=WEIGHT",
+                                  (int)n, p);
         }
         size_t tn = (size_t)(eq - p);
         char num[32];
         size_t vn = n - tn - 1;
         long v = 0;
         if (tn > 256 || vn == 0 || vn >= sizeof(num)) {
-            snprintf(err, errlen, "--tenant-weight '%.*s': tenant up to 256 bytes, then =WEIGHT",
-                     (int)n, p);
-            return -1;
+            return common_err_set(e, COMMON_USAGE,
+                                  "--tenant-weight '%.*s': tenant up to 256 bytes, then =WEIGHT",
+                                  (int)n, p);
         }
         memcpy(num, eq + 1, vn);
         num[vn] = 0;
         if (worker_cli_long(num, 1, WORKER_FAIR_MAX_WEIGHT, &v)) {
-            snprintf(err, errlen, "--tenant-weight '%.*s': the weight must be an integer in 1..%d",
-                     (int)n, p, WORKER_FAIR_MAX_WEIGHT);
-            return -1;
+            return common_err_set(e, COMMON_USAGE,
+                                  "--tenant-weight '%.*s': the weight must be an integer in 1..%d",
+                                  (int)n, p, WORKER_FAIR_MAX_WEIGHT);
         }
         if (w->n == WORKER_FAIR_MAX_WEIGHTS) {
-            snprintf(err, errlen, "--tenant-weight: at most %d tenants", WORKER_FAIR_MAX_WEIGHTS);
-            return -1;
+            return common_err_set(e, COMMON_USAGE, "--tenant-weight: at most %d tenants",
+                                  WORKER_FAIR_MAX_WEIGHTS);
         }
         memcpy(w->name[w->n], p, tn);
         w->name[w->n][tn] = 0;
@@ -72,7 +73,7 @@ int worker_fair_weights_parse(const char *s, worker_fair_weights_t *out, char *e
         p += n;
         if (*p == ',') p++;
     }
-    return 0;
+    return COMMON_OK;
 }
 
 /* The room kept for the more urgent records (fair.h: admission), decided here alone: one token
@@ -126,21 +127,19 @@ static int ranks_above(const worker_fair_t *f, int lane, int prio) {
     return (f->cfg.n_lanes > 1) + (prio <= 0 && f->cfg.acc.priority_step_ms > 0);
 }
 
-int worker_fair_init(const worker_fair_cfg_t *cfg, worker_fair_t **out, char *err, size_t errlen) {
+common_status_t worker_fair_init(const worker_fair_cfg_t *cfg, worker_fair_t **out,
+                                 common_err_t *e) {
     *out = NULL;
-    if (cfg->n_lanes < 1 || cfg->n_lanes > WORKER_FAIR_MAX_LANES) {
-        snprintf(err, errlen, "%d lanes: give 1 to %d", cfg->n_lanes, WORKER_FAIR_MAX_LANES);
-        return -1;
-    }
+    if (cfg->n_lanes < 1 || cfg->n_lanes > WORKER_FAIR_MAX_LANES)
+        return common_err_set(e, COMMON_USAGE, "%d lanes: give 1 to %d", cfg->n_lanes,
+                              WORKER_FAIR_MAX_LANES);
     worker_fair_t *f = calloc(1, sizeof(*f));
-    if (!f) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
+    if (!f) return common_err_set(e, COMMON_FATAL, "out of memory");
     f->cfg = *cfg;
-    if (cfg->weights && worker_fair_weights_parse(cfg->weights, &f->w, err, errlen)) {
+    common_status_t st;
+    if (cfg->weights && (st = worker_fair_weights_parse(cfg->weights, &f->w, e)) != COMMON_OK) {
         free(f);
-        return -1;
+        return st;
     }
     f->tenant_cap =
         cfg->tenant_max_tokens > 0 ? cfg->tenant_max_tokens : cfg->acc.max_pending_tokens / 2;
@@ -150,14 +149,14 @@ int worker_fair_init(const worker_fair_cfg_t *cfg, worker_fair_t **out, char *er
     reserve_of(f);
     for (int l = 0; l < cfg->n_lanes; l++)
         for (int s = 0; s < SLOTS; s++)
-            if (worker_accum_init(&cfg->acc, &f->sub[l][s], err, errlen)) {
+            if ((st = worker_accum_init(&cfg->acc, &f->sub[l][s], e)) != COMMON_OK) {
                 worker_fair_free(f);
-                return -1;
+                return st;
             }
     snprintf(f->slot[OTHER].name, sizeof(f->slot[OTHER].name), "_other");
     f->slot[OTHER].weight = 1;
     *out = f;
-    return 0;
+    return COMMON_OK;
 }
 
 void worker_fair_free(worker_fair_t *f) {

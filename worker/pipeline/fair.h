@@ -49,9 +49,10 @@ typedef struct {
     int weight[WORKER_FAIR_MAX_WEIGHTS];
 } worker_fair_weights_t;
 
-/* Parses "T=W,T=W" (W in 1..WORKER_FAIR_MAX_WEIGHT) into out (NULL: only check it). 0, or -1
- * with err saying what to fix. */
-int worker_fair_weights_parse(const char *s, worker_fair_weights_t *out, char *err, size_t errlen);
+/* Parses "T=W,T=W" (W in 1..WORKER_FAIR_MAX_WEIGHT) into out (NULL: only check it). COMMON_OK,
+ * or COMMON_USAGE with e saying what to fix. */
+common_status_t worker_fair_weights_parse(const char *s, worker_fair_weights_t *out,
+                                          common_err_t *e);
 
 typedef struct {
     worker_accum_cfg_t acc; /* budget, waits and the whole's bounds */
@@ -65,7 +66,10 @@ typedef struct {
 
 typedef struct worker_fair worker_fair_t;
 
-int worker_fair_init(const worker_fair_cfg_t *cfg, worker_fair_t **out, char *err, size_t errlen);
+/* COMMON_OK, or COMMON_USAGE (lanes, weights or the accumulator's settings) or COMMON_FATAL (no
+ * memory) with e set. */
+common_status_t worker_fair_init(const worker_fair_cfg_t *cfg, worker_fair_t **out,
+                                 common_err_t *e);
 void worker_fair_free(worker_fair_t *f);
 
 /* COMMON_OK, COMMON_RETRY (full: the whole, or this tenant at its cap in this lane, for a

@@ -16,18 +16,14 @@
 #define HELD_BACKOFF_MIN_S 0.25
 #define HELD_BACKOFF_MAX_S 30.0
 
-common_status_t pl_held_open(pl_t *pl, char *err, size_t errlen) {
+common_status_t pl_held_open(pl_t *pl, common_err_t *e) {
     const worker_run_cfg_t *cfg = pl->cfg;
     if (!cfg->schema_registry) return COMMON_OK;
     consumers_registry_cfg_t rc = {.url = cfg->schema_registry,
                                    .ca_file = cfg->schema_registry_ca,
                                    .auth_file = cfg->schema_registry_auth};
-    common_err_t e;
-    common_status_t st = consumers_registry_open(&rc, &pl->poll.registry, &e);
-    if (st) {
-        common_err_line(&e, err, errlen);
-        return st;
-    }
+    common_status_t st = consumers_registry_open(&rc, &pl->poll.registry, e);
+    if (st) return st;
     consumers_codec_registry_ids(pl->poll.codec);
     common_logf(stderr, "schema ids from the schema registry %s\n",
                 consumers_registry_url(pl->poll.registry));
@@ -44,7 +40,7 @@ void pl_held_free(pl_t *pl) {
     pl->poll.registry = NULL;
 }
 
-int pl_schema_check(pl_t *pl, const consumers_record_t *m, char *err, size_t errlen) {
+int pl_schema_check(pl_t *pl, const consumers_record_t *m, common_err_t *e) {
     int32_t id;
     size_t len = 0;
     const void *value = consumers_record_value(m, &len);
@@ -52,15 +48,14 @@ int pl_schema_check(pl_t *pl, const consumers_record_t *m, char *err, size_t err
         consumers_codec_knows(pl->poll.codec, id))
         return PL_SCHEMA_READY;
     char *schema = NULL;
-    common_err_t e;
-    common_status_t rc = consumers_registry_schema(pl->poll.registry, id, &schema, &e);
-    if (rc != COMMON_OK) snprintf(err, errlen, "%s", e.message);
+    common_status_t rc = consumers_registry_schema(pl->poll.registry, id, &schema, e);
     if (rc == COMMON_OK) {
         char line[COMMON_ERR_LINE_MAX];
+        common_err_t ae;
         pl_decode_settle(pl); /* the pool's decoders take it while none of them runs */
-        if (consumers_codec_add_schema(pl->poll.codec, id, schema, &e))
+        if (consumers_codec_add_schema(pl->poll.codec, id, schema, &ae))
             common_logf(stderr, "schema id %d from the registry: %s\n", (int)id,
-                        common_err_line(&e, line, sizeof(line)));
+                        common_err_line(&ae, line, sizeof(line)));
         else
             pl_decoders_add_schema(pl, id, schema);
         free(schema);
@@ -89,19 +84,20 @@ int pl_held_push(pl_t *pl, consumers_record_t *m) {
     return 0;
 }
 
-consumers_record_t *pl_held_next(pl_t *pl, int *fatal, char *err, size_t errlen) {
+consumers_record_t *pl_held_next(pl_t *pl, int *fatal, common_err_t *e) {
     pl_poll_t *p = &pl->poll;
     *fatal = 0;
     if (!p->held_n || common_now_s() < p->held_retry_s) return NULL;
-    int s = pl_schema_check(pl, p->held[0], err, errlen);
+    int s = pl_schema_check(pl, p->held[0], e);
     if (s == PL_SCHEMA_WAIT) {
         p->held_backoff_s *= 2;
         if (p->held_backoff_s > HELD_BACKOFF_MAX_S) p->held_backoff_s = HELD_BACKOFF_MAX_S;
         p->held_retry_s = common_now_s() + p->held_backoff_s;
+        char line[COMMON_ERR_LINE_MAX];
         common_logf(stderr,
                     "%s; %d record(s) wait for it (nothing is dead-lettered), next try "
                     "in %.1f s\n",
-                    err, p->held_n, p->held_backoff_s);
+                    common_err_line(e, line, sizeof line), p->held_n, p->held_backoff_s);
         return NULL;
     }
     if (s == PL_SCHEMA_FATAL) {

@@ -104,19 +104,15 @@ static void print_stats(pl_t *pl, double t_start, worker_pipeline_stats_t *st) {
     }
 }
 
-/* The classification session (model, tokenizer, backend) and the accumulator. 0, or the exit
- * code with a message. */
-static int setup_compute(pl_t *pl, char *err, size_t errlen) {
-    common_err_t e;
-    common_status_t rc = cls_session_open(&pl->ses, &pl->cfg->cls, 1, &e);
-    if (rc) {
-        common_err_line(&e, err, errlen);
-        return rc;
-    }
+/* The classification session (model, tokenizer, backend) and the thread pool. COMMON_OK, or the
+ * status with e. */
+static common_status_t setup_compute(pl_t *pl, common_err_t *e) {
+    common_status_t rc = cls_session_open(&pl->ses, &pl->cfg->cls, 1, e);
+    if (rc) return rc;
     pl->q.max_out_items = 2L * pl->cfg->sink_rows;
     int threads = pl->cfg->cls.threads > 0 ? pl->cfg->cls.threads : pl_pool_cores();
     if (pl_pool_init(threads, &pl->pool))
-        return common_errf(COMMON_FATAL, err, errlen, "cannot start %d pipeline threads", threads);
+        return common_err_set(e, COMMON_FATAL, "cannot start %d pipeline threads", threads);
     return COMMON_OK;
 }
 
@@ -128,20 +124,16 @@ static int sink_connections(const worker_run_cfg_t *cfg, int threads) {
 }
 
 /* The result writers' connections; the first is telemetry's too. COMMON_OK, or the sink's
- * status with err. */
-static int open_writers(pl_t *pl, char *err, size_t errlen) {
+ * status with e. */
+static common_status_t open_writers(pl_t *pl, common_err_t *e) {
     int n = sink_connections(pl->cfg, pl_pool_slots(pl->pool));
     pl->sk.writers = calloc((size_t)n, sizeof(*pl->sk.writers)); /* (n_writers) */
-    if (!pl->sk.writers) return common_errf(COMMON_FATAL, err, errlen, "out of memory");
+    if (!pl->sk.writers) return common_err_set(e, COMMON_FATAL, "out of memory");
     for (int i = 0; i < n; i++) {
         pl->sk.writers[i].pl = pl;
-        common_err_t e;
         common_status_t rc =
-            sink_init(pl->cfg->db, pl->ses.model->name, &pl->sk.writers[i].sink, &e);
-        if (rc != COMMON_OK) {
-            common_err_line(&e, err, errlen);
-            return rc;
-        }
+            sink_init(pl->cfg->db, pl->ses.model->name, &pl->sk.writers[i].sink, e);
+        if (rc != COMMON_OK) return rc;
         pl->sk.n_writers++;
     }
     pl->sk.sink = pl->sk.writers[0].sink;
@@ -201,11 +193,12 @@ static void teardown(pl_t *pl) {
     pthread_mutex_destroy(&pl->sk.drift_mu);
 }
 
-int worker_pipeline_run(const worker_run_cfg_t *cfg) {
-    return worker_pipeline_run_ex(cfg, NULL);
+common_status_t worker_pipeline_run(const worker_run_cfg_t *cfg, common_err_t *e) {
+    return worker_pipeline_run_ex(cfg, NULL, e);
 }
 
-int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t *stats) {
+common_status_t worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t *stats,
+                                       common_err_t *e) {
     pl_t pl_s = {0}, *pl = &pl_s;
     pl->cfg = cfg;
     pthread_mutex_init(&pl->q.mu, NULL);
@@ -218,22 +211,16 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
     for (int i = 0; i < WORKER_STAGE_N; i++)
         for (int k = 0; k < 2; k++)
             pl->stage_ns0[i][k] = atomic_load(&worker_metrics.stage_ns[i][k]);
-    char err[1024] = "";
-    common_err_t ce; /* a consumers/ call's error: its line goes to err */
-    int rc = setup_compute(pl, err, sizeof(err));
-    if (!rc) rc = pl_telemetry_init(pl, err, sizeof(err));
-    if (!rc && (rc = consumers_codec_init(cfg->schemas, &pl->poll.codec, &ce)))
-        common_err_line(&ce, err, sizeof(err));
-    if (!rc && cfg->plain_schema &&
-        (rc = consumers_codec_set_plain_schema(pl->poll.codec, cfg->plain_schema, &ce)))
-        common_err_line(&ce, err, sizeof(err));
-    if (!rc) rc = pl_held_open(pl, err, sizeof(err));
-    if (!rc) rc = pl_decoders_open(pl, err, sizeof(err));
-    if (!rc && consumers_offsets_init(&pl->q.offsets)) {
-        snprintf(err, sizeof(err), "out of memory");
-        rc = 1;
-    }
-    if (!rc) rc = open_writers(pl, err, sizeof(err));
+    common_status_t rc = setup_compute(pl, e);
+    if (!rc) rc = pl_telemetry_init(pl, e);
+    if (!rc) rc = consumers_codec_init(cfg->schemas, &pl->poll.codec, e);
+    if (!rc && cfg->plain_schema)
+        rc = consumers_codec_set_plain_schema(pl->poll.codec, cfg->plain_schema, e);
+    if (!rc) rc = pl_held_open(pl, e);
+    if (!rc) rc = pl_decoders_open(pl, e);
+    if (!rc && consumers_offsets_init(&pl->q.offsets))
+        rc = common_err_set(e, COMMON_FATAL, "out of memory");
+    if (!rc) rc = open_writers(pl, e);
     if (!rc) atomic_store(&worker_metrics.sink_connected, 1);
     if (!rc) {
         consumers_consumer_cfg_t ccfg = {.brokers = cfg->brokers,
@@ -245,8 +232,7 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
                                          .extra = cfg->kafka_props,
                                          .log = stderr};
         consumers_rebalance_t rb = {pl_on_assign, pl_on_revoke, pl};
-        if ((rc = consumers_consumer_init(&ccfg, &rb, &pl->poll.consumer, &ce)))
-            common_err_line(&ce, err, sizeof(err));
+        rc = consumers_consumer_init(&ccfg, &rb, &pl->poll.consumer, e);
     }
     if (!rc) { /* one class per lane and tenant (worker/pipeline/fair.h) */
         worker_fair_cfg_t fc = {.acc = pl->ses.acc,
@@ -255,13 +241,12 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
                                 .weights = cfg->tenant_weights,
                                 .synchronous = pl->ses.props.synchronous};
         fc.acc.priority_step_ms = cfg->priority_step_ms;
-        if (worker_fair_init(&fc, &pl->q.acc, err, sizeof(err))) rc = 2;
+        rc = worker_fair_init(&fc, &pl->q.acc, e);
     }
-    if (!rc && (rc = consumers_dlq_init(cfg->brokers, cfg->dlq_topic, cfg->kafka_props, pl_dlq_done,
-                                        pl, stderr, &pl->poll.dlq, &ce)))
-        common_err_line(&ce, err, sizeof(err));
+    if (!rc)
+        rc = consumers_dlq_init(cfg->brokers, cfg->dlq_topic, cfg->kafka_props, pl_dlq_done, pl,
+                                stderr, &pl->poll.dlq, e);
     if (rc) {
-        common_logf(stderr, "%s\n", err);
         teardown(pl);
         return rc;
     }
@@ -310,19 +295,21 @@ int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t 
     if (have_enc) pthread_join(enc_th, NULL);
     for (int i = 0; i < pl->sk.n_writers; i++)
         if (pl->sk.writers[i].started) pthread_join(pl->sk.writers[i].th, NULL);
-    /* exit codes: README, "Exit codes" */
-    rc = pl->q.fatal ? 1 : 0;
+    /* exit codes: README, "Exit codes"; a runtime failure's lines went out as it happened */
+    rc = pl->q.fatal ? COMMON_FATAL : COMMON_OK;
+    if (pl->q.fatal) *e = (common_err_t){.code = COMMON_FATAL};
+    common_err_t ce;
     common_status_t fc = pl->q.fatal ? COMMON_OK : final_commit(pl, &ce);
-    if (fc) common_err_line(&ce, err, sizeof(err));
-    if (fc == COMMON_RETRY)
+    if (fc == COMMON_RETRY) {
+        char line[COMMON_ERR_LINE_MAX];
         common_logf(
             stderr,
             "%s: the group is rebalancing; every row is stored, so the "
             "partitions' next owner re-reads from the last commit and stores nothing twice\n",
-            err);
-    else if (fc) {
-        common_logf(stderr, "%s\n", err);
-        rc = 1;
+            common_err_line(&ce, line, sizeof line));
+    } else if (fc) {
+        *e = ce;
+        rc = fc;
     }
     consumers_consumer_close(pl->poll.consumer);
     print_stats(pl, t_start, stats);

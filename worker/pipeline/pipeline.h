@@ -74,9 +74,11 @@ typedef struct {
     char schemas_buf[4096]; /* backs the default schemas */
 } worker_run_cfg_t;
 
-/* Runs until signalled, idle (cfg->idle_exit_s) or a fatal error. Returns the exit code:
- * 0 clean, 1 runtime failure, 2 configuration error (message on stderr). */
-int worker_pipeline_run(const worker_run_cfg_t *cfg);
+/* Runs until signalled, idle (cfg->idle_exit_s) or a fatal error. COMMON_OK clean; else the
+ * status with e: a setup failure's (a bad setting COMMON_USAGE, a service away COMMON_RETRY, ...)
+ * or the final commit's; a failure while running is COMMON_FATAL with e's message empty: its
+ * lines went to stderr as it happened. */
+common_status_t worker_pipeline_run(const worker_run_cfg_t *cfg, common_err_t *e);
 
 /* What one run did (the exit JSON line, as numbers). */
 typedef struct {
@@ -92,6 +94,7 @@ typedef struct {
 } worker_pipeline_stats_t;
 
 /* worker_pipeline_run that also reports its statistics (stats may be NULL). */
-int worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t *stats);
+common_status_t worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipeline_stats_t *stats,
+                                       common_err_t *e);
 
 #endif

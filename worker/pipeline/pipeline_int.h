@@ -212,8 +212,8 @@ void pl_item_free(pl_item_t *it);
 void pl_store(pl_t *pl, int32_t partition, int64_t next_offset);
 
 /* Telemetry set-up (worker id, drift buffers, HTTP endpoints) after the backend is up, and its
- * teardown. 0, or an exit code with err. */
-int pl_telemetry_init(pl_t *pl, char *err, size_t errlen);
+ * teardown. COMMON_OK, or the status with e (a bad --http-addr COMMON_USAGE). */
+common_status_t pl_telemetry_init(pl_t *pl, common_err_t *e);
 void pl_telemetry_free(pl_t *pl);
 
 /* Sink thread, between writes (mu not held): closes and flushes drift windows that ended,
@@ -234,17 +234,17 @@ void pl_metrics_store_mem(const gpu_mem_stats_t *ms);
 /* worker/pipeline/held.c: writer schemas from a Schema Registry, and the records waiting for
  * one while the registry cannot answer. */
 enum { PL_SCHEMA_READY, PL_SCHEMA_WAIT, PL_SCHEMA_FATAL };
-/* no-op without --schema-registry; else consumers_registry_open's status, err its line */
-common_status_t pl_held_open(pl_t *pl, char *err, size_t errlen);
+/* no-op without --schema-registry; else consumers_registry_open's status and e */
+common_status_t pl_held_open(pl_t *pl, common_err_t *e);
 void pl_held_free(pl_t *pl);
 /* Whether m can be decoded now (READY: its schema is known, or the registry said it does
  * not exist and the codec will dead-letter it), must WAIT, or the registry refuses us
- * (FATAL, err says why). Looks the id up in the registry on first sight. */
-int pl_schema_check(pl_t *pl, const consumers_record_t *m, char *err, size_t errlen);
+ * (FATAL, e says why; WAIT, e says what failed). Looks the id up in the registry on first sight. */
+int pl_schema_check(pl_t *pl, const consumers_record_t *m, common_err_t *e);
 int pl_held_push(pl_t *pl, consumers_record_t *m); /* 0, or -1 out of memory */
 /* The first held record once its schema is known (popped), or NULL: nothing held, not yet
- * time to ask again, still waiting, or *fatal set with err. */
-consumers_record_t *pl_held_next(pl_t *pl, int *fatal, char *err, size_t errlen);
+ * time to ask again, still waiting, or *fatal set with e. */
+consumers_record_t *pl_held_next(pl_t *pl, int *fatal, common_err_t *e);
 void pl_held_revoke(pl_t *pl, const int32_t *parts, int n); /* n < 0: every partition */
 
 void pl_poll_loop(pl_t *pl);
@@ -272,7 +272,7 @@ void pl_dlq_done(void *ctx, int32_t partition, int64_t offset, int64_t epoch);
 /* worker/pipeline/decode.c: the pool's side of a burst. Start decodes, validates and
  * tokenizes b's records on the pool without waiting; wait returns once it is done (the caller
  * helps). Adds a Schema Registry's writer schema to the pool's decoders (none may be running). */
-int pl_decoders_open(pl_t *pl, char *err, size_t errlen);
+common_status_t pl_decoders_open(pl_t *pl, common_err_t *e); /* or the codec's status, e */
 void pl_decoders_free(pl_t *pl);
 void pl_decode_start(pl_t *pl, pl_burst_t *b);
 void pl_decode_wait(pl_t *pl, pl_burst_t *b);

@@ -175,8 +175,10 @@ static void handle_decodable(pl_t *pl, consumers_record_t *m) {
 
 /* A record waits behind held ones, or for its own writer schema, or goes on now. */
 static void handle_record(pl_t *pl, consumers_record_t *m) {
-    char err[512];
-    int s = pl->poll.held_n ? PL_SCHEMA_WAIT : pl_schema_check(pl, m, err, sizeof(err));
+    common_err_t e;
+    char err[COMMON_ERR_LINE_MAX]; /* its line for the log */
+    int s = pl->poll.held_n ? PL_SCHEMA_WAIT : pl_schema_check(pl, m, &e);
+    if (s != PL_SCHEMA_READY && !pl->poll.held_n) common_err_line(&e, err, sizeof err);
     if (s == PL_SCHEMA_READY) {
         handle_decodable(pl, m);
         return;
@@ -201,17 +203,19 @@ static void handle_record(pl_t *pl, consumers_record_t *m) {
 
 /* Feeds held records whose writer schema came, in order. */
 static void release_held(pl_t *pl) {
-    char err[512];
+    common_err_t e;
     int fatal = 0;
     consumers_record_t *m;
     int any = 0;
-    while ((m = pl_held_next(pl, &fatal, err, sizeof(err))) != NULL) {
+    while ((m = pl_held_next(pl, &fatal, &e)) != NULL) {
         handle_decodable(pl, m);
         any = 1;
     }
     if (any) flush_decoded(pl, 1);
     if (fatal) {
-        common_logf(stderr, "%s; stopping (fix the registry settings)\n", err);
+        char line[COMMON_ERR_LINE_MAX];
+        common_logf(stderr, "%s; stopping (fix the registry settings)\n",
+                    common_err_line(&e, line, sizeof line));
         set_fatal(pl);
     }
 }

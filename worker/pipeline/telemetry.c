@@ -38,7 +38,7 @@ void pl_telemetry_mem(pl_t *pl) {
     pl_metrics_store_mem(&ms);
 }
 
-int pl_telemetry_init(pl_t *pl, char *err, size_t errlen) {
+common_status_t pl_telemetry_init(pl_t *pl, common_err_t *e) {
     const worker_run_cfg_t *cfg = pl->cfg;
     char host[256] = "unknown";
     if (gethostname(host, sizeof(host)) != 0) snprintf(host, sizeof(host), "unknown");
@@ -51,26 +51,25 @@ int pl_telemetry_init(pl_t *pl, char *err, size_t errlen) {
                              .max_tenants = cfg->drift_max_tenants > 0 ? cfg->drift_max_tenants
                                                                        : WORKER_DRIFT_MAX_TENANTS,
                              .num_labels = pl->ses.model->cfg.num_labels};
-    if (worker_drift_init(&dc, &pl->sk.drift, err, errlen)) return 1;
+    common_status_t st = worker_drift_init(&dc, &pl->sk.drift, e);
+    if (st != COMMON_OK) return st;
     atomic_store(&worker_metrics.drift_memory_bytes, (long)worker_drift_bytes(pl->sk.drift));
     common_logf(stderr, "drift statistics: %d tenants per %d s window, %zu bytes\n", dc.max_tenants,
                 dc.window_s, worker_drift_bytes(pl->sk.drift));
     pl->sk.drift_rows = calloc((size_t)dc.max_tenants + 1, sizeof(*pl->sk.drift_rows));
-    if (!pl->sk.drift_rows) {
-        return common_errf(1, err, errlen, "out of memory");
-    }
+    if (!pl->sk.drift_rows) return common_err_set(e, COMMON_FATAL, "out of memory");
     /* alive from here on: the poll loop takes over the heartbeat once it runs */
     atomic_store(&worker_metrics.last_poll_ms, (long long)common_now_ms());
     if (cfg->http_port > 0) {
         worker_metrics_info_t info = {pl->ses.eng.ops->name, pl->ses.props.precision,
                                       pl->ses.model->name, pl->worker_id};
-        int rc = worker_http_start(cfg->http_addr, cfg->http_port, &worker_metrics, &info,
-                                   &pl->http, err, errlen);
-        if (rc) return rc;
+        st =
+            worker_http_start(cfg->http_addr, cfg->http_port, &worker_metrics, &info, &pl->http, e);
+        if (st != COMMON_OK) return st;
         common_logf(stderr, "/healthz /readyz /metrics on http://%s:%d\n",
                     cfg->http_addr ? cfg->http_addr : "0.0.0.0", worker_http_port(pl->http));
     }
-    return 0;
+    return COMMON_OK;
 }
 
 void pl_telemetry_free(pl_t *pl) {

@@ -7,19 +7,13 @@
 #include "sink/pgutil.h"
 #include "worker/report/html.h"
 
-/* One query with the job id as $1; NULL (err set) on failure. */
-static PGresult *report_q(PGconn *conn, const char *sql, const char *job, char *err,
-                          size_t errlen) {
+/* One query with the job id as $1; NULL (e set: the server's answer) on failure. */
+static PGresult *report_q(PGconn *conn, const char *sql, const char *job, common_err_t *e) {
     const char *p[] = {job};
     PGresult *r = PQexecParams(conn, sql, 1, NULL, p, NULL, NULL, 0);
     if (r && PQresultStatus(r) == PGRES_TUPLES_OK) return r;
-    common_err_t e;
-    sink_pg_err(&e, sink_pg_classify(conn, r), "query", conn, r);
-    common_err_line(&e, err, errlen);
-    if (sink_pg_unmigrated(r)) {
-        size_t n = strlen(err);
-        snprintf(err + n, errlen - n, " (run reclass migrate --db URL)");
-    }
+    sink_pg_err(e, sink_pg_classify(conn, r), "query", conn, r);
+    if (sink_pg_unmigrated(r)) common_err_hint(e, "run reclass migrate --db URL");
     PQclear(r);
     return NULL;
 }
@@ -261,23 +255,22 @@ static void report_lines_of(FILE *f, const PGresult *r, int ncols, const char *c
     free(buf);
 }
 
-int report_job_write(PGconn *conn, const char *job, FILE *f, char *err, size_t errlen) {
+common_status_t report_job_write(PGconn *conn, const char *job, FILE *f, common_err_t *e) {
     PGresult *r[7] = {NULL};
     const char *const sql[7] = {q_job,     REPORT_HIST_SQL, q_least, q_job_drift,
                                 q_windows, q_throughput,    q_memory};
-    int rc = 0;
+    common_status_t rc = COMMON_OK;
     for (int i = 0; i < 7 && !rc; i++)
-        if (!(r[i] = report_q(conn, sql[i], job, err, errlen))) rc = 1;
-    if (!rc && PQgetisnull(r[0], 0, 1) && report_d(r[0], 0, 5) == 0) {
-        snprintf(err, errlen, "job %s has no row in jobs and no tickets: check the id", job);
-        rc = 2;
-    }
+        if (!(r[i] = report_q(conn, sql[i], job, e))) rc = e->code;
+    if (!rc && PQgetisnull(r[0], 0, 1) && report_d(r[0], 0, 5) == 0)
+        rc = common_err_set(e, COMMON_USAGE,
+                            "job %s has no row in jobs and no tickets: check the id", job);
     PGresult *labels = rc ? NULL
                           : report_q(conn,
                                      "SELECT label, count(*) FROM ticket_results WHERE job_id = $1"
                                      " GROUP BY label ORDER BY 2 DESC, 1",
-                                     job, err, errlen);
-    if (!rc && !labels) rc = 1;
+                                     job, e);
+    if (!rc && !labels) rc = e->code;
     if (!rc) {
         char when[32];
         time_t now = time(NULL);

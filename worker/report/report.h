@@ -9,8 +9,11 @@
 
 #include <libpq-fe.h>
 
-/* Writes job's report to out. Returns 0; 2 when the job has no row in jobs nor any ticket
- * (the message in err names it); 1 when a query failed (err: the server's message). */
-int report_job_write(PGconn *conn, const char *job, FILE *out, char *err, size_t errlen);
+#include "common/err.h"
+
+/* Writes job's report to out. Returns COMMON_OK; COMMON_USAGE when the job has no row in jobs
+ * nor any ticket (e names it); a failed query's code with e the server's answer (COMMON_RETRY
+ * the database away, else COMMON_FATAL). */
+common_status_t report_job_write(PGconn *conn, const char *job, FILE *out, common_err_t *e);
 
 #endif

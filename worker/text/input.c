@@ -18,16 +18,14 @@ struct worker_input {
     size_t text_cap;
 };
 
-int worker_input_open(FILE *f, int jsonl, worker_input_t **out, char *err, size_t errlen) {
+common_status_t worker_input_open(FILE *f, int jsonl, worker_input_t **out, common_err_t *e) {
     *out = NULL;
     worker_input_t *in = calloc(1, sizeof(*in));
-    if (!in) {
-        return common_errf(-1, err, errlen, "out of memory");
-    }
+    if (!in) return common_err_set(e, COMMON_FATAL, "out of memory");
     in->f = f;
     in->jsonl = jsonl;
     *out = in;
-    return 0;
+    return COMMON_OK;
 }
 
 static int all_space(const char *s, size_t n) {
@@ -36,15 +34,15 @@ static int all_space(const char *s, size_t n) {
     return 1;
 }
 
-int worker_input_next(worker_input_t *in, const char **text, size_t *len, char *err,
-                      size_t errlen) {
+int worker_input_next(worker_input_t *in, const char **text, size_t *len, common_err_t *e) {
     for (;;) {
         errno = 0;
         ssize_t got = getline(&in->buf, &in->cap, in->f);
         if (got < 0) {
             if (ferror(in->f)) {
-                return common_errf(-1, err, errlen, "line %ld: read error: %s", in->line + 1,
-                                   errno ? strerror(errno) : "I/O error");
+                common_err_set(e, COMMON_FATAL, "line %ld: read error: %s", in->line + 1,
+                               errno ? strerror(errno) : "I/O error");
+                return -1;
             }
             return 0;
         }
@@ -64,21 +62,23 @@ int worker_input_next(worker_input_t *in, const char **text, size_t *len, char *
         /* JSON_ALLOW_NUL: a "\u0000" inside the text is data, not an error. */
         json_t *root = json_loadb(in->buf, n, JSON_ALLOW_NUL | JSON_DECODE_ANY, &jerr);
         if (!root) {
-            return common_errf(-1, err, errlen, "line %ld: invalid JSON: %s", in->line, jerr.text);
+            common_err_set(e, COMMON_USAGE, "line %ld: invalid JSON: %s", in->line, jerr.text);
+            return -1;
         }
         json_t *t = json_object_get(root, "text");
         if (!json_is_object(root) || !json_is_string(t)) {
             json_decref(root);
-            return common_errf(-1, err, errlen,
-                               "line %ld: not a JSON object with a string \"text\" field",
-                               in->line);
+            common_err_set(e, COMMON_USAGE,
+                           "line %ld: not a JSON object with a string \"text\" field", in->line);
+            return -1;
         }
         size_t tn = json_string_length(t);
         if (tn + 1 > in->text_cap) {
             char *nt = realloc(in->text, tn + 1);
             if (!nt) {
                 json_decref(root);
-                return common_errf(-1, err, errlen, "line %ld: out of memory", in->line);
+                common_err_set(e, COMMON_FATAL, "line %ld: out of memory", in->line);
+                return -1;
             }
             in->text = nt;
             in->text_cap = tn + 1;

@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include "common/err.h"
+
 typedef struct {
     int lower;         /* do_lower_case; 1 when absent */
     int strip_accents; /* null or absent: as do_lower_case */
@@ -15,12 +17,12 @@ typedef struct {
 } worker_tok_config_t;
 
 /* Reads dir/tokenizer_config.json into tok (BERT uncased when the file or a key is absent;
- * vocab_size 0). A value of the wrong type is refused with a one-line message naming the
- * file. */
-int worker_tok_config_read(const char *dir, worker_tok_config_t *tok, char *err, size_t errlen);
+ * vocab_size 0). Invalid JSON or a value of the wrong type is COMMON_USAGE, its message naming
+ * the file; no memory COMMON_FATAL. */
+common_status_t worker_tok_config_read(const char *dir, worker_tok_config_t *tok, common_err_t *e);
 
-/* The same parser on the file's text (len bytes; name stands for the file in err). */
-int worker_tok_config_parse(const char *json, size_t len, const char *name,
-                            worker_tok_config_t *tok, char *err, size_t errlen);
+/* The same parser on the file's text (len bytes; name stands for the file in e's message). */
+common_status_t worker_tok_config_parse(const char *json, size_t len, const char *name,
+                                        worker_tok_config_t *tok, common_err_t *e);
 
 #endif

@@ -20,8 +20,7 @@ static char *join(const char *dir, const char *file) {
  * only added tokens, dense ids) runs on the vocab.txt tokenizer, whose printable-ASCII path
  * is ~10x faster than the general pipeline. Returns 1 with *out built, 0 when hf is not of
  * that shape, -1 on error. */
-static int bert_fast(const hf_tok_t *hf, const char *name, worker_tok_t **out, char *err,
-                     size_t errlen) {
+static int bert_fast(const hf_tok_t *hf, const char *name, worker_tok_t **out, common_err_t *e) {
     const hf_model_t *m = &hf->model;
     if (hf->n_norm != 1 || hf->norm[0].kind != HN_BERT || !hf->norm[0].clean || hf->n_pre != 1 ||
         hf->pre[0].kind != HP_BERT || m->kind != HM_WORDPIECE || m->prefixn != 2 ||
@@ -81,61 +80,54 @@ static int bert_fast(const hf_tok_t *hf, const char *name, worker_tok_t **out, c
     }
     free(tok);
     free(tlen);
-    if (!pool) return ok && seen == n ? (snprintf(err, errlen, "out of memory"), -1) : 0;
+    if (!pool) return ok && seen == n ? (common_err_set(e, COMMON_FATAL, "out of memory"), -1) : 0;
     worker_tok_config_t tc = {.lower = hf->norm[0].lower,
                               .strip_accents = hf->norm[0].strip,
                               .chinese_chars = hf->norm[0].cjk};
-    return tok_init_pool(pool, bytes, name, &tc, out, err, errlen) == 0 ? 1 : -1;
+    return tok_init_pool(pool, bytes, name, &tc, out, e) == COMMON_OK ? 1 : -1;
 }
 
-int worker_tok_load_dir(const char *dir, int vocab_size, worker_tok_t **out, char *err,
-                        size_t errlen) {
+common_status_t worker_tok_load_dir(const char *dir, int vocab_size, worker_tok_t **out,
+                                    common_err_t *e) {
     *out = NULL;
     char *json = join(dir, "tokenizer.json");
-    if (!json) {
-        return common_errf(-1, err, errlen, "out of memory");
-    }
+    if (!json) return common_err_set(e, COMMON_FATAL, "out of memory");
     if (access(json, F_OK) != 0) { /* an old BERT checkpoint: vocab.txt + tokenizer_config.json */
         free(json);
         worker_tok_config_t tc;
-        if (worker_tok_config_read(dir, &tc, err, errlen) != 0) return -1;
+        common_status_t rc = worker_tok_config_read(dir, &tc, e);
+        if (rc != COMMON_OK) return rc;
         tc.vocab_size = vocab_size;
         char *vocab = join(dir, "vocab.txt");
-        if (!vocab) {
-            return common_errf(-1, err, errlen, "out of memory");
-        }
-        int rc = worker_tok_init(vocab, &tc, out, err, errlen);
+        if (!vocab) return common_err_set(e, COMMON_FATAL, "out of memory");
+        rc = worker_tok_init(vocab, &tc, out, e);
         free(vocab);
         return rc;
     }
     hf_tok_t *hf = NULL;
-    int rc = hf_tok_load_file(json, &hf, err, errlen);
-    if (rc == 0 && vocab_size > 0 && hf->vocab_size > vocab_size) {
-        snprintf(err, errlen,
-                 "%s has ids up to %d, config.json's vocab_size is %d: the extra ids have no "
-                 "embedding; use the tokenizer the checkpoint was trained with",
-                 json, hf->vocab_size - 1, vocab_size);
-        rc = -1;
+    common_status_t rc = hf_tok_load_file(json, &hf, e);
+    if (rc == COMMON_OK && vocab_size > 0 && hf->vocab_size > vocab_size) {
+        rc = common_err_set(e, COMMON_USAGE, "%s has ids up to %d, config.json's vocab_size is %d",
+                            json, hf->vocab_size - 1, vocab_size);
+        common_err_detail(e, "the extra ids have no embedding");
+        common_err_hint(e, "use the tokenizer the checkpoint was trained with");
     }
-    if (rc == 0) {
-        int fast = bert_fast(hf, json, out, err, errlen);
+    if (rc == COMMON_OK) {
+        int fast = bert_fast(hf, json, out, e);
         if (fast != 0) {
             free(json);
             hf_tok_free(hf);
-            return fast > 0 ? 0 : -1;
+            return fast > 0 ? COMMON_OK : e->code;
         }
     }
     free(json);
-    worker_tok_t *t = rc == 0 ? calloc(1, sizeof(*t)) : NULL;
-    if (rc == 0 && !t) {
-        snprintf(err, errlen, "out of memory");
-        rc = -1;
-    }
-    if (rc != 0) {
+    worker_tok_t *t = rc == COMMON_OK ? calloc(1, sizeof(*t)) : NULL;
+    if (rc == COMMON_OK && !t) rc = common_err_set(e, COMMON_FATAL, "out of memory");
+    if (rc != COMMON_OK) {
         hf_tok_free(hf);
-        return -1;
+        return rc;
     }
     t->hf = hf;
     *out = t;
-    return 0;
+    return COMMON_OK;
 }

@@ -17,15 +17,15 @@ typedef struct worker_tok worker_tok_t; /* immutable after init: share it across
 /* The tokenizer of a checkpoint directory: dir/tokenizer.json when it exists (the Hugging Face
  * tokenizers format: worker/text/hf/), else dir/vocab.txt with dir/tokenizer_config.json's
  * settings (BERT WordPiece). vocab_size: config.json's; a tokenizer with ids at or past it is
- * refused (0 = unchecked). A feature the file asks for that reclass lacks is an error naming
- * it. */
-int worker_tok_load_dir(const char *dir, int vocab_size, worker_tok_t **out, char *err,
-                        size_t errlen);
+ * refused (0 = unchecked). A feature the file asks for that reclass lacks, or a bad file, is a
+ * COMMON_USAGE error naming it; a read error or no memory COMMON_FATAL. */
+common_status_t worker_tok_load_dir(const char *dir, int vocab_size, worker_tok_t **out,
+                                    common_err_t *e);
 
 /* opts: the checkpoint's settings (worker_tok_config_read, vocab_size set from the model's
  * config.json); NULL: BERT uncased (lower-case, strip accents, space CJK). */
-int worker_tok_init(const char *vocab_path, const worker_tok_config_t *opts, worker_tok_t **out,
-                    char *err, size_t errlen);
+common_status_t worker_tok_init(const char *vocab_path, const worker_tok_config_t *opts,
+                                worker_tok_t **out, common_err_t *e);
 void worker_tok_free(worker_tok_t *tok);
 int worker_tok_vocab_size(const worker_tok_t *tok);
 

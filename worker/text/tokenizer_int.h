@@ -57,9 +57,9 @@ static inline int32_t tok_lookup(const worker_tok_t *t, int cont, const char *s,
 }
 
 /* worker_tok_init on a vocab.txt already in memory (pool: len bytes plus a NUL, malloc'ed; the
- * tokenizer owns it from here, on failure too). name stands for the file in err. */
-int tok_init_pool(char *pool, size_t len, const char *name, const worker_tok_config_t *opts,
-                  worker_tok_t **out, char *err, size_t errlen);
+ * tokenizer owns it from here, on failure too). name stands for the file in e's message. */
+common_status_t tok_init_pool(char *pool, size_t len, const char *name,
+                              const worker_tok_config_t *opts, worker_tok_t **out, common_err_t *e);
 
 /* BERT WordPiece of a vocab.txt tokenizer: worker_tok_encode_path's vocab.txt half. */
 int tok_wordpiece_encode(const worker_tok_t *t, const char *text, size_t len, int max_len,

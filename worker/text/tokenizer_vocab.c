@@ -28,26 +28,23 @@ static void tok_insert(worker_tok_t *t, int cont, uint32_t off, int n, int32_t i
     }
 }
 
-int worker_tok_init(const char *vocab_path, const worker_tok_config_t *opts, worker_tok_t **out,
-                    char *err, size_t errlen) {
+common_status_t worker_tok_init(const char *vocab_path, const worker_tok_config_t *opts,
+                                worker_tok_t **out, common_err_t *e) {
     *out = NULL;
-    if (!vocab_path) { /* a checkpoint whose vocabulary is in tokenizer.json alone */
-        return common_errf(-1, err, errlen,
-                           "the checkpoint has no vocab.txt (only tokenizer.json), which the "
-                           "WordPiece tokenizer needs");
-    }
+    if (!vocab_path) /* a checkpoint whose vocabulary is in tokenizer.json alone */
+        return common_err_set(e, COMMON_USAGE,
+                              "the checkpoint has no vocab.txt (only tokenizer.json), which the "
+                              "WordPiece tokenizer needs");
     size_t len = 0;
-    common_err_t e;
-    char *pool = common_file_read(vocab_path, 0, &len, &e);
-    if (!pool) {
-        common_err_line(&e, err, errlen); /* worker/text still reports text */
-        return -1;
-    }
-    return tok_init_pool(pool, len, vocab_path, opts, out, err, errlen);
+    char *pool = common_file_read(vocab_path, 0, &len, e);
+    if (!pool) return e->code;
+    return tok_init_pool(pool, len, vocab_path, opts, out, e);
 }
 
-int tok_init_pool(char *pool, size_t len, const char *vocab_path, const worker_tok_config_t *opts,
-                  worker_tok_t **out, char *err, size_t errlen) {
+common_status_t tok_init_pool(char *pool, size_t len, const char *vocab_path,
+                              const worker_tok_config_t *opts, worker_tok_t **out,
+                              common_err_t *e) {
+    common_status_t rc;
     static const worker_tok_config_t uncased = {.lower = 1, .strip_accents = 1, .chinese_chars = 1};
     if (!opts) opts = &uncased;
     tok_ascii_init();
@@ -55,7 +52,7 @@ int tok_init_pool(char *pool, size_t len, const char *vocab_path, const worker_t
     worker_tok_t *t = calloc(1, sizeof(*t));
     if (!t) {
         free(pool);
-        return common_errf(-1, err, errlen, "out of memory");
+        return common_err_set(e, COMMON_FATAL, "out of memory");
     }
     t->pool = pool;
     int lines = 0;
@@ -63,17 +60,17 @@ int tok_init_pool(char *pool, size_t len, const char *vocab_path, const worker_t
         lines += t->pool[i] == '\n';
     if (len > 0 && t->pool[len - 1] != '\n') lines++;
     if (lines == 0) {
-        snprintf(err, errlen, "%s: empty vocabulary", vocab_path);
+        rc = common_err_set(e, COMMON_USAGE, "%s: empty vocabulary", vocab_path);
         worker_tok_free(t);
-        return -1;
+        return rc;
     }
     if (opts->vocab_size > 0 && lines > opts->vocab_size) {
-        snprintf(err, errlen,
-                 "%s has %d tokens, config.json's vocab_size is %d: the extra ids have no "
-                 "embedding; use the vocab.txt the checkpoint was trained with",
-                 vocab_path, lines, opts->vocab_size);
+        rc = common_err_set(e, COMMON_USAGE, "%s has %d tokens, config.json's vocab_size is %d",
+                            vocab_path, lines, opts->vocab_size);
+        common_err_detail(e, "the extra ids have no embedding");
+        common_err_hint(e, "use the vocab.txt the checkpoint was trained with");
         worker_tok_free(t);
-        return -1;
+        return rc;
     }
     uint32_t size = 1024;
     while (size < (uint32_t)lines * 2)
@@ -81,9 +78,9 @@ int tok_init_pool(char *pool, size_t len, const char *vocab_path, const worker_t
     t->mask = size - 1;
     t->slots = malloc(sizeof(tok_slot_t) * size);
     if (!t->slots) {
-        snprintf(err, errlen, "out of memory");
+        rc = common_err_set(e, COMMON_FATAL, "out of memory");
         worker_tok_free(t);
-        return -1;
+        return rc;
     }
     for (uint32_t i = 0; i < size; i++)
         t->slots[i].id = -1;
@@ -97,16 +94,17 @@ int tok_init_pool(char *pool, size_t len, const char *vocab_path, const worker_t
         size_t end = pos;
         while (end < len && t->pool[end] != '\n')
             end++;
-        size_t e = end; /* HF trims trailing whitespace (and so "\r") off each line */
-        while (e > pos &&
-               (t->pool[e - 1] == ' ' || t->pool[e - 1] == '\t' || t->pool[e - 1] == '\r' ||
-                t->pool[e - 1] == '\v' || t->pool[e - 1] == '\f'))
-            e--;
-        int n = (int)(e - pos);
+        size_t stop = end; /* HF trims trailing whitespace (and so "\r") off each line */
+        while (stop > pos && (t->pool[stop - 1] == ' ' || t->pool[stop - 1] == '\t' ||
+                              t->pool[stop - 1] == '\r' || t->pool[stop - 1] == '\v' ||
+                              t->pool[stop - 1] == '\f'))
+            stop--;
+        int n = (int)(stop - pos);
         if (n > 0xFFFF) {
-            snprintf(err, errlen, "%s: line %d is too long for a token", vocab_path, id + 1);
+            rc = common_err_set(e, COMMON_USAGE, "%s: line %d is too long for a token", vocab_path,
+                                id + 1);
             worker_tok_free(t);
-            return -1;
+            return rc;
         }
         if (n >= 2 && t->pool[pos] == '#' && t->pool[pos + 1] == '#')
             tok_insert(t, 1, (uint32_t)pos + 2, n - 2, id);
@@ -117,16 +115,17 @@ int tok_init_pool(char *pool, size_t len, const char *vocab_path, const worker_t
         t->sp_id[s] = tok_lookup(t, 0, sp_names[s], sp_lens[s]);
     for (int s = SP_UNK; s <= SP_CLS; s++)
         if (t->sp_id[s] < 0) {
-            snprintf(err, errlen, "%s: special token %s not found", vocab_path, sp_names[s]);
+            rc = common_err_set(e, COMMON_USAGE, "%s: special token %s not found", vocab_path,
+                                sp_names[s]);
             worker_tok_free(t);
-            return -1;
+            return rc;
         }
     for (int b = 0; b < 128; b++) {
         char c = (char)(t->lower && b >= 'A' && b <= 'Z' ? b + 32 : b);
         t->ascii_id[b] = tok_lookup(t, 0, &c, 1);
     }
     *out = t;
-    return 0;
+    return COMMON_OK;
 }
 
 void worker_tok_free(worker_tok_t *tok) {

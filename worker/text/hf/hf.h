@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/err.h"
 #include "worker/text/ids.h"
 
 /* A growable byte string. */
@@ -84,7 +85,10 @@ typedef struct {
 int hf_norm_apply(const hf_norm_t *n, const char *s, size_t len, hf_buf_t *out);
 void hf_norm_free(hf_norm_t *n);
 
-hf_precompiled_t *hf_precompiled_new(const uint8_t *blob, size_t n, char *err, size_t errlen);
+/* NULL with e set: not a charsmap COMMON_USAGE (name stands for the file in its message), no
+ * memory COMMON_FATAL. */
+hf_precompiled_t *hf_precompiled_new(const uint8_t *blob, size_t n, const char *name,
+                                     common_err_t *e);
 int hf_precompiled_apply(const hf_precompiled_t *pc, const char *s, size_t len, hf_buf_t *out);
 void hf_precompiled_free(hf_precompiled_t *pc);
 
@@ -169,11 +173,12 @@ typedef struct hf_tok {
     int max_len;    /* the file's truncation.max_length; 0: none */
 } hf_tok_t;
 
-/* A tokenizer.json's text (len bytes; name stands for the file in err) -> *out. Every feature
- * the file asks for and this code lacks is an error naming it. */
-int hf_tok_load_json(const char *text, size_t len, const char *name, hf_tok_t **out, char *err,
-                     size_t errlen);
-int hf_tok_load_file(const char *path, hf_tok_t **out, char *err, size_t errlen);
+/* A tokenizer.json's text (len bytes; name stands for the file in e's message) -> *out. Every
+ * feature the file asks for and this code lacks is a COMMON_USAGE error naming it; no memory
+ * COMMON_FATAL. */
+common_status_t hf_tok_load_json(const char *text, size_t len, const char *name, hf_tok_t **out,
+                                 common_err_t *e);
+common_status_t hf_tok_load_file(const char *path, hf_tok_t **out, common_err_t *e);
 int hf_tok_encode(const hf_tok_t *t, const char *text, size_t len, int max_len, worker_ids_t *out);
 void hf_tok_free(hf_tok_t *t);
 

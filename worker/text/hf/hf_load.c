@@ -8,12 +8,12 @@
 #include "worker/text/hf/hf_load.h"
 
 static int fail(hf_load_t *L, const char *what) {
-    snprintf(L->err, L->errlen, "%s: %s", L->name, what);
+    common_err_set(L->e, COMMON_USAGE, "%s: %s", L->name, what);
     return -1;
 }
 
 static int oom(hf_load_t *L) {
-    snprintf(L->err, L->errlen, "out of memory");
+    common_err_set(L->e, COMMON_FATAL, "out of memory");
     return -1;
 }
 
@@ -105,8 +105,8 @@ static int load_bpe(hf_load_t *L, json_t *mo) {
         int32_t in = hf_map_get(&m->vocab, cat.p, cat.n);
         if (ia < 0 || ib < 0 || in < 0) {
             hf_buf_free(&cat);
-            snprintf(L->err, L->errlen, "%s: model.merges[%zu]: a token is not in the vocabulary",
-                     L->name, r);
+            common_err_set(L->e, COMMON_USAGE,
+                           "%s: model.merges[%zu]: a token is not in the vocabulary", L->name, r);
             return -1;
         }
         hf_bpe_add_merge(m, ia, ib, (int32_t)r, in);
@@ -171,7 +171,7 @@ static int load_model(hf_load_t *L, json_t *mo) {
         m->kind = HM_UNIGRAM;
         return load_unigram(L, mo);
     }
-    snprintf(L->err, L->errlen, "%s: model \"%s\" is not supported", L->name, ty);
+    common_err_set(L->e, COMMON_USAGE, "%s: model \"%s\" is not supported", L->name, ty);
     return -1;
 }
 
@@ -312,7 +312,7 @@ static int load_post(hf_load_t *L, json_t *o) {
         if (!seen_a) return fail(L, "post_processor: a single template must hold $A once");
         return 0;
     }
-    snprintf(L->err, L->errlen, "%s: post_processor \"%s\" is not supported", L->name, ty);
+    common_err_set(L->e, COMMON_USAGE, "%s: post_processor \"%s\" is not supported", L->name, ty);
     return -1;
 }
 
@@ -353,9 +353,9 @@ static int check_first(hf_load_t *L) {
     return 0;
 }
 
-static int from_root(json_t *root, const char *name, hf_tok_t **out, char *err, size_t errlen) {
+static common_status_t from_root(json_t *root, const char *name, hf_tok_t **out, common_err_t *e) {
     hf_tok_t *t = calloc(1, sizeof(*t));
-    hf_load_t L = {t, name, err, errlen};
+    hf_load_t L = {t, name, e};
     int rc = -1;
     if (!t) {
         oom(&L);
@@ -378,33 +378,31 @@ out:
     json_decref(root);
     if (rc != 0) {
         hf_tok_free(t);
-        return -1;
+        return e->code;
     }
     *out = t;
-    return 0;
+    return COMMON_OK;
 }
 
-int hf_tok_load_json(const char *text, size_t len, const char *name, hf_tok_t **out, char *err,
-                     size_t errlen) {
+common_status_t hf_tok_load_json(const char *text, size_t len, const char *name, hf_tok_t **out,
+                                 common_err_t *e) {
     *out = NULL;
     json_error_t jerr;
     json_t *root = json_loadb(text, len, 0, &jerr);
-    if (!root) {
-        return common_errf(-1, err, errlen, "%s: invalid JSON at line %d: %s", name, jerr.line,
-                           jerr.text);
-    }
-    return from_root(root, name, out, err, errlen);
+    if (!root)
+        return common_err_set(e, COMMON_USAGE, "%s: invalid JSON at line %d: %s", name, jerr.line,
+                              jerr.text);
+    return from_root(root, name, out, e);
 }
 
-int hf_tok_load_file(const char *path, hf_tok_t **out, char *err, size_t errlen) {
+common_status_t hf_tok_load_file(const char *path, hf_tok_t **out, common_err_t *e) {
     *out = NULL;
     json_error_t jerr;
     json_t *root = json_load_file(path, 0, &jerr);
-    if (!root) {
-        return common_errf(-1, err, errlen, "%s: invalid JSON at line %d: %s", path, jerr.line,
-                           jerr.text);
-    }
-    return from_root(root, path, out, err, errlen);
+    if (!root)
+        return common_err_set(e, COMMON_USAGE, "%s: invalid JSON at line %d: %s", path, jerr.line,
+                              jerr.text);
+    return from_root(root, path, out, e);
 }
 
 void hf_tok_free(hf_tok_t *t) {

@@ -60,11 +60,11 @@ char *hf_json_strdup(json_t *v, size_t *n) {
 
 /* Replace's pattern: {"String": s}, or {"Regex": r} of the one shape converters write for
  * SentencePiece models, a character repeated ("x{n,}" or "x+"). */
-static int replace_pattern(json_t *pat, hf_norm_t *nm, const char *name, char *err, size_t errlen) {
+static int replace_pattern(json_t *pat, hf_norm_t *nm, const char *name, common_err_t *e) {
     json_t *str = json_object_get(pat, "String"), *re = json_object_get(pat, "Regex");
     if (json_is_string(str)) {
         nm->pat = hf_json_strdup(str, &nm->patn);
-        return nm->pat ? 0 : -1;
+        return nm->pat ? 0 : (common_err_set(e, COMMON_FATAL, "out of memory"), -1);
     }
     if (json_is_string(re)) {
         const char *r = json_string_value(re);
@@ -86,18 +86,19 @@ static int replace_pattern(json_t *pat, hf_norm_t *nm, const char *name, char *e
         int special = strchr("\\.^$|?*+()[]{}", r[0]) != NULL;
         if (min > 0 && !special) {
             nm->pat = malloc(cn);
-            if (!nm->pat) return -1;
+            if (!nm->pat) return common_err_set(e, COMMON_FATAL, "out of memory"), -1;
             memcpy(nm->pat, r, cn);
             nm->patn = cn;
             nm->rep_min = min;
             return 0;
         }
-        return common_errf(-1, err, errlen,
-                           "%s: normalizer Replace with the regex \"%.60s\" is not supported", name,
-                           r);
+        common_err_set(e, COMMON_USAGE,
+                       "%s: normalizer Replace with the regex \"%.60s\" is not supported", name, r);
+        return -1;
     }
-    return common_errf(-1, err, errlen, "%s: normalizer Replace: pattern must be String or Regex",
-                       name);
+    common_err_set(e, COMMON_USAGE, "%s: normalizer Replace: pattern must be String or Regex",
+                   name);
+    return -1;
 }
 
 static int add_norm(hf_load_t *L, hf_norm_t *nm) {
@@ -112,7 +113,7 @@ int hf_load_normalizer(hf_load_t *L, json_t *o) {
     if (json_is_null(o) || !o) return 0;
     const char *ty = json_string_value(json_object_get(o, "type"));
     if (!ty) {
-        snprintf(L->err, L->errlen, "%s: a normalizer without \"type\"", L->name);
+        common_err_set(L->e, COMMON_USAGE, "%s: a normalizer without \"type\"", L->name);
         return -1;
     }
     if (strcmp(ty, "Sequence") == 0) {
@@ -147,8 +148,7 @@ int hf_load_normalizer(hf_load_t *L, json_t *o) {
         nm.right = hf_json_flag(o, "strip_right", 0);
     } else if (strcmp(ty, "Replace") == 0) {
         nm.kind = HN_REPLACE;
-        if (replace_pattern(json_object_get(o, "pattern"), &nm, L->name, L->err, L->errlen) != 0)
-            goto fail;
+        if (replace_pattern(json_object_get(o, "pattern"), &nm, L->name, L->e) != 0) goto fail;
         nm.content = hf_json_strdup(json_object_get(o, "content"), &nm.contentn);
         if (!nm.content) goto bad;
     } else if (strcmp(ty, "Prepend") == 0) {
@@ -162,21 +162,22 @@ int hf_load_normalizer(hf_load_t *L, json_t *o) {
         uint8_t *blob =
             json_is_string(m) ? b64_decode(json_string_value(m), json_string_length(m), &bn) : NULL;
         if (!blob) goto bad;
-        nm.pc = hf_precompiled_new(blob, bn, L->err, L->errlen);
+        nm.pc = hf_precompiled_new(blob, bn, L->name, L->e);
         free(blob);
         if (!nm.pc) goto fail;
     } else {
-        snprintf(L->err, L->errlen, "%s: normalizer \"%s\" is not supported", L->name, ty);
+        common_err_set(L->e, COMMON_USAGE, "%s: normalizer \"%s\" is not supported", L->name, ty);
         return -1;
     }
     if (add_norm(L, &nm) != 0) {
         hf_norm_free(&nm);
-        snprintf(L->err, L->errlen, "out of memory");
+        common_err_set(L->e, COMMON_FATAL, "out of memory");
         return -1;
     }
     return 0;
 bad:
-    snprintf(L->err, L->errlen, "%s: normalizer %s: missing or invalid settings", L->name, ty);
+    common_err_set(L->e, COMMON_USAGE, "%s: normalizer %s: missing or invalid settings", L->name,
+                   ty);
 fail:
     hf_norm_free(&nm);
     return -1;
@@ -210,7 +211,7 @@ int hf_load_pretokenizer(hf_load_t *L, json_t *o) {
     if (json_is_null(o) || !o) return 0;
     const char *ty = json_string_value(json_object_get(o, "type"));
     if (!ty) {
-        snprintf(L->err, L->errlen, "%s: a pre_tokenizer without \"type\"", L->name);
+        common_err_set(L->e, COMMON_USAGE, "%s: a pre_tokenizer without \"type\"", L->name);
         return -1;
     }
     if (strcmp(ty, "Sequence") == 0) {
@@ -260,25 +261,28 @@ int hf_load_pretokenizer(hf_load_t *L, json_t *o) {
         p.kind = HP_SPLIT;
         json_t *pat = json_object_get(o, "pattern");
         if (json_object_get(pat, "Regex")) {
-            snprintf(L->err, L->errlen,
-                     "%s: pre_tokenizer Split with a Regex pattern is not supported", L->name);
+            common_err_set(L->e, COMMON_USAGE,
+                           "%s: pre_tokenizer Split with a Regex pattern is not supported",
+                           L->name);
             return -1;
         }
         p.pat = hf_json_strdup(json_object_get(pat, "String"), &p.patn);
         if (!p.pat || p.patn == 0 || behavior(o, HB_REMOVED, &p.behavior) != 0) goto bad;
         p.invert = hf_json_flag(o, "invert", 0);
     } else {
-        snprintf(L->err, L->errlen, "%s: pre_tokenizer \"%s\" is not supported", L->name, ty);
+        common_err_set(L->e, COMMON_USAGE, "%s: pre_tokenizer \"%s\" is not supported", L->name,
+                       ty);
         return -1;
     }
     if (add_pre(L, &p) != 0) {
         hf_pretok_free(&p);
-        snprintf(L->err, L->errlen, "out of memory");
+        common_err_set(L->e, COMMON_FATAL, "out of memory");
         return -1;
     }
     return 0;
 bad:
     hf_pretok_free(&p);
-    snprintf(L->err, L->errlen, "%s: pre_tokenizer %s: missing or invalid settings", L->name, ty);
+    common_err_set(L->e, COMMON_USAGE, "%s: pre_tokenizer %s: missing or invalid settings", L->name,
+                   ty);
     return -1;
 }

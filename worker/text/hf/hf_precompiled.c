@@ -33,7 +33,8 @@ static inline uint32_t offset(uint32_t u) {
     return (u >> 10) << ((u & (1u << 9)) >> 6);
 }
 
-hf_precompiled_t *hf_precompiled_new(const uint8_t *blob, size_t n, char *err, size_t errlen) {
+hf_precompiled_t *hf_precompiled_new(const uint8_t *blob, size_t n, const char *name,
+                                     common_err_t *e) {
     if (n < 4) goto bad;
     uint32_t trie_size = (uint32_t)blob[0] | (uint32_t)blob[1] << 8 | (uint32_t)blob[2] << 16 |
                          (uint32_t)blob[3] << 24;
@@ -57,10 +58,12 @@ hf_precompiled_t *hf_precompiled_new(const uint8_t *blob, size_t n, char *err, s
     pc->norm[pc->n_norm] = 0;
     return pc;
 bad:
-    snprintf(err, errlen, "Precompiled: precompiled_charsmap is not a SentencePiece charsmap");
+    common_err_set(
+        e, COMMON_USAGE,
+        "%s: normalizer Precompiled: precompiled_charsmap is not a SentencePiece charsmap", name);
     return NULL;
 oom:
-    snprintf(err, errlen, "out of memory");
+    common_err_set(e, COMMON_FATAL, "out of memory");
     return NULL;
 }
 
