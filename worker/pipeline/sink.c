@@ -144,10 +144,17 @@ static int commit_rows(pl_t *pl, sink_t *sk, const sink_result_t *rows, pl_item_
             if (!seen) parts[n_parts++] = x->track;
         }
     }
+    pl_queue_stat_t *qs = &pl->st.queue[PL_Q_STORE];
     for (int p = 0; p < n_parts; p++) {
         int64_t s = consumers_offsets_storable(pl->q.offsets, parts[p]);
-        if (s >= 0) pl_store(pl, parts[p], s);
+        if (s >= 0)
+            pl_store(pl, parts[p], s);
+        else
+            qs->full++; /* an earlier offset is still in flight (another writer's) */
     }
+    qs->batches += n_parts;
+    pl->st.transactions++;
+    pl_queue_commit(&pl->st);
     pl->st.tickets_done += r;
     pl->st.rows_written += r;
     pl->st.batches_done += b;
@@ -240,7 +247,9 @@ void *pl_sink_main(void *arg) {
     while (!pl->q.fatal) {
         while (!pl->q.out_head && !pl->q.failed && !pl->q.enc_done && !pl->q.fatal) {
             /* wake up now and then: a quiet drift window must still close and be written */
+            double idle0 = common_now_s();
             pl_timedwait_ms(&pl->q.cv_sink, &pl->q.mu, PL_SINK_IDLE_MS);
+            pl_queue_count(&pl->st, PL_Q_OUT, 0, idle0);
             if (pl->q.out_head || pl->q.failed || pl->q.enc_done || pl->q.fatal || !first) continue;
             pthread_mutex_unlock(&pl->q.mu);
             pl_telemetry_tick(pl, 0);
@@ -264,6 +273,8 @@ void *pl_sink_main(void *arg) {
          * batches lead the queue and commit in transactions of their own: none waits for a
          * bulk batch's rows (offsets stay safe in any order: see the tracker above) */
         int n_rows = 0, n_bat = 0;
+        const double taken_s = common_now_s();
+        pl_queue_stat_t *qo = &pl->st.queue[PL_Q_OUT];
         const int urgent = pl->q.out_head && pl->q.out_head->urgent;
         pl_out_t *taken = NULL, **tail = &taken;
         while (pl->q.out_head && pl->q.out_head->urgent == urgent &&
@@ -277,6 +288,8 @@ void *pl_sink_main(void *arg) {
             tail = &o->next;
             n_rows += o->n;
             n_bat++;
+            qo->batches++;
+            qo->wait_s += taken_s - o->queued_s;
             pl->q.out_items -= o->n;
             if (n_rows >= cap_rows) break;
         }
@@ -354,6 +367,10 @@ void *pl_sink_main(void *arg) {
             }
         pthread_mutex_lock(&pl->q.mu);
         pl->st.sink_s += dt;
+        if (rc == COMMON_OK) {
+            pl->st.queue[PL_Q_COMMIT].batches += n_bat;
+            pl->st.queue[PL_Q_COMMIT].wait_s += n_bat * (common_now_s() - taken_s);
+        }
         if (rc != COMMON_OK) pl->q.fatal = 1; /* stop; nothing unwritten is ever stored */
     }
     /* the last writer out finishes: everything accepted is written (or the run failed), so the
