@@ -232,17 +232,19 @@ static void exec_ok(PGconn *c, const char *sql) {
     PQclear(r);
 }
 
-/* Runs job_id (n tickets on topic, group) with the one result writer held at its first
+/* Runs job_id (n tickets on topic, group) with the result writers held at their first
  * transaction (job_progress locked) until the encoder has queued every batch; returns the
  * encoder's batches. While held, no offset is stored. */
-static long run_held_writer(const char *topic, const char *group, const char *job_id, int n) {
+static long run_held_writer(const char *topic, const char *group, const char *job_id, int n,
+                            int writers, int sink_rows) {
     topic_create(topic);
     static worker_t w;
     memset(&w, 0, sizeof(w));
     cfg_for(&w.cfg, topic, group, 3);
     w.cfg.cls.max_len = 32;
     w.cfg.cls.token_budget = 128; /* a few tickets a batch: many batches */
-    w.cfg.sink_connections = 1;
+    w.cfg.sink_connections = writers;
+    w.cfg.sink_rows = sink_rows;
     worker_metrics_reset(&worker_metrics);
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, run_thread, &w), 0);
@@ -286,7 +288,7 @@ static long transactions_of(const char *job_id) {
 
 static void test_writer_groups_batches(void **state) {
     const int n = 1200;
-    long batches = run_held_writer("t6", "g6", "job-group", n);
+    long batches = run_held_writer("t6", "g6", "job-group", n, 1, 8192);
     assert_int_equal(db_long("SELECT count(*) FROM ticket_results WHERE job_id=$1", "job-group"),
                      n);
     assert_int_equal(db_long("SELECT done FROM jobs WHERE job_id=$1", "job-group"), n);
@@ -299,7 +301,7 @@ static void test_writer_groups_batches(void **state) {
     assert_int_equal(PQstatus(c), CONNECTION_OK);
     exec_ok(c, "ALTER TABLE ticket_results ADD CONSTRAINT test_refuse_one"
                " CHECK (job_id <> 'job-group-refused' OR ticket_id <> 't000321')");
-    batches = run_held_writer("t7", "g7", "job-group-refused", n);
+    batches = run_held_writer("t7", "g7", "job-group-refused", n, 1, 8192);
     exec_ok(c, "ALTER TABLE ticket_results DROP CONSTRAINT test_refuse_one");
     PQfinish(c);
     assert_true(batches >= 20);
@@ -315,6 +317,21 @@ static void test_writer_groups_batches(void **state) {
         1);
 }
 
+/* Two writers: while one writes, the other starts a transaction only once an eighth of
+ * --sink-rows waits (here 100 rows, about ten batches), not for each batch as it comes: of
+ * the transactions only the first, begun while no other was writing, is smaller. */
+static void test_writers_gather_beside_a_write(void **state) {
+    const int n = 1200;
+    long batches = run_held_writer("t8", "g8", "job-gather", n, 2, 800);
+    assert_true(batches >= 20);
+    assert_int_equal(db_long("SELECT count(*) FROM ticket_results WHERE job_id=$1", "job-gather"),
+                     n);
+    assert_int_equal(db_long("SELECT count(*) FROM (SELECT xmin::text, count(*) AS c"
+                             " FROM ticket_results WHERE job_id=$1 GROUP BY 1) t WHERE c < 100",
+                             "job-gather"),
+                     1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_worker_exactly_n),
@@ -322,6 +339,7 @@ int main(void) {
         cmocka_unit_test(test_decode_order_per_partition),
         cmocka_unit_test(test_slow_fetch_is_not_idle),
         cmocka_unit_test(test_writer_groups_batches),
+        cmocka_unit_test(test_writers_gather_beside_a_write),
     };
     return cmocka_run_group_tests(tests, pipe_setup, pipe_teardown);
 }

@@ -86,6 +86,7 @@ typedef struct {
     int draining;                  /* no more pushes: flush the accumulator */
     int enc_done, sink_done;
     int writers_running; /* sink threads not yet finished */
+    int writing;         /* sink threads in a write of results (taken, not yet committed) */
     int sink_down;       /* PostgreSQL unreachable: consumption pauses */
     int fatal;           /* a thread failed: stop without storing anything more */
 } pl_queue_t;
@@ -225,6 +226,11 @@ typedef struct pl {
 #define PL_RETRY_MAX_MS        5000 /* sink: longest reconnection delay */
 #define PL_FINAL_COMMIT_S      20.0 /* the last commit's retries during a rebalance */
 #define PL_OVERFLOW_URGENT_MAX 4096 /* urgent records read while a less urgent lane holds back */
+/* A result writer starts a transaction beside another writer's only once this share of
+ * --sink-rows waits (1/PL_SINK_GROUP_DIV): a commit costs PostgreSQL a fixed part (statements,
+ * the WAL flush) that one batch's rows do not amortize, and what waits meanwhile goes into
+ * the next transaction of the writer that finishes first, one commit later at most. */
+#define PL_SINK_GROUP_DIV 8
 
 /* worker/pipeline/clock.c: the timed waits and the item destructor every pipeline thread
  * uses (the clock is common/clock.h). */
