@@ -319,17 +319,16 @@ static void test_writer_groups_batches(void **state) {
 
 /* Two writers: while one writes, the other starts a transaction only once an eighth of
  * --sink-rows waits (here 100 rows, about ten batches), not for each batch as it comes: of
- * the transactions only the first, begun while no other was writing, is smaller. */
+ * the transactions only the first, begun while no other was writing, may be smaller. */
 static void test_writers_gather_beside_a_write(void **state) {
     const int n = 1200;
     long batches = run_held_writer("t8", "g8", "job-gather", n, 2, 800);
     assert_true(batches >= 20);
     assert_int_equal(db_long("SELECT count(*) FROM ticket_results WHERE job_id=$1", "job-gather"),
                      n);
-    assert_int_equal(db_long("SELECT count(*) FROM (SELECT xmin::text, count(*) AS c"
-                             " FROM ticket_results WHERE job_id=$1 GROUP BY 1) t WHERE c < 100",
-                             "job-gather"),
-                     1);
+    assert_true(db_long("SELECT count(*) FROM (SELECT xmin::text, count(*) AS c"
+                        " FROM ticket_results WHERE job_id=$1 GROUP BY 1) t WHERE c < 100",
+                        "job-gather") <= 1);
 }
 
 int main(void) {
