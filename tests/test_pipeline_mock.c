@@ -3,8 +3,10 @@
  * completes, and the group's committed offsets reach the end of every partition; also with
  * two workers of one group, the second joining mid-job (cooperative rebalance: partitions are
  * revoked from the first while it has work in flight); and with decode on several pool threads,
- * poison records between good ones dead-lettered in each partition's order; and --idle-exit
- * under fetches slower than its bound. */
+ * poison records between good ones dead-lettered in each partition's order; --idle-exit
+ * under fetches slower than its bound; and a result writer that takes every batch waiting for
+ * it into one transaction, stores no offset before it commits and still isolates a refused
+ * row. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,10 +19,12 @@
 #include <cmocka.h>
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
+#include <libpq-fe.h>
 #include <pthread.h>
 
 #include "consumers/avro_codec.h"
 #include "tests/lib/pipe_mock.h"
+#include "worker/observe/metrics.h"
 #include "worker/pipeline/pipeline.h"
 
 static void test_one_worker_exactly_n(void **state) {
@@ -225,12 +229,119 @@ static void test_slow_fetch_is_not_idle(void **state) {
         1);
 }
 
+static void exec_ok(PGconn *c, const char *sql) {
+    PGresult *r = PQexec(c, sql);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) fail_msg("%s: %s", sql, PQerrorMessage(c));
+    PQclear(r);
+}
+
+/* Runs job_id (n tickets on topic, group) with the result writers held at their first
+ * transaction (job_progress locked) until the encoder has queued every batch; returns the
+ * encoder's batches. While held, no offset is stored. */
+static long run_held_writer(const char *topic, const char *group, const char *job_id, int n,
+                            int writers, int sink_rows) {
+    topic_create(topic);
+    static worker_t w;
+    memset(&w, 0, sizeof(w));
+    cfg_for(&w.cfg, topic, group, 3);
+    w.cfg.cls.max_len = 32;
+    w.cfg.cls.token_budget = 128; /* a few tickets a batch: many batches */
+    w.cfg.sink_connections = writers;
+    w.cfg.sink_rows = sink_rows;
+    worker_metrics_reset(&worker_metrics);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, run_thread, &w), 0);
+    /* the writer prepares its statements (which lock job_progress too) before the group is
+     * joined: hold it from then on */
+    for (int i = 0; i < 300 && atomic_load(&worker_metrics.partitions_assigned) == 0; i++)
+        usleep(100000);
+    assert_int_not_equal(atomic_load(&worker_metrics.partitions_assigned), 0);
+    PGconn *lock = PQconnectdb(db_url);
+    assert_int_equal(PQstatus(lock), CONNECTION_OK);
+    exec_ok(lock, "BEGIN");
+    exec_ok(lock, "LOCK TABLE job_progress IN EXCLUSIVE MODE"); /* the sink's upsert waits */
+    produce_tenant(topic, job_id, "acme", 0, n, n);
+    /* every ticket consumed and batched, and the batch count still for a while: every batch is
+     * queued behind the held writer */
+    long last = -1;
+    int still = 0;
+    for (int i = 0; i < 600 && still < 5; i++) {
+        usleep(100000);
+        long b = atomic_load(&worker_metrics.batches);
+        still = b == last && b > 0 && atomic_load(&worker_metrics.tickets_consumed) >= n &&
+                        atomic_load(&worker_metrics.pending_items) == 0
+                    ? still + 1
+                    : 0;
+        last = b;
+    }
+    assert_true(still >= 5);
+    assert_int_equal(db_long("SELECT count(*) FROM ticket_results WHERE job_id=$1", job_id), 0);
+    assert_int_equal(group_lag(topic, group), n); /* nothing committed: nothing stored */
+    exec_ok(lock, "COMMIT");
+    PQfinish(lock);
+    pthread_join(th, NULL);
+    assert_int_equal(w.rc, 0);
+    assert_int_equal(group_lag(topic, group), 0);
+    return w.st.batches;
+}
+
+static long transactions_of(const char *job_id) {
+    return db_long("SELECT count(DISTINCT xmin::text) FROM ticket_results WHERE job_id=$1", job_id);
+}
+
+static void test_writer_groups_batches(void **state) {
+    const int n = 1200;
+    long batches = run_held_writer("t6", "g6", "job-group", n, 1, 8192);
+    assert_int_equal(db_long("SELECT count(*) FROM ticket_results WHERE job_id=$1", "job-group"),
+                     n);
+    assert_int_equal(db_long("SELECT done FROM jobs WHERE job_id=$1", "job-group"), n);
+    /* the batch the writer held, then every batch that waited for it in one more */
+    assert_true(batches >= 20);
+    assert_true(transactions_of("job-group") <= 2);
+
+    /* a row the database refuses is still split out alone, the rows around it written */
+    PGconn *c = PQconnectdb(db_url);
+    assert_int_equal(PQstatus(c), CONNECTION_OK);
+    exec_ok(c, "ALTER TABLE ticket_results ADD CONSTRAINT test_refuse_one"
+               " CHECK (job_id <> 'job-group-refused' OR ticket_id <> 't000321')");
+    batches = run_held_writer("t7", "g7", "job-group-refused", n, 1, 8192);
+    exec_ok(c, "ALTER TABLE ticket_results DROP CONSTRAINT test_refuse_one");
+    PQfinish(c);
+    assert_true(batches >= 20);
+    assert_int_equal(
+        db_long("SELECT count(*) FROM ticket_results WHERE job_id=$1", "job-group-refused"), n - 1);
+    assert_int_equal(db_long("SELECT count(*) FROM ticket_results WHERE job_id='job-group-refused'"
+                             " AND ticket_id=$1",
+                             "t000321"),
+                     0);
+    assert_int_equal(
+        db_long("SELECT count(*) FROM jobs WHERE job_id=$1 AND completed_at IS NOT NULL",
+                "job-group-refused"),
+        1);
+}
+
+/* Two writers: while one writes, the other starts a transaction only once an eighth of
+ * --sink-rows waits (here 100 rows, about ten batches), not for each batch as it comes: of
+ * the transactions only the first, begun while no other was writing, may be smaller. */
+static void test_writers_gather_beside_a_write(void **state) {
+    const int n = 1200;
+    long batches = run_held_writer("t8", "g8", "job-gather", n, 2, 800);
+    assert_true(batches >= 20);
+    assert_int_equal(db_long("SELECT count(*) FROM ticket_results WHERE job_id=$1", "job-gather"),
+                     n);
+    assert_true(db_long("SELECT count(*) FROM (SELECT xmin::text, count(*) AS c"
+                        " FROM ticket_results WHERE job_id=$1 GROUP BY 1) t WHERE c < 100",
+                        "job-gather") <= 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_worker_exactly_n),
         cmocka_unit_test(test_two_workers_rebalance),
         cmocka_unit_test(test_decode_order_per_partition),
         cmocka_unit_test(test_slow_fetch_is_not_idle),
+        cmocka_unit_test(test_writer_groups_batches),
+        cmocka_unit_test(test_writers_gather_beside_a_write),
     };
     return cmocka_run_group_tests(tests, pipe_setup, pipe_teardown);
 }

@@ -145,8 +145,10 @@ print(f"| {name} | {build} | {broker} | {pg} | {workers} x {threads} | {writers}
       f"{srv.group(2) + '%' if srv else '-'} | {codes if rc == '0' else f'{codes} (bench {rc})'} | {rows} |")
 PY
     # the stage table (CPU s summed over threads) of each run, for where the time went
-    awk '/^stage/ {on = 1; next} /^host RSS/ {on = 0} on {printf "%s %s/%s  ", $1, $2, $3} END {print ""}' "$s" |
+    awk '/^stage/ {on = 1; next} /^(queue|host RSS)/ {on = 0} on {printf "%s %s/%s  ", $1, $2, $3} END {print ""}' "$s" |
         sed "s/^/  stages (wall\/CPU s) $name: /" >>"$OUT/host_scale_stages.txt"
+    # and its queue table (batches, mean wait ms, full n/s, empty n/s)
+    awk '/^queue/ {on = 1; next} /^host RSS/ {on = 0} on' "$s" | sed "s/^/  queues $name: /" >>"$OUT/host_scale_stages.txt"
 }
 
 has_base=$([ -x "$HB/reclass" ] && echo 1)

@@ -150,6 +150,17 @@ for st in stats[0].get("stages", {}):
     w = sum(s["stages"][st]["wall_s"] for s in stats)
     c = sum(s["stages"][st]["cpu_s"] for s in stats)
     print(f"  {st:<10} {w:8.2f} {c:8.2f}")
+# the hand-offs between the threads: batches through each, their mean wait in it, and the waits
+# of the side putting in for room (full) and of the side taking out for work (empty)
+qs = stats[0].get("queues", {})
+if qs:
+    print("queue        batches  mean wait ms   full   full s   empty  empty s   (all workers)")
+    for name in qs:
+        g = lambda k: sum(s["queues"][name][k] for s in stats)
+        print(f"  {name:<10} {g('batches'):9d} {1e3 * g('wait_s') / max(g('batches'), 1):12.2f} "
+              f"{g('full'):6d} {g('full_s'):8.2f} {g('empty'):7d} {g('empty_s'):8.2f}")
+    tx = sum(s.get("transactions", 0) for s in stats)
+    print(f"  result transactions {tx}, {int(n) / max(tx, 1):,.0f} rows each")
 samples = [l.split() for l in open(os.path.join(tmp, "rss.txt"))] if os.path.exists(
     os.path.join(tmp, "rss.txt")) else []
 width = max((len(l) for l in samples), default=0)

@@ -1,4 +1,4 @@
-/* The timed waits and item destructor that every pipeline thread uses
+/* The timed waits (a queue's counted too) and item destructor that every pipeline thread uses
  * (worker/pipeline/pipeline_int.h). */
 #include <stdlib.h>
 #include <time.h>
@@ -19,6 +19,39 @@ void pl_wait_until_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t wake_ms) 
     if (dt > PL_RECHECK_MS) dt = PL_RECHECK_MS; /* re-check flags regularly */
     if (dt < 1) dt = 1;
     pl_timedwait_ms(cv, mu, (int)dt);
+}
+
+void pl_queue_count(pl_stats_t *st, int q, int full, double since_s) {
+    if (!st->first_record_s) return; /* waiting for the first record: no work yet */
+    if (since_s < st->first_record_s) since_s = st->first_record_s;
+    double dt = common_now_s() - since_s;
+    pl_queue_stat_t *x = &st->queue[q];
+    if (full) {
+        x->pend_full++;
+        x->pend_full_s += dt;
+    } else {
+        x->pend_empty++;
+        x->pend_empty_s += dt;
+    }
+}
+
+void pl_queue_wait(pl_stats_t *st, int q, int full, pthread_cond_t *cv, pthread_mutex_t *mu,
+                   int64_t wake_ms) {
+    double t0 = common_now_s();
+    pl_wait_until_ms(cv, mu, wake_ms);
+    pl_queue_count(st, q, full, t0);
+}
+
+void pl_queue_commit(pl_stats_t *st) {
+    for (int i = 0; i < PL_Q_N; i++) {
+        pl_queue_stat_t *q = &st->queue[i];
+        q->full += q->pend_full;
+        q->full_s += q->pend_full_s;
+        q->empty += q->pend_empty;
+        q->empty_s += q->pend_empty_s;
+        q->pend_full = q->pend_empty = 0;
+        q->pend_full_s = q->pend_empty_s = 0.0;
+    }
 }
 
 void pl_item_free(pl_item_t *it) {

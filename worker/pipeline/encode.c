@@ -101,8 +101,10 @@ static common_status_t enc_publish(pl_t *pl, cls_engine_t *eng, enc_slot_t *sl, 
         return rc;
     }
     const int64_t now = common_now_ms();
+    int64_t accum_ms = 0; /* the tickets' time in the accumulator, summed */
     for (int i = 0; i < n; i++) {
         pl_item_t *it = sl->items[i];
+        accum_ms += sl->popped_ms - it->arrived_ms;
         worker_metrics_wait_observe(it->lane, WORKER_WAIT_POLL, it->arrived_ms - it->polled_ms);
         worker_metrics_wait_observe(it->lane, WORKER_WAIT_ACCUMULATE,
                                     sl->popped_ms - it->arrived_ms);
@@ -128,8 +130,14 @@ static common_status_t enc_publish(pl_t *pl, cls_engine_t *eng, enc_slot_t *sl, 
                             .backend = pl->ses.eng.ops->name,
                             .device_used_bytes = (int64_t)ms.device_used,
                             .arena_bytes = (int64_t)ms.arena_bytes};
+    o->queued_s = common_now_s();
     pthread_mutex_lock(&pl->q.mu);
     pl->st.encoder_s += b->compute_s;
+    pl_queue_stat_t *qa = &pl->st.queue[PL_Q_ACCUM], *qe = &pl->st.queue[PL_Q_ENCODE];
+    qa->batches++;
+    qa->wait_s += n > 0 ? (double)accum_ms * 1e-3 / n : 0.0;
+    qe->batches++;
+    qe->wait_s += (double)(now - sl->popped_ms) * 1e-3;
     pl_out_t **at = o->urgent ? (pl->q.out_urgent ? &pl->q.out_urgent->next : &pl->q.out_head)
                               : (pl->q.out_tail ? &pl->q.out_tail->next : &pl->q.out_head);
     o->next = *at; /* an urgent batch goes after the urgent ones queued, before the bulk */
@@ -198,7 +206,7 @@ void *pl_encoder_main(void *arg) {
         }
         if (n <= 0) {
             if (!room) { /* even a batch in flight waits: its rows would overfill the queue */
-                pl_wait_until_ms(&pl->q.cv_room, &pl->q.mu, now + PL_RECHECK_MS);
+                pl_queue_wait(&pl->st, PL_Q_OUT, 1, &pl->q.cv_room, &pl->q.mu, now + PL_RECHECK_MS);
             } else if (prev) { /* nothing to submit: finish the batch in flight */
                 pthread_mutex_unlock(&pl->q.mu);
                 common_status_t rc = enc_publish(pl, eng, prev, &err);
@@ -209,9 +217,9 @@ void *pl_encoder_main(void *arg) {
                     pl->q.fatal = 1;
                 }
             } else {
-                pl_wait_until_ms(&pl->q.cv_enc, &pl->q.mu,
-                                 ready ? now + PL_READY_POLL_MS
-                                       : worker_fair_next_deadline(pl->q.acc));
+                pl_queue_wait(&pl->st, PL_Q_ACCUM, 0, &pl->q.cv_enc, &pl->q.mu,
+                              ready ? now + PL_READY_POLL_MS
+                                    : worker_fair_next_deadline(pl->q.acc));
             }
             continue;
         }

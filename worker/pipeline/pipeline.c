@@ -45,7 +45,7 @@ static void print_stats(pl_t *pl, double t_start, worker_pipeline_stats_t *st) {
                       : 0.0;
     double share = span > 0 ? 1.0 - pl->st.encoder_s / span : 0.0;
     if (share < 0) share = 0;
-    char line[4096];
+    char line[8192];
     snprintf(line, sizeof(line),
              "{\"tickets\":%ld,\"dead_letters\":%ld,\"truncated\":%ld,\"batches\":%ld,"
              "\"pauses\":%ld,\"holds\":%ld,"
@@ -69,6 +69,20 @@ static void print_stats(pl_t *pl, double t_start, worker_pipeline_stats_t *st) {
         len += (size_t)snprintf(line + len, sizeof(line) - len,
                                 "%s\"%s\":{\"wall_s\":%.3f,\"cpu_s\":%.3f}", i ? "," : "",
                                 worker_stage_name(i), (double)w * 1e-9, (double)c * 1e-9);
+    }
+    len += (size_t)snprintf(line + len, sizeof(line) - len, "}");
+    /* the hand-offs between the threads: what waited where, and which side waited */
+    static const char *const qname[PL_Q_N] = {"accumulate", "encode", "sink_queue", "commit",
+                                              "store"};
+    len += (size_t)snprintf(line + len, sizeof(line) - len, ",\"transactions\":%ld,\"queues\":{",
+                            pl->st.transactions);
+    for (int i = 0; i < PL_Q_N; i++) {
+        const pl_queue_stat_t *q = &pl->st.queue[i];
+        len += (size_t)snprintf(line + len, sizeof(line) - len,
+                                "%s\"%s\":{\"batches\":%ld,\"wait_s\":%.3f,\"full\":%ld,"
+                                "\"full_s\":%.3f,\"empty\":%ld,\"empty_s\":%.3f}",
+                                i ? "," : "", qname[i], q->batches, q->wait_s, q->full, q->full_s,
+                                q->empty, q->empty_s);
     }
     len += (size_t)snprintf(line + len, sizeof(line) - len, "}");
     /* offsets this worker stored (and committed) last, per partition: tests compare them with

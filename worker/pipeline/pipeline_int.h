@@ -58,6 +58,7 @@ typedef struct pl_out {
     int n;
     int urgent; /* of a lane more urgent than the last (worker_fair_urgent_lane) */
     sink_batch_t tel;
+    double queued_s; /* common_now_s() when queued for the sink */
     struct pl_out *next;
 } pl_out_t;
 
@@ -85,9 +86,32 @@ typedef struct {
     int draining;                  /* no more pushes: flush the accumulator */
     int enc_done, sink_done;
     int writers_running; /* sink threads not yet finished */
+    int writing;         /* sink threads in a write of results (taken, not yet committed) */
     int sink_down;       /* PostgreSQL unreachable: consumption pauses */
     int fatal;           /* a thread failed: stop without storing anything more */
 } pl_queue_t;
+
+/* The hand-offs between the pipeline's threads, in a ticket's order, as the exit statistics'
+ * queue table names them: the accumulator (poll thread -> encoder), the encoder's batch in
+ * flight (popped -> scored and queued), the sink queue (encoder -> writers), a writer's
+ * transaction (taken -> committed) and the offset store (committed -> stored, which waits for
+ * every earlier offset of the partition). */
+typedef enum { PL_Q_ACCUM, PL_Q_ENCODE, PL_Q_OUT, PL_Q_COMMIT, PL_Q_STORE, PL_Q_N } pl_queue_id_t;
+
+/* One hand-off: the batches through it and how long they sat in it (each batch's mean over
+ * its tickets for the accumulator), the waits of the side putting in for room (full) and of
+ * the side taking out for work (empty), each timed on the one clock. Waits count once a
+ * commit follows them (pend_*: not yet), so that the wait for the first record and the idle
+ * exit's are not work's. The offset store counts as full each partition a commit could not
+ * store for an earlier offset still in flight. */
+typedef struct {
+    long batches;
+    double wait_s;
+    long full, empty;
+    double full_s, empty_s;
+    long pend_full, pend_empty;
+    double pend_full_s, pend_empty_s;
+} pl_queue_stat_t;
 
 /* Counters for the exit statistics and progress lines: written by the thread that did the
  * work, read by the poll thread and at exit, always with queue.mu held. */
@@ -99,6 +123,9 @@ typedef struct {
     double encoder_s;
     double first_record_s, last_commit_s; /* monotonic seconds, 0 = not yet */
     double sink_s;
+    long transactions;             /* of results committed (rows_written / transactions: rows
+                                    * per commit) */
+    pl_queue_stat_t queue[PL_Q_N]; /* the hand-offs (pl_queue_id_t) */
 } pl_stats_t;
 
 #define PL_BURST 256 /* records tracked here before they are decoded together on the pool */
@@ -199,6 +226,11 @@ typedef struct pl {
 #define PL_RETRY_MAX_MS        5000 /* sink: longest reconnection delay */
 #define PL_FINAL_COMMIT_S      20.0 /* the last commit's retries during a rebalance */
 #define PL_OVERFLOW_URGENT_MAX 4096 /* urgent records read while a less urgent lane holds back */
+/* A result writer starts a transaction beside another writer's only once this share of
+ * --sink-rows waits (1/PL_SINK_GROUP_DIV): a commit costs PostgreSQL a fixed part (statements,
+ * the WAL flush) that one batch's rows do not amortize, and what waits meanwhile goes into
+ * the next transaction of the writer that finishes first, one commit later at most. */
+#define PL_SINK_GROUP_DIV 8
 
 /* worker/pipeline/clock.c: the timed waits and the item destructor every pipeline thread
  * uses (the clock is common/clock.h). */
@@ -207,6 +239,14 @@ void pl_wait_until_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t wake_ms);
 /* pthread_cond_timedwait on cv (mu held) for ms milliseconds. */
 void pl_timedwait_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int ms);
 void pl_item_free(pl_item_t *it);
+/* Counts one wait of hand-off q's producer (full) or consumer (empty) that began at since_s
+ * (common_now_s; clipped to the first record, none before it) into st, pending until the
+ * next commit of results (pl_queue_commit) makes it count; q.mu held. pl_queue_wait is
+ * pl_wait_until_ms counted so. */
+void pl_queue_count(pl_stats_t *st, int q, int full, double since_s);
+void pl_queue_wait(pl_stats_t *st, int q, int full, pthread_cond_t *cv, pthread_mutex_t *mu,
+                   int64_t wake_ms);
+void pl_queue_commit(pl_stats_t *st);
 
 /* Stores next_offset for partition with Kafka and remembers it (caller holds q.mu). */
 void pl_store(pl_t *pl, int32_t partition, int64_t next_offset);

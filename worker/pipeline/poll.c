@@ -316,7 +316,8 @@ void pl_poll_loop(pl_t *pl) {
                     continue;
                 }
                 pthread_mutex_lock(&pl->q.mu);
-                pl_wait_until_ms(&pl->q.cv_accum, &pl->q.mu, now_ms + PL_HOLD_POLL_MS);
+                pl_queue_wait(&pl->st, PL_Q_ACCUM, 1, &pl->q.cv_accum, &pl->q.mu,
+                              now_ms + PL_HOLD_POLL_MS);
                 pthread_mutex_unlock(&pl->q.mu);
                 continue;
             }

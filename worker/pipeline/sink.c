@@ -144,10 +144,17 @@ static int commit_rows(pl_t *pl, sink_t *sk, const sink_result_t *rows, pl_item_
             if (!seen) parts[n_parts++] = x->track;
         }
     }
+    pl_queue_stat_t *qs = &pl->st.queue[PL_Q_STORE];
     for (int p = 0; p < n_parts; p++) {
         int64_t s = consumers_offsets_storable(pl->q.offsets, parts[p]);
-        if (s >= 0) pl_store(pl, parts[p], s);
+        if (s >= 0)
+            pl_store(pl, parts[p], s);
+        else
+            qs->full++; /* an earlier offset is still in flight (another writer's) */
     }
+    qs->batches += n_parts;
+    pl->st.transactions++;
+    pl_queue_commit(&pl->st);
     pl->st.tickets_done += r;
     pl->st.rows_written += r;
     pl->st.batches_done += b;
@@ -219,6 +226,16 @@ static int record_failures(pl_t *pl, sink_t *sk, pl_item_t *list) {
     return rc;
 }
 
+/* Whether a writer takes work now (q.mu held): records that failed, an urgent batch, any
+ * batch while no other writer is writing (a lone writer never waits), else once a group's
+ * worth of rows waits; the rest waits for the writer that finishes first. */
+static int sink_ready(const pl_t *pl, int group_rows) {
+    const pl_queue_t *q = &pl->q;
+    if (q->failed) return 1;
+    if (!q->out_head) return 0;
+    return q->out_head->urgent || q->writing == 0 || q->out_items >= group_rows || q->enc_done;
+}
+
 void *pl_sink_main(void *arg) {
     pl_sink_writer_t *w = arg;
     pl_t *pl = w->pl;
@@ -237,11 +254,15 @@ void *pl_sink_main(void *arg) {
         common_logf(stderr, "sink: out of memory\n");
         pl->q.fatal = 1;
     }
+    const int group_rows = (cap_rows + PL_SINK_GROUP_DIV - 1) / PL_SINK_GROUP_DIV;
     while (!pl->q.fatal) {
-        while (!pl->q.out_head && !pl->q.failed && !pl->q.enc_done && !pl->q.fatal) {
+        while (!sink_ready(pl, group_rows) && !pl->q.enc_done && !pl->q.fatal) {
             /* wake up now and then: a quiet drift window must still close and be written */
+            double idle0 = common_now_s();
+            const int empty = !pl->q.out_head; /* else gathering a group behind a writer */
             pl_timedwait_ms(&pl->q.cv_sink, &pl->q.mu, PL_SINK_IDLE_MS);
-            if (pl->q.out_head || pl->q.failed || pl->q.enc_done || pl->q.fatal || !first) continue;
+            if (empty) pl_queue_count(&pl->st, PL_Q_OUT, 0, idle0);
+            if (sink_ready(pl, group_rows) || pl->q.enc_done || pl->q.fatal || !first) continue;
             pthread_mutex_unlock(&pl->q.mu);
             pl_telemetry_tick(pl, 0);
             pthread_mutex_lock(&pl->q.mu);
@@ -264,6 +285,8 @@ void *pl_sink_main(void *arg) {
          * batches lead the queue and commit in transactions of their own: none waits for a
          * bulk batch's rows (offsets stay safe in any order: see the tracker above) */
         int n_rows = 0, n_bat = 0;
+        const double taken_s = common_now_s();
+        pl_queue_stat_t *qo = &pl->st.queue[PL_Q_OUT];
         const int urgent = pl->q.out_head && pl->q.out_head->urgent;
         pl_out_t *taken = NULL, **tail = &taken;
         while (pl->q.out_head && pl->q.out_head->urgent == urgent &&
@@ -277,6 +300,8 @@ void *pl_sink_main(void *arg) {
             tail = &o->next;
             n_rows += o->n;
             n_bat++;
+            qo->batches++;
+            qo->wait_s += taken_s - o->queued_s;
             pl->q.out_items -= o->n;
             if (n_rows >= cap_rows) break;
         }
@@ -296,6 +321,7 @@ void *pl_sink_main(void *arg) {
             o->n = k;
         }
         pl->st.stale_skipped += stale;
+        pl->q.writing++;
         pthread_cond_broadcast(&pl->q.cv_room);
         pthread_mutex_unlock(&pl->q.mu);
 
@@ -353,7 +379,13 @@ void *pl_sink_main(void *arg) {
                 pl_item_free(x);
             }
         pthread_mutex_lock(&pl->q.mu);
+        pl->q.writing--;
+        pthread_cond_broadcast(&pl->q.cv_sink); /* what gathered behind this write is due */
         pl->st.sink_s += dt;
+        if (rc == COMMON_OK) {
+            pl->st.queue[PL_Q_COMMIT].batches += n_bat;
+            pl->st.queue[PL_Q_COMMIT].wait_s += n_bat * (common_now_s() - taken_s);
+        }
         if (rc != COMMON_OK) pl->q.fatal = 1; /* stop; nothing unwritten is ever stored */
     }
     /* the last writer out finishes: everything accepted is written (or the run failed), so the
