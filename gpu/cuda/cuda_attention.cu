@@ -160,7 +160,7 @@ __global__ void __launch_bounds__(ATT_WARPS * 32, 4)
 #pragma unroll
             for (int i = 0; i < ROPE_ITEMS(NT); i++) {
                 const int kr = j * ATT_BN + rope_item_row(tid, i, NT);
-                kp[i] = kr < len ? opt.pos[start + kr] : 0;
+                kp[i] = kr < len ? __ldg(opt.pos + start + kr) : 0;
             }
         }
         if (j + 1 < n_tiles) {

@@ -310,7 +310,7 @@ __global__ void __launch_bounds__(128, 4) attention_wg_kernel(WG_ARGS) {
 #pragma unroll
             for (int i = 0; i < ROPE_ITEMS(NT); i++) {
                 const int kr = j * WG_BN + rope_item_row(tid, i, NT);
-                kp[i] = kr < len ? pos[start + kr] : 0;
+                kp[i] = kr < len ? __ldg(pos + start + kr) : 0;
             }
         }
         wg_prefetch_wait<T, NT>(j + 1 < n_tiles, kt(sj ^ 1), vt(sj ^ 1), kh, vh, ld,

@@ -16,7 +16,8 @@ __device__ __forceinline__ float2 rope_turn(float x, float y, float2 cs) {
                        __fadd_rn(__fmul_rn(y, cs.x), __fmul_rn(x, cs.y)));
 }
 
-// The (cos, sin) of pairs j0 .. j0 + 7 (j0 % 2 == 0: 16-byte loads) of position p.
+// The (cos, sin) of pairs j0 .. j0 + 7 (j0 % 2 == 0: 16-byte loads) of position p, through
+// the read-only cache: the query blocks of one sequence on an SM read the same rows.
 struct rope_cs8_t {
     float4 v[4]; // v[u]: pairs j0 + 2u (x, y) and j0 + 2u + 1 (z, w)
 };
@@ -26,7 +27,7 @@ __device__ __forceinline__ rope_cs8_t rope_cs8(const float2 *__restrict__ tab, i
     rope_cs8_t r;
 #pragma unroll
     for (int u = 0; u < 4; u++)
-        r.v[u] = c[u];
+        r.v[u] = __ldg(c + u);
     return r;
 }
 
@@ -75,11 +76,11 @@ __device__ __forceinline__ void rope_turn_q(uint32_t (&qa)[4][4], const float2 *
     for (int i = 0; i < 4; i++) {
         const int r = r0 + (i & 1) * 8;
         if (r >= len) continue;
-        const float2 *cs = tab + (size_t)pos[start + r] * 32;
+        const float2 *cs = tab + (size_t)__ldg(pos + start + r) * 32;
 #pragma unroll
         for (int kk = 0; kk < 2; kk++) {
             const int d = kk * 16 + 2 * c + (i >> 1) * 8;
-            const float4 cc = *reinterpret_cast<const float4 *>(cs + d);
+            const float4 cc = __ldg(reinterpret_cast<const float4 *>(cs + d));
             const float2 x = st<T>::to_f2(qa[kk][i]), y = st<T>::to_f2(qa[kk + 2][i]);
             const float2 a = rope_turn(x.x, y.x, make_float2(cc.x, cc.y));
             const float2 b = rope_turn(x.y, y.y, make_float2(cc.z, cc.w));
