@@ -321,6 +321,17 @@ static void test_attention_rope(const char *prec, int heads, int n_seqs, int max
                                               n_seqs, heads, 0.125f, window, pos, theta, got);
         report(prec, what, rc, got, ref, (size_t)n * H, bound_for(prec, 5e-3, 2.5e-2));
     }
+    if (window < 0) { /* the one-query kernel: the rows cu[s] of the same reference */
+        float *ref1 = malloc((size_t)n_seqs * H * 4);
+        for (int s = 0; s < n_seqs; s++)
+            memcpy(ref1 + (size_t)s * H, ref + (size_t)cu[s] * H, (size_t)H * 4);
+        char what[96];
+        snprintf(what, sizeof(what), "attention first rope %.0f h%d seqs%d", theta, heads, n_seqs);
+        int rc = gpu_cuda_test_attention_first_rope(prec, qkv, qkv + H, qkv + 2 * H, ld, cu, n_seqs,
+                                                    heads, pos, theta, got);
+        report(prec, what, rc, got, ref1, (size_t)n_seqs * H, bound_for(prec, 5e-3, 2.5e-2));
+        free(ref1);
+    }
     free(cu), free(pos), free(qkv), free(turned), free(ref), free(got);
 }
 

@@ -198,11 +198,12 @@ cudaError_t cuda_attention_wgmma(const T *q, const T *k, const T *v, int ld, con
                                  cudaStream_t st);
 // out (n_seqs, ldo): attention of each sequence's first query only (q (n_seqs, ldq), one row
 // per sequence, e.g. the gathered [CLS] rows) against all its keys and values (rows of
-// stride ld at cu[s]); out may be q (cuda_attention_first.cu).
+// stride ld at cu[s]); out may be q (cuda_attention_first.cu). rope, pos: RoPE as
+// cuda_att_opts_t's, the keys turned as they are read (the query sits at position 0); NULL: none.
 template <typename T>
 cudaError_t cuda_attention_first(const T *q, int ldq, const T *k, const T *v, int ld,
                                  const int32_t *cu, int n_seqs, int heads, T *out, int ldo,
-                                 cudaStream_t st);
+                                 const float *rope, const int32_t *pos, cudaStream_t st);
 // y (n) += a (n), fp32 += storage type (cuda_kernels.cu).
 template <typename T> cudaError_t cuda_add_f32(const T *a, float *y, size_t n, cudaStream_t st);
 // dst = (T) src, n elements, on the device.

@@ -246,9 +246,8 @@ static common_status_t op_attention(cuda_graph_t *cg, const gpu_op_t *op, int nt
     const int heads = op->heads, hd = op->head_dim, C = heads * hd, ld = cols_of(g, op->src[1]);
     const int first = g->tensor[op->out.t].rows_kind == GPU_ROWS_SEQS;
     const int rel = op->w[0] >= 0, q_tiles = first ? 1 : (max_len + 63) / 64;
-    // RoPE: the attention kernels turn Q and K as they load them (no pass over Q and K); the
-    // first-token path turns the keys in place first (its queries sit at position 0), then
-    // runs BERT's one-query kernel or the full kernel on turned rows
+    // RoPE: the attention kernels turn Q and K as they load them (no pass over Q and K; the
+    // first-token queries sit at position 0, where the turn is the identity)
     const int extras = rel || op->window > 0;
     T *q = (T *)vptr(cg, op->src[0]), *k = (T *)vptr(cg, op->src[1]);
     const T *v = (const T *)vptr(cg, op->src[2]);
@@ -267,14 +266,15 @@ static common_status_t op_attention(cuda_graph_t *cg, const gpu_op_t *op, int nt
         }
         const float *tab =
             (const float *)(cg->dev + cg->o_rope) + (size_t)r * cg->max_len * cg->rope_dim;
-        if (first || rel) // DeBERTa's kernel has no turn (no model has both)
+        if (rel) // DeBERTa's kernel has no turn (no model has both)
             OP_CUDA(cuda_rope<T>(first ? (T *)NULL : q, ldq, k, ld, in_pos(cg), nt, heads, hd, tab,
                                  cg->st));
         else
             rope = tab;
     }
     if (first && !extras && plain_scale) { // the one-query kernel: each sequence's first token
-        OP_CUDA(cuda_attention_first<T>(q, ldq, k, v, ld, in_cu(cg), ns, heads, out, ldo, cg->st));
+        OP_CUDA(cuda_attention_first<T>(q, ldq, k, v, ld, in_cu(cg), ns, heads, out, ldo, rope,
+                                        in_pos(cg), cg->st));
         return COMMON_OK;
     }
     T *qa = (T *)(cg->dev + cg->o_att), *oa = qa + (size_t)cg->token_budget * cg->att_cols;

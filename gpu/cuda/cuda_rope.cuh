@@ -31,6 +31,16 @@ __device__ __forceinline__ rope_cs8_t rope_cs8(const float2 *__restrict__ tab, i
     return r;
 }
 
+// 8 pairs in registers: a dims j0 .. j0 + 7, b their partners j0 + d/2 .. (fp32, unrounded).
+__device__ __forceinline__ void rope_turn8_f(float (&a)[8], float (&b)[8], const rope_cs8_t &c) {
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+        const float2 r0 = rope_turn(a[2 * u], b[2 * u], make_float2(c.v[u].x, c.v[u].y));
+        const float2 r1 = rope_turn(a[2 * u + 1], b[2 * u + 1], make_float2(c.v[u].z, c.v[u].w));
+        a[2 * u] = r0.x, b[2 * u] = r0.y, a[2 * u + 1] = r1.x, b[2 * u + 1] = r1.y;
+    }
+}
+
 // 8 pairs in place: dims j0 .. j0 + 7 at lo, their partners j0 + d/2 .. at hi (16 bytes each,
 // global or shared memory), rounded to the storage type once.
 template <typename T>
@@ -38,12 +48,7 @@ __device__ __forceinline__ void rope_turn8(T *lo, T *hi, const rope_cs8_t &c) {
     float a[8], b[8];
     load8(lo, a);
     load8(hi, b);
-#pragma unroll
-    for (int u = 0; u < 4; u++) {
-        const float2 r0 = rope_turn(a[2 * u], b[2 * u], make_float2(c.v[u].x, c.v[u].y));
-        const float2 r1 = rope_turn(a[2 * u + 1], b[2 * u + 1], make_float2(c.v[u].z, c.v[u].w));
-        a[2 * u] = r0.x, b[2 * u] = r0.y, a[2 * u + 1] = r1.x, b[2 * u + 1] = r1.y;
-    }
+    rope_turn8_f(a, b, c);
     store8(lo, a);
     store8(hi, b);
 }

@@ -46,21 +46,17 @@ static int tm_attention(const float *q, const float *k, const float *v, int ld, 
                         int n_seqs, int heads, float scale, int window, const float *c2p,
                         const float *p2c, const int32_t *rrow, int rrow_mid, int R,
                         const int32_t *pos, float theta, int wgmma, float *out) {
-    int n = cu[n_seqs], rc = 0, maxlen = 0, rows = 1;
+    int n = cu[n_seqs], rc = 0, maxlen = 0;
     for (int s = 0; s < n_seqs; s++)
         if (cu[s + 1] - cu[s] > maxlen) maxlen = cu[s + 1] - cu[s];
-    for (int t = 0; pos && t < n; t++)
-        if (pos[t] + 1 > rows) rows = pos[t] + 1;
     size_t span = (size_t)(n - 1) * ld + (size_t)heads * 64, nb = (size_t)n * heads * R;
     T *dq = ta_upload<T>(q, span), *dk = ta_upload<T>(k, span), *dv = ta_upload<T>(v, span);
     int32_t *dcu = (int32_t *)ta_dup(cu, (size_t)(n_seqs + 1) * 4);
     T *o = ta_poisoned<T>((size_t)n * heads * 64);
     T *dc = c2p ? ta_upload<T>(c2p, nb) : NULL, *dp = p2c ? ta_upload<T>(p2c, nb) : NULL;
     int32_t *dr = rrow ? (int32_t *)ta_dup(rrow, (size_t)(2 * rrow_mid + 1) * 4) : NULL;
-    float *tab = pos ? (float *)malloc(sizeof(float) * (size_t)rows * 64) : NULL, *dtab = NULL;
+    float *dtab = pos ? ta_rope_table(theta, pos, n) : NULL;
     int32_t *dpos = pos ? (int32_t *)ta_dup(pos, (size_t)n * 4) : NULL;
-    if (tab) cuda_rope_table(theta, 64, rows, tab); // the table the backend makes at setup
-    if (tab) dtab = (float *)ta_dup(tab, sizeof(float) * (size_t)rows * 64);
     cuda_att_opts_t<T> opt = {scale, window, dc, dp, dr, rrow_mid, R, heads, 0, wgmma, dtab, dpos};
     if (!dq || !dk || !dv || !dcu || !o || (c2p && !dc) || (p2c && !dp) || (rrow && !dr) ||
         (pos && (!dtab || !dpos))) {
@@ -74,7 +70,6 @@ static int tm_attention(const float *q, const float *k, const float *v, int ld, 
 done:
     cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dcu), cudaFree(o);
     cudaFree(dc), cudaFree(dp), cudaFree(dr), cudaFree(dtab), cudaFree(dpos);
-    free(tab);
     return rc;
 }
 extern "C" int gpu_cuda_test_attention_opts(const char *precision, int kernel, const float *q,
