@@ -1,5 +1,5 @@
-// RoPE (ModernBERT) in place on Q and K heads: the first-token path's keys (its queries sit at
-// position 0); every other attention turns Q and K inside its kernel (cuda_rope.cuh). The cosines
+// RoPE (ModernBERT) in place on Q and K heads, a pass of its own: only where an attention
+// kernel cannot turn them as it loads them (cuda_rope.cuh), i.e. with DeBERTa's c2p. The cosines
 // and sines come from a table made once at init (cuda_rope_table, on the host, in double as HF's
 // fp32 angles need: positions reach 8,192, where sincosf's error grows with the angle), so the pass
 // is memory-bound: a double pow and sincos per element and layer would cost more than the QKV GEMM
