@@ -282,12 +282,9 @@ static common_status_t op_attention(cuda_graph_t *cg, const gpu_op_t *op, int nt
         OP_CUDA(cuda_scatter_rows<T>(q, in_cu(cg), ns, C, qa, C, cg->st));
         q = qa, ldq = C;
     }
-    cuda_att_opts_t<T> o = {scale, op->window > 0 ? op->window : -1,
-                            NULL,  NULL,
-                            NULL,  0,
-                            0,     heads,
-                            ldq,   cg->att_wgmma,
-                            rope,  in_pos(cg)};
+    cuda_att_opts_t<T> o = {}; // c2p, p2c: DeBERTa's, below
+    o.scale = scale, o.window = op->window > 0 ? op->window : -1, o.heads = heads, o.ldq = ldq;
+    o.wgmma = cg->att_wgmma, o.rope = rope, o.pos = in_pos(cg);
     if (rel) {
         T *c2p = (T *)(cg->dev + cg->o_rel), *p2c = c2p + cg->rel_elems;
         const int R = g->tensor[op->w[0]].rows;
