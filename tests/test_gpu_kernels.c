@@ -292,49 +292,6 @@ static void test_attention_window(const char *prec, int heads, int n_seqs, int m
     free(cu), free(qkv), free(ref), free(got);
 }
 
-/* RoPE inside the attention kernels (both, global and windowed): Q and K go in unrotated at
- * their positions in their sequences (past 128 up to maxlen), against the reference's turn,
- * rounded to the storage type once as the kernels' is, then attention. */
-static void test_attention_rope(const char *prec, int heads, int n_seqs, int maxlen, int window,
-                                float theta, float scale) {
-    const int H = heads * 64, ld = 3 * H;
-    int n;
-    int32_t *cu = rnd_cu(n_seqs, maxlen, &n), *pos = malloc((size_t)n * 4);
-    float *qkv = rnd_array((size_t)n * ld, scale), *turned = malloc((size_t)n * ld * 4);
-    float *ref = malloc((size_t)n * H * 4), *got = malloc((size_t)n * H * 4);
-    for (int s = 0; s < n_seqs; s++)
-        for (int t = cu[s]; t < cu[s + 1]; t++)
-            pos[t] = t - cu[s];
-    gpu_cuda_test_round(prec, qkv, (size_t)n * ld);
-    memcpy(turned, qkv, (size_t)n * ld * 4);
-    gpu_ref_rope(turned, ld, H, pos, n, heads, 64, theta);
-    gpu_cuda_test_round(prec, turned, (size_t)n * ld);
-    gpu_ref_attention_opts(turned, turned + H, turned + 2 * H, ld, cu, n_seqs, heads, 64, 0.125f,
-                           window, NULL, NULL, NULL, 0, 0, ref);
-    for (int kernel = GPU_CUDA_TEST_ATT_MMA; kernel <= GPU_CUDA_TEST_ATT_WGMMA; kernel++) {
-        if (kernel == GPU_CUDA_TEST_ATT_WGMMA && !gpu_cuda_test_has_wgmma()) continue;
-        char what[96];
-        snprintf(what, sizeof(what), "attention rope %.0f window %d h%d seqs%d tok%d %s", theta,
-                 window, heads, n_seqs, n,
-                 kernel == GPU_CUDA_TEST_ATT_WGMMA ? "wgmma" : "mma.sync");
-        int rc = gpu_cuda_test_attention_rope(prec, kernel, qkv, qkv + H, qkv + 2 * H, ld, cu,
-                                              n_seqs, heads, 0.125f, window, pos, theta, got);
-        report(prec, what, rc, got, ref, (size_t)n * H, bound_for(prec, 5e-3, 2.5e-2));
-    }
-    if (window < 0) { /* the one-query kernel: the rows cu[s] of the same reference */
-        float *ref1 = malloc((size_t)n_seqs * H * 4);
-        for (int s = 0; s < n_seqs; s++)
-            memcpy(ref1 + (size_t)s * H, ref + (size_t)cu[s] * H, (size_t)H * 4);
-        char what[96];
-        snprintf(what, sizeof(what), "attention first rope %.0f h%d seqs%d", theta, heads, n_seqs);
-        int rc = gpu_cuda_test_attention_first_rope(prec, qkv, qkv + H, qkv + 2 * H, ld, cu, n_seqs,
-                                                    heads, pos, theta, got);
-        report(prec, what, rc, got, ref1, (size_t)n_seqs * H, bound_for(prec, 5e-3, 2.5e-2));
-        free(ref1);
-    }
-    free(cu), free(pos), free(qkv), free(turned), free(ref), free(got);
-}
-
 /* DeBERTa-v3's disentangled attention: c2p and p2c from the relative-scores GEMM (itself
  * checked first), log buckets of deberta-v3-base (256 buckets, 512 positions, span 256). */
 static void test_attention_disentangled(const char *prec, int heads, int n_seqs, int maxlen) {
@@ -423,12 +380,6 @@ static void test_modern_ops(const char *prec, int quick) {
                           1.f);
     test_attention_window(prec, 4, 8, 520, 64, 3.f); /* peaked: rows whose window skips a tile */
     test_attention_window(prec, 3, 12, 100, 5, 2.f); /* a narrow window inside one key tile */
-    test_attention_rope(prec, quick ? 2 : 12, 3 + (int)(rnd_u32() % 20), quick ? 300 : 700, -1,
-                        160000.f, 1.f);
-    test_attention_rope(prec, quick ? 2 : 12, 3 + (int)(rnd_u32() % 20), quick ? 300 : 700, 64,
-                        10000.f, 1.f);
-    test_attention_rope(prec, 4, 8, 520, -1, 160000.f, 3.f); /* peaked: the turn moves the max */
-    test_attention_rope(prec, 4, 8, 520, 64, 10000.f, 3.f);
     test_attention_disentangled(prec, quick ? 2 : 12, 3 + (int)(rnd_u32() % 10), quick ? 200 : 520);
     test_geglu(prec, 1 + (int)(rnd_u32() % 300), 1152, GPU_ACT_GELU);
     test_geglu(prec, 17, 64, GPU_ACT_GELU_TANH);

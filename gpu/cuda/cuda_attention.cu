@@ -6,13 +6,11 @@
 // beyond the last 64-row tile of each sequence. Two variants by template (MODE): a sliding
 // window (ModernBERT's local layers: a query tile reads only the <= 3 key tiles its window
 // touches, |i - j| > w masked), and DeBERTa's disentangled scores (c2p + p2c gathered at
-// each pair's relative row and added to q . k before the softmax). RoPE (template ROPE, with
-// PLAIN or WINDOW): Q turned in registers once, each key tile in shared memory as it lands.
+// each pair's relative row and added to q . k before the softmax).
 #include <math.h>
 #include <stdlib.h>
 
 #include "gpu/cuda/cuda_common.cuh"
-#include "gpu/cuda/cuda_rope.cuh"
 
 #define ATT_D     64
 #define ATT_WARPS 4
@@ -57,31 +55,24 @@ __device__ __forceinline__ void cp_async16(void *smem, const void *gmem) {
 __device__ __forceinline__ void cp_async_commit() {
     asm volatile("cp.async.commit_group;\n" ::);
 }
-// The memory clobber keeps reads of the landed tile (RoPE's turn) after the wait.
 template <int N> __device__ __forceinline__ void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
 // Stages keys/values [k0, k0 + 64) of this head; rows past the sequence are zeroed so that
-// masked (zero) probabilities never meet garbage (0 * NaN) in P V. A thread's items are
-// RoPE's (cuda_rope.cuh): both halves of its rows' pairs.
+// masked (zero) probabilities never meet garbage (0 * NaN) in P V.
 template <typename T, int NT>
 __device__ __forceinline__ void att_load_tile(T (*ks)[ATT_LDS], T (*vs)[ATT_LDS], const T *k,
                                               const T *v, int ld, int k0, int len, int tid) {
-    const int c8 = rope_item_ch(tid) * 8;
 #pragma unroll
-    for (int i = 0; i < ROPE_ITEMS(NT); i++) {
-        const int row = rope_item_row(tid, i, NT);
-#pragma unroll
-        for (int hf = 0; hf < 2; hf++) {
-            const int cc = c8 + hf * (ATT_D / 2);
-            if (k0 + row < len) {
-                cp_async16(&ks[row][cc], k + (size_t)(k0 + row) * ld + cc);
-                cp_async16(&vs[row][cc], v + (size_t)(k0 + row) * ld + cc);
-            } else {
-                *reinterpret_cast<uint4 *>(&ks[row][cc]) = make_uint4(0, 0, 0, 0);
-                *reinterpret_cast<uint4 *>(&vs[row][cc]) = make_uint4(0, 0, 0, 0);
-            }
+    for (int i = 0; i < ATT_BN * 8 / NT; i++) {
+        int idx = tid + i * NT, row = idx >> 3, c8 = (idx & 7) * 8;
+        if (k0 + row < len) {
+            cp_async16(&ks[row][c8], k + (size_t)(k0 + row) * ld + c8);
+            cp_async16(&vs[row][c8], v + (size_t)(k0 + row) * ld + c8);
+        } else {
+            *reinterpret_cast<uint4 *>(&ks[row][c8]) = make_uint4(0, 0, 0, 0);
+            *reinterpret_cast<uint4 *>(&vs[row][c8]) = make_uint4(0, 0, 0, 0);
         }
     }
 }
@@ -101,7 +92,7 @@ __device__ __forceinline__ float att_disent(const cuda_att_opts_t<T> &o, int sta
            st<T>::to_f(o.p2c[(size_t)(start + kj) * ldb + hr]);
 }
 
-template <typename T, int MODE, bool ROPE>
+template <typename T, int MODE>
 __global__ void __launch_bounds__(ATT_WARPS * 32, 4)
     attention_kernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
                      int ld, const int32_t *__restrict__ cu, T *__restrict__ out, int out_ld,
@@ -115,8 +106,7 @@ __global__ void __launch_bounds__(ATT_WARPS * 32, 4)
     __shared__ __align__(16) T vs[2][ATT_BN][ATT_LDS];
     int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
     size_t head = (size_t)start * ld + h * ATT_D;
-    const int ldq =
-        (MODE != ATT_PLAIN || ROPE) && opt.ldq > 0 ? opt.ldq : ld; // queries' own row stride
+    const int ldq = MODE != ATT_PLAIN && opt.ldq > 0 ? opt.ldq : ld; // queries' own row stride
     const T *qh = q + (size_t)start * ldq + h * ATT_D, *kh = k + head, *vh = v + head;
 
     int n_tiles = (len + ATT_BN - 1) / ATT_BN, j_lo = 0;
@@ -142,8 +132,6 @@ __global__ void __launch_bounds__(ATT_WARPS * 32, 4)
         qa[kk][3] =
             r1 < len ? *reinterpret_cast<const uint32_t *>(qh + (size_t)r1 * ldq + d + 8) : 0u;
     }
-    const float2 *rope = reinterpret_cast<const float2 *>(opt.rope);
-    if (ROPE) rope_turn_q<T>(qa, rope, opt.pos, start, r0, len, c);
 
     float o[8][4];
 #pragma unroll
@@ -153,16 +141,6 @@ __global__ void __launch_bounds__(ATT_WARPS * 32, 4)
     int lr = lane & 7, li = lane >> 3; // ldmatrix: this lane's row within its 8x8 matrix li
 
     for (int j = j_lo; j < n_tiles; j++) {
-        // this thread's keys' positions, read early; the table's (cos, sin) after the wait
-        // (read before it they cost 32 registers more than the kernel's 128)
-        int kp[ROPE ? ROPE_ITEMS(NT) : 1];
-        if (ROPE) {
-#pragma unroll
-            for (int i = 0; i < ROPE_ITEMS(NT); i++) {
-                const int kr = j * ATT_BN + rope_item_row(tid, i, NT);
-                kp[i] = kr < len ? __ldg(opt.pos + start + kr) : 0;
-            }
-        }
         if (j + 1 < n_tiles) {
             att_load_tile<T, NT>(ks[(j + 1 - j_lo) & 1], vs[(j + 1 - j_lo) & 1], kh, vh, ld,
                                  (j + 1) * ATT_BN, len, tid);
@@ -171,18 +149,9 @@ __global__ void __launch_bounds__(ATT_WARPS * 32, 4)
         } else {
             cp_async_wait<0>();
         }
+        __syncthreads();
         T(*kt)[ATT_LDS] = ks[(j - j_lo) & 1];
         T(*vt)[ATT_LDS] = vs[(j - j_lo) & 1];
-        if (ROPE) { // this thread's own copies of tile j have landed: turn them
-#pragma unroll
-            for (int i = 0; i < ROPE_ITEMS(NT); i++) {
-                const int row = rope_item_row(tid, i, NT), c8 = rope_item_ch(tid) * 8;
-                if (j * ATT_BN + row < len)
-                    rope_turn8(&kt[row][c8], &kt[row][c8 + ATT_D / 2],
-                               rope_cs8(rope, ATT_D / 2, kp[i], c8));
-            }
-        }
-        __syncthreads();
 
         float sc[8][4];
 #pragma unroll
@@ -310,10 +279,10 @@ cudaError_t cuda_attention(const T *q, const T *k, const T *v, int ld, const int
     const float scale_log2 = CUDA_ATT_SCALE_LOG2;
     if (wgmma)
         return cuda_attention_wgmma<T>(q, k, v, ld, cu, n_seqs, heads, q_tiles_max, out, out_ld, -1,
-                                       NULL, NULL, s);
+                                       s);
     dim3 grid((unsigned)q_tiles_max, (unsigned)heads, (unsigned)n_seqs);
     cuda_att_opts_t<T> none = {};
-    attention_kernel<T, ATT_PLAIN, false>
+    attention_kernel<T, ATT_PLAIN>
         <<<grid, ATT_WARPS * 32, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2, none);
     return cudaGetLastError();
 }
@@ -325,30 +294,19 @@ cudaError_t cuda_attention_opts(const T *q, const T *k, const T *v, int ld, cons
     if (n_seqs <= 0) return cudaSuccess;
     dim3 grid((unsigned)q_tiles_max, (unsigned)heads, (unsigned)n_seqs);
     const float scale_log2 = o->scale * 1.4426950408889634f;
-    const bool rope = o->rope != NULL;
-    if (rope && (!o->pos || ((uintptr_t)o->rope & 15) != 0)) return cudaErrorInvalidValue;
-    if (o->c2p && o->p2c && o->rrow) {
-        if (rope) return cudaErrorInvalidValue; // no model has both
-        attention_kernel<T, ATT_DISENT, false>
+    if (o->c2p && o->p2c && o->rrow)
+        attention_kernel<T, ATT_DISENT>
             <<<grid, ATT_WARPS * 32, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2, *o);
-    } else if (o->wgmma && (o->ldq <= 0 || o->ldq == ld) &&
-               fabsf(o->scale - 0.125f) < 1e-7f) { // the wgmma kernel has BERT's scale built in
+    else if (o->window >= 0 && o->wgmma && (o->ldq <= 0 || o->ldq == ld) &&
+             fabsf(o->scale - 0.125f) < 1e-7f) // the wgmma kernel has BERT's scale built in
         return cuda_attention_wgmma<T>(q, k, v, ld, cu, n_seqs, heads, q_tiles_max, out, out_ld,
-                                       o->window, o->rope, o->pos, s);
-    } else if (o->window >= 0) {
-        if (rope)
-            attention_kernel<T, ATT_WINDOW, true>
-                <<<grid, ATT_WARPS * 32, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2, *o);
-        else
-            attention_kernel<T, ATT_WINDOW, false>
-                <<<grid, ATT_WARPS * 32, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2, *o);
-    } else if (rope) {
-        attention_kernel<T, ATT_PLAIN, true>
+                                       o->window, s);
+    else if (o->window >= 0)
+        attention_kernel<T, ATT_WINDOW>
             <<<grid, ATT_WARPS * 32, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2, *o);
-    } else {
-        attention_kernel<T, ATT_PLAIN, false>
+    else
+        attention_kernel<T, ATT_PLAIN>
             <<<grid, ATT_WARPS * 32, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2, *o);
-    }
     return cudaGetLastError();
 }
 

@@ -3,21 +3,17 @@
 // (sequence, head): in each chunk of 32 keys lane l scores key j0 + l against the query (held
 // in shared memory, pre-scaled into base 2), the chunk's softmax folds into a running max and
 // sum, and lane l accumulates output dims 2l, 2l + 1 over the chunk's values (a value row is
-// one coalesced 128-byte read). Memory-bound: every key and value row is read once. RoPE
-// (template ROPE): the query sits at position 0 (no turn), each key is turned as it is read
-// and rounded to the storage type, as cuda_rope would have stored it (cuda_rope.cuh).
+// one coalesced 128-byte read). Memory-bound: every key and value row is read once.
 #include "gpu/cuda/cuda_common.cuh"
-#include "gpu/cuda/cuda_rope.cuh"
 
 #define AF_WARPS 4 /* heads per block */
 #define AF_D     64
 
-template <typename T, bool ROPE>
+template <typename T>
 __global__ void __launch_bounds__(AF_WARPS * 32)
     attention_first_kernel(const T *q, int ldq, const T *__restrict__ k, const T *__restrict__ v,
                            int ld, const int32_t *__restrict__ cu, int heads, T *out, int ldo,
-                           float scale_log2, const float2 *__restrict__ rope,
-                           const int32_t *__restrict__ pos) {
+                           float scale_log2) {
     __shared__ float qs[AF_WARPS][AF_D]; // this warp's query, times scale * log2(e)
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int s = blockIdx.x, h = blockIdx.y * AF_WARPS + warp;
@@ -37,29 +33,13 @@ __global__ void __launch_bounds__(AF_WARPS * 32)
         if (j < len) {
             const T *kr = kh + (size_t)j * ld;
             float acc = 0.f;
-            if (ROPE) { // the whole turned row first: the same sum order as without
-                float f[AF_D / 8][8];
-                const int p = __ldg(pos + start + j);
 #pragma unroll
-                for (int c = 0; c < AF_D / 16; c++) {
-                    load8(kr + 8 * c, f[c]);
-                    load8(kr + 8 * c + AF_D / 2, f[c + AF_D / 16]);
-                    rope_turn8_f(f[c], f[c + AF_D / 16], rope_cs8(rope, AF_D / 2, p, 8 * c));
-                }
+            for (int c = 0; c < AF_D / 8; c++) {
+                float f[8];
+                load8(kr + 8 * c, f);
 #pragma unroll
-                for (int c = 0; c < AF_D / 8; c++)
-#pragma unroll
-                    for (int e = 0; e < 8; e++)
-                        acc = fmaf(qs[warp][8 * c + e], st<T>::to_f(st<T>::from_f(f[c][e])), acc);
-            } else {
-#pragma unroll
-                for (int c = 0; c < AF_D / 8; c++) {
-                    float f[8];
-                    load8(kr + 8 * c, f);
-#pragma unroll
-                    for (int e = 0; e < 8; e++)
-                        acc = fmaf(qs[warp][8 * c + e], f[e], acc);
-                }
+                for (int e = 0; e < 8; e++)
+                    acc = fmaf(qs[warp][8 * c + e], f[e], acc);
             }
             sc = acc;
         }
@@ -90,26 +70,21 @@ __global__ void __launch_bounds__(AF_WARPS * 32)
 template <typename T>
 cudaError_t cuda_attention_first(const T *q, int ldq, const T *k, const T *v, int ld,
                                  const int32_t *cu, int n_seqs, int heads, T *out, int ldo,
-                                 const float *rope, const int32_t *pos, cudaStream_t st) {
+                                 cudaStream_t st) {
     if (n_seqs <= 0) return cudaSuccess;
     if (ld % 8 != 0 || ldq % 2 != 0 || ldo % 2 != 0) return cudaErrorInvalidValue;
-    if (rope && (!pos || ((uintptr_t)rope & 15) != 0)) return cudaErrorInvalidValue;
     dim3 grid((unsigned)n_seqs, (unsigned)((heads + AF_WARPS - 1) / AF_WARPS));
     const float scale_log2 = CUDA_ATT_SCALE_LOG2;
-    const float2 *rp = reinterpret_cast<const float2 *>(rope);
-    if (rope)
-        attention_first_kernel<T, true><<<grid, AF_WARPS * 32, 0, st>>>(
-            q, ldq, k, v, ld, cu, heads, out, ldo, scale_log2, rp, pos);
-    else
-        attention_first_kernel<T, false><<<grid, AF_WARPS * 32, 0, st>>>(
-            q, ldq, k, v, ld, cu, heads, out, ldo, scale_log2, rp, pos);
+    attention_first_kernel<T>
+        <<<grid, AF_WARPS * 32, 0, st>>>(q, ldq, k, v, ld, cu, heads, out, ldo, scale_log2);
     return cudaGetLastError();
 }
 
 template cudaError_t cuda_attention_first<__half>(const __half *, int, const __half *,
                                                   const __half *, int, const int32_t *, int, int,
-                                                  __half *, int, const float *, const int32_t *,
-                                                  cudaStream_t);
-template cudaError_t cuda_attention_first<__nv_bfloat16>(
-    const __nv_bfloat16 *, int, const __nv_bfloat16 *, const __nv_bfloat16 *, int, const int32_t *,
-    int, int, __nv_bfloat16 *, int, const float *, const int32_t *, cudaStream_t);
+                                                  __half *, int, cudaStream_t);
+template cudaError_t cuda_attention_first<__nv_bfloat16>(const __nv_bfloat16 *, int,
+                                                         const __nv_bfloat16 *,
+                                                         const __nv_bfloat16 *, int,
+                                                         const int32_t *, int, int, __nv_bfloat16 *,
+                                                         int, cudaStream_t);

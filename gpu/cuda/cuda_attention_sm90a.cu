@@ -6,14 +6,11 @@
 // fragments and K, V read by the tensor cores from shared memory (128-byte swizzle), so no
 // ldmatrix traffic and twice the mma.sync rate. (Measured slower and removed: two warpgroups
 // sharing each key/value tile, and FlashAttention-3's intra-warpgroup overlap; NOTES-cuda.md.)
-// RoPE (template ROPE): Q turned in registers once, each key tile in shared memory (through
-// its swizzle) as it lands, before the fence that hands it to the tensor cores.
 #include <stdlib.h>
 
 #include <type_traits>
 
 #include "gpu/cuda/cuda_common.cuh"
-#include "gpu/cuda/cuda_rope.cuh"
 
 #define WG_D    64
 #define WG_BN   64                 /* keys per tile */
@@ -32,33 +29,26 @@ __device__ __forceinline__ void cp_async16(uint32_t smem, const void *gmem) {
 // Stages keys/values [k0, k0 + 64) into 128-byte-swizzled tiles: row r (one key, 64 dims =
 // 128 bytes) keeps its 16-byte chunk c at chunk c ^ (r % 8), the layout wgmma's SWIZZLE_128B
 // descriptors read. Rows past the sequence are zeroed (masked probabilities meet zeros).
-// A thread's items are RoPE's (cuda_rope.cuh): both halves of its rows' pairs.
-__device__ __forceinline__ uint32_t wg_off(int row, int c) { // byte offset of chunk c of row
-    return (uint32_t)(row * 128 + ((c ^ (row & 7)) << 4));
-}
 template <typename T, int NT>
 __device__ __forceinline__ void wg_load_tile(uint32_t ks, uint32_t vs, const T *k, const T *v,
                                              int ld, int k0, int len, int tid) {
 #pragma unroll
-    for (int i = 0; i < ROPE_ITEMS(NT); i++) {
-        const int row = rope_item_row(tid, i, NT);
-#pragma unroll
-        for (int hf = 0; hf < 2; hf++) {
-            const int c = rope_item_ch(tid) + hf * 4;
-            const uint32_t off = wg_off(row, c);
-            if (k0 + row < len) {
-                cp_async16(ks + off, k + (size_t)(k0 + row) * ld + c * 8);
-                cp_async16(vs + off, v + (size_t)(k0 + row) * ld + c * 8);
-            } else {
-                asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(ks + off), "r"(0));
-                asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(vs + off), "r"(0));
-            }
+    for (int i = 0; i < WG_BN * 8 / NT; i++) {
+        int idx = tid + i * NT, row = idx >> 3, c = idx & 7;
+        uint32_t off = (uint32_t)(row * 128 + ((c ^ (row & 7)) << 4));
+        if (k0 + row < len) {
+            cp_async16(ks + off, k + (size_t)(k0 + row) * ld + c * 8);
+            cp_async16(vs + off, v + (size_t)(k0 + row) * ld + c * 8);
+        } else {
+            asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(ks + off), "r"(0));
+            asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(vs + off), "r"(0));
         }
     }
 }
 
-// Starts loading the next tile (when there is one) into its stage, then waits until this
-// thread's copies of every earlier tile have landed (wg_publish then hands them on).
+// Starts loading the next tile (when there is one) into its stage, then waits until every
+// earlier tile has landed and, past the fence and the barrier, is visible to the tensor
+// cores (the copies write through the generic proxy, wgmma reads through the async proxy).
 template <typename T, int NT>
 __device__ __forceinline__ void wg_prefetch_wait(bool has_next, uint32_t ks, uint32_t vs,
                                                  const T *k, const T *v, int ld, int k0, int len,
@@ -66,14 +56,10 @@ __device__ __forceinline__ void wg_prefetch_wait(bool has_next, uint32_t ks, uin
     if (has_next) {
         wg_load_tile<T, NT>(ks, vs, k, v, ld, k0, len, tid);
         asm volatile("cp.async.commit_group;\n" ::);
-        asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+        asm volatile("cp.async.wait_group 1;\n" ::);
     } else {
-        asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+        asm volatile("cp.async.wait_group 0;\n" ::);
     }
-}
-// Past the fence and the barrier every thread's writes to the stage (copies, RoPE's turns:
-// the generic proxy) are visible to the tensor cores (wgmma reads through the async proxy).
-__device__ __forceinline__ void wg_publish() {
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();
 }
@@ -259,16 +245,14 @@ __device__ __forceinline__ void wg_rescale(float (&o)[32], float al0, float al1)
 #define WG_ARGS                                                                                    \
     const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v, int ld,             \
         const int32_t *__restrict__ cu, T *__restrict__ out, int out_ld, float scale_log2,         \
-        uint64_t khi, uint64_t vhi, int window, const float2 *__restrict__ rope,                   \
-        const int32_t *__restrict__ pos
+        uint64_t khi, uint64_t vhi, int window
 
 // One block: one warpgroup x 64 queries of one head of one sequence; per key tile, S = Q K^T,
 // softmax, O += P V one after the other (blocks on the same SM overlap each other's phases).
 // WIN: ModernBERT's local layers, keys |i - j| <= window: a query tile reads only the key
 // tiles its window touches (at most 3 for a window of 64).
-// ROPE: q and k unrotated, token t at position pos[t], (cos, sin) from rope (cuda_rope.cuh).
-template <typename T, bool WIN, bool ROPE>
-__global__ void __launch_bounds__(128, 4) attention_wg_kernel(WG_ARGS) {
+template <typename T, bool WIN>
+__global__ void __launch_bounds__(128) attention_wg_kernel(WG_ARGS) {
 #ifdef WG_HAVE
     constexpr int NT = 128;
     int h = blockIdx.y, s = blockIdx.z;
@@ -294,7 +278,6 @@ __global__ void __launch_bounds__(128, 4) attention_wg_kernel(WG_ARGS) {
     uint32_t qa[4][4]; // this warp's 16 query rows (of its warpgroup's 64)
     int r0 = q0 + warp * 16 + g;
     wg_load_q<T>(qa, qh, ld, r0, len, c);
-    if (ROPE) rope_turn_q<T>(qa, rope, pos, start, r0, len, c);
 
     float o[32];
 #pragma unroll
@@ -303,30 +286,8 @@ __global__ void __launch_bounds__(128, 4) attention_wg_kernel(WG_ARGS) {
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
     for (int j = j_lo; j < n_tiles; j++) {
         const int sj = (j - j_lo) & 1; // this tile's stage
-        // this thread's keys' positions, read early; the table's (cos, sin) after the wait
-        // (read before it they cost 32 registers: 154, 3 blocks an SM instead of 4)
-        int kp[ROPE ? ROPE_ITEMS(NT) : 1];
-        if (ROPE) {
-#pragma unroll
-            for (int i = 0; i < ROPE_ITEMS(NT); i++) {
-                const int kr = j * WG_BN + rope_item_row(tid, i, NT);
-                kp[i] = kr < len ? __ldg(pos + start + kr) : 0;
-            }
-        }
         wg_prefetch_wait<T, NT>(j + 1 < n_tiles, kt(sj ^ 1), vt(sj ^ 1), kh, vh, ld,
                                 (j + 1) * WG_BN, len, tid);
-        if (ROPE) { // this thread's own copies of tile j have landed: turn them in place
-            uint8_t *kg = &tiles[sj][0][0];
-#pragma unroll
-            for (int i = 0; i < ROPE_ITEMS(NT); i++) {
-                const int row = rope_item_row(tid, i, NT), ch = rope_item_ch(tid);
-                if (j * WG_BN + row < len)
-                    rope_turn8(reinterpret_cast<T *>(kg + wg_off(row, ch)),
-                               reinterpret_cast<T *>(kg + wg_off(row, ch + 4)),
-                               rope_cs8(rope, WG_D / 2, kp[i], ch * 8));
-            }
-        }
-        wg_publish();
 
         float sc[32], al0, al1;
         uint32_t pa[4][4];
@@ -358,8 +319,7 @@ __global__ void __launch_bounds__(128, 4) attention_wg_kernel(WG_ARGS) {
 template <typename T>
 cudaError_t cuda_attention_wgmma(const T *q, const T *k, const T *v, int ld, const int32_t *cu,
                                  int n_seqs, int heads, int q_tiles_max, T *out, int out_ld,
-                                 int window, const float *rope, const int32_t *pos,
-                                 cudaStream_t s) {
+                                 int window, cudaStream_t s) {
     if (n_seqs <= 0) return cudaSuccess;
     const float scale_log2 = CUDA_ATT_SCALE_LOG2;
     // 128-byte swizzle (mode 1, bits 62-63); stride byte offset (bits 32-45): 8-row groups
@@ -369,27 +329,20 @@ cudaError_t cuda_attention_wgmma(const T *q, const T *k, const T *v, int ld, con
     constexpr uint64_t khi = ((kl >> 4) << 16) | ((ks >> 4) << 32) | ((uint64_t)1 << 62);
     constexpr uint64_t vhi = ((vl >> 4) << 16) | ((vs >> 4) << 32) | ((uint64_t)1 << 62);
     dim3 grid((unsigned)q_tiles_max, (unsigned)heads, (unsigned)n_seqs);
-    const float2 *rp = reinterpret_cast<const float2 *>(rope);
-    if (rope && (!pos || ((uintptr_t)rope & 15) != 0)) return cudaErrorInvalidValue;
-    if (window >= 0 && rope)
-        attention_wg_kernel<T, true, true><<<grid, 128, 0, s>>>(
-            q, k, v, ld, cu, out, out_ld, scale_log2, khi, vhi, window, rp, pos);
-    else if (window >= 0)
-        attention_wg_kernel<T, true, false><<<grid, 128, 0, s>>>(
-            q, k, v, ld, cu, out, out_ld, scale_log2, khi, vhi, window, rp, pos);
-    else if (rope)
-        attention_wg_kernel<T, false, true><<<grid, 128, 0, s>>>(
-            q, k, v, ld, cu, out, out_ld, scale_log2, khi, vhi, window, rp, pos);
+    if (window >= 0)
+        attention_wg_kernel<T, true>
+            <<<grid, 128, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2, khi, vhi, window);
     else
-        attention_wg_kernel<T, false, false><<<grid, 128, 0, s>>>(
-            q, k, v, ld, cu, out, out_ld, scale_log2, khi, vhi, window, rp, pos);
+        attention_wg_kernel<T, false>
+            <<<grid, 128, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2, khi, vhi, -1);
     return cudaGetLastError();
 }
 
 template cudaError_t cuda_attention_wgmma<__half>(const __half *, const __half *, const __half *,
                                                   int, const int32_t *, int, int, int, __half *,
-                                                  int, int, const float *, const int32_t *,
-                                                  cudaStream_t);
-template cudaError_t cuda_attention_wgmma<__nv_bfloat16>(
-    const __nv_bfloat16 *, const __nv_bfloat16 *, const __nv_bfloat16 *, int, const int32_t *, int,
-    int, int, __nv_bfloat16 *, int, int, const float *, const int32_t *, cudaStream_t);
+                                                  int, int, cudaStream_t);
+template cudaError_t cuda_attention_wgmma<__nv_bfloat16>(const __nv_bfloat16 *,
+                                                         const __nv_bfloat16 *,
+                                                         const __nv_bfloat16 *, int,
+                                                         const int32_t *, int, int, int,
+                                                         __nv_bfloat16 *, int, int, cudaStream_t);

@@ -128,11 +128,8 @@ cudaError_t cuda_attention(const T *q, const T *k, const T *v, int ld, const int
 // set, add DeBERTa's c2p[i, r] + p2c[j, r] to q . k, r = rrow[i - j + rrow_mid], c2p and p2c
 // rows (tokens, heads, R). scale multiplies the whole score (1/sqrt(head_dim * factor)).
 // ldq > 0: the queries' row stride when it is not ld (queries in a buffer of their own).
-// wgmma: the device runs the wgmma kernel (cuda_attention_has_wgmma), which then takes every
-// layer but DeBERTa's with BERT's scale (1/8) and ldq = ld.
-// rope (not with c2p): q and k come unrotated and the kernel turns them as it loads them, as
-// cuda_rope would (cuda_rope.cuh): token t at position pos[t], (cos, sin) from rope, a table
-// of cuda_rope_table's layout for head_dim 64.
+// wgmma: the device runs the wgmma kernel (cuda_attention_has_wgmma), which then takes a
+// window with BERT's scale (1/8) and ldq = ld.
 template <typename T> struct cuda_att_opts_t {
     float scale;
     int window;
@@ -141,10 +138,9 @@ template <typename T> struct cuda_att_opts_t {
     int rrow_mid, R, heads;
     int ldq;
     int wgmma;
-    const float *rope;
-    const int32_t *pos;
 };
-// The mma.sync kernel (every device; wgmma where o says) with the options above; head_dim 64.
+// The mma.sync kernel (every device; a window on wgmma where o says) with the options above;
+// head_dim 64.
 template <typename T>
 cudaError_t cuda_attention_opts(const T *q, const T *k, const T *v, int ld, const int32_t *cu,
                                 int n_seqs, int heads, int q_tiles_max, T *out, int out_ld,
@@ -190,20 +186,17 @@ int cuda_attention_has_wgmma(int device);
 // The same on Hopper's wgmma (cuda_attention_sm90a.cu, compute capability 9.0 only): one
 // warpgroup of 64 queries per block.
 template <typename T>
-// window >= 0: only keys |i - j| <= window (the local layers), else every key; rope, pos:
-// RoPE turned in the kernel as cuda_att_opts_t's (NULL: none).
+// window >= 0: only keys |i - j| <= window (the local layers), else every key.
 cudaError_t cuda_attention_wgmma(const T *q, const T *k, const T *v, int ld, const int32_t *cu,
                                  int n_seqs, int heads, int q_tiles_max, T *out, int out_ld,
-                                 int window, const float *rope, const int32_t *pos,
-                                 cudaStream_t st);
+                                 int window, cudaStream_t st);
 // out (n_seqs, ldo): attention of each sequence's first query only (q (n_seqs, ldq), one row
 // per sequence, e.g. the gathered [CLS] rows) against all its keys and values (rows of
-// stride ld at cu[s]); out may be q (cuda_attention_first.cu). rope, pos: RoPE as
-// cuda_att_opts_t's, the keys turned as they are read (the query sits at position 0); NULL: none.
+// stride ld at cu[s]); out may be q (cuda_attention_first.cu).
 template <typename T>
 cudaError_t cuda_attention_first(const T *q, int ldq, const T *k, const T *v, int ld,
                                  const int32_t *cu, int n_seqs, int heads, T *out, int ldo,
-                                 const float *rope, const int32_t *pos, cudaStream_t st);
+                                 cudaStream_t st);
 // y (n) += a (n), fp32 += storage type (cuda_kernels.cu).
 template <typename T> cudaError_t cuda_add_f32(const T *a, float *y, size_t n, cudaStream_t st);
 // dst = (T) src, n elements, on the device.

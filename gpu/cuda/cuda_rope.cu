@@ -1,15 +1,15 @@
-// RoPE (ModernBERT) in place on Q and K heads, a pass of its own: only where an attention
-// kernel cannot turn them as it loads them (cuda_rope.cuh), i.e. with DeBERTa's c2p. The cosines
-// and sines come from a table made once at init (cuda_rope_table, on the host, in double as HF's
-// fp32 angles need: positions reach 8,192, where sincosf's error grows with the angle), so the pass
-// is memory-bound: a double pow and sincos per element and layer would cost more than the QKV GEMM
-// before it (H100: 64 FP64 lanes per SM against 1,024 fp16 tensor FLOPs per clock). A thread turns
-// 8 pairs (j, j + d/2) of one head of one token: two 16-byte loads, two 16-byte stores, its 8 (cos,
-// sin) from the table (L2-resident: max_len x d/2 float2 per theta).
+// RoPE (ModernBERT) in place on the Q and K heads right after the QKV GEMM, so the attention
+// kernels see rotated rows and need no variant of their own. The cosines and sines come from
+// a table made once at init (cuda_rope_table, on the host, in double as HF's fp32 angles
+// need: positions reach 8,192, where sincosf's error grows with the angle), so the pass is
+// memory-bound: a double pow and sincos per element and layer would cost more than the QKV
+// GEMM before it (H100: 64 FP64 lanes per SM against 1,024 fp16 tensor FLOPs per clock). A
+// thread turns 8 pairs (j, j + d/2)
+// of one head of one token: two 16-byte loads, two 16-byte stores, its 8 (cos, sin) from the
+// table (L2-resident: max_len x d/2 float2 per theta).
 #include <math.h>
 
 #include "gpu/cuda/cuda_common.cuh"
-#include "gpu/cuda/cuda_rope.cuh"
 
 extern "C" void cuda_rope_table(float theta, int head_dim, int rows, float *out) {
     const int half = head_dim / 2;
@@ -36,7 +36,21 @@ __global__ void rope_kernel(T *q, int ldq, T *k, int ldk, const int32_t *__restr
     const int j0 = (r % chunks) * 8;
     T *h = hh < q_heads ? q + (size_t)t * ldq + (size_t)hh * head_dim
                         : k + (size_t)t * ldk + (size_t)(hh - q_heads) * head_dim;
-    rope_turn8(h + j0, h + j0 + half, rope_cs8(cs, half, pos[t], j0));
+    const float4 *c4 = reinterpret_cast<const float4 *>(cs + (size_t)pos[t] * half + j0);
+    float a[8], b[8], c[16];
+#pragma unroll
+    for (int u = 0; u < 4; u++)
+        *reinterpret_cast<float4 *>(c + 4 * u) = c4[u];
+    load8(h + j0, a);
+    load8(h + j0 + half, b);
+#pragma unroll
+    for (int u = 0; u < 8; u++) {
+        const float cs_ = c[2 * u], sn = c[2 * u + 1], x = a[u], y = b[u];
+        a[u] = x * cs_ - y * sn;
+        b[u] = y * cs_ + x * sn;
+    }
+    store8(h + j0, a);
+    store8(h + j0 + half, b);
 }
 
 template <typename T>

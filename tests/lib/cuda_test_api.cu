@@ -193,11 +193,10 @@ extern "C" int gpu_cuda_test_attention(const char *precision, int kernel, const 
 }
 
 // The first-query kernel on q's [CLS] rows (gathered here, as the backend gathers them),
-// written in place over them as the backend does; pos non-NULL: RoPE at theta on the keys.
+// written in place over them as the backend does.
 template <typename T>
 static int ta_attention_first(const float *q, const float *k, const float *v, int ld,
-                              const int32_t *cu, int n_seqs, int heads, const int32_t *pos,
-                              float theta, float *out) {
+                              const int32_t *cu, int n_seqs, int heads, float *out) {
     int n = cu[n_seqs], H = heads * 64, rc = 0;
     size_t span = (size_t)(n - 1) * ld + (size_t)H;
     float *qc = (float *)malloc((size_t)n_seqs * H * sizeof(float));
@@ -206,28 +205,17 @@ static int ta_attention_first(const float *q, const float *k, const float *v, in
     T *dq = qc ? ta_upload<T>(qc, (size_t)n_seqs * H) : NULL;
     T *dk = ta_upload<T>(k, span), *dv = ta_upload<T>(v, span);
     int32_t *dcu = (int32_t *)ta_dup(cu, (size_t)(n_seqs + 1) * 4);
-    float *dtab = pos ? ta_rope_table(theta, pos, n) : NULL;
-    int32_t *dpos = pos ? (int32_t *)ta_dup(pos, (size_t)n * 4) : NULL;
-    if (!dq || !dk || !dv || !dcu || (pos && (!dtab || !dpos))) {
+    if (!dq || !dk || !dv || !dcu) {
         rc = -1;
         goto done;
     }
-    TA_CHECK(cuda_attention_first<T>(dq, H, dk, dv, ld, dcu, n_seqs, heads, dq, H, dtab, dpos, 0));
+    TA_CHECK(cuda_attention_first<T>(dq, H, dk, dv, ld, dcu, n_seqs, heads, dq, H, 0));
     TA_CHECK(cudaDeviceSynchronize());
     rc = ta_download<T>(dq, (size_t)n_seqs * H, out);
 done:
     free(qc);
-    cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dcu), cudaFree(dtab), cudaFree(dpos);
+    cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dcu);
     return rc;
-}
-extern "C" int gpu_cuda_test_attention_first_rope(const char *precision, const float *q,
-                                                  const float *k, const float *v, int ld,
-                                                  const int32_t *cu, int n_seqs, int heads,
-                                                  const int32_t *pos, float theta, float *out) {
-    if (ld % 8 != 0) return -1;
-    return is_bf16(precision)
-               ? ta_attention_first<__nv_bfloat16>(q, k, v, ld, cu, n_seqs, heads, pos, theta, out)
-               : ta_attention_first<__half>(q, k, v, ld, cu, n_seqs, heads, pos, theta, out);
 }
 extern "C" int gpu_cuda_test_attention_first(const char *precision, const float *q, const float *k,
                                              const float *v, int ld, const int32_t *cu, int n_seqs,
@@ -237,8 +225,8 @@ extern "C" int gpu_cuda_test_attention_first(const char *precision, const float 
         return -1;
     }
     return is_bf16(precision)
-               ? ta_attention_first<__nv_bfloat16>(q, k, v, ld, cu, n_seqs, heads, NULL, 0.f, out)
-               : ta_attention_first<__half>(q, k, v, ld, cu, n_seqs, heads, NULL, 0.f, out);
+               ? ta_attention_first<__nv_bfloat16>(q, k, v, ld, cu, n_seqs, heads, out)
+               : ta_attention_first<__half>(q, k, v, ld, cu, n_seqs, heads, out);
 }
 
 template <typename T>

@@ -81,12 +81,6 @@ int gpu_cuda_test_attention(const char *precision, int kernel, const float *q, c
 int gpu_cuda_test_attention_first(const char *precision, const float *q, const float *k,
                                   const float *v, int ld, const int32_t *cu_seqlens, int n_seqs,
                                   int heads, float *out);
-/* The same with RoPE at theta (token t at position pos[t]): the keys go in unrotated and
- * the kernel turns them as it reads them (the [CLS] query sits at position 0). */
-int gpu_cuda_test_attention_first_rope(const char *precision, const float *q, const float *k,
-                                       const float *v, int ld, const int32_t *cu_seqlens,
-                                       int n_seqs, int heads, const int32_t *pos, float theta,
-                                       float *out);
 
 /* logits (n_seqs, L) from hidden (n_tokens, H) as gpu_ref_pool_classify (gathers [CLS];
  * the fp32 head the backend runs, on storage-type hidden rows). */

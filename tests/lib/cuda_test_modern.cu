@@ -40,12 +40,11 @@ extern "C" int gpu_cuda_test_rope(const char *precision, float *x, int ld, int k
                               : tm_rope<__half>(x, ld, k_off, pos, n, heads, head_dim, theta);
 }
 
-// pos non-NULL: RoPE at theta turned inside the kernel (token t at position pos[t]).
 template <typename T>
 static int tm_attention(const float *q, const float *k, const float *v, int ld, const int32_t *cu,
                         int n_seqs, int heads, float scale, int window, const float *c2p,
-                        const float *p2c, const int32_t *rrow, int rrow_mid, int R,
-                        const int32_t *pos, float theta, int wgmma, float *out) {
+                        const float *p2c, const int32_t *rrow, int rrow_mid, int R, int wgmma,
+                        float *out) {
     int n = cu[n_seqs], rc = 0, maxlen = 0;
     for (int s = 0; s < n_seqs; s++)
         if (cu[s + 1] - cu[s] > maxlen) maxlen = cu[s + 1] - cu[s];
@@ -55,11 +54,8 @@ static int tm_attention(const float *q, const float *k, const float *v, int ld, 
     T *o = ta_poisoned<T>((size_t)n * heads * 64);
     T *dc = c2p ? ta_upload<T>(c2p, nb) : NULL, *dp = p2c ? ta_upload<T>(p2c, nb) : NULL;
     int32_t *dr = rrow ? (int32_t *)ta_dup(rrow, (size_t)(2 * rrow_mid + 1) * 4) : NULL;
-    float *dtab = pos ? ta_rope_table(theta, pos, n) : NULL;
-    int32_t *dpos = pos ? (int32_t *)ta_dup(pos, (size_t)n * 4) : NULL;
-    cuda_att_opts_t<T> opt = {scale, window, dc, dp, dr, rrow_mid, R, heads, 0, wgmma, dtab, dpos};
-    if (!dq || !dk || !dv || !dcu || !o || (c2p && !dc) || (p2c && !dp) || (rrow && !dr) ||
-        (pos && (!dtab || !dpos))) {
+    cuda_att_opts_t<T> opt = {scale, window, dc, dp, dr, rrow_mid, R, heads, 0, wgmma};
+    if (!dq || !dk || !dv || !dcu || !o || (c2p && !dc) || (p2c && !dp) || (rrow && !dr)) {
         rc = -1;
         goto done;
     }
@@ -69,7 +65,7 @@ static int tm_attention(const float *q, const float *k, const float *v, int ld, 
     rc = ta_download<T>(o, (size_t)n * heads * 64, out);
 done:
     cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dcu), cudaFree(o);
-    cudaFree(dc), cudaFree(dp), cudaFree(dr), cudaFree(dtab), cudaFree(dpos);
+    cudaFree(dc), cudaFree(dp), cudaFree(dr);
     return rc;
 }
 extern "C" int gpu_cuda_test_attention_opts(const char *precision, int kernel, const float *q,
@@ -82,23 +78,9 @@ extern "C" int gpu_cuda_test_attention_opts(const char *precision, int kernel, c
     const int wgmma = kernel == GPU_CUDA_TEST_ATT_MMA ? 0 : have;
     return is_bf16(precision)
                ? tm_attention<__nv_bfloat16>(q, k, v, ld, cu, n_seqs, heads, scale, window, c2p,
-                                             p2c, rrow, rrow_mid, R, NULL, 0.f, wgmma, out)
+                                             p2c, rrow, rrow_mid, R, wgmma, out)
                : tm_attention<__half>(q, k, v, ld, cu, n_seqs, heads, scale, window, c2p, p2c, rrow,
-                                      rrow_mid, R, NULL, 0.f, wgmma, out);
-}
-extern "C" int gpu_cuda_test_attention_rope(const char *precision, int kernel, const float *q,
-                                            const float *k, const float *v, int ld,
-                                            const int32_t *cu, int n_seqs, int heads, float scale,
-                                            int window, const int32_t *pos, float theta,
-                                            float *out) {
-    const int have = gpu_cuda_test_has_wgmma();
-    if (ld % 8 != 0 || (kernel == GPU_CUDA_TEST_ATT_WGMMA && !have)) return -1;
-    const int wgmma = kernel == GPU_CUDA_TEST_ATT_MMA ? 0 : have;
-    return is_bf16(precision)
-               ? tm_attention<__nv_bfloat16>(q, k, v, ld, cu, n_seqs, heads, scale, window, NULL,
-                                             NULL, NULL, 0, 0, pos, theta, wgmma, out)
-               : tm_attention<__half>(q, k, v, ld, cu, n_seqs, heads, scale, window, NULL, NULL,
-                                      NULL, 0, 0, pos, theta, wgmma, out);
+                                      rrow_mid, R, wgmma, out);
 }
 
 template <typename T> static int tm_geglu(float *x, int n, int I, int act) {

@@ -28,13 +28,6 @@ int gpu_cuda_test_attention_opts(const char *precision, int kernel, const float 
                                  const float *p2c, const int32_t *rrow, int rrow_mid, int R,
                                  float *out);
 
-/* The same without c2p / p2c, q and k unrotated: RoPE at theta (head_dim 64), token t at
- * position pos[t], turned inside the attention kernel as it loads Q and each key tile. */
-int gpu_cuda_test_attention_rope(const char *precision, int kernel, const float *q, const float *k,
-                                 const float *v, int ld, const int32_t *cu_seqlens, int n_seqs,
-                                 int heads, float scale, int window, const int32_t *pos,
-                                 float theta, float *out);
-
 /* x (n, 2I): its first I columns become act(x[:, :I]) * x[:, I:] (act a gpu_act_t). */
 int gpu_cuda_test_geglu(const char *precision, float *x, int n, int I, int act);
 

@@ -5,7 +5,6 @@
 
 #include <cuda_runtime.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "gpu/cuda/cuda_common.cuh"
@@ -62,19 +61,6 @@ static inline void *ta_dup(const void *h, size_t bytes) {
         cudaFree(d);
         return NULL;
     }
-    return d;
-}
-
-// The backend's RoPE table (cuda_rope_table, head_dim 64) of positions 0 .. every pos[t]
-// (t < n), on the device; NULL on failure.
-static inline float *ta_rope_table(float theta, const int32_t *pos, int n) {
-    int rows = 1;
-    for (int t = 0; t < n; t++)
-        if (pos[t] + 1 > rows) rows = pos[t] + 1;
-    float *tab = (float *)malloc(sizeof(float) * (size_t)rows * 64), *d = NULL;
-    if (tab) cuda_rope_table(theta, 64, rows, tab);
-    if (tab) d = (float *)ta_dup(tab, sizeof(float) * (size_t)rows * 64);
-    free(tab);
     return d;
 }
 
