@@ -210,7 +210,7 @@ if has quick; then
         $B/tests/$t >"$OUT/$t.log" 2>&1
         rc=$?
         echo "exit $rc" >>"$OUT/$t.log"
-        if [ $rc = 139 ]; then # once seen: a crash before any output; retry with BLAS pinned
+        if [ $rc = 139 ]; then # a crash before any output: retry with BLAS pinned
             tail -3 "$OUT/$t.log" | tee -a "$summary"
             OPENBLAS_CORETYPE=Haswell OPENBLAS_NUM_THREADS=4 $B/tests/$t >"$OUT/$t.retry.log" 2>&1
             echo "retry exit $?" >>"$OUT/$t.retry.log"
