@@ -22,20 +22,41 @@ static common_status_t cfg_act(json_t *root, const char *path, const char *key, 
     return gpu_model_cfg_act(root, path, key, NULL, out, err);
 }
 
-/* BertConfig's dimensions (RoBERTa's, XLM-R's and ELECTRA's too). */
-static common_status_t bert_dims(json_t *root, const char *path, gpu_model_config_t *c,
-                                 common_err_t *err) {
-    if (cfg_int(root, path, "vocab_size", &c->vocab_size, err) ||
-        cfg_int(root, path, "hidden_size", &c->hidden, err) ||
-        cfg_int(root, path, "num_hidden_layers", &c->layers, err) ||
-        cfg_int(root, path, "num_attention_heads", &c->heads, err) ||
-        cfg_int(root, path, "intermediate_size", &c->intermediate, err) ||
-        cfg_int(root, path, "max_position_embeddings", &c->pos_rows, err) ||
-        cfg_int(root, path, "type_vocab_size", &c->type_vocab, err) ||
-        cfg_act(root, path, "hidden_act", &c->act, err))
+/* The config.json keys of the dimensions every family here has: BertConfig's names (RoBERTa's,
+ * XLM-R's and ELECTRA's too) or DistilBertConfig's. */
+typedef struct {
+    const char *vocab, *hidden, *layers, *heads, *intermediate, *positions, *act;
+} dim_keys_t;
+
+static const dim_keys_t bert_keys = {"vocab_size",        "hidden_size",
+                                     "num_hidden_layers", "num_attention_heads",
+                                     "intermediate_size", "max_position_embeddings",
+                                     "hidden_act"};
+static const dim_keys_t distilbert_keys = {"vocab_size", "dim",        "n_layers",
+                                           "n_heads",    "hidden_dim", "max_position_embeddings",
+                                           "activation"};
+
+static common_status_t read_dims(json_t *root, const char *path, const dim_keys_t *k,
+                                 gpu_model_config_t *c, common_err_t *err) {
+    if (cfg_int(root, path, k->vocab, &c->vocab_size, err) ||
+        cfg_int(root, path, k->hidden, &c->hidden, err) ||
+        cfg_int(root, path, k->layers, &c->layers, err) ||
+        cfg_int(root, path, k->heads, &c->heads, err) ||
+        cfg_int(root, path, k->intermediate, &c->intermediate, err) ||
+        cfg_int(root, path, k->positions, &c->pos_rows, err) ||
+        cfg_act(root, path, k->act, &c->act, err))
         return err->code;
     c->emb_size = c->hidden;
     return COMMON_OK;
+}
+
+/* BertConfig's dimensions, token types included. */
+static common_status_t bert_dims(json_t *root, const char *path, gpu_model_config_t *c,
+                                 common_err_t *err) {
+    return read_dims(root, path, &bert_keys, c, err) ||
+                   cfg_int(root, path, "type_vocab_size", &c->type_vocab, err)
+               ? err->code
+               : COMMON_OK;
 }
 
 /* BertConfig's knobs after the dimensions (and a family's own keys). */
@@ -83,17 +104,9 @@ static common_status_t config_electra(json_t *root, const char *path, gpu_model_
 /* DistilBertConfig: no token types, no position offset, LayerNorm eps fixed. */
 static common_status_t config_distilbert(json_t *root, const char *path, gpu_model_config_t *c,
                                          common_err_t *err) {
-    if (cfg_int(root, path, "vocab_size", &c->vocab_size, err) ||
-        cfg_int(root, path, "dim", &c->hidden, err) ||
-        cfg_int(root, path, "n_layers", &c->layers, err) ||
-        cfg_int(root, path, "n_heads", &c->heads, err) ||
-        cfg_int(root, path, "hidden_dim", &c->intermediate, err) ||
-        cfg_int(root, path, "max_position_embeddings", &c->pos_rows, err) ||
-        cfg_act(root, path, "activation", &c->act, err))
-        return err->code;
+    if (read_dims(root, path, &distilbert_keys, c, err)) return err->code;
     c->type_vocab = 1; /* one zero row, so every backend adds "type 0" alike */
     c->ln_eps = 1e-12f;
-    c->emb_size = c->hidden;
     return COMMON_OK;
 }
 
