@@ -338,7 +338,8 @@ static common_status_t sink_begin_store_rows(sink_t *s, int n_rows, common_err_t
     }
     /* one result per statement; PQexec keeps the last, or the error that ended the message */
     PGresult *res = PQexec(s->conn, SQL_FAST_BEGIN);
-    if (!res || PQresultStatus(res) != PGRES_TUPLES_OK) return sink_fail(s, res, "copy target", e);
+    if (!res || PQresultStatus(res) != PGRES_TUPLES_OK)
+        return sink_fail(s, res, "begin (copy target)", e);
     /* a name from the catalog, quoted as regclass output quotes it; copy_sql holds the SQL
      * above with PostgreSQL's longest qualified name */
     const int part = PQntuples(res) == 1 && !PQgetisnull(res, 0, 0);
