@@ -10,15 +10,14 @@
 #include "sink/pgutil.h"
 #include "sink/sink_int.h"
 
-/* $1..$8: one array a column, element i of each being batch i. */
-const char sink_sql_batches[] =
+/* $1..$8: one array a column, element i of each being batch i. Not prepared: a statement
+ * prepared on batches would make a session's set-up wait for whoever locks that table, and
+ * planning it once a write costs nothing next to the rows. */
+static const char SQL_BATCHES[] =
     "INSERT INTO batches (tickets, real_tokens, padded_tokens, wait_ms, compute_ms, backend,"
     " device_used_bytes, arena_bytes)"
     " SELECT * FROM unnest($1::integer[], $2::bigint[], $3::bigint[], $4::real[], $5::real[],"
     " $6::text[], $7::bigint[], $8::bigint[])";
-
-#define SINK_OID_INT8   20
-#define SINK_OID_FLOAT4 700
 
 /* The batches' eight arrays in s->copy (free once the rows are stored). */
 static common_status_t sink_batches_send(sink_t *s, int n, common_err_t *e) {
@@ -67,7 +66,7 @@ static common_status_t sink_batches_send(sink_t *s, int n, common_err_t *e) {
         lens[i] = (int)(off[i + 1] - off[i]);
         fmts[i] = 1;
     }
-    if (PQsendQueryPrepared(s->conn, SINK_STMT_BATCHES, 8, vals, lens, fmts, 0)) return COMMON_OK;
+    if (PQsendQueryParams(s->conn, SQL_BATCHES, 8, NULL, vals, lens, fmts, 0)) return COMMON_OK;
     return sink_pg_err(e, sink_pg_classify(s->conn, NULL), "insert batches", s->conn, NULL);
 }
 

@@ -123,7 +123,6 @@ static common_status_t sink_session_setup(sink_t *s, common_err_t *e) {
     if (rc == COMMON_OK)
         rc = sink_pg_exec(s->conn, SQL_STAGING, PGRES_COMMAND_OK, "create staging table", e);
     if (rc == COMMON_OK) rc = sink_prepare(s, STMT_UPSERT, SQL_UPSERT, 1, e);
-    if (rc == COMMON_OK) rc = sink_prepare(s, SINK_STMT_BATCHES, sink_sql_batches, 8, e);
     if (rc == COMMON_OK) rc = sink_prepare(s, SINK_STMT_JOBS, sink_sql_jobs, 5, e);
     if (rc == COMMON_OK) rc = sink_prepare(s, SINK_STMT_COMPLETE, sink_sql_complete, 1, e);
     if (rc == COMMON_OK) rc = sink_prepare(s, SINK_STMT_FAILURE, sink_sql_failure, 8, e);

@@ -48,9 +48,8 @@ common_status_t sink_fail(sink_t *s, PGresult *res, const char *step, common_err
  * names */
 #define SINK_STMT_JOBS     "reclass_jobs"
 #define SINK_STMT_COMPLETE "reclass_complete"
-#define SINK_STMT_BATCHES  "reclass_batches"
 #define SINK_STMT_FAILURE  "reclass_failure"
-extern const char sink_sql_jobs[], sink_sql_complete[], sink_sql_batches[];
+extern const char sink_sql_jobs[], sink_sql_complete[];
 extern const char sink_sql_failure[]; /* sink/failures.c */
 /* Queue on the connection's pipeline (results read by sink/commit.c): the tally's new tickets
  * per job added to this writer's progress (the job ids stay in s->params for the next call),
