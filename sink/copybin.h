@@ -28,8 +28,10 @@ void sink_copybin_timestamptz_ms(sink_copybuf_t *b, int64_t unix_ms);
 /* A one-dimensional array in binary parameter form: the header, then n elements written with
  * the functions above (an array element is encoded exactly like a COPY field). elem_oid is the
  * element type's OID and must match the parameter's declared type (e.g. $1::text[]). */
-#define SINK_OID_TEXT 25
-#define SINK_OID_INT4 23
+#define SINK_OID_TEXT   25
+#define SINK_OID_INT4   23
+#define SINK_OID_INT8   20
+#define SINK_OID_FLOAT4 700
 void sink_copybin_array(sink_copybuf_t *b, uint32_t elem_oid, int n, int has_null);
 
 #endif

@@ -1,5 +1,6 @@
 /* Job progress (migrations/006_progress.sql): a write's new tickets counted in its writer's
- * own job_progress row, and after COMMIT the completion stamp. */
+ * own job_progress row, and after COMMIT the completion stamp. Both are queued on the write's
+ * closing pipeline (sink/commit.c), which collects their results. */
 #include <stdio.h>
 
 #include <libpq-fe.h>
@@ -38,7 +39,7 @@ const char sink_sql_complete[] = "SELECT job_complete($1::text[])";
 
 /* The jobs statement's four arrays, built in one buffer (offsets first: it may move); the
  * first of them is the completion statement's too. */
-common_status_t sink_progress_add(sink_t *s, common_err_t *e) {
+common_status_t sink_progress_send(sink_t *s, common_err_t *e) {
     const sink_tally_t *t = &s->tally;
     sink_copybuf_t *b = &s->params;
     sink_copybuf_reset(b);
@@ -75,21 +76,13 @@ common_status_t sink_progress_add(sink_t *s, common_err_t *e) {
         lens[i] = (int)(off[i + 1] - off[i]);
     }
     vals[4] = s->writer, lens[4] = 0;
-    PGresult *res = PQexecPrepared(s->conn, SINK_STMT_JOBS, 5, vals, lens, fmts, 0);
-    if (res && PQresultStatus(res) == PGRES_COMMAND_OK) {
-        PQclear(res);
-        return COMMON_OK;
-    }
-    return sink_fail(s, res, "update jobs", e);
+    if (PQsendQueryPrepared(s->conn, SINK_STMT_JOBS, 5, vals, lens, fmts, 0)) return COMMON_OK;
+    return sink_pg_err(e, sink_pg_classify(s->conn, NULL), "update jobs", s->conn, NULL);
 }
 
-common_status_t sink_progress_complete(sink_t *s, common_err_t *e) {
+common_status_t sink_progress_complete_send(sink_t *s, common_err_t *e) {
     const char *vals[1] = {s->params.data}; /* its first array: the write's job ids */
     int lens[1] = {(int)s->params_ids_len}, fmts[1] = {1};
-    PGresult *res = PQexecPrepared(s->conn, SINK_STMT_COMPLETE, 1, vals, lens, fmts, 0);
-    if (res && PQresultStatus(res) == PGRES_TUPLES_OK) {
-        PQclear(res);
-        return COMMON_OK;
-    }
-    return sink_pg_fail(s->conn, res, "mark complete jobs", e);
+    if (PQsendQueryPrepared(s->conn, SINK_STMT_COMPLETE, 1, vals, lens, fmts, 0)) return COMMON_OK;
+    return sink_pg_err(e, sink_pg_classify(s->conn, NULL), "mark complete jobs", s->conn, NULL);
 }

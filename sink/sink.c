@@ -4,11 +4,13 @@
  *     job_progress (no other writer touches it: workers never wait on each other's progress),
  *     creating the job's job_info row on first sight (a prepared statement, arrays as bound
  *     parameters)
- *   COPY batch telemetry -> batches
+ *   batch telemetry -> batches
  *   COMMIT
  * then, in a statement of its own, stamps completed_at on the write's jobs whose summed
  * progress reached total (see migrations/006_progress.sql for why after COMMIT); a failure
- * there retries the whole write, which the upsert path makes harmless.
+ * there retries the whole write, which the upsert path makes harmless. Round trips: BEGIN,
+ * the savepoint and the COPY target go as one message; the COPY takes two; progress,
+ * batches, COMMIT and completion go as one pipeline (sink/commit.c).
  * Two paths for the rows, because redeliveries are rare but must be exact:
  *   fast:   binary COPY straight into ticket_results inside a savepoint; every row is new.
  *           The COPY names the month's partition when it has one: PostgreSQL then stores the
@@ -44,19 +46,18 @@
 #include "sink/pgutil.h"
 #include "sink/tally.h"
 
-/* Binary COPY: the field order and types of sink_fmt_results / sink_fmt_staging /
- * sink_fmt_batches must match these column lists exactly. The fast path's target (%s) is the
- * month's partition (ticket_results_copy_target) or ticket_results itself. */
+/* Binary COPY: the field order and types of sink_fmt_results / sink_fmt_staging must match
+ * these column lists exactly. The fast path's target (%s) is the month's partition
+ * (ticket_results_copy_target) or ticket_results itself. */
 static const char SQL_COPY_RESULTS[] =
     "COPY %s (job_id, ticket_id, tenant, label, label_id, confidence, top_k, tokens,"
     " truncated, model, \"partition\", \"offset\", enqueued_at) FROM STDIN (FORMAT binary)";
 
-#define STMT_TARGET "reclass_copy_target"
-
-/* The partition this transaction's rows land in by default, or NULL: a COPY into it is
- * stored a page at a time, one through ticket_results a row at a time
- * (migrations/016_results_copy_target.sql). */
-static const char SQL_TARGET[] = "SELECT ticket_results_copy_target()";
+/* The fast path's opening, one message: the transaction, the savepoint, then the partition
+ * its rows land in by default, or NULL: a COPY into it is stored a page at a time, one through
+ * ticket_results a row at a time (migrations/016_results_copy_target.sql). */
+static const char SQL_FAST_BEGIN[] =
+    "BEGIN; SAVEPOINT reclass_fast; SELECT ticket_results_copy_target()";
 
 static const char SQL_STAGING[] =
     "CREATE TEMP TABLE IF NOT EXISTS reclass_staging ("
@@ -67,10 +68,6 @@ static const char SQL_STAGING[] =
 static const char SQL_COPY_STAGING[] =
     "COPY reclass_staging (job_id, ticket_id, tenant, label, label_id, confidence, top_k,"
     " tokens, truncated, \"partition\", \"offset\", enqueued_at) FROM STDIN (FORMAT binary)";
-
-static const char SQL_COPY_BATCHES[] =
-    "COPY batches (tickets, real_tokens, padded_tokens, wait_ms, compute_ms, backend,"
-    " device_used_bytes, arena_bytes) FROM STDIN (FORMAT binary)";
 
 #define STMT_UPSERT "reclass_upsert"
 
@@ -126,7 +123,6 @@ static common_status_t sink_session_setup(sink_t *s, common_err_t *e) {
     if (rc == COMMON_OK)
         rc = sink_pg_exec(s->conn, SQL_STAGING, PGRES_COMMAND_OK, "create staging table", e);
     if (rc == COMMON_OK) rc = sink_prepare(s, STMT_UPSERT, SQL_UPSERT, 1, e);
-    if (rc == COMMON_OK) rc = sink_prepare(s, STMT_TARGET, SQL_TARGET, 0, e);
     if (rc == COMMON_OK) rc = sink_prepare(s, SINK_STMT_JOBS, sink_sql_jobs, 5, e);
     if (rc == COMMON_OK) rc = sink_prepare(s, SINK_STMT_COMPLETE, sink_sql_complete, 1, e);
     if (rc == COMMON_OK) rc = sink_prepare(s, SINK_STMT_FAILURE, sink_sql_failure, 8, e);
@@ -238,21 +234,6 @@ static void sink_fmt_staging(const sink_t *s, sink_copybuf_t *b, int from, int t
         sink_fmt_row(b, &s->rows[i], NULL);
 }
 
-static void sink_fmt_batches(const sink_t *s, sink_copybuf_t *b, int from, int to) {
-    for (int i = from; i < to; i++) {
-        const sink_batch_t *x = &s->batches[i];
-        sink_copybin_row(b, 8);
-        sink_copybin_int4(b, x->tickets);
-        sink_copybin_int8(b, x->real_tokens);
-        sink_copybin_int8(b, x->padded_tokens);
-        sink_copybin_float4(b, (float)x->wait_ms);
-        sink_copybin_float4(b, (float)x->compute_ms);
-        sink_copybin_text(b, x->backend ? x->backend : "unknown");
-        sink_copybin_int8(b, x->device_used_bytes);
-        sink_copybin_int8(b, x->arena_bytes);
-    }
-}
-
 /* Remembers why a statement of the write failed (sink_write_once tells data errors apart). */
 static void sink_note_failure(sink_t *s, const PGresult *res) {
     const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
@@ -344,18 +325,20 @@ static common_status_t sink_upsert_rows(sink_t *s, int n_rows, common_err_t *e) 
     return COMMON_OK;
 }
 
-static common_status_t sink_store_rows(sink_t *s, int n_rows, common_err_t *e) {
+/* Opens the transaction and stores the rows: the fast path, or the upsert path when the sink
+ * is on it or the fast path met a row already stored. */
+static common_status_t sink_begin_store_rows(sink_t *s, int n_rows, common_err_t *e) {
     if (s->upsert_mode) {
-        common_status_t rc = sink_upsert_rows(s, n_rows, e);
+        common_status_t rc = sink_pg_exec(s->conn, "BEGIN", PGRES_COMMAND_OK, "begin", e);
+        if (rc == COMMON_OK) rc = sink_upsert_rows(s, n_rows, e);
         /* all new and no duplicates: the redelivery run is over */
         if (rc == COMMON_OK && s->last_inserted == n_rows) s->upsert_mode = 0;
         return rc;
     }
-    common_status_t rc =
-        sink_pg_exec(s->conn, "SAVEPOINT reclass_fast", PGRES_COMMAND_OK, "savepoint", e);
-    if (rc != COMMON_OK) return rc;
-    PGresult *res = PQexecPrepared(s->conn, STMT_TARGET, 0, NULL, NULL, NULL, 0);
-    if (!res || PQresultStatus(res) != PGRES_TUPLES_OK) return sink_fail(s, res, "copy target", e);
+    /* one result per statement; PQexec keeps the last, or the error that ended the message */
+    PGresult *res = PQexec(s->conn, SQL_FAST_BEGIN);
+    if (!res || PQresultStatus(res) != PGRES_TUPLES_OK)
+        return sink_fail(s, res, "begin (copy target)", e);
     /* a name from the catalog, quoted as regclass output quotes it; copy_sql holds the SQL
      * above with PostgreSQL's longest qualified name */
     const int part = PQntuples(res) == 1 && !PQgetisnull(res, 0, 0);
@@ -363,13 +346,14 @@ static common_status_t sink_store_rows(sink_t *s, int n_rows, common_err_t *e) {
              part ? PQgetvalue(res, 0, 0) : "ticket_results");
     PQclear(res);
     char st[6];
-    rc = sink_copy_in(s, s->copy_sql, sink_fmt_results, n_rows, "copy results", st, e);
+    common_status_t rc =
+        sink_copy_in(s, s->copy_sql, sink_fmt_results, n_rows, "copy results", st, e);
     if (rc == COMMON_OK) {
+        /* the savepoint stays open: COMMIT ends it with the transaction, one statement less */
         for (int i = 0; i < s->tally.n_jobs; i++)
             s->tally.jobs[i].fresh = s->tally.jobs[i].rows;
         s->last_inserted = s->last_rows = n_rows;
-        return sink_pg_exec(s->conn, "RELEASE SAVEPOINT reclass_fast", PGRES_COMMAND_OK,
-                            "release savepoint", e);
+        return COMMON_OK;
     }
     if (strcmp(st, "23505") != 0) return rc; /* not a redelivery: a real failure */
     rc = sink_pg_exec(s->conn, "ROLLBACK TO SAVEPOINT reclass_fast", PGRES_COMMAND_OK,
@@ -381,25 +365,10 @@ static common_status_t sink_store_rows(sink_t *s, int n_rows, common_err_t *e) {
 }
 
 static common_status_t sink_write_tx(sink_t *s, int n_rows, int n_batches, common_err_t *e) {
-    common_status_t rc = sink_pg_exec(s->conn, "BEGIN", PGRES_COMMAND_OK, "begin", e);
+    common_status_t rc = n_rows > 0 ? sink_begin_store_rows(s, n_rows, e)
+                                    : sink_pg_exec(s->conn, "BEGIN", PGRES_COMMAND_OK, "begin", e);
     if (rc != COMMON_OK) return rc;
-    if (n_rows > 0) {
-        rc = sink_store_rows(s, n_rows, e);
-        if (rc == COMMON_OK) rc = sink_progress_add(s, e);
-        if (rc != COMMON_OK) return rc;
-    }
-    if (n_batches > 0) {
-        char st[6];
-        rc = sink_copy_in(s, SQL_COPY_BATCHES, sink_fmt_batches, n_batches, "copy batches", st, e);
-        /* telemetry is ours, not the records': a refused batches row is a bug */
-        s->fail_state[0] = 0;
-        if (rc != COMMON_OK) return rc;
-    }
-    /* deferred constraints (a job's owner) are checked here */
-    PGresult *res = PQexec(s->conn, "COMMIT");
-    if (!res || PQresultStatus(res) != PGRES_COMMAND_OK) return sink_fail(s, res, "commit", e);
-    PQclear(res);
-    return n_rows > 0 ? sink_progress_complete(s, e) : COMMON_OK;
+    return sink_commit_pipelined(s, n_rows, n_batches, e);
 }
 
 common_status_t sink_write_once(sink_t *s, const sink_result_t *rows, int n_rows,

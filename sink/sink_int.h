@@ -44,17 +44,24 @@ struct sink {
  * answers as sink_pg_fail does. */
 common_status_t sink_fail(sink_t *s, PGresult *res, const char *step, common_err_t *e);
 
-/* sink/progress.c: the statements, prepared per session by sink.c under these names */
+/* sink/progress.c, sink/commit.c: the statements, prepared per session by sink.c under these
+ * names */
 #define SINK_STMT_JOBS     "reclass_jobs"
 #define SINK_STMT_COMPLETE "reclass_complete"
 #define SINK_STMT_FAILURE  "reclass_failure"
 extern const char sink_sql_jobs[], sink_sql_complete[];
 extern const char sink_sql_failure[]; /* sink/failures.c */
-/* Adds the tally's new tickets per job to this writer's progress (inside the write's
- * transaction; the job ids stay in s->params for the next call). */
-common_status_t sink_progress_add(sink_t *s, common_err_t *e);
-/* After COMMIT: stamps completed_at on the write's jobs whose summed progress reached total. */
-common_status_t sink_progress_complete(sink_t *s, common_err_t *e);
+/* Queue on the connection's pipeline (results read by sink/commit.c): the tally's new tickets
+ * per job added to this writer's progress (the job ids stay in s->params for the next call),
+ * and after COMMIT the completed_at stamp of the write's jobs whose summed progress reached
+ * total. */
+common_status_t sink_progress_send(sink_t *s, common_err_t *e);
+common_status_t sink_progress_complete_send(sink_t *s, common_err_t *e);
+/* The end of a write whose rows are stored in the open transaction: progress (n_rows > 0),
+ * batches [0, n_batches) from s->batches, COMMIT and completion in one round trip (s->copy is
+ * reused). COMMON_OK once committed and stamped; else as sink_write_once, the transaction left
+ * open or rolled back for the caller's ROLLBACK. */
+common_status_t sink_commit_pipelined(sink_t *s, int n_rows, int n_batches, common_err_t *e);
 
 /* One transaction: rows [0, n_rows) and the batches. COMMON_OK once committed, COMMON_DATA when
  * the rows were refused (fail_state says why, e says it in words; nothing is stored), else

@@ -52,10 +52,12 @@ after=$(sql "$url" "SELECT string_agg(version || ':' || applied_at, ',' ORDER BY
 check "schema_migrations unchanged by the second run" "$before" "$after"
 check "one schema_migrations row per file" "$n_files" "$(sql "$url" "SELECT count(*) FROM schema_migrations")"
 check "tables and view exist" "t|t|t|t|t" \
-    "$(sql "$url" "SELECT to_regclass('jobs') IS NOT NULL, to_regclass('ticket_results') IS NOT NULL, to_regclass('batches') IS NOT NULL, to_regclass('job_label_counts') IS NOT NULL, to_regclass('ticket_results_job_label') IS NOT NULL")"
-# ticket_results' indexes: its primary key, (job_id, label) for the label queries, tenant_time
-check "ticket_results keeps its three indexes" "ticket_results_job_label ticket_results_pkey ticket_results_tenant_time" \
+    "$(sql "$url" "SELECT to_regclass('jobs') IS NOT NULL, to_regclass('ticket_results') IS NOT NULL, to_regclass('batches') IS NOT NULL, to_regclass('job_label_counts') IS NOT NULL, to_regclass('ticket_results_job_label') IS NULL")"
+# ticket_results' indexes (018): its primary key, label included for the label queries, tenant_time
+check "ticket_results keeps its two indexes" "ticket_results_pkey ticket_results_tenant_time" \
     "$(sql "$url" "SELECT string_agg(indexrelid::regclass::text, ' ' ORDER BY indexrelid::regclass::text) FROM pg_index WHERE indrelid = 'ticket_results'::regclass")"
+check "018: the primary key includes label" "PRIMARY KEY (job_id, ticket_id, job_month) INCLUDE (label)" \
+    "$(sql "$url" "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = 'ticket_results_pkey'")"
 check "checksum recorded is md5 of the file" "$(md5sum <"$src/migrations/001_init.sql" | cut -d' ' -f1)" \
     "$(sql "$url" "SELECT checksum FROM schema_migrations WHERE version = 1")"
 
@@ -257,6 +259,30 @@ check "016: a month made later carries the owner check" 1 "$(sql "$db" "SELECT c
 sql "$db" "ALTER TABLE $part DISABLE TRIGGER ticket_results_owner_insert" >/dev/null
 check "016: no COPY target when the month's partition lacks the check" "" "$(sql "$db" "SELECT ticket_results_copy_target()")"
 sql "$db" "ALTER TABLE $part ENABLE TRIGGER ticket_results_owner_insert" >/dev/null
+
+# 7e. 018_results_one_index_less over a database of schema 017 holding results: every row kept,
+# the views answer as before, a job's label counts still come from an index alone (the primary
+# key, label included), and the sink's upsert still finds its conflict target
+mkdir -p "$tmp/upto17" && cp "$src"/migrations/0*_*.sql "$tmp/upto17/" && rm -f "$tmp"/upto17/01[89]_*.sql
+db=$(newdb before018)
+"$bin" migrate --db "$db" --migrations "$tmp/upto17" >/dev/null 2>&1
+sql "$db" "INSERT INTO ticket_results (job_id, tenant, ticket_id, label, label_id, confidence, tokens, model, top_k)
+           SELECT 'k' || (i % 3), 'acme', 't' || i, 'l' || (i % 4), i % 4, 0.5, 7, 'm', '[{\"p\": 0.5}]'
+           FROM generate_series(1, 300) i" >/dev/null
+before=$(sql "$db" "$rows_digest")
+views_before=$(sql "$db" "$views")
+out=$("$bin" migrate --db "$db" --migrations "$src/migrations" 2>&1); rc=$?
+check "018 over rows of 017 exits 0" 0 $rc
+check "018: every row kept as it was" "$before" "$(sql "$db" "$rows_digest")"
+check "018: the views answer as before" "$views_before" "$(sql "$db" "$views")"
+sql "$db" "VACUUM ANALYZE ticket_results" >/dev/null
+has "018: a job's label counts read the primary key alone" "Index Only Scan using ticket_results_$(date -u +%Y%m)_pkey" \
+    "$(sql "$db" "SET enable_seqscan = off; SET enable_bitmapscan = off; EXPLAIN SELECT label, count(*) FROM ticket_results WHERE job_id = 'k1' GROUP BY label")"
+check "018: the upsert's conflict target is the key" "2" \
+    "$(sql "$db" "INSERT INTO ticket_results AS t (job_id, tenant, ticket_id, label, label_id, confidence, tokens, model)
+                  VALUES ('k1', 'acme', 't1', 'l9', 9, 0.5, 7, 'm')
+                  ON CONFLICT (job_id, ticket_id, job_month) DO UPDATE SET label = excluded.label, writes = t.writes + 1
+                  RETURNING writes")"
 
 # 8. CLI errors: input errors exit 2 with what to fix, an unreachable server exits 1
 out=$("$bin" migrate 2>&1); rc=$?

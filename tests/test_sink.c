@@ -265,13 +265,14 @@ static void test_failed_write_leaves_nothing(void **state) {
     assert_int_equal(completed("job-json"), 1);
     assert_int_equal(n_batches(), b0 + 2);
     b0 += 2;
-    /* (2) the upsert ran, then the batches COPY violates a CHECK: all of it rolls back */
+    /* (2) the rows and progress went in, then the batches INSERT violates a CHECK (in the
+     * closing pipeline, before COMMIT): all of it rolls back */
     fill("job-fail", 0, 100, 100, "x");
     sink_batch_t bad = two_batches[0];
     bad.tickets = -1;
     rc = sink_write(s, rows, 100, &bad, 1, &e);
     assert_int_equal(rc, COMMON_FATAL); /* telemetry is ours: a refused batches row is a bug */
-    assert_non_null(strstr(e.message, "copy batches"));
+    assert_non_null(strstr(e.message, "insert batches"));
     assert_int_equal(rows_of("job-fail"), 0);
     assert_int_equal(done_of("job-fail"), -1);
     assert_int_equal(n_batches(), b0);

@@ -2,8 +2,11 @@
  * total fixed by the first stored ticket (a ticket saying another is refused, changes
  * nothing; the first write's odd ticket does not fix it), dead letters counted once per ticket
  * and never for a ticket with a result row, another tenant's not at all, done + failed never
- * past the total, completion once; a job across the end of a month keeps its partition.
+ * past the total, completion once; a job across the end of a month keeps its partition; the
+ * write's closing pipeline (progress, batches, COMMIT, completion: sink/commit.c) refusing a
+ * row leaves it alone out, and losing its connection stores nothing and the retry counts once.
  * Run through tests/test_sink.sh. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <libpq-fe.h>
@@ -228,6 +232,100 @@ static void test_owner_check(void **state) {
     assert_string_equal(e.hint, "submit under a job id of your own");
 }
 
+static long q_long(const char *sql) {
+    PGresult *res = PQexec(check, sql);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) fail_msg("%s", PQresultErrorMessage(res));
+    long v = atol(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return v;
+}
+
+static void check_exec(const char *sql) {
+    PGresult *res = PQexec(check, sql);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) fail_msg("%s", PQresultErrorMessage(res));
+    PQclear(res);
+}
+
+static const sink_batch_t one_batch = {
+    .tickets = 5, .real_tokens = 15, .padded_tokens = 20, .backend = "cpu"};
+
+/* The jobs statement, queued in the closing pipeline after the rows' COPY, refuses a row
+ * (another total): that row alone is left out, the others, their count and the batch stored. */
+static void test_pipeline_refusal_isolates_row(void **state) {
+    (void)state;
+    sink_t *s = open_sink();
+    sink_result_t r[5];
+    for (int i = 0; i < 5; i++)
+        r[i] = row("job-pipe", i, 10);
+    assert_int_equal(write_rows(s, r, 5, NULL), 0);
+    long b0 = q_long("SELECT count(*) FROM batches");
+    for (int i = 0; i < 5; i++)
+        r[i] = row("job-pipe", 5 + i, i == 2 ? 11 : 10);
+    common_err_t e;
+    assert_int_equal(sink_write(s, r, 5, &one_batch, 1, &e), COMMON_OK);
+    const sink_reject_t *rj;
+    assert_int_equal(sink_rejected(s, &rj), 1);
+    assert_int_equal(rj[0].row, 2);
+    assert_non_null(strstr(rj[0].error, "job job-pipe has the total 10"));
+    assert_string_equal(job_line("job-pipe"), "9|0|10|running|0");
+    assert_int_equal(q_long("SELECT count(*) FROM batches"), b0 + 1);
+    sink_free(s);
+}
+
+typedef struct {
+    sink_t *s;
+    const sink_result_t *r;
+    int n, rc;
+} pipe_write_t;
+
+static void *pipe_writer(void *arg) {
+    pipe_write_t *w = arg;
+    common_err_t e;
+    w->rc = sink_write(w->s, w->r, w->n, &one_batch, 1, &e);
+    return NULL;
+}
+
+/* The connection dies while the closing pipeline waits (its batches INSERT behind a lock):
+ * nothing of the write is stored, and after the reconnect the same rows count once. */
+static void test_pipeline_connection_lost_retries(void **state) {
+    (void)state;
+    char url[512];
+    snprintf(url, sizeof url, "%s?application_name=reclass-pipe-test", db_url);
+    sink_t *s = NULL;
+    common_err_t e;
+    assert_int_equal(sink_init(url, "test-model", &s, &e), COMMON_OK);
+    sink_result_t r[6];
+    for (int i = 0; i < 6; i++)
+        r[i] = row("job-lost", i, 6);
+    long b0 = q_long("SELECT count(*) FROM batches");
+    check_exec("BEGIN");
+    check_exec("LOCK TABLE batches IN EXCLUSIVE MODE");
+    pipe_write_t w = {.s = s, .r = r, .n = 6};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, pipe_writer, &w), 0);
+    long waiting = 0;
+    for (int k = 0; k < 300 && !waiting; k++) {
+        usleep(20000);
+        waiting = q_long("SELECT count(*) FROM pg_stat_activity WHERE application_name ="
+                         " 'reclass-pipe-test' AND wait_event_type = 'Lock'");
+    }
+    assert_int_equal(waiting, 1);
+    assert_int_equal(q_long("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                            " WHERE application_name = 'reclass-pipe-test'"),
+                     1);
+    pthread_join(t, NULL);
+    check_exec("COMMIT");
+    assert_int_equal(w.rc, COMMON_RETRY);
+    assert_string_equal(job_line("job-lost"), "(none)");
+    assert_int_equal(q_long("SELECT count(*) FROM ticket_results WHERE job_id = 'job-lost'"), 0);
+    assert_int_equal(sink_reconnect(s, &e), COMMON_OK);
+    assert_int_equal(sink_write(s, r, 6, &one_batch, 1, &e), COMMON_OK);
+    assert_string_equal(job_line("job-lost"), "6|0|6|complete|1");
+    assert_int_equal(q_long("SELECT count(*) FROM ticket_results WHERE job_id = 'job-lost'"), 6);
+    assert_int_equal(q_long("SELECT count(*) FROM batches"), b0 + 1);
+    sink_free(s);
+}
+
 static int group_setup(void **state) {
     (void)state;
     db_url = getenv("RECLASS_TEST_DB");
@@ -254,9 +352,13 @@ static int group_teardown(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_total_fixed_once),  cmocka_unit_test(test_failures_within_total),
-        cmocka_unit_test(test_job_across_months), cmocka_unit_test(test_pg_err_fields),
+        cmocka_unit_test(test_total_fixed_once),
+        cmocka_unit_test(test_failures_within_total),
+        cmocka_unit_test(test_job_across_months),
+        cmocka_unit_test(test_pg_err_fields),
         cmocka_unit_test(test_owner_check),
+        cmocka_unit_test(test_pipeline_refusal_isolates_row),
+        cmocka_unit_test(test_pipeline_connection_lost_retries),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
