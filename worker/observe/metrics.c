@@ -44,6 +44,8 @@ void worker_metrics_reset(worker_metrics_t *m) {
     atomic_store(&m->group_joined, 0);
     atomic_store(&m->sink_connected, 0);
     atomic_store(&m->token_budget, 0);
+    atomic_store(&m->encoders, 0);
+    atomic_store(&m->encoders_up, 0);
     for (int i = 0; i < WORKER_STAGE_N; i++)
         for (int k = 0; k < 2; k++)
             atomic_store(&m->stage_ns[i][k], 0);
@@ -441,6 +443,12 @@ char *worker_metrics_render(const worker_metrics_t *m, const worker_metrics_info
            "Device allocations made after start-up (stays 0 by construction).",
            LD(allocations_after_init));
     metric(&b, "reclass_token_budget", "gauge", "Tokens per encoder batch.", LD(token_budget));
+    metric(&b, "reclass_encoders", "gauge", "Encoder threads started, a backend instance each.",
+           LD(encoders));
+    metric(&b, "reclass_encoders_up", "gauge",
+           "Encoders whose backend has not failed (one that fails stops; the others re-run its "
+           "batches).",
+           LD(encoders_up));
     buf_printf(&b, "# HELP reclass_stage_seconds_total Seconds spent per pipeline stage, by clock"
                    " (wall, or CPU of the threads that ran it).\n"
                    "# TYPE reclass_stage_seconds_total counter\n");

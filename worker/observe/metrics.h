@@ -69,6 +69,8 @@ typedef struct {
     atomic_llong arena_bytes;
     atomic_llong allocations_after_init; /* must stay 0: the GPU cannot OOM by construction */
     atomic_int token_budget;
+    atomic_int encoders;    /* encoder threads started (--encoders on each of --devices) */
+    atomic_int encoders_up; /* of them, those whose backend has not failed */
     /* per stage, nanoseconds: [stage][0] wall, [stage][1] CPU of the threads that ran it */
     atomic_llong stage_ns[WORKER_STAGE_N][2];
     /* tickets of each lane (worker/pipeline/fair.h) taken from Kafka and not yet written or

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Two encoders in one worker (--encoders 2, the cpu backend): a job is exact; SIGKILL mid-job and
+# a restart leave it exact; and every ticket's label and confidence are those one encoder gives
+# on the same input (a batch's results do not depend on which encoder ran it).
+#   run_encoders.sh RECLASS_BIN
+source "$(dirname "$0")/lib.sh" "$1"
+N=${IT_N:-2000}
+it_start_pg
+it_watch_completions
+it_start_broker tickets tickets.one
+it_make_input "$TMP/in.jsonl" "$N"
+it_submit tickets job-two "$TMP/in.jsonl"
+small=(--token-budget 1024 --sink-rows 64 --threads 2)
+
+it_run_worker "$TMP/w1.log" --topic tickets --group g2 --encoders 2 "${small[@]}"
+it_wait_rows job-two 300 60
+kill -KILL "$WORKER_PID"
+wait "$WORKER_PID" 2>/dev/null && fail "worker survived SIGKILL"
+at_kill=$(it_rows job-two)
+echo "SIGKILL at $at_kill rows"
+[ "$at_kill" -lt "$N" ] || fail "job finished before the kill: nothing tested"
+grep -q "2 encoders" "$TMP/w1.log" || fail "the worker did not start two encoders"
+
+it_run_worker "$TMP/w2.log" --topic tickets --group g2 --encoders 2 "${small[@]}" --idle-exit 5
+wait "$WORKER_PID" || fail "restarted worker exited with $?"
+it_check_job job-two "$N"
+python3 - "$TMP/w2.log.out" <<'PY' || fail "exit statistics"
+import json, sys
+s = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+print("restart: %d tickets, encoders %s, up %s" % (s["tickets"], s.get("encoders"), s.get("encoders_up")))
+assert s.get("encoders") == 2 and s.get("encoders_up") == 2, s
+PY
+
+# the same input through one encoder
+it_submit tickets.one job-one "$TMP/in.jsonl"
+it_run_worker "$TMP/w3.log" --topic tickets.one --group g1 "${small[@]}" --idle-exit 5
+wait "$WORKER_PID" || fail "one-encoder worker exited with $?"
+it_check_job job-one "$N"
+differ=$(psql_q "SELECT count(*) FROM ticket_results a
+    FULL JOIN ticket_results b ON b.job_id = 'job-one' AND b.ticket_id = a.ticket_id
+    WHERE a.job_id = 'job-two' AND (a.label IS DISTINCT FROM b.label
+        OR a.confidence IS DISTINCT FROM b.confidence)")
+echo "tickets whose label or confidence differ between 2 encoders and 1: $differ"
+[ "$differ" = 0 ] || fail "$differ tickets differ between --encoders 2 and --encoders 1"
+echo PASS
