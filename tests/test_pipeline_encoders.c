@@ -124,7 +124,17 @@ static void test_two_encoders_exactly_n(void **state) {
     assert_true(atomic_load(&batches[1]) > 0);
     assert_int_equal(atomic_load(&batches[0]) + atomic_load(&batches[1]), st.batches);
     assert_int_equal(atomic_load(&worker_metrics.encoders_up), 2);
+    assert_true(atomic_load(&worker_metrics.mem[1].arena_bytes) > 0);
     assert_job_exact("job-enc2", "e1", "ge1", n);
+    /* a gpu_memory row per encoder at each sample, each encoder's arena flat */
+    assert_int_equal(db_long("SELECT count(DISTINCT encoder) FROM gpu_memory WHERE device = 0"
+                             " AND arena_bytes > 0",
+                             NULL),
+                     2);
+    assert_int_equal(db_long("SELECT max(c) FROM (SELECT count(DISTINCT arena_bytes) AS c"
+                             " FROM gpu_memory GROUP BY worker, encoder) t",
+                             NULL),
+                     1);
 }
 
 /* Encoder 0's backend fails on its third batch: encoder 1 runs the batches it held, and

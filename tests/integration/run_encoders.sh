@@ -31,6 +31,12 @@ print("restart: %d tickets, encoders %s, up %s" % (s["tickets"], s.get("encoders
 assert s.get("encoders") == 2 and s.get("encoders_up") == 2, s
 PY
 
+# a gpu_memory row per encoder, each encoder's arena flat
+read -r encs arenas < <(psql_q "SELECT count(DISTINCT encoder), max(c) FROM (SELECT encoder,
+    count(DISTINCT arena_bytes) AS c FROM gpu_memory GROUP BY worker, encoder) t" | tr '|' ' ')
+echo "gpu_memory: $encs encoders, at most $arenas arena sizes each"
+[ "$encs" = 2 ] && [ "$arenas" = 1 ] || fail "gpu_memory: want 2 encoders with one arena size each"
+
 # the same input through one encoder
 it_submit tickets.one job-one "$TMP/in.jsonl"
 it_run_worker "$TMP/w3.log" --topic tickets.one --group g1 "${small[@]}" --idle-exit 5

@@ -81,7 +81,9 @@ static void enc_score_task(void *ctx, int task, int slot) {
 
 /* Collects sl's batch (the oldest in flight), scores it and queues it for the sink (takes
  * pl->q.mu to queue). On failure the items stay in sl and err says why. */
-static common_status_t enc_publish(pl_t *pl, cls_engine_t *eng, enc_slot_t *sl, common_err_t *err) {
+static common_status_t enc_publish(const pl_encoder_t *en, enc_slot_t *sl, common_err_t *err) {
+    pl_t *pl = en->pl;
+    cls_engine_t *eng = en->eng;
     const int n = sl->n;
     const cls_batch_t *b = NULL;
     worker_stage_clock_t clk;
@@ -124,7 +126,7 @@ static common_status_t enc_publish(pl_t *pl, cls_engine_t *eng, enc_slot_t *sl, 
     worker_metrics_add(&worker_metrics.tokens, b->n_tokens);
     atomic_fetch_add_explicit(&worker_metrics.encoder_ns, (long long)(b->compute_s * 1e9),
                               memory_order_relaxed);
-    pl_metrics_store_mem(&ms);
+    pl_metrics_store_mem(en, &ms);
     o->tel = (sink_batch_t){.tickets = n,
                             .real_tokens = b->n_tokens,
                             .padded_tokens = (long)n * b->longest,
@@ -275,7 +277,7 @@ void *pl_encoder_main(void *arg) {
                 pl_queue_wait(&pl->st, PL_Q_OUT, 1, &pl->q.cv_room, &pl->q.mu, now + PL_RECHECK_MS);
             } else if (prev) { /* nothing to submit: finish the batch in flight */
                 pthread_mutex_unlock(&pl->q.mu);
-                common_status_t rc = enc_publish(pl, eng, prev, &err);
+                common_status_t rc = enc_publish(en, prev, &err);
                 pthread_mutex_lock(&pl->q.mu);
                 if (rc) {
                     enc_fail(en, prev, NULL, &err);
@@ -300,10 +302,10 @@ void *pl_encoder_main(void *arg) {
         sl->popped_ms = now;
         common_status_t rc = enc_submit(eng, sl, seqp, lens, &err);
         if (!rc && prev) /* the device works on sl while prev is scored */
-            rc = enc_publish(pl, eng, prev, &err);
+            rc = enc_publish(en, prev, &err);
         if (!rc) prev = NULL;
         if (!rc && sl->urgent) { /* not kept in flight behind the next batch's run */
-            rc = enc_publish(pl, eng, sl, &err);
+            rc = enc_publish(en, sl, &err);
             if (!rc) {
                 pthread_mutex_lock(&pl->q.mu);
                 continue;

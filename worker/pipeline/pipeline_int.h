@@ -297,10 +297,10 @@ void pl_telemetry_tick(pl_t *pl, int final);
 /* Counts committed items into the open drift window (sink thread, mu not held). */
 void pl_telemetry_drift_add(pl_t *pl, pl_item_t *const *its, int n);
 
-/* Publishes the backend's memory statistics to worker_metrics. */
+/* Publishes every encoder's backend memory statistics to worker_metrics. */
 void pl_telemetry_mem(pl_t *pl);
-/* Publishes a backend's mem_stats on /metrics (the encoder and telemetry ticks both call it). */
-void pl_metrics_store_mem(const gpu_mem_stats_t *ms);
+/* Publishes encoder en's backend mem_stats on /metrics (the encoder and telemetry both call it). */
+void pl_metrics_store_mem(const pl_encoder_t *en, const gpu_mem_stats_t *ms);
 
 /* worker/pipeline/poll.c: the poll thread's loop (returns on a stop signal, idle exit or a
  * fatal error), the drain that finishes the work in flight, and the callbacks it registers
