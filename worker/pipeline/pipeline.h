@@ -7,8 +7,10 @@
  *     order into the length-sorting accumulator; undecodable records go to the dead-letter topic;
  *     pauses the partitions when the accumulator is full or PostgreSQL is down, while it keeps
  *     polling;
- *   encoder: pops token-budgeted batches (when ready or at the oldest item's deadline), runs
- *     the backend, has the logits turned into label, confidence and top-k on the pool;
+ *   encoders (--encoders on each of --devices, one by default): each pops token-budgeted
+ *     batches (when ready or at the oldest item's deadline; whichever encoder is free takes
+ *     the next), runs its own backend instance, has the logits turned into label, confidence
+ *     and top-k on the pool; one whose backend fails hands its batches to the others;
  *   sink (--sink-connections threads, a connection each): writes the results of one or more
  *     batches per transaction, in any order between writers; only after COMMIT are
  *     their offsets marked committed and the contiguous committed prefix stored to Kafka.
