@@ -365,9 +365,7 @@ static void render_waits(buf_t *b) {
 #define LD(x) ((double)atomic_load_explicit(&m->x, memory_order_relaxed))
 
 enum { MEM_USED, MEM_TOTAL, MEM_WEIGHTS, MEM_ARENA, MEM_ALLOCS };
-
-/* One gauge of worker_metrics_mem_t (field: MEM_*), a sample per encoder labelled with it and
- * its device. */
+/* Gauge MEM_* of worker_metrics_mem_t: a sample per encoder, labelled with it and its device. */
 static void metric_mem(buf_t *b, const worker_metrics_t *m, int field, const char *name,
                        const char *help) {
     buf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
