@@ -139,6 +139,9 @@ typedef struct {
      */
     common_status_t (*profile_ops)(gpu_backend_t *be, int on, gpu_op_times_t *out,
                                    common_err_t *err);
+    /* The devices an instance may be opened on (opts.device 0 .. count - 1; 0: none usable),
+     * for `reclass run --devices all`. NULL: one device, the host (cpu). */
+    int (*device_count)(void);
 } gpu_backend_ops_t;
 
 /* The rows of *out from per-op totals of g's batch ops (ms, runs: n_ops each; ops never run

@@ -44,9 +44,10 @@ static const char SQL_DRIFT[] =
 
 static const char SQL_GPU[] =
     "INSERT INTO gpu_memory (worker, backend, \"precision\", device_total_bytes,"
-    " device_used_bytes, weights_bytes, arena_bytes, allocations_after_init, token_budget)"
+    " device_used_bytes, weights_bytes, arena_bytes, allocations_after_init, token_budget,"
+    " device, encoder)"
     " VALUES ($1, $2, $3, $4::bigint, $5::bigint, $6::bigint, $7::bigint, $8::bigint,"
-    " $9::integer)";
+    " $9::integer, $10::integer, $11::integer)";
 
 static common_status_t exec_params(sink_t *sink, const char *sql, int n, const char *const *vals,
                                    const char *step, common_err_t *e) {
@@ -121,23 +122,27 @@ common_status_t sink_write_drift(sink_t *sink, const sink_drift_t *d, common_err
 }
 
 common_status_t sink_write_gpu_memory(sink_t *sink, const sink_gpu_memory_t *g, common_err_t *e) {
-    char num[6][24];
+    char num[8][24];
     snprintf(num[0], sizeof(num[0]), "%" PRId64, g->device_total_bytes);
     snprintf(num[1], sizeof(num[1]), "%" PRId64, g->device_used_bytes);
     snprintf(num[2], sizeof(num[2]), "%" PRId64, g->weights_bytes);
     snprintf(num[3], sizeof(num[3]), "%" PRId64, g->arena_bytes);
     snprintf(num[4], sizeof(num[4]), "%" PRId64, g->allocations_after_init);
     snprintf(num[5], sizeof(num[5]), "%d", g->token_budget);
-    const char *vals[9] = {g->worker ? g->worker : "",
-                           g->backend ? g->backend : "",
-                           g->precision,
-                           g->device_total_bytes < 0 ? NULL : num[0],
-                           num[1],
-                           num[2],
-                           num[3],
-                           num[4],
-                           num[5]};
-    return exec_params(sink, SQL_GPU, 9, vals, "write gpu_memory", e);
+    snprintf(num[6], sizeof(num[6]), "%d", g->device);
+    snprintf(num[7], sizeof(num[7]), "%d", g->encoder);
+    const char *vals[11] = {g->worker ? g->worker : "",
+                            g->backend ? g->backend : "",
+                            g->precision,
+                            g->device_total_bytes < 0 ? NULL : num[0],
+                            num[1],
+                            num[2],
+                            num[3],
+                            num[4],
+                            num[5],
+                            num[6],
+                            num[7]};
+    return exec_params(sink, SQL_GPU, 11, vals, "write gpu_memory", e);
 }
 
 /* $1 model, $2 unix seconds. Judging stores; the reads are index scans of drift_status. */

@@ -49,9 +49,12 @@ typedef struct {
     int64_t arena_bytes;
     int64_t allocations_after_init;
     int token_budget;
+    int device;  /* the encoder's device (CUDA ordinal; 0 on cpu) */
+    int encoder; /* the encoder within its worker, 0 .. N-1 */
 } sink_gpu_memory_t;
 
-/* Inserts one gpu_memory row stamped now(). */
+/* Inserts one gpu_memory row (one encoder's, migrations/019_gpu_memory_device.sql) stamped
+ * now(). */
 common_status_t sink_write_gpu_memory(sink_t *sink, const sink_gpu_memory_t *row, common_err_t *e);
 
 /* After a window is written: judges each tenant's newest drift window of model since since_s

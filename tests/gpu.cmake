@@ -29,3 +29,11 @@ endforeach()
 add_executable(gpu_bench ${CMAKE_SOURCE_DIR}/tests/test_gpu_bench.c
   ${CMAKE_SOURCE_DIR}/tests/bench/gpu_energy.c)
 target_link_libraries(gpu_bench PRIVATE ${RECLASS_CUDA_TEST_LIB} reclass_core)
+
+# Two encoders on one GPU (reclass run --encoders 2 --backend cuda): exact after SIGKILL and a
+# restart, each encoder's arena flat (tests/integration/run_encoders.sh).
+if(RECLASS_HAVE_CUDA)
+  add_test(NAME it_run_encoders_cuda
+           COMMAND bash ${CMAKE_SOURCE_DIR}/tests/integration/run_encoders.sh $<TARGET_FILE:reclass> cuda)
+  set_tests_properties(it_run_encoders_cuda PROPERTIES LABELS gpu TIMEOUT 300 SKIP_RETURN_CODE 77)
+endif()

@@ -23,8 +23,9 @@ fail=0
 echo "== hadolint deploy/Dockerfile"
 "$venv/bin/hadolint" "$root/deploy/Dockerfile" || fail=1
 
-echo "== kubernetes-validate --strict deploy/k8s/*.yaml"
-out=$("$venv/bin/kubernetes-validate" --strict "$root"/deploy/k8s/*.yaml 2>&1) || fail=1
+echo "== kubernetes-validate --strict deploy/k8s/*.yaml deploy/k8s/multi-gpu/*.yaml"
+out=$("$venv/bin/kubernetes-validate" --strict "$root"/deploy/k8s/*.yaml \
+    "$root"/deploy/k8s/multi-gpu/*.yaml 2>&1) || fail=1
 echo "$out"
 # The only acceptable warnings are the missing schemas of the CRDs (KEDA, Prometheus Operator).
 if echo "$out" | grep -E "WARN|ERROR" |
@@ -39,7 +40,7 @@ echo "== cross-file consistency"
 import sys, yaml, pathlib
 root = pathlib.Path(sys.argv[1])
 k8s = {}
-for f in sorted((root / "deploy/k8s").glob("*.yaml")):
+for f in sorted((root / "deploy/k8s").glob("*.yaml")) + sorted((root / "deploy/k8s/multi-gpu").glob("*.yaml")):
     for doc in yaml.safe_load_all(f.read_text()):
         k8s[(doc["kind"], doc["metadata"]["name"])] = doc
 errors = []
@@ -66,32 +67,56 @@ need("RECLASS_DB" not in cm, "RECLASS_DB belongs in the Secret")
 secret = k8s[("Secret", "reclass-secrets")]
 need("RECLASS_DB" in secret.get("stringData", {}), "Secret must carry RECLASS_DB")
 
-need(so["apiVersion"] == "keda.sh/v1alpha1", "ScaledObject apiVersion")
-spec = so["spec"]
-need(spec["scaleTargetRef"]["name"] == dep["metadata"]["name"], "ScaledObject targets the worker")
-need(0 <= spec["minReplicaCount"] <= spec["maxReplicaCount"], "min <= max replicas")
-trig = spec["triggers"]
 # one kafka trigger per lane: the topics of RECLASS_TOPIC (T[:PRIORITY],...)
 lanes = [t.split(":")[0] for t in cm["RECLASS_TOPIC"].split(",")]
-need(all(t["type"] == "kafka" for t in trig), "kafka triggers only")
-need(sorted(t["metadata"]["topic"] for t in trig) == sorted(lanes),
-     "one kafka trigger per topic of RECLASS_TOPIC")
-ann = so["metadata"].get("annotations", {})
-rate = int(ann.get("reclass.io/tickets-per-second-per-worker", "0"))
 threshold_ok = True
-for t in trig:
-    md = t["metadata"]
-    need(all(isinstance(v, str) for v in md.values()),
-         "KEDA trigger metadata values must be strings")
-    need(md["bootstrapServers"] == cm["RECLASS_BROKERS"], "trigger brokers == RECLASS_BROKERS")
-    need(md["consumerGroup"] == cm["RECLASS_GROUP"], "trigger group == RECLASS_GROUP")
-    need(int(md["lagThreshold"]) > 0, "lagThreshold > 0")
-    # a lane's own drain time (reclass.io/target-drain-seconds.TOPIC), else the default
-    drain = int(ann.get("reclass.io/target-drain-seconds." + md["topic"],
-                        ann.get("reclass.io/target-drain-seconds", "0")))
-    threshold_ok &= rate > 0 and drain > 0 and int(md["lagThreshold"]) == rate * drain
-    need(md["offsetResetPolicy"] == "earliest",
-         "worker resets to earliest; KEDA must count the same")
+def check_scaler(so, dep):
+    global threshold_ok
+    name = so["metadata"]["name"]
+    need(so["apiVersion"] == "keda.sh/v1alpha1", f"{name}: ScaledObject apiVersion")
+    spec = so["spec"]
+    need(spec["scaleTargetRef"]["name"] == dep["metadata"]["name"], f"{name} targets its worker")
+    need(0 <= spec["minReplicaCount"] <= spec["maxReplicaCount"], f"{name}: min <= max replicas")
+    trig = spec["triggers"]
+    need(all(t["type"] == "kafka" for t in trig), f"{name}: kafka triggers only")
+    need(sorted(t["metadata"]["topic"] for t in trig) == sorted(lanes),
+         f"{name}: one kafka trigger per topic of RECLASS_TOPIC")
+    ann = so["metadata"].get("annotations", {})
+    rate = int(ann.get("reclass.io/tickets-per-second-per-worker", "0"))
+    for t in trig:
+        md = t["metadata"]
+        need(all(isinstance(v, str) for v in md.values()),
+             f"{name}: KEDA trigger metadata values must be strings")
+        need(md["bootstrapServers"] == cm["RECLASS_BROKERS"], f"{name}: trigger brokers == RECLASS_BROKERS")
+        need(md["consumerGroup"] == cm["RECLASS_GROUP"], f"{name}: trigger group == RECLASS_GROUP")
+        need(int(md["lagThreshold"]) > 0, f"{name}: lagThreshold > 0")
+        # a lane's own drain time (reclass.io/target-drain-seconds.TOPIC), else the default
+        drain = int(ann.get("reclass.io/target-drain-seconds." + md["topic"],
+                            ann.get("reclass.io/target-drain-seconds", "0")))
+        threshold_ok &= rate > 0 and drain > 0 and int(md["lagThreshold"]) == rate * drain
+        need(md["offsetResetPolicy"] == "earliest",
+             f"{name}: worker resets to earliest; KEDA must count the same")
+check_scaler(so, dep)
+
+# The multi-GPU node's worker (deploy/k8s/multi-gpu/): the same worker, every GPU of its node.
+node = k8s[("Deployment", "reclass-worker-node")]
+npod = node["spec"]["template"]["spec"]
+nc = npod["containers"][0]
+gpus = nc["resources"]["limits"].get("nvidia.com/gpu", 0)
+need(gpus > 1 and nc["resources"]["requests"].get("nvidia.com/gpu") == gpus,
+     "node worker: requests and limits name the same GPUs, more than one")
+nenv = {e["name"]: e.get("value") for e in nc.get("env", [])}
+need(nenv.get("RECLASS_DEVICES") == "all", "node worker drives every GPU it gets (RECLASS_DEVICES=all)")
+need(nc["args"] == c["args"] and nc["image"] == c["image"] and nc["envFrom"] == c["envFrom"],
+     "node worker: the worker's image, args and settings")
+need(npod["securityContext"] == pod["securityContext"] and nc["securityContext"] == c["securityContext"],
+     "node worker: the worker's security contexts")
+need(npod.get("terminationGracePeriodSeconds", 30) >= 60, "node worker: time to drain")
+nsel = node["spec"]["selector"]["matchLabels"]
+need(not (nsel.items() <= pod_labels.items()) and not (dep["spec"]["selector"]["matchLabels"].items()
+     <= node["spec"]["template"]["metadata"]["labels"].items()),
+     "the two Deployments' selectors must not select each other's pods")
+check_scaler(k8s[("ScaledObject", "reclass-worker-node")], node)
 
 # The PrometheusRule carries deploy/prometheus/alerts.yml's groups unchanged.
 rule = k8s[("PrometheusRule", "reclass")]

@@ -5,6 +5,13 @@ reclass_add_test(NAME test_offsets SOURCES ${CMAKE_SOURCE_DIR}/tests/test_offset
 reclass_add_test(NAME test_pipeline_mock SOURCES ${CMAKE_SOURCE_DIR}/tests/test_pipeline_mock.c
                  ${CMAKE_SOURCE_DIR}/tests/lib/pipe_mock.c LABELS integration)
 set_tests_properties(test_pipeline_mock PROPERTIES TIMEOUT 300)
+# Two encoders in one worker (--encoders 2) over the one accumulator, and an encoder whose
+# backend fails (a test double: the cpu table wrapped at link time) handing its batches back.
+reclass_add_test(NAME test_pipeline_encoders
+                 SOURCES ${CMAKE_SOURCE_DIR}/tests/test_pipeline_encoders.c
+                 ${CMAKE_SOURCE_DIR}/tests/lib/pipe_mock.c LABELS integration)
+target_link_options(test_pipeline_encoders PRIVATE -Wl,--wrap=gpu_backend_find)
+set_tests_properties(test_pipeline_encoders PROPERTIES TIMEOUT 300)
 # An urgent batch passes a bulk backlog queued for a stalled result writer (not timed).
 reclass_add_test(NAME test_pipeline_lanes SOURCES ${CMAKE_SOURCE_DIR}/tests/test_pipeline_lanes.c
                  ${CMAKE_SOURCE_DIR}/tests/lib/pipe_mock.c LABELS integration)
@@ -12,7 +19,7 @@ set_tests_properties(test_pipeline_lanes PROPERTIES TIMEOUT 300)
 # Shell-driven end-to-end tests: reclass dev-broker + submit + migrate + run, own PostgreSQL.
 foreach(t run_exactly_n run_crash run_pg_restart run_poison run_join_timeout
           run_submit_retention run_submit_limit run_kafka_guard run_pg_tls run_stop_db_down run_vs_classify run_drift run_families run_lanes
-          run_fair run_job_failures run_group_exit run_priority run_tenants)
+          run_fair run_job_failures run_group_exit run_priority run_tenants run_encoders)
   add_test(NAME it_${t} COMMAND bash ${CMAKE_SOURCE_DIR}/tests/integration/${t}.sh $<TARGET_FILE:reclass>)
   set_tests_properties(it_${t} PROPERTIES LABELS integration TIMEOUT 300)
 endforeach()

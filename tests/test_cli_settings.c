@@ -116,6 +116,49 @@ static void test_run_defaults(void **state) {
     free(help);
 }
 
+/* run's --devices and --encoders: what they parse to, and what they refuse. */
+static common_status_t parse_run(worker_run_cfg_t *cfg, const char *backend, const char *flag,
+                                 const char *value) {
+    char *argv[] = {"run", "--db",      "postgresql:///x", "--model",    "/m",          "--schemas",
+                    "/s",  "--backend", (char *)backend,   (char *)flag, (char *)value, NULL};
+    common_err_t err;
+    return worker_run_cfg_parse(cfg, 11, argv, &err);
+}
+
+static void test_run_devices(void **state) {
+    (void)state;
+    worker_run_cfg_t cfg;
+    assert_int_equal(parse_run(&cfg, "cuda", "--devices", "2,0,5"), COMMON_OK);
+    assert_int_equal(cfg.n_devices, 3);
+    assert_int_equal(cfg.device_ids[0], 2);
+    assert_int_equal(cfg.device_ids[2], 5);
+    assert_int_equal(cfg.device_all, 0);
+    assert_int_equal(cfg.encoders, 1);
+    assert_int_equal(parse_run(&cfg, "cuda", "--devices", "all"), COMMON_OK);
+    assert_int_equal(cfg.device_all, 1);
+    assert_int_equal(cfg.n_devices, 0);
+    assert_int_equal(parse_run(&cfg, "cuda", "--encoders", "16"), COMMON_OK);
+    assert_int_equal(cfg.encoders, 16);
+    assert_int_equal(cfg.n_devices, 0); /* --device's one */
+    assert_int_equal(parse_run(&cfg, "cpu", "--encoders", "3"), COMMON_OK);
+    assert_int_equal(cfg.encoders, 3);
+    static const char *const bad[][3] = {
+        {"cpu", "--devices", "0"}, /* the cpu backend has one device */
+        {"cuda", "--devices", "0,0"},
+        {"cuda", "--devices", "0,"},
+        {"cuda", "--devices", ""},
+        {"cuda", "--devices", "one"},
+        {"cuda", "--devices", "-1"},
+        {"cuda", "--encoders", "0"},
+        {"cuda", "--encoders", "17"},
+        {"cuda", "--devices", "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        if (parse_run(&cfg, bad[i][0], bad[i][1], bad[i][2]) != COMMON_USAGE)
+            fail_msg("--backend %s %s '%s' was taken", bad[i][0], bad[i][1], bad[i][2]);
+    }
+}
+
 /* The shared rows as classify, bench, submit and the database commands take them. */
 static struct {
     cls_settings_t cls;
@@ -229,6 +272,7 @@ static void test_bad_default_fails_help(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_defaults),
+        cmocka_unit_test(test_run_devices),
         cmocka_unit_test(test_shared_defaults),
         cmocka_unit_test(test_checker_sees_a_disagreement),
         cmocka_unit_test(test_bad_default_fails_help),

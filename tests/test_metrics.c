@@ -91,7 +91,7 @@ static void test_render(void **state) {
     worker_metrics_add(&m.dead_lettered, 6);
     atomic_store(&m.encoder_ns, 2500000000LL);
     atomic_store(&m.partitions_assigned, 3);
-    atomic_store(&m.arena_bytes, 41947136LL);
+    atomic_store(&m.mem[0].arena_bytes, 41947136LL);
     atomic_store(&m.last_poll_ms, 10000LL);
     worker_metrics_info_t info = {"cpu", "fp32", "we\"ird\\model\nname", "host:1"};
     char *text = worker_metrics_render(&m, &info, 12500);
@@ -104,9 +104,19 @@ static void test_render(void **state) {
     assert_true(sample(text, "reclass_tickets_dead_lettered_total") == 6);
     assert_true(sample(text, "reclass_encoder_seconds_total") == 2.5);
     assert_true(sample(text, "reclass_partitions_assigned") == 3);
-    assert_true(sample(text, "reclass_arena_bytes") == 41947136);
+    assert_true(sample(text, "reclass_arena_bytes{encoder=\"0\",device=\"0\"}") == 41947136);
     assert_true(sample(text, "reclass_last_poll_age_seconds") == 2.5);
-    assert_true(sample(text, "reclass_allocations_after_init") == 0);
+    assert_true(sample(text, "reclass_allocations_after_init{encoder=\"0\",device=\"0\"}") == 0);
+    free(text);
+    /* two encoders on device 1: a sample each, labelled */
+    atomic_store(&m.encoders, 2);
+    atomic_store(&m.mem[1].device, 1);
+    atomic_store(&m.mem[1].arena_bytes, 7LL);
+    text = worker_metrics_render(&m, &info, 12500);
+    assert_non_null(text);
+    check_exposition(text, &n);
+    assert_true(sample(text, "reclass_arena_bytes{encoder=\"0\",device=\"0\"}") == 41947136);
+    assert_true(sample(text, "reclass_arena_bytes{encoder=\"1\",device=\"1\"}") == 7);
     assert_non_null(strstr(text, "reclass_info{backend=\"cpu\",precision=\"fp32\","
                                  "model=\"we\\\"ird\\\\model\\nname\",worker=\"host:1\"} 1\n"));
     free(text);

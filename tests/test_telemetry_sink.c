@@ -158,6 +158,13 @@ static void test_gpu_memory_rows(void **state) {
            "|| ' ' || count(*) FILTER (WHERE device_total_bytes = 150000000000 AND \"precision\" "
            "IS NULL) || ' ' || sum(device_used_bytes) || ' ' || max(token_budget) FROM gpu_memory",
            "1 1 6000000000 16384");
+    /* a second encoder's row names its device and encoder */
+    g.device = 1;
+    g.encoder = 3;
+    assert_int_equal(sink_write_gpu_memory(sink, &g, &e), COMMON_OK);
+    expect("SELECT string_agg(device || ':' || encoder, ' ' ORDER BY device, encoder) "
+           "FROM gpu_memory",
+           "0:0 0:0 1:3");
 }
 
 static void test_missing_tables_fatal(void **state) {

@@ -210,4 +210,5 @@ extern "C" const gpu_backend_ops_t gpu_cuda_backend_ops = {
     cuda_be_init_given,
     cuda_be_read_tensor,
     cuda_be_profile_ops,
+    gpu_cuda_device_count,
 };

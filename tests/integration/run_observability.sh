@@ -74,7 +74,7 @@ grep -q 'version=0.0.4' <(sed -n 2p "$TMP/scrape.txt") || fail "/metrics content
 echo "metrics: classified=$(metric reclass_tickets_classified_total) consumed=$(metric reclass_tickets_consumed_total) batches=$(metric reclass_batches_total) commits=$(metric reclass_sink_commits_total)"
 [ "$(metric reclass_tickets_consumed_total)" = "$N" ] || fail "consumed_total $(metric reclass_tickets_consumed_total) != $N"
 [ "$(metric reclass_tickets_dead_lettered_total)" = 0 ] || fail "dead letters"
-[ "$(metric reclass_allocations_after_init)" = 0 ] || fail "allocations after init"
+[ "$(metric 'reclass_allocations_after_init{encoder="0",device="0"}')" = 0 ] || fail "allocations after init"
 [ "$(metric reclass_token_budget)" = 4096 ] || fail "token budget gauge"
 [ "$(metric reclass_partitions_assigned)" = 4 ] || fail "partitions_assigned $(metric reclass_partitions_assigned), want 4"
 [ "$(metric reclass_sink_connected)" = 1 ] || fail "sink_connected"

@@ -44,6 +44,29 @@ common_status_t cls_session_open(cls_session_t *s, const cls_settings_t *set, in
     return st;
 }
 
+common_status_t cls_session_engine_open(const cls_session_t *s, int device, cls_engine_t *eng,
+                                        common_err_t *err) {
+    memset(eng, 0, sizeof(*eng));
+    gpu_backend_opts_t bo = cls_settings_backend_opts(&s->set);
+    bo.device = device;
+    common_status_t st = cls_engine_open(eng, s->model, s->eng.ops->name, &bo, err);
+    if (st) return st;
+    const gpu_backend_props_t *a = &eng->props, *b = &s->props;
+    if (a->token_budget != b->token_budget || a->max_seqs != b->max_seqs ||
+        a->max_len != b->max_len || strcmp(a->precision, b->precision)) {
+        common_err_set(err, COMMON_FATAL,
+                       "device %d settled %d tokens, %d sequences, length %d, %s; device %d "
+                       "%d, %d, %d, %s",
+                       device, a->token_budget, a->max_seqs, a->max_len, a->precision,
+                       s->set.device, b->token_budget, b->max_seqs, b->max_len, b->precision);
+        common_err_hint(err, "give --token-budget, --max-len and --precision explicitly, or "
+                             "name devices of one kind in --devices");
+        cls_engine_close(eng);
+        return COMMON_FATAL;
+    }
+    return COMMON_OK;
+}
+
 void cls_session_close(cls_session_t *s) {
     cls_engine_close(&s->eng);
     worker_tok_free(s->tok);

@@ -28,6 +28,13 @@ typedef struct {
  * start). err says what; s is left closed on failure. */
 common_status_t cls_session_open(cls_session_t *s, const cls_settings_t *set, int tokenizer,
                                  common_err_t *err);
+/* Opens eng as one more engine like s->eng (the session's model, settings and backend) on
+ * device `device`, for a worker that runs several encoders: callers size batches from
+ * s->props, so an engine that settles other bounds (token budget, sequences, length,
+ * precision) is refused. COMMON_OK, or the backend's status with err (COMMON_FATAL for bounds
+ * unlike s->props'); eng is left closed on failure. */
+common_status_t cls_session_engine_open(const cls_session_t *s, int device, cls_engine_t *eng,
+                                        common_err_t *err);
 /* Loads the checkpoint's tokenizer into s->tok when it is not yet there. COMMON_OK, or
  * COMMON_USAGE (no checkpoint directory, or its tokenizer does not load). */
 common_status_t cls_session_load_tokenizer(cls_session_t *s, common_err_t *err);

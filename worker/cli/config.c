@@ -13,7 +13,7 @@
 
 /* The options of `reclass run`, each with its variable, set into c (kafka: c->kafka_props):
  * its own rows, then the shared classification settings (worker/cli/settings_opts.c). */
-#define RUN_N_OWN 29
+#define RUN_N_OWN 31
 _Static_assert(WORKER_RUN_N_OPTS == RUN_N_OWN + 8,
                "WORKER_RUN_N_OPTS: run's rows and the 8 shared");
 void worker_run_cfg_opts(worker_run_cfg_t *c, cli_list_t *kafka,
@@ -103,6 +103,17 @@ void worker_run_cfg_opts(worker_run_cfg_t *c, cli_list_t *kafka,
          "      that arrived less than that lead before it, never before older ones, so\n"
          "      none starves (0 = priority ignored)",
          "500"},
+        {"encoders", CLI_INT, &c->encoders, 1, WORKER_RUN_MAX_ENCODERS, "RECLASS_ENCODERS", NULL,
+         "encoder threads a device, each with its own backend instance (weights, arena,\n"
+         "      two batches in flight), all fed from the one accumulator: a batch goes to\n"
+         "      whichever is free. On the cpu backend they share --threads (each gets\n"
+         "      threads/N); an encoder whose backend fails stops, and the others re-run its\n"
+         "      batches",
+         "1"},
+        {"devices", CLI_STR, &c->devices, 0, 0, "RECLASS_DEVICES", "all|D,...",
+         "GPUs this worker drives (cuda backend), --encoders on each; when given, it\n"
+         "      supersedes --device (default: the one GPU --device names)",
+         NULL},
         worker_cli_opt_kafka(kafka),
     };
     _Static_assert(sizeof(t) / sizeof(t[0]) == RUN_N_OWN, "RUN_N_OWN");
@@ -141,6 +152,41 @@ void worker_run_cfg_usage(FILE *f) {
 
 /* --topic T[:P],...: names and priorities into cfg->topics / topic_prio. COMMON_OK, or COMMON_USAGE
  * with e. */
+/* --devices all|D,...: into cfg->device_ids / device_all. COMMON_OK, or COMMON_USAGE with e. */
+static common_status_t parse_devices(worker_run_cfg_t *cfg, common_err_t *e) {
+    cfg->n_devices = 0;
+    cfg->device_all = 0;
+    if (!cfg->devices) return COMMON_OK;
+    if (strcmp(cfg->cls.backend, "cuda"))
+        return common_err_set(e, COMMON_USAGE,
+                              "--devices names GPUs of the cuda backend; the %s backend runs "
+                              "--encoders N on its one device",
+                              cfg->cls.backend);
+    if (!strcmp(cfg->devices, "all")) {
+        cfg->device_all = 1;
+        return COMMON_OK;
+    }
+    const char *p = cfg->devices;
+    for (;;) {
+        char *end = NULL;
+        long d = strtol(p, &end, 10);
+        if (end == p || d < 0 || d > 1024 || (*end && *end != ','))
+            return common_err_set(e, COMMON_USAGE,
+                                  "--devices '%s': give all or device ordinals, e.g. 0,1",
+                                  cfg->devices);
+        for (int i = 0; i < cfg->n_devices; i++)
+            if (cfg->device_ids[i] == d)
+                return common_err_set(e, COMMON_USAGE, "--devices '%s': device %ld twice",
+                                      cfg->devices, d);
+        if (cfg->n_devices == WORKER_RUN_MAX_DEVICES)
+            return common_err_set(e, COMMON_USAGE, "--devices: at most %d devices",
+                                  WORKER_RUN_MAX_DEVICES);
+        cfg->device_ids[cfg->n_devices++] = (int)d;
+        if (!*end) return COMMON_OK;
+        p = end + 1;
+    }
+}
+
 static common_status_t parse_topics(worker_run_cfg_t *cfg, common_err_t *e) {
     size_t n = strlen(cfg->topic);
     if (n >= sizeof(cfg->topic_buf)) {
@@ -194,6 +240,7 @@ common_status_t worker_run_cfg_parse(worker_run_cfg_t *cfg, int argc, char **arg
     if (strcmp(cfg->cls.backend, "cpu") && strcmp(cfg->cls.backend, "cuda"))
         return common_err_set(e, COMMON_USAGE, "--backend '%s': use cpu or cuda", cfg->cls.backend);
     if ((rc = parse_topics(cfg, e))) return rc;
+    if ((rc = parse_devices(cfg, e))) return rc;
     if (cfg->tenant_weights && (rc = worker_fair_weights_parse(cfg->tenant_weights, NULL, e)))
         return rc;
     if ((rc = worker_cli_schemas_default(&cfg->schemas, cfg->schemas_buf, sizeof(cfg->schemas_buf),

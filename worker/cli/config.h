@@ -22,7 +22,7 @@ void worker_run_cfg_usage(FILE *f);
  * classification settings), their variables in c and kafka (items: c->kafka_props), ending
  * in a NULL name: tests/test_cli_settings.c checks each default --help prints against the
  * value parsing leaves. */
-#define WORKER_RUN_N_OPTS 37
+#define WORKER_RUN_N_OPTS 39
 void worker_run_cfg_opts(worker_run_cfg_t *c, cli_list_t *kafka,
                          cli_opt_t out[WORKER_RUN_N_OPTS + 1]);
 

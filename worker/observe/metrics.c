@@ -34,16 +34,23 @@ void worker_metrics_reset(worker_metrics_t *m) {
                             &m->consumer_lag};
     for (size_t i = 0; i < sizeof(longs) / sizeof(longs[0]); i++)
         atomic_store(longs[i], 0);
-    atomic_llong *llongs[] = {
-        &m->encoder_ns,    &m->last_poll_ms, &m->device_used_bytes,     &m->device_total_bytes,
-        &m->weights_bytes, &m->arena_bytes,  &m->allocations_after_init};
-    for (size_t i = 0; i < sizeof(llongs) / sizeof(llongs[0]); i++)
-        atomic_store(llongs[i], 0);
+    atomic_store(&m->encoder_ns, 0);
+    atomic_store(&m->last_poll_ms, 0);
+    for (int i = 0; i < WORKER_METRICS_ENCODERS; i++) {
+        worker_metrics_mem_t *g = &m->mem[i];
+        atomic_store(&g->device, 0);
+        atomic_llong *v[] = {&g->device_used_bytes, &g->device_total_bytes, &g->weights_bytes,
+                             &g->arena_bytes, &g->allocations_after_init};
+        for (size_t k = 0; k < sizeof(v) / sizeof(v[0]); k++)
+            atomic_store(v[k], 0);
+    }
     atomic_store(&m->consumer_paused, 0);
     atomic_store(&m->partitions_assigned, 0);
     atomic_store(&m->group_joined, 0);
     atomic_store(&m->sink_connected, 0);
     atomic_store(&m->token_budget, 0);
+    atomic_store(&m->encoders, 0);
+    atomic_store(&m->encoders_up, 0);
     for (int i = 0; i < WORKER_STAGE_N; i++)
         for (int k = 0; k < 2; k++)
             atomic_store(&m->stage_ns[i][k], 0);
@@ -357,6 +364,23 @@ static void render_waits(buf_t *b) {
 
 #define LD(x) ((double)atomic_load_explicit(&m->x, memory_order_relaxed))
 
+enum { MEM_USED, MEM_TOTAL, MEM_WEIGHTS, MEM_ARENA, MEM_ALLOCS };
+/* Gauge MEM_* of worker_metrics_mem_t: a sample per encoder, labelled with it and its device. */
+static void metric_mem(buf_t *b, const worker_metrics_t *m, int field, const char *name,
+                       const char *help) {
+    buf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+    int n = atomic_load_explicit(&m->encoders, memory_order_relaxed);
+    n = n < 1 ? 1 : n > WORKER_METRICS_ENCODERS ? WORKER_METRICS_ENCODERS : n;
+    for (int i = 0; i < n; i++) {
+        const worker_metrics_mem_t *g = &m->mem[i];
+        const atomic_llong *v[] = {&g->device_used_bytes, &g->device_total_bytes, &g->weights_bytes,
+                                   &g->arena_bytes, &g->allocations_after_init};
+        buf_printf(b, "%s{encoder=\"%d\",device=\"%d\"} %.17g\n", name, i,
+                   atomic_load_explicit(&g->device, memory_order_relaxed),
+                   (double)atomic_load_explicit(v[field], memory_order_relaxed));
+    }
+}
+
 char *worker_metrics_render(const worker_metrics_t *m, const worker_metrics_info_t *info,
                             int64_t now_ms) {
     buf_t b = {malloc(8192), 0, 8192, 0};
@@ -429,18 +453,23 @@ char *worker_metrics_render(const worker_metrics_t *m, const worker_metrics_info
     metric(&b, "reclass_last_poll_age_seconds", "gauge",
            "Seconds since the poll loop last turned (-1 before it started).",
            last > 0 ? (double)(now_ms - last) * 1e-3 : -1.0);
-    metric(&b, "reclass_device_used_bytes", "gauge",
-           "Device memory in use on the GPU (0 on the CPU backend).", LD(device_used_bytes));
-    metric(&b, "reclass_device_total_bytes", "gauge",
-           "Device memory of the GPU (0 on the CPU backend).", LD(device_total_bytes));
-    metric(&b, "reclass_weights_bytes", "gauge", "Bytes of model weights held by the backend.",
-           LD(weights_bytes));
-    metric(&b, "reclass_arena_bytes", "gauge",
-           "Bytes of the activation arena, sized once from the token budget.", LD(arena_bytes));
-    metric(&b, "reclass_allocations_after_init", "gauge",
-           "Device allocations made after start-up (stays 0 by construction).",
-           LD(allocations_after_init));
+    metric_mem(&b, m, MEM_USED, "reclass_device_used_bytes",
+               "Device memory in use on the encoder's GPU (0 on the CPU backend).");
+    metric_mem(&b, m, MEM_TOTAL, "reclass_device_total_bytes",
+               "Device memory of the encoder's GPU (0 on the CPU backend).");
+    metric_mem(&b, m, MEM_WEIGHTS, "reclass_weights_bytes",
+               "Bytes of model weights held by the encoder's backend.");
+    metric_mem(&b, m, MEM_ARENA, "reclass_arena_bytes",
+               "Bytes of the encoder's activation arena, sized once from the token budget.");
+    metric_mem(&b, m, MEM_ALLOCS, "reclass_allocations_after_init",
+               "Device allocations the encoder made after start-up (stays 0 by construction).");
     metric(&b, "reclass_token_budget", "gauge", "Tokens per encoder batch.", LD(token_budget));
+    metric(&b, "reclass_encoders", "gauge", "Encoder threads started, a backend instance each.",
+           LD(encoders));
+    metric(&b, "reclass_encoders_up", "gauge",
+           "Encoders whose backend has not failed (one that fails stops; the others re-run its "
+           "batches).",
+           LD(encoders_up));
     buf_printf(&b, "# HELP reclass_stage_seconds_total Seconds spent per pipeline stage, by clock"
                    " (wall, or CPU of the threads that ran it).\n"
                    "# TYPE reclass_stage_seconds_total counter\n");

@@ -34,6 +34,17 @@ typedef enum {
 /* "poll", "tokenize", ...: the stage's label on /metrics and key in the stats JSON. */
 const char *worker_stage_name(int stage);
 
+/* Device memory of one encoder: its backend's mem_stats, as of its last batch. */
+#define WORKER_METRICS_ENCODERS 256 /* --encoders (16) on each of --devices (16) */
+typedef struct {
+    atomic_int device; /* the device it runs on (a CUDA ordinal; 0 on cpu) */
+    atomic_llong device_used_bytes;
+    atomic_llong device_total_bytes;
+    atomic_llong weights_bytes;
+    atomic_llong arena_bytes;
+    atomic_llong allocations_after_init; /* must stay 0: the GPU cannot OOM by construction */
+} worker_metrics_mem_t;
+
 typedef struct {
     /* counters (only ever grow) */
     atomic_long tickets_consumed;     /* records taken from Kafka for this worker to handle */
@@ -63,12 +74,12 @@ typedef struct {
     atomic_int group_joined;        /* 1 once the first rebalance was served */
     atomic_int sink_connected;      /* 1 while PostgreSQL takes writes */
     atomic_llong last_poll_ms;      /* common_now_ms() of the poll loop's last turn; 0 = none */
-    atomic_llong device_used_bytes; /* backend mem_stats, as of the last batch */
-    atomic_llong device_total_bytes;
-    atomic_llong weights_bytes;
-    atomic_llong arena_bytes;
-    atomic_llong allocations_after_init; /* must stay 0: the GPU cannot OOM by construction */
+    /* each encoder's backend mem_stats, as of its last batch: mem[0 .. encoders - 1] (mem[0]
+     * while encoders is 0) */
+    worker_metrics_mem_t mem[WORKER_METRICS_ENCODERS];
     atomic_int token_budget;
+    atomic_int encoders;    /* encoder threads started (--encoders on each of --devices) */
+    atomic_int encoders_up; /* of them, those whose backend has not failed */
     /* per stage, nanoseconds: [stage][0] wall, [stage][1] CPU of the threads that ran it */
     atomic_llong stage_ns[WORKER_STAGE_N][2];
     /* tickets of each lane (worker/pipeline/fair.h) taken from Kafka and not yet written or

@@ -1,6 +1,9 @@
-/* The encoder thread: accumulator -> classification engine -> sink queue. The engine packs,
- * runs and scores the batches (worker/classify/engine.h); this loop forms them from the
- * accumulator, hands the results to the sink and keeps the metrics. */
+/* The encoder threads: accumulator -> classification engine -> sink queue, one thread per
+ * engine (--encoders on each of --devices). The engine packs, runs and scores the batches
+ * (worker/classify/engine.h); this loop takes them from the one accumulator (whichever encoder
+ * is free takes the next), hands the results to the sink and keeps the metrics. An encoder
+ * whose backend fails stops and hands its batches in flight back (q.retry), which the others
+ * run before anything new; the last one's failure stops the worker, as a lone encoder's does. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +33,7 @@ static void enc_slot_drop(enc_slot_t *sl) {
 /* Scores a collected batch on the pool: tasks of chunk items, each writing its own items. */
 typedef struct {
     pl_t *pl;
+    const cls_engine_t *eng;
     const cls_batch_t *b;
     void **items;
     int n;
@@ -52,7 +56,7 @@ static int enc_score_chunk(int n, int slots) {
 static void enc_score_task(void *ctx, int task, int slot) {
     (void)slot;
     enc_score_job_t *j = ctx;
-    const cls_engine_t *eng = &j->pl->ses.eng;
+    const cls_engine_t *eng = j->eng;
     const int k = j->pl->cfg->top_k;
     int end = (task + 1) * j->chunk < j->n ? (task + 1) * j->chunk : j->n;
     worker_stage_clock_t clk;
@@ -76,8 +80,10 @@ static void enc_score_task(void *ctx, int task, int slot) {
 }
 
 /* Collects sl's batch (the oldest in flight), scores it and queues it for the sink (takes
- * pl->q.mu to queue). On failure the items are freed and err says why. */
-static common_status_t enc_publish(pl_t *pl, cls_engine_t *eng, enc_slot_t *sl, common_err_t *err) {
+ * pl->q.mu to queue). On failure the items stay in sl and err says why. */
+static common_status_t enc_publish(const pl_encoder_t *en, enc_slot_t *sl, common_err_t *err) {
+    pl_t *pl = en->pl;
+    cls_engine_t *eng = en->eng;
     const int n = sl->n;
     const cls_batch_t *b = NULL;
     worker_stage_clock_t clk;
@@ -85,7 +91,7 @@ static common_status_t enc_publish(pl_t *pl, cls_engine_t *eng, enc_slot_t *sl, 
     common_status_t rc = cls_engine_collect(eng, &b, err);
     worker_stage_end(&clk, WORKER_STAGE_COLLECT);
     if (!rc) {
-        enc_score_job_t job = {.pl = pl, .b = b, .items = sl->items, .n = n};
+        enc_score_job_t job = {.pl = pl, .eng = eng, .b = b, .items = sl->items, .n = n};
         job.chunk = enc_score_chunk(n, pl_pool_slots(pl->pool));
         pl_pool_run(pl->pool, (n + job.chunk - 1) / job.chunk, enc_score_task, &job);
         worker_stage_begin(&clk); /* the tasks timed themselves */
@@ -97,7 +103,6 @@ static common_status_t enc_publish(pl_t *pl, cls_engine_t *eng, enc_slot_t *sl, 
     if (rc) {
         if (o) free(o->items);
         free(o);
-        enc_slot_drop(sl);
         return rc;
     }
     const int64_t now = common_now_ms();
@@ -116,18 +121,18 @@ static common_status_t enc_publish(pl_t *pl, cls_engine_t *eng, enc_slot_t *sl, 
     o->urgent = sl->urgent;
     sl->n = 0; /* the sink owns the items now */
     gpu_mem_stats_t ms = {0};
-    if (pl->ses.eng.ops->mem_stats) pl->ses.eng.ops->mem_stats(pl->ses.eng.be, &ms);
+    if (eng->ops->mem_stats) eng->ops->mem_stats(eng->be, &ms);
     worker_metrics_add(&worker_metrics.batches, 1);
     worker_metrics_add(&worker_metrics.tokens, b->n_tokens);
     atomic_fetch_add_explicit(&worker_metrics.encoder_ns, (long long)(b->compute_s * 1e9),
                               memory_order_relaxed);
-    pl_metrics_store_mem(&ms);
+    pl_metrics_store_mem(en, &ms);
     o->tel = (sink_batch_t){.tickets = n,
                             .real_tokens = b->n_tokens,
                             .padded_tokens = (long)n * b->longest,
                             .wait_ms = (double)(sl->popped_ms - sl->oldest_ms),
                             .compute_ms = b->compute_s * 1000.0,
-                            .backend = pl->ses.eng.ops->name,
+                            .backend = eng->ops->name,
                             .device_used_bytes = (int64_t)ms.device_used,
                             .arena_bytes = (int64_t)ms.arena_bytes};
     o->queued_s = common_now_s();
@@ -145,6 +150,7 @@ static common_status_t enc_publish(pl_t *pl, cls_engine_t *eng, enc_slot_t *sl, 
     if (!o->next) pl->q.out_tail = o;
     if (o->urgent) pl->q.out_urgent = o;
     pl->q.out_items += n;
+    if (--pl->q.enc_batches == 0) pthread_cond_broadcast(&pl->q.cv_enc); /* drain may end */
     pthread_cond_signal(&pl->q.cv_sink);
     pthread_mutex_unlock(&pl->q.mu);
     worker_stage_end(&clk, WORKER_STAGE_ROWS);
@@ -171,34 +177,96 @@ static common_status_t enc_submit(cls_engine_t *eng, enc_slot_t *sl, const int32
     return rc;
 }
 
+/* Takes the oldest batch handed back by a failed encoder into sl (q.mu held): its count. */
+static int enc_take_retry(pl_t *pl, enc_slot_t *sl) {
+    pl_retry_t *r = pl->q.retry_head;
+    pl->q.retry_head = r->next;
+    if (!pl->q.retry_head) pl->q.retry_tail = NULL;
+    memcpy(sl->items, r->items, sizeof(void *) * (size_t)r->n);
+    int n = r->n;
+    sl->urgent = r->urgent;
+    r->n = 0;
+    return n;
+}
+
+/* en's backend failed (err) with the batches of slots a and b (either may be NULL or empty)
+ * in flight; q.mu held. While another encoder is up, en stops and its batches go to q.retry
+ * for the others, whole, scores dropped; else the worker stops (q.fatal) as before there were
+ * several. */
+static void enc_fail(pl_encoder_t *en, enc_slot_t *a, enc_slot_t *b, const common_err_t *err) {
+    pl_t *pl = en->pl;
+    char line[800]; /* err as the log line says it */
+    common_err_line(err, line, sizeof line);
+    enc_slot_t *sl[2] = {a, b};
+    int held = 0;
+    for (int k = 0; k < 2; k++)
+        held += sl[k] && sl[k]->n > 0;
+    pl->q.enc_up--;
+    if (pl->n_enc == 1) {
+        common_logf(stderr, "encoder: %s\n", line);
+    } else if (pl->q.enc_up == 0) {
+        common_logf(stderr, "encoder %d (device %d) stopped, the last one up: %s\n", en->id,
+                    en->device, line);
+    } else {
+        common_logf(stderr,
+                    "encoder %d (device %d) stopped: %s; its %d batches in flight go to the "
+                    "others (%d up)\n",
+                    en->id, en->device, line, held, pl->q.enc_up);
+    }
+    for (int k = 0; k < 2; k++) {
+        if (!sl[k] || sl[k]->n == 0) continue;
+        pl->q.enc_batches--;
+        if (pl->q.enc_up == 0) {
+            enc_slot_drop(sl[k]);
+            continue;
+        }
+        for (int i = 0; i < sl[k]->n; i++) { /* scored in part, perhaps: scored again */
+            pl_item_t *it = sl[k]->items[i];
+            free(it->top_k_json);
+            it->top_k_json = NULL;
+        }
+        pl_retry_t *r = &en->retry[k];
+        *r = (pl_retry_t){.items = sl[k]->items, .n = sl[k]->n, .urgent = sl[k]->urgent};
+        if (pl->q.retry_tail)
+            pl->q.retry_tail->next = r;
+        else
+            pl->q.retry_head = r;
+        pl->q.retry_tail = r;
+        sl[k]->n = 0;
+    }
+    atomic_store(&worker_metrics.encoders_up, pl->q.enc_up);
+    if (pl->q.enc_up == 0) pl->q.fatal = 1;
+    pthread_cond_broadcast(&pl->q.cv_enc);
+}
+
 void *pl_encoder_main(void *arg) {
-    pl_t *pl = arg;
+    pl_encoder_t *en = arg;
+    pl_t *pl = en->pl;
     int cap = pl->ses.props.max_seqs;
     common_err_t err;
-    char line[800]; /* err as the log line says it */
-    cls_engine_t *eng = &pl->ses.eng;
-    enc_slot_t slot[2] = {{0}};
-    for (int i = 0; i < 2; i++)
-        slot[i].items = malloc(sizeof(void *) * (size_t)cap);   /* (max_seqs) */
-    int *lens = malloc(sizeof(*lens) * (size_t)cap);            /* (max_seqs) */
-    const int32_t **seqp = malloc(sizeof(*seqp) * (size_t)cap); /* (max_seqs) */
-    int failed = !slot[0].items || !slot[1].items || !lens || !seqp;
-    if (failed) common_logf(stderr, "encoder: out of memory\n");
+    cls_engine_t *eng = en->eng;
+    enc_slot_t slot[2] = {{.items = en->items[0]}, {.items = en->items[1]}};
+    int *lens = en->lens;
+    const int32_t **seqp = en->seqp;
 
     enc_slot_t *prev = NULL; /* submitted, not yet published */
     int cur = 0;
     pthread_mutex_lock(&pl->q.mu);
-    while (!failed && !pl->q.fatal) {
+    while (!pl->q.fatal) {
         int64_t now = common_now_ms();
         int pending = worker_fair_pending_items(pl->q.acc);
-        if (pl->q.draining && pending == 0 && !prev) break;
+        /* while another encoder holds a batch, it may yet hand it back */
+        if (pl->q.draining && pending == 0 && !pl->q.retry_head && pl->q.enc_batches == 0) break;
         /* an urgent batch is not held back by the bulk queued for the sink (it goes ahead of
          * it there); it may overfill the queue by one bulk batch in flight */
         int urgent = worker_fair_urgent_lane(pl->q.acc) >= 0;
         int room = urgent || pl->q.out_items < pl->q.max_out_items; /* else the sink is behind */
         int ready = pending > 0 && (pl->q.draining || worker_fair_ready(pl->q.acc, now));
         int n = 0;
-        if (room && ready) {
+        if (room && pl->q.retry_head) {
+            n = enc_take_retry(pl, &slot[cur]);
+            urgent = slot[cur].urgent;
+        } else if (room && ready) {
             worker_stage_clock_t clk;
             worker_stage_begin(&clk);
             n = worker_fair_pop(pl->q.acc, now, pl->q.draining, slot[cur].items, lens, cap);
@@ -209,13 +277,14 @@ void *pl_encoder_main(void *arg) {
                 pl_queue_wait(&pl->st, PL_Q_OUT, 1, &pl->q.cv_room, &pl->q.mu, now + PL_RECHECK_MS);
             } else if (prev) { /* nothing to submit: finish the batch in flight */
                 pthread_mutex_unlock(&pl->q.mu);
-                common_status_t rc = enc_publish(pl, eng, prev, &err);
-                prev = NULL;
+                common_status_t rc = enc_publish(en, prev, &err);
                 pthread_mutex_lock(&pl->q.mu);
                 if (rc) {
-                    common_logf(stderr, "encoder: %s\n", common_err_line(&err, line, sizeof line));
-                    pl->q.fatal = 1;
+                    enc_fail(en, prev, NULL, &err);
+                    prev = NULL;
+                    break;
                 }
+                prev = NULL;
             } else {
                 pl_queue_wait(&pl->st, PL_Q_ACCUM, 0, &pl->q.cv_enc, &pl->q.mu,
                               ready ? now + PL_READY_POLL_MS
@@ -223,6 +292,7 @@ void *pl_encoder_main(void *arg) {
             }
             continue;
         }
+        pl->q.enc_batches++;
         pthread_cond_signal(&pl->q.cv_accum); /* a consumer holding back may push again */
         pthread_mutex_unlock(&pl->q.mu);
 
@@ -231,41 +301,35 @@ void *pl_encoder_main(void *arg) {
         sl->urgent = urgent;
         sl->popped_ms = now;
         common_status_t rc = enc_submit(eng, sl, seqp, lens, &err);
-        if (rc) enc_slot_drop(sl);
-        if (prev) { /* the device works on sl while prev is scored */
-            if (rc)
-                enc_slot_drop(prev); /* a failed submit aborts the batch in flight too */
-            else
-                rc = enc_publish(pl, eng, prev, &err);
-            prev = NULL;
-        }
+        if (!rc && prev) /* the device works on sl while prev is scored */
+            rc = enc_publish(en, prev, &err);
+        if (!rc) prev = NULL;
         if (!rc && sl->urgent) { /* not kept in flight behind the next batch's run */
-            rc = enc_publish(pl, eng, sl, &err);
+            rc = enc_publish(en, sl, &err);
             if (!rc) {
                 pthread_mutex_lock(&pl->q.mu);
                 continue;
             }
         }
-        if (rc) {
-            common_logf(stderr, "encoder: %s\n", common_err_line(&err, line, sizeof line));
-            enc_slot_drop(sl);
-            pthread_mutex_lock(&pl->q.mu);
-            pl->q.fatal = 1;
+        pthread_mutex_lock(&pl->q.mu);
+        if (rc) { /* a failed submit or collect aborts both batches in flight */
+            enc_fail(en, sl, prev, &err);
+            prev = NULL;
             break;
         }
         prev = sl;
         cur ^= 1;
-        pthread_mutex_lock(&pl->q.mu);
     }
-    pl->q.enc_done = 1;
-    if (failed) pl->q.fatal = 1;
-    pthread_cond_broadcast(&pl->q.cv_sink);
+    if (prev) { /* stopped by a failure elsewhere */
+        pl->q.enc_batches--;
+        enc_slot_drop(prev);
+    }
+    if (--pl->q.enc_running == 0) {
+        pl->q.enc_done = 1;
+        pthread_cond_broadcast(&pl->q.cv_sink);
+    }
+    pthread_cond_broadcast(&pl->q.cv_enc); /* the others may be waiting out its batches */
     pthread_mutex_unlock(&pl->q.mu);
-    if (prev) enc_slot_drop(prev); /* stopped by a failure elsewhere */
-    cls_engine_drain(eng);         /* collects what is in flight: the backend idles */
-    for (int i = 0; i < 2; i++)
-        free(slot[i].items);
-    free(lens);
-    free((void *)seqp);
+    cls_engine_drain(eng); /* collects what is in flight: the backend idles */
     return NULL;
 }

@@ -57,11 +57,15 @@ static void print_stats(pl_t *pl, double t_start, worker_pipeline_stats_t *st) {
              pl->st.encoder_s, share, pl->st.sink_s, wall, pl->ses.eng.ops->name);
     size_t len = strlen(line) - 1; /* drop the closing brace */
     /* where the time went: per stage, wall and CPU seconds of this run */
-    double dev =
-        pl->ses.eng.ops->device_seconds ? pl->ses.eng.ops->device_seconds(pl->ses.eng.be) : -1.0;
+    double dev = pl->ses.eng.ops->device_seconds ? 0.0 : -1.0; /* the encoders' summed */
+    for (int i = 0; i < pl->n_enc && dev >= 0; i++)
+        dev += pl->ses.eng.ops->device_seconds(pl->enc[i].eng->be);
     len +=
         (size_t)snprintf(line + len, sizeof(line) - len, ",\"threads\":%d,\"device_seconds\":%.3f",
                          pl_pool_slots(pl->pool), dev);
+    if (pl->n_enc > 1) /* one encoder's line stays as it was */
+        len += (size_t)snprintf(line + len, sizeof(line) - len,
+                                ",\"encoders\":%d,\"encoders_up\":%d", pl->n_enc, pl->q.enc_up);
     len += (size_t)snprintf(line + len, sizeof(line) - len, ",\"stages\":{");
     for (int i = 0; i < WORKER_STAGE_N; i++) {
         long long w = atomic_load(&worker_metrics.stage_ns[i][0]) - pl->stage_ns0[i][0];
@@ -118,13 +122,72 @@ static void print_stats(pl_t *pl, double t_start, worker_pipeline_stats_t *st) {
     }
 }
 
-/* The classification session (model, tokenizer, backend) and the thread pool. COMMON_OK, or the
- * status with e. */
+/* The devices the encoders run on, into devs (WORKER_RUN_MAX_DEVICES): --devices, or
+ * --device's one. Their count, or 0 with e (--devices all with no device). */
+static int encoder_devices(const worker_run_cfg_t *cfg, int *devs, common_err_t *e) {
+    if (!cfg->device_all && cfg->n_devices == 0) {
+        devs[0] = cfg->cls.device;
+        return 1;
+    }
+    if (!cfg->device_all) {
+        memcpy(devs, cfg->device_ids, sizeof(int) * (size_t)cfg->n_devices);
+        return cfg->n_devices;
+    }
+    const gpu_backend_ops_t *ops = gpu_backend_find(cfg->cls.backend, e);
+    if (!ops) return 0;
+    int n = ops->device_count ? ops->device_count() : 1;
+    if (n <= 0) {
+        common_err_set(e, COMMON_FATAL, "--devices all: the %s backend sees no device", ops->name);
+        return 0;
+    }
+    if (n > WORKER_RUN_MAX_DEVICES) n = WORKER_RUN_MAX_DEVICES;
+    for (int i = 0; i < n; i++)
+        devs[i] = i;
+    return n;
+}
+
+/* The classification session (model, tokenizer, the first encoder's backend), the other
+ * encoders' engines and the thread pool. COMMON_OK, or the status with e. */
 static common_status_t setup_compute(pl_t *pl, common_err_t *e) {
-    common_status_t rc = cls_session_open(&pl->ses, &pl->cfg->cls, 1, e);
+    const worker_run_cfg_t *cfg = pl->cfg;
+    int devs[WORKER_RUN_MAX_DEVICES];
+    int n_dev = encoder_devices(cfg, devs, e);
+    if (n_dev == 0) return e->code;
+    const int per = cfg->encoders > 0 ? cfg->encoders : 1;
+    const int n_enc = per * n_dev;
+    int threads = cfg->cls.threads > 0 ? cfg->cls.threads : pl_pool_cores();
+    cls_settings_t set = cfg->cls;
+    set.device = devs[0];
+    /* The cpu backend's threads: N encoders split --threads between them (at least one each)
+     * rather than each taking them all, so that together they keep the cores busy without
+     * oversubscribing them, and no encoder's batch waits for another's to release a core: each
+     * runs at the speed of its own slice. One encoder keeps --threads as it always had. */
+    if (n_enc > 1) set.threads = threads / n_enc > 0 ? threads / n_enc : 1;
+    common_status_t rc = cls_session_open(&pl->ses, &set, 1, e);
     if (rc) return rc;
+    pl->enc = calloc((size_t)n_enc, sizeof(*pl->enc)); /* (n_enc) */
+    if (!pl->enc) return common_err_set(e, COMMON_FATAL, "out of memory");
+    const size_t cap = (size_t)pl->ses.props.max_seqs;
+    for (int i = 0; i < n_enc; i++) {
+        pl_encoder_t *en = &pl->enc[i];
+        *en = (pl_encoder_t){.pl = pl, .id = i, .device = devs[i / per], .eng = &pl->ses.eng};
+        if (i > 0) {
+            rc = cls_session_engine_open(&pl->ses, en->device, &en->own, e);
+            if (rc) return rc;
+            en->eng = &en->own;
+        }
+        pl->n_enc++;
+        for (int k = 0; k < 2; k++)
+            en->items[k] = malloc(sizeof(void *) * cap);  /* (max_seqs) */
+        en->lens = malloc(sizeof(int) * cap);             /* (max_seqs) */
+        en->seqp = malloc(sizeof(const int32_t *) * cap); /* (max_seqs) */
+        if (!en->items[0] || !en->items[1] || !en->lens || !en->seqp)
+            return common_err_set(e, COMMON_FATAL, "out of memory");
+    }
+    pl->q.enc_up = n_enc;
+    atomic_store(&worker_metrics.encoders, n_enc);
+    atomic_store(&worker_metrics.encoders_up, n_enc);
     pl->q.max_out_items = 2L * pl->cfg->sink_rows;
-    int threads = pl->cfg->cls.threads > 0 ? pl->cfg->cls.threads : pl_pool_cores();
     if (pl_pool_init(threads, &pl->pool))
         return common_err_set(e, COMMON_FATAL, "cannot start %d pipeline threads", threads);
     return COMMON_OK;
@@ -179,6 +242,12 @@ static void teardown(pl_t *pl) {
         pl->poll.ovf_head = it->next;
         pl_item_free(it);
     }
+    while (pl->q.retry_head) { /* only after a failure: encoders run them otherwise */
+        pl_retry_t *r = pl->q.retry_head;
+        pl->q.retry_head = r->next;
+        for (int i = 0; i < r->n; i++)
+            pl_item_free(r->items[i]);
+    }
     while (pl->q.refused) { /* only after a failure: the drain sends them otherwise */
         pl_item_t *it = pl->q.refused;
         pl->q.refused = it->next;
@@ -198,6 +267,15 @@ static void teardown(pl_t *pl) {
     for (int i = 0; i < pl->sk.n_writers; i++)
         sink_free(pl->sk.writers[i].sink);
     free(pl->sk.writers);
+    for (int i = 0; i < pl->n_enc; i++) {
+        pl_encoder_t *en = &pl->enc[i];
+        cls_engine_close(&en->own); /* encoder 0's is the session's */
+        free(en->items[0]);
+        free(en->items[1]);
+        free(en->lens);
+        free((void *)en->seqp);
+    }
+    free(pl->enc);
     cls_session_close(&pl->ses);
     pthread_mutex_destroy(&pl->q.mu);
     pthread_cond_destroy(&pl->q.cv_enc);
@@ -278,13 +356,24 @@ common_status_t worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipel
                 cfg->topic, cfg->group, cfg->dlq_topic,
                 *cls_session_kernels(&pl->ses, kern, sizeof kern) ? "; " : "", kern);
 
+    if (pl->n_enc > 1)
+        common_logf(stderr, "%d encoders (%d a device), each its own %s instance%s\n", pl->n_enc,
+                    cfg->encoders > 0 ? cfg->encoders : 1, pl->ses.eng.ops->name,
+                    pl->ses.eng.ops->device_count ? "" : ", --threads split between them");
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
-    pthread_t enc_th;
-    int have_enc = pthread_create(&enc_th, NULL, pl_encoder_main, pl) == 0;
+    int n_started = 0;
+    pl->q.enc_running = pl->n_enc;
+    while (n_started < pl->n_enc) {
+        pl_encoder_t *en = &pl->enc[n_started];
+        if (pthread_create(&en->th, NULL, pl_encoder_main, en) != 0) break;
+        en->started = 1;
+        n_started++;
+    }
+    int have_enc = n_started == pl->n_enc;
     pl->q.writers_running = pl->sk.n_writers;
     int started = 0;
     while (have_enc && started < pl->sk.n_writers) {
@@ -302,11 +391,15 @@ common_status_t worker_pipeline_run_ex(const worker_run_cfg_t *cfg, worker_pipel
         /* the writers started leave on fatal, the last of them says done; with none, here */
         pl->q.writers_running -= pl->sk.n_writers - started;
         if (started == 0) pl->q.sink_done = 1;
+        pl->q.enc_running -= pl->n_enc - n_started; /* idem for the encoders */
+        if (n_started == 0) pl->q.enc_done = 1;
+        pthread_cond_broadcast(&pl->q.cv_enc);
         pthread_cond_broadcast(&pl->q.cv_sink);
         pthread_mutex_unlock(&pl->q.mu);
     }
     pl_drain(pl);
-    if (have_enc) pthread_join(enc_th, NULL);
+    for (int i = 0; i < pl->n_enc; i++)
+        if (pl->enc[i].started) pthread_join(pl->enc[i].th, NULL);
     for (int i = 0; i < pl->sk.n_writers; i++)
         if (pl->sk.writers[i].started) pthread_join(pl->sk.writers[i].th, NULL);
     /* exit codes: README, "Exit codes"; a runtime failure's lines went out as it happened */

@@ -7,8 +7,10 @@
  *     order into the length-sorting accumulator; undecodable records go to the dead-letter topic;
  *     pauses the partitions when the accumulator is full or PostgreSQL is down, while it keeps
  *     polling;
- *   encoder: pops token-budgeted batches (when ready or at the oldest item's deadline), runs
- *     the backend, has the logits turned into label, confidence and top-k on the pool;
+ *   encoders (--encoders on each of --devices, one by default): each pops token-budgeted
+ *     batches (when ready or at the oldest item's deadline; whichever encoder is free takes
+ *     the next), runs its own backend instance, has the logits turned into label, confidence
+ *     and top-k on the pool; one whose backend fails hands its batches to the others;
  *   sink (--sink-connections threads, a connection each): writes the results of one or more
  *     batches per transaction, in any order between writers; only after COMMIT are
  *     their offsets marked committed and the contiguous committed prefix stored to Kafka.
@@ -29,7 +31,9 @@
 
 /* The settings of `reclass run` (parsed by worker/cli/config.c). */
 #define WORKER_RUN_MAX_KAFKA_PROPS 32
-#define WORKER_RUN_MAX_TOPICS      8 /* CONSUMERS_MAX_TOPICS */
+#define WORKER_RUN_MAX_TOPICS      8  /* CONSUMERS_MAX_TOPICS */
+#define WORKER_RUN_MAX_ENCODERS    16 /* --encoders: encoder threads a device */
+#define WORKER_RUN_MAX_DEVICES     16 /* --devices: GPUs one worker drives */
 
 typedef struct {
     const char *brokers; /* RECLASS_BROKERS, default 127.0.0.1:9092 */
@@ -63,6 +67,13 @@ typedef struct {
     const char *tenant_weights; /* RECLASS_TENANT_WEIGHTS, T=W,... (worker/pipeline/fair.h) */
     int tenant_max_tokens;      /* RECLASS_TENANT_MAX_TOKENS, 0 = half the pending tokens */
     int priority_step_ms;       /* RECLASS_PRIORITY_STEP_MS (worker/pipeline/accum.h) */
+    int encoders;               /* RECLASS_ENCODERS, encoder threads a device; 0 = 1 */
+    const char *devices;        /* RECLASS_DEVICES, all|D,D,...: supersedes cls.device; NULL */
+    /* --devices parsed: the ordinals (device_all: every device the backend counts at start);
+     * n_devices 0 and no device_all: the one device cls.device */
+    int device_ids[WORKER_RUN_MAX_DEVICES];
+    int n_devices;
+    int device_all;
     const char *kafka_props[WORKER_RUN_MAX_KAFKA_PROPS + 1]; /* --kafka K=V, NULL-ended */
     /* --topic parsed: names (into topic_buf) and priorities, lower = more urgent; n_topics 0
      * (a caller that sets topic itself): the one topic named by topic */

@@ -62,6 +62,16 @@ typedef struct pl_out {
     struct pl_out *next;
 } pl_out_t;
 
+/* A batch handed back by an encoder whose backend failed, to be run as it is by another
+ * encoder (before the accumulator's next batch). Its items array is the failed encoder's
+ * (pl_encoder_t.items), which no thread touches again. */
+typedef struct pl_retry {
+    void **items; /* (n) pl_item_t * */
+    int n;
+    int urgent;
+    struct pl_retry *next;
+} pl_retry_t;
+
 /* The encoder -> sink queue, the accumulator and the flags the threads steer by. Every field
  * (the mutex and condition variables aside) is read and written only with mu held, by any of
  * the poll, encoder and sink threads. */
@@ -84,7 +94,13 @@ typedef struct {
                                     * dead-lettered (the dead-letter producer is the poll
                                     * thread's) */
     int draining;                  /* no more pushes: flush the accumulator */
-    int enc_done, sink_done;
+    int enc_done, sink_done;       /* enc_done: every encoder thread has finished */
+    pl_retry_t *retry_head, *retry_tail; /* failed encoders' batches, oldest first */
+    int enc_running;                     /* encoder threads not yet finished */
+    int enc_up;                          /* encoders whose backend has not failed */
+    long enc_batches;    /* batches popped by encoders, not yet queued for the sink or handed
+                          * back: a draining encoder stays while any is, in case its encoder
+                          * fails and hands it back */
     int writers_running; /* sink threads not yet finished */
     int writing;         /* sink threads in a write of results (taken, not yet committed) */
     int sink_down;       /* PostgreSQL unreachable: consumption pauses */
@@ -196,12 +212,30 @@ typedef struct {
     int telemetry_off;            /* tables missing, stop trying */
 } pl_sink_own_t;
 
+/* One encoder: a thread that drives one engine (a backend instance, its arena, two batches
+ * in flight) on one device. Set up before the threads start; its thread alone uses it then. */
+typedef struct pl_encoder {
+    struct pl *pl;
+    int id;            /* 0 .. n_enc - 1, as log lines and /metrics name it */
+    int device;        /* the device its engine runs on (a CUDA ordinal; 0 on cpu) */
+    cls_engine_t *eng; /* encoder 0: &pl->ses.eng; the others: &own */
+    cls_engine_t own;
+    void **items[2];      /* (max_seqs) each: the items of its two batches in flight */
+    int *lens;            /* (max_seqs) packing scratch */
+    const int32_t **seqp; /* (max_seqs) */
+    pl_retry_t retry[2];  /* its batches in flight, should its backend fail */
+    pthread_t th;
+    int started;
+} pl_encoder_t;
+
 typedef struct pl {
     /* Set up before the threads start and read-only while they run: no lock. */
     const worker_run_cfg_t *cfg;
-    /* model, tokenizer, the backend (ses.eng: the encoder thread's while it runs), what it
-     * runs (ses.props) and the accumulator's config (ses.acc) */
+    /* model, tokenizer, the first encoder's backend (ses.eng), what every encoder's runs
+     * (ses.props) and the accumulator's config (ses.acc) */
     cls_session_t ses;
+    pl_encoder_t *enc; /* (n_enc) --encoders on each of --devices */
+    int n_enc;
     worker_http_t *http;                    /* /healthz /readyz /metrics; NULL when --http-port 0 */
     char worker_id[320];                    /* hostname:pid */
     pl_pool_t *pool;                        /* tokenizing and scoring threads (--threads) */
@@ -263,10 +297,10 @@ void pl_telemetry_tick(pl_t *pl, int final);
 /* Counts committed items into the open drift window (sink thread, mu not held). */
 void pl_telemetry_drift_add(pl_t *pl, pl_item_t *const *its, int n);
 
-/* Publishes the backend's memory statistics to worker_metrics. */
+/* Publishes every encoder's backend memory statistics to worker_metrics. */
 void pl_telemetry_mem(pl_t *pl);
-/* Publishes a backend's mem_stats on /metrics (the encoder and telemetry ticks both call it). */
-void pl_metrics_store_mem(const gpu_mem_stats_t *ms);
+/* Publishes encoder en's backend mem_stats on /metrics (the encoder and telemetry both call it). */
+void pl_metrics_store_mem(const pl_encoder_t *en, const gpu_mem_stats_t *ms);
 
 /* worker/pipeline/poll.c: the poll thread's loop (returns on a stop signal, idle exit or a
  * fatal error), the drain that finishes the work in flight, and the callbacks it registers
@@ -320,7 +354,7 @@ void pl_decoders_add_schema(pl_t *pl, int32_t id, const char *schema);
 /* poll.c: finishes the burst on the pool, if any, and queues it (before a schema is added) */
 void pl_decode_settle(pl_t *pl);
 
-void *pl_encoder_main(void *arg);
+void *pl_encoder_main(void *arg); /* arg: its pl_encoder_t */
 void *pl_sink_main(void *arg);
 
 /* Set by the signal handler; read by the poll loop. */

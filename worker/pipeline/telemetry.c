@@ -19,23 +19,25 @@ static int64_t wall_s(void) {
     return (int64_t)ts.tv_sec;
 }
 
-void pl_metrics_store_mem(const gpu_mem_stats_t *ms) {
-    atomic_store_explicit(&worker_metrics.device_used_bytes, (long long)ms->device_used,
+void pl_metrics_store_mem(const pl_encoder_t *en, const gpu_mem_stats_t *ms) {
+    worker_metrics_mem_t *g = &worker_metrics.mem[en->id];
+    atomic_store_explicit(&g->device, en->device, memory_order_relaxed);
+    atomic_store_explicit(&g->device_used_bytes, (long long)ms->device_used, memory_order_relaxed);
+    atomic_store_explicit(&g->device_total_bytes, (long long)ms->device_total,
                           memory_order_relaxed);
-    atomic_store_explicit(&worker_metrics.device_total_bytes, (long long)ms->device_total,
+    atomic_store_explicit(&g->weights_bytes, (long long)ms->weights_bytes, memory_order_relaxed);
+    atomic_store_explicit(&g->arena_bytes, (long long)ms->arena_bytes, memory_order_relaxed);
+    atomic_store_explicit(&g->allocations_after_init, (long long)ms->allocations_after_init,
                           memory_order_relaxed);
-    atomic_store_explicit(&worker_metrics.weights_bytes, (long long)ms->weights_bytes,
-                          memory_order_relaxed);
-    atomic_store_explicit(&worker_metrics.arena_bytes, (long long)ms->arena_bytes,
-                          memory_order_relaxed);
-    atomic_store_explicit(&worker_metrics.allocations_after_init,
-                          (long long)ms->allocations_after_init, memory_order_relaxed);
 }
 
 void pl_telemetry_mem(pl_t *pl) {
-    gpu_mem_stats_t ms = {0};
-    if (!pl->ses.eng.ops->mem_stats || pl->ses.eng.ops->mem_stats(pl->ses.eng.be, &ms)) return;
-    pl_metrics_store_mem(&ms);
+    for (int i = 0; i < pl->n_enc; i++) {
+        const pl_encoder_t *en = &pl->enc[i];
+        gpu_mem_stats_t ms = {0};
+        if (en->eng->ops->mem_stats && !en->eng->ops->mem_stats(en->eng->be, &ms))
+            pl_metrics_store_mem(en, &ms);
+    }
 }
 
 common_status_t pl_telemetry_init(pl_t *pl, common_err_t *e) {
@@ -192,25 +194,31 @@ static void flush_drift(pl_t *pl) {
     if (written && !pl->sk.telemetry_off) read_drift_levels(pl, window_s);
 }
 
-static void write_gpu_row(pl_t *pl) {
-    sink_gpu_memory_t g = {
-        .worker = pl->worker_id,
-        .backend = pl->ses.eng.ops->name,
-        .precision = pl->ses.props.precision,
-        .device_total_bytes = atomic_load(&worker_metrics.device_total_bytes) > 0
-                                  ? atomic_load(&worker_metrics.device_total_bytes)
-                                  : -1, /* unknown (cpu): NULL */
-        .device_used_bytes = atomic_load(&worker_metrics.device_used_bytes),
-        .weights_bytes = atomic_load(&worker_metrics.weights_bytes),
-        .arena_bytes = atomic_load(&worker_metrics.arena_bytes),
-        .allocations_after_init = atomic_load(&worker_metrics.allocations_after_init),
-        .token_budget = pl->ses.props.token_budget,
-    };
-    common_err_t e;
-    if (sink_write_gpu_memory(pl->sk.sink, &g, &e) == COMMON_OK)
+/* A gpu_memory row per encoder, from what its last batch (or start-up) published. */
+static void write_gpu_rows(pl_t *pl) {
+    for (int i = 0; i < pl->n_enc; i++) {
+        const worker_metrics_mem_t *m = &worker_metrics.mem[i];
+        long long total = atomic_load(&m->device_total_bytes);
+        sink_gpu_memory_t g = {
+            .worker = pl->worker_id,
+            .backend = pl->ses.eng.ops->name,
+            .precision = pl->ses.props.precision,
+            .device_total_bytes = total > 0 ? total : -1, /* unknown (cpu): NULL */
+            .device_used_bytes = atomic_load(&m->device_used_bytes),
+            .weights_bytes = atomic_load(&m->weights_bytes),
+            .arena_bytes = atomic_load(&m->arena_bytes),
+            .allocations_after_init = atomic_load(&m->allocations_after_init),
+            .token_budget = pl->ses.props.token_budget,
+            .device = pl->enc[i].device,
+            .encoder = i,
+        };
+        common_err_t e;
+        if (sink_write_gpu_memory(pl->sk.sink, &g, &e) != COMMON_OK) {
+            telemetry_failed(pl, &e);
+            return;
+        }
         worker_metrics_add(&worker_metrics.telemetry_rows, 1);
-    else
-        telemetry_failed(pl, &e);
+    }
 }
 
 void pl_telemetry_tick(pl_t *pl, int final) {
@@ -228,7 +236,7 @@ void pl_telemetry_tick(pl_t *pl, int final) {
     double now = common_now_s();
     if (pl->sk.telemetry_off || (!final && now < pl->sk.next_gpu_row_s)) return;
     pl->sk.next_gpu_row_s = now + telemetry_every_s(pl);
-    write_gpu_row(pl);
+    write_gpu_rows(pl);
     if (final && worker_drift_oldest(pl->sk.drift))
         common_logf(stderr, "drift statistics of the last window not written\n");
 }
