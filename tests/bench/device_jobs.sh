@@ -25,6 +25,11 @@
 #                Tansu, a PostgreSQL run as a user would against the tests' one); needs
 #                .devlibs/host.tar.xz (`tests/bench/host_scale.sh pack` here) and
 #                .devlibs/pg.tar.xz (pack-pg), nothing else of the bundle; HOST_RUNS picks runs
+#       encoders tests/integration/run_encoders.sh on the CUDA backend (issue 37): two encoders
+#                sharing GPU 0 in one worker, 100,000 tickets, SIGKILL mid-job and a restart,
+#                exact rows, each encoder's arena flat; ENCODERS_BIN (default $B/reclass, its
+#                tests/kafka_tool beside it) picks the build. Needs .devlibs/pg.tar.xz, the demo
+#                model and tests/fixtures/golden_clinc150_test.jsonl (fix-golden carries both)
 # One demo.sh job on the CUDA backend with the carried PostgreSQL: demo_job LOG [VAR=VALUE...]
 # (later settings win); output appended to LOG; the job's run.log and stats.json are left in
 # $DEMO_DIR (KEEP=1).
@@ -175,6 +180,18 @@ if has host; then # the host side's scaling on this host's cores, no GPU used
         echo "host_scale exit $?" | tee -a "$summary"
         cat "$OUT/host_scale.md" "$OUT/host_scale_stages.txt" 2>/dev/null | tee -a "$summary"
         cp "$OUT/host_scale.md" "$RESULT_OUT/" 2>/dev/null
+    else
+        echo "no .devlibs/pg.tar.xz (tests/bench/device_run.sh pack-pg)" | tee -a "$summary"
+    fi
+fi
+if has encoders; then
+    note "encoders: tests/integration/run_encoders.sh cuda ($(elapsed)s)"
+    if pg_install; then
+        (export LD_LIBRARY_PATH=/opt/reclass-pglib:$LD_LIBRARY_PATH PATH=/usr/lib/postgresql/15/bin:$PATH
+         timeout "${ENCODERS_TIMEOUT:-300}" bash tests/integration/run_encoders.sh "${ENCODERS_BIN:-$B/reclass}" cuda) \
+            >"$OUT/encoders.log" 2>&1
+        echo "run_encoders cuda exit $?" | tee -a "$summary"
+        grep -E '^(SIGKILL|restart|gpu_memory|tickets whose|PASS|FAIL|SKIP)' "$OUT/encoders.log" | tee -a "$summary"
     else
         echo "no .devlibs/pg.tar.xz (tests/bench/device_run.sh pack-pg)" | tee -a "$summary"
     fi

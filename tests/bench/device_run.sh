@@ -66,7 +66,7 @@
 #       bound    tests/bench/bound.py on this call's bench and torch lines: how fast attention
 #                would have to run for 1.6x the best PyTorch variant (needs bench, torch)
 #       fp8      FP8 (issue 32) in one call: FP8_PARTS, FP8_BUDGET_S (tests/bench/device_fp8.sh)
-#       e2e, job, lanes, host  whole jobs on the carried PostgreSQL (tests/bench/device_jobs.sh)
+#       e2e, job, lanes, host, encoders  whole jobs on the carried PostgreSQL (tests/bench/device_jobs.sh)
 #       cpubf16  the CPU backend at bf16 on the host's CPU (no GPU used): lscpu and its bf16
 #                flags, test_cpu_bf16 (parity and batch invariance of each bf16 kernel the CPU
 #                has: AMX, AVX512-BF16, AVX2), cpu_bf16_bench (BERT GEMM shapes: fp32, each
@@ -96,7 +96,7 @@ pack)
     base=()
     [ -x .devlibs/base/reclass ] && base=(.devlibs/base/reclass) # the job stage's baseline
     tar -cf - .devlibs/lib .devlibs/build-root .devlibs/cfpb "${base[@]}" $B/reclass $B/tests/test_gpu_* \
-        $B/tests/gpu_bench $B/tests/test_cpu_bf16 $B/tests/cpu_bf16_bench $B/tests/test_graph_ops $B/tests/fp8_sensitivity \
+        $B/tests/gpu_bench $B/tests/kafka_tool $B/tests/test_cpu_bf16 $B/tests/cpu_bf16_bench $B/tests/test_graph_ops $B/tests/fp8_sensitivity \
         $B/CTestTestfile.cmake $B/tests/CTestTestfile.cmake | xz -T2 -6 >.devlibs/bundle.tar.xz
     rm -rf .devlibs/lib .devlibs/cfpb
     ls -la .devlibs
