@@ -27,8 +27,8 @@
 #                .devlibs/pg.tar.xz (pack-pg), nothing else of the bundle; HOST_RUNS picks runs
 #       encoders tests/integration/run_encoders.sh on the CUDA backend (issue 37): two encoders
 #                sharing GPU 0 in one worker, 100,000 tickets, SIGKILL mid-job and a restart,
-#                exact rows, each encoder's arena flat; ENCODERS_BIN (default $B/reclass, its
-#                tests/kafka_tool beside it) picks the build. Needs .devlibs/pg.tar.xz, the demo
+#                exact rows, each encoder's arena flat; ENCODERS_BIN (default $B/reclass; kafka_tool
+#                is $B's) picks the build, e.g. .devlibs/base/reclass. Needs .devlibs/pg.tar.xz, the demo
 #                model and tests/fixtures/golden_clinc150_test.jsonl (fix-golden carries both)
 # One demo.sh job on the CUDA backend with the carried PostgreSQL: demo_job LOG [VAR=VALUE...]
 # (later settings win); output appended to LOG; the job's run.log and stats.json are left in
@@ -188,6 +188,7 @@ if has encoders; then
     note "encoders: tests/integration/run_encoders.sh cuda ($(elapsed)s)"
     if pg_install; then
         (export LD_LIBRARY_PATH=/opt/reclass-pglib:$LD_LIBRARY_PATH PATH=/usr/lib/postgresql/15/bin:$PATH
+         export RECLASS_KAFKA_TOOL=${RECLASS_KAFKA_TOOL:-$PWD/$B/tests/kafka_tool}
          timeout "${ENCODERS_TIMEOUT:-300}" bash tests/integration/run_encoders.sh "${ENCODERS_BIN:-$B/reclass}" cuda) \
             >"$OUT/encoders.log" 2>&1
         echo "run_encoders cuda exit $?" | tee -a "$summary"
