@@ -23,6 +23,7 @@
 #            full_page_writes off), as the rows of RESULTS-job.md before this script
 #   writers  1 worker of 16 threads with 8 result writers (--sink-connections 8)
 #   kill     4 workers of 4 threads, worker 1 SIGKILLed 3 s in and replaced
+#   encoders 1 worker of 16 threads with 4 encoders (--encoders 4) over the one accumulator
 # Every other run's PostgreSQL is set up as a user would run one (durable: fsync,
 # synchronous_commit, full_page_writes on, as they are by default; sized as pgtune sizes a
 # server of this RAM): see user_pg below. HOST_BUDGET_S (default 490): every run ends within
@@ -168,6 +169,7 @@ if [[ $runs == *,pgtest,* ]]; then
     one "4 workers, tests' PostgreSQL" "$H" dev test 4 4 default --
 fi
 [[ $runs == *,writers,* ]] && one "1 worker, 8 writers" "$H" dev user 1 16 8 --
+[[ $runs == *,encoders,* ]] && one "1 worker, 4 encoders" "$H" dev user 1 16 default -- --encoders 4
 [[ $runs == *,kill,* ]] && one "4 workers, one SIGKILLed" "$H" dev user 4 4 default \
     JOB_KILL_AFTER=3 -- --kafka session.timeout.ms=6000
 echo
