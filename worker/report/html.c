@@ -173,6 +173,7 @@ void report_svg_lines(FILE *f, int n_series, const report_series_t *series, repo
                 "stroke-dasharray=\"4 3\"><title>%s</title></line>\n",
                 left, y, left + pw, y, a);
     }
+    int lx = left + 10, ly = top + 6; /* the next legend entry's place */
     for (int s = 0; s < n_series; s++) {
         const char *color = report_colors[s % REPORT_N_COLORS];
         fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\" points=\"", color);
@@ -188,12 +189,15 @@ void report_svg_lines(FILE *f, int n_series, const report_series_t *series, repo
             report_html_text(f, series[s].name);
             fprintf(f, ": %s</title></circle>\n", a);
         }
-        if (n_series > 1) {
-            fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/>",
-                    left + 10 + 150 * s, top + 6, color);
-            fprintf(f, "<text x=\"%d\" y=\"%d\">", left + 24 + 150 * s, top + 15);
+        if (n_series > 1) { /* the legend, in rows as wide as the plot */
+            int w = 24 + 6 * (int)strlen(series[s].name) + 16; /* 11px text: about 6px a char */
+            if (lx > left + 10 && lx + w > left + pw) lx = left + 10, ly += 14;
+            fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/>", lx, ly,
+                    color);
+            fprintf(f, "<text x=\"%d\" y=\"%d\">", lx + 14, ly + 9);
             report_html_text(f, series[s].name);
             fprintf(f, "</text>\n");
+            lx += w;
         }
     }
     fprintf(f, "</svg>\n");
