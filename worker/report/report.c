@@ -36,7 +36,7 @@ static const char report_style[] =
     ".chart text{font:11px system-ui,sans-serif;fill:#333}.note{color:#666}"
     ".st{font-weight:600;padding:1px 6px;border-radius:3px;color:#fff}"
     ".ok{background:#16a34a}.watch{background:#ea580c}.drift{background:#dc2626}"
-    ".sparse,.no_baseline{background:#6b7280}.kv td{text-align:left}";
+    ".sparse,.no_baseline{background:#6b7280}.kv td{text-align:left}.mem td{white-space:nowrap}";
 
 static void report_status(FILE *f, const char *s) {
     fprintf(f, "<span class=\"st ");
@@ -330,7 +330,7 @@ static void report_memory(FILE *f, const PGresult *r) {
     fprintf(f, "<h3>Device used, per encoder (the device's, as each encoder on it saw it)"
                "</h3>\n");
     report_svg_lines(f, charted, s + REPORT_MEM_CHARTED, REPORT_FMT_BYTES, 0, NULL);
-    fprintf(f, "<table><tr>");
+    fprintf(f, "<table class=\"mem\"><tr>");
     for (size_t c = 0; c < sizeof heads / sizeof heads[0]; c++)
         fprintf(f, "<th>%s</th>", heads[c]);
     fprintf(f, "</tr>\n");
