@@ -10,21 +10,26 @@
 #include "sink/pgutil.h"
 #include "sink/sink_int.h"
 
-/* $1..$8: one array a column, element i of each being batch i. Not prepared: a statement
+/* $1..$10: one array a column, element i of each being batch i. Not prepared: a statement
  * prepared on batches would make a session's set-up wait for whoever locks that table, and
  * planning it once a write costs nothing next to the rows. */
 static const char SQL_BATCHES[] =
     "INSERT INTO batches (tickets, real_tokens, padded_tokens, wait_ms, compute_ms, backend,"
-    " device_used_bytes, arena_bytes)"
+    " device_used_bytes, arena_bytes, encoder, device)"
     " SELECT * FROM unnest($1::integer[], $2::bigint[], $3::bigint[], $4::real[], $5::real[],"
-    " $6::text[], $7::bigint[], $8::bigint[])";
+    " $6::text[], $7::bigint[], $8::bigint[], $9::smallint[], $10::smallint[])";
 
-/* The batches' eight arrays in s->copy (free once the rows are stored). */
+#define SINK_BATCH_ARRAYS 10
+
+/* The batches' arrays in s->copy (free once the rows are stored). */
 static common_status_t sink_batches_send(sink_t *s, int n, common_err_t *e) {
     const sink_batch_t *x = s->batches;
     sink_copybuf_t *b = &s->copy;
     sink_copybuf_reset(b);
-    size_t off[9];
+    size_t off[SINK_BATCH_ARRAYS + 1];
+    int has_host = 0; /* a batch run on no device: a NULL device */
+    for (int i = 0; i < n; i++)
+        has_host |= x[i].device < 0;
     off[0] = b->len;
     sink_copybin_array(b, SINK_OID_INT4, n, 0);
     for (int i = 0; i < n; i++)
@@ -58,15 +63,24 @@ static common_status_t sink_batches_send(sink_t *s, int n, common_err_t *e) {
     for (int i = 0; i < n; i++)
         sink_copybin_int8(b, x[i].arena_bytes);
     off[8] = b->len;
-    if (b->oom) return common_err_set(e, COMMON_RETRY, "batches: out of memory for %d rows", n);
-    const char *vals[8];
-    int lens[8], fmts[8];
-    for (int i = 0; i < 8; i++) {
-        vals[i] = b->data + off[i];
-        lens[i] = (int)(off[i + 1] - off[i]);
-        fmts[i] = 1;
+    sink_copybin_array(b, SINK_OID_INT2, n, 0);
+    for (int i = 0; i < n; i++)
+        sink_copybin_int2(b, (int16_t)x[i].encoder);
+    off[9] = b->len;
+    sink_copybin_array(b, SINK_OID_INT2, n, has_host);
+    for (int i = 0; i < n; i++) {
+        if (x[i].device < 0)
+            sink_copybin_null(b);
+        else
+            sink_copybin_int2(b, (int16_t)x[i].device);
     }
-    if (PQsendQueryParams(s->conn, SQL_BATCHES, 8, NULL, vals, lens, fmts, 0)) return COMMON_OK;
+    off[10] = b->len;
+    if (b->oom) return common_err_set(e, COMMON_RETRY, "batches: out of memory for %d rows", n);
+    const char *vals[SINK_BATCH_ARRAYS];
+    int lens[SINK_BATCH_ARRAYS], fmts[SINK_BATCH_ARRAYS];
+    sink_copybin_params(b, off, SINK_BATCH_ARRAYS, vals, lens, fmts);
+    if (PQsendQueryParams(s->conn, SQL_BATCHES, SINK_BATCH_ARRAYS, NULL, vals, lens, fmts, 0))
+        return COMMON_OK;
     return sink_pg_err(e, sink_pg_classify(s->conn, NULL), "insert batches", s->conn, NULL);
 }
 

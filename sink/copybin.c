@@ -59,6 +59,13 @@ void sink_copybin_jsonb(sink_copybuf_t *b, const char *json) {
     copybin_bytes(b, "\1", 1, json); /* jsonb binary input: version 1, then the JSON text */
 }
 
+void sink_copybin_int2(sink_copybuf_t *b, int16_t v) {
+    unsigned char *p = copybin_take(b, 6);
+    if (!p) return;
+    put_be(p, 2, 4);
+    put_be(p + 4, (uint16_t)v, 2);
+}
+
 void sink_copybin_int4(sink_copybuf_t *b, int32_t v) {
     unsigned char *p = copybin_take(b, 8);
     if (!p) return;
@@ -114,4 +121,13 @@ void sink_copybin_array(sink_copybuf_t *b, uint32_t elem_oid, int n, int has_nul
     put_be(p + 8, elem_oid, 4);
     put_be(p + 12, (uint32_t)n, 4);
     put_be(p + 16, 1, 4); /* lower bound */
+}
+
+void sink_copybin_params(const sink_copybuf_t *b, const size_t *off, int n, const char **vals,
+                         int *lens, int *fmts) {
+    for (int i = 0; i < n; i++) {
+        vals[i] = b->data + off[i];
+        lens[i] = (int)(off[i + 1] - off[i]);
+        fmts[i] = 1;
+    }
 }

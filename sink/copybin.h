@@ -16,6 +16,7 @@ void sink_copybin_row(sink_copybuf_t *b, int16_t n_fields);
 
 void sink_copybin_text(sink_copybuf_t *b, const char *s);     /* NULL -> SQL NULL */
 void sink_copybin_jsonb(sink_copybuf_t *b, const char *json); /* NULL -> SQL NULL */
+void sink_copybin_int2(sink_copybuf_t *b, int16_t v);
 void sink_copybin_int4(sink_copybuf_t *b, int32_t v);
 void sink_copybin_int8(sink_copybuf_t *b, int64_t v);
 void sink_copybin_float4(sink_copybuf_t *b, float v);
@@ -29,9 +30,16 @@ void sink_copybin_timestamptz_ms(sink_copybuf_t *b, int64_t unix_ms);
  * the functions above (an array element is encoded exactly like a COPY field). elem_oid is the
  * element type's OID and must match the parameter's declared type (e.g. $1::text[]). */
 #define SINK_OID_TEXT   25
+#define SINK_OID_INT2   21
 #define SINK_OID_INT4   23
 #define SINK_OID_INT8   20
 #define SINK_OID_FLOAT4 700
 void sink_copybin_array(sink_copybuf_t *b, uint32_t elem_oid, int n, int has_null);
+
+/* n arrays written one after another into b, array i from off[i] to off[i + 1], as binary
+ * parameters for libpq (PQsendQueryParams, PQsendQueryPrepared): vals, lens and fmts, n of each.
+ * vals point into b: valid until b is written again. */
+void sink_copybin_params(const sink_copybuf_t *b, const size_t *off, int n, const char **vals,
+                         int *lens, int *fmts);
 
 #endif

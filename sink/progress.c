@@ -70,12 +70,9 @@ common_status_t sink_progress_send(sink_t *s, common_err_t *e) {
     /* Each element is length-prefixed, so the values themselves are never written into the
      * SQL text. */
     const char *vals[5];
-    int lens[5], fmts[5] = {1, 1, 1, 1, 0};
-    for (int i = 0; i < 4; i++) {
-        vals[i] = b->data + off[i];
-        lens[i] = (int)(off[i + 1] - off[i]);
-    }
-    vals[4] = s->writer, lens[4] = 0;
+    int lens[5], fmts[5];
+    sink_copybin_params(b, off, 4, vals, lens, fmts);
+    vals[4] = s->writer, lens[4] = 0, fmts[4] = 0;
     if (PQsendQueryPrepared(s->conn, SINK_STMT_JOBS, 5, vals, lens, fmts, 0)) return COMMON_OK;
     return sink_pg_err(e, sink_pg_classify(s->conn, NULL), "update jobs", s->conn, NULL);
 }

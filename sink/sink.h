@@ -40,6 +40,8 @@ typedef struct {
     const char *backend;
     int64_t device_used_bytes; /* GPU memory telemetry; 0 on cpu */
     int64_t arena_bytes;
+    int encoder; /* the encoder that ran it, 0 .. N-1 within its worker */
+    int device;  /* the device it ran on (a CUDA ordinal); < 0: the host (cpu), stored NULL */
 } sink_batch_t;
 
 /* Every sink function answers a common_status_t: COMMON_OK; COMMON_RETRY, the connection was

@@ -14,6 +14,11 @@ target_link_libraries(test_telemetry_sink PRIVATE reclass_core PkgConfig::CMOCKA
 add_test(NAME test_telemetry_sink
          COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_sink.sh $<TARGET_FILE:test_telemetry_sink>)
 set_tests_properties(test_telemetry_sink PROPERTIES LABELS integration TIMEOUT 300)
+# reclass report's device memory section: a line and a summary row per encoder (worker/report/)
+add_executable(test_report ${CMAKE_SOURCE_DIR}/tests/test_report.c)
+target_link_libraries(test_report PRIVATE reclass_core PkgConfig::CMOCKA)
+add_test(NAME test_report COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_sink.sh $<TARGET_FILE:test_report>)
+set_tests_properties(test_report PROPERTIES LABELS integration TIMEOUT 120)
 # the worker's drift scores (worker/observe/drift_score.c) equal the SQL judge's (drift_compare)
 add_executable(test_drift_score ${CMAKE_SOURCE_DIR}/tests/test_drift_score.c)
 target_link_libraries(test_drift_score PRIVATE reclass_core PkgConfig::CMOCKA)

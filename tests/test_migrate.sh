@@ -263,7 +263,7 @@ sql "$db" "ALTER TABLE $part ENABLE TRIGGER ticket_results_owner_insert" >/dev/n
 # 7e. 018_results_one_index_less over a database of schema 017 holding results: every row kept,
 # the views answer as before, a job's label counts still come from an index alone (the primary
 # key, label included), and the sink's upsert still finds its conflict target
-mkdir -p "$tmp/upto17" && cp "$src"/migrations/0*_*.sql "$tmp/upto17/" && rm -f "$tmp"/upto17/01[89]_*.sql
+mkdir -p "$tmp/upto17" && cp "$src"/migrations/0[01]*_*.sql "$tmp/upto17/" && rm -f "$tmp"/upto17/01[89]_*.sql
 db=$(newdb before018)
 "$bin" migrate --db "$db" --migrations "$tmp/upto17" >/dev/null 2>&1
 sql "$db" "INSERT INTO ticket_results (job_id, tenant, ticket_id, label, label_id, confidence, tokens, model, top_k)
@@ -283,6 +283,36 @@ check "018: the upsert's conflict target is the key" "2" \
                   VALUES ('k1', 'acme', 't1', 'l9', 9, 0.5, 7, 'm')
                   ON CONFLICT (job_id, ticket_id, job_month) DO UPDATE SET label = excluded.label, writes = t.writes + 1
                   RETURNING writes")"
+
+# 7f. 021_batches_encoder over a database of the schema before it holding batches rows: every
+# row kept as it was, their encoder and device NULL (one encoder, the worker's --device), the
+# hourly view as before; a new row names its encoder, and its device or none (the cpu)
+mkdir -p "$tmp/upto20" && cp "$src"/migrations/0*_*.sql "$tmp/upto20/" && rm -f "$tmp"/upto20/021_*.sql
+db=$(newdb before021)
+"$bin" migrate --db "$db" --migrations "$tmp/upto20" >/dev/null 2>&1
+sql "$db" "INSERT INTO batches (tickets, real_tokens, padded_tokens, wait_ms, compute_ms, backend,
+             device_used_bytes, arena_bytes)
+           SELECT i, 10 * i, 12 * i, 0.5, 2.5, CASE WHEN i % 2 = 0 THEN 'cuda' ELSE 'cpu' END,
+             i * 1024, 4096 FROM generate_series(1, 50) i" >/dev/null
+batches_digest="SELECT count(*) || ' ' || md5(string_agg(concat_ws(',', id, at, tickets, real_tokens, padded_tokens,
+                  wait_ms, compute_ms, backend, device_used_bytes, arena_bytes), '|' ORDER BY id)) FROM batches"
+before=$(sql "$db" "$batches_digest")
+hourly="SELECT string_agg(concat_ws(',', hour, backend, batches, tickets, padding_waste), '|' ORDER BY hour, backend) FROM batch_stats_hourly"
+hourly_before=$(sql "$db" "$hourly")
+out=$("$bin" migrate --db "$db" --migrations "$src/migrations" 2>&1); rc=$?
+check "021 over rows of 020 exits 0" 0 $rc
+check "021: every batches row kept as it was" "$before" "$(sql "$db" "$batches_digest")"
+check "021: the rows before it name no encoder or device" 50 \
+    "$(sql "$db" "SELECT count(*) FROM batches WHERE encoder IS NULL AND device IS NULL")"
+check "021: batch_stats_hourly answers as before" "$hourly_before" "$(sql "$db" "$hourly")"
+check "021: encoder and device are smallint" "smallint smallint" \
+    "$(sql "$db" "SELECT string_agg(data_type, ' ' ORDER BY column_name DESC) FROM information_schema.columns
+                  WHERE table_name = 'batches' AND column_name IN ('encoder', 'device')")"
+sql "$db" "INSERT INTO batches (tickets, real_tokens, padded_tokens, backend, encoder, device)
+           VALUES (1, 1, 1, 'cuda', 1, 0), (1, 1, 1, 'cpu', 0, NULL)" >/dev/null
+check "021: new rows name their encoder and device" "cpu:0:|cuda:1:0" \
+    "$(sql "$db" "SELECT string_agg(concat_ws(':', backend, encoder, coalesce(device::text, '')), '|' ORDER BY backend)
+                  FROM batches WHERE encoder IS NOT NULL")"
 
 # 8. CLI errors: input errors exit 2 with what to fix, an unreachable server exits 1
 out=$("$bin" migrate 2>&1); rc=$?

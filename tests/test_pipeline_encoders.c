@@ -115,6 +115,8 @@ static void test_two_encoders_exactly_n(void **state) {
     cfg.cls.threads = 2;
     cfg.cls.token_budget = 512; /* many batches */
     double_reset(-1, 0);
+    char id0[24]; /* the batches rows before this run's */
+    snprintf(id0, sizeof id0, "%ld", db_long("SELECT coalesce(max(id), 0) FROM batches", NULL));
     worker_pipeline_stats_t st;
     assert_int_equal(worker_pipeline_run_ex(&cfg, &st, &e), 0);
     assert_int_equal(atomic_load(&n_inst), 2);
@@ -135,6 +137,15 @@ static void test_two_encoders_exactly_n(void **state) {
                              " FROM gpu_memory GROUP BY worker, encoder) t",
                              NULL),
                      1);
+    /* a batches row per batch, naming the encoder that ran it; the cpu runs on no device */
+    assert_int_equal(db_long("SELECT count(*) FROM batches WHERE id > $1::bigint AND encoder = 0"
+                             " AND device IS NULL",
+                             id0),
+                     atomic_load(&batches[0]));
+    assert_int_equal(db_long("SELECT count(*) FROM batches WHERE id > $1::bigint AND encoder = 1"
+                             " AND device IS NULL",
+                             id0),
+                     atomic_load(&batches[1]));
 }
 
 /* Encoder 0's backend fails on its third batch: encoder 1 runs the batches it held, and
@@ -149,6 +160,8 @@ static void test_encoder_fault_rerun_elsewhere(void **state) {
     cfg.cls.threads = 2;
     cfg.cls.token_budget = 512;
     double_reset(0, 3);
+    char id0[24];
+    snprintf(id0, sizeof id0, "%ld", db_long("SELECT coalesce(max(id), 0) FROM batches", NULL));
     assert_int_equal(worker_pipeline_run(&cfg, &e), 0);
     fprintf(stderr, "encoder 0: %d batches (the 3rd failed), encoder 1: %d batches\n",
             atomic_load(&batches[0]), atomic_load(&batches[1]));
@@ -156,6 +169,14 @@ static void test_encoder_fault_rerun_elsewhere(void **state) {
     assert_true(atomic_load(&batches[1]) > 0);
     assert_int_equal(atomic_load(&worker_metrics.encoders_up), 1);
     assert_job_exact("job-fault", "e2", "ge2", n);
+    /* the batches say who ran what: encoder 0 the ones before its fault (the one or two it
+     * held then went to encoder 1), encoder 1 every other, every ticket in one of them */
+    long ran0 = db_long("SELECT count(*) FROM batches WHERE id > $1::bigint AND encoder = 0", id0);
+    assert_true(ran0 >= 0 && ran0 <= 2);
+    assert_int_equal(
+        db_long("SELECT count(*) FROM batches WHERE id > $1::bigint AND encoder = 1", id0),
+        atomic_load(&batches[1]));
+    assert_int_equal(db_long("SELECT sum(tickets) FROM batches WHERE id > $1::bigint", id0), n);
 }
 
 /* The only encoder fails: the worker stops non-zero without storing what it did not write;

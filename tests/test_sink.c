@@ -83,7 +83,9 @@ static const sink_batch_t two_batches[2] = {{.tickets = 3,
                                              .compute_ms = 2.25,
                                              .backend = "cpu",
                                              .device_used_bytes = 0,
-                                             .arena_bytes = 4096},
+                                             .arena_bytes = 4096,
+                                             .encoder = 0,
+                                             .device = -1},
                                             {.tickets = 5,
                                              .real_tokens = 50,
                                              .padded_tokens = 60,
@@ -91,7 +93,9 @@ static const sink_batch_t two_batches[2] = {{.tickets = 3,
                                              .compute_ms = 3.0,
                                              .backend = "cuda",
                                              .device_used_bytes = 1 << 20,
-                                             .arena_bytes = 8192}};
+                                             .arena_bytes = 8192,
+                                             .encoder = 1,
+                                             .device = 3}};
 
 static sink_t *open_sink(void) {
     sink_t *s = NULL;
@@ -110,6 +114,8 @@ static void expect_write(sink_t *s, int from, int to, const sink_batch_t *b, int
 static void test_write_counts_and_completion(void **state) {
     sink_t *s = open_sink();
     long b0 = n_batches();
+    char id0[24]; /* the batches rows before this test's */
+    snprintf(id0, sizeof id0, "%ld", q_long("SELECT coalesce(max(id), 0) FROM batches", NULL));
     fill("job-count", 0, 1000, 1000, "billing");
     expect_write(s, 0, 600, two_batches, 2);
     assert_int_equal(sink_last_inserted(s), 600);
@@ -137,6 +143,12 @@ static void test_write_counts_and_completion(void **state) {
                             " compute_ms = 3 AND device_used_bytes = 1048576",
                             NULL),
                      1);
+    /* each batch names its encoder and device; a batch of the host (cpu) has no device */
+    assert_int_equal(q_long("SELECT count(*) FILTER (WHERE encoder = 0 AND device IS NULL)"
+                            " * 10 + count(*) FILTER (WHERE encoder = 1 AND device = 3)"
+                            " FROM batches WHERE id > $1::bigint",
+                            id0),
+                     21);
     /* nothing to write is not an error and touches nothing */
     common_err_t e;
     assert_int_equal(sink_write(s, NULL, 0, NULL, 0, &e), COMMON_OK);

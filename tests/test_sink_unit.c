@@ -91,6 +91,26 @@ static void test_copybin_time_and_arrays(void **state) {
     static const unsigned char arr[] = {0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 23, 0, 0, 0, 2, 0, 0,
                                         0, 1, 0, 0, 0, 4, 0, 0, 0, 1, 0, 0,  0, 4, 0, 0, 0, 2};
     expect_bytes(&b, arr, sizeof arr);
+    /* a second array, of int2 with a NULL, after it: both as binary parameters */
+    size_t off[3] = {0, b.len, 0};
+    sink_copybin_array(&b, SINK_OID_INT2, 2, 1);
+    sink_copybin_int2(&b, -2);
+    sink_copybin_null(&b);
+    off[2] = b.len;
+    static const unsigned char arr2[] = {0, 0,  0, 1, 0,    0,    0,    1,    0,    0,
+                                         0, 21, 0, 0, 0,    2,    0,    0,    0,    1,
+                                         0, 0,  0, 2, 0xff, 0xfe, 0xff, 0xff, 0xff, 0xff};
+    assert_int_equal(b.len, sizeof arr + sizeof arr2);
+    assert_memory_equal(b.data + sizeof arr, arr2, sizeof arr2);
+    const char *vals[2];
+    int lens[2], fmts[2];
+    sink_copybin_params(&b, off, 2, vals, lens, fmts);
+    assert_ptr_equal(vals[0], b.data);
+    assert_ptr_equal(vals[1], b.data + sizeof arr);
+    assert_int_equal(lens[0], sizeof arr);
+    assert_int_equal(lens[1], sizeof arr2);
+    assert_int_equal(fmts[0], 1);
+    assert_int_equal(fmts[1], 1);
     sink_copybuf_free(&b);
 }
 

@@ -134,7 +134,10 @@ static common_status_t enc_publish(const pl_encoder_t *en, enc_slot_t *sl, commo
                             .compute_ms = b->compute_s * 1000.0,
                             .backend = eng->ops->name,
                             .device_used_bytes = (int64_t)ms.device_used,
-                            .arena_bytes = (int64_t)ms.arena_bytes};
+                            .arena_bytes = (int64_t)ms.arena_bytes,
+                            .encoder = en->id,
+                            /* a backend without devices runs on the host */
+                            .device = eng->ops->device_count ? en->device : -1};
     o->queued_s = common_now_s();
     pthread_mutex_lock(&pl->q.mu);
     pl->st.encoder_s += b->compute_s;

@@ -127,6 +127,11 @@ static void report_fmt_time(char *buf, size_t len, double t) {
     strftime(buf, len, "%H:%M:%S", &tm);
 }
 
+/* A legend entry's width: its swatch and name (11px text: about 6px a character). */
+static int report_legend_w(const char *name) {
+    return 24 + 6 * (int)strlen(name) + 16;
+}
+
 void report_svg_lines(FILE *f, int n_series, const report_series_t *series, report_fmt_t fmt,
                       int n_hlines, const double *hlines) {
     double x0 = INFINITY, x1 = -INFINITY, ymax = 0;
@@ -145,8 +150,15 @@ void report_svg_lines(FILE *f, int n_series, const report_series_t *series, repo
     if (ymax <= 0) ymax = 1; /* a flat line at 0 (allocations_after_init) still shows */
     ymax *= 1.1;
     if (x1 == x0) x1 = x0 + 1;
-    const int width = 760, height = 240, left = 70, right = 10, top = 12, bottom = 28;
-    const double pw = width - left - right, ph = height - top - bottom;
+    const int width = 760, left = 70, right = 10, bottom = 28;
+    const double pw = width - left - right, ph = 200;
+    int rows = 0; /* the legend's, above the plot: entries in rows as wide as the plot */
+    for (int s = 0, lx = 0; s < n_series && n_series > 1; s++) {
+        int w = report_legend_w(series[s].name);
+        if (s == 0 || (lx > 0 && lx + w > pw - 10)) rows++, lx = 0;
+        lx += w;
+    }
+    const int top = 12 + 14 * rows, height = top + (int)ph + bottom;
     fprintf(f, "<svg class=\"chart\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n", width,
             height, width, height);
     fprintf(f,
@@ -173,6 +185,7 @@ void report_svg_lines(FILE *f, int n_series, const report_series_t *series, repo
                 "stroke-dasharray=\"4 3\"><title>%s</title></line>\n",
                 left, y, left + pw, y, a);
     }
+    int lx = left + 10, ly = 6; /* the next legend entry's place */
     for (int s = 0; s < n_series; s++) {
         const char *color = report_colors[s % REPORT_N_COLORS];
         fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\" points=\"", color);
@@ -189,11 +202,14 @@ void report_svg_lines(FILE *f, int n_series, const report_series_t *series, repo
             fprintf(f, ": %s</title></circle>\n", a);
         }
         if (n_series > 1) {
-            fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/>",
-                    left + 10 + 150 * s, top + 6, color);
-            fprintf(f, "<text x=\"%d\" y=\"%d\">", left + 24 + 150 * s, top + 15);
+            int w = report_legend_w(series[s].name);
+            if (lx > left + 10 && lx + w > left + pw) lx = left + 10, ly += 14;
+            fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/>", lx, ly,
+                    color);
+            fprintf(f, "<text x=\"%d\" y=\"%d\">", lx + 14, ly + 9);
             report_html_text(f, series[s].name);
             fprintf(f, "</text>\n");
+            lx += w;
         }
     }
     fprintf(f, "</svg>\n");

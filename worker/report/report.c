@@ -1,5 +1,7 @@
 #include "worker/report/report.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -34,7 +36,7 @@ static const char report_style[] =
     ".chart text{font:11px system-ui,sans-serif;fill:#333}.note{color:#666}"
     ".st{font-weight:600;padding:1px 6px;border-radius:3px;color:#fff}"
     ".ok{background:#16a34a}.watch{background:#ea580c}.drift{background:#dc2626}"
-    ".sparse,.no_baseline{background:#6b7280}.kv td{text-align:left}";
+    ".sparse,.no_baseline{background:#6b7280}.kv td{text-align:left}.mem td{white-space:nowrap}";
 
 static void report_status(FILE *f, const char *s) {
     fprintf(f, "<span class=\"st ");
@@ -230,11 +232,134 @@ static const char q_throughput[] =
     " SELECT floor(extract(epoch FROM t.classified_at) / r.w) * r.w AS x, count(*)::float8 / r.w"
     " FROM ticket_results t, r WHERE t.job_id = $1 GROUP BY x, r.w ORDER BY x";
 
+/* gpu_memory's samples during the job, one encoder's after another ((worker, encoder, device),
+ * migration 019: NULL in rows before it, one encoder a worker), each in time order. */
 static const char q_memory[] =
     "SELECT extract(epoch FROM g.at), g.device_used_bytes, g.arena_bytes, g.weights_bytes,"
-    " g.allocations_after_init FROM gpu_memory g, jobs j WHERE j.job_id = $1"
-    " AND g.at BETWEEN j.first_seen - interval '5 seconds'"
-    " AND coalesce(j.completed_at, now()) + interval '5 seconds' ORDER BY g.at";
+    " g.allocations_after_init, g.worker, g.encoder, g.device FROM gpu_memory g, jobs j"
+    " WHERE j.job_id = $1 AND g.at BETWEEN j.first_seen - interval '5 seconds'"
+    " AND coalesce(j.completed_at, now()) + interval '5 seconds'"
+    " ORDER BY g.worker, g.encoder, g.device, g.at";
+
+enum { MEM_AT, MEM_USED, MEM_ARENA, MEM_WEIGHTS, MEM_ALLOCS, MEM_WORKER, MEM_ENCODER, MEM_DEVICE };
+
+/* The series the memory charts draw (one color each); the table lists every encoder. */
+#define REPORT_MEM_CHARTED 8
+
+/* One encoder's samples: rows [first, first + n) of q_memory. */
+typedef struct {
+    int first, n;
+    char name[400]; /* its series' name */
+    double arena0, arena_min, arena_max, used_max, weights, allocs;
+} report_enc_t;
+
+/* Whether rows i and j of q_memory are one encoder's (NULL equal to NULL). */
+static int report_mem_same(const PGresult *r, int i, int j) {
+    for (int c = MEM_WORKER; c <= MEM_DEVICE; c++) {
+        if (PQgetisnull(r, i, c) != PQgetisnull(r, j, c)) return 0;
+        if (!PQgetisnull(r, i, c) && strcmp(PQgetvalue(r, i, c), PQgetvalue(r, j, c))) return 0;
+    }
+    return 1;
+}
+
+/* q_memory's rows cut into encoders (enc: room for each); their count. */
+static int report_mem_encoders(const PGresult *r, report_enc_t *enc) {
+    int rows = PQntuples(r), n = 0, workers = 0;
+    for (int i = 0; i < rows; i++) {
+        if (i == 0 || !report_mem_same(r, i - 1, i)) {
+            double arena = report_d(r, i, MEM_ARENA);
+            enc[n++] = (report_enc_t){.first = i, .arena0 = arena, .arena_min = arena};
+            workers += i == 0 ||
+                       strcmp(PQgetvalue(r, i - 1, MEM_WORKER), PQgetvalue(r, i, MEM_WORKER)) != 0;
+        }
+        report_enc_t *x = &enc[n - 1];
+        x->n++;
+        double arena = report_d(r, i, MEM_ARENA);
+        x->arena_min = arena < x->arena_min ? arena : x->arena_min;
+        x->arena_max = arena > x->arena_max ? arena : x->arena_max;
+        x->used_max = fmax(x->used_max, report_d(r, i, MEM_USED));
+        x->allocs = fmax(x->allocs, report_d(r, i, MEM_ALLOCS));
+        x->weights = report_d(r, i, MEM_WEIGHTS);
+    }
+    for (int k = 0; k < n; k++) { /* the worker named where the job had several */
+        int i = enc[k].first;
+        snprintf(enc[k].name, sizeof enc[k].name, "%s%sencoder %s, device %s",
+                 workers > 1 ? PQgetvalue(r, i, MEM_WORKER) : "", workers > 1 ? " " : "",
+                 report_v(r, i, MEM_ENCODER), report_v(r, i, MEM_DEVICE));
+    }
+    return n;
+}
+
+/* The device memory section: arena and device used over time, a line per encoder, and a row
+ * per encoder (its arena must stay flat, with no allocation after start-up). */
+static void report_memory(FILE *f, const PGresult *r) {
+    static const char *const heads[] = {"worker",     "encoder",          "device",
+                                        "samples",    "weights",          "arena",
+                                        "arena peak", "device used peak", "allocations after init",
+                                        "flat"};
+    int rows = PQntuples(r), keys = 0;
+    for (int i = 0; i < rows; i++)
+        keys += i == 0 || !report_mem_same(r, i - 1, i);
+    report_enc_t *enc = calloc((size_t)keys + 1, sizeof *enc); /* (keys) */
+    double *v = calloc(3 * (size_t)rows + 1, sizeof *v);       /* (3, rows): x, arena, used */
+    report_series_t s[2 * REPORT_MEM_CHARTED];                 /* arena's, then used's */
+    if (!enc || !v) {
+        free(enc);
+        free(v);
+        return;
+    }
+    for (int i = 0; i < rows; i++) {
+        v[i] = report_d(r, i, MEM_AT);
+        v[rows + i] = report_d(r, i, MEM_ARENA);
+        v[2 * rows + i] = report_d(r, i, MEM_USED);
+    }
+    int n = report_mem_encoders(r, enc), charted = n < REPORT_MEM_CHARTED ? n : REPORT_MEM_CHARTED;
+    for (int k = 0; k < charted; k++) {
+        const report_enc_t *x = &enc[k];
+        s[k] = (report_series_t){x->name, v + x->first, v + rows + x->first, x->n};
+        s[REPORT_MEM_CHARTED + k] =
+            (report_series_t){x->name, v + x->first, v + 2 * rows + x->first, x->n};
+    }
+    if (n > charted)
+        fprintf(f,
+                "<p class=\"note\">the first %d of %d encoders charted; the table lists "
+                "all</p>\n",
+                charted, n);
+    fprintf(f, "<h3>Arena, per encoder</h3>\n");
+    report_svg_lines(f, charted, s, REPORT_FMT_BYTES, 0, NULL);
+    fprintf(f, "<h3>Device used, per encoder (the device's, as each encoder on it saw it)"
+               "</h3>\n");
+    report_svg_lines(f, charted, s + REPORT_MEM_CHARTED, REPORT_FMT_BYTES, 0, NULL);
+    fprintf(f, "<table class=\"mem\"><tr>");
+    for (size_t c = 0; c < sizeof heads / sizeof heads[0]; c++)
+        fprintf(f, "<th>%s</th>", heads[c]);
+    fprintf(f, "</tr>\n");
+    double allocs = 0;
+    for (int k = 0; k < n; k++) {
+        const report_enc_t *x = &enc[k];
+        const int i = x->first;
+        char b[4][32];
+        report_fmt_value(b[0], sizeof b[0], x->weights, REPORT_FMT_BYTES);
+        report_fmt_value(b[1], sizeof b[1], x->arena0, REPORT_FMT_BYTES);
+        report_fmt_value(b[2], sizeof b[2], x->arena_max, REPORT_FMT_BYTES);
+        report_fmt_value(b[3], sizeof b[3], x->used_max, REPORT_FMT_BYTES);
+        fprintf(f, "<tr><td>");
+        report_html_text(f, report_v(r, i, MEM_WORKER));
+        fprintf(f, "</td><td>%s</td><td>%s</td><td>%d</td>", report_v(r, i, MEM_ENCODER),
+                report_v(r, i, MEM_DEVICE), x->n);
+        fprintf(f, "<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.0f</td><td>%s</td></tr>\n",
+                b[0], b[1], b[2], b[3], x->allocs,
+                x->arena_min == x->arena_max && x->allocs == 0 ? "yes" : "no");
+        allocs = fmax(allocs, x->allocs);
+    }
+    fprintf(f, "</table>\n");
+    fprintf(f,
+            "<p>allocations_after_init: at most <b>%.0f</b> over %d samples "
+            "(must stay 0: no device allocation after start-up)</p>\n",
+            allocs, rows);
+    free(enc);
+    free(v);
+}
 
 /* Columns 1..ncols of r as series against column 0. */
 static void report_lines_of(FILE *f, const PGresult *r, int ncols, const char *const *names,
@@ -293,15 +418,7 @@ common_status_t report_job_write(PGconn *conn, const char *job, FILE *f, common_
         static const char *const th[] = {"tickets/s"};
         report_lines_of(f, r[5], 1, th, REPORT_FMT_COUNT);
         fprintf(f, "<h2>Device memory (gpu_memory samples)</h2>\n");
-        static const char *const mh[] = {"device used", "arena", "weights"};
-        report_lines_of(f, r[6], 3, mh, REPORT_FMT_BYTES);
-        double allocs = 0;
-        for (int i = 0; i < PQntuples(r[6]); i++)
-            if (report_d(r[6], i, 4) > allocs) allocs = report_d(r[6], i, 4);
-        fprintf(f,
-                "<p>allocations_after_init: at most <b>%.0f</b> over %d samples "
-                "(must stay 0: no device allocation after start-up)</p>\n",
-                allocs, PQntuples(r[6]));
+        report_memory(f, r[6]);
         fprintf(f, "<p class=\"note\">generated %s by reclass report</p>\n</body></html>\n", when);
     }
     PQclear(labels);
