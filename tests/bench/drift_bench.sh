@@ -191,6 +191,55 @@ time_sql 'worker: write one window of every tenant' "$window_write"
 # (as another worker writes its rows of the window: each run a worker of its own)
 time_cpu 'worker: write one window of every tenant, server CPU time' "SET application_name = 'drift_bench'" \
     "WITH w AS (${window_write/\'bench:2\'/\'bench:\' || pg_backend_pid()} RETURNING 1) SELECT count(*) FROM w"
+# the worker's statements of one window since 020 (it judges in C: sink/drift_judge.c): the
+# window's lock, the rows stored of the window for its tenants (the other workers') and the
+# references stored for its hour, the write (the window's rows with their scores, the hour
+# roll-up trigger, every tenant's status); once an hour a tenant's reference
+# (drift_reference_refresh) and the hour's judged windows (drift_judged_close). Each run a
+# window of its own inside this hour (after the REUSE clean-up above: the newest); the scores
+# are given. Each timed in a session that ran it once before (rolled back): the worker's
+# session is long-lived, its functions and triggers compiled and planned.
+labels="ARRAY[$(for i in $(seq 0 19); do printf "'l%d'%s" "$i" "$([ "$i" = 19 ] || echo ,)"; done)]"
+tenants="ARRAY(SELECT format('tenant%s', lpad(k::text, 4, '0')) FROM generate_series(0, $TENANTS - 1) k)"
+hour="date_trunc('hour', now(), 'UTC')"
+# quiet SQL: SQL run for its effects, its rows dropped (time_cpu's set-up prints one row only)
+quiet() { printf 'DO $quiet$BEGIN EXECUTE $q$%s$q$; END$quiet$' "$1"; }
+refresh="SELECT count(*) FROM drift_reference_refresh('$model', $hour, $labels, $tenants)"
+time_cpu 'since 020, once an hour: every tenant'"'"'s reference (`drift_reference_refresh`), server CPU time' \
+    "BEGIN; $(quiet "$refresh"); ROLLBACK" "$refresh"
+w_rows="CREATE TEMP TABLE wr AS SELECT extract(epoch FROM $win + (pg_backend_pid() % 40) * interval '1 s')::bigint AS b, jsonb_agg(jsonb_build_object(
+    'tenant', format('tenant%s', lpad(k::text, 4, '0')), 'overflow', false, 'tickets', 10,
+    'label_counts', '{\"l0\": 6, \"l1\": 4}'::jsonb, 'confidence_hist', '[0,0,0,0,0,1,2,3,4,0]'::jsonb,
+    'confidence_sum', 7.5, 'truncated', 0, 'tokens', 250) ORDER BY k) AS j,
+    jsonb_agg(jsonb_build_object('status', 'ok', 'label_psi', 0.01, 'label_js', 0.005,
+    'confidence_psi', 0.02, 'confidence_js', 0.01, 'low_share', 0.1, 'low_change', 0.0, 'labels_new', '[]'::jsonb,
+    'labels_gone', '[]'::jsonb, 'reference', 'trailing 7 days', 'ref_tickets', 100000, 'judged_tickets', 10,
+    'judged_overflow', false) ORDER BY k) AS jj FROM generate_series(0, $TENANTS - 1) k"
+# c_sql NAME: a statement of sink/drift_judge.c as its C string holds it
+c_sql() { sed -n "/^static const char $1\\[\\] =/,/;\$/p" "$here/../../sink/drift_judge.c" | sed '1{/=$/d;s/^.*= *//}' | sed 's/^ *"//;s/" *[;]*$//' | tr -d '\n'; }
+w_others=$(c_sql SQL_OTHERS) w_refs=$(c_sql SQL_REFS) w_write=$(c_sql SQL_WRITE)
+q_model="'$model'" q_worker="('bench:' || pg_backend_pid())"
+w_others=${w_others//\$1::bigint/(SELECT b FROM wr)}; w_others=${w_others//\$2::text/$q_model}
+w_others=${w_others//\$3::jsonb/to_jsonb($tenants)}
+w_refs=${w_refs//\$1::text/$q_model}; w_refs=${w_refs//\$2::jsonb/to_jsonb($tenants)}
+w_refs=${w_refs//\$3::bigint/extract(epoch FROM $hour)::bigint}; w_refs=${w_refs//\$4::jsonb/to_jsonb($labels)}
+w_write=${w_write//\$1::bigint/(SELECT b FROM wr)}; w_write=${w_write//\$2::integer/$WINDOW_S}
+w_write=${w_write//\$3::text/$q_model}; w_write=${w_write//\$4::text/$q_worker}
+w_write=${w_write//\$5::jsonb/(SELECT j FROM wr)}; w_write=${w_write//\$6::jsonb/(SELECT jj FROM wr)}
+w_read="SELECT drift_window_lock('$model', to_timestamp((SELECT b FROM wr))), (SELECT count(*) FROM ($w_others) x),
+    (SELECT count(*) FROM ($w_refs) y)"
+time_cpu 'since 020, per window: the window'"'"'s lock and the stored rows and references of its tenants, server CPU time' \
+    "$w_rows; $(quiet "$w_read")" "$w_read"
+time_cpu 'since 020, per window: the write (rows with scores, hour roll-up, status), server CPU time' \
+    "$w_rows; BEGIN; $(quiet "$w_write"); ROLLBACK" "$w_write"
+time_cpu 'since 020, part: the write less the hour roll-up trigger, server CPU time' \
+    "$w_rows; BEGIN; ALTER TABLE drift_windows DISABLE TRIGGER drift_windows_rollup_insert; $(quiet "$w_write"); ROLLBACK; BEGIN;
+     ALTER TABLE drift_windows DISABLE TRIGGER drift_windows_rollup_insert" "$w_write"
+# (the last loaded hour: yesterday's last, its windows judged as the worker leaves them)
+hc="date_trunc('day', now(), 'UTC') - interval '1 hour'"
+time_cpu 'since 020, once an hour: the hour'"'"'s judged windows (`drift_judged_close`, one window of every tenant), server CPU time' \
+    "BEGIN; UPDATE drift_rollup_mark SET done_before = $hc WHERE rollup = 'drift_judged'; UPDATE drift_windows SET status = 'ok', label_psi = 0.01, label_js = 0.005, confidence_psi = 0.02, confidence_js = 0.01, low_confidence_share = 0.1, low_confidence_change = 0, labels_new = '{}', labels_gone = '{}', reference = 'trailing 7 days', ref_tickets = 100000, judged_tickets = tickets, judged_overflow = false, judged_at = now() WHERE window_start >= $hc AND window_start < $hc + interval '1 hour' AND model = '$model'" \
+    "SELECT drift_judged_close('$model', $hc + interval '1 hour')"
 # what one statement per window costs when the worker scores (issue 41's plan: the scores
 # computed in C, worker/observe/drift_score.c): the window's rows (through today's roll-up and
 # reference triggers), its judged rows (drift_judged_store) and every tenant's status, each run
