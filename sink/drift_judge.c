@@ -42,21 +42,20 @@ static const char SQL_REFRESH[] =
     " JOIN drift_reference_refresh($1::text, to_timestamp($3::bigint),"
     " ARRAY(SELECT jsonb_array_elements_text($4::jsonb)),"
     " ARRAY(SELECT jsonb_array_elements_text($2::jsonb))) f ON f.tenant = t.name";
-/* $1 window start, $2 window_s, $3 model, $4 worker, $5 rows, $6 their judgments (jsonb
- * arrays, row by row). On conflict the counts add (telemetry.c's write) and the judgment is
+/* $1 window start, $2 window_s, $3 model, $4 worker, $5 rows with their judgments (jsonb
+ * array). On conflict the counts add (telemetry.c's write) and the judgment is
  * replaced; a newer status is never replaced by an older one. A window of an hour already
  * closed (drift_judged_close's mark past it: a late worker, a stopped worker's hour) stores its
  * judgments in drift_judged at once. */
 static const char SQL_WRITE[] =
-    "WITH r AS MATERIALIZED (SELECT * FROM ROWS FROM ("
-    "  jsonb_to_recordset($5::jsonb) AS (tenant text, overflow boolean, tickets bigint,"
-    "   label_counts jsonb, confidence_hist integer[], confidence_sum double precision,"
-    "   truncated integer, tokens bigint),"
-    "  jsonb_to_recordset($6::jsonb) AS (status text, label_psi double precision,"
+    "WITH r AS MATERIALIZED (SELECT * FROM jsonb_to_recordset($5::jsonb) AS x(tenant text,"
+    "  overflow boolean, tickets bigint, label_counts jsonb, confidence_hist integer[],"
+    "  confidence_sum double precision, truncated integer, tokens bigint,"
+    "  status text, label_psi double precision,"
     "   label_js double precision, confidence_psi double precision,"
     "   confidence_js double precision, low_share double precision,"
     "   low_change double precision, labels_new text[], labels_gone text[], reference text,"
-    "   ref_tickets bigint, judged_tickets bigint, judged_overflow boolean)) x),"
+    "   ref_tickets bigint, judged_tickets bigint, judged_overflow boolean)),"
     " w AS (INSERT INTO drift_windows AS d (window_start, window_s, tenant, model, worker,"
     "  overflow, tickets, label_counts, confidence_hist, confidence_sum, mean_confidence,"
     "  truncated, tokens, status, label_psi, label_js, confidence_psi, confidence_js,"
@@ -171,10 +170,11 @@ static json_t *num_or_null(int has, double v) {
     return has ? json_real(v) : json_null();
 }
 
-/* The judgments as a JSON array of objects, row by row; NULL when out of memory. */
+/* The rows with their judgments as one JSON array of objects (sink/telemetry.c's row objects
+ * and the judgment's fields); NULL when out of memory. */
 static char *judged_json(const sink_drift_t *d, const sink_drift_stored_t *st,
                          const sink_drift_judged_t *j) {
-    json_t *arr = json_array();
+    json_t *arr = sink_drift_rows_array(d);
     for (int i = 0; arr && i < d->n_rows; i++) {
         const sink_drift_judged_t *x = &j[i];
         json_t *o = json_pack(
@@ -189,7 +189,9 @@ static char *judged_json(const sink_drift_t *d, const sink_drift_stored_t *st,
             names_json(d, x->labels_gone, x->n_gone), "reference", st[i].ref_name, "ref_tickets",
             st[i].ref_tickets < 0 ? json_null() : json_integer(st[i].ref_tickets), "judged_tickets",
             (json_int_t)x->tickets, "judged_overflow", x->overflow);
-        if (!o || json_array_append_new(arr, o)) {
+        int bad = !o || json_object_update(json_array_get(arr, (size_t)i), o);
+        json_decref(o);
+        if (bad) {
             json_decref(arr);
             return NULL;
         }
@@ -255,8 +257,7 @@ static common_status_t write_judged(PGconn *conn, const sink_drift_t *d,
     char *labels = lj ? json_dumps(lj, JSON_COMPACT) : NULL;
     json_decref(lj);
     int n = 0;
-    char *tenants = tenants_json(d, stored, 0, rows_of, &n), *stale = NULL, *rows = NULL,
-         *jj = NULL;
+    char *tenants = tenants_json(d, stored, 0, rows_of, &n), *stale = NULL, *rows = NULL;
     common_status_t rc = COMMON_OK;
     if (!labels || !tenants) {
         rc = common_err_set(e, COMMON_FATAL, "drift window: out of memory");
@@ -283,20 +284,18 @@ static common_status_t write_judged(PGconn *conn, const sink_drift_t *d,
                    "refresh drift references (drift_reference_refresh)", e);
     if (rc != COMMON_OK) goto out;
     judge(ctx, d, stored, judged);
-    rows = sink_drift_rows_json(d);
-    jj = judged_json(d, stored, judged);
-    if (!rows || !jj) {
+    rows = judged_json(d, stored, judged);
+    if (!rows) {
         rc = common_err_set(e, COMMON_FATAL, "drift window: out of memory");
         goto out;
     }
-    const char *w[6] = {start, win, model, d->worker ? d->worker : "", rows, jj};
-    rc = query(conn, SQL_WRITE, 6, w, d, stored, NULL, NULL, "write the judged drift window", e);
+    const char *w[5] = {start, win, model, d->worker ? d->worker : "", rows};
+    rc = query(conn, SQL_WRITE, 5, w, d, stored, NULL, NULL, "write the judged drift window", e);
 out:
     free(labels);
     free(tenants);
     free(stale);
     free(rows);
-    free(jj);
     return rc;
 }
 

@@ -3,6 +3,7 @@
 #ifndef RECLASS_SINK_CONN_H
 #define RECLASS_SINK_CONN_H
 
+#include <jansson.h>
 #include <libpq-fe.h>
 
 #include "sink/sink.h"
@@ -12,7 +13,7 @@ PGconn *sink_conn(sink_t *sink);
 
 struct sink_drift_s;
 /* A drift window's rows as the JSON array of row objects drift_windows' writes expand
- * (sink/telemetry.c); NULL when out of memory. The caller frees it. */
-char *sink_drift_rows_json(const struct sink_drift_s *d);
+ * (sink/telemetry.c); NULL when out of memory. The caller owns it (json_decref). */
+json_t *sink_drift_rows_array(const struct sink_drift_s *d);
 
 #endif

@@ -65,7 +65,7 @@ static common_status_t exec_params(sink_t *sink, const char *sql, int n, const c
     return rc;
 }
 
-char *sink_drift_rows_json(const sink_drift_t *d) {
+json_t *sink_drift_rows_array(const sink_drift_t *d) {
     json_t *arr = json_array();
     int ok = arr != NULL;
     for (int i = 0; ok && i < d->n_rows; i++) {
@@ -102,14 +102,16 @@ char *sink_drift_rows_json(const sink_drift_t *d) {
         json_decref(lc);
         json_decref(h);
     }
-    char *s = ok ? json_dumps(arr, JSON_COMPACT) : NULL;
+    if (ok) return arr;
     json_decref(arr);
-    return s;
+    return NULL;
 }
 
 common_status_t sink_write_drift(sink_t *sink, const sink_drift_t *d, common_err_t *e) {
     if (!d || d->n_rows == 0) return COMMON_OK;
-    char *rows = sink_drift_rows_json(d);
+    json_t *arr = sink_drift_rows_array(d);
+    char *rows = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+    json_decref(arr);
     if (!rows) return common_err_set(e, COMMON_FATAL, "drift_windows: out of memory");
     char start[32], win[16];
     snprintf(start, sizeof(start), "%" PRId64, d->window_start_s);

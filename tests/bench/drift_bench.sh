@@ -106,10 +106,11 @@ sql "ANALYZE"
 else
     # an earlier run's timed windows (this hour's and later) and the references they moved
     # out: the write then meets no reference, as the worker's newest window does; the days'
-    # mark back to this hour (017: none of its hours or later ones hold rows now)
+    # mark back to this hour (017: none of its hours or later ones hold rows now), and the
+    # judged hours' (020: this hour not closed)
     sql "DELETE FROM drift_windows WHERE window_start >= date_trunc('hour', now(), 'UTC')"
     sql "UPDATE drift_rollup_mark SET done_before = least(done_before, date_trunc('hour', now(), 'UTC'))
-         WHERE rollup = 'drift_daily'"
+         WHERE rollup IN ('drift_daily', 'drift_judged')"
     sql "DELETE FROM drift_reference"
 fi
 t2=$(now_s)
@@ -207,14 +208,14 @@ quiet() { printf 'DO $quiet$BEGIN EXECUTE $q$%s$q$; END$quiet$' "$1"; }
 refresh="SELECT count(*) FROM drift_reference_refresh('$model', $hour, $labels, $tenants)"
 time_cpu 'since 020, once an hour: every tenant'"'"'s reference (`drift_reference_refresh`), server CPU time' \
     "BEGIN; $(quiet "$refresh"); ROLLBACK" "$refresh"
-w_rows="CREATE TEMP TABLE wr AS SELECT extract(epoch FROM $win + (pg_backend_pid() % 40) * interval '1 s')::bigint AS b, jsonb_agg(jsonb_build_object(
-    'tenant', format('tenant%s', lpad(k::text, 4, '0')), 'overflow', false, 'tickets', 10,
+w_rows="CREATE TEMP TABLE wr AS SELECT extract(epoch FROM $win + (pg_backend_pid() % 40) * interval '1 s')::bigint AS b,
+    jsonb_agg(jsonb_build_object('tenant', format('tenant%s', lpad(k::text, 4, '0')), 'overflow', false, 'tickets', 10,
     'label_counts', '{\"l0\": 6, \"l1\": 4}'::jsonb, 'confidence_hist', '[0,0,0,0,0,1,2,3,4,0]'::jsonb,
-    'confidence_sum', 7.5, 'truncated', 0, 'tokens', 250) ORDER BY k) AS j,
-    jsonb_agg(jsonb_build_object('status', 'ok', 'label_psi', 0.01, 'label_js', 0.005,
+    'confidence_sum', 7.5, 'truncated', 0, 'tokens', 250)
+    || jsonb_build_object('status', 'ok', 'label_psi', 0.01, 'label_js', 0.005,
     'confidence_psi', 0.02, 'confidence_js', 0.01, 'low_share', 0.1, 'low_change', 0.0, 'labels_new', '[]'::jsonb,
     'labels_gone', '[]'::jsonb, 'reference', 'trailing 7 days', 'ref_tickets', 100000, 'judged_tickets', 10,
-    'judged_overflow', false) ORDER BY k) AS jj FROM generate_series(0, $TENANTS - 1) k"
+    'judged_overflow', false) ORDER BY k) AS j FROM generate_series(0, $TENANTS - 1) k"
 # c_sql NAME: a statement of sink/drift_judge.c as its C string holds it
 c_sql() { sed -n "/^static const char $1\\[\\] =/,/;\$/p" "$here/../../sink/drift_judge.c" | sed '1{/=$/d;s/^.*= *//}' | sed 's/^ *"//;s/" *[;]*$//' | tr -d '\n'; }
 w_others=$(c_sql SQL_OTHERS) w_refs=$(c_sql SQL_REFS) w_write=$(c_sql SQL_WRITE)
@@ -225,7 +226,7 @@ w_refs=${w_refs//\$1::text/$q_model}; w_refs=${w_refs//\$2::jsonb/to_jsonb($tena
 w_refs=${w_refs//\$3::bigint/extract(epoch FROM $hour)::bigint}; w_refs=${w_refs//\$4::jsonb/to_jsonb($labels)}
 w_write=${w_write//\$1::bigint/(SELECT b FROM wr)}; w_write=${w_write//\$2::integer/$WINDOW_S}
 w_write=${w_write//\$3::text/$q_model}; w_write=${w_write//\$4::text/$q_worker}
-w_write=${w_write//\$5::jsonb/(SELECT j FROM wr)}; w_write=${w_write//\$6::jsonb/(SELECT jj FROM wr)}
+w_write=${w_write//\$5::jsonb/(SELECT j FROM wr)}
 w_read="SELECT drift_window_lock('$model', to_timestamp((SELECT b FROM wr))), (SELECT count(*) FROM ($w_others) x),
     (SELECT count(*) FROM ($w_refs) y)"
 time_cpu 'since 020, per window: the window'"'"'s lock and the stored rows and references of its tenants, server CPU time' \
