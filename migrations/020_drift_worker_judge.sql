@@ -18,9 +18,13 @@
 --     write reads every earlier writer's committed rows, judges the sum and its status stands
 --     (drift_status keeps the newest judgment of a window; drift_judged_close takes the row
 --     judged last).
--- (4) The hour roll-up of a statement whose rows are one per tenant, model and hour (a
---     worker's window) is one upsert of the rows as they are; the days take whole days from
---     the hours once a day (the mark of 017 moves at a day's close), not every hour.
+-- (4) The hour roll-up of the windows takes whole hours once an hour, not every window: the mark
+--     'drift_hourly' (017's drift_rollup_mark) is the hour before which drift_hourly holds
+--     every window; a statement with rows of a later hour adds the hours from the mark to
+--     theirs and moves it (drift_hours_close), and the days take whole days from the hours once
+--     a day (the mark 'drift_daily' moves at a day's close). Rows before the hour mark (a late
+--     worker, an update, a delete) go to their hour at once, as before. The readers of the
+--     hours (drift_windows_sum, drift_scores_between) take the windows at or after the mark raw.
 -- (5) The reference trigger of 010 (drift_reference, the SQL judge's) returns at once for rows
 --     after every stored reference's end (a worker's newest window).
 
@@ -56,6 +60,9 @@ ALTER TABLE drift_status
     ADD COLUMN ref_name    text,
     ADD COLUMN ref_pinned  boolean;
 
+-- drift_hourly holds every window before this hour (009: every window)
+INSERT INTO drift_rollup_mark
+SELECT 'drift_hourly', coalesce((SELECT max(bucket_start) FROM drift_hourly) + interval '1 hour', '-infinity');
 -- drift_judged holds every judged window before this hour
 INSERT INTO drift_rollup_mark
 SELECT 'drift_judged', coalesce(date_trunc('hour', (SELECT max(window_start) FROM drift_judged), 'UTC')
@@ -86,9 +93,12 @@ DECLARE
     f timestamptz := p_hour - span;
     -- whole days [d0, d1) from drift_daily, the hours of [f, d0) and [d1, p_hour) from drift_hourly
     d0 timestamptz := date_trunc('day', f + interval '1 day' - interval '1 microsecond', 'UTC');
-    d1 timestamptz := greatest(d0, least(date_trunc('day', p_hour, 'UTC'),
-                                         date_trunc('day', drift_rollup_done_before('drift_daily'), 'UTC')));
+    d1 timestamptz;
 BEGIN
+    -- the hours before p_hour are whole: in drift_hourly
+    PERFORM drift_hours_close(p_hour);
+    d1 := greatest(d0, least(date_trunc('day', p_hour, 'UTC'),
+                             date_trunc('day', drift_rollup_done_before('drift_daily'), 'UTC')));
     RETURN QUERY
     WITH t AS (SELECT DISTINCT u.t FROM unnest(p_tenants) u(t)),
     parts AS MATERIALIZED (
@@ -162,6 +172,9 @@ DECLARE mark timestamptz; n integer := 0;
 BEGIN
     SELECT done_before INTO mark FROM drift_rollup_mark WHERE rollup = 'drift_judged' FOR UPDATE;
     IF p_before <= mark THEN RETURN 0; END IF;
+    -- once an hour, as drift_status_refresh did every window: partitions made and dropped
+    PERFORM drift_partitions_maintain();
+    PERFORM ticket_results_partitions_maintain();
     SELECT drift_judged_store(array_agg(ROW(j.window_start, j.tenant, j.model, j.window_s, j.judged_tickets,
                j.status, drift_rank(j.status), j.label_psi, j.label_js, j.confidence_psi, j.confidence_js,
                j.low_confidence_share, j.low_confidence_change, j.labels_new, j.labels_gone, j.reference,
@@ -178,18 +191,10 @@ END $f$;
 ALTER FUNCTION drift_judged_close(text, timestamptz) SET jit = off;
 
 -- ---------------------------------------------------------------------------------------
--- 017's roll-up trigger. A statement of one row per tenant, model and hour, every row at or
--- after the days' mark (a worker's window): its rows upserted into their hours as they are.
--- Otherwise 017's sums (label counts exploded and regrouped). The days' mark moves when a row
--- of a later day than the mark's is written: the whole days from the mark to that day from
--- their hours.
-CREATE OR REPLACE FUNCTION drift_rollup_apply() RETURNS trigger LANGUAGE plpgsql AS $f$
-DECLARE
-    plus constant text := $$SELECT tenant, model, window_start, 1 AS sg, tickets, label_counts,
-        confidence_hist, confidence_sum, truncated, tokens, overflow FROM new_rows$$;
-    minus constant text := $$SELECT tenant, model, window_start, -1 AS sg, tickets, label_counts,
-        confidence_hist, confidence_sum, truncated, tokens, false AS overflow FROM old_rows$$;
-    upsert constant text := $$ ON CONFLICT (tenant, model, bucket_start) DO UPDATE SET
+-- 017's upsert of summed rows into a roll-up (h): counts add, label counts key by key (a key
+-- summing to 0 dropped, as drift_labels_add drops it), histograms bin by bin (shape [10]).
+CREATE FUNCTION drift_rollup_upsert() RETURNS text LANGUAGE sql IMMUTABLE AS $f$ SELECT $$
+    ON CONFLICT (tenant, model, bucket_start) DO UPDATE SET
         tickets = h.tickets + excluded.tickets,
         label_counts = (SELECT (h.label_counts || coalesce(jsonb_object_agg(k, n) FILTER (WHERE n <> 0), '{}'::jsonb))
                                - coalesce(array_agg(k) FILTER (WHERE n = 0), '{}'::text[])
@@ -202,74 +207,64 @@ DECLARE
                                 h.confidence_hist[9] + excluded.confidence_hist[9], h.confidence_hist[10] + excluded.confidence_hist[10]],
         confidence_sum = h.confidence_sum + excluded.confidence_sum,
         truncated = h.truncated + excluded.truncated, tokens = h.tokens + excluded.tokens,
-        overflow = h.overflow OR excluded.overflow$$;
-    delta text;
-    mark timestamptz;
-    newest timestamptz;
-    simple boolean := false;
+        overflow = h.overflow OR excluded.overflow$$ $f$;
+
+-- Rows (d: tenant, model, window_start, sg, tickets, label_counts, confidence_hist,
+-- confidence_sum, truncated, tokens, overflow) summed into their hours of drift_hourly, and
+-- those before $1 into their days of drift_daily: 017's statement.
+CREATE FUNCTION drift_rollup_sql(p_rows text) RETURNS text LANGUAGE sql IMMUTABLE AS $f$ SELECT format($$
+    WITH d AS MATERIALIZED (%s),
+    g AS MATERIALIZED (
+        SELECT tenant, model, date_trunc('hour', window_start, 'UTC') AS b, sum(sg * tickets)::bigint AS n,
+               ARRAY[sum(sg * confidence_hist[1]), sum(sg * confidence_hist[2]), sum(sg * confidence_hist[3]),
+                     sum(sg * confidence_hist[4]), sum(sg * confidence_hist[5]), sum(sg * confidence_hist[6]),
+                     sum(sg * confidence_hist[7]), sum(sg * confidence_hist[8]), sum(sg * confidence_hist[9]),
+                     sum(sg * confidence_hist[10])]::bigint[] AS ch,
+               sum(sg * confidence_sum) AS cs, sum(sg * truncated)::bigint AS tr,
+               sum(sg * tokens)::bigint AS tk, bool_or(overflow) AS o
+        FROM d GROUP BY 1, 2, 3),
+    gl AS MATERIALIZED (
+        SELECT d.tenant, d.model, date_trunc('hour', d.window_start, 'UTC') AS b, e.key,
+               sum(d.sg * e.value::bigint) AS c
+        FROM d, jsonb_each_text(d.label_counts) e GROUP BY 1, 2, 3, 4),
+    hh AS (
+        INSERT INTO drift_hourly AS h
+        SELECT g.tenant, g.model, g.b, g.n, coalesce(l.lc, '{}'::jsonb), g.ch, g.cs, g.tr, g.tk, g.o
+        FROM g LEFT JOIN (SELECT tenant, model, b, jsonb_object_agg(key, c) AS lc FROM gl WHERE c <> 0
+                          GROUP BY 1, 2, 3) l ON l.tenant = g.tenant AND l.model = g.model AND l.b = g.b
+        ORDER BY 1, 2, 3 %s
+        RETURNING 1)
+    INSERT INTO drift_daily AS h
+    SELECT g.tenant, g.model, g.b, g.n, coalesce(l.lc, '{}'::jsonb), g.ch, g.cs, g.tr, g.tk, g.o
+    FROM (SELECT tenant, model, date_trunc('day', b, 'UTC') AS b, sum(n)::bigint AS n,
+                 ARRAY[sum(ch[1]), sum(ch[2]), sum(ch[3]), sum(ch[4]), sum(ch[5]), sum(ch[6]), sum(ch[7]),
+                       sum(ch[8]), sum(ch[9]), sum(ch[10])]::bigint[] AS ch,
+                 sum(cs) AS cs, sum(tr)::bigint AS tr, sum(tk)::bigint AS tk, bool_or(o) AS o
+          FROM g WHERE g.b < $1 GROUP BY 1, 2, 3) g
+    LEFT JOIN (SELECT tenant, model, b, jsonb_object_agg(key, c) AS lc
+               FROM (SELECT tenant, model, date_trunc('day', b, 'UTC') AS b, key, sum(c) AS c FROM gl
+                     WHERE gl.b < $1 GROUP BY 1, 2, 3, 4) x
+               WHERE c <> 0 GROUP BY 1, 2, 3) l ON l.tenant = g.tenant AND l.model = g.model AND l.b = g.b
+    ORDER BY 1, 2, 3 %s$$, p_rows, drift_rollup_upsert(), drift_rollup_upsert()) $f$;
+
+-- The windows before p_before's hour and at or after the hour mark into their hours (and the
+-- days before the day mark), the hour mark moved there; then the whole days from the day mark
+-- to p_before's day from their hours, the day mark moved there. The hour mark's row is locked
+-- to the end of the transaction (the writers of drift_windows take turns past it, as 017's
+-- day mark). Returns 1 when hours were closed, else 0.
+CREATE FUNCTION drift_hours_close(p_before timestamptz) RETURNS integer LANGUAGE plpgsql AS $f$
+DECLARE hm timestamptz; dm timestamptz; n integer := 0; h timestamptz := date_trunc('hour', p_before, 'UTC');
 BEGIN
-    -- the hours before the mark are in drift_daily; it cannot move until this statement commits
-    -- (concurrent writers take turns here)
-    SELECT done_before INTO mark FROM drift_rollup_mark WHERE rollup = 'drift_daily' FOR UPDATE;
-    IF TG_OP = 'INSERT' THEN
-        SELECT count(*) = count(DISTINCT (n.tenant, n.model, date_trunc('hour', n.window_start, 'UTC')))
-               AND coalesce(bool_and(n.window_start >= mark), true),
-               date_trunc('day', max(n.window_start), 'UTC')
-        INTO simple, newest FROM new_rows n;
+    SELECT done_before INTO hm FROM drift_rollup_mark WHERE rollup = 'drift_hourly' FOR UPDATE;
+    SELECT done_before INTO dm FROM drift_rollup_mark WHERE rollup = 'drift_daily' FOR UPDATE;
+    IF h > hm THEN
+        EXECUTE drift_rollup_sql($$SELECT tenant, model, window_start, 1 AS sg, tickets, label_counts,
+                confidence_hist, confidence_sum, truncated, tokens, overflow FROM drift_windows
+                WHERE window_start >= $2 AND window_start < $3$$) USING dm, hm, h;
+        n := 1;
+        UPDATE drift_rollup_mark SET done_before = h WHERE rollup = 'drift_hourly';
     END IF;
-    IF simple THEN
-        -- no stored object holds a 0 (as drift_labels_add drops them)
-        EXECUTE format($$
-            INSERT INTO drift_hourly AS h
-            SELECT n.tenant, n.model, date_trunc('hour', n.window_start, 'UTC'), n.tickets,
-                   CASE WHEN n.label_counts @? '$.* ? (@ == 0)' THEN drift_labels_add(n.label_counts, '{}')
-                        ELSE n.label_counts END,
-                   n.confidence_hist, n.confidence_sum, n.truncated, n.tokens, n.overflow
-            FROM new_rows n ORDER BY 1, 2, 3 %s$$, upsert);
-    ELSE
-        delta := CASE TG_OP WHEN 'INSERT' THEN plus WHEN 'UPDATE' THEN plus || ' UNION ALL ' || minus
-                            ELSE minus END;
-        EXECUTE format($$
-            WITH d AS MATERIALIZED (%s),
-            g AS MATERIALIZED (
-                SELECT tenant, model, date_trunc('hour', window_start, 'UTC') AS b, sum(sg * tickets)::bigint AS n,
-                       ARRAY[sum(sg * confidence_hist[1]), sum(sg * confidence_hist[2]), sum(sg * confidence_hist[3]),
-                             sum(sg * confidence_hist[4]), sum(sg * confidence_hist[5]), sum(sg * confidence_hist[6]),
-                             sum(sg * confidence_hist[7]), sum(sg * confidence_hist[8]), sum(sg * confidence_hist[9]),
-                             sum(sg * confidence_hist[10])]::bigint[] AS ch,
-                       sum(sg * confidence_sum) AS cs, sum(sg * truncated)::bigint AS tr,
-                       sum(sg * tokens)::bigint AS tk, bool_or(overflow) AS o
-                FROM d GROUP BY 1, 2, 3),
-            gl AS MATERIALIZED (
-                SELECT d.tenant, d.model, date_trunc('hour', d.window_start, 'UTC') AS b, e.key,
-                       sum(d.sg * e.value::bigint) AS c
-                FROM d, jsonb_each_text(d.label_counts) e GROUP BY 1, 2, 3, 4),
-            hh AS (
-                INSERT INTO drift_hourly AS h
-                SELECT g.tenant, g.model, g.b, g.n, coalesce(l.lc, '{}'::jsonb), g.ch, g.cs, g.tr, g.tk, g.o
-                FROM g LEFT JOIN (SELECT tenant, model, b, jsonb_object_agg(key, c) AS lc FROM gl WHERE c <> 0
-                                  GROUP BY 1, 2, 3) l ON l.tenant = g.tenant AND l.model = g.model AND l.b = g.b
-                ORDER BY 1, 2, 3 %s
-                RETURNING 1)
-            INSERT INTO drift_daily AS h
-            SELECT g.tenant, g.model, g.b, g.n, coalesce(l.lc, '{}'::jsonb), g.ch, g.cs, g.tr, g.tk, g.o
-            FROM (SELECT tenant, model, date_trunc('day', b, 'UTC') AS b, sum(n)::bigint AS n,
-                         ARRAY[sum(ch[1]), sum(ch[2]), sum(ch[3]), sum(ch[4]), sum(ch[5]), sum(ch[6]), sum(ch[7]),
-                               sum(ch[8]), sum(ch[9]), sum(ch[10])]::bigint[] AS ch,
-                         sum(cs) AS cs, sum(tr)::bigint AS tr, sum(tk)::bigint AS tk, bool_or(o) AS o
-                  FROM g WHERE g.b < $1 GROUP BY 1, 2, 3) g
-            LEFT JOIN (SELECT tenant, model, b, jsonb_object_agg(key, c) AS lc
-                       FROM (SELECT tenant, model, date_trunc('day', b, 'UTC') AS b, key, sum(c) AS c FROM gl
-                             WHERE gl.b < $1 GROUP BY 1, 2, 3, 4) x
-                       WHERE c <> 0 GROUP BY 1, 2, 3) l ON l.tenant = g.tenant AND l.model = g.model AND l.b = g.b
-            ORDER BY 1, 2, 3 %s$$, delta, upsert, upsert) USING mark;
-        IF TG_OP <> 'DELETE' THEN
-            EXECUTE $$SELECT date_trunc('day', max(window_start), 'UTC') FROM new_rows$$ INTO newest;
-        END IF;
-    END IF;
-    -- rows of a later day than the mark: the hours from the mark to that day are whole (a
-    -- worker writes its windows in order), add them to their days and move the mark
-    IF TG_OP <> 'DELETE' AND newest > mark THEN
+    IF date_trunc('day', h, 'UTC') > dm THEN
         EXECUTE format($$
             INSERT INTO drift_daily AS h
             SELECT g.tenant, g.model, g.b, g.n, coalesce(l.lc, '{}'::jsonb), g.ch, g.cs, g.tr, g.tk, g.o
@@ -287,8 +282,43 @@ BEGIN
                              FROM drift_hourly x, jsonb_each_text(x.label_counts) e
                              WHERE x.bucket_start >= $1 AND x.bucket_start < $2 GROUP BY 1, 2, 3, 4) y
                        WHERE c <> 0 GROUP BY 1, 2, 3) l ON l.tenant = g.tenant AND l.model = g.model AND l.b = g.b
-            ORDER BY 1, 2, 3 %s$$, upsert) USING mark, newest;
-        UPDATE drift_rollup_mark SET done_before = newest WHERE rollup = 'drift_daily';
+            ORDER BY 1, 2, 3 %s$$, drift_rollup_upsert()) USING dm, date_trunc('day', h, 'UTC');
+        UPDATE drift_rollup_mark SET done_before = date_trunc('day', h, 'UTC') WHERE rollup = 'drift_daily';
+    END IF;
+    RETURN n;
+END $f$;
+ALTER FUNCTION drift_hours_close(timestamptz) SET jit = off;
+
+-- 017's roll-up trigger: the rows before the hour mark to their hours (and days before the
+-- day mark); rows at or after it wait for their hour's close, which rows of a later hour make.
+CREATE OR REPLACE FUNCTION drift_rollup_apply() RETURNS trigger LANGUAGE plpgsql AS $f$
+DECLARE
+    plus constant text := $$SELECT tenant, model, window_start, 1 AS sg, tickets, label_counts,
+        confidence_hist, confidence_sum, truncated, tokens, overflow FROM new_rows WHERE window_start < $2$$;
+    minus constant text := $$SELECT tenant, model, window_start, -1 AS sg, tickets, label_counts,
+        confidence_hist, confidence_sum, truncated, tokens, false AS overflow FROM old_rows WHERE window_start < $2$$;
+    hm timestamptz;
+    dm timestamptz;
+    before boolean := true;
+    newest timestamptz;
+BEGIN
+    -- neither mark moves until this statement commits (concurrent writers take turns here)
+    SELECT done_before INTO hm FROM drift_rollup_mark WHERE rollup = 'drift_hourly' FOR UPDATE;
+    SELECT done_before INTO dm FROM drift_rollup_mark WHERE rollup = 'drift_daily' FOR UPDATE;
+    IF TG_OP = 'INSERT' THEN
+        SELECT bool_or(n.window_start < hm), max(n.window_start) INTO before, newest FROM new_rows n;
+    END IF;
+    IF before THEN
+        EXECUTE drift_rollup_sql(CASE TG_OP WHEN 'INSERT' THEN plus WHEN 'UPDATE' THEN plus || ' UNION ALL ' || minus
+                                            ELSE minus END) USING dm, hm;
+    END IF;
+    IF TG_OP = 'UPDATE' THEN
+        EXECUTE $$SELECT max(window_start) FROM new_rows$$ INTO newest;
+    END IF;
+    -- rows of a later hour than the mark: the hours from the mark to theirs are whole (a worker
+    -- writes its windows in order)
+    IF date_trunc('hour', newest, 'UTC') > hm THEN
+        PERFORM drift_hours_close(newest);
     END IF;
     RETURN NULL;
 END $f$;
@@ -328,3 +358,136 @@ BEGIN
         FROM s WHERE r.tenant = s.tenant AND r.model = s.model$$, delta);
     RETURN NULL;
 END $f$;
+
+-- ---------------------------------------------------------------------------------------
+-- 017's range sums: whole hours only before the hour mark (the windows after it raw).
+CREATE OR REPLACE FUNCTION drift_windows_sum(p_tenant text, p_model text, from_ts timestamptz, to_ts timestamptz,
+                                             OUT label_counts jsonb, OUT confidence_hist bigint[], OUT tickets bigint)
+LANGUAGE sql STABLE AS $$
+    WITH b AS (SELECT from_ts AS f, to_ts AS t,
+                      -- whole days [d0, d1), whole hours [h0, d0) and [d1, h1), raw the rest
+                      drift_hour_ceil(from_ts) AS h0,
+                      least(date_trunc('hour', to_ts, 'UTC'), drift_rollup_done_before('drift_hourly')) AS h1),
+         bd AS (SELECT b.*, date_trunc('day', h0, 'UTC') + CASE WHEN date_trunc('day', h0, 'UTC') < h0
+                                                          THEN interval '1 day' ELSE interval '0' END AS d0,
+                       least(date_trunc('day', h1, 'UTC'),
+                             date_trunc('day', drift_rollup_done_before('drift_daily'), 'UTC')) AS d1 FROM b),
+         r AS (SELECT bd.*, d0 < d1 AS has_days, h0 < h1 AS has_hours FROM bd),
+         parts AS (
+            SELECT d.label_counts AS lc, d.confidence_hist AS h, d.tickets AS n
+            FROM r, drift_daily d
+            WHERE r.has_hours AND r.has_days AND d.tenant = p_tenant AND d.model = p_model
+              AND d.bucket_start >= r.d0 AND d.bucket_start < r.d1
+            UNION ALL
+            SELECT d.label_counts, d.confidence_hist, d.tickets
+            FROM r, drift_hourly d
+            WHERE r.has_hours AND d.tenant = p_tenant AND d.model = p_model
+              AND ((r.has_days AND ((d.bucket_start >= r.h0 AND d.bucket_start < r.d0)
+                                    OR (d.bucket_start >= r.d1 AND d.bucket_start < r.h1)))
+                   OR (NOT r.has_days AND d.bucket_start >= r.h0 AND d.bucket_start < r.h1))
+            -- the raw edges [from_ts, h0) and [h1, to_ts) (all of it without whole hours), as
+            -- expressions of the parameters: partitions outside them are pruned at start
+            UNION ALL
+            SELECT w.label_counts, w.confidence_hist::bigint[], w.tickets
+            FROM drift_windows w
+            WHERE w.tenant = p_tenant AND w.model = p_model AND w.window_start >= from_ts
+              AND w.window_start < CASE WHEN drift_hour_ceil(from_ts)
+                                             < least(date_trunc('hour', to_ts, 'UTC'), drift_rollup_done_before('drift_hourly'))
+                                        THEN drift_hour_ceil(from_ts) ELSE to_ts END
+            UNION ALL
+            SELECT w.label_counts, w.confidence_hist::bigint[], w.tickets
+            FROM drift_windows w
+            WHERE w.tenant = p_tenant AND w.model = p_model
+              AND drift_hour_ceil(from_ts) < least(date_trunc('hour', to_ts, 'UTC'), drift_rollup_done_before('drift_hourly'))
+              AND w.window_start >= least(date_trunc('hour', to_ts, 'UTC'), drift_rollup_done_before('drift_hourly'))
+              AND w.window_start < to_ts)
+    SELECT (SELECT jsonb_object_agg(l.key, l.n) FROM
+              (SELECT e.key, sum(e.value::bigint) AS n FROM parts, jsonb_each_text(parts.lc) e
+               GROUP BY e.key) l WHERE l.n <> 0),
+           (SELECT array_agg(x.n ORDER BY x.i) FROM
+              (SELECT u.i, sum(u.c)::bigint AS n FROM parts, unnest(parts.h) WITH ORDINALITY u(c, i)
+               GROUP BY u.i) x),
+           (SELECT sum(parts.n)::bigint FROM parts)
+$$;
+
+-- 009's scores of windows, hours and days: the hours and days from drift_hourly before the
+-- hour mark, from the windows after it.
+CREATE OR REPLACE FUNCTION drift_scores_between(p_bucket text, p_since timestamptz, p_until timestamptz,
+                                     p_tenant text DEFAULT NULL, p_model text DEFAULT NULL)
+RETURNS TABLE (bucket_start timestamptz, bucket_s integer, tenant text, model text, tickets bigint,
+               label_psi double precision, label_js double precision,
+               confidence_psi double precision, confidence_js double precision,
+               low_confidence_share double precision, low_confidence_share_ref double precision,
+               low_confidence_change double precision, labels_new text[], labels_gone text[],
+               status text, reference text, ref_tickets bigint)
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    IF p_bucket NOT IN ('window', 'hour', 'day') THEN
+        RAISE invalid_parameter_value USING MESSAGE = format(
+            'drift_scores: bucket %s: use window, hour or day', p_bucket);
+    END IF;
+    RETURN QUERY
+    WITH cur AS (
+        SELECT d.window_start AS b, d.window_s AS bs, d.tenant AS t, d.model AS m, sum(d.tickets)::bigint AS n,
+               nullif(drift_labels_sum(d.label_counts), '{}'::jsonb) AS lc,
+               drift_hist_sum(d.confidence_hist::bigint[]) AS h
+        FROM drift_windows d
+        WHERE p_bucket = 'window' AND d.window_start >= p_since AND d.window_start < p_until
+          AND (p_tenant IS NULL OR d.tenant = p_tenant) AND (p_model IS NULL OR d.model = p_model)
+        GROUP BY 1, 2, 3, 4
+        UNION ALL
+        -- (020) hours before the hour mark from drift_hourly, the windows after it raw
+        SELECT x.b, 3600, x.t, x.m, sum(x.n)::bigint, nullif(drift_labels_sum(x.lc), '{}'::jsonb), drift_hist_sum(x.h)
+        FROM (SELECT d.bucket_start AS b, d.tenant AS t, d.model AS m, d.tickets AS n, d.label_counts AS lc,
+                     d.confidence_hist AS h
+              FROM drift_hourly d
+              WHERE p_bucket = 'hour' AND d.tickets > 0 AND d.bucket_start >= date_trunc('hour', p_since, 'UTC')
+                AND d.bucket_start < p_until AND d.bucket_start < drift_rollup_done_before('drift_hourly')
+                AND (p_tenant IS NULL OR d.tenant = p_tenant) AND (p_model IS NULL OR d.model = p_model)
+              UNION ALL
+              SELECT date_trunc('hour', w.window_start, 'UTC'), w.tenant, w.model, w.tickets, w.label_counts,
+                     w.confidence_hist::bigint[]
+              FROM drift_windows w
+              WHERE p_bucket = 'hour'
+                AND w.window_start >= greatest(date_trunc('hour', p_since, 'UTC'), drift_rollup_done_before('drift_hourly'))
+                AND w.window_start < p_until
+                AND (p_tenant IS NULL OR w.tenant = p_tenant) AND (p_model IS NULL OR w.model = p_model)) x
+        GROUP BY 1, 2, 3, 4 HAVING sum(x.n) > 0
+        UNION ALL
+        SELECT date_trunc('day', x.b), 86400, x.t, x.m, sum(x.n)::bigint,
+               nullif(drift_labels_sum(x.lc), '{}'::jsonb), drift_hist_sum(x.h)
+        FROM (SELECT d.bucket_start AS b, d.tenant AS t, d.model AS m, d.tickets AS n, d.label_counts AS lc,
+                     d.confidence_hist AS h
+              FROM drift_hourly d
+              WHERE p_bucket = 'day' AND d.tickets > 0 AND d.bucket_start >= date_trunc('day', p_since)
+                AND d.bucket_start < p_until AND d.bucket_start < drift_rollup_done_before('drift_hourly')
+                AND (p_tenant IS NULL OR d.tenant = p_tenant) AND (p_model IS NULL OR d.model = p_model)
+              UNION ALL
+              SELECT w.window_start, w.tenant, w.model, w.tickets, w.label_counts, w.confidence_hist::bigint[]
+              FROM drift_windows w
+              WHERE p_bucket = 'day'
+                AND w.window_start >= greatest(date_trunc('day', p_since), drift_rollup_done_before('drift_hourly'))
+                AND w.window_start < p_until
+                AND (p_tenant IS NULL OR w.tenant = p_tenant) AND (p_model IS NULL OR w.model = p_model)) x
+        GROUP BY 1, 2, 3, 4)
+    SELECT cur.b, cur.bs, cur.t::text, cur.m::text, cur.n,
+           sc.label_psi, sc.label_js, sc.confidence_psi, sc.confidence_js,
+           sc.low_confidence_share, sc.low_confidence_share_ref, sc.low_confidence_change,
+           sc.labels_new, sc.labels_gone, sc.status,
+           CASE WHEN pin.id IS NOT NULL THEN format('baseline %s (%s%s)', pin.id, pin.source,
+                                                   coalesce(' ' || pin.source_job, ''))
+                WHEN tr.tickets IS NOT NULL THEN format('trailing %s', (SELECT trailing_span FROM drift_settings()))
+                ELSE 'none' END,
+           coalesce(pin.tickets, tr.tickets)
+    FROM cur
+    LEFT JOIN LATERAL (SELECT * FROM drift_baselines z WHERE z.tenant = cur.t AND z.model = cur.m
+                       ORDER BY z.created_at DESC, z.id DESC LIMIT 1) pin ON true
+    LEFT JOIN LATERAL (SELECT * FROM drift_windows_sum(cur.t, cur.m,
+                                     cur.b - (SELECT trailing_span FROM drift_settings()), cur.b) s
+                       WHERE pin.id IS NULL) tr ON true
+    CROSS JOIN LATERAL drift_compare(cur.lc, cur.h, cur.n,
+                                     coalesce(pin.label_counts, tr.label_counts),
+                                     coalesce(pin.confidence_hist, tr.confidence_hist),
+                                     coalesce(pin.tickets, tr.tickets)) sc;
+END $$;
+

@@ -105,12 +105,12 @@ sql "UPDATE drift_rollup_mark SET done_before = (SELECT max(bucket_start) + inte
 sql "ANALYZE"
 else
     # an earlier run's timed windows (this hour's and later) and the references they moved
-    # out: the write then meets no reference, as the worker's newest window does; the days'
-    # mark back to this hour (017: none of its hours or later ones hold rows now), and the
-    # judged hours' (020: this hour not closed)
+    # out: the write then meets no reference, as the worker's newest window does; the marks of
+    # the days (017), the hours and the judged hours (020) back to this hour (none of its hours
+    # or later ones hold rows now: this hour not closed)
     sql "DELETE FROM drift_windows WHERE window_start >= date_trunc('hour', now(), 'UTC')"
     sql "UPDATE drift_rollup_mark SET done_before = least(done_before, date_trunc('hour', now(), 'UTC'))
-         WHERE rollup IN ('drift_daily', 'drift_judged')"
+         WHERE rollup IN ('drift_hourly', 'drift_daily', 'drift_judged')"
     sql "DELETE FROM drift_reference"
 fi
 t2=$(now_s)
@@ -194,9 +194,10 @@ time_cpu 'worker: write one window of every tenant, server CPU time' "SET applic
     "WITH w AS (${window_write/\'bench:2\'/\'bench:\' || pg_backend_pid()} RETURNING 1) SELECT count(*) FROM w"
 # the worker's statements of one window since 020 (it judges in C: sink/drift_judge.c): the
 # window's lock, the rows stored of the window for its tenants (the other workers') and the
-# references stored for its hour, the write (the window's rows with their scores, the hour
-# roll-up trigger, every tenant's status); once an hour a tenant's reference
-# (drift_reference_refresh) and the hour's judged windows (drift_judged_close). Each run a
+# references stored for its hour, the write (the window's rows with their scores, every
+# tenant's status; the roll-up trigger: nothing before the hour's close); once an hour every
+# tenant's reference (drift_reference_refresh), the hour's roll-up (drift_hours_close) and its
+# judged windows (drift_judged_close). Each run a
 # window of its own inside this hour (after the REUSE clean-up above: the newest); the scores
 # are given. Each timed in a session that ran it once before (rolled back): the worker's
 # session is long-lived, its functions and triggers compiled and planned.
@@ -231,13 +232,17 @@ w_read="SELECT drift_window_lock('$model', to_timestamp((SELECT b FROM wr))), (S
     (SELECT count(*) FROM ($w_refs) y)"
 time_cpu 'since 020, per window: the window'"'"'s lock and the stored rows and references of its tenants, server CPU time' \
     "$w_rows; $(quiet "$w_read")" "$w_read"
-time_cpu 'since 020, per window: the write (rows with scores, hour roll-up, status), server CPU time' \
+time_cpu 'since 020, per window: the write (rows with scores, status; the roll-up trigger), server CPU time' \
     "$w_rows; BEGIN; $(quiet "$w_write"); ROLLBACK" "$w_write"
-time_cpu 'since 020, part: the write less the hour roll-up trigger, server CPU time' \
+time_cpu 'since 020, part: the write less the roll-up trigger, server CPU time' \
     "$w_rows; BEGIN; ALTER TABLE drift_windows DISABLE TRIGGER drift_windows_rollup_insert; $(quiet "$w_write"); ROLLBACK; BEGIN;
      ALTER TABLE drift_windows DISABLE TRIGGER drift_windows_rollup_insert" "$w_write"
-# (the last loaded hour: yesterday's last, its windows judged as the worker leaves them)
+# (the last loaded hour: yesterday's last, its windows judged as the worker leaves them, and
+# not in drift_hourly yet)
 hc="date_trunc('day', now(), 'UTC') - interval '1 hour'"
+time_cpu 'since 020, once an hour: the hour'"'"'s roll-up (`drift_hours_close`, one window of every tenant), server CPU time' \
+    "BEGIN; UPDATE drift_rollup_mark SET done_before = $hc WHERE rollup = 'drift_hourly'; DELETE FROM drift_hourly WHERE bucket_start = $hc" \
+    "SELECT drift_hours_close($hc + interval '1 hour')"
 time_cpu 'since 020, once an hour: the hour'"'"'s judged windows (`drift_judged_close`, one window of every tenant), server CPU time' \
     "BEGIN; UPDATE drift_rollup_mark SET done_before = $hc WHERE rollup = 'drift_judged'; UPDATE drift_windows SET status = 'ok', label_psi = 0.01, label_js = 0.005, confidence_psi = 0.02, confidence_js = 0.01, low_confidence_share = 0.1, low_confidence_change = 0, labels_new = '{}', labels_gone = '{}', reference = 'trailing 7 days', ref_tickets = 100000, judged_tickets = tickets, judged_overflow = false, judged_at = now() WHERE window_start >= $hc AND window_start < $hc + interval '1 hour' AND model = '$model'" \
     "SELECT drift_judged_close('$model', $hc + interval '1 hour')"
