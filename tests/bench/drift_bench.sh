@@ -239,9 +239,6 @@ time_cpu 'since 020, per window: the window'"'"'s lock and the stored rows and r
     "$w_rows; $(quiet "$w_read")" "$w_read" 5
 time_cpu 'since 020, per window: the write (rows with scores, status; the roll-up trigger), server CPU time' \
     "$w_rows; CREATE TEMP SEQUENCE bench_worker; BEGIN; $(quiet "$w_write"); ROLLBACK" "$w_write" 5
-time_cpu 'since 020, part: the write less the roll-up trigger, server CPU time' \
-    "$w_rows; CREATE TEMP SEQUENCE bench_worker; BEGIN; ALTER TABLE drift_windows DISABLE TRIGGER drift_windows_rollup_insert; $(quiet "$w_write"); ROLLBACK; BEGIN;
-     ALTER TABLE drift_windows DISABLE TRIGGER drift_windows_rollup_insert" "$w_write" 5
 # (the last loaded hour: yesterday's last, its windows judged as the worker leaves them, and
 # not in drift_hourly yet)
 hc="date_trunc('day', now(), 'UTC') - interval '1 hour'"
