@@ -436,23 +436,22 @@ BEGIN
           AND (p_tenant IS NULL OR d.tenant = p_tenant) AND (p_model IS NULL OR d.model = p_model)
         GROUP BY 1, 2, 3, 4
         UNION ALL
-        -- (020) hours before the hour mark from drift_hourly, the windows after it raw
-        SELECT x.b, 3600, x.t, x.m, sum(x.n)::bigint, nullif(drift_labels_sum(x.lc), '{}'::jsonb), drift_hist_sum(x.h)
-        FROM (SELECT d.bucket_start AS b, d.tenant AS t, d.model AS m, d.tickets AS n, d.label_counts AS lc,
-                     d.confidence_hist AS h
-              FROM drift_hourly d
-              WHERE p_bucket = 'hour' AND d.tickets > 0 AND d.bucket_start >= date_trunc('hour', p_since, 'UTC')
-                AND d.bucket_start < p_until AND d.bucket_start < drift_rollup_done_before('drift_hourly')
-                AND (p_tenant IS NULL OR d.tenant = p_tenant) AND (p_model IS NULL OR d.model = p_model)
-              UNION ALL
-              SELECT date_trunc('hour', w.window_start, 'UTC'), w.tenant, w.model, w.tickets, w.label_counts,
-                     w.confidence_hist::bigint[]
-              FROM drift_windows w
-              WHERE p_bucket = 'hour'
-                AND w.window_start >= greatest(date_trunc('hour', p_since, 'UTC'), drift_rollup_done_before('drift_hourly'))
-                AND w.window_start < p_until
-                AND (p_tenant IS NULL OR w.tenant = p_tenant) AND (p_model IS NULL OR w.model = p_model)) x
-        GROUP BY 1, 2, 3, 4 HAVING sum(x.n) > 0
+        -- (020) hours before the hour mark from drift_hourly, the windows after it summed raw
+        SELECT d.bucket_start, 3600, d.tenant, d.model, d.tickets, nullif(d.label_counts, '{}'::jsonb),
+               d.confidence_hist
+        FROM drift_hourly d
+        WHERE p_bucket = 'hour' AND d.tickets > 0 AND d.bucket_start >= date_trunc('hour', p_since, 'UTC')
+          AND d.bucket_start < p_until AND d.bucket_start < drift_rollup_done_before('drift_hourly')
+          AND (p_tenant IS NULL OR d.tenant = p_tenant) AND (p_model IS NULL OR d.model = p_model)
+        UNION ALL
+        SELECT date_trunc('hour', w.window_start, 'UTC'), 3600, w.tenant, w.model, sum(w.tickets)::bigint,
+               nullif(drift_labels_sum(w.label_counts), '{}'::jsonb), drift_hist_sum(w.confidence_hist::bigint[])
+        FROM drift_windows w
+        WHERE p_bucket = 'hour'
+          AND w.window_start >= greatest(date_trunc('hour', p_since, 'UTC'), drift_rollup_done_before('drift_hourly'))
+          AND w.window_start < p_until
+          AND (p_tenant IS NULL OR w.tenant = p_tenant) AND (p_model IS NULL OR w.model = p_model)
+        GROUP BY 1, 2, 3, 4 HAVING sum(w.tickets) > 0
         UNION ALL
         SELECT date_trunc('day', x.b), 86400, x.t, x.m, sum(x.n)::bigint,
                nullif(drift_labels_sum(x.lc), '{}'::jsonb), drift_hist_sum(x.h)
