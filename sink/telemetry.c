@@ -65,8 +65,7 @@ static common_status_t exec_params(sink_t *sink, const char *sql, int n, const c
     return rc;
 }
 
-/* The rows as a JSON array of objects, NULL when out of memory. */
-static char *drift_json(const sink_drift_t *d) {
+json_t *sink_drift_rows_array(const sink_drift_t *d) {
     json_t *arr = json_array();
     int ok = arr != NULL;
     for (int i = 0; ok && i < d->n_rows; i++) {
@@ -103,14 +102,16 @@ static char *drift_json(const sink_drift_t *d) {
         json_decref(lc);
         json_decref(h);
     }
-    char *s = ok ? json_dumps(arr, JSON_COMPACT) : NULL;
+    if (ok) return arr;
     json_decref(arr);
-    return s;
+    return NULL;
 }
 
 common_status_t sink_write_drift(sink_t *sink, const sink_drift_t *d, common_err_t *e) {
     if (!d || d->n_rows == 0) return COMMON_OK;
-    char *rows = drift_json(d);
+    json_t *arr = sink_drift_rows_array(d);
+    char *rows = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+    json_decref(arr);
     if (!rows) return common_err_set(e, COMMON_FATAL, "drift_windows: out of memory");
     char start[32], win[16];
     snprintf(start, sizeof(start), "%" PRId64, d->window_start_s);
@@ -145,10 +146,8 @@ common_status_t sink_write_gpu_memory(sink_t *sink, const sink_gpu_memory_t *g, 
     return exec_params(sink, SQL_GPU, 11, vals, "write gpu_memory", e);
 }
 
-/* $1 model, $2 unix seconds. Judging stores; the reads are index scans of drift_status. */
-static const char SQL_DRIFT_REFRESH[] =
-    "SELECT drift_status_refresh($1::text, to_timestamp($2::bigint))";
-/* $3 rows: the worst first, whatever the tenant's name (the alert must see any of them) */
+/* $1 model, $2 unix seconds, $3 rows: the worst first, whatever the tenant's name (the alert must
+ * see any of them) */
 static const char SQL_DRIFT_WORST[] =
     "SELECT tenant, level FROM drift_status WHERE model = $1::text"
     " AND window_start >= to_timestamp($2::bigint)"
@@ -167,11 +166,10 @@ common_status_t sink_drift_status(sink_t *sink, const char *model, int64_t since
     snprintf(since, sizeof(since), "%" PRId64, since_s);
     snprintf(lim, sizeof(lim), "%d", max_rows);
     const char *vals[3] = {model, since, lim};
-    static const char *const sql[3] = {SQL_DRIFT_REFRESH, SQL_DRIFT_WORST, SQL_DRIFT_COUNTS};
-    static const char *const step[3] = {"judge drift status (drift_status_refresh)",
-                                        "read drift status", "count drift status"};
-    for (int q = 0; q < 3; q++) {
-        PGresult *res = PQexecParams(conn, sql[q], q == 1 ? 3 : 2, NULL, vals, NULL, NULL, 0);
+    static const char *const sql[2] = {SQL_DRIFT_WORST, SQL_DRIFT_COUNTS};
+    static const char *const step[2] = {"read drift status", "count drift status"};
+    for (int q = 0; q < 2; q++) {
+        PGresult *res = PQexecParams(conn, sql[q], q == 0 ? 3 : 2, NULL, vals, NULL, NULL, 0);
         if (!res || PQresultStatus(res) != PGRES_TUPLES_OK) {
             if (!sink_pg_unmigrated(res)) return sink_pg_fail(conn, res, step[q], e);
             common_status_t rc = sink_pg_fail(conn, res, "drift_status missing", e);
@@ -179,8 +177,8 @@ common_status_t sink_drift_status(sink_t *sink, const char *model, int64_t since
             return rc;
         }
         for (int i = 0; i < PQntuples(res); i++) {
-            if (q == 1) fn(ctx, PQgetvalue(res, i, 0), atoi(PQgetvalue(res, i, 1)));
-            if (q == 2) count_fn(ctx, PQgetvalue(res, i, 0), atol(PQgetvalue(res, i, 1)));
+            if (q == 0) fn(ctx, PQgetvalue(res, i, 0), atoi(PQgetvalue(res, i, 1)));
+            if (q == 1) count_fn(ctx, PQgetvalue(res, i, 0), atol(PQgetvalue(res, i, 1)));
         }
         PQclear(res);
     }

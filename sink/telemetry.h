@@ -24,7 +24,7 @@ typedef struct {
     int64_t tokens;
 } sink_drift_row_t;
 
-typedef struct {
+typedef struct sink_drift_s {
     int64_t window_start_s; /* unix seconds */
     int window_s;
     const char *model;
@@ -57,11 +57,11 @@ typedef struct {
  * now(). */
 common_status_t sink_write_gpu_memory(sink_t *sink, const sink_gpu_memory_t *row, common_err_t *e);
 
-/* After a window is written: judges each tenant's newest drift window of model since since_s
- * (unix seconds) into drift_status (drift_status_refresh of migration 009), then reads it back
- * worst first: fn gets at most max_rows tenants with their level (3 drift, 2 watch, 1 ok, 0 not
- * judged: sparse or no baseline), highest level first, then count_fn the number of tenants per
- * status (drift, watch, ok, sparse, no_baseline) over all of them. */
+/* After a window is written (judged: sink/drift_judge.h): each tenant's newest status of model
+ * since since_s (unix seconds) read from drift_status worst first: fn gets at most max_rows
+ * tenants with their level (3 drift, 2 watch, 1 ok, 0 not judged: sparse or no baseline),
+ * highest level first, then count_fn the number of tenants per status (drift, watch, ok,
+ * sparse, no_baseline) over all of them. */
 typedef void (*sink_drift_status_fn)(void *ctx, const char *tenant, int level);
 typedef void (*sink_drift_count_fn)(void *ctx, const char *status, long tenants);
 common_status_t sink_drift_status(sink_t *sink, const char *model, int64_t since_s, int max_rows,

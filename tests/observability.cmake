@@ -36,3 +36,10 @@ endif()
 add_test(NAME it_run_prometheus
          COMMAND bash ${CMAKE_SOURCE_DIR}/tests/integration/run_prometheus.sh $<TARGET_FILE:reclass>)
 set_tests_properties(it_run_prometheus PROPERTIES LABELS integration TIMEOUT 300 SKIP_RETURN_CODE 77)
+# the worker's judged write of a window (sink/drift_judge.c, worker/observe/drift_judge.c,
+# migration 020) over two workers' rows equals the SQL judge's on the same windows
+add_executable(test_drift_judge ${CMAKE_SOURCE_DIR}/tests/test_drift_judge.c)
+target_link_libraries(test_drift_judge PRIVATE reclass_core PkgConfig::CMOCKA)
+add_test(NAME test_drift_judge
+         COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_sink.sh $<TARGET_FILE:test_drift_judge>)
+set_tests_properties(test_drift_judge PROPERTIES LABELS integration TIMEOUT 300)

@@ -114,8 +114,12 @@ done
 sql "INSERT INTO drift_windows (window_start, window_s, tenant, model, worker, tickets, label_counts, confidence_hist)
      VALUES (date_trunc('hour', now()) + interval '2 hours 40 minutes', 60, 'tenant1', 'm', 'w1', 2, '{\"late\": 2}',
              '{0,0,0,0,0,0,0,0,0,2}')" >/dev/null
-check "the day roll-up mark follows the newest hour written" "t" \
-    "$(sql "SELECT done_before = date_trunc('hour', now()) + interval '3 hours' FROM drift_rollup_mark WHERE rollup = 'drift_daily'")"
+# (020: the days take whole days, once a day: the mark moves to the newest day written, from
+# where 017 left it, after the newest hour)
+check "the day roll-up mark follows the newest day written" "t" \
+    "$(sql "SELECT done_before = greatest(date_trunc('hour', now()) + interval '1 hour',
+                                          date_trunc('day', date_trunc('hour', now()) + interval '3 hours', 'UTC'))
+            FROM drift_rollup_mark WHERE rollup = 'drift_daily'")"
 check "days hold every hour before the mark, none after" "0" "$(sql "SELECT count(*) FROM
     (SELECT tenant, model, date_trunc('day', window_start, 'UTC') b, sum(tickets) n, drift_labels_sum(label_counts) lc
      FROM drift_windows WHERE window_start < (SELECT done_before FROM drift_rollup_mark WHERE rollup = 'drift_daily')

@@ -284,7 +284,37 @@ check "018: the upsert's conflict target is the key" "2" \
                   ON CONFLICT (job_id, ticket_id, job_month) DO UPDATE SET label = excluded.label, writes = t.writes + 1
                   RETURNING writes")"
 
-# 7f. 021_batches_encoder over a database of the schema before it holding batches rows: every
+# 7f. 020_drift_worker_judge over a database of schema 019 holding drift windows, their
+# roll-ups, judged windows and statuses: every row kept as it was (the new columns empty), the
+# judged windows' mark after the newest judged hour, the views and reports answer as before
+mkdir -p "$tmp/upto19" && cp "$src"/migrations/0*_*.sql "$tmp/upto19/" && rm -f "$tmp"/upto19/02[0-9]_*.sql
+db=$(newdb before020)
+"$bin" migrate --db "$db" --migrations "$tmp/upto19" >/dev/null 2>&1
+sql "$db" "SELECT drift_partitions_ensure(now() - interval '3 days', now() + interval '1 day')" >/dev/null
+sql "$db" "INSERT INTO drift_windows (window_start, window_s, tenant, model, worker, tickets, label_counts, confidence_hist)
+           SELECT date_trunc('hour', now()) - g * interval '1 hour', 3600, 't' || k, 'm', 'w1', 10 + k,
+                  jsonb_build_object('a', 5 + g % 3, 'b', 5 + k), ARRAY[0, 0, 0, 0, 1, 1, 2, 3, 3, 10 + k + g % 3]
+           FROM generate_series(1, 40) g, generate_series(0, 2) k" >/dev/null
+sql "$db" "SELECT drift_status_refresh('m', now() - interval '2 days')" >/dev/null
+drift_digest="SELECT md5(string_agg(x, ',' ORDER BY x)) FROM (
+    SELECT 'w' || (window_start, tenant, model, worker, tickets, label_counts, confidence_hist)::text x FROM drift_windows
+    UNION ALL SELECT 'h' || h::text FROM drift_hourly h UNION ALL SELECT 'd' || d::text FROM drift_daily d
+    UNION ALL SELECT 'j' || (j.window_start, j.tenant, j.status, j.label_psi, j.reference)::text FROM drift_judged j
+    UNION ALL SELECT 's' || (s.tenant, s.window_start, s.status, s.level, s.label_psi)::text FROM drift_status s) u"
+drift_reads="SELECT (SELECT count(*) || ':' || sum(buckets) FROM drift_report_tenants('window', now() - interval '3 days')),
+    (SELECT count(*) FROM drift_scores('hour', now() - interval '3 days', 't1'))"
+before=$(sql "$db" "$drift_digest")
+reads_before=$(sql "$db" "$drift_reads")
+out=$("$bin" migrate --db "$db" --migrations "$src/migrations" 2>&1); rc=$?
+check "020 over drift rows of 019 exits 0" 0 $rc
+check "020: every drift row kept as it was" "$before" "$(sql "$db" "$drift_digest")"
+check "020: the reports and scores answer as before" "$reads_before" "$(sql "$db" "$drift_reads")"
+check "020: the judged windows' mark after the newest judged hour" "t" \
+    "$(sql "$db" "SELECT done_before = date_trunc('hour', now()) FROM drift_rollup_mark WHERE rollup = 'drift_judged'")"
+check "020: no window judged by a worker yet, no reference stored" "0 0" \
+    "$(sql "$db" "SELECT (SELECT count(*) FROM drift_windows WHERE judged_at IS NOT NULL) || ' ' || (SELECT count(*) FROM drift_status WHERE ref_end IS NOT NULL)")"
+
+# 7g. 021_batches_encoder over a database of the schema before it holding batches rows: every
 # row kept as it was, their encoder and device NULL (one encoder, the worker's --device), the
 # hourly view as before; a new row names its encoder, and its device or none (the cpu)
 mkdir -p "$tmp/upto20" && cp "$src"/migrations/0*_*.sql "$tmp/upto20/" && rm -f "$tmp"/upto20/021_*.sql

@@ -15,6 +15,8 @@
 #include "sink/migrate.h"
 #include "sink/sink.h"
 #include "sink/telemetry.h"
+#include "sink/drift_judge.h"
+#include "worker/observe/drift_judge.h"
 
 static const char *db_url;
 static sink_t *sink;
@@ -221,10 +223,11 @@ static void seen_count(void *ctx, const char *status, long tenants) {
     if (!strcmp(status, "no_baseline")) s->no_baseline = tenants;
 }
 
-/* 500 tenants in one window (each its own row, rolled up by hour, and by day once a later hour
- * is written); the last one by name drifts from its pinned baseline. drift_status judges all
- * 500; the read-back gives the drifting tenant first whatever its name (it was cut off
- * alphabetically before migration 009) and counts every status. */
+/* 500 tenants in one window (each its own row, rolled up by hour and by day once a later day
+ * is written); the last one by name drifts from its pinned baseline. The worker's judge
+ * (worker/observe/drift_judge.c) judges all 500 as the window is written; the read-back gives the
+ * drifting tenant first whatever its name (it was cut off alphabetically before migration 009) and
+ * counts every status. */
 static void test_drift_status_worst_first(void **state) {
     (void)state;
     enum { T = 500 };
@@ -250,11 +253,18 @@ static void test_drift_status_worst_first(void **state) {
                       .rows = rows,
                       .n_rows = T};
     common_err_t e;
-    assert_int_equal(sink_write_drift(sink, &d, &e), COMMON_OK);
     PQclear(PQexec(check,
                    "INSERT INTO drift_baselines (tenant, model, label_counts, confidence_hist,"
                    " tickets, source) VALUES ('t499', 'm2', '{\"balance\": 1000}',"
                    " '{0,0,0,0,0,0,0,0,500,500}', 1000, 'windows')"));
+    /* the window judged as the worker writes it (020) */
+    worker_drift_judge_t *judge;
+    assert_int_equal(worker_drift_judge_init(T, 3, labels, &judge, &e), COMMON_OK);
+    assert_int_equal(sink_write_drift_judged(sink, &d, worker_drift_judge_stored(judge),
+                                             worker_drift_judge_judged(judge),
+                                             worker_drift_judge_rows, judge, &e),
+                     COMMON_OK);
+    worker_drift_judge_free(judge);
     status_seen_t seen = {0};
     assert_int_equal(sink_drift_status(sink, "m2", start, 64, seen_status, seen_count, &seen, &e),
                      COMMON_OK);
@@ -264,12 +274,14 @@ static void test_drift_status_worst_first(void **state) {
     assert_int_equal(seen.drift, 1);
     assert_int_equal(seen.no_baseline, T - 1);
     expect("SELECT count(*) FROM drift_status WHERE model = 'm2'", "500");
+    /* hours and days take whole hours and days (020): the window reaches its hour when a
+     * later hour is written, its day when a later day is */
+    expect("SELECT count(*) FROM drift_hourly WHERE model = 'm2'", "0");
+    expect("SELECT count(*) FROM drift_daily WHERE model = 'm2'", "0");
+    d.window_start_s = start + 86400;
+    assert_int_equal(sink_write_drift(sink, &d, &e), COMMON_OK);
     expect("SELECT count(*) || ' ' || sum(tickets) FROM drift_hourly WHERE model = 'm2'",
            "500 100000");
-    /* days take whole hours (017): the window reaches its day when a later hour is written */
-    expect("SELECT count(*) FROM drift_daily WHERE model = 'm2'", "0");
-    d.window_start_s = start + 3600;
-    assert_int_equal(sink_write_drift(sink, &d, &e), COMMON_OK);
     expect("SELECT count(*) || ' ' || sum(tickets) FROM drift_daily WHERE model = 'm2'",
            "500 100000");
 }

@@ -105,11 +105,12 @@ sql "UPDATE drift_rollup_mark SET done_before = (SELECT max(bucket_start) + inte
 sql "ANALYZE"
 else
     # an earlier run's timed windows (this hour's and later) and the references they moved
-    # out: the write then meets no reference, as the worker's newest window does; the days'
-    # mark back to this hour (017: none of its hours or later ones hold rows now)
+    # out: the write then meets no reference, as the worker's newest window does; the marks of
+    # the days (017), the hours and the judged hours (020) back to this hour (none of its hours
+    # or later ones hold rows now: this hour not closed)
     sql "DELETE FROM drift_windows WHERE window_start >= date_trunc('hour', now(), 'UTC')"
     sql "UPDATE drift_rollup_mark SET done_before = least(done_before, date_trunc('hour', now(), 'UTC'))
-         WHERE rollup = 'drift_daily'"
+         WHERE rollup IN ('drift_hourly', 'drift_daily', 'drift_judged')"
     sql "DELETE FROM drift_reference"
 fi
 t2=$(now_s)
@@ -146,13 +147,13 @@ time_cmd() {
         printf '| %s | %.1f ms |\n' "$name" "$runs"
     fi
 }
-# time_cpu NAME SETUP SQL: median of 7 CPU times (user + system, 10 ms ticks) of the server
-# process running SQL (one statement, one row out), each in a new session after SETUP: on a
-# shared machine wall time counts the other processes' load, CPU time does not (7 runs: the
-# ticks and a loaded machine's caches spread it by a few ticks). Only for a server on this
-# machine.
+# time_cpu NAME SETUP SQL [K]: median of 7 CPU times (user + system, 10 ms ticks) of the server
+# process running SQL (one statement, one row out) K times (default 1; the time of one, to a
+# tenth of a tick over K), each in a new session after SETUP: on a shared machine wall time
+# counts the other processes' load, CPU time does not (7 runs: the ticks and a loaded
+# machine's caches spread it by a few ticks). Only for a server on this machine.
 time_cpu() {
-    local name=$1 setup=$2 q=$3 runs pid x a b cpid
+    local name=$1 setup=$2 q=$3 k=${4:-1} runs pid x a b cpid i
     runs=$(for _ in 1 2 3 4 5 6 7; do
         coproc P { psql -X -qtA "$url" 2>&1; }
         cpid=$P_PID
@@ -160,12 +161,12 @@ time_cpu() {
         [ -r "/proc/$pid/stat" ] || { echo "\\q" >&"${P[1]}"; wait "$cpid"; echo -1; continue; }
         echo "$setup; SELECT 1;" >&"${P[1]}"; read -r x <&"${P[0]}"
         a=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-        echo "$q;" >&"${P[1]}"; read -r x <&"${P[0]}"
+        for ((i = 0; i < k; i++)); do echo "$q;" >&"${P[1]}"; read -r x <&"${P[0]}"; done
         b=$(awk '{print $14 + $15}' "/proc/$pid/stat")
         echo "\\q" >&"${P[1]}"; wait "$cpid" || true
-        echo $(( (b - a) * 1000 / $(getconf CLK_TCK) ))
+        awk -v d=$((b - a)) -v t="$(getconf CLK_TCK)" -v k="$k" 'BEGIN { printf "%g\n", d * 1000 / t / k }'
     done | median7)
-    [ "$runs" -ge 0 ] && printf '| %s | %s ms CPU |\n' "$name" "$runs" || printf '| %s | (server not on this machine) |\n' "$name"
+    [ "${runs%%.*}" -ge 0 ] && printf '| %s | %s ms CPU |\n' "$name" "$runs" || printf '| %s | (server not on this machine) |\n' "$name"
 }
 # the worker's write of one window of every tenant, then its drift-status statements
 win="date_trunc('minute', now())"
@@ -191,6 +192,62 @@ time_sql 'worker: write one window of every tenant' "$window_write"
 # (as another worker writes its rows of the window: each run a worker of its own)
 time_cpu 'worker: write one window of every tenant, server CPU time' "SET application_name = 'drift_bench'" \
     "WITH w AS (${window_write/\'bench:2\'/\'bench:\' || pg_backend_pid()} RETURNING 1) SELECT count(*) FROM w"
+# the worker's statements of one window since 020 (it judges in C: sink/drift_judge.c): the
+# window's lock, the rows stored of the window for its tenants (the other workers') and the
+# references stored for its hour, the write (the window's rows with their scores, every
+# tenant's status; the roll-up trigger: nothing before the hour's close); once an hour every
+# tenant's reference (drift_reference_refresh), the hour's roll-up (drift_hours_close) and its
+# judged windows (drift_judged_close). Each run a
+# window of its own inside this hour (after the REUSE clean-up above: the newest); the scores
+# are given. Each timed in a session that ran it once before (rolled back): the worker's
+# session is long-lived, its functions and triggers compiled and planned; the per-window ones
+# 5 times a session (a tenth of a tick).
+labels="ARRAY[$(for i in $(seq 0 19); do printf "'l%d'%s" "$i" "$([ "$i" = 19 ] || echo ,)"; done)]"
+tenants="ARRAY(SELECT format('tenant%s', lpad(k::text, 4, '0')) FROM generate_series(0, $TENANTS - 1) k)"
+hour="date_trunc('hour', now(), 'UTC')"
+# quiet SQL: SQL run for its effects, its rows dropped (time_cpu's set-up prints one row only)
+quiet() { printf 'DO $quiet$BEGIN EXECUTE $q$%s$q$; END$quiet$' "$1"; }
+refresh="SELECT count(*) FROM drift_reference_refresh('$model', $hour, $labels, $tenants)"
+time_cpu 'since 020, once an hour: every tenant'"'"'s reference (`drift_reference_refresh`), server CPU time' \
+    "BEGIN; $(quiet "$refresh"); ROLLBACK" "$refresh"
+w_rows="CREATE TEMP TABLE wr AS SELECT extract(epoch FROM $win + (pg_backend_pid() % 40) * interval '1 s')::bigint AS b,
+    jsonb_agg(jsonb_build_object('tenant', format('tenant%s', lpad(k::text, 4, '0')), 'overflow', false, 'tickets', 10,
+    'label_counts', '{\"l0\": 6, \"l1\": 4}'::jsonb, 'confidence_hist', '[0,0,0,0,0,1,2,3,4,0]'::jsonb,
+    'confidence_sum', 7.5, 'truncated', 0, 'tokens', 250)
+    || jsonb_build_object('status', 'ok', 'label_psi', 0.01, 'label_js', 0.005,
+    'confidence_psi', 0.02, 'confidence_js', 0.01, 'low_share', 0.1, 'low_change', 0.0, 'labels_new', '[]'::jsonb,
+    'labels_gone', '[]'::jsonb, 'reference', 'trailing 7 days', 'ref_tickets', 100000, 'judged_tickets', 10,
+    'judged_overflow', false) ORDER BY k) AS j FROM generate_series(0, $TENANTS - 1) k"
+# c_sql NAME: a statement of sink/drift_judge.c as its C string holds it
+c_sql() { sed -n "/^static const char $1\\[\\] =/,/;\$/p" "$here/../../sink/drift_judge.c" | sed '1{/=$/d;s/^.*= *//}' | sed 's/^ *"//;s/" *[;]*$//' | tr -d '\n'; }
+w_others=$(c_sql SQL_OTHERS) w_refs=$(c_sql SQL_REFS) w_write=$(c_sql SQL_WRITE)
+# (each write a worker of its own: K writes in a session insert their rows, as one would)
+q_model="'$model'" q_worker="('bench:' || pg_backend_pid() || ':' || nextval('bench_worker'))"
+# the read's window and hour as literals, as the worker's parameters (the planner prunes the
+# partitions with them): a window of this minute no run writes (the write's are at 0-39 s)
+rb=$(sql "SELECT extract(epoch FROM $win)::bigint + 50") hb=$(sql "SELECT extract(epoch FROM $hour)::bigint")
+w_others=${w_others//\$1::bigint/$rb}; w_others=${w_others//\$2::text/$q_model}
+w_others=${w_others//\$3::jsonb/to_jsonb($tenants)}
+w_refs=${w_refs//\$1::text/$q_model}; w_refs=${w_refs//\$2::jsonb/to_jsonb($tenants)}
+w_refs=${w_refs//\$3::bigint/$hb}; w_refs=${w_refs//\$4::jsonb/to_jsonb($labels)}
+w_write=${w_write//\$1::bigint/(SELECT b FROM wr)}; w_write=${w_write//\$2::integer/$WINDOW_S}
+w_write=${w_write//\$3::text/$q_model}; w_write=${w_write//\$4::text/$q_worker}
+w_write=${w_write//\$5::jsonb/(SELECT j FROM wr)}
+w_read="SELECT drift_window_lock('$model', to_timestamp($rb)), (SELECT count(*) FROM ($w_others) x),
+    (SELECT count(*) FROM ($w_refs) y)"
+time_cpu 'since 020, per window: the window'"'"'s lock and the stored rows and references of its tenants, server CPU time' \
+    "$w_rows; $(quiet "$w_read")" "$w_read" 5
+time_cpu 'since 020, per window: the write (rows with scores, status; the roll-up trigger), server CPU time' \
+    "$w_rows; CREATE TEMP SEQUENCE bench_worker; BEGIN; $(quiet "$w_write"); ROLLBACK" "$w_write" 5
+# (the last loaded hour: yesterday's last, its windows judged as the worker leaves them, and
+# not in drift_hourly yet)
+hc="date_trunc('day', now(), 'UTC') - interval '1 hour'"
+time_cpu 'since 020, once an hour: the hour'"'"'s roll-up (`drift_hours_close`, one window of every tenant), server CPU time' \
+    "BEGIN; UPDATE drift_rollup_mark SET done_before = $hc WHERE rollup = 'drift_hourly'; DELETE FROM drift_hourly WHERE bucket_start = $hc" \
+    "SELECT drift_hours_close($hc + interval '1 hour')"
+time_cpu 'since 020, once an hour: the hour'"'"'s judged windows (`drift_judged_close`, one window of every tenant), server CPU time' \
+    "BEGIN; UPDATE drift_rollup_mark SET done_before = $hc WHERE rollup = 'drift_judged'; UPDATE drift_windows SET status = 'ok', label_psi = 0.01, label_js = 0.005, confidence_psi = 0.02, confidence_js = 0.01, low_confidence_share = 0.1, low_confidence_change = 0, labels_new = '{}', labels_gone = '{}', reference = 'trailing 7 days', ref_tickets = 100000, judged_tickets = tickets, judged_overflow = false, judged_at = now() WHERE window_start >= $hc AND window_start < $hc + interval '1 hour' AND model = '$model'" \
+    "SELECT drift_judged_close('$model', $hc + interval '1 hour')"
 # what one statement per window costs when the worker scores (issue 41's plan: the scores
 # computed in C, worker/observe/drift_score.c): the window's rows (through today's roll-up and
 # reference triggers), its judged rows (drift_judged_store) and every tenant's status, each run

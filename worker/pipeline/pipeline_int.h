@@ -23,6 +23,7 @@
 #include "worker/classify/session.h"
 #include "worker/pipeline/pipeline.h"
 #include "worker/observe/drift.h"
+#include "worker/observe/drift_judge.h"
 #include "worker/observe/metrics.h"
 #include "worker/text/tokenizer.h"
 
@@ -207,6 +208,8 @@ typedef struct {
     pthread_mutex_t drift_mu;     /* drift, between the writers */
     worker_drift_t *drift;        /* drift windows (worker/pipeline/telemetry.c) */
     sink_drift_row_t *drift_rows; /* (drift_max_tenants + 1) rows of a flush */
+    worker_drift_judge_t *judge;  /* its judge and buffers (worker/observe/drift_judge.c) */
+    int64_t drift_last_end_s;     /* the end of the last window written (unix s), 0 none */
     double next_gpu_row_s;        /* monotonic time of the next gpu_memory row */
     double next_reconnect_s;      /* telemetry's next reconnect attempt */
     int telemetry_off;            /* tables missing, stop trying */

@@ -60,6 +60,10 @@ common_status_t pl_telemetry_init(pl_t *pl, common_err_t *e) {
                 dc.window_s, worker_drift_bytes(pl->sk.drift));
     pl->sk.drift_rows = calloc((size_t)dc.max_tenants + 1, sizeof(*pl->sk.drift_rows));
     if (!pl->sk.drift_rows) return common_err_set(e, COMMON_FATAL, "out of memory");
+    st =
+        worker_drift_judge_init(dc.max_tenants + 1, dc.num_labels,
+                                (const char *const *)pl->ses.model->cfg.id2label, &pl->sk.judge, e);
+    if (st != COMMON_OK) return st;
     /* alive from here on: the poll loop takes over the heartbeat once it runs */
     atomic_store(&worker_metrics.last_poll_ms, (long long)common_now_ms());
     if (cfg->http_port > 0) {
@@ -81,6 +85,8 @@ void pl_telemetry_free(pl_t *pl) {
     pl->sk.drift = NULL;
     free(pl->sk.drift_rows);
     pl->sk.drift_rows = NULL;
+    worker_drift_judge_free(pl->sk.judge);
+    pl->sk.judge = NULL;
 }
 
 void pl_telemetry_drift_add(pl_t *pl, pl_item_t *const *its, int n) {
@@ -130,9 +136,9 @@ static void put_count(void *ctx, const char *status, long tenants) {
     worker_metrics_drift_count(status, tenants);
 }
 
-/* After a window is written: judge each tenant's newest window (over every worker's rows) into
- * drift_status and read it back worst first, for reclass_drift_status and its alert. Two windows
- * back covers the one just written whatever the clock skew between workers. */
+/* After a window is written with its judgment: every tenant's status read back worst first,
+ * for reclass_drift_status and its alert. Two windows back covers the one just written whatever
+ * the clock skew between workers. */
 static void read_drift_levels(pl_t *pl, int window_s) {
     common_err_t e;
     worker_metrics_drift_begin();
@@ -168,8 +174,11 @@ static void flush_drift(pl_t *pl) {
                           .rows = pl->sk.drift_rows,
                           .n_rows = w->n_rows};
         common_err_t e;
-        if (sink_write_drift(pl->sk.sink, &d, &e) ==
-            COMMON_OK) { /* once per window: a retried write comes back here */
+        /* judged here over every worker's rows of the window (sink/drift_judge.h) */
+        if (sink_write_drift_judged(pl->sk.sink, &d, worker_drift_judge_stored(pl->sk.judge),
+                                    worker_drift_judge_judged(pl->sk.judge),
+                                    worker_drift_judge_rows, pl->sk.judge,
+                                    &e) == COMMON_OK) { /* once per window: a retry comes back */
             atomic_store(&worker_metrics.drift_folded_tenants, w->folded_tenants);
             if (w->folded_tenants > 0) {
                 worker_metrics_add(&worker_metrics.drift_folded_tickets, w->folded_tickets);
@@ -185,6 +194,7 @@ static void flush_drift(pl_t *pl) {
             worker_metrics_add(&worker_metrics.drift_windows, 1);
             written = 1;
             window_s = w->window_s;
+            pl->sk.drift_last_end_s = w->start_s + w->window_s;
             worker_drift_pop(pl->sk.drift);
         } else if (telemetry_failed(pl, &e)) {
             break; /* kept (bounded by WORKER_DRIFT_SLOTS) and retried on a later tick */
@@ -239,4 +249,11 @@ void pl_telemetry_tick(pl_t *pl, int final) {
     write_gpu_rows(pl);
     if (final && worker_drift_oldest(pl->sk.drift))
         common_logf(stderr, "drift statistics of the last window not written\n");
+    /* a stopping worker's last hour: its judgments stored now, not at the hour's close (which
+     * another worker's window of a later hour makes) */
+    common_err_t e;
+    if (final && pl->sk.drift_last_end_s > 0 &&
+        sink_drift_judged_close(pl->sk.sink, pl->ses.model->name,
+                                (pl->sk.drift_last_end_s + 3599) / 3600 * 3600, &e) != COMMON_OK)
+        telemetry_failed(pl, &e);
 }
