@@ -6,7 +6,9 @@
  * judges the sum of both. Then the SQL judge (drift_status_refresh) judges the same windows:
  * every score, NULL, new and gone label, status, reference and tickets the same, and the
  * statuses the worker stored in drift_status are its judgments. drift_judged takes them when the
- * hour closes (here: worker B stops), at once for a window of a closed hour (a late worker C). */
+ * hour closes (here: worker B stops), at once for a window of a closed hour (a late worker C);
+ * every model's windows of the hour, whichever model's worker closes it (022). The report
+ * (drift_report_tenants, drift_report_worst) reads the same before and after the close. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -111,6 +113,31 @@ static void write_window(int64_t start, int wk, int lo, int hi, int with7,
         fail_msg("write: %s", e.message);
 }
 
+/* What `reclass drift report` reads of model mw's windows of this hour: 8 tenants with one
+ * window each in window buckets, one hour bucket and one day bucket each; the worst list of
+ * windows holds 8. */
+static void report_sees_hour(const char *when) {
+    static const char *const q[] = {
+        "SELECT count(*) || ' ' || sum(buckets) FROM drift_report_tenants('window',"
+        " date_trunc('hour', now()), NULL, 'mw')",
+        "SELECT count(*) || ' ' || sum(buckets) FROM drift_report_tenants('hour',"
+        " date_trunc('hour', now()), NULL, 'mw')",
+        "SELECT count(*) || ' ' || sum(buckets) FROM drift_report_tenants('day',"
+        " date_trunc('day', now()), NULL, 'mw')",
+        "SELECT count(*) || ' ' || count(*) FROM drift_report_worst('window',"
+        " date_trunc('hour', now()), NULL, 'mw', 100)",
+        "SELECT count(*) || ' ' || count(*) FROM drift_report_worst('hour',"
+        " date_trunc('hour', now()), NULL, 'mw', 100)",
+    };
+    for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) {
+        PGresult *r = PQexec(conn, q[i]);
+        if (PQresultStatus(r) != PGRES_TUPLES_OK) fail_msg("%s: %s", q[i], PQerrorMessage(conn));
+        if (strcmp(PQgetvalue(r, 0, 0), "8 8") != 0)
+            fail_msg("%s: %s gave %s, want 8 8", when, q[i], PQgetvalue(r, 0, 0));
+        PQclear(r);
+    }
+}
+
 static void test_worker_judge_equals_sql(void **state) {
     (void)state;
     exec_ok("INSERT INTO drift_windows (window_start, window_s, tenant, model, worker, tickets,"
@@ -136,8 +163,20 @@ static void test_worker_judge_equals_sql(void **state) {
                                " AND window_start = date_trunc('hour', now())");
     assert_string_equal(PQgetvalue(r, 0, 0), "0");
     PQclear(r);
+    /* the report reads the open hour's judgments from the windows: the same before the close */
+    report_sees_hour("open hour");
+    /* another model's worker judged a window of the same hour: the close stores it too */
+    exec_ok("INSERT INTO drift_windows (window_start, window_s, tenant, model, worker, tickets,"
+            " label_counts, confidence_hist, status, labels_new, labels_gone, reference,"
+            " judged_tickets, judged_overflow, judged_at) VALUES (date_trunc('hour', now()),"
+            " 3600, 'z0', 'mz', 'wz', 5, '{\"a\": 5}', ARRAY[0, 0, 0, 0, 0, 0, 0, 0, 0, 5],"
+            " 'no_baseline', '{}', '{}', 'none', 5, false, now())");
     /* B stops: the hour's judgments stored, each tenant's last (c3-c5: B's, over both) */
     assert_int_equal(sink_drift_judged_close(sink, "mw", start + 3600, &e), COMMON_OK);
+    report_sees_hour("closed hour");
+    r = PQexec(conn, "SELECT count(*) FROM drift_judged WHERE model = 'mz'");
+    assert_string_equal(PQgetvalue(r, 0, 0), "1");
+    PQclear(r);
     r = PQexec(conn,
                "SELECT count(*) FROM drift_judged j JOIN drift_windows w"
                " ON w.window_start = j.window_start AND w.tenant = j.tenant AND w.model = 'mw'"

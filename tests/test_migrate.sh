@@ -317,7 +317,7 @@ check "020: no window judged by a worker yet, no reference stored" "0 0" \
 # 7g. 021_batches_encoder over a database of the schema before it holding batches rows: every
 # row kept as it was, their encoder and device NULL (one encoder, the worker's --device), the
 # hourly view as before; a new row names its encoder, and its device or none (the cpu)
-mkdir -p "$tmp/upto20" && cp "$src"/migrations/0*_*.sql "$tmp/upto20/" && rm -f "$tmp"/upto20/021_*.sql
+mkdir -p "$tmp/upto20" && cp "$src"/migrations/0*_*.sql "$tmp/upto20/" && rm -f "$tmp"/upto20/02[1-9]_*.sql
 db=$(newdb before021)
 "$bin" migrate --db "$db" --migrations "$tmp/upto20" >/dev/null 2>&1
 sql "$db" "INSERT INTO batches (tickets, real_tokens, padded_tokens, wait_ms, compute_ms, backend,
