@@ -26,7 +26,9 @@ BEGIN
 END $f$;
 
 -- The judged windows at or after the mark (and p_since) as drift_judged rows: each window's
--- row judged last.
+-- row judged last. A worker closes the hours before its window's (drift_judged_close in the
+-- window's lock statement) before it writes a judged row, so with the mark at -infinity no row
+-- is judged yet: nothing is read (a database upgraded to 020 holds months of windows).
 CREATE FUNCTION drift_judged_open(p_since timestamptz, p_tenant text, p_model text)
 RETURNS SETOF drift_judged LANGUAGE sql STABLE AS $$
     SELECT DISTINCT ON (w.window_start, w.tenant, w.model)
@@ -36,7 +38,7 @@ RETURNS SETOF drift_judged LANGUAGE sql STABLE AS $$
            w.reference, w.ref_tickets, w.judged_overflow, w.judged_at
     FROM drift_windows w
     WHERE w.window_start >= greatest(p_since, drift_rollup_done_before('drift_judged'))
-      AND w.judged_at IS NOT NULL
+      AND drift_rollup_done_before('drift_judged') > '-infinity' AND w.judged_at IS NOT NULL
       AND (p_tenant IS NULL OR w.tenant = p_tenant) AND (p_model IS NULL OR w.model = p_model)
     ORDER BY w.window_start, w.tenant, w.model, w.judged_at DESC
 $$;
