@@ -43,10 +43,10 @@ static const char SQL_REFRESH[] =
     " ARRAY(SELECT jsonb_array_elements_text($4::jsonb)),"
     " ARRAY(SELECT jsonb_array_elements_text($2::jsonb))) f ON f.tenant = t.name";
 /* $1 window start, $2 window_s, $3 model, $4 worker, $5 rows with their judgments (jsonb
- * array). On conflict the counts add (telemetry.c's write) and the judgment is
- * replaced; a newer status is never replaced by an older one. A window of an hour already
- * closed (drift_judged_close's mark past it: a late worker, a stopped worker's hour) stores its
- * judgments in drift_judged at once. */
+ * array). On conflict (a restarted pod keeps its hostname:pid) the counts add, label by label
+ * and bin by bin, and the judgment is replaced; a newer status is never replaced by an older one. A
+ * window of an hour already closed (drift_judged_close's mark past it: a late worker, a stopped
+ * worker's hour) stores its judgments in drift_judged at once. */
 static const char SQL_WRITE[] =
     "WITH r AS MATERIALIZED (SELECT * FROM jsonb_to_recordset($5::jsonb) AS x(tenant text,"
     "  overflow boolean, tickets bigint, label_counts jsonb, confidence_hist integer[],"

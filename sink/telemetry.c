@@ -1,6 +1,7 @@
-/* Drift and GPU memory rows (see sink/telemetry.h). A drift window travels as one jsonb
- * parameter (an array of row objects, expanded by jsonb_to_recordset): one statement, one
- * round trip, whatever the number of tenants, and the values never touch the SQL text. */
+/* Drift and GPU memory rows (see sink/telemetry.h). A drift window's rows travel as one jsonb
+ * parameter (sink_drift_rows_array's array of row objects, expanded by jsonb_to_recordset in
+ * sink/drift_judge.c): one statement whatever the number of tenants, and the values never
+ * touch the SQL text. */
 #include "sink/telemetry.h"
 
 #include <inttypes.h>
@@ -12,35 +13,6 @@
 
 #include "sink/pgutil.h"
 #include "sink/sink_conn.h"
-
-/* $1 window start (unix s), $2 window_s, $3 model, $4 worker, $5 rows (jsonb array).
- * On conflict everything adds: label counts key by key, histograms bin by bin. */
-static const char SQL_DRIFT[] =
-    "INSERT INTO drift_windows AS d (window_start, window_s, tenant, model, worker, overflow,"
-    "  tickets, label_counts, confidence_hist, confidence_sum, mean_confidence, truncated,"
-    "  tokens)"
-    " SELECT to_timestamp($1::bigint), $2::integer, r.tenant, $3::text, $4::text, r.overflow,"
-    "  r.tickets, r.label_counts, r.confidence_hist, r.confidence_sum,"
-    "  (r.confidence_sum / NULLIF(r.tickets, 0))::real, r.truncated, r.tokens"
-    " FROM jsonb_to_recordset($5::jsonb) AS r(tenant text, overflow boolean, tickets bigint,"
-    "  label_counts jsonb, confidence_hist integer[], confidence_sum double precision,"
-    "  truncated integer, tokens bigint)"
-    " ON CONFLICT (window_start, tenant, model, worker) DO UPDATE SET"
-    "  tickets = d.tickets + excluded.tickets,"
-    "  label_counts = (SELECT COALESCE(jsonb_object_agg(k, n), '{}'::jsonb) FROM ("
-    "    SELECT k, sum(v::bigint) AS n FROM ("
-    "      SELECT key AS k, value AS v FROM jsonb_each_text(d.label_counts)"
-    "      UNION ALL SELECT key, value FROM jsonb_each_text(excluded.label_counts)) u"
-    "    GROUP BY k) g),"
-    "  confidence_hist = ARRAY(SELECT a + b FROM unnest(d.confidence_hist,"
-    "    excluded.confidence_hist) WITH ORDINALITY AS u(a, b, i) ORDER BY i),"
-    "  confidence_sum = d.confidence_sum + excluded.confidence_sum,"
-    "  mean_confidence = ((d.confidence_sum + excluded.confidence_sum)"
-    "    / NULLIF(d.tickets + excluded.tickets, 0))::real,"
-    "  overflow = d.overflow OR excluded.overflow,"
-    "  truncated = d.truncated + excluded.truncated,"
-    "  tokens = d.tokens + excluded.tokens,"
-    "  updated_at = now()";
 
 static const char SQL_GPU[] =
     "INSERT INTO gpu_memory (worker, backend, \"precision\", device_total_bytes,"
@@ -105,21 +77,6 @@ json_t *sink_drift_rows_array(const sink_drift_t *d) {
     if (ok) return arr;
     json_decref(arr);
     return NULL;
-}
-
-common_status_t sink_write_drift(sink_t *sink, const sink_drift_t *d, common_err_t *e) {
-    if (!d || d->n_rows == 0) return COMMON_OK;
-    json_t *arr = sink_drift_rows_array(d);
-    char *rows = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
-    json_decref(arr);
-    if (!rows) return common_err_set(e, COMMON_FATAL, "drift_windows: out of memory");
-    char start[32], win[16];
-    snprintf(start, sizeof(start), "%" PRId64, d->window_start_s);
-    snprintf(win, sizeof(win), "%d", d->window_s);
-    const char *vals[5] = {start, win, d->model ? d->model : "", d->worker ? d->worker : "", rows};
-    common_status_t rc = exec_params(sink, SQL_DRIFT, 5, vals, "write drift_windows", e);
-    free(rows);
-    return rc;
 }
 
 common_status_t sink_write_gpu_memory(sink_t *sink, const sink_gpu_memory_t *g, common_err_t *e) {

@@ -1,8 +1,9 @@
-/* Telemetry writes on the sink's connection (migrations/003_telemetry.sql): drift windows and
- * GPU memory rows. Each is one autocommitted statement with bound parameters, issued by the
- * thread that owns the sink between result transactions; a failure never touches results.
- * Returns COMMON_OK, COMMON_RETRY (connection lost: the caller reconnects when it suits it) or
- * COMMON_FATAL (e.g. the telemetry tables are missing: 'reclass migrate'). */
+/* Telemetry on the sink's connection (migrations/003_telemetry.sql): the drift window's rows
+ * (written by sink/drift_judge.c), the drift statuses read for /metrics, GPU memory rows. Each is
+ * one autocommitted statement with bound parameters, issued by the thread that owns the sink
+ * between result transactions; a failure never touches results. Returns COMMON_OK, COMMON_RETRY
+ * (connection lost: the caller reconnects when it suits it) or COMMON_FATAL (e.g. the telemetry
+ * tables are missing: 'reclass migrate'). */
 #ifndef RECLASS_SINK_TELEMETRY_H
 #define RECLASS_SINK_TELEMETRY_H
 
@@ -34,10 +35,7 @@ typedef struct sink_drift_s {
     const sink_drift_row_t *rows; /* (n_rows) */
     int n_rows;
 } sink_drift_t;
-
-/* Upserts one window's rows into drift_windows; a row already there (same window, tenant,
- * model, worker: a restarted pod keeps its hostname:pid) gets the counts added. */
-common_status_t sink_write_drift(sink_t *sink, const sink_drift_t *drift, common_err_t *e);
+/* A window is written with its judgment: sink/drift_judge.h. */
 
 typedef struct {
     const char *worker;

@@ -63,6 +63,20 @@ static int teardown(void **state) {
 
 static const char *labels[] = {"card_declined", "balance", "x\"y\\z"};
 
+/* One window written as the worker writes it: judged in C (worker/observe/drift_judge.c) and
+ * stored with its judgment (sink/drift_judge.c). */
+static common_status_t write_window(const sink_drift_t *d, common_err_t *e) {
+    worker_drift_judge_t *judge;
+    common_status_t rc =
+        worker_drift_judge_init(d->n_rows > 0 ? d->n_rows : 1, d->n_labels, d->labels, &judge, e);
+    if (rc != COMMON_OK) return rc;
+    rc = sink_write_drift_judged(sink, d, worker_drift_judge_stored(judge),
+                                 worker_drift_judge_judged(judge), worker_drift_judge_rows, judge,
+                                 e);
+    worker_drift_judge_free(judge);
+    return rc;
+}
+
 static void test_drift_upsert_adds(void **state) {
     (void)state;
     int64_t lc_a[3] = {2, 1, 0}, lc_o[3] = {0, 0, 5};
@@ -93,7 +107,7 @@ static void test_drift_upsert_adds(void **state) {
                       .rows = rows,
                       .n_rows = 2};
     common_err_t e;
-    assert_int_equal(sink_write_drift(sink, &d, &e), COMMON_OK);
+    assert_int_equal(write_window(&d, &e), COMMON_OK);
     expect("SELECT count(*) || ' ' || sum(tickets) FROM drift_windows", "2 8");
     expect("SELECT label_counts::text || ' ' || confidence_hist::text || ' ' || truncated || ' ' "
            "|| tokens || ' ' || round(mean_confidence::numeric, 3) FROM drift_windows WHERE "
@@ -104,7 +118,7 @@ static void test_drift_upsert_adds(void **state) {
            "true {\"x\\\"y\\\\z\": 5} 60 1700000040");
 
     /* the same window, tenant, model and worker again (a restarted pod): everything adds */
-    assert_int_equal(sink_write_drift(sink, &d, &e), COMMON_OK);
+    assert_int_equal(write_window(&d, &e), COMMON_OK);
     expect("SELECT count(*) || ' ' || sum(tickets) FROM drift_windows", "2 16");
     expect("SELECT label_counts::text || ' ' || confidence_hist::text || ' ' || truncated || ' ' "
            "|| tokens || ' ' || round(mean_confidence::numeric, 3) || ' ' || "
@@ -114,12 +128,12 @@ static void test_drift_upsert_adds(void **state) {
     /* another worker: its own rows, the view sums them */
     d.worker = "host:2";
     d.n_rows = 1;
-    assert_int_equal(sink_write_drift(sink, &d, &e), COMMON_OK);
+    assert_int_equal(write_window(&d, &e), COMMON_OK);
     expect("SELECT tickets || ' ' || workers FROM drift_by_window WHERE tenant LIKE 'o''brien%'",
            "9 2");
     /* nothing to write is not an error */
     d.n_rows = 0;
-    assert_int_equal(sink_write_drift(sink, &d, &e), COMMON_OK);
+    assert_int_equal(write_window(&d, &e), COMMON_OK);
 }
 
 static void test_drift_duplicate_label_names(void **state) {
@@ -136,7 +150,7 @@ static void test_drift_duplicate_label_names(void **state) {
                       .rows = &row,
                       .n_rows = 1};
     common_err_t e;
-    assert_int_equal(sink_write_drift(sink, &d, &e), COMMON_OK);
+    assert_int_equal(write_window(&d, &e), COMMON_OK);
     expect("SELECT label_counts::text FROM drift_windows WHERE tenant = 'dup'", "{\"same\": 3}");
 }
 
@@ -258,13 +272,7 @@ static void test_drift_status_worst_first(void **state) {
                    " tickets, source) VALUES ('t499', 'm2', '{\"balance\": 1000}',"
                    " '{0,0,0,0,0,0,0,0,500,500}', 1000, 'windows')"));
     /* the window judged as the worker writes it (020) */
-    worker_drift_judge_t *judge;
-    assert_int_equal(worker_drift_judge_init(T, 3, labels, &judge, &e), COMMON_OK);
-    assert_int_equal(sink_write_drift_judged(sink, &d, worker_drift_judge_stored(judge),
-                                             worker_drift_judge_judged(judge),
-                                             worker_drift_judge_rows, judge, &e),
-                     COMMON_OK);
-    worker_drift_judge_free(judge);
+    assert_int_equal(write_window(&d, &e), COMMON_OK);
     status_seen_t seen = {0};
     assert_int_equal(sink_drift_status(sink, "m2", start, 64, seen_status, seen_count, &seen, &e),
                      COMMON_OK);
@@ -279,7 +287,7 @@ static void test_drift_status_worst_first(void **state) {
     expect("SELECT count(*) FROM drift_hourly WHERE model = 'm2'", "0");
     expect("SELECT count(*) FROM drift_daily WHERE model = 'm2'", "0");
     d.window_start_s = start + 86400;
-    assert_int_equal(sink_write_drift(sink, &d, &e), COMMON_OK);
+    assert_int_equal(write_window(&d, &e), COMMON_OK);
     expect("SELECT count(*) || ' ' || sum(tickets) FROM drift_hourly WHERE model = 'm2'",
            "500 100000");
     expect("SELECT count(*) || ' ' || sum(tickets) FROM drift_daily WHERE model = 'm2'",
