@@ -10,16 +10,16 @@
 #include "sink/pgutil.h"
 #include "sink/sink_int.h"
 
-/* $1..$10: one array a column, element i of each being batch i. Not prepared: a statement
+/* $1..$11: one array a column, element i of each being batch i. Not prepared: a statement
  * prepared on batches would make a session's set-up wait for whoever locks that table, and
  * planning it once a write costs nothing next to the rows. */
 static const char SQL_BATCHES[] =
     "INSERT INTO batches (tickets, real_tokens, padded_tokens, wait_ms, compute_ms, backend,"
-    " device_used_bytes, arena_bytes, encoder, device)"
+    " device_used_bytes, arena_bytes, encoder, device, worker)"
     " SELECT * FROM unnest($1::integer[], $2::bigint[], $3::bigint[], $4::real[], $5::real[],"
-    " $6::text[], $7::bigint[], $8::bigint[], $9::smallint[], $10::smallint[])";
+    " $6::text[], $7::bigint[], $8::bigint[], $9::smallint[], $10::smallint[], $11::text[])";
 
-#define SINK_BATCH_ARRAYS 10
+#define SINK_BATCH_ARRAYS 11
 
 /* The batches' arrays in s->copy (free once the rows are stored). */
 static common_status_t sink_batches_send(sink_t *s, int n, common_err_t *e) {
@@ -27,9 +27,11 @@ static common_status_t sink_batches_send(sink_t *s, int n, common_err_t *e) {
     sink_copybuf_t *b = &s->copy;
     sink_copybuf_reset(b);
     size_t off[SINK_BATCH_ARRAYS + 1];
-    int has_host = 0; /* a batch run on no device: a NULL device */
-    for (int i = 0; i < n; i++)
+    int has_host = 0, has_anon = 0; /* a batch run on no device, or of no worker: NULLs */
+    for (int i = 0; i < n; i++) {
         has_host |= x[i].device < 0;
+        has_anon |= !x[i].worker;
+    }
     off[0] = b->len;
     sink_copybin_array(b, SINK_OID_INT4, n, 0);
     for (int i = 0; i < n; i++)
@@ -75,6 +77,14 @@ static common_status_t sink_batches_send(sink_t *s, int n, common_err_t *e) {
             sink_copybin_int2(b, (int16_t)x[i].device);
     }
     off[10] = b->len;
+    sink_copybin_array(b, SINK_OID_TEXT, n, has_anon);
+    for (int i = 0; i < n; i++) {
+        if (x[i].worker)
+            sink_copybin_text(b, x[i].worker);
+        else
+            sink_copybin_null(b);
+    }
+    off[11] = b->len;
     if (b->oom) return common_err_set(e, COMMON_RETRY, "batches: out of memory for %d rows", n);
     const char *vals[SINK_BATCH_ARRAYS];
     int lens[SINK_BATCH_ARRAYS], fmts[SINK_BATCH_ARRAYS];

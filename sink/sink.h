@@ -42,6 +42,7 @@ typedef struct {
     int64_t arena_bytes;
     int encoder; /* the encoder that ran it, 0 .. N-1 within its worker */
     int device;  /* the device it ran on (a CUDA ordinal); < 0: the host (cpu), stored NULL */
+    const char *worker; /* hostname:pid, as its gpu_memory rows (migration 023); NULL: none */
 } sink_batch_t;
 
 /* Every sink function answers a common_status_t: COMMON_OK; COMMON_RETRY, the connection was

@@ -98,7 +98,7 @@ common_status_t sink_write_gpu_memory(sink_t *sink, const sink_gpu_memory_t *g, 
                             num[3],
                             num[4],
                             num[5],
-                            num[6],
+                            g->device < 0 ? NULL : num[6],
                             num[7]};
     return exec_params(sink, SQL_GPU, 11, vals, "write gpu_memory", e);
 }

@@ -47,7 +47,7 @@ typedef struct {
     int64_t arena_bytes;
     int64_t allocations_after_init;
     int token_budget;
-    int device;  /* the encoder's device (CUDA ordinal; 0 on cpu) */
+    int device;  /* the encoder's device (a CUDA ordinal); < 0: the host (cpu), stored NULL */
     int encoder; /* the encoder within its worker, 0 .. N-1 */
 } sink_gpu_memory_t;
 

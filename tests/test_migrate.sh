@@ -344,6 +344,39 @@ check "021: new rows name their encoder and device" "cpu:0:|cuda:1:0" \
     "$(sql "$db" "SELECT string_agg(concat_ws(':', backend, encoder, coalesce(device::text, '')), '|' ORDER BY backend)
                   FROM batches WHERE encoder IS NOT NULL")"
 
+# 7h. 023_batches_worker over a database of the schema before it: the cpu's gpu_memory rows
+# (device 0 as 019 wrote it, told apart by their backend) name no device, as its batches rows;
+# a GPU's rows and the rows before 019 keep theirs; every batches row kept, naming no worker;
+# a new batches row names its worker, as gpu_memory does
+mkdir -p "$tmp/upto22" && cp "$src"/migrations/0*_*.sql "$tmp/upto22/" && rm -f "$tmp"/upto22/02[3-9]_*.sql
+db=$(newdb before023)
+"$bin" migrate --db "$db" --migrations "$tmp/upto22" >/dev/null 2>&1
+sql "$db" "INSERT INTO gpu_memory (worker, backend, arena_bytes, device, encoder)
+           VALUES ('w1', 'cpu', 1, 0, 0), ('w1', 'cpu', 1, 0, 1), ('w2', 'cuda', 1, 0, 0),
+                  ('w2', 'cuda', 1, 1, 1), ('w0', 'cpu', 1, NULL, NULL)" >/dev/null
+sql "$db" "INSERT INTO batches (tickets, real_tokens, padded_tokens, backend, encoder, device)
+           SELECT i, i, i, 'cpu', i % 2, NULL FROM generate_series(1, 20) i" >/dev/null
+before=$(sql "$db" "$batches_digest")
+gpu_digest="SELECT md5(string_agg(concat_ws(',', at, worker, backend, arena_bytes, encoder), '|' ORDER BY worker, encoder)) FROM gpu_memory"
+gpu_before=$(sql "$db" "$gpu_digest")
+out=$("$bin" migrate --db "$db" --migrations "$src/migrations" 2>&1); rc=$?
+check "023 over rows of 022 exits 0" 0 $rc
+check "023: the cpu's gpu_memory rows name no device, a GPU's keep theirs" "w0::|w1::0|w1::1|w2:0:0|w2:1:1" \
+    "$(sql "$db" "SELECT string_agg(concat_ws(':', worker, coalesce(device::text, ''), coalesce(encoder::text, '')), '|' ORDER BY worker, encoder)
+                  FROM gpu_memory")"
+check "023: gpu_memory's other columns as they were" "$gpu_before" "$(sql "$db" "$gpu_digest")"
+check "023: every batches row kept as it was" "$before" "$(sql "$db" "$batches_digest")"
+check "023: the batches rows before it name no worker" 20 \
+    "$(sql "$db" "SELECT count(*) FROM batches WHERE worker IS NULL")"
+check "023: batches.worker is text, nullable, no default" "text YES " \
+    "$(sql "$db" "SELECT concat_ws(' ', data_type, is_nullable, coalesce(column_default, '')) FROM information_schema.columns
+                  WHERE table_name = 'batches' AND column_name = 'worker'")"
+sql "$db" "INSERT INTO batches (tickets, real_tokens, padded_tokens, backend, worker, encoder, device)
+           VALUES (1, 1, 1, 'cpu', 'w1', 1, NULL)" >/dev/null
+check "023: a new batches row finds its encoder's gpu_memory rows" 1 \
+    "$(sql "$db" "SELECT count(*) FROM batches b JOIN gpu_memory g ON g.worker = b.worker AND g.encoder = b.encoder
+                  AND g.device IS NOT DISTINCT FROM b.device")"
+
 # 8. CLI errors: input errors exit 2 with what to fix, an unreachable server exits 1
 out=$("$bin" migrate 2>&1); rc=$?
 check "no database exits 2" 2 $rc

@@ -128,8 +128,9 @@ static void test_two_encoders_exactly_n(void **state) {
     assert_int_equal(atomic_load(&worker_metrics.encoders_up), 2);
     assert_true(atomic_load(&worker_metrics.mem[1].arena_bytes) > 0);
     assert_job_exact("job-enc2", "e1", "ge1", n);
-    /* a gpu_memory row per encoder at each sample, each encoder's arena flat */
-    assert_int_equal(db_long("SELECT count(DISTINCT encoder) FROM gpu_memory WHERE device = 0"
+    /* a gpu_memory row per encoder at each sample, each encoder's arena flat; the cpu runs on
+     * no device */
+    assert_int_equal(db_long("SELECT count(DISTINCT encoder) FROM gpu_memory WHERE device IS NULL"
                              " AND arena_bytes > 0",
                              NULL),
                      2);
@@ -146,6 +147,13 @@ static void test_two_encoders_exactly_n(void **state) {
                              " AND device IS NULL",
                              id0),
                      atomic_load(&batches[1]));
+    /* each batches row is its encoder's, as gpu_memory names it: worker, encoder, device */
+    assert_int_equal(
+        db_long("SELECT count(*) FROM batches b WHERE b.id > $1::bigint AND NOT EXISTS"
+                " (SELECT FROM gpu_memory g WHERE g.worker = b.worker"
+                " AND g.encoder = b.encoder AND g.device IS NOT DISTINCT FROM b.device)",
+                id0),
+        0);
 }
 
 /* Encoder 0's backend fails on its third batch: encoder 1 runs the batches it held, and

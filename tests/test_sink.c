@@ -85,7 +85,8 @@ static const sink_batch_t two_batches[2] = {{.tickets = 3,
                                              .device_used_bytes = 0,
                                              .arena_bytes = 4096,
                                              .encoder = 0,
-                                             .device = -1},
+                                             .device = -1,
+                                             .worker = "host:1"},
                                             {.tickets = 5,
                                              .real_tokens = 50,
                                              .padded_tokens = 60,
@@ -95,7 +96,8 @@ static const sink_batch_t two_batches[2] = {{.tickets = 3,
                                              .device_used_bytes = 1 << 20,
                                              .arena_bytes = 8192,
                                              .encoder = 1,
-                                             .device = 3}};
+                                             .device = 3,
+                                             .worker = "host:1"}};
 
 static sink_t *open_sink(void) {
     sink_t *s = NULL;
@@ -143,10 +145,11 @@ static void test_write_counts_and_completion(void **state) {
                             " compute_ms = 3 AND device_used_bytes = 1048576",
                             NULL),
                      1);
-    /* each batch names its encoder and device; a batch of the host (cpu) has no device */
+    /* each batch names its worker (as gpu_memory does), encoder and device; a batch of the
+     * host (cpu) has no device */
     assert_int_equal(q_long("SELECT count(*) FILTER (WHERE encoder = 0 AND device IS NULL)"
                             " * 10 + count(*) FILTER (WHERE encoder = 1 AND device = 3)"
-                            " FROM batches WHERE id > $1::bigint",
+                            " FROM batches WHERE id > $1::bigint AND worker = 'host:1'",
                             id0),
                      21);
     /* nothing to write is not an error and touches nothing */

@@ -181,6 +181,14 @@ static void test_gpu_memory_rows(void **state) {
     expect("SELECT string_agg(device || ':' || encoder, ' ' ORDER BY device, encoder) "
            "FROM gpu_memory",
            "0:0 0:0 1:3");
+    /* a backend without devices (the cpu) runs on the host: no device, as its batches rows */
+    g.backend = "cpu";
+    g.device = -1;
+    g.encoder = 0;
+    assert_int_equal(sink_write_gpu_memory(sink, &g, &e), COMMON_OK);
+    expect("SELECT count(*) FILTER (WHERE device IS NULL) || ' ' || count(*) FROM gpu_memory"
+           " WHERE backend = 'cpu'",
+           "1 1");
 }
 
 static void test_missing_tables_fatal(void **state) {

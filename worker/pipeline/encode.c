@@ -24,6 +24,12 @@ typedef struct {
     int64_t popped_ms, oldest_ms;
 } enc_slot_t;
 
+int pl_encoder_device(const pl_encoder_t *en) {
+    /* a backend without devices runs on the host, whatever --devices said: 0 would name a
+     * real CUDA ordinal */
+    return en->eng->ops->device_count ? en->device : -1;
+}
+
 static void enc_slot_drop(enc_slot_t *sl) {
     for (int i = 0; i < sl->n; i++)
         pl_item_free(sl->items[i]);
@@ -136,8 +142,8 @@ static common_status_t enc_publish(const pl_encoder_t *en, enc_slot_t *sl, commo
                             .device_used_bytes = (int64_t)ms.device_used,
                             .arena_bytes = (int64_t)ms.arena_bytes,
                             .encoder = en->id,
-                            /* a backend without devices runs on the host */
-                            .device = eng->ops->device_count ? en->device : -1};
+                            .device = pl_encoder_device(en),
+                            .worker = pl->worker_id};
     o->queued_s = common_now_s();
     pthread_mutex_lock(&pl->q.mu);
     pl->st.encoder_s += b->compute_s;

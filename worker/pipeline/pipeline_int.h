@@ -220,7 +220,8 @@ typedef struct {
 typedef struct pl_encoder {
     struct pl *pl;
     int id;            /* 0 .. n_enc - 1, as log lines and /metrics name it */
-    int device;        /* the device its engine runs on (a CUDA ordinal; 0 on cpu) */
+    int device;        /* the device its engine is opened on (--devices); its rows name
+                        * pl_encoder_device's */
     cls_engine_t *eng; /* encoder 0: &pl->ses.eng; the others: &own */
     cls_engine_t own;
     void **items[2];      /* (max_seqs) each: the items of its two batches in flight */
@@ -358,6 +359,9 @@ void pl_decoders_add_schema(pl_t *pl, int32_t id, const char *schema);
 void pl_decode_settle(pl_t *pl);
 
 void *pl_encoder_main(void *arg); /* arg: its pl_encoder_t */
+/* worker/pipeline/encode.c: the device en's batches and gpu_memory rows name (the sink stores
+ * < 0 as NULL): its CUDA ordinal, or -1 on a backend without devices (the cpu: the host). */
+int pl_encoder_device(const pl_encoder_t *en);
 void *pl_sink_main(void *arg);
 
 /* Set by the signal handler; read by the poll loop. */

@@ -219,7 +219,7 @@ static void write_gpu_rows(pl_t *pl) {
             .arena_bytes = atomic_load(&m->arena_bytes),
             .allocations_after_init = atomic_load(&m->allocations_after_init),
             .token_budget = pl->ses.props.token_budget,
-            .device = pl->enc[i].device,
+            .device = pl_encoder_device(&pl->enc[i]),
             .encoder = i,
         };
         common_err_t e;
