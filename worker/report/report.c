@@ -233,15 +233,33 @@ static const char q_throughput[] =
     " FROM ticket_results t, r WHERE t.job_id = $1 GROUP BY x, r.w ORDER BY x";
 
 /* gpu_memory's samples during the job, one encoder's after another ((worker, encoder, device),
- * migration 019: NULL in rows before it, one encoder a worker), each in time order. */
+ * migration 019: NULL in rows before it, one encoder a worker), each in time order, with the
+ * encoder's batches of that time (the batches rows of its worker, encoder and device: NULL
+ * when none names it, as before migration 023; the device NULL on the host in both tables). */
 static const char q_memory[] =
-    "SELECT extract(epoch FROM g.at), g.device_used_bytes, g.arena_bytes, g.weights_bytes,"
-    " g.allocations_after_init, g.worker, g.encoder, g.device FROM gpu_memory g, jobs j"
-    " WHERE j.job_id = $1 AND g.at BETWEEN j.first_seen - interval '5 seconds'"
-    " AND coalesce(j.completed_at, now()) + interval '5 seconds'"
-    " ORDER BY g.worker, g.encoder, g.device, g.at";
+    "WITH j AS (SELECT first_seen - interval '5 seconds' AS t0,"
+    " coalesce(completed_at, now()) + interval '5 seconds' AS t1 FROM jobs WHERE job_id = $1),"
+    " b AS (SELECT b.worker, b.encoder, b.device, count(*) AS n, sum(b.tickets) AS tickets"
+    " FROM batches b, j WHERE b.at BETWEEN j.t0 AND j.t1 AND b.worker IS NOT NULL"
+    " GROUP BY 1, 2, 3)"
+    " SELECT extract(epoch FROM g.at), g.device_used_bytes, g.arena_bytes, g.weights_bytes,"
+    " g.allocations_after_init, g.worker, g.encoder, g.device, b.n, b.tickets"
+    " FROM j CROSS JOIN gpu_memory g LEFT JOIN b ON b.worker = g.worker"
+    " AND b.encoder IS NOT DISTINCT FROM g.encoder AND b.device IS NOT DISTINCT FROM g.device"
+    " WHERE g.at BETWEEN j.t0 AND j.t1 ORDER BY g.worker, g.encoder, g.device, g.at";
 
-enum { MEM_AT, MEM_USED, MEM_ARENA, MEM_WEIGHTS, MEM_ALLOCS, MEM_WORKER, MEM_ENCODER, MEM_DEVICE };
+enum {
+    MEM_AT,
+    MEM_USED,
+    MEM_ARENA,
+    MEM_WEIGHTS,
+    MEM_ALLOCS,
+    MEM_WORKER,
+    MEM_ENCODER,
+    MEM_DEVICE,
+    MEM_BATCHES,
+    MEM_TICKETS
+};
 
 /* The series the memory charts draw (one color each); the table lists every encoder. */
 #define REPORT_MEM_CHARTED 8
@@ -291,12 +309,13 @@ static int report_mem_encoders(const PGresult *r, report_enc_t *enc) {
 }
 
 /* The device memory section: arena and device used over time, a line per encoder, and a row
- * per encoder (its arena must stay flat, with no allocation after start-up). */
+ * per encoder (its arena must stay flat, with no allocation after start-up) with the batches
+ * it ran meanwhile. */
 static void report_memory(FILE *f, const PGresult *r) {
     static const char *const heads[] = {"worker",     "encoder",          "device",
                                         "samples",    "weights",          "arena",
                                         "arena peak", "device used peak", "allocations after init",
-                                        "flat"};
+                                        "flat",       "batches",          "tickets"};
     int rows = PQntuples(r), keys = 0;
     for (int i = 0; i < rows; i++)
         keys += i == 0 || !report_mem_same(r, i - 1, i);
@@ -347,9 +366,11 @@ static void report_memory(FILE *f, const PGresult *r) {
         report_html_text(f, report_v(r, i, MEM_WORKER));
         fprintf(f, "</td><td>%s</td><td>%s</td><td>%d</td>", report_v(r, i, MEM_ENCODER),
                 report_v(r, i, MEM_DEVICE), x->n);
-        fprintf(f, "<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.0f</td><td>%s</td></tr>\n",
-                b[0], b[1], b[2], b[3], x->allocs,
+        fprintf(f, "<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.0f</td><td>%s</td>", b[0],
+                b[1], b[2], b[3], x->allocs,
                 x->arena_min == x->arena_max && x->allocs == 0 ? "yes" : "no");
+        fprintf(f, "<td>%s</td><td>%s</td></tr>\n", report_v(r, i, MEM_BATCHES),
+                report_v(r, i, MEM_TICKETS));
         allocs = fmax(allocs, x->allocs);
     }
     fprintf(f, "</table>\n");
@@ -357,6 +378,9 @@ static void report_memory(FILE *f, const PGresult *r) {
             "<p>allocations_after_init: at most <b>%.0f</b> over %d samples "
             "(must stay 0: no device allocation after start-up)</p>\n",
             allocs, rows);
+    fprintf(f, "<p class=\"note\">batches, tickets: what each encoder ran in that time (other "
+               "jobs' tickets included; - where no batches row names the encoder, as before "
+               "migration 023)</p>\n");
     free(enc);
     free(v);
 }
