@@ -148,7 +148,9 @@ static void *writer_run(void *p) {
                                             .wait_ms = 12.5,
                                             .compute_ms = 8.25,
                                             .backend = "cpu",
-                                            .arena_bytes = 1 << 24};
+                                            .arena_bytes = 1 << 24,
+                                            .device = -1, /* as a cpu worker's */
+                                            .worker = "bench:1"};
             double t0 = now_s();
             w->rc = sink_write(w->sink, rows, n, batches, nb, &w->e);
             double dt = now_s() - t0;
