@@ -45,6 +45,17 @@ read -r encs arenas < <(psql_q "SELECT count(DISTINCT encoder), max(c) FROM (SEL
     count(DISTINCT arena_bytes) AS c FROM gpu_memory GROUP BY worker, encoder) t" | tr '|' ' ')
 echo "gpu_memory: $encs encoders, at most $arenas arena sizes each"
 [ "$encs" = 2 ] && [ "$arenas" = 1 ] || fail "gpu_memory: want 2 encoders with one arena size each"
+# every batches row is its encoder's as its gpu_memory rows name it (worker, encoder, device),
+# the killed worker's too; the device: none on the cpu (the host) in both tables, on cuda 0
+want_devs=none
+[ "$BACKEND" = cuda ] && want_devs=0
+read -r stray devs < <(psql_q "SELECT (SELECT count(*) FROM batches b WHERE NOT EXISTS (SELECT
+    FROM gpu_memory g WHERE g.worker = b.worker AND g.encoder = b.encoder
+    AND g.device IS NOT DISTINCT FROM b.device)), (SELECT string_agg(DISTINCT
+    coalesce(device::text, 'none'), ',') FROM (SELECT device FROM batches
+    UNION ALL SELECT device FROM gpu_memory) d)" | tr '|' ' ')
+echo "batches rows without their encoder's gpu_memory rows: $stray; devices named: $devs"
+[ "$stray" = 0 ] && [ "$devs" = "$want_devs" ] || fail "batches and gpu_memory name encoders differently"
 
 # the same input through one encoder
 it_submit tickets.one job-one "$TMP/in.jsonl"
