@@ -24,6 +24,9 @@
 #   writers  1 worker of 16 threads with 8 result writers (--sink-connections 8)
 #   kill     4 workers of 4 threads, worker 1 SIGKILLed 3 s in and replaced
 #   encoders 1 worker of 16 threads with 4 encoders (--encoders 4) over the one accumulator
+#   pending  1 worker of 16 threads with 8 times the cpu backend's default room for tickets
+#            waiting for a batch (--max-pending 16384 --max-pending-tokens 262144), then the
+#            same at the cuda backend's token budget (--token-budget 16384)
 # Every other run's PostgreSQL is set up as a user would run one (durable: fsync,
 # synchronous_commit, full_page_writes on, as they are by default; sized as pgtune sizes a
 # server of this RAM): see user_pg below. HOST_BUDGET_S (default 490): every run ends within
@@ -170,6 +173,11 @@ if [[ $runs == *,pgtest,* ]]; then
 fi
 [[ $runs == *,writers,* ]] && one "1 worker, 8 writers" "$H" dev user 1 16 8 --
 [[ $runs == *,encoders,* ]] && one "1 worker, 4 encoders" "$H" dev user 1 16 default -- --encoders 4
+if [[ $runs == *,pending,* ]]; then
+    one "1 worker, 8x pending" "$H" dev user 1 16 default -- --max-pending 16384 --max-pending-tokens 262144
+    one "1 worker, 8x pending, budget 16384" "$H" dev user 1 16 default -- --max-pending 16384 \
+        --max-pending-tokens 262144 --token-budget 16384
+fi
 [[ $runs == *,kill,* ]] && one "4 workers, one SIGKILLed" "$H" dev user 4 4 default \
     JOB_KILL_AFTER=3 -- --kafka session.timeout.ms=6000
 echo
