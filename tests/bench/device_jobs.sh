@@ -9,7 +9,8 @@
 #                of the same tickets; 4 workers of 4 threads on the tiny model, then 4 with one
 #                SIGKILLed mid-job (JOB_RUNS: a comma list of scaling, bert, distil, workers,
 #                kill, sinks: 16 threads with 8 result writers, modern: a modernbert-base
-#                fp16 job and fp8: a bert-base fp8 job, each beside `reclass bench`; default
+#                fp16 job and fp8: a bert-base fp8 job, each beside `reclass bench`; devices:
+#                the bert-base job on GPU 0, then with --devices all (issue 37); default
 #                scaling, bert, distil, workers, kill).
 #                The ceiling alone, against a baseline build (another checkout's
 #                build-sm90/reclass copied to .devlibs/base/reclass before `pack`),
@@ -148,6 +149,14 @@ if has job; then
                 --workload /tmp/real_texts_200k.jsonl --token-budget 16384 --repeat 3 2>&1 |
                 tail -1 | tee -a "$log" | tee -a "$summary"
         done
+        # issue 37: the bert-base job on GPU 0 alone, then on every GPU of the host (--devices
+        # all: an encoder per GPU fed from the one accumulator), back to back
+        if [[ $runs == *,devices,* ]]; then
+            job_bench "$log" "bert-base fp16, 1 worker, --devices 0" /tmp/model-bert-base 1 \
+                --precision fp16 --devices 0
+            job_bench "$log" "bert-base fp16, 1 worker, --devices all" /tmp/model-bert-base 1 \
+                --precision fp16 --devices all
+        fi
         # four workers of 4 threads share the 16 cores (compare: 1 worker, --threads 4 and 16)
         [[ $runs == *,workers,* ]] && job_bench "$log" "tiny-h64, 4 workers of 4 threads" \
             /tmp/model-tiny-h64 4 --threads 4

@@ -126,6 +126,12 @@ side="$((pg1 - pg0)) $((br1 - br0)) $((hb1 - hb0)) $((ha1 - ha0))"
 q() { psql "$SVC_DB" -qtAX -v ON_ERROR_STOP=1 -c "$1"; }
 read -r rows done_ total complete < <(q "SELECT (SELECT count(*) FROM ticket_results WHERE job_id = 'bench'),
     done, total, completed_at IS NOT NULL FROM jobs WHERE job_id = 'bench'" | tr '|' ' ')
+# each encoder's arena over the job, per device (flat: one size), from its gpu_memory samples
+q "SELECT coalesce(device::text, 'host'), encoder, count(*), count(DISTINCT arena_bytes),
+    max(arena_bytes) FROM gpu_memory GROUP BY 1, 2 ORDER BY 1, 2" |
+    while IFS='|' read -r dev enc nsamp sizes arena; do
+        echo "gpu_memory: device $dev, encoder $enc: $nsamp samples, $sizes arena size(s), $arena B"
+    done
 python3 - "$tmp" "$workers" "$n" "$rows" "$done_" "$total" "$complete" "$(getconf CLK_TCK)" "$side" "$(nproc)" <<'PY'
 import glob, json, os, sys
 tmp, workers, n, rows, done, total, complete, hz, side, ncpu = sys.argv[1:11]
