@@ -292,6 +292,47 @@ static void test_attention_window(const char *prec, int heads, int n_seqs, int m
     free(cu), free(qkv), free(ref), free(got);
 }
 
+/* RoPE attention as the graph runs it: the kernels get Q unturned and K turned in place, and
+ * turn each query as they load it; against the reference on turned copies (rounded to the
+ * storage type, as the pass stores them), and bit for bit against the same kernel on Q turned
+ * in place. Positions up to 8,191, one per token at random (the kernels index them by token). */
+static void test_attention_rope(const char *prec, float theta, int window, int heads, int n_seqs,
+                                int maxlen, float scale) {
+    const int hd = 64, H = heads * hd, ld = 3 * H;
+    int n;
+    int32_t *cu = rnd_cu(n_seqs, maxlen, &n);
+    float *qkv = rnd_array((size_t)n * ld, scale), *turned = malloc((size_t)n * ld * 4);
+    float *ref = malloc((size_t)n * H * 4), *got = malloc((size_t)n * H * 4);
+    float *inplace = malloc((size_t)n * H * 4);
+    int32_t *pos = malloc((size_t)n * 4);
+    for (int t = 0; t < n; t++)
+        pos[t] = t < 8 ? t : (int)(rnd_u32() % 8192u);
+    gpu_cuda_test_round(prec, qkv, (size_t)n * ld);
+    memcpy(turned, qkv, (size_t)n * ld * 4);
+    gpu_ref_rope(turned, ld, H, pos, n, heads, hd, theta);
+    gpu_cuda_test_round(prec, turned, (size_t)n * ld);
+    gpu_ref_attention_opts(turned, turned + H, turned + 2 * H, ld, cu, n_seqs, heads, hd, 0.125f,
+                           window, NULL, NULL, NULL, 0, 0, ref);
+    for (int kernel = GPU_CUDA_TEST_ATT_MMA; kernel <= GPU_CUDA_TEST_ATT_WGMMA; kernel++) {
+        if (kernel == GPU_CUDA_TEST_ATT_WGMMA && !gpu_cuda_test_has_wgmma()) continue;
+        char what[96];
+        snprintf(what, sizeof(what), "attention rope %.0f window %d h%d seqs%d tok%d %s", theta,
+                 window, heads, n_seqs, n,
+                 kernel == GPU_CUDA_TEST_ATT_WGMMA ? "wgmma" : "mma.sync");
+        int rc = gpu_cuda_test_attention_rope(prec, kernel, qkv, qkv + H, qkv + 2 * H, ld, cu,
+                                              n_seqs, heads, window, pos, theta, got, inplace);
+        report(prec, what, rc, got, ref, (size_t)n * H, bound_for(prec, 5e-3, 2.5e-2));
+        if (rc != 0) continue;
+        size_t diff = 0;
+        for (size_t i = 0; i < (size_t)n * H; i++)
+            diff += memcmp(&got[i], &inplace[i], sizeof(float)) != 0;
+        printf("%-4s %-5s %-34s differ=%zu of %zu %s\n", diff ? "FAIL" : "ok", prec,
+               "  query turned in the kernel = in place", diff, (size_t)n * H, diff ? "<--" : "");
+        if (diff) failures++;
+    }
+    free(cu), free(qkv), free(turned), free(ref), free(got), free(inplace), free(pos);
+}
+
 /* DeBERTa-v3's disentangled attention: c2p and p2c from the relative-scores GEMM (itself
  * checked first), log buckets of deberta-v3-base (256 buckets, 512 positions, span 256). */
 static void test_attention_disentangled(const char *prec, int heads, int n_seqs, int maxlen) {
@@ -376,6 +417,12 @@ static void test_mean_pool(const char *prec, int n_seqs, int H) {
 static void test_modern_ops(const char *prec, int quick) {
     test_rope(prec, 160000.f);
     test_rope(prec, 10000.f);
+    /* ModernBERT's global (every key) and local (window 64) layers */
+    test_attention_rope(prec, 160000.f, -1, quick ? 2 : 12, 3 + (int)(rnd_u32() % 20),
+                        quick ? 300 : 700, 1.f);
+    test_attention_rope(prec, 10000.f, 64, quick ? 2 : 12, 3 + (int)(rnd_u32() % 20),
+                        quick ? 300 : 700, 1.f);
+    test_attention_rope(prec, 160000.f, -1, 4, 8, 520, 3.f); /* peaked */
     test_attention_window(prec, quick ? 2 : 12, 3 + (int)(rnd_u32() % 20), quick ? 300 : 700, 64,
                           1.f);
     test_attention_window(prec, 4, 8, 520, 64, 3.f); /* peaked: rows whose window skips a tile */

@@ -6,7 +6,8 @@
 // beyond the last 64-row tile of each sequence. Two variants by template (MODE): a sliding
 // window (ModernBERT's local layers: a query tile reads only the <= 3 key tiles its window
 // touches, |i - j| > w masked), and DeBERTa's disentangled scores (c2p + p2c gathered at
-// each pair's relative row and added to q . k before the softmax).
+// each pair's relative row and added to q . k before the softmax). With RoPE (opt.rope) the
+// queries are turned as they load (rope_q_frag); the keys come turned.
 #include <math.h>
 #include <stdlib.h>
 
@@ -131,6 +132,11 @@ __global__ void __launch_bounds__(ATT_WARPS * 32, 4)
             r0 < len ? *reinterpret_cast<const uint32_t *>(qh + (size_t)r0 * ldq + d + 8) : 0u;
         qa[kk][3] =
             r1 < len ? *reinterpret_cast<const uint32_t *>(qh + (size_t)r1 * ldq + d + 8) : 0u;
+    }
+    if (MODE != ATT_DISENT && opt.rope) { // rows past the sequence (zeros) take position 0's
+        const float2 *cs = reinterpret_cast<const float2 *>(opt.rope);
+        rope_q_frag<T>(qa, cs + (size_t)(r0 < len ? opt.pos[start + r0] : 0) * (ATT_D / 2),
+                       cs + (size_t)(r1 < len ? opt.pos[start + r1] : 0) * (ATT_D / 2), c);
     }
 
     float o[8][4];
@@ -279,7 +285,7 @@ cudaError_t cuda_attention(const T *q, const T *k, const T *v, int ld, const int
     const float scale_log2 = CUDA_ATT_SCALE_LOG2;
     if (wgmma)
         return cuda_attention_wgmma<T>(q, k, v, ld, cu, n_seqs, heads, q_tiles_max, out, out_ld, -1,
-                                       s);
+                                       (const float *)NULL, (const int32_t *)NULL, s);
     dim3 grid((unsigned)q_tiles_max, (unsigned)heads, (unsigned)n_seqs);
     cuda_att_opts_t<T> none = {};
     attention_kernel<T, ATT_PLAIN>
@@ -292,15 +298,17 @@ cudaError_t cuda_attention_opts(const T *q, const T *k, const T *v, int ld, cons
                                 int n_seqs, int heads, int q_tiles_max, T *out, int out_ld,
                                 const cuda_att_opts_t<T> *o, cudaStream_t s) {
     if (n_seqs <= 0) return cudaSuccess;
+    const int disent = o->c2p && o->p2c && o->rrow;
+    if (o->rope && (disent || !o->pos || o->rope_dim != ATT_D)) return cudaErrorInvalidValue;
     dim3 grid((unsigned)q_tiles_max, (unsigned)heads, (unsigned)n_seqs);
     const float scale_log2 = o->scale * 1.4426950408889634f;
-    if (o->c2p && o->p2c && o->rrow)
+    if (disent)
         attention_kernel<T, ATT_DISENT>
             <<<grid, ATT_WARPS * 32, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2, *o);
-    else if (o->window >= 0 && o->wgmma && (o->ldq <= 0 || o->ldq == ld) &&
+    else if (o->wgmma && (o->ldq <= 0 || o->ldq == ld) &&
              fabsf(o->scale - 0.125f) < 1e-7f) // the wgmma kernel has BERT's scale built in
         return cuda_attention_wgmma<T>(q, k, v, ld, cu, n_seqs, heads, q_tiles_max, out, out_ld,
-                                       o->window, s);
+                                       o->window >= 0 ? o->window : -1, o->rope, o->pos, s);
     else if (o->window >= 0)
         attention_kernel<T, ATT_WINDOW>
             <<<grid, ATT_WARPS * 32, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2, *o);

@@ -245,12 +245,14 @@ __device__ __forceinline__ void wg_rescale(float (&o)[32], float al0, float al1)
 #define WG_ARGS                                                                                    \
     const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v, int ld,             \
         const int32_t *__restrict__ cu, T *__restrict__ out, int out_ld, float scale_log2,         \
-        uint64_t khi, uint64_t vhi, int window
+        uint64_t khi, uint64_t vhi, int window, const float2 *__restrict__ rope,                   \
+        const int32_t *__restrict__ pos
 
 // One block: one warpgroup x 64 queries of one head of one sequence; per key tile, S = Q K^T,
 // softmax, O += P V one after the other (blocks on the same SM overlap each other's phases).
 // WIN: ModernBERT's local layers, keys |i - j| <= window: a query tile reads only the key
-// tiles its window touches (at most 3 for a window of 64).
+// tiles its window touches (at most 3 for a window of 64). rope (NULL: none): the queries
+// turned by RoPE as they load (rope_q_frag), the keys come turned.
 template <typename T, bool WIN>
 __global__ void __launch_bounds__(128) attention_wg_kernel(WG_ARGS) {
 #ifdef WG_HAVE
@@ -278,6 +280,9 @@ __global__ void __launch_bounds__(128) attention_wg_kernel(WG_ARGS) {
     uint32_t qa[4][4]; // this warp's 16 query rows (of its warpgroup's 64)
     int r0 = q0 + warp * 16 + g;
     wg_load_q<T>(qa, qh, ld, r0, len, c);
+    if (rope) // rows past the sequence (zeros) take position 0's row
+        rope_q_frag<T>(qa, rope + (size_t)(r0 < len ? pos[start + r0] : 0) * (WG_D / 2),
+                       rope + (size_t)(r0 + 8 < len ? pos[start + r0 + 8] : 0) * (WG_D / 2), c);
 
     float o[32];
 #pragma unroll
@@ -319,8 +324,10 @@ __global__ void __launch_bounds__(128) attention_wg_kernel(WG_ARGS) {
 template <typename T>
 cudaError_t cuda_attention_wgmma(const T *q, const T *k, const T *v, int ld, const int32_t *cu,
                                  int n_seqs, int heads, int q_tiles_max, T *out, int out_ld,
-                                 int window, cudaStream_t s) {
+                                 int window, const float *rope, const int32_t *pos,
+                                 cudaStream_t s) {
     if (n_seqs <= 0) return cudaSuccess;
+    const float2 *cs = reinterpret_cast<const float2 *>(rope);
     const float scale_log2 = CUDA_ATT_SCALE_LOG2;
     // 128-byte swizzle (mode 1, bits 62-63); stride byte offset (bits 32-45): 8-row groups
     // 1024 bytes apart. Leading byte offset (bits 16-29): K-major (K): unused, 1; MN-major
@@ -330,19 +337,18 @@ cudaError_t cuda_attention_wgmma(const T *q, const T *k, const T *v, int ld, con
     constexpr uint64_t vhi = ((vl >> 4) << 16) | ((vs >> 4) << 32) | ((uint64_t)1 << 62);
     dim3 grid((unsigned)q_tiles_max, (unsigned)heads, (unsigned)n_seqs);
     if (window >= 0)
-        attention_wg_kernel<T, true>
-            <<<grid, 128, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2, khi, vhi, window);
+        attention_wg_kernel<T, true><<<grid, 128, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2,
+                                                          khi, vhi, window, cs, pos);
     else
         attention_wg_kernel<T, false>
-            <<<grid, 128, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2, khi, vhi, -1);
+            <<<grid, 128, 0, s>>>(q, k, v, ld, cu, out, out_ld, scale_log2, khi, vhi, -1, cs, pos);
     return cudaGetLastError();
 }
 
 template cudaError_t cuda_attention_wgmma<__half>(const __half *, const __half *, const __half *,
                                                   int, const int32_t *, int, int, int, __half *,
-                                                  int, int, cudaStream_t);
-template cudaError_t cuda_attention_wgmma<__nv_bfloat16>(const __nv_bfloat16 *,
-                                                         const __nv_bfloat16 *,
-                                                         const __nv_bfloat16 *, int,
-                                                         const int32_t *, int, int, int,
-                                                         __nv_bfloat16 *, int, int, cudaStream_t);
+                                                  int, int, const float *, const int32_t *,
+                                                  cudaStream_t);
+template cudaError_t cuda_attention_wgmma<__nv_bfloat16>(
+    const __nv_bfloat16 *, const __nv_bfloat16 *, const __nv_bfloat16 *, int, const int32_t *, int,
+    int, int, __nv_bfloat16 *, int, int, const float *, const int32_t *, cudaStream_t);

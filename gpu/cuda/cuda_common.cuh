@@ -70,6 +70,39 @@ __device__ __forceinline__ void store8(float *p, const float *f) {
     *reinterpret_cast<float4 *>(p + 4) = *reinterpret_cast<const float4 *>(f + 4);
 }
 
+// RoPE's turn of the pair (x, y) = (h[j], h[j + d/2]) by cs = (cos, sin): (x cos - y sin,
+// y cos + x sin) in fp32 with every rounding spelled out, since the in-place pass
+// (cuda_rope.cu) and the attention kernels that turn their queries as they load them
+// (rope_q_frag) must give the same bits, and x * c - y * s would leave the FMA contraction to
+// the compiler, kernel by kernel.
+__device__ __forceinline__ float2 rope_turn(float x, float y, float2 cs) {
+    return make_float2(__fmaf_rn(x, cs.x, -__fmul_rn(y, cs.y)),
+                       __fmaf_rn(y, cs.x, __fmul_rn(x, cs.y)));
+}
+
+// RoPE on a warp's 16 query rows of head_dim 64 held as mma.sync m16n8k16 A fragments, the
+// layout both attention kernels load (qa[kk][e]: dims kk * 16 + 2c + (e & 2 ? 8 : 0) and the
+// next, of row g (e even) or g + 8 (e odd)): dims j < 32 sit in k-steps 0 and 1, their
+// partners j + 32 in the same slots of k-steps 2 and 3, so every pair is in one thread. cs0,
+// cs1: the table rows (cuda_rope_table's layout, 32 (cos, sin) a row) of the two rows'
+// positions. Each value is rounded to T as cuda_rope stores it.
+template <typename T>
+__device__ __forceinline__ void rope_q_frag(uint32_t (&qa)[4][4], const float2 *cs0,
+                                            const float2 *cs1, int c) {
+#pragma unroll
+    for (int kk = 0; kk < 2; kk++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int j = kk * 16 + 2 * c + (e & 2 ? 8 : 0);
+            const float4 t = *reinterpret_cast<const float4 *>((e & 1 ? cs1 : cs0) + j);
+            const float2 x = st<T>::to_f2(qa[kk][e]), y = st<T>::to_f2(qa[kk + 2][e]);
+            const float2 a = rope_turn(x.x, y.x, make_float2(t.x, t.y));
+            const float2 b = rope_turn(x.y, y.y, make_float2(t.z, t.w));
+            qa[kk][e] = st<T>::pack(a.x, b.x);
+            qa[kk + 2][e] = st<T>::pack(a.y, b.y);
+        }
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1)
@@ -128,8 +161,12 @@ cudaError_t cuda_attention(const T *q, const T *k, const T *v, int ld, const int
 // set, add DeBERTa's c2p[i, r] + p2c[j, r] to q . k, r = rrow[i - j + rrow_mid], c2p and p2c
 // rows (tokens, heads, R). scale multiplies the whole score (1/sqrt(head_dim * factor)).
 // ldq > 0: the queries' row stride when it is not ld (queries in a buffer of their own).
-// wgmma: the device runs the wgmma kernel (cuda_attention_has_wgmma), which then takes a
-// window with BERT's scale (1/8) and ldq = ld.
+// wgmma: the device runs the wgmma kernel (cuda_attention_has_wgmma), which then takes the
+// layers with BERT's scale (1/8), ldq = ld and no c2p / p2c.
+// rope, set: the kernel turns each query by RoPE as it loads it (rope_q_frag), token t at
+// position pos[t], from the table rope (cuda_rope_table's layout for head_dim rope_dim, which
+// must be 64), bit for bit as cuda_rope would have turned it in place; keys come turned
+// (cuda_rope with q NULL). Not with c2p / p2c, which read the queries themselves.
 template <typename T> struct cuda_att_opts_t {
     float scale;
     int window;
@@ -138,6 +175,9 @@ template <typename T> struct cuda_att_opts_t {
     int rrow_mid, R, heads;
     int ldq;
     int wgmma;
+    const float *rope;
+    const int32_t *pos;
+    int rope_dim;
 };
 // The mma.sync kernel (every device; a window on wgmma where o says) with the options above;
 // head_dim 64.
@@ -185,11 +225,13 @@ int cuda_rel_scores(struct cuda_rel_gemm *r, const T *x, int ldx, int n, const T
 int cuda_attention_has_wgmma(int device);
 // The same on Hopper's wgmma (cuda_attention_sm90a.cu, compute capability 9.0 only): one
 // warpgroup of 64 queries per block.
+// window >= 0: only keys |i - j| <= window (the local layers), else every key. rope, pos
+// (NULL: none): the queries turned as they load, as cuda_att_opts_t's.
 template <typename T>
-// window >= 0: only keys |i - j| <= window (the local layers), else every key.
 cudaError_t cuda_attention_wgmma(const T *q, const T *k, const T *v, int ld, const int32_t *cu,
                                  int n_seqs, int heads, int q_tiles_max, T *out, int out_ld,
-                                 int window, cudaStream_t st);
+                                 int window, const float *rope, const int32_t *pos,
+                                 cudaStream_t st);
 // out (n_seqs, ldo): attention of each sequence's first query only (q (n_seqs, ldq), one row
 // per sequence, e.g. the gathered [CLS] rows) against all its keys and values (rows of
 // stride ld at cu[s]); out may be q (cuda_attention_first.cu).

@@ -246,8 +246,8 @@ static common_status_t op_attention(cuda_graph_t *cg, const gpu_op_t *op, int nt
     const int heads = op->heads, hd = op->head_dim, C = heads * hd, ld = cols_of(g, op->src[1]);
     const int first = g->tensor[op->out.t].rows_kind == GPU_ROWS_SEQS;
     const int rel = op->w[0] >= 0, q_tiles = first ? 1 : (max_len + 63) / 64;
-    // RoPE turns Q and K in place before the kernel runs, so it needs no kernel variant:
-    // global RoPE layers take BERT's kernels (wgmma where it runs, the one-query kernel)
+    // RoPE: keys turn in place before the kernel runs, queries in the kernel as it loads them
+    // (one read and write of Q fewer); global RoPE layers take BERT's kernels with that turn
     const int extras = rel || op->window > 0;
     T *q = (T *)vptr(cg, op->src[0]), *k = (T *)vptr(cg, op->src[1]);
     const T *v = (const T *)vptr(cg, op->src[2]);
@@ -257,7 +257,8 @@ static common_status_t op_attention(cuda_graph_t *cg, const gpu_op_t *op, int nt
         1.f / sqrtf((float)hd * (float)(op->scale_factor > 1 ? op->scale_factor : 1));
     if (ns <= 0) return COMMON_OK;
     const int plain_scale = fabsf(scale - 0.125f) < 1e-7f; // what BERT's kernels have built in
-    if (op->rope_theta > 0.f) { // first-token queries sit at position 0: only keys turn
+    const float *rope = NULL; // the table the kernel turns the queries by, NULL: none
+    if (op->rope_theta > 0.f) {
         const int r = cg_rope_slot(cg, op->rope_theta);
         if (r < 0) {
             return common_err_set(err, COMMON_BUG, "%s: no RoPE table for theta %g", op->name,
@@ -265,8 +266,10 @@ static common_status_t op_attention(cuda_graph_t *cg, const gpu_op_t *op, int nt
         }
         const float *tab =
             (const float *)(cg->dev + cg->o_rope) + (size_t)r * cg->max_len * cg->rope_dim;
-        OP_CUDA(cuda_rope<T>(first ? (T *)NULL : q, ldq, k, ld, in_pos(cg), nt, heads, hd, tab,
-                             cg->st));
+        // first-token queries sit at position 0: no turn; c2p reads the queries themselves
+        OP_CUDA(cuda_rope<T>(rel && !first ? q : (T *)NULL, ldq, k, ld, in_pos(cg), nt, heads, hd,
+                             tab, cg->st));
+        rope = first || rel ? NULL : tab;
     }
     if (first && !extras && plain_scale) { // the one-query kernel: each sequence's first token
         OP_CUDA(cuda_attention_first<T>(q, ldq, k, v, ld, in_cu(cg), ns, heads, out, ldo, cg->st));
@@ -277,8 +280,9 @@ static common_status_t op_attention(cuda_graph_t *cg, const gpu_op_t *op, int nt
         OP_CUDA(cuda_scatter_rows<T>(q, in_cu(cg), ns, C, qa, C, cg->st));
         q = qa, ldq = C;
     }
-    cuda_att_opts_t<T> o = {
-        scale, op->window > 0 ? op->window : -1, NULL, NULL, NULL, 0, 0, heads, ldq, cg->att_wgmma};
+    cuda_att_opts_t<T> o = {};
+    o.scale = scale, o.window = op->window > 0 ? op->window : -1, o.heads = heads, o.ldq = ldq;
+    o.wgmma = cg->att_wgmma, o.rope = rope, o.pos = in_pos(cg), o.rope_dim = cg->rope_dim;
     if (rel) {
         T *c2p = (T *)(cg->dev + cg->o_rel), *p2c = c2p + cg->rel_elems;
         const int R = g->tensor[op->w[0]].rows;
@@ -292,7 +296,7 @@ static common_status_t op_attention(cuda_graph_t *cg, const gpu_op_t *op, int nt
         o.c2p = c2p, o.p2c = p2c, o.rrow = (const int32_t *)(cg->dev + cg->o_rrow);
         o.rrow_mid = cg->rrow_mid, o.R = R;
     }
-    if (!extras && ldq == ld && plain_scale) // BERT's: wgmma where it runs
+    if (!extras && !rope && ldq == ld && plain_scale) // BERT's: wgmma where it runs
         OP_CUDA(cuda_attention<T>(q, k, v, ld, in_cu(cg), ns, heads, q_tiles, first ? oa : out,
                                   first ? C : ldo, cg->att_wgmma, cg->st));
     else

@@ -1,5 +1,7 @@
-// RoPE (ModernBERT) in place on the Q and K heads right after the QKV GEMM, so the attention
-// kernels see rotated rows and need no variant of their own. The cosines and sines come from
+// RoPE (ModernBERT) in place on the K heads right after the QKV GEMM (and on Q where no
+// attention kernel turns it as it loads it: cuda_att_opts_t.rope). Keys are turned here,
+// once: every query tile of a sequence reads each of its key tiles, and turning them in each
+// costs more than this pass (NOTES-cuda.md). The cosines and sines come from
 // a table made once at init (cuda_rope_table, on the host, in double as HF's fp32 angles
 // need: positions reach 8,192, where sincosf's error grows with the angle), so the pass is
 // memory-bound: a double pow and sincos per element and layer would cost more than the QKV
@@ -45,9 +47,8 @@ __global__ void rope_kernel(T *q, int ldq, T *k, int ldk, const int32_t *__restr
     load8(h + j0 + half, b);
 #pragma unroll
     for (int u = 0; u < 8; u++) {
-        const float cs_ = c[2 * u], sn = c[2 * u + 1], x = a[u], y = b[u];
-        a[u] = x * cs_ - y * sn;
-        b[u] = y * cs_ + x * sn;
+        const float2 r = rope_turn(a[u], b[u], make_float2(c[2 * u], c[2 * u + 1]));
+        a[u] = r.x, b[u] = r.y;
     }
     store8(h + j0, a);
     store8(h + j0 + half, b);

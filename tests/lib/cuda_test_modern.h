@@ -28,6 +28,15 @@ int gpu_cuda_test_attention_opts(const char *precision, int kernel, const float 
                                  const float *p2c, const int32_t *rrow, int rrow_mid, int R,
                                  float *out);
 
+/* out as gpu_cuda_test_attention_opts (scale 1/8, no c2p / p2c) with RoPE at theta, token t at
+ * position pos[t]: the keys turned in place (cuda_rope, keys only), the queries by the kernel
+ * as it loads them. out_inplace: the same attention with the queries turned in place as well
+ * and the kernel's turn off, which out must equal bit for bit. */
+int gpu_cuda_test_attention_rope(const char *precision, int kernel, const float *q, const float *k,
+                                 const float *v, int ld, const int32_t *cu_seqlens, int n_seqs,
+                                 int heads, int window, const int32_t *pos, float theta, float *out,
+                                 float *out_inplace);
+
 /* x (n, 2I): its first I columns become act(x[:, :I]) * x[:, I:] (act a gpu_act_t). */
 int gpu_cuda_test_geglu(const char *precision, float *x, int n, int I, int act);
 
