@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(GG_THREADS, 2)
     for (int i = 0; i < 64; i++)
         d[i] = 0.f;
     for (int kt = 0; kt < nk; kt++) {
-        const int st = kt % GG_STAGES;
+        const int cur = kt % GG_STAGES; // this step's stage
         // stage kt landed (at most STAGES - 2 later groups pending); past the proxy fence and
         // the barrier every thread's copies are visible to the tensor cores, and every
         // warpgroup has finished reading the stage the next load overwrites (kt - 1's)
@@ -138,8 +138,8 @@ __global__ void __launch_bounds__(GG_THREADS, 2)
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
         for (int kk = 0; kk < GG_BK / 16; kk++) // 16 of K = 32 bytes along each swizzled row
-            gg_mma<T>(d, gg_desc(sa(st) + (uint32_t)(wg * 64 * 128 + kk * 32), dhi),
-                      gg_desc(sb(st) + (uint32_t)(kk * 32), dhi));
+            gg_mma<T>(d, gg_desc(sa(cur) + (uint32_t)(wg * 64 * 128 + kk * 32), dhi),
+                      gg_desc(sb(cur) + (uint32_t)(kk * 32), dhi));
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 #pragma unroll
