@@ -124,23 +124,23 @@ __global__ void __launch_bounds__(GG_THREADS, 2)
     for (int kt = 0; kt < nk; kt++) {
         const int cur = kt % GG_STAGES; // this step's stage
         // stage kt landed (at most STAGES - 2 later groups pending); past the proxy fence and
-        // the barrier every thread's copies are visible to the tensor cores, and every
-        // warpgroup has finished reading the stage the next load overwrites (kt - 1's)
+        // the barrier every thread's copies are visible to the tensor cores, and both
+        // warpgroups have finished reading the stage the load below overwrites (kt - 1's)
         asm volatile("cp.async.wait_group %0;\n" ::"n"(GG_STAGES - 2));
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         __syncthreads();
-        const int kn = kt + GG_STAGES - 1;
-        if (kn < nk) {
-            const int sn = kn % GG_STAGES;
-            gg_load<T>(sa(sn), sb(sn), x, ldx, w, K, m0, M, j0, I, kn * GG_BK, tid);
-        }
-        asm volatile("cp.async.commit_group;\n" ::);
         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
         for (int kk = 0; kk < GG_BK / 16; kk++) // 16 of K = 32 bytes along each swizzled row
             gg_mma<T>(d, gg_desc(sa(cur) + (uint32_t)(wg * 64 * 128 + kk * 32), dhi),
                       gg_desc(sb(cur) + (uint32_t)(kk * 32), dhi));
         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        const int kn = kt + GG_STAGES - 1; // its copies issued while the tensor cores run
+        if (kn < nk) {
+            const int sn = kn % GG_STAGES;
+            gg_load<T>(sa(sn), sb(sn), x, ldx, w, K, m0, M, j0, I, kn * GG_BK, tid);
+        }
+        asm volatile("cp.async.commit_group;\n" ::);
         asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 #pragma unroll
         for (int i = 0; i < 64; i++)
