@@ -202,3 +202,113 @@ extern "C" int gpu_cuda_test_rel_scores(const char *precision, const float *x, i
     return is_bf16(precision) ? tm_rel<__nv_bfloat16>(1, x, ldx, n, rel, R, heads, head_dim, out)
                               : tm_rel<__half>(0, x, ldx, n, rel, R, heads, head_dim, out);
 }
+
+// The Wi projection and its GeGLU on one path (GPU_CUDA_TEST_GEGLU_*): the cuBLASLt GEMM (bias
+// epilogue) then cuda_geglu in place, the fused wgmma kernel, or the GEMM alone (bench only).
+// y: (m, 2I) device rows, the gated half in the first I columns (the graph's layout).
+template <typename T>
+static int tm_geglu_run(cuda_gemm_t *g, int path, const T *x, const T *w, const T *b, T *y, int m,
+                        int K, int I, int act) {
+    common_err_t err;
+    if (path == GPU_CUDA_TEST_GEGLU_FUSED)
+        return cuda_gemm_geglu_wgmma<T>(x, K, w, b, y, 2 * I, m, I, K, act, 0) == cudaSuccess ? 0
+                                                                                              : -1;
+    if (cuda_gemm_run(g, w, x, y, b, NULL, m, 2 * I, K, b ? CUDA_GEMM_BIAS : CUDA_GEMM_PLAIN, 0,
+                      &err) != 0) {
+        fprintf(stderr, "%s\n", err.message);
+        return -1;
+    }
+    if (path == GPU_CUDA_TEST_GEGLU_GEMM) return 0;
+    return cuda_geglu<T>(y, m, I, act, 0) == cudaSuccess ? 0 : -1;
+}
+
+// -1 where path cannot run on this device or shape.
+static int tm_geglu_path_ok(int path, int K, int I, int act) {
+    return path != GPU_CUDA_TEST_GEGLU_FUSED ||
+           (gpu_cuda_test_has_wgmma() &&
+            cuda_gemm_geglu_fits(NULL, K, NULL, NULL, 2 * I, I, K, act));
+}
+
+template <typename T>
+static int tm_gemm_geglu(int bf16, int path, const float *x, const float *w, const float *b, int m,
+                         int K, int I, int act, float *y) {
+    int rc = 0;
+    cuda_gemm_t g;
+    memset(&g, 0, sizeof g);
+    common_err_t err;
+    void *ws = NULL;
+    float *full = (float *)malloc(sizeof(float) * (size_t)m * 2 * I);
+    T *dx = ta_upload<T>(x, (size_t)m * K), *dw = ta_upload<T>(w, (size_t)2 * I * K);
+    T *db = b ? ta_upload<T>(b, (size_t)2 * I) : NULL, *dy = ta_poisoned<T>((size_t)m * 2 * I);
+    if (!full || !dx || !dw || (b && !db) || !dy || cudaMalloc(&ws, GPU_WS_TEST) != cudaSuccess ||
+        cuda_gemm_init(&g, bf16 ? CUDA_GEMM_BF16 : CUDA_GEMM_FP16, ws, GPU_WS_TEST, &err) != 0) {
+        rc = -1;
+        goto done;
+    }
+    if (tm_geglu_run<T>(&g, path, dx, dw, db, dy, m, K, I, act) != 0) {
+        rc = -1;
+        goto done;
+    }
+    TA_CHECK(cudaDeviceSynchronize());
+    rc = ta_download<T>(dy, (size_t)m * 2 * I, full);
+    for (int r = 0; rc == 0 && r < m; r++)
+        memcpy(y + (size_t)r * I, full + (size_t)r * 2 * I, sizeof(float) * (size_t)I);
+done:
+    if (g.lt) cuda_gemm_free(&g);
+    free(full);
+    cudaFree(ws), cudaFree(dx), cudaFree(dw), cudaFree(db), cudaFree(dy);
+    return rc;
+}
+extern "C" int gpu_cuda_test_gemm_geglu(const char *precision, int path, const float *x,
+                                        const float *w, const float *b, int m, int K, int I,
+                                        int act, float *y) {
+    if (!tm_geglu_path_ok(path, K, I, act)) return -1;
+    return is_bf16(precision) ? tm_gemm_geglu<__nv_bfloat16>(1, path, x, w, b, m, K, I, act, y)
+                              : tm_gemm_geglu<__half>(0, path, x, w, b, m, K, I, act, y);
+}
+
+// Milliseconds per call over iters calls, X warm, no bias (ModernBERT's); cuBLASLt's
+// algorithm tuned on the first call as the backend's warm-up does.
+template <typename T>
+static double tm_geglu_bench(int bf16, int path, int m, int K, int I, int act, int iters) {
+    double out = -1;
+    float ms = 0;
+    cuda_gemm_t g;
+    memset(&g, 0, sizeof g);
+    common_err_t err;
+    void *ws = NULL;
+    T *x = NULL, *w = NULL, *y = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    if (cudaMalloc(&x, sizeof(T) * (size_t)m * K) ||
+        cudaMalloc(&w, sizeof(T) * (size_t)2 * I * K) ||
+        cudaMalloc(&y, sizeof(T) * (size_t)m * 2 * I) || cudaMalloc(&ws, GPU_WS_TEST) ||
+        cudaEventCreate(&e0) || cudaEventCreate(&e1) ||
+        cuda_gemm_init(&g, bf16 ? CUDA_GEMM_BF16 : CUDA_GEMM_FP16, ws, GPU_WS_TEST, &err) != 0)
+        goto done;
+    ta_fill_kernel<T><<<(unsigned)(((size_t)m * K + 255) / 256), 256>>>(x, (size_t)m * K, 7);
+    ta_fill_kernel<T>
+        <<<(unsigned)(((size_t)2 * I * K + 255) / 256), 256>>>(w, (size_t)2 * I * K, 8);
+    g.tune = 8;
+    if (tm_geglu_run<T>(&g, path, x, w, NULL, y, m, K, I, act) != 0) goto done;
+    g.tune = 0;
+    for (int i = 0; i < 3; i++)
+        if (tm_geglu_run<T>(&g, path, x, w, NULL, y, m, K, I, act) != 0) goto done;
+    cudaEventRecord(e0, 0);
+    for (int i = 0; i < iters; i++)
+        tm_geglu_run<T>(&g, path, x, w, NULL, y, m, K, I, act);
+    cudaEventRecord(e1, 0);
+    if (cudaEventSynchronize(e1) == cudaSuccess && cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess)
+        out = ms / iters;
+done:
+    if (g.lt) cuda_gemm_free(&g);
+    cudaFree(x), cudaFree(w), cudaFree(y), cudaFree(ws);
+    if (e0) cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
+    return out;
+}
+extern "C" double gpu_cuda_test_gemm_geglu_bench(const char *precision, int path, int m, int K,
+                                                 int I, int act, int iters) {
+    if (m <= 0 || iters <= 0 || !tm_geglu_path_ok(path, K, I, act)) return -1;
+    return is_bf16(precision) ? tm_geglu_bench<__nv_bfloat16>(1, path, m, K, I, act, iters)
+                              : tm_geglu_bench<__half>(0, path, m, K, I, act, iters);
+}
