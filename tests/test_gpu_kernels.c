@@ -392,71 +392,6 @@ static void test_geglu(const char *prec, int n, int I, gpu_act_t act) {
     free(x), free(ref), free(got);
 }
 
-/* ModernBERT's Wi projection + GeGLU, m rows of K, 2I outputs: the cuBLASLt GEMM + GeGLU pass
- * and (compute capability 9.0) the fused wgmma kernel, both against the fp32 reference. */
-static void test_gemm_geglu(const char *prec, int m, int K, int I, gpu_act_t act, int bias) {
-    float *x = rnd_array((size_t)m * K, 1.f), *w = rnd_array((size_t)2 * I * K, 0.05f);
-    float *b = bias ? rnd_array((size_t)2 * I, 0.5f) : NULL;
-    float *z = malloc(sizeof(float) * (size_t)m * 2 * I),
-          *ref = malloc(sizeof(float) * (size_t)m * I);
-    float *got = malloc(sizeof(float) * (size_t)m * I);
-    gpu_cuda_test_round(prec, x, (size_t)m * K);
-    gpu_cuda_test_round(prec, w, (size_t)2 * I * K);
-    if (b) gpu_cuda_test_round(prec, b, (size_t)2 * I);
-    gpu_ref_linear(x, w, b, m, K, 2 * I, z);
-    for (int r = 0; r < m; r++)
-        memcpy(ref + (size_t)r * I, z + (size_t)r * 2 * I, sizeof(float) * (size_t)I);
-    gpu_ref_act(ref, (size_t)m * I, act);
-    for (int r = 0; r < m; r++)
-        for (int i = 0; i < I; i++)
-            ref[(size_t)r * I + i] *= z[(size_t)r * 2 * I + I + i];
-    for (int path = GPU_CUDA_TEST_GEGLU_PASS; path <= GPU_CUDA_TEST_GEGLU_FUSED; path++) {
-        const char *how = path == GPU_CUDA_TEST_GEGLU_FUSED ? "wgmma fused" : "cuBLASLt + pass";
-        char what[96];
-        snprintf(what, sizeof(what), "wi+geglu %s %s%s %dx%dx%d", how, gpu_model_act_name(act),
-                 b ? "+bias" : "", m, 2 * I, K);
-        if (path == GPU_CUDA_TEST_GEGLU_FUSED && !gpu_cuda_test_has_wgmma()) {
-            printf("..   %-5s %s: not compute capability 9.0, skipped\n", prec, what);
-            continue;
-        }
-        int rc = gpu_cuda_test_gemm_geglu(prec, path, x, w, b, m, K, I, act, got);
-        report(prec, what, rc, got, ref, (size_t)m * I, bound_for(prec, 4e-3, 2e-2));
-    }
-    free(x), free(w), free(b), free(z), free(ref), free(got);
-}
-
-/* Every row count the token budget meets (1 to 16384, tails of the 128-row tile), both
- * activations, with and without a bias; K of one and two 64-steps (shorter than the ring). */
-static void test_gemm_geglu_rows(const char *prec, int quick) {
-    static const int ms[] = {1, 7, 64, 1000, 16384};
-    for (int i = 0; i < (quick ? 3 : 5); i++)
-        for (int a = 0; a < 2; a++)
-            test_gemm_geglu(prec, ms[i], 768, 1152, a ? GPU_ACT_GELU_TANH : GPU_ACT_GELU, i % 2);
-    test_gemm_geglu(prec, 130, 64, 64, GPU_ACT_GELU, 1);
-    test_gemm_geglu(prec, 129, 128, 128, GPU_ACT_GELU_TANH, 0);
-}
-
-/* Wi + GeGLU at ModernBERT-base's shape: milliseconds per call of the cuBLASLt GEMM alone, the
- * GEMM + GeGLU pass (the fallback) and the fused kernel. */
-static void bench_gemm_geglu(const char *prec) {
-    static const int ms[] = {16384, 65536};
-    for (int i = 0; i < 2; i++) {
-        const int m = ms[i], K = 768, I = 1152, it = 50;
-        double gemm = gpu_cuda_test_gemm_geglu_bench(prec, GPU_CUDA_TEST_GEGLU_GEMM, m, K, I,
-                                                     GPU_ACT_GELU, it);
-        double pass = gpu_cuda_test_gemm_geglu_bench(prec, GPU_CUDA_TEST_GEGLU_PASS, m, K, I,
-                                                     GPU_ACT_GELU, it);
-        double fused = gpu_cuda_test_gemm_geglu_bench(prec, GPU_CUDA_TEST_GEGLU_FUSED, m, K, I,
-                                                      GPU_ACT_GELU, it);
-        const double fl = 2.0 * m * K * 2.0 * I;
-        printf("bench %-5s wi+geglu m=%-6d gemm %.4f ms (%.0f TFLOP/s) gemm+pass %.4f ms fused "
-               "%.4f ms (%.0f TFLOP/s) fused/(gemm+pass) %.3f\n",
-               prec, m, gemm, gemm > 0 ? fl / (gemm * 1e9) : 0, pass, fused,
-               fused > 0 ? fl / (fused * 1e9) : 0, pass > 0 && fused > 0 ? fused / pass : 0);
-        if (gemm < 0 || pass < 0) failures++; /* the fused one is absent off Hopper */
-    }
-}
-
 /* Mean pooling of packed sequences (one of a single token among them). */
 static void test_mean_pool(const char *prec, int n_seqs, int H) {
     int n;
@@ -495,7 +430,6 @@ static void test_modern_ops(const char *prec, int quick) {
     test_attention_disentangled(prec, quick ? 2 : 12, 3 + (int)(rnd_u32() % 10), quick ? 200 : 520);
     test_geglu(prec, 1 + (int)(rnd_u32() % 300), 1152, GPU_ACT_GELU);
     test_geglu(prec, 17, 64, GPU_ACT_GELU_TANH);
-    test_gemm_geglu_rows(prec, quick);
     test_mean_pool(prec, 3 + (int)(rnd_u32() % 40), 768);
 }
 
@@ -504,8 +438,6 @@ int main(int argc, char **argv) {
     int quick = argc > 1 && strcmp(argv[1], "quick") == 0;
     /* "wgmma": the Hopper attention kernels alone (descriptor debugging on the device) */
     int wg_only = argc > 1 && strcmp(argv[1], "wgmma") == 0;
-    /* "geglu": the Wi + GeGLU rows alone, then their bench */
-    int geglu_only = argc > 1 && strcmp(argv[1], "geglu") == 0;
     setvbuf(stdout, NULL, _IONBF, 0); /* every line out before a crash, if one comes */
     gpu_cpu_blas_init();              /* OpenBLAS's core choice fixed up, as the CPU backend does */
     printf("OpenBLAS core: %s\n", gpu_cpu_blas_core());
@@ -516,11 +448,6 @@ int main(int argc, char **argv) {
     const char *precs[] = {"fp16", "bf16"};
     for (int p = 0; p < 2; p++) {
         const char *prec = precs[p];
-        if (geglu_only) {
-            test_gemm_geglu_rows(prec, 0);
-            bench_gemm_geglu(prec);
-            continue;
-        }
         for (int rep = 0; rep < (wg_only ? 0 : quick ? 1 : 2); rep++) { /* fresh inputs each */
             int n = 1 + (int)(rnd_u32() % (quick ? 100 : 700));
             test_linear(prec, n, 768, 2304, 0, 0);

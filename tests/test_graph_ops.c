@@ -34,7 +34,6 @@ enum {
     LIN_RELU,
     LIN_TANH,
     LIN_GLU,
-    LIN_GLU_TILE,
     LIN_RES,
     LIN_RES_NORM,
     NORM_LIN,
@@ -61,7 +60,6 @@ static const char *const case_name[N_CASES] = {"embed",
                                                "linear relu",
                                                "linear tanh",
                                                "linear glu gelu",
-                                               "linear glu gelu_new 2x128",
                                                "linear residual",
                                                "linear residual + norm",
                                                "norm then linear",
@@ -124,10 +122,10 @@ static int input(gpu_gb_t *b, const char *name, gpu_rows_kind_t kind, const floa
 }
 
 static gpu_act_t act_of(int c) {
-    return c == LIN_GELU_TANH || c == LIN_GLU_TILE ? GPU_ACT_GELU_TANH
-           : c == LIN_RELU                         ? GPU_ACT_RELU
-           : c == LIN_TANH                         ? GPU_ACT_TANH
-                                                   : GPU_ACT_GELU;
+    return c == LIN_GELU_TANH ? GPU_ACT_GELU_TANH
+           : c == LIN_RELU    ? GPU_ACT_RELU
+           : c == LIN_TANH    ? GPU_ACT_TANH
+                              : GPU_ACT_GELU;
 }
 
 /* storage: the backend's activation storage at prec fp8 (gpu_graph_build's: fp32 on the CPU
@@ -234,18 +232,17 @@ static void build(const gpu_model_t *m, int c, gpu_precision_t prec, gpu_precisi
         return;
     }
     if (c >= LIN_BIAS && c <= LIN_RES_NORM) {
-        /* the GLU tile case: I = 128, what the CUDA backend's fused GEMM takes on Hopper */
-        const int K = H, N = c == LIN_GLU_TILE ? 256 : NOUT;
+        const int K = H, N = NOUT;
         const int in = input(&b, "in", GPU_ROWS_TOKENS, x, NTOK, K);
         const float *w = rnd((size_t)N * K, 0.1f, &seed), *bias = rnd((size_t)N, 0.1f, &seed);
         const float *y0 = rnd((size_t)NTOK * N, 1.0f, &seed);
         const int res = c == LIN_RES || c == LIN_RES_NORM;
         o->out = res ? input(&b, "y", GPU_ROWS_TOKENS, y0, NTOK, N)
                      : gpu_gb_act(&b, "y", GPU_ROWS_TOKENS, N);
-        gpu_epi_t epi = c == LIN_BIAS                       ? GPU_EPI_BIAS
-                        : c == LIN_GLU || c == LIN_GLU_TILE ? GPU_EPI_GLU
-                        : res                               ? GPU_EPI_RESIDUAL
-                                                            : GPU_EPI_ACT;
+        gpu_epi_t epi = c == LIN_BIAS  ? GPU_EPI_BIAS
+                        : c == LIN_GLU ? GPU_EPI_GLU
+                        : res          ? GPU_EPI_RESIDUAL
+                                       : GPU_EPI_ACT;
         gpu_gb_linear(&b, "linear", -1, prec, gpu_gb_view(o->out, 0), gpu_gb_view(in, 0),
                       gpu_gb_weight(&b, "w", w, N, K, 0), gpu_gb_weight(&b, "bias", bias, 1, N, 0),
                       N, K, epi, act_of(c));

@@ -24,7 +24,7 @@ struct gpu_backend {
     int token_budget, max_len, max_seqs; // the batch capacity (gpu_backend_settle)
     int device;
     cudaStream_t stream; // every batch's work, in order
-    int att_wgmma;       // sm_90a kernels (compute capability 9.0): wgmma attention, Wi + GeGLU
+    int att_wgmma;       // attention on wgmma (compute capability 9.0), else mma.sync
     int sms;             // the device's SMs (sizes the LayerNorm grid)
     // Two batches may be in flight (submit, then collect the older): each slot has its own
     // pinned staging and events, so the host fills one while the device works on the other.

@@ -204,19 +204,6 @@ cudaError_t cuda_scatter_rows(const T *src, const int32_t *cu, int n_seqs, int H
 // GeGLU in place on rows (n, 2I): x[:, :I] = act(x[:, :I]) * x[:, I:], act a gpu_act_t; the
 // next GEMM reads the first I columns with leading dimension 2I (cuda_geglu.cu). I % 8 == 0.
 template <typename T> cudaError_t cuda_geglu(T *x, int n, int I, int act, cudaStream_t st);
-// The Wi projection and its GeGLU in one kernel (cuda_gemm_geglu_sm90a.cu, compute capability
-// 9.0 only: cuda_attention_has_wgmma): Z = x (m, k; rows ldx apart) w^T (+ bias (2I), may be
-// NULL), w (2I, k) as nn.Linear stores it, fp32 accumulation; y[:, j] = act(Z[:, j]) *
-// Z[:, I + j] for j < I into the first I columns of y (rows ldy apart). Z is never stored.
-// cudaErrorInvalidValue where cuda_gemm_geglu_fits says no.
-template <typename T>
-cudaError_t cuda_gemm_geglu_wgmma(const T *x, int ldx, const T *w, const T *bias, T *y, int ldy,
-                                  int m, int I, int k, int act, cudaStream_t st);
-// 1 when cuda_gemm_geglu_wgmma takes the call: I % 64 == 0, k % 64 == 0, x, w and y on 16
-// bytes with 16-byte rows, act GELU (erf) or GELU_TANH (gpu_act_t); where it does not, the
-// cuBLASLt GEMM and cuda_geglu run.
-int cuda_gemm_geglu_fits(const void *x, int ldx, const void *w, const void *y, int ldy, int I,
-                         int k, int act);
 // out (n_seqs, H) fp32 = mean over each sequence's rows of x (tokens, H; rows ld apart)
 // (cuda_pool.cu).
 template <typename E>

@@ -23,7 +23,7 @@ typedef struct cuda_graph : cg_layout_t {
     char *dev;  // the backend's allocation (total_bytes)
     cudaStream_t st;
     int sms;
-    int att_wgmma;            // sm_90a kernels (wgmma: full attention, Wi + GeGLU) run here
+    int att_wgmma;            // full attention on wgmma where the device runs it
     cuda_gemm_t gemm, gemm32; // 16-bit and fp32 projections
     cuda_fp8_gemm_t gemm8;    // FP8 projections (has_fp8)
     int has_fp8;

@@ -1,9 +1,8 @@
 // One launcher per op kind of the encoder graph (gpu/graph.h) on the CUDA backend's kernels:
 // embed (+ LayerNorm), norm, linear (cuBLASLt 16-bit or fp32, or FP8 with per-token scales;
-// epilogues bias, activation, GeGLU (on Hopper inside its own wgmma GEMM), residual), attention
-// (full, sliding window, RoPE, disentangled c2p + p2c; first-token queries), pool (first token,
-// mean). Which shapes they take (supports_op) and the storage types are the layout's
-// (gpu/cuda/layout.c).
+// epilogues bias, activation, GeGLU, residual), attention (full, sliding window, RoPE,
+// disentangled c2p + p2c; first-token queries), pool (first token, mean). Which shapes they
+// take (supports_op) and the storage types are the layout's (gpu/cuda/layout.c).
 #include <math.h>
 #include <stdio.h>
 
@@ -182,15 +181,6 @@ static common_status_t op_linear(cuda_graph_t *cg, const gpu_op_t *op, const gpu
     }
     if (!out16) // the product into 16-bit scratch, then into the fp32 rows
         yg = y16, ldyg = n, res = NULL;
-    const int ldx16 = in16 ? ldx : k; // x's rows now (16-bit: its own, or x16's)
-    const void *w = cg_ptr(cg, op->w[0]);
-    if (op->epi == GPU_EPI_GLU && op->prec != GPU_PREC_FP8 && out16 && cg->att_wgmma &&
-        cuda_gemm_geglu_fits(x, ldx16, w, y, ldy, n / 2, k, op->act)) { // GeGLU in the epilogue
-        OP_CUDA(cuda_gemm_geglu_wgmma<T>((const T *)x, ldx16, (const T *)w,
-                                         op->w[1] >= 0 ? (const T *)bias : (const T *)NULL, (T *)y,
-                                         ldy, m, n / 2, k, op->act, cg->st));
-        return COMMON_OK;
-    }
     if (op->prec == GPU_PREC_FP8) {
         const int i = op >= g->op && op < g->op + g->n_ops ? (int)(op - g->op) : -1;
         // a static input scale (layout.h: fp8_static) is in the weights' scales: ones per token
@@ -224,8 +214,8 @@ static common_status_t op_linear(cuda_graph_t *cg, const gpu_op_t *op, const gpu
         if (cuda_fp8_gemm_run(&cg->gemm8, wq, wsc, xq, xs, yg, ldyg, bias, res, m, n, k, epi,
                               cg->st, err) != 0)
             return err->code;
-    } else if (cuda_gemm_run_ldx(&cg->gemm, w, x, ldx16, yg, ldyg, bias, res, m, n, k, epi, cg->st,
-                                 err) != 0) {
+    } else if (cuda_gemm_run_ldx(&cg->gemm, cg_ptr(cg, op->w[0]), x, in16 ? ldx : k, yg, ldyg, bias,
+                                 res, m, n, k, epi, cg->st, err) != 0) {
         return err->code;
     }
     if (!out16) {

@@ -17,6 +17,8 @@
 #include "tests/lib/cuda_test_api.h"
 #include "tests/lib/cuda_test_util.cuh"
 
+#define GPU_WS_TEST (32u << 20) /* cuBLASLt workspace of the test calls */
+
 // The current device's SM count (sizes the LayerNorm grid, as the backend's init asks it).
 static int ta_sms(void) {
     int dev = 0, sms = 0;
@@ -276,6 +278,14 @@ extern "C" int gpu_cuda_test_pool_classify(const gpu_model_t *m, const char *pre
 }
 
 // Uniform [-1, 1) from a counter hash: bench inputs on random data, never zeros.
+template <typename T> __global__ void ta_fill_kernel(T *p, size_t n, uint32_t seed) {
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    uint32_t h = (uint32_t)i * 2654435761u ^ seed;
+    h ^= h >> 16, h *= 0x7feb352du, h ^= h >> 15, h *= 0x846ca68bu, h ^= h >> 16;
+    p[i] = st<T>::from_f((float)(h >> 8) * (2.f / 16777216.f) - 1.f);
+}
+
 extern "C" double gpu_cuda_test_gemm_bench(const char *precision, int m, int n, int k, int epi) {
     // as the backend's init tunes (8 candidates), X cold
     common_err_t err;

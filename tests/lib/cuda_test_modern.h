@@ -40,18 +40,6 @@ int gpu_cuda_test_attention_rope(const char *precision, int kernel, const float 
 /* x (n, 2I): its first I columns become act(x[:, :I]) * x[:, I:] (act a gpu_act_t). */
 int gpu_cuda_test_geglu(const char *precision, float *x, int n, int I, int act);
 
-/* ModernBERT's Wi projection and GeGLU: z = x (m, K) w^T (+ b (2I), may be NULL), w (2I, K);
- * y (m, I) = act(z[:, :I]) * z[:, I:] by path: the cuBLASLt GEMM then cuda_geglu (the
- * fallback), the fused wgmma kernel (compute capability 9.0 and the shapes it takes: else the
- * calls return -1), or the GEMM alone (bench only). */
-enum { GPU_CUDA_TEST_GEGLU_PASS, GPU_CUDA_TEST_GEGLU_FUSED, GPU_CUDA_TEST_GEGLU_GEMM };
-int gpu_cuda_test_gemm_geglu(const char *precision, int path, const float *x, const float *w,
-                             const float *b, int m, int K, int I, int act, float *y);
-/* Milliseconds per call of path on random data (no bias), X warm, over iters calls; -1 on
- * error or where the path cannot run. */
-double gpu_cuda_test_gemm_geglu_bench(const char *precision, int path, int m, int K, int I, int act,
-                                      int iters);
-
 /* out (n_seqs, H) = each sequence's mean row of x (n_tokens, H). */
 int gpu_cuda_test_mean_pool(const char *precision, const float *x, const int32_t *cu_seqlens,
                             int n_seqs, int H, float *out);

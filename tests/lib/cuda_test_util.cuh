@@ -9,8 +9,6 @@
 
 #include "gpu/cuda/cuda_common.cuh"
 
-#define GPU_WS_TEST (32u << 20) /* cuBLASLt workspace of the test calls */
-
 static inline int is_bf16(const char *p) {
     return p && strcmp(p, "bf16") == 0;
 }
@@ -64,15 +62,6 @@ static inline void *ta_dup(const void *h, size_t bytes) {
         return NULL;
     }
     return d;
-}
-
-// p (n) = deterministic pseudo-random values in [-1, 1) from seed (benches: no upload).
-template <typename T> __global__ void ta_fill_kernel(T *p, size_t n, uint32_t seed) {
-    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    uint32_t h = (uint32_t)i * 2654435761u ^ seed;
-    h ^= h >> 16, h *= 0x7feb352du, h ^= h >> 15, h *= 0x846ca68bu, h ^= h >> 16;
-    p[i] = st<T>::from_f((float)(h >> 8) * (2.f / 16777216.f) - 1.f);
 }
 
 #endif
