@@ -1,7 +1,7 @@
 # The "fp8" stage of tests/bench/device_run.sh (sourced by it: $B, $OUT, $summary, note,
-# elapsed, step, cap): FP8 (issue 32) in one device call.
+# elapsed, step, cap): FP8 in one device call.
 #   tests/bench/device_run.sh run fp8
-#       fp8      FP8 (issue 32) in one call (FP8_BUDGET_S, 570 by default; steps capped as
+#       fp8      FP8 in one call (FP8_BUDGET_S, 570 by default; steps capped as
 #                the graph stage's): FP8_PARTS, a comma list, default kernels,ops,speed:
 #                kernels  test_gpu_fp8: weight, activation and LayerNorm codes and scales bit
 #                         for bit against the CPU reference (gpu/model/fp8.h), the FP8 GEMMs

@@ -10,12 +10,12 @@
 #                SIGKILLed mid-job (JOB_RUNS: a comma list of scaling, bert, distil, workers,
 #                kill, sinks: 16 threads with 8 result writers, modern: a modernbert-base
 #                fp16 job and fp8: a bert-base fp8 job, each beside `reclass bench`; devices:
-#                the bert-base job on GPU 0, then with --devices all (issue 37); default
+#                the bert-base job on GPU 0, then with --devices all; default
 #                scaling, bert, distil, workers, kill).
 #                The ceiling alone, against a baseline build (another checkout's
 #                build-sm90/reclass copied to .devlibs/base/reclass before `pack`),
 #                interleaved: JOB_RUNS=scaling tests/bench/device_run.sh run job
-#       lanes    tests/bench/lanes_bench.sh (issue 35: urgent tickets past a 300,000-ticket bulk
+#       lanes    tests/bench/lanes_bench.sh (urgent tickets past a 300,000-ticket bulk
 #                backlog), CPU backend, the worker pinned to CPUs 0,1 and the dev broker and
 #                PostgreSQL (.devlibs/pg.tar.xz) to the others; LANES_TIMEOUT (480) s at most.
 #                Needs the demo model (deploy/models/clinc150-bert-mini) and
@@ -26,7 +26,7 @@
 #                Tansu, a PostgreSQL run as a user would against the tests' one); needs
 #                .devlibs/host.tar.xz (`tests/bench/host_scale.sh pack` here) and
 #                .devlibs/pg.tar.xz (pack-pg), nothing else of the bundle; HOST_RUNS picks runs
-#       encoders tests/integration/run_encoders.sh on the CUDA backend (issue 37): two encoders
+#       encoders tests/integration/run_encoders.sh on the CUDA backend: two encoders
 #                sharing GPU 0 in one worker, 100,000 tickets, SIGKILL mid-job and a restart,
 #                exact rows, each encoder's arena flat; ENCODERS_BIN (default $B/reclass; kafka_tool
 #                is $B's) picks the build, e.g. .devlibs/base/reclass. Needs .devlibs/pg.tar.xz, the demo
@@ -149,7 +149,7 @@ if has job; then
                 --workload /tmp/real_texts_200k.jsonl --token-budget 16384 --repeat 3 2>&1 |
                 tail -1 | tee -a "$log" | tee -a "$summary"
         done
-        # issue 37: the bert-base job on GPU 0 alone, then on every GPU of the host (--devices
+        # the bert-base job on GPU 0 alone, then on every GPU of the host (--devices
         # all: an encoder per GPU fed from the one accumulator), back to back
         if [[ $runs == *,devices,* ]]; then
             job_bench "$log" "bert-base fp16, 1 worker, --devices 0" /tmp/model-bert-base 1 \

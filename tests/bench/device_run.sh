@@ -44,7 +44,7 @@
 #                is installed) and deberta-v3-base (eager, compile), fp16, 16384 and 65536,
 #                on the tickets-mix workload; then test_gpu_golden, whose gate (flips on thin
 #                fp32 margins only) covers every family
-#       graph    issue 32, the encoder graph on CUDA (every family and precision) in one call
+#       graph    the encoder graph on CUDA (every family and precision) in one call
 #                (GRAPH_BUDGET_S, 570 s by default, inside the call's 600; each step's timeout
 #                cut to what is left): test_graph_ops (every op variant x precision on cpu and
 #                cuda against tests/lib's references, fp16 and bf16 rows for BERT's ops),
@@ -65,7 +65,7 @@
 #       torch    tests/bench/torch_gpu_peer.py eager + torch.compile on the same workload
 #       bound    tests/bench/bound.py on this call's bench and torch lines: how fast attention
 #                would have to run for 1.6x the best PyTorch variant (needs bench, torch)
-#       fp8      FP8 (issue 32) in one call: FP8_PARTS, FP8_BUDGET_S (tests/bench/device_fp8.sh)
+#       fp8      FP8 in one call: FP8_PARTS, FP8_BUDGET_S (tests/bench/device_fp8.sh)
 #       e2e, job, lanes, host, encoders  whole jobs on the carried PostgreSQL (tests/bench/device_jobs.sh)
 #       cpubf16  the CPU backend at bf16 on the host's CPU (no GPU used): lscpu and its bf16
 #                flags, test_cpu_bf16 (parity and batch invariance of each bf16 kernel the CPU

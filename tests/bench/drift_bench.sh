@@ -248,7 +248,7 @@ time_cpu 'since 020, once an hour: the hour'"'"'s roll-up (`drift_hours_close`, 
 time_cpu 'since 020, once an hour: the hour'"'"'s judged windows (`drift_judged_close`, one window of every tenant), server CPU time' \
     "BEGIN; UPDATE drift_rollup_mark SET done_before = $hc WHERE rollup = 'drift_judged'; UPDATE drift_windows SET status = 'ok', label_psi = 0.01, label_js = 0.005, confidence_psi = 0.02, confidence_js = 0.01, low_confidence_share = 0.1, low_confidence_change = 0, labels_new = '{}', labels_gone = '{}', reference = 'trailing 7 days', ref_tickets = 100000, judged_tickets = tickets, judged_overflow = false, judged_at = now() WHERE window_start >= $hc AND window_start < $hc + interval '1 hour' AND model = '$model'" \
     "SELECT drift_judged_close('$model', $hc + interval '1 hour')"
-# what one statement per window costs when the worker scores (issue 41's plan: the scores
+# what one statement per window costs when the worker scores (the scores
 # computed in C, worker/observe/drift_score.c): the window's rows (through today's roll-up and
 # reference triggers), its judged rows (drift_judged_store) and every tenant's status, each run
 # a window of its own inside the hour; then less the reference trigger (a reference the worker

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The host side's scaling on a many-core machine, CPU backend only (issue 33): the 1-layer
+# The host side's scaling on a many-core machine, CPU backend only: the 1-layer
 # hidden-64 model (its encoder nearly free) through whole jobs, so what is timed is the pipeline
 # (poll, decode, tokenize, score, rows) and the services it writes to. Each run is one
 # tests/bench/job_bench.sh job on the same 1,005,750 real-mix tickets; one table at the end.
