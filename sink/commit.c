@@ -78,12 +78,8 @@ static common_status_t sink_batches_send(sink_t *s, int n, common_err_t *e) {
     }
     off[10] = b->len;
     sink_copybin_array(b, SINK_OID_TEXT, n, has_anon);
-    for (int i = 0; i < n; i++) {
-        if (x[i].worker)
-            sink_copybin_text(b, x[i].worker);
-        else
-            sink_copybin_null(b);
-    }
+    for (int i = 0; i < n; i++)
+        sink_copybin_text(b, x[i].worker); /* NULL: SQL NULL */
     off[11] = b->len;
     if (b->oom) return common_err_set(e, COMMON_RETRY, "batches: out of memory for %d rows", n);
     const char *vals[SINK_BATCH_ARRAYS];
