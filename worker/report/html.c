@@ -132,6 +132,12 @@ static int report_legend_w(const char *name) {
     return 24 + 6 * (int)strlen(name) + 16;
 }
 
+/* Whether an entry of width w starts a new legend row, used of its row taken already: the
+ * rows are as wide as the plot (pw), less the legend's 10px indent. */
+static int report_legend_wraps(int used, int w, double pw) {
+    return used > 0 && used + w > pw - 10;
+}
+
 void report_svg_lines(FILE *f, int n_series, const report_series_t *series, report_fmt_t fmt,
                       int n_hlines, const double *hlines) {
     double x0 = INFINITY, x1 = -INFINITY, ymax = 0;
@@ -155,7 +161,7 @@ void report_svg_lines(FILE *f, int n_series, const report_series_t *series, repo
     int rows = 0; /* the legend's, above the plot: entries in rows as wide as the plot */
     for (int s = 0, lx = 0; s < n_series && n_series > 1; s++) {
         int w = report_legend_w(series[s].name);
-        if (s == 0 || (lx > 0 && lx + w > pw - 10)) rows++, lx = 0;
+        if (s == 0 || report_legend_wraps(lx, w, pw)) rows++, lx = 0;
         lx += w;
     }
     const int top = 12 + 14 * rows, height = top + (int)ph + bottom;
@@ -203,7 +209,7 @@ void report_svg_lines(FILE *f, int n_series, const report_series_t *series, repo
         }
         if (n_series > 1) {
             int w = report_legend_w(series[s].name);
-            if (lx > left + 10 && lx + w > left + pw) lx = left + 10, ly += 14;
+            if (report_legend_wraps(lx - (left + 10), w, pw)) lx = left + 10, ly += 14;
             fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/>", lx, ly,
                     color);
             fprintf(f, "<text x=\"%d\" y=\"%d\">", lx + 14, ly + 9);
