@@ -249,14 +249,21 @@ static void report(const char *prec, const char *what, int rc, const float *got,
     }
 }
 
+/* (n) token positions for RoPE: 0..7 first, then any up to 8,191 (the kernels index them by
+ * token, so they need not rise). */
+static int32_t *rnd_positions(int n) {
+    int32_t *pos = malloc((size_t)n * 4);
+    for (int t = 0; t < n; t++)
+        pos[t] = t < 8 ? t : (int)(rnd_u32() % 8192u);
+    return pos;
+}
+
 /* RoPE on Q and K of (n, 3H) rows at positions up to 8,191, the global and the local theta;
  * V's columns must come back untouched. */
 static void test_rope(const char *prec, float theta) {
     const int heads = 12, hd = 64, H = heads * hd, ld = 3 * H, n = 1 + (int)(rnd_u32() % 400);
     float *x = rnd_array((size_t)n * ld, 1.f), *ref = malloc((size_t)n * ld * 4);
-    int32_t *pos = malloc((size_t)n * 4);
-    for (int t = 0; t < n; t++)
-        pos[t] = t < 8 ? t : (int)(rnd_u32() % 8192u);
+    int32_t *pos = rnd_positions(n);
     gpu_cuda_test_round(prec, x, (size_t)n * ld);
     memcpy(ref, x, (size_t)n * ld * 4);
     gpu_ref_rope(ref, ld, H, pos, n, heads, hd, theta);
@@ -304,9 +311,7 @@ static void test_attention_rope(const char *prec, float theta, int window, int h
     float *qkv = rnd_array((size_t)n * ld, scale), *turned = malloc((size_t)n * ld * 4);
     float *ref = malloc((size_t)n * H * 4), *got = malloc((size_t)n * H * 4);
     float *inplace = malloc((size_t)n * H * 4);
-    int32_t *pos = malloc((size_t)n * 4);
-    for (int t = 0; t < n; t++)
-        pos[t] = t < 8 ? t : (int)(rnd_u32() % 8192u);
+    int32_t *pos = rnd_positions(n);
     gpu_cuda_test_round(prec, qkv, (size_t)n * ld);
     memcpy(turned, qkv, (size_t)n * ld * 4);
     gpu_ref_rope(turned, ld, H, pos, n, heads, hd, theta);
